@@ -1,0 +1,36 @@
+# volcano-py: `make demo` and `make test` work on a fresh machine; they create .venv themselves.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+
+.PHONY: venv demo test unit e2e lint bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@rm -f $(VENV)/.installed-* && touch $@
+
+venv: $(STAMP)
+
+demo: venv
+	$(BIN)/volcano-py simulate examples/sim/gpu-cluster.yaml examples/sim/two-gangs.yaml --compare-per-pod
+
+unit: venv
+	$(BIN)/pytest -q -m "not e2e"
+
+e2e: venv cluster-bins
+	$(BIN)/pytest -q -m e2e tests/e2e
+
+test: unit e2e
+
+lint: venv
+	$(BIN)/ruff check scheduler tests
+
+clean:
+	rm -rf $(VENV) .bin
+
+# The test control plane (kube-apiserver, etcd, kwok): targets cluster-bins and dev-cluster.
+include tools/cluster.mk
