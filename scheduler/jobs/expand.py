@@ -1,0 +1,280 @@
+"""Expand a Volcano Job into its PodGroup and pods. Layer: jobs (pure: plain dicts in, plain dicts out).
+
+The simulator and the kopf controllers both call these functions, so a Job expands the same way in both.
+Inputs are never mutated; every result is a fresh deep copy.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.jobs import keys
+from scheduler.jobs.names import job_name, job_namespace, owner_references, pod_name, podgroup_name
+from scheduler.jobs.plugins import Keygen, apply_pod_plugins, plugin_manifests
+
+Manifest = dict[str, Any]
+
+
+# ---------------------------------------------------------------------------------------------- defaults
+
+
+def normalize_job(job: Mapping[str, Any]) -> Manifest:
+    """A defaulted copy of a Job, as Volcano's mutating webhook would leave it; user values are kept."""
+    out = copy.deepcopy(dict(job))
+    spec = out.setdefault("spec", {})
+    spec.setdefault("queue", keys.DEFAULT_QUEUE)
+    spec.setdefault("schedulerName", keys.DEFAULT_SCHEDULER)
+    if spec.get("maxRetry") in (None, 0):  # Volcano treats 0 as unset
+        spec["maxRetry"] = keys.DEFAULT_MAX_RETRY
+    tasks = spec.setdefault("tasks", [])
+    for index, task in enumerate(tasks):
+        _normalize_task(task, index)
+    if spec.get("minAvailable") in (None, 0):  # Volcano treats 0 as unset
+        spec["minAvailable"] = sum(int(t["minAvailable"]) for t in tasks)
+    return out
+
+
+def _normalize_task(task: dict[str, Any], index: int) -> None:
+    if not task.get("name"):
+        task["name"] = f"{keys.DEFAULT_TASK_NAME}{index}"
+    task.setdefault("replicas", keys.DEFAULT_TASK_REPLICAS)
+    task.setdefault("minAvailable", task["replicas"])
+    if task.get("maxRetry") in (None, 0):
+        task["maxRetry"] = keys.DEFAULT_MAX_RETRY
+    pod_spec = task.setdefault("template", {}).setdefault("spec", {})
+    if pod_spec.get("hostNetwork") and not pod_spec.get("dnsPolicy"):
+        pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
+def _tasks(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list(job.get("spec", {}).get("tasks") or [])
+
+
+def _replicas(task: Mapping[str, Any]) -> int:
+    return int(task.get("replicas", keys.DEFAULT_TASK_REPLICAS))
+
+
+def _task_min(task: Mapping[str, Any]) -> int:
+    return int(task.get("minAvailable", _replicas(task)))
+
+
+# ---------------------------------------------------------------------------------------------- PodGroup
+
+
+def podgroup_for(job: Mapping[str, Any], priority_values: Mapping[str, int] | None = None) -> Manifest:
+    """The scheduling.volcano.sh/v1beta1 PodGroup of a job.
+
+    `priority_values` maps PriorityClass names to values; Volcano counts higher-priority tasks first in
+    `minResources`. Without it, tasks count in spec order.
+    """
+    job = normalize_job(job)
+    spec = job["spec"]
+    meta = job.get("metadata", {})
+    pg_meta: Manifest = {"name": podgroup_name(job), "namespace": job_namespace(job)}
+    if meta.get("labels"):
+        pg_meta["labels"] = dict(meta["labels"])
+    if meta.get("annotations"):
+        pg_meta["annotations"] = dict(meta["annotations"])
+    refs = owner_references(job)
+    if refs:
+        pg_meta["ownerReferences"] = refs
+    pg_spec: Manifest = {
+        "minMember": int(spec["minAvailable"]),
+        "minTaskMember": {t["name"]: _task_min(t) for t in _tasks(job)},
+        "queue": spec["queue"],
+        "minResources": min_resources(job, priority_values),
+    }
+    if spec.get("priorityClassName"):
+        pg_spec["priorityClassName"] = spec["priorityClassName"]
+    return {"apiVersion": keys.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": pg_meta, "spec": pg_spec}
+
+
+def min_resources(job: Mapping[str, Any], priority_values: Mapping[str, int] | None = None) -> dict[str, str]:
+    """The summed requests of the job's first `minAvailable` pods, as a Kubernetes quantity map."""
+    from scheduler.api.resources import pod_request  # written alongside; imported late to keep the layer light
+
+    specs = min_pod_specs(normalize_job(job), priority_values)
+    if not specs:
+        return {}
+    total = pod_request(specs[0])
+    for pod_spec in specs[1:]:
+        total = total + pod_request(pod_spec)
+    return dict(total.to_quantities())
+
+
+def min_pod_specs(
+    job: Mapping[str, Any], priority_values: Mapping[str, int] | None = None
+) -> list[Mapping[str, Any]]:
+    """The pod specs of the job's first `minAvailable` pods, in the order Volcano counts them.
+
+    When the job's minAvailable covers every task's minAvailable, each task contributes its minAvailable
+    pods first and the rest is filled in task order; otherwise the first minAvailable pods in task order.
+    """
+    tasks = _tasks_by_priority(job, priority_values)
+    wanted = int(job["spec"]["minAvailable"])
+    if wanted < sum(_task_min(t) for t in tasks):
+        counts = _first_count(tasks, wanted)
+    else:
+        counts = _task_minimums_then_fill(tasks, wanted)
+    return [t["template"].get("spec", {}) for t, n in zip(tasks, counts, strict=True) for _ in range(n)]
+
+
+def _tasks_by_priority(
+    job: Mapping[str, Any], priority_values: Mapping[str, int] | None
+) -> list[Mapping[str, Any]]:
+    values = priority_values or {}
+
+    def priority(task: Mapping[str, Any]) -> int:
+        return -values.get(task.get("template", {}).get("spec", {}).get("priorityClassName", ""), 0)
+
+    return sorted(_tasks(job), key=priority)  # stable: equal priorities keep spec order
+
+
+def _first_count(tasks: list[Mapping[str, Any]], wanted: int) -> list[int]:
+    counts = []
+    for task in tasks:
+        take = min(_replicas(task), wanted)
+        counts.append(take)
+        wanted -= take
+    return counts
+
+
+def _task_minimums_then_fill(tasks: list[Mapping[str, Any]], wanted: int) -> list[int]:
+    counts = [_task_min(t) for t in tasks]
+    wanted -= sum(counts)
+    for i, task in enumerate(tasks):
+        extra = min(_replicas(task) - counts[i], max(wanted, 0))
+        counts[i] += extra
+        wanted -= extra
+    return counts
+
+
+# ---------------------------------------------------------------------------------------------- pods
+
+
+def pod_for(job: Mapping[str, Any], task_index_in_spec: int, replica_index: int) -> Manifest:
+    """The Pod for replica `replica_index` of task number `task_index_in_spec`, with plugins applied."""
+    job = normalize_job(job)
+    task = job["spec"]["tasks"][task_index_in_spec]
+    template = copy.deepcopy(task.get("template", {}))
+    pod: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _pod_metadata(job, task, template.get("metadata", {}), replica_index),
+        "spec": _pod_spec(job, template.get("spec", {})),
+    }
+    _mount_job_volumes(pod, job)
+    apply_pod_plugins(pod, job, task_index_in_spec, replica_index)
+    return pod
+
+
+def pods_for(job: Mapping[str, Any]) -> list[Manifest]:
+    """Every pod of the job: tasks in spec order, replicas in index order."""
+    job = normalize_job(job)
+    return [pod_for(job, t, i) for t, task in enumerate(_tasks(job)) for i in range(_replicas(task))]
+
+
+def expected_pod_names(job: Mapping[str, Any]) -> list[str]:
+    job = normalize_job(job)
+    return [pod_name(job, task["name"], i) for task in _tasks(job) for i in range(_replicas(task))]
+
+
+def _pod_metadata(
+    job: Mapping[str, Any], task: Mapping[str, Any], template_meta: Mapping[str, Any], index: int
+) -> Manifest:
+    spec = job["spec"]
+    task_name = str(task["name"])
+    labels = dict(template_meta.get("labels") or {})
+    labels.update(
+        {
+            keys.JOB_NAME: job_name(job),
+            keys.JOB_NAMESPACE: job_namespace(job),
+            keys.QUEUE_NAME: spec["queue"],
+            keys.TASK_SPEC: task_name,
+            keys.TASK_NAME: task_name,
+            keys.TASK_INDEX: str(index),
+        }
+    )
+    annotations = dict(template_meta.get("annotations") or {})
+    annotations.update(
+        {
+            keys.GROUP_NAME: podgroup_name(job),
+            keys.JOB_NAME: job_name(job),
+            keys.TASK_SPEC: task_name,
+            keys.TASK_INDEX: str(index),
+            keys.JOB_VERSION: str(int(job.get("status", {}).get("version", 0))),
+            keys.QUEUE_NAME: spec["queue"],
+            keys.POD_TEMPLATE: f"{job_name(job)}-{task_name}",
+        }
+    )
+    if task.get("topologyPolicy"):
+        annotations[keys.NUMA_POLICY] = str(task["topologyPolicy"])
+    preemptable = _preemptable(job, task)
+    if preemptable is not None:
+        annotations[keys.PREEMPTABLE] = preemptable
+        labels[keys.PREEMPTABLE] = preemptable
+    meta: Manifest = {
+        "name": pod_name(job, task_name, index),
+        "namespace": job_namespace(job),
+        "labels": labels,
+        "annotations": annotations,
+    }
+    refs = owner_references(job)
+    if refs:
+        meta["ownerReferences"] = refs
+    return meta
+
+
+def _preemptable(job: Mapping[str, Any], task: Mapping[str, Any]) -> str | None:
+    """"true"/"false" from task `preemptable`, else job `preemptable`, else the job's label/annotation."""
+    for source in (task.get("preemptable"), job["spec"].get("preemptable")):
+        if source is not None:
+            return _bool_text(source)
+    meta = job.get("metadata", {})
+    for where in ("annotations", "labels"):
+        value = (meta.get(where) or {}).get(keys.PREEMPTABLE)
+        if value is not None:
+            return _bool_text(value)
+    return None
+
+
+def _bool_text(value: object) -> str:
+    if isinstance(value, str):
+        return "true" if value.strip().lower() == "true" else "false"
+    return "true" if value else "false"
+
+
+def _pod_spec(job: Mapping[str, Any], template_spec: Mapping[str, Any]) -> Manifest:
+    spec = dict(template_spec)
+    if not spec.get("schedulerName"):
+        spec["schedulerName"] = job["spec"]["schedulerName"]
+    if not spec.get("priorityClassName") and job["spec"].get("priorityClassName"):
+        spec["priorityClassName"] = job["spec"]["priorityClassName"]
+    # The apiserver would default it to Always; spelling it out keeps the simulator honest.
+    spec.setdefault("restartPolicy", keys.DEFAULT_RESTART_POLICY)
+    spec.setdefault("containers", [])
+    return spec
+
+
+def _mount_job_volumes(pod: Manifest, job: Mapping[str, Any]) -> None:
+    """Mount `spec.volumes` claims into every container, as Volcano does, with deterministic volume names."""
+    seen: set[str] = set()
+    for number, volume in enumerate(job["spec"].get("volumes") or []):
+        claim = volume.get("volumeClaimName")
+        if not claim or claim in seen or not volume.get("mountPath"):
+            continue  # claims created from `volumeClaim` get their name from the controller first
+        seen.add(claim)
+        name = f"{job_name(job)}-volume-{number}"
+        pod["spec"].setdefault("volumes", []).append({"name": name, "persistentVolumeClaim": {"claimName": claim}})
+        for container in pod["spec"]["containers"]:
+            container.setdefault("volumeMounts", []).append({"name": name, "mountPath": volume["mountPath"]})
+
+
+# ---------------------------------------------------------------------------------------------- plugin objects
+
+
+def plugin_objects(job: Mapping[str, Any], keygen: Keygen | None = None) -> list[Manifest]:
+    """Services, ConfigMaps, NetworkPolicies and Secrets the job's plugins need, created before the pods."""
+    return plugin_manifests(normalize_job(job), keygen)
