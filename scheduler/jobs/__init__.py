@@ -1,0 +1,39 @@
+"""Pure Volcano Job logic: expand a Job into PodGroup + pods + plugin objects, validate it, and run its
+lifecycle state machine. Layer: jobs (imports `api` only; never a Kubernetes client)."""
+
+from __future__ import annotations
+
+from scheduler.jobs.bus import Action, Event
+from scheduler.jobs.expand import (
+    expected_pod_names,
+    min_pod_specs,
+    min_resources,
+    normalize_job,
+    plugin_objects,
+    pod_for,
+    podgroup_for,
+    pods_for,
+)
+from scheduler.jobs.lifecycle import (
+    Decision,
+    JobEvent,
+    JobStatus,
+    Op,
+    OpKind,
+    Phase,
+    PodView,
+    decide,
+    desired_pods,
+    expired,
+    pod_event,
+    pod_view,
+)
+from scheduler.jobs.names import podgroup_name
+from scheduler.jobs.validate import unsupported_plugins, validate_job
+
+__all__ = [
+    "Action", "Decision", "Event", "JobEvent", "JobStatus", "Op", "OpKind", "Phase", "PodView",
+    "decide", "desired_pods", "expected_pod_names", "expired", "min_pod_specs", "min_resources",
+    "normalize_job", "plugin_objects", "pod_event", "pod_for", "pod_view", "podgroup_for", "podgroup_name",
+    "pods_for", "unsupported_plugins", "validate_job",
+]

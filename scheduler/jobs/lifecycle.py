@@ -1,0 +1,541 @@
+"""The Volcano Job lifecycle as a pure state machine. Layer: jobs (no Kubernetes client, no clock).
+
+`decide(job, status, pods, podgroup_phase, event)` answers: given this job, its status, its pods, its
+PodGroup phase and what just happened, what is the new status and what must be created or deleted?
+The answer is a frozen `Decision`; the simulator and the kopf controller both carry it out.
+
+Steps, as Volcano's job controller takes them:
+  1. pick the action: an explicit action (command), else task policies, then job policies, else SyncJob;
+  2. run the current phase's handler for that action: kill (delete pods, keeping finished ones when soft)
+     and move to a transitional phase, or sync (create missing pods once the PodGroup left Pending);
+  3. recount the pods and let the phase's rule move the job on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from scheduler.jobs import keys
+from scheduler.jobs.bus import Action, Event
+from scheduler.jobs.expand import expected_pod_names, normalize_job, pod_for
+from scheduler.jobs.validate import policy_events
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"
+    ABORTING = "Aborting"
+    ABORTED = "Aborted"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    COMPLETING = "Completing"
+    COMPLETED = "Completed"
+    TERMINATING = "Terminating"
+    TERMINATED = "Terminated"
+    FAILED = "Failed"
+
+
+FINISHED = frozenset({Phase.COMPLETED, Phase.TERMINATED, Phase.FAILED})
+ALIVE_POD_PHASES = frozenset({"Pending", "Running", "Unknown"})
+SOFT_RETAIN = frozenset({"Succeeded", "Failed"})  # a soft kill keeps finished pods for their logs
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    """What the lifecycle needs to know about one pod of the job."""
+
+    name: str
+    task: str
+    phase: str = "Pending"  # Pending | Running | Succeeded | Failed | Unknown
+    exit_code: int | None = None
+    deleting: bool = False
+    restarts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    phase: Phase = Phase.PENDING
+    retry_count: int = 0
+    version: int = 0
+
+    @classmethod
+    def of(cls, job: Mapping[str, Any]) -> JobStatus:
+        status = job.get("status") or {}
+        phase = (status.get("state") or {}).get("phase") or Phase.PENDING
+        return cls(Phase(phase), int(status.get("retryCount", 0)), int(status.get("version", 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """A request to the lifecycle: what happened, to which task/pod, or the command's action."""
+
+    event: Event = Event.OUT_OF_SYNC
+    task: str = ""
+    pod: str = ""
+    exit_code: int | None = None
+    action: Action | None = None  # set by CommandIssued, or by a deferred policy coming due
+    job_version: int | None = None  # the job-version annotation of the pod that raised it
+
+
+def pod_view(pod: Mapping[str, Any]) -> PodView:
+    """A PodView from a Pod manifest (first container's exit code, as Volcano reads it)."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    terminated = ((statuses[0].get("state") or {}).get("terminated") or {}) if statuses else {}
+    return PodView(
+        name=str(meta.get("name")),
+        task=str((meta.get("annotations") or {}).get(keys.TASK_SPEC, "")),
+        phase=str(status.get("phase") or "Pending"),
+        exit_code=terminated.get("exitCode"),
+        deleting=bool(meta.get("deletionTimestamp")),
+        restarts=sum(int(s.get("restartCount", 0)) for s in statuses),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- outputs
+
+
+class OpKind(StrEnum):
+    CREATE_PODS = "CreatePods"
+    DELETE_PODS = "DeletePods"
+    ENSURE_PODGROUP = "EnsurePodGroup"
+    DELETE_PODGROUP = "DeletePodGroup"
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    kind: OpKind
+    names: tuple[str, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    terminating: int = 0
+    unknown: int = 0
+
+    @property
+    def alive(self) -> int:
+        return self.pending + self.running + self.terminating
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """A policy with a `timeout`: run `action` after `seconds` unless the pod recovers first."""
+
+    action: Action
+    seconds: float
+    event: Event
+    pod: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    phase: Phase
+    retry_count: int
+    version: int
+    action: Action
+    counts: Counts
+    min_available: int
+    ops: tuple[Op, ...] = ()
+    task_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    deferred: Deferred | None = None
+
+    def pods_to_create(self) -> tuple[str, ...]:
+        return tuple(n for op in self.ops if op.kind is OpKind.CREATE_PODS for n in op.names)
+
+    def pods_to_delete(self) -> tuple[str, ...]:
+        return tuple(n for op in self.ops if op.kind is OpKind.DELETE_PODS for n in op.names)
+
+    def status(self) -> dict[str, Any]:
+        """The Job `status` this decision writes."""
+        c = self.counts
+        return {
+            "state": {"phase": str(self.phase)},
+            "minAvailable": self.min_available,
+            "pending": c.pending, "running": c.running, "succeeded": c.succeeded,
+            "failed": c.failed, "terminating": c.terminating, "unknown": c.unknown,
+            "retryCount": self.retry_count, "version": self.version,
+            "taskStatusCount": {t: {"phase": dict(p)} for t, p in self.task_counts.items()},
+        }
+
+
+# ---------------------------------------------------------------------------------------------- policies
+
+
+def select_action(job: Mapping[str, Any], status: JobStatus, event: JobEvent) -> tuple[Action, float | None]:
+    """The action for an event and its policy timeout: task policies first, then job policies, else SyncJob."""
+    if event.action is not None:
+        return event.action, None
+    if event.event == Event.OUT_OF_SYNC:
+        return Action.SYNC_JOB, None
+    if event.job_version is not None and event.job_version < status.version:
+        return Action.SYNC_JOB, None  # raised by a pod of an earlier run
+    spec = job["spec"]
+    task = next((t for t in spec.get("tasks") or [] if event.task and t.get("name") == event.task), None)
+    for policies in ((task or {}).get("policies") or [], spec.get("policies") or []):
+        for policy in policies:
+            if _matches(policy, event):
+                timeout = policy.get("timeout")
+                return Action(policy["action"]), parse_duration(timeout) if timeout is not None else None
+    return Action.SYNC_JOB, None
+
+
+def _matches(policy: Mapping[str, Any], event: JobEvent) -> bool:
+    events = policy_events(policy)
+    if events:
+        return event.event in events or Event.ANY in events
+    code = policy.get("exitCode")
+    return code is not None and event.exit_code is not None and int(code) == event.exit_code
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def parse_duration(text: object) -> float:
+    """Seconds in a Go duration (`"1m30s"`, `"500ms"`) or a bare number of seconds."""
+    if isinstance(text, int | float):
+        return float(text)
+    value = str(text).strip()
+    parts = _DURATION_PART.findall(value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        raise ValueError(f"not a duration: {text!r}")
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+# ---------------------------------------------------------------------------------------------- decide
+
+
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    job: Mapping[str, Any]
+    status: JobStatus
+    pods: tuple[PodView, ...]
+    podgroup_phase: str | None
+    event: JobEvent
+    action: Action
+
+
+def decide(
+    job: Mapping[str, Any],
+    status: JobStatus | None,
+    pods: Sequence[PodView],
+    podgroup_phase: str | None,
+    event: JobEvent,
+) -> Decision:
+    job = normalize_job(job)
+    status = status or JobStatus.of(job)
+    action, timeout = select_action(job, status, event)
+    if timeout and event.action is None and action is not Action.SYNC_JOB:
+        return replace(_sync(_Ctx(job, status, tuple(pods), podgroup_phase, event, Action.SYNC_JOB), _keep),
+                       deferred=Deferred(action, timeout, event.event, event.pod))
+    ctx = _Ctx(job, status, tuple(pods), podgroup_phase, event, action)
+    return _HANDLERS.get(status.phase, _pending)(ctx)
+
+
+# A phase rule sees the recounted pods and returns the next phase (or the same one).
+Rule = Callable[[_Ctx, Counts, Mapping[str, Mapping[str, int]]], Phase]
+
+
+def _keep(ctx: _Ctx, counts: Counts, tasks: Mapping[str, Mapping[str, int]]) -> Phase:
+    return ctx.status.phase
+
+
+def _to(phase: Phase) -> Rule:
+    return lambda ctx, counts, tasks: phase
+
+
+def _pending(ctx: _Ctx) -> Decision:
+    return _kill_transitions(ctx) or _sync(ctx, _pending_rule)
+
+
+def _running(ctx: _Ctx) -> Decision:
+    return _kill_transitions(ctx) or _sync(ctx, _running_rule)
+
+
+def _kill_transitions(ctx: _Ctx) -> Decision | None:
+    """The kill actions Pending and Running share."""
+    match ctx.action:
+        case Action.RESTART_JOB:
+            return _kill(ctx, _to(Phase.RESTARTING), soft=False, retry=1)
+        case Action.RESTART_TASK | Action.RESTART_POD:
+            return _kill(ctx, _to(Phase.RESTARTING), soft=False, retry=1, target=_target(ctx))
+        case Action.ABORT_JOB:
+            return _kill(ctx, _to(Phase.ABORTING), soft=True)
+        case Action.TERMINATE_JOB:
+            return _kill(ctx, _to(Phase.TERMINATING), soft=True)
+        case Action.COMPLETE_JOB:
+            return _kill(ctx, _to(Phase.COMPLETING), soft=True)
+    return None
+
+
+def _target(ctx: _Ctx) -> frozenset[str]:
+    if ctx.action is Action.RESTART_POD and ctx.event.pod:
+        return frozenset({ctx.event.pod})
+    return frozenset(p.name for p in ctx.pods if p.task == ctx.event.task)
+
+
+def _restarting(ctx: _Ctx) -> Decision:
+    # Pods were killed on entering Restarting; here we wait for them to go, then start over (or give up).
+    return _kill(ctx, _restarting_rule, soft=False, target=frozenset(), bump=False)
+
+
+def _aborting(ctx: _Ctx) -> Decision:
+    if ctx.action is Action.RESUME_JOB:
+        return _kill(ctx, _to(Phase.RESTARTING), soft=True, retry=1)
+    return _kill(ctx, _when_quiet(Phase.ABORTED), soft=True, bump=False)
+
+
+def _aborted(ctx: _Ctx) -> Decision:
+    if ctx.action is Action.RESUME_JOB:
+        return _kill(ctx, _to(Phase.RESTARTING), soft=True, retry=1)
+    return _kill(ctx, _keep, soft=True, bump=False)
+
+
+def _completing(ctx: _Ctx) -> Decision:
+    return _kill(ctx, _when_quiet(Phase.COMPLETED), soft=True, bump=False)
+
+
+def _terminating(ctx: _Ctx) -> Decision:
+    return _kill(ctx, _when_quiet(Phase.TERMINATED), soft=True, bump=False)
+
+
+def _finished(ctx: _Ctx) -> Decision:
+    return _kill(ctx, _keep, soft=True, bump=False)
+
+
+_HANDLERS: dict[Phase, Callable[[_Ctx], Decision]] = {
+    Phase.PENDING: _pending,
+    Phase.RUNNING: _running,
+    Phase.RESTARTING: _restarting,
+    Phase.ABORTING: _aborting,
+    Phase.ABORTED: _aborted,
+    Phase.COMPLETING: _completing,
+    Phase.TERMINATING: _terminating,
+    Phase.COMPLETED: _finished,
+    Phase.TERMINATED: _finished,
+    Phase.FAILED: _finished,
+}
+
+
+# ---------------------------------------------------------------------------------------------- rules
+
+
+def _pending_rule(ctx: _Ctx, c: Counts, tasks: Mapping[str, Mapping[str, int]]) -> Phase:
+    if min_available(ctx.job) <= c.running + c.succeeded + c.failed:
+        return Phase.RUNNING
+    return Phase.PENDING
+
+
+def _running_rule(ctx: _Ctx, c: Counts, tasks: Mapping[str, Mapping[str, int]]) -> Phase:
+    spec = ctx.job["spec"]
+    replicas = sum(int(t["replicas"]) for t in spec["tasks"])
+    if replicas == 0:
+        return Phase.RUNNING  # scaled to zero: keep the phase
+    min_success = spec.get("minSuccess")
+    if min_success is not None and c.succeeded >= int(min_success):
+        return Phase.COMPLETED
+    if c.succeeded + c.failed != replicas:
+        return Phase.RUNNING
+    task_minimums = sum(int(t["minAvailable"]) for t in spec["tasks"])
+    if min_available(ctx.job) >= task_minimums:
+        for task in spec["tasks"]:
+            if tasks.get(task["name"], {}).get("Succeeded", 0) < int(task["minAvailable"]):
+                return Phase.FAILED
+    if min_success is not None and c.succeeded < int(min_success):
+        return Phase.FAILED
+    return Phase.COMPLETED if c.succeeded >= min_available(ctx.job) else Phase.FAILED
+
+
+def _restarting_rule(ctx: _Ctx, c: Counts, tasks: Mapping[str, Mapping[str, int]]) -> Phase:
+    if ctx.status.retry_count >= int(ctx.job["spec"]["maxRetry"]):
+        return Phase.FAILED
+    replicas = sum(int(t["replicas"]) for t in ctx.job["spec"]["tasks"])
+    if replicas - c.terminating >= min_available(ctx.job):
+        return Phase.PENDING
+    return Phase.RESTARTING
+
+
+def _when_quiet(phase: Phase) -> Rule:
+    def rule(ctx: _Ctx, c: Counts, tasks: Mapping[str, Mapping[str, int]]) -> Phase:
+        return phase if c.alive == 0 else ctx.status.phase
+
+    return rule
+
+
+def min_available(job: Mapping[str, Any]) -> int:
+    return int(job["spec"]["minAvailable"])
+
+
+# ---------------------------------------------------------------------------------------------- kill / sync
+
+
+def _kill(
+    ctx: _Ctx,
+    rule: Rule,
+    *,
+    soft: bool,
+    retry: int = 0,
+    target: frozenset[str] | None = None,
+    bump: bool = True,
+) -> Decision:
+    """Delete the job's pods (only `target` when given); a soft kill, or the last retry, keeps finished pods.
+
+    `bump` counts a new run of the job: Volcano bumps `status.version` on every kill; volcano-py bumps it
+    only when an action starts a kill, so a finished job's resyncs do not churn its status.
+    """
+    last_retry = ctx.status.retry_count >= int(ctx.job["spec"]["maxRetry"]) - 1
+    retain = SOFT_RETAIN if (soft or last_retry) else frozenset()
+    tally, deleted = _Tally(), []
+    for pod in ctx.pods:
+        if pod.deleting:
+            tally.add(pod.task, "Terminating")
+        elif pod.phase not in retain and (target is None or pod.name in target):
+            deleted.append(pod.name)
+            tally.add(pod.task, "Terminating")
+        else:
+            tally.add(pod.task, pod.phase)
+    status = replace(ctx.status, retry_count=ctx.status.retry_count + retry,
+                     version=ctx.status.version + (1 if bump else 0))
+    counts, tasks = tally.counts(), tally.tasks()
+    phase = rule(replace(ctx, status=status), counts, tasks)
+    ops = [Op(OpKind.DELETE_PODS, tuple(deleted), reason=str(ctx.action))] if deleted else []
+    if bump and target is None:
+        ops.append(Op(OpKind.DELETE_PODGROUP, reason=str(ctx.action)))  # recreated when the job runs again
+    return _decision(ctx, status, phase, counts, tasks, ops)
+
+
+def _sync(ctx: _Ctx, rule: Rule) -> Decision:
+    """Create missing pods once the PodGroup left Pending; delete pods beyond the replica counts."""
+    tally = _Tally()
+    ops: list[Op] = [Op(OpKind.ENSURE_PODGROUP)]
+    by_name = {p.name: p for p in ctx.pods}
+    if podgroup_admitted(ctx.podgroup_phase):
+        expected = expected_pod_names(ctx.job)
+        missing = tuple(n for n in expected if n not in by_name)
+        extra = tuple(p.name for p in ctx.pods if p.name not in set(expected) and not p.deleting)
+        for name in missing:
+            tally.add(_task_of(ctx.job, name), "Pending")
+        if missing:
+            ops.append(Op(OpKind.CREATE_PODS, missing))
+        if extra:
+            ops.append(Op(OpKind.DELETE_PODS, extra, reason="ScaleDown"))
+    else:
+        extra = ()
+    for pod in ctx.pods:
+        tally.add(pod.task, "Terminating" if pod.deleting or pod.name in extra else pod.phase)
+    counts, tasks = tally.counts(), tally.tasks()
+    return _decision(ctx, ctx.status, rule(ctx, counts, tasks), counts, tasks, ops)
+
+
+def _task_of(job: Mapping[str, Any], name: str) -> str:
+    prefix = job["metadata"]["name"] + "-"
+    return name[len(prefix):].rsplit("-", 1)[0]
+
+
+def _decision(ctx: _Ctx, status: JobStatus, phase: Phase, counts: Counts,
+              tasks: Mapping[str, Mapping[str, int]], ops: list[Op]) -> Decision:
+    return Decision(phase=phase, retry_count=status.retry_count, version=status.version, action=ctx.action,
+                    counts=counts, min_available=min_available(ctx.job), ops=tuple(ops), task_counts=tasks)
+
+
+class _Tally:
+    """Counts pods by phase, overall and per task."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, dict[str, int]] = {}
+
+    def add(self, task: str, phase: str) -> None:
+        phases = self._tasks.setdefault(task, {})
+        phases[phase] = phases.get(phase, 0) + 1
+
+    def counts(self) -> Counts:
+        total: dict[str, int] = {}
+        for phases in self._tasks.values():
+            for phase, n in phases.items():
+                total[phase] = total.get(phase, 0) + n
+        return Counts(pending=total.get("Pending", 0), running=total.get("Running", 0),
+                      succeeded=total.get("Succeeded", 0), failed=total.get("Failed", 0),
+                      terminating=total.get("Terminating", 0),
+                      unknown=sum(n for p, n in total.items() if p not in _COUNTED))
+
+    def tasks(self) -> dict[str, dict[str, int]]:
+        return {t: {p: n for p, n in phases.items() if p != "Terminating"} for t, phases in self._tasks.items()}
+
+
+_COUNTED = frozenset({"Pending", "Running", "Succeeded", "Failed", "Terminating"})
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def podgroup_admitted(podgroup_phase: str | None) -> bool:
+    """Pods are created only once the scheduler has moved the PodGroup out of Pending."""
+    return bool(podgroup_phase) and podgroup_phase != "Pending"
+
+
+def desired_pods(
+    job: Mapping[str, Any], podgroup_phase: str | None, existing_pod_names: Sequence[str] | set[str]
+) -> list[dict[str, Any]]:
+    """Pod manifests to create now: none while the PodGroup is Pending, else every missing replica."""
+    if not podgroup_admitted(podgroup_phase):
+        return []
+    job = normalize_job(job)
+    existing = set(existing_pod_names)
+    return [
+        pod_for(job, t, i)
+        for t, task in enumerate(job["spec"]["tasks"])
+        for i in range(int(task["replicas"]))
+        if f"{job['metadata']['name']}-{task['name']}-{i}" not in existing
+    ]
+
+
+def pod_event(job: Mapping[str, Any], before: PodView | None, after: PodView | None,
+              pods: Sequence[PodView]) -> JobEvent:
+    """The event Volcano raises for a pod change (`after` None: the pod was deleted)."""
+    job = normalize_job(job)
+    pod = after or before
+    if pod is None:
+        return JobEvent()
+    if after is None:
+        return JobEvent(Event.POD_EVICTED, task=pod.task, pod=pod.name)
+    if after.phase == "Failed" and (before is None or before.phase != "Failed"):
+        return JobEvent(Event.POD_FAILED, task=pod.task, pod=pod.name, exit_code=after.exit_code)
+    task = next((t for t in job["spec"]["tasks"] if t["name"] == pod.task), None)
+    if task is None:
+        return JobEvent(task=pod.task, pod=pod.name)
+    if after.phase == "Succeeded" and (before is None or before.phase != "Succeeded"):
+        done = sum(1 for p in pods if p.task == pod.task and p.phase == "Succeeded")
+        if done >= int(task["replicas"]):
+            return JobEvent(Event.TASK_COMPLETED, task=pod.task, pod=pod.name)
+    if after.phase in ("Pending", "Running") and after.restarts >= int(task["maxRetry"]):
+        return JobEvent(Event.TASK_FAILED, task=pod.task, pod=pod.name)
+    return JobEvent(task=pod.task, pod=pod.name)
+
+
+def expired(job: Mapping[str, Any], now: datetime, finished_at: datetime | None = None) -> bool:
+    """Whether a finished job has outlived `ttlSecondsAfterFinished` (finish time: given, or the status's)."""
+    ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+    if ttl is None:
+        return False
+    status = JobStatus.of(job)
+    if finished_at is None:
+        if status.phase not in FINISHED:
+            return False
+        stamp = ((job.get("status") or {}).get("state") or {}).get("lastTransitionTime")
+        if not stamp:
+            return False
+        finished_at = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    return now >= finished_at + timedelta(seconds=int(ttl))
