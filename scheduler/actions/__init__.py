@@ -1,0 +1,14 @@
+"""Layer `actions`: what a scheduling cycle does, in the order the config names them."""
+
+from __future__ import annotations
+
+from scheduler.actions.allocate import Allocate
+from scheduler.actions.backfill import Backfill
+from scheduler.actions.base import Action
+from scheduler.actions.enqueue import Enqueue
+
+ACTIONS: dict[str, type[Action]] = {
+    Enqueue.name: Enqueue,
+    Allocate.name: Allocate,
+    Backfill.name: Backfill,
+}

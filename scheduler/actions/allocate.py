@@ -1,0 +1,122 @@
+"""Layer `actions`: `allocate` places whole gangs, or nothing.
+
+1. Take the jobs that left Pending and have pending tasks; drop (with a condition) those JobValid rejects.
+2. Gangs found partly bound (a crash between binds, a failed bind) go first, ahead of queue order, so the
+   resources they already hold are put to use.
+3. Visit queues by QueueOrder (skipping overused ones), jobs by JobOrder, tasks by TaskOrder. Each task goes
+   to the best-scoring node among those its predicates allow and whose idle resources hold it; failing that,
+   it is pipelined onto a node whose releasing resources will hold it.
+4. Commit the job's statement only if JobReady; keep it as a reservation if JobPipelined; otherwise discard.
+   A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from scheduler.actions.base import round_robin
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.status import PodGroupPhase, TaskStatus
+from scheduler.framework import points as P
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
+from scheduler.plugins.predicates import resource_misfit
+
+
+def pending_tasks(job: JobInfo) -> list[TaskInfo]:
+    return [t for t in job.with_status(TaskStatus.PENDING) if not t.best_effort]
+
+
+def schedulable_jobs(ssn: Session) -> list[JobInfo]:
+    jobs = []
+    for job in ssn.jobs.values():
+        if job.phase == PodGroupPhase.PENDING or not pending_tasks(job):
+            continue
+        if job.queue not in ssn.queues:
+            ssn.gate_reasons[job.uid] = f"queue {job.queue!r} does not exist"
+            continue
+        if ssn.run(P.JOB_VALID, job) is not None:
+            continue  # the gang plugin reports why at close
+        jobs.append(job)
+    return jobs
+
+
+def find_node(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, bool]:
+    """(node, pipelined): the best node whose idle holds the task, else one whose future idle will."""
+    feasible = ssn.feasible_nodes(task)
+    request = task.resreq
+    fits = [n for n in feasible if request <= n.idle]
+    if fits:
+        return ssn.best_node(task, fits), False
+    future = [n for n in feasible if not n.releasing.is_zero() and request <= n.future_idle()]
+    if future:
+        return ssn.best_node(task, future), True
+    reasons: Counter[str] = Counter(ssn.static_rejections(task))
+    for node in feasible:
+        reasons[resource_misfit(request, node.idle)] += 1
+    for reason, count in reasons.items():
+        ssn.record_fit_error(task, reason, count)
+    if ssn.trace:
+        ssn.trace(f"task {task.name} (role {task.role or '-'}) fits no node: {dict(reasons)}")
+    return None, False
+
+
+class Allocate:
+    name = "allocate"
+
+    def execute(self, ssn: Session) -> None:
+        # 1.
+        jobs = schedulable_jobs(ssn)
+        # 2.
+        partial = [j for j in jobs if j.is_started() and not j.is_ready()]
+        for job in sorted(partial, key=lambda j: (j.creation, j.uid)):
+            self.allocate_job(ssn, ssn.queues[job.queue], job, lambda _: None)
+        # 3.
+        by_queue: dict[str, list[JobInfo]] = {}
+        for job in jobs:
+            if job not in partial:
+                by_queue.setdefault(job.queue, []).append(job)
+        for queue, job, requeue in round_robin(ssn, by_queue, skip_queue=lambda q: self._overused(ssn, q)):
+            self.allocate_job(ssn, queue, job, requeue)
+
+    @staticmethod
+    def _overused(ssn: Session, queue: QueueInfo) -> bool:
+        if not ssn.run(P.OVERUSED, queue):
+            return False
+        for job in ssn.jobs.values():
+            if job.queue == queue.name and not job.is_ready():
+                ssn.gate_reasons.setdefault(job.uid, f"queue {queue.name} is overused: it holds its deserved share")
+        return True
+
+    def allocate_job(
+        self, ssn: Session, queue: QueueInfo, job: JobInfo, requeue: Callable[[JobInfo], None]
+    ) -> None:
+        stmt = Statement(ssn)
+        was_ready = ssn.run(P.JOB_READY, job)
+        tasks = ssn.task_order(pending_tasks(job))
+        for index, task in enumerate(tasks):
+            if not ssn.run(P.ALLOCATABLE, queue, task):
+                ssn.gate_reasons.setdefault(
+                    job.uid, f"queue {queue.name} cannot take {task.resreq} more without passing its share"
+                )
+                break
+            node, pipelined = find_node(ssn, task)
+            if node is None:
+                break
+            if pipelined:
+                stmt.pipeline(task, node)
+            else:
+                stmt.allocate(task, node)
+            if index + 1 < len(tasks) and (was_ready or ssn.run(P.JOB_READY, job)):
+                # 4. Ready with more to place (an elastic job): bind what it has, let other jobs go first.
+                stmt.commit()
+                requeue(job)
+                return
+        # 4.
+        if ssn.run(P.JOB_READY, job):
+            stmt.commit()
+        elif ssn.run(P.JOB_PIPELINED, job).vote == P.Vote.REJECT:
+            stmt.discard()

@@ -1,0 +1,44 @@
+"""Layer `actions`: `backfill` places pods that request no resources (BestEffort) on any node they fit.
+
+1. Visit admitted jobs (not Pending) in JobOrder.
+2. Each pending BestEffort task goes to the best node its predicates allow with a free pod slot.
+3. Commit per task when the job is ready (BestEffort tasks count as ready for their gang), else discard.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from scheduler.api.job import JobInfo
+from scheduler.api.status import PodGroupPhase, TaskStatus
+from scheduler.framework import points as P
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
+
+
+class Backfill:
+    name = "backfill"
+
+    def execute(self, ssn: Session) -> None:
+        # 1.
+        jobs = [j for j in ssn.jobs.values() if j.phase != PodGroupPhase.PENDING and j.pending_best_effort_num()]
+        order = functools.cmp_to_key(lambda a, b: -1 if ssn.job_less(a, b) else (1 if ssn.job_less(b, a) else 0))
+        for job in sorted(jobs, key=order):
+            self._backfill(ssn, job)
+
+    def _backfill(self, ssn: Session, job: JobInfo) -> None:
+        tasks = [t for t in job.with_status(TaskStatus.PENDING) if t.best_effort]
+        for task in ssn.task_order(tasks):
+            # 2.
+            fits = [n for n in ssn.feasible_nodes(task) if task.resreq <= n.idle]
+            node = ssn.best_node(task, fits)
+            if node is None:
+                ssn.record_fit_error(task, "Too many pods" if ssn.feasible_nodes(task) else "no node passes predicates")
+                continue
+            # 3.
+            stmt = Statement(ssn)
+            stmt.allocate(task, node)
+            if ssn.run(P.JOB_READY, job):
+                stmt.commit()
+            else:
+                stmt.discard()

@@ -1,0 +1,51 @@
+"""Layer `actions`: `enqueue` admits Pending PodGroups (phase -> Inqueue) when every gate permits.
+
+1. Collect the Pending jobs by queue.
+2. Visit queues and jobs in order; a closed queue admits nothing.
+3. Ask JobEnqueueable (plugins vote); on permit move the job to Inqueue, so its controller creates the pods;
+   otherwise keep it Pending and remember which gate held it and why, for its condition.
+"""
+
+from __future__ import annotations
+
+from scheduler.actions.base import round_robin
+from scheduler.api.job import Condition, JobInfo
+from scheduler.api.status import PodGroupPhase, QueueState
+from scheduler.framework import points as P
+from scheduler.framework.session import Session
+
+NOT_ENQUEUED = "NotEnqueued"
+
+
+class Enqueue:
+    name = "enqueue"
+
+    def execute(self, ssn: Session) -> None:
+        # 1.
+        pending: dict[str, list[JobInfo]] = {}
+        for job in ssn.jobs.values():
+            if job.phase == PodGroupPhase.PENDING:
+                if job.queue not in ssn.queues:
+                    hold(ssn, job, f"queue {job.queue!r} does not exist")
+                    continue
+                pending.setdefault(job.queue, []).append(job)
+        # 2.
+        for queue, job, _ in round_robin(ssn, pending):
+            if queue.state != QueueState.OPEN:
+                hold(ssn, job, f"queue {queue.name} is {queue.state.value}: it admits no new jobs")
+                continue
+            # 3.
+            verdict: P.Verdict = ssn.run(P.JOB_ENQUEUEABLE, job)
+            if verdict.vote == P.Vote.REJECT:
+                hold(ssn, job, verdict.reason or "held at enqueue")
+                continue
+            ssn.set_phase(job, PodGroupPhase.INQUEUE)
+            ssn.job_enqueued(job)
+
+
+def hold(ssn: Session, job: JobInfo, reason: str) -> None:
+    ssn.gate_reasons[job.uid] = reason
+    condition = Condition("Unschedulable", "True", NOT_ENQUEUED, reason)
+    ssn.set_condition(job, condition)
+    if condition not in job.conditions:
+        ssn.event("PodGroup", job.uid, "Warning", NOT_ENQUEUED, reason)

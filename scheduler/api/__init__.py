@@ -1,0 +1,1 @@
+"""Layer `api`: values (Resource, statuses) and the infos a scheduling session works on."""

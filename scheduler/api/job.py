@@ -1,0 +1,182 @@
+"""Layer `api`: tasks (pods) and jobs (PodGroups) as the scheduling session sees them.
+
+These are mutable session infos: only a Statement (through the Session) changes a task's status or node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.pod import Constraints
+from scheduler.api.resources import ZERO, Resource
+from scheduler.api.status import READY_STATUSES, PodGroupPhase, TaskStatus
+
+
+@dataclass(slots=True, eq=False)
+class TaskInfo:
+    uid: str
+    name: str
+    namespace: str
+    job: str
+    resreq: Resource
+    role: str = ""
+    status: TaskStatus = TaskStatus.PENDING
+    node_name: str = ""
+    priority: int = 0
+    preemptable: bool = True
+    constraints: Constraints = Constraints()
+    creation: float = 0.0
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def best_effort(self) -> bool:
+        return self.resreq.is_best_effort()
+
+    def clone(self) -> TaskInfo:
+        return TaskInfo(
+            self.uid,
+            self.name,
+            self.namespace,
+            self.job,
+            self.resreq,
+            self.role,
+            self.status,
+            self.node_name,
+            self.priority,
+            self.preemptable,
+            self.constraints,
+            self.creation,
+            self.labels,
+        )
+
+    def __repr__(self) -> str:
+        return f"Task({self.namespace}/{self.name} {self.status.value} on {self.node_name or '-'})"
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A PodGroup condition (`Unschedulable` / `Scheduled`) as the scheduler writes it."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+
+
+@dataclass(slots=True, eq=False)
+class JobInfo:
+    """A PodGroup and its pods."""
+
+    uid: str  # namespace/name of the PodGroup
+    name: str
+    namespace: str
+    queue: str
+    min_available: int = 1
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    min_resources: Resource | None = None
+    priority: int = 0
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    creation: float = 0.0
+    conditions: tuple[Condition, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)  # plugin-specific spec fields (networkTopology, ...)
+    reported_counts: tuple[int, int, int] = (0, 0, 0)  # status.running/succeeded/failed as last written
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
+
+    # -- membership ---------------------------------------------------------------------------------
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.by_status.setdefault(task.status, {})[task.uid] = task
+
+    def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        bucket = self.by_status.get(task.status)
+        if bucket is not None:
+            bucket.pop(task.uid, None)
+        task.status = status
+        self.by_status.setdefault(status, {})[task.uid] = task
+
+    def with_status(self, status: TaskStatus) -> Iterator[TaskInfo]:
+        yield from self.by_status.get(status, {}).values()
+
+    def count(self, *statuses: TaskStatus) -> int:
+        return sum(len(self.by_status.get(s, ())) for s in statuses)
+
+    # -- gang arithmetic (Volcano's JobInfo) ----------------------------------------------------------
+    def ready_task_num(self) -> int:
+        return self.count(*READY_STATUSES)
+
+    def waiting_task_num(self) -> int:
+        return self.count(TaskStatus.PIPELINED)
+
+    def pending_best_effort_num(self) -> int:
+        return sum(1 for t in self.with_status(TaskStatus.PENDING) if t.best_effort)
+
+    def valid_task_num(self) -> int:
+        return self.count(
+            TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.RELEASING, *READY_STATUSES
+        )
+
+    def roles_ready(self, statuses: frozenset[TaskStatus] = READY_STATUSES) -> dict[str, tuple[int, int]]:
+        """Per role with a minimum: (tasks in `statuses`, minimum)."""
+        counts = {role: 0 for role in self.min_task_member}
+        for status in statuses:
+            for task in self.by_status.get(status, {}).values():
+                if task.role in counts:
+                    counts[task.role] += 1
+        return {role: (counts[role], need) for role, need in self.min_task_member.items()}
+
+    def roles_satisfied(self, statuses: frozenset[TaskStatus] = READY_STATUSES) -> bool:
+        return all(have >= need for have, need in self.roles_ready(statuses).values())
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available and self.roles_satisfied()
+
+    def is_pipelined(self) -> bool:
+        with_waiting = READY_STATUSES | {TaskStatus.PIPELINED}
+        return (
+            self.ready_task_num() + self.waiting_task_num() + self.pending_best_effort_num() >= self.min_available
+            and self.roles_satisfied(with_waiting)
+        )
+
+    def is_started(self) -> bool:
+        """Some task has been bound before (a running or finishing gang, not a fresh one)."""
+        return self.count(TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED,
+                          TaskStatus.FAILED, TaskStatus.RELEASING) > 0
+
+    def allocated(self) -> Resource:
+        total = ZERO
+        for status in (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING):
+            for task in self.by_status.get(status, {}).values():
+                total = total + task.resreq
+        return total
+
+    def pending_request(self) -> Resource:
+        total = ZERO
+        for task in self.with_status(TaskStatus.PENDING):
+            total = total + task.resreq
+        return total
+
+    def clone(self) -> JobInfo:
+        copy = JobInfo(
+            self.uid,
+            self.name,
+            self.namespace,
+            self.queue,
+            self.min_available,
+            self.min_task_member,
+            self.min_resources,
+            self.priority,
+            self.phase,
+            self.creation,
+            self.conditions,
+            self.extra,
+            self.reported_counts,
+        )
+        for task in self.tasks.values():
+            copy.add_task(task.clone())
+        return copy
+
+    def __repr__(self) -> str:
+        return f"Job({self.uid} {self.phase.value} {self.ready_task_num()}/{self.min_available})"

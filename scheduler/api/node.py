@@ -1,0 +1,70 @@
+"""Layer `api`: a node as the session sees it, with its resource accounting.
+
+idle = allocatable - what tasks on it hold; releasing = held by tasks being deleted (free soon);
+pipelined = promised to tasks that wait for releasing resources. future_idle = idle + releasing - pipelined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from scheduler.api.job import TaskInfo
+from scheduler.api.pod import Taint
+from scheduler.api.resources import ZERO, Resource
+from scheduler.api.status import OCCUPYING_STATUSES, TaskStatus
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    name: str
+    allocatable: Resource
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+    idle: Resource = ZERO
+    used: Resource = ZERO
+    releasing: Resource = ZERO
+    pipelined: Resource = ZERO
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.idle is ZERO and not self.tasks:
+            self.idle = self.allocatable
+
+    def future_idle(self) -> Resource:
+        return self.idle + self.releasing - self.pipelined
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Account for a task placed here (by the cluster, or by a Statement in this session)."""
+        self.tasks[task.uid] = task
+        if task.status == TaskStatus.PIPELINED:
+            self.pipelined = self.pipelined + task.resreq
+            return
+        if task.status not in OCCUPYING_STATUSES:
+            return
+        self.idle = self.idle - task.resreq
+        self.used = self.used + task.resreq
+        if task.status == TaskStatus.RELEASING:
+            self.releasing = self.releasing + task.resreq
+
+    def remove_task(self, task: TaskInfo) -> None:
+        if self.tasks.pop(task.uid, None) is None:
+            return
+        if task.status == TaskStatus.PIPELINED:
+            self.pipelined = self.pipelined - task.resreq
+            return
+        if task.status not in OCCUPYING_STATUSES:
+            return
+        self.idle = self.idle + task.resreq
+        self.used = self.used - task.resreq
+        if task.status == TaskStatus.RELEASING:
+            self.releasing = self.releasing - task.resreq
+
+    def clone_empty(self) -> NodeInfo:
+        """The same node with no tasks: the snapshot re-adds cloned tasks."""
+        return NodeInfo(self.name, self.allocatable, self.labels, self.taints, self.unschedulable, self.ready)
+
+    def __repr__(self) -> str:
+        return f"Node({self.name} idle[{self.idle}])"

@@ -1,0 +1,176 @@
+"""Layer `api`: what the scheduler reads off a Pod: its request, its placement constraints and its status.
+
+Both the Kubernetes cache and the simulator turn pods into tasks here, so they agree on every rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.api.resources import pod_request
+from scheduler.api.status import TaskStatus
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        value = labels.get(self.key)
+        op = self.operator
+        if op == "In":
+            return present and value in self.values
+        if op == "NotIn":
+            return not present or value not in self.values
+        if op == "Exists":
+            return present
+        if op == "DoesNotExist":
+            return not present
+        if op in ("Gt", "Lt") and present and self.values:
+            try:
+                left, right = int(value or ""), int(self.values[0])
+            except ValueError:
+                return False
+            return left > right if op == "Gt" else left < right
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Requirements ANDed together; a term with none matches nothing (as in Kubernetes)."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        if not self.match_expressions and not self.match_fields:
+            return False
+        fields = {"metadata.name": node_name}
+        return all(r.matches(labels) for r in self.match_expressions) and all(
+            r.matches(fields) for r in self.match_fields
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # NoSchedule, PreferNoSchedule, NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """Where a pod may go, independent of free resources. Hashable: tasks that share it share fit results."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    required_terms: tuple[NodeSelectorTerm, ...] = ()  # ORed
+    tolerations: tuple[Toleration, ...] = ()
+
+    def untolerated(self, taints: tuple[Taint, ...]) -> Taint | None:
+        for taint in taints:
+            if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in self.tolerations):
+                return taint
+        return None
+
+
+def _requirements(raw: object) -> tuple[Requirement, ...]:
+    out = []
+    for item in raw or []:  # type: ignore[union-attr]
+        if isinstance(item, Mapping):
+            out.append(
+                Requirement(
+                    str(item.get("key", "")),
+                    str(item.get("operator", "In")),
+                    tuple(str(v) for v in item.get("values") or ()),
+                )
+            )
+    return tuple(out)
+
+
+def constraints_of(spec: Mapping[str, Any]) -> Constraints:
+    selector = spec.get("nodeSelector") or {}
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = tuple(
+        NodeSelectorTerm(_requirements(t.get("matchExpressions")), _requirements(t.get("matchFields")))
+        for t in affinity.get("nodeSelectorTerms") or ()
+        if isinstance(t, Mapping)
+    )
+    tolerations = tuple(
+        Toleration(
+            str(t.get("key", "") or ""),
+            str(t.get("operator", "Equal") or "Equal"),
+            str(t.get("value", "") or ""),
+            str(t.get("effect", "") or ""),
+        )
+        for t in spec.get("tolerations") or ()
+        if isinstance(t, Mapping)
+    )
+    return Constraints(tuple(sorted((str(k), str(v)) for k, v in selector.items())), terms, tolerations)
+
+
+def taints_of(node_spec: Mapping[str, Any]) -> tuple[Taint, ...]:
+    return tuple(
+        Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))
+        for t in node_spec.get("taints") or ()
+        if isinstance(t, Mapping)
+    )
+
+
+def status_of(pod: Mapping[str, Any]) -> TaskStatus:
+    """Kubernetes pod state -> task status (Volcano's getTaskStatus)."""
+    status = pod.get("status") or {}
+    phase = status.get("phase", "Pending")
+    bound = bool((pod.get("spec") or {}).get("nodeName"))
+    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING if bound else TaskStatus.UNKNOWN
+        return TaskStatus.BOUND if bound else TaskStatus.PENDING
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+def role_of(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return str((meta.get("annotations") or {}).get(TASK_SPEC_KEY) or (meta.get("labels") or {}).get(TASK_SPEC_KEY) or "")
+
+
+def is_preemptable(pod: Mapping[str, Any]) -> bool:
+    meta = pod.get("metadata") or {}
+    value = (meta.get("annotations") or {}).get(PREEMPTABLE_KEY) or (meta.get("labels") or {}).get(PREEMPTABLE_KEY)
+    return str(value).lower() != "false"
+
+
+def request_of(pod: Mapping[str, Any]) -> Any:
+    return pod_request(pod.get("spec") or {}, field="spec")

@@ -1,0 +1,35 @@
+"""Layer `api`: a Queue as the session sees it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.api.resources import ZERO, Resource
+from scheduler.api.status import QueueState
+
+
+@dataclass(slots=True, eq=False)
+class QueueInfo:
+    name: str
+    weight: int = 1
+    capability: Resource | None = None  # None: unlimited
+    guarantee: Resource = ZERO
+    state: QueueState = QueueState.OPEN
+    reclaimable: bool = True
+    priority: int = 0
+    creation: float = 0.0
+
+    def clone(self) -> QueueInfo:
+        return QueueInfo(
+            self.name,
+            self.weight,
+            self.capability,
+            self.guarantee,
+            self.state,
+            self.reclaimable,
+            self.priority,
+            self.creation,
+        )
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name} w={self.weight} {self.state.value})"

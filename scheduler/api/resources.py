@@ -1,0 +1,341 @@
+"""Layer `api`: integer resource vectors and Kubernetes quantity parsing.
+
+cpu is held in millicores, memory in bytes (milli-bytes would overflow int64 when a large cluster is summed),
+`pods` as a count, and every extended resource (``nvidia.com/gpu``, ``volcano.sh/gpu-memory`` ...) in
+milli-units so fractional GPU shares fit. Everything is an int: no float ever reaches a comparison.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation, localcontext
+from typing import Any
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+GPU = "nvidia.com/gpu"
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+_QUANTITY = re.compile(
+    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+)
+# Kubernetes caps quantities far below this; anything larger is a typo, not a cluster.
+_MAX_ABS = Decimal(2) ** 63
+
+
+class QuantityError(ValueError):
+    """A resource quantity that Kubernetes would reject; the message names the field and the value."""
+
+
+def parse_quantity(value: object, *, field: str = "quantity") -> Decimal:
+    """Parse a Kubernetes quantity (``100m``, ``1.5``, ``200Gi``, ``1e3``, ``64M``) into an exact Decimal."""
+    if isinstance(value, bool):
+        raise QuantityError(f"{field}: expected a quantity such as 500m, 2 or 16Gi, got {value!r}")
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"{field}: expected a finite quantity, got {value!r}")
+        return Decimal(repr(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"{field}: expected a quantity such as 500m, 2 or 16Gi, got {value!r}")
+    text = value.strip()
+    match = _QUANTITY.match(text)
+    if match is None:
+        raise QuantityError(
+            f"{field}: {value!r} is not a Kubernetes quantity "
+            "(expected a number with an optional suffix: m, k, M, G, T, Ki, Mi, Gi, Ti, or an exponent like 1e3)"
+        )
+    with localcontext() as ctx:
+        ctx.prec = 60
+        try:
+            number = Decimal(match["num"])
+            if match["bin"]:
+                result = number * _BINARY[match["bin"]]
+            elif match["exp"]:
+                exponent = int(match["exp"][1:])
+                if abs(exponent) > 30:
+                    raise QuantityError(f"{field}: exponent in {value!r} is out of range")
+                result = number.scaleb(exponent)
+            else:
+                result = number * _DECIMAL[match["dec"] or ""]
+        except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid numbers
+            raise QuantityError(f"{field}: {value!r} is not a number") from exc
+    if abs(result) >= _MAX_ABS:
+        raise QuantityError(f"{field}: {value!r} is too large")
+    return result
+
+
+def _ceil_int(value: Decimal) -> int:
+    return int(value.to_integral_value(rounding="ROUND_CEILING"))
+
+
+def to_units(name: str, value: object, *, field: str | None = None) -> int:
+    """A quantity of resource `name` in volcano-py's integer unit (millicores, bytes, count, milli-units).
+
+    Rounds up, as Kubernetes' MilliValue()/Value() do, so a request is never under-counted.
+    """
+    where = field or name
+    quantity = parse_quantity(value, field=where)
+    if quantity < 0:
+        raise QuantityError(f"{where}: {value!r} is negative; resource quantities must be >= 0")
+    if name in (MEMORY, PODS) or name.startswith("hugepages-") or name == "ephemeral-storage":
+        return _ceil_int(quantity)
+    return _ceil_int(quantity * 1000)
+
+
+def format_units(name: str, units: int) -> str:
+    """The inverse of `to_units`: the shortest exact Kubernetes quantity string."""
+    if name in (MEMORY, PODS) or name.startswith("hugepages-") or name == "ephemeral-storage":
+        if name != PODS and units and units % 2**30 == 0:
+            return f"{units // 2**30}Gi"
+        if name != PODS and units and units % 2**20 == 0:
+            return f"{units // 2**20}Mi"
+        return str(units)
+    if units % 1000 == 0:
+        return str(units // 1000)
+    return f"{units}m"
+
+
+def display_amount(name: str, units: int) -> str:
+    """A number for people: GPUs as `3` or `0.5`, cpu as cores, memory in Gi."""
+    if name == MEMORY:
+        return f"{units / 2**30:.4g}Gi"
+    if name in (PODS,) or name.startswith("hugepages-") or name == "ephemeral-storage":
+        return str(units)
+    whole, frac = divmod(units, 1000)
+    return str(whole) if frac == 0 else f"{units / 1000:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """An immutable resource vector. `scalars` maps extended resource names to milli-units (no zeros)."""
+
+    cpu: int = 0
+    memory: int = 0
+    pods: int = 0
+    scalars: tuple[tuple[str, int], ...] = ()
+
+    # -- construction -------------------------------------------------------------------------------
+    @staticmethod
+    def of(cpu: int = 0, memory: int = 0, pods: int = 0, scalars: Mapping[str, int] | None = None) -> Resource:
+        return Resource(cpu, memory, pods, _freeze(scalars or {}))
+
+    @staticmethod
+    def from_quantities(quantities: Mapping[str, Any] | None, *, field: str = "resources") -> Resource:
+        """Build from a Kubernetes resource list (``{"cpu": "500m", "nvidia.com/gpu": 1}``)."""
+        if not quantities:
+            return ZERO
+        if not isinstance(quantities, Mapping):
+            raise QuantityError(f"{field}: expected a map of resource name to quantity, got {quantities!r}")
+        cpu = memory = pods = 0
+        scalars: dict[str, int] = {}
+        for name, value in quantities.items():
+            units = to_units(str(name), value, field=f"{field}.{name}")
+            if name == CPU:
+                cpu = units
+            elif name == MEMORY:
+                memory = units
+            elif name == PODS:
+                pods = units
+            else:
+                scalars[str(name)] = units
+        return Resource(cpu, memory, pods, _freeze(scalars))
+
+    # -- access -------------------------------------------------------------------------------------
+    def get(self, name: str) -> int:
+        if name == CPU:
+            return self.cpu
+        if name == MEMORY:
+            return self.memory
+        if name == PODS:
+            return self.pods
+        for key, value in self.scalars:
+            if key == name:
+                return value
+        return 0
+
+    def names(self) -> tuple[str, ...]:
+        return (CPU, MEMORY, PODS, *(k for k, _ in self.scalars))
+
+    def items(self) -> Iterable[tuple[str, int]]:
+        yield CPU, self.cpu
+        yield MEMORY, self.memory
+        yield PODS, self.pods
+        yield from self.scalars
+
+    @property
+    def gpu(self) -> int:
+        """GPUs in milli-units."""
+        return self.get(GPU)
+
+    def is_zero(self) -> bool:
+        return self.cpu == 0 and self.memory == 0 and self.pods == 0 and not self.scalars
+
+    def is_best_effort(self) -> bool:
+        """No cpu, memory or extended resource request: the pods count alone does not make a request."""
+        return self.cpu == 0 and self.memory == 0 and not self.scalars
+
+    # -- arithmetic ---------------------------------------------------------------------------------
+    def __add__(self, other: Resource) -> Resource:
+        return Resource(
+            self.cpu + other.cpu,
+            self.memory + other.memory,
+            self.pods + other.pods,
+            _combine(self.scalars, other.scalars, 1),
+        )
+
+    def __sub__(self, other: Resource) -> Resource:
+        return Resource(
+            self.cpu - other.cpu,
+            self.memory - other.memory,
+            self.pods - other.pods,
+            _combine(self.scalars, other.scalars, -1),
+        )
+
+    def scale(self, factor: int) -> Resource:
+        return Resource(
+            self.cpu * factor, self.memory * factor, self.pods * factor, tuple((k, v * factor) for k, v in self.scalars)
+        )
+
+    def __le__(self, other: Resource) -> bool:  # type: ignore[override]
+        """Every dimension of self fits in other (a missing scalar is zero)."""
+        if self.cpu > other.cpu or self.memory > other.memory or self.pods > other.pods:
+            return False
+        if not self.scalars:
+            return True
+        theirs = dict(other.scalars)
+        return all(v <= theirs.get(k, 0) for k, v in self.scalars)
+
+    def fits_in(self, other: Resource) -> bool:
+        return self <= other
+
+    def shortfall(self, available: Resource) -> Resource:
+        """What `available` lacks to hold self: per dimension max(0, self - available)."""
+        theirs = dict(available.scalars)
+        return Resource(
+            max(0, self.cpu - available.cpu),
+            max(0, self.memory - available.memory),
+            max(0, self.pods - available.pods),
+            _freeze({k: v - theirs.get(k, 0) for k, v in self.scalars if v > theirs.get(k, 0)}),
+        )
+
+    def max_with(self, other: Resource) -> Resource:
+        mine, theirs = dict(self.scalars), dict(other.scalars)
+        return Resource(
+            max(self.cpu, other.cpu),
+            max(self.memory, other.memory),
+            max(self.pods, other.pods),
+            _freeze({k: max(mine.get(k, 0), theirs.get(k, 0)) for k in mine.keys() | theirs.keys()}),
+        )
+
+    def clamp_zero(self) -> Resource:
+        return Resource(
+            max(0, self.cpu), max(0, self.memory), max(0, self.pods), _freeze({k: v for k, v in self.scalars if v > 0})
+        )
+
+    # -- presentation -------------------------------------------------------------------------------
+    def to_quantities(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name, units in self.items():
+            if units:
+                out[name] = format_units(name, units)
+        return out
+
+    def describe(self) -> str:
+        """`cpu 2, memory 16Gi, nvidia.com/gpu 3` with zeros left out (pods too, unless alone)."""
+        parts = [f"{name} {display_amount(name, units)}" for name, units in self.items() if units and name != PODS]
+        if not parts and self.pods:
+            parts.append(f"pods {self.pods}")
+        return ", ".join(parts) if parts else "nothing"
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def _freeze(scalars: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((k, v) for k, v in scalars.items() if v))
+
+
+def _combine(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...], sign: int) -> tuple[tuple[str, int], ...]:
+    if not b:
+        return a
+    if not a and sign == 1:
+        return b
+    merged = dict(a)
+    for key, value in b:
+        merged[key] = merged.get(key, 0) + sign * value
+    return _freeze(merged)
+
+
+ZERO = Resource()
+ONE_POD = Resource(pods=1)
+
+
+# ---- a pod's request, by Kubernetes' own rules ----------------------------------------------------------
+
+
+def container_request(container: Mapping[str, Any], *, field: str) -> Resource:
+    """Requests, with limits standing in for any request left unset (the apiserver defaults them so)."""
+    resources = container.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        raise QuantityError(f"{field}.resources: expected a map with requests/limits")
+    requests = dict(resources.get("requests") or {})
+    for name, value in (resources.get("limits") or {}).items():
+        requests.setdefault(name, value)
+    return Resource.from_quantities(requests, field=f"{field}.resources.requests")
+
+
+def pod_request(spec: Mapping[str, Any], *, field: str = "spec") -> Resource:
+    """The resources a pod asks of a node, as kube-scheduler computes them, plus one `pods` slot.
+
+    Containers are summed; restartable (sidecar) init containers add to that sum; every other init
+    container runs alone (after the sidecars started before it), so the pod needs the larger of the two.
+    Pod-level `spec.resources` (PodLevelResources) replaces the aggregate for the resources it names.
+    `spec.overhead` is added last.
+    """
+    containers = spec.get("containers") or []
+    total = ZERO
+    for i, container in enumerate(containers):
+        total = total + container_request(container, field=f"{field}.containers[{i}]")
+    sidecars = ZERO
+    init_peak = ZERO
+    for i, container in enumerate(spec.get("initContainers") or []):
+        request = container_request(container, field=f"{field}.initContainers[{i}]")
+        if container.get("restartPolicy") == "Always":
+            sidecars = sidecars + request
+            init_peak = init_peak.max_with(sidecars)
+        else:
+            init_peak = init_peak.max_with(sidecars + request)
+    total = (total + sidecars).max_with(init_peak)
+    pod_level = spec.get("resources")
+    if pod_level:
+        override = container_request({"resources": pod_level}, field=field)
+        merged = dict(total.items())
+        merged.update({name: units for name, units in override.items() if units})
+        total = Resource.of(
+            merged.pop(CPU, 0),
+            merged.pop(MEMORY, 0),
+            merged.pop(PODS, 0),
+            {k: v for k, v in merged.items()},
+        )
+    overhead = spec.get("overhead")
+    if overhead:
+        total = total + Resource.from_quantities(overhead, field=f"{field}.overhead")
+    return Resource(total.cpu, total.memory, 1, total.scalars)

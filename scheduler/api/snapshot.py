@@ -1,0 +1,80 @@
+"""Layer `api`: the snapshot a session opens from, and the decisions a cycle returns.
+
+A cluster adapter (the Kubernetes cache, or the simulator's in-memory cluster) produces a `ClusterSnapshot`
+and applies a `CycleResult`. The scheduling core never sees anything else of the outside world.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from scheduler.api.job import Condition, JobInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import Resource
+from scheduler.api.status import PodGroupPhase
+
+
+@dataclass(slots=True)
+class ClusterSnapshot:
+    nodes: dict[str, NodeInfo]
+    jobs: dict[str, JobInfo]
+    queues: dict[str, QueueInfo]
+    now: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GangBind:
+    """All binds of one committed gang: sent together; if one fails the rest are not sent."""
+
+    job: str
+    binds: tuple[tuple[str, str], ...]  # (task uid, node name)
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    job: str
+    task: str
+    node: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupStatus:
+    job: str
+    phase: PodGroupPhase
+    conditions: tuple[Condition, ...]
+    running: int
+    succeeded: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    queue: str
+    allocated: Resource
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: str  # Pod | PodGroup
+    key: str  # namespace/name
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class CycleResult:
+    binds: list[GangBind] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    podgroups: list[PodGroupStatus] = field(default_factory=list)
+    queues: list[QueueStatus] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+
+class ClusterAdapter(Protocol):
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    def apply(self, result: CycleResult) -> None: ...

@@ -1,0 +1,59 @@
+"""Layer `api`: task statuses and PodGroup phases, and what each status means for node accounting."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class TaskStatus(Enum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+# A task in one of these holds its node's resources and counts towards its gang's minAvailable.
+READY_STATUSES = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED}
+)
+# These hold a node's resources right now (Succeeded/Failed pods have released them).
+OCCUPYING_STATUSES = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING}
+)
+# Bound to a node in the API (not only in this session's plan).
+BOUND_STATUSES = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+
+
+class PodGroupPhase(Enum):
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+    @staticmethod
+    def parse(value: object) -> PodGroupPhase:
+        for phase in PodGroupPhase:
+            if phase.value == value:
+                return phase
+        return PodGroupPhase.PENDING
+
+
+class QueueState(Enum):
+    OPEN = "Open"
+    CLOSED = "Closed"
+    CLOSING = "Closing"
+    UNKNOWN = "Unknown"
+
+    @staticmethod
+    def parse(value: object) -> QueueState:
+        for state in QueueState:
+            if state.value == value:
+                return state
+        return QueueState.OPEN

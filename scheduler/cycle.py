@@ -1,0 +1,39 @@
+"""One scheduling cycle: open a session on a snapshot, run the configured actions, close it.
+
+This sits above `actions` and `plugins` and below the adapters (`cache`, `sim`), which call it every period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scheduler.actions import ACTIONS
+from scheduler.api.snapshot import ClusterAdapter, ClusterSnapshot, CycleResult
+from scheduler.framework.conf import SchedulerConf, default_conf, load_conf_file
+from scheduler.framework.session import Session
+from scheduler.plugins.registry import PLUGINS
+
+
+def builtin_default_conf() -> SchedulerConf:
+    return default_conf(implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys())
+
+
+def load_conf(path: str) -> SchedulerConf:
+    return load_conf_file(path, implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys())
+
+
+def run_cycle(
+    snapshot: ClusterSnapshot, conf: SchedulerConf, *, trace: Callable[[str], None] | None = None
+) -> CycleResult:
+    ssn = Session(snapshot, conf, PLUGINS, trace=trace)
+    for name in conf.actions:
+        action = ACTIONS.get(name)
+        if action is not None:
+            action().execute(ssn)
+    return ssn.close()
+
+
+def schedule_once(cluster: ClusterAdapter, conf: SchedulerConf) -> CycleResult:
+    result = run_cycle(cluster.snapshot(), conf)
+    cluster.apply(result)
+    return result

@@ -1,0 +1,166 @@
+"""Layer `framework`: the extension points, each declared once with its Volcano switch and its combiner.
+
+A combiner folds the functions plugins registered, tier by tier, into one answer. These few pure functions
+carry every tier rule; `Session.run` is the only loop over tiers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+Tiers = Sequence[Sequence[Callable[..., Any]]]
+
+
+class Vote(IntEnum):
+    REJECT = -1
+    ABSTAIN = 0
+    PERMIT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A plugin's vote with the reason a person can act on (required for REJECT)."""
+
+    vote: Vote
+    reason: str = ""
+    plugin: str = ""
+
+
+PERMIT = Verdict(Vote.PERMIT)
+ABSTAIN = Verdict(Vote.ABSTAIN)
+
+
+def reject(reason: str, plugin: str = "") -> Verdict:
+    return Verdict(Vote.REJECT, reason, plugin)
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A JobValid failure: the job is not considered this cycle."""
+
+    reason: str
+    message: str
+
+
+# ---- combiners ---------------------------------------------------------------------------------------
+
+
+def first_nonzero(tiers: Tiers, *args: Any) -> int:
+    """Orderings: the first plugin with an opinion decides."""
+    for tier in tiers:
+        for fn in tier:
+            result = fn(*args)
+            if result:
+                return int(result)
+    return 0
+
+
+def all_pass(tiers: Tiers, *args: Any) -> bool:
+    for tier in tiers:
+        for fn in tier:
+            if not fn(*args):
+                return False
+    return True
+
+
+def first_rejection(tiers: Tiers, *args: Any) -> str | None:
+    """Predicates: every plugin must pass; the first reason against is returned."""
+    for tier in tiers:
+        for fn in tier:
+            reason = fn(*args)
+            if reason:
+                return str(reason)
+    return None
+
+
+def sum_scores(tiers: Tiers, *args: Any) -> float:
+    total = 0.0
+    for tier in tiers:
+        for fn in tier:
+            total += fn(*args)
+    return total
+
+
+def any_true(tiers: Tiers, *args: Any) -> bool:
+    return any(fn(*args) for tier in tiers for fn in tier)
+
+
+def votes(tiers: Tiers, *args: Any) -> Verdict:
+    """Any REJECT wins; otherwise the first tier with a PERMIT decides; with no opinion at all, permit."""
+    for tier in tiers:
+        permitted = False
+        for fn in tier:
+            verdict: Verdict = fn(*args)
+            if verdict.vote == Vote.REJECT:
+                return verdict
+            permitted = permitted or verdict.vote == Vote.PERMIT
+        if permitted:
+            return PERMIT
+    return PERMIT
+
+
+def first_invalid(tiers: Tiers, *args: Any) -> Invalid | None:
+    for tier in tiers:
+        for fn in tier:
+            result = fn(*args)
+            if result is not None:
+                return result  # type: ignore[no-any-return]
+    return None
+
+
+def tier_victims(tiers: Tiers, *args: Any) -> list[Any]:
+    """Preemptable/Reclaimable: victims all plugins of a tier agree on; the first tier with an answer wins."""
+    for tier in tiers:
+        agreed: dict[int, Any] | None = None
+        for fn in tier:
+            candidates = fn(*args)
+            if candidates is None:  # abstain
+                continue
+            ids = {id(v): v for v in candidates}
+            agreed = ids if agreed is None else {k: v for k, v in agreed.items() if k in ids}
+        if agreed is not None:
+            return list(agreed.values())
+    return []
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    name: str
+    switch: str | None  # Volcano's enableXxx key that turns a plugin's function off at this point
+    combine: Callable[..., Any]
+
+
+JOB_ORDER = Point("job_order", "enabledJobOrder", first_nonzero)
+QUEUE_ORDER = Point("queue_order", "enabledQueueOrder", first_nonzero)
+TASK_ORDER = Point("task_order", "enabledTaskOrder", first_nonzero)
+PREDICATE = Point("predicate", "enabledPredicate", first_rejection)
+NODE_ORDER = Point("node_order", "enabledNodeOrder", sum_scores)
+JOB_VALID = Point("job_valid", None, first_invalid)
+JOB_READY = Point("job_ready", "enabledJobReady", all_pass)
+JOB_PIPELINED = Point("job_pipelined", "enabledJobPipelined", votes)
+JOB_ENQUEUEABLE = Point("job_enqueueable", "enabledJobEnqueued", votes)
+ALLOCATABLE = Point("allocatable", "enabledAllocatable", all_pass)
+OVERUSED = Point("overused", "enabledOverused", any_true)
+PREEMPTABLE = Point("preemptable", "enabledPreemptable", tier_victims)
+RECLAIMABLE = Point("reclaimable", "enabledReclaimable", tier_victims)
+JOB_STARVING = Point("job_starving", "enabledJobStarving", any_true)
+
+ALL_POINTS = (
+    JOB_ORDER,
+    QUEUE_ORDER,
+    TASK_ORDER,
+    PREDICATE,
+    NODE_ORDER,
+    JOB_VALID,
+    JOB_READY,
+    JOB_PIPELINED,
+    JOB_ENQUEUEABLE,
+    ALLOCATABLE,
+    OVERUSED,
+    PREEMPTABLE,
+    RECLAIMABLE,
+    JOB_STARVING,
+)

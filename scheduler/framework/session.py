@@ -1,0 +1,313 @@
+"""Layer `framework`: a scheduling session opened on a snapshot.
+
+The session owns the snapshot's infos for one cycle. Plugins register functions at extension points
+(`framework/points.py`); actions ask the session through `run(point, ...)` and change it only through a
+Statement. At close, plugins write what they learned (conditions) and the session returns a `CycleResult`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.job import Condition, JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.pod import Constraints
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import ZERO, Resource
+from scheduler.api.snapshot import (
+    ClusterSnapshot,
+    CycleResult,
+    Event,
+    Eviction,
+    GangBind,
+    PodGroupStatus,
+    QueueStatus,
+)
+from scheduler.api.status import READY_STATUSES, PodGroupPhase, TaskStatus
+from scheduler.framework import points as P
+from scheduler.framework.conf import SchedulerConf
+from scheduler.framework.plugin import EventHandler, Plugin
+
+log = logging.getLogger("volcano_py.session")
+
+
+@dataclass(slots=True)
+class FitErrors:
+    """Why the tasks of one job did not fit: node counts per reason, for the gang message."""
+
+    reasons: Counter[str] = field(default_factory=Counter)
+    nodes_tried: int = 0
+    task: str = ""
+
+    def describe(self, total_nodes: int) -> str:
+        if not self.reasons:
+            return ""
+        parts = ", ".join(f"{n} {reason}" for reason, n in sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+        return f"0/{total_nodes} nodes are unavailable: {parts}"
+
+
+@dataclass(slots=True)
+class _Feasible:
+    nodes: list[NodeInfo]
+    rejected: Counter[str]
+
+
+class Session:
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        conf: SchedulerConf,
+        plugin_types: dict[str, type[Plugin]],
+        *,
+        trace: Callable[[str], None] | None = None,
+    ) -> None:
+        self.nodes: dict[str, NodeInfo] = snapshot.nodes
+        self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.name)
+        self.jobs: dict[str, JobInfo] = snapshot.jobs
+        self.queues: dict[str, QueueInfo] = snapshot.queues
+        self.now = snapshot.now
+        self.conf = conf
+        self.trace = trace
+        self._fns: dict[str, list[list[Callable[..., Any]]]] = {p.name: [] for p in P.ALL_POINTS}
+        self._handlers: list[EventHandler] = []
+        self._enqueued: list[Callable[[JobInfo], None]] = []
+        self._feasible: dict[Constraints, _Feasible] = {}
+        self._binds: dict[str, list[tuple[str, str]]] = {}
+        self._evictions: list[Eviction] = []
+        self._events: list[Event] = []
+        self._conditions: dict[str, Condition] = {}
+        self.fit_errors: dict[str, FitErrors] = {}
+        self.gate_reasons: dict[str, str] = {}  # job uid -> why enqueue held it
+        self._original = {uid: (job.phase, job.conditions) for uid, job in self.jobs.items()}
+        self.plugins: list[tuple[int, Plugin]] = []
+        for tier_index, tier in enumerate(conf.tiers):
+            for option in tier.plugins:
+                factory = plugin_types.get(option.name)
+                if factory is not None:
+                    self.plugins.append((tier_index, factory(option)))
+        self._open()
+
+    # ---- registration -------------------------------------------------------------------------------
+    def _open(self) -> None:
+        for tier_index, plugin in self.plugins:
+            self._current = (tier_index, plugin.option)
+            plugin.on_session_open(self)
+        del self._current
+
+    def register(self, point: P.Point, fn: Callable[..., Any]) -> None:
+        """Called by a plugin in `on_session_open`; honours the plugin's enableXxx switch for the point."""
+        tier_index, option = self._current
+        if point.switch is not None and not option.enabled(point.switch):
+            return
+        tiers = self._fns[point.name]
+        while len(tiers) <= tier_index:
+            tiers.append([])
+        tiers[tier_index].append(fn)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self._handlers.append(handler)
+
+    def on_job_enqueued(self, fn: Callable[[JobInfo], None]) -> None:
+        self._enqueued.append(fn)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for fn in self._enqueued:
+            fn(job)
+
+    def run(self, point: P.Point, *args: Any) -> Any:
+        return point.combine(self._fns[point.name], *args)
+
+    def has(self, point: P.Point) -> bool:
+        return any(self._fns[point.name])
+
+    # ---- orderings ----------------------------------------------------------------------------------
+    def job_less(self, a: JobInfo, b: JobInfo) -> bool:
+        decided = self.run(P.JOB_ORDER, a, b)
+        if decided:
+            return bool(decided < 0)
+        return (a.creation, a.uid) < (b.creation, b.uid)
+
+    def queue_less(self, a: QueueInfo, b: QueueInfo) -> bool:
+        decided = self.run(P.QUEUE_ORDER, a, b)
+        if decided:
+            return bool(decided < 0)
+        return (a.creation, a.name) < (b.creation, b.name)
+
+    def task_order(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        def compare(a: TaskInfo, b: TaskInfo) -> int:
+            decided = self.run(P.TASK_ORDER, a, b)
+            if decided:
+                return int(decided)
+            return -1 if (a.creation, a.name) < (b.creation, b.name) else 1
+
+        return sorted(tasks, key=functools.cmp_to_key(compare))
+
+    # ---- placement helpers --------------------------------------------------------------------------
+    def feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
+        """Nodes whose predicates pass for this task's constraints, computed once per constraint set."""
+        return self._feasible_for(task).nodes
+
+    def _feasible_for(self, task: TaskInfo) -> _Feasible:
+        cached = self._feasible.get(task.constraints)
+        if cached is None:
+            nodes: list[NodeInfo] = []
+            rejected: Counter[str] = Counter()
+            for node in self.node_list:
+                reason = self.run(P.PREDICATE, task, node)
+                if reason:
+                    rejected[reason] += 1
+                    if self.trace:
+                        self.trace(f"task {task.name} (role {task.role or '-'}) rejected by node {node.name}: {reason}")
+                else:
+                    nodes.append(node)
+            cached = self._feasible[task.constraints] = _Feasible(nodes, rejected)
+        return cached
+
+    def static_rejections(self, task: TaskInfo) -> Counter[str]:
+        return self._feasible_for(task).rejected
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        return float(self.run(P.NODE_ORDER, task, node))
+
+    def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
+        if not nodes:
+            return None
+        if len(nodes) == 1 or not self.has(P.NODE_ORDER):
+            return nodes[0]
+        best, best_score = nodes[0], self.node_score(task, nodes[0])
+        for node in nodes[1:]:
+            score = self.node_score(task, node)
+            if score > best_score:
+                best, best_score = node, score
+        return best
+
+    def record_fit_error(self, task: TaskInfo, reason: str, count: int = 1) -> None:
+        errors = self.fit_errors.setdefault(task.job, FitErrors())
+        errors.reasons[reason] += count
+        errors.task = errors.task or task.name
+
+    # ---- Statement back end -------------------------------------------------------------------------
+    def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
+        job = self.jobs[task.job]
+        job.set_status(task, status)
+        task.node_name = node.name
+        node.add_task(task)
+        for handler in self._handlers:
+            if handler.allocate:
+                handler.allocate(task)
+
+    def unplace(self, task: TaskInfo) -> None:
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        self.jobs[task.job].set_status(task, TaskStatus.PENDING)
+        task.node_name = ""
+        for handler in self._handlers:
+            if handler.deallocate:
+                handler.deallocate(task)
+
+    def mark_releasing(self, task: TaskInfo) -> None:
+        node = self.nodes[task.node_name]
+        node.remove_task(task)
+        self.jobs[task.job].set_status(task, TaskStatus.RELEASING)
+        node.add_task(task)
+        for handler in self._handlers:
+            if handler.deallocate:
+                handler.deallocate(task)
+
+    def unmark_releasing(self, task: TaskInfo, previous: TaskStatus) -> None:
+        node = self.nodes[task.node_name]
+        node.remove_task(task)
+        self.jobs[task.job].set_status(task, previous)
+        node.add_task(task)
+        for handler in self._handlers:
+            if handler.allocate:
+                handler.allocate(task)
+
+    def record_bind(self, task: TaskInfo, node: str) -> None:
+        self._binds.setdefault(task.job, []).append((task.uid, node))
+
+    def got_binds(self, job_uid: str) -> bool:
+        return job_uid in self._binds
+
+    def record_eviction(self, task: TaskInfo, reason: str) -> None:
+        self._evictions.append(Eviction(task.job, task.uid, task.node_name, reason))
+
+    # ---- what plugins write at close ----------------------------------------------------------------
+    def set_condition(self, job: JobInfo, condition: Condition) -> None:
+        self._conditions[job.uid] = condition
+
+    def event(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
+        self._events.append(Event(kind, key, type_, reason, message))
+
+    def set_phase(self, job: JobInfo, phase: PodGroupPhase) -> None:
+        job.phase = phase
+
+    # ---- close --------------------------------------------------------------------------------------
+    def close(self) -> CycleResult:
+        for _, plugin in self.plugins:
+            plugin.on_session_close(self)
+        result = CycleResult(
+            binds=[GangBind(job, tuple(binds)) for job, binds in self._binds.items()],
+            evictions=list(self._evictions),
+            events=list(self._events),
+        )
+        for job in self.jobs.values():
+            status = self._podgroup_status(job)
+            before_phase, before_conditions = self._original.get(job.uid, (None, ()))
+            if status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job):
+                result.podgroups.append(status)
+        for queue in self.queues.values():
+            result.queues.append(QueueStatus(queue.name, self.queue_allocated(queue.name)))
+        return result
+
+    def _podgroup_status(self, job: JobInfo) -> PodGroupStatus:
+        condition = self._conditions.get(job.uid)
+        conditions = _merge_condition(job.conditions, condition) if condition else job.conditions
+        running = job.count(TaskStatus.RUNNING)
+        allocated = job.count(*READY_STATUSES)
+        finished = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+        phase = job.phase
+        unschedulable_now = condition is not None and condition.type == "Unschedulable"
+        if job.tasks and finished == len(job.tasks):
+            phase = PodGroupPhase.COMPLETED
+        elif running and unschedulable_now:
+            phase = PodGroupPhase.UNKNOWN
+        elif allocated >= job.min_available and job.tasks:
+            phase = PodGroupPhase.RUNNING
+        elif phase not in (PodGroupPhase.INQUEUE, PodGroupPhase.PENDING):
+            phase = PodGroupPhase.INQUEUE if job.phase == PodGroupPhase.RUNNING else PodGroupPhase.PENDING
+        job.phase = phase
+        return PodGroupStatus(
+            job.uid,
+            phase,
+            conditions,
+            running,
+            job.count(TaskStatus.SUCCEEDED),
+            job.count(TaskStatus.FAILED),
+        )
+
+    def queue_allocated(self, queue: str) -> Resource:
+        total = ZERO
+        for job in self.jobs.values():
+            if job.queue == queue:
+                total = total + job.allocated()
+        return total
+
+
+def _counts_changed(job: JobInfo) -> bool:
+    now = (job.count(TaskStatus.RUNNING), job.count(TaskStatus.SUCCEEDED), job.count(TaskStatus.FAILED))
+    return now != job.reported_counts
+
+
+def _merge_condition(existing: tuple[Condition, ...], new: Condition) -> tuple[Condition, ...]:
+    """One condition per type; the newest replaces the old; Scheduled and Unschedulable exclude each other."""
+    opposite = {"Scheduled": "Unschedulable", "Unschedulable": "Scheduled"}.get(new.type)
+    kept = tuple(c for c in existing if c.type not in (new.type, opposite))
+    return (*kept, new)
+

@@ -1,0 +1,64 @@
+"""Layer `framework`: a Statement records allocate / pipeline / evict and commits or discards all of them.
+
+Actions change the session only through a Statement. `discard()` undoes every operation in reverse, so a gang
+that does not become ready leaves no trace; `commit()` turns allocations into one bind request for the gang
+and evictions into eviction requests. Pipelined placements are reservations inside the session only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scheduler.api.status import TaskStatus
+
+if TYPE_CHECKING:
+    from scheduler.api.job import TaskInfo
+    from scheduler.api.node import NodeInfo
+    from scheduler.framework.session import Session
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    kind: str  # allocate | pipeline | evict
+    task: TaskInfo
+    node: str
+    previous: TaskStatus
+    reason: str = ""
+
+
+class Statement:
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.operations: list[Operation] = []
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        self.operations.append(Operation("allocate", task, node.name, task.status))
+        self.ssn.place(task, node, TaskStatus.ALLOCATED)
+
+    def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
+        self.operations.append(Operation("pipeline", task, node.name, task.status))
+        self.ssn.place(task, node, TaskStatus.PIPELINED)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self.operations.append(Operation("evict", task, task.node_name, task.status, reason))
+        self.ssn.mark_releasing(task)
+
+    def discard(self) -> None:
+        for op in reversed(self.operations):
+            if op.kind == "evict":
+                self.ssn.unmark_releasing(op.task, op.previous)
+            else:
+                self.ssn.unplace(op.task)
+        self.operations.clear()
+
+    def commit(self) -> None:
+        for op in self.operations:
+            if op.kind == "allocate":
+                self.ssn.record_bind(op.task, op.node)
+            elif op.kind == "evict":
+                self.ssn.record_eviction(op.task, op.reason)
+        self.operations.clear()
+
+    def __len__(self) -> int:
+        return len(self.operations)

@@ -1,0 +1,29 @@
+"""Layer `plugins`: `conformance` never offers critical pods as preemption or reclaim victims."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from scheduler.api.job import TaskInfo
+from scheduler.framework import points as P
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
+
+SYSTEM_NAMESPACE = "kube-system"
+# system-cluster-critical is 2000000000, system-node-critical 2000001000.
+CRITICAL_PRIORITY = 2_000_000_000
+
+
+def is_critical(task: TaskInfo) -> bool:
+    return task.namespace == SYSTEM_NAMESPACE or task.priority >= CRITICAL_PRIORITY
+
+
+class ConformancePlugin(Plugin):
+    name = "conformance"
+
+    def on_session_open(self, ssn: Session) -> None:
+        def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+            return [t for t in candidates if not is_critical(t)]
+
+        ssn.register(P.PREEMPTABLE, victims)
+        ssn.register(P.RECLAIMABLE, victims)

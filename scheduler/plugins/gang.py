@@ -1,0 +1,155 @@
+"""Layer `plugins`: `gang` — all or nothing.
+
+JobValid: a job needs at least minAvailable live tasks (and each role its minTaskMember).
+JobReady: minAvailable tasks placed (and each role's minimum): only then does allocate commit.
+JobPipelined: counting reservations on releasing resources, minAvailable would be met.
+JobOrder: jobs not yet ready go first, so running gangs do not crowd out waiting ones.
+At close: every waiting gang gets an `Unschedulable` condition that says what is short and by how much.
+"""
+
+from __future__ import annotations
+
+from scheduler.api.job import Condition, JobInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.resources import PODS, ZERO, Resource, display_amount
+from scheduler.api.status import PodGroupPhase, TaskStatus
+from scheduler.framework import points as P
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
+
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+NOT_ENOUGH_TASKS = "NotEnoughTasks"
+NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
+SCHEDULED_REASON = "tasks in gang are ready to be scheduled"
+
+
+def valid(job: JobInfo) -> P.Invalid | None:
+    live = job.valid_task_num()
+    if live < job.min_available:
+        return P.Invalid(
+            NOT_ENOUGH_TASKS,
+            f"Not enough valid tasks for gang-scheduling, valid: {live}, min: {job.min_available}",
+        )
+    have: dict[str, int] = {}
+    for task in job.tasks.values():
+        if task.status not in (TaskStatus.FAILED, TaskStatus.UNKNOWN):
+            have[task.role] = have.get(task.role, 0) + 1
+    for role, need in sorted(job.min_task_member.items()):
+        if have.get(role, 0) < need:
+            return P.Invalid(
+                NOT_ENOUGH_PODS_OF_TASK,
+                f"Not enough pods of task {role} for gang-scheduling, valid: {have.get(role, 0)}, min: {need}",
+            )
+    return None
+
+
+def _only(resource: Resource, names: tuple[str, ...]) -> str:
+    parts = [f"{n} {display_amount(n, resource.get(n))}" for n in names]
+    return ", ".join(parts)
+
+
+def _free_on(nodes: list[NodeInfo]) -> Resource:
+    total = ZERO
+    for node in nodes:
+        total = total + node.idle.clamp_zero()
+    return total
+
+
+def gang_message(ssn: Session, job: JobInfo) -> str:
+    """Volcano's '3/8 tasks in gang unschedulable: ...', plus the resource that is short and by how much."""
+    ready = job.ready_task_num()
+    total = len(job.tasks)
+    head = (
+        f"{total - ready}/{total} tasks in gang unschedulable: pod group is not ready, "
+        f"{ready} ready, {job.min_available} minAvailable"
+    )
+    parts = [head]
+    hold = ssn.gate_reasons.get(job.uid)
+    if hold:
+        parts.append(hold)
+    pending = ssn.task_order(t for t in job.with_status(TaskStatus.PENDING) if not t.best_effort)
+    needed = pending[: max(0, job.min_available - ready)] or pending[:1]
+    if needed:
+        need = ZERO
+        nodes: dict[str, NodeInfo] = {}
+        for task in needed:
+            need = need + task.resreq
+            nodes.update((n.name, n) for n in ssn.feasible_nodes(task))
+        free = _free_on(list(nodes.values()))
+        short = need.shortfall(free)
+        names = tuple(n for n, v in need.items() if v and n != PODS) or (PODS,)
+        if not short.is_zero():
+            short_names = tuple(n for n, v in short.items() if v)
+            parts.append(
+                f"short {_only(short, short_names)}: {len(needed)} more tasks need {_only(need, short_names)}, "
+                f"the {len(nodes)} nodes they may use have {_only(free, short_names)} free"
+            )
+        elif nodes:
+            largest = max(nodes.values(), key=lambda n: tuple(n.idle.get(x) for x in names))
+            parts.append(
+                f"enough {_only(need, names)} is free in total but it is fragmented: "
+                f"the most on one node is {_only(largest.idle.clamp_zero(), names)} ({largest.name})"
+            )
+    for role, (have, want) in sorted(job.roles_ready().items()):
+        if have < want:
+            parts.append(f"task {role}: {have}/{want} ready")
+    errors = ssn.fit_errors.get(job.uid)
+    if errors:
+        parts.append(errors.describe(len(ssn.node_list)))
+    return "; ".join(parts)
+
+
+class GangPlugin(Plugin):
+    name = "gang"
+
+    def on_session_open(self, ssn: Session) -> None:
+        def ready(job: JobInfo) -> bool:
+            return job.is_ready()
+
+        def pipelined(job: JobInfo) -> P.Verdict:
+            return P.PERMIT if job.is_pipelined() else P.reject("gang is not pipelined", self.name)
+
+        def job_order(a: JobInfo, b: JobInfo) -> int:
+            a_ready, b_ready = a.is_ready(), b.is_ready()
+            if a_ready == b_ready:
+                return 0
+            return 1 if a_ready else -1
+
+        ssn.register(P.JOB_VALID, valid)
+        ssn.register(P.JOB_READY, ready)
+        ssn.register(P.JOB_PIPELINED, pipelined)
+        ssn.register(P.JOB_ORDER, job_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        for job in ssn.jobs.values():
+            if job.phase == PodGroupPhase.PENDING or not job.tasks:
+                continue
+            if job.is_ready():
+                if ssn.got_binds(job.uid) or _was_unschedulable(job):
+                    self._scheduled(ssn, job)
+                continue
+            if not any(True for _ in job.with_status(TaskStatus.PENDING)):
+                continue
+            invalid = valid(job)
+            reason, message = (
+                (invalid.reason, invalid.message) if invalid else (NOT_ENOUGH_RESOURCES, gang_message(ssn, job))
+            )
+            self._unschedulable(ssn, job, reason, message)
+
+    def _unschedulable(self, ssn: Session, job: JobInfo, reason: str, message: str) -> None:
+        condition = Condition("Unschedulable", "True", reason, message)
+        ssn.set_condition(job, condition)
+        if condition not in job.conditions:
+            ssn.event("PodGroup", job.uid, "Warning", "Unschedulable", message)
+            for task in job.with_status(TaskStatus.PENDING):
+                ssn.event("Pod", task.uid, "Warning", "FailedScheduling", message)
+
+    def _scheduled(self, ssn: Session, job: JobInfo) -> None:
+        condition = Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", SCHEDULED_REASON)
+        ssn.set_condition(job, condition)
+        if condition not in job.conditions:
+            ssn.event("PodGroup", job.uid, "Normal", "Scheduled", f"{job.ready_task_num()} tasks in gang scheduled")
+
+
+def _was_unschedulable(job: JobInfo) -> bool:
+    return any(c.type == "Unschedulable" for c in job.conditions)

@@ -1,0 +1,14 @@
+"""Layer `plugins`: the built-in plugins, by the name a volcano-scheduler.conf uses."""
+
+from __future__ import annotations
+
+from scheduler.framework.plugin import Plugin
+from scheduler.plugins.conformance import ConformancePlugin
+from scheduler.plugins.gang import GangPlugin
+from scheduler.plugins.predicates import PredicatesPlugin
+from scheduler.plugins.priority import PriorityPlugin
+
+PLUGINS: dict[str, type[Plugin]] = {
+    plugin.name: plugin
+    for plugin in (PriorityPlugin, GangPlugin, ConformancePlugin, PredicatesPlugin)
+}

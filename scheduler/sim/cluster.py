@@ -1,0 +1,254 @@
+"""Layer `sim`: an in-memory cluster behind the same interface as the Kubernetes cache.
+
+It holds pods, nodes, PodGroups and Queues as Kubernetes-shaped objects, gives the scheduler a fresh
+`ClusterSnapshot` each cycle and applies the `CycleResult` (binds, evictions, status). Unit tests and the
+simulator run the real scheduling code against it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.convert import (
+    group_of,
+    implicit_job,
+    job_from_podgroup,
+    key_of,
+    node_from_object,
+    queue_from_object,
+    task_from_pod,
+)
+from scheduler.api.job import Condition, JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.pod import status_of
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import Resource
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event
+
+Obj = dict[str, Any]
+DEFAULT_SCHEDULER_NAMES = frozenset({"volcano-py", "volcano"})
+
+
+@dataclass(slots=True)
+class SimPod:
+    manifest: Obj
+    task: TaskInfo  # parsed once; cloned into every snapshot
+    created: float
+    bound_at: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+@dataclass(slots=True)
+class SimPodGroup:
+    manifest: Obj
+    created: float
+    implicit: bool = False
+
+
+@dataclass(slots=True)
+class BoundRecord:
+    time: float
+    job: str
+    task: str
+    node: str
+
+
+@dataclass(slots=True)
+class InMemoryCluster:
+    scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES
+    default_queue: str = "default"
+    now: float = 0.0
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    queues: dict[str, QueueInfo] = field(default_factory=dict)
+    queue_allocated: dict[str, Resource] = field(default_factory=dict)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    pods: dict[str, SimPod] = field(default_factory=dict)
+    podgroups: dict[str, SimPodGroup] = field(default_factory=dict)
+    events: list[tuple[float, Event]] = field(default_factory=list)
+    bind_log: list[BoundRecord] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
+
+    # ---- building the cluster -----------------------------------------------------------------------
+    def add_node(self, node: Obj | NodeInfo) -> NodeInfo:
+        info = node if isinstance(node, NodeInfo) else node_from_object(node)
+        self.nodes[info.name] = info
+        return info
+
+    def remove_node(self, name: str) -> None:
+        self.nodes.pop(name, None)
+
+    def add_queue(self, queue: Obj | QueueInfo) -> QueueInfo:
+        info = queue if isinstance(queue, QueueInfo) else queue_from_object(queue, creation=self.now)
+        self.queues[info.name] = info
+        return info
+
+    def add_priority_class(self, name: str, value: int) -> None:
+        self.priority_classes[name] = value
+
+    def add_podgroup(self, podgroup: Obj) -> str:
+        manifest = copy.deepcopy(podgroup)
+        manifest.setdefault("metadata", {}).setdefault("namespace", "default")
+        manifest.setdefault("status", {}).setdefault("phase", "Pending")
+        key = key_of(manifest)
+        # Validate now: a PodGroup the scheduler cannot read is rejected here, not mid-cycle.
+        job_from_podgroup(manifest, priority_classes=self.priority_classes, default_queue=self.default_queue)
+        self.podgroups[key] = SimPodGroup(manifest, self.now)
+        return key
+
+    def add_pod(self, pod: Obj) -> str:
+        manifest = copy.deepcopy(pod)
+        manifest.setdefault("metadata", {}).setdefault("namespace", "default")
+        manifest.setdefault("status", {}).setdefault("phase", "Pending")
+        task = task_from_pod(manifest, priority_classes=self.priority_classes, creation=self.now)
+        self.pods[task.uid] = SimPod(manifest, task, self.now)
+        return task.uid
+
+    def delete_pod(self, key: str) -> None:
+        self.pods.pop(key, None)
+
+    # ---- the kubelet's part -------------------------------------------------------------------------
+    def start_bound_pods(self) -> list[str]:
+        """Bound pods that are still Pending start Running (what a kubelet does)."""
+        started = []
+        for key, pod in self.pods.items():
+            if pod.manifest["spec"].get("nodeName") and pod.manifest["status"]["phase"] == "Pending":
+                pod.manifest["status"]["phase"] = "Running"
+                pod.started_at = self.now
+                started.append(key)
+        return started
+
+    def finish_pod(self, key: str, *, succeeded: bool = True, exit_code: int = 0) -> None:
+        pod = self.pods[key]
+        pod.manifest["status"]["phase"] = "Succeeded" if succeeded else "Failed"
+        pod.manifest["status"]["containerStatuses"] = [
+            {"name": "main", "state": {"terminated": {"exitCode": exit_code}}}
+        ]
+        pod.finished_at = self.now
+
+    # ---- ClusterAdapter -----------------------------------------------------------------------------
+    def snapshot(self) -> ClusterSnapshot:
+        nodes = {name: node.clone_empty() for name, node in self.nodes.items()}
+        jobs: dict[str, JobInfo] = {}
+        for key, pg in self.podgroups.items():
+            jobs[key] = job_from_podgroup(
+                pg.manifest,
+                priority_classes=self.priority_classes,
+                default_queue=self.default_queue,
+                creation=pg.created,
+            )
+        for pod in self.pods.values():
+            if pod.manifest["spec"].get("schedulerName", "default-scheduler") not in self.scheduler_names:
+                continue
+            task = self._task_now(pod)
+            job = jobs.get(task.job)
+            if job is None:
+                if group_of(pod.manifest) != task.uid:
+                    continue  # names a PodGroup that does not exist (yet): not schedulable
+                job = jobs[task.job] = implicit_job(task, default_queue=self.default_queue)
+            job.add_task(task)
+            node = nodes.get(task.node_name)
+            if node is not None:
+                node.add_task(task)
+        # Pods of other schedulers still use node resources.
+        for pod in self.pods.values():
+            if pod.manifest["spec"].get("schedulerName", "default-scheduler") in self.scheduler_names:
+                continue
+            task = self._task_now(pod)
+            node = nodes.get(task.node_name)
+            if node is not None:
+                node.add_task(task)
+        queues = {name: q.clone() for name, q in self.queues.items()}
+        return ClusterSnapshot(nodes, jobs, queues, self.now)
+
+    @staticmethod
+    def _task_now(pod: SimPod) -> TaskInfo:
+        task = pod.task.clone()
+        task.status = status_of(pod.manifest)
+        task.node_name = str(pod.manifest["spec"].get("nodeName") or "")
+        return task
+
+    def apply(self, result: CycleResult) -> None:
+        for gang in result.binds:
+            for task_key, node in gang.binds:
+                pod = self.pods.get(task_key)
+                if pod is None:
+                    continue  # deleted meanwhile: dropped cleanly
+                pod.manifest["spec"]["nodeName"] = node
+                pod.bound_at = self.now
+                self.bind_log.append(BoundRecord(self.now, gang.job, task_key, node))
+        for eviction in result.evictions:
+            if eviction.task in self.pods:
+                self.evicted.append(eviction.task)
+                self.pods.pop(eviction.task)
+        for status in result.podgroups:
+            pg = self.podgroups.get(status.job)
+            if pg is None:
+                continue
+            st = pg.manifest.setdefault("status", {})
+            st["phase"] = status.phase.value
+            st["running"], st["succeeded"], st["failed"] = status.running, status.succeeded, status.failed
+            st["conditions"] = [_condition_dict(c, self.now) for c in status.conditions]
+        for queue in result.queues:
+            self.queue_allocated[queue.queue] = queue.allocated
+        self.events.extend((self.now, e) for e in result.events)
+
+    # ---- queries for tests and reports --------------------------------------------------------------
+    def pods_of(self, group: str) -> list[SimPod]:
+        key = group if "/" in group else f"default/{group}"
+        return [p for p in self.pods.values() if group_of(p.manifest) == key]
+
+    def bound(self, group: str) -> dict[str, str]:
+        return {
+            p.task.name: p.manifest["spec"]["nodeName"] for p in self.pods_of(group) if p.manifest["spec"].get("nodeName")
+        }
+
+    def podgroup(self, group: str) -> Obj:
+        key = group if "/" in group else f"default/{group}"
+        return self.podgroups[key].manifest
+
+    def condition(self, group: str, type_: str = "Unschedulable") -> Mapping[str, Any] | None:
+        for c in self.podgroup(group).get("status", {}).get("conditions") or ():
+            if c["type"] == type_:
+                return c  # type: ignore[no-any-return]
+        return None
+
+    def used_gpus(self) -> int:
+        """GPUs (milli) held by pods bound to nodes and not finished."""
+        total = 0
+        for pod in self.pods.values():
+            if pod.manifest["spec"].get("nodeName") and pod.manifest["status"]["phase"] in ("Pending", "Running"):
+                total += pod.task.resreq.gpu
+        return total
+
+    def total_gpus(self) -> int:
+        return sum(n.allocatable.gpu for n in self.nodes.values())
+
+    def partially_bound_gangs(self) -> list[str]:
+        """Gangs with some but fewer than minMember pods holding nodes, none of them finished yet."""
+        out = []
+        by_group: dict[str, list[SimPod]] = {}
+        for pod in self.pods.values():
+            by_group.setdefault(group_of(pod.manifest), []).append(pod)
+        for key, pods in by_group.items():
+            pg = self.podgroups.get(key)
+            if pg is None:
+                continue
+            minimum = int(pg.manifest["spec"].get("minMember", pg.manifest["spec"].get("minAvailable", 1)))
+            if any(p.manifest["status"]["phase"] in ("Succeeded", "Failed") for p in pods):
+                continue
+            holding = sum(1 for p in pods if p.manifest["spec"].get("nodeName"))
+            if 0 < holding < minimum:
+                out.append(key)
+        return out
+
+    def allocated_by_queue(self) -> Mapping[str, Resource]:
+        return dict(self.queue_allocated)
+
+
+def _condition_dict(c: Condition, now: float) -> Obj:
+    return {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message, "lastTransitionTime": now}
+
