@@ -193,7 +193,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     loader.flatten_mapping(node)
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         line = key_node.start_mark.line + 1
         try:
             hash(key)
@@ -249,7 +249,8 @@ def _unwrap_configmap(doc: Any, source: str) -> tuple[str, str] | None:
     text = data[key]
     if not isinstance(text, str):
         raise ConfError(source, f"data.{key}", "expected the conf as a string (use `|` for a block)")
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
+    metadata = doc.get("metadata")
+    meta: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
     name = "/".join(str(part) for part in (meta.get("namespace"), meta.get("name")) if part)
     return text, f"read from key {key!r} of ConfigMap {name or '(unnamed)'} (a whole manifest was given)"
 
@@ -507,7 +508,7 @@ def default_conf(
 
 def _render(value: Any) -> str:
     if isinstance(value, Mapping | tuple | list):
-        return json.dumps(_thaw(value), separators=(", ", ": "))
+        return json.dumps(_thaw(value), separators=(", ", ": "), default=str)
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -1,4 +1,4 @@
-"""Reading Volcano's volcano-scheduler.conf: the default, real ConfigMaps, switches, arguments and every error."""
+"""Reading volcano-scheduler.conf: the default, real ConfigMaps, switches, arguments and every error."""
 
 from __future__ import annotations
 
@@ -30,11 +30,14 @@ from scheduler.framework.conf import (
 
 DATA = Path(__file__).parent / "data"
 ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim"})
-PLUGINS = frozenset({"priority", "gang", "conformance", "drf", "predicates", "proportion", "nodeorder", "binpack"})
+DEFAULT_TIERS = [["priority", "gang", "conformance"],
+                 ["drf", "predicates", "proportion", "nodeorder", "binpack"]]
+PLUGINS = frozenset(name for tier in DEFAULT_TIERS for name in tier)
 SOURCE = "test.conf"
 
 
-def parse(text: str, *, actions: frozenset[str] = ACTIONS, plugins: frozenset[str] = PLUGINS) -> SchedulerConf:
+def parse(text: str, *, actions: frozenset[str] = ACTIONS, plugins: frozenset[str] = PLUGINS
+          ) -> SchedulerConf:
     return parse_conf(textwrap.dedent(text), source=SOURCE, implemented_actions=actions,
                       implemented_plugins=plugins)
 
@@ -63,12 +66,13 @@ class DefaultCase:
 DEFAULT_CASES = [
     DefaultCase("with every plugin built the default is Volcano's two tiers", ACTIONS, PLUGINS,
                 ("enqueue", "allocate", "backfill"),
-                [["priority", "gang", "conformance"], ["drf", "predicates", "proportion", "nodeorder", "binpack"]]),
-    DefaultCase("plugins not built yet are left out of the default", ACTIONS, frozenset({"gang", "predicates"}),
+                DEFAULT_TIERS),
+    DefaultCase("plugins not built yet are left out of the "
+                "default", ACTIONS, frozenset({"gang", "predicates"}),
                 ("enqueue", "allocate", "backfill"), [["gang"], ["predicates"]]),
     DefaultCase("actions not built yet are left out of the default", frozenset({"allocate"}), PLUGINS,
                 ("allocate",),
-                [["priority", "gang", "conformance"], ["drf", "predicates", "proportion", "nodeorder", "binpack"]]),
+                DEFAULT_TIERS),
 ]
 
 
@@ -97,10 +101,13 @@ def test_a_whole_volcano_configmap_loads_with_volcano_only_names_skipped() -> No
     assert conf.skipped == (
         "action 'shuffle' (actions, position 6) is a Volcano action volcano-py does not implement; skipped",
         "plugin 'sla' (tiers[0].plugins[3]) is a Volcano plugin volcano-py does not implement; skipped",
-        "plugin 'overcommit' (tiers[1].plugins[0]) is a Volcano plugin volcano-py does not implement; skipped",
+        "plugin 'overcommit' (tiers[1].plugins[0]) is a Volcano plugin volcano-py does not implement; "
+        "skipped",
         "plugin 'tdm' (tiers[1].plugins[6]) is a Volcano plugin volcano-py does not implement; skipped",
-        "plugin 'numa-aware' (tiers[1].plugins[7]) is a Volcano plugin volcano-py does not implement; skipped",
-        "plugin 'task-topology' (tiers[1].plugins[8]) is a Volcano plugin volcano-py does not implement; skipped",
+        "plugin 'numa-aware' (tiers[1].plugins[7]) is a Volcano plugin volcano-py does not implement; "
+        "skipped",
+        "plugin 'task-topology' (tiers[1].plugins[8]) is a Volcano plugin volcano-py does not implement; "
+        "skipped",
         "action 'shuffle' (configurations[2]) is a Volcano action volcano-py does not implement; skipped",
     )
     assert conf.notes == ("read from key 'volcano-scheduler.conf' of ConfigMap "
@@ -115,6 +122,10 @@ def test_a_whole_volcano_configmap_loads_with_volcano_only_names_skipped() -> No
     assert dict(predicates.arguments["predicates.resourceThresholds"]) == {"cpu": "2000m", "memory": "8Gi"}
     assert set(conf.configurations) == {"enqueue", "preempt"}
     assert arg_float(PluginOption("enqueue", conf.configurations["enqueue"]), "overcommit-factor", 1.0) == 1.5
+
+
+OVERCOMMIT_SKIPPED = ("plugin 'overcommit' (tiers[1].plugins[0]) is a Volcano plugin volcano-py does not "
+                      "implement; skipped")
 
 
 def test_the_installer_conf_file_loads_as_volcano_reads_it() -> None:
@@ -138,7 +149,7 @@ def test_the_installer_conf_file_loads_as_volcano_reads_it() -> None:
           - nodeorder
           - binpack
         warnings (1):
-          - plugin 'overcommit' (tiers[1].plugins[0]) is a Volcano plugin volcano-py does not implement; skipped
+          - {OVERCOMMIT_SKIPPED}
         """)
 
 
@@ -179,7 +190,8 @@ def test_volcano_metrics_section_is_accepted_and_reported() -> None:
           type: prometheus
           address: http://prometheus:9090
         """)
-    assert conf.skipped == ("section 'metrics' is Volcano's metrics-source setting, which volcano-py does not "
+    assert conf.skipped == ("section 'metrics' is Volcano's metrics-source setting, which volcano-py does "
+                            "not "
                             "read; skipped",)
 
 
@@ -209,7 +221,8 @@ class SwitchCase:
 
 SWITCH_CASES = [
     SwitchCase("a switch the user did not set is on", "- name: gang", "enableJobOrder", True),
-    SwitchCase("a switch set to false is off", "- name: gang\n  enableJobOrder: false", "enableJobOrder", False),
+    SwitchCase("a switch set to false is off", "- name: gang\n  enableJobOrder: "
+                                               "false", "enableJobOrder", False),
     SwitchCase("a switch set to true is on", "- name: gang\n  enableJobOrder: true", "enableJobOrder", True),
     SwitchCase("the enabledXxx spelling asks about the same switch",
                "- name: gang\n  enableJobReady: false", "enabledJobReady", False),
@@ -231,7 +244,8 @@ def test_switches(case: SwitchCase) -> None:
 
 
 def test_switches_are_recorded_by_their_exact_volcano_key() -> None:
-    option = parse(conf_with("- name: gang\n  enablePreemptable: false\n  enabledVictim: true")).tiers[0].plugins[0]
+    option = parse(conf_with("- name: gang\n  enablePreemptable: false\n  enabledVictim: "
+                             "true")).tiers[0].plugins[0]
     assert dict(option.switches) == {"enablePreemptable": False, "enabledVictim": True}
 
 
@@ -317,7 +331,8 @@ def test_argument_helpers_name_the_file_plugin_and_key(case: ArgErrorCase) -> No
 
 
 def test_arguments_are_a_read_only_copy() -> None:
-    conf = parse(conf_with("- name: binpack\n  arguments:\n    binpack.resources: {gpu: 2}\n    list: [1, 2]"))
+    conf = parse(conf_with("- name: binpack\n  arguments:\n    binpack.resources: {gpu: 2}\n    list: [1, "
+                           "2]"))
     arguments = conf.tiers[0].plugins[0].arguments
     with pytest.raises(TypeError):
         arguments["binpack.weight"] = 3  # type: ignore[index]
@@ -350,7 +365,8 @@ ERROR_CASES = [
               "invalid YAML in the file at line 5: key 'name' appears twice (lines 4 and 5)"),
     ErrorCase("a list at the top level is refused", "- actions\n",
               "expected a mapping with `actions:` and `tiers:` at the top level, got list"),
-    ErrorCase("an unknown top-level key is refused with a suggestion", conf_with("- name: gang") + "tier: []\n",
+    ErrorCase("an unknown top-level key is refused with a "
+              "suggestion", conf_with("- name: gang") + "tier: []\n",
               "tier: unknown key 'tier'; expected one of actions, configurations, metrics, tiers; "
               "did you mean 'tiers'?"),
     ErrorCase("missing actions are refused", "tiers:\n- plugins:\n  - name: gang\n",
@@ -360,12 +376,14 @@ ERROR_CASES = [
     ErrorCase("actions given as a YAML list are refused", conf_with("- name: gang", actions="[allocate]"),
               "actions: expected a comma-separated string such as \"enqueue, allocate, backfill\", "
               "got ['allocate']"),
-    ErrorCase("a stray comma in actions is refused", conf_with("- name: gang", actions='"allocate,,backfill"'),
+    ErrorCase("a stray comma in actions is "
+              "refused", conf_with("- name: gang", actions='"allocate,,backfill"'),
               "actions: action 2 is empty (a stray comma in 'allocate,,backfill'?)"),
     ErrorCase("an action listed twice is refused with both positions",
               conf_with("- name: gang", actions='"enqueue, allocate, enqueue"'),
               "actions: action 'enqueue' is listed twice (positions 1 and 3)"),
-    ErrorCase("an unknown action is refused with a suggestion", conf_with("- name: gang", actions='"alocate"'),
+    ErrorCase("an unknown action is refused with a "
+              "suggestion", conf_with("- name: gang", actions='"alocate"'),
               "actions: unknown action 'alocate' (actions, position 1); did you mean 'allocate'?"),
     ErrorCase("actions that are all Volcano-only leave nothing to run",
               conf_with("- name: gang", actions='"shuffle"'),
@@ -380,7 +398,8 @@ ERROR_CASES = [
               "tiers[1].plugins: expected a non-empty list of plugins, got []"),
     ErrorCase("a tier that is not a mapping is refused", 'actions: "allocate"\ntiers:\n- gang\n',
               "tiers[0]: expected a mapping with a `plugins` list, got 'gang'"),
-    ErrorCase("an unknown key in a tier is refused", 'actions: "allocate"\ntiers:\n- plugin:\n  - name: gang\n',
+    ErrorCase("an unknown key in a tier is refused", 'actions: "allocate"\ntiers:\n- plugin:\n  - name: '
+                                                     'gang\n',
               "tiers[0].plugin: unknown key 'plugin'; expected one of plugins; did you mean 'plugins'?"),
     ErrorCase("an unknown plugin is refused with the closest known name", conf_with("- name: gnag"),
               "tiers[0].plugins[0].name: unknown plugin 'gnag'; did you mean 'gang'?"),
@@ -398,7 +417,8 @@ ERROR_CASES = [
               "tiers[1].plugins[1].name: plugin 'gang' is listed twice: at tiers[0].plugins[0] and at "
               "tiers[1].plugins[1]"),
     ErrorCase("an unknown key in a plugin entry is refused", conf_with("- name: gang\n  weight: 3"),
-              "tiers[0].plugins[0].weight: unknown key 'weight' in a plugin entry; expected name, arguments or "
+              "tiers[0].plugins[0].weight: unknown key 'weight' in a plugin entry; expected name, arguments "
+              "or "
               "a Volcano switch such as enableJobOrder"),
     ErrorCase("a switch spelt the way Volcano would silently ignore is refused with the right spelling",
               conf_with("- name: gang\n  enabledPreemptable: false"),
@@ -416,13 +436,15 @@ ERROR_CASES = [
               "tiers[0].plugins[0].enableJobOrder: expected true or false, got 'yes please'"),
     ErrorCase("hierarchical drf beside proportion is refused as Volcano does",
               conf_with("- name: drf\n  enableHierarchy: true\n- name: proportion"),
-              "tiers[0]: drf with enableHierarchy: true and proportion conflict in one tier; remove one of them"),
+              "tiers[0]: drf with enableHierarchy: true and proportion conflict in one tier; remove one of "
+              "them"),
     ErrorCase("configurations that are not a list are refused",
               conf_with("- name: gang") + "configurations: {allocate: {}}\n",
               "configurations: expected a list of {name, arguments} entries, got {'allocate': {}}"),
     ErrorCase("a configuration for an unknown action is refused",
               conf_with("- name: gang") + "configurations:\n- name: allocat\n",
-              "configurations[0].name: unknown action 'allocat' (configurations[0]); did you mean 'allocate'?"),
+              "configurations[0].name: unknown action 'allocat' (configurations[0]); did you mean "
+              "'allocate'?"),
     ErrorCase("an action configured twice is refused naming both positions",
               conf_with("- name: gang") + "configurations:\n- name: allocate\n- name: allocate\n",
               "configurations[1].name: action 'allocate' is configured twice: at configurations[0] and at "
@@ -439,7 +461,8 @@ ERROR_CASES = [
               "data.volcano-scheduler.conf: the conf in the ConfigMap is empty"),
     ErrorCase("a YAML error inside a ConfigMap's conf says so",
               "kind: ConfigMap\ndata:\n  volcano-scheduler.conf: |\n    actions: [\n",
-              "invalid YAML in the ConfigMap's conf at line 2: expected the node content, but found '<stream end>'"),
+              "invalid YAML in the ConfigMap's conf at line 2: expected the node content, but found '<stream "
+              "end>'"),
 ]
 
 
@@ -475,5 +498,6 @@ def test_a_configmap_with_a_single_differently_named_conf_key_is_read(tmp_path: 
               - name: gang
         """))
     conf = load_conf_file(path, implemented_actions=ACTIONS, implemented_plugins=PLUGINS)
-    assert conf.notes == ("read from key 'volcano-scheduler-ci.conf' of ConfigMap sched (a whole manifest was given)",)
+    assert conf.notes == ("read from key 'volcano-scheduler-ci.conf' of ConfigMap sched (a whole manifest "
+                          "was given)",)
     assert plugin_names(conf) == [["gang"]]
