@@ -63,7 +63,7 @@ def core_v1(api_client):
 @pytest.fixture
 def namespace(core_v1, request):
     """A fresh namespace per test, deleted afterwards (the namespace controller empties it)."""
-    # Short (<= 27 chars) so that kubeconfig_for_service_account(namespace, <14-char name>) fits a certificate.
+    # <= 27 chars, so kubeconfig_for_service_account(namespace, <14-char name>) fits in a certificate.
     base = "".join(c if c.isalnum() else "-" for c in request.node.name.lower().removeprefix("test_"))
     base = base[:20].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
