@@ -133,20 +133,20 @@ class Point:
     combine: Callable[..., Any]
 
 
-JOB_ORDER = Point("job_order", "enabledJobOrder", first_nonzero)
-QUEUE_ORDER = Point("queue_order", "enabledQueueOrder", first_nonzero)
-TASK_ORDER = Point("task_order", "enabledTaskOrder", first_nonzero)
-PREDICATE = Point("predicate", "enabledPredicate", first_rejection)
-NODE_ORDER = Point("node_order", "enabledNodeOrder", sum_scores)
+JOB_ORDER = Point("job_order", "enableJobOrder", first_nonzero)
+QUEUE_ORDER = Point("queue_order", "enableQueueOrder", first_nonzero)
+TASK_ORDER = Point("task_order", "enableTaskOrder", first_nonzero)
+PREDICATE = Point("predicate", "enablePredicate", first_rejection)
+NODE_ORDER = Point("node_order", "enableNodeOrder", sum_scores)
 JOB_VALID = Point("job_valid", None, first_invalid)
-JOB_READY = Point("job_ready", "enabledJobReady", all_pass)
-JOB_PIPELINED = Point("job_pipelined", "enabledJobPipelined", votes)
-JOB_ENQUEUEABLE = Point("job_enqueueable", "enabledJobEnqueued", votes)
+JOB_READY = Point("job_ready", "enableJobReady", all_pass)
+JOB_PIPELINED = Point("job_pipelined", "enableJobPipelined", votes)
+JOB_ENQUEUEABLE = Point("job_enqueueable", "enableJobEnqueued", votes)
 ALLOCATABLE = Point("allocatable", "enabledAllocatable", all_pass)
 OVERUSED = Point("overused", "enabledOverused", any_true)
-PREEMPTABLE = Point("preemptable", "enabledPreemptable", tier_victims)
-RECLAIMABLE = Point("reclaimable", "enabledReclaimable", tier_victims)
-JOB_STARVING = Point("job_starving", "enabledJobStarving", any_true)
+PREEMPTABLE = Point("preemptable", "enablePreemptable", tier_victims)
+RECLAIMABLE = Point("reclaimable", "enableReclaimable", tier_victims)
+JOB_STARVING = Point("job_starving", "enableJobStarving", any_true)
 
 ALL_POINTS = (
     JOB_ORDER,

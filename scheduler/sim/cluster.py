@@ -216,10 +216,10 @@ class InMemoryCluster:
                 return c  # type: ignore[no-any-return]
         return None
 
-    def used_gpus(self) -> int:
-        """GPUs (milli) held by pods bound to nodes and not finished."""
+    def used_gpus(self, group: str | None = None) -> int:
+        """GPUs (milli) held by pods bound to nodes and not finished (of one PodGroup, if named)."""
         total = 0
-        for pod in self.pods.values():
+        for pod in self.pods.values() if group is None else self.pods_of(group):
             if pod.manifest["spec"].get("nodeName") and pod.manifest["status"]["phase"] in ("Pending", "Running"):
                 total += pod.task.resreq.gpu
         return total

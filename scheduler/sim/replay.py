@@ -1,0 +1,197 @@
+"""Layer `sim`: replay a workload on the in-memory cluster with a simulated clock.
+
+Each tick: jobs arrive; the job controller (the same pure `scheduler.jobs` logic the real controllers run)
+creates PodGroups, and pods once their PodGroup is admitted; kubelets start bound pods; a job's pods finish
+`duration` seconds after its whole gang is running; then one scheduling cycle runs. When a tick changes
+nothing, the clock jumps to the next arrival or completion, so a day-long trace replays in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult
+from scheduler.cycle import run_cycle
+from scheduler.framework.conf import SchedulerConf
+from scheduler.jobs.expand import normalize_job, podgroup_for
+from scheduler.jobs.lifecycle import FINISHED, JobEvent, JobStatus, Phase, decide, desired_pods, pod_view
+from scheduler.sim.cluster import InMemoryCluster
+from scheduler.sim.workload import ClusterSpec, WorkItem, Workload
+
+Scheduler = Callable[[ClusterSnapshot], CycleResult]
+
+
+@dataclass(slots=True)
+class JobRun:
+    item: WorkItem
+    key: str  # namespace/name of its PodGroup
+    min_available: int
+    pods: int = 0
+    status: JobStatus = field(default_factory=JobStatus)
+    submitted: bool = False
+    started: float | None = None  # the whole gang (minAvailable pods) is running
+    ended: float | None = None
+    phase: str = "Waiting"
+
+
+@dataclass(slots=True)
+class Replay:
+    cluster: InMemoryCluster
+    runs: list[JobRun]
+    utilisation: list[tuple[float, float, float]]  # (time, share of GPUs held, share in gangs that run) per tick
+    partial_cycles: int
+    cycles: int
+    end: float
+    stalled: bool
+
+
+def build_cluster(spec: ClusterSpec, workload: Workload) -> InMemoryCluster:
+    cluster = InMemoryCluster()
+    for name, value in spec.priority_classes.items():
+        cluster.add_priority_class(name, value)
+    for node in spec.nodes:
+        cluster.add_node(node)
+    for queue in (*spec.queues, *workload.queues):
+        cluster.add_queue(queue)
+    if "default" not in cluster.queues:
+        cluster.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}})
+    return cluster
+
+
+def _run_for(item: WorkItem) -> JobRun:
+    meta = item.manifest["metadata"]
+    key = f"{meta['namespace']}/{meta['name']}"
+    if item.kind == "Job":
+        job = normalize_job(item.manifest)
+        pods = sum(int(t["replicas"]) for t in job["spec"]["tasks"])
+        return JobRun(item, key, int(job["spec"]["minAvailable"]), pods)
+    spec = item.manifest.get("spec") or {}
+    return JobRun(item, key, int(spec.get("minMember", spec.get("minAvailable", 1))), 0)
+
+
+class JobDriver:
+    """The job controller and kubelets of the simulated cluster."""
+
+    def __init__(self, cluster: InMemoryCluster) -> None:
+        self.cluster = cluster
+
+    def submit(self, run: JobRun) -> None:
+        manifest = run.item.manifest
+        if run.item.kind == "Job":
+            self.cluster.add_podgroup(podgroup_for(normalize_job(manifest), self.cluster.priority_classes))
+        else:
+            self.cluster.add_podgroup(manifest)
+        run.submitted = True
+        run.phase = "Pending"
+
+    def sync(self, run: JobRun, now: float) -> bool:
+        """Carry out the lifecycle's decision for a Volcano Job; True if anything changed."""
+        if run.item.kind != "Job" or run.status.phase in FINISHED:
+            return False
+        job = normalize_job(run.item.manifest)
+        pods = self.cluster.pods_of(run.key)
+        pg_phase = self.cluster.podgroup(run.key).get("status", {}).get("phase")
+        decision = decide(job, run.status, [pod_view(p.manifest) for p in pods], pg_phase, JobEvent())
+        changed = False
+        existing = {p.task.name for p in pods}
+        wanted = set(decision.pods_to_create())
+        for pod in desired_pods(job, pg_phase, existing):
+            if pod["metadata"]["name"] in wanted:
+                self.cluster.add_pod(pod)
+                changed = True
+        for name in decision.pods_to_delete():
+            self.cluster.delete_pod(f"{run.key.split('/')[0]}/{name}")
+            changed = True
+        if decision.phase != run.status.phase:
+            changed = True
+        run.status = JobStatus(decision.phase, decision.retry_count, decision.version)
+        run.phase = str(decision.phase)
+        if decision.phase in FINISHED and run.ended is None:
+            run.ended = now
+        return changed
+
+    def progress(self, run: JobRun, now: float) -> bool:
+        """Note when the gang is up; finish its pods `duration` after that."""
+        pods = self.cluster.pods_of(run.key)
+        running = [p for p in pods if p.manifest["status"]["phase"] == "Running"]
+        if run.started is None and running and len(running) >= run.min_available:
+            run.started = now
+            if run.item.kind != "Job":
+                run.phase = "Running"
+        if run.started is not None and now >= run.started + run.item.duration and running:
+            for pod in running:
+                self.cluster.finish_pod(pod.task.uid)
+            if run.item.kind != "Job":
+                run.ended, run.phase = now, "Completed"
+            return True
+        return False
+
+    def next_finish(self, run: JobRun) -> float | None:
+        if run.started is None or run.ended is not None:
+            return None
+        return run.started + run.item.duration
+
+
+def replay(
+    spec: ClusterSpec,
+    workload: Workload,
+    conf: SchedulerConf | None = None,
+    *,
+    scheduler: Scheduler | None = None,
+    period: float = 1.0,
+    horizon: float | None = None,
+) -> Replay:
+    """Replay `workload`; `scheduler` defaults to volcano-py's cycle with `conf`."""
+    cluster = build_cluster(spec, workload)
+    if scheduler is None:
+        assert conf is not None
+        scheduler = lambda snapshot: run_cycle(snapshot, conf)  # noqa: E731
+    driver = JobDriver(cluster)
+    runs = sorted((_run_for(i) for i in workload.items), key=lambda r: (r.item.arrival, r.key))
+    last_arrival = max((r.item.arrival for r in runs), default=0.0)
+    limit = horizon if horizon is not None else last_arrival + 10 * sum(r.item.duration for r in runs) + 3600
+    total_gpu = cluster.total_gpus() or 1
+    utilisation: list[tuple[float, float, float]] = []
+    partial = cycles = 0
+    now, stalled = 0.0, False
+    while True:
+        cluster.now = now
+        changed = False
+        for run in runs:
+            if not run.submitted and run.item.arrival <= now:
+                driver.submit(run)
+                changed = True
+        for run in runs:
+            if run.submitted and run.ended is None:
+                changed |= driver.progress(run, now)
+                changed |= driver.sync(run, now)
+        changed |= bool(cluster.start_bound_pods())
+        result = scheduler(cluster.snapshot())
+        phases_before = {k: pg.manifest["status"].get("phase") for k, pg in cluster.podgroups.items()}
+        cluster.apply(result)
+        cycles += 1
+        partial += bool(cluster.partially_bound_gangs())
+        changed |= bool(result.binds or result.evictions) or any(
+            s.phase.value != phases_before.get(s.job) for s in result.podgroups
+        )
+        for run in runs:
+            if run.submitted and run.ended is None:
+                changed |= driver.sync(run, now)
+        busy = sum(cluster.used_gpus(r.key) for r in runs if r.started is not None and r.ended is None)
+        utilisation.append((now, cluster.used_gpus() / total_gpu, busy / total_gpu))
+        if all(r.ended is not None for r in runs) and all(r.submitted for r in runs):
+            break
+        upcoming = [r.item.arrival for r in runs if not r.submitted]
+        upcoming += [t for r in runs if (t := driver.next_finish(r)) is not None]
+        if changed:
+            now += period
+        elif upcoming:
+            now = max(now + period, min(upcoming))
+        else:
+            stalled = True  # nothing will ever change: the remaining jobs are stuck (deadlock)
+            break
+        if now > limit:
+            stalled = True
+            break
+    return Replay(cluster, runs, utilisation, partial, cycles, now, stalled)

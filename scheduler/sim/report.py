@@ -1,0 +1,88 @@
+"""Layer `sim`: the replay report — a table per job and the totals that matter for a GPU cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.sim.replay import Replay
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    jobs: int
+    finished: int
+    never_started: int
+    gpu_held: float  # time-weighted mean share of the cluster's GPUs held by pods
+    gpu_utilisation: float  # ... held by gangs that are running (a pod waiting for its siblings does no work)
+    mean_wait: float | None
+    p95_wait: float | None
+    partial_gang_cycles: int
+    cycles: int
+    makespan: float
+    stalled: bool
+
+
+def _p95(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, -(-95 * len(ordered) // 100) - 1))
+    return ordered[index]
+
+
+def totals(replay: Replay) -> Totals:
+    waits = [r.started - r.item.arrival for r in replay.runs if r.started is not None]
+    samples = replay.utilisation
+    held = busy = 0.0
+    for (t0, h0, b0), (t1, _, _) in zip(samples, samples[1:], strict=False):
+        held += h0 * (t1 - t0)
+        busy += b0 * (t1 - t0)
+    span = samples[-1][0] - samples[0][0] if len(samples) > 1 else 0.0
+    return Totals(
+        jobs=len(replay.runs),
+        finished=sum(1 for r in replay.runs if r.ended is not None),
+        never_started=sum(1 for r in replay.runs if r.started is None),
+        gpu_held=held / span if span else 0.0,
+        gpu_utilisation=busy / span if span else 0.0,
+        mean_wait=sum(waits) / len(waits) if waits else None,
+        p95_wait=_p95(waits),
+        partial_gang_cycles=replay.partial_cycles,
+        cycles=replay.cycles,
+        makespan=replay.end,
+        stalled=replay.stalled,
+    )
+
+
+def _t(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}s"
+
+
+def render(replay: Replay, title: str) -> str:
+    rows = [("JOB", "QUEUE", "ARRIVAL", "WAIT", "START", "END", "PODS", "PHASE")]
+    for r in replay.runs:
+        spec = r.item.manifest.get("spec") or {}
+        pods = len(replay.cluster.pods_of(r.key)) or r.pods
+        rows.append(
+            (
+                r.item.name,
+                str(spec.get("queue") or "default"),
+                _t(r.item.arrival),
+                _t(None if r.started is None else r.started - r.item.arrival),
+                _t(r.started),
+                _t(r.ended),
+                str(pods),
+                r.phase if r.started is not None or r.ended is not None else f"{r.phase} (never started)",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [f"== {title} =="]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    t = totals(replay)
+    lines.append("")
+    lines.append(f"jobs finished            {t.finished}/{t.jobs}" + (f"  ({t.never_started} never started)" if t.never_started else ""))
+    lines.append(f"GPUs held (mean)         {t.gpu_held:.1%}")
+    lines.append(f"GPUs doing work (mean)   {t.gpu_utilisation:.1%}   (held by gangs that are running)")
+    lines.append(f"wait mean / p95          {_t(t.mean_wait)} / {_t(t.p95_wait)}")
+    lines.append(f"cycles with a partly bound gang  {t.partial_gang_cycles} of {t.cycles}")
+    lines.append(f"simulated time           {t.makespan:g}s" + ("  (STALLED: remaining jobs can never start)" if t.stalled else ""))
+    return "\n".join(lines)

@@ -1,0 +1,232 @@
+"""Layer `sim`: reading simulator input (cluster and workload YAML), with errors that name file and field.
+
+Cluster file:
+    nodes:                      # a node, or a pool of `count` identical nodes named <name>-<i>
+    - {name: gpu, count: 2, cpu: 64, memory: 512Gi, gpu: 8, labels: {...}, taints: [...]}
+    queues:                     # Queue manifests, or the short form {name, weight, capability, guarantee, state}
+    - {name: team-a, weight: 2}
+    priorityClasses: {high: 1000}
+
+Workload file: either `jobs:` (a list), or a YAML stream of manifests. Each item is a Volcano Job
+(`batch.volcano.sh/v1alpha1`), a PodGroup or a Queue exactly as a user would apply it, plus two simulator
+keys beside `spec`: `arrival` (seconds, default 0) and `duration` (seconds the job runs once its gang is up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.api.resources import QuantityError, Resource
+from scheduler.jobs.validate import validate_job
+
+JOB_API = "batch.volcano.sh/v1alpha1"
+SCHED_API = "scheduling.volcano.sh/v1beta1"
+
+
+class InputError(ValueError):
+    """A user error in a simulator input: names the file, the field and what was expected."""
+
+    def __init__(self, source: str, where: str, problem: str) -> None:
+        super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}")
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    nodes: tuple[dict[str, Any], ...]
+    queues: tuple[dict[str, Any], ...]
+    priority_classes: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    manifest: dict[str, Any]
+    arrival: float
+    duration: float
+
+    @property
+    def kind(self) -> str:
+        return str(self.manifest.get("kind"))
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest["metadata"]["name"])
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    items: tuple[WorkItem, ...]
+    queues: tuple[dict[str, Any], ...] = field(default=())
+
+
+def _read_yaml(path: str | Path, *, stream: bool) -> list[Any]:
+    source = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise InputError(source, "", f"cannot read the file ({exc.strerror})") from None
+    try:
+        docs = list(yaml.safe_load_all(text)) if stream else [yaml.safe_load(text)]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        raise InputError(source, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    return [d for d in docs if d is not None]
+
+
+def _mapping(value: Any, source: str, where: str, expected: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InputError(source, where, f"expected {expected}, got {type(value).__name__}")
+    return value
+
+
+def _number(value: Any, source: str, where: str, *, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        raise InputError(source, where, f"expected a number of seconds >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+# ---- cluster ---------------------------------------------------------------------------------------------
+
+
+def load_cluster(path: str | Path) -> ClusterSpec:
+    source = str(path)
+    docs = _read_yaml(path, stream=False)
+    root = _mapping(docs[0] if docs else None, source, "", "a mapping with `nodes:`")
+    unknown = set(root) - {"nodes", "queues", "priorityClasses"}
+    if unknown:
+        raise InputError(source, sorted(unknown)[0], "unknown key (expected nodes, queues, priorityClasses)")
+    raw_nodes = root.get("nodes")
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        raise InputError(source, "nodes", "expected a non-empty list of nodes or node pools")
+    nodes: list[dict[str, Any]] = []
+    for i, raw in enumerate(raw_nodes):
+        nodes.extend(_node_pool(_mapping(raw, source, f"nodes[{i}]", "a node"), source, f"nodes[{i}]"))
+    names = [n["metadata"]["name"] for n in nodes]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise InputError(source, "nodes", f"node name {duplicate!r} is used twice")
+    queues = tuple(
+        _queue(_mapping(q, source, f"queues[{i}]", "a queue"), source, f"queues[{i}]")
+        for i, q in enumerate(root.get("queues") or [])
+    )
+    classes = root.get("priorityClasses") or {}
+    _mapping(classes, source, "priorityClasses", "a map of name to integer value")
+    for name, value in classes.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(source, f"priorityClasses.{name}", f"expected an integer, got {value!r}")
+    return ClusterSpec(tuple(nodes), queues, dict(classes))
+
+
+_NODE_KEYS = {"name", "count", "cpu", "memory", "gpu", "pods", "labels", "taints", "resources", "unschedulable"}
+
+
+def _node_pool(raw: Mapping[str, Any], source: str, where: str) -> list[dict[str, Any]]:
+    from scheduler.testing import node_object
+
+    unknown = set(raw) - _NODE_KEYS
+    if unknown:
+        raise InputError(source, f"{where}.{sorted(unknown)[0]}", f"unknown key (expected one of {sorted(_NODE_KEYS)})")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(source, f"{where}.name", "expected a node name")
+    count = raw.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise InputError(source, f"{where}.count", f"expected a whole number >= 1, got {count!r}")
+    labels = dict(_mapping(raw.get("labels") or {}, source, f"{where}.labels", "a map of labels"))
+    taints = raw.get("taints") or []
+    if not isinstance(taints, list):
+        raise InputError(source, f"{where}.taints", "expected a list of {key, value, effect}")
+    extra = dict(_mapping(raw.get("resources") or {}, source, f"{where}.resources", "a resource map"))
+    kwargs = {
+        "cpu": str(raw.get("cpu", "64")),
+        "memory": str(raw.get("memory", "512Gi")),
+        "gpu": raw.get("gpu", 0),
+        "pods": raw.get("pods", 110),
+        "labels": labels,
+        "taints": taints,
+        "unschedulable": bool(raw.get("unschedulable", False)),
+        "extra": extra,
+    }
+    out = []
+    for i in range(count):
+        node = node_object(name if count == 1 else f"{name}-{i}", **kwargs)
+        try:
+            Resource.from_quantities(node["status"]["allocatable"], field="allocatable")
+        except QuantityError as exc:
+            raise InputError(source, where, str(exc)) from None
+        out.append(node)
+    return out
+
+
+def _queue(raw: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
+    if "metadata" in raw:
+        manifest = dict(raw)
+    else:
+        name = raw.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError(source, f"{where}.name", "expected a queue name")
+        spec = {k: v for k, v in raw.items() if k in ("weight", "capability", "reclaimable", "priority")}
+        if "guarantee" in raw:
+            spec["guarantee"] = {"resource": raw["guarantee"]}
+        manifest = {"apiVersion": SCHED_API, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+        if "state" in raw:
+            manifest["status"] = {"state": raw["state"]}
+    spec = manifest.get("spec") or {}
+    weight = spec.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 65535:
+        raise InputError(source, f"{where}.weight", f"expected an integer 1..65535, got {weight!r}")
+    for key in ("capability",):
+        try:
+            Resource.from_quantities(spec.get(key), field=f"{where}.spec.{key}")
+        except QuantityError as exc:
+            raise InputError(source, "", str(exc)) from None
+    return manifest
+
+
+# ---- workload --------------------------------------------------------------------------------------------
+
+
+def load_workload(path: str | Path) -> Workload:
+    source = str(path)
+    docs = _read_yaml(path, stream=True)
+    if len(docs) == 1 and isinstance(docs[0], Mapping) and "jobs" in docs[0] and "kind" not in docs[0]:
+        raw_items = docs[0]["jobs"]
+        if not isinstance(raw_items, list):
+            raise InputError(source, "jobs", "expected a list of Volcano Jobs")
+        prefix = "jobs"
+    else:
+        raw_items, prefix = docs, "document"
+    items: list[WorkItem] = []
+    queues: list[dict[str, Any]] = []
+    for i, raw in enumerate(raw_items):
+        where = f"{prefix}[{i}]"
+        doc = dict(_mapping(raw, source, where, "a Volcano Job, PodGroup or Queue manifest"))
+        kind = doc.get("kind", "Job")
+        if kind == "Queue":
+            queues.append(_queue(doc, source, where))
+            continue
+        if kind not in ("Job", "PodGroup"):
+            raise InputError(source, f"{where}.kind", f"expected Job, PodGroup or Queue, got {kind!r}")
+        arrival = _number(doc.pop("arrival", 0), source, f"{where}.arrival")
+        duration = _number(doc.pop("duration", 60), source, f"{where}.duration")
+        doc.setdefault("apiVersion", JOB_API if kind == "Job" else SCHED_API)
+        doc["kind"] = kind
+        meta = doc.get("metadata")
+        if not isinstance(meta, Mapping) or not meta.get("name"):
+            raise InputError(source, f"{where}.metadata.name", "expected a name")
+        doc["metadata"] = {"namespace": "default", **meta}
+        if kind == "Job":
+            problems = validate_job(doc)
+            if problems:
+                raise InputError(source, f"{where} ({meta['name']})", "; ".join(problems))
+        items.append(WorkItem(doc, arrival, duration))
+    names = [(i.kind, i.manifest["metadata"]["namespace"], i.name) for i in items]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise InputError(source, "", f"{duplicate[0]} {duplicate[1]}/{duplicate[2]} appears twice")
+    return Workload(tuple(items), tuple(queues))

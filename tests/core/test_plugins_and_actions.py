@@ -1,0 +1,232 @@
+"""Table-driven tests of each built-in plugin and action on the in-memory cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from scheduler.api.job import TaskInfo
+from scheduler.api.resources import Resource
+from scheduler.framework import points as P
+from scheduler.framework.statement import Statement
+from scheduler.plugins.conformance import ConformancePlugin
+from scheduler.testing import ClusterBuilder, cluster, pod_object
+
+
+# ---- predicates -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Placement:
+    name: str
+    nodes: tuple[tuple[str, dict[str, Any]], ...]
+    pod: dict[str, Any]
+    expected_node: str | None
+    reason: str = ""
+
+
+GPU_ZONE = {"topology.kubernetes.io/zone": "a"}
+PLACEMENTS = [
+    Placement("a nodeSelector picks the labelled node", (("n1", {}), ("n2", {"labels": GPU_ZONE})),
+              {"node_selector": GPU_ZONE}, "n2"),
+    Placement("a nodeSelector nothing matches leaves the pod pending", (("n1", {}),),
+              {"node_selector": GPU_ZONE}, None, "didn't match Pod's node affinity/selector"),
+    Placement(
+        "required node affinity In picks the matching node",
+        (("n1", {"labels": {"gpu": "a100"}}), ("n2", {"labels": {"gpu": "h100"}})),
+        {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}]}}}},
+        "n2",
+    ),
+    Placement(
+        "required node affinity NotIn avoids the node",
+        (("n1", {"labels": {"gpu": "a100"}}), ("n2", {"labels": {"gpu": "h100"}})),
+        {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "gpu", "operator": "NotIn", "values": ["h100"]}]}]}}}},
+        "n1",
+    ),
+    Placement("an unschedulable node is skipped", (("n1", {"unschedulable": True}),), {}, None,
+              "node(s) were unschedulable"),
+    Placement("a NotReady node is skipped", (("n1", {"ready": False}),), {}, None, "node(s) were not ready"),
+    Placement("a full node by pod count is skipped", (("n1", {"pods": 0}),), {}, None, "Too many pods"),
+    Placement("a PreferNoSchedule taint does not forbid", (("n1", {"taints": [
+        {"key": "k", "value": "v", "effect": "PreferNoSchedule"}]}),), {}, "n1"),
+    Placement("a NoExecute taint forbids", (("n1", {"taints": [{"key": "k", "effect": "NoExecute"}]}),), {}, None,
+              "untolerated taint {k}"),
+    Placement("too little memory is named", (("n1", {"memory": "1Gi"}),), {"memory": "2Gi"}, None,
+              "Insufficient memory"),
+]
+
+
+@pytest.mark.parametrize("case", PLACEMENTS, ids=lambda c: c.name)
+def test_predicates(case: Placement) -> None:
+    c = cluster()
+    for name, kwargs in case.nodes:
+        c.node(name, gpu=8, **kwargs)
+    c.job("j", replicas=1, gpu=1, **case.pod)
+    c.cycle()
+    bound = c.sim.bound("j")
+    if case.expected_node is None:
+        assert bound == {}
+        assert case.reason in c.sim.condition("j")["message"]  # type: ignore[index]
+    else:
+        assert bound == {"j-0": case.expected_node}
+
+
+# ---- priority -------------------------------------------------------------------------------------------
+def test_priority_orders_tasks_within_a_job_when_only_some_fit() -> None:
+    c = cluster().priority_class("high", 100).node("n1", gpu=1)
+    c.sim.add_podgroup({"metadata": {"name": "g"}, "spec": {"minMember": 1}})
+    c.sim.add_pod(pod_object("low-task", group="g", gpu=1))
+    c.sim.add_pod(pod_object("high-task", group="g", gpu=1, priority_class="high"))
+    c.cycle()
+    assert c.sim.bound("g") == {"high-task": "n1"}
+
+
+def test_among_equal_priority_the_older_job_goes_first() -> None:
+    c = cluster().node("n1", gpu=4).job("older", replicas=4, gpu=1)
+    c.sim.now += 5
+    c.job("newer", replicas=4, gpu=1)
+    c.cycle()
+    assert len(c.sim.bound("older")) == 4 and c.sim.bound("newer") == {}
+
+
+# ---- conformance ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Victim:
+    name: str
+    namespace: str
+    priority: int
+    offered: bool
+
+
+VICTIMS = [
+    Victim("a normal pod may be a victim", "team-a", 0, True),
+    Victim("a kube-system pod is never a victim", "kube-system", 0, False),
+    Victim("a system-cluster-critical pod is never a victim", "team-a", 2_000_000_000, False),
+]
+
+
+@pytest.mark.parametrize("case", VICTIMS, ids=lambda c: c.name)
+def test_conformance_filters_victims(case: Victim) -> None:
+    from scheduler.cycle import builtin_default_conf
+    from scheduler.framework.session import Session
+
+    c = cluster().node("n1")
+    ssn = Session(c.sim.snapshot(), builtin_default_conf(), {"conformance": ConformancePlugin})
+    task = TaskInfo("x", "x", case.namespace, "j", Resource(), priority=case.priority)
+    preemptor = TaskInfo("p", "p", "team-a", "k", Resource())
+    assert (ssn.run(P.PREEMPTABLE, preemptor, [task]) == [task]) is case.offered
+    assert (ssn.run(P.RECLAIMABLE, preemptor, [task]) == [task]) is case.offered
+
+
+# ---- enqueue ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Admission:
+    name: str
+    build: Any
+    phase: str
+    reason: str = ""
+
+
+ADMISSIONS = [
+    Admission("a job in an open queue is admitted", lambda: cluster().node("n", gpu=1).job("j", gpu=1), "Running"),
+    Admission("a job without pods yet is admitted to Inqueue", lambda: cluster().node("n").job("j", replicas=0),
+              "Inqueue"),
+    Admission(
+        "a closed queue admits nothing and says so",
+        lambda: cluster().node("n", gpu=1).queue("q", state="Closed").job("j", queue="q", gpu=1),
+        "Pending",
+        "queue q is Closed",
+    ),
+    Admission("a missing queue is named", lambda: cluster().node("n", gpu=1).job("j", queue="nope", gpu=1), "Pending",
+              "queue 'nope' does not exist"),
+]
+
+
+@pytest.mark.parametrize("case", ADMISSIONS, ids=lambda c: c.name)
+def test_enqueue(case: Admission) -> None:
+    c: ClusterBuilder = case.build()
+    c.cycle()
+    pg = c.sim.podgroup("j")
+    assert pg["status"]["phase"] == case.phase
+    if case.reason:
+        assert case.reason in c.sim.condition("j")["message"]  # type: ignore[index]
+        assert any(case.reason in e.message for _, e in c.sim.events)
+
+
+# ---- backfill --------------------------------------------------------------------------------------------
+def test_backfill_places_pods_without_requests_even_on_a_full_node() -> None:
+    c = cluster().node("n1", cpu="1", gpu=1).job("big", replicas=1, gpu=1, cpu="1")
+    c.job("be", replicas=2, cpu=None, memory=None)
+    c.cycle()
+    assert len(c.sim.bound("big")) == 1
+    assert len(c.sim.bound("be")) == 2
+
+
+def test_backfill_is_only_for_admitted_jobs_and_respects_the_pod_limit() -> None:
+    c = cluster().node("n1", pods=1).job("be", replicas=2, cpu=None, memory=None)
+    c.cycle()
+    assert len(c.sim.bound("be")) == 1
+
+
+# ---- statement and combiners ----------------------------------------------------------------------------
+def test_a_discarded_statement_restores_every_node_and_task() -> None:
+    from scheduler.cycle import builtin_default_conf
+    from scheduler.framework.session import Session
+    from scheduler.plugins.registry import PLUGINS
+
+    c = cluster().node("n1", gpu=8).job("j", replicas=3, gpu=2)
+    ssn = Session(c.sim.snapshot(), builtin_default_conf(), PLUGINS)
+    node = ssn.nodes["n1"]
+    before = node.idle
+    stmt = Statement(ssn)
+    for task in ssn.jobs["default/j"].tasks.values():
+        stmt.allocate(task, node)
+    assert node.idle.gpu == 2000
+    stmt.discard()
+    assert node.idle == before and not node.tasks
+    assert all(t.node_name == "" for t in ssn.jobs["default/j"].tasks.values())
+    assert ssn.close().binds == []
+
+
+@dataclass(frozen=True)
+class VoteCase:
+    name: str
+    tiers: tuple[tuple[P.Vote, ...], ...]
+    permitted: bool
+
+
+VOTES = [
+    VoteCase("no opinion permits", ((),), True),
+    VoteCase("a reject in the same tier as a permit rejects", ((P.Vote.PERMIT, P.Vote.REJECT),), False),
+    VoteCase("a reject in a higher tier rejects", ((P.Vote.REJECT,), (P.Vote.PERMIT,)), False),
+    VoteCase("abstentions permit", ((P.Vote.ABSTAIN, P.Vote.ABSTAIN),), True),
+    VoteCase("a tier that permits decides before a lower tier is asked", ((P.Vote.PERMIT,), (P.Vote.REJECT,)), True),
+]
+
+
+@pytest.mark.parametrize("case", VOTES, ids=lambda c: c.name)
+def test_vote_combiner(case: VoteCase) -> None:
+    tiers = [[(lambda v=v: P.Verdict(v, "r")) for v in tier] for tier in case.tiers]
+    assert (P.votes(tiers).vote == P.Vote.PERMIT) is case.permitted
+
+
+@dataclass(frozen=True)
+class OrderCase:
+    name: str
+    answers: tuple[tuple[int, ...], ...]
+    expected: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+ORDERS = [
+    OrderCase("the first plugin with an opinion decides", ((0, -1), (1,)), -1),
+    OrderCase("no opinion is zero", ((0,), (0,)), 0),
+]
+
+
+@pytest.mark.parametrize("case", ORDERS, ids=lambda c: c.name)
+def test_first_nonzero_combiner(case: OrderCase) -> None:
+    tiers = [[(lambda a=a: a) for a in tier] for tier in case.answers]
+    assert P.first_nonzero(tiers) == case.expected

@@ -1,0 +1,115 @@
+"""Gang scheduling scenarios on the in-memory cluster (issue 2's acceptance)."""
+
+from __future__ import annotations
+
+from scheduler.testing import cluster
+
+
+def test_an_8_pod_gang_on_5_free_gpus_binds_nothing_and_says_what_is_short() -> None:
+    c = cluster().node("n1", gpu=5).job("train", replicas=8, gpu=1)
+    c.cycle()
+    assert c.sim.bound("train") == {}
+    condition = c.sim.condition("train")
+    assert condition is not None and condition["reason"] == "NotEnoughResources"
+    assert condition["message"].startswith("8/8 tasks in gang unschedulable")
+    assert "short nvidia.com/gpu 3" in condition["message"]
+    assert "1 Insufficient nvidia.com/gpu" in condition["message"]
+
+
+def test_after_a_node_is_added_all_8_bind_in_the_same_cycle() -> None:
+    c = cluster().node("n1", gpu=5).job("train", replicas=8, gpu=1)
+    c.cycle()
+    c.node("n2", gpu=8)
+    result = c.cycle()
+    assert len(c.sim.bound("train")) == 8
+    assert len(result.binds) == 1 and len(result.binds[0].binds) == 8
+    assert c.sim.condition("train", "Scheduled") is not None
+    assert c.sim.condition("train", "Unschedulable") is None
+
+
+def test_min_available_6_of_8_binds_6_when_only_6_fit_and_more_later() -> None:
+    c = cluster().node("n1", gpu=6).job("elastic", replicas=8, min_available=6, gpu=1)
+    c.cycle()
+    assert len(c.sim.bound("elastic")) == 6
+    c.node("n2", gpu=2)
+    c.cycle()
+    assert len(c.sim.bound("elastic")) == 8
+
+
+def test_two_gangs_that_each_need_the_whole_cluster_never_both_hold_part_of_it() -> None:
+    c = cluster().node("n1", gpu=8).node("n2", gpu=4).job("a", replicas=8, gpu=1).job("b", replicas=8, gpu=1)
+    for _ in range(5):
+        c.cycle()
+        assert c.sim.partially_bound_gangs() == []
+    bound = {name: len(c.sim.bound(name)) for name in ("a", "b")}
+    assert sorted(bound.values()) == [0, 8]
+
+
+def test_a_higher_priority_job_is_allocated_first() -> None:
+    c = (
+        cluster()
+        .priority_class("high", 1000)
+        .node("n1", gpu=4)
+        .job("low", replicas=4, gpu=1)
+        .job("high", replicas=4, gpu=1, priority_class="high")
+    )
+    c.cycle()
+    assert len(c.sim.bound("high")) == 4
+    assert c.sim.bound("low") == {}
+
+
+def test_a_pod_that_tolerates_no_taint_never_lands_on_a_tainted_node() -> None:
+    c = (
+        cluster()
+        .node("tainted", gpu=8, taints=[{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}])
+        .node("plain", gpu=1)
+        .job("j", replicas=2, gpu=1)
+    )
+    for _ in range(3):
+        c.cycle()
+    assert c.sim.bound("j") == {}
+    message = c.sim.condition("j")["message"]  # type: ignore[index]
+    assert "untolerated taint {dedicated: infer}" in message
+
+
+def test_a_pod_that_tolerates_the_taint_may_use_the_node() -> None:
+    c = (
+        cluster()
+        .node("tainted", gpu=8, taints=[{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}])
+        .job("j", replicas=2, gpu=1, tolerations=[{"key": "dedicated", "operator": "Exists"}])
+    )
+    c.cycle()
+    assert set(c.sim.bound("j").values()) == {"tainted"}
+
+
+def test_a_gang_too_large_for_one_node_spreads_when_nothing_forbids_it() -> None:
+    c = cluster().node("n1", gpu=4).node("n2", gpu=4).job("j", replicas=8, gpu=1)
+    c.cycle()
+    assert sorted(set(c.sim.bound("j").values())) == ["n1", "n2"]
+
+
+def test_fragmented_free_gpus_are_named_as_fragmentation() -> None:
+    c = cluster().node("n1", gpu=2).node("n2", gpu=2).job("j", replicas=1, gpu=3)
+    c.cycle()
+    message = c.sim.condition("j")["message"]  # type: ignore[index]
+    assert "fragmented" in message and "nvidia.com/gpu 2" in message
+
+
+def test_per_role_minimums_must_all_be_met() -> None:
+    c = cluster().node("n1", gpu=3)
+    c.sim.add_podgroup(
+        {
+            "metadata": {"name": "ps"},
+            "spec": {"minMember": 2, "minTaskMember": {"ps": 1, "worker": 2}, "queue": "default"},
+        }
+    )
+    from scheduler.testing import pod_object
+
+    c.sim.add_pod(pod_object("ps-0", group="ps", role="ps", gpu=1))
+    c.sim.add_pod(pod_object("worker-0", group="ps", role="worker", gpu=1))
+    c.cycle()
+    assert c.sim.bound("ps") == {}
+    assert "NotEnoughPodsOfTask" == c.sim.condition("ps")["reason"]  # type: ignore[index]
+    c.sim.add_pod(pod_object("worker-1", group="ps", role="worker", gpu=1))
+    c.cycle()
+    assert len(c.sim.bound("ps")) == 3
