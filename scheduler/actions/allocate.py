@@ -46,11 +46,11 @@ def schedulable_jobs(ssn: Session) -> list[JobInfo]:
 
 def find_node(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, bool]:
     """(node, pipelined): the best node whose idle holds the task, else one whose future idle will."""
-    feasible = ssn.feasible_nodes(task)
     request = task.resreq
-    fits = [n for n in feasible if request <= n.idle]
+    fits = ssn.fitting_nodes(task)
     if fits:
         return ssn.best_node(task, fits), False
+    feasible = ssn.feasible_nodes(task)
     future = [n for n in feasible if not n.releasing.is_zero() and request <= n.future_idle()]
     if future:
         return ssn.best_node(task, future), True

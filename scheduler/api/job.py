@@ -84,16 +84,21 @@ class JobInfo:
     reported_counts: tuple[int, int, int] = (0, 0, 0)  # status.running/succeeded/failed as last written
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
+    pending_best_effort: int = 0  # kept in step by add_task/set_status: is_ready runs per placed task
 
     # -- membership ---------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
         self.by_status.setdefault(task.status, {})[task.uid] = task
+        if task.status == TaskStatus.PENDING and task.best_effort:
+            self.pending_best_effort += 1
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         bucket = self.by_status.get(task.status)
         if bucket is not None:
             bucket.pop(task.uid, None)
+        if task.best_effort:
+            self.pending_best_effort += (status == TaskStatus.PENDING) - (task.status == TaskStatus.PENDING)
         task.status = status
         self.by_status.setdefault(status, {})[task.uid] = task
 
@@ -111,7 +116,7 @@ class JobInfo:
         return self.count(TaskStatus.PIPELINED)
 
     def pending_best_effort_num(self) -> int:
-        return sum(1 for t in self.with_status(TaskStatus.PENDING) if t.best_effort)
+        return self.pending_best_effort
 
     def valid_task_num(self) -> int:
         return self.count(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import logging
+
+import numpy as np
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from scheduler.api.snapshot import (
 )
 from scheduler.api.status import READY_STATUSES, PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
+from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.plugin import EventHandler, Plugin
 
@@ -54,6 +57,7 @@ class FitErrors:
 @dataclass(slots=True)
 class _Feasible:
     nodes: list[NodeInfo]
+    indices: IntArray
     rejected: Counter[str]
 
 
@@ -68,6 +72,7 @@ class Session:
     ) -> None:
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
         self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.name)
+        self.arrays = NodeArrays(self.node_list)
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.now = snapshot.now
@@ -156,8 +161,9 @@ class Session:
         cached = self._feasible.get(task.constraints)
         if cached is None:
             nodes: list[NodeInfo] = []
+            indices: list[int] = []
             rejected: Counter[str] = Counter()
-            for node in self.node_list:
+            for i, node in enumerate(self.node_list):
                 reason = self.run(P.PREDICATE, task, node)
                 if reason:
                     rejected[reason] += 1
@@ -165,8 +171,20 @@ class Session:
                         self.trace(f"task {task.name} (role {task.role or '-'}) rejected by node {node.name}: {reason}")
                 else:
                     nodes.append(node)
-            cached = self._feasible[task.constraints] = _Feasible(nodes, rejected)
+                    indices.append(i)
+            cached = _Feasible(nodes, np.array(indices, dtype=np.int64), rejected)
+            self._feasible[task.constraints] = cached
         return cached
+
+    def fitting_nodes(self, task: TaskInfo) -> list[NodeInfo]:
+        """Feasible nodes whose idle resources hold the task now (vectorised over node arrays).
+
+        With no node scorer configured only the first is ever used, so only the first is materialised.
+        """
+        indices = self.arrays.fitting(task.resreq, self._feasible_for(task).indices)
+        if not self.has(P.NODE_ORDER):
+            indices = indices[:1]
+        return [self.node_list[i] for i in indices]
 
     def static_rejections(self, task: TaskInfo) -> Counter[str]:
         return self._feasible_for(task).rejected
@@ -197,6 +215,7 @@ class Session:
         job.set_status(task, status)
         task.node_name = node.name
         node.add_task(task)
+        self.arrays.update(node)
         for handler in self._handlers:
             if handler.allocate:
                 handler.allocate(task)
@@ -205,6 +224,7 @@ class Session:
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
+            self.arrays.update(node)
         self.jobs[task.job].set_status(task, TaskStatus.PENDING)
         task.node_name = ""
         for handler in self._handlers:
@@ -216,6 +236,7 @@ class Session:
         node.remove_task(task)
         self.jobs[task.job].set_status(task, TaskStatus.RELEASING)
         node.add_task(task)
+        self.arrays.update(node)
         for handler in self._handlers:
             if handler.deallocate:
                 handler.deallocate(task)
@@ -225,6 +246,7 @@ class Session:
         node.remove_task(task)
         self.jobs[task.job].set_status(task, previous)
         node.add_task(task)
+        self.arrays.update(node)
         for handler in self._handlers:
             if handler.allocate:
                 handler.allocate(task)

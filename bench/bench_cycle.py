@@ -1,0 +1,111 @@
+"""Time one full scheduling cycle on seeded in-memory clusters (issue 9's benchmark).
+
+    .venv/bin/python bench/bench_cycle.py [--sizes 1000x5000,5000x20000] [--repeat 5] [--profile]
+
+Nodes have 8 GPUs, 64 cpu, 512Gi; 10% are tainted; 20% of pods carry a node selector; pods come in gangs of
+1 to 64 one-GPU pods. Each repeat rebuilds the snapshot (as the scheduler does every period) and times
+snapshot, session open, each action, and close. Reports median and p95 and the peak memory of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import random
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from scheduler.actions import ACTIONS
+from scheduler.cycle import builtin_default_conf
+from scheduler.framework.session import Session
+from scheduler.plugins.registry import PLUGINS
+from scheduler.sim.cluster import InMemoryCluster
+from scheduler.testing import node_object, pod_object
+
+GANG_SIZES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def build(nodes: int, pods: int, seed: int = 7) -> InMemoryCluster:
+    rng = random.Random(seed)
+    sim = InMemoryCluster()
+    sim.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}})
+    for i in range(nodes):
+        taints = [{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}] if rng.random() < 0.1 else []
+        labels = {"topology.kubernetes.io/zone": f"zone-{i % 4}", "volcano.sh/rack": f"rack-{i // 16}"}
+        sim.add_node(node_object(f"node-{i:05d}", gpu=8, labels=labels, taints=taints))
+    made = gang = 0
+    while made < pods:
+        size = min(rng.choice(GANG_SIZES), pods - made)
+        name = f"gang-{gang:05d}"
+        sim.add_podgroup({"metadata": {"name": name}, "spec": {"minMember": size, "queue": "default"},
+                          "status": {"phase": "Inqueue"}})
+        selector = {"topology.kubernetes.io/zone": f"zone-{rng.randrange(4)}"} if rng.random() < 0.2 else None
+        for i in range(size):
+            sim.add_pod(pod_object(f"{name}-{i}", group=name, gpu=1, cpu="4", memory="32Gi", node_selector=selector))
+        made += size
+        gang += 1
+    return sim
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    value = fn()
+    return value, (time.perf_counter() - start) * 1000
+
+
+def one_cycle(sim: InMemoryCluster, conf: Any) -> tuple[dict[str, float], int]:
+    times: dict[str, float] = {}
+    snapshot, times["snapshot"] = timed(sim.snapshot)
+    ssn, times["open"] = timed(lambda: Session(snapshot, conf, PLUGINS))
+    for name in conf.actions:
+        _, times[name] = timed(lambda name=name: ACTIONS[name]().execute(ssn))
+    result, times["close"] = timed(ssn.close)
+    times["total"] = sum(times.values())
+    return times, sum(len(b.binds) for b in result.binds)
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000x5000,5000x20000")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    conf = builtin_default_conf()
+    print(f"actions: {', '.join(conf.actions)}; plugins: "
+          + " / ".join(", ".join(p.name for p in t.plugins) for t in conf.tiers))
+    for size in args.sizes.split(","):
+        nodes, pods = (int(x) for x in size.split("x"))
+        sim, build_ms = timed(lambda nodes=nodes, pods=pods: build(nodes, pods))
+        runs: list[dict[str, float]] = []
+        bound = 0
+        for _ in range(args.repeat):
+            times, bound = one_cycle(sim, conf)
+            runs.append(times)
+        print(f"\n{nodes} nodes x {pods} pending pods (built in {build_ms:.0f} ms), {bound} pods bound per cycle")
+        for phase in runs[0]:
+            values = [r[phase] for r in runs]
+            print(f"  {phase:10s} median {statistics.median(values):8.1f} ms   p95 {p95(values):8.1f} ms")
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            one_cycle(sim, conf)
+            profiler.disable()
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(18)
+            print(out.getvalue())
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak RSS {peak:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

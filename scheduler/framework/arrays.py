@@ -1,0 +1,70 @@
+"""Layer `framework`: node resources as arrays, so "which nodes hold this request" is one numpy expression.
+
+The session keeps one column per node (in `node_list` order) and one row per resource dimension, and updates
+a node's column whenever a Statement places or removes a task there. Predicates that depend only on a task's
+constraints are cached per constraint set as index arrays; resource fit is then a vectorised comparison over
+those indices instead of a Python call per node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.node import NodeInfo
+from scheduler.api.resources import CPU, MEMORY, PODS, Resource
+
+IntArray = npt.NDArray[np.int64]
+
+
+class NodeArrays:
+    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        names = [CPU, MEMORY, PODS]
+        seen = set(names)
+        for node in nodes:
+            for name, _ in node.allocatable.scalars:
+                if name not in seen:
+                    seen.add(name)
+                    names.append(name)
+        self.dims = tuple(names)
+        self.row = {name: i for i, name in enumerate(self.dims)}
+        self.position = {node.name: i for i, node in enumerate(nodes)}
+        self.idle: IntArray = np.zeros((len(self.dims), len(nodes)), dtype=np.int64)
+        self.allocatable: IntArray = np.zeros_like(self.idle)
+        for i, node in enumerate(nodes):
+            self.idle[:, i] = self.vector(node.idle, strict=False)
+            self.allocatable[:, i] = self.vector(node.allocatable, strict=False)
+
+    def vector(self, resource: Resource, *, strict: bool = True) -> IntArray:
+        """The resource as a column; with strict, None-like failure for a dimension no node has."""
+        out = np.zeros(len(self.dims), dtype=np.int64)
+        out[0], out[1], out[2] = resource.cpu, resource.memory, resource.pods
+        for name, value in resource.scalars:
+            row = self.row.get(name)
+            if row is None:
+                if strict and value > 0:
+                    raise KeyError(name)
+                continue
+            out[row] = value
+        return out
+
+    def update(self, node: NodeInfo) -> None:
+        i = self.position.get(node.name)
+        if i is not None:
+            self.idle[:, i] = self.vector(node.idle, strict=False)
+
+    def fitting(self, request: Resource, candidates: IntArray) -> IntArray:
+        """The candidate node indices whose idle resources hold `request`."""
+        if candidates.size == 0:
+            return candidates
+        try:
+            need = self.vector(request)
+        except KeyError:
+            return candidates[:0]
+        dims = np.flatnonzero(need)
+        if dims.size == 0:
+            return candidates
+        block = self.idle[np.ix_(dims, candidates)]
+        return candidates[np.all(block >= need[dims, None], axis=0)]
