@@ -4,13 +4,13 @@
 #   make cluster-bins          build the pinned binaries into a cache outside the checkout (skips what exists)
 #                              and symlink them into .bin/
 #   make dev-cluster           local control plane with fake GPU nodes; runs until Ctrl-C
-#        NODES=4 GPUS=8 NODES_PER_RACK=2 RACKS_PER_ZONE=2 KUBECONFIG_OUT=.bin/dev-cluster.kubeconfig
+#        NODES=4 GPUS=8 NODES_PER_RACK=2 RACKS_PER_ZONE=1 KUBECONFIG_OUT=.bin/dev-cluster.kubeconfig
 .PHONY: cluster-bins dev-cluster cluster-bins-dir
 
 NODES ?= 4
 GPUS ?= 8
 NODES_PER_RACK ?= 2
-RACKS_PER_ZONE ?= 2
+RACKS_PER_ZONE ?= 1
 KUBECONFIG_OUT ?= .bin/dev-cluster.kubeconfig
 
 cluster-bins:

@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     ap.add_argument("--memory", default="512Gi")
     ap.add_argument("--pods", default="110")
     ap.add_argument("--nodes-per-rack", type=int, default=2)
-    ap.add_argument("--racks-per-zone", type=int, default=2)
+    ap.add_argument("--racks-per-zone", type=int, default=1)
     ap.add_argument(
         "--kubeconfig", default=".bin/dev-cluster.kubeconfig", help="where to copy the admin kubeconfig"
     )
@@ -81,7 +81,9 @@ control plane ready: {cp.server}
             flush=True,
         )
         stop = []
-        signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+        # Explicit handlers: a shell that starts us in the background sets SIGINT to "ignore".
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.append(1))
         try:
             while not stop:
                 for name, p in cp.procs.items():
