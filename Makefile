@@ -26,6 +26,10 @@ e2e: venv cluster-bins
 
 test: unit e2e
 
+bench: venv
+	$(BIN)/python bench/bench_cycle.py --repeat 5
+	$(BIN)/python bench/bench_cycle.py --repeat 5 --conf bench/gang-only.conf
+
 lint: venv
 	$(BIN)/ruff check scheduler tests
 

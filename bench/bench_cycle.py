@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler.actions import ACTIONS
-from scheduler.cycle import builtin_default_conf
+from scheduler.cycle import builtin_default_conf, load_conf
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGINS
 from scheduler.sim.cluster import InMemoryCluster
@@ -79,8 +79,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000x5000,5000x20000")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--conf", help="a volcano-scheduler.conf (default: the built-in default)")
     args = parser.parse_args()
-    conf = builtin_default_conf()
+    conf = load_conf(args.conf) if args.conf else builtin_default_conf()
     print(f"actions: {', '.join(conf.actions)}; plugins: "
           + " / ".join(", ".join(p.name for p in t.plugins) for t in conf.tiers))
     for size in args.sizes.split(","):

@@ -63,8 +63,12 @@ class NodeArrays:
             need = self.vector(request)
         except KeyError:
             return candidates[:0]
-        dims = np.flatnonzero(need)
-        if dims.size == 0:
+        everyone = candidates.size == self.idle.shape[1]  # no predicate excluded a node: skip the gather
+        mask = None
+        for dim in np.flatnonzero(need):
+            row = self.idle[dim] if everyone else self.idle[dim, candidates]
+            fits = row >= need[dim]
+            mask = fits if mask is None else mask & fits
+        if mask is None:
             return candidates
-        block = self.idle[np.ix_(dims, candidates)]
-        return candidates[np.all(block >= need[dims, None], axis=0)]
+        return np.flatnonzero(mask) if everyone else candidates[mask]
