@@ -84,7 +84,8 @@ class JobInfo:
     reported_counts: tuple[int, int, int] = (0, 0, 0)  # status.running/succeeded/failed as last written
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
-    pending_best_effort: int = 0  # kept in step by add_task/set_status: is_ready runs per placed task
+    pending_best_effort: int = 0  # these two are kept in step by add_task/set_status:
+    ready: int = 0  # is_ready runs after every placed task, so it must not count
 
     # -- membership ---------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
@@ -92,6 +93,8 @@ class JobInfo:
         self.by_status.setdefault(task.status, {})[task.uid] = task
         if task.status == TaskStatus.PENDING and task.best_effort:
             self.pending_best_effort += 1
+        if task.status in READY_STATUSES:
+            self.ready += 1
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         bucket = self.by_status.get(task.status)
@@ -99,6 +102,7 @@ class JobInfo:
             bucket.pop(task.uid, None)
         if task.best_effort:
             self.pending_best_effort += (status == TaskStatus.PENDING) - (task.status == TaskStatus.PENDING)
+        self.ready += (status in READY_STATUSES) - (task.status in READY_STATUSES)
         task.status = status
         self.by_status.setdefault(status, {})[task.uid] = task
 
@@ -110,7 +114,7 @@ class JobInfo:
 
     # -- gang arithmetic (Volcano's JobInfo) ----------------------------------------------------------
     def ready_task_num(self) -> int:
-        return self.count(*READY_STATUSES)
+        return self.ready
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.PIPELINED)
