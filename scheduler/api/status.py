@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from enum import Enum
+from typing import TypeVar
+
+E = TypeVar("E", bound=Enum)
 
 
 class TaskStatus(Enum):
@@ -39,10 +42,7 @@ class PodGroupPhase(Enum):
 
     @staticmethod
     def parse(value: object) -> PodGroupPhase:
-        for phase in PodGroupPhase:
-            if phase.value == value:
-                return phase
-        return PodGroupPhase.PENDING
+        return _parse(PodGroupPhase, value, PodGroupPhase.PENDING)
 
 
 class QueueState(Enum):
@@ -53,7 +53,9 @@ class QueueState(Enum):
 
     @staticmethod
     def parse(value: object) -> QueueState:
-        for state in QueueState:
-            if state.value == value:
-                return state
-        return QueueState.OPEN
+        return _parse(QueueState, value, QueueState.OPEN)
+
+
+def _parse(kind: type[E], value: object, default: E) -> E:
+    """The member whose value is `value`; an unknown or missing value reads as `default`."""
+    return next((member for member in kind if member.value == value), default)
