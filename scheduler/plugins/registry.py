@@ -7,8 +7,9 @@ from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.gang import GangPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
+from scheduler.plugins.proportion import ProportionPlugin
 
 PLUGINS: dict[str, type[Plugin]] = {
     plugin.name: plugin
-    for plugin in (PriorityPlugin, GangPlugin, ConformancePlugin, PredicatesPlugin)
+    for plugin in (PriorityPlugin, GangPlugin, ConformancePlugin, PredicatesPlugin, ProportionPlugin)
 }

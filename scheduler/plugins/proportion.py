@@ -1,0 +1,339 @@
+"""Layer `plugins`: `proportion` — each queue's deserved share of the cluster, by weight.
+
+Deserved shares come from weighted water-filling of the cluster total (the allocatable of every node):
+every round, each queue not yet satisfied gets `remaining x weight / total weight`, capped per resource by its
+real capability and by what it requests; a queue whose request is met (or whose share stopped growing) leaves
+the round robin and what it did not take is shared again among the rest. A queue's guarantee is a floor.
+
+- A queue's *request* is what its admitted jobs hold plus what their pending tasks ask for. A job still held
+  at enqueue asks for nothing yet; when enqueue admits one, its pending tasks join the request and the shares
+  are recomputed.
+- A queue's *real capability* is its `capability`, or the cluster total less what the other queues are
+  guaranteed. Resources `capability` does not name (and cpu or memory given as 0) are not limited by it.
+- QueueOrder: lower share first, share being the largest allocated/deserved ratio over the resources deserved.
+- Overused: allocated has reached deserved on every resource the queue deserves (cpu, memory and its scalars).
+- Allocatable: a task fits while allocated + its request stays within deserved on every resource it asks for.
+  A task no node could hold anyway is let through, to fail on resources with a message naming what is short.
+- JobEnqueueable: a job with minResources is admitted only if the real capability holds its minResources on
+  top of what the queue holds and what its admitted jobs still wait for (less the elastic part: what jobs hold
+  beyond their own minResources). The rejection says which limit and by how much. A job without
+  minResources is admitted.
+
+The `pods` count takes no part here, as in Volcano. Departures from Volcano: a job without minResources
+declares no minimum, so everything it holds counts as held (Volcano counts all of it as elastic, which admits
+jobs the queue cannot run without reclaim); an admitted job reserves only the part of its minResources it does
+not yet hold (Volcano reserves all of it while the PodGroup is Inqueue, counting the allocated part twice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource, display_amount
+from scheduler.api.status import PodGroupPhase
+from scheduler.framework import points as P
+from scheduler.framework.plugin import EventHandler, Plugin
+from scheduler.framework.session import Session
+
+# Water-filling converges in a few rounds; integer crumbs can only shrink. This is a guard, not a tuning knob.
+_MAX_ROUNDS = 1000
+ADMITTED_PHASES = frozenset({PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN})
+
+
+# ---- resource arithmetic without the pods count -------------------------------------------------------
+
+
+def without_pods(resource: Resource) -> Resource:
+    return Resource(resource.cpu, resource.memory, 0, resource.scalars) if resource.pods else resource
+
+
+def dimensions(resource: Resource) -> dict[str, int]:
+    """The non-zero resources of `resource` other than pods."""
+    return {name: units for name, units in resource.items() if units and name != PODS}
+
+
+def cluster_total(nodes: Iterable[NodeInfo]) -> Resource:
+    total = ZERO
+    for node in nodes:
+        total = total + without_pods(node.allocatable)
+    return total
+
+
+def reserved_by_admitted(job: JobInfo) -> Resource:
+    """What an admitted job's minResources still reserves: the part it does not hold yet."""
+    if job.min_resources is None or job.phase not in ADMITTED_PHASES:
+        return ZERO
+    return (without_pods(job.min_resources) - without_pods(job.allocated())).clamp_zero()
+
+
+def elastic_of(job: JobInfo) -> Resource:
+    """What a job holds beyond its own minResources (nothing, for a job that declares none)."""
+    if job.min_resources is None:
+        return ZERO
+    return (without_pods(job.allocated()) - without_pods(job.min_resources)).clamp_zero()
+
+
+def share_of(allocated: Resource, deserved: Resource) -> Fraction:
+    """The largest allocated/deserved ratio over the resources deserved (0 when nothing is deserved)."""
+    share = Fraction(0)
+    for name, units in dimensions(deserved).items():
+        share = max(share, Fraction(allocated.get(name), units))
+    return share
+
+
+# ---- deserved shares ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDemand:
+    """One queue's input to water-filling. `limit` maps each limited resource to its real capability."""
+
+    name: str
+    weight: int
+    request: Resource
+    guarantee: Resource = ZERO
+    limit: Mapping[str, int] = field(default_factory=dict)
+
+
+def deserved_shares(total: Resource, queues: Sequence[QueueDemand]) -> dict[str, Resource]:
+    """Weighted water-filling of `total` among `queues` (Volcano's proportion), in integer units."""
+    names = list(dimensions(total))
+    deserved: dict[str, dict[str, int]] = {q.name: {} for q in queues}
+    remaining = {name: total.get(name) for name in names}
+    met: set[str] = set()
+    for _ in range(_MAX_ROUNDS):
+        active = [q for q in queues if q.name not in met]
+        total_weight = sum(max(q.weight, 0) for q in active)
+        if total_weight <= 0:
+            break
+        before = dict(remaining)
+        given = dict.fromkeys(names, 0)  # every queue of a round shares the same `remaining`
+        for queue in active:
+            old = deserved[queue.name]
+            new = _grown(old, queue, remaining, total_weight, names)
+            request = dimensions(queue.request)
+            if all(units <= new.get(name, 0) for name, units in request.items()) or new == old:
+                met.add(queue.name)
+            for name, units in dimensions(queue.guarantee).items():
+                new[name] = max(new.get(name, 0), units)
+            for name in names:
+                given[name] += new.get(name, 0) - old.get(name, 0)
+            deserved[queue.name] = new
+        remaining = {name: units - given[name] for name, units in remaining.items()}
+        if all(units <= 0 for units in remaining.values()) or remaining == before:
+            break
+    return {name: Resource.of(d.pop(CPU, 0), d.pop(MEMORY, 0), 0, d) for name, d in deserved.items()}
+
+
+def _grown(
+    old: Mapping[str, int],
+    queue: QueueDemand,
+    remaining: Mapping[str, int],
+    total_weight: int,
+    names: list[str],
+) -> dict[str, int]:
+    new = dict(old)
+    for name in names:
+        units = old.get(name, 0) + max(remaining[name], 0) * queue.weight // total_weight
+        if name in queue.limit:
+            units = min(units, queue.limit[name])
+        new[name] = min(units, queue.request.get(name))
+    return new
+
+
+def real_capability(
+    queue: QueueInfo, total: Resource, total_guarantee: Resource
+) -> tuple[dict[str, int], frozenset[str]]:
+    """(limit per resource, the resources whose limit is the queue's own `capability`)."""
+    limit = {
+        name: total.get(name) - total_guarantee.get(name) + queue.guarantee.get(name)
+        for name in dimensions(total).keys() | dimensions(total_guarantee).keys()
+    }
+    own: set[str] = set()
+    if queue.capability is not None:
+        for name, units in dimensions(queue.capability).items():
+            if name not in limit or units < limit[name]:
+                limit[name] = units
+                own.add(name)
+    return limit, frozenset(own)
+
+
+# ---- the plugin ----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class QueueAttr:
+    queue: QueueInfo
+    limit: dict[str, int]
+    own_limit: frozenset[str]
+    allocated: Resource = ZERO
+    request: Resource = ZERO
+    admitted: Resource = ZERO  # minResources admitted jobs still wait for
+    elastic: Resource = ZERO
+    deserved: Resource = ZERO
+    share: Fraction = Fraction(0)
+
+    def update_share(self) -> None:
+        self.share = share_of(self.allocated, self.deserved)
+
+
+class ProportionPlugin(Plugin):
+    name = "proportion"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.total = cluster_total(ssn.node_list)
+        self.total_guarantee = ZERO
+        for queue in ssn.queues.values():
+            self.total_guarantee = self.total_guarantee + without_pods(queue.guarantee)
+        self.attrs: dict[str, QueueAttr] = {}
+        for job in ssn.jobs.values():
+            attr = self._attr(job.queue)
+            if attr is not None:
+                self._count_job(attr, job)
+        self._stale = True
+
+        ssn.register(P.QUEUE_ORDER, self.queue_order)
+        ssn.register(P.OVERUSED, self.overused)
+        ssn.register(P.ALLOCATABLE, self.allocatable)
+        ssn.register(P.JOB_ENQUEUEABLE, self.enqueueable)
+        ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated))
+        ssn.on_job_enqueued(self._enqueued)
+
+    # -- accounting ---------------------------------------------------------------------------------
+    def _attr(self, queue_name: str) -> QueueAttr | None:
+        attr = self.attrs.get(queue_name)
+        if attr is None:
+            queue = self.ssn.queues.get(queue_name)
+            if queue is None:
+                return None
+            limit, own = real_capability(queue, self.total, self.total_guarantee)
+            attr = self.attrs[queue_name] = QueueAttr(queue, limit, own)
+        return attr
+
+    @staticmethod
+    def _count_job(attr: QueueAttr, job: JobInfo) -> None:
+        held = without_pods(job.allocated())
+        attr.allocated = attr.allocated + held
+        attr.request = attr.request + held
+        if job.phase != PodGroupPhase.PENDING:
+            attr.request = attr.request + without_pods(job.pending_request())
+        attr.admitted = attr.admitted + reserved_by_admitted(job)
+        attr.elastic = attr.elastic + elastic_of(job)
+
+    def _enqueued(self, job: JobInfo) -> None:
+        attr = self._attr(job.queue)
+        if attr is None:
+            return
+        attr.request = attr.request + without_pods(job.pending_request())
+        attr.admitted = attr.admitted + reserved_by_admitted(job)
+        self._stale = True
+
+    def _allocated(self, task: TaskInfo) -> None:
+        attr = self._task_attr(task)
+        if attr is not None:
+            attr.allocated = attr.allocated + without_pods(task.resreq)
+            attr.update_share()
+
+    def _deallocated(self, task: TaskInfo) -> None:
+        attr = self._task_attr(task)
+        if attr is not None:
+            attr.allocated = attr.allocated - without_pods(task.resreq)
+            attr.update_share()
+
+    def _task_attr(self, task: TaskInfo) -> QueueAttr | None:
+        job = self.ssn.jobs.get(task.job)
+        return self.attrs.get(job.queue) if job is not None else None
+
+    def deserved(self) -> dict[str, Resource]:
+        """Each queue's deserved share, recomputed after enqueue admitted jobs (their requests join in)."""
+        if self._stale:
+            demands = [
+                QueueDemand(a.queue.name, a.queue.weight, a.request, without_pods(a.queue.guarantee), a.limit)
+                for a in self.attrs.values()
+            ]
+            for name, deserved in deserved_shares(self.total, demands).items():
+                attr = self.attrs[name]
+                attr.deserved = deserved
+                attr.update_share()
+            self._stale = False
+        return {name: a.deserved for name, a in self.attrs.items()}
+
+    def _fresh(self, queue: str) -> QueueAttr | None:
+        if self._stale:
+            self.deserved()
+        return self.attrs.get(queue)
+
+    # -- extension points ---------------------------------------------------------------------------
+    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+        left, right = self._fresh(a.name), self._fresh(b.name)
+        share_a = left.share if left else Fraction(0)
+        share_b = right.share if right else Fraction(0)
+        return (share_a > share_b) - (share_a < share_b)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        attr = self._fresh(queue.name)
+        if attr is None:
+            return False
+        deserved = attr.deserved
+        names = {CPU, MEMORY, *dimensions(deserved)}
+        return all(deserved.get(name) <= attr.allocated.get(name) for name in names)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        attr = self._fresh(queue.name)
+        if attr is None:
+            return True
+        free = (attr.deserved - attr.allocated).clamp_zero()
+        return without_pods(task.resreq) <= free or not self._placeable(task)
+
+    def _placeable(self, task: TaskInfo) -> bool:
+        """Some node's idle or future idle holds the task: only then is the queue's share what stops it.
+
+        A task no node can hold is let through, so that it fails on resources and its gang's condition names
+        the resource that is short; it is not placed either way.
+        """
+        if self.ssn.fitting_nodes(task):
+            return True
+        request = task.resreq
+        feasible = self.ssn.feasible_nodes(task)
+        return any(not node.releasing.is_zero() and request <= node.future_idle() for node in feasible)
+
+    def enqueueable(self, job: JobInfo) -> P.Verdict:
+        attr = self._attr(job.queue)
+        if attr is None or job.min_resources is None:
+            return P.PERMIT
+        minimum = without_pods(job.min_resources)
+        need = minimum + attr.allocated + attr.admitted - attr.elastic
+        over = [
+            self._over_message(attr, name, minimum, need)
+            for name, units in need.items()
+            if name in attr.limit and units > attr.limit[name]
+        ]
+        if over:
+            return P.reject("; ".join(over), self.name)
+        return P.PERMIT
+
+    def _over_message(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> str:
+        def show(units: int) -> str:
+            return display_amount(name, units)
+
+        limit = attr.limit[name]
+        if name in attr.own_limit:
+            gate = f"queue {attr.queue.name} capability {name} {show(limit)}"
+        else:
+            others = self.total_guarantee.get(name) - attr.queue.guarantee.get(name)
+            gate = (
+                f"queue {attr.queue.name} real capability {name} {show(limit)} "
+                f"(cluster {show(self.total.get(name))} less {show(others)} guaranteed to other queues)"
+            )
+        terms = f"{show(attr.allocated.get(name))} allocated"
+        if attr.elastic.get(name):
+            terms += f" - {show(attr.elastic.get(name))} elastic"
+        terms += f" + {show(attr.admitted.get(name))} admitted + {show(minimum.get(name))} requested"
+        short = need.get(name) - limit
+        return f"{gate}: {terms} = {show(need.get(name))} > {show(limit)} (short {name} {show(short)})"
