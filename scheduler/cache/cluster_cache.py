@@ -1,0 +1,598 @@
+"""Layer `cache`: the Kubernetes implementation of the cluster adapter (`snapshot`, `apply`).
+
+Background threads list+watch pods, nodes, PodGroups, Queues and PriorityClasses as raw JSON and keep the
+latest object of each; `snapshot()` reads them through `scheduler.api.convert` exactly as
+`sim.InMemoryCluster` does, and `apply()` carries a cycle's decisions back: binds, evictions, PodGroup and
+Queue status, events.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler.api.convert import (
+    group_of,
+    implicit_job,
+    job_from_podgroup,
+    key_of,
+    node_from_object,
+    queue_from_object,
+    task_from_pod,
+)
+from scheduler.api.job import Condition, JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.pod import status_of
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import Resource
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, PodGroupStatus
+from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError, Obj
+
+log = logging.getLogger("volcano_py.cache")
+
+COMPONENT = "volcano-py"
+PG_API = "/apis/scheduling.volcano.sh/v1beta1"
+ASSUME_TTL = 60.0  # seconds an assumed bind waits for the watch to confirm it
+
+
+@dataclass(slots=True)
+class Watched:
+    """One resource kind: its collection path, the latest objects by key, and the watch position."""
+
+    kind: str
+    path: str
+    objects: dict[str, Obj] = field(default_factory=dict)
+    resource_version: str | None = None
+    synced: threading.Event = field(default_factory=threading.Event)
+
+
+class Gone(Exception):
+    """The watch position is too old (410): relist."""
+
+
+def rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: object) -> float:
+    if not isinstance(value, str) or not value:
+        return 0.0
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+class ClusterCache:
+    def __init__(
+        self,
+        api_client: Any,
+        scheduler_names: Iterable[str] = frozenset({"volcano-py"}),
+        default_queue: str = "default",
+        *,
+        watch_timeout: int = 60,
+        request_timeout: float = 30.0,
+        bind_workers: int = 16,
+        eviction_grace_seconds: int = 30,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.kube = Kube(api_client, request_timeout=request_timeout)
+        self.scheduler_names = frozenset(scheduler_names)
+        self.default_queue = default_queue
+        self.watch_timeout = watch_timeout
+        self.eviction_grace_seconds = eviction_grace_seconds
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.pods = Watched("Pod", "/api/v1/pods")
+        self.nodes = Watched("Node", "/api/v1/nodes")
+        self.podgroups = Watched("PodGroup", f"{PG_API}/podgroups")
+        self.queues = Watched("Queue", f"{PG_API}/queues")
+        self.priority_classes = Watched("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses")
+        self.watched = (self.pods, self.nodes, self.podgroups, self.queues, self.priority_classes)
+        self._assumed: dict[str, tuple[str, float]] = {}  # pod key -> (node, when) bound by us, not yet seen
+        self._parsed: dict[str, tuple[str, TaskInfo | None]] = {}  # pod key -> (resourceVersion, task)
+        self._bad: set[tuple[str, str, str]] = (
+            set()
+        )  # (kind, key, resourceVersion) already logged as unreadable
+        self._events_sent: set[tuple[str, str, str, str, str]] = set()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="volcano-py-api")
+        self._instance = f"{socket.gethostname()}-{os.getpid()}"
+
+    # ---- lifecycle --------------------------------------------------------------------------------------
+    def start(self) -> ClusterCache:
+        for w in self.watched:
+            t = threading.Thread(target=self._run, args=(w,), name=f"watch-{w.kind}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def wait_synced(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        return all(w.synced.wait(max(0.0, deadline - time.monotonic())) for w in self.watched)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._pool.shutdown(wait=True)
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    # ---- list + watch -------------------------------------------------------------------------------------
+    def _run(self, w: Watched) -> None:
+        backoff = 0.2
+        while not self._stop.is_set():
+            try:
+                if w.resource_version is None:
+                    self._list(w)
+                self._watch(w)
+                backoff = 0.2
+            except Gone:
+                log.info("watch %s: resourceVersion too old, relisting", w.kind)
+                w.resource_version = None
+            except Exception as exc:  # noqa: BLE001 - any I/O error: back off and retry, never die
+                if self._stop.is_set():
+                    return
+                if isinstance(exc, KubeError) and exc.status == 410:
+                    w.resource_version = None
+                    continue
+                log.warning("watch %s failed (retrying in %.1fs): %s", w.kind, backoff, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+
+    def _list(self, w: Watched) -> None:
+        objects: dict[str, Obj] = {}
+        query: dict[str, Any] = {"limit": 500}
+        while True:
+            page = self.kube.request("GET", w.path, query=query)
+            for obj in page.get("items") or ():
+                objects[key_of(obj)] = obj
+            meta = page.get("metadata") or {}
+            if not meta.get("continue"):
+                break
+            query = {"limit": 500, "continue": meta["continue"]}
+        with self.lock:
+            w.objects = objects
+            if w is self.priority_classes:
+                self._parsed.clear()
+        w.resource_version = str(meta.get("resourceVersion") or "")
+        w.synced.set()
+        log.debug("listed %d %s at resourceVersion %s", len(objects), w.kind, w.resource_version)
+
+    def _watch(self, w: Watched) -> None:
+        query = {
+            "watch": "1",
+            "resourceVersion": w.resource_version or "",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": self.watch_timeout,
+        }
+        for event in self.kube.stream(w.path, query, read_timeout=self.watch_timeout + 15):
+            if self._stop.is_set():
+                return
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                if obj.get("code") == 410:
+                    raise Gone()
+                raise RuntimeError(f"watch error: {obj.get('message')}")
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind != "BOOKMARK":
+                self._on_event(w, str(kind), obj)
+            if rv:
+                w.resource_version = str(rv)
+
+    def _on_event(self, w: Watched, kind: str, obj: Obj) -> None:
+        key = key_of(obj)
+        with self.lock:
+            if kind == "DELETED":
+                w.objects.pop(key, None)
+                if w is self.pods:
+                    self._assumed.pop(key, None)
+                    self._parsed.pop(key, None)
+            else:
+                w.objects[key] = obj
+                if w is self.pods and (obj.get("spec") or {}).get("nodeName"):
+                    self._assumed.pop(key, None)
+            if w is self.priority_classes:
+                self._parsed.clear()
+
+    # ---- snapshot ---------------------------------------------------------------------------------------
+    def snapshot(self) -> ClusterSnapshot:
+        now = self.clock()
+        with self.lock:
+            pods = list(self.pods.objects.values())
+            nodes_raw = list(self.nodes.objects.values())
+            pgs = list(self.podgroups.objects.values())
+            queues_raw = list(self.queues.objects.values())
+            pcs = {
+                str((pc.get("metadata") or {}).get("name")): int(pc.get("value") or 0)
+                for pc in self.priority_classes.objects.values()
+            }
+            self._expire_assumed(now)
+            assumed = dict(self._assumed)
+        nodes: dict[str, NodeInfo] = {}
+        for obj in nodes_raw:
+            node = self._parse("Node", obj, node_from_object)
+            if node is not None:
+                nodes[node.name] = node
+        jobs: dict[str, JobInfo] = {}
+        for obj in pgs:
+            created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+            job = self._parse(
+                "PodGroup",
+                obj,
+                lambda o, c=created: job_from_podgroup(  # type: ignore[misc]
+                    o, priority_classes=pcs, default_queue=self.default_queue, creation=c
+                ),
+            )
+            if job is not None:
+                jobs[job.uid] = job
+        others: list[TaskInfo] = []
+        for obj in pods:
+            task = self._task(obj, pcs, assumed)
+            if task is None:
+                continue
+            ours = (obj.get("spec") or {}).get("schedulerName", "default-scheduler") in self.scheduler_names
+            if not ours:
+                others.append(task)
+                continue
+            job = jobs.get(task.job)
+            if job is None:
+                if group_of(obj) != task.uid:
+                    continue  # names a PodGroup that does not exist (yet): not schedulable
+                job = jobs[task.job] = implicit_job(task, default_queue=self.default_queue)
+            job.add_task(task)
+            node = nodes.get(task.node_name)
+            if node is not None:
+                node.add_task(task)
+        for task in others:  # pods of other schedulers still use node resources
+            node = nodes.get(task.node_name)
+            if node is not None:
+                node.add_task(task)
+        queues: dict[str, QueueInfo] = {}
+        for obj in queues_raw:
+            created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+            queue = self._parse("Queue", obj, lambda o, c=created: queue_from_object(o, creation=c))  # type: ignore[misc]
+            if queue is not None:
+                queues[queue.name] = queue
+        return ClusterSnapshot(nodes, jobs, queues, now)
+
+    def _task(self, obj: Obj, pcs: dict[str, int], assumed: dict[str, tuple[str, float]]) -> TaskInfo | None:
+        key = key_of(obj)
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        cached = self._parsed.get(key)
+        if cached is not None and cached[0] == rv:
+            base = cached[1]
+        else:
+            created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+            base = self._parse("Pod", obj, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
+            self._parsed[key] = (rv, base)
+        if base is None:
+            return None
+        task = base.clone()
+        task.status = status_of(obj)
+        task.node_name = str((obj.get("spec") or {}).get("nodeName") or "")
+        if not task.node_name and key in assumed:
+            # Bound by us a moment ago; the watch has not shown it yet. Never double-book.
+            bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": assumed[key][0]}}
+            task.node_name = assumed[key][0]
+            task.status = status_of(bound)
+        return task
+
+    def _parse(self, kind: str, obj: Obj, parse: Callable[[Obj], Any]) -> Any:
+        try:
+            return parse(obj)
+        except (ValueError, TypeError, KeyError) as exc:  # QuantityError is a ValueError
+            meta = obj.get("metadata") or {}
+            mark = (kind, key_of(obj), str(meta.get("resourceVersion")))
+            if mark not in self._bad:
+                self._bad.add(mark)
+                log.warning("skipping %s %s: %s", kind, key_of(obj), exc)
+            return None
+
+    def _expire_assumed(self, now: float) -> None:
+        for key, (_, when) in list(self._assumed.items()):
+            if now - when > ASSUME_TTL or key not in self.pods.objects:
+                del self._assumed[key]
+
+    # ---- apply ------------------------------------------------------------------------------------------
+    def apply(self, result: CycleResult) -> None:
+        now = self.clock()
+        # Every pod of every committed gang is bound concurrently; a failed bind leaves its pod pending in the
+        # cache, so the next cycle retries it.
+        binds = [
+            (gang, self._pool.submit(self._bind, task, node, now))
+            for gang in result.binds
+            for task, node in gang.binds
+        ]
+        evictions = [self._pool.submit(self._evict, e.task, e.reason) for e in result.evictions]
+        failed: dict[str, int] = {}
+        for gang, future in binds:
+            if not future.result():
+                failed[gang.job] = failed.get(gang.job, 0) + 1
+        for future in evictions:
+            future.result()
+        for job, count in failed.items():
+            log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
+        self._write_podgroups(result.podgroups, now)
+        self._write_queues(result)
+        self._write_pod_conditions(now)
+        self._emit(result.events)
+
+    def _bind(self, task_key: str, node: str, now: float) -> bool:
+        namespace, name = task_key.split("/", 1)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            self.kube.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body)
+        except KubeError as exc:
+            if exc.status == 404:
+                log.info("pod %s was deleted before its bind: dropped", task_key)
+            else:
+                log.warning("bind %s -> %s failed: %s", task_key, node, exc)
+            return False
+        except Exception as exc:  # noqa: BLE001 - network trouble: the pod stays pending, retried next cycle
+            log.warning("bind %s -> %s failed: %s", task_key, node, exc)
+            return False
+        with self.lock:
+            pod = self.pods.objects.get(task_key)
+            if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
+                self._assumed[task_key] = (node, now)
+        self._event("Pod", task_key, "Normal", "Scheduled", f"Successfully assigned {task_key} to {node}")
+        return True
+
+    def _evict(self, task_key: str, reason: str) -> None:
+        namespace, name = task_key.split("/", 1)
+        try:
+            self.kube.request(
+                "DELETE",
+                f"/api/v1/namespaces/{namespace}/pods/{name}",
+                body={
+                    "apiVersion": "v1",
+                    "kind": "DeleteOptions",
+                    "gracePeriodSeconds": self.eviction_grace_seconds,
+                },
+            )
+        except KubeError as exc:
+            if exc.status != 404:
+                log.warning("evict %s failed: %s", task_key, exc)
+            return
+        except Exception as exc:  # noqa: BLE001
+            log.warning("evict %s failed: %s", task_key, exc)
+            return
+        self._event("Pod", task_key, "Warning", "Evict", f"Pod is evicted: {reason}")
+
+    def _write_podgroups(self, statuses: list[PodGroupStatus], now: float) -> None:
+        for status in statuses:
+            with self.lock:
+                pg = self.podgroups.objects.get(status.job)
+            if pg is None:
+                continue  # an implicit gang of one has no PodGroup object
+            current = pg.get("status") or {}
+            wanted = {
+                "phase": status.phase.value,
+                "running": status.running,
+                "succeeded": status.succeeded,
+                "failed": status.failed,
+                "conditions": _conditions(status.conditions, current.get("conditions") or [], now),
+            }
+            if all(_same(current.get(k), v) for k, v in wanted.items()):
+                continue
+            namespace, name = status.job.split("/", 1)
+            try:
+                updated = self.kube.request(
+                    "PATCH",
+                    f"{PG_API}/namespaces/{namespace}/podgroups/{name}/status",
+                    body={"status": wanted},
+                    content_type=MERGE_PATCH,
+                )
+            except Exception as exc:  # noqa: BLE001 - retried next cycle (the status still differs)
+                log.warning("patch PodGroup %s status failed: %s", status.job, exc)
+                continue
+            with self.lock:
+                if status.job in self.podgroups.objects:
+                    self.podgroups.objects[status.job] = updated
+
+    def _write_queues(self, result: CycleResult) -> None:
+        for q in result.queues:
+            with self.lock:
+                obj = self.queues.objects.get(q.queue)
+            if obj is None:
+                continue
+            current = (obj.get("status") or {}).get("allocated") or {}
+            try:
+                unchanged = Resource.from_quantities(current) == q.allocated
+            except ValueError:
+                unchanged = False
+            if unchanged:
+                continue
+            # A merge patch replaces the whole map when it is given as null first; send it complete.
+            allocated: dict[str, Any] = {k: None for k in current}
+            allocated.update(q.allocated.to_quantities())
+            try:
+                updated = self.kube.request(
+                    "PATCH",
+                    f"{PG_API}/queues/{q.queue}/status",
+                    body={"status": {"allocated": allocated}},
+                    content_type=MERGE_PATCH,
+                )
+            except Exception as exc:  # noqa: BLE001
+                log.warning("patch Queue %s status failed: %s", q.queue, exc)
+                continue
+            with self.lock:
+                if q.queue in self.queues.objects:
+                    self.queues.objects[q.queue] = updated
+
+    def _write_pod_conditions(self, now: float) -> None:
+        """Pending pods of an Unschedulable gang say so on the pod too (what `kubectl describe pod` shows)."""
+        with self.lock:
+            messages: dict[str, str] = {}
+            for key, pg in self.podgroups.objects.items():
+                for c in (pg.get("status") or {}).get("conditions") or ():
+                    if c.get("type") == "Unschedulable" and c.get("status") == "True":
+                        messages[key] = str(c.get("message") or "")
+            todo = []
+            for key, pod in self.pods.objects.items():
+                spec = pod.get("spec") or {}
+                if (
+                    spec.get("nodeName")
+                    or key in self._assumed
+                    or spec.get("schedulerName") not in self.scheduler_names
+                ):
+                    continue
+                message = messages.get(group_of(pod))
+                if message is None:
+                    continue
+                existing = next(
+                    (
+                        c
+                        for c in (pod.get("status") or {}).get("conditions") or ()
+                        if c.get("type") == "PodScheduled"
+                    ),
+                    {},
+                )
+                if (
+                    existing.get("status") == "False"
+                    and existing.get("reason") == "Unschedulable"
+                    and (existing.get("message") == message)
+                ):
+                    continue
+                todo.append((key, message))
+        for key, message in todo:
+            namespace, name = key.split("/", 1)
+            condition = {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+                "lastTransitionTime": rfc3339(now),
+            }
+            try:
+                updated = self.kube.request(
+                    "PATCH",
+                    f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                    body={"status": {"conditions": [condition]}},
+                    content_type=STRATEGIC_PATCH,
+                )
+            except Exception as exc:  # noqa: BLE001
+                log.warning("patch pod %s condition failed: %s", key, exc)
+                continue
+            with self.lock:
+                if key in self.pods.objects:
+                    self.pods.objects[key] = updated
+
+    # ---- events -----------------------------------------------------------------------------------------
+    def _emit(self, events: list[Event]) -> None:
+        for e in events:
+            self._event(e.kind, e.key, e.type, e.reason, e.message)
+
+    def _event(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
+        mark = (kind, key, type_, reason, message)
+        with self.lock:
+            if mark in self._events_sent:
+                return
+            store = self.pods if kind == "Pod" else self.podgroups
+            obj = store.objects.get(key)
+            if obj is None and kind != "Pod":
+                return  # an implicit gang has no PodGroup to attach the event to
+            self._events_sent.add(mark)
+        namespace, name = key.split("/", 1)
+        uid = ((obj or {}).get("metadata") or {}).get("uid")
+        api_version = "v1" if kind == "Pod" else "scheduling.volcano.sh/v1beta1"
+        now = rfc3339(self.clock())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": name,
+                "namespace": namespace,
+                **({"uid": uid} if uid else {}),
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self._instance,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
+        except Exception as exc:  # noqa: BLE001 - an event is best effort
+            log.debug("event %s %s on %s %s not written: %s", type_, reason, kind, key, exc)
+
+    # ---- helpers for the runner -------------------------------------------------------------------------
+    def ensure_queue(self, name: str) -> None:
+        """Create a Queue (weight 1, reclaimable) if it does not exist."""
+        try:
+            self.kube.request("GET", f"{PG_API}/queues/{name}")
+            return
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+        body = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"weight": 1, "reclaimable": True},
+        }
+        try:
+            self.kube.request("POST", f"{PG_API}/queues", body=body)
+            log.info("created Queue %s", name)
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+
+
+def _conditions(new: tuple[Condition, ...], old: list[Obj], now: float) -> list[Obj]:
+    """Conditions as the API stores them; a condition that did not change keeps its lastTransitionTime."""
+    by_type = {c.get("type"): c for c in old if isinstance(c, dict)}
+    out = []
+    for c in new:
+        previous = by_type.get(c.type) or {}
+        same = (
+            previous.get("status") == c.status
+            and previous.get("reason") == c.reason
+            and (previous.get("message") == c.message)
+        )
+        when = (
+            previous.get("lastTransitionTime")
+            if same and previous.get("lastTransitionTime")
+            else rfc3339(now)
+        )
+        out.append(
+            {
+                "type": c.type,
+                "status": c.status,
+                "reason": c.reason,
+                "message": c.message,
+                "lastTransitionTime": when,
+            }
+        )
+    return out
+
+
+def _same(current: Any, wanted: Any) -> bool:
+    if isinstance(wanted, list):
+        strip = [
+            {k: v for k, v in c.items() if k != "transitionID"} for c in current or () if isinstance(c, dict)
+        ]
+        return bool(strip == wanted)
+    return bool(current == wanted) or (current is None and wanted == 0)

@@ -1,0 +1,120 @@
+"""Layer `cache`: a thin raw-JSON client over the official client's authenticated connection pool.
+
+The generated models are slow to build and drop fields they do not know, so every call here sends and
+receives plain JSON. Authentication (bearer token or client certificate) and TLS come from the
+`kubernetes.client.ApiClient` configuration.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import urllib3
+
+try:  # orjson is optional: faster when installed
+    import orjson
+
+    def loads(data: bytes | str) -> Any:
+        return orjson.loads(data)
+
+except ImportError:  # pragma: no cover - depends on the environment
+
+    def loads(data: bytes | str) -> Any:
+        return json.loads(data)
+
+
+Obj = dict[str, Any]
+
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+
+
+class KubeError(Exception):
+    def __init__(self, status: int, method: str, path: str, body: bytes):
+        self.status = status
+        self.body = body
+        message = body.decode("utf-8", "replace")
+        try:
+            message = str(loads(body).get("message", message))
+        except Exception:  # noqa: BLE001 - a non-JSON error body is shown as is
+            pass
+        super().__init__(f"{method} {path}: {status} {message}")
+
+
+class Kube:
+    """Raw JSON calls: `request` for one response, `stream` for a watch."""
+
+    def __init__(self, api_client: Any, *, request_timeout: float = 30.0):
+        self.api = api_client
+        self.request_timeout = request_timeout
+
+    def _prepare(
+        self, method: str, path: str, query: Mapping[str, Any] | None, content_type: str | None
+    ) -> tuple[str, dict[str, str]]:
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        _, url, headers, _, _ = self.api.param_serialize(
+            method,
+            path,
+            query_params=[(k, v) for k, v in (query or {}).items()],
+            header_params=headers,
+            auth_settings=["BearerToken"],
+        )
+        return url, headers
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: urllib3.Timeout,
+    ) -> Any:
+        if body is not None and content_type is None:
+            content_type = "application/json"
+        url, headers = self._prepare(method, path, query, content_type)
+        payload = json.dumps(body).encode() if body is not None else None
+        return self.api.rest_client.pool_manager.request(
+            method, url, body=payload, headers=headers, timeout=timeout, preload_content=False
+        )
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> Obj:
+        timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout), read=self.request_timeout)
+        resp = self._send(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+        try:
+            data = resp.data
+        finally:
+            resp.release_conn()
+        if resp.status >= 400:
+            raise KubeError(resp.status, method, path, data)
+        return loads(data) if data else {}  # type: ignore[no-any-return]
+
+    def stream(self, path: str, query: Mapping[str, Any], read_timeout: float) -> Iterator[Obj]:
+        """The events of a watch, one dict each; ends when the server closes the stream."""
+        timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout), read=read_timeout)
+        resp = self._send("GET", path, query=query, timeout=timeout)
+        try:
+            if resp.status >= 400:
+                raise KubeError(resp.status, "GET", path, resp.data)
+            buffer = b""
+            for chunk in resp.stream(amt=None, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield loads(line)
+        finally:
+            resp.release_conn()

@@ -1,0 +1,131 @@
+"""Layer `cache`: the scheduler's main loop on a real cluster.
+
+Every period: snapshot -> `run_cycle` -> apply. The conf file is re-read when it changes; a bad file keeps the
+last good config (the built-in default at first start) and its error is logged once. `stop()` (SIGTERM in the
+CLI) lets the cycle in progress finish.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scheduler.api.snapshot import CycleResult
+from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cycle import builtin_default_conf, load_conf, run_cycle
+from scheduler.framework.conf import SchedulerConf
+
+log = logging.getLogger("volcano_py.scheduler")
+
+
+@dataclass(slots=True)
+class ConfWatcher:
+    """The current SchedulerConf, reloaded from `path` when the file's content changes."""
+
+    path: str | None
+    conf: SchedulerConf = field(default_factory=builtin_default_conf)
+    _digest: str | None = None
+    _mtime: float | None = None
+    _bad_digest: str | None = None
+
+    def current(self) -> SchedulerConf:
+        if not self.path:
+            return self.conf
+        try:
+            stat = Path(self.path).stat()
+            if stat.st_mtime == self._mtime:
+                return self.conf
+            self._mtime = stat.st_mtime
+            data = Path(self.path).read_bytes()
+        except OSError as exc:
+            self._report(
+                f"os:{exc}", f"cannot read scheduler conf {self.path}: {exc}; keeping the last good one"
+            )
+            return self.conf
+        digest = hashlib.sha256(data).hexdigest()
+        if digest in (self._digest, self._bad_digest):
+            return self.conf
+        try:
+            conf = load_conf(self.path)
+        except Exception as exc:  # noqa: BLE001 - any bad file keeps the last good config
+            self._report(digest, f"scheduler conf {self.path} rejected, keeping the last good one: {exc}")
+            return self.conf
+        self.conf, self._digest, self._bad_digest = conf, digest, None
+        for warning in conf.skipped:
+            log.warning("scheduler conf: %s", warning)
+        log.info("loaded scheduler conf %s (actions: %s)", self.path, ", ".join(conf.actions))
+        return conf
+
+    def _report(self, mark: str, message: str) -> None:
+        if mark != self._bad_digest:
+            self._bad_digest = mark
+            log.error("%s", message)
+
+
+class SchedulerLoop:
+    def __init__(
+        self,
+        cache: ClusterCache,
+        conf: ConfWatcher,
+        *,
+        period: float = 1.0,
+        default_queue: str = "default",
+        trace: Callable[[str], None] | None = None,
+    ):
+        self.cache = cache
+        self.conf = conf
+        self.period = period
+        self.default_queue = default_queue
+        self.trace = trace
+        self.stopping = threading.Event()
+        self.cycles = 0
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def run_once(self) -> CycleResult:
+        started = time.monotonic()
+        snapshot = self.cache.snapshot()
+        result = run_cycle(snapshot, self.conf.current(), trace=self.trace)
+        decided = time.monotonic()
+        self.cache.apply(result)
+        self.cycles += 1
+        binds = sum(len(g.binds) for g in result.binds)
+        if binds or result.evictions:
+            log.info(
+                "cycle %d: %d jobs %d nodes; bound %d pods in %d gangs, evicted %d (%.3fs + apply %.3fs)",
+                self.cycles,
+                len(snapshot.jobs),
+                len(snapshot.nodes),
+                binds,
+                len(result.binds),
+                len(result.evictions),
+                decided - started,
+                time.monotonic() - decided,
+            )
+        return result
+
+    def run(self, *, sync_timeout: float = 60.0) -> None:
+        self.cache.start()
+        if not self.cache.wait_synced(sync_timeout):
+            log.warning("caches not synced after %.0fs; scheduling with what is known", sync_timeout)
+        self._ensure_default_queue()
+        while not self.stopping.is_set():
+            started = time.monotonic()
+            try:
+                self.run_once()
+            except Exception:  # noqa: BLE001 - a bug in one cycle must not stop the scheduler
+                log.exception("scheduling cycle failed")
+            self.stopping.wait(max(0.0, self.period - (time.monotonic() - started)))
+        log.info("scheduler stopped after %d cycles", self.cycles)
+
+    def _ensure_default_queue(self) -> None:
+        try:
+            self.cache.ensure_queue(self.default_queue)
+        except Exception as exc:  # noqa: BLE001 - e.g. no RBAC to create Queues: schedule anyway
+            log.warning("cannot ensure Queue %s exists: %s", self.default_queue, exc)

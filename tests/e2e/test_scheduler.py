@@ -1,0 +1,203 @@
+"""The scheduler on a real cluster (issue 4): gangs bind whole, or not at all and say why.
+
+The scheduler runs in-process (a background thread) against the session's kube-apiserver. Each test has its
+own namespace and its own nodes, and its pods select those nodes, so tests never compete for capacity.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+
+import pytest
+from controlplane import GPU_RESOURCE, assert_no_overcommit, create_gpu_node, node_is_ready, wait_for
+from kubernetes import client
+
+from scheduler.api.snapshot import CycleResult
+from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.runner import ConfWatcher, SchedulerLoop
+
+TIMEOUT = 60  # generous for a 2-core machine; every wait returns as soon as its condition holds
+NODE_SET = "volcano-py.test/node-set"
+GROUP = "scheduling.volcano.sh"
+
+
+class RunningScheduler:
+    def __init__(self, loop: SchedulerLoop):
+        self.loop = loop
+        self.results: list[CycleResult] = []
+
+    def bind_cycles(self, pod_keys: set[str]) -> list[int]:
+        """Indexes of the cycles that bound any of these pods."""
+        return [
+            i
+            for i, r in enumerate(self.results)
+            if any(task in pod_keys for gang in r.binds for task, _ in gang.binds)
+        ]
+
+
+@pytest.fixture
+def scheduler(control_plane):
+    api = control_plane.api_client(connection_pool_maxsize=32)
+    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
+    loop = SchedulerLoop(cache, ConfWatcher(None), period=0.2)
+    running = RunningScheduler(loop)
+    apply = cache.apply
+
+    def recording_apply(result: CycleResult) -> None:
+        running.results.append(result)
+        apply(result)
+
+    cache.apply = recording_apply  # type: ignore[method-assign]
+    thread = threading.Thread(target=loop.run, name="volcano-py-scheduler", daemon=True)
+    thread.start()
+    try:
+        yield running
+    finally:
+        loop.stop()
+        thread.join(TIMEOUT)
+        cache.stop()
+        api.close()
+    assert not thread.is_alive(), "the scheduler loop did not stop"
+
+
+@pytest.fixture
+def custom(api_client):
+    return client.CustomObjectsApi(api_client)
+
+
+@pytest.fixture
+def node_set(core_v1):
+    """A label value unique to this test; make_node() creates nodes carrying it, deleted afterwards."""
+    tag = uuid.uuid4().hex[:8]
+    created: list[str] = []
+
+    def make_node(gpus: int) -> str:
+        name = f"sched-{tag}-{len(created)}"
+        create_gpu_node(core_v1, name, gpus=gpus, labels={NODE_SET: tag})
+        created.append(name)
+        wait_for(lambda: node_is_ready(core_v1, name), TIMEOUT, what=f"node {name} Ready")
+        return name
+
+    make_node.tag = tag  # type: ignore[attr-defined]
+    yield make_node
+    for name in created:
+        core_v1.delete_node(name)
+
+
+def podgroup(name: str, min_member: int) -> dict:
+    return {
+        "apiVersion": f"{GROUP}/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": min_member, "queue": "default"},
+    }
+
+
+def gang_pod(name: str, group: str, tag: str, *, cpu: str = "100m", gpus: int = 0) -> dict:
+    resources: dict = {"requests": {"cpu": cpu, "memory": "64Mi"}}
+    if gpus:
+        resources["limits"] = {GPU_RESOURCE: str(gpus)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "annotations": {"scheduling.k8s.io/group-name": group}},
+        "spec": {
+            "schedulerName": "volcano-py",
+            "nodeSelector": {NODE_SET: tag},
+            "containers": [{"name": "main", "image": "busybox", "resources": resources}],
+        },
+    }
+
+
+def bound_pods(core_v1, namespace: str) -> dict[str, str]:
+    pods = json.loads(core_v1.list_namespaced_pod(namespace, _preload_content=False).data)["items"]
+    return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")}
+
+
+def pg_status(custom, namespace: str, name: str) -> dict:
+    return (
+        custom.get_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups", name).get("status")
+        or {}
+    )
+
+
+def unschedulable(custom, namespace: str, name: str) -> dict | None:
+    for c in pg_status(custom, namespace, name).get("conditions") or ():
+        if c.get("type") == "Unschedulable" and c.get("status") == "True":
+            return c
+    return None
+
+
+def event_reasons(core_v1, namespace: str) -> set[tuple[str, str]]:
+    return {(e.involved_object.kind, e.reason) for e in core_v1.list_namespaced_event(namespace).items}
+
+
+def test_two_pod_gang_binds_in_one_cycle(scheduler, core_v1, custom, namespace, node_set):
+    """Seed 004's master + worker as a PodGroup of minMember 2: both pods bind, in the same cycle."""
+    node = node_set(gpus=0)
+    custom.create_namespaced_custom_object(
+        GROUP, "v1beta1", namespace, "podgroups", podgroup("ai-gang-job", 2)
+    )
+    for role in ("master", "worker"):
+        core_v1.create_namespaced_pod(
+            namespace, gang_pod(f"ai-gang-job-{role}-0", "ai-gang-job", node_set.tag)
+        )
+
+    bound = wait_for(
+        lambda: len(bound_pods(core_v1, namespace)) == 2 and bound_pods(core_v1, namespace),
+        TIMEOUT,
+        what="both pods of the gang bound",
+    )
+    assert set(bound.values()) == {node}
+    keys = {f"{namespace}/{name}" for name in bound}
+    assert len(scheduler.bind_cycles(keys)) == 1, "the gang was bound across several cycles"
+    wait_for(
+        lambda: pg_status(custom, namespace, "ai-gang-job").get("phase") == "Running",
+        TIMEOUT,
+        what="PodGroup Running",
+    )
+    wait_for(
+        lambda: ("Pod", "Scheduled") in event_reasons(core_v1, namespace), TIMEOUT, what="Scheduled events"
+    )
+    assert_no_overcommit(core_v1)
+
+
+def test_gang_larger_than_free_gpus_waits_then_binds(scheduler, core_v1, custom, namespace, node_set):
+    """8 one-GPU pods with minMember 8 on a 5-GPU node bind none and say why; an 8-GPU node: all 8 bind."""
+    node_set(gpus=5)
+    custom.create_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups", podgroup("train", 8))
+    for i in range(8):
+        core_v1.create_namespaced_pod(namespace, gang_pod(f"train-worker-{i}", "train", node_set.tag, gpus=1))
+
+    condition = wait_for(
+        lambda: unschedulable(custom, namespace, "train"), TIMEOUT, what="PodGroup Unschedulable condition"
+    )
+    assert GPU_RESOURCE in condition["message"], condition
+    assert "short" in condition["message"], condition
+    assert condition.get("lastTransitionTime"), condition
+    wait_for(
+        lambda: (
+            {("PodGroup", "Unschedulable"), ("Pod", "FailedScheduling")} <= event_reasons(core_v1, namespace)
+        ),
+        TIMEOUT,
+        what="Unschedulable and FailedScheduling events",
+    )
+    assert bound_pods(core_v1, namespace) == {}, "part of the gang was bound"
+
+    node_set(gpus=8)
+    bound = wait_for(
+        lambda: len(bound_pods(core_v1, namespace)) == 8 and bound_pods(core_v1, namespace),
+        TIMEOUT,
+        what="all 8 pods bound",
+    )
+    assert len(bound) == 8
+    keys = {f"{namespace}/{name}" for name in bound}
+    assert len(scheduler.bind_cycles(keys)) == 1, "the gang was bound across several cycles"
+    wait_for(
+        lambda: unschedulable(custom, namespace, "train") is None,
+        TIMEOUT,
+        what="Unschedulable condition cleared",
+    )
+    assert_no_overcommit(core_v1)
