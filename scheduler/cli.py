@@ -1,4 +1,4 @@
-"""`volcano-py`: the command line (simulate, conf check; the scheduler and controllers come later).
+"""`volcano-py`: the command line (scheduler, simulate, conf check; the controllers come later).
 
 User errors (a bad file, a bad field) print one line naming the file and field and exit 2; never a traceback.
 """
@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -49,9 +52,69 @@ def cmd_conf_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _duration(value: str) -> float:
+    """`1s`, `500ms`, `2m` or a plain number of seconds."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0}
+    for suffix in ("ms", "s", "m"):
+        if value.endswith(suffix):
+            return float(value[: -len(suffix)]) * units[suffix]
+    return float(value)
+
+
+def _api_client(kubeconfig: str | None):  # type: ignore[no-untyped-def]
+    from kubernetes import client, config
+
+    cfg = client.Configuration()
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config(client_configuration=cfg)
+    else:
+        config.load_kube_config(config_file=path, client_configuration=cfg)
+    cfg.connection_pool_maxsize = 64
+    return client.ApiClient(cfg)
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    from scheduler.cache.cluster_cache import ClusterCache
+    from scheduler.cache.runner import ConfWatcher, SchedulerLoop
+
+    level = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO}[args.log_level]
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    trace_log = logging.getLogger("volcano_py.trace")
+    conf = ConfWatcher(args.scheduler_conf)
+    if args.scheduler_conf:
+        conf.conf = load_conf(args.scheduler_conf)  # a bad file at startup is a user error (exit 2)
+    api = _api_client(args.kubeconfig)
+    names = args.scheduler_name or ["volcano-py"]
+    cache = ClusterCache(api, names, args.default_queue)
+    loop = SchedulerLoop(
+        cache, conf, period=args.schedule_period, default_queue=args.default_queue,
+        trace=trace_log.debug if args.log_level == "trace" else None,
+    )
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: loop.stop())  # the cycle in progress finishes, then the loop exits
+    logging.getLogger("volcano_py.scheduler").info("volcano-py scheduler for %s starting", ", ".join(names))
+    try:
+        loop.run()
+    finally:
+        cache.stop()
+        api.close()
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
     sub = p.add_subparsers(dest="command", required=True)
+    sched = sub.add_parser("scheduler", help="run the scheduler against a Kubernetes cluster")
+    sched.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, else $KUBECONFIG)")
+    sched.add_argument("--scheduler-name", action="append", help="schedule pods with this schedulerName "
+                       "(repeatable; default volcano-py)")
+    sched.add_argument("--scheduler-conf", help="volcano-scheduler.conf, re-read when it changes")
+    sched.add_argument("--schedule-period", type=_duration, default=1.0, help="cycle period (default 1s)")
+    sched.add_argument("--default-queue", default="default", help="queue of PodGroups that name none")
+    sched.add_argument("--log-level", choices=("info", "debug", "trace"), default="info",
+                       help="trace also logs every node rejection")
+    sched.set_defaults(func=cmd_scheduler)
     sim = sub.add_parser("simulate", help="replay a workload on an in-memory cluster")
     sim.add_argument("cluster", help="cluster YAML (nodes, node pools, queues, priorityClasses)")
     sim.add_argument("workload", help="workload YAML (Volcano Jobs / PodGroups with arrival and duration)")

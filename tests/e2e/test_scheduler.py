@@ -7,6 +7,9 @@ own namespace and its own nodes, and its pods select those nodes, so tests never
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
 import uuid
 
@@ -200,4 +203,47 @@ def test_gang_larger_than_free_gpus_waits_then_binds(scheduler, core_v1, custom,
         TIMEOUT,
         what="Unschedulable condition cleared",
     )
+    assert_no_overcommit(core_v1)
+
+
+def test_cli_scheduler_binds_a_lone_pod_and_stops_on_sigterm(
+    control_plane, core_v1, namespace, node_set, tmp_path
+):
+    """`volcano-py scheduler` as a process: a pod without a PodGroup is a gang of one; SIGTERM exits 0."""
+    node = node_set(gpus=1)
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(
+        'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n'
+        "- plugins:\n  - name: predicates\n  - name: proportion\n  - name: binpack\n"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "scheduler.cli",
+        "scheduler",
+        "--kubeconfig",
+        str(control_plane.kubeconfig),
+        "--scheduler-conf",
+        str(conf),
+        "--schedule-period",
+        "200ms",
+        "--log-level",
+        "debug",
+    ]
+    log_path = tmp_path / "scheduler.log"
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            pod = gang_pod("lone", "", node_set.tag, gpus=1)
+            del pod["metadata"]["annotations"]
+            core_v1.create_namespaced_pod(namespace, pod)
+            bound = wait_for(lambda: bound_pods(core_v1, namespace), TIMEOUT, what="the lone pod bound")
+            assert bound == {"lone": node}
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(TIMEOUT) == 0, log_path.read_text()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert "scheduler stopped" in log_path.read_text()
     assert_no_overcommit(core_v1)
