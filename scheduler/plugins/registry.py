@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from scheduler.framework.plugin import Plugin
 from scheduler.plugins.conformance import ConformancePlugin
+from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
+from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
 
 PLUGINS: dict[str, type[Plugin]] = {
     plugin.name: plugin
-    for plugin in (PriorityPlugin, GangPlugin, ConformancePlugin, PredicatesPlugin, ProportionPlugin)
+    for plugin in (
+        PriorityPlugin,
+        GangPlugin,
+        ConformancePlugin,
+        PredicatesPlugin,
+        ProportionPlugin,
+        DrfPlugin,
+        OvercommitPlugin,
+    )
 }

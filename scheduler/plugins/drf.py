@@ -1,0 +1,46 @@
+"""Layer `plugins`: `drf` — dominant resource fairness between jobs.
+
+A job's dominant share is the largest fraction of the cluster (the allocatable of every node) it holds on any
+one resource; JobOrder puts the job with the lower dominant share first, so a job holding little goes before
+one holding much. Shares follow allocations made during the session. Like `proportion`, the `pods` count takes
+no part. (Volcano's drf also offers preemption victims and namespace/hierarchical fairness: not yet here.)
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.resources import Resource
+from scheduler.framework import points as P
+from scheduler.framework.plugin import EventHandler, Plugin
+from scheduler.framework.session import Session
+from scheduler.plugins.proportion import cluster_total, share_of, without_pods
+
+
+class DrfPlugin(Plugin):
+    name = "drf"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.total = cluster_total(ssn.node_list)
+        self.allocated: dict[str, Resource] = {
+            uid: without_pods(job.allocated()) for uid, job in ssn.jobs.items()
+        }
+        self.shares: dict[str, Fraction] = {uid: share_of(r, self.total) for uid, r in self.allocated.items()}
+        ssn.register(P.JOB_ORDER, self.job_order)
+        ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated))
+
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        share_a, share_b = self.shares.get(a.uid, Fraction(0)), self.shares.get(b.uid, Fraction(0))
+        return (share_a > share_b) - (share_a < share_b)
+
+    def _allocated(self, task: TaskInfo) -> None:
+        self._change(task.job, without_pods(task.resreq))
+
+    def _deallocated(self, task: TaskInfo) -> None:
+        self._change(task.job, Resource() - without_pods(task.resreq))
+
+    def _change(self, job: str, delta: Resource) -> None:
+        allocated = self.allocated.get(job, Resource()) + delta
+        self.allocated[job] = allocated
+        self.shares[job] = share_of(allocated, self.total)

@@ -1,0 +1,97 @@
+"""Layer `plugins`: `overcommit` — admit jobs while the cluster, overcommitted by a factor, can hold them.
+
+JobEnqueueable: a job with minResources is admitted only if `allocatable x factor` of the whole cluster
+holds what nodes already use, plus what admitted jobs still wait for, plus this job's minResources, on every
+resource the job asks for. The rejection says which resource and by how much. A job without minResources
+is admitted.
+
+Arguments (Volcano's): `overcommit-factor` (default 1.2) and per resource `overcommit-factor.<name>`
+(e.g. `overcommit-factor.nvidia.com/gpu: 1.0`). A factor below 1 falls back to the default, as in Volcano.
+An admitted job reserves only the part of its minResources it does not hold yet (its running part is already
+in the nodes' use; Volcano counts an Inqueue job's whole minResources).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from fractions import Fraction
+
+from scheduler.api.job import JobInfo
+from scheduler.api.resources import ZERO, display_amount
+from scheduler.framework import points as P
+from scheduler.framework.conf import arg_float
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
+from scheduler.plugins.proportion import cluster_total, dimensions, reserved_by_admitted, without_pods
+
+log = logging.getLogger("volcano_py.plugins.overcommit")
+
+FACTOR = "overcommit-factor"
+DEFAULT_FACTOR = 1.2
+
+
+class OvercommitPlugin(Plugin):
+    name = "overcommit"
+
+    def _read_factors(self) -> None:
+        self.default_factor = self._valid(FACTOR, arg_float(self.option, FACTOR, DEFAULT_FACTOR))
+        self.factors = {
+            key[len(FACTOR) + 1 :]: self._valid(key, arg_float(self.option, key, DEFAULT_FACTOR))
+            for key in self.option.arguments
+            if key.startswith(f"{FACTOR}.")
+        }
+
+    def factor(self, resource: str) -> float:
+        return self.factors.get(resource, self.default_factor)
+
+    @staticmethod
+    def _valid(key: str, value: float) -> float:
+        if value < 1.0 or not math.isfinite(value):
+            log.warning("overcommit: %s %s is below 1; using %s", key, value, DEFAULT_FACTOR)
+            return DEFAULT_FACTOR
+        return value
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._read_factors()
+        self.total = cluster_total(ssn.node_list)
+        self.used = ZERO
+        for node in ssn.node_list:
+            self.used = self.used + without_pods(node.used)
+        self.admitted = ZERO
+        for job in ssn.jobs.values():
+            self.admitted = self.admitted + reserved_by_admitted(job)
+        ssn.register(P.JOB_ENQUEUEABLE, self.enqueueable)
+        ssn.on_job_enqueued(self._enqueued)
+
+    def capacity(self, resource: str) -> int:
+        """The cluster's allocatable of `resource` times its factor, rounded down, in integer units."""
+        return math.floor(self.total.get(resource) * Fraction(str(self.factor(resource))))
+
+    def enqueueable(self, job: JobInfo) -> P.Verdict:
+        if job.min_resources is None:
+            return P.PERMIT
+        minimum = without_pods(job.min_resources)
+        over = []
+        for name, units in dimensions(minimum).items():
+            need = self.used.get(name) + self.admitted.get(name) + units
+            capacity = self.capacity(name)
+            if need > capacity:
+                over.append(self._message(name, units, need, capacity))
+        return P.reject("; ".join(over), self.name) if over else P.PERMIT
+
+    def _message(self, name: str, requested: int, need: int, capacity: int) -> str:
+        def show(units: int) -> str:
+            return display_amount(name, units)
+
+        used, admitted = self.used.get(name), self.admitted.get(name)
+        return (
+            f"cluster {name} {show(self.total.get(name))} x overcommit-factor {self.factor(name):g} = "
+            f"{show(capacity)}: {show(used)} used + {show(admitted)} admitted + {show(requested)} requested"
+            f" = {show(need)} > {show(capacity)} (short {name} {show(need - capacity)})"
+        )
+
+    def _enqueued(self, job: JobInfo) -> None:
+        self.admitted = self.admitted + reserved_by_admitted(job)
+
+

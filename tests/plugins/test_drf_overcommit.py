@@ -1,0 +1,109 @@
+"""drf orders jobs by dominant share; overcommit admits jobs while the overcommitted cluster holds them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler.actions import ACTIONS
+from scheduler.framework.conf import SchedulerConf, parse_conf
+from scheduler.plugins.registry import PLUGINS
+from scheduler.testing import cluster, pod_object
+
+GPU = "nvidia.com/gpu"
+
+
+def conf(*second_tier: str | dict[str, Any]) -> SchedulerConf:
+    plugins = [p if isinstance(p, dict) else {"name": p} for p in second_tier]
+    text = yaml.safe_dump({
+        "actions": "enqueue, allocate, backfill",
+        "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}]}, {"plugins": plugins}],
+    })
+    return parse_conf(
+        text, source="test.conf", implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys()
+    )
+
+
+# ---- drf ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DrfCase:
+    name: str
+    plugins: tuple[str, ...]
+    winner: str
+
+
+DRF_CASES = [
+    DrfCase("with drf the last free GPU goes to the job holding less", ("drf", "predicates"), "small-extra"),
+    DrfCase("without drf it goes to the older job, whatever it holds", ("predicates",), "big-extra"),
+]
+
+
+@pytest.mark.parametrize("case", DRF_CASES, ids=lambda c: c.name)
+def test_drf_job_order(case: DrfCase) -> None:
+    c = cluster().node("n1", gpu=8).job("big", replicas=6, gpu=1).job("small", replicas=1, gpu=1)
+    c.cycle(conf(*case.plugins))
+    c.sim.add_pod(pod_object("big-extra", group="big", gpu=1))
+    c.sim.add_pod(pod_object("small-extra", group="small", gpu=1))
+    c.cycle(conf(*case.plugins))
+    bound = {**c.sim.bound("big"), **c.sim.bound("small")}
+    assert len(bound) == 8
+    loser = ({"big-extra", "small-extra"} - {case.winner}).pop()
+    assert case.winner in bound and loser not in bound
+
+
+# ---- overcommit --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OvercommitCase:
+    name: str
+    arguments: dict[str, Any]
+    jobs: tuple[tuple[str, int | None], ...]  # (name, minResources GPUs) of 4-GPU gangs, submitted together
+    admitted: tuple[str, ...]
+    held: dict[str, str] = field(default_factory=dict)  # job -> its condition message
+
+
+OVERCOMMIT_CASES = [
+    OvercommitCase("with the default factor 1.2, 8 used and 4 requested fit in 12",
+                   {}, (("next", 4),), ("next",)),
+    OvercommitCase(
+        "with factor 1.0, 8 used and 4 requested do not fit in 10",
+        {"overcommit-factor": 1.0}, (("next", 4),), (),
+        {"next": "cluster nvidia.com/gpu 10 x overcommit-factor 1 = 10: 8 used + 0 admitted + 4 requested"
+                 " = 12 > 10 (short nvidia.com/gpu 2)"},
+    ),
+    OvercommitCase(
+        "a factor for GPUs overrides the default factor",
+        {"overcommit-factor": 2.0, "overcommit-factor.nvidia.com/gpu": 1.0}, (("next", 4),), (),
+        {"next": "cluster nvidia.com/gpu 10 x overcommit-factor 1 = 10: 8 used + 0 admitted + 4 requested"
+                 " = 12 > 10 (short nvidia.com/gpu 2)"},
+    ),
+    OvercommitCase("a factor below 1 falls back to 1.2",
+                   {"overcommit-factor": 0.5}, (("next", 4),), ("next",)),
+    OvercommitCase("a job without minResources is admitted however full the cluster is",
+                   {"overcommit-factor": 1.0}, (("next", None),), ("next",)),
+    OvercommitCase(
+        "an admitted job counts: the second of two 4-GPU jobs waits",
+        {}, (("first", 4), ("second", 4)), ("first",),
+        {"second": "cluster nvidia.com/gpu 10 x overcommit-factor 1.2 = 12: 8 used + 4 admitted + 4 requested"
+                   " = 16 > 12 (short nvidia.com/gpu 4)"},
+    ),
+]
+
+
+@pytest.mark.parametrize("case", OVERCOMMIT_CASES, ids=lambda c: c.name)
+def test_overcommit_enqueue_gate(case: OvercommitCase) -> None:
+    scheduler_conf = conf("predicates", {"name": "overcommit", "arguments": case.arguments})
+    c = cluster().node("n1", gpu=10).job("running", replicas=8, gpu=1)
+    c.cycle(scheduler_conf)
+    assert len(c.sim.bound("running")) == 8
+    for name, minimum in case.jobs:
+        c.job(name, replicas=4, gpu=1, min_resources={GPU: minimum} if minimum is not None else None)
+    c.cycle(scheduler_conf)
+    phases = {name: c.sim.podgroup(name)["status"]["phase"] for name, _ in case.jobs}
+    assert {n for n, p in phases.items() if p != "Pending"} == set(case.admitted)
+    for name, message in case.held.items():
+        condition = c.sim.condition(name)
+        assert condition is not None and condition["reason"] == "NotEnqueued"
+        assert condition["message"] == message
