@@ -89,6 +89,7 @@ class Constraints:
     node_selector: tuple[tuple[str, str], ...] = ()
     required_terms: tuple[NodeSelectorTerm, ...] = ()  # ORed
     tolerations: tuple[Toleration, ...] = ()
+    preferred: tuple[tuple[int, NodeSelectorTerm], ...] = ()  # preferred node affinity: (weight, term)
 
     def untolerated(self, taints: tuple[Taint, ...]) -> Taint | None:
         for taint in taints:
@@ -131,7 +132,20 @@ def constraints_of(spec: Mapping[str, Any]) -> Constraints:
         for t in spec.get("tolerations") or ()
         if isinstance(t, Mapping)
     )
-    return Constraints(tuple(sorted((str(k), str(v)) for k, v in selector.items())), terms, tolerations)
+    preferred = tuple(
+        (int(p.get("weight", 0) or 0), _term(p.get("preference") or {}))
+        for p in ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        )
+        or ()
+        if isinstance(p, Mapping)
+    )
+    node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
+    return Constraints(node_selector, terms, tolerations, preferred)
+
+
+def _term(raw: Mapping[str, Any]) -> NodeSelectorTerm:
+    return NodeSelectorTerm(_requirements(raw.get("matchExpressions")), _requirements(raw.get("matchFields")))
 
 
 def taints_of(node_spec: Mapping[str, Any]) -> tuple[Taint, ...]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from scheduler.framework.plugin import Plugin
+from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
+from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
@@ -21,5 +23,7 @@ PLUGINS: dict[str, type[Plugin]] = {
         ProportionPlugin,
         DrfPlugin,
         OvercommitPlugin,
+        NodeOrderPlugin,
+        BinpackPlugin,
     )
 }

@@ -1,0 +1,126 @@
+"""Layer `plugins`: `nodeorder` — kube-scheduler's node scores, weighted and summed, as Volcano's nodeorder.
+
+Each score is 0..100 (MaxNodeScore) times its weight argument (Volcano's defaults in brackets):
+- `leastrequested.weight` (1): the mean over cpu and memory of free-after-placing / allocatable.
+- `mostrequested.weight` (0): the mean over cpu and memory of requested-after-placing / allocatable.
+- `balancedresource.weight` (1): 100 x (1 - the standard deviation of the requested/allocatable fractions of
+  cpu, memory and, when the task asks for it, nvidia.com/gpu), so a node whose resources fill evenly wins.
+- `nodeaffinity.weight` (2): the sum of the weights of the task's preferred node-affinity terms the node
+  matches (not normalised, as in Volcano).
+- `tainttoleration.weight` (3): fewer PreferNoSchedule taints the task does not tolerate scores higher:
+  100 - 100 x count / the largest count among the nodes the task's predicates allow (Volcano normalises over
+  the nodes it scores; here over the predicate-feasible nodes, computed once per constraint set).
+Inter-pod affinity, image locality and topology spread are not scored yet.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scheduler.api.job import TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.pod import Constraints, Taint
+from scheduler.api.resources import CPU, GPU, MEMORY, Resource
+from scheduler.framework import points as P
+from scheduler.framework.conf import arg_int
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
+
+MAX_NODE_SCORE = 100
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+WEIGHT_DEFAULTS = {
+    "leastrequested.weight": 1,
+    "mostrequested.weight": 0,
+    "balancedresource.weight": 1,
+    "nodeaffinity.weight": 2,
+    "tainttoleration.weight": 3,
+}
+
+
+def least_requested(request: Resource, node: NodeInfo) -> int:
+    scores = []
+    for name in (CPU, MEMORY):
+        capacity = node.allocatable.get(name)
+        requested = node.used.get(name) + request.get(name)
+        scores.append((capacity - requested) * MAX_NODE_SCORE // capacity if 0 < capacity >= requested else 0)
+    return sum(scores) // len(scores)
+
+
+def most_requested(request: Resource, node: NodeInfo) -> int:
+    scores = []
+    for name in (CPU, MEMORY):
+        capacity = node.allocatable.get(name)
+        requested = min(node.used.get(name) + request.get(name), capacity)
+        scores.append(requested * MAX_NODE_SCORE // capacity if capacity > 0 else 0)
+    return sum(scores) // len(scores)
+
+
+def balanced_allocation(request: Resource, node: NodeInfo) -> int:
+    names = (CPU, MEMORY, GPU) if request.get(GPU) else (CPU, MEMORY)
+    fractions = []
+    for name in names:
+        capacity = node.allocatable.get(name)
+        if capacity > 0:
+            fractions.append(min((node.used.get(name) + request.get(name)) / capacity, 1.0))
+    if len(fractions) < 2:
+        return MAX_NODE_SCORE
+    mean = sum(fractions) / len(fractions)
+    deviation = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    return int((1 - deviation) * MAX_NODE_SCORE)
+
+
+def preferred_affinity(constraints: Constraints, node: NodeInfo) -> int:
+    return sum(weight for weight, term in constraints.preferred if term.matches(node.labels, node.name))
+
+
+def intolerable_preferences(constraints: Constraints, taints: tuple[Taint, ...]) -> int:
+    tolerations = [t for t in constraints.tolerations if t.effect in ("", PREFER_NO_SCHEDULE)]
+    return sum(
+        1
+        for taint in taints
+        if taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in tolerations)
+    )
+
+
+class NodeOrderPlugin(Plugin):
+    name = "nodeorder"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        weights = {key: arg_int(self.option, key, default) for key, default in WEIGHT_DEFAULTS.items()}
+        self.least = weights["leastrequested.weight"]
+        self.most = weights["mostrequested.weight"]
+        self.balanced = weights["balancedresource.weight"]
+        self.affinity = weights["nodeaffinity.weight"]
+        self.taint = weights["tainttoleration.weight"]
+        self._most_intolerable: dict[Constraints, int] = {}
+        if any(weights.values()):
+            ssn.register(P.NODE_ORDER, self.score)
+
+    def score(self, task: TaskInfo, node: NodeInfo) -> float:
+        request = task.resreq
+        total = 0
+        if self.least:
+            total += self.least * least_requested(request, node)
+        if self.most:
+            total += self.most * most_requested(request, node)
+        if self.balanced:
+            total += self.balanced * balanced_allocation(request, node)
+        if self.affinity and task.constraints.preferred:
+            total += self.affinity * preferred_affinity(task.constraints, node)
+        if self.taint:
+            total += self.taint * self.taint_toleration(task, node)
+        return float(total)
+
+    def taint_toleration(self, task: TaskInfo, node: NodeInfo) -> int:
+        worst = self._most_intolerable.get(task.constraints)
+        if worst is None:
+            worst = max(
+                (intolerable_preferences(task.constraints, n.taints) for n in self.ssn.feasible_nodes(task)),
+                default=0,
+            )
+            self._most_intolerable[task.constraints] = worst
+        if worst == 0:
+            return MAX_NODE_SCORE
+        count = intolerable_preferences(task.constraints, node.taints)
+        return MAX_NODE_SCORE - count * MAX_NODE_SCORE // worst
