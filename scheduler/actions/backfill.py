@@ -30,8 +30,7 @@ class Backfill:
         tasks = [t for t in job.with_status(TaskStatus.PENDING) if t.best_effort]
         for task in ssn.task_order(tasks):
             # 2.
-            fits = ssn.fitting_nodes(task)
-            node = ssn.best_node(task, fits)
+            node = ssn.pick_node(task, ssn.fitting_indices(task))
             if node is None:
                 ssn.record_fit_error(task, "Too many pods" if ssn.feasible_nodes(task) else "no node passes predicates")
                 continue

@@ -84,6 +84,16 @@ def sum_scores(tiers: Tiers, *args: Any) -> float:
     return total
 
 
+def sum_score_arrays(tiers: Tiers, task: Any, arrays: Any, indices: Any) -> Any:
+    """Batch node scores: each plugin returns one score per candidate index; they add up."""
+    total = None
+    for tier in tiers:
+        for fn in tier:
+            scores = fn(task, arrays, indices)
+            total = scores if total is None else total + scores
+    return total
+
+
 def any_true(tiers: Tiers, *args: Any) -> bool:
     return any(fn(*args) for tier in tiers for fn in tier)
 
@@ -138,6 +148,9 @@ QUEUE_ORDER = Point("queue_order", "enableQueueOrder", first_nonzero)
 TASK_ORDER = Point("task_order", "enableTaskOrder", first_nonzero)
 PREDICATE = Point("predicate", "enablePredicate", first_rejection)
 NODE_ORDER = Point("node_order", "enableNodeOrder", sum_scores)
+# The vectorised form of NODE_ORDER: fn(task, NodeArrays, candidate indices) -> float array. Scorers on the
+# hot path use it, so scoring 5,000 nodes is a few numpy expressions rather than 5,000 Python calls.
+BATCH_NODE_ORDER = Point("batch_node_order", "enableNodeOrder", sum_score_arrays)
 JOB_VALID = Point("job_valid", None, first_invalid)
 JOB_READY = Point("job_ready", "enableJobReady", all_pass)
 JOB_PIPELINED = Point("job_pipelined", "enableJobPipelined", votes)
@@ -154,6 +167,7 @@ ALL_POINTS = (
     TASK_ORDER,
     PREDICATE,
     NODE_ORDER,
+    BATCH_NODE_ORDER,
     JOB_VALID,
     JOB_READY,
     JOB_PIPELINED,

@@ -176,15 +176,12 @@ class Session:
             self._feasible[task.constraints] = cached
         return cached
 
-    def fitting_nodes(self, task: TaskInfo) -> list[NodeInfo]:
-        """Feasible nodes whose idle resources hold the task now (vectorised over node arrays).
+    def fitting_indices(self, task: TaskInfo) -> IntArray:
+        """Indices (into node_list) of feasible nodes whose idle resources hold the task now."""
+        return self.arrays.fitting(task.resreq, self._feasible_for(task).indices)
 
-        With no node scorer configured only the first is ever used, so only the first is materialised.
-        """
-        indices = self.arrays.fitting(task.resreq, self._feasible_for(task).indices)
-        if not self.has(P.NODE_ORDER):
-            indices = indices[:1]
-        return [self.node_list[i] for i in indices]
+    def fitting_nodes(self, task: TaskInfo) -> list[NodeInfo]:
+        return [self.node_list[i] for i in self.fitting_indices(task)]
 
     def static_rejections(self, task: TaskInfo) -> Counter[str]:
         return self._feasible_for(task).rejected
@@ -192,17 +189,23 @@ class Session:
     def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
         return float(self.run(P.NODE_ORDER, task, node))
 
-    def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
-        if not nodes:
+    def pick_node(self, task: TaskInfo, indices: IntArray) -> NodeInfo | None:
+        """The best-scoring candidate (batch scorers, then any per-node scorer); ties go to node name order."""
+        if indices.size == 0:
             return None
-        if len(nodes) == 1 or not self.has(P.NODE_ORDER):
-            return nodes[0]
-        best, best_score = nodes[0], self.node_score(task, nodes[0])
-        for node in nodes[1:]:
-            score = self.node_score(task, node)
-            if score > best_score:
-                best, best_score = node, score
-        return best
+        batch, per_node = self.has(P.BATCH_NODE_ORDER), self.has(P.NODE_ORDER)
+        if indices.size == 1 or not (batch or per_node):
+            return self.node_list[int(indices[0])]
+        scores = np.zeros(indices.size)
+        if batch:
+            scores = scores + self.run(P.BATCH_NODE_ORDER, task, self.arrays, indices)
+        if per_node:
+            scores = scores + np.fromiter((self.node_score(task, self.node_list[i]) for i in indices), float)
+        return self.node_list[int(indices[int(np.argmax(scores))])]
+
+    def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
+        indices = np.fromiter((self.arrays.position[n.name] for n in nodes), dtype=np.int64, count=len(nodes))
+        return self.pick_node(task, indices)
 
     def record_fit_error(self, task: TaskInfo, reason: str, count: int = 1) -> None:
         errors = self.fit_errors.setdefault(task.job, FitErrors())

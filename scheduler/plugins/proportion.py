@@ -297,7 +297,7 @@ class ProportionPlugin(Plugin):
         A task no node can hold is let through, so that it fails on resources and its gang's condition names
         the resource that is short; it is not placed either way.
         """
-        if self.ssn.fitting_nodes(task):
+        if self.ssn.fitting_indices(task).size:
             return True
         request = task.resreq
         feasible = self.ssn.feasible_nodes(task)

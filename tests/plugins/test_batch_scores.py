@@ -1,0 +1,55 @@
+"""The vectorised scorers the session calls agree with the per-node definitions, and GPUs pack by default."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from scheduler.cycle import builtin_default_conf
+from scheduler.framework.session import Session
+from scheduler.plugins.binpack import BinpackPlugin
+from scheduler.plugins.nodeorder import NodeOrderPlugin
+from scheduler.plugins.registry import PLUGINS
+from scheduler.testing import cluster
+
+
+def random_cluster(seed: int) -> Session:
+    rng = random.Random(seed)
+    c = cluster()
+    for i in range(30):
+        taints = [{"key": "soft", "effect": "PreferNoSchedule"}] if rng.random() < 0.3 else []
+        c.node(f"n{i:02d}", gpu=8, cpu=str(rng.choice([32, 64])), memory=rng.choice(["256Gi", "512Gi"]),
+               taints=taints, labels={"zone": rng.choice("ab")})
+    for j in range(20):
+        c.job(f"r{j}", replicas=1, gpu=rng.randint(1, 4), cpu=str(rng.randint(1, 8)), memory=f"{rng.randint(1, 64)}Gi")
+    c.cycle()
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]}}
+    c.job("probe", replicas=1, gpu=1, cpu="2", memory="8Gi", affinity=affinity)
+    return Session(c.sim.snapshot(), builtin_default_conf(), PLUGINS)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_batch_scores_equal_per_node_scores(seed: int) -> None:
+    ssn = random_cluster(seed)
+    task = next(iter(ssn.jobs["default/probe"].tasks.values()))
+    indices = np.arange(len(ssn.node_list))
+    for plugin in (p for _, p in ssn.plugins if isinstance(p, (BinpackPlugin, NodeOrderPlugin))):
+        batch = plugin.scores(task, ssn.arrays, indices)
+        single = [plugin.score(task, node) for node in ssn.node_list]
+        assert np.allclose(batch, single), plugin.name
+
+
+def test_with_the_default_conf_one_gpu_jobs_fill_a_used_node_before_an_empty_one() -> None:
+    c = cluster().node("a-used", gpu=8).node("b-empty", gpu=8).job("seed", replicas=1, gpu=4)
+    c.cycle()
+    assert c.sim.bound("seed") == {"seed-0": "a-used"}
+    for i in range(4):
+        c.job(f"small{i}", replicas=1, gpu=1)
+    c.cycle()
+    assert {n for i in range(4) for n in c.sim.bound(f"small{i}").values()} == {"a-used"}
+    c.job("gang", replicas=8, gpu=1)
+    c.cycle()
+    assert set(c.sim.bound("gang").values()) == {"b-empty"}
