@@ -76,7 +76,7 @@ def pod_model(name):
     )
 
 
-def run_mode(api, mode, ns, n, threads, nodes):
+def run_mode(api, mode, ns, n, threads, nodes, wait_running=True):
     core = client.CoreV1Api(api)
     raw = mode.startswith("raw")
     workers = threads if mode.endswith("threads") else 1
@@ -85,6 +85,7 @@ def run_mode(api, mode, ns, n, threads, nodes):
     def create(name):
         if raw:
             r = core.create_namespaced_pod(ns, pod_dict(name), _preload_content=False)
+            r.data  # noqa: B018 - the body must be read (not parsed) before the connection is reused
             r.release_conn()
         else:
             core.create_namespaced_pod(ns, pod_model(name))
@@ -100,6 +101,7 @@ def run_mode(api, mode, ns, n, threads, nodes):
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node},
             }
             r = core.create_namespaced_pod_binding(name, ns, body, _preload_content=False)
+            r.data  # noqa: B018
             r.release_conn()
         else:
             body = client.V1Binding(
@@ -125,6 +127,16 @@ def run_mode(api, mode, ns, n, threads, nodes):
 
     t_create = run(create, names)
     t_bind = run(bind, list(enumerate(names)))
+    t_running = None
+    if wait_running:  # let kwok finish (all pods Running) so that the next mode starts on a quiet server
+
+        def running():
+            r = core.list_namespaced_pod(ns, field_selector="status.phase=Running", _preload_content=False)
+            return len(json.loads(r.data)["items"]) == n
+
+        t0 = time.perf_counter()
+        wait_for(running, 600, interval=0.2, what="all bound pods Running")
+        t_running = time.perf_counter() - t0
     return {
         "mode": mode,
         "pods": n,
@@ -134,6 +146,7 @@ def run_mode(api, mode, ns, n, threads, nodes):
         "create_and_bind_per_s": n / (t_create + t_bind),
         "create_s": t_create,
         "bind_s": t_bind,
+        "all_running_after_bind_s": t_running,
     }
 
 
@@ -166,20 +179,28 @@ def main(argv=None) -> int:
         nodes = [f"bench-{run_id}-{i}" for i in range(args.nodes)]
         for nd in nodes:
             create_gpu_node(core, nd, gpus=100000, cpu="100000", memory="100000Gi", pods="100000")
-        if cp is None or cp.with_kwok:
+        kwok_running = cp is None or cp.with_kwok
+        if kwok_running:
             for nd in nodes:
                 wait_for(lambda nd=nd: node_is_ready(core, nd), 60, what=f"{nd} Ready")
-        results = []
+        results, namespaces = [], []
         for mode in args.modes.split(","):
             ns = f"bench-{mode}-{run_id}"
             core.create_namespace({"metadata": {"name": ns}})
-            r = run_mode(api, mode, ns, args.pods, args.threads, nodes)
+            r = run_mode(api, mode, ns, args.pods, args.threads, nodes, wait_running=kwok_running)
             results.append(r)
             print(
                 f"{mode:14s} threads={r['threads']:<2d} pods={r['pods']}: create {r['create_per_s']:7.1f}/s  "
-                f"bind {r['bind_per_s']:7.1f}/s  create+bind {r['create_and_bind_per_s']:7.1f} pods/s",
+                f"bind {r['bind_per_s']:7.1f}/s  create+bind {r['create_and_bind_per_s']:7.1f} pods/s"
+                + (
+                    f"  (all Running {r['all_running_after_bind_s']:.1f}s after the last bind)"
+                    if kwok_running
+                    else ""
+                ),
                 flush=True,
             )
+            namespaces.append(ns)
+        for ns in namespaces:
             core.delete_namespace(ns)
         for nd in nodes:
             core.delete_node(nd)
