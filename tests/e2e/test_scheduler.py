@@ -174,8 +174,13 @@ def test_gang_larger_than_free_gpus_waits_then_binds(scheduler, core_v1, custom,
     for i in range(8):
         core_v1.create_namespaced_pod(namespace, gang_pod(f"train-worker-{i}", "train", node_set.tag, gpus=1))
 
+    # While the pods are still being created the gang is short of tasks (NotEnoughTasks); then of GPUs.
+    def short_of_gpus():
+        c = unschedulable(custom, namespace, "train")
+        return c if c and GPU_RESOURCE in c.get("message", "") else None
+
     condition = wait_for(
-        lambda: unschedulable(custom, namespace, "train"), TIMEOUT, what="PodGroup Unschedulable condition"
+        short_of_gpus, TIMEOUT, what="PodGroup Unschedulable condition naming the GPU shortfall"
     )
     assert GPU_RESOURCE in condition["message"], condition
     assert "short" in condition["message"], condition
