@@ -122,6 +122,7 @@ class ClusterCache:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self.kube.close_streams()
         self._pool.shutdown(wait=True)
         deadline = time.monotonic() + timeout
         for t in self._threads:

@@ -8,6 +8,7 @@ receives plain JSON. Authentication (bearer token or client certificate) and TLS
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -49,6 +50,8 @@ class Kube:
     def __init__(self, api_client: Any, *, request_timeout: float = 30.0):
         self.api = api_client
         self.request_timeout = request_timeout
+        self._streams: set[Any] = set()
+        self._streams_lock = threading.Lock()
 
     def _prepare(
         self, method: str, path: str, query: Mapping[str, Any] | None, content_type: str | None
@@ -106,6 +109,8 @@ class Kube:
         """The events of a watch, one dict each; ends when the server closes the stream."""
         timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout), read=read_timeout)
         resp = self._send("GET", path, query=query, timeout=timeout)
+        with self._streams_lock:
+            self._streams.add(resp)
         try:
             if resp.status >= 400:
                 raise KubeError(resp.status, "GET", path, resp.data)
@@ -117,4 +122,16 @@ class Kube:
                     if line.strip():
                         yield loads(line)
         finally:
+            with self._streams_lock:
+                self._streams.discard(resp)
             resp.release_conn()
+
+    def close_streams(self) -> None:
+        """Interrupt every open watch (at shutdown, so no thread waits for its watch to time out)."""
+        with self._streams_lock:
+            streams = list(self._streams)
+        for resp in streams:
+            try:
+                resp.shutdown()
+            except Exception:  # noqa: BLE001 - already closed
+                pass
