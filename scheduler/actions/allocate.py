@@ -47,9 +47,9 @@ def schedulable_jobs(ssn: Session) -> list[JobInfo]:
 def find_node(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, bool]:
     """(node, pipelined): the best node whose idle holds the task, else one whose future idle will."""
     request = task.resreq
-    fits = ssn.fitting_indices(task)
-    if fits.size:
-        return ssn.pick_node(task, fits), False
+    best = ssn.place_best(task)
+    if best is not None:
+        return best, False
     feasible = ssn.feasible_nodes(task)
     future = [n for n in feasible if not n.releasing.is_zero() and request <= n.future_idle()]
     if future:

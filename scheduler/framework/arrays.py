@@ -32,6 +32,8 @@ class NodeArrays:
         self.row = {name: i for i, name in enumerate(self.dims)}
         self.position = {node.name: i for i, node in enumerate(nodes)}
         self.idle: IntArray = np.zeros((len(self.dims), len(nodes)), dtype=np.int64)
+        # Bumped whenever a node's idle changes, so cached per-node results know which entries went stale.
+        self.version: IntArray = np.zeros(len(nodes), dtype=np.int64)
         self.allocatable: IntArray = np.zeros_like(self.idle)
         for i, node in enumerate(nodes):
             self.idle[:, i] = self.vector(node.idle, strict=False)
@@ -54,21 +56,25 @@ class NodeArrays:
         i = self.position.get(node.name)
         if i is not None:
             self.idle[:, i] = self.vector(node.idle, strict=False)
+            self.version[i] += 1
 
     def fitting(self, request: Resource, candidates: IntArray) -> IntArray:
         """The candidate node indices whose idle resources hold `request`."""
+        mask = self.fit_mask(request, candidates)
+        return candidates if mask is None else candidates[mask]
+
+    def fit_mask(self, request: Resource, candidates: IntArray) -> npt.NDArray[np.bool_] | None:
+        """Per candidate, whether its idle resources hold `request` (None: all of them do)."""
         if candidates.size == 0:
-            return candidates
+            return None
         try:
             need = self.vector(request)
         except KeyError:
-            return candidates[:0]
+            return np.zeros(candidates.size, dtype=bool)
         everyone = candidates.size == self.idle.shape[1]  # no predicate excluded a node: skip the gather
         mask = None
         for dim in np.flatnonzero(need):
             row = self.idle[dim] if everyone else self.idle[dim, candidates]
             fits = row >= need[dim]
             mask = fits if mask is None else mask & fits
-        if mask is None:
-            return candidates
-        return np.flatnonzero(mask) if everyone else candidates[mask]
+        return mask

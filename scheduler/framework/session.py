@@ -55,6 +55,14 @@ class FitErrors:
 
 
 @dataclass(slots=True)
+class _Scores:
+    """Batch scores of one task shape over its feasible nodes, with the node versions they were computed at."""
+
+    values: np.ndarray
+    versions: IntArray
+
+
+@dataclass(slots=True)
 class _Feasible:
     nodes: list[NodeInfo]
     indices: IntArray
@@ -82,6 +90,7 @@ class Session:
         self._handlers: list[EventHandler] = []
         self._enqueued: list[Callable[[JobInfo], None]] = []
         self._feasible: dict[Constraints, _Feasible] = {}
+        self._scores: dict[tuple[Constraints, Resource], _Scores] = {}
         self._binds: dict[str, list[tuple[str, str]]] = {}
         self._evictions: list[Eviction] = []
         self._events: list[Event] = []
@@ -202,6 +211,36 @@ class Session:
         if per_node:
             scores = scores + np.fromiter((self.node_score(task, self.node_list[i]) for i in indices), float)
         return self.node_list[int(indices[int(np.argmax(scores))])]
+
+    def place_best(self, task: TaskInfo) -> NodeInfo | None:
+        """The best node whose idle holds the task, or None.
+
+        Batch scores depend only on the task's request and constraints and on the nodes' arrays, so they are
+        cached per task shape and only the nodes whose arrays changed since (the node the previous task of a
+        gang went to, mostly) are scored again. Per-node scorers, if any plugin registers one, are not cached.
+        """
+        feasible = self._feasible_for(task).indices
+        if self.has(P.NODE_ORDER) or not self.has(P.BATCH_NODE_ORDER):
+            return self.pick_node(task, self.fitting_indices(task))
+        mask = self.arrays.fit_mask(task.resreq, feasible)
+        if mask is not None and not mask.any():
+            return None
+        if feasible.size == 0:
+            return None
+        key = (task.constraints, task.resreq)
+        cached = self._scores.get(key)
+        versions = self.arrays.version[feasible]
+        if cached is None:
+            cached = _Scores(np.asarray(self.run(P.BATCH_NODE_ORDER, task, self.arrays, feasible), dtype=float),
+                             versions)
+            self._scores[key] = cached
+        else:
+            stale = np.flatnonzero(versions != cached.versions)
+            if stale.size:
+                cached.values[stale] = self.run(P.BATCH_NODE_ORDER, task, self.arrays, feasible[stale])
+                cached.versions = versions
+        values = cached.values if mask is None else np.where(mask, cached.values, -np.inf)
+        return self.node_list[int(feasible[int(np.argmax(values))])]
 
     def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
         indices = np.fromiter((self.arrays.position[n.name] for n in nodes), dtype=np.int64, count=len(nodes))

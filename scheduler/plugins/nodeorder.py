@@ -32,6 +32,7 @@ from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 
 MAX_NODE_SCORE = 100
+FEW = 8
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 WEIGHT_DEFAULTS = {
     "leastrequested.weight": 1,
@@ -133,6 +134,8 @@ class NodeOrderPlugin(Plugin):
 
     # ---- the vectorised form the session calls on the hot path ----------------------------------------
     def scores(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> np.ndarray:
+        if indices.size <= FEW:  # numpy's per-call cost beats its speed below a handful of nodes
+            return np.array([self.score(task, self.ssn.node_list[i]) for i in indices], dtype=float)
         request = task.resreq
         total = np.zeros(indices.size)
         if self.least or self.most or self.balanced:
