@@ -97,6 +97,11 @@ class Allocate:
         stmt = Statement(ssn)
         was_ready = ssn.run(P.JOB_READY, job)
         tasks = ssn.task_order(pending_tasks(job))
+        if not was_ready and ssn.has(P.PLACE_GANG):
+            answer = ssn.run(P.PLACE_GANG, job, tasks)
+            if answer is not None:
+                self.replay_placement(ssn, queue, job, stmt, answer)
+                return
         for index, task in enumerate(tasks):
             if not ssn.run(P.ALLOCATABLE, queue, task):
                 ssn.gate_reasons.setdefault(
@@ -119,4 +124,25 @@ class Allocate:
         if ssn.run(P.JOB_READY, job):
             stmt.commit()
         elif ssn.run(P.JOB_PIPELINED, job).vote == P.Vote.REJECT:
+            stmt.discard()
+
+    @staticmethod
+    def replay_placement(
+        ssn: Session, queue: QueueInfo, job: JobInfo, stmt: Statement, answer: P.GangPlacement | P.GangInfeasible
+    ) -> None:
+        """Carry out a gang placer's answer through the Statement, re-checking every rule as it goes."""
+        if isinstance(answer, P.GangInfeasible):
+            ssn.gate_reasons[job.uid] = answer.reason
+            return
+        for task, node in answer.assignments:
+            if not ssn.run(P.ALLOCATABLE, queue, task):
+                ssn.gate_reasons.setdefault(job.uid, f"queue {queue.name} cannot take {task.resreq} more")
+                break
+            if node not in ssn.feasible_nodes(task) or not task.resreq <= node.idle:
+                ssn.gate_reasons.setdefault(job.uid, f"placement of {task.name} on {node.name} no longer fits")
+                break
+            stmt.allocate(task, node)
+        if ssn.run(P.JOB_READY, job):
+            stmt.commit()
+        else:
             stmt.discard()

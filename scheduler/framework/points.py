@@ -112,13 +112,31 @@ def votes(tiers: Tiers, *args: Any) -> Verdict:
     return PERMIT
 
 
-def first_invalid(tiers: Tiers, *args: Any) -> Invalid | None:
+def first_answer(tiers: Tiers, *args: Any) -> Any:
+    """The first plugin that answers (returns something other than None) decides."""
     for tier in tiers:
         for fn in tier:
             result = fn(*args)
             if result is not None:
-                return result  # type: ignore[no-any-return]
+                return result
     return None
+
+
+first_invalid = first_answer
+
+
+@dataclass(frozen=True, slots=True)
+class GangPlacement:
+    """A whole gang's placement from a gang placer (e.g. the topology-aware solver): (task, node) pairs."""
+
+    assignments: tuple[tuple[Any, Any], ...]  # (TaskInfo, NodeInfo)
+
+
+@dataclass(frozen=True, slots=True)
+class GangInfeasible:
+    """A gang placer's proof that the gang cannot be placed now, with a reason a person can act on."""
+
+    reason: str
 
 
 def tier_victims(tiers: Tiers, *args: Any) -> list[Any]:
@@ -160,6 +178,9 @@ OVERUSED = Point("overused", "enabledOverused", any_true)
 PREEMPTABLE = Point("preemptable", "enablePreemptable", tier_victims)
 RECLAIMABLE = Point("reclaimable", "enableReclaimable", tier_victims)
 JOB_STARVING = Point("job_starving", "enableJobStarving", any_true)
+# fn(job, tasks in TaskOrder) -> GangPlacement | GangInfeasible | None (None: let allocate place pod by pod).
+# The placement is replayed through a Statement, so predicates, queue shares and gang rules still hold.
+PLACE_GANG = Point("place_gang", None, first_answer)
 
 ALL_POINTS = (
     JOB_ORDER,
@@ -177,4 +198,5 @@ ALL_POINTS = (
     PREEMPTABLE,
     RECLAIMABLE,
     JOB_STARVING,
+    PLACE_GANG,
 )
