@@ -30,6 +30,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -395,6 +396,16 @@ class _CA:
         return crt, key
 
 
+def _die_with_parent() -> None:
+    """preexec_fn: SIGKILL the child when the Python process dies, even by SIGKILL (Linux prctl)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
 class _Proc:
     def __init__(self, name: str, argv: list[str], log_path: Path, env=None):
         self.name, self.argv, self.log_path = name, argv, log_path
@@ -406,6 +417,7 @@ class _Proc:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env=env,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
 
     def alive(self) -> bool:
@@ -439,6 +451,18 @@ def _http_ok(url: str, ctx: ssl.SSLContext | None = None, timeout: float = 2.0) 
         return False
 
 
+def _sweep_stale_dirs(parent: Path) -> None:
+    """Remove work dirs of control planes whose Python process was killed (their children died with it)."""
+    for d in parent.glob("volcano-py-cp-*"):
+        try:
+            pid = int((d / "owner.pid").read_text())
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (OSError, ValueError):
+            pass  # no/invalid pid file yet, or not ours: leave it
+
+
 class ControlPlane:
     """etcd + kube-apiserver (+ kube-controller-manager, + kwok) on free loopback ports.
 
@@ -465,8 +489,11 @@ class ControlPlane:
         self.crds_dir = Path(crds_dir) if crds_dir else (REPO_ROOT / "crds")
         self.start_timeout, self.keep_dir, self.fast, self.log = start_timeout, keep_dir, fast, log
         shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        if not workdir:
+            _sweep_stale_dirs(Path(shm or tempfile.gettempdir()))
         self.dir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="volcano-py-cp-", dir=shm))
         self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "owner.pid").write_text(str(os.getpid()))
         self.pki = self.dir / "pki"
         self.logs = self.dir / "logs"
         self.procs: dict[str, _Proc] = {}
