@@ -18,7 +18,7 @@ venv: $(STAMP)
 demo: venv
 	$(BIN)/volcano-py simulate examples/sim/gpu-cluster.yaml examples/sim/two-gangs.yaml --compare-per-pod
 
-unit: venv
+unit: venv lint
 	$(BIN)/pytest -q -m "not e2e"
 
 e2e: venv cluster-bins
@@ -31,7 +31,8 @@ bench: venv
 	$(BIN)/python bench/bench_cycle.py --repeat 5 --conf bench/gang-only.conf
 
 lint: venv
-	$(BIN)/ruff check scheduler tests
+	$(BIN)/ruff check scheduler tests bench tools
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) .bin

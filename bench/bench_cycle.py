@@ -25,7 +25,7 @@ from scheduler.cycle import builtin_default_conf, load_conf
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGINS
 from scheduler.sim.cluster import InMemoryCluster
-from scheduler.testing import node_object, pod_object
+from scheduler.sim.objects import node_object, pod_object
 
 GANG_SIZES = (1, 2, 4, 8, 16, 32, 64)
 

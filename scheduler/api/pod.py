@@ -177,7 +177,8 @@ def status_of(pod: Mapping[str, Any]) -> TaskStatus:
 
 def role_of(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata") or {}
-    return str((meta.get("annotations") or {}).get(TASK_SPEC_KEY) or (meta.get("labels") or {}).get(TASK_SPEC_KEY) or "")
+    annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
+    return str(annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY) or "")
 
 
 def is_preemptable(pod: Mapping[str, Any]) -> bool:

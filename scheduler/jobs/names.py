@@ -29,7 +29,7 @@ def pod_name(job: Mapping[str, Any], task_name: str, replica_index: int) -> str:
     return f"{job_name(job)}-{task_name}-{replica_index}"
 
 
-def owner_references(job: Mapping[str, Any]) -> list[Manifest]:
+def owner_references(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A controller reference to the job, or none while the job has no uid (not yet created)."""
     uid = job.get("metadata", {}).get("uid")
     if not uid:

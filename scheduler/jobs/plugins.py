@@ -288,7 +288,9 @@ def ssh_config(job: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def ssh_secret(job: Mapping[str, Any], flags: Mapping[str, str] | None = None, keygen: Keygen | None = None) -> Manifest:
+def ssh_secret(
+    job: Mapping[str, Any], flags: Mapping[str, str] | None = None, keygen: Keygen | None = None
+) -> Manifest:
     flags = flags or {}
     if flags.get("ssh-private-key"):
         private, public = flags["ssh-private-key"], flags.get("ssh-public-key", "")

@@ -202,9 +202,8 @@ class InMemoryCluster:
         return [p for p in self.pods.values() if group_of(p.manifest) == key]
 
     def bound(self, group: str) -> dict[str, str]:
-        return {
-            p.task.name: p.manifest["spec"]["nodeName"] for p in self.pods_of(group) if p.manifest["spec"].get("nodeName")
-        }
+        pods = self.pods_of(group)
+        return {p.task.name: p.manifest["spec"]["nodeName"] for p in pods if p.manifest["spec"].get("nodeName")}
 
     def podgroup(self, group: str) -> Obj:
         key = group if "/" in group else f"default/{group}"

@@ -15,7 +15,7 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cycle import run_cycle
 from scheduler.framework.conf import SchedulerConf
 from scheduler.jobs.expand import normalize_job, podgroup_for
-from scheduler.jobs.lifecycle import FINISHED, JobEvent, JobStatus, Phase, decide, desired_pods, pod_view
+from scheduler.jobs.lifecycle import FINISHED, JobEvent, JobStatus, decide, desired_pods, pod_view
 from scheduler.sim.cluster import InMemoryCluster
 from scheduler.sim.workload import ClusterSpec, WorkItem, Workload
 

@@ -79,10 +79,12 @@ def render(replay: Replay, title: str) -> str:
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     t = totals(replay)
     lines.append("")
-    lines.append(f"jobs finished            {t.finished}/{t.jobs}" + (f"  ({t.never_started} never started)" if t.never_started else ""))
+    never = f"  ({t.never_started} never started)" if t.never_started else ""
+    lines.append(f"jobs finished            {t.finished}/{t.jobs}{never}")
     lines.append(f"GPUs held (mean)         {t.gpu_held:.1%}")
     lines.append(f"GPUs doing work (mean)   {t.gpu_utilisation:.1%}   (held by gangs that are running)")
     lines.append(f"wait mean / p95          {_t(t.mean_wait)} / {_t(t.p95_wait)}")
     lines.append(f"cycles with a partly bound gang  {t.partial_gang_cycles} of {t.cycles}")
-    lines.append(f"simulated time           {t.makespan:g}s" + ("  (STALLED: remaining jobs can never start)" if t.stalled else ""))
+    stalled = "  (STALLED: remaining jobs can never start)" if t.stalled else ""
+    lines.append(f"simulated time           {t.makespan:g}s{stalled}")
     return "\n".join(lines)

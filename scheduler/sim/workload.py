@@ -23,6 +23,7 @@ import yaml
 
 from scheduler.api.resources import QuantityError, Resource
 from scheduler.jobs.validate import validate_job
+from scheduler.sim.objects import node_object
 
 JOB_API = "batch.volcano.sh/v1alpha1"
 SCHED_API = "scheduling.volcano.sh/v1beta1"
@@ -126,8 +127,6 @@ _NODE_KEYS = {"name", "count", "cpu", "memory", "gpu", "pods", "labels", "taints
 
 
 def _node_pool(raw: Mapping[str, Any], source: str, where: str) -> list[dict[str, Any]]:
-    from scheduler.testing import node_object
-
     unknown = set(raw) - _NODE_KEYS
     if unknown:
         raise InputError(source, f"{where}.{sorted(unknown)[0]}", f"unknown key (expected one of {sorted(_NODE_KEYS)})")

@@ -79,8 +79,9 @@ def test_pod_carries_volcano_labels_annotations_and_owner() -> None:
     pod = pod_for(j, 1, 2)
     meta = pod["metadata"]
     assert meta["name"] == "j-worker-2" and meta["namespace"] == "ns"
-    for k, v in {"volcano.sh/job-name": "j", "volcano.sh/job-namespace": "ns", "volcano.sh/task-spec": "worker", "volcano.sh/task-name": "worker",
-                 "volcano.sh/task-index": "2", "volcano.sh/queue-name": "q1"}.items():
+    expected = {"volcano.sh/job-name": "j", "volcano.sh/job-namespace": "ns", "volcano.sh/task-spec": "worker",
+                "volcano.sh/task-name": "worker", "volcano.sh/task-index": "2", "volcano.sh/queue-name": "q1"}
+    for k, v in expected.items():
         assert meta["labels"][k] == v
     for k, v in {"scheduling.k8s.io/group-name": "j", "volcano.sh/job-name": "j", "volcano.sh/task-spec": "worker",
                  "volcano.sh/task-index": "2", "volcano.sh/job-version": "2", "volcano.sh/queue-name": "q1"}.items():

@@ -25,7 +25,8 @@ class World:
         self.pg = "Inqueue"
         self.phases: list[Phase] = []
 
-    def send(self, event: JobEvent = JobEvent()) -> Decision:
+    def send(self, event: JobEvent | None = None) -> Decision:
+        event = event or JobEvent()
         d = decide(self.job, self.status, list(self.pods.values()), self.pg, event)
         for name in d.pods_to_delete():
             self.pods[name] = replace(self.pods[name], deleting=True)

@@ -1,0 +1,1 @@
+"""Layer `framework`: extension points, session, statement, plugin base and the scheduler conf."""

@@ -1,0 +1,90 @@
+"""Layer `sim`: Kubernetes-shaped Node and Pod objects from a few keywords (simulator input and tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def node_object(
+    name: str,
+    *,
+    cpu: str | int = "64",
+    memory: str = "512Gi",
+    gpu: int | str = 0,
+    pods: int = 110,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] = (),
+    unschedulable: bool = False,
+    ready: bool = True,
+    extra: Mapping[str, Any] | None = None,
+) -> Obj:
+    allocatable: dict[str, Any] = {"cpu": str(cpu), "memory": memory, "pods": str(pods)}
+    if gpu:
+        allocatable["nvidia.com/gpu"] = str(gpu)
+    allocatable.update(extra or {})
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {"taints": [dict(t) for t in taints], "unschedulable": unschedulable},
+        "status": {
+            "allocatable": allocatable,
+            "capacity": allocatable,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def pod_object(
+    name: str,
+    *,
+    namespace: str = "default",
+    group: str | None = None,
+    role: str = "",
+    gpu: int | str = 0,
+    cpu: str | None = "1",
+    memory: str | None = "1Gi",
+    limits_only: bool = False,
+    priority_class: str | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping[str, str]] = (),
+    affinity: Mapping[str, Any] | None = None,
+    scheduler_name: str = "volcano-py",
+) -> Obj:
+    quantities: dict[str, Any] = {}
+    if cpu:
+        quantities["cpu"] = cpu
+    if memory:
+        quantities["memory"] = memory
+    if gpu:
+        quantities["nvidia.com/gpu"] = str(gpu)
+    resources = {"limits": quantities} if limits_only else {"requests": quantities}
+    annotations: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    if group:
+        annotations["scheduling.k8s.io/group-name"] = group
+    if role:
+        annotations["volcano.sh/task-spec"] = role
+        labels["volcano.sh/task-spec"] = role
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler_name,
+        "containers": [{"name": "main", "image": "busybox", "resources": resources if quantities else {}}],
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
+    if affinity:
+        spec["affinity"] = dict(affinity)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations, "labels": labels},
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    }
