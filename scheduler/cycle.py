@@ -5,6 +5,7 @@ This sits above `actions` and `plugins` and below the adapters (`cache`, `sim`),
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from scheduler.actions import ACTIONS
@@ -29,7 +30,9 @@ def run_cycle(
     for name in conf.actions:
         action = ACTIONS.get(name)
         if action is not None:
+            started = time.perf_counter()
             action().execute(ssn)
+            ssn.timings[f"action:{name}"] = time.perf_counter() - started
     return ssn.close()
 
 

@@ -72,6 +72,8 @@ class CycleResult:
     podgroups: list[PodGroupStatus] = field(default_factory=list)
     queues: list[QueueStatus] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    # Seconds spent per step: "action:<name>", "plugin:<name>" (open + close), for metrics and logs.
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 class ClusterAdapter(Protocol):

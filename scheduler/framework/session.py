@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -99,6 +100,7 @@ class Session:
         self.gate_reasons: dict[str, str] = {}  # job uid -> why enqueue held it
         self._original = {uid: (job.phase, job.conditions) for uid, job in self.jobs.items()}
         self.plugins: list[tuple[int, Plugin]] = []
+        self.timings: dict[str, float] = {}
         for tier_index, tier in enumerate(conf.tiers):
             for option in tier.plugins:
                 factory = plugin_types.get(option.name)
@@ -110,7 +112,9 @@ class Session:
     def _open(self) -> None:
         for tier_index, plugin in self.plugins:
             self._current = (tier_index, plugin.option)
+            started = time.perf_counter()
             plugin.on_session_open(self)
+            self.timings[f"plugin:{plugin.name}"] = time.perf_counter() - started
         del self._current
 
     def register(self, point: P.Point, fn: Callable[..., Any]) -> None:
@@ -315,11 +319,15 @@ class Session:
     # ---- close --------------------------------------------------------------------------------------
     def close(self) -> CycleResult:
         for _, plugin in self.plugins:
+            started = time.perf_counter()
             plugin.on_session_close(self)
+            key = f"plugin:{plugin.name}"
+            self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - started
         result = CycleResult(
             binds=[GangBind(job, tuple(binds)) for job, binds in self._binds.items()],
             evictions=list(self._evictions),
             events=list(self._events),
+            timings=self.timings,
         )
         for job in self.jobs.values():
             status = self._podgroup_status(job)
