@@ -39,3 +39,6 @@ clean:
 
 # The test control plane (kube-apiserver, etcd, kwok): targets cluster-bins and dev-cluster.
 include tools/cluster.mk
+
+# Container image (manifests issue): `make image` where a Docker engine runs.
+-include tools/image.mk
