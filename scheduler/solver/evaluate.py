@@ -1,0 +1,121 @@
+"""Layer `solver`: one gang placement problem and the one evaluator every placer is scored by.
+
+A `GangProblem` is pure arrays: the gang's task groups (tasks with the same request and the same feasible
+nodes), the nodes' idle resources, the topology's per-tier domain ids, and the highest tier the gang may span.
+A placement gives, per group, the node index of each of its tasks.
+
+`evaluate` scores a placement lexicographically (smaller is better): placed at all, the highest tier it spans,
+the number of domains it touches at each tier from the top down (zones, racks, NVLink domains), the nodes it
+uses, and the GPUs it leaves stranded (free whole GPUs remaining on the nodes it touches). The CP-SAT model
+minimises the same key, and the plugin keeps whichever answer scores best, so the solver is never worse than
+the greedy placers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scheduler.solver.topology import RACK, IntArray, Topology
+
+GPU_MILLI = 1000
+
+Placement = tuple[IntArray, ...]  # per group: the node index of each task
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """`count` tasks with one request (a column over the problem's dims) and one set of feasible nodes."""
+
+    count: int
+    request: IntArray
+    candidates: IntArray  # node indices the predicates allow (resource fit is checked against idle)
+
+
+@dataclass(frozen=True, slots=True)
+class GangProblem:
+    groups: tuple[Group, ...]
+    idle: IntArray  # (dims, nodes)
+    gpu_row: int | None
+    topology: Topology
+    max_tier: int  # the highest tier the gang may span (topology.top when unconstrained)
+    hard: bool = False
+
+    @property
+    def nodes(self) -> int:
+        return int(self.idle.shape[1])
+
+    def need(self) -> IntArray:
+        total = np.zeros(self.idle.shape[0], dtype=np.int64)
+        for group in self.groups:
+            total += group.request * group.count
+        return total
+
+    def need_gpu(self) -> int:
+        return 0 if self.gpu_row is None else int(self.need()[self.gpu_row])
+
+    def gpu_free(self) -> IntArray:
+        if self.gpu_row is None:
+            return np.zeros(self.nodes, dtype=np.int64)
+        return self.idle[self.gpu_row]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Score:
+    unplaced: int
+    max_tier: int
+    domains: tuple[int, ...]  # domains touched per tier, from the tier below the cluster down to tier 1
+    nodes: int
+    stranded: int  # whole GPUs left free on touched nodes
+    racks: int = 0  # reported, not compared beyond `domains`
+
+    @property
+    def placed(self) -> bool:
+        return self.unplaced == 0
+
+
+UNPLACED = Score(1, 1 << 30, (), 1 << 30, 1 << 30)
+
+
+def used_nodes(placement: Placement) -> IntArray:
+    if not placement:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(np.concatenate(placement))
+
+
+def fits(problem: GangProblem, placement: Placement) -> bool:
+    """Every task on a feasible node, every node's idle holding what is put on it."""
+    if len(placement) != len(problem.groups):
+        return False
+    load = np.zeros_like(problem.idle)
+    for group, nodes in zip(problem.groups, placement):
+        if nodes.size != group.count or not np.isin(nodes, group.candidates).all():
+            return False
+        counts = np.bincount(nodes, minlength=problem.nodes)
+        load += group.request[:, None] * counts[None, :]
+    return bool((load <= problem.idle).all())
+
+
+def stranded_gpus(problem: GangProblem, placement: Placement, touched: IntArray) -> int:
+    if problem.gpu_row is None or touched.size == 0:
+        return 0
+    taken = np.zeros(problem.nodes, dtype=np.int64)
+    for group, nodes in zip(problem.groups, placement):
+        np.add.at(taken, nodes, int(group.request[problem.gpu_row]))
+    left = problem.idle[problem.gpu_row, touched] - taken[touched]
+    return int((left // GPU_MILLI).sum())
+
+
+def evaluate(problem: GangProblem, placement: Placement | None) -> Score:
+    """The shared score; an invalid placement (misfit, or above a hard tier limit) counts as unplaced."""
+    if placement is None or not fits(problem, placement):
+        return UNPLACED
+    touched = used_nodes(placement)
+    topo = problem.topology
+    tier = max(topo.span_tier(touched), 0)
+    if problem.hard and tier > problem.max_tier:
+        return UNPLACED
+    domains = tuple(topo.domains_spanned(touched, t) for t in range(topo.top - 1, 0, -1))
+    racks = topo.domains_spanned(touched, RACK) if topo.top > RACK else 1
+    return Score(0, tier, domains, int(touched.size), stranded_gpus(problem, placement, touched), racks)

@@ -1,0 +1,184 @@
+"""Layer `solver`: the cluster's topology as a tree, node -> NVLink domain -> rack -> zone -> cluster.
+
+Tier 0 is the node itself; tiers 1..k are HyperNode tiers (`spec.tier`) or, without HyperNodes, the label
+tiers 1 = NVLink domain / host, 2 = rack, 3 = zone; the last tier (k + 1) is the whole cluster. A node with no
+domain at a tier (a missing label, no HyperNode above it at that tier) is its own domain there.
+
+The hot path never walks the tree: `domain[t, i]` is node i's domain id at tier t, so the tier two nodes first
+share is a few integer comparisons, and "which racks does this placement touch" is one `np.unique`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+
+NVLINK, RACK, ZONE = 1, 2, 3
+TIER_NAMES = {0: "node", NVLINK: "NVLink domain", RACK: "rack", ZONE: "zone"}
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyLabels:
+    """Node labels naming a node's domain per tier (the plugin arguments `topology.*Label`)."""
+
+    zone: str = "topology.kubernetes.io/zone"
+    rack: str = "volcano.sh/rack"
+    nvlink: tuple[str, ...] = ("volcano.sh/nvlink-domain", "nvidia.com/gpu.clique")
+
+
+@dataclass(slots=True)
+class Topology:
+    """Per-tier domain ids for nodes in a fixed order (the session's `node_list`)."""
+
+    node_names: list[str]
+    domain: IntArray  # (tiers, nodes): tier 0 = node index, last tier = 0 for every node
+    domain_names: list[list[str]]  # per tier, the name of each domain id
+    tier_names: dict[int, str] = field(default_factory=dict)
+    _graph: nx.DiGraph | None = None
+
+    @property
+    def top(self) -> int:
+        """The cluster tier: every node shares it."""
+        return int(self.domain.shape[0]) - 1
+
+    def tier_name(self, tier: int) -> str:
+        if tier >= self.top:
+            return "cluster"
+        return self.tier_names.get(tier, f"tier-{tier} domain")
+
+    def distance(self, a: int, b: int) -> int:
+        """The lowest tier at which nodes a and b (indices) share a domain: 0 for the same node."""
+        column_a, column_b = self.domain[:, a], self.domain[:, b]
+        return int(np.argmax(column_a == column_b))
+
+    def span_tier(self, nodes: IntArray) -> int:
+        """The lowest tier at which all the given nodes share one domain (0 for one node, -1 for none)."""
+        if nodes.size == 0:
+            return -1
+        sub = self.domain[:, nodes]
+        same = (sub == sub[:, :1]).all(axis=1)
+        return int(np.argmax(same))
+
+    def domains_spanned(self, nodes: IntArray, tier: int) -> int:
+        return int(np.unique(self.domain[tier, nodes]).size) if nodes.size else 0
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The tree itself (built on first use): edges point from a domain down to its members."""
+        if self._graph is None:
+            graph = nx.DiGraph()
+            root = ("cluster", self.top, 0)
+            graph.add_node(root, tier=self.top, name="cluster")
+            for i, name in enumerate(self.node_names):
+                parent = root
+                for tier in range(self.top - 1, -1, -1):
+                    ident = int(self.domain[tier, i])
+                    key = (self.domain_names[tier][ident], tier, ident)
+                    if key not in graph:
+                        graph.add_node(key, tier=tier, name=self.domain_names[tier][ident])
+                        graph.add_edge(parent, key)
+                    parent = key
+            self._graph = graph
+        return self._graph
+
+
+def _ids(keys: Sequence[str]) -> tuple[IntArray, list[str]]:
+    index: dict[str, int] = {}
+    out = np.empty(len(keys), dtype=np.int64)
+    for i, key in enumerate(keys):
+        out[i] = index.setdefault(key, len(index))
+    return out, list(index)
+
+
+def from_labels(node_names: Sequence[str], labels: Sequence[Mapping[str, str]],
+                names: TopologyLabels = TopologyLabels()) -> Topology:
+    """Tiers from node labels; a node missing a label is its own domain at that tier.
+
+    Domains are nested: a rack named r in zone z is the domain "z/r", so equal rack names in different zones
+    stay different racks.
+    """
+    tiers: list[list[str]] = [list(node_names)]
+    zone = [lab.get(names.zone) for lab in labels]
+    rack = [lab.get(names.rack) for lab in labels]
+    nvlink = [next((lab[k] for k in names.nvlink if k in lab), None) for lab in labels]
+    zone_keys = [z if z is not None else f"node:{n}" for z, n in zip(zone, node_names)]
+    rack_keys = [f"{zk}/{r}" if r is not None else f"node:{n}" for zk, r, n in zip(zone_keys, rack, node_names)]
+    nv_keys = [f"{rk}/{v}" if v is not None else f"node:{n}" for rk, v, n in zip(rack_keys, nvlink, node_names)]
+    tiers += [nv_keys, rack_keys, zone_keys, ["cluster"] * len(node_names)]
+    return _assemble(node_names, tiers, dict(TIER_NAMES))
+
+
+def _assemble(node_names: Sequence[str], tiers: list[list[str]], tier_names: dict[int, str]) -> Topology:
+    domain = np.empty((len(tiers), len(node_names)), dtype=np.int64)
+    domain_names: list[list[str]] = []
+    for t, keys in enumerate(tiers):
+        domain[t], names = _ids(keys)
+        domain_names.append(names)
+    return Topology(list(node_names), domain, domain_names, tier_names)
+
+
+# ---- HyperNodes ---------------------------------------------------------------------------------------
+
+
+def _member_matches(member: Mapping[str, Any], candidate: str) -> bool:
+    selector = member.get("selector") or {}
+    exact = (selector.get("exactMatch") or {}).get("name")
+    if exact is not None:
+        return bool(exact == candidate)
+    pattern = (selector.get("regexMatch") or {}).get("pattern")
+    if pattern is not None:
+        return re.search(pattern, candidate) is not None  # unanchored, as Go's regexp.MatchString
+    return False
+
+
+def from_hypernodes(node_names: Sequence[str], hypernodes: Sequence[Mapping[str, Any]]) -> Topology:
+    """Tiers from HyperNode objects (`spec.tier`, `spec.members` of type Node or HyperNode).
+
+    Each node's ancestor at each tier is found by walking up from the HyperNodes that list it; a node with no
+    ancestor at a tier is its own domain there. The tier above the highest HyperNode tier is the cluster.
+    """
+    tier_of: dict[str, int] = {}
+    parent_of: dict[str, str] = {}  # HyperNode -> HyperNode that lists it
+    node_parent: dict[str, str] = {}
+    hyper_names = [str((h.get("metadata") or {}).get("name", "")) for h in hypernodes]
+    for h, name in zip(hypernodes, hyper_names):
+        tier_of[name] = int((h.get("spec") or {}).get("tier", 1))
+    for h, name in zip(hypernodes, hyper_names):
+        for member in (h.get("spec") or {}).get("members") or []:
+            if member.get("type", "Node") == "HyperNode":
+                for child in hyper_names:
+                    if child != name and _member_matches(member, child):
+                        parent_of.setdefault(child, name)
+            else:
+                for node in node_names:
+                    if _member_matches(member, node):
+                        # the lowest-tier HyperNode listing a node is its direct parent
+                        current = node_parent.get(node)
+                        if current is None or tier_of[name] < tier_of[current]:
+                            node_parent[node] = name
+    highest = max(tier_of.values(), default=0)
+    tiers: list[list[str]] = [list(node_names)]
+    per_tier: list[list[str]] = [[] for _ in range(highest)]
+    for node in node_names:
+        at: dict[int, str] = {}
+        hyper = node_parent.get(node)
+        seen: set[str] = set()
+        while hyper is not None and hyper not in seen:
+            seen.add(hyper)
+            at.setdefault(tier_of[hyper], hyper)
+            hyper = parent_of.get(hyper)
+        for t in range(1, highest + 1):
+            per_tier[t - 1].append(at.get(t, f"node:{node}"))
+    tiers += per_tier
+    tiers.append(["cluster"] * len(node_names))
+    names = {t: f"tier-{t} HyperNode" for t in range(1, highest + 1)}
+    names[0] = "node"
+    return _assemble(node_names, tiers, names)
