@@ -34,6 +34,7 @@ class NodeArrays:
         self.idle: IntArray = np.zeros((len(self.dims), len(nodes)), dtype=np.int64)
         # Bumped whenever a node's idle changes, so cached per-node results know which entries went stale.
         self.version: IntArray = np.zeros(len(nodes), dtype=np.int64)
+        self.changes: list[int] = []  # positions of nodes whose idle changed, in order: caches catch up from it
         self.allocatable: IntArray = np.zeros_like(self.idle)
         for i, node in enumerate(nodes):
             self.idle[:, i] = self.vector(node.idle, strict=False)
@@ -57,6 +58,7 @@ class NodeArrays:
         if i is not None:
             self.idle[:, i] = self.vector(node.idle, strict=False)
             self.version[i] += 1
+            self.changes.append(i)
 
     def fitting(self, request: Resource, candidates: IntArray) -> IntArray:
         """The candidate node indices whose idle resources hold `request`."""

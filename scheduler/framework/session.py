@@ -57,10 +57,11 @@ class FitErrors:
 
 @dataclass(slots=True)
 class _Scores:
-    """Batch scores of one task shape over its feasible nodes, with the node versions they were computed at."""
+    """Batch scores of one task shape over its feasible nodes (-inf where the task does not fit now), in step
+    with `NodeArrays.changes` up to `synced`."""
 
     values: np.ndarray
-    versions: IntArray
+    synced: int
 
 
 @dataclass(slots=True)
@@ -68,6 +69,7 @@ class _Feasible:
     nodes: list[NodeInfo]
     indices: IntArray
     rejected: Counter[str]
+    slot: IntArray  # node position -> its place in `indices`, or -1
 
 
 class Session:
@@ -185,7 +187,9 @@ class Session:
                 else:
                     nodes.append(node)
                     indices.append(i)
-            cached = _Feasible(nodes, np.array(indices, dtype=np.int64), rejected)
+            slot = np.full(len(self.node_list), -1, dtype=np.int64)
+            slot[indices] = np.arange(len(indices))
+            cached = _Feasible(nodes, np.array(indices, dtype=np.int64), rejected, slot)
             self._feasible[task.constraints] = cached
         return cached
 
@@ -220,31 +224,42 @@ class Session:
         """The best node whose idle holds the task, or None.
 
         Batch scores depend only on the task's request and constraints and on the nodes' arrays, so they are
-        cached per task shape and only the nodes whose arrays changed since (the node the previous task of a
-        gang went to, mostly) are scored again. Per-node scorers, if any plugin registers one, are not cached.
+        cached per task shape, masked where the task does not fit, and brought up to date from the log of
+        nodes that changed since (mostly the one node the gang's previous task went to). Per-node scorers,
+        if any plugin registers one, are not cached.
         """
-        feasible = self._feasible_for(task).indices
         if self.has(P.NODE_ORDER) or not self.has(P.BATCH_NODE_ORDER):
             return self.pick_node(task, self.fitting_indices(task))
-        mask = self.arrays.fit_mask(task.resreq, feasible)
-        if mask is not None and not mask.any():
-            return None
-        if feasible.size == 0:
+        feasible = self._feasible_for(task)
+        if feasible.indices.size == 0:
             return None
         key = (task.constraints, task.resreq)
         cached = self._scores.get(key)
-        versions = self.arrays.version[feasible]
+        changes = self.arrays.changes
         if cached is None:
-            cached = _Scores(np.asarray(self.run(P.BATCH_NODE_ORDER, task, self.arrays, feasible), dtype=float),
-                             versions)
+            cached = _Scores(self._masked_scores(task, feasible.indices), len(changes))
             self._scores[key] = cached
+        elif cached.synced < len(changes):
+            slots = feasible.slot[list(set(changes[cached.synced:]))]
+            slots = slots[slots >= 0]
+            cached.synced = len(changes)
+            if slots.size:
+                cached.values[slots] = self._masked_scores(task, feasible.indices[slots])
+        best = int(np.argmax(cached.values))
+        if cached.values[best] == -np.inf:
+            return None
+        return self.node_list[int(feasible.indices[best])]
+
+    def _masked_scores(self, task: TaskInfo, indices: IntArray) -> np.ndarray:
+        if indices.size <= 8:  # a handful of nodes: plain Python beats numpy's per-call cost
+            fits = np.array([task.resreq <= self.node_list[i].idle for i in indices], dtype=bool)
         else:
-            stale = np.flatnonzero(versions != cached.versions)
-            if stale.size:
-                cached.values[stale] = self.run(P.BATCH_NODE_ORDER, task, self.arrays, feasible[stale])
-                cached.versions = versions
-        values = cached.values if mask is None else np.where(mask, cached.values, -np.inf)
-        return self.node_list[int(feasible[int(np.argmax(values))])]
+            mask = self.arrays.fit_mask(task.resreq, indices)
+            fits = np.ones(indices.size, dtype=bool) if mask is None else mask
+        if not fits.any():
+            return np.full(indices.size, -np.inf)
+        scores = np.asarray(self.run(P.BATCH_NODE_ORDER, task, self.arrays, indices), dtype=float)
+        return np.where(fits, scores, -np.inf)
 
     def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
         indices = np.fromiter((self.arrays.position[n.name] for n in nodes), dtype=np.int64, count=len(nodes))
