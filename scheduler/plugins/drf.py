@@ -31,8 +31,14 @@ class DrfPlugin(Plugin):
         ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated))
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        share_a, share_b = self.shares.get(a.uid, Fraction(0)), self.shares.get(b.uid, Fraction(0))
+        share_a, share_b = self._share(a.uid), self._share(b.uid)
         return (share_a > share_b) - (share_a < share_b)
+
+    def _share(self, job: str) -> Fraction:
+        share = self.shares.get(job)
+        if share is None:
+            share = self.shares[job] = share_of(self.allocated.get(job, Resource()), self.total)
+        return share
 
     def _allocated(self, task: TaskInfo) -> None:
         self._change(task.job, without_pods(task.resreq))
@@ -41,6 +47,5 @@ class DrfPlugin(Plugin):
         self._change(task.job, Resource() - without_pods(task.resreq))
 
     def _change(self, job: str, delta: Resource) -> None:
-        allocated = self.allocated.get(job, Resource()) + delta
-        self.allocated[job] = allocated
-        self.shares[job] = share_of(allocated, self.total)
+        self.allocated[job] = self.allocated.get(job, Resource()) + delta
+        self.shares.pop(job, None)  # computed when JobOrder next asks

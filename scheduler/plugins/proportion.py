@@ -176,10 +176,17 @@ class QueueAttr:
     admitted: Resource = ZERO  # minResources admitted jobs still wait for
     elastic: Resource = ZERO
     deserved: Resource = ZERO
-    share: Fraction = Fraction(0)
+    _share: Fraction | None = None
 
     def update_share(self) -> None:
-        self.share = share_of(self.allocated, self.deserved)
+        """Forget the share; it is computed when QueueOrder next asks (allocations outnumber the asks)."""
+        self._share = None
+
+    @property
+    def share(self) -> Fraction:
+        if self._share is None:
+            self._share = share_of(self.allocated, self.deserved)
+        return self._share
 
 
 class ProportionPlugin(Plugin):
