@@ -76,6 +76,7 @@ def _api_client(kubeconfig: str | None):  # type: ignore[no-untyped-def]
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
     from scheduler.cache.cluster_cache import ClusterCache
+    from scheduler.cache.leader import LeaderConfig, LeaderElector, ensure_namespace
     from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 
     level = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO}[args.log_level]
@@ -86,10 +87,29 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
         conf.conf = load_conf(args.scheduler_conf)  # a bad file at startup is a user error (exit 2)
     api = _api_client(args.kubeconfig)
     names = args.scheduler_name or ["volcano-py"]
-    cache = ClusterCache(api, names, args.default_queue)
+    cache = ClusterCache(api, names, args.default_queue, request_timeout=args.request_timeout,
+                         identity=args.leader_elect_identity)
+    elector = None
+    if args.leader_elect:
+        try:
+            LeaderConfig(lease_duration=args.leader_elect_lease_duration,
+                         renew_deadline=args.leader_elect_renew_deadline,
+                         retry_period=args.leader_elect_retry_period)
+        except ValueError as exc:
+            print(f"volcano-py: error: {exc}", file=sys.stderr)
+            return 2
+        lease = LeaderConfig(
+            namespace=ensure_namespace(cache.kube, args.leader_elect_namespace),
+            name=args.leader_elect_lease_name,
+            lease_duration=args.leader_elect_lease_duration,
+            renew_deadline=args.leader_elect_renew_deadline,
+            retry_period=args.leader_elect_retry_period,
+        )
+        elector = LeaderElector(cache.kube, cache.identity, lease)
     loop = SchedulerLoop(
         cache, conf, period=args.schedule_period, default_queue=args.default_queue,
         trace=trace_log.debug if args.log_level == "trace" else None,
+        elector=elector, partial_gang_timeout=args.partial_gang_timeout,
     )
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: loop.stop())  # the cycle in progress finishes, then the loop exits
@@ -114,6 +134,24 @@ def parser() -> argparse.ArgumentParser:
     sched.add_argument("--default-queue", default="default", help="queue of PodGroups that name none")
     sched.add_argument("--log-level", choices=("info", "debug", "trace"), default="info",
                        help="trace also logs every node rejection")
+    sched.add_argument("--partial-gang-timeout", type=_duration, default=60.0,
+                       help="give up a gang left partly bound this long: evict its controller-owned pods "
+                            "(default 60s)")
+    sched.add_argument("--request-timeout", type=_duration, default=30.0,
+                       help="timeout of one API request (default 30s)")
+    sched.add_argument("--leader-elect", action="store_true",
+                       help="run cycles only while holding the coordination.k8s.io Lease (run 2+ replicas)")
+    sched.add_argument("--leader-elect-namespace", default="volcano-py-system",
+                       help="namespace of the Lease (created if missing; default volcano-py-system)")
+    sched.add_argument("--leader-elect-lease-name", default="volcano-py-scheduler")
+    sched.add_argument("--leader-elect-identity", default=None,
+                       help="this replica's holderIdentity (default <hostname>-<pid>)")
+    sched.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0,
+                       help="how long a standby waits after the last renew it saw (default 15s)")
+    sched.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0,
+                       help="the leader stops scheduling if it has not renewed for this long (default 10s)")
+    sched.add_argument("--leader-elect-retry-period", type=_duration, default=2.0,
+                       help="how often to renew or try to acquire (default 2s)")
     sched.set_defaults(func=cmd_scheduler)
     sim = sub.add_parser("simulate", help="replay a workload on an in-memory cluster")
     sim.add_argument("cluster", help="cluster YAML (nodes, node pools, queues, priorityClasses)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import socket
 import threading
 import time
@@ -83,6 +84,8 @@ class ClusterCache:
         bind_workers: int = 16,
         eviction_grace_seconds: int = 30,
         clock: Callable[[], float] = time.time,
+        identity: str | None = None,
+        event_workers: int = 2,
     ):
         self.kube = Kube(api_client, request_timeout=request_timeout)
         self.scheduler_names = frozenset(scheduler_names)
@@ -106,10 +109,25 @@ class ClusterCache:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="volcano-py-api")
-        self._instance = f"{socket.gethostname()}-{os.getpid()}"
+        self._instance = identity or f"{socket.gethostname()}-{os.getpid()}"
+        # Writes (binds, evictions, status) are sent only while this returns True: the leader-election guard.
+        self.may_write: Callable[[], bool] = lambda: True
+        # Events leave the bind path: binds enqueue them and these threads send them.
+        self._events: queue.Queue[Obj | None] = queue.Queue()
+        self._event_threads = [
+            threading.Thread(target=self._send_events, name=f"events-{i}", daemon=True)
+            for i in range(event_workers)
+        ]
+
+    @property
+    def identity(self) -> str:
+        """Who this scheduler is: the Lease holderIdentity and the events' reportingInstance."""
+        return self._instance
 
     # ---- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> ClusterCache:
+        for t in self._event_threads:
+            t.start()
         for w in self.watched:
             t = threading.Thread(target=self._run, args=(w,), name=f"watch-{w.kind}", daemon=True)
             t.start()
@@ -121,12 +139,17 @@ class ClusterCache:
         return all(w.synced.wait(max(0.0, deadline - time.monotonic())) for w in self.watched)
 
     def stop(self, timeout: float = 5.0) -> None:
+        if self._event_threads[0].is_alive():
+            self.flush_events(min(timeout, 2.0))
         self._stop.set()
         self.kube.close_streams()
         self._pool.shutdown(wait=True)
+        for _ in self._event_threads:
+            self._events.put(None)
         deadline = time.monotonic() + timeout
-        for t in self._threads:
-            t.join(max(0.0, deadline - time.monotonic()))
+        for t in [*self._threads, *self._event_threads]:
+            if t.is_alive():
+                t.join(max(0.0, deadline - time.monotonic()))
 
     # ---- list + watch -------------------------------------------------------------------------------------
     def _run(self, w: Watched) -> None:
@@ -156,6 +179,7 @@ class ClusterCache:
         while True:
             page = self.kube.request("GET", w.path, query=query)
             for obj in page.get("items") or ():
+                _trim(obj)
                 objects[key_of(obj)] = obj
             meta = page.get("metadata") or {}
             if not meta.get("continue"):
@@ -191,6 +215,7 @@ class ClusterCache:
                 w.resource_version = str(rv)
 
     def _on_event(self, w: Watched, kind: str, obj: Obj) -> None:
+        _trim(obj)
         key = key_of(obj)
         with self.lock:
             if kind == "DELETED":
@@ -307,6 +332,9 @@ class ClusterCache:
     # ---- apply ------------------------------------------------------------------------------------------
     def apply(self, result: CycleResult) -> None:
         now = self.clock()
+        if not self.may_write():
+            log.warning("not the leader any more: dropping this cycle's decisions")
+            return
         # Every pod of every committed gang is bound concurrently; a failed bind leaves its pod pending in the
         # cache, so the next cycle retries it.
         binds = [
@@ -329,6 +357,8 @@ class ClusterCache:
         self._emit(result.events)
 
     def _bind(self, task_key: str, node: str, now: float) -> bool:
+        if not self.may_write():
+            return False  # leadership lost while this cycle's binds were being sent
         namespace, name = task_key.split("/", 1)
         body = {
             "apiVersion": "v1",
@@ -355,6 +385,12 @@ class ClusterCache:
         return True
 
     def _evict(self, task_key: str, reason: str) -> None:
+        if not self.may_write():
+            return
+        with self.lock:
+            pod = self.pods.objects.get(task_key) or {}
+            if (pod.get("metadata") or {}).get("deletionTimestamp"):
+                return  # already terminating: the watch has shown our (or somebody's) delete
         namespace, name = task_key.split("/", 1)
         try:
             self.kube.request(
@@ -534,12 +570,52 @@ class ClusterCache:
             "lastTimestamp": now,
             "count": 1,
         }
-        try:
-            self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
-        except Exception as exc:  # noqa: BLE001 - an event is best effort
-            log.debug("event %s %s on %s %s not written: %s", type_, reason, kind, key, exc)
+        self._events.put(body)
+
+    def _send_events(self) -> None:
+        while True:
+            body = self._events.get()
+            try:
+                if body is None or self._stop.is_set():
+                    return
+                namespace = body["metadata"]["namespace"]
+                self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
+            except Exception as exc:  # noqa: BLE001 - an event is best effort
+                log.debug("event not written: %s", exc)
+            finally:
+                self._events.task_done()
+
+    def flush_events(self, timeout: float = 10.0) -> bool:
+        """Wait until the queued events were sent (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        while self._events.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not self._events.unfinished_tasks
 
     # ---- helpers for the runner -------------------------------------------------------------------------
+    def controller_owned(self, pod_key: str) -> bool:
+        """The pod has an ownerReference with `controller: true` (a controller recreates it if evicted)."""
+        with self.lock:
+            pod = self.pods.objects.get(pod_key) or {}
+        refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
+        return any(isinstance(r, dict) and r.get("controller") is True for r in refs)
+
+    def bound_at(self, pod_key: str) -> float | None:
+        """When the pod was bound: its `PodScheduled=True` transition, or our own bind if not seen yet."""
+        with self.lock:
+            pod = self.pods.objects.get(pod_key) or {}
+            assumed = self._assumed.get(pod_key)
+        for c in (pod.get("status") or {}).get("conditions") or ():
+            if c.get("type") == "PodScheduled" and c.get("status") == "True":
+                at = parse_time(c.get("lastTransitionTime"))
+                if at:
+                    return at
+        return assumed[1] if assumed else None
+
+    def has_podgroup(self, key: str) -> bool:
+        with self.lock:
+            return key in self.podgroups.objects
+
     def ensure_queue(self, name: str) -> None:
         """Create a Queue (weight 1, reclaimable) if it does not exist."""
         try:
@@ -560,6 +636,13 @@ class ClusterCache:
         except KubeError as exc:
             if exc.status != 409:
                 raise
+
+
+def _trim(obj: Obj) -> None:
+    """Drop what the scheduler never reads and that costs memory on every object (managedFields)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
 
 
 def _conditions(new: tuple[Condition, ...], old: list[Obj], now: float) -> list[Obj]:

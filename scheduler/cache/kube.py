@@ -14,16 +14,22 @@ from typing import Any
 
 import urllib3
 
-try:  # orjson is optional: faster when installed
+try:  # orjson parses pod lists 3-5x faster than json; optional, so a bare environment still works
     import orjson
 
     def loads(data: bytes | str) -> Any:
         return orjson.loads(data)
 
+    def dumps(obj: Any) -> bytes:
+        return orjson.dumps(obj)
+
 except ImportError:  # pragma: no cover - depends on the environment
 
     def loads(data: bytes | str) -> Any:
         return json.loads(data)
+
+    def dumps(obj: Any) -> bytes:
+        return json.dumps(obj).encode()
 
 
 Obj = dict[str, Any]
@@ -81,7 +87,7 @@ class Kube:
         if body is not None and content_type is None:
             content_type = "application/json"
         url, headers = self._prepare(method, path, query, content_type)
-        payload = json.dumps(body).encode() if body is not None else None
+        payload = dumps(body) if body is not None else None
         return self.api.rest_client.pool_manager.request(
             method, url, body=payload, headers=headers, timeout=timeout, preload_content=False
         )
@@ -94,9 +100,12 @@ class Kube:
         query: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str | None = None,
+        timeout: float | None = None,
     ) -> Obj:
-        timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout), read=self.request_timeout)
-        resp = self._send(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+        """One call; `timeout` (seconds, default `request_timeout`) bounds the connect and the read."""
+        seconds = self.request_timeout if timeout is None else timeout
+        timeout_ = urllib3.Timeout(connect=min(10.0, seconds), read=seconds)
+        resp = self._send(method, path, query=query, body=body, content_type=content_type, timeout=timeout_)
         try:
             data = resp.data
         finally:

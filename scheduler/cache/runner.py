@@ -1,8 +1,11 @@
 """Layer `cache`: the scheduler's main loop on a real cluster.
 
-Every period: snapshot -> `run_cycle` -> apply. The conf file is re-read when it changes; a bad file keeps the
-last good config (the built-in default at first start) and its error is logged once. `stop()` (SIGTERM in the
-CLI) lets the cycle in progress finish.
+Every period: snapshot -> `run_cycle` -> give up partly bound gangs past their timeout (`partial.py`) ->
+apply. The conf file is re-read when it changes; a bad file keeps the last good config (the built-in default
+at first start) and its error is logged once. `stop()` (SIGTERM in the CLI) lets the cycle in progress finish.
+
+With a `LeaderElector` the caches run on every replica (a standby is warm), but only the Lease holder runs
+cycles, and the cache sends nothing once the holder has missed its renew deadline.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scheduler.api.snapshot import CycleResult
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.leader import LeaderElector
+from scheduler.cache.partial import give_up, overdue_partial_gangs
 from scheduler.cycle import builtin_default_conf, load_conf, run_cycle
 from scheduler.framework.conf import SchedulerConf
 
@@ -76,8 +81,12 @@ class SchedulerLoop:
         period: float = 1.0,
         default_queue: str = "default",
         trace: Callable[[str], None] | None = None,
+        elector: LeaderElector | None = None,
+        partial_gang_timeout: float = 60.0,
     ):
         self.cache = cache
+        self.elector = elector
+        self.partial_gang_timeout = partial_gang_timeout
         self.conf = conf
         self.period = period
         self.default_queue = default_queue
@@ -92,6 +101,7 @@ class SchedulerLoop:
         started = time.monotonic()
         snapshot = self.cache.snapshot()
         result = run_cycle(snapshot, self.conf.current(), trace=self.trace)
+        self._give_up_partial_gangs(snapshot, result)
         decided = time.monotonic()
         self.cache.apply(result)
         self.cycles += 1
@@ -110,18 +120,44 @@ class SchedulerLoop:
             )
         return result
 
+    def _give_up_partial_gangs(self, snapshot: ClusterSnapshot, result: CycleResult) -> None:
+        completed = {g.job for g in result.binds}
+        overdue = overdue_partial_gangs(
+            snapshot.jobs.values(), completed, snapshot.now, self.partial_gang_timeout, self.cache.bound_at
+        )
+        if not overdue:
+            return
+        for gang in overdue:
+            log.warning("gang %s partly bound (%d/%d) since %.0fs ago: giving it up", gang.job, gang.ready,
+                        gang.min_available, snapshot.now - gang.since)
+        give_up(result, overdue, snapshot.jobs, self.cache.controller_owned, self.cache.has_podgroup,
+                self.partial_gang_timeout)
+
     def run(self, *, sync_timeout: float = 60.0) -> None:
         self.cache.start()
+        if self.elector is not None:
+            self.cache.may_write = self.elector.is_leader
+            self.elector.start()
         if not self.cache.wait_synced(sync_timeout):
             log.warning("caches not synced after %.0fs; scheduling with what is known", sync_timeout)
-        self._ensure_default_queue()
-        while not self.stopping.is_set():
-            started = time.monotonic()
-            try:
-                self.run_once()
-            except Exception:  # noqa: BLE001 - a bug in one cycle must not stop the scheduler
-                log.exception("scheduling cycle failed")
-            self.stopping.wait(max(0.0, self.period - (time.monotonic() - started)))
+        queue_ensured = False
+        try:
+            while not self.stopping.is_set():
+                if self.elector is not None and not self.elector.is_leader():
+                    self.elector.wait_leader(min(self.period, 0.5))  # standby: warm caches, no cycles
+                    continue
+                if not queue_ensured:
+                    self._ensure_default_queue()
+                    queue_ensured = True
+                started = time.monotonic()
+                try:
+                    self.run_once()
+                except Exception:  # noqa: BLE001 - a bug in one cycle must not stop the scheduler
+                    log.exception("scheduling cycle failed")
+                self.stopping.wait(max(0.0, self.period - (time.monotonic() - started)))
+        finally:
+            if self.elector is not None:
+                self.elector.stop(release=True)
         log.info("scheduler stopped after %d cycles", self.cycles)
 
     def _ensure_default_queue(self) -> None:

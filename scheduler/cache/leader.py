@@ -1,0 +1,275 @@
+"""Layer `cache`: leader election on a `coordination.k8s.io/v1` Lease, so that two replicas never both schedule.
+
+The rules are client-go's (`tools/leaderelection`):
+
+- A candidate reads the Lease. If nobody holds it, or the holder's record has not changed for
+  `lease_duration` *as observed on this candidate's own clock* (the time it last saw the record change, never
+  the holder's `renewTime`, so clock skew between machines does not matter), it writes itself in as holder
+  with the `resourceVersion` it read. The apiserver accepts only one of two such writes (409 Conflict for the
+  other): optimistic concurrency is what makes the election safe.
+- The holder renews (`renewTime`) every `retry_period`. It counts as leader only while its last successful
+  renew is younger than `renew_deadline` (< `lease_duration`): a holder that cannot reach the apiserver stops
+  scheduling `lease_duration - renew_deadline` before anybody else may take over.
+- `leaseTransitions` counts changes of holder; `acquireTime` is when the current holder took it.
+- On a clean shutdown the holder releases the Lease (empty holder, 1 s duration), so a standby takes over at
+  its next retry instead of after the full lease duration.
+
+`is_leader()` is cheap and checks the deadline itself, so the scheduling loop stops at once even when the
+renewing thread is stuck in a slow request.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler.cache.kube import Kube, KubeError, Obj
+
+log = logging.getLogger("volcano_py.leader")
+
+LEASE_API = "/apis/coordination.k8s.io/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderConfig:
+    namespace: str = "volcano-py-system"
+    name: str = "volcano-py-scheduler"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError(
+                "leader election needs retry period < renew deadline < lease duration, got "
+                f"{self.retry_period}s, {self.renew_deadline}s, {self.lease_duration}s"
+            )
+
+
+def micro_time(t: float) -> str:
+    """A Kubernetes MicroTime (RFC 3339 with microseconds)."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _record(spec: Obj) -> tuple[Any, ...]:
+    """What a candidate compares to see whether the holder is alive."""
+    return (
+        spec.get("holderIdentity"),
+        spec.get("leaseDurationSeconds"),
+        spec.get("renewTime"),
+        spec.get("acquireTime"),
+        spec.get("leaseTransitions"),
+    )
+
+
+class LeaderElector:
+    """Acquires and renews the Lease in a background thread; `is_leader()` says whether to schedule now."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        identity: str,
+        config: LeaderConfig = LeaderConfig(),
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        on_change: Callable[[bool], None] | None = None,
+    ):
+        self.kube = kube
+        self.identity = identity
+        self.config = config
+        self.monotonic = monotonic
+        self.wall = wall
+        self.on_change = on_change
+        self.path = f"{LEASE_API}/namespaces/{config.namespace}/leases/{config.name}"
+        self._observed: tuple[Any, ...] | None = None
+        self._observed_at = 0.0  # monotonic time the record last changed, as seen here
+        self._renewed_at: float | None = None  # monotonic time of our last successful acquire/renew
+        self._leading = False
+        self._stop = threading.Event()
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self.holder: str | None = None  # the holder as last observed
+
+    # ---- what the scheduling loop asks ---------------------------------------------------------------------
+    def is_leader(self) -> bool:
+        renewed = self._renewed_at
+        return renewed is not None and self.monotonic() - renewed < self.config.renew_deadline
+
+    def wait_leader(self, timeout: float) -> bool:
+        with self._changed:
+            self._changed.wait_for(self.is_leader, timeout)
+        return self.is_leader()
+
+    # ---- lifecycle ---------------------------------------------------------------------------------------
+    def start(self) -> LeaderElector:
+        self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, release: bool = True) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.config.renew_deadline)
+        if release and self.is_leader():
+            self._release()
+        self._set_leading(False)
+
+    def _run(self) -> None:
+        log.info("leader election: %s is a candidate for Lease %s/%s",
+                 self.identity, self.config.namespace, self.config.name)
+        while not self._stop.is_set():
+            self.try_acquire_or_renew()
+            leading = self.is_leader()
+            if self._leading and not leading:
+                log.error("leader election: lost the Lease (no renew within %.1fs): stopped scheduling",
+                          self.config.renew_deadline)
+            self._set_leading(leading)
+            # Jitter the candidates' retries (client-go's JitterFactor 1.2) so they do not collide every time.
+            wait = self.config.retry_period * (1.0 if leading else 1.0 + 0.2 * random.random())
+            self._stop.wait(wait)
+
+    def _set_leading(self, leading: bool) -> None:
+        if leading == self._leading:
+            return
+        self._leading = leading
+        if leading:
+            log.info("leader election: %s became the leader", self.identity)
+        with self._changed:
+            self._changed.notify_all()
+        if self.on_change is not None:
+            self.on_change(leading)
+
+    # ---- one round ---------------------------------------------------------------------------------------
+    def try_acquire_or_renew(self) -> bool:
+        """One read-modify-write of the Lease; True if we hold it afterwards."""
+        now_mono, now = self.monotonic(), self.wall()
+        try:
+            lease = self.kube.request("GET", self.path, timeout=self._timeout())
+        except KubeError as exc:
+            if exc.status != 404:
+                log.warning("leader election: cannot read the Lease: %s", exc)
+                return False
+            return self._create(now_mono, now)
+        except Exception as exc:  # noqa: BLE001 - network trouble: not renewed this round
+            log.warning("leader election: cannot read the Lease: %s", exc)
+            return False
+        spec = lease.get("spec") or {}
+        record = _record(spec)
+        if record != self._observed:
+            self._observed, self._observed_at = record, now_mono
+        holder = spec.get("holderIdentity") or ""
+        self.holder = holder or None
+        duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
+        if holder and holder != self.identity and now_mono < self._observed_at + duration:
+            return False  # somebody else holds a live lease
+        mine = holder == self.identity
+        new_spec = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": int(round(self.config.lease_duration)),
+            "acquireTime": spec.get("acquireTime") if mine and spec.get("acquireTime") else micro_time(now),
+            "renewTime": micro_time(now),
+            "leaseTransitions": int(spec.get("leaseTransitions") or 0) + (0 if mine else 1),
+        }
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {**_identity_meta(lease), "resourceVersion": (lease.get("metadata") or {}).get(
+                "resourceVersion")},
+            "spec": new_spec,
+        }
+        return self._write("PUT", self.path, body, now_mono, taking_over=not mine)
+
+    def _create(self, now_mono: float, now: float) -> bool:
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.config.name, "namespace": self.config.namespace},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": int(round(self.config.lease_duration)),
+                "acquireTime": micro_time(now),
+                "renewTime": micro_time(now),
+                "leaseTransitions": 0,
+            },
+        }
+        return self._write("POST", f"{LEASE_API}/namespaces/{self.config.namespace}/leases", body, now_mono,
+                           taking_over=True)
+
+    def _write(self, method: str, path: str, body: Obj, now_mono: float, *, taking_over: bool) -> bool:
+        try:
+            written = self.kube.request(method, path, body=body, timeout=self._timeout())
+        except KubeError as exc:
+            if exc.status == 409:
+                log.debug("leader election: lost the race for the Lease (409 Conflict)")
+            else:
+                log.warning("leader election: cannot write the Lease: %s", exc)
+            return False
+        except Exception as exc:  # noqa: BLE001
+            log.warning("leader election: cannot write the Lease: %s", exc)
+            return False
+        # The clock starts when the write was *sent*: a slow response must not stretch our term.
+        self._renewed_at = now_mono
+        self._observed, self._observed_at = _record(written.get("spec") or {}), now_mono
+        self.holder = self.identity
+        if taking_over:
+            log.info("leader election: acquired Lease %s/%s (transitions %s)", self.config.namespace,
+                     self.config.name, (written.get("spec") or {}).get("leaseTransitions"))
+        return True
+
+    def _release(self) -> None:
+        """Give the Lease up so a standby takes over at its next retry (client-go's ReleaseOnCancel)."""
+        try:
+            lease = self.kube.request("GET", self.path, timeout=self._timeout())
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            now = micro_time(self.wall())
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {**_identity_meta(lease),
+                             "resourceVersion": (lease.get("metadata") or {}).get("resourceVersion")},
+                "spec": {**spec, "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": now,
+                         "acquireTime": now},
+            }
+            self.kube.request("PUT", self.path, body=body, timeout=self._timeout())
+            self._renewed_at = None
+            log.info("leader election: released the Lease")
+        except Exception as exc:  # noqa: BLE001 - the lease then simply expires
+            log.warning("leader election: cannot release the Lease: %s", exc)
+
+    def _timeout(self) -> float:
+        # A request may not outlive the time we have left to renew.
+        return max(0.5, min(self.kube.request_timeout, self.config.renew_deadline / 2))
+
+
+def _identity_meta(lease: Obj) -> Obj:
+    meta = lease.get("metadata") or {}
+    return {k: meta[k] for k in ("name", "namespace", "uid") if k in meta}
+
+
+def ensure_namespace(kube: Kube, namespace: str, fallback: str = "default") -> str:
+    """The namespace the Lease lives in: created if missing; `fallback` if we may not read or create it."""
+    try:
+        kube.request("GET", f"/api/v1/namespaces/{namespace}")
+        return namespace
+    except KubeError as exc:
+        if exc.status not in (403, 404):
+            raise
+    try:
+        kube.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
+                                                         "metadata": {"name": namespace}})
+        log.info("created namespace %s for the leader-election Lease", namespace)
+        return namespace
+    except KubeError as exc:
+        if exc.status == 409:
+            return namespace
+        log.warning("cannot create namespace %s (%s): the Lease goes to %s", namespace, exc, fallback)
+        return fallback

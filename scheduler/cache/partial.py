@@ -1,0 +1,119 @@
+"""Layer `cache`: the partly-bound-gang timeout, as a pure function the runner calls after every cycle.
+
+A gang is *partly bound* when some of its pods are bound (or running) but fewer than `minMember` are, while
+others still wait: a scheduler crashed between the binds of one gang, a bind failed, or a pod of a running
+gang was lost and its replacement does not fit. The allocate action already completes such gangs first, ahead
+of queue order. If one still cannot be completed `timeout` seconds after it became partly bound, holding its
+pods only wastes their resources, so the gang is given up:
+
+- its bound pods that a controller owns (an ownerReference with `controller: true`) are evicted, so the
+  controller recreates them and the whole gang is scheduled again from scratch;
+- bound pods that nobody owns would be lost for good if evicted, so they are left, and the PodGroup is marked
+  phase `Unknown` with an `Unschedulable` condition (reason `PartialGangTimeout`) that says so.
+
+"Became partly bound" is read from the objects, not from this process's memory, so a restarted scheduler
+keeps the clock: the latest bind among the gang's bound pods (their `PodScheduled` transition) or the latest
+creation among its waiting pods (a replacement pod), whichever is later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from scheduler.api.job import Condition, JobInfo
+from scheduler.api.snapshot import CycleResult, Event, Eviction, PodGroupStatus
+from scheduler.api.status import PodGroupPhase, TaskStatus
+
+REASON = "PartialGangTimeout"
+HOLDING = (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+
+
+@dataclass(frozen=True, slots=True)
+class PartialGang:
+    job: str
+    since: float  # when it became partly bound
+    bound: tuple[tuple[str, str], ...]  # (task uid, node) of the pods that hold resources
+    ready: int
+    min_available: int
+
+
+def partly_bound(job: JobInfo) -> bool:
+    waiting = any(not t.best_effort for t in job.with_status(TaskStatus.PENDING))
+    return waiting and job.count(*HOLDING) > 0 and not job.is_ready()
+
+
+def overdue_partial_gangs(
+    jobs: Iterable[JobInfo],
+    completed: set[str],
+    now: float,
+    timeout: float,
+    bound_at: Callable[[str], float | None],
+) -> list[PartialGang]:
+    """Gangs still partly bound after this cycle (not in `completed`) for longer than `timeout` seconds.
+
+    `bound_at(task_uid)` is when a pod was bound, if known.
+    """
+    overdue = []
+    for job in jobs:
+        if job.uid in completed or not partly_bound(job):
+            continue
+        holding = [t for status in HOLDING for t in job.with_status(status)]
+        times = [at for t in holding if (at := bound_at(t.uid)) is not None]
+        times += [t.creation for t in job.with_status(TaskStatus.PENDING) if t.creation]
+        since = max(times) if times else now
+        if now - since >= timeout:
+            overdue.append(
+                PartialGang(job.uid, since, tuple((t.uid, t.node_name) for t in holding), job.ready_task_num(),
+                            job.min_available)
+            )
+    return overdue
+
+
+def give_up(
+    result: CycleResult,
+    gangs: Iterable[PartialGang],
+    jobs: Mapping[str, JobInfo],
+    owned: Callable[[str], bool],
+    has_podgroup: Callable[[str], bool],
+    timeout: float,
+) -> None:
+    """Add to `result` what giving up these gangs means: evictions, an `Unknown` phase, a condition, an event."""
+    statuses = {s.job: i for i, s in enumerate(result.podgroups)}
+    for gang in gangs:
+        evict = [(task, node) for task, node in gang.bound if owned(task)]
+        kept = [task for task, _ in gang.bound if not owned(task)]
+        head = (
+            f"gang partly bound ({gang.ready}/{gang.min_available} pods) for more than {timeout:g}s "
+            "and cannot be completed"
+        )
+        for task, node in evict:
+            result.evictions.append(Eviction(gang.job, task, node, f"{head}: evicted so its controller recreates it"))
+        if evict:
+            result.events.append(
+                Event("PodGroup", gang.job, "Warning", REASON,
+                      f"{head}: evicted {len(evict)} pods owned by a controller, which recreates them")
+            )
+        if not kept or not has_podgroup(gang.job):
+            continue
+        message = (
+            f"{head}; {len(kept)} bound pods have no controller to recreate them, so they were not evicted: "
+            "delete them (or add pods so the gang fits) to let the gang schedule"
+        )
+        condition = Condition("Unschedulable", "True", REASON, message)
+        index = statuses.get(gang.job)
+        job = jobs[gang.job]
+        conditions = result.podgroups[index].conditions if index is not None else job.conditions
+        status = PodGroupStatus(
+            gang.job,
+            PodGroupPhase.UNKNOWN,
+            (*(c for c in conditions if c.type != "Unschedulable"), condition),
+            job.count(TaskStatus.RUNNING),
+            job.count(TaskStatus.SUCCEEDED),
+            job.count(TaskStatus.FAILED),
+        )
+        if index is None:
+            result.podgroups.append(status)
+        else:
+            result.podgroups[index] = status
+        result.events.append(Event("PodGroup", gang.job, "Warning", REASON, message))
