@@ -1,0 +1,278 @@
+"""Layer `solver`: whole-gang placement with OR-Tools CP-SAT over the topology tree.
+
+1. Score both greedy placers (`greedy.py`) with the shared evaluator; the better one is the hint and the floor.
+2. Choose the domain first: the lowest tier, and at it the tightest domains, whose summed idle could hold the
+   gang. Below the greedy's tier CP-SAT only has to find a placement greedy missed; at the greedy's tier it
+   optimises inside the greedy's domain and, time permitting, the next tightest ones.
+3. Inside a domain, identical nodes (same free GPUs, same other free resources capped at the gang's need,
+   same feasible groups, same path of domains) form a class with a count. The model counts, per class, how many
+   nodes take each packing pattern (tasks per group on one node), so 5,000 nodes are a few hundred classes.
+4. The objective is the evaluator's key as one weighted sum: domains touched per tier (top down), nodes used,
+   GPUs stranded on touched nodes. The solve stops at its time limit with the best answer found.
+5. `solve` returns whichever of {CP-SAT's answer, both greedy answers} scores best, so it is never worse.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from ortools.sat.python import cp_model
+
+from scheduler.solver.evaluate import GPU_MILLI, UNPLACED, GangProblem, Placement, Score, evaluate, used_nodes
+from scheduler.solver.greedy import feasible_domains, per_pod_binpack, topology_greedy
+from scheduler.solver.topology import IntArray
+
+DOMAINS_OPTIMISED = 3  # at the chosen tier, how many candidate domains CP-SAT may try
+DOMAINS_PROBED_BELOW = 2  # below the greedy's tier, how many domains CP-SAT probes for a placement it missed
+MAX_PATTERNS = 20_000  # model size cap; beyond it the decomposition gives up and greedy answers stand
+SUBDOMAIN_SLACK = 2  # keep sub-domains (largest free first) until they hold this many times the gang's GPUs
+MIN_SUBDOMAINS = 4
+
+
+@dataclass(slots=True)
+class SolveStats:
+    """What the CP-SAT part did, for benchmarks and traces."""
+
+    status: str = "not run"
+    objective: float | None = None
+    bound: float | None = None
+    models: int = 0
+    classes: int = 0
+    patterns: int = 0
+
+    @property
+    def gap(self) -> float | None:
+        if self.objective is None or self.bound is None:
+            return None
+        return max(0.0, self.objective - self.bound) / max(1.0, abs(self.objective))
+
+
+@dataclass(slots=True)
+class SolveResult:
+    placement: Placement | None
+    score: Score
+    source: str  # "cpsat", "topology-greedy" or "binpack-greedy"
+    scores: dict[str, Score] = field(default_factory=dict)
+    stats: SolveStats = field(default_factory=SolveStats)
+    elapsed_ms: float = 0.0
+
+
+def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) -> SolveResult:
+    start = time.perf_counter()
+    deadline = start + time_limit_ms / 1000
+    answers: dict[str, Placement | None] = {
+        "binpack-greedy": per_pod_binpack(problem),
+        "topology-greedy": topology_greedy(problem),
+    }
+    scores = {name: evaluate(problem, p) for name, p in answers.items()}
+    hint_name = min(scores, key=lambda n: scores[n])
+    stats = SolveStats()
+    placement = _search(problem, answers[hint_name], scores[hint_name], deadline, workers, stats)
+    answers["cpsat"] = placement
+    scores["cpsat"] = evaluate(problem, placement)
+    best = min(("cpsat", "topology-greedy", "binpack-greedy"), key=lambda n: scores[n])
+    elapsed = (time.perf_counter() - start) * 1000
+    return SolveResult(answers[best], scores[best], best, scores, stats, elapsed)
+
+
+def _search(problem: GangProblem, hint: Placement | None, hint_score: Score, deadline: float, workers: int,
+            stats: SolveStats) -> Placement | None:
+    topo = problem.topology
+    limit = min(problem.max_tier, topo.top)
+    greedy_tier = hint_score.max_tier if hint_score.placed else limit + 1
+    best: Placement | None = None
+    best_score = UNPLACED
+    for tier in range(1, min(greedy_tier, limit) + 1):
+        domains, _ = feasible_domains(problem, tier)
+        if tier < greedy_tier:
+            tries = list(domains[:DOMAINS_PROBED_BELOW])
+        else:
+            own = int(topo.domain[tier, used_nodes(hint)[0]]) if hint is not None else -1
+            tries = [own] + [int(d) for d in domains[:DOMAINS_OPTIMISED] if int(d) != own][: DOMAINS_OPTIMISED - 1]
+        for domain in tries:
+            if time.perf_counter() >= deadline:
+                return best
+            found = _solve_domain(problem, tier, int(domain), hint, deadline, workers, stats)
+            score = evaluate(problem, found)
+            if score < best_score:
+                best, best_score = found, score
+        if best is not None:
+            return best
+    return best
+
+
+# ---- one domain -----------------------------------------------------------------------------------------
+
+
+def _relevant_nodes(problem: GangProblem, tier: int, domain: int, hint: Placement | None) -> IntArray:
+    """Candidate nodes inside the domain; when it has many sub-domains, only the roomiest few (and the hint's)."""
+    topo = problem.topology
+    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
+    inside = union[topo.domain[tier, union] == domain]
+    if tier < 2 or problem.gpu_row is None or inside.size == 0:
+        return inside
+    sub = topo.domain[tier - 1, inside]
+    ids, inverse = np.unique(sub, return_inverse=True)
+    if ids.size <= MIN_SUBDOMAINS:
+        return inside
+    free = np.bincount(inverse, weights=problem.idle[problem.gpu_row, inside].astype(np.float64))
+    order = np.argsort(-free, kind="stable")
+    cumulative = np.cumsum(free[order])
+    keep_count = max(MIN_SUBDOMAINS, int(np.searchsorted(cumulative, SUBDOMAIN_SLACK * problem.need_gpu())) + 1)
+    keep = set(ids[order[:keep_count]].tolist())
+    if hint is not None:
+        keep |= set(topo.domain[tier - 1, used_nodes(hint)].tolist())
+    return inside[np.isin(sub, list(keep))]
+
+
+def _patterns(free: IntArray, requests: list[IntArray], limits: list[int]) -> Iterator[tuple[int, ...]]:
+    """Every non-empty vector of tasks per group that fits in `free` (groups with limit 0 take none)."""
+
+    def walk(g: int, room: IntArray, chosen: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        if g == len(requests):
+            if any(chosen):
+                yield chosen
+            return
+        k = 0
+        while k <= limits[g]:
+            yield from walk(g + 1, room, (*chosen, k))
+            room = room - requests[g]
+            if (room < 0).any():
+                break
+            k += 1
+
+    yield from walk(0, free, ())
+
+
+def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement | None, deadline: float,
+                  workers: int, stats: SolveStats) -> Placement | None:
+    topo = problem.topology
+    nodes = _relevant_nodes(problem, tier, domain, hint)
+    if nodes.size == 0:
+        return None
+    groups = problem.groups
+    need = problem.need()
+    dims = np.flatnonzero(need)
+    gpu = problem.gpu_row
+    # 1. Classes of identical nodes.
+    member = np.stack([np.isin(nodes, g.candidates) for g in groups]).astype(np.int64)
+    capped = np.minimum(problem.idle[np.ix_(dims, nodes)], need[dims][:, None])
+    gpu_free = problem.idle[gpu, nodes] if gpu is not None else np.zeros(nodes.size, dtype=np.int64)
+    sub_tiers = [t for t in range(1, tier) if 1 < np.unique(topo.domain[t, nodes]).size < nodes.size]
+    path = topo.domain[sub_tiers][:, nodes] if sub_tiers else np.zeros((0, nodes.size), dtype=np.int64)
+    key = np.vstack([path, capped, gpu_free[None, :], member]).T
+    classes, first, inverse, counts = np.unique(key, axis=0, return_index=True, return_inverse=True,
+                                                return_counts=True)
+    inverse = inverse.reshape(-1)
+    # 2. Packing patterns per class.
+    requests = [g.request[dims] for g in groups]
+    gpu_requests = [int(g.request[gpu]) if gpu is not None else 0 for g in groups]
+    patterns: list[list[tuple[int, ...]]] = []
+    total = 0
+    for c in range(classes.shape[0]):
+        node = first[c]
+        limits = [g.count if member[i, node] else 0 for i, g in enumerate(groups)]
+        found = list(_patterns(capped[:, node], requests, limits))
+        total += len(found)
+        if total > MAX_PATTERNS:
+            stats.status = "too large"
+            return None
+        patterns.append(found)
+    # 3. Model.
+    model = cp_model.CpModel()
+    y: dict[tuple[int, int], cp_model.IntVar] = {}
+    stranded_of: dict[tuple[int, int], int] = {}
+    for c, found in enumerate(patterns):
+        n = int(counts[c])
+        free_gpu = int(gpu_free[first[c]])
+        for k, pattern in enumerate(found):
+            y[c, k] = model.new_int_var(0, n, f"y{c}_{k}")
+            taken = sum(p * r for p, r in zip(pattern, gpu_requests))
+            stranded_of[c, k] = (free_gpu - taken) // GPU_MILLI
+        if found:
+            model.add(sum(y[c, k] for k in range(len(found))) <= n)
+    for i, g in enumerate(groups):
+        terms = [pattern[i] * y[c, k] for c, found in enumerate(patterns) for k, pattern in enumerate(found)
+                 if pattern[i]]
+        if not terms:
+            stats.status = "infeasible"
+            return None
+        model.add(sum(terms) == g.count)
+    nodes_used = sum(y.values())
+    stranded = sum(s * y[key_] for key_, s in stranded_of.items() if s)
+    max_stranded = sum(int(counts[c]) * max((stranded_of[c, k] for k in range(len(f))), default=0)
+                       for c, f in enumerate(patterns))
+    weight = max_stranded + 1
+    objective = nodes_used * weight + stranded
+    scale = weight * (int(counts.sum()) + 1)
+    domain_vars: dict[tuple[int, int], cp_model.IntVar] = {}
+    for row, t in enumerate(sub_tiers):  # lower tiers first, so higher tiers get the larger weights
+        class_domain = classes[:, row]
+        ids = np.unique(class_domain)
+        level = []
+        for d in ids.tolist():
+            in_d = [c for c in range(classes.shape[0]) if class_domain[c] == d]
+            u = model.new_bool_var(f"u{t}_{d}")
+            size = int(counts[in_d].sum())
+            model.add(sum(y[c, k] for c in in_d for k in range(len(patterns[c]))) <= size * u)
+            domain_vars[t, int(d)] = u
+            level.append(u)
+        objective = objective + scale * sum(level)
+        scale *= ids.size + 1
+    model.minimize(objective)
+    # 4. Hint from the greedy placement, when it lies in this model.
+    if hint is not None:
+        _add_hint(model, y, patterns, nodes, inverse, hint, domain_vars, sub_tiers, topo)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.005, deadline - time.perf_counter())
+    solver.parameters.num_workers = workers
+    status = solver.solve(model)
+    stats.models += 1
+    stats.classes += int(classes.shape[0])
+    stats.patterns += total
+    stats.status = solver.status_name(status)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    stats.objective = solver.objective_value
+    stats.bound = solver.best_objective_bound
+    # 5. Decode: hand each class's nodes out to its chosen patterns.
+    out: list[list[int]] = [[] for _ in groups]
+    for c, found in enumerate(patterns):
+        members = iter(nodes[inverse == c].tolist())
+        for k, pattern in enumerate(found):
+            for _ in range(int(solver.value(y[c, k]))):
+                node = next(members)
+                for i, p in enumerate(pattern):
+                    out[i].extend([node] * p)
+    return tuple(np.array(o, dtype=np.int64) for o in out)
+
+
+def _add_hint(model: cp_model.CpModel, y: dict[tuple[int, int], cp_model.IntVar],
+              patterns: list[list[tuple[int, ...]]], nodes: IntArray, inverse: npt.NDArray[np.int64],
+              hint: Placement, domain_vars: dict[tuple[int, int], cp_model.IntVar], sub_tiers: list[int],
+              topo: object) -> None:
+    position = {int(n): i for i, n in enumerate(nodes.tolist())}
+    per_node: dict[int, list[int]] = {}
+    for g, placed in enumerate(hint):
+        for node in placed.tolist():
+            if node not in position:
+                return  # the hint lies outside this model
+            per_node.setdefault(node, [0] * len(hint))[g] += 1
+    index = [{p: k for k, p in enumerate(found)} for found in patterns]
+    values: dict[tuple[int, int], int] = {}
+    for node, vector in per_node.items():
+        c = int(inverse[position[node]])
+        k = index[c].get(tuple(vector))
+        if k is None:
+            return
+        values[c, k] = values.get((c, k), 0) + 1
+    for key, var in y.items():
+        model.add_hint(var, values.get(key, 0))
+    used = np.array(list(per_node), dtype=np.int64)
+    domain = topo.domain  # type: ignore[attr-defined]
+    for (t, d), var in domain_vars.items():
+        model.add_hint(var, int(bool((domain[t, used] == d).any())))

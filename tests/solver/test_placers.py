@@ -1,0 +1,119 @@
+"""The greedy placers and the CP-SAT solver on small problems with known optimal answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from scheduler.solver.cpsat import solve
+from scheduler.solver.evaluate import GangProblem, Group, evaluate
+from scheduler.solver.greedy import per_pod_binpack, topology_greedy
+from scheduler.solver.topology import RACK, from_hypernodes, from_labels
+
+G = 1000  # one GPU in milli-units
+
+
+def problem(free_gpus: list[int], racks: list[str], shapes: list[tuple[int, int]], *, max_tier: int | None = None,
+            hard: bool = False, nvlink: list[str] | None = None) -> GangProblem:
+    """Nodes with the given free GPUs (64 cpu each) in racks of one zone; shapes are (tasks, GPUs per task)."""
+    names = [f"n{i}" for i in range(len(free_gpus))]
+    labels = [{"volcano.sh/rack": r, "topology.kubernetes.io/zone": "z"} for r in racks]
+    for label, domain in zip(labels, nvlink or []):
+        label["volcano.sh/nvlink-domain"] = domain
+    topo = from_labels(names, labels)
+    idle = np.zeros((4, len(names)), dtype=np.int64)
+    idle[0] = 64_000
+    idle[3] = np.array(free_gpus) * G
+    groups = tuple(Group(n, np.array([1000, 0, 0, gpus * G]), np.arange(len(names))) for n, gpus in shapes)
+    return GangProblem(groups, idle, 3, topo, topo.top if max_tier is None else max_tier, hard)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    problem: GangProblem
+    greedy_places: bool
+    nodes: int  # nodes the optimal placement uses
+    racks: int
+    stranded: int
+
+
+CASES = [
+    Case("roles of different shapes that per-pod greedy strands are placed by the solver",
+         problem([5, 3], ["a", "a"], [(1, 2), (2, 3)]), False, 2, 1, 0),
+    Case("a gang that fits one rack is kept in that rack though greedy would spread it",
+         problem([2, 2, 2, 2, 8, 8], ["a", "a", "a", "a", "b", "b"], [(4, 2)]), True, 1, 1, 0),
+    Case("a gang is packed onto the fewest nodes and strands no GPU when an exact fit exists",
+         problem([3, 5, 8, 4], ["a", "a", "a", "a"], [(2, 4)]), True, 1, 1, 0),
+    Case("a gang too big for any rack spans the fewest racks",
+         problem([8] * 6, ["a", "a", "b", "b", "c", "c"], [(3, 8)]), True, 3, 2, 0),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_solver_finds_the_known_optimum_and_never_loses_to_greedy(case: Case) -> None:
+    result = solve(case.problem, time_limit_ms=2000, workers=1)
+    assert result.score.placed
+    assert (result.score.nodes, result.score.racks, result.score.stranded) == (case.nodes, case.racks, case.stranded)
+    for name in ("binpack-greedy", "topology-greedy"):
+        assert result.score <= result.scores[name], name
+    assert (per_pod_binpack(case.problem) is not None) == case.greedy_places
+
+
+def test_hard_mode_never_spans_above_the_allowed_tier() -> None:
+    hard = problem([4, 4, 8, 8], ["a", "a", "b", "c"], [(2, 8)], max_tier=RACK, hard=True)
+    assert solve(hard, workers=1).placement is None
+    assert topology_greedy(hard) is None
+    soft = problem([4, 4, 8, 8], ["a", "a", "b", "c"], [(2, 8)], max_tier=RACK, hard=False)
+    # soft: the evaluator does not veto spanning; topology greedy and CP-SAT may go up to the cluster
+    soft = GangProblem(soft.groups, soft.idle, soft.gpu_row, soft.topology, soft.topology.top, False)
+    result = solve(soft, workers=1)
+    assert result.score.placed and result.score.racks == 2
+
+
+def test_a_gang_stays_inside_one_nvlink_domain_when_one_holds_it() -> None:
+    p = problem([4, 4, 4, 4], ["a"] * 4, [(2, 4)], nvlink=["x", "y", "y", "x"])
+    result = solve(p, workers=1)
+    touched = np.unique(np.concatenate(result.placement or ()))
+    assert result.score.max_tier == 1 and len(set(p.topology.domain[1, touched].tolist())) == 1
+
+
+def test_tier_distance_from_labels_and_missing_labels() -> None:
+    topo = from_labels(["a", "b", "c", "d"], [
+        {"volcano.sh/rack": "r1", "topology.kubernetes.io/zone": "z"},
+        {"volcano.sh/rack": "r1", "topology.kubernetes.io/zone": "z", "nvidia.com/gpu.clique": "q"},
+        {"topology.kubernetes.io/zone": "z"},
+        {},
+    ])
+    assert topo.distance(0, 0) == 0
+    assert topo.distance(0, 1) == RACK
+    assert topo.distance(0, 2) == 3  # c has no rack: its own rack, same zone
+    assert topo.distance(2, 3) == topo.top
+    assert topo.graph.has_node(("cluster", topo.top, 0))
+
+
+def test_hypernodes_give_tiers_with_exact_and_regex_members() -> None:
+    hypernodes = [
+        {"metadata": {"name": "s0"}, "spec": {"tier": 1, "members": [
+            {"type": "Node", "selector": {"exactMatch": {"name": "a"}}},
+            {"type": "Node", "selector": {"exactMatch": {"name": "b"}}}]}},
+        {"metadata": {"name": "s1"}, "spec": {"tier": 1, "members": [
+            {"type": "Node", "selector": {"regexMatch": {"pattern": "^gpu-[0-9]+$"}}}]}},
+        {"metadata": {"name": "spine"}, "spec": {"tier": 2, "members": [
+            {"type": "HyperNode", "selector": {"exactMatch": {"name": "s0"}}},
+            {"type": "HyperNode", "selector": {"exactMatch": {"name": "s1"}}}]}},
+    ]
+    topo = from_hypernodes(["a", "b", "gpu-1", "gpu-2", "lone"], hypernodes)
+    assert topo.top == 3
+    assert topo.distance(0, 1) == 1
+    assert topo.distance(2, 3) == 1
+    assert topo.distance(0, 2) == 2
+    assert topo.distance(0, 4) == 3
+
+
+def test_evaluator_rejects_a_placement_that_overfills_a_node() -> None:
+    p = problem([4], ["a"], [(2, 4)])
+    bad = (np.array([0, 0]),)
+    assert p.idle[3, 0] == 4 * G and not evaluate(p, bad).placed
