@@ -6,9 +6,11 @@ from scheduler.actions.allocate import Allocate
 from scheduler.actions.backfill import Backfill
 from scheduler.actions.base import Action
 from scheduler.actions.enqueue import Enqueue
+from scheduler.actions.preempt import Preempt
 
 ACTIONS: dict[str, type[Action]] = {
     Enqueue.name: Enqueue,
     Allocate.name: Allocate,
     Backfill.name: Backfill,
+    Preempt.name: Preempt,
 }

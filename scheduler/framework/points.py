@@ -94,6 +94,27 @@ def sum_score_arrays(tiers: Tiers, task: Any, arrays: Any, indices: Any) -> Any:
     return total
 
 
+def rejections_per_node(tiers: Tiers, task: Any, nodes: Sequence[Any]) -> list[str | None]:
+    """Dynamic predicates: each plugin returns one reason-or-None per node; the first reason per node wins."""
+    out: list[str | None] = [None] * len(nodes)
+    for tier in tiers:
+        for fn in tier:
+            for i, reason in enumerate(fn(task, nodes)):
+                if reason and out[i] is None:
+                    out[i] = str(reason)
+    return out
+
+
+def sum_node_lists(tiers: Tiers, task: Any, nodes: Sequence[Any]) -> list[float]:
+    """Dynamic node scores: each plugin returns one score per node; they add up."""
+    total = [0.0] * len(nodes)
+    for tier in tiers:
+        for fn in tier:
+            for i, score in enumerate(fn(task, nodes)):
+                total[i] += float(score)
+    return total
+
+
 def any_true(tiers: Tiers, *args: Any) -> bool:
     return any(fn(*args) for tier in tiers for fn in tier)
 
@@ -178,6 +199,14 @@ OVERUSED = Point("overused", "enabledOverused", any_true)
 PREEMPTABLE = Point("preemptable", "enablePreemptable", tier_victims)
 RECLAIMABLE = Point("reclaimable", "enableReclaimable", tier_victims)
 JOB_STARVING = Point("job_starving", "enableJobStarving", any_true)
+# fn(queue, task) -> bool: may the queue take this task by evicting other queues' tasks (reclaim)? Strict: no
+# escape hatch for tasks that fit nowhere, since reclaim exists for exactly those.
+PREEMPTIVE = Point("preemptive", "enablePreemptive", all_pass)
+# Predicates and scores that depend on where other pods are (inter-pod (anti-)affinity, topology spread), so
+# they cannot be cached per constraint set. fn(task, nodes) -> one reason-or-None (or score) per node.
+# The session evaluates them only for tasks whose constraints have such terms (`Constraints.dynamic`).
+DYNAMIC_PREDICATE = Point("dynamic_predicate", "enablePredicate", rejections_per_node)
+DYNAMIC_NODE_ORDER = Point("dynamic_node_order", "enableNodeOrder", sum_node_lists)
 # fn(job, tasks in TaskOrder) -> GangPlacement | GangInfeasible | None (None: let allocate place pod by pod).
 # The placement is replayed through a Statement, so predicates, queue shares and gang rules still hold.
 PLACE_GANG = Point("place_gang", None, first_answer)
@@ -199,4 +228,7 @@ ALL_POINTS = (
     RECLAIMABLE,
     JOB_STARVING,
     PLACE_GANG,
+    PREEMPTIVE,
+    DYNAMIC_PREDICATE,
+    DYNAMIC_NODE_ORDER,
 )

@@ -4,18 +4,24 @@ JobValid: a job needs at least minAvailable live tasks (and each role its minTas
 JobReady: minAvailable tasks placed (and each role's minimum): only then does allocate commit.
 JobPipelined: counting reservations on releasing resources, minAvailable would be met.
 JobOrder: jobs not yet ready go first, so running gangs do not crowd out waiting ones.
+Preemptable/Reclaimable: a victim's job keeps minAvailable ready tasks (a gang of one may go entirely); the
+preempt and reclaim actions apply the same rule themselves, so a config cannot switch it off.
+JobStarving: a job that is not yet pipelined (ready + waiting < minAvailable) wants victims.
 At close: every waiting gang gets an `Unschedulable` condition that says what is short and by how much.
 """
 
 from __future__ import annotations
 
-from scheduler.api.job import Condition, JobInfo
+from collections.abc import Sequence
+
+from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.resources import PODS, ZERO, Resource, display_amount
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
+from scheduler.framework.victims import gang_safe
 
 NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
@@ -115,6 +121,15 @@ class GangPlugin(Plugin):
                 return 0
             return 1 if a_ready else -1
 
+        def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+            return gang_safe(candidates, ssn.jobs)
+
+        def starving(job: JobInfo) -> bool:
+            return not job.is_pipelined()
+
+        ssn.register(P.PREEMPTABLE, victims)
+        ssn.register(P.RECLAIMABLE, victims)
+        ssn.register(P.JOB_STARVING, starving)
         ssn.register(P.JOB_VALID, valid)
         ssn.register(P.JOB_READY, ready)
         ssn.register(P.JOB_PIPELINED, pipelined)

@@ -1,6 +1,13 @@
-"""Layer `plugins`: `priority` orders jobs and tasks by their PriorityClass value (higher first)."""
+"""Layer `plugins`: `priority` orders jobs and tasks by their PriorityClass value (higher first).
+
+Preemptable: a task of another job may be evicted only for a job of strictly higher priority (within
+one job, only for a task of strictly higher priority), so equal priorities never evict each other.
+JobStarving: an admitted job with fewer tasks placed or waiting than it has (an elastic job short of replicas).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.framework import points as P
@@ -22,5 +29,24 @@ class PriorityPlugin(Plugin):
         def task_order(a: TaskInfo, b: TaskInfo) -> int:
             return _higher_first(a.priority, b.priority)
 
+        def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+            job = ssn.jobs.get(preemptor.job)
+            priority = job.priority if job is not None else preemptor.priority
+            out = []
+            for task in candidates:
+                if task.job == preemptor.job:
+                    if task.priority < preemptor.priority:
+                        out.append(task)
+                    continue
+                owner = ssn.jobs.get(task.job)
+                if owner is not None and owner.priority < priority:
+                    out.append(task)
+            return out
+
+        def starving(job: JobInfo) -> bool:
+            return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
+
         ssn.register(P.JOB_ORDER, job_order)
         ssn.register(P.TASK_ORDER, task_order)
+        ssn.register(P.PREEMPTABLE, victims)
+        ssn.register(P.JOB_STARVING, starving)

@@ -1,0 +1,133 @@
+"""Layer `actions`: `preempt` — within a queue, a starving higher-priority job evicts lower-priority tasks.
+
+1. Preemptors: admitted jobs with pending tasks that JobValid accepts and JobStarving calls starving (the gang
+   plugin: not yet pipelined; the priority plugin: an elastic job short of its replicas).
+2. Per queue, preemptor jobs in JobOrder; each gets one Statement. For each pending task in TaskOrder, find the
+   node where the cheapest set of victims makes room (victims: running tasks of other jobs in the same queue
+   that the Preemptable plugins agree on, never a non-preemptable pod, never a gang broken below its
+   minAvailable), evict them lowest priority first until the task fits the node's future idle, and pipeline the
+   task there. A task that fits nowhere ends the job's turn.
+3. Commit the Statement only if the job is then pipelined (JobPipelined): evictions happen only together with
+   the preemptor's placement. Otherwise discard it, and nothing is evicted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from scheduler.actions.allocate import pending_tasks, schedulable_jobs
+from scheduler.actions.base import round_robin
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import ZERO
+from scheduler.framework import points as P
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
+from scheduler.framework.victims import gang_safe, running_candidates, victim_order
+
+Eligible = Callable[[TaskInfo], bool]
+
+
+def starving_jobs(ssn: Session) -> list[JobInfo]:
+    return [job for job in schedulable_jobs(ssn) if ssn.run(P.JOB_STARVING, job)]
+
+
+def _room_on(
+    ssn: Session, point: P.Point, preemptor: TaskInfo, node: NodeInfo, eligible: Eligible
+) -> list[TaskInfo] | None:
+    """The victims on `node` that make room for `preemptor` (lowest priority first), or None if none suffice."""
+    request = preemptor.resreq
+    if request <= node.future_idle():
+        return []
+    candidates = sorted(
+        (t for t in running_candidates(node.tasks.values()) if eligible(t)), key=lambda t: victim_order(t, ssn.jobs)
+    )
+    if not candidates:
+        return None
+    agreed = {id(t) for t in ssn.run(point, preemptor, candidates)}
+    ordered = [t for t in candidates if id(t) in agreed]
+    chosen: list[TaskInfo] = []
+    freed = ZERO
+    for victim in gang_safe(ordered, ssn.jobs):
+        chosen.append(victim)
+        freed = freed + victim.resreq
+        if request <= node.future_idle() + freed:
+            return chosen
+    return None
+
+
+def _cost(ssn: Session, victims: Sequence[TaskInfo]) -> tuple[int, int, int]:
+    """Cheaper first: no victims, then the lowest highest-priority victim, then the fewest victims."""
+    if not victims:
+        return (0, -(2**62), 0)
+    return (1, max(victim_order(v, ssn.jobs)[0] for v in victims), len(victims))
+
+
+def make_room(
+    ssn: Session, stmt: Statement, preemptor: TaskInfo, point: P.Point, eligible: Eligible, verb: str
+) -> bool:
+    """Evict the cheapest victims that let `preemptor` fit on one node and pipeline it there, in `stmt`."""
+    best: tuple[tuple[int, int, int], str, NodeInfo, list[TaskInfo]] | None = None
+    for node in ssn.feasible_nodes(preemptor):
+        victims = _room_on(ssn, point, preemptor, node, eligible)
+        if victims is None:
+            continue
+        key = (_cost(ssn, victims), node.name, node, victims)
+        if best is None or key[:2] < best[:2]:
+            best = key
+    if best is None:
+        return False
+    _, _, node, victims = best
+    job = ssn.jobs[preemptor.job]
+    for victim in victims:
+        stmt.evict(victim, f"{verb} by {job.uid} (priority {job.priority}) for its task {preemptor.uid}")
+    stmt.pipeline(preemptor, node)
+    return True
+
+
+def commit_or_discard(ssn: Session, stmt: Statement, job: JobInfo, reason: str) -> bool:
+    """Commit only if the job is pipelined now; announce each eviction on the victim pod."""
+    if not len(stmt) or ssn.run(P.JOB_PIPELINED, job).vote == P.Vote.REJECT:
+        stmt.discard()
+        return False
+    evicted = [op for op in stmt.operations if op.kind == "evict"]
+    stmt.commit()
+    for op in evicted:
+        ssn.event("Pod", op.task.uid, "Warning", reason, op.reason)
+    return True
+
+
+def preempt_job(ssn: Session, job: JobInfo, eligible: Eligible, point: P.Point, verb: str, reason: str,
+                admit: Callable[[TaskInfo], bool] | None = None) -> bool:
+    stmt = Statement(ssn)
+    for task in ssn.task_order(pending_tasks(job)):
+        if admit is not None and not admit(task):
+            break
+        if not make_room(ssn, stmt, task, point, eligible, verb):
+            break
+        if ssn.run(P.JOB_PIPELINED, job).vote != P.Vote.REJECT and not ssn.run(P.JOB_STARVING, job):
+            break
+    return commit_or_discard(ssn, stmt, job, reason)
+
+
+class Preempt:
+    name = "preempt"
+
+    def execute(self, ssn: Session) -> None:
+        # 1.
+        by_queue: dict[str, list[JobInfo]] = {}
+        for job in starving_jobs(ssn):
+            by_queue.setdefault(job.queue, []).append(job)
+        # 2.
+        for queue, job, _ in round_robin(ssn, by_queue):
+            self.preempt_for(ssn, queue, job)
+
+    @staticmethod
+    def preempt_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
+        def eligible(victim: TaskInfo) -> bool:
+            owner = ssn.jobs.get(victim.job)
+            return owner is not None and owner.queue == queue.name and owner.uid != job.uid
+
+        # 3.
+        return preempt_job(ssn, job, eligible, P.PREEMPTABLE, "preempted", "Preempted")
