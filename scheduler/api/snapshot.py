@@ -54,6 +54,10 @@ class PodGroupStatus:
 class QueueStatus:
     queue: str
     allocated: Resource
+    # Filled by the plugin that computes fair shares (proportion), for metrics; None without one.
+    deserved: Resource | None = None
+    share: float | None = None  # the largest allocated/deserved ratio over the resources deserved
+    overused: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,6 +103,7 @@ class Session:
         self._original = {uid: (job.phase, job.conditions) for uid, job in self.jobs.items()}
         self.plugins: list[tuple[int, Plugin]] = []
         self.timings: dict[str, float] = {}
+        self.queue_shares: dict[str, tuple[Resource, float, bool]] = {}  # queue -> deserved, share, overused
         for tier_index, tier in enumerate(conf.tiers):
             for option in tier.plugins:
                 factory = plugin_types.get(option.name)
@@ -350,7 +351,9 @@ class Session:
             if status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job):
                 result.podgroups.append(status)
         for queue in self.queues.values():
-            result.queues.append(QueueStatus(queue.name, self.queue_allocated(queue.name)))
+            result.queues.append(
+                QueueStatus(queue.name, self.queue_allocated(queue.name), *self.queue_shares.get(queue.name, ()))
+            )
         return result
 
     def _podgroup_status(self, job: JobInfo) -> PodGroupStatus:

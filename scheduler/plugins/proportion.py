@@ -276,6 +276,12 @@ class ProportionPlugin(Plugin):
             self.deserved()
         return self.attrs.get(queue)
 
+    def on_session_close(self, ssn: Session) -> None:
+        """Each queue's deserved share, share and overused flag, for the queue metrics."""
+        self.deserved()
+        for name, attr in self.attrs.items():
+            ssn.queue_shares[name] = (attr.deserved, float(attr.share), self.overused(attr.queue))
+
     # -- extension points ---------------------------------------------------------------------------
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
         left, right = self._fresh(a.name), self._fresh(b.name)
