@@ -7,10 +7,12 @@ from scheduler.actions.backfill import Backfill
 from scheduler.actions.base import Action
 from scheduler.actions.enqueue import Enqueue
 from scheduler.actions.preempt import Preempt
+from scheduler.actions.reclaim import Reclaim
 
 ACTIONS: dict[str, type[Action]] = {
     Enqueue.name: Enqueue,
     Allocate.name: Allocate,
     Backfill.name: Backfill,
     Preempt.name: Preempt,
+    Reclaim.name: Reclaim,
 }

@@ -3,11 +3,14 @@
 A job's dominant share is the largest fraction of the cluster (the allocatable of every node) it holds on any
 one resource; JobOrder puts the job with the lower dominant share first, so a job holding little goes before
 one holding much. Shares follow allocations made during the session. Like `proportion`, the `pods` count takes
-no part. (Volcano's drf also offers preemption victims and namespace/hierarchical fairness: not yet here.)
+no part. Preemptable: a task may be evicted for a preemptor whose job, holding the preemptor's request too,
+would still have a lower dominant share than the victim's job keeps without the victim (Volcano's rule), so
+evictions level shares and never reverse them. (Namespace and hierarchical fairness: not here.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
 from scheduler.api.job import JobInfo, TaskInfo
@@ -28,6 +31,7 @@ class DrfPlugin(Plugin):
         }
         self.shares: dict[str, Fraction] = {uid: share_of(r, self.total) for uid, r in self.allocated.items()}
         ssn.register(P.JOB_ORDER, self.job_order)
+        ssn.register(P.PREEMPTABLE, self.preemptable)
         ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated))
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
@@ -39,6 +43,18 @@ class DrfPlugin(Plugin):
         if share is None:
             share = self.shares[job] = share_of(self.allocated.get(job, Resource()), self.total)
         return share
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        mine = self.allocated.get(preemptor.job, Resource()) + without_pods(preemptor.resreq)
+        share = share_of(mine, self.total)
+        left: dict[str, Resource] = {}
+        victims = []
+        for task in candidates:
+            after = left.get(task.job, self.allocated.get(task.job, Resource())) - without_pods(task.resreq)
+            if share < share_of(after, self.total):
+                left[task.job] = after
+                victims.append(task)
+        return victims
 
     def _allocated(self, task: TaskInfo) -> None:
         self._change(task.job, without_pods(task.resreq))

@@ -14,6 +14,11 @@ the round robin and what it did not take is shared again among the rest. A queue
 - Overused: allocated has reached deserved on every resource the queue deserves (cpu, memory and its scalars).
 - Allocatable: a task fits while allocated + its request stays within deserved on every resource it asks for.
   A task no node could hold anyway is let through, to fail on resources with a message naming what is short.
+- Preemptive (reclaim may take this task for the queue): allocated + the task's request stays within deserved
+  on every resource the task asks for. Unlike Allocatable there is no escape hatch.
+- Reclaimable: a victim of another, `reclaimable` queue, only while that queue still holds at least its deserved
+  share without it, on some resource both the victim and the reclaimer use. Since a reclaimer never goes above
+  its share and a victim's queue never goes below it, neither has a reason to take back: no ping-pong.
 - JobEnqueueable: a job with minResources is admitted only if the real capability holds its minResources on
   top of what the queue holds and what its admitted jobs still wait for (less the elastic part: what jobs hold
   beyond their own minResources). The rejection says which limit and by how much. A job without
@@ -209,6 +214,8 @@ class ProportionPlugin(Plugin):
         ssn.register(P.OVERUSED, self.overused)
         ssn.register(P.ALLOCATABLE, self.allocatable)
         ssn.register(P.JOB_ENQUEUEABLE, self.enqueueable)
+        ssn.register(P.PREEMPTIVE, self.preemptive)
+        ssn.register(P.RECLAIMABLE, self.reclaimable)
         ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated))
         ssn.on_job_enqueued(self._enqueued)
 
@@ -303,6 +310,30 @@ class ProportionPlugin(Plugin):
             return True
         free = (attr.deserved - attr.allocated).clamp_zero()
         return without_pods(task.resreq) <= free or not self._placeable(task)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        attr = self._fresh(queue.name)
+        if attr is None:
+            return False
+        after = attr.allocated + without_pods(task.resreq)
+        return all(after.get(name) <= attr.deserved.get(name) for name in dimensions(task.resreq))
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        self._fresh("")
+        wanted = set(dimensions(reclaimer.resreq))
+        left: dict[str, Resource] = {}
+        victims = []
+        for task in candidates:
+            job = self.ssn.jobs.get(task.job)
+            attr = self.attrs.get(job.queue) if job is not None else None
+            if attr is None or not attr.queue.reclaimable:
+                continue
+            after = left.get(attr.queue.name, attr.allocated) - without_pods(task.resreq)
+            shared = wanted & set(dimensions(task.resreq))
+            if any(after.get(name) >= attr.deserved.get(name) for name in shared):
+                left[attr.queue.name] = after
+                victims.append(task)
+        return victims
 
     def _placeable(self, task: TaskInfo) -> bool:
         """Some node's idle or future idle holds the task: only then is the queue's share what stops it.

@@ -1,0 +1,65 @@
+"""reclaim: queues below their deserved share take it back from a queue above its share, without ping-pong."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from preemption_confs import make_conf
+
+from scheduler.testing import ClusterBuilder, cluster
+
+CONF = make_conf()
+QUEUES = ("q1", "q2", "q3", "q4")
+
+
+def gpus_of(c: ClusterBuilder, job: str) -> int:
+    return c.sim.used_gpus(job) // 1000
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    filler_reclaimable: bool
+    expected_each: int  # GPUs each of q1..q4 ends with
+    expected_filler: int
+
+
+CASES = [
+    Case("four idle queues of equal weight each get their fifth back from the queue that filled the cluster",
+         True, 8, 8),
+    Case("a queue that is not reclaimable keeps what it holds", False, 0, 40),
+]
+
+
+def build(case: Case) -> ClusterBuilder:
+    c = cluster().nodes("n", 5, gpu=8)
+    c.sim.add_queue({"metadata": {"name": "batch"}, "spec": {"weight": 1, "reclaimable": case.filler_reclaimable}})
+    for q in QUEUES:
+        c.queue(q, weight=1)
+    c.job("fill", queue="batch", replicas=60, min_available=1, gpu=1)
+    c.cycle(CONF)
+    assert gpus_of(c, "fill") == 40
+    for q in QUEUES:
+        c.job(f"{q}-job", queue=q, replicas=12, min_available=1, gpu=1)
+    return c
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_reclaim_gives_each_queue_its_share_and_then_stays_put(case: Case) -> None:
+    c = build(case)
+    evictions_per_cycle = [len(c.cycle(CONF).evictions) for _ in range(50)]
+    assert {q: gpus_of(c, f"{q}-job") for q in QUEUES} == dict.fromkeys(QUEUES, case.expected_each)
+    assert gpus_of(c, "fill") == case.expected_filler
+    # Every eviction took a filler pod, all of them in the first cycles; the last 40 cycles evict nothing.
+    assert all(key.startswith("default/fill-") for key in c.sim.evicted)
+    assert len(c.sim.evicted) == 40 - case.expected_filler
+    assert sum(evictions_per_cycle[10:]) == 0
+
+
+def test_reclaim_only_runs_when_listed_in_actions() -> None:
+    c = build(CASES[0])
+    conf = make_conf("enqueue, allocate, preempt, backfill")
+    for _ in range(5):
+        c.cycle(conf)
+    assert c.sim.evicted == []
