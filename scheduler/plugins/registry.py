@@ -12,6 +12,7 @@ from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
+from scheduler.plugins.topology import NetworkTopologyAwarePlugin
 
 PLUGINS: dict[str, type[Plugin]] = {
     plugin.name: plugin
@@ -25,5 +26,6 @@ PLUGINS: dict[str, type[Plugin]] = {
         OvercommitPlugin,
         NodeOrderPlugin,
         BinpackPlugin,
+        NetworkTopologyAwarePlugin,
     )
 }

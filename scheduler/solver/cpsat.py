@@ -191,7 +191,7 @@ def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement 
         free_gpu = int(gpu_free[first[c]])
         for k, pattern in enumerate(found):
             y[c, k] = model.new_int_var(0, n, f"y{c}_{k}")
-            taken = sum(p * r for p, r in zip(pattern, gpu_requests))
+            taken = sum(p * r for p, r in zip(pattern, gpu_requests, strict=True))
             stranded_of[c, k] = (free_gpu - taken) // GPU_MILLI
         if found:
             model.add(sum(y[c, k] for k in range(len(found))) <= n)

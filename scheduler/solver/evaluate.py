@@ -89,7 +89,7 @@ def fits(problem: GangProblem, placement: Placement) -> bool:
     if len(placement) != len(problem.groups):
         return False
     load = np.zeros_like(problem.idle)
-    for group, nodes in zip(problem.groups, placement):
+    for group, nodes in zip(problem.groups, placement, strict=True):
         if nodes.size != group.count or not np.isin(nodes, group.candidates).all():
             return False
         counts = np.bincount(nodes, minlength=problem.nodes)
@@ -101,7 +101,7 @@ def stranded_gpus(problem: GangProblem, placement: Placement, touched: IntArray)
     if problem.gpu_row is None or touched.size == 0:
         return 0
     taken = np.zeros(problem.nodes, dtype=np.int64)
-    for group, nodes in zip(problem.groups, placement):
+    for group, nodes in zip(problem.groups, placement, strict=True):
         np.add.at(taken, nodes, int(group.request[problem.gpu_row]))
     left = problem.idle[problem.gpu_row, touched] - taken[touched]
     return int((left // GPU_MILLI).sum())

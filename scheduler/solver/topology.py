@@ -77,7 +77,7 @@ class Topology:
             graph = nx.DiGraph()
             root = ("cluster", self.top, 0)
             graph.add_node(root, tier=self.top, name="cluster")
-            for i, name in enumerate(self.node_names):
+            for i, _name in enumerate(self.node_names):
                 parent = root
                 for tier in range(self.top - 1, -1, -1):
                     ident = int(self.domain[tier, i])
@@ -109,9 +109,12 @@ def from_labels(node_names: Sequence[str], labels: Sequence[Mapping[str, str]],
     zone = [lab.get(names.zone) for lab in labels]
     rack = [lab.get(names.rack) for lab in labels]
     nvlink = [next((lab[k] for k in names.nvlink if k in lab), None) for lab in labels]
-    zone_keys = [z if z is not None else f"node:{n}" for z, n in zip(zone, node_names)]
-    rack_keys = [f"{zk}/{r}" if r is not None else f"node:{n}" for zk, r, n in zip(zone_keys, rack, node_names)]
-    nv_keys = [f"{rk}/{v}" if v is not None else f"node:{n}" for rk, v, n in zip(rack_keys, nvlink, node_names)]
+    def nested(parents: list[str], own: list[str | None]) -> list[str]:
+        return [f"{p}/{o}" if o is not None else f"node:{n}" for p, o, n in zip(parents, own, node_names, strict=True)]
+
+    zone_keys = [z if z is not None else f"node:{n}" for z, n in zip(zone, node_names, strict=True)]
+    rack_keys = nested(zone_keys, rack)
+    nv_keys = nested(rack_keys, nvlink)
     tiers += [nv_keys, rack_keys, zone_keys, ["cluster"] * len(node_names)]
     return _assemble(node_names, tiers, dict(TIER_NAMES))
 
@@ -149,9 +152,9 @@ def from_hypernodes(node_names: Sequence[str], hypernodes: Sequence[Mapping[str,
     parent_of: dict[str, str] = {}  # HyperNode -> HyperNode that lists it
     node_parent: dict[str, str] = {}
     hyper_names = [str((h.get("metadata") or {}).get("name", "")) for h in hypernodes]
-    for h, name in zip(hypernodes, hyper_names):
+    for h, name in zip(hypernodes, hyper_names, strict=True):
         tier_of[name] = int((h.get("spec") or {}).get("tier", 1))
-    for h, name in zip(hypernodes, hyper_names):
+    for h, name in zip(hypernodes, hyper_names, strict=True):
         for member in (h.get("spec") or {}).get("members") or []:
             if member.get("type", "Node") == "HyperNode":
                 for child in hyper_names:

@@ -20,7 +20,7 @@ def problem(free_gpus: list[int], racks: list[str], shapes: list[tuple[int, int]
     """Nodes with the given free GPUs (64 cpu each) in racks of one zone; shapes are (tasks, GPUs per task)."""
     names = [f"n{i}" for i in range(len(free_gpus))]
     labels = [{"volcano.sh/rack": r, "topology.kubernetes.io/zone": "z"} for r in racks]
-    for label, domain in zip(labels, nvlink or []):
+    for label, domain in zip(labels, nvlink or [], strict=False):
         label["volcano.sh/nvlink-domain"] = domain
     topo = from_labels(names, labels)
     idle = np.zeros((4, len(names)), dtype=np.int64)

@@ -1,0 +1,174 @@
+"""Layer `plugins`: `network-topology-aware` — place a whole gang at once, as low in the topology as it fits.
+
+At `PLACE_GANG` the plugin turns the gang's pending tasks into a `solver.GangProblem` (tasks grouped by request
+and constraints; each group's nodes are those its predicates allow and whose idle holds one task), solves it
+with CP-SAT warm-started from the greedy placers (`solver/cpsat.py`) and hands allocate the placement, which
+allocate replays through a Statement. The topology comes from HyperNodes when the session has them, otherwise
+from node labels.
+
+The job's `networkTopology` (PodGroup spec) is honoured as in Volcano: `mode: hard` never spans above
+`highestTierAllowed` (default 1) and leaves the gang pending with a reason that says what is missing;
+`mode: soft` prefers low tiers but spans when it must.
+
+Arguments: `solver.timeLimitMs` (200) per gang, `solver.cycleBudgetMs` (500) for all gangs of a cycle (after
+it, and for single pods, allocate places pod by pod; a hard-mode gang then gets only the topology greedy),
+`solver.workers` (2), `topology.zoneLabel`, `topology.rackLabel`, `topology.nvlinkLabel` (node label names),
+`topology.hypernodes` (a list of HyperNode objects, for a cluster without the HyperNode API).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.resources import CPU, GPU, display_amount
+from scheduler.framework import points as P
+from scheduler.framework.conf import arg_int, arg_str
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
+from scheduler.solver.cpsat import solve
+from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
+from scheduler.solver.greedy import topology_greedy
+from scheduler.solver.topology import Topology, TopologyLabels, from_hypernodes, from_labels
+
+TIME_LIMIT = "solver.timeLimitMs"
+CYCLE_BUDGET = "solver.cycleBudgetMs"
+
+
+class NetworkTopologyAwarePlugin(Plugin):
+    name = "network-topology-aware"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.time_limit_ms = arg_int(self.option, TIME_LIMIT, 200)
+        self.budget_ms = arg_int(self.option, CYCLE_BUDGET, 500)
+        self.workers = max(1, arg_int(self.option, "solver.workers", 2))
+        defaults = TopologyLabels()
+        nvlink = arg_str(self.option, "topology.nvlinkLabel", "")
+        self.labels = TopologyLabels(
+            zone=arg_str(self.option, "topology.zoneLabel", defaults.zone),
+            rack=arg_str(self.option, "topology.rackLabel", defaults.rack),
+            nvlink=(nvlink,) if nvlink else defaults.nvlink,
+        )
+        self.spent_ms = 0.0
+        self._topology: Topology | None = None
+        self._members: list[list[TaskInfo]] = []
+        ssn.register(P.PLACE_GANG, self.place_gang)
+
+    @property
+    def topology(self) -> Topology:
+        if self._topology is None:
+            names = [n.name for n in self.ssn.node_list]
+            hypernodes = getattr(self.ssn, "hypernodes", None) or self.option.arguments.get("topology.hypernodes")
+            if hypernodes:
+                self._topology = from_hypernodes(names, hypernodes)
+            else:
+                self._topology = from_labels(names, [n.labels for n in self.ssn.node_list], self.labels)
+        return self._topology
+
+    # ---- PLACE_GANG -------------------------------------------------------------------------------------
+    def place_gang(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> P.GangPlacement | P.GangInfeasible | None:
+        if len(tasks) < 2:
+            return None
+        start = time.perf_counter()
+        try:
+            return self._place(job, list(tasks))
+        finally:
+            self.spent_ms += (time.perf_counter() - start) * 1000
+
+    def _place(self, job: JobInfo, tasks: list[TaskInfo]) -> P.GangPlacement | P.GangInfeasible | None:
+        max_tier, hard = self._limits(job)
+        over_budget = self.spent_ms >= self.budget_ms
+        if over_budget and not hard:
+            return None
+        need = max(0, job.min_available - job.ready_task_num())
+        attempts = [tasks] if need >= len(tasks) or need < 2 else [tasks, tasks[:need]]
+        problem: GangProblem | None = None
+        for subset in attempts:
+            built = self._problem(subset, max_tier, hard)
+            if built is None:
+                continue
+            problem, groups = built
+            self._members = groups
+            placement = self._solve(problem, over_budget)
+            if placement is not None:
+                pairs = (zip(members, nodes, strict=True) for members, nodes in zip(groups, placement, strict=True))
+                return P.GangPlacement(tuple(
+                    (task, self.ssn.node_list[int(node)]) for group in pairs for task, node in group))
+        if hard:
+            return P.GangInfeasible(self._why(problem, max_tier))
+        return None
+
+    def _solve(self, problem: GangProblem, greedy_only: bool) -> Placement | None:
+        if greedy_only:
+            placement = topology_greedy(problem)
+            return placement if evaluate(problem, placement).placed else None
+        limit = min(self.time_limit_ms, max(1.0, self.budget_ms - self.spent_ms))
+        result = solve(problem, limit, self.workers)
+        if self.ssn.trace:
+            self.ssn.trace(f"solver: {result.source} {result.score} in {result.elapsed_ms:.1f} ms "
+                           f"({result.stats.status}; greedy {result.scores})")
+        return result.placement if result.score.placed else None
+
+    def _limits(self, job: JobInfo) -> tuple[int, bool]:
+        spec: Mapping[str, Any] | None = job.extra.get("networkTopology")
+        top = self.topology.top
+        if not spec:
+            return top, False
+        hard = str(spec.get("mode", "hard")).lower() != "soft"
+        allowed = spec.get("highestTierAllowed")
+        if allowed is None:
+            return (1, True) if hard else (top, False)
+        return min(int(allowed), top), hard
+
+    def _problem(self, tasks: list[TaskInfo], max_tier: int,
+                 hard: bool) -> tuple[GangProblem, list[list[TaskInfo]]] | None:
+        arrays = self.ssn.arrays
+        members: dict[tuple[Any, Any], list[TaskInfo]] = {}
+        for task in tasks:
+            members.setdefault((task.constraints, task.resreq), []).append(task)
+        groups: list[Group] = []
+        for shape in members.values():
+            try:
+                request = arrays.vector(shape[0].resreq)
+            except KeyError:  # a resource no node has
+                return None
+            groups.append(Group(len(shape), request, self.ssn.fitting_indices(shape[0])))
+        problem = GangProblem(tuple(groups), arrays.idle, arrays.row.get(GPU), self.topology, max_tier, hard)
+        return problem, list(members.values())
+
+    def _why(self, problem: GangProblem | None, max_tier: int) -> str:
+        """What is missing, e.g. "needs 8 nvidia.com/gpu inside one rack (...); the best rack has 6 free"."""
+        topo = self.topology
+        where = topo.tier_name(max_tier)
+        head = f"(hard mode, highestTierAllowed {max_tier})"
+        if problem is None:
+            return f"the gang's tasks fit no node {head}"
+        resource = GPU if problem.need_gpu() else CPU
+        row = problem.gpu_row if resource == GPU else self.ssn.arrays.row[CPU]
+        assert row is not None
+        need = int(problem.need()[row])
+        fitting = np.unique(np.concatenate([g.candidates for g in problem.groups]))
+        allowed = np.unique(np.fromiter(
+            (self.ssn.arrays.position[n.name] for tasks in self._members for n in self.ssn.feasible_nodes(tasks[0])),
+            dtype=np.int64))
+        if allowed.size == 0:
+            return f"needs {display_amount(resource, need)} {resource} inside one {where} {head}; no node allows them"
+        count = int(topo.domain[max_tier].max()) + 1
+        free = np.bincount(topo.domain[max_tier, allowed], weights=problem.idle[row, allowed].astype(np.float64),
+                           minlength=count)
+        usable = np.bincount(topo.domain[max_tier, fitting], weights=problem.idle[row, fitting].astype(np.float64),
+                             minlength=count)
+        best = int(np.argmax(free))
+        amount = display_amount(resource, int(free[best]))
+        if free[best] < need:
+            tail = f"the best {where} has {amount} free"
+        else:
+            tail = f"the best {where} has {amount} free, but not in pieces its tasks fit"
+        if usable[best] < free[best]:
+            tail += f" ({display_amount(resource, int(usable[best]))} on nodes that hold one of its tasks)"
+        return f"needs {display_amount(resource, need)} {resource} inside one {where} {head}; {tail}"
