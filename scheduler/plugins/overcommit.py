@@ -9,6 +9,11 @@ Arguments (Volcano's): `overcommit-factor` (default 1.2) and per resource `overc
 (e.g. `overcommit-factor.nvidia.com/gpu: 1.0`). A factor below 1 falls back to the default, as in Volcano.
 An admitted job reserves only the part of its minResources it does not hold yet (its running part is already
 in the nodes' use; Volcano counts an Inqueue job's whole minResources).
+
+When `preempt` or `reclaim` is among the actions, what they could free for the job counts as free: lower-
+priority running tasks of its queue that may be evicted, and what other reclaimable queues hold above their
+deserved shares (up to what the job's queue is short of its own). So a high-priority job is admitted to a full
+cluster and then preempts, instead of waiting at enqueue for room only preemption can make.
 """
 
 from __future__ import annotations
@@ -23,7 +28,14 @@ from scheduler.framework import points as P
 from scheduler.framework.conf import arg_float
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
-from scheduler.plugins.proportion import cluster_total, dimensions, reserved_by_admitted, without_pods
+from scheduler.plugins.proportion import (
+    cluster_total,
+    dimensions,
+    preemptable_for,
+    reclaimable_for,
+    reserved_by_admitted,
+    without_pods,
+)
 
 log = logging.getLogger("volcano_py.plugins.overcommit")
 
@@ -53,6 +65,7 @@ class OvercommitPlugin(Plugin):
         return value
 
     def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
         self._read_factors()
         self.total = cluster_total(ssn.node_list)
         self.used = ZERO
@@ -73,9 +86,14 @@ class OvercommitPlugin(Plugin):
             return P.PERMIT
         minimum = without_pods(job.min_resources)
         over = []
+        freeable = None
         for name, units in dimensions(minimum).items():
             need = self.used.get(name) + self.admitted.get(name) + units
             capacity = self.capacity(name)
+            if need > capacity:
+                if freeable is None:
+                    freeable = preemptable_for(self.ssn, job) + reclaimable_for(self.ssn, job)
+                need = max(units, need - freeable.get(name))
             if need > capacity:
                 over.append(self._message(name, units, need, capacity))
         return P.reject("; ".join(over), self.name) if over else P.PERMIT

@@ -22,7 +22,9 @@ the round robin and what it did not take is shared again among the rest. A queue
 - JobEnqueueable: a job with minResources is admitted only if the real capability holds its minResources on
   top of what the queue holds and what its admitted jobs still wait for (less the elastic part: what jobs hold
   beyond their own minResources). The rejection says which limit and by how much. A job without
-  minResources is admitted.
+  minResources is admitted. When `preempt` is among the actions, what preemption could free for the job (lower-
+  priority running tasks of its queue, see `preemptable_for`) is counted as free, so a high-priority job gets into
+  a full queue and then preempts, instead of waiting at enqueue for room that only preemption can make.
 
 The `pods` count takes no part here, as in Volcano. Departures from Volcano: a job without minResources
 declares no minimum, so everything it holds counts as held (Volcano counts all of it as elastic, which admits
@@ -44,6 +46,8 @@ from scheduler.api.status import PodGroupPhase
 from scheduler.framework import points as P
 from scheduler.framework.plugin import EventHandler, Plugin
 from scheduler.framework.session import Session
+from scheduler.framework.victims import gang_safe, running_candidates, victim_order
+from scheduler.plugins.conformance import is_critical
 
 # Water-filling converges in a few rounds; integer crumbs can only shrink. This is a guard, not a tuning knob.
 _MAX_ROUNDS = 1000
@@ -89,6 +93,67 @@ def share_of(allocated: Resource, deserved: Resource) -> Fraction:
     for name, units in dimensions(deserved).items():
         share = max(share, Fraction(allocated.get(name), units))
     return share
+
+
+# ---- what preempt and reclaim could free for a job (the enqueue gates count it) ----------------------------
+
+
+def preemptable_for(ssn: Session, job: JobInfo) -> Resource:
+    """What preempt could free for `job`, if `preempt` runs: running tasks of lower-priority jobs in its queue
+    that may be evicted (not non-preemptable, not critical, not below their gang's minAvailable)."""
+    if "preempt" not in ssn.conf.actions:
+        return ZERO
+    candidates = [
+        task
+        for other in ssn.jobs.values()
+        if other.queue == job.queue and other.priority < job.priority
+        for task in running_candidates(other.tasks.values())
+        if not is_critical(task)
+    ]
+    total = ZERO
+    for task in gang_safe(sorted(candidates, key=lambda t: victim_order(t, ssn.jobs)), ssn.jobs):
+        total = total + without_pods(task.resreq)
+    return total
+
+
+def reclaimable_for(ssn: Session, job: JobInfo) -> Resource:
+    """What reclaim could free for `job`, if `reclaim` runs: what other reclaimable queues hold above their
+    deserved shares, as the shares would be with `job` admitted, up to what its queue is still short of its own."""
+    if "reclaim" not in ssn.conf.actions or job.min_resources is None:
+        return ZERO
+    total = cluster_total(ssn.node_list)
+    allocated: dict[str, Resource] = {name: ZERO for name in ssn.queues}
+    request: dict[str, Resource] = {name: ZERO for name in ssn.queues}
+    for other in ssn.jobs.values():
+        if other.queue not in ssn.queues:
+            continue
+        held = without_pods(other.allocated())
+        allocated[other.queue] = allocated[other.queue] + held
+        request[other.queue] = request[other.queue] + held
+        if other.phase != PodGroupPhase.PENDING:
+            request[other.queue] = request[other.queue] + without_pods(other.pending_request())
+    if job.queue not in request:
+        return ZERO
+    request[job.queue] = request[job.queue] + without_pods(job.min_resources)
+    guarantees = ZERO
+    for queue in ssn.queues.values():
+        guarantees = guarantees + without_pods(queue.guarantee)
+    demands = [
+        QueueDemand(q.name, q.weight, request[q.name], without_pods(q.guarantee),
+                    real_capability(q, total, guarantees)[0])
+        for q in ssn.queues.values()
+    ]
+    deserved = deserved_shares(total, demands)
+    surplus = ZERO
+    for name, queue in ssn.queues.items():
+        if name != job.queue and queue.reclaimable:
+            surplus = surplus + (allocated[name] - deserved[name]).clamp_zero()
+    room = (deserved[job.queue] - allocated[job.queue]).clamp_zero()
+    return _least(surplus, room)
+
+
+def _least(a: Resource, b: Resource) -> Resource:
+    return a - (a - b).clamp_zero()
 
 
 # ---- deserved shares ---------------------------------------------------------------------------------
@@ -353,6 +418,8 @@ class ProportionPlugin(Plugin):
             return P.PERMIT
         minimum = without_pods(job.min_resources)
         need = minimum + attr.allocated + attr.admitted - attr.elastic
+        if any(name in attr.limit and units > attr.limit[name] for name, units in need.items()):
+            need = (need - preemptable_for(self.ssn, job)).max_with(minimum)
         over = [
             self._over_message(attr, name, minimum, need)
             for name, units in need.items()
