@@ -111,6 +111,10 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
         trace=trace_log.debug if args.log_level == "trace" else None,
         elector=elector, partial_gang_timeout=args.partial_gang_timeout,
     )
+    if args.listen_address:  # /metrics, /healthz; /readyz once the caches synced (a standby is ready too)
+        from scheduler import metrics
+
+        metrics.serve(args.listen_address, ready=lambda: cache.wait_synced(0))
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: loop.stop())  # the cycle in progress finishes, then the loop exits
     logging.getLogger("volcano_py.scheduler").info("volcano-py scheduler for %s starting", ", ".join(names))
@@ -139,6 +143,8 @@ def parser() -> argparse.ArgumentParser:
                             "(default 60s)")
     sched.add_argument("--request-timeout", type=_duration, default=30.0,
                        help="timeout of one API request (default 30s)")
+    sched.add_argument("--listen-address", default=None, help="serve /metrics, /healthz and /readyz on "
+                       "[HOST]:PORT, e.g. :8080 (default: not served)")
     sched.add_argument("--leader-elect", action="store_true",
                        help="run cycles only while holding the coordination.k8s.io Lease (run 2+ replicas)")
     sched.add_argument("--leader-elect-namespace", default="volcano-py-system",

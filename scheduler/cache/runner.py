@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scheduler import metrics
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.leader import LeaderElector
@@ -105,6 +106,7 @@ class SchedulerLoop:
         decided = time.monotonic()
         self.cache.apply(result)
         self.cycles += 1
+        metrics.observe_cycle(result, time.monotonic() - started, snapshot)
         binds = sum(len(g.binds) for g in result.binds)
         if binds or result.evictions:
             log.info(
@@ -154,6 +156,7 @@ class SchedulerLoop:
                     self.run_once()
                 except Exception:  # noqa: BLE001 - a bug in one cycle must not stop the scheduler
                     log.exception("scheduling cycle failed")
+                    metrics.observe_cycle_error()
                 self.stopping.wait(max(0.0, self.period - (time.monotonic() - started)))
         finally:
             if self.elector is not None:
