@@ -126,6 +126,34 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_controllers(args: argparse.Namespace) -> int:
+    import socket
+    import threading
+
+    from scheduler.cache.kube import Kube
+    from scheduler.cache.leader import LeaderConfig, ensure_namespace
+    from scheduler.controllers.operator import run
+
+    level = {"debug": logging.DEBUG, "info": logging.INFO}[args.log_level]
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("kopf", "aiohttp"):  # kopf logs every handler run at INFO
+        logging.getLogger(noisy).setLevel(logging.DEBUG if level == logging.DEBUG else logging.WARNING)
+    api = _api_client(args.kubeconfig)
+    identity = args.leader_elect_identity or f"{socket.gethostname()}-{os.getpid()}"
+    lease = None
+    if args.leader_elect:
+        lease = LeaderConfig(namespace=ensure_namespace(Kube(api), args.leader_elect_namespace),
+                             name=args.leader_elect_lease_name)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        return run(api, scheduler_names=args.scheduler_name or ["volcano-py"], claim_unnamed=args.claim_unnamed,
+                   lease=lease, identity=identity, stop=stop)
+    finally:
+        api.close()
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -159,6 +187,20 @@ def parser() -> argparse.ArgumentParser:
     sched.add_argument("--leader-elect-retry-period", type=_duration, default=2.0,
                        help="how often to renew or try to acquire (default 2s)")
     sched.set_defaults(func=cmd_scheduler)
+    ctl = sub.add_parser("controllers", help="run the Job, Queue and Command controllers (kopf)")
+    ctl.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, else $KUBECONFIG)")
+    ctl.add_argument("--scheduler-name", action="append", help="act on Jobs with this schedulerName "
+                     "(repeatable; default volcano-py)")
+    ctl.add_argument("--claim-unnamed", action="store_true", help="also act on Jobs that name no scheduler")
+    ctl.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+                     help="act only while holding the coordination.k8s.io Lease (default on)")
+    ctl.add_argument("--leader-elect-namespace", default="volcano-py-system",
+                     help="namespace of the Lease (created if missing; default volcano-py-system)")
+    ctl.add_argument("--leader-elect-lease-name", default="volcano-py-controllers")
+    ctl.add_argument("--leader-elect-identity", default=None,
+                     help="this replica's holderIdentity (default <hostname>-<pid>)")
+    ctl.add_argument("--log-level", choices=("info", "debug"), default="info")
+    ctl.set_defaults(func=cmd_controllers)
     sim = sub.add_parser("simulate", help="replay a workload on an in-memory cluster")
     sim.add_argument("cluster", help="cluster YAML (nodes, node pools, queues, priorityClasses)")
     sim.add_argument("workload", help="workload YAML (Volcano Jobs / PodGroups with arrival and duration)")

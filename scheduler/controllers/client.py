@@ -1,0 +1,127 @@
+"""Layer `controllers`: the few API calls the controllers make, over `scheduler.cache.kube.Kube` (raw JSON).
+
+Reads return None for a missing object; creates ignore AlreadyExists and deletes ignore NotFound, so every
+handler can be re-run after a crash or a duplicate event without harm.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError, Obj
+
+log = logging.getLogger("volcano_py.controllers")
+
+JOBS = "/apis/batch.volcano.sh/v1alpha1"
+SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
+BUS = "/apis/bus.volcano.sh/v1alpha1"
+JSON_PATCH = "application/json-patch+json"
+
+# Where each kind the controllers create lives, by apiVersion and kind.
+_COLLECTIONS = {
+    ("v1", "Pod"): "/api/v1/namespaces/{ns}/pods",
+    ("v1", "Service"): "/api/v1/namespaces/{ns}/services",
+    ("v1", "ConfigMap"): "/api/v1/namespaces/{ns}/configmaps",
+    ("v1", "Secret"): "/api/v1/namespaces/{ns}/secrets",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"): SCHEDULING + "/namespaces/{ns}/podgroups",
+}
+
+
+class Api:
+    def __init__(self, kube: Kube):
+        self.kube = kube
+
+    # ---- generic ---------------------------------------------------------------------------------------
+    def get(self, path: str) -> Obj | None:
+        try:
+            return self.kube.request("GET", path)
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def create(self, obj: Mapping[str, Any]) -> Obj | None:
+        """Create `obj` in its namespace; None if it already exists."""
+        path = _COLLECTIONS[(obj["apiVersion"], obj["kind"])].format(ns=obj["metadata"]["namespace"])
+        try:
+            return self.kube.request("POST", path, body=obj)
+        except KubeError as exc:
+            if exc.status == 409:
+                return None
+            raise
+
+    def delete(self, path: str, body: Mapping[str, Any] | None = None) -> bool:
+        """Delete; False if it was already gone."""
+        try:
+            self.kube.request("DELETE", path, body=body)
+            return True
+        except KubeError as exc:
+            if exc.status == 404:
+                return False
+            raise
+
+    # ---- jobs and their objects ---------------------------------------------------------------------------
+    def job(self, namespace: str, name: str) -> Obj | None:
+        return self.get(f"{JOBS}/namespaces/{namespace}/jobs/{name}")
+
+    def replace_job_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> Obj:
+        """Write the whole status (a JSON patch `add` replaces it), so counts of vanished tasks disappear."""
+        return self.kube.request(
+            "PATCH", f"{JOBS}/namespaces/{namespace}/jobs/{name}/status",
+            body=[{"op": "add", "path": "/status", "value": dict(status)}], content_type=JSON_PATCH,
+        )
+
+    def delete_job(self, namespace: str, name: str, uid: str) -> bool:
+        body = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
+        return self.delete(f"{JOBS}/namespaces/{namespace}/jobs/{name}", body)
+
+    def pods_of_job(self, namespace: str, job: str) -> list[Obj]:
+        selector = quote(f"volcano.sh/job-name={job}")
+        items = self.kube.request("GET", f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
+        return list(items.get("items") or [])
+
+    def delete_pod(self, namespace: str, name: str) -> bool:
+        return self.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def podgroup(self, namespace: str, name: str) -> Obj | None:
+        return self.get(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
+
+    def delete_podgroup(self, namespace: str, name: str) -> bool:
+        return self.delete(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
+
+    # ---- queues and commands -------------------------------------------------------------------------------
+    def queue(self, name: str) -> Obj | None:
+        return self.get(f"{SCHEDULING}/queues/{name}")
+
+    def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> Obj:
+        """A merge patch of the given status keys only: `allocated` belongs to the scheduler."""
+        return self.kube.request(
+            "PATCH", f"{SCHEDULING}/queues/{name}/status", body={"status": dict(status)}, content_type=MERGE_PATCH
+        )
+
+    def delete_command(self, namespace: str, name: str) -> bool:
+        return self.delete(f"{BUS}/namespaces/{namespace}/commands/{name}")
+
+    def event(self, involved: Mapping[str, Any], type_: str, reason: str, message: str, now: str) -> None:
+        """Best effort: a Kubernetes Event about `involved` (an object's manifest)."""
+        meta = involved.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
+            "involvedObject": {"apiVersion": involved.get("apiVersion"), "kind": involved.get("kind"),
+                               "name": meta.get("name"), "namespace": meta.get("namespace"),
+                               "uid": meta.get("uid")},
+            "type": type_, "reason": reason, "message": message,
+            "source": {"component": "volcano-py-controllers"},
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }
+        try:
+            self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
+        except Exception as exc:  # noqa: BLE001 - an event is best effort
+            log.debug("event not written: %s", exc)

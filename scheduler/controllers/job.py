@@ -1,0 +1,337 @@
+"""Layer `controllers`: the Volcano Job controller.
+
+Every event about a Job, one of its pods or its PodGroup ends in `reconcile(namespace, name, ...)`, which
+reads the job, its PodGroup, its queue and its pods fresh from the apiserver, asks the pure lifecycle
+(`scheduler.jobs.decide`) what to do, and carries the decision out: PodGroup first, then (once the scheduler
+has moved the PodGroup out of Pending) the plugin objects and the pods; pod deletions; finally the Job status.
+One lock per job serialises reconciles, so a decision always sees the status the previous one wrote.
+
+A pod change becomes a lifecycle event through `pod_event` (PodFailed, PodEvicted, TaskCompleted, ...). The
+pod's `volcano.sh/job-version` annotation lets the lifecycle ignore pods of an earlier run (the ones a restart
+deletes). Policy timeouts and `ttlSecondsAfterFinished` are timers that re-enter `reconcile`.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler.cache.kube import Obj
+from scheduler.controllers.client import Api
+from scheduler.jobs import (
+    Decision,
+    JobEvent,
+    JobStatus,
+    OpKind,
+    Phase,
+    PodView,
+    decide,
+    desired_pods,
+    expired,
+    keys,
+    normalize_job,
+    plugin_objects,
+    pod_event,
+    pod_view,
+    podgroup_for,
+    podgroup_name,
+    validate_job,
+)
+from scheduler.jobs.bus import Event
+from scheduler.jobs.lifecycle import FINISHED
+
+log = logging.getLogger("volcano_py.controllers.job")
+
+MAX_CONDITIONS = 32  # phase history kept in status.conditions
+
+
+def rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: object) -> float | None:
+    if not isinstance(text, str) or not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
+    return any(ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or ())
+
+
+def job_owner(obj: Mapping[str, Any]) -> str | None:
+    """The name of the Volcano Job that controls `obj`, if any."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("kind") == keys.JOB_KIND and str(ref.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+            return str(ref.get("name"))
+    return None
+
+
+def job_status(job: Mapping[str, Any], decision: Decision, now: float, note: str = "") -> dict[str, Any]:
+    """The Job status a decision leads to: the decision's counts, the phase with its transition time, and the
+    phase history in `conditions` (as Volcano keeps it). Keys other writers added are kept."""
+    old = dict(job.get("status") or {})
+    old_state = old.get("state") or {}
+    phase = str(decision.phase)
+    changed = old_state.get("phase") != phase or not old_state
+    status = {**old, **decision.status()}
+    if changed:
+        state: dict[str, Any] = {"phase": phase, "lastTransitionTime": rfc3339(now)}
+        if note:
+            state["reason"], state["message"] = str(decision.action), note
+        status["state"] = state
+        conditions = list(old.get("conditions") or [])
+        conditions.append({"status": phase, "lastTransitionTime": rfc3339(now)})
+        status["conditions"] = conditions[-MAX_CONDITIONS:]
+    else:
+        status["state"] = old_state
+    return status
+
+
+class Timers:
+    """One pending timer per (job, purpose); re-arming an armed timer keeps the earlier one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._timers: dict[tuple[str, str], threading.Timer] = {}
+
+    def arm(self, key: str, purpose: str, delay: float, action: Callable[[], None]) -> None:
+        with self._lock:
+            if (key, purpose) in self._timers:
+                return
+
+            def fire() -> None:
+                with self._lock:
+                    self._timers.pop((key, purpose), None)
+                try:
+                    action()
+                except Exception:  # noqa: BLE001 - a timer must never kill its thread silently
+                    log.exception("timer %s for %s failed", purpose, key)
+
+            timer = threading.Timer(max(0.0, delay), fire)
+            timer.daemon = True
+            self._timers[(key, purpose)] = timer
+            timer.start()
+
+    def cancel(self, key: str) -> None:
+        with self._lock:
+            for k in [k for k in self._timers if k[0] == key]:
+                self._timers.pop(k).cancel()
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            for timer in self._timers.values():
+                timer.cancel()
+            self._timers.clear()
+
+
+class JobController:
+    def __init__(
+        self,
+        api: Api,
+        scheduler_names: Iterable[str] = (keys.DEFAULT_SCHEDULER,),
+        *,
+        claim_unnamed: bool = False,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.api = api
+        self.scheduler_names = frozenset(scheduler_names)
+        self.claim_unnamed = claim_unnamed
+        self.clock = clock
+        self.timers = Timers()
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._views: dict[str, PodView] = {}  # pod uid -> what we last saw
+        self._plugin_objects: set[str] = set()  # job uids whose plugin objects exist
+
+    # ---- which jobs are ours -----------------------------------------------------------------------------
+    def claims(self, job: Mapping[str, Any]) -> bool:
+        name = (job.get("spec") or {}).get("schedulerName")
+        return name in self.scheduler_names if name else self.claim_unnamed
+
+    # ---- events ------------------------------------------------------------------------------------------
+    def on_job(self, kind: str | None, job: Obj) -> None:
+        meta = job.get("metadata") or {}
+        if kind == "DELETED":
+            self.timers.cancel(f"{meta.get('namespace')}/{meta.get('name')}")
+            self._plugin_objects.discard(str(meta.get("uid")))
+            return
+        if self.claims(job):
+            self.reconcile(str(meta["namespace"]), str(meta["name"]))
+
+    def on_pod(self, kind: str | None, pod: Obj) -> None:
+        meta = pod.get("metadata") or {}
+        job = job_owner(pod)
+        if job is None:
+            return
+        uid = str(meta.get("uid"))
+        after = None if kind == "DELETED" else pod_view(pod)
+        with self._guard:
+            before = self._views.pop(uid, None) if after is None else self._views.get(uid)
+            if after is not None:
+                self._views[uid] = after
+        if kind is None:  # the initial listing: what happened before we started is not an event
+            before = after
+        version = (meta.get("annotations") or {}).get(keys.JOB_VERSION)
+        self.reconcile(str(meta["namespace"]), job, change=(before, after, int(version) if version else None))
+
+    def on_podgroup(self, kind: str | None, podgroup: Obj) -> None:
+        job = job_owner(podgroup)
+        if job is not None:
+            self.reconcile(str(podgroup["metadata"]["namespace"]), job)
+
+    # ---- reconcile -----------------------------------------------------------------------------------------
+    def _lock(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def reconcile(
+        self,
+        namespace: str,
+        name: str,
+        event: JobEvent | None = None,
+        change: tuple[PodView | None, PodView | None, int | None] | None = None,
+    ) -> Decision | None:
+        with self._lock(f"{namespace}/{name}"):
+            return self._reconcile(namespace, name, event, change)
+
+    def _reconcile(
+        self,
+        namespace: str,
+        name: str,
+        event: JobEvent | None,
+        change: tuple[PodView | None, PodView | None, int | None] | None,
+    ) -> Decision | None:
+        job = self.api.job(namespace, name)
+        if job is None or not self.claims(job) or (job.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        uid = str(job["metadata"]["uid"])
+        errors = validate_job(job)
+        if errors:
+            self._reject(job, errors)
+            return None
+        spec = normalize_job(job)["spec"]
+        pods = [p for p in self.api.pods_of_job(namespace, name) if owned_by(p, uid)]
+        views = [pod_view(p) for p in pods]
+        if event is None and change is not None:
+            before, after, version = change
+            event = replace(pod_event(job, before, after, views), job_version=version)
+        event = event or JobEvent()
+        if event.action is not None and event.pod and not self._still_due(event, views):
+            event = JobEvent()  # a deferred policy whose pod recovered meanwhile
+        podgroup = self.api.podgroup(namespace, podgroup_name(job))
+        if podgroup is not None and not owned_by(podgroup, uid):
+            podgroup = None  # a namesake left by an earlier job of this name, on its way out
+        pg_phase = ((podgroup.get("status") or {}).get("phase") or "Pending") if podgroup is not None else None
+        gate = pg_phase if (pods or self._queue_open(spec["queue"])) else None
+        decision = decide(job, JobStatus.of(job), views, gate, event)
+        self._carry_out(job, decision, gate, podgroup, pods)
+        self._write_status(job, decision, event)
+        self._arm_timers(job, decision)
+        return decision
+
+    def _queue_open(self, queue_name: str) -> bool:
+        queue = self.api.queue(queue_name)
+        return queue is not None and ((queue.get("status") or {}).get("state") or "Open") == "Open"
+
+    @staticmethod
+    def _still_due(event: JobEvent, views: list[PodView]) -> bool:
+        pod = next((v for v in views if v.name == event.pod), None)
+        if event.event == Event.POD_PENDING:
+            return pod is not None and pod.phase == "Pending"
+        if event.event == Event.UNKNOWN:
+            return pod is not None and pod.phase == "Unknown"
+        return True
+
+    def _carry_out(
+        self, job: Obj, decision: Decision, gate: str | None, podgroup: Obj | None, pods: list[Obj]
+    ) -> None:
+        namespace = job["metadata"]["namespace"]
+        for op in decision.ops:
+            if op.kind is OpKind.ENSURE_PODGROUP and podgroup is None:
+                self.api.create(podgroup_for(job))
+            elif op.kind is OpKind.DELETE_PODGROUP and podgroup is not None:
+                self.api.delete_podgroup(namespace, podgroup["metadata"]["name"])
+            elif op.kind is OpKind.CREATE_PODS:
+                self._create_pods(job, decision, gate, set(op.names), pods)
+            elif op.kind is OpKind.DELETE_PODS:
+                for pod_name in op.names:
+                    self.api.delete_pod(namespace, pod_name)
+
+    def _create_pods(self, job: Obj, decision: Decision, gate: str | None, names: set[str], pods: list[Obj]) -> None:
+        uid = str(job["metadata"]["uid"])
+        if uid not in self._plugin_objects:
+            for obj in plugin_objects(job):  # before the pods: they mount the ConfigMap, resolve the Service
+                self.api.create(obj)
+            self._plugin_objects.add(uid)
+        current = copy.deepcopy(job)
+        current.setdefault("status", {})["version"] = decision.version  # pods carry the run they belong to
+        existing = {p["metadata"]["name"] for p in pods}
+        for pod in desired_pods(current, gate, existing):
+            if pod["metadata"]["name"] in names:
+                self.api.create(pod)
+
+    def _write_status(self, job: Obj, decision: Decision, event: JobEvent) -> None:
+        meta = job["metadata"]
+        old_phase = ((job.get("status") or {}).get("state") or {}).get("phase")
+        note = ""
+        if old_phase and old_phase != str(decision.phase):
+            note = f"{old_phase} -> {decision.phase}: {decision.action}"
+            if event.event != Event.OUT_OF_SYNC:
+                note += f" on {event.event}" + (f" of pod {event.pod}" if event.pod else "")
+        now = self.clock()
+        status = job_status(job, decision, now, note)
+        if status == (job.get("status") or {}):
+            return
+        self.api.replace_job_status(meta["namespace"], meta["name"], status)
+        if note:
+            log.info("job %s/%s: %s", meta["namespace"], meta["name"], note)
+            self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",
+                           str(decision.phase), note, rfc3339(now))
+        job["status"] = status
+
+    def _reject(self, job: Obj, errors: list[str]) -> None:
+        """A job the CRD's rules let through but the lifecycle cannot run (e.g. a dependsOn cycle)."""
+        meta = job["metadata"]
+        state = (job.get("status") or {}).get("state") or {}
+        if state.get("phase") == Phase.FAILED:
+            return
+        now = rfc3339(self.clock())
+        status = {**(job.get("status") or {}),
+                  "state": {"phase": str(Phase.FAILED), "reason": "InvalidJob", "message": "; ".join(errors),
+                            "lastTransitionTime": now}}
+        self.api.replace_job_status(meta["namespace"], meta["name"], status)
+        self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Warning",
+                       "InvalidJob", "; ".join(errors), now)
+
+    # ---- timers ------------------------------------------------------------------------------------------
+    def _arm_timers(self, job: Obj, decision: Decision) -> None:
+        meta = job["metadata"]
+        namespace, name, uid = str(meta["namespace"]), str(meta["name"]), str(meta["uid"])
+        key = f"{namespace}/{name}"
+        deferred = decision.deferred
+        if deferred is not None:
+            due = JobEvent(deferred.event, pod=deferred.pod, action=deferred.action)
+            self.timers.arm(key, f"policy/{deferred.event}/{deferred.pod}", deferred.seconds,
+                            lambda: self.reconcile(namespace, name, due))
+        ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+        if decision.phase in FINISHED and ttl is not None:
+            finished = parse_time(((job.get("status") or {}).get("state") or {}).get("lastTransitionTime"))
+            delay = (finished or self.clock()) + int(ttl) - self.clock()
+            self.timers.arm(key, "ttl", delay, lambda: self._expire(namespace, name, uid))
+
+    def _expire(self, namespace: str, name: str, uid: str) -> None:
+        job = self.api.job(namespace, name)
+        if job is None or job["metadata"].get("uid") != uid:
+            return
+        if expired(job, datetime.fromtimestamp(self.clock(), UTC)):
+            log.info("job %s/%s: ttlSecondsAfterFinished passed, deleting it", namespace, name)
+            self.api.delete_job(namespace, name, uid)
+        else:  # not yet (clock skew, or the status changed): look again shortly
+            self.timers.arm(f"{namespace}/{name}", "ttl", 1.0, lambda: self._expire(namespace, name, uid))

@@ -1,0 +1,155 @@
+"""Layer `controllers`: kopf wiring, settings and the run loop of `volcano-py controllers`.
+
+Only raw watch-event handlers (`kopf.on.event`) are registered: they keep no state in the objects, so kopf
+writes no annotations, progress or finalizers to Jobs, pods or anything else. The persistence settings still
+point at the Job's own status/annotations (never at pods) in case a change-tracking handler is added later.
+Two replicas never both act: a replica runs the handlers only while it holds a coordination.k8s.io Lease,
+and exits if it loses it (its Deployment restarts it as a standby).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+
+from scheduler.cache.kube import Kube
+from scheduler.cache.leader import LeaderConfig, LeaderElector
+from scheduler.controllers.client import Api
+from scheduler.controllers.command import CommandController
+from scheduler.controllers.job import JobController
+from scheduler.controllers.queue import QueueController
+from scheduler.jobs import keys
+
+log = logging.getLogger("volcano_py.controllers")
+
+PREFIX = "controllers.volcano-py.io"
+
+
+@dataclass(slots=True)
+class Controllers:
+    jobs: JobController
+    queues: QueueController
+    commands: CommandController
+
+
+def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool) -> Controllers:
+    jobs = JobController(api, scheduler_names, claim_unnamed=claim_unnamed)
+    queues = QueueController(api)
+    return Controllers(jobs, queues, CommandController(api, jobs, queues))
+
+
+def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
+    settings.persistence.progress_storage = kopf.StatusProgressStorage(field=f"status.{PREFIX}")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=PREFIX, key="last-handled-configuration"
+    )
+    settings.persistence.finalizer = f"{PREFIX}/finalizer"
+    settings.watching.server_timeout = 60  # the apiserver ends each watch after this; kopf re-watches
+    settings.watching.client_timeout = 90  # never wait forever on a silent connection
+    settings.watching.connect_timeout = 10
+    settings.networking.request_timeout = 30
+    settings.scanning.disabled = True  # the resources are fixed: no CRD/namespace scanning, no extra RBAC
+    settings.posting.level = logging.WARNING  # no k8s Events for routine handler runs
+    settings.peering.standalone = True  # exclusion comes from the Lease, not from kopf peering
+    settings.execution.max_workers = workers
+
+
+def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)  # type: ignore[misc]
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return connection
+
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc]
+    def job_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.jobs.on_job(event.get("type"), event["object"])
+
+    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.PRESENT}, registry=registry)  # type: ignore[misc]
+    def pod_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.jobs.on_pod(event.get("type"), event["object"])
+
+    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)  # type: ignore[misc]
+    def podgroup_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.queues.on_podgroup(event.get("type"), event["object"])
+        controllers.jobs.on_podgroup(event.get("type"), event["object"])
+
+    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "queues", registry=registry)  # type: ignore[misc]
+    def queue_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.queues.on_queue(event.get("type"), event["object"])
+
+    @kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)  # type: ignore[misc]
+    def command_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.commands.on_command(event.get("type"), event["object"])
+
+    return registry
+
+
+def connection_info(api_client: Any) -> kopf.ConnectionInfo:
+    """kopf's credentials from the same kubernetes client configuration the rest of volcano-py uses."""
+    cfg = api_client.configuration
+    header = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization")
+    parts = header.split(" ", 1) if header else []
+    scheme, token = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0] if parts else None)
+    return kopf.ConnectionInfo(
+        server=cfg.host,
+        ca_path=cfg.ssl_ca_cert,
+        insecure=not cfg.verify_ssl,
+        scheme=scheme,
+        token=token,
+        certificate_path=cfg.cert_file,
+        private_key_path=cfg.key_file,
+    )
+
+
+def run(
+    api_client: Any,
+    *,
+    scheduler_names: Iterable[str],
+    claim_unnamed: bool,
+    lease: LeaderConfig | None,
+    identity: str,
+    stop: threading.Event,
+    request_timeout: float = 30.0,
+) -> int:
+    """Run until `stop` is set (0), or until the Lease is lost (1)."""
+    kube = Kube(api_client, request_timeout=request_timeout)
+    controllers = build(Api(kube), scheduler_names, claim_unnamed)
+    lost = threading.Event()
+    elector = None
+    if lease is not None:
+        def on_change(leading: bool) -> None:
+            if not leading:
+                lost.set()
+                stop.set()
+
+        elector = LeaderElector(kube, identity, lease, on_change=on_change).start()
+        log.info("waiting to acquire Lease %s/%s as %s", lease.namespace, lease.name, identity)
+        while not stop.is_set() and not elector.wait_leader(1.0):
+            pass
+        if stop.is_set():
+            elector.stop()
+            return 0
+    settings = kopf.OperatorSettings()
+    configure(settings)
+    registry = registry_for(controllers, connection_info(api_client))
+    log.info("volcano-py controllers for %s starting%s", ", ".join(sorted(scheduler_names)),
+             " (also jobs that name no scheduler)" if claim_unnamed else "")
+    try:
+        asyncio.run(kopf.operator(registry=registry, settings=settings, clusterwide=True, standalone=True,
+                                  stop_flag=stop))
+    finally:
+        controllers.jobs.timers.cancel_all()
+        if elector is not None:
+            elector.stop(release=not lost.is_set())
+    if lost.is_set():
+        log.error("lost the Lease: exiting so that only the new leader acts")
+        return 1
+    log.info("controllers stopped")
+    return 0

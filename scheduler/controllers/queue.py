@@ -1,0 +1,91 @@
+"""Layer `controllers`: the Queue controller.
+
+It owns two things of a Queue's status: `state` (Open, Closing, Closed) and the counts of the queue's
+PodGroups by phase (`pending`, `inqueue`, `running`, `unknown`, `completed`), which `kubectl get queue` shows.
+`status.allocated` is the scheduler's: this controller writes merge patches that never name it.
+
+State follows requests: an `OpenQueue`/`CloseQueue` Command, or `spec.state` when a user sets it (it then wins).
+A closed queue with PodGroups still in it is `Closing` until the last one goes; the scheduler admits nothing
+from a queue that is not Open, so its jobs create no pods.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.cache.kube import Obj
+from scheduler.controllers.client import Api
+
+log = logging.getLogger("volcano_py.controllers.queue")
+
+OPEN, CLOSING, CLOSED = "Open", "Closing", "Closed"
+COUNTED = {"Pending": "pending", "Inqueue": "inqueue", "Running": "running", "Unknown": "unknown",
+           "Completed": "completed"}
+
+
+def podgroup_counts(phases: list[str]) -> dict[str, int]:
+    """Counts by phase, every key present (0 included) so `kubectl get queue` never shows a blank."""
+    counts = Counter(COUNTED.get(p, "pending") for p in phases)
+    return {key: counts.get(key, 0) for key in COUNTED.values()}
+
+
+def next_state(current: str | None, requested: str | None, counts: Mapping[str, int]) -> str:
+    """The queue state after a request (Open/Close), given how many PodGroups are still in it."""
+    state = current or OPEN
+    if requested == OPEN:
+        state = OPEN
+    elif requested in ("Close", CLOSED, CLOSING):
+        state = CLOSED if state == CLOSED else CLOSING
+    live = sum(n for key, n in counts.items() if key != "completed")
+    if state == CLOSING and live == 0:
+        state = CLOSED
+    return state
+
+
+class QueueController:
+    def __init__(self, api: Api):
+        self.api = api
+        self._lock = threading.Lock()
+        self._groups: dict[str, tuple[str, str]] = {}  # PodGroup key -> (queue, phase)
+
+    def on_podgroup(self, kind: str | None, podgroup: Obj) -> None:
+        meta = podgroup.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        queue = str((podgroup.get("spec") or {}).get("queue") or "default")
+        phase = str((podgroup.get("status") or {}).get("phase") or "Pending")
+        with self._lock:
+            old = self._groups.pop(key, None)
+            if kind != "DELETED":
+                self._groups[key] = (queue, phase)
+        for name in {queue, old[0] if old else queue}:
+            if old is None or old != (queue, phase) or kind == "DELETED":
+                self.sync(name)
+
+    def on_queue(self, kind: str | None, queue: Obj) -> None:
+        if kind != "DELETED":
+            self.sync(str(queue["metadata"]["name"]))
+
+    def phases(self, queue: str) -> list[str]:
+        with self._lock:
+            return [phase for q, phase in self._groups.values() if q == queue]
+
+    def sync(self, name: str, request: str | None = None) -> dict[str, Any] | None:
+        """Bring the queue's state and counts up to date; `request` is a Command's Open or Close."""
+        with self._lock:  # one writer of queue status at a time: counts and state move together
+            queue = self.api.queue(name)
+            if queue is None:
+                return None
+            status = queue.get("status") or {}
+            counts = podgroup_counts([phase for q, phase in self._groups.values() if q == name])
+            requested = request or (queue.get("spec") or {}).get("state")
+            wanted = {"state": next_state(status.get("state"), requested, counts), **counts}
+            if all(status.get(k) == v for k, v in wanted.items()):
+                return wanted
+            self.api.patch_queue_status(name, wanted)
+            if status.get("state") != wanted["state"]:
+                log.info("queue %s: %s -> %s", name, status.get("state") or "(none)", wanted["state"])
+            return wanted
