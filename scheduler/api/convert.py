@@ -106,6 +106,15 @@ def job_from_podgroup(
         for c in status.get("conditions") or ()
         if isinstance(c, Mapping)
     )
+    extra: dict[str, Any] = {k: spec[k] for k in ("networkTopology", "scheduleTimeoutSeconds") if k in spec}
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and annotations:
+        extra["annotations"] = {str(k): str(v) for k, v in annotations.items()}
+    override = _positive_int(status.get("minMemberOverride"))
+    if override is not None and override < int(min_member):
+        # A gang that timed out retries with the smaller minimum its owner asked for; the spec stays as written.
+        extra["minMemberOverride"] = override
+        min_member = override
     return JobInfo(
         uid=key_of(pg),
         name=str(meta.get("name")),
@@ -118,9 +127,17 @@ def job_from_podgroup(
         phase=PodGroupPhase.parse(status.get("phase", "Pending")),
         creation=creation,
         conditions=conditions,
-        extra={k: spec[k] for k in ("networkTopology", "scheduleTimeoutSeconds") if k in spec},
+        extra=extra,
         reported_counts=(int(status.get("running", 0)), int(status.get("succeeded", 0)), int(status.get("failed", 0))),
     )
+
+
+def _positive_int(value: object) -> int | None:
+    try:
+        number = int(str(value))
+    except ValueError:
+        return None
+    return number if number > 0 else None
 
 
 def implicit_job(task: TaskInfo, *, default_queue: str, queue: str | None = None) -> JobInfo:

@@ -48,6 +48,8 @@ class PodGroupStatus:
     running: int
     succeeded: int
     failed: int
+    # The smaller minMember the scheduler retries a timed-out gang with (status.minMemberOverride); None: none.
+    min_member_override: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

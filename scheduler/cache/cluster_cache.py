@@ -425,6 +425,8 @@ class ClusterCache:
                 "failed": status.failed,
                 "conditions": _conditions(status.conditions, current.get("conditions") or [], now),
             }
+            if status.min_member_override is not None:
+                wanted["minMemberOverride"] = status.min_member_override
             if all(_same(current.get(k), v) for k, v in wanted.items()):
                 continue
             namespace, name = status.job.split("/", 1)

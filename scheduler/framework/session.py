@@ -98,6 +98,8 @@ class Session:
         self._evictions: list[Eviction] = []
         self._events: list[Event] = []
         self._conditions: dict[str, Condition] = {}
+        self._extra_conditions: dict[str, list[Condition]] = {}  # job uid -> conditions of other types (Timeout)
+        self._overrides: dict[str, int] = {}  # job uid -> minMember the scheduler now uses (status only)
         self.fit_errors: dict[str, FitErrors] = {}
         self.gate_reasons: dict[str, str] = {}  # job uid -> why enqueue held it
         self._original = {uid: (job.phase, job.conditions) for uid, job in self.jobs.items()}
@@ -326,6 +328,16 @@ class Session:
     def set_condition(self, job: JobInfo, condition: Condition) -> None:
         self._conditions[job.uid] = condition
 
+    def add_condition(self, job: JobInfo, condition: Condition) -> None:
+        """A condition beside the Scheduled/Unschedulable one (e.g. `Timeout`); one per type."""
+        kept = [c for c in self._extra_conditions.get(job.uid, []) if c.type != condition.type]
+        self._extra_conditions[job.uid] = [*kept, condition]
+
+    def override_min_member(self, job: JobInfo, min_member: int) -> None:
+        """Schedule `job` with a smaller minMember from now on (written to status.minMemberOverride)."""
+        job.min_available = min_member
+        self._overrides[job.uid] = min_member
+
     def event(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
         self._events.append(Event(kind, key, type_, reason, message))
 
@@ -359,6 +371,8 @@ class Session:
     def _podgroup_status(self, job: JobInfo) -> PodGroupStatus:
         condition = self._conditions.get(job.uid)
         conditions = _merge_condition(job.conditions, condition) if condition else job.conditions
+        for extra in self._extra_conditions.get(job.uid, ()):
+            conditions = _merge_condition(conditions, extra)
         running = job.count(TaskStatus.RUNNING)
         allocated = job.count(*READY_STATUSES)
         finished = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
@@ -380,6 +394,7 @@ class Session:
             running,
             job.count(TaskStatus.SUCCEEDED),
             job.count(TaskStatus.FAILED),
+            self._overrides.get(job.uid, job.extra.get("minMemberOverride")),
         )
 
     def queue_allocated(self, queue: str) -> Resource:

@@ -7,6 +7,10 @@ JobOrder: jobs not yet ready go first, so running gangs do not crowd out waiting
 Preemptable/Reclaimable: a victim's job keeps minAvailable ready tasks (a gang of one may go entirely); the
 preempt and reclaim actions apply the same rule themselves, so a config cannot switch it off.
 JobStarving: a job that is not yet pipelined (ready + waiting < minAvailable) wants victims.
+Timeout: a PodGroup with `scheduleTimeoutSeconds` that is still not placed that long after its creation gets a
+`Timeout` condition and a Warning event; if its owner named a smaller minimum in the annotation
+`volcano-py.io/fallback-min-available`, the gang is retried with it (the spec stays as written; the scheduler's
+view and `status.minMemberOverride` carry the smaller minimum).
 At close: every waiting gang gets an `Unschedulable` condition that says what is short and by how much.
 """
 
@@ -27,6 +31,39 @@ NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 SCHEDULED_REASON = "tasks in gang are ready to be scheduled"
+FALLBACK_ANNOTATION = "volcano-py.io/fallback-min-available"
+TIMEOUT = "Timeout"
+TIMEOUT_REASON = "ScheduleTimeout"
+
+
+def _seconds(value: object) -> float | None:
+    try:
+        number = float(str(value))
+    except ValueError:
+        return None
+    return number if number > 0 else None
+
+
+def check_timeout(ssn: Session, job: JobInfo) -> None:
+    """Past its scheduleTimeoutSeconds unplaced: say so once, and fall back to the smaller minimum if asked."""
+    timeout = _seconds(job.extra.get("scheduleTimeoutSeconds"))
+    if timeout is None or job.is_started() or job.is_ready() or not job.tasks:
+        return
+    waited = ssn.now - job.creation
+    if waited < timeout:
+        return
+    annotations = job.extra.get("annotations") or {}
+    fallback = _seconds(annotations.get(FALLBACK_ANNOTATION))
+    head = f"gang not placed within scheduleTimeoutSeconds {timeout:g} (waited {waited:g}s)"
+    if fallback is not None and int(fallback) < job.min_available:
+        message = f"{head}; retrying with minAvailable {int(fallback)} of {job.min_available} ({FALLBACK_ANNOTATION})"
+        ssn.override_min_member(job, int(fallback))
+    elif any(c.type == TIMEOUT for c in job.conditions):
+        return
+    else:
+        message = f"{head}; still waiting with minAvailable {job.min_available} (no smaller {FALLBACK_ANNOTATION})"
+    ssn.add_condition(job, Condition(TIMEOUT, "True", TIMEOUT_REASON, message))
+    ssn.event("PodGroup", job.uid, "Warning", TIMEOUT_REASON, message)
 
 
 def valid(job: JobInfo) -> P.Invalid | None:
@@ -127,6 +164,8 @@ class GangPlugin(Plugin):
         def starving(job: JobInfo) -> bool:
             return not job.is_pipelined()
 
+        for job in ssn.jobs.values():
+            check_timeout(ssn, job)
         ssn.register(P.PREEMPTABLE, victims)
         ssn.register(P.RECLAIMABLE, victims)
         ssn.register(P.JOB_STARVING, starving)

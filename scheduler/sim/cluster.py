@@ -192,6 +192,8 @@ class InMemoryCluster:
             st["phase"] = status.phase.value
             st["running"], st["succeeded"], st["failed"] = status.running, status.succeeded, status.failed
             st["conditions"] = [_condition_dict(c, self.now) for c in status.conditions]
+            if status.min_member_override is not None:
+                st["minMemberOverride"] = status.min_member_override
         for queue in result.queues:
             self.queue_allocated[queue.queue] = queue.allocated
         self.events.extend((self.now, e) for e in result.events)
