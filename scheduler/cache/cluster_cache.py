@@ -109,6 +109,9 @@ class ClusterCache:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="volcano-py-api")
+        # Pod conditions are patched in the background: nothing in the next cycle depends on them.
+        self._status_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="volcano-py-status")
+        self._condition_sent: dict[str, str] = {}  # pod key -> PodScheduled message patched (or in flight)
         self._instance = identity or f"{socket.gethostname()}-{os.getpid()}"
         # Writes (binds, evictions, status) are sent only while this returns True: the leader-election guard.
         self.may_write: Callable[[], bool] = lambda: True
@@ -144,6 +147,7 @@ class ClusterCache:
         self._stop.set()
         self.kube.close_streams()
         self._pool.shutdown(wait=True)
+        self._status_pool.shutdown(wait=True, cancel_futures=True)
         for _ in self._event_threads:
             self._events.put(None)
         deadline = time.monotonic() + timeout
@@ -412,11 +416,18 @@ class ClusterCache:
         self._event("Pod", task_key, "Warning", "Evict", f"Pod is evicted: {reason}")
 
     def _write_podgroups(self, statuses: list[PodGroupStatus], now: float) -> None:
-        for status in statuses:
+        """Patch the PodGroups whose status changed, concurrently; waits, as the next cycle reads them."""
+        for future in [self._pool.submit(self._write_podgroup, status, now) for status in statuses]:
+            future.result()
+
+    def _write_podgroup(self, status: PodGroupStatus, now: float) -> None:
+        if not self.may_write():
+            return
+        if True:
             with self.lock:
                 pg = self.podgroups.objects.get(status.job)
             if pg is None:
-                continue  # an implicit gang of one has no PodGroup object
+                return  # an implicit gang of one has no PodGroup object
             current = pg.get("status") or {}
             wanted = {
                 "phase": status.phase.value,
@@ -428,7 +439,7 @@ class ClusterCache:
             if status.min_member_override is not None:
                 wanted["minMemberOverride"] = status.min_member_override
             if all(_same(current.get(k), v) for k, v in wanted.items()):
-                continue
+                return
             namespace, name = status.job.split("/", 1)
             try:
                 updated = self.kube.request(
@@ -439,7 +450,8 @@ class ClusterCache:
                 )
             except Exception as exc:  # noqa: BLE001 - retried next cycle (the status still differs)
                 log.warning("patch PodGroup %s status failed: %s", status.job, exc)
-                continue
+                return
+            _trim(updated)
             with self.lock:
                 if status.job in self.podgroups.objects:
                     self.podgroups.objects[status.job] = updated
@@ -506,10 +518,21 @@ class ClusterCache:
                     existing.get("status") == "False"
                     and existing.get("reason") == "Unschedulable"
                     and (existing.get("message") == message)
-                ):
+                ) or self._condition_sent.get(key) == message:
                     continue
+                self._condition_sent[key] = message
                 todo.append((key, message))
+            for key in [k for k in self._condition_sent if k not in self.pods.objects]:
+                del self._condition_sent[key]
         for key, message in todo:
+            self._status_pool.submit(self._write_pod_condition, key, message, now)
+
+    def _write_pod_condition(self, key: str, message: str, now: float) -> None:
+        if self._stop.is_set() or not self.may_write():
+            with self.lock:
+                self._condition_sent.pop(key, None)
+            return
+        if True:
             namespace, name = key.split("/", 1)
             condition = {
                 "type": "PodScheduled",
@@ -526,10 +549,15 @@ class ClusterCache:
                     content_type=STRATEGIC_PATCH,
                 )
             except Exception as exc:  # noqa: BLE001
-                log.warning("patch pod %s condition failed: %s", key, exc)
-                continue
+                with self.lock:
+                    self._condition_sent.pop(key, None)  # retried next cycle
+                if not (isinstance(exc, KubeError) and exc.status == 404):
+                    log.warning("patch pod %s condition failed: %s", key, exc)
+                return
+            _trim(updated)
             with self.lock:
-                if key in self.pods.objects:
+                current = self.pods.objects.get(key)
+                if current is not None and _rv(updated) > _rv(current):
                     self.pods.objects[key] = updated
 
     # ---- events -----------------------------------------------------------------------------------------
@@ -633,11 +661,21 @@ class ClusterCache:
             "spec": {"weight": 1, "reclaimable": True},
         }
         try:
-            self.kube.request("POST", f"{PG_API}/queues", body=body)
+            created = self.kube.request("POST", f"{PG_API}/queues", body=body)
             log.info("created Queue %s", name)
+            with self.lock:  # the first cycle must see it, whether or not the watch has shown it yet
+                self.queues.objects.setdefault(name, created)
         except KubeError as exc:
             if exc.status != 409:
                 raise
+
+
+def _rv(obj: Obj) -> int:
+    """resourceVersion as a number (etcd revisions), to keep the newer of two copies; 0 if not numeric."""
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
 
 
 def _trim(obj: Obj) -> None:
