@@ -44,6 +44,28 @@ GPU = "nvidia.com/gpu"
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """user + system CPU seconds a process has used so far (Linux /proc)."""
+    if not pid:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU seconds of some processes between two points, per process name."""
+
+    def __init__(self, pids: dict[str, int | None]):
+        self.pids = pids
+        self.start = {n: cpu_seconds(p) for n, p in pids.items()}
+
+    def used(self) -> dict[str, float]:
+        return {n: round(cpu_seconds(p) - self.start[n], 2) for n, p in self.pids.items()}
+
+
 def raw_client(kubeconfig: str, pool: int) -> Kube:
     cfg = client.Configuration()
     config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
@@ -191,8 +213,8 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def ceiling(kube: Kube, ns: str, nodes: list[str], pods: int, threads: int) -> float:
-    """Bare binds: pre-created pods, bound round-robin by `threads` threads; pods/s."""
+def ceiling(kube: Kube, ns: str, nodes: list[str], pods: int, threads: int, pids: dict) -> tuple[float, dict]:
+    """Bare binds: pre-created pods, bound round-robin by `threads` threads; (pods/s, CPU seconds used)."""
     names = [f"c-{i}" for i in range(pods)]
     run_all(lambda n: kube.request("POST", f"/api/v1/namespaces/{ns}/pods",
                                    body=pod_body(str(n), scheduler="nobody")), names, threads, "ceiling pods")
@@ -203,8 +225,9 @@ def ceiling(kube: Kube, ns: str, nodes: list[str], pods: int, threads: int) -> f
             "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": ns},
             "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[i % len(nodes)]}})
 
+    meter = CpuMeter({**pids, "client": os.getpid()})
     took = run_all(bind, list(enumerate(names)), threads, "ceiling binds")
-    return pods / took
+    return pods / took, meter.used()
 
 
 def all_nodes_schedulable(kube: Kube, count: int) -> bool:
@@ -225,7 +248,8 @@ def throughput(args: argparse.Namespace, kubeconfig: str, kube: Kube, workdir: P
     if args.ceiling:
         ns = f"ceiling-{run}"
         create_namespace(kube, ns)
-        result["ceiling_binds_per_s"] = ceiling(kube, ns, nodes, args.pods, args.ceiling_threads)
+        result["ceiling_binds_per_s"], result["ceiling_cpu_s"] = ceiling(
+            kube, ns, nodes, args.pods, args.ceiling_threads, args.pids)
         result["ceiling_threads"] = args.ceiling_threads
         print(f"  bare-client bind ceiling ({args.ceiling_threads} threads): "
               f"{result['ceiling_binds_per_s']:.0f} pods/s", flush=True)
@@ -238,8 +262,11 @@ def throughput(args: argparse.Namespace, kubeconfig: str, kube: Kube, workdir: P
     started = time.monotonic()
     proc = start_scheduler(kubeconfig, log_path, *args.scheduler_args)
     try:
+        watch.wait(1, args.timeout)
+        meter = CpuMeter({**args.pids, "scheduler": proc.pid})
         if not watch.wait(len(names), args.timeout):
             raise SystemExit(f"only {len(watch.bound)}/{len(names)} bound; log: {log_path}")
+        result["bind_window_cpu_s"] = meter.used()
     finally:
         stop(proc)
         watch.close()
@@ -328,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     else:  # 5,000 nodes: no kwok heartbeats; nodes are created Ready
         cp = ControlPlane(controller_manager=False, kwok=False, fast=True).start()
         kubeconfig = str(cp.kubeconfig)
+    args.pids = {}
+    if cp:
+        args.pids = {name: p.popen.pid for name, p in cp.procs.items() if name in ("kube-apiserver", "etcd", "kwok")}
     try:
         kube = raw_client(kubeconfig, max(args.threads, args.ceiling_threads) + 4)
         result = (throughput if args.mode == "throughput" else startup)(args, kubeconfig, kube, workdir)

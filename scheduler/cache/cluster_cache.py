@@ -117,6 +117,8 @@ class ClusterCache:
         self.may_write: Callable[[], bool] = lambda: True
         # Events leave the bind path: binds enqueue them and these threads send them.
         self._events: queue.Queue[Obj | None] = queue.Queue()
+        self._binds_done = threading.Event()  # events wait while binds are in flight: binds go first
+        self._binds_done.set()
         self._event_threads = [
             threading.Thread(target=self._send_events, name=f"events-{i}", daemon=True)
             for i in range(event_workers)
@@ -341,6 +343,8 @@ class ClusterCache:
             return
         # Every pod of every committed gang is bound concurrently; a failed bind leaves its pod pending in the
         # cache, so the next cycle retries it.
+        if result.binds:
+            self._binds_done.clear()
         binds = [
             (gang, self._pool.submit(self._bind, task, node, now))
             for gang in result.binds
@@ -348,9 +352,12 @@ class ClusterCache:
         ]
         evictions = [self._pool.submit(self._evict, e.task, e.reason) for e in result.evictions]
         failed: dict[str, int] = {}
-        for gang, future in binds:
-            if not future.result():
-                failed[gang.job] = failed.get(gang.job, 0) + 1
+        try:
+            for gang, future in binds:
+                if not future.result():
+                    failed[gang.job] = failed.get(gang.job, 0) + 1
+        finally:
+            self._binds_done.set()
         for future in evictions:
             future.result()
         for job, count in failed.items():
@@ -605,6 +612,7 @@ class ClusterCache:
     def _send_events(self) -> None:
         while True:
             body = self._events.get()
+            self._binds_done.wait(5.0)
             try:
                 if body is None or self._stop.is_set():
                     return
