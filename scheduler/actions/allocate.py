@@ -2,7 +2,8 @@
 
 1. Take the jobs that left Pending and have pending tasks; drop (with a condition) those JobValid rejects.
 2. Gangs found partly bound (a crash between binds, a failed bind) go first, ahead of queue order, so the
-   resources they already hold are put to use.
+   resources they already hold are put to use. Then gangs that waited past `starvationThresholdSeconds` reserve
+   what they need (the starvation guard, `actions/starvation.py`).
 3. Visit queues by QueueOrder (skipping overused ones), jobs by JobOrder, tasks by TaskOrder. Each task goes
    to the best-scoring node among those its predicates allow and whose idle resources hold it; failing that,
    it is pipelined onto a node whose releasing resources will hold it.
@@ -16,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from scheduler.actions.base import round_robin
+from scheduler.actions.starvation import reserve, starving_gangs
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -74,10 +76,13 @@ class Allocate:
         partial = [j for j in jobs if j.is_started() and not j.is_ready()]
         for job in sorted(partial, key=lambda j: (j.creation, j.uid)):
             self.allocate_job(ssn, ssn.queues[job.queue], job, lambda _: None)
+        starving = starving_gangs(ssn, [j for j in jobs if j not in partial])
+        for job in starving:
+            self.reserve_job(ssn, ssn.queues[job.queue], job)
         # 3.
         by_queue: dict[str, list[JobInfo]] = {}
         for job in jobs:
-            if job not in partial:
+            if job not in partial and job not in starving:
                 by_queue.setdefault(job.queue, []).append(job)
         for queue, job, requeue in round_robin(ssn, by_queue, skip_queue=lambda q: self._overused(ssn, q)):
             self.allocate_job(ssn, queue, job, requeue)
@@ -125,6 +130,20 @@ class Allocate:
             stmt.commit()
         elif ssn.run(P.JOB_PIPELINED, job).vote == P.Vote.REJECT:
             stmt.discard()
+
+    def reserve_job(self, ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
+        """The starvation guard: a gang placer's placement if it has one, else place or reserve pod by pod."""
+        if self._overused(ssn, queue):
+            return
+        declined = False
+        if ssn.has(P.PLACE_GANG):
+            answer = ssn.run(P.PLACE_GANG, job, ssn.task_order(pending_tasks(job)))
+            if isinstance(answer, P.GangPlacement):
+                self.replay_placement(ssn, queue, job, Statement(ssn), answer)
+                if job.is_ready():
+                    return
+            declined = answer is not None
+        reserve(ssn, queue, job, pending_tasks(job), find_node, declined)
 
     @staticmethod
     def replay_placement(

@@ -1,0 +1,103 @@
+"""Layer `actions`: the starvation guard of `allocate` — a gang that waited too long reserves what it needs.
+
+A gang (minAvailable > 1) that has waited longer than `starvationThresholdSeconds` (an `allocate` argument in
+`configurations`, default 300; a negative value turns the guard off) goes ahead of queue order, right after
+partly bound gangs, oldest first:
+
+1. Its tasks take idle resources as usual (and releasing resources, pipelined), pod by pod.
+2. If that makes it ready, it is committed and bound like any gang (unless a gang placer such as the topology
+   solver declined it: then its placement must come from the placer, and this stays a reservation).
+3. Otherwise the placements are kept in the session, never bound, and each task still missing is pipelined
+   onto the node closest to holding it. Later jobs in the cycle see those resources as taken, so a stream of
+   small jobs cannot take them; a small job still uses a reserved node if it fits beside the reservation.
+   Every cycle the reservation is made afresh (nothing reaches the API), and as running pods finish, the gang
+   collects what they free until it is ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.framework import points as P
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
+
+THRESHOLD_ARG = "starvationThresholdSeconds"
+DEFAULT_THRESHOLD = 300.0
+
+
+def threshold(arguments: Mapping[str, Any]) -> float | None:
+    """The configured threshold in seconds, or None when the guard is off."""
+    raw = arguments.get(THRESHOLD_ARG, DEFAULT_THRESHOLD)
+    try:
+        value = float(str(raw))
+    except ValueError:
+        return DEFAULT_THRESHOLD
+    return None if value < 0 else value
+
+
+def starving_gangs(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
+    limit = threshold(ssn.conf.configurations.get("allocate") or {})
+    if limit is None:
+        return []
+    waiting = [
+        j for j in jobs
+        if j.min_available > 1 and not j.is_started() and not j.is_ready() and ssn.now - j.creation >= limit
+    ]
+    return sorted(waiting, key=lambda j: (j.creation, j.uid))
+
+
+def _closest(ssn: Session, task: TaskInfo, held: dict[str, int]) -> NodeInfo | None:
+    """The feasible node whose future idle is closest to holding the task and that can still be reserved."""
+    request = task.resreq
+    best: tuple[float, str, NodeInfo] | None = None
+    for node in ssn.feasible_nodes(task):
+        if not request <= node.allocatable - node.pipelined:
+            continue
+        short = request.shortfall(node.future_idle())
+        key = sum(units / max(1, request.get(name)) for name, units in short.items())
+        candidate = (key + held.get(node.name, 0) * 1e-9, node.name, node)
+        if best is None or candidate[:2] < best[:2]:
+            best = candidate
+    return best[2] if best is not None else None
+
+
+def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo],
+            place: Any, placer_declined: bool) -> None:
+    """Place `job` as far as it goes; commit it if ready, else keep it as a reservation (see the module doc)."""
+    stmt = Statement(ssn)
+    tasks = ssn.task_order(pending)
+    missing: list[TaskInfo] = []
+    for task in tasks:
+        if not ssn.run(P.ALLOCATABLE, queue, task):
+            break
+        node, pipelined = place(ssn, task)
+        if node is None:
+            missing.append(task)
+        elif pipelined:
+            stmt.pipeline(task, node)
+        else:
+            stmt.allocate(task, node)
+        if ssn.run(P.JOB_READY, job):
+            break
+    if ssn.run(P.JOB_READY, job) and not placer_declined:
+        stmt.commit()
+        return
+    held: dict[str, int] = {}
+    for task in missing:
+        if not ssn.run(P.JOB_PIPELINED, job).vote == P.Vote.REJECT:
+            break
+        node = _closest(ssn, task, held)
+        if node is None:
+            break
+        held[node.name] = held.get(node.name, 0) + 1
+        stmt.pipeline(task, node)
+    waited = ssn.now - job.creation
+    ssn.gate_reasons[job.uid] = (
+        f"starving for {waited:g}s: reserving resources on {len({op.node for op in stmt.operations})} nodes "
+        f"as running pods free them ({sum(1 for op in stmt.operations)} of {job.min_available} tasks held)"
+    )

@@ -1,0 +1,65 @@
+"""The starvation guard: a big gang behind a stream of small jobs reserves what it needs and starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from preemption_confs import make_conf
+
+from scheduler.testing import ClusterBuilder, cluster, pod_object
+
+SMALL_RUNS = 600.0  # each 1-GPU job runs 10 minutes
+GANG_ARRIVES = 60.0
+HORIZON = GANG_ARRIVES + 15 * 60  # the gang must start within 15 simulated minutes
+
+
+def finish_due(c: ClusterBuilder) -> None:
+    """Kubelets: a small job's pod ends 10 minutes after it started, and its Job deletes it."""
+    for key, pod in list(c.sim.pods.items()):
+        if pod.started_at is not None and c.sim.now - pod.started_at >= SMALL_RUNS and key.startswith("default/s-"):
+            c.sim.finish_pod(key)
+            c.sim.delete_pod(key)
+
+
+def gang_start(threshold: float, period: float = 10.0) -> float | None:
+    """Replay the stream with the guard at `threshold` seconds (negative: off); when the gang started, if it did."""
+    arguments = {"starvationThresholdSeconds": threshold}
+    conf = make_conf("enqueue, allocate, backfill", configurations={"allocate": arguments})
+    c = cluster().nodes("n", 8, gpu=8)
+    arrived = 0
+    while c.sim.now <= HORIZON:
+        while arrived <= c.sim.now:  # one 1-GPU job a second
+            c.sim.add_pod(pod_object(f"s-{arrived}", gpu=1))
+            arrived += 1
+        if c.sim.now == GANG_ARRIVES:  # a multiple of the period
+            c.job("big", replicas=32, gpu=1)
+        finish_due(c)
+        c.cycle(conf)
+        assert c.sim.partially_bound_gangs() == []
+        if len(c.sim.bound("big")) == 32:
+            return c.sim.now - 1 - GANG_ARRIVES
+        c.sim.now += period - 1  # cycle() already advanced the clock by a second
+    return None
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    threshold: float
+    starts: bool
+
+
+CASES = [
+    Case("with the guard a 32-GPU gang behind a stream of 1-GPU jobs starts within 15 minutes", 300, True),
+    Case("without the guard the stream keeps it out for the whole 15 minutes", -1, False),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_big_gang_behind_a_stream_of_small_jobs(case: Case) -> None:
+    waited = gang_start(case.threshold)
+    if case.starts:
+        assert waited is not None and waited <= 15 * 60
+    else:
+        assert waited is None
