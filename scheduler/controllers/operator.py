@@ -108,6 +108,25 @@ def connection_info(api_client: Any) -> kopf.ConnectionInfo:
     )
 
 
+async def _operate(registry: kopf.OperatorRegistry, settings: kopf.OperatorSettings, stop: threading.Event) -> None:
+    """kopf until `stop` is set (by a signal, or by losing the Lease). kopf takes SIGTERM over once it runs: its
+    own stop then ends this too. The bridge polls, so no executor thread is left blocked on `stop.wait()`."""
+    stopping = asyncio.Event()
+
+    async def bridge() -> None:
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        stopping.set()
+
+    watcher = asyncio.create_task(bridge())
+    try:
+        await kopf.operator(registry=registry, settings=settings, clusterwide=True, standalone=True,
+                            stop_flag=stopping)
+    finally:
+        stop.set()
+        watcher.cancel()
+
+
 def run(
     api_client: Any,
     *,
@@ -121,11 +140,11 @@ def run(
     """Run until `stop` is set (0), or until the Lease is lost (1)."""
     kube = Kube(api_client, request_timeout=request_timeout)
     controllers = build(Api(kube), scheduler_names, claim_unnamed)
-    lost = threading.Event()
+    lost, leaving = threading.Event(), threading.Event()
     elector = None
     if lease is not None:
         def on_change(leading: bool) -> None:
-            if not leading:
+            if not leading and not leaving.is_set():
                 lost.set()
                 stop.set()
 
@@ -134,6 +153,7 @@ def run(
         while not stop.is_set() and not elector.wait_leader(1.0):
             pass
         if stop.is_set():
+            leaving.set()
             elector.stop()
             return 0
     settings = kopf.OperatorSettings()
@@ -142,10 +162,10 @@ def run(
     log.info("volcano-py controllers for %s starting%s", ", ".join(sorted(scheduler_names)),
              " (also jobs that name no scheduler)" if claim_unnamed else "")
     try:
-        asyncio.run(kopf.operator(registry=registry, settings=settings, clusterwide=True, standalone=True,
-                                  stop_flag=stop))
+        asyncio.run(_operate(registry, settings, stop))
     finally:
         controllers.jobs.timers.cancel_all()
+        leaving.set()
         if elector is not None:
             elector.stop(release=not lost.is_set())
     if lost.is_set():
