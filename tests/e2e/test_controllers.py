@@ -178,7 +178,7 @@ def wait_phase(custom, namespace: str, name: str, wanted: str, **fields) -> dict
         ok = (s.get("state") or {}).get("phase") == wanted and all(s.get(k) == v for k, v in fields.items())
         return s if ok else None
 
-    return wait_for(reached, TIMEOUT, what=f"job {name} {wanted} {fields or ''} (now {status(custom, namespace, name)})")
+    return wait_for(reached, TIMEOUT, what=f"job {name} {wanted} {fields or ''}")
 
 
 def pods(core_v1, namespace: str, job_name: str) -> list[dict]:
