@@ -83,6 +83,42 @@ class Toleration:
 
 
 @dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector: matchLabels and matchExpressions ANDed; an empty selector matches everything."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """Pods matching `selector` in `namespaces` (empty: the pod's own) within one `topology_key` domain."""
+
+    selector: LabelSelector
+    topology_key: str
+    namespaces: tuple[str, ...] = ()
+
+    def selects(self, owner_namespace: str, namespace: str, labels: Mapping[str, str]) -> bool:
+        allowed = self.namespaces or (owner_namespace,)
+        return namespace in allowed and self.selector.matches(labels)
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """A topologySpreadConstraint: matching pods per `topology_key` domain may differ by at most `max_skew`."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    selector: LabelSelector
+
+
+@dataclass(frozen=True, slots=True)
 class Constraints:
     """Where a pod may go, independent of free resources. Hashable: tasks that share it share fit results."""
 
@@ -90,6 +126,19 @@ class Constraints:
     required_terms: tuple[NodeSelectorTerm, ...] = ()  # ORed
     tolerations: tuple[Toleration, ...] = ()
     preferred: tuple[tuple[int, NodeSelectorTerm], ...] = ()  # preferred node affinity: (weight, term)
+    # Terms that depend on where other pods are: evaluated per placement, never cached (`dynamic`).
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    preferred_pod_anti_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+
+    @property
+    def dynamic(self) -> bool:
+        return bool(
+            self.pod_affinity or self.pod_anti_affinity or self.preferred_pod_affinity
+            or self.preferred_pod_anti_affinity or self.spread
+        )
 
     def untolerated(self, taints: tuple[Taint, ...]) -> Taint | None:
         for taint in taints:
@@ -141,7 +190,62 @@ def constraints_of(spec: Mapping[str, Any]) -> Constraints:
         if isinstance(p, Mapping)
     )
     node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
-    return Constraints(node_selector, terms, tolerations, preferred)
+    raw_affinity = spec.get("affinity") or {}
+    affinity_terms = _pod_terms(raw_affinity.get("podAffinity"))
+    anti_terms = _pod_terms(raw_affinity.get("podAntiAffinity"))
+    return Constraints(
+        node_selector, terms, tolerations, preferred,
+        affinity_terms[0], anti_terms[0], affinity_terms[1], anti_terms[1],
+        _spread(spec.get("topologySpreadConstraints")),
+    )
+
+
+def _selector(raw: object) -> LabelSelector:
+    if not isinstance(raw, Mapping):
+        return LabelSelector()
+    labels = raw.get("matchLabels") or {}
+    return LabelSelector(
+        tuple(sorted((str(k), str(v)) for k, v in labels.items())) if isinstance(labels, Mapping) else (),
+        _requirements(raw.get("matchExpressions")),
+    )
+
+
+def _pod_term(raw: Mapping[str, Any]) -> PodAffinityTerm:
+    return PodAffinityTerm(
+        _selector(raw.get("labelSelector")),
+        str(raw.get("topologyKey") or ""),
+        tuple(str(n) for n in raw.get("namespaces") or ()),
+    )
+
+
+def _pod_terms(raw: object) -> tuple[tuple[PodAffinityTerm, ...], tuple[tuple[int, PodAffinityTerm], ...]]:
+    """(required terms, preferred (weight, term)) of a podAffinity or podAntiAffinity block."""
+    if not isinstance(raw, Mapping):
+        return (), ()
+    required = tuple(
+        _pod_term(t) for t in raw.get("requiredDuringSchedulingIgnoredDuringExecution") or () if isinstance(t, Mapping)
+    )
+    preferred = tuple(
+        (int(p.get("weight", 0) or 0), _pod_term(p.get("podAffinityTerm") or {}))
+        for p in raw.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        if isinstance(p, Mapping)
+    )
+    return required, preferred
+
+
+def _spread(raw: object) -> tuple[SpreadConstraint, ...]:
+    if not isinstance(raw, list):
+        return ()
+    return tuple(
+        SpreadConstraint(
+            max(1, int(c.get("maxSkew", 1) or 1)),
+            str(c.get("topologyKey") or ""),
+            str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
+            _selector(c.get("labelSelector")),
+        )
+        for c in raw
+        if isinstance(c, Mapping)
+    )
 
 
 def _term(raw: Mapping[str, Any]) -> NodeSelectorTerm:

@@ -172,8 +172,27 @@ class Session:
 
     # ---- placement helpers --------------------------------------------------------------------------
     def feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
-        """Nodes whose predicates pass for this task's constraints, computed once per constraint set."""
+        """Nodes whose predicates pass for this task's constraints, computed once per constraint set (and, for a
+        task with inter-pod or spread terms, filtered by the dynamic predicates as the cluster is now)."""
+        nodes = self._feasible_for(task).nodes
+        if task.constraints.dynamic:
+            return self._dynamic_filter(task, nodes)[0]
+        return nodes
+
+    def static_feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
+        """Nodes the cached (constraint-only) predicates allow, without the dynamic ones."""
         return self._feasible_for(task).nodes
+
+    def _dynamic_filter(self, task: TaskInfo, nodes: list[NodeInfo]) -> tuple[list[NodeInfo], Counter[str]]:
+        if not nodes or not self.has(P.DYNAMIC_PREDICATE):
+            return nodes, Counter()
+        reasons = self.run(P.DYNAMIC_PREDICATE, task, nodes)
+        rejected: Counter[str] = Counter(r for r in reasons if r)
+        if self.trace:
+            for node, reason in zip(nodes, reasons, strict=True):
+                if reason:
+                    self.trace(f"task {task.name} (role {task.role or '-'}) rejected by node {node.name}: {reason}")
+        return [n for n, r in zip(nodes, reasons, strict=True) if not r], rejected
 
     def _feasible_for(self, task: TaskInfo) -> _Feasible:
         cached = self._feasible.get(task.constraints)
@@ -198,13 +217,20 @@ class Session:
 
     def fitting_indices(self, task: TaskInfo) -> IntArray:
         """Indices (into node_list) of feasible nodes whose idle resources hold the task now."""
-        return self.arrays.fitting(task.resreq, self._feasible_for(task).indices)
+        fitting = self.arrays.fitting(task.resreq, self._feasible_for(task).indices)
+        if task.constraints.dynamic and fitting.size:
+            kept = self._dynamic_filter(task, [self.node_list[i] for i in fitting])[0]
+            return np.fromiter((self.arrays.position[n.name] for n in kept), dtype=np.int64, count=len(kept))
+        return fitting
 
     def fitting_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         return [self.node_list[i] for i in self.fitting_indices(task)]
 
     def static_rejections(self, task: TaskInfo) -> Counter[str]:
-        return self._feasible_for(task).rejected
+        rejected = self._feasible_for(task).rejected
+        if task.constraints.dynamic:
+            return rejected + self._dynamic_filter(task, self._feasible_for(task).nodes)[1]
+        return rejected
 
     def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
         return float(self.run(P.NODE_ORDER, task, node))
@@ -214,13 +240,18 @@ class Session:
         if indices.size == 0:
             return None
         batch, per_node = self.has(P.BATCH_NODE_ORDER), self.has(P.NODE_ORDER)
-        if indices.size == 1 or not (batch or per_node):
+        dynamic = task.constraints.dynamic and self.has(P.DYNAMIC_NODE_ORDER)
+        if indices.size == 1 or not (batch or per_node or dynamic):
             return self.node_list[int(indices[0])]
         scores = np.zeros(indices.size)
         if batch:
             scores = scores + self.run(P.BATCH_NODE_ORDER, task, self.arrays, indices)
         if per_node:
             scores = scores + np.fromiter((self.node_score(task, self.node_list[i]) for i in indices), float)
+        if dynamic:
+            scores = scores + np.asarray(
+                self.run(P.DYNAMIC_NODE_ORDER, task, [self.node_list[i] for i in indices]), dtype=float
+            )
         return self.node_list[int(indices[int(np.argmax(scores))])]
 
     def place_best(self, task: TaskInfo) -> NodeInfo | None:
@@ -231,7 +262,7 @@ class Session:
         nodes that changed since (mostly the one node the gang's previous task went to). Per-node scorers,
         if any plugin registers one, are not cached.
         """
-        if self.has(P.NODE_ORDER) or not self.has(P.BATCH_NODE_ORDER):
+        if self.has(P.NODE_ORDER) or not self.has(P.BATCH_NODE_ORDER) or task.constraints.dynamic:
             return self.pick_node(task, self.fitting_indices(task))
         feasible = self._feasible_for(task)
         if feasible.indices.size == 0:
