@@ -24,12 +24,12 @@ from ortools.sat.python import cp_model
 
 from scheduler.solver.evaluate import GPU_MILLI, UNPLACED, GangProblem, Placement, Score, evaluate, used_nodes
 from scheduler.solver.greedy import feasible_domains, per_pod_binpack, topology_greedy
-from scheduler.solver.topology import IntArray
+from scheduler.solver.topology import IntArray, Topology
 
 DOMAINS_OPTIMISED = 3  # at the chosen tier, how many candidate domains CP-SAT may try
 DOMAINS_PROBED_BELOW = 2  # below the greedy's tier, how many domains CP-SAT probes for a placement it missed
 MAX_PATTERNS = 20_000  # model size cap; beyond it the decomposition gives up and greedy answers stand
-SUBDOMAIN_SLACK = 2  # keep sub-domains (largest free first) until they hold this many times the gang's GPUs
+SPARE_SUBDOMAINS = 2  # sub-domains kept beyond the fewest that could hold the gang
 MIN_SUBDOMAINS = 4
 
 
@@ -108,25 +108,41 @@ def _search(problem: GangProblem, hint: Placement | None, hint_score: Score, dea
 # ---- one domain -----------------------------------------------------------------------------------------
 
 
-def _relevant_nodes(problem: GangProblem, tier: int, domain: int, hint: Placement | None) -> IntArray:
-    """Candidate nodes inside the domain; when it has many sub-domains, only the roomiest few (and the hint's)."""
+def _relevant_nodes(problem: GangProblem, tier: int, domain: int) -> IntArray:
+    """Candidate nodes inside the domain; when the gang must span several of its sub-domains, only the fewest
+    sub-domains whose usable GPUs hold it plus a few more (largest first), so the model stays small."""
     topo = problem.topology
     union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
     inside = union[topo.domain[tier, union] == domain]
-    if tier < 2 or problem.gpu_row is None or inside.size == 0:
+    need = problem.need_gpu()
+    if tier < 2 or problem.gpu_row is None or inside.size == 0 or need == 0:
         return inside
     sub = topo.domain[tier - 1, inside]
     ids, inverse = np.unique(sub, return_inverse=True)
     if ids.size <= MIN_SUBDOMAINS:
         return inside
-    free = np.bincount(inverse, weights=problem.idle[problem.gpu_row, inside].astype(np.float64))
-    order = np.argsort(-free, kind="stable")
-    cumulative = np.cumsum(free[order])
-    keep_count = max(MIN_SUBDOMAINS, int(np.searchsorted(cumulative, SUBDOMAIN_SLACK * problem.need_gpu())) + 1)
-    keep = set(ids[order[:keep_count]].tolist())
-    if hint is not None:
-        keep |= set(topo.domain[tier - 1, used_nodes(hint)].tolist())
-    return inside[np.isin(sub, list(keep))]
+    free = problem.idle[problem.gpu_row, inside]
+    usable = np.zeros(inside.size, dtype=np.int64)
+    for group in problem.groups:  # GPUs a node can give the gang in whole tasks of one group
+        gpu = int(group.request[problem.gpu_row])
+        if gpu:
+            member = np.isin(inside, group.candidates)
+            usable = np.maximum(usable, np.where(member, free // gpu * gpu, 0))
+    capacity = np.bincount(inverse.reshape(-1), weights=usable.astype(np.float64))
+    order = np.argsort(-capacity, kind="stable")
+    fewest = int(np.searchsorted(np.cumsum(capacity[order]), need)) + 1
+    keep = ids[order[: fewest + max(SPARE_SUBDOMAINS, fewest // 2)]]
+    return inside[np.isin(sub, keep)]
+
+
+def _best_hint(problem: GangProblem, nodes: IntArray, hint: Placement | None) -> Placement | None:
+    """The better of the given hint (if it lies inside these nodes) and per-pod greedy inside them."""
+    within = np.zeros(problem.nodes, dtype=bool)
+    within[nodes] = True
+    options = [per_pod_binpack(problem, within)]
+    if hint is not None and within[used_nodes(hint)].all():
+        options.append(hint)
+    return min(options, key=lambda p: evaluate(problem, p))
 
 
 def _patterns(free: IntArray, requests: list[IntArray], limits: list[int]) -> Iterator[tuple[int, ...]]:
@@ -151,9 +167,10 @@ def _patterns(free: IntArray, requests: list[IntArray], limits: list[int]) -> It
 def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement | None, deadline: float,
                   workers: int, stats: SolveStats) -> Placement | None:
     topo = problem.topology
-    nodes = _relevant_nodes(problem, tier, domain, hint)
+    nodes = _relevant_nodes(problem, tier, domain)
     if nodes.size == 0:
         return None
+    hint = _best_hint(problem, nodes, hint)
     groups = problem.groups
     need = problem.need()
     dims = np.flatnonzero(need)
@@ -206,10 +223,14 @@ def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement 
     stranded = sum(s * y[key_] for key_, s in stranded_of.items() if s)
     max_stranded = sum(int(counts[c]) * max((stranded_of[c, k] for k in range(len(f))), default=0)
                        for c, f in enumerate(patterns))
-    weight = max_stranded + 1
-    objective = nodes_used * weight + stranded
-    scale = weight * (int(counts.sum()) + 1)
+    max_nodes = int(counts.sum())
+    if problem.stranded_first:
+        packing = stranded * (max_nodes + 1) + nodes_used
+    else:
+        packing = nodes_used * (max_stranded + 1) + stranded
     domain_vars: dict[tuple[int, int], cp_model.IntVar] = {}
+    spread = 0
+    scale = 1
     for row, t in enumerate(sub_tiers):  # lower tiers first, so higher tiers get the larger weights
         class_domain = classes[:, row]
         ids = np.unique(class_domain)
@@ -221,22 +242,38 @@ def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement 
             model.add(sum(y[c, k] for c in in_d for k in range(len(patterns[c]))) <= size * u)
             domain_vars[t, int(d)] = u
             level.append(u)
-        objective = objective + scale * sum(level)
+        spread = spread + scale * sum(level)
         scale *= ids.size + 1
-    model.minimize(objective)
-    # 4. Hint from the greedy placement, when it lies in this model.
+    # 4. Staged solves, each warm-started: first the domains touched, then (with those fixed) nodes and
+    # stranded GPUs. Two small objectives search far better than one weighted sum with huge coefficients.
     if hint is not None:
-        _add_hint(model, y, patterns, nodes, inverse, hint, domain_vars, sub_tiers, topo)
+        _add_hint(model, y, patterns, nodes, inverse, hint, domain_vars, topo)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.005, deadline - time.perf_counter())
     solver.parameters.num_workers = workers
-    status = solver.solve(model)
     stats.models += 1
     stats.classes += int(classes.shape[0])
     stats.patterns += total
+    proven = True
+    if domain_vars:
+        model.minimize(spread)
+        solver.parameters.max_time_in_seconds = max(0.005, (deadline - time.perf_counter()) * 0.4)
+        status = solver.solve(model)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            stats.status = solver.status_name(status)
+            return None
+        proven = status == cp_model.OPTIMAL
+        model.add(spread <= int(round(solver.objective_value)))
+        model.clear_hints()
+        for var in (*y.values(), *domain_vars.values()):
+            model.add_hint(var, solver.value(var))
+    model.minimize(packing)
+    solver.parameters.max_time_in_seconds = max(0.005, deadline - time.perf_counter())
+    status = solver.solve(model)
     stats.status = solver.status_name(status)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
+    if status == cp_model.OPTIMAL and not proven:
+        stats.status = "FEASIBLE"  # optimal packing, for domains not proven fewest
     stats.objective = solver.objective_value
     stats.bound = solver.best_objective_bound
     # 5. Decode: hand each class's nodes out to its chosen patterns.
@@ -253,8 +290,7 @@ def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement 
 
 def _add_hint(model: cp_model.CpModel, y: dict[tuple[int, int], cp_model.IntVar],
               patterns: list[list[tuple[int, ...]]], nodes: IntArray, inverse: npt.NDArray[np.int64],
-              hint: Placement, domain_vars: dict[tuple[int, int], cp_model.IntVar], sub_tiers: list[int],
-              topo: object) -> None:
+              hint: Placement, domain_vars: dict[tuple[int, int], cp_model.IntVar], topo: Topology) -> None:
     position = {int(n): i for i, n in enumerate(nodes.tolist())}
     per_node: dict[int, list[int]] = {}
     for g, placed in enumerate(hint):
@@ -273,6 +309,6 @@ def _add_hint(model: cp_model.CpModel, y: dict[tuple[int, int], cp_model.IntVar]
     for key, var in y.items():
         model.add_hint(var, values.get(key, 0))
     used = np.array(list(per_node), dtype=np.int64)
-    domain = topo.domain  # type: ignore[attr-defined]
+    domain = topo.domain
     for (t, d), var in domain_vars.items():
         model.add_hint(var, int(bool((domain[t, used] == d).any())))

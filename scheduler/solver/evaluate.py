@@ -13,7 +13,7 @@ the greedy placers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,6 +41,7 @@ class GangProblem:
     topology: Topology
     max_tier: int  # the highest tier the gang may span (topology.top when unconstrained)
     hard: bool = False
+    stranded_first: bool = False  # rank stranded GPUs before nodes used (defragment inside the chosen domains)
 
     @property
     def nodes(self) -> int:
@@ -63,19 +64,30 @@ class GangProblem:
 
 @dataclass(frozen=True, slots=True, order=True)
 class Score:
-    unplaced: int
-    max_tier: int
-    domains: tuple[int, ...]  # domains touched per tier, from the tier below the cluster down to tier 1
-    nodes: int
-    stranded: int  # whole GPUs left free on touched nodes
-    racks: int = 0  # reported, not compared beyond `domains`
+    """Compared by `rank` alone: (unplaced, max tier, domains per tier top down, then nodes and stranded GPUs
+    in the problem's order)."""
+
+    rank: tuple[int | tuple[int, ...], ...]
+    unplaced: int = field(compare=False)
+    max_tier: int = field(compare=False)
+    domains: tuple[int, ...] = field(compare=False)  # per tier, from below the cluster down to tier 1
+    nodes: int = field(compare=False)
+    stranded: int = field(compare=False)  # whole GPUs left free on touched nodes
+    racks: int = field(default=0, compare=False)
 
     @property
     def placed(self) -> bool:
         return self.unplaced == 0
 
 
-UNPLACED = Score(1, 1 << 30, (), 1 << 30, 1 << 30)
+def score(unplaced: int, tier: int, domains: tuple[int, ...], nodes: int, stranded: int, racks: int = 0, *,
+          stranded_first: bool = False) -> Score:
+    last = (stranded, nodes) if stranded_first else (nodes, stranded)
+    return Score((unplaced, tier, domains, *last), unplaced, tier, domains, nodes, stranded, racks)
+
+
+BIG = 1 << 30
+UNPLACED = score(1, BIG, (), BIG, BIG)
 
 
 def used_nodes(placement: Placement) -> IntArray:
@@ -118,4 +130,5 @@ def evaluate(problem: GangProblem, placement: Placement | None) -> Score:
         return UNPLACED
     domains = tuple(topo.domains_spanned(touched, t) for t in range(topo.top - 1, 0, -1))
     racks = topo.domains_spanned(touched, RACK) if topo.top > RACK else 1
-    return Score(0, tier, domains, int(touched.size), stranded_gpus(problem, placement, touched), racks)
+    return score(0, tier, domains, int(touched.size), stranded_gpus(problem, placement, touched), racks,
+                 stranded_first=problem.stranded_first)
