@@ -31,11 +31,11 @@ from scheduler.api.convert import (
 )
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
-from scheduler.api.pod import status_of
+from scheduler.api.pod import is_preemptable, role_of, status_of
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, PodGroupStatus
-from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError, Obj
+from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError, Obj, dumps
 
 log = logging.getLogger("volcano_py.cache")
 
@@ -102,6 +102,8 @@ class ClusterCache:
         self.watched = (self.pods, self.nodes, self.podgroups, self.queues, self.priority_classes)
         self._assumed: dict[str, tuple[str, float]] = {}  # pod key -> (node, when) bound by us, not yet seen
         self._parsed: dict[str, tuple[str, TaskInfo | None]] = {}  # pod key -> (resourceVersion, task)
+        self._pcs: dict[str, int] = {}  # PriorityClass name -> value, rebuilt when one changes
+        self._requests: dict[bytes, Resource] = {}  # a pod's resource fields (JSON) -> its request
         self._bad: set[tuple[str, str, str]] = (
             set()
         )  # (kind, key, resourceVersion) already logged as unreadable
@@ -180,6 +182,9 @@ class ClusterCache:
                 backoff = min(backoff * 2, 30.0)
 
     def _list(self, w: Watched) -> None:
+        if w is self.pods:
+            # Pods are parsed as they arrive, with the priority classes: list those first (a small list).
+            self.priority_classes.synced.wait(10.0)
         objects: dict[str, Obj] = {}
         query: dict[str, Any] = {"limit": 500}
         while True:
@@ -187,6 +192,8 @@ class ClusterCache:
             for obj in page.get("items") or ():
                 _trim(obj)
                 objects[key_of(obj)] = obj
+                if w is self.pods:
+                    self._preparse(obj)
             meta = page.get("metadata") or {}
             if not meta.get("continue"):
                 break
@@ -194,7 +201,7 @@ class ClusterCache:
         with self.lock:
             w.objects = objects
             if w is self.priority_classes:
-                self._parsed.clear()
+                self._priority_classes_changed()
         w.resource_version = str(meta.get("resourceVersion") or "")
         w.synced.set()
         log.debug("listed %d %s at resourceVersion %s", len(objects), w.kind, w.resource_version)
@@ -223,6 +230,8 @@ class ClusterCache:
     def _on_event(self, w: Watched, kind: str, obj: Obj) -> None:
         _trim(obj)
         key = key_of(obj)
+        if w is self.pods and kind != "DELETED":
+            self._preparse(obj)  # here, on the watch thread, not in the next cycle's snapshot
         with self.lock:
             if kind == "DELETED":
                 w.objects.pop(key, None)
@@ -234,7 +243,51 @@ class ClusterCache:
                 if w is self.pods and (obj.get("spec") or {}).get("nodeName"):
                     self._assumed.pop(key, None)
             if w is self.priority_classes:
-                self._parsed.clear()
+                self._priority_classes_changed()
+
+    def _priority_classes_changed(self) -> None:
+        """Under the lock: pods parsed with other priority values must be parsed again."""
+        pcs = {
+            str((pc.get("metadata") or {}).get("name")): int(pc.get("value") or 0)
+            for pc in self.priority_classes.objects.values()
+        }
+        if pcs != self._pcs:
+            self._pcs = pcs
+            self._parsed.clear()
+
+    def _preparse(self, obj: Obj) -> None:
+        key = key_of(obj)
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        pcs = self._pcs
+        task = self._parse_task(obj, pcs)
+        with self.lock:
+            if pcs is self._pcs:
+                self._parsed[key] = (rv, task)
+
+    def _parse_task(self, obj: Obj, pcs: dict[str, int]) -> TaskInfo | None:
+        """`task_from_pod`, with the request (the costly part: quantity parsing) computed once per distinct
+        set of resource fields; pods made from one template share it."""
+        spec = obj.get("spec") or {}
+        created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+        try:
+            shape = _request_shape(spec)
+        except TypeError:
+            shape = None
+        request = self._requests.get(shape) if shape is not None else None
+        if request is None:
+            task = self._parse("Pod", obj, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
+            if task is not None and shape is not None:
+                if len(self._requests) > 50_000:
+                    self._requests.clear()
+                self._requests[shape] = task.resreq
+            return task  # type: ignore[no-any-return]
+        if spec.get("schedulerName", "default-scheduler") not in self.scheduler_names:
+            return _foreign_task(obj, request, pcs, created)
+        stub = {**obj, "spec": {k: v for k, v in spec.items() if k not in _REQUEST_FIELDS}}
+        task = self._parse("Pod", stub, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
+        if task is not None:
+            task.resreq = request
+        return task  # type: ignore[no-any-return]
 
     # ---- snapshot ---------------------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
@@ -244,10 +297,7 @@ class ClusterCache:
             nodes_raw = list(self.nodes.objects.values())
             pgs = list(self.podgroups.objects.values())
             queues_raw = list(self.queues.objects.values())
-            pcs = {
-                str((pc.get("metadata") or {}).get("name")): int(pc.get("value") or 0)
-                for pc in self.priority_classes.objects.values()
-            }
+            pcs = self._pcs
             self._expire_assumed(now)
             assumed = dict(self._assumed)
         nodes: dict[str, NodeInfo] = {}
@@ -304,8 +354,7 @@ class ClusterCache:
         if cached is not None and cached[0] == rv:
             base = cached[1]
         else:
-            created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
-            base = self._parse("Pod", obj, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
+            base = self._parse_task(obj, pcs)
             self._parsed[key] = (rv, base)
         if base is None:
             return None
@@ -676,6 +725,46 @@ class ClusterCache:
         except KubeError as exc:
             if exc.status != 409:
                 raise
+
+
+# Every field of a pod spec that `pod_request` reads; the rest of the spec does not change the request.
+_REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")
+
+
+def _foreign_task(pod: Obj, request: Resource, pcs: dict[str, int], created: float) -> TaskInfo:
+    """A pod of another scheduler: only what node accounting and victim selection read (no placement
+    constraints: we never place it). Most pods of a large cluster are these, so this must be cheap."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    priority = spec.get("priority")
+    if priority is None:
+        priority = pcs.get(str(spec.get("priorityClassName") or ""), 0)
+    return TaskInfo(
+        uid=key_of(pod),
+        name=str(meta.get("name")),
+        namespace=str(meta.get("namespace", "default")),
+        job=group_of(pod),
+        resreq=request,
+        role=role_of(pod),
+        status=status_of(pod),
+        node_name=str(spec.get("nodeName") or ""),
+        priority=int(priority or 0),
+        preemptable=is_preemptable(pod),
+        creation=created,
+        labels=dict(meta.get("labels") or {}),
+    )
+
+
+def _request_shape(spec: Obj) -> bytes:
+    """The fields that decide a pod's request, as one hashable key."""
+    return dumps(
+        [
+            [c.get("resources") for c in spec.get("containers") or ()],
+            [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or ()],
+            spec.get("overhead"),
+            spec.get("resources"),
+        ]
+    )
 
 
 def _rv(obj: Obj) -> int:

@@ -216,8 +216,12 @@ def test_a_partly_bound_gang_that_cannot_complete_is_given_up_after_the_timeout(
     condition = wait_for(bare_unknown, TIMEOUT, what="bare PodGroup Unknown with a PartialGangTimeout condition")
     assert "no controller" in condition["message"], condition
     assert set(bound_pods(core_v1, namespace)) == set(bare[:2]), "bare pods must not be evicted"
-    reasons = {(e.involved_object.name, e.reason) for e in core_v1.list_namespaced_event(namespace).items}
-    assert ("owned", "PartialGangTimeout") in reasons
+    wait_for(
+        lambda: {("owned", "PartialGangTimeout"), ("bare", "PartialGangTimeout")}
+        <= {(e.involved_object.name, e.reason) for e in core_v1.list_namespaced_event(namespace).items},
+        TIMEOUT,
+        what="PartialGangTimeout events on both PodGroups",
+    )
     assert "giving it up" in s.log()
     assert_no_overcommit(core_v1)
 
