@@ -182,7 +182,8 @@ class GangPlugin(Plugin):
                 if ssn.got_binds(job.uid) or _was_unschedulable(job):
                     self._scheduled(ssn, job)
                 continue
-            if not any(True for _ in job.with_status(TaskStatus.PENDING)):
+            # Allocated or pipelined tasks of a gang that is not ready are a reservation (the starvation guard).
+            if not job.count(TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED):
                 continue
             invalid = valid(job)
             reason, message = (

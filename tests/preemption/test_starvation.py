@@ -63,3 +63,25 @@ def test_big_gang_behind_a_stream_of_small_jobs(case: Case) -> None:
         assert waited is not None and waited <= 15 * 60
     else:
         assert waited is None
+
+
+def test_a_reservation_holds_its_nodes_and_small_jobs_fit_around_it() -> None:
+    conf = make_conf("enqueue, allocate, backfill", configurations={"allocate": {"starvationThresholdSeconds": 60}})
+    c = cluster().node("n0", gpu=8, labels={"pool": "train"}).node("n1", gpu=8)
+    c.job("resident", replicas=6, gpu=1, node_selector={"pool": "train"})
+    c.cycle(conf)
+    c.job("big", replicas=4, gpu=1, node_selector={"pool": "train"})
+    c.sim.now = 120.0  # big has waited past the threshold: it reserves n0's 2 idle GPUs
+    c.sim.add_pod(pod_object("small", gpu=1))
+    c.cycle(conf)
+    assert c.sim.bound("big") == {}
+    assert c.sim.bound("small") == {"small": "n1"}, "the small job fits around the reservation, on n1"
+    c.sim.add_pod(pod_object("pinned", gpu=1, node_selector={"pool": "train"}))
+    c.cycle(conf)
+    assert c.sim.bound("pinned") == {}, "n0's idle GPUs are held for big"
+    message = c.sim.condition("big")["message"]  # type: ignore[index]
+    assert "reserving resources" in message
+    for key in [k for k in c.sim.pods if k.startswith("default/resident-")][:2]:
+        c.sim.finish_pod(key)
+    c.cycle(conf)
+    assert len(c.sim.bound("big")) == 4
