@@ -10,6 +10,7 @@ HELM_VERSION ?= v3.22.0
 
 image:
 	@test -n "$(CONTAINER_ENGINE)" || { echo "make image: no docker or podman on this machine; try 'make image-check'"; exit 1; }
+	@$(CONTAINER_ENGINE) info >/dev/null 2>&1 || { echo "make image: $(CONTAINER_ENGINE) cannot reach a running engine; try 'make image-check'"; exit 1; }
 	$(CONTAINER_ENGINE) build -t $(IMAGE) .
 
 image-check: venv
