@@ -215,6 +215,13 @@ def parser() -> argparse.ArgumentParser:
     check = conf_sub.add_parser("check", help="print what a volcano-scheduler.conf would use, skip and reject")
     check.add_argument("file", nargs="?", help="the conf file (default: show the built-in default)")
     check.set_defaults(func=cmd_conf_check)
+    bench = sub.add_parser("bench", help="benchmarks")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True)
+    packing = bench_sub.add_parser("packing", help="the FGD paper's GPU packing benchmark on the openb trace")
+    from scheduler.packing.bench import add_arguments, run_cli
+
+    add_arguments(packing)
+    packing.set_defaults(func=run_cli)
     return p
 
 

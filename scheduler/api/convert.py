@@ -60,6 +60,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         constraints=constraints_of(spec),
         creation=creation,
         labels=dict(meta.get("labels") or {}),
+        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
     )
 
 

@@ -29,6 +29,7 @@ class TaskInfo:
     constraints: Constraints = Constraints()
     creation: float = 0.0
     labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def best_effort(self) -> bool:
@@ -49,6 +50,7 @@ class TaskInfo:
             self.constraints,
             self.creation,
             self.labels,
+            self.annotations,
         )
 
     def __repr__(self) -> str:

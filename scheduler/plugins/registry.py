@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.framework.plugin import Plugin
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.conformance import ConformancePlugin
+from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
@@ -26,6 +27,7 @@ PLUGINS: dict[str, type[Plugin]] = {
         OvercommitPlugin,
         NodeOrderPlugin,
         BinpackPlugin,
+        DeviceSharePlugin,
         NetworkTopologyAwarePlugin,
     )
 }

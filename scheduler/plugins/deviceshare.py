@@ -1,0 +1,178 @@
+"""Layer `plugins`: `deviceshare` — per-GPU accounting and fragmentation-aware GPU placement (Volcano's name).
+
+Each session the plugin builds per-node per-card state from the snapshot's bound pods (their
+`volcano.sh/gpu-index` annotations, see `scheduler.gpu.devices`) and keeps it current through session event
+handlers, so a gang placed pod by pod inside one cycle sees the cards its earlier pods took. It scores
+candidate nodes (BATCH_NODE_ORDER) with the policy of `scheduler.gpu.frag`:
+
+- `fgd-weighted` (default): Fragmentation Gradient Descent (Weng et al., ATC 2023) over the mix of pod shapes
+  seen recently, weighted by sqrt(GPUs asked), with best-fit tie-breaks — the best policy on the openb trace
+  (BENCHMARKS.md);
+- `fgd`: FGD as published; `fgd-bestfit`: FGD with best-fit tie-breaks; `bestfit`, `firstfit`, `random`.
+
+A node whose cards cannot hold the task (GPU model not in the pod's `volcano-py.io/gpu-spec`, no card with
+room for a share, too few idle cards for whole GPUs) scores UNFIT, far below any real score. The cards chosen
+for each placed task are in `assignments` (task uid -> card indices) and `bind_annotations` gives the
+annotations to write at bind.
+
+Arguments: `deviceshare.policy` (fgd-weighted), `deviceshare.weight` (1; the score is -100 x weight per GPU of
+fragmentation growth, so one GPU of growth outweighs binpack's whole range), `deviceshare.halfLife` (pods
+after which a seen shape counts half; 0 = never forget; default 5000).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from scheduler.api.job import TaskInfo
+from scheduler.api.status import TaskStatus
+from scheduler.framework import points as P
+from scheduler.framework.arrays import IntArray, NodeArrays
+from scheduler.framework.conf import arg_float, arg_str
+from scheduler.framework.plugin import EventHandler, Plugin
+from scheduler.framework.session import Session
+from scheduler.gpu.devices import bind_annotations, choose_devices, node_state, shape_on, wants_gpu
+from scheduler.gpu.frag import MILLI, MIX_WEIGHTING, POLICIES, FragModel, Shape, ShapeMix, score_nodes
+
+POLICY = "deviceshare.policy"
+WEIGHT = "deviceshare.weight"
+HALF_LIFE = "deviceshare.halfLife"
+UNFIT = -1e9
+SEEN_LIMIT = 100_000
+
+# The shape mix outlives a session: "seen recently" spans cycles. One per (policy, half-life).
+_MIXES: dict[tuple[str, float], tuple[ShapeMix, OrderedDict[str, None]]] = {}
+
+
+def shared_mix(policy: str, half_life: float) -> tuple[ShapeMix, OrderedDict[str, None]]:
+    key = (policy, half_life)
+    if key not in _MIXES:
+        _MIXES[key] = (ShapeMix(half_life=half_life, weighting=MIX_WEIGHTING.get(policy, "count")), OrderedDict())
+    return _MIXES[key]
+
+
+class DeviceSharePlugin(Plugin):
+    name = "deviceshare"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.policy = arg_str(self.option, POLICY, "fgd-weighted")
+        if self.policy not in POLICIES:
+            raise ValueError(f"{POLICY}: unknown policy {self.policy!r}; expected one of {', '.join(POLICIES)}")
+        self.weight = arg_float(self.option, WEIGHT, 1.0)
+        self.mix, seen = shared_mix(self.policy, arg_float(self.option, HALF_LIFE, 5000.0))
+        self.state, self.holders = node_state(ssn.node_list)
+        self.assignments: dict[str, tuple[int, ...]] = {}
+        self.observe_pending(seen)
+        self.frag = FragModel(self.state, self.mix.top()) if self.policy in MIX_WEIGHTING else None
+        self.rng = np.random.default_rng(0)
+        if self.weight:
+            ssn.register(P.BATCH_NODE_ORDER, self.scores)
+        ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
+
+    def observe_pending(self, seen: OrderedDict[str, None]) -> None:
+        """Add each pending task's shape to the mix once (by uid): the mix holds what arrived, not the future."""
+        for job in self.ssn.jobs.values():
+            for task in job.tasks.values():
+                if task.status != TaskStatus.PENDING or task.uid in seen or not wants_gpu(task):
+                    continue
+                seen[task.uid] = None
+                if len(seen) > SEEN_LIMIT:
+                    seen.popitem(last=False)
+                shape = self.nominal_shape(task)
+                if shape is not None:
+                    self.mix.observe(shape)
+
+    def nominal_shape(self, task: TaskInfo) -> Shape | None:
+        """The task's shape on the first node with cards (memory-based shares depend on the card size)."""
+        for node in self.ssn.node_list:
+            if self.state.devices[self.ssn.arrays.position[node.name]]:
+                return shape_on(task, node)
+        return None
+
+    # ---- scoring -----------------------------------------------------------------------------------
+    def scores(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> np.ndarray:
+        out = np.zeros(indices.size)
+        if not wants_gpu(task) and self.frag is None:
+            return out
+        for key, rows in self.by_shape(task, indices).items():
+            nodes = indices[rows]
+            if key is None:
+                out[rows] = UNFIT
+                continue
+            fits = self.state.fit_mask(key, nodes)
+            out[rows[~fits]] = UNFIT
+            if fits.any():
+                scored = score_nodes(self.policy, self.state, key, nodes[fits], self.frag, self.rng)
+                out[rows[fits]] = scored.scores * self.scale()
+        return out
+
+    def scale(self) -> float:
+        """FGD growth is in GPU milli: -100 points per GPU of growth. Other policies score in 0..1-ish."""
+        return self.weight * (100.0 / MILLI if self.frag is not None else 100.0)
+
+    def by_shape(self, task: TaskInfo, indices: IntArray) -> dict[Shape | None, np.ndarray]:
+        """Candidate rows grouped by the task's shape there (a memory share differs with the card size)."""
+        groups: dict[Shape | None, list[int]] = {}
+        sizes: dict[int, Shape | None] = {}
+        nodes = self.ssn.node_list
+        for row, i in enumerate(indices):
+            node = nodes[int(i)]
+            size = int(node.allocatable.get("volcano.sh/gpu-memory")) // max(1, int(self.state.devices[int(i)]))
+            if size not in sizes:
+                sizes[size] = shape_on(task, node)
+            groups.setdefault(sizes[size], []).append(row)
+        return {k: np.array(v, dtype=np.int64) for k, v in groups.items()}
+
+    # ---- accounting inside the cycle -----------------------------------------------------------------
+    def on_allocate(self, task: TaskInfo) -> None:
+        index = self.ssn.arrays.position.get(task.node_name)
+        if index is None:
+            return
+        node = self.ssn.node_list[index]
+        held = self.holders.get(task.uid)
+        if held is not None and held[0] == index:  # a task coming back (unmark releasing): same cards
+            cards: tuple[int, ...] | None = held[2]
+            shape = held[1]
+        else:
+            shape = shape_on(task, node)  # type: ignore[assignment]
+            cards = choose_devices(task, node, self.state, index, self.policy, self.frag)
+        if shape is not None and cards:
+            for card in cards:
+                self.state.free[index, card] -= shape.milli
+            self.holders[task.uid] = (index, shape, cards)
+            self.assignments[task.uid] = cards
+        self.sync_node(index)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        held = self.holders.get(task.uid)
+        self.assignments.pop(task.uid, None)
+        if held is None:
+            index = self.ssn.arrays.position.get(task.node_name)
+            if index is not None:
+                self.sync_node(index)
+            return
+        index, shape, cards = held
+        for card in cards:
+            self.state.free[index, card] += shape.milli
+        if task.status == TaskStatus.PENDING:  # undone: forget it; releasing keeps its record to come back
+            del self.holders[task.uid]
+        self.sync_node(index)
+
+    def sync_node(self, index: int) -> None:
+        idle = self.ssn.node_list[index].idle
+        self.state.cpu[index], self.state.memory[index] = idle.cpu, idle.memory
+        self.state.version[index] += 1
+
+    # ---- bind ----------------------------------------------------------------------------------------
+    def annotations_for(self, task: TaskInfo, now_ns: int) -> dict[str, str]:
+        """The bind annotations of a task this session placed (its recorded cards); {} for a task without."""
+        cards = self.assignments.get(task.uid)
+        if not cards:
+            return {}
+        return {"volcano.sh/gpu-index": ",".join(str(c) for c in cards), "volcano.sh/predicate-time": str(now_ns)}
+
+
+__all__ = ["DeviceSharePlugin", "bind_annotations"]
