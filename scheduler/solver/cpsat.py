@@ -14,20 +14,31 @@
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from scheduler.solver.evaluate import GPU_MILLI, UNPLACED, GangProblem, Placement, Score, evaluate, used_nodes
+from scheduler.solver.evaluate import (
+    GPU_MILLI,
+    UNPLACED,
+    GangProblem,
+    Group,
+    Placement,
+    Score,
+    evaluate,
+    used_nodes,
+)
 from scheduler.solver.greedy import feasible_domains, per_pod_binpack, topology_greedy
 from scheduler.solver.topology import IntArray, Topology
 
 DOMAINS_OPTIMISED = 3  # at the chosen tier, how many candidate domains CP-SAT may try
 DOMAINS_PROBED_BELOW = 2  # below the greedy's tier, how many domains CP-SAT probes for a placement it missed
+MAX_GROUPS = 4  # more task shapes than this are merged by GPU request (see `coarsen`)
 MAX_PATTERNS = 20_000  # model size cap; beyond it the decomposition gives up and greedy answers stand
 SPARE_SUBDOMAINS = 2  # sub-domains kept beyond the fewest that could hold the gang
 MIN_SUBDOMAINS = 4
@@ -41,6 +52,7 @@ class SolveStats:
     objective: float | None = None
     bound: float | None = None
     models: int = 0
+    unseated: int = 0  # model answers whose real tasks did not fit the merged slots (see `coarsen`)
     classes: int = 0
     patterns: int = 0
 
@@ -71,7 +83,17 @@ def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) ->
     scores = {name: evaluate(problem, p) for name, p in answers.items()}
     hint_name = min(scores, key=lambda n: scores[n])
     stats = SolveStats()
-    placement = _search(problem, answers[hint_name], scores[hint_name], deadline, workers, stats)
+    coarse, members = coarsen(problem)
+    hint = answers[hint_name]
+    coarse_hint = None if hint is None else tuple(np.concatenate([hint[g] for g in m]) for m in members)
+
+    def finish(found: Placement | None) -> tuple[Placement | None, Score]:
+        real = None if found is None else refine(problem, members, found)
+        if found is not None and real is None:
+            stats.unseated += 1
+        return real, evaluate(problem, real)
+
+    placement = _search(coarse, coarse_hint, scores[hint_name], deadline, workers, stats, finish)
     answers["cpsat"] = placement
     scores["cpsat"] = evaluate(problem, placement)
     best = min(("cpsat", "topology-greedy", "binpack-greedy"), key=lambda n: scores[n])
@@ -79,8 +101,58 @@ def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) ->
     return SolveResult(answers[best], scores[best], best, scores, stats, elapsed)
 
 
+def coarsen(problem: GangProblem) -> tuple[GangProblem, list[list[int]]]:
+    """Merge the gang's groups by GPU request when there are more than MAX_GROUPS of them (trace gangs whose
+    pods differ only in cpu and memory). A merged group asks for its members' mean request on any node one
+    of them may use, so the model is a little optimistic; `refine` then seats the real tasks and gives up (the greedy
+    answers stand) if they do not fit."""
+    if len(problem.groups) <= MAX_GROUPS or problem.gpu_row is None:
+        return problem, [[g] for g in range(len(problem.groups))]
+    by_gpu: dict[int, list[int]] = {}
+    for g, group in enumerate(problem.groups):
+        by_gpu.setdefault(int(group.request[problem.gpu_row]), []).append(g)
+    groups = []
+    for members in by_gpu.values():
+        weights = np.array([problem.groups[g].count for g in members], dtype=np.int64)
+        stacked = np.array([problem.groups[g].request for g in members], dtype=np.int64)
+        request = -(-(stacked * weights[:, None]).sum(axis=0) // weights.sum())  # the mean, rounded up
+        allowed = np.unique(np.concatenate([problem.groups[g].candidates for g in members]))
+        groups.append(Group(sum(problem.groups[g].count for g in members), request, allowed))
+    merged = GangProblem(tuple(groups), problem.idle, problem.gpu_row, problem.topology, problem.max_tier,
+                         problem.hard, problem.stranded_first)
+    return merged, list(by_gpu.values())
+
+
+def refine(problem: GangProblem, members: list[list[int]], placement: Placement) -> Placement | None:
+    """Seat the real tasks of each merged group on its slots: largest requests first, each on the slot node
+    with the most room left that holds it and that its predicates allow. None if some task fits no slot."""
+    if all(len(m) == 1 for m in members):
+        return placement
+    left = problem.idle.copy()
+    out: list[list[int]] = [[] for _ in problem.groups]
+    for merged, member_groups in zip(placement, members, strict=True):
+        nodes, slots = np.unique(merged, return_counts=True)
+        tasks = sorted((g for g in member_groups for _ in range(problem.groups[g].count)),
+                       key=lambda g: tuple(-problem.groups[g].request))
+        allowed = {g: np.isin(nodes, problem.groups[g].candidates) for g in member_groups}
+        for g in tasks:
+            request = problem.groups[g].request
+            ok = allowed[g] & (slots > 0) & (left[:, nodes] >= request[:, None]).all(axis=0)
+            if not ok.any():
+                return None
+            room = np.where(ok, left[0, nodes], -1)
+            i = int(np.argmax(room))
+            slots[i] -= 1
+            left[:, nodes[i]] -= request
+            out[g].append(int(nodes[i]))
+    return tuple(np.array(o, dtype=np.int64) for o in out)
+
+
 def _search(problem: GangProblem, hint: Placement | None, hint_score: Score, deadline: float, workers: int,
-            stats: SolveStats) -> Placement | None:
+            stats: SolveStats, finish: Callable[[Placement | None], tuple[Placement | None, Score]]
+            ) -> Placement | None:
+    """The best placement found, domain first, lowest tier first; `finish` maps a model answer back to the
+    real gang and scores it."""
     topo = problem.topology
     limit = min(problem.max_tier, topo.top)
     greedy_tier = hint_score.max_tier if hint_score.placed else limit + 1
@@ -96,8 +168,7 @@ def _search(problem: GangProblem, hint: Placement | None, hint_score: Score, dea
         for domain in tries:
             if time.perf_counter() >= deadline:
                 return best
-            found = _solve_domain(problem, tier, int(domain), hint, deadline, workers, stats)
-            score = evaluate(problem, found)
+            found, score = finish(_solve_domain(problem, tier, int(domain), hint, deadline, workers, stats))
             if score < best_score:
                 best, best_score = found, score
         if best is not None:
@@ -193,7 +264,7 @@ def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement 
     for c in range(classes.shape[0]):
         node = first[c]
         limits = [g.count if member[i, node] else 0 for i, g in enumerate(groups)]
-        found = list(_patterns(capped[:, node], requests, limits))
+        found = list(itertools.islice(_patterns(capped[:, node], requests, limits), MAX_PATTERNS - total + 1))
         total += len(found)
         if total > MAX_PATTERNS:
             stats.status = "too large"

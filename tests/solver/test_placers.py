@@ -117,3 +117,16 @@ def test_evaluator_rejects_a_placement_that_overfills_a_node() -> None:
     p = problem([4], ["a"], [(2, 4)])
     bad = (np.array([0, 0]),)
     assert p.idle[3, 0] == 4 * G and not evaluate(p, bad).placed
+
+
+def test_a_gang_of_many_cpu_shapes_is_merged_by_gpu_request_and_its_real_tasks_are_seated() -> None:
+    names = [f"n{i}" for i in range(4)]
+    topo = from_labels(names, [{"volcano.sh/rack": "a" if i < 2 else "b"} for i in range(4)])
+    idle = np.array([[16_000, 64_000, 16_000, 64_000], [0] * 4, [110] * 4, [8 * G, 8 * G, 8 * G, 8 * G]],
+                    dtype=np.int64)
+    groups = tuple(Group(1, np.array([cpu, 0, 1, 2 * G]), np.flatnonzero(idle[0] >= cpu))
+                   for cpu in (1_000, 2_000, 3_000, 4_000, 5_000, 20_000, 24_000, 8_000))
+    p = GangProblem(groups, idle, 3, topo, topo.top)
+    result = solve(p, time_limit_ms=2000, workers=1)
+    assert result.score.placed and result.score.racks == 1 and result.score.nodes == 2
+    assert result.score <= result.scores["binpack-greedy"]
