@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -35,7 +36,7 @@ from scheduler.api.pod import is_preemptable, role_of, status_of
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, PodGroupStatus
-from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError, Obj, dumps
+from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError, Obj, dumps, loads
 
 log = logging.getLogger("volcano_py.cache")
 
@@ -80,6 +81,7 @@ class ClusterCache:
         default_queue: str = "default",
         *,
         watch_timeout: int = 60,
+        page_size: int = 1000,
         request_timeout: float = 30.0,
         bind_workers: int = 16,
         eviction_grace_seconds: int = 30,
@@ -91,6 +93,7 @@ class ClusterCache:
         self.scheduler_names = frozenset(scheduler_names)
         self.default_queue = default_queue
         self.watch_timeout = watch_timeout
+        self.page_size = page_size
         self.eviction_grace_seconds = eviction_grace_seconds
         self.clock = clock
         self.lock = threading.Lock()
@@ -186,18 +189,14 @@ class ClusterCache:
             # Pods are parsed as they arrive, with the priority classes: list those first (a small list).
             self.priority_classes.synced.wait(10.0)
         objects: dict[str, Obj] = {}
-        query: dict[str, Any] = {"limit": 500}
-        while True:
-            page = self.kube.request("GET", w.path, query=query)
+        meta: Obj = {}
+        for page in self._pages(w.path):
             for obj in page.get("items") or ():
                 _trim(obj)
                 objects[key_of(obj)] = obj
                 if w is self.pods:
                     self._preparse(obj)
             meta = page.get("metadata") or {}
-            if not meta.get("continue"):
-                break
-            query = {"limit": 500, "continue": meta["continue"]}
         with self.lock:
             w.objects = objects
             if w is self.priority_classes:
@@ -205,6 +204,30 @@ class ClusterCache:
         w.resource_version = str(meta.get("resourceVersion") or "")
         w.synced.set()
         log.debug("listed %d %s at resourceVersion %s", len(objects), w.kind, w.resource_version)
+
+    def _pages(self, path: str) -> Iterator[Obj]:
+        """A paged list (`limit`/`continue`), pipelined: the next page is requested as soon as its continue
+        token is read from the head of this one, so the apiserver serves it while this page is parsed."""
+        fetch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-page")
+        try:
+            def get(token: str | None) -> Future[bytes]:
+                query = {"limit": self.page_size, **({"continue": token} if token else {})}
+                return fetch.submit(self.kube.request_bytes, "GET", path, query=query)
+
+            future: Future[bytes] | None = get(None)
+            while future is not None:
+                data = future.result()
+                guess = _continue_token(data)
+                future = get(guess) if guess else None
+                page = loads(data)
+                token = (page.get("metadata") or {}).get("continue") or None
+                if token != guess:  # not where we looked: drop the prefetch, go on with the real token
+                    if future is not None:
+                        future.cancel()
+                    future = get(token) if token else None
+                yield page
+        finally:
+            fetch.shutdown(wait=True, cancel_futures=True)
 
     def _watch(self, w: Watched) -> None:
         query = {
@@ -729,6 +752,18 @@ class ClusterCache:
 
 # Every field of a pod spec that `pod_request` reads; the rest of the spec does not change the request.
 _REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")
+
+
+_CONTINUE = re.compile(rb'"continue":"([^"]*)"')
+
+
+def _continue_token(data: bytes) -> str | None:
+    """The list's continue token, read from the head of the raw response: the list's own metadata is the
+    first `"metadata":{...}` and holds no nested object."""
+    start = data.find(b'"metadata":{', 0, 4096)
+    end = data.find(b"}", start) if start >= 0 else -1
+    match = _CONTINUE.search(data, start, end) if end >= 0 else None
+    return match.group(1).decode() if match else None
 
 
 def _foreign_task(pod: Obj, request: Resource, pcs: dict[str, int], created: float) -> TaskInfo:

@@ -114,6 +114,18 @@ class Kube:
             raise KubeError(resp.status, method, path, data)
         return loads(data) if data else {}  # type: ignore[no-any-return]
 
+    def request_bytes(self, method: str, path: str, *, query: Mapping[str, Any] | None = None) -> bytes:
+        """One call whose body the caller parses (or looks into first): the raw response bytes."""
+        timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout), read=self.request_timeout)
+        resp = self._send(method, path, query=query, timeout=timeout)
+        try:
+            data: bytes = resp.data
+        finally:
+            resp.release_conn()
+        if resp.status >= 400:
+            raise KubeError(resp.status, method, path, data)
+        return data
+
     def stream(self, path: str, query: Mapping[str, Any], read_timeout: float) -> Iterator[Obj]:
         """The events of a watch, one dict each; ends when the server closes the stream."""
         timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout), read=read_timeout)
