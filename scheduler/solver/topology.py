@@ -100,21 +100,26 @@ def _ids(keys: Sequence[str]) -> tuple[IntArray, list[str]]:
 
 def from_labels(node_names: Sequence[str], labels: Sequence[Mapping[str, str]],
                 names: TopologyLabels = TopologyLabels()) -> Topology:
-    """Tiers from node labels; a node missing a label is its own domain at that tier.
+    """Tiers from node labels; a node with no label for a tier and none below is its own domain there.
 
     Domains are nested: a rack named r in zone z is the domain "z/r", so equal rack names in different zones
-    stay different racks.
+    stay different racks; a rack with no zone label is its own zone.
     """
     tiers: list[list[str]] = [list(node_names)]
     zone = [lab.get(names.zone) for lab in labels]
     rack = [lab.get(names.rack) for lab in labels]
     nvlink = [next((lab[k] for k in names.nvlink if k in lab), None) for lab in labels]
-    def nested(parents: list[str], own: list[str | None]) -> list[str]:
-        return [f"{p}/{o}" if o is not None else f"node:{n}" for p, o, n in zip(parents, own, node_names, strict=True)]
-
-    zone_keys = [z if z is not None else f"node:{n}" for z, n in zip(zone, node_names, strict=True)]
-    rack_keys = nested(zone_keys, rack)
-    nv_keys = nested(rack_keys, nvlink)
+    zone_keys, rack_keys, nv_keys = [], [], []
+    for n, z, r, v in zip(node_names, zone, rack, nvlink, strict=True):
+        # A missing tier is the next lower domain (a rack with no zone label is its own zone), so the tiers
+        # stay a tree; with no label at all the node is its own domain.
+        lower = f"rack:{r}" if r is not None else f"nvlink:{v}" if v is not None else f"node:{n}"
+        zone_key = f"zone:{z}" if z is not None else lower
+        rack_key = f"{zone_key}/rack:{r}" if r is not None else (
+            f"{zone_key}/nvlink:{v}" if v is not None else f"node:{n}")
+        zone_keys.append(zone_key)
+        rack_keys.append(rack_key)
+        nv_keys.append(f"{rack_key}/nvlink:{v}" if v is not None else f"node:{n}")
     tiers += [nv_keys, rack_keys, zone_keys, ["cluster"] * len(node_names)]
     return _assemble(node_names, tiers, dict(TIER_NAMES))
 
