@@ -186,12 +186,13 @@ def _relevant_nodes(problem: GangProblem, tier: int, domain: int) -> IntArray:
     union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
     inside = union[topo.domain[tier, union] == domain]
     need = problem.need_gpu()
+    inside_nodes: IntArray = inside
     if tier < 2 or problem.gpu_row is None or inside.size == 0 or need == 0:
-        return inside
+        return inside_nodes
     sub = topo.domain[tier - 1, inside]
     ids, inverse = np.unique(sub, return_inverse=True)
     if ids.size <= MIN_SUBDOMAINS:
-        return inside
+        return inside_nodes
     free = problem.idle[problem.gpu_row, inside]
     usable = np.zeros(inside.size, dtype=np.int64)
     for group in problem.groups:  # GPUs a node can give the gang in whole tasks of one group
@@ -203,7 +204,8 @@ def _relevant_nodes(problem: GangProblem, tier: int, domain: int) -> IntArray:
     order = np.argsort(-capacity, kind="stable")
     fewest = int(np.searchsorted(np.cumsum(capacity[order]), need)) + 1
     keep = ids[order[: fewest + max(SPARE_SUBDOMAINS, fewest // 2)]]
-    return inside[np.isin(sub, keep)]
+    kept: IntArray = inside[np.isin(sub, keep)]
+    return kept
 
 
 def _best_hint(problem: GangProblem, nodes: IntArray, hint: Placement | None) -> Placement | None:
@@ -300,21 +302,22 @@ def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement 
     else:
         packing = nodes_used * (max_stranded + 1) + stranded
     domain_vars: dict[tuple[int, int], cp_model.IntVar] = {}
-    spread = 0
+    spread_vars: list[cp_model.IntVar] = []
+    spread_weights: list[int] = []
     scale = 1
     for row, t in enumerate(sub_tiers):  # lower tiers first, so higher tiers get the larger weights
         class_domain = classes[:, row]
         ids = np.unique(class_domain)
-        level = []
         for d in ids.tolist():
             in_d = [c for c in range(classes.shape[0]) if class_domain[c] == d]
             u = model.new_bool_var(f"u{t}_{d}")
             size = int(counts[in_d].sum())
             model.add(sum(y[c, k] for c in in_d for k in range(len(patterns[c]))) <= size * u)
             domain_vars[t, int(d)] = u
-            level.append(u)
-        spread = spread + scale * sum(level)
-        scale *= ids.size + 1
+            spread_vars.append(u)
+            spread_weights.append(scale)
+        scale *= int(ids.size) + 1
+    spread = cp_model.LinearExpr.weighted_sum(spread_vars, spread_weights)
     # 4. Staged solves, each warm-started: first the domains touched, then (with those fixed) nodes and
     # stranded GPUs. Two small objectives search far better than one weighted sum with huge coefficients.
     if hint is not None:
@@ -334,7 +337,7 @@ def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement 
             return None
         proven = status == cp_model.OPTIMAL
         model.add(spread <= int(round(solver.objective_value)))
-        model.clear_hints()
+        model.clear_hints()  # type: ignore[no-untyped-call]
         for var in (*y.values(), *domain_vars.values()):
             model.add_hint(var, solver.value(var))
     model.minimize(packing)

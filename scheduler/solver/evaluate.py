@@ -59,7 +59,8 @@ class GangProblem:
     def gpu_free(self) -> IntArray:
         if self.gpu_row is None:
             return np.zeros(self.nodes, dtype=np.int64)
-        return self.idle[self.gpu_row]
+        row: IntArray = self.idle[self.gpu_row]
+        return row
 
 
 @dataclass(frozen=True, slots=True, order=True)
