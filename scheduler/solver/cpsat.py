@@ -83,6 +83,12 @@ def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) ->
     scores = {name: evaluate(problem, p) for name, p in answers.items()}
     hint_name = min(scores, key=lambda n: scores[n])
     stats = SolveStats()
+    if meets_lower_bounds(problem, scores[hint_name]):
+        stats.status = "greedy meets the lower bounds"
+        best = hint_name
+        elapsed = (time.perf_counter() - start) * 1000
+        scores["cpsat"] = UNPLACED
+        return SolveResult(answers[best], scores[best], best, scores, stats, elapsed)
     coarse, members = coarsen(problem)
     hint = answers[hint_name]
     coarse_hint = None if hint is None else tuple(np.concatenate([hint[g] for g in m]) for m in members)
@@ -99,6 +105,46 @@ def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) ->
     best = min(("cpsat", "topology-greedy", "binpack-greedy"), key=lambda n: scores[n])
     elapsed = (time.perf_counter() - start) * 1000
     return SolveResult(answers[best], scores[best], best, scores, stats, elapsed)
+
+
+def _usable_gpus(problem: GangProblem, nodes: IntArray) -> IntArray:
+    """Per node, the GPUs it can give the gang in whole tasks of one group (an upper bound on its share)."""
+    assert problem.gpu_row is not None
+    free = problem.idle[problem.gpu_row, nodes]
+    usable = np.zeros(nodes.size, dtype=np.int64)
+    for group in problem.groups:
+        gpu = int(group.request[problem.gpu_row])
+        if gpu:
+            member = np.isin(nodes, group.candidates)
+            usable = np.maximum(usable, np.where(member, free // gpu * gpu, 0))
+    return usable
+
+
+def _fewest(capacity: npt.NDArray[np.float64], need: int) -> int:
+    """How many of these capacities, largest first, it takes to reach `need` (a lower bound on domains)."""
+    ordered = np.sort(capacity)[::-1]
+    return int(np.searchsorted(np.cumsum(ordered), need)) + 1
+
+
+def meets_lower_bounds(problem: GangProblem, score: Score) -> bool:
+    """True when a placement is provably optimal already: no lower tier has a domain with room for the gang,
+    and at every tier below it, and in nodes, it uses as few as capacity alone allows, stranding nothing."""
+    need = problem.need_gpu()
+    if not score.placed or need == 0 or score.stranded:
+        return False
+    for tier in range(score.max_tier):
+        if feasible_domains(problem, tier)[0].size:
+            return False
+    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
+    usable = _usable_gpus(problem, union).astype(np.float64)
+    topo = problem.topology
+    if score.nodes > _fewest(usable, need):
+        return False
+    for tier in range(1, score.max_tier):
+        used = score.domains[topo.top - 1 - tier]
+        if used > _fewest(np.bincount(topo.domain[tier, union], weights=usable).astype(np.float64), need):
+            return False
+    return True
 
 
 def coarsen(problem: GangProblem) -> tuple[GangProblem, list[list[int]]]:
@@ -193,13 +239,7 @@ def _relevant_nodes(problem: GangProblem, tier: int, domain: int) -> IntArray:
     ids, inverse = np.unique(sub, return_inverse=True)
     if ids.size <= MIN_SUBDOMAINS:
         return inside_nodes
-    free = problem.idle[problem.gpu_row, inside]
-    usable = np.zeros(inside.size, dtype=np.int64)
-    for group in problem.groups:  # GPUs a node can give the gang in whole tasks of one group
-        gpu = int(group.request[problem.gpu_row])
-        if gpu:
-            member = np.isin(inside, group.candidates)
-            usable = np.maximum(usable, np.where(member, free // gpu * gpu, 0))
+    usable = _usable_gpus(problem, inside)
     capacity = np.bincount(inverse.reshape(-1), weights=usable.astype(np.float64))
     order = np.argsort(-capacity, kind="stable")
     fewest = int(np.searchsorted(np.cumsum(capacity[order]), need)) + 1

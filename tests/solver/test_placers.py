@@ -130,3 +130,10 @@ def test_a_gang_of_many_cpu_shapes_is_merged_by_gpu_request_and_its_real_tasks_a
     result = solve(p, time_limit_ms=2000, workers=1)
     assert result.score.placed and result.score.racks == 1 and result.score.nodes == 2
     assert result.score <= result.scores["binpack-greedy"]
+
+
+def test_a_greedy_answer_that_meets_the_lower_bounds_skips_the_model() -> None:
+    p = problem([8, 8, 8, 8], ["a", "a", "b", "b"], [(2, 8)])
+    result = solve(p, workers=1)
+    assert result.stats.status == "greedy meets the lower bounds" and result.stats.models == 0
+    assert (result.score.nodes, result.score.racks, result.score.stranded) == (2, 1, 0)
