@@ -132,3 +132,30 @@ def test_single_pods_and_gangs_past_the_cycle_budget_are_left_to_pod_by_pod_allo
     c.cycle(conf(text))
     assert c.sim.bound("g") == {}  # the budget is spent: pod by pod, which strands capacity
     assert len(c.sim.bound("single")) == 1
+
+
+HYPERNODES = TOPOLOGY + """      topology.hypernodes:
+      - metadata: {name: s0}
+        spec:
+          tier: 1
+          members:
+          - {type: Node, selector: {exactMatch: {name: n0}}}
+          - {type: Node, selector: {regexMatch: {pattern: "^n3$"}}}
+      - metadata: {name: s1}
+        spec: {tier: 1, members: [{type: Node, selector: {regexMatch: {pattern: "^n[12]$"}}}]}
+      - metadata: {name: spine}
+        spec:
+          tier: 2
+          members:
+          - {type: HyperNode, selector: {exactMatch: {name: s0}}}
+          - {type: HyperNode, selector: {exactMatch: {name: s1}}}
+"""
+
+
+def test_hypernodes_define_the_tiers_when_given_and_hard_mode_keeps_the_gang_in_one() -> None:
+    c = cluster()
+    for name in ("n0", "n1", "n2", "n3"):
+        c.node(name, gpu=4)
+    gang(c, "g", {"w": (2, 4)}, {"mode": "hard", "highestTierAllowed": 1})
+    c.cycle(conf(HYPERNODES))
+    assert set(c.sim.bound("g").values()) in ({"n0", "n3"}, {"n1", "n2"})
