@@ -239,12 +239,26 @@ def all_nodes_schedulable(kube: Kube, count: int) -> bool:
 
 
 def throughput(args: argparse.Namespace, kubeconfig: str, kube: Kube, workdir: Path) -> dict:
+    """`--rounds` rounds, each the ceiling then the scheduler, so both see the same machine load."""
     run = uuid.uuid4().hex[:6]
     nodes = [f"tp-{run}-{i}" for i in range(args.nodes)]
-    gpus_per_node = max(8, -(-2 * args.pods // args.nodes))  # room for the ceiling's pods and the gangs
+    # room for every round's ceiling pods and gangs
+    gpus_per_node = max(8, -(-2 * args.pods * args.rounds // args.nodes))
     create_nodes(kube, nodes, gpus_per_node, ready=False, threads=args.threads)
     wait_for(lambda: all_nodes_schedulable(kube, args.nodes), 300, interval=1.0, what="nodes Ready, untainted")
-    result: dict = {"nodes": args.nodes, "pods": args.pods, "gang": args.gang}
+    rounds = [throughput_round(args, kubeconfig, kube, workdir, nodes, f"{run}-{r}") for r in range(args.rounds)]
+    summary: dict = {"nodes": args.nodes, "pods": args.pods, "gang": args.gang, "rounds": rounds}
+    for key in ("binds_per_s", "ceiling_binds_per_s", "ratio_to_ceiling", "start_to_first_bind_s",
+                "end_to_end_per_s"):
+        values = sorted(r[key] for r in rounds if key in r)
+        if values:
+            summary[f"median_{key}"] = values[len(values) // 2]
+    return summary
+
+
+def throughput_round(args: argparse.Namespace, kubeconfig: str, kube: Kube, workdir: Path, nodes: list[str],
+                     run: str) -> dict:
+    result: dict = {}
     if args.ceiling:
         ns = f"ceiling-{run}"
         create_namespace(kube, ns)
@@ -258,7 +272,7 @@ def throughput(args: argparse.Namespace, kubeconfig: str, kube: Kube, workdir: P
     create_namespace(kube, ns)
     names = create_gangs(kube, ns, args.pods // args.gang, args.gang, args.threads)
     watch = BindWatch(kube, ns)
-    log_path = workdir / "scheduler-throughput.log"
+    log_path = workdir / f"scheduler-throughput-{run}.log"
     started = time.monotonic()
     proc = start_scheduler(kubeconfig, log_path, *args.scheduler_args)
     try:
@@ -280,7 +294,10 @@ def throughput(args: argparse.Namespace, kubeconfig: str, kube: Kube, workdir: P
     })
     if "ceiling_binds_per_s" in result:
         result["ratio_to_ceiling"] = result["binds_per_s"] / result["ceiling_binds_per_s"]
-    result["scheduler_log_tail"] = log_path.read_text(errors="replace").splitlines()[-6:]
+    result["scheduler_log_tail"] = log_path.read_text(errors="replace").splitlines()[-3:]
+    print(f"  round {run}: scheduler {result['binds_per_s']:.0f} binds/s"
+          + (f", ceiling {result['ceiling_binds_per_s']:.0f}/s, ratio {result['ratio_to_ceiling']:.2f}"
+             if "ceiling_binds_per_s" in result else ""), flush=True)
     return result
 
 
@@ -339,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=16, help="client threads creating the objects")
     ap.add_argument("--ceiling", action="store_true", help="throughput: measure the bare bind ceiling first")
     ap.add_argument("--ceiling-threads", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=1, help="throughput: ceiling + scheduler rounds (median)")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--kubeconfig", help="an existing cluster instead of a fresh local control plane")
     ap.add_argument("--json", help="write the result as JSON to this file")
