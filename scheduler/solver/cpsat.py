@@ -1,15 +1,20 @@
 """Layer `solver`: whole-gang placement with OR-Tools CP-SAT over the topology tree.
 
 1. Score both greedy placers (`greedy.py`) with the shared evaluator; the better one is the hint and the floor.
-2. Choose the domain first: the lowest tier, and at it the tightest domains, whose summed idle could hold the
+   If it already meets the capacity lower bounds (`meets_lower_bounds`), it is optimal: stop.
+2. A gang with more than MAX_GROUPS task shapes is merged by GPU request for the model (`coarsen`); the real
+   tasks are seated on the model's slots afterwards (`refine`), and an answer whose tasks do not fit is dropped.
+3. Choose the domain first: the lowest tier, and at it the tightest domains, whose summed idle could hold the
    gang. Below the greedy's tier CP-SAT only has to find a placement greedy missed; at the greedy's tier it
-   optimises inside the greedy's domain and, time permitting, the next tightest ones.
-3. Inside a domain, identical nodes (same free GPUs, same other free resources capped at the gang's need,
+   optimises inside the greedy's domain and, time permitting, the next tightest ones. When the gang must span
+   sub-domains, only the fewest that could hold it plus a few spares go into the model.
+4. Inside a domain, identical nodes (same free GPUs, same other free resources capped at the gang's need,
    same feasible groups, same path of domains) form a class with a count. The model counts, per class, how many
    nodes take each packing pattern (tasks per group on one node), so 5,000 nodes are a few hundred classes.
-4. The objective is the evaluator's key as one weighted sum: domains touched per tier (top down), nodes used,
-   GPUs stranded on touched nodes. The solve stops at its time limit with the best answer found.
-5. `solve` returns whichever of {CP-SAT's answer, both greedy answers} scores best, so it is never worse.
+5. Two staged solves, each warm-started: the domains touched per tier (top down), then, with that fixed, nodes
+   used and GPUs stranded on touched nodes (the evaluator's order). Each stops at the time limit with the best
+   answer found.
+6. `solve` returns whichever of {CP-SAT's answer, both greedy answers} scores best, so it is never worse.
 """
 
 from __future__ import annotations
