@@ -152,8 +152,10 @@ def test_only_the_leader_binds_and_a_standby_takes_over_after_kill_9(
     killed = time.monotonic()
     wait_for(lambda: lease_spec(coordination, lease).get("holder") == b.name, TIMEOUT, what="b takes over")
     takeover = time.monotonic() - killed
-    # b last saw a renew at most one retry period before the kill; it waits one lease duration from then.
-    assert takeover <= LEASE + 0.5 * 1.2 + 2.0, f"takeover took {takeover:.1f}s"
+    # b waits one lease duration from the last change it saw (at most one retry period before the kill), and
+    # notices at its next retry (up to 1.2 retry periods later); 2 s of slack for a loaded 2-core machine.
+    assert takeover <= LEASE + 2 * 0.5 * 1.2 + 2.0, f"takeover took {takeover:.1f}s"
+    print(f"takeover {takeover:.2f}s after kill -9 (lease duration {LEASE}s)")
     assert lease_spec(coordination, lease)["transitions"] >= 1
 
     create_gang(core_v1, custom, namespace, "second", 4, node_set.tag)
