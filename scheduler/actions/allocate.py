@@ -157,7 +157,7 @@ class Allocate:
             if not ssn.run(P.ALLOCATABLE, queue, task):
                 ssn.gate_reasons.setdefault(job.uid, f"queue {queue.name} cannot take {task.resreq} more")
                 break
-            if node not in ssn.feasible_nodes(task) or not task.resreq <= node.idle:
+            if not ssn.is_feasible(task, node) or not task.resreq <= node.idle:
                 ssn.gate_reasons.setdefault(job.uid, f"placement of {task.name} on {node.name} no longer fits")
                 break
             stmt.allocate(task, node)

@@ -226,6 +226,11 @@ class Session:
     def fitting_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         return [self.node_list[i] for i in self.fitting_indices(task)]
 
+    def is_feasible(self, task: TaskInfo, node: NodeInfo) -> bool:
+        """Whether the task's predicates allow the node (O(1) after the constraint set's first look)."""
+        position = self.arrays.position.get(node.name)
+        return position is not None and bool(self._feasible_for(task).slot[position] >= 0)
+
     def static_rejections(self, task: TaskInfo) -> Counter[str]:
         rejected = self._feasible_for(task).rejected
         if task.constraints.dynamic:

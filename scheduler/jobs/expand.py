@@ -88,6 +88,8 @@ def podgroup_for(job: Mapping[str, Any], priority_values: Mapping[str, int] | No
     }
     if spec.get("priorityClassName"):
         pg_spec["priorityClassName"] = spec["priorityClassName"]
+    if spec.get("networkTopology"):  # the gang's topology constraint is the scheduler's to enforce
+        pg_spec["networkTopology"] = copy.deepcopy(spec["networkTopology"])
     return {"apiVersion": keys.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": pg_meta, "spec": pg_spec}
 
 

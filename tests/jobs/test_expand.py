@@ -287,3 +287,18 @@ def test_job_volumes_are_mounted_into_every_container() -> None:
     pod = pod_for(j, 0, 0)
     assert pod["spec"]["volumes"] == [{"name": "j-volume-0", "persistentVolumeClaim": {"claimName": "data-pvc"}}]
     assert pod["spec"]["containers"][0]["volumeMounts"] == [{"name": "j-volume-0", "mountPath": "/data"}]
+
+
+def test_a_jobs_network_topology_reaches_its_podgroup() -> None:
+    from scheduler.jobs.expand import podgroup_for
+
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "t", "namespace": "ns"},
+        "spec": {
+            "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
+            "tasks": [{"name": "w", "replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}],
+        },
+    }
+    assert podgroup_for(job)["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
