@@ -147,6 +147,10 @@ def cmd_controllers(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    if args.listen_address:  # /metrics, /healthz, /readyz for the Deployment's probes (a standby is ready too)
+        from scheduler import metrics
+
+        metrics.serve(args.listen_address)
     try:
         return run(api, scheduler_names=args.scheduler_name or ["volcano-py"], claim_unnamed=args.claim_unnamed,
                    lease=lease, identity=identity, stop=stop)
@@ -199,6 +203,8 @@ def parser() -> argparse.ArgumentParser:
     ctl.add_argument("--leader-elect-lease-name", default="volcano-py-controllers")
     ctl.add_argument("--leader-elect-identity", default=None,
                      help="this replica's holderIdentity (default <hostname>-<pid>)")
+    ctl.add_argument("--listen-address", default=None, help="serve /metrics, /healthz and /readyz on "
+                     "this address, e.g. :8080")
     ctl.add_argument("--log-level", choices=("info", "debug"), default="info")
     ctl.set_defaults(func=cmd_controllers)
     sim = sub.add_parser("simulate", help="replay a workload on an in-memory cluster")

@@ -316,9 +316,11 @@ def test_scheduler_as_its_service_account_schedules_a_gang_and_reports_metrics(
 
 
 def test_controllers_run_as_their_service_account(installed, control_plane, tmp_path):
-    """The controllers start with the manifest's args as their ServiceAccount and take their Lease."""
+    """The controllers start with the manifest's args as their ServiceAccount, take their Lease and answer
+    the probes on their listen address."""
     known = known_flags("controllers")
-    args = deployment_args("volcano-py-controllers")
+    port = free_port()
+    args = deployment_args("volcano-py-controllers", listen_address=f"127.0.0.1:{port}")
     unknown = [a for a in args[1:] if a.split("=", 1)[0] not in known]
     args = [a for a in args if a not in unknown]
     kubeconfig = control_plane.kubeconfig_for_service_account(SYSTEM_NS, "volcano-py-controllers")
@@ -338,6 +340,9 @@ def test_controllers_run_as_their_service_account(installed, control_plane, tmp_
 
             wait_for(holder, TIMEOUT, interval=0.5, what="the controllers to hold their Lease")
             assert proc.poll() is None, log_path.read_text()
+            if not unknown:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
+                    assert response.status == 200
             proc.send_signal(signal.SIGTERM)
             proc.wait(TIMEOUT)
         finally:
