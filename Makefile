@@ -42,3 +42,6 @@ include tools/cluster.mk
 
 # Container image (manifests issue): `make image` where a Docker engine runs.
 -include tools/image.mk
+
+# Chaos and fuzz suites (reliability issue): `make chaos`, `make fuzz`.
+-include tools/reliability.mk
