@@ -53,6 +53,15 @@ class NodeArrays:
             out[row] = value
         return out
 
+    def resource(self, vector: IntArray) -> Resource:
+        """The inverse of `vector`."""
+        scalars = {name: int(vector[i]) for i, name in enumerate(self.dims[3:], start=3) if vector[i]}
+        return Resource.of(int(vector[0]), int(vector[1]), int(vector[2]), scalars)
+
+    def free_on(self, positions: IntArray) -> Resource:
+        """Idle resources summed over the nodes at `positions` (over-committed nodes count as zero)."""
+        return self.resource(self.idle[:, positions].clip(min=0).sum(axis=1))
+
     def update(self, node: NodeInfo) -> None:
         i = self.position.get(node.name)
         if i is not None:

@@ -215,6 +215,10 @@ class Session:
             self._feasible[task.constraints] = cached
         return cached
 
+    def feasible_indices(self, task: TaskInfo) -> IntArray:
+        """Positions (in node_list) of the nodes the task's predicates allow."""
+        return self._feasible_for(task).indices
+
     def fitting_indices(self, task: TaskInfo) -> IntArray:
         """Indices (into node_list) of feasible nodes whose idle resources hold the task now."""
         fitting = self.arrays.fitting(task.resreq, self._feasible_for(task).indices)

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler.api.job import Condition, JobInfo, TaskInfo
-from scheduler.api.node import NodeInfo
 from scheduler.api.resources import PODS, ZERO, Resource, display_amount
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
@@ -91,13 +92,6 @@ def _only(resource: Resource, names: tuple[str, ...]) -> str:
     return ", ".join(parts)
 
 
-def _free_on(nodes: list[NodeInfo]) -> Resource:
-    total = ZERO
-    for node in nodes:
-        total = total + node.idle.clamp_zero()
-    return total
-
-
 def gang_message(ssn: Session, job: JobInfo) -> str:
     """Volcano's '3/8 tasks in gang unschedulable: ...', plus the resource that is short and by how much."""
     ready = job.ready_task_num()
@@ -114,21 +108,23 @@ def gang_message(ssn: Session, job: JobInfo) -> str:
     needed = pending[: max(0, job.min_available - ready)] or pending[:1]
     if needed:
         need = ZERO
-        nodes: dict[str, NodeInfo] = {}
         for task in needed:
             need = need + task.resreq
-            nodes.update((n.name, n) for n in ssn.feasible_nodes(task))
-        free = _free_on(list(nodes.values()))
+        shapes = {task.constraints: task for task in needed}.values()
+        positions = np.unique(np.concatenate([ssn.feasible_indices(t) for t in shapes]))
+        free = ssn.arrays.free_on(positions)
         short = need.shortfall(free)
         names = tuple(n for n, v in need.items() if v and n != PODS) or (PODS,)
         if not short.is_zero():
             short_names = tuple(n for n, v in short.items() if v)
             parts.append(
                 f"short {_only(short, short_names)}: {len(needed)} more tasks need {_only(need, short_names)}, "
-                f"the {len(nodes)} nodes they may use have {_only(free, short_names)} free"
+                f"the {positions.size} nodes they may use have {_only(free, short_names)} free"
             )
-        elif nodes:
-            largest = max(nodes.values(), key=lambda n: tuple(n.idle.get(x) for x in names))
+        elif positions.size:
+            rows = [ssn.arrays.row[n] for n in names if n in ssn.arrays.row]
+            idle = ssn.arrays.idle[np.ix_(rows, positions)]
+            largest = ssn.node_list[int(positions[np.lexsort(idle[::-1])[-1]])]
             parts.append(
                 f"enough {_only(need, names)} is free in total but it is fragmented: "
                 f"the most on one node is {_only(largest.idle.clamp_zero(), names)} ({largest.name})"
