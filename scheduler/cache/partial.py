@@ -26,6 +26,9 @@ from scheduler.api.snapshot import CycleResult, Event, Eviction, PodGroupStatus
 from scheduler.api.status import PodGroupPhase, TaskStatus
 
 REASON = "PartialGangTimeout"
+# Kubernetes timestamps are whole seconds, truncated: an event stamped 10:00:00 happened before 10:00:01. Count
+# from the end of the second, so a gang is never given up early.
+TIMESTAMP_RESOLUTION = 1.0
 HOLDING = (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
 
 
@@ -61,7 +64,7 @@ def overdue_partial_gangs(
         holding = [t for status in HOLDING for t in job.with_status(status)]
         times = [at for t in holding if (at := bound_at(t.uid)) is not None]
         times += [t.creation for t in job.with_status(TaskStatus.PENDING) if t.creation]
-        since = max(times) if times else now
+        since = max(times) + TIMESTAMP_RESOLUTION if times else now
         if now - since >= timeout:
             overdue.append(
                 PartialGang(job.uid, since, tuple((t.uid, t.node_name) for t in holding), job.ready_task_num(),
