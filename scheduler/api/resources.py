@@ -293,13 +293,27 @@ ONE_POD = Resource(pods=1)
 
 def container_request(container: Mapping[str, Any], *, field: str) -> Resource:
     """Requests, with limits standing in for any request left unset (the apiserver defaults them so)."""
+    if not isinstance(container, Mapping):
+        raise QuantityError(f"{field}: expected a container, got {container!r}")
     resources = container.get("resources") or {}
     if not isinstance(resources, Mapping):
         raise QuantityError(f"{field}.resources: expected a map with requests/limits")
-    requests = dict(resources.get("requests") or {})
-    for name, value in (resources.get("limits") or {}).items():
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    for part, value in (("requests", requests), ("limits", limits)):
+        if not isinstance(value, Mapping):
+            raise QuantityError(f"{field}.resources.{part}: expected a map of resource name to quantity, "
+                                f"got {value!r}")
+    requests = dict(requests)
+    for name, value in limits.items():
         requests.setdefault(name, value)
     return Resource.from_quantities(requests, field=f"{field}.resources.requests")
+
+
+def _container_list(spec: Mapping[str, Any], key: str, field: str) -> list[Any]:
+    containers = spec.get(key) or []
+    if not isinstance(containers, list):
+        raise QuantityError(f"{field}.{key}: expected a list of containers, got {containers!r}")
+    return containers
 
 
 def pod_request(spec: Mapping[str, Any], *, field: str = "spec") -> Resource:
@@ -310,13 +324,13 @@ def pod_request(spec: Mapping[str, Any], *, field: str = "spec") -> Resource:
     Pod-level `spec.resources` (PodLevelResources) replaces the aggregate for the resources it names.
     `spec.overhead` is added last.
     """
-    containers = spec.get("containers") or []
+    containers = _container_list(spec, "containers", field)
     total = ZERO
     for i, container in enumerate(containers):
         total = total + container_request(container, field=f"{field}.containers[{i}]")
     sidecars = ZERO
     init_peak = ZERO
-    for i, container in enumerate(spec.get("initContainers") or []):
+    for i, container in enumerate(_container_list(spec, "initContainers", field)):
         request = container_request(container, field=f"{field}.initContainers[{i}]")
         if container.get("restartPolicy") == "Always":
             sidecars = sidecars + request
