@@ -47,12 +47,13 @@ def parse_quantity(value: object, *, field: str = "quantity") -> Decimal:
     """Parse a Kubernetes quantity (``100m``, ``1.5``, ``200Gi``, ``1e3``, ``64M``) into an exact Decimal."""
     if isinstance(value, bool):
         raise QuantityError(f"{field}: expected a quantity such as 500m, 2 or 16Gi, got {value!r}")
-    if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
             raise QuantityError(f"{field}: expected a finite quantity, got {value!r}")
-        return Decimal(repr(value))
+        number = Decimal(value) if isinstance(value, int) else Decimal(repr(value))
+        if abs(number) >= _MAX_ABS:  # the same bound as for text: a JSON number is no way around it
+            raise QuantityError(f"{field}: {value!r} is too large")
+        return number
     if not isinstance(value, str):
         raise QuantityError(f"{field}: expected a quantity such as 500m, 2 or 16Gi, got {value!r}")
     text = value.strip()
