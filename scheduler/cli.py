@@ -228,6 +228,9 @@ def parser() -> argparse.ArgumentParser:
 
     add_arguments(packing)
     packing.set_defaults(func=run_cli)
+    from scheduler.ctl.commands import add_parsers as add_day_two_parsers  # explain, job, queue
+
+    add_day_two_parsers(sub)
     return p
 
 

@@ -1,0 +1,145 @@
+"""Layer `ctl`: the reads `explain`, `job` and `queue` make, and the Commands they create (raw JSON).
+
+Commands are made as vcctl makes them: `generateName: <target>-<action lowercased>-`, the target as both the
+controller ownerReference and `target`, in the Job's namespace (a Queue's Commands go to `default`, as
+`vcctl queue operate` does), so volcano-py's and Volcano's controllers both execute them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from scheduler.cache.kube import Kube, KubeError, Obj
+from scheduler.ctl.explain import Facts
+
+JOBS = "/apis/batch.volcano.sh/v1alpha1"
+SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
+BUS = "/apis/bus.volcano.sh/v1alpha1"
+GROUP_NAME = "scheduling.k8s.io/group-name"
+QUEUE_COMMAND_NAMESPACE = "default"
+
+
+class NotFound(LookupError):
+    pass
+
+
+class Client:
+    def __init__(self, kube: Kube):
+        self.kube = kube
+
+    def get(self, path: str) -> Obj | None:
+        try:
+            return self.kube.request("GET", path)
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def items(self, path: str) -> list[Obj]:
+        return list((self.kube.request("GET", path) or {}).get("items") or [])
+
+    # ---- objects -------------------------------------------------------------------------------------------
+    def job(self, namespace: str, name: str) -> Obj | None:
+        return self.get(f"{JOBS}/namespaces/{namespace}/jobs/{name}")
+
+    def jobs(self, namespace: str | None) -> list[Obj]:
+        return self.items(f"{JOBS}/namespaces/{namespace}/jobs" if namespace else f"{JOBS}/jobs")
+
+    def podgroup(self, namespace: str, name: str) -> Obj | None:
+        return self.get(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
+
+    def podgroups(self) -> list[Obj]:
+        return self.items(f"{SCHEDULING}/podgroups")
+
+    def pod(self, namespace: str, name: str) -> Obj | None:
+        return self.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def queue(self, name: str) -> Obj | None:
+        return self.get(f"{SCHEDULING}/queues/{name}")
+
+    def queues(self) -> list[Obj]:
+        return self.items(f"{SCHEDULING}/queues")
+
+    def priorities(self) -> dict[str, int]:
+        try:
+            classes = self.items("/apis/scheduling.k8s.io/v1/priorityclasses")
+        except KubeError:
+            return {}
+        return {str(pc["metadata"]["name"]): int(pc.get("value", 0)) for pc in classes}
+
+    def events_about(self, namespace: str, kind: str, name: str) -> list[Obj]:
+        selector = quote(f"involvedObject.kind={kind},involvedObject.name={name}")
+        try:
+            return self.items(f"/api/v1/namespaces/{namespace}/events?fieldSelector={selector}")
+        except KubeError:
+            return []
+
+    def delete_job(self, namespace: str, name: str) -> bool:
+        try:
+            self.kube.request("DELETE", f"{JOBS}/namespaces/{namespace}/jobs/{name}",
+                              body={"propagationPolicy": "Background"})
+            return True
+        except KubeError as exc:
+            if exc.status == 404:
+                return False
+            raise
+
+    # ---- commands ----------------------------------------------------------------------------------------
+    def command(self, namespace: str, target: Obj, action: str) -> Obj:
+        """Create a bus.volcano.sh Command about `target` (a Job or a Queue), as vcctl does."""
+        meta = target["metadata"]
+        ref = {"apiVersion": target["apiVersion"], "kind": target["kind"], "name": meta["name"],
+               "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
+        body: dict[str, Any] = {
+            "apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+            "metadata": {"generateName": f"{meta['name']}-{action.lower()}-", "namespace": namespace,
+                         "ownerReferences": [ref]},
+            "target": ref, "action": action,
+        }
+        return self.kube.request("POST", f"{BUS}/namespaces/{namespace}/commands", body=body)
+
+    # ---- explain -----------------------------------------------------------------------------------------
+    def facts(self, namespace: str, name: str) -> Facts:
+        """What explain needs about `name`: a Volcano Job, else a PodGroup, else a pod (its group)."""
+        job = self.job(namespace, name)
+        target = f"job {namespace}/{name}"
+        podgroup_name = name
+        if job is None:
+            podgroup = self.podgroup(namespace, name)
+            target = f"podgroup {namespace}/{name}"
+            if podgroup is None:
+                pod = self.pod(namespace, name)
+                if pod is None:
+                    raise NotFound(f"no Job, PodGroup or pod named {name} in namespace {namespace}")
+                target = f"pod {namespace}/{name}"
+                podgroup_name = pod_group_name(pod)
+                job_name = ((pod.get("metadata") or {}).get("labels") or {}).get("volcano.sh/job-name")
+                job = self.job(namespace, job_name) if job_name else None
+        podgroup = self.podgroup(namespace, podgroup_name)
+        if podgroup is not None and job is not None and not _owned_by(podgroup, job):
+            podgroup = None  # a namesake, not this job's
+        queue_name = str(((podgroup or job or {}).get("spec") or {}).get("queue") or "default")
+        queue = self.queue(queue_name)
+        in_queue = [pg for pg in self.podgroups() if str((pg.get("spec") or {}).get("queue") or "default")
+                    == queue_name]
+        events = self.events_about(namespace, "PodGroup", podgroup_name) if podgroup is not None else []
+        return Facts(target=target, namespace=namespace, job=job, podgroup=podgroup, queue=queue,
+                     queue_podgroups=in_queue, priorities=self.priorities(), events=events)
+
+
+def pod_group_name(pod: Obj) -> str:
+    """The PodGroup a pod belongs to: its group-name annotation, else the one the controllers make for plain
+    pods (`podgroup-<uid of its controller owner, or its own>`)."""
+    meta = pod.get("metadata") or {}
+    group = (meta.get("annotations") or {}).get(GROUP_NAME)
+    if group:
+        return str(group)
+    owner = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
+    return f"podgroup-{(owner or meta).get('uid')}"
+
+
+def _owned_by(obj: Obj, owner: Obj) -> bool:
+    uid = (owner.get("metadata") or {}).get("uid")
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return not refs or any(r.get("uid") == uid for r in refs)
