@@ -20,7 +20,11 @@ def builtin_default_conf() -> SchedulerConf:
 
 
 def load_conf(path: str) -> SchedulerConf:
-    return load_conf_file(path, implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys())
+    """Parse the file and open one session with it: plugins read their arguments when a session opens, so a
+    bad argument (ConfError) is found here, where the file is rejected, not in every cycle after."""
+    conf = load_conf_file(path, implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys())
+    run_cycle(ClusterSnapshot({}, {}, {}), conf)
+    return conf
 
 
 def run_cycle(
