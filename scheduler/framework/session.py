@@ -120,7 +120,8 @@ class Session:
             started = time.perf_counter()
             plugin.on_session_open(self)
             self.timings[f"plugin:{plugin.name}"] = time.perf_counter() - started
-        del self._current
+        if self.plugins:  # a conf naming only plugins volcano-py skips opens a session without any
+            del self._current
 
     def register(self, point: P.Point, fn: Callable[..., Any]) -> None:
         """Called by a plugin in `on_session_open`; honours the plugin's enableXxx switch for the point."""
