@@ -11,6 +11,7 @@ from collections.abc import Callable
 from scheduler.actions import ACTIONS
 from scheduler.api.snapshot import ClusterAdapter, ClusterSnapshot, CycleResult
 from scheduler.framework.conf import SchedulerConf, default_conf, load_conf_file
+from scheduler.framework.memo import CycleMemo
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGINS
 
@@ -28,9 +29,14 @@ def load_conf(path: str) -> SchedulerConf:
 
 
 def run_cycle(
-    snapshot: ClusterSnapshot, conf: SchedulerConf, *, trace: Callable[[str], None] | None = None
+    snapshot: ClusterSnapshot,
+    conf: SchedulerConf,
+    *,
+    trace: Callable[[str], None] | None = None,
+    memo: CycleMemo | None = None,
 ) -> CycleResult:
-    ssn = Session(snapshot, conf, PLUGINS, trace=trace)
+    """One cycle. Pass the same `memo` to every cycle to carry predicate results and known-failing gangs."""
+    ssn = Session(snapshot, conf, PLUGINS, trace=trace, memo=memo)
     for name in conf.actions:
         action = ACTIONS.get(name)
         if action is not None:

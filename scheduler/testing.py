@@ -13,6 +13,7 @@ from typing import Any
 from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, run_cycle
 from scheduler.framework.conf import SchedulerConf
+from scheduler.framework.memo import CycleMemo
 from scheduler.sim.cluster import InMemoryCluster
 from scheduler.sim.objects import node_object, pod_object
 
@@ -22,6 +23,7 @@ __all__ = ["ClusterBuilder", "cluster", "node_object", "pod_object"]
 class ClusterBuilder:
     def __init__(self) -> None:
         self.sim = InMemoryCluster()
+        self.memo = CycleMemo()  # carried across cycles, as the scheduler's runner does
         self.sim.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}})
 
     # -- cluster --------------------------------------------------------------------------------------
@@ -93,7 +95,7 @@ class ClusterBuilder:
     # -- running --------------------------------------------------------------------------------------
     def cycle(self, conf: SchedulerConf | None = None, *, start: bool = True) -> CycleResult:
         """One scheduling cycle; bound pods then start Running, as kubelets would make them."""
-        result = run_cycle(self.sim.snapshot(), conf or builtin_default_conf())
+        result = run_cycle(self.sim.snapshot(), conf or builtin_default_conf(), memo=self.memo)
         self.sim.apply(result)
         if start:
             self.sim.start_bound_pods()

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
+import numpy as np
+
 from scheduler.actions.base import round_robin
 from scheduler.actions.starvation import reserve, starving_gangs
 from scheduler.api.job import JobInfo, TaskInfo
@@ -23,7 +25,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
-from scheduler.framework.session import Session
+from scheduler.framework.session import FitErrors, Session
 from scheduler.framework.statement import Statement
 from scheduler.plugins.predicates import resource_misfit
 
@@ -101,6 +103,8 @@ class Allocate:
     ) -> None:
         stmt = Statement(ssn)
         was_ready = ssn.run(P.JOB_READY, job)
+        if not was_ready and self.known_to_fail(ssn, job):
+            return
         tasks = ssn.task_order(pending_tasks(job))
         if not was_ready and ssn.has(P.PLACE_GANG):
             answer = ssn.run(P.PLACE_GANG, job, tasks)
@@ -115,6 +119,8 @@ class Allocate:
                 break
             node, pipelined = find_node(ssn, task)
             if node is None:
+                if not was_ready and not len(stmt):
+                    self.remember_failure(ssn, job, task)
                 break
             if pipelined:
                 stmt.pipeline(task, node)
@@ -130,6 +136,31 @@ class Allocate:
             stmt.commit()
         elif ssn.run(P.JOB_PIPELINED, job).vote == P.Vote.REJECT:
             stmt.discard()
+            if job.uid in ssn.fit_errors:
+                self.remember_failure(ssn, job, None)
+
+    @staticmethod
+    def known_to_fail(ssn: Session, job: JobInfo) -> bool:
+        """A gang that did not fit last cycle, unchanged, with no node it may use freed since: same answer."""
+        if ssn.memo is None:
+            return False
+        failure = ssn.memo.still_failing(job)
+        if failure is None:
+            return False
+        ssn.fit_errors[job.uid] = FitErrors(Counter(failure.reasons), 0, failure.task)
+        return True
+
+    @staticmethod
+    def remember_failure(ssn: Session, job: JobInfo, task: TaskInfo | None) -> None:
+        """After the statement is discarded: the gang did not fit for lack of resources on its nodes."""
+        errors = ssn.fit_errors.get(job.uid)
+        if ssn.memo is None or errors is None:
+            return
+        shapes = {t.constraints: t for t in pending_tasks(job)}.values()
+        if any(t.constraints.dynamic for t in shapes):
+            return  # where other pods are matters to these: free resources alone do not decide
+        positions = np.unique(np.concatenate([ssn.feasible_indices(t) for t in shapes]))
+        ssn.memo.record_failure(job, positions, errors.reasons, errors.task or (task.name if task else ""))
 
     def reserve_job(self, ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
         """The starvation guard: a gang placer's placement if it has one, else place or reserve pod by pod."""

@@ -35,6 +35,7 @@ from scheduler.api.status import READY_STATUSES, PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf import SchedulerConf
+from scheduler.framework.memo import CycleMemo
 from scheduler.framework.plugin import EventHandler, Plugin
 
 log = logging.getLogger("volcano_py.session")
@@ -80,6 +81,7 @@ class Session:
         plugin_types: dict[str, type[Plugin]],
         *,
         trace: Callable[[str], None] | None = None,
+        memo: CycleMemo | None = None,
     ) -> None:
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
         self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.name)
@@ -92,7 +94,12 @@ class Session:
         self._fns: dict[str, list[list[Callable[..., Any]]]] = {p.name: [] for p in P.ALL_POINTS}
         self._handlers: list[EventHandler] = []
         self._enqueued: list[Callable[[JobInfo], None]] = []
-        self._feasible: dict[Constraints, _Feasible] = {}
+        self.memo = memo
+        self._feasible: dict[Constraints, _Feasible] = (
+            memo.begin(self.node_list, conf, self.arrays.idle) if memo is not None else {}
+        )
+        for remembered in self._feasible.values():  # same nodes as last cycle, but this snapshot's objects
+            remembered.nodes = [self.node_list[i] for i in remembered.indices]
         self._scores: dict[tuple[Constraints, Resource], _Scores] = {}
         self._binds: dict[str, list[tuple[str, str]]] = {}
         self._evictions: list[Eviction] = []
@@ -387,6 +394,8 @@ class Session:
 
     # ---- close --------------------------------------------------------------------------------------
     def close(self) -> CycleResult:
+        if self.memo is not None:
+            self.memo.end(self.jobs, self.arrays.idle)
         for _, plugin in self.plugins:
             started = time.perf_counter()
             plugin.on_session_close(self)

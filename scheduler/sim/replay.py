@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cycle import run_cycle
 from scheduler.framework.conf import SchedulerConf
+from scheduler.framework.memo import CycleMemo
 from scheduler.jobs.expand import normalize_job, podgroup_for
 from scheduler.jobs.lifecycle import FINISHED, JobEvent, JobStatus, decide, desired_pods, pod_view
 from scheduler.sim.cluster import InMemoryCluster
@@ -146,7 +147,8 @@ def replay(
     cluster = build_cluster(spec, workload)
     if scheduler is None:
         assert conf is not None
-        scheduler = lambda snapshot: run_cycle(snapshot, conf)  # noqa: E731
+        memo = CycleMemo()
+        scheduler = lambda snapshot: run_cycle(snapshot, conf, memo=memo)  # noqa: E731
     driver = JobDriver(cluster)
     runs = sorted((_run_for(i) for i in workload.items), key=lambda r: (r.item.arrival, r.key))
     last_arrival = max((r.item.arrival for r in runs), default=0.0)

@@ -1,0 +1,89 @@
+"""Layer `framework`: what the scheduler remembers from one cycle to the next.
+
+Two things are worth keeping while nothing relevant changes:
+
+- Which nodes each constraint set's predicates allow. Predicates read only a node's labels, taints,
+  readiness and cordon, and a task's constraints, so while no node's of those changed (and the conf did not)
+  the answer of the last cycle stands and no predicate runs again.
+- Gangs that did not fit. A gang that failed for lack of resources fails again as long as it is the same
+  (same pending tasks, same minimum) and no node it may use has gained free resources since the end of the
+  cycle in which it failed. Such a gang costs a few array lookups per cycle instead of a pass over nodes.
+
+The adapter that runs cycles (the Kubernetes runner, the simulator) keeps one `CycleMemo` and hands it to
+every cycle; without one, every cycle starts from scratch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scheduler.api.job import JobInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.status import TaskStatus
+
+
+def node_statics(nodes: list[NodeInfo]) -> tuple[Any, ...]:
+    """Everything about the nodes that predicates read, besides resources."""
+    return tuple(
+        (n.name, frozenset(n.labels.items()), n.taints, n.unschedulable, n.ready, n.allocatable.names())
+        for n in nodes
+    )
+
+
+def gang_signature(job: JobInfo) -> tuple[Any, ...]:
+    pending = frozenset(t.uid for t in job.with_status(TaskStatus.PENDING))
+    return (job.min_available, tuple(sorted(job.min_task_member.items())), job.ready_task_num(), pending)
+
+
+@dataclass(slots=True)
+class Failure:
+    signature: tuple[Any, ...]
+    positions: Any  # node positions the gang's tasks may use (numpy int array)
+    reasons: Counter[str]
+    task: str
+
+
+@dataclass(slots=True)
+class CycleMemo:
+    statics: tuple[Any, ...] = ()
+    conf: Any = None
+    feasible: dict[Any, Any] = field(default_factory=dict)  # Constraints -> the session's feasible record
+    baseline: Any = None  # idle matrix at the end of the last cycle
+    failures: dict[str, Failure] = field(default_factory=dict)
+    gained: Any = None  # per node: more idle than at the end of the last cycle (this cycle only)
+    skipped: int = 0  # gangs skipped in the last cycle (for logs and tests)
+
+    def begin(self, nodes: list[NodeInfo], conf: Any, idle: Any) -> dict[Any, Any]:
+        """Called when a session opens; returns the feasible cache the session should use."""
+        statics = node_statics(nodes)
+        if statics != self.statics or conf != self.conf:
+            self.statics, self.conf = statics, conf
+            self.feasible, self.failures, self.baseline = {}, {}, None
+        if self.baseline is not None and self.baseline.shape == idle.shape:
+            self.gained = np.any(idle > self.baseline, axis=0)
+        else:
+            self.gained, self.failures = None, {}
+        self.skipped = 0
+        return self.feasible
+
+    def still_failing(self, job: JobInfo) -> Failure | None:
+        failure = self.failures.get(job.uid)
+        if failure is None or self.gained is None:
+            return None
+        if failure.signature != gang_signature(job) or bool(self.gained[failure.positions].any()):
+            del self.failures[job.uid]
+            return None
+        self.skipped += 1
+        return failure
+
+    def record_failure(self, job: JobInfo, positions: Any, reasons: Counter[str], task: str) -> None:
+        self.failures[job.uid] = Failure(gang_signature(job), positions, Counter(reasons), task)
+
+    def end(self, jobs: dict[str, JobInfo], idle: Any) -> None:
+        self.baseline = idle.copy()
+        for uid in [uid for uid in self.failures if uid not in jobs]:
+            del self.failures[uid]
