@@ -26,6 +26,7 @@ from scheduler.cache.leader import LeaderElector
 from scheduler.cache.partial import give_up, overdue_partial_gangs
 from scheduler.cycle import builtin_default_conf, load_conf, run_cycle
 from scheduler.framework.conf import SchedulerConf
+from scheduler.framework.memo import CycleMemo
 
 log = logging.getLogger("volcano_py.scheduler")
 
@@ -93,6 +94,7 @@ class SchedulerLoop:
         self.period = period
         self.default_queue = default_queue
         self.trace = trace
+        self.memo = CycleMemo()  # predicate answers and known-failing gangs, carried from cycle to cycle
         self.stopping = threading.Event()
         self.cycles = 0
 
@@ -102,7 +104,7 @@ class SchedulerLoop:
     def run_once(self) -> CycleResult:
         started = time.monotonic()
         snapshot = self.cache.snapshot()
-        result = run_cycle(snapshot, self.conf.current(), trace=self.trace)
+        result = run_cycle(snapshot, self.conf.current(), trace=self.trace, memo=self.memo)
         self._give_up_partial_gangs(snapshot, result)
         decided = time.monotonic()
         self.cache.apply(result)
