@@ -189,6 +189,7 @@ PREDICATE = Point("predicate", "enablePredicate", first_rejection)
 NODE_ORDER = Point("node_order", "enableNodeOrder", sum_scores)
 # The vectorised form of NODE_ORDER: fn(task, NodeArrays, candidate indices) -> float array. Scorers on the
 # hot path use it, so scoring 5,000 nodes is a few numpy expressions rather than 5,000 Python calls.
+# A score of -inf vetoes the node (e.g. deviceshare: no card can hold the share).
 BATCH_NODE_ORDER = Point("batch_node_order", "enableNodeOrder", sum_score_arrays)
 JOB_VALID = Point("job_valid", None, first_invalid)
 JOB_READY = Point("job_ready", "enableJobReady", all_pass)

@@ -258,7 +258,7 @@ class Session:
             return None
         batch, per_node = self.has(P.BATCH_NODE_ORDER), self.has(P.NODE_ORDER)
         dynamic = task.constraints.dynamic and self.has(P.DYNAMIC_NODE_ORDER)
-        if indices.size == 1 or not (batch or per_node or dynamic):
+        if not (batch or per_node or dynamic):
             return self.node_list[int(indices[0])]
         scores = np.zeros(indices.size)
         if batch:
@@ -269,7 +269,10 @@ class Session:
             scores = scores + np.asarray(
                 self.run(P.DYNAMIC_NODE_ORDER, task, [self.node_list[i] for i in indices]), dtype=float
             )
-        return self.node_list[int(indices[int(np.argmax(scores))])]
+        best = int(np.argmax(scores))
+        if scores[best] == -np.inf:  # a batch scorer vetoed every candidate
+            return None
+        return self.node_list[int(indices[best])]
 
     def place_best(self, task: TaskInfo) -> NodeInfo | None:
         """The best node whose idle holds the task, or None.

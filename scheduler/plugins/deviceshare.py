@@ -39,7 +39,9 @@ from scheduler.gpu.frag import MILLI, MIX_WEIGHTING, POLICIES, FragModel, Shape,
 POLICY = "deviceshare.policy"
 WEIGHT = "deviceshare.weight"
 HALF_LIFE = "deviceshare.halfLife"
-UNFIT = -1e9
+# A batch score of -inf vetoes the node: the session never places a task where a scorer says it cannot go
+# (card-level fit is a property of the node's devices, which the cached predicates do not see).
+UNFIT = -np.inf
 SEEN_LIMIT = 100_000
 
 # The shape mix outlives a session: "seen recently" spans cycles. One per (policy, half-life).

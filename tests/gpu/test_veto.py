@@ -1,0 +1,34 @@
+"""deviceshare vetoes nodes whose cards cannot hold a share, even when the node's GPU total could."""
+
+from __future__ import annotations
+
+from scheduler.actions import ACTIONS
+from scheduler.cycle import builtin_default_conf
+from scheduler.framework.conf import parse_conf
+from scheduler.plugins.registry import PLUGINS
+from scheduler.testing import cluster
+
+CONF = parse_conf(
+    'actions: "enqueue, allocate, backfill"\n'
+    "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
+    "- plugins:\n  - name: predicates\n  - name: deviceshare\n",
+    source="test",
+    implemented_actions=ACTIONS.keys(),
+    implemented_plugins=PLUGINS.keys(),
+)
+
+
+def test_a_whole_gpu_pod_does_not_land_on_a_node_whose_free_gpu_is_split_across_cards() -> None:
+    assert builtin_default_conf()  # the default conf still loads with deviceshare registered
+    c = cluster().node("n1", gpu=2)
+    c.job("a", replicas=1, gpu="0.5")
+    c.job("b", replicas=1, gpu="0.5")
+    c.cycle(CONF)
+    c.cycle(CONF)
+    bound_cards = len(c.sim.bound("a")) + len(c.sim.bound("b"))
+    assert bound_cards == 2
+    # 1 GPU is free in total on n1; whether a whole card is free depends on where the shares went.
+    c.job("whole", replicas=1, gpu=1)
+    c.cycle(CONF)
+    c.cycle(CONF)
+    assert len(c.sim.bound("whole")) == 1  # deviceshare packed both shares onto one card
