@@ -32,3 +32,22 @@ def test_a_whole_gpu_pod_does_not_land_on_a_node_whose_free_gpu_is_split_across_
     c.cycle(CONF)
     c.cycle(CONF)
     assert len(c.sim.bound("whole")) == 1  # deviceshare packed both shares onto one card
+
+
+def test_a_whole_gpu_pod_waits_when_the_free_gpu_is_split_over_two_cards() -> None:
+    from scheduler.testing import pod_object
+
+    c = cluster().node("n1", gpu=2)
+    for card in ("0", "1"):
+        pod = pod_object(f"half-{card}", gpu="0.5")
+        pod["spec"]["nodeName"] = "n1"
+        pod["status"]["phase"] = "Running"
+        pod["metadata"]["annotations"]["volcano.sh/gpu-index"] = card
+        c.sim.add_pod(pod)
+    c.job("whole", replicas=1, gpu=1)
+    c.cycle(CONF)
+    c.cycle(CONF)
+    assert c.sim.bound("whole") == {}
+    c.node("n2", gpu=1)
+    c.cycle(CONF)
+    assert c.sim.bound("whole") == {"whole-0": "n2"}
