@@ -39,6 +39,35 @@ def group_of(pod: Obj) -> str:
     return f"{meta.get('namespace', 'default')}/{group}" if group else key_of(pod)
 
 
+PLAIN_GROUP_PREFIX = "podgroup-"
+MIN_MEMBER_ANNOTATION = "scheduling.volcano.sh/group-min-member"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+def plain_group_name(pod: Obj) -> str:
+    """The PodGroup the controllers make for a pod with no group-name annotation (Volcano's name):
+    `podgroup-<uid of its controller owner>` (one per ReplicaSet, StatefulSet, batch Job...), else
+    `podgroup-<pod uid>`."""
+    meta = pod.get("metadata") or {}
+    owner = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
+    return f"{PLAIN_GROUP_PREFIX}{(owner or meta).get('uid')}"
+
+
+def plain_group_of(pod: Obj) -> str | None:
+    """The key of that PodGroup, for a pod that names none; None for a pod with a group-name annotation.
+    The cache uses it only if that PodGroup exists, so pods are never rewritten after creation."""
+    meta = pod.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION):
+        return None
+    return f"{meta.get('namespace', 'default')}/{plain_group_name(pod)}"
+
+
+def wants_gang(pod: Obj) -> bool:
+    """A plain pod that asks for a gang (group-min-member > 1): it waits for its PodGroup, never runs alone."""
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(MIN_MEMBER_ANNOTATION)
+    return (_positive_int(value) or 1) > 1
+
+
 def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None, creation: float = 0.0) -> TaskInfo:
     """Raises QuantityError for a request Kubernetes would reject; the caller skips that pod with an event."""
     meta = pod.get("metadata") or {}

@@ -27,8 +27,10 @@ from scheduler.api.convert import (
     job_from_podgroup,
     key_of,
     node_from_object,
+    plain_group_of,
     queue_from_object,
     task_from_pod,
+    wants_gang,
 )
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
@@ -353,7 +355,13 @@ class ClusterCache:
             if job is None:
                 if group_of(obj) != task.uid:
                     continue  # names a PodGroup that does not exist (yet): not schedulable
-                job = jobs[task.job] = implicit_job(task, default_queue=self.default_queue)
+                plain = jobs.get(plain_group_of(obj) or "")  # the PodGroup the controllers made for it
+                if plain is not None:
+                    task.job, job = plain.uid, plain
+                elif wants_gang(obj):
+                    continue  # a gang member whose PodGroup is not there yet never runs alone
+                else:
+                    job = jobs[task.job] = implicit_job(task, default_queue=self.default_queue)
             job.add_task(task)
             node = nodes.get(task.node_name)
             if node is not None:

@@ -23,6 +23,7 @@ from scheduler.cache.leader import LeaderConfig, LeaderElector
 from scheduler.controllers.client import Api
 from scheduler.controllers.command import CommandController
 from scheduler.controllers.job import JobController
+from scheduler.controllers.podgroup import PodGroupController
 from scheduler.controllers.queue import QueueController
 from scheduler.jobs import keys
 
@@ -36,12 +37,14 @@ class Controllers:
     jobs: JobController
     queues: QueueController
     commands: CommandController
+    podgroups: PodGroupController
 
 
 def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool) -> Controllers:
+    scheduler_names = frozenset(scheduler_names)
     jobs = JobController(api, scheduler_names, claim_unnamed=claim_unnamed)
     queues = QueueController(api)
-    return Controllers(jobs, queues, CommandController(api, jobs, queues))
+    return Controllers(jobs, queues, CommandController(api, jobs, queues), PodGroupController(api, scheduler_names))
 
 
 def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
@@ -75,8 +78,13 @@ def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> k
     def pod_event(event: dict[str, Any], **_: Any) -> None:
         controllers.jobs.on_pod(event.get("type"), event["object"])
 
+    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.ABSENT}, registry=registry)  # type: ignore[misc]
+    def plain_pod_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.podgroups.on_pod(event.get("type"), event["object"])
+
     @kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)  # type: ignore[misc]
     def podgroup_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.podgroups.on_podgroup(event.get("type"), event["object"])
         controllers.queues.on_podgroup(event.get("type"), event["object"])
         controllers.jobs.on_podgroup(event.get("type"), event["object"])
 

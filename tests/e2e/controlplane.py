@@ -63,6 +63,9 @@ KCM_CONTROLLERS = (
     "pod-garbage-collector-controller",
     "serviceaccount-controller",
     "clusterrole-aggregation-controller",
+    # Deployments make ReplicaSets and ReplicaSets make pods (PodGroups for plain pods, test_plain_pods.py).
+    "deployment-controller",
+    "replicaset-controller",
 )
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,0 +1,149 @@
+"""PodGroups for plain pods on a real cluster (issue 12): a Deployment asking for a gang is bound all at once.
+
+kube-controller-manager runs in the harness, so the Deployment makes a ReplicaSet and the ReplicaSet its pods.
+The controllers make `podgroup-<ReplicaSet uid>` from the template's annotations; the scheduler (in-process,
+recording its cycles) finds the pods' PodGroup by that name, so the pods are never rewritten.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from controlplane import create_gpu_node, node_is_ready, wait_for
+from kubernetes import client
+from test_controllers import (
+    SCHED,
+    TIMEOUT,
+    Recorder,
+    podgroup,
+    queue_status,
+    start_controllers,
+    stop_controllers,
+)
+
+from scheduler.api.snapshot import CycleResult
+from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.runner import ConfWatcher, SchedulerLoop
+
+GPU = "nvidia.com/gpu"
+TAG = f"plain-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="module")
+def custom(control_plane):
+    api = control_plane.api_client()
+    yield client.CustomObjectsApi(api)
+    api.close()
+
+
+@pytest.fixture(scope="module")
+def scheduler(control_plane):
+    api = control_plane.api_client(connection_pool_maxsize=32)
+    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
+    loop = SchedulerLoop(cache, ConfWatcher(None), period=0.2)
+    recorder = Recorder()
+    apply = cache.apply
+
+    def recording_apply(result: CycleResult) -> None:
+        recorder.results.append(result)
+        apply(result)
+
+    cache.apply = recording_apply  # type: ignore[method-assign]
+    thread = threading.Thread(target=loop.run, name="volcano-py-scheduler-plain", daemon=True)
+    thread.start()
+    try:
+        yield recorder
+    finally:
+        loop.stop()
+        thread.join(TIMEOUT)
+        cache.stop()
+        api.close()
+
+
+@pytest.fixture(scope="module")
+def controllers(control_plane, custom, scheduler, tmp_path_factory):
+    ctl = start_controllers(control_plane, tmp_path_factory.mktemp("controllers") / "controllers.log",
+                            "--leader-elect-lease-name", "volcano-py-controllers-plain")
+    try:
+        wait_for(lambda: ctl.proc.poll() is None and queue_status(custom, "default").get("state") == "Open",
+                 TIMEOUT, what="controllers up (default queue Open)")
+        yield ctl
+    finally:
+        code = stop_controllers(ctl)
+        print(ctl.text()[-4000:])
+    assert code == 0, ctl.text()[-4000:]
+
+
+@pytest.fixture
+def nodes(core_v1):
+    made: list[str] = []
+
+    def make(gpus: int) -> str:
+        name = f"{TAG}-{len(made)}-{uuid.uuid4().hex[:4]}"
+        create_gpu_node(core_v1, name, gpus=gpus, cpu="32", labels={"plain-e2e": TAG})
+        wait_for(lambda: node_is_ready(core_v1, name), TIMEOUT, what=f"node {name} Ready")
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        core_v1.delete_node(name)
+
+
+def pods_of(core_v1, namespace: str, app: str) -> list:
+    return core_v1.list_namespaced_pod(namespace, label_selector=f"app={app}").items
+
+
+def test_a_deployment_with_group_min_member_is_gang_scheduled(controllers, scheduler, custom, core_v1, namespace,
+                                                               nodes):
+    nodes(3)  # 3 GPUs: three of the four pods would fit, and none may be bound
+    apps = client.AppsV1Api(core_v1.api_client)
+    apps.create_namespaced_deployment(namespace, {
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "web"}}, "template": {
+            "metadata": {"labels": {"app": "web"},
+                         "annotations": {"scheduling.volcano.sh/group-min-member": "4"}},
+            "spec": {"schedulerName": "volcano-py", "nodeSelector": {"plain-e2e": TAG}, "containers": [{
+                "name": "main", "image": "busybox",
+                "resources": {"limits": {GPU: "1"}, "requests": {"cpu": "100m"}}}]}}}})
+    wait_for(lambda: len(pods_of(core_v1, namespace, "web")) == 4, TIMEOUT, what="the ReplicaSet made 4 pods")
+    rs = apps.list_namespaced_replica_set(namespace, label_selector="app=web").items[0]
+    name = f"podgroup-{rs.metadata.uid}"
+    pg = wait_for(lambda: podgroup(custom, namespace, name), TIMEOUT, what=f"PodGroup {name}")
+    assert pg["spec"]["minMember"] == 4 and pg["spec"]["queue"] == "default", pg
+    assert pg["metadata"]["ownerReferences"][0]["uid"] == rs.metadata.uid
+    wait_for(lambda: any(c.get("type") == "Unschedulable" for c in
+                         ((podgroup(custom, namespace, name) or {}).get("status") or {}).get("conditions") or ()),
+             TIMEOUT, what="the gang reported unschedulable")
+    assert [p.spec.node_name for p in pods_of(core_v1, namespace, "web") if p.spec.node_name] == []
+    assert not any(a.startswith("scheduling.k8s.io") for p in pods_of(core_v1, namespace, "web")
+                   for a in (p.metadata.annotations or {})), "pods are not rewritten"
+
+    nodes(1)  # now all four fit: they are bound together
+    bound = wait_for(lambda: (found := [p for p in pods_of(core_v1, namespace, "web") if p.spec.node_name])
+                     and len(found) == 4 and found, TIMEOUT, what="4 pods bound")
+    keys = {f"{namespace}/{p.metadata.name}" for p in bound}
+    assert len(scheduler.bind_cycles(keys)) == 1, "the gang was bound across several cycles"
+    wait_for(lambda: ((podgroup(custom, namespace, name) or {}).get("status") or {}).get("phase") == "Running",
+             TIMEOUT, what="the PodGroup Running")
+
+
+def test_a_bare_pod_gets_a_podgroup_of_one_in_its_queue(controllers, custom, core_v1, namespace, nodes):
+    nodes(1)
+    queue = f"plain-{uuid.uuid4().hex[:6]}"
+    custom.create_cluster_custom_object(SCHED, "v1beta1", "queues", {
+        "apiVersion": f"{SCHED}/v1beta1", "kind": "Queue", "metadata": {"name": queue}, "spec": {"weight": 1}})
+    try:
+        created = core_v1.create_namespaced_pod(namespace, {
+            "metadata": {"name": "solo", "annotations": {"scheduling.volcano.sh/queue-name": queue}},
+            "spec": {"schedulerName": "volcano-py", "nodeSelector": {"plain-e2e": TAG},
+                     "containers": [{"name": "main", "image": "busybox"}]}})
+        name = f"podgroup-{created.metadata.uid}"
+        pg = wait_for(lambda: podgroup(custom, namespace, name), TIMEOUT, what=f"PodGroup {name}")
+        assert pg["spec"]["minMember"] == 1 and pg["spec"]["queue"] == queue, pg
+        wait_for(lambda: core_v1.read_namespaced_pod("solo", namespace).spec.node_name, TIMEOUT, what="bound")
+        wait_for(lambda: queue_status(custom, queue).get("running") == 1, TIMEOUT, what="the queue counts it")
+    finally:
+        custom.delete_cluster_custom_object(SCHED, "v1beta1", "queues", queue)
