@@ -296,7 +296,7 @@ class ClusterCache:
         created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
         try:
             shape = _request_shape(spec)
-        except TypeError:
+        except (TypeError, AttributeError):  # a malformed spec: task_from_pod names the bad field
             shape = None
         request = self._requests.get(shape) if shape is not None else None
         if request is None:
@@ -402,12 +402,15 @@ class ClusterCache:
     def _parse(self, kind: str, obj: Obj, parse: Callable[[Obj], Any]) -> Any:
         try:
             return parse(obj)
-        except (ValueError, TypeError, KeyError) as exc:  # QuantityError is a ValueError
+        except Exception as exc:  # noqa: BLE001 - one unreadable object must never fail the whole cycle
             meta = obj.get("metadata") or {}
             mark = (kind, key_of(obj), str(meta.get("resourceVersion")))
             if mark not in self._bad:
                 self._bad.add(mark)
                 log.warning("skipping %s %s: %s", kind, key_of(obj), exc)
+                if kind in ("Pod", "PodGroup"):  # namespaced: an event on the object says why it waits
+                    self._event(kind, key_of(obj), "Warning", "FailedToRead",
+                                f"volcano-py cannot read this {kind} and skips it: {exc}")
             return None
 
     def _expire_assumed(self, now: float) -> None:
