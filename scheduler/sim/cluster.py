@@ -8,9 +8,9 @@ simulator run the real scheduling code against it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduler.api.convert import (
     group_of,
@@ -29,6 +29,7 @@ from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 DEFAULT_SCHEDULER_NAMES = frozenset({"volcano-py", "volcano"})
 
 
@@ -74,7 +75,7 @@ class InMemoryCluster:
 
     # ---- building the cluster -----------------------------------------------------------------------
     def add_node(self, node: Obj | NodeInfo) -> NodeInfo:
-        info = node if isinstance(node, NodeInfo) else node_from_object(node)
+        info = node if isinstance(node, NodeInfo) else _read("Node", node, lambda: node_from_object(node))
         self.nodes[info.name] = info
         return info
 
@@ -82,7 +83,11 @@ class InMemoryCluster:
         self.nodes.pop(name, None)
 
     def add_queue(self, queue: Obj | QueueInfo) -> QueueInfo:
-        info = queue if isinstance(queue, QueueInfo) else queue_from_object(queue, creation=self.now)
+        info = (
+            queue
+            if isinstance(queue, QueueInfo)
+            else _read("Queue", queue, lambda: queue_from_object(queue, creation=self.now))
+        )
         self.queues[info.name] = info
         return info
 
@@ -91,19 +96,29 @@ class InMemoryCluster:
 
     def add_podgroup(self, podgroup: Obj) -> str:
         manifest = copy.deepcopy(podgroup)
-        manifest.setdefault("metadata", {}).setdefault("namespace", "default")
-        manifest.setdefault("status", {}).setdefault("phase", "Pending")
-        key = key_of(manifest)
+
+        def validate() -> str:
+            manifest.setdefault("metadata", {}).setdefault("namespace", "default")
+            manifest.setdefault("status", {}).setdefault("phase", "Pending")
+            job_from_podgroup(manifest, priority_classes=self.priority_classes, default_queue=self.default_queue)
+            return key_of(manifest)
+
         # Validate now: a PodGroup the scheduler cannot read is rejected here, not mid-cycle.
-        job_from_podgroup(manifest, priority_classes=self.priority_classes, default_queue=self.default_queue)
+        key = _read("PodGroup", podgroup, validate)
         self.podgroups[key] = SimPodGroup(manifest, self.now)
         return key
 
     def add_pod(self, pod: Obj) -> str:
         manifest = copy.deepcopy(pod)
-        manifest.setdefault("metadata", {}).setdefault("namespace", "default")
-        manifest.setdefault("status", {}).setdefault("phase", "Pending")
-        task = task_from_pod(manifest, priority_classes=self.priority_classes, creation=self.now)
+
+        def parse() -> TaskInfo:
+            if not isinstance(manifest.get("spec"), Mapping):
+                raise ValueError(f"pod {key_of(manifest)}: spec: expected a map, got {manifest.get('spec')!r}")
+            manifest.setdefault("metadata", {}).setdefault("namespace", "default")
+            manifest.setdefault("status", {}).setdefault("phase", "Pending")
+            return task_from_pod(manifest, priority_classes=self.priority_classes, creation=self.now)
+
+        task = _read("Pod", pod, parse)
         self.pods[task.uid] = SimPod(manifest, task, self.now)
         return task.uid
 
@@ -248,6 +263,18 @@ class InMemoryCluster:
 
     def allocated_by_queue(self) -> Mapping[str, Resource]:
         return dict(self.queue_allocated)
+
+
+def _read(kind: str, obj: Any, parse: Callable[[], T]) -> T:
+    """Objects are checked when they are added; any malformed one is refused with a ValueError naming it."""
+    try:
+        return parse()
+    except ValueError:
+        raise
+    except (AttributeError, TypeError, KeyError) as exc:
+        meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        raise ValueError(f"{kind} {name!r} cannot be read: {type(exc).__name__}: {exc}") from exc
 
 
 def _condition_dict(c: Condition, now: float) -> Obj:
