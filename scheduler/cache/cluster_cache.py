@@ -281,8 +281,12 @@ class ClusterCache:
             self._parsed.clear()
 
     def _preparse(self, obj: Obj) -> None:
-        key = key_of(obj)
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        """Never raises (it runs on a watch thread): an unreadable pod is left to the snapshot to report."""
+        try:
+            key = key_of(obj)
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        except Exception:  # noqa: BLE001
+            return
         pcs = self._pcs
         task = self._parse_task(obj, pcs)
         with self.lock:
@@ -292,12 +296,13 @@ class ClusterCache:
     def _parse_task(self, obj: Obj, pcs: dict[str, int]) -> TaskInfo | None:
         """`task_from_pod`, with the request (the costly part: quantity parsing) computed once per distinct
         set of resource fields; pods made from one template share it."""
-        spec = obj.get("spec") or {}
-        created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
         try:
-            shape = _request_shape(spec)
-        except (TypeError, AttributeError):  # a malformed spec: task_from_pod names the bad field
-            shape = None
+            spec = obj.get("spec") or {}
+            created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+            shape: bytes | None = _request_shape(spec)
+            foreign = spec.get("schedulerName", "default-scheduler") not in self.scheduler_names
+        except Exception:  # noqa: BLE001 - a malformed object: task_from_pod below names the bad field
+            spec, created, shape, foreign = {}, 0.0, None, False
         request = self._requests.get(shape) if shape is not None else None
         if request is None:
             task = self._parse("Pod", obj, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
@@ -306,8 +311,10 @@ class ClusterCache:
                     self._requests.clear()
                 self._requests[shape] = task.resreq
             return task  # type: ignore[no-any-return]
-        if spec.get("schedulerName", "default-scheduler") not in self.scheduler_names:
-            return _foreign_task(obj, request, pcs, created)
+        if foreign:
+            return self._parse(  # type: ignore[no-any-return]
+                "Pod", obj, lambda o: _foreign_task(o, request, pcs, created)
+            )
         stub = {**obj, "spec": {k: v for k, v in spec.items() if k not in _REQUEST_FIELDS}}
         task = self._parse("Pod", stub, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
         if task is not None:
