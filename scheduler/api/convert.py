@@ -20,7 +20,7 @@ from scheduler.api.pod import (
     taints_of,
 )
 from scheduler.api.queue import QueueInfo
-from scheduler.api.resources import ZERO, Resource, pod_request
+from scheduler.api.resources import ZERO, Resource, pod_request, to_units
 from scheduler.api.status import PodGroupPhase, QueueState
 
 Obj = Mapping[str, Any]
@@ -202,4 +202,15 @@ def queue_from_object(queue: Obj, *, creation: float = 0.0) -> QueueInfo:
         reclaimable=bool(spec.get("reclaimable", True)),
         priority=int(spec.get("priority", 0) or 0),
         creation=creation,
+        capability_zero=_zero_scalars(capability),
+    )
+
+
+def _zero_scalars(capability: object) -> frozenset[str]:
+    """Extended resources a capability names at 0 (called after it parsed, so every value is a quantity)."""
+    if not isinstance(capability, Mapping):
+        return frozenset()
+    return frozenset(
+        str(name) for name, value in capability.items()
+        if str(name) not in ("cpu", "memory", "pods") and to_units(str(name), value) == 0
     )

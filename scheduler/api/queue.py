@@ -18,6 +18,9 @@ class QueueInfo:
     reclaimable: bool = True
     priority: int = 0
     creation: float = 0.0
+    # Extended resources `capability` names at 0 (Resource drops zeros): the queue may use none of them.
+    # As in Volcano; cpu or memory at 0 still means "not limited".
+    capability_zero: frozenset[str] = frozenset()
 
     def clone(self) -> QueueInfo:
         return QueueInfo(
@@ -29,6 +32,7 @@ class QueueInfo:
             self.reclaimable,
             self.priority,
             self.creation,
+            self.capability_zero,
         )
 
     def __repr__(self) -> str:

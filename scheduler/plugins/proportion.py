@@ -230,6 +230,9 @@ def real_capability(
             if name not in limit or units < limit[name]:
                 limit[name] = units
                 own.add(name)
+    for name in queue.capability_zero:
+        limit[name] = 0
+        own.add(name)
     return limit, frozenset(own)
 
 
