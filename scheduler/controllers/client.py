@@ -90,6 +90,15 @@ class Api:
     def podgroup(self, namespace: str, name: str) -> Obj | None:
         return self.get(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
 
+    def patch_podgroup_spec(self, namespace: str, name: str, spec: Mapping[str, Any]) -> Obj:
+        """A merge patch of the given spec keys (an elastic job's new minMember, minTaskMember, minResources)."""
+        return self.kube.request("PATCH", f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}",
+                                 body={"spec": dict(spec)}, content_type=MERGE_PATCH)
+
+    def patch_configmap_data(self, namespace: str, name: str, data: Mapping[str, Any]) -> Obj:
+        return self.kube.request("PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+                                 body={"data": dict(data)}, content_type=MERGE_PATCH)
+
     def delete_podgroup(self, namespace: str, name: str) -> bool:
         return self.delete(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
 

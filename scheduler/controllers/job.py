@@ -45,6 +45,7 @@ from scheduler.jobs import (
 )
 from scheduler.jobs.bus import Event
 from scheduler.jobs.lifecycle import FINISHED
+from scheduler.jobs.plugins import svc_configmap_name, svc_hosts
 
 log = logging.getLogger("volcano_py.controllers.job")
 
@@ -149,6 +150,7 @@ class JobController:
         self._locks: dict[str, threading.Lock] = {}
         self._views: dict[str, PodView] = {}  # pod uid -> what we last saw
         self._plugin_objects: set[str] = set()  # job uids whose plugin objects exist
+        self._hosts: dict[str, dict[str, str]] = {}  # job uid -> the svc hosts data last seen in its ConfigMap
 
     # ---- which jobs are ours -----------------------------------------------------------------------------
     def claims(self, job: Mapping[str, Any]) -> bool:
@@ -161,6 +163,7 @@ class JobController:
         if kind == "DELETED":
             self.timers.cancel(f"{meta.get('namespace')}/{meta.get('name')}")
             self._plugin_objects.discard(str(meta.get("uid")))
+            self._hosts.pop(str(meta.get("uid")), None)
             return
         if self.claims(job):
             self.reconcile(str(meta["namespace"]), str(meta["name"]))
@@ -256,6 +259,8 @@ class JobController:
         for op in decision.ops:
             if op.kind is OpKind.ENSURE_PODGROUP and podgroup is None:
                 self.api.create(podgroup_for(job))
+            elif op.kind is OpKind.ENSURE_PODGROUP and podgroup is not None:
+                self._resize_podgroup(job, podgroup)
             elif op.kind is OpKind.DELETE_PODGROUP and podgroup is not None:
                 self.api.delete_podgroup(namespace, podgroup["metadata"]["name"])
             elif op.kind is OpKind.CREATE_PODS:
@@ -263,6 +268,47 @@ class JobController:
             elif op.kind is OpKind.DELETE_PODS:
                 for pod_name in op.names:
                     self.api.delete_pod(namespace, pod_name)
+        if podgroup is not None:
+            self._sync_hosts(job)
+
+    # ---- elastic jobs: replicas and minAvailable may change while the job runs --------------------------------
+    def _resize_podgroup(self, job: Obj, podgroup: Obj) -> None:
+        """Bring the PodGroup's minimums up to the job's spec (a scaled job); a removed key is nulled."""
+        wanted = podgroup_for(job)["spec"]
+        current = podgroup.get("spec") or {}
+        patch: dict[str, Any] = {}
+        for key in ("minMember", "minTaskMember", "minResources"):
+            new, old = wanted.get(key), current.get(key)
+            if new == old:
+                continue
+            if isinstance(new, Mapping) and isinstance(old, Mapping):
+                patch[key] = {**{k: None for k in old if k not in new}, **new}
+            else:
+                patch[key] = new
+        if patch:
+            meta = podgroup["metadata"]
+            log.info("podgroup %s/%s resized: %s", meta["namespace"], meta["name"], patch)
+            self.api.patch_podgroup_spec(meta["namespace"], meta["name"], patch)
+
+    def _sync_hosts(self, job: Obj) -> None:
+        """The svc plugin's hosts ConfigMap follows the replica counts (checked once per change of them)."""
+        if "svc" not in ((job.get("spec") or {}).get("plugins") or {}):
+            return
+        meta = job["metadata"]
+        uid = str(meta["uid"])
+        wanted = svc_hosts(normalize_job(job))
+        if self._hosts.get(uid) == wanted:
+            return
+        name = svc_configmap_name(job)
+        current = self.api.get(f"/api/v1/namespaces/{meta['namespace']}/configmaps/{name}")
+        if current is None:
+            return  # not created yet: it is created with the current hosts
+        data = current.get("data") or {}
+        if data != wanted:
+            log.info("job %s/%s: hosts ConfigMap %s updated", meta["namespace"], meta["name"], name)
+            self.api.patch_configmap_data(meta["namespace"], name,
+                                          {**{k: None for k in data if k not in wanted}, **wanted})
+        self._hosts[uid] = wanted
 
     def _create_pods(self, job: Obj, decision: Decision, gate: str | None, names: set[str], pods: list[Obj]) -> None:
         uid = str(job["metadata"]["uid"])

@@ -509,11 +509,13 @@ def pod_event(job: Mapping[str, Any], before: PodView | None, after: PodView | N
     pod = after or before
     if pod is None:
         return JobEvent()
+    task = next((t for t in job["spec"]["tasks"] if t["name"] == pod.task), None)
     if after is None:
+        if task is None or _index_of(pod.name) >= int(task["replicas"]):
+            return JobEvent(task=pod.task, pod=pod.name)  # scaled down (elastic job): not an eviction
         return JobEvent(Event.POD_EVICTED, task=pod.task, pod=pod.name)
     if after.phase == "Failed" and (before is None or before.phase != "Failed"):
         return JobEvent(Event.POD_FAILED, task=pod.task, pod=pod.name, exit_code=after.exit_code)
-    task = next((t for t in job["spec"]["tasks"] if t["name"] == pod.task), None)
     if task is None:
         return JobEvent(task=pod.task, pod=pod.name)
     if after.phase == "Succeeded" and (before is None or before.phase != "Succeeded"):
@@ -523,6 +525,12 @@ def pod_event(job: Mapping[str, Any], before: PodView | None, after: PodView | N
     if after.phase in ("Pending", "Running") and after.restarts >= int(task["maxRetry"]):
         return JobEvent(Event.TASK_FAILED, task=pod.task, pod=pod.name)
     return JobEvent(task=pod.task, pod=pod.name)
+
+
+def _index_of(pod_name: str) -> int:
+    """The replica index of pod `<job>-<task>-<index>` (-1 if the name has none)."""
+    tail = pod_name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
 
 
 def expired(job: Mapping[str, Any], now: datetime, finished_at: datetime | None = None) -> bool:

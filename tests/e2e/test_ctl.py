@@ -252,3 +252,35 @@ def test_queue_close_holds_new_jobs_and_open_lets_them_run(control_plane, contro
     assert "GPU-ALLOCATED" in listing.splitlines()[0] and q in listing, listing
     assert "kind: Queue" in cli(control_plane, "queue", "get", q, "-o", "yaml")
     assert out
+
+
+# ---------------------------------------------------------------------------------------------- elastic jobs
+
+
+def test_an_elastic_job_scales_up_and_down_and_keeps_running(control_plane, controllers, custom, core_v1,
+                                                              namespace):
+    create_job(custom, namespace, job_manifest("elastic", [cpu_task("worker", 2)], plugins={"svc": []}))
+    wait_phase(custom, namespace, "elastic", "Running", running=2)
+
+    def hosts() -> list[str]:
+        data = core_v1.read_namespaced_config_map("elastic-svc", namespace).data or {}
+        return data.get("worker.host", "").split("\n")
+
+    def podgroup_min() -> int:
+        pg = custom.get_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", "elastic")
+        return int(pg["spec"]["minMember"])
+
+    assert hosts() == ["elastic-worker-0.elastic", "elastic-worker-1.elastic"]
+    for replicas in (4, 1):
+        control_plane.kubectl("patch", "vcjob", "elastic", "-n", namespace, "--type=json", "-p",
+                              f'[{{"op": "replace", "path": "/spec/tasks/0/replicas", "value": {replicas}}}]')
+        wait_phase(custom, namespace, "elastic", "Running", running=replicas, minAvailable=replicas)
+        wait_for(lambda r=replicas: len([p for p in pods(core_v1, namespace, "elastic")
+                                         if not p["metadata"].get("deletionTimestamp")]) == r,
+                 TIMEOUT, what=f"{replicas} pods")
+        wait_for(lambda r=replicas: hosts() == [f"elastic-worker-{i}.elastic" for i in range(r)], TIMEOUT,
+                 what=f"the hosts ConfigMap lists {replicas} workers")
+        assert podgroup_min() == replicas
+    seen = [c.get("status") for c in (custom.get_namespaced_custom_object(
+        BATCH, "v1alpha1", namespace, "jobs", "elastic").get("status") or {}).get("conditions") or []]
+    assert seen == ["Pending", "Running"], f"the job left Running while scaling: {seen}"
