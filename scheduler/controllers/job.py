@@ -45,7 +45,7 @@ from scheduler.jobs import (
 )
 from scheduler.jobs.bus import Event
 from scheduler.jobs.lifecycle import FINISHED
-from scheduler.jobs.plugins import svc_configmap_name, svc_hosts
+from scheduler.jobs.plugins import svc_configmap_name, svc_hosts, uses_svc
 
 log = logging.getLogger("volcano_py.controllers.job")
 
@@ -292,7 +292,7 @@ class JobController:
 
     def _sync_hosts(self, job: Obj) -> None:
         """The svc plugin's hosts ConfigMap follows the replica counts (checked once per change of them)."""
-        if "svc" not in ((job.get("spec") or {}).get("plugins") or {}):
+        if not uses_svc(job):
             return
         meta = job["metadata"]
         uid = str(meta["uid"])

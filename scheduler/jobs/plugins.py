@@ -1,4 +1,4 @@
-"""Volcano job plugins (`spec.plugins`: env, svc, ssh, pytorch) as pure transformations. Layer: jobs.
+"""Volcano job plugins (`spec.plugins`: env, svc, ssh, pytorch, mpi) as pure transformations. Layer: jobs.
 
 Each plugin may change a pod as it is built (`apply_pod_plugins`) and may need objects created beside the
 job (`plugin_manifests`). Plugin arguments are Volcano's Go-flag strings (`--port=23456`). A plugin never
@@ -19,14 +19,16 @@ Manifest = dict[str, Any]
 Keygen = Callable[[], tuple[str, str]]
 
 # Plugins volcano-py implements, and the ones Volcano has that are accepted but do nothing here.
-IMPLEMENTED = ("env", "pytorch", "svc", "ssh")
-VOLCANO_ONLY = ("tensorflow", "mpi", "hcclrank", "ray", "ringsconfigmap")
+IMPLEMENTED = ("env", "pytorch", "svc", "ssh", "mpi")
+VOLCANO_ONLY = ("tensorflow", "hcclrank", "ray", "ringsconfigmap")
 
 SVC_MOUNT_PATH = "/etc/volcano"
 SSH_DEFAULT_PATH = "/root/.ssh"
 SSH_SUBPATH = ".ssh"
 SSH_FILES = ("id_rsa", "id_rsa.pub", "authorized_keys", "config")
 PYTORCH_DEFAULT_PORT = 23456
+MPI_DEFAULT_PORT = 22
+GPU = "nvidia.com/gpu"
 # volcano-py's rendezvous port for svc-only jobs: the same default as Volcano's pytorch plugin.
 RENDEZVOUS_DEFAULT_PORT = PYTORCH_DEFAULT_PORT
 
@@ -60,7 +62,16 @@ def _flag_bool(flags: Mapping[str, str], name: str, default: bool) -> bool:
 
 
 def _plugins(job: Mapping[str, Any]) -> dict[str, list[str]]:
-    return dict(job["spec"].get("plugins") or {})
+    """The job's plugins; `mpi` brings `svc` (hosts) and `ssh` (keys) with it, as in Volcano."""
+    plugins = dict(job["spec"].get("plugins") or {})
+    if "mpi" in plugins:
+        plugins.setdefault("svc", [])
+        plugins.setdefault("ssh", [])
+    return plugins
+
+
+def uses_svc(job: Mapping[str, Any]) -> bool:
+    return "svc" in _plugins(job)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -133,6 +144,8 @@ def apply_pod_plugins(pod: Manifest, job: Mapping[str, Any], task_index: int, re
         _svc_on_pod(pod, job, task_index, replica_index)
     if "ssh" in plugins:
         _ssh_on_pod(pod, job, parse_flags(plugins["ssh"]))
+    if "mpi" in plugins:
+        _mpi_on_pod(pod, job, task, parse_flags(plugins["mpi"]))
 
 
 def _env_on_pod(pod: Manifest, replica_index: int) -> None:
@@ -193,6 +206,38 @@ def _ssh_on_pod(pod: Manifest, job: Mapping[str, Any], flags: Mapping[str, str])
         container.setdefault("volumeMounts", []).append(dict(mount))
 
 
+def _mpi_on_pod(pod: Manifest, job: Mapping[str, Any], task: Mapping[str, Any], flags: Mapping[str, str]) -> None:
+    """Every container opens the MPI (ssh) port; the master gets `MPI_HOST`, the workers' names comma-separated,
+    for `mpiexec --host`. The hostfile for `mpirun --hostfile` / `horovodrun --hostfile` is in the svc ConfigMap."""
+    master, worker = mpi_roles(flags)
+    port = int(flags.get("port", MPI_DEFAULT_PORT))
+    for container in pod["spec"].get("containers") or []:
+        if not any(p.get("containerPort") == port for p in container.get("ports") or []):
+            container.setdefault("ports", []).append({"name": "mpijob-port", "containerPort": port})
+    worker_task = next((t for t in _tasks(job) if t["name"] == worker), None)
+    if task["name"] != master or worker_task is None:
+        return
+    hosts = ",".join(host_short_name(job, worker_task, i) for i in range(_replicas(worker_task)))
+    for container in _containers(pod):
+        _add_env(container, "MPI_HOST", hosts)
+
+
+def mpi_roles(flags: Mapping[str, str]) -> tuple[str, str]:
+    return flags.get("master", "master"), flags.get("worker", "worker")
+
+
+def mpi_slots(task: Mapping[str, Any], flags: Mapping[str, str]) -> int:
+    """Slots per worker in the hostfile: `--slots`, else the worker's GPUs (limits), else 1."""
+    if "slots" in flags:
+        return max(1, int(flags["slots"]))
+    gpus = 0
+    for container in task.get("template", {}).get("spec", {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        value = (resources.get("limits") or {}).get(GPU) or (resources.get("requests") or {}).get(GPU) or 0
+        gpus += int(str(value)) if str(value).isdigit() else 0
+    return max(1, gpus)
+
+
 # ---------------------------------------------------------------------------------------------- objects
 
 
@@ -241,6 +286,14 @@ def svc_hosts(job: Mapping[str, Any]) -> dict[str, str]:
         data[f"{key}.host"] = "\n".join(hosts)
         data[f"VC_{key.upper()}_HOSTS"] = ",".join(hosts)
         data[f"VC_{key.upper()}_NUM"] = str(len(hosts))
+    plugins = _plugins(job)
+    if "mpi" in plugins:  # `<host> slots=<n>` lines: the hostfile format of Open MPI, MPICH and Horovod
+        flags = parse_flags(plugins["mpi"])
+        worker = next((t for t in _tasks(job) if t["name"] == mpi_roles(flags)[1]), None)
+        if worker is not None:
+            slots = mpi_slots(worker, flags)
+            data["hostfile"] = "".join(f"{host_short_name(job, worker, i)} slots={slots}\n"
+                                       for i in range(_replicas(worker)))
     return data
 
 

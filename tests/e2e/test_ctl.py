@@ -284,3 +284,15 @@ def test_an_elastic_job_scales_up_and_down_and_keeps_running(control_plane, cont
     seen = [c.get("status") for c in (custom.get_namespaced_custom_object(
         BATCH, "v1alpha1", namespace, "jobs", "elastic").get("status") or {}).get("conditions") or []]
     assert seen == ["Pending", "Running"], f"the job left Running while scaling: {seen}"
+
+
+def test_an_mpi_job_gets_mpi_host_a_hostfile_and_ssh_keys(controllers, custom, core_v1, namespace):
+    create_job(custom, namespace, job_manifest("lm", [cpu_task("master", 1), cpu_task("worker", 2)],
+                                               plugins={"mpi": ["--slots=2"]}))
+    wait_phase(custom, namespace, "lm", "Running", running=3)
+    master = next(p for p in pods(core_v1, namespace, "lm") if p["metadata"]["name"] == "lm-master-0")
+    env = {e["name"]: e.get("value") for e in master["spec"]["containers"][0]["env"]}
+    assert env["MPI_HOST"] == "lm-worker-0.lm,lm-worker-1.lm"
+    data = core_v1.read_namespaced_config_map("lm-svc", namespace).data
+    assert data["hostfile"] == "lm-worker-0.lm slots=2\nlm-worker-1.lm slots=2\n"
+    assert "authorized_keys" in core_v1.read_namespaced_secret("lm-ssh", namespace).data
