@@ -51,6 +51,9 @@ NVLINK_LABEL = "nvidia.com/gpu.clique"  # NVLink domain, as NVIDIA GPU feature d
 GPU_RESOURCE = "nvidia.com/gpu"
 
 # Test hooks understood by the kwok stages below.
+# A node with this label keeps a NotReady condition a test patched (kwok's node-initialize leaves it alone), so
+# kube-controller-manager's node lifecycle sees a node that went NotReady (`set_node_ready`).
+FROZEN_LABEL = "volcano-py.test/frozen"
 COMPLETE_ANNOTATION = "volcano-py.test/complete"  # "Succeeded" or "Failed"
 EXIT_CODE_ANNOTATION = "volcano-py.test/exit-code"  # e.g. "3"; default 0 for Succeeded, 1 for Failed
 
@@ -101,6 +104,8 @@ spec:
     - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
       operator: 'NotIn'
       values: ['True']
+    - key: '.metadata.labels["{FROZEN_LABEL}"]'
+      operator: 'DoesNotExist'
   next:
     statusTemplate: |
 {_NODE_CONDITIONS_TEMPLATE}
@@ -562,6 +567,37 @@ class ControlPlane:
         except Exception:
             pass
 
+    def restart(self, name: str, *, kill: bool = True, down_for: float = 0.0) -> float:
+        """Stop one component (SIGKILL, or SIGTERM if not ``kill``) and start it again with the same command line:
+        same ports, same data dir, so clients reconnect to the same URL. Returns once it is healthy again; the
+        result is the seconds it was unreachable. ``down_for`` keeps it down that long first (a real outage).
+        Call from the thread that started the control plane: children die with the thread that forked them
+        (PR_SET_PDEATHSIG).
+        """
+        if name not in ("etcd", "kube-apiserver"):
+            raise ValueError(f"restart supports etcd and kube-apiserver, not {name}")
+        old = self.procs[name]
+        started = time.monotonic()
+        if kill and old.alive():
+            old.popen.kill()
+            old.popen.wait(10)
+        old.stop()
+        if down_for > 0:
+            time.sleep(down_for)  # the outage itself, not a synchronisation
+        self.restarts = getattr(self, "restarts", 0) + 1
+        log = self.logs / f"{name}.{self.restarts}.log"
+        self.procs[name] = _Proc(name, old.argv, log)
+        if name == "etcd":
+            self._wait("etcd /health", lambda: _http_ok(f"{self.etcd_url}/health"))
+        else:
+            self._wait(
+                "kube-apiserver /readyz",
+                lambda: _http_ok(
+                    f"{self.server}/readyz", ssl.create_default_context(cafile=str(self.serving_ca.crt))
+                ),
+            )
+        return time.monotonic() - started
+
     def _dump_logs(self, n: int = 40) -> None:
         for name, p in self.procs.items():
             self.log(
@@ -876,6 +912,23 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str 
 def node_is_ready(api, name: str) -> bool:
     node = _core(api).read_node(name)
     return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+
+
+def set_node_ready(api, name: str, ready: bool, reason: str = "KubeletNotReady") -> None:
+    """Patch the node's Ready condition, as a kubelet reports it. Label the node ``FROZEN_LABEL`` first, or
+    kwok sets it back to Ready at once."""
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    condition = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "KubeletReady" if ready else reason,
+        "message": "set by a test",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+    _core(api).patch_node_status(name, {"status": {"conditions": [condition]}})
 
 
 def bind_pod(api, namespace: str, pod: str, node: str) -> None:
