@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx  # type: ignore[import-untyped]
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import networkx as nx  # type: ignore[import-untyped]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -74,6 +76,8 @@ class Topology:
     def graph(self) -> nx.DiGraph:
         """The tree itself (built on first use): edges point from a domain down to its members."""
         if self._graph is None:
+            import networkx as nx  # only when someone asks for the tree: it costs 0.1 s at start-up
+
             graph = nx.DiGraph()
             root = ("cluster", self.top, 0)
             graph.add_node(root, tier=self.top, name="cluster")
