@@ -6,8 +6,9 @@ and applies a `CycleResult`. The scheduling core never sees anything else of the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from scheduler.api.job import Condition, JobInfo
 from scheduler.api.node import NodeInfo
@@ -22,6 +23,7 @@ class ClusterSnapshot:
     jobs: dict[str, JobInfo]
     queues: dict[str, QueueInfo]
     now: float = 0.0
+    hypernodes: tuple[Mapping[str, Any], ...] = ()  # topology.volcano.sh HyperNode objects, as served
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,7 @@ class Watched:
     objects: dict[str, Obj] = field(default_factory=dict)
     resource_version: str | None = None
     synced: threading.Event = field(default_factory=threading.Event)
+    optional: bool = False  # a kind whose CRD may not be installed: absent counts as synced and empty
 
 
 class Gone(Exception):
@@ -104,7 +105,8 @@ class ClusterCache:
         self.podgroups = Watched("PodGroup", f"{PG_API}/podgroups")
         self.queues = Watched("Queue", f"{PG_API}/queues")
         self.priority_classes = Watched("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses")
-        self.watched = (self.pods, self.nodes, self.podgroups, self.queues, self.priority_classes)
+        self.hypernodes = Watched("HyperNode", "/apis/topology.volcano.sh/v1alpha1/hypernodes", optional=True)
+        self.watched = (self.pods, self.nodes, self.podgroups, self.queues, self.priority_classes, self.hypernodes)
         self._assumed: dict[str, tuple[str, float]] = {}  # pod key -> (node, when) bound by us, not yet seen
         self._parsed: dict[str, tuple[str, TaskInfo | None]] = {}  # pod key -> (resourceVersion, task)
         self._pcs: dict[str, int] = {}  # PriorityClass name -> value, rebuilt when one changes
@@ -181,6 +183,10 @@ class ClusterCache:
                     return
                 if isinstance(exc, KubeError) and exc.status == 410:
                     w.resource_version = None
+                    continue
+                if w.optional and isinstance(exc, KubeError) and exc.status == 404:
+                    w.synced.set()  # the CRD is not installed: nothing to watch; look again later
+                    self._stop.wait(60.0)
                     continue
                 log.warning("watch %s failed (retrying in %.1fs): %s", w.kind, backoff, exc)
                 self._stop.wait(backoff)
@@ -329,6 +335,7 @@ class ClusterCache:
             nodes_raw = list(self.nodes.objects.values())
             pgs = list(self.podgroups.objects.values())
             queues_raw = list(self.queues.objects.values())
+            hypernodes = tuple(self.hypernodes.objects.values())
             pcs = self._pcs
             self._expire_assumed(now)
             assumed = dict(self._assumed)
@@ -383,7 +390,7 @@ class ClusterCache:
             queue = self._parse("Queue", obj, lambda o, c=created: queue_from_object(o, creation=c))  # type: ignore[misc]
             if queue is not None:
                 queues[queue.name] = queue
-        return ClusterSnapshot(nodes, jobs, queues, now)
+        return ClusterSnapshot(nodes, jobs, queues, now, hypernodes)
 
     def _task(self, obj: Obj, pcs: dict[str, int], assumed: dict[str, tuple[str, float]]) -> TaskInfo | None:
         key = key_of(obj)

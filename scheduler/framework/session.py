@@ -89,6 +89,7 @@ class Session:
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.now = snapshot.now
+        self.hypernodes = snapshot.hypernodes
         self.conf = conf
         self.trace = trace
         self._fns: dict[str, list[list[Callable[..., Any]]]] = {p.name: [] for p in P.ALL_POINTS}

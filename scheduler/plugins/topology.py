@@ -62,7 +62,7 @@ class NetworkTopologyAwarePlugin(Plugin):
     def topology(self) -> Topology:
         if self._topology is None:
             names = [n.name for n in self.ssn.node_list]
-            hypernodes = getattr(self.ssn, "hypernodes", None) or self.option.arguments.get("topology.hypernodes")
+            hypernodes = self.ssn.hypernodes or self.option.arguments.get("topology.hypernodes")
             if hypernodes:
                 self._topology = from_hypernodes(names, hypernodes)
             else:

@@ -1,0 +1,78 @@
+"""HyperNode objects in the cluster drive the topology-aware gang placement (issues 4 and 7)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from controlplane import wait_for
+from test_scheduler import GROUP, TIMEOUT, bound_pods, custom, gang_pod, node_set  # noqa: F401 - fixtures
+
+from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.runner import ConfWatcher, SchedulerLoop
+
+CONF = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: network-topology-aware
+"""
+
+
+@pytest.fixture
+def topology_scheduler(control_plane, tmp_path):
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(CONF)
+    api = control_plane.api_client()
+    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
+    loop = SchedulerLoop(cache, ConfWatcher(str(conf)), period=0.2)
+    thread = threading.Thread(target=loop.run, daemon=True)
+    thread.start()
+    try:
+        yield cache
+    finally:
+        loop.stop()
+        thread.join(TIMEOUT)
+        cache.stop()
+        api.close()
+
+
+def hypernode(name: str, members: list[str]) -> dict:
+    return {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": m}}} for m in members]},
+    }
+
+
+def test_a_hard_mode_gang_stays_inside_one_hypernode(topology_scheduler, core_v1, custom, namespace, node_set):
+    """Four 4-GPU nodes that share one rack label, split by HyperNodes into two tier-1 domains. The first
+    domain has a GPU taken, so a hard-mode gang of 2 x 4 GPUs must take both nodes of the second; by labels
+    alone any two free nodes would do."""
+    nodes = [node_set(gpus=4) for _ in range(4)]
+    tag = node_set.tag
+    hypers = [hypernode(f"hn-{tag}-a", nodes[:2]), hypernode(f"hn-{tag}-b", nodes[2:])]
+    for h in hypers:
+        custom.create_cluster_custom_object("topology.volcano.sh", "v1alpha1", "hypernodes", h)
+    try:
+        wait_for(lambda: len(topology_scheduler.hypernodes.objects) >= 2, TIMEOUT, what="the cache sees HyperNodes")
+        blocker = gang_pod("blocker", "blocker", tag, gpus=1)
+        del blocker["metadata"]["annotations"]
+        blocker["spec"]["nodeName"] = nodes[0]
+        core_v1.create_namespaced_pod(namespace, blocker)
+        custom.create_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups", {
+            "apiVersion": f"{GROUP}/v1beta1", "kind": "PodGroup", "metadata": {"name": "ring"},
+            "spec": {"minMember": 2, "queue": "default",
+                     "networkTopology": {"mode": "hard", "highestTierAllowed": 1}},
+        })
+        for i in range(2):
+            core_v1.create_namespaced_pod(namespace, gang_pod(f"ring-{i}", "ring", tag, gpus=4))
+        wait_for(lambda: {"ring-0", "ring-1"} <= set(bound_pods(core_v1, namespace)), TIMEOUT, what="the gang binds")
+        assert {bound_pods(core_v1, namespace)[f"ring-{i}"] for i in range(2)} == set(nodes[2:])
+    finally:
+        for h in hypers:
+            custom.delete_cluster_custom_object("topology.volcano.sh", "v1alpha1", "hypernodes", h["metadata"]["name"])
