@@ -49,7 +49,7 @@ def hypernode(name: str, members: list[str]) -> dict:
     }
 
 
-def test_a_hard_mode_gang_stays_inside_one_hypernode(topology_scheduler, core_v1, custom, namespace, node_set):
+def test_a_hard_mode_gang_stays_inside_one_hypernode(topology_scheduler, core_v1, custom, namespace, node_set):  # noqa: F811
     """Four 4-GPU nodes that share one rack label, split by HyperNodes into two tier-1 domains. The first
     domain has a GPU taken, so a hard-mode gang of 2 x 4 GPUs must take both nodes of the second; by labels
     alone any two free nodes would do."""
