@@ -491,11 +491,13 @@ class ControlPlane:
         start_timeout: float = 90.0,
         fast: bool = False,
         log=print,
+        apiserver_args: tuple[str, ...] = (),
     ):
         self.bin_dir = Path(bin_dir or os.environ.get("VOLCANO_PY_BIN_DIR") or DEFAULT_BIN_DIR)
         self.with_kcm, self.with_kwok = controller_manager, kwok
         self.crds_dir = Path(crds_dir) if crds_dir else (REPO_ROOT / "crds")
         self.start_timeout, self.keep_dir, self.fast, self.log = start_timeout, keep_dir, fast, log
+        self.apiserver_args = tuple(apiserver_args)  # extra kube-apiserver flags, e.g. ("--watch-cache=false",)
         shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         if not workdir:
             _sweep_stale_dirs(Path(shm or tempfile.gettempdir()))
@@ -779,6 +781,7 @@ class ControlPlane:
                 "--max-mutating-requests-inflight=0",
                 "--enable-priority-and-fairness=false",
             ]
+        argv += self.apiserver_args
         self.procs["kube-apiserver"] = _Proc("kube-apiserver", argv, self.logs / "kube-apiserver.log")
         # Write the admin kubeconfig while the apiserver starts (needs only the URL and the CAs).
         self.kubeconfig_for("volcano-py-admin", groups=("system:masters",), path=self.kubeconfig)
