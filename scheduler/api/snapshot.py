@@ -80,6 +80,9 @@ class CycleResult:
     podgroups: list[PodGroupStatus] = field(default_factory=list)
     queues: list[QueueStatus] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    # Pod annotations to write before a pod is bound (task uid -> annotations), e.g. deviceshare's
+    # volcano.sh/gpu-index, which the GPU device plugin reads to pick the cards.
+    annotations: dict[str, dict[str, str]] = field(default_factory=dict)
     # Seconds spent per step: "action:<name>", "plugin:<name>" (open + close), for metrics and logs.
     timings: dict[str, float] = field(default_factory=dict)
 

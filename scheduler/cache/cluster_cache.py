@@ -15,7 +15,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -443,7 +443,7 @@ class ClusterCache:
         if result.binds:
             self._binds_done.clear()
         binds = [
-            (gang, self._pool.submit(self._bind, task, node, now))
+            (gang, self._pool.submit(self._bind, task, node, now, result.annotations.get(task)))
             for gang in result.binds
             for task, node in gang.binds
         ]
@@ -464,10 +464,12 @@ class ClusterCache:
         self._write_pod_conditions(now)
         self._emit(result.events)
 
-    def _bind(self, task_key: str, node: str, now: float) -> bool:
+    def _bind(self, task_key: str, node: str, now: float, annotations: Mapping[str, str] | None = None) -> bool:
         if not self.may_write():
             return False  # leadership lost while this cycle's binds were being sent
         namespace, name = task_key.split("/", 1)
+        if annotations and not self._annotate(namespace, name, annotations):
+            return False
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -490,6 +492,18 @@ class ClusterCache:
             if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
                 self._assumed[task_key] = (node, now)
         self._event("Pod", task_key, "Normal", "Scheduled", f"Successfully assigned {task_key} to {node}")
+        return True
+
+    def _annotate(self, namespace: str, name: str, annotations: Mapping[str, str]) -> bool:
+        """Write the pod's bind annotations (deviceshare's cards) first: a device plugin reads them at start."""
+        try:
+            self.kube.request(
+                "PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}",
+                body={"metadata": {"annotations": dict(annotations)}}, content_type=MERGE_PATCH,
+            )
+        except Exception as exc:  # noqa: BLE001 - the pod stays pending and is retried next cycle
+            log.warning("annotating %s/%s before its bind failed: %s", namespace, name, exc)
+            return False
         return True
 
     def _evict(self, task_key: str, reason: str) -> None:

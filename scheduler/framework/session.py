@@ -104,6 +104,7 @@ class Session:
         self._scores: dict[tuple[Constraints, Resource], _Scores] = {}
         self._binds: dict[str, list[tuple[str, str]]] = {}
         self._evictions: list[Eviction] = []
+        self._annotations: dict[str, dict[str, str]] = {}
         self._events: list[Event] = []
         self._conditions: dict[str, Condition] = {}
         self._extra_conditions: dict[str, list[Condition]] = {}  # job uid -> conditions of other types (Timeout)
@@ -370,6 +371,14 @@ class Session:
     def record_bind(self, task: TaskInfo, node: str) -> None:
         self._binds.setdefault(task.job, []).append((task.uid, node))
 
+    def committed_binds(self) -> list[tuple[str, str]]:
+        """(task uid, node) of every bind committed so far this cycle."""
+        return [bind for binds in self._binds.values() for bind in binds]
+
+    def annotate(self, task_uid: str, annotations: dict[str, str]) -> None:
+        """Annotations the adapter writes on the pod before it binds it."""
+        self._annotations.setdefault(task_uid, {}).update(annotations)
+
     def got_binds(self, job_uid: str) -> bool:
         return job_uid in self._binds
 
@@ -410,6 +419,7 @@ class Session:
             evictions=list(self._evictions),
             events=list(self._events),
             timings=self.timings,
+            annotations=self._annotations,
         )
         for job in self.jobs.values():
             status = self._podgroup_status(job)

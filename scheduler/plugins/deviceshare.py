@@ -169,9 +169,20 @@ class DeviceSharePlugin(Plugin):
         self.state.version[index] += 1
 
     # ---- bind ----------------------------------------------------------------------------------------
+    def on_session_close(self, ssn: Session) -> None:
+        """The cards chosen for every pod bound this cycle go on the pod, for Volcano's GPU device plugin."""
+        now_ns = int(ssn.now * 1_000_000_000)
+        for task_uid, _ in ssn.committed_binds():
+            annotations = self.annotations_for_uid(task_uid, now_ns)
+            if annotations:
+                ssn.annotate(task_uid, annotations)
+
     def annotations_for(self, task: TaskInfo, now_ns: int) -> dict[str, str]:
+        return self.annotations_for_uid(task.uid, now_ns)
+
+    def annotations_for_uid(self, task_uid: str, now_ns: int) -> dict[str, str]:
         """The bind annotations of a task this session placed (its recorded cards); {} for a task without."""
-        cards = self.assignments.get(task.uid)
+        cards = self.assignments.get(task_uid)
         if not cards:
             return {}
         return {"volcano.sh/gpu-index": ",".join(str(c) for c in cards), "volcano.sh/predicate-time": str(now_ns)}

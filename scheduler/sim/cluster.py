@@ -192,6 +192,8 @@ class InMemoryCluster:
                 pod = self.pods.get(task_key)
                 if pod is None:
                     continue  # deleted meanwhile: dropped cleanly
+                if task_key in result.annotations:
+                    pod.manifest["metadata"].setdefault("annotations", {}).update(result.annotations[task_key])
                 pod.manifest["spec"]["nodeName"] = node
                 pod.bound_at = self.now
                 self.bind_log.append(BoundRecord(self.now, gang.job, task_key, node))

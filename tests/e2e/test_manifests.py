@@ -164,6 +164,7 @@ CAN_I = [
     # (service account, verb, resource, namespace or "", allowed)
     ("volcano-py-scheduler", "create", "pods/binding", "default", True),
     ("volcano-py-scheduler", "delete", "pods", "default", True),
+    ("volcano-py-scheduler", "patch", "pods", "default", True),
     ("volcano-py-scheduler", "patch", "pods/status", "default", True),
     ("volcano-py-scheduler", "patch", "podgroups.scheduling.volcano.sh/status", "default", True),
     ("volcano-py-scheduler", "patch", "queues.scheduling.volcano.sh/status", "", True),

@@ -76,3 +76,41 @@ def test_a_hard_mode_gang_stays_inside_one_hypernode(topology_scheduler, core_v1
     finally:
         for h in hypers:
             custom.delete_cluster_custom_object("topology.volcano.sh", "v1alpha1", "hypernodes", h["metadata"]["name"])
+
+
+DEVICESHARE_CONF = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: deviceshare
+"""
+
+
+def test_a_gpu_pod_is_bound_with_the_card_it_was_given(control_plane, tmp_path, core_v1, namespace, node_set):  # noqa: F811
+    """deviceshare's chosen card reaches the pod as volcano.sh/gpu-index before the pod is bound (the API
+    takes only whole nvidia.com/gpu; shares use volcano.sh/gpu-memory, covered on the in-memory cluster)."""
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(DEVICESHARE_CONF)
+    api = control_plane.api_client()
+    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
+    loop = SchedulerLoop(cache, ConfWatcher(str(conf)), period=0.2)
+    thread = threading.Thread(target=loop.run, daemon=True)
+    thread.start()
+    try:
+        node_set(gpus=2)
+        pod = gang_pod("share", "share", node_set.tag)
+        del pod["metadata"]["annotations"]
+        pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}
+        core_v1.create_namespaced_pod(namespace, pod)
+        wait_for(lambda: "share" in bound_pods(core_v1, namespace), TIMEOUT, what="the share binds")
+        annotations = core_v1.read_namespaced_pod("share", namespace).metadata.annotations or {}
+        assert annotations.get("volcano.sh/gpu-index") in ("0", "1")
+        assert "volcano.sh/predicate-time" in annotations
+    finally:
+        loop.stop()
+        thread.join(TIMEOUT)
+        cache.stop()
+        api.close()

@@ -51,3 +51,12 @@ def test_a_whole_gpu_pod_waits_when_the_free_gpu_is_split_over_two_cards() -> No
     c.node("n2", gpu=1)
     c.cycle(CONF)
     assert c.sim.bound("whole") == {"whole-0": "n2"}
+
+
+def test_a_bound_share_carries_the_card_it_was_given() -> None:
+    c = cluster().node("n1", gpu=2)
+    c.job("a", replicas=1, gpu="0.5")
+    c.cycle(CONF)
+    annotations = c.sim.pods["default/a-0"].manifest["metadata"]["annotations"]
+    assert annotations["volcano.sh/gpu-index"] in ("0", "1")
+    assert int(annotations["volcano.sh/predicate-time"]) >= 0
