@@ -15,6 +15,8 @@ from pathlib import Path
 
 from controlplane import GPU_RESOURCE, REPO_ROOT, create_gpu_node, node_is_ready, wait_for
 
+ROUNDS = int(os.environ.get("VOLCANO_CHAOS_ROUNDS", "3"))  # kill -9 rounds: 3 in CI, 10 locally
+SEED = int(os.environ.get("VOLCANO_CHAOS_SEED", "11"))
 TIMEOUT = 90  # every wait returns as soon as its condition holds; generous for a loaded 2-core machine
 NODE_SET = "volcano-py.test/node-set"
 GROUP = "scheduling.volcano.sh"

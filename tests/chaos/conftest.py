@@ -21,9 +21,6 @@ sys.path.insert(0, str(HERE.parent / "e2e"))  # the harness: controlplane.py and
 
 from controlplane import BINARIES, ControlPlane  # noqa: E402
 
-ROUNDS = int(os.environ.get("VOLCANO_CHAOS_ROUNDS", "3"))
-SEED = int(os.environ.get("VOLCANO_CHAOS_SEED", "11"))
-
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "chaos: fault injection against a real control plane (make chaos)")

@@ -19,6 +19,8 @@ import time
 import uuid
 
 from chaos_helpers import (
+    ROUNDS,
+    SEED,
     TIMEOUT,
     bound_pods,
     create_gangs,
@@ -30,7 +32,6 @@ from chaos_helpers import (
     start_scheduler,
     wait_no_pods_on,
 )
-from conftest import ROUNDS, SEED
 from controlplane import assert_no_overcommit, wait_for
 
 GANGS, SIZE, NODES = 20, 8, 12
