@@ -21,7 +21,7 @@ demo: venv
 unit: venv lint
 	$(BIN)/pytest -q -m "not e2e"
 
-e2e: venv cluster-bins
+e2e: venv cluster-bins helm-bin
 	$(BIN)/pytest -q -m e2e tests/e2e
 
 test: unit e2e
