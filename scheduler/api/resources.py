@@ -279,6 +279,9 @@ def _combine(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...], sig
         return a
     if not a and sign == 1:
         return b
+    if len(a) == len(b) == 1 and a[0][0] == b[0][0]:  # the common case: both hold only nvidia.com/gpu
+        total = a[0][1] + sign * b[0][1]
+        return ((a[0][0], total),) if total else ()
     merged = dict(a)
     for key, value in b:
         merged[key] = merged.get(key, 0) + sign * value
