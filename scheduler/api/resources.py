@@ -97,8 +97,17 @@ def to_units(name: str, value: object, *, field: str | None = None) -> int:
     if quantity < 0:
         raise QuantityError(f"{where}: {value!r} is negative; resource quantities must be >= 0")
     if name in (MEMORY, PODS) or name.startswith("hugepages-") or name == "ephemeral-storage":
-        return _ceil_int(quantity)
-    return _ceil_int(quantity * 1000)
+        units = _ceil_int(quantity)
+    else:
+        units = _ceil_int(quantity * 1000)
+    if units > MAX_UNITS:
+        raise QuantityError(f"{where}: {value!r} is too large: volcano-py accepts at most 2^53 of its units per "
+                            "quantity (bytes, millicores, milli-units), so a cluster's sums fit the int64 arrays "
+                            "of a cycle")
+    return units
+
+
+MAX_UNITS = 2**53  # per quantity: 8 PiB of memory, 9e12 cores or GPUs; a sum over 1,024 of them still fits int64
 
 
 def format_units(name: str, units: int) -> str:
