@@ -202,3 +202,15 @@ def test_pod_annotations_as_users_write_them_never_fail_a_cycle(annotations):
     snapshot = cache.snapshot()
     result = run_cycle(snapshot, CONF)
     good_gang_bound_or_displaced(snapshot, result)
+
+
+def test_a_node_with_10_peta_gpus_is_skipped_not_an_int64_overflow_in_every_cycle():
+    """Found by the fuzzer: allocatable `nvidia.com/gpu: 10P` is 10^19 milli-units; the cycle's int64 node
+    arrays raised OverflowError in every cycle, so nothing anywhere was scheduled."""
+    objects = good_objects()
+    objects["Node"].append(bad_object(0, "Node", ("status", "allocatable", "nvidia.com/gpu"), "10P"))
+    cache = cache_with(objects)
+    snapshot = cache.snapshot()
+    assert "bad-0" not in snapshot.nodes
+    result = run_cycle(snapshot, CONF)
+    assert {t for g in result.binds for t, _ in g.binds} == {f"ok/good-{i}" for i in range(4)}
