@@ -64,7 +64,8 @@ def one_round(round_: int, rng: random.Random, control_plane, core_v1, custom, n
     events = scheduled_events_per_pod(core_v1, namespace)
     twice = {k: v for k, v in events.items() if v > 1}
     assert not twice, f"round {round_}: pods bound twice: {twice}"
-    conflicts = [line for line in second.log().splitlines() if "bind" in line and "409" in line]
+    conflicts = [line for line in second.log().splitlines()
+                 if "binding" in line and ('HTTP/1.1" 409' in line or ": 409 " in line)]
     assert not conflicts, "\n".join(conflicts)
     assert_no_overcommit(core_v1)
     assert second.alive(), second.log()[-3000:]
