@@ -273,7 +273,7 @@ def _read(kind: str, obj: Any, parse: Callable[[], T]) -> T:
         return parse()
     except ValueError:
         raise
-    except (AttributeError, TypeError, KeyError) as exc:
+    except (AttributeError, TypeError, KeyError, ArithmeticError) as exc:  # int(.inf) from YAML: OverflowError
         meta = obj.get("metadata") if isinstance(obj, Mapping) else None
         name = meta.get("name") if isinstance(meta, Mapping) else None
         raise ValueError(f"{kind} {name!r} cannot be read: {type(exc).__name__}: {exc}") from exc
