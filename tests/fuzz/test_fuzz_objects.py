@@ -214,3 +214,14 @@ def test_a_node_with_10_peta_gpus_is_skipped_not_an_int64_overflow_in_every_cycl
     assert "bad-0" not in snapshot.nodes
     result = run_cycle(snapshot, CONF)
     assert {t for g in result.binds for t, _ in g.binds} == {f"ok/good-{i}" for i in range(4)}
+
+
+def test_the_simulator_refuses_an_infinite_min_member_with_value_error():
+    """Found by make fuzz: YAML `minMember: .inf` raised OverflowError out of add_podgroup."""
+    sim = InMemoryCluster()
+    try:
+        sim.add_podgroup(bad_object(0, "PodGroup", ("spec", "minMember"), float("inf")))
+    except ValueError as exc:
+        assert "bad-0" in str(exc)
+    else:
+        raise AssertionError("accepted minMember: .inf")
