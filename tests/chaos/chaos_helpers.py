@@ -155,3 +155,28 @@ def wait_no_pods_on(core_v1, nodes: list[str]) -> None:
         return not [p for p in pods if p["spec"].get("nodeName") in nodes]
 
     wait_for(free, TIMEOUT, interval=0.2, what=f"nodes {nodes[0]}.. empty")
+
+
+def kill_when_bound(control_plane, namespace: str, count: int, proc: Process) -> None:
+    """SIGKILL `proc` the moment the `count`-th pod of the namespace is bound, read from a watch (a poll of the
+    pod list is too slow: one cycle binds a hundred pods in a fraction of a second)."""
+    from scheduler.cache.kube import Kube
+
+    api = control_plane.api_client()
+    kube = Kube(api)
+    try:
+        listed = kube.request("GET", f"/api/v1/namespaces/{namespace}/pods")
+        bound = {p["metadata"]["name"] for p in listed["items"] if p["spec"].get("nodeName")}
+        query = {"watch": "1", "resourceVersion": listed["metadata"]["resourceVersion"], "timeoutSeconds": TIMEOUT}
+        if len(bound) < count:
+            for event in kube.stream(f"/api/v1/namespaces/{namespace}/pods", query, read_timeout=TIMEOUT + 5):
+                pod = event.get("object") or {}
+                if (pod.get("spec") or {}).get("nodeName"):
+                    bound.add(pod["metadata"]["name"])
+                if len(bound) >= count or not proc.alive():
+                    break
+        proc.kill()
+        assert len(bound) >= count, f"the watch ended with {len(bound)} pods bound, waiting for {count}"
+    finally:
+        kube.close_streams()
+        api.close()

@@ -25,6 +25,7 @@ from chaos_helpers import (
     bound_pods,
     create_gangs,
     gang_counts,
+    kill_when_bound,
     list_pods,
     make_nodes,
     partly_bound,
@@ -44,9 +45,7 @@ def one_round(round_: int, rng: random.Random, control_plane, core_v1, custom, n
     create_gangs(core_v1, custom, namespace, tag, gangs)
     kill_at = rng.randint(1, FIT * SIZE - 1)  # pods bound when the kill lands
     first = start_scheduler(control_plane, log_dir, f"--partial-gang-timeout={rng.choice([5, 60])}s")
-    wait_for(lambda: len(bound_pods(core_v1, namespace)) >= kill_at or not first.alive(), TIMEOUT,
-             interval=0.005, what=f"{kill_at} pods bound")
-    first.kill()
+    kill_when_bound(control_plane, namespace, kill_at, first)
     at_kill = gang_counts(bound_pods(core_v1, namespace), gangs)
     torn = partly_bound(at_kill, gangs)
     killed = time.monotonic()
