@@ -72,6 +72,7 @@ class InMemoryCluster:
     events: list[tuple[float, Event]] = field(default_factory=list)
     bind_log: list[BoundRecord] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
+    _groups: dict[str, dict[str, None]] = field(default_factory=dict)  # PodGroup key -> its pods' keys, in order
 
     # ---- building the cluster -----------------------------------------------------------------------
     def add_node(self, node: Obj | NodeInfo) -> NodeInfo:
@@ -120,6 +121,7 @@ class InMemoryCluster:
 
         task = _read("Pod", pod, parse)
         self.pods[task.uid] = SimPod(manifest, task, self.now)
+        self._groups.setdefault(group_of(manifest), {})[task.uid] = None
         return task.uid
 
     def delete_pod(self, key: str) -> None:
@@ -217,8 +219,10 @@ class InMemoryCluster:
 
     # ---- queries for tests and reports --------------------------------------------------------------
     def pods_of(self, group: str) -> list[SimPod]:
+        """The pods of a PodGroup, from an index kept by add_pod (a replay asks for every job on every tick)."""
         key = group if "/" in group else f"default/{group}"
-        return [p for p in self.pods.values() if group_of(p.manifest) == key]
+        members = self._groups.get(key, {})
+        return [pod for uid in members if (pod := self.pods.get(uid)) is not None]
 
     def bound(self, group: str) -> dict[str, str]:
         pods = self.pods_of(group)
