@@ -284,7 +284,7 @@ class Session:
         nodes that changed since (mostly the one node the gang's previous task went to). Per-node scorers,
         if any plugin registers one, are not cached.
         """
-        if self.has(P.NODE_ORDER) or not self.has(P.BATCH_NODE_ORDER) or task.constraints.dynamic:
+        if self.has(P.NODE_ORDER) or task.constraints.dynamic:
             return self.pick_node(task, self.fitting_indices(task))
         feasible = self._feasible_for(task)
         if feasible.indices.size == 0:
@@ -314,6 +314,8 @@ class Session:
             fits = np.ones(indices.size, dtype=bool) if mask is None else mask
         if not fits.any():
             return np.full(indices.size, -np.inf)
+        if not self.has(P.BATCH_NODE_ORDER):  # no scorer: the first fitting node in name order wins
+            return np.where(fits, 0.0, -np.inf)
         scores = np.asarray(self.run(P.BATCH_NODE_ORDER, task, self.arrays, indices), dtype=float)
         return np.where(fits, scores, -np.inf)
 
