@@ -121,7 +121,7 @@ def gang_message(ssn: Session, job: JobInfo) -> str:
                 f"short {_only(short, short_names)}: {len(needed)} more tasks need {_only(need, short_names)}, "
                 f"the {positions.size} nodes they may use have {_only(free, short_names)} free"
             )
-        elif positions.size:
+        elif positions.size and job.uid in ssn.fit_errors:  # it was tried on nodes, not held by a gate
             rows = [ssn.arrays.row[n] for n in names if n in ssn.arrays.row]
             idle = ssn.arrays.idle[np.ix_(rows, positions)]
             largest = ssn.node_list[int(positions[np.lexsort(idle[::-1])[-1]])]

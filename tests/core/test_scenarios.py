@@ -113,3 +113,11 @@ def test_per_role_minimums_must_all_be_met() -> None:
     c.sim.add_pod(pod_object("worker-1", group="ps", role="worker", gpu=1))
     c.cycle()
     assert len(c.sim.bound("ps")) == 3
+
+
+def test_a_gang_held_by_its_queue_is_not_called_fragmented() -> None:
+    c = cluster().node("n1", gpu=8).queue("zero", capability={"nvidia.com/gpu": 0, "cpu": 0, "memory": 0})
+    c.job("j", queue="zero", replicas=2, gpu=1)
+    c.cycle()
+    message = c.sim.condition("j")["message"]  # type: ignore[index]
+    assert "queue zero cannot take" in message and "fragmented" not in message
