@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import uuid
 from pathlib import Path
 
@@ -24,11 +23,8 @@ from controlplane import (
     node_is_ready,
     wait_for,
 )
+from inprocess import running_scheduler
 from kubernetes import client
-
-from scheduler.api.snapshot import CycleResult
-from scheduler.cache.cluster_cache import ClusterCache
-from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 
 TIMEOUT = 60
 BATCH, SCHED, BUS = "batch.volcano.sh", "scheduling.volcano.sh", "bus.volcano.sh"
@@ -38,37 +34,10 @@ SEEDS = REPO_ROOT / "examples" / "seeds"
 # ---------------------------------------------------------------------------------------------- fixtures
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.results: list[CycleResult] = []
-
-    def bind_cycles(self, pod_keys: set[str]) -> list[int]:
-        return [i for i, r in enumerate(self.results)
-                if any(task in pod_keys for gang in r.binds for task, _ in gang.binds)]
-
-
 @pytest.fixture(scope="module")
 def scheduler(control_plane):
-    api = control_plane.api_client(connection_pool_maxsize=32)
-    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
-    loop = SchedulerLoop(cache, ConfWatcher(None), period=0.2)
-    recorder = Recorder()
-    apply = cache.apply
-
-    def recording_apply(result: CycleResult) -> None:
-        recorder.results.append(result)
-        apply(result)
-
-    cache.apply = recording_apply  # type: ignore[method-assign]
-    thread = threading.Thread(target=loop.run, name="volcano-py-scheduler", daemon=True)
-    thread.start()
-    try:
-        yield recorder
-    finally:
-        loop.stop()
-        thread.join(TIMEOUT)
-        cache.stop()
-        api.close()
+    with running_scheduler(control_plane) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import uuid
 
 import pytest
 from controlplane import REPO_ROOT, create_gpu_node, node_is_ready, wait_for
+from inprocess import running_scheduler
 from kubernetes import client
 from test_controllers import (
     BATCH,
@@ -33,9 +33,6 @@ from test_controllers import (
 from test_controllers import (
     task as cpu_task,
 )
-
-from scheduler.cache.cluster_cache import ClusterCache
-from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 
 GPU = "nvidia.com/gpu"
 TAG = f"ctl-{uuid.uuid4().hex[:6]}"
@@ -77,20 +74,9 @@ def nodes(control_plane, core_v1):
 
 @pytest.fixture(scope="module")
 def scheduler(control_plane, nodes, tmp_path_factory):
-    conf = tmp_path_factory.mktemp("conf") / "volcano-scheduler.conf"
-    conf.write_text(CONF)
-    api = control_plane.api_client(connection_pool_maxsize=32)
-    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
-    loop = SchedulerLoop(cache, ConfWatcher(str(conf)), period=0.2)
-    thread = threading.Thread(target=loop.run, name="volcano-py-scheduler-ctl", daemon=True)
-    thread.start()
-    try:
-        yield loop
-    finally:
-        loop.stop()
-        thread.join(TIMEOUT)
-        cache.stop()
-        api.close()
+    with running_scheduler(control_plane, conf=CONF, conf_dir=tmp_path_factory.mktemp("conf"),
+                           name="volcano-py-scheduler-ctl") as running:
+        yield running.loop
 
 
 @pytest.fixture(scope="module")

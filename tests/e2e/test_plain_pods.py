@@ -7,25 +7,20 @@ recording its cycles) finds the pods' PodGroup by that name, so the pods are nev
 
 from __future__ import annotations
 
-import threading
 import uuid
 
 import pytest
 from controlplane import create_gpu_node, node_is_ready, wait_for
+from inprocess import running_scheduler
 from kubernetes import client
 from test_controllers import (
     SCHED,
     TIMEOUT,
-    Recorder,
     podgroup,
     queue_status,
     start_controllers,
     stop_controllers,
 )
-
-from scheduler.api.snapshot import CycleResult
-from scheduler.cache.cluster_cache import ClusterCache
-from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 
 GPU = "nvidia.com/gpu"
 TAG = f"plain-{uuid.uuid4().hex[:6]}"
@@ -40,26 +35,8 @@ def custom(control_plane):
 
 @pytest.fixture(scope="module")
 def scheduler(control_plane):
-    api = control_plane.api_client(connection_pool_maxsize=32)
-    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
-    loop = SchedulerLoop(cache, ConfWatcher(None), period=0.2)
-    recorder = Recorder()
-    apply = cache.apply
-
-    def recording_apply(result: CycleResult) -> None:
-        recorder.results.append(result)
-        apply(result)
-
-    cache.apply = recording_apply  # type: ignore[method-assign]
-    thread = threading.Thread(target=loop.run, name="volcano-py-scheduler-plain", daemon=True)
-    thread.start()
-    try:
-        yield recorder
-    finally:
-        loop.stop()
-        thread.join(TIMEOUT)
-        cache.stop()
-        api.close()
+    with running_scheduler(control_plane, name="volcano-py-scheduler-plain") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -10,59 +10,22 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 import uuid
 
 import pytest
 from controlplane import GPU_RESOURCE, assert_no_overcommit, create_gpu_node, node_is_ready, wait_for
+from inprocess import running_scheduler
 from kubernetes import client
-
-from scheduler.api.snapshot import CycleResult
-from scheduler.cache.cluster_cache import ClusterCache
-from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 
 TIMEOUT = 60  # generous for a 2-core machine; every wait returns as soon as its condition holds
 NODE_SET = "volcano-py.test/node-set"
 GROUP = "scheduling.volcano.sh"
 
 
-class RunningScheduler:
-    def __init__(self, loop: SchedulerLoop):
-        self.loop = loop
-        self.results: list[CycleResult] = []
-
-    def bind_cycles(self, pod_keys: set[str]) -> list[int]:
-        """Indexes of the cycles that bound any of these pods."""
-        return [
-            i
-            for i, r in enumerate(self.results)
-            if any(task in pod_keys for gang in r.binds for task, _ in gang.binds)
-        ]
-
-
 @pytest.fixture
 def scheduler(control_plane):
-    api = control_plane.api_client(connection_pool_maxsize=32)
-    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
-    loop = SchedulerLoop(cache, ConfWatcher(None), period=0.2)
-    running = RunningScheduler(loop)
-    apply = cache.apply
-
-    def recording_apply(result: CycleResult) -> None:
-        running.results.append(result)
-        apply(result)
-
-    cache.apply = recording_apply  # type: ignore[method-assign]
-    thread = threading.Thread(target=loop.run, name="volcano-py-scheduler", daemon=True)
-    thread.start()
-    try:
+    with running_scheduler(control_plane) as running:
         yield running
-    finally:
-        loop.stop()
-        thread.join(TIMEOUT)
-        cache.stop()
-        api.close()
-    assert not thread.is_alive(), "the scheduler loop did not stop"
 
 
 @pytest.fixture

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from controlplane import wait_for
+from inprocess import running_scheduler
 from test_scheduler import GROUP, TIMEOUT, bound_pods, custom, gang_pod, node_set  # noqa: F401 - fixtures
-
-from scheduler.cache.cluster_cache import ClusterCache
-from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 
 CONF = """actions: "enqueue, allocate, backfill"
 tiers:
@@ -24,20 +20,8 @@ tiers:
 
 @pytest.fixture
 def topology_scheduler(control_plane, tmp_path):
-    conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(CONF)
-    api = control_plane.api_client()
-    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
-    loop = SchedulerLoop(cache, ConfWatcher(str(conf)), period=0.2)
-    thread = threading.Thread(target=loop.run, daemon=True)
-    thread.start()
-    try:
-        yield cache
-    finally:
-        loop.stop()
-        thread.join(TIMEOUT)
-        cache.stop()
-        api.close()
+    with running_scheduler(control_plane, conf=CONF, conf_dir=tmp_path) as running:
+        yield running.cache
 
 
 def hypernode(name: str, members: list[str]) -> dict:
@@ -92,14 +76,7 @@ tiers:
 def test_a_gpu_pod_is_bound_with_the_card_it_was_given(control_plane, tmp_path, core_v1, namespace, node_set):  # noqa: F811
     """deviceshare's chosen card reaches the pod as volcano.sh/gpu-index before the pod is bound (the API
     takes only whole nvidia.com/gpu; shares use volcano.sh/gpu-memory, covered on the in-memory cluster)."""
-    conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(DEVICESHARE_CONF)
-    api = control_plane.api_client()
-    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
-    loop = SchedulerLoop(cache, ConfWatcher(str(conf)), period=0.2)
-    thread = threading.Thread(target=loop.run, daemon=True)
-    thread.start()
-    try:
+    with running_scheduler(control_plane, conf=DEVICESHARE_CONF, conf_dir=tmp_path):
         node_set(gpus=2)
         pod = gang_pod("share", "share", node_set.tag)
         del pod["metadata"]["annotations"]
@@ -109,8 +86,3 @@ def test_a_gpu_pod_is_bound_with_the_card_it_was_given(control_plane, tmp_path, 
         annotations = core_v1.read_namespaced_pod("share", namespace).metadata.annotations or {}
         assert annotations.get("volcano.sh/gpu-index") in ("0", "1")
         assert "volcano.sh/predicate-time" in annotations
-    finally:
-        loop.stop()
-        thread.join(TIMEOUT)
-        cache.stop()
-        api.close()
