@@ -103,21 +103,23 @@ class Kube:
         timeout: float | None = None,
     ) -> Obj:
         """One call; `timeout` (seconds, default `request_timeout`) bounds the connect and the read."""
+        data = self.request_bytes(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+        return loads(data) if data else {}  # type: ignore[no-any-return]
+
+    def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> bytes:
+        """One call whose body the caller parses (or looks into first): the raw response bytes."""
         seconds = self.request_timeout if timeout is None else timeout
         timeout_ = urllib3.Timeout(connect=min(10.0, seconds), read=seconds)
         resp = self._send(method, path, query=query, body=body, content_type=content_type, timeout=timeout_)
-        try:
-            data = resp.data
-        finally:
-            resp.release_conn()
-        if resp.status >= 400:
-            raise KubeError(resp.status, method, path, data)
-        return loads(data) if data else {}  # type: ignore[no-any-return]
-
-    def request_bytes(self, method: str, path: str, *, query: Mapping[str, Any] | None = None) -> bytes:
-        """One call whose body the caller parses (or looks into first): the raw response bytes."""
-        timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout), read=self.request_timeout)
-        resp = self._send(method, path, query=query, timeout=timeout)
         try:
             data: bytes = resp.data
         finally:
@@ -125,6 +127,25 @@ class Kube:
         if resp.status >= 400:
             raise KubeError(resp.status, method, path, data)
         return data
+
+    def delete(self, path: str, body: Mapping[str, Any] | None = None) -> bool:
+        """DELETE an object; False when it was already gone (404)."""
+        try:
+            self.request("DELETE", path, body=body)
+        except KubeError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def get_or_none(self, path: str) -> Obj | None:
+        """GET an object; None when it does not exist (404)."""
+        try:
+            return self.request("GET", path)
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
 
     def stream(self, path: str, query: Mapping[str, Any], read_timeout: float) -> Iterator[Obj]:
         """The events of a watch, one dict each; ends when the server closes the stream."""

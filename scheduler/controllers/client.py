@@ -37,12 +37,7 @@ class Api:
 
     # ---- generic ---------------------------------------------------------------------------------------
     def get(self, path: str) -> Obj | None:
-        try:
-            return self.kube.request("GET", path)
-        except KubeError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.kube.get_or_none(path)
 
     def create(self, obj: Mapping[str, Any]) -> Obj | None:
         """Create `obj` in its namespace; None if it already exists."""
@@ -56,13 +51,7 @@ class Api:
 
     def delete(self, path: str, body: Mapping[str, Any] | None = None) -> bool:
         """Delete; False if it was already gone."""
-        try:
-            self.kube.request("DELETE", path, body=body)
-            return True
-        except KubeError as exc:
-            if exc.status == 404:
-                return False
-            raise
+        return self.kube.delete(path, body)
 
     # ---- jobs and their objects ---------------------------------------------------------------------------
     def job(self, namespace: str, name: str) -> Obj | None:

@@ -29,12 +29,7 @@ class Client:
         self.kube = kube
 
     def get(self, path: str) -> Obj | None:
-        try:
-            return self.kube.request("GET", path)
-        except KubeError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.kube.get_or_none(path)
 
     def items(self, path: str) -> list[Obj]:
         return list((self.kube.request("GET", path) or {}).get("items") or [])
@@ -76,14 +71,7 @@ class Client:
             return []
 
     def delete_job(self, namespace: str, name: str) -> bool:
-        try:
-            self.kube.request("DELETE", f"{JOBS}/namespaces/{namespace}/jobs/{name}",
-                              body={"propagationPolicy": "Background"})
-            return True
-        except KubeError as exc:
-            if exc.status == 404:
-                return False
-            raise
+        return self.kube.delete(f"{JOBS}/namespaces/{namespace}/jobs/{name}", {"propagationPolicy": "Background"})
 
     # ---- commands ----------------------------------------------------------------------------------------
     def command(self, namespace: str, target: Obj, action: str) -> Obj:
