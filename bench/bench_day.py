@@ -37,10 +37,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scheduler.actions import ACTIONS  # noqa: E402
-from scheduler.cycle import builtin_default_conf  # noqa: E402
-from scheduler.framework.conf import SchedulerConf, parse_conf  # noqa: E402
-from scheduler.plugins.registry import PLUGINS  # noqa: E402
+from scheduler.cycle import builtin_default_conf, conf_from_text  # noqa: E402
+from scheduler.framework.conf import SchedulerConf  # noqa: E402
 from scheduler.sim.replay import Replay, replay  # noqa: E402
 from scheduler.sim.report import totals  # noqa: E402
 from scheduler.sim.workload import load_cluster, load_workload  # noqa: E402
@@ -70,8 +68,7 @@ SIZES = {1: 0.22, 2: 0.12, 4: 0.14, 8: 0.2, 16: 0.14, 32: 0.1, 64: 0.08}
 
 
 def make_conf(args: str = "") -> SchedulerConf:
-    return parse_conf(SOLVER_CONF.format(args=args), source="bench_day", implemented_actions=ACTIONS.keys(),
-                      implemented_plugins=PLUGINS.keys())
+    return conf_from_text(SOLVER_CONF.format(args=args), source="bench_day")
 
 
 def cluster_yaml(nodes: int, rack: int) -> dict[str, Any]:

@@ -236,12 +236,9 @@ def cycle_times(sizes: str, repeat: int) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_cycle import build, one_cycle  # noqa: PLC0415
 
-    from scheduler.actions import ACTIONS  # noqa: PLC0415
-    from scheduler.framework.conf import parse_conf  # noqa: PLC0415
-    from scheduler.plugins.registry import PLUGINS  # noqa: PLC0415
+    from scheduler.cycle import conf_from_text  # noqa: PLC0415
 
-    conf = parse_conf(CYCLE_CONF, source="bench", implemented_actions=ACTIONS.keys(),
-                      implemented_plugins=PLUGINS.keys())
+    conf = conf_from_text(CYCLE_CONF, source="bench")
     for size in sizes.split(","):
         nodes, pods = (int(x) for x in size.split("x"))
         sim = build(nodes, pods)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from scheduler.actions import ACTIONS
 from scheduler.api.snapshot import ClusterAdapter, ClusterSnapshot, CycleResult
-from scheduler.framework.conf import SchedulerConf, default_conf, load_conf_file
+from scheduler.framework.conf import SchedulerConf, default_conf, load_conf_file, parse_conf
 from scheduler.framework.memo import CycleMemo
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGINS
@@ -18,6 +18,11 @@ from scheduler.plugins.registry import PLUGINS
 
 def builtin_default_conf() -> SchedulerConf:
     return default_conf(implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys())
+
+
+def conf_from_text(text: str, source: str = "<text>") -> SchedulerConf:
+    """A volcano-scheduler.conf given as text, read against the built-in actions and plugins."""
+    return parse_conf(text, source=source, implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys())
 
 
 def load_conf(path: str) -> SchedulerConf:

@@ -7,11 +7,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import yaml
+
 from scheduler.api.snapshot import CycleResult
-from scheduler.cycle import builtin_default_conf, run_cycle
+from scheduler.cycle import builtin_default_conf, conf_from_text, run_cycle
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
 from scheduler.sim.cluster import InMemoryCluster
@@ -104,6 +106,21 @@ class ClusterBuilder:
 
     def cycles(self, n: int, conf: SchedulerConf | None = None) -> list[CycleResult]:
         return [self.cycle(conf) for _ in range(n)]
+
+
+def conf_from_tiers(
+    *tiers: Sequence[str | Mapping[str, Any]],
+    actions: str = "enqueue, allocate, backfill",
+    configurations: Mapping[str, Mapping[str, Any]] | None = None,
+) -> SchedulerConf:
+    """A conf from tiers of plugin names (or full plugin entries with arguments), as a test wants it."""
+    doc: dict[str, Any] = {
+        "actions": actions,
+        "tiers": [{"plugins": [p if isinstance(p, Mapping) else {"name": p} for p in tier]} for tier in tiers],
+    }
+    if configurations:
+        doc["configurations"] = [{"name": k, "arguments": dict(v)} for k, v in configurations.items()]
+    return conf_from_text(yaml.safe_dump(doc), source="test.conf")
 
 
 def cluster() -> ClusterBuilder:

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from strategies import FUZZ, json_values
 
 from scheduler.actions import ACTIONS
-from scheduler.cycle import run_cycle
-from scheduler.framework.conf import ConfError, parse_conf
+from scheduler.cycle import conf_from_text, run_cycle
+from scheduler.framework.conf import ConfError
 from scheduler.plugins.registry import PLUGINS
 from scheduler.testing import cluster
 
@@ -77,8 +77,7 @@ def as_text(doc, wrap: bool) -> str:
 
 
 def parse(text: str):
-    return parse_conf(text, source="fuzz.conf", implemented_actions=ACTIONS.keys(),
-                      implemented_plugins=PLUGINS.keys())
+    return conf_from_text(text, source="fuzz.conf")
 
 
 def small_cluster():

@@ -8,12 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from scheduler.actions import ACTIONS
 from scheduler.api.convert import node_from_object, task_from_pod
-from scheduler.framework.conf import parse_conf
+from scheduler.cycle import conf_from_text
 from scheduler.gpu.devices import GPU_INDEX, PREDICATE_TIME, bind_annotations, node_state
 from scheduler.gpu.frag import MILLI, POLICIES, FragModel, GpuArrays, Shape, ShapeMix, devices_on, score_nodes
-from scheduler.plugins.registry import PLUGINS
 from scheduler.testing import cluster, node_object, pod_object
 
 
@@ -188,8 +186,7 @@ CASES = [Case("FGD-weighted keeps shares off the whole free node", "fgd-weighted
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_the_plugin_tracks_cards_inside_one_cycle(case: Case) -> None:
-    conf = parse_conf(CONF.format(policy=case.policy), source="test", implemented_actions=ACTIONS,
-                      implemented_plugins=PLUGINS)
+    conf = conf_from_text(CONF.format(policy=case.policy), source="test")
     c = cluster().node("big", gpu=8).node("small", gpu=2)
     for i in range(3):
         c.sim.add_pod(gpu_pod(f"s{i}", "600m"))

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from scheduler.actions import ACTIONS
 from scheduler.cycle import builtin_default_conf
-from scheduler.framework.conf import parse_conf
-from scheduler.plugins.registry import PLUGINS
-from scheduler.testing import cluster
+from scheduler.testing import cluster, conf_from_tiers
 
-CONF = parse_conf(
-    'actions: "enqueue, allocate, backfill"\n'
-    "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
-    "- plugins:\n  - name: predicates\n  - name: deviceshare\n",
-    source="test",
-    implemented_actions=ACTIONS.keys(),
-    implemented_plugins=PLUGINS.keys(),
-)
+CONF = conf_from_tiers(("priority", "gang"), ("predicates", "deviceshare"))
 
 
 def test_a_whole_gpu_pod_does_not_land_on_a_node_whose_free_gpu_is_split_across_cards() -> None:

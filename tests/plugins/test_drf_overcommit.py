@@ -6,25 +6,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import yaml
 
-from scheduler.actions import ACTIONS
-from scheduler.framework.conf import SchedulerConf, parse_conf
-from scheduler.plugins.registry import PLUGINS
-from scheduler.testing import cluster, pod_object
+from scheduler.framework.conf import SchedulerConf
+from scheduler.testing import cluster, conf_from_tiers, pod_object
 
 GPU = "nvidia.com/gpu"
 
 
 def conf(*second_tier: str | dict[str, Any]) -> SchedulerConf:
-    plugins = [p if isinstance(p, dict) else {"name": p} for p in second_tier]
-    text = yaml.safe_dump({
-        "actions": "enqueue, allocate, backfill",
-        "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}]}, {"plugins": plugins}],
-    })
-    return parse_conf(
-        text, source="test.conf", implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys()
-    )
+    return conf_from_tiers(("priority", "gang"), second_tier)
 
 
 # ---- drf ---------------------------------------------------------------------------------------------------

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.actions import ACTIONS
-from scheduler.framework.conf import SchedulerConf, parse_conf
-from scheduler.plugins.registry import PLUGINS
+from scheduler.cycle import conf_from_text
+from scheduler.framework.conf import SchedulerConf
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
 BASE = """
@@ -32,7 +31,7 @@ TOPOLOGY = BASE + """  - name: network-topology-aware
 
 
 def conf(text: str) -> SchedulerConf:
-    return parse_conf(text, source="test", implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys())
+    return conf_from_text(text, source="test")
 
 
 def rack(name: str, zone: str = "z", nvlink: str | None = None) -> dict[str, str]:
