@@ -428,9 +428,10 @@ class Session:
             before_phase, before_conditions = self._original.get(job.uid, (None, ()))
             if status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job):
                 result.podgroups.append(status)
+        allocated = self.allocated_by_queue()
         for queue in self.queues.values():
             result.queues.append(
-                QueueStatus(queue.name, self.queue_allocated(queue.name), *self.queue_shares.get(queue.name, ()))
+                QueueStatus(queue.name, allocated.get(queue.name, ZERO), *self.queue_shares.get(queue.name, ()))
             )
         return result
 
@@ -463,12 +464,14 @@ class Session:
             self._overrides.get(job.uid, job.extra.get("minMemberOverride")),
         )
 
-    def queue_allocated(self, queue: str) -> Resource:
-        total = ZERO
+    def allocated_by_queue(self) -> dict[str, Resource]:
+        """What each queue's jobs hold, in one pass over the jobs (not one pass per queue)."""
+        totals: dict[str, Resource] = {}
         for job in self.jobs.values():
-            if job.queue == queue:
-                total = total + job.allocated()
-        return total
+            held = job.allocated()
+            if not held.is_zero():
+                totals[job.queue] = totals.get(job.queue, ZERO) + held
+        return totals
 
 
 def _counts_changed(job: JobInfo) -> bool:

@@ -121,3 +121,10 @@ def test_a_gang_held_by_its_queue_is_not_called_fragmented() -> None:
     c.cycle()
     message = c.sim.condition("j")["message"]  # type: ignore[index]
     assert "queue zero cannot take" in message and "fragmented" not in message
+
+
+def test_each_queue_reports_what_its_jobs_hold() -> None:
+    c = cluster().node("n", gpu=8).queue("a").queue("b")
+    c.job("x", queue="a", replicas=2, gpu=1).job("y", queue="b", replicas=3, gpu=1)
+    result = c.cycle()
+    assert {q.queue: q.allocated.gpu for q in result.queues} == {"default": 0, "a": 2000, "b": 3000}
