@@ -1,15 +1,21 @@
-"""The scheduler run in-process against the test control plane, recording every cycle's result.
+"""volcano-py's components run against the test control plane, for the e2e tests.
 
-One place for what test_scheduler, test_controllers, test_plain_pods, test_ctl and test_topology need: a
-ClusterCache + SchedulerLoop on a thread, optionally with a conf file, stopped cleanly at the end.
+One place for what test_scheduler, test_controllers, test_plain_pods, test_ctl and test_topology need: the
+scheduler in-process (a ClusterCache + SchedulerLoop on a thread, recording every cycle's result, optionally
+with a conf file) and the controllers as a `volcano-py controllers` process; both stopped cleanly at the end.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from controlplane import REPO_ROOT, wait_for
+from kubernetes import client
 
 from scheduler.api.snapshot import CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
@@ -64,3 +70,55 @@ def running_scheduler(
         cache.stop()
         api.close()
     assert not thread.is_alive(), "the scheduler loop did not stop"
+
+
+# ---- the controllers, as a process -------------------------------------------------------------------------
+class Controllers:
+    def __init__(self, proc: subprocess.Popen, log: Path):
+        self.proc, self.log = proc, log
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def start_controllers(control_plane, log: Path, *extra: str) -> Controllers:
+    cmd = [sys.executable, "-m", "scheduler.cli", "controllers", "--kubeconfig", str(control_plane.kubeconfig),
+           *extra]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+    return Controllers(proc, log)
+
+
+def stop_controllers(ctl: Controllers) -> int:
+    if ctl.proc.poll() is None:
+        ctl.proc.terminate()
+        try:
+            ctl.proc.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            ctl.proc.kill()
+            ctl.proc.wait()
+    return int(ctl.proc.returncode)
+
+
+def queue_status(custom, name: str) -> dict:
+    try:
+        return custom.get_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", name).get("status") or {}
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return {}
+        raise
+
+
+@contextmanager
+def running_controllers(control_plane, custom, log_dir: Path, *extra: str) -> Iterator[Controllers]:
+    """The controllers until the block ends; ready once they wrote the default queue's state (the scheduler
+    creates that queue, so a scheduler must run too). They must exit 0 on SIGTERM."""
+    ctl = start_controllers(control_plane, log_dir / "controllers.log", *extra)
+    try:
+        wait_for(lambda: ctl.proc.poll() is None and queue_status(custom, "default").get("state") == "Open",
+                 TIMEOUT, what="controllers up (default queue Open)")
+        yield ctl
+    finally:
+        code = stop_controllers(ctl)
+        print(ctl.text()[-4000:])
+    assert code == 0, ctl.text()[-4000:]

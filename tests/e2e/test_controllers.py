@@ -8,10 +8,7 @@ see which cycle bound which pod. kwok moves bound pods to Running and finishes a
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
@@ -23,7 +20,7 @@ from controlplane import (
     node_is_ready,
     wait_for,
 )
-from inprocess import running_scheduler
+from inprocess import queue_status, running_controllers, running_scheduler, start_controllers, stop_controllers
 from kubernetes import client
 
 TIMEOUT = 60
@@ -61,46 +58,11 @@ def gpu_nodes(control_plane, core_v1):
         core_v1.delete_node(name)
 
 
-class Controllers:
-    def __init__(self, proc: subprocess.Popen, log: Path):
-        self.proc, self.log = proc, log
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
-def start_controllers(control_plane, log: Path, *extra: str) -> Controllers:
-    cmd = [sys.executable, "-m", "scheduler.cli", "controllers", "--kubeconfig", str(control_plane.kubeconfig),
-           *extra]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
-    return Controllers(proc, log)
-
-
-def stop_controllers(ctl: Controllers) -> int:
-    if ctl.proc.poll() is None:
-        ctl.proc.terminate()
-        try:
-            ctl.proc.wait(TIMEOUT)
-        except subprocess.TimeoutExpired:
-            ctl.proc.kill()
-            ctl.proc.wait()
-    return int(ctl.proc.returncode)
-
-
 @pytest.fixture(scope="module")
 def controllers(control_plane, custom, scheduler, gpu_nodes, tmp_path_factory):
-    ctl = start_controllers(control_plane, tmp_path_factory.mktemp("controllers") / "controllers.log",
-                            "--claim-unnamed", "--leader-elect-lease-name", "volcano-py-controllers-e2e")
-    try:
-        # Ready once it has written the state of the default queue (the scheduler creates that queue).
-        wait_for(lambda: ctl.proc.poll() is None and queue_status(custom, "default").get("state") == "Open",
-                 TIMEOUT, what="controllers up (default queue Open)")
+    with running_controllers(control_plane, custom, tmp_path_factory.mktemp("controllers"), "--claim-unnamed",
+                             "--leader-elect-lease-name", "volcano-py-controllers-e2e") as ctl:
         yield ctl
-    finally:
-        code = stop_controllers(ctl)
-        print(ctl.text()[-4000:])
-    assert code == 0, ctl.text()[-4000:]
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -189,15 +151,6 @@ def unschedulable(custom, namespace: str, name: str) -> dict | None:
         if c.get("type") == "Unschedulable" and c.get("status") == "True":
             return c
     return None
-
-
-def queue_status(custom, name: str) -> dict:
-    try:
-        return custom.get_cluster_custom_object(SCHED, "v1beta1", "queues", name).get("status") or {}
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return {}
-        raise
 
 
 def command(custom, namespace: str, action: str, kind: str, target: str) -> str:

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 from controlplane import REPO_ROOT, create_gpu_node, node_is_ready, wait_for
-from inprocess import running_scheduler
+from inprocess import queue_status, running_controllers, running_scheduler
 from kubernetes import client
 from test_controllers import (
     BATCH,
@@ -25,9 +25,6 @@ from test_controllers import (
     create_job,
     job_manifest,
     pods,
-    queue_status,
-    start_controllers,
-    stop_controllers,
     wait_phase,
 )
 from test_controllers import (
@@ -81,16 +78,9 @@ def scheduler(control_plane, nodes, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def controllers(control_plane, custom, scheduler, tmp_path_factory):
-    ctl = start_controllers(control_plane, tmp_path_factory.mktemp("controllers") / "controllers.log",
-                            "--leader-elect-lease-name", "volcano-py-controllers-ctl")
-    try:
-        wait_for(lambda: ctl.proc.poll() is None and queue_status(custom, "default").get("state") == "Open",
-                 TIMEOUT, what="controllers up (default queue Open)")
+    with running_controllers(control_plane, custom, tmp_path_factory.mktemp("controllers"),
+                             "--leader-elect-lease-name", "volcano-py-controllers-ctl") as ctl:
         yield ctl
-    finally:
-        code = stop_controllers(ctl)
-        print(ctl.text()[-4000:])
-    assert code == 0, ctl.text()[-4000:]
 
 
 @pytest.fixture
