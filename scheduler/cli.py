@@ -1,4 +1,4 @@
-"""`volcano-py`: the command line (scheduler, simulate, conf check; the controllers come later).
+"""`volcano-py`: the command line (scheduler, controllers, simulate, conf check, explain, job, queue, bench).
 
 User errors (a bad file, a bad field) print one line naming the file and field and exit 2; never a traceback.
 """

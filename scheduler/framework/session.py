@@ -237,9 +237,6 @@ class Session:
             return np.fromiter((self.arrays.position[n.name] for n in kept), dtype=np.int64, count=len(kept))
         return fitting
 
-    def fitting_nodes(self, task: TaskInfo) -> list[NodeInfo]:
-        return [self.node_list[i] for i in self.fitting_indices(task)]
-
     def is_feasible(self, task: TaskInfo, node: NodeInfo) -> bool:
         """Whether the task's predicates allow the node (O(1) after the constraint set's first look)."""
         position = self.arrays.position.get(node.name)

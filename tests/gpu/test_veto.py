@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from scheduler.cycle import builtin_default_conf
 from scheduler.testing import cluster, conf_from_tiers
 
 CONF = conf_from_tiers(("priority", "gang"), ("predicates", "deviceshare"))
 
 
-def test_a_whole_gpu_pod_does_not_land_on_a_node_whose_free_gpu_is_split_across_cards() -> None:
-    assert builtin_default_conf()  # the default conf still loads with deviceshare registered
+def test_two_half_gpu_shares_pack_onto_one_card_so_a_whole_gpu_still_fits() -> None:
     c = cluster().node("n1", gpu=2)
     c.job("a", replicas=1, gpu="0.5")
     c.job("b", replicas=1, gpu="0.5")
