@@ -362,7 +362,8 @@ def test_jobs_of_another_scheduler_are_left_alone(controllers, custom, core_v1, 
 
 
 def test_ttl_after_finished_deletes_the_job(controllers, custom, core_v1, namespace):
-    create_job(custom, namespace, job_manifest("brief", [task("worker", 1)], ttlSecondsAfterFinished=1))
+    # A TTL long enough to see Completed first: with 1 s the job was sometimes gone before the poll saw it.
+    create_job(custom, namespace, job_manifest("brief", [task("worker", 1)], ttlSecondsAfterFinished=8))
     running = wait_running_pods(core_v1, namespace, "brief", 1)
     finish(core_v1, namespace, running[0]["metadata"]["name"], "Succeeded")
     wait_phase(custom, namespace, "brief", "Completed")
