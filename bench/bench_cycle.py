@@ -5,12 +5,18 @@
 Nodes have 8 GPUs, 64 cpu, 512Gi; 10% are tainted; 20% of pods carry a node selector; pods come in gangs of
 1 to 64 one-GPU pods. Each repeat rebuilds the snapshot (as the scheduler does every period) and times
 snapshot, session open, each action, and close. Reports median and p95 and the peak memory of the process.
+
+The garbage collector is handled as the scheduler process handles it (`scheduler/cache/runner.py`): the
+cluster's objects are frozen once built (the runner freezes its synced caches), each cycle runs with the
+collector paused, and what happens between cycles is timed on its own line ("free": dropping the cycle's
+objects and collecting their reference cycles), outside the cycle.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import pstats
 import random
@@ -21,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler.actions import ACTIONS
-from scheduler.cycle import builtin_default_conf, load_conf
+from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, load_conf
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGINS
 from scheduler.sim.cluster import InMemoryCluster
@@ -60,13 +66,21 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 def one_cycle(sim: InMemoryCluster, conf: Any) -> tuple[dict[str, float], int]:
     times: dict[str, float] = {}
-    snapshot, times["snapshot"] = timed(sim.snapshot)
-    ssn, times["open"] = timed(lambda: Session(snapshot, conf, PLUGINS))
-    for name in conf.actions:
-        _, times[name] = timed(lambda name=name: ACTIONS[name]().execute(ssn))
-    result, times["close"] = timed(ssn.close)
-    times["total"] = sum(times.values())
-    return times, sum(len(b.binds) for b in result.binds)
+    with collector_paused():
+        snapshot, times["snapshot"] = timed(sim.snapshot)
+        ssn, times["open"] = timed(lambda: Session(snapshot, conf, PLUGINS))
+        for name in conf.actions:
+            _, times[name] = timed(lambda name=name: ACTIONS[name]().execute(ssn))
+        result, times["close"] = timed(ssn.close)
+        times["total"] = sum(times.values())
+        bound = sum(len(b.binds) for b in result.binds)
+    def free() -> None:
+        nonlocal snapshot, ssn, result
+        del snapshot, ssn, result  # the cycle's objects go (reference counting), then any cycles among them
+        collect_between_cycles()
+
+    _, times["free"] = timed(free)  # between cycles, not part of "total"
+    return times, bound
 
 
 def p95(values: list[float]) -> float:
@@ -87,6 +101,8 @@ def main() -> None:
     for size in args.sizes.split(","):
         nodes, pods = (int(x) for x in size.split("x"))
         sim, build_ms = timed(lambda nodes=nodes, pods=pods: build(nodes, pods))
+        gc.collect()
+        gc.freeze()  # as the scheduler freezes its caches once they are synced
         runs: list[dict[str, float]] = []
         bound = 0
         for _ in range(args.repeat):

@@ -24,7 +24,7 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.leader import LeaderElector
 from scheduler.cache.partial import give_up, overdue_partial_gangs
-from scheduler.cycle import builtin_default_conf, load_conf, run_cycle
+from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, load_conf, run_cycle
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
 
@@ -164,10 +164,12 @@ class SchedulerLoop:
                     queue_ensured = True
                 started = time.monotonic()
                 try:
-                    self.run_once()
+                    with collector_paused():
+                        self.run_once()
                 except Exception:  # noqa: BLE001 - a bug in one cycle must not stop the scheduler
                     log.exception("scheduling cycle failed")
                     metrics.observe_cycle_error()
+                collect_between_cycles()
                 self.stopping.wait(max(0.0, self.period - (time.monotonic() - started)))
         finally:
             if self.elector is not None:
