@@ -14,6 +14,19 @@ from typing import Any
 Tiers = Sequence[Sequence[Callable[..., Any]]]
 
 
+@dataclass(frozen=True, slots=True)
+class BatchScorer:
+    """A BATCH_NODE_ORDER scorer in both forms: `many(task, arrays, indices)` -> one score per index, and
+    `one(task, node)` -> the same score for one node, as a float. They must agree (to float rounding): the
+    session mixes them in one cache (tests/plugins/test_batch_scores.py holds each plugin to it)."""
+
+    many: Callable[..., Any]
+    one: Callable[..., float]
+
+    def __call__(self, task: Any, arrays: Any, indices: Any) -> Any:
+        return self.many(task, arrays, indices)
+
+
 class Vote(IntEnum):
     REJECT = -1
     ABSTAIN = 0
@@ -189,7 +202,9 @@ PREDICATE = Point("predicate", "enablePredicate", first_rejection)
 NODE_ORDER = Point("node_order", "enableNodeOrder", sum_scores)
 # The vectorised form of NODE_ORDER: fn(task, NodeArrays, candidate indices) -> float array. Scorers on the
 # hot path use it, so scoring 5,000 nodes is a few numpy expressions rather than 5,000 Python calls.
-# A score of -inf vetoes the node (e.g. deviceshare: no card can hold the share).
+# A score of -inf vetoes the node (e.g. deviceshare: no card can hold the share). A scorer registered as a
+# `BatchScorer` also gives its score for one node as a plain float, which the session uses when one node
+# changed (the one the previous task went to): numpy's per-call cost is most of the time there.
 BATCH_NODE_ORDER = Point("batch_node_order", "enableNodeOrder", sum_score_arrays)
 JOB_VALID = Point("job_valid", None, first_invalid)
 JOB_READY = Point("job_ready", "enableJobReady", all_pass)

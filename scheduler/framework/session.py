@@ -102,6 +102,7 @@ class Session:
         for remembered in self._feasible.values():  # same nodes as last cycle, but this snapshot's objects
             remembered.nodes = [self.node_list[i] for i in remembered.indices]
         self._scores: dict[tuple[Constraints, Resource], _Scores] = {}
+        self._scalars: list[Callable[..., float]] | None | bool = False  # see _scalar_scorers
         self._binds: dict[str, list[tuple[str, str]]] = {}
         self._evictions: list[Eviction] = []
         self._annotations: dict[str, dict[str, str]] = {}
@@ -293,11 +294,17 @@ class Session:
             cached = _Scores(self._masked_scores(task, feasible.indices), len(changes))
             self._scores[key] = cached
         elif cached.synced < len(changes):
-            slots = feasible.slot[list(set(changes[cached.synced:]))]
-            slots = slots[slots >= 0]
+            fresh = changes[cached.synced :]
             cached.synced = len(changes)
-            if slots.size:
-                cached.values[slots] = self._masked_scores(task, feasible.indices[slots])
+            if len(fresh) == 1 or len(set(fresh)) == 1:  # the usual case: the gang's previous task's node
+                slot = int(feasible.slot[fresh[0]])
+                if slot >= 0:
+                    cached.values[slot] = self._masked_score(task, fresh[0])
+            else:
+                slots = feasible.slot[list(set(fresh))]
+                slots = slots[slots >= 0]
+                if slots.size:
+                    cached.values[slots] = self._masked_scores(task, feasible.indices[slots])
         best = int(np.argmax(cached.values))
         if cached.values[best] == -np.inf:
             return None
@@ -315,6 +322,28 @@ class Session:
             return np.where(fits, 0.0, -np.inf)
         scores = np.asarray(self.run(P.BATCH_NODE_ORDER, task, self.arrays, indices), dtype=float)
         return np.where(fits, scores, -np.inf)
+
+    def _masked_score(self, task: TaskInfo, position: int) -> float:
+        """`_masked_scores` for one node, in plain Python when every batch scorer has a scalar form."""
+        scalar = self._scalar_scorers()
+        if scalar is None:
+            return float(self._masked_scores(task, np.array([position], dtype=np.int64))[0])
+        node = self.node_list[position]
+        if not task.resreq <= node.idle:
+            return -np.inf
+        if not scalar:  # no scorer: the first fitting node in name order wins
+            return 0.0
+        total = 0.0
+        for one in scalar:
+            total += one(task, node)
+        return total
+
+    def _scalar_scorers(self) -> list[Callable[..., float]] | None:
+        """The scalar forms of the batch scorers in tier order, or None if one of them has none."""
+        if self._scalars is False:
+            fns = [fn for tier in self._fns[P.BATCH_NODE_ORDER.name] for fn in tier]
+            self._scalars = [fn.one for fn in fns] if all(isinstance(fn, P.BatchScorer) for fn in fns) else None
+        return self._scalars
 
     def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
         indices = np.fromiter((self.arrays.position[n.name] for n in nodes), dtype=np.int64, count=len(nodes))

@@ -38,7 +38,7 @@ class BinpackPlugin(Plugin):
         self.weight = arg_int(self.option, WEIGHT, 1)
         self.resource_weights = self.read_resource_weights()
         if self.weight != 0:
-            ssn.register(P.BATCH_NODE_ORDER, self.scores)
+            ssn.register(P.BATCH_NODE_ORDER, P.BatchScorer(self.scores, self.score))
 
     def read_resource_weights(self) -> dict[str, int]:
         """Per resource weight; a negative weight falls back to 1, as in Volcano."""

@@ -102,7 +102,7 @@ class NodeOrderPlugin(Plugin):
         self._most_intolerable: dict[Constraints, int] = {}
         self._static: dict[Constraints, np.ndarray] = {}
         if any(weights.values()):
-            ssn.register(P.BATCH_NODE_ORDER, self.scores)
+            ssn.register(P.BATCH_NODE_ORDER, P.BatchScorer(self.scores, self.score))
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:
         request = task.resreq

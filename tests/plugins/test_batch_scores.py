@@ -53,3 +53,35 @@ def test_with_the_default_conf_one_gpu_jobs_fill_a_used_node_before_an_empty_one
     c.job("gang", replicas=8, gpu=1)
     c.cycle()
     assert set(c.sim.bound("gang").values()) == {"b-empty"}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_registered_scorers_give_the_same_score_for_one_node_in_both_forms(seed: int) -> None:
+    from scheduler.framework import points as P
+
+    ssn = random_cluster(seed)
+    task = next(iter(ssn.jobs["default/probe"].tasks.values()))
+    scorers = [fn for tier in ssn._fns[P.BATCH_NODE_ORDER.name] for fn in tier]
+    assert scorers and all(isinstance(fn, P.BatchScorer) for fn in scorers)
+    for fn in scorers:
+        for i, node in enumerate(ssn.node_list):
+            assert fn.one(task, node) == pytest.approx(float(fn(task, ssn.arrays, np.array([i]))[0]))
+
+
+def test_one_node_rescoring_places_every_task_where_the_batch_path_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    def placements(scalar: bool) -> dict[str, str]:
+        if not scalar:
+            monkeypatch.setattr(Session, "_scalar_scorers", lambda self: None)
+        rng = random.Random(3)
+        c = cluster()
+        for i in range(24):
+            c.node(f"n{i:02d}", gpu=8, cpu=str(rng.choice([32, 64])), memory=rng.choice(["256Gi", "512Gi"]))
+        for j in range(12):
+            c.job(f"g{j}", replicas=rng.randint(1, 12), gpu=rng.choice([1, 2]), cpu=str(rng.randint(1, 6)))
+        c.cycle()
+        monkeypatch.undo()
+        return {pod: node for j in range(12) for pod, node in c.sim.bound(f"g{j}").items()}
+
+    scalar, batch = placements(True), placements(False)
+    assert len(scalar) > 60
+    assert scalar == batch
