@@ -5,8 +5,9 @@ Both the Kubernetes cache and the simulator turn pods into tasks here, so they a
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.resources import pod_request
@@ -118,9 +119,14 @@ class SpreadConstraint:
     selector: LabelSelector
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Constraints:
-    """Where a pod may go, independent of free resources. Hashable: tasks that share it share fit results."""
+    """Where a pod may go, independent of free resources. Hashable: tasks that share it share fit results.
+
+    The session looks these up in dicts several times per placed task, so the hash is computed once, and
+    `constraints_of` hands out one shared instance per distinct value (a lookup then ends at `is`, not at a
+    field-by-field comparison).
+    """
 
     node_selector: tuple[tuple[str, str], ...] = ()
     required_terms: tuple[NodeSelectorTerm, ...] = ()  # ORed
@@ -132,6 +138,19 @@ class Constraints:
     preferred_pod_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
     preferred_pod_anti_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(self._fields()))
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.node_selector, self.required_terms, self.tolerations, self.preferred, self.pod_affinity,
+            self.pod_anti_affinity, self.preferred_pod_affinity, self.preferred_pod_anti_affinity, self.spread,
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def dynamic(self) -> bool:
@@ -193,11 +212,16 @@ def constraints_of(spec: Mapping[str, Any]) -> Constraints:
     raw_affinity = spec.get("affinity") or {}
     affinity_terms = _pod_terms(raw_affinity.get("podAffinity"))
     anti_terms = _pod_terms(raw_affinity.get("podAntiAffinity"))
-    return Constraints(
+    made = Constraints(
         node_selector, terms, tolerations, preferred,
         affinity_terms[0], anti_terms[0], affinity_terms[1], anti_terms[1],
         _spread(spec.get("topologySpreadConstraints")),
     )
+    return _SHARED.setdefault(made, made)
+
+
+# One instance per distinct Constraints value while any task holds it (see Constraints).
+_SHARED: weakref.WeakValueDictionary[Constraints, Constraints] = weakref.WeakValueDictionary()
 
 
 def _selector(raw: object) -> LabelSelector:
