@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.pod import Constraints
-from scheduler.api.resources import ZERO, Resource
+from scheduler.api.resources import Resource
 from scheduler.api.status import READY_STATUSES, PodGroupPhase, TaskStatus
 
 
@@ -157,17 +157,14 @@ class JobInfo:
                           TaskStatus.FAILED, TaskStatus.RELEASING) > 0
 
     def allocated(self) -> Resource:
-        total = ZERO
-        for status in (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING):
-            for task in self.by_status.get(status, {}).values():
-                total = total + task.resreq
-        return total
+        return Resource.total(
+            task.resreq
+            for status in (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+            for task in self.by_status.get(status, {}).values()
+        )
 
     def pending_request(self) -> Resource:
-        total = ZERO
-        for task in self.with_status(TaskStatus.PENDING):
-            total = total + task.resreq
-        return total
+        return Resource.total(task.resreq for task in self.with_status(TaskStatus.PENDING))
 
     def clone(self) -> JobInfo:
         copy = JobInfo(

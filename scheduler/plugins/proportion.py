@@ -67,10 +67,7 @@ def dimensions(resource: Resource) -> dict[str, int]:
 
 
 def cluster_total(nodes: Iterable[NodeInfo]) -> Resource:
-    total = ZERO
-    for node in nodes:
-        total = total + without_pods(node.allocatable)
-    return total
+    return without_pods(Resource.total(node.allocatable for node in nodes))
 
 
 def reserved_by_admitted(job: JobInfo) -> Resource:

@@ -130,3 +130,15 @@ def test_pod_request_follows_kubernetes_rules(case: PodCase) -> None:
 def test_a_bad_container_quantity_names_the_container() -> None:
     with pytest.raises(QuantityError, match=r"spec.containers\[1\].resources.requests.cpu"):
         pod_request({"containers": [c({"cpu": "1"}), c({"cpu": "lots"})]})
+
+
+def test_total_of_many_resources_equals_adding_them_one_by_one() -> None:
+    parts = [
+        Resource.from_quantities({"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 1}),
+        Resource.from_quantities({"cpu": "2", "pods": 1}),
+        Resource.from_quantities({"memory": "3Gi", "example.com/fpga": 2, "nvidia.com/gpu": 2}),
+    ]
+    one_by_one = parts[0] + parts[1] + parts[2]
+    assert Resource.total(parts) == one_by_one
+    assert Resource.total([]) is ZERO
+    assert Resource.total([parts[0], Resource() - parts[0]]) == ZERO
