@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
-from scheduler.solver.cpsat import solve
+from scheduler.solver.cpsat import refine, solve
 from scheduler.solver.evaluate import GangProblem, Group, evaluate
 from scheduler.solver.greedy import per_pod_binpack, topology_greedy
 from scheduler.solver.topology import RACK, from_hypernodes, from_labels
@@ -137,3 +138,36 @@ def test_a_greedy_answer_that_meets_the_lower_bounds_skips_the_model() -> None:
     result = solve(p, workers=1)
     assert result.stats.status == "greedy meets the lower bounds" and result.stats.models == 0
     assert (result.score.nodes, result.score.racks, result.score.stranded) == (2, 1, 0)
+
+
+def _two_nodes(cpu: list[int], shapes: list[tuple[int, int]]) -> GangProblem:
+    """Two 4-GPU nodes in one rack with the given free cpu; shapes are (tasks of one GPU, cpu per task)."""
+    topo = from_labels(["a", "b"], [{"volcano.sh/rack": "r"}] * 2)
+    idle = np.array([cpu, [0, 0], [110, 110], [4 * G, 4 * G]], dtype=np.int64)
+    groups = tuple(Group(n, np.array([c, 0, 1, G]), np.arange(2)) for n, c in shapes)
+    return GangProblem(groups, idle, 3, topo, topo.top)
+
+
+def _per_node(placement: tuple[np.ndarray, ...] | None) -> list[list[int]]:
+    assert placement is not None
+    return [sorted(np.bincount(nodes, minlength=2).tolist()) for nodes in placement]
+
+
+def test_real_tasks_too_big_for_the_merged_slots_are_seated_on_the_same_nodes_by_room() -> None:
+    # The model's slots (3 on a, 1 on b) cannot take cpu 5, 5, 1, 1 on a 6 + 10 cpu pair; b 5+1+1, a 5 can.
+    p = _two_nodes([6_000, 10_000], [(2, 5_000), (2, 1_000)])
+    merged = (np.array([0, 0, 0, 1]),)
+    seated = refine(p, [[0, 1]], merged)
+    assert seated is not None and evaluate(p, seated).placed
+    assert [np.bincount(nodes, minlength=2).tolist() for nodes in seated] == [[1, 1], [0, 2]]
+
+
+def test_real_tasks_that_need_an_exact_packing_are_seated_by_the_seating_model() -> None:
+    # cpu 3, 3, 2, 2, 2 on two 6-cpu nodes fits only as {3, 3} and {2, 2, 2}; largest-first packing misses it.
+    p = _two_nodes([6_000, 6_000], [(2, 3_000), (3, 2_000)])
+    merged = (np.array([0, 0, 0, 1, 1]),)
+    assert refine(p, [[0, 1]], merged) is None  # no time given for the model
+    seated = refine(p, [[0, 1]], merged, deadline=time.perf_counter() + 2)
+    assert seated is not None and evaluate(p, seated).placed
+    assert _per_node(seated) == [[0, 2], [0, 3]]
+    assert len({int(seated[0][0]), int(seated[0][1])}) == 1
