@@ -32,8 +32,20 @@ def normalize_job(job: Mapping[str, Any]) -> Manifest:
     for index, task in enumerate(tasks):
         _normalize_task(task, index)
     if spec.get("minAvailable") in (None, 0):  # Volcano treats 0 as unset
-        spec["minAvailable"] = sum(int(t["minAvailable"]) for t in tasks)
+        # Only the tasks that start first can make up the gang: a task with dependsOn gets its pods after
+        # those run (Volcano counts every task here, so such a job waits forever unless gang is disabled).
+        spec["minAvailable"] = sum(int(t["minAvailable"]) for t in tasks if not depends_on(t))
     return out
+
+
+def depends_on(task: Mapping[str, Any]) -> list[str]:
+    """The tasks this task waits for (`dependsOn.name`), in spec order."""
+    return [str(name) for name in ((task.get("dependsOn") or {}).get("name") or [])]
+
+
+def first_wave(tasks: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The tasks whose pods are created at once (no dependsOn): the gang is made of these."""
+    return [t for t in tasks if not depends_on(t)]
 
 
 def _normalize_task(task: dict[str, Any], index: int) -> None:
@@ -82,7 +94,7 @@ def podgroup_for(job: Mapping[str, Any], priority_values: Mapping[str, int] | No
         pg_meta["ownerReferences"] = refs
     pg_spec: Manifest = {
         "minMember": int(spec["minAvailable"]),
-        "minTaskMember": {t["name"]: _task_min(t) for t in _tasks(job)},
+        "minTaskMember": {t["name"]: _task_min(t) for t in first_wave(_tasks(job))},
         "queue": spec["queue"],
         "minResources": min_resources(job, priority_values),
     }
@@ -111,10 +123,11 @@ def min_pod_specs(
 ) -> list[Mapping[str, Any]]:
     """The pod specs of the job's first `minAvailable` pods, in the order Volcano counts them.
 
-    When the job's minAvailable covers every task's minAvailable, each task contributes its minAvailable
-    pods first and the rest is filled in task order; otherwise the first minAvailable pods in task order.
+    Tasks with dependsOn are left out: their pods do not exist until the first ones run. When the job's
+    minAvailable covers every task's minAvailable, each task contributes its minAvailable pods first and the
+    rest is filled in task order; otherwise the first minAvailable pods in task order.
     """
-    tasks = _tasks_by_priority(job, priority_values)
+    tasks = first_wave(_tasks_by_priority(job, priority_values))
     wanted = int(job["spec"]["minAvailable"])
     if wanted < sum(_task_min(t) for t in tasks):
         counts = _first_count(tasks, wanted)

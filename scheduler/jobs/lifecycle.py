@@ -22,7 +22,7 @@ from typing import Any
 
 from scheduler.jobs import keys
 from scheduler.jobs.bus import Action, Event
-from scheduler.jobs.expand import expected_pod_names, normalize_job, pod_for
+from scheduler.jobs.expand import depends_on, expected_pod_names, normalize_job, pod_for
 from scheduler.jobs.validate import policy_events
 
 
@@ -57,6 +57,7 @@ class PodView:
     exit_code: int | None = None
     deleting: bool = False
     restarts: int = 0
+    ready: bool = True  # every container reports ready (a pod without container statuses counts as ready)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         exit_code=terminated.get("exitCode"),
         deleting=bool(meta.get("deletionTimestamp")),
         restarts=sum(int(s.get("restartCount", 0)) for s in statuses),
+        ready=all(bool(s.get("ready")) for s in statuses),
     )
 
 
@@ -418,13 +420,15 @@ def _kill(
 
 
 def _sync(ctx: _Ctx, rule: Rule) -> Decision:
-    """Create missing pods once the PodGroup left Pending; delete pods beyond the replica counts."""
+    """Create missing pods once the PodGroup left Pending (a task with dependsOn once the tasks it waits for
+    run); delete pods beyond the replica counts."""
     tally = _Tally()
     ops: list[Op] = [Op(OpKind.ENSURE_PODGROUP)]
     by_name = {p.name: p for p in ctx.pods}
     if podgroup_admitted(ctx.podgroup_phase):
         expected = expected_pod_names(ctx.job)
-        missing = tuple(n for n in expected if n not in by_name)
+        waiting = waiting_tasks(ctx.job, ctx.pods)
+        missing = tuple(n for n in expected if n not in by_name and _task_of(ctx.job, n) not in waiting)
         extra = tuple(p.name for p in ctx.pods if p.name not in set(expected) and not p.deleting)
         for name in missing:
             tally.add(_task_of(ctx.job, name), "Pending")
@@ -438,6 +442,32 @@ def _sync(ctx: _Ctx, rule: Rule) -> Decision:
         tally.add(pod.task, "Terminating" if pod.deleting or pod.name in extra else pod.phase)
     counts, tasks = tally.counts(), tally.tasks()
     return _decision(ctx, ctx.status, rule(ctx, counts, tasks), counts, tasks, ops)
+
+
+def waiting_tasks(job: Mapping[str, Any], pods: Sequence[PodView]) -> dict[str, str]:
+    """Tasks whose pods may not be created yet, each with why: the tasks named in its `dependsOn` are not ready.
+
+    A task is ready when at least its minAvailable pods are Running with every container ready, or have
+    Succeeded (Volcano's job controller counts Running-and-ready pods; a dependency that already finished
+    its work does not hold the next task back here). With `iteration: any` one ready task of several is
+    enough; otherwise all must be. Once created, a task's pods stay: the order is about starting.
+    """
+    ready: dict[str, int] = {}
+    for pod in pods:
+        if not pod.deleting and ((pod.phase == "Running" and pod.ready) or pod.phase == "Succeeded"):
+            ready[pod.task] = ready.get(pod.task, 0) + 1
+    minimum = {str(t["name"]): int(t["minAvailable"]) for t in job["spec"]["tasks"]}
+    out: dict[str, str] = {}
+    for task in job["spec"]["tasks"]:
+        deps = depends_on(task)
+        if not deps:
+            continue
+        short = [d for d in deps if ready.get(d, 0) < minimum.get(d, 0)]
+        any_of = len(deps) > 1 and (task.get("dependsOn") or {}).get("iteration") == "any"
+        if (any_of and len(short) == len(deps)) or (not any_of and short):
+            detail = ", ".join(f"{d} {ready.get(d, 0)}/{minimum.get(d, 0)} ready" for d in short)
+            out[str(task["name"])] = ("waits for any of " if any_of else "waits for ") + detail
+    return out
 
 
 def _task_of(job: Mapping[str, Any], name: str) -> str:

@@ -90,6 +90,13 @@ def _job_min_available(spec: Mapping[str, Any], tasks: list[Mapping[str, Any]]) 
     minimum = spec.get("minAvailable")
     if minimum is not None and int(minimum) > total:
         return [f"spec.minAvailable: {minimum} must be <= total replicas {total}"]
+    waiting = [str(t.get("name")) for t in tasks if (t.get("dependsOn") or {}).get("name")]
+    first = sum(_replicas(t) for t in tasks if not (t.get("dependsOn") or {}).get("name"))
+    if minimum and waiting and int(minimum) > first:
+        return [
+            f"spec.minAvailable: {minimum} must be <= {first}, the replicas of the tasks without dependsOn: the pods "
+            f"of {', '.join(waiting)} are created only once those run, so a larger gang could never be scheduled"
+        ]
     return []
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import datetime
 
 import pytest
 import yaml
@@ -281,6 +282,22 @@ def test_task_completed_completes_the_job_and_deletes_the_other_task(controllers
     left = wait_for(lambda: (p := pods(core_v1, namespace, "done")) and len(p) == 1 and p, TIMEOUT,
                     what="the worker pods deleted")
     assert left[0]["metadata"]["name"] == "done-master-0" and left[0]["status"]["phase"] == "Succeeded"
+
+
+def test_depends_on_creates_the_master_only_once_its_workers_run(controllers, custom, core_v1, namespace):
+    tasks = [task("mpimaster", 1, dependsOn={"name": ["mpiworker"]}), task("mpiworker", 3)]
+    create_job(custom, namespace, job_manifest("ordered", tasks))
+    workers = wait_running_pods(core_v1, namespace, "ordered", 3)
+    assert {p["metadata"]["name"] for p in workers} == {f"ordered-mpiworker-{i}" for i in range(3)}
+    wait_phase(custom, namespace, "ordered", "Running", running=4)
+    master = next(p for p in pods(core_v1, namespace, "ordered") if p["metadata"]["name"] == "ordered-mpimaster-0")
+    def second(stamp: str) -> datetime:  # creationTimestamp has whole seconds; kwok's startTime may not
+        return datetime.fromisoformat(stamp).replace(microsecond=0)
+
+    created = second(master["metadata"]["creationTimestamp"])
+    assert all(created >= second(w["status"]["startTime"]) for w in workers), "master created before a worker ran"
+    pg = podgroup(custom, namespace, "ordered")
+    assert pg["spec"]["minMember"] == 3 and pg["spec"]["minTaskMember"] == {"mpiworker": 3}
 
 
 def test_max_retry_two_ends_failed(controllers, custom, core_v1, namespace):
