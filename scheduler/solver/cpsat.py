@@ -4,10 +4,12 @@
    If it already meets the capacity lower bounds (`meets_lower_bounds`), it is optimal: stop.
 2. A gang with more than MAX_GROUPS task shapes is merged by GPU request for the model (`coarsen`); the real
    tasks are seated on the model's slots afterwards (`refine`), and an answer whose tasks do not fit is dropped.
-3. Choose the domain first: the lowest tier, and at it the tightest domains, whose summed idle could hold the
-   gang. Below the greedy's tier CP-SAT only has to find a placement greedy missed; at the greedy's tier it
-   optimises inside the greedy's domain and, time permitting, the next tightest ones. When the gang must span
-   sub-domains, only the fewest that could hold it plus a few spares go into the model.
+3. Choose the domain first: the lowest tier whose domains could hold the gang, by summed idle and by holes of
+   the sizes its GPU tasks need (`packable`), and at it the domains whose parts one tier down could hold it in
+   the fewest (the evaluator's next key; `by_fewest_parts`), tightest first among equals. Below the greedy's
+   tier CP-SAT only has to find a placement greedy missed; at the greedy's tier it optimises in the best few
+   domains, the greedy's own first among equals. When the gang must span sub-domains, only the fewest that
+   could hold it plus a few spares go into the model.
 4. Inside a domain, identical nodes (same free GPUs, same other free resources capped at the gang's need,
    same feasible groups, same path of domains) form a class with a count. The model counts, per class, how many
    nodes take each packing pattern (tasks per group on one node), so 5,000 nodes are a few hundred classes.
@@ -280,12 +282,14 @@ def _search(problem: GangProblem, hint: Placement | None, hint_score: Score, dea
     best: Placement | None = None
     best_score = UNPLACED
     for tier in range(1, min(greedy_tier, limit) + 1):
-        domains, _ = feasible_domains(problem, tier)
+        domains = packable(problem, tier, feasible_domains(problem, tier)[0])
         if tier < greedy_tier:
-            tries = list(domains[:DOMAINS_PROBED_BELOW])
+            tries = [int(d) for d in by_fewest_parts(problem, tier, domains)[:DOMAINS_PROBED_BELOW]]
         else:
             own = int(topo.domain[tier, used_nodes(hint)[0]]) if hint is not None else -1
-            tries = [own] + [int(d) for d in domains[:DOMAINS_OPTIMISED] if int(d) != own][: DOMAINS_OPTIMISED - 1]
+            if own >= 0 and own not in domains:
+                domains = np.append(domains, own)
+            tries = [int(d) for d in by_fewest_parts(problem, tier, domains, own)[:DOMAINS_OPTIMISED]]
         for domain in tries:
             if time.perf_counter() >= deadline:
                 return best
@@ -295,6 +299,54 @@ def _search(problem: GangProblem, hint: Placement | None, hint_score: Score, dea
         if best is not None:
             return best
     return best
+
+
+def packable(problem: GangProblem, tier: int, domains: IntArray) -> IntArray:
+    """The domains (order kept) whose nodes could hold the gang's GPU tasks by size, a necessary condition: for
+    every GPU request r of the gang, the tasks asking r or more must find that many nodes' worth of whole
+    r-sized holes (free // r summed) and, when the larger requests are multiples of r (1, 2, 4, 8 GPUs), their
+    GPUs must fit in the r-sized holes (free // r * r summed)."""
+    gpu = problem.gpu_row
+    if gpu is None or domains.size == 0:
+        return domains
+    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
+    free = problem.idle[gpu, union]
+    ids = problem.topology.domain[tier, union]
+    count = int(problem.topology.domain[tier].max()) + 1
+    requests = [(int(g.request[gpu]), g.count) for g in problem.groups if g.request[gpu] > 0]
+    ok = np.ones(count, dtype=bool)
+    for r in sorted({r for r, _ in requests}, reverse=True):
+        larger = [(q, n) for q, n in requests if q >= r]
+        holes = free // r
+        ok &= np.bincount(ids, weights=holes.astype(np.float64), minlength=count) >= sum(n for _, n in larger)
+        if all(q % r == 0 for q, _ in larger):
+            room = np.bincount(ids, weights=(holes * r).astype(np.float64), minlength=count)
+            ok &= room >= sum(q * n for q, n in larger)
+    kept: IntArray = domains[ok[domains]]
+    return kept
+
+
+def by_fewest_parts(problem: GangProblem, tier: int, domains: IntArray, first: int = -1) -> IntArray:
+    """The domains ordered by how few of their parts one tier down (nodes at tier 1) could hold the gang by
+    usable GPUs alone, the evaluator's next key and a lower bound on it; ties keep the given order (tightest
+    first), with `first` ahead of its equals."""
+    if problem.gpu_row is None or domains.size < 2:
+        return domains
+    topo = problem.topology
+    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
+    parts, inverse = np.unique(topo.domain[tier - 1, union], return_inverse=True)
+    capacity = np.bincount(inverse.reshape(-1), weights=_usable_gpus(problem, union).astype(np.float64))
+    owner = np.zeros(parts.size, dtype=np.int64)
+    owner[inverse.reshape(-1)] = topo.domain[tier, union]
+    order = np.lexsort((-capacity, owner))  # by domain, largest part first
+    owner, capacity = owner[order], capacity[order]
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    before = np.repeat(np.cumsum(capacity)[starts] - capacity[starts], np.diff(np.r_[starts, owner.size]))
+    short = (np.cumsum(capacity) - before) < problem.need_gpu()  # parts still short of the gang, largest first
+    fewest = np.bincount(owner[short], minlength=int(topo.domain[tier].max()) + 1)[domains] + 1
+    order = np.lexsort((np.arange(domains.size), domains != first, fewest))
+    ordered: IntArray = domains[order]
+    return ordered
 
 
 # ---- one domain -----------------------------------------------------------------------------------------

@@ -171,3 +171,25 @@ def test_real_tasks_that_need_an_exact_packing_are_seated_by_the_seating_model()
     assert seated is not None and evaluate(p, seated).placed
     assert _per_node(seated) == [[0, 2], [0, 3]]
     assert len({int(seated[0][0]), int(seated[0][1])}) == 1
+
+
+def test_below_the_greedy_tier_only_racks_with_holes_of_the_right_size_are_probed() -> None:
+    # Rack x and the four y racks are the tightest by free GPUs (and the y racks the largest by 2-GPU holes, so
+    # a zone-wide model keeps only them) but none has a 3-GPU hole; rack a holds the gang on two nodes
+    # (5 = 3 + 2, 3 = 3), which greedy misses (its 2-GPU task takes the 3-GPU hole), so greedy spans two racks.
+    racks = ["x"] * 8 + [f"y{i // 4}" for i in range(16)] + ["a"] * 3
+    p = problem([1] * 8 + [2] * 16 + [5, 3, 1], racks, [(1, 2), (2, 3)])
+    assert topology_greedy(p) is not None and evaluate(p, topology_greedy(p)).racks == 2
+    result = solve(p, time_limit_ms=2000, workers=1)
+    assert (result.score.racks, result.score.nodes, result.score.stranded) == (1, 2, 0)
+
+
+def test_at_the_greedy_tier_the_rack_that_needs_the_fewest_nodes_is_tried_though_not_the_tightest() -> None:
+    # Three racks of 4 + 4 + 4 + 1 free GPUs are tighter than rack z (8 + 4 + 2), which holds 3 x 4 GPUs on
+    # two nodes instead of three.
+    free = [4, 4, 4, 1] * 3 + [8, 4, 2]
+    p = problem(free, ["x1"] * 4 + ["x2"] * 4 + ["x3"] * 4 + ["z"] * 3, [(3, 4)])
+    result = solve(p, time_limit_ms=2000, workers=1)
+    assert (result.score.racks, result.score.nodes, result.score.stranded) == (1, 2, 0)
+    touched = np.unique(np.concatenate(result.placement or ()))
+    assert set(touched.tolist()) == {12, 13}
