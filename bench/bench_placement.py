@@ -1,7 +1,7 @@
 """Whole-gang placement: CP-SAT (network-topology-aware) against per-pod and topology-aware greedy (issue 7).
 
     .venv/bin/python bench/bench_placement.py [--sizes 1000,5000] [--gangs 8] [--time-limit-ms 200]
-                                              [--workers 2] [--no-openb] [--seed 7]
+                                              [--workers 2] [--no-openb] [--seed 7] [--nodes-first]
 
 Instances (all seeded):
 - synthetic: N nodes of 8 GPUs / 64 cpu / 512Gi in racks of 16, 16 racks to a zone. "typical": 35% of nodes
@@ -149,7 +149,7 @@ def openb_gang(rng: random.Random, pods: list[dict[str, str]], size: int) -> lis
 # ---- running ------------------------------------------------------------------------------------------
 
 
-def problem(instance: Instance, gang: list[Shape], stranded_first: bool = False) -> GangProblem:
+def problem(instance: Instance, gang: list[Shape], stranded_first: bool = True) -> GangProblem:
     groups = []
     for count, need in gang:
         candidates = np.flatnonzero((instance.idle >= need[:, None]).all(axis=0))
@@ -175,7 +175,7 @@ class Tally:
     gangs: int = 0
 
 
-def run(instance: Instance, time_limit_ms: float, workers: int, stranded_first: bool = False) -> Tally:
+def run(instance: Instance, time_limit_ms: float, workers: int, stranded_first: bool = True) -> Tally:
     tally = Tally()
     for gang in instance.gangs:
         result = solve(problem(instance, gang, stranded_first), time_limit_ms, workers)
@@ -258,8 +258,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-openb", action="store_true")
-    parser.add_argument("--stranded-first", action="store_true",
-                        help="rank stranded GPUs before nodes used (the plugin's solver.strandedFirst)")
+    parser.add_argument("--nodes-first", action="store_true",
+                        help="rank nodes used before stranded GPUs (issue 7's order; default: stranded GPUs first)")
     parser.add_argument("--json", help="write the per-instance numbers here")
     parser.add_argument("--cycle", default="", help="also time full cycles, e.g. 1000x5000,5000x20000")
     args = parser.parse_args()
@@ -272,7 +272,7 @@ def main() -> None:
     totals = Tally()
     out = {}
     for instance in instances(args):
-        t = run(instance, args.time_limit_ms, args.workers, args.stranded_first)
+        t = run(instance, args.time_limit_ms, args.workers, not args.nodes_first)
         gap = f"{statistics.median(t.gaps):.0%} / {max(t.gaps):.0%}" if t.gaps else "-"
 
         def trio(d: dict[str, int]) -> str:

@@ -13,9 +13,9 @@
 4. Inside a domain, identical nodes (same free GPUs, same other free resources capped at the gang's need,
    same feasible groups, same path of domains) form a class with a count. The model counts, per class, how many
    nodes take each packing pattern (tasks per group on one node), so 5,000 nodes are a few hundred classes.
-5. Two staged solves, each warm-started: the domains touched per tier (top down), then, with that fixed, nodes
-   used and GPUs stranded on touched nodes (the evaluator's order). Each stops at the time limit with the best
-   answer found.
+5. Two staged solves, each warm-started: the domains touched per tier (top down), then, with that fixed, GPUs
+   stranded on touched nodes and nodes used (the evaluator's order, see `evaluate.py`). Each stops at the time
+   limit with the best answer found.
 6. `solve` returns whichever of {CP-SAT's answer, both greedy answers} scores best, so it is never worse.
 """
 

@@ -69,6 +69,14 @@ class Topology:
         same = (sub == sub[:, :1]).all(axis=1)
         return int(np.argmax(same))
 
+    def redundant(self, tier: int) -> bool:
+        """True when the tier's domains are exactly those of the tier below (no NVLink labels: every node is its
+        own NVLink domain), so counting them counts the lower tier's again. The tiers nest, so equal numbers
+        of domains mean equal domains."""
+        if tier <= 0 or self.domain.shape[1] == 0:
+            return False
+        return int(self.domain[tier].max()) == int(self.domain[tier - 1].max())
+
     def domains_spanned(self, nodes: IntArray, tier: int) -> int:
         return int(np.unique(self.domain[tier, nodes]).size) if nodes.size else 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -193,3 +194,26 @@ def test_at_the_greedy_tier_the_rack_that_needs_the_fewest_nodes_is_tried_though
     assert (result.score.racks, result.score.nodes, result.score.stranded) == (1, 2, 0)
     touched = np.unique(np.concatenate(result.placement or ()))
     assert set(touched.tolist()) == {12, 13}
+
+
+def test_stranded_gpus_rank_before_nodes_inside_the_racks_and_the_issue_order_is_kept_on_request() -> None:
+    # 4 x 2 GPUs in one rack of 5, 5, 2, 2, 2, 2 free: the two 5-GPU nodes strand 2; the four 2-GPU holes none.
+    p = problem([5, 5, 2, 2, 2, 2], ["a"] * 6, [(4, 2)])
+    result = solve(p, time_limit_ms=2000, workers=1)
+    assert (result.score.racks, result.score.stranded, result.score.nodes) == (1, 0, 4)
+    nodes_first = dataclasses.replace(p, stranded_first=False)
+    result = solve(nodes_first, time_limit_ms=2000, workers=1)
+    assert (result.score.racks, result.score.stranded, result.score.nodes) == (1, 2, 2)
+
+
+def test_nodes_that_are_their_own_nvlink_domains_do_not_rank_the_node_count_first() -> None:
+    p = problem([5, 5, 2, 2, 2, 2], ["a"] * 6, [(4, 2)])
+    assert p.topology.redundant(1) and not p.topology.redundant(2)
+    holes = (np.array([2, 3, 4, 5]),)
+    fewest_nodes = (np.array([0, 0, 1, 1]),)
+    assert evaluate(p, holes) < evaluate(p, fewest_nodes)
+    assert evaluate(p, holes).domains == (1, 1, 4)  # still reported per tier
+    # With real NVLink domains (nodes 0-1, 2-3, 4-5) the two 5-GPU nodes share one: the tier spanned decides.
+    nv = problem([5, 5, 2, 2, 2, 2], ["a"] * 6, [(4, 2)], nvlink=["p", "p", "q", "q", "r", "r"])
+    assert not nv.topology.redundant(1)
+    assert evaluate(nv, fewest_nodes) < evaluate(nv, holes)
