@@ -622,6 +622,8 @@ class ClusterCache:
                 ):
                     continue
                 message = messages.get(group_of(pod))
+                if message is None:  # a plain pod: the PodGroup the controllers made for it, as the snapshot finds it
+                    message = messages.get(plain_group_of(pod) or "")
                 if message is None:
                     continue
                 existing = next(

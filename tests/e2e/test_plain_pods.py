@@ -85,6 +85,15 @@ def test_a_deployment_with_group_min_member_is_gang_scheduled(controllers, sched
                          ((podgroup(custom, namespace, name) or {}).get("status") or {}).get("conditions") or ()),
              TIMEOUT, what="the gang reported unschedulable")
     assert [p.spec.node_name for p in pods_of(core_v1, namespace, "web") if p.spec.node_name] == []
+    why = next(c["message"] for c in podgroup(custom, namespace, name)["status"]["conditions"]
+               if c["type"] == "Unschedulable")
+
+    def says_why(pod) -> bool:  # what `kubectl describe pod` shows: the gang's reason, on each of its pods
+        return any(c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+                   and c.message == why for c in pod.status.conditions or ())
+
+    wait_for(lambda: all(says_why(p) for p in pods_of(core_v1, namespace, "web")), TIMEOUT,
+             what="each pod of the waiting gang carries the PodGroup's reason")
     assert not any(a.startswith("scheduling.k8s.io") for p in pods_of(core_v1, namespace, "web")
                    for a in (p.metadata.annotations or {})), "pods are not rewritten"
 
