@@ -33,6 +33,7 @@ bench: venv
 lint: venv
 	$(BIN)/ruff check scheduler tests bench tools
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) .bin

@@ -22,8 +22,10 @@ class Backfill:
     def execute(self, ssn: Session) -> None:
         # 1.
         jobs = [j for j in ssn.jobs.values() if j.phase != PodGroupPhase.PENDING and j.pending_best_effort_num()]
-        order = functools.cmp_to_key(lambda a, b: -1 if ssn.job_less(a, b) else (1 if ssn.job_less(b, a) else 0))
-        for job in sorted(jobs, key=order):
+        def compare(a: JobInfo, b: JobInfo) -> int:
+            return -1 if ssn.job_less(a, b) else (1 if ssn.job_less(b, a) else 0)
+
+        for job in sorted(jobs, key=functools.cmp_to_key(compare)):
             self._backfill(ssn, job)
 
     def _backfill(self, ssn: Session, job: JobInfo) -> None:

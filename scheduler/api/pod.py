@@ -168,7 +168,7 @@ class Constraints:
 
 def _requirements(raw: object) -> tuple[Requirement, ...]:
     out = []
-    for item in raw or []:  # type: ignore[union-attr]
+    for item in raw if isinstance(raw, list) else []:
         if isinstance(item, Mapping):
             out.append(
                 Requirement(

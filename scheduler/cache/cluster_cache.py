@@ -455,8 +455,8 @@ class ClusterCache:
                     failed[gang.job] = failed.get(gang.job, 0) + 1
         finally:
             self._binds_done.set()
-        for future in evictions:
-            future.result()
+        for eviction in evictions:
+            eviction.result()
         for job, count in failed.items():
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
         self._write_podgroups(result.podgroups, now)
@@ -626,7 +626,7 @@ class ClusterCache:
                     message = messages.get(plain_group_of(pod) or "")
                 if message is None:
                     continue
-                existing = next(
+                existing: dict[str, Any] = next(
                     (
                         c
                         for c in (pod.get("status") or {}).get("conditions") or ()

@@ -364,8 +364,11 @@ class JobController:
         deferred = decision.deferred
         if deferred is not None:
             due = JobEvent(deferred.event, pod=deferred.pod, action=deferred.action)
-            self.timers.arm(key, f"policy/{deferred.event}/{deferred.pod}", deferred.seconds,
-                            lambda: self.reconcile(namespace, name, due))
+
+            def fire() -> None:
+                self.reconcile(namespace, name, due)
+
+            self.timers.arm(key, f"policy/{deferred.event}/{deferred.pod}", deferred.seconds, fire)
         ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
         if decision.phase in FINISHED and ttl is not None:
             finished = parse_time(((job.get("status") or {}).get("state") or {}).get("lastTransitionTime"))

@@ -66,33 +66,33 @@ def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
 def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
-    @kopf.on.login(registry=registry)  # type: ignore[misc]
+    @kopf.on.login(registry=registry)  # type: ignore[misc, arg-type]
     def login(**_: Any) -> kopf.ConnectionInfo:
         return connection
 
-    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc]
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
     def job_event(event: dict[str, Any], **_: Any) -> None:
         controllers.jobs.on_job(event.get("type"), event["object"])
 
-    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.PRESENT}, registry=registry)  # type: ignore[misc]
+    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.PRESENT}, registry=registry)  # type: ignore[misc, arg-type]
     def pod_event(event: dict[str, Any], **_: Any) -> None:
         controllers.jobs.on_pod(event.get("type"), event["object"])
 
-    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.ABSENT}, registry=registry)  # type: ignore[misc]
+    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.ABSENT}, registry=registry)  # type: ignore[misc, arg-type]
     def plain_pod_event(event: dict[str, Any], **_: Any) -> None:
         controllers.podgroups.on_pod(event.get("type"), event["object"])
 
-    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)  # type: ignore[misc]
+    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)  # type: ignore[misc, arg-type]
     def podgroup_event(event: dict[str, Any], **_: Any) -> None:
         controllers.podgroups.on_podgroup(event.get("type"), event["object"])
         controllers.queues.on_podgroup(event.get("type"), event["object"])
         controllers.jobs.on_podgroup(event.get("type"), event["object"])
 
-    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "queues", registry=registry)  # type: ignore[misc]
+    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "queues", registry=registry)  # type: ignore[misc, arg-type]
     def queue_event(event: dict[str, Any], **_: Any) -> None:
         controllers.queues.on_queue(event.get("type"), event["object"])
 
-    @kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)  # type: ignore[misc]
+    @kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)  # type: ignore[misc, arg-type]
     def command_event(event: dict[str, Any], **_: Any) -> None:
         controllers.commands.on_command(event.get("type"), event["object"])
 

@@ -342,8 +342,9 @@ class Session:
         """The scalar forms of the batch scorers in tier order, or None if one of them has none."""
         if self._scalars is False:
             fns = [fn for tier in self._fns[P.BATCH_NODE_ORDER.name] for fn in tier]
-            self._scalars = [fn.one for fn in fns] if all(isinstance(fn, P.BatchScorer) for fn in fns) else None
-        return self._scalars
+            scorers = [fn for fn in fns if isinstance(fn, P.BatchScorer)]
+            self._scalars = [fn.one for fn in scorers] if len(scorers) == len(fns) else None
+        return self._scalars if isinstance(self._scalars, list) else None
 
     def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
         indices = np.fromiter((self.arrays.position[n.name] for n in nodes), dtype=np.int64, count=len(nodes))

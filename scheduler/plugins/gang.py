@@ -123,7 +123,7 @@ def gang_message(ssn: Session, job: JobInfo) -> str:
             )
         elif positions.size and job.uid in ssn.fit_errors:  # it was tried on nodes, not held by a gate
             rows = [ssn.arrays.row[n] for n in names if n in ssn.arrays.row]
-            idle = ssn.arrays.idle[np.ix_(rows, positions)]
+            idle = ssn.arrays.idle[np.ix_(np.array(rows, dtype=np.int64), positions)]
             largest = ssn.node_list[int(positions[np.lexsort(idle[::-1])[-1]])]
             parts.append(
                 f"enough {_only(need, names)} is free in total but it is fragmented: "
