@@ -9,7 +9,7 @@
    the fewest (the evaluator's next key; `by_fewest_parts`), tightest first among equals. Below the greedy's
    tier CP-SAT only has to find a placement greedy missed; at the greedy's tier it optimises in the best few
    domains, the greedy's own first among equals. When the gang must span sub-domains, only the fewest that
-   could hold it plus a few spares go into the model.
+   could hold it plus a few spares go into the model, and as many more as its tasks' hole sizes need.
 4. Inside a domain, identical nodes (same free GPUs, same other free resources capped at the gang's need,
    same feasible groups, same path of domains) form a class with a count. The model counts, per class, how many
    nodes take each packing pattern (tasks per group on one node), so 5,000 nodes are a few hundred classes.
@@ -301,11 +301,24 @@ def _search(problem: GangProblem, hint: Placement | None, hint_score: Score, dea
     return best
 
 
+def _hole_needs(problem: GangProblem) -> list[tuple[int, int, int]]:
+    """Per GPU request size r of the gang (largest first): how many of its tasks ask r or more, and how many
+    GPUs they take when the larger requests are multiples of r (1, 2, 4, 8 GPUs), else 0. A set of nodes holds
+    the gang only if it has that many whole r-sized holes (free // r summed) with that many GPUs in them."""
+    gpu = problem.gpu_row
+    if gpu is None:
+        return []
+    requests = [(int(g.request[gpu]), g.count) for g in problem.groups if g.request[gpu] > 0]
+    needs = []
+    for r in sorted({r for r, _ in requests}, reverse=True):
+        larger = [(q, n) for q, n in requests if q >= r]
+        gpus = sum(q * n for q, n in larger) if all(q % r == 0 for q, _ in larger) else 0
+        needs.append((r, sum(n for _, n in larger), gpus))
+    return needs
+
+
 def packable(problem: GangProblem, tier: int, domains: IntArray) -> IntArray:
-    """The domains (order kept) whose nodes could hold the gang's GPU tasks by size, a necessary condition: for
-    every GPU request r of the gang, the tasks asking r or more must find that many nodes' worth of whole
-    r-sized holes (free // r summed) and, when the larger requests are multiples of r (1, 2, 4, 8 GPUs), their
-    GPUs must fit in the r-sized holes (free // r * r summed)."""
+    """The domains (order kept) that have the holes `_hole_needs` asks for, a necessary condition."""
     gpu = problem.gpu_row
     if gpu is None or domains.size == 0:
         return domains
@@ -313,15 +326,10 @@ def packable(problem: GangProblem, tier: int, domains: IntArray) -> IntArray:
     free = problem.idle[gpu, union]
     ids = problem.topology.domain[tier, union]
     count = int(problem.topology.domain[tier].max()) + 1
-    requests = [(int(g.request[gpu]), g.count) for g in problem.groups if g.request[gpu] > 0]
     ok = np.ones(count, dtype=bool)
-    for r in sorted({r for r, _ in requests}, reverse=True):
-        larger = [(q, n) for q, n in requests if q >= r]
-        holes = free // r
-        ok &= np.bincount(ids, weights=holes.astype(np.float64), minlength=count) >= sum(n for _, n in larger)
-        if all(q % r == 0 for q, _ in larger):
-            room = np.bincount(ids, weights=(holes * r).astype(np.float64), minlength=count)
-            ok &= room >= sum(q * n for q, n in larger)
+    for size, tasks, gpus in _hole_needs(problem):
+        holes = np.bincount(ids, weights=(free // size).astype(np.float64), minlength=count)
+        ok &= (holes >= tasks) & (holes * size >= gpus)
     kept: IntArray = domains[ok[domains]]
     return kept
 
@@ -366,12 +374,21 @@ def _relevant_nodes(problem: GangProblem, tier: int, domain: int) -> IntArray:
     ids, inverse = np.unique(sub, return_inverse=True)
     if ids.size <= MIN_SUBDOMAINS:
         return inside_nodes
+    inverse = inverse.reshape(-1)
     usable = _usable_gpus(problem, inside)
-    capacity = np.bincount(inverse.reshape(-1), weights=usable.astype(np.float64))
+    capacity = np.bincount(inverse, weights=usable.astype(np.float64))
     order = np.argsort(-capacity, kind="stable")
     fewest = int(np.searchsorted(np.cumsum(capacity[order]), need)) + 1
-    keep = ids[order[: fewest + max(SPARE_SUBDOMAINS, fewest // 2)]]
-    kept: IntArray = inside[np.isin(sub, keep)]
+    keep = np.zeros(ids.size, dtype=bool)
+    keep[order[: fewest + max(SPARE_SUBDOMAINS, fewest // 2)]] = True
+    # The largest by usable GPUs may lack holes of some size (8-GPU tasks need empty nodes): add the
+    # sub-domains with the most such holes until `packable`'s condition holds for every size.
+    free = problem.idle[problem.gpu_row, inside]
+    for size, tasks, gpus in _hole_needs(problem):
+        holes = np.bincount(inverse, weights=(free // size).astype(np.float64), minlength=ids.size)
+        while not keep.all() and (holes[keep].sum() < tasks or holes[keep].sum() * size < gpus):
+            keep[int(np.argmax(np.where(keep, -1.0, holes)))] = True
+    kept: IntArray = inside[keep[inverse]]
     return kept
 
 

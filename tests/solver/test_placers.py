@@ -217,3 +217,14 @@ def test_nodes_that_are_their_own_nvlink_domains_do_not_rank_the_node_count_firs
     nv = problem([5, 5, 2, 2, 2, 2], ["a"] * 6, [(4, 2)], nvlink=["p", "p", "q", "q", "r", "r"])
     assert not nv.topology.redundant(1)
     assert evaluate(nv, fewest_nodes) < evaluate(nv, holes)
+
+
+def test_a_zone_model_keeps_the_racks_with_the_empty_nodes_its_8_gpu_tasks_need() -> None:
+    # Racks r1-r4 have the most free GPUs (7 + 7) but no empty node; e1 and e2 have one each (8 + 1). Two
+    # 8-GPU tasks and two 1-GPU tasks fit e1 and e2 exactly; greedy puts the 1-GPU tasks in rack f (3 racks).
+    free = [1, 1] + [7, 7] * 4 + [8, 1, 8, 1]
+    racks = ["f", "f"] + [f"r{i // 2}" for i in range(8)] + ["e1", "e1", "e2", "e2"]
+    p = problem(free, racks, [(2, 8), (2, 1)])
+    assert evaluate(p, topology_greedy(p)).racks == 3
+    result = solve(p, time_limit_ms=2000, workers=1)
+    assert (result.score.racks, result.score.stranded, result.score.nodes) == (2, 0, 4)
