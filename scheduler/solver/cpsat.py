@@ -3,7 +3,8 @@
 1. Score both greedy placers (`greedy.py`) with the shared evaluator; the better one is the hint and the floor.
    If it already meets the capacity lower bounds (`meets_lower_bounds`), it is optimal: stop.
 2. A gang with more than MAX_GROUPS task shapes is merged by GPU request for the model (`coarsen`); the real
-   tasks are seated on the model's slots afterwards (`refine`), and an answer whose tasks do not fit is dropped.
+   tasks are seated on the nodes the model chose afterwards (`refine`; some of the time limit is kept for it),
+   and an answer whose tasks do not fit those nodes is dropped.
 3. Choose the domain first: the lowest tier whose domains could hold the gang, by summed idle and by holes of
    the sizes its GPU tasks need (`packable`), and at it the domains whose parts one tier down could hold it in
    the fewest (the evaluator's next key; `by_fewest_parts`), tightest first among equals. Below the greedy's
@@ -48,6 +49,7 @@ DOMAINS_PROBED_BELOW = 2  # below the greedy's tier, how many domains CP-SAT pro
 MAX_GROUPS = 4  # more task shapes than this are merged by GPU request (see `coarsen`)
 MAX_PATTERNS = 20_000  # model size cap; beyond it the decomposition gives up and greedy answers stand
 SEAT_MODEL_S = 0.05  # at most this long seating a merged answer's real tasks with CP-SAT
+SEAT_SHARE = 0.2  # of the time limit, at most, kept back from the models of a merged gang for that seating
 SPARE_SUBDOMAINS = 2  # sub-domains kept beyond the fewest that could hold the gang
 MIN_SUBDOMAINS = 4
 
@@ -107,7 +109,10 @@ def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) ->
             stats.unseated += 1
         return real, evaluate(problem, real)
 
-    placement = _search(coarse, coarse_hint, scores[hint_name], deadline, workers, stats, finish)
+    # Merged answers are seated after each model: keep some of the time for the last one's seating.
+    merged = any(len(m) > 1 for m in members)
+    model_deadline = deadline - min(SEAT_MODEL_S, SEAT_SHARE * time_limit_ms / 1000) if merged else deadline
+    placement = _search(coarse, coarse_hint, scores[hint_name], model_deadline, workers, stats, finish)
     answers["cpsat"] = placement
     scores["cpsat"] = evaluate(problem, placement)
     best = min(("cpsat", "topology-greedy", "binpack-greedy"), key=lambda n: scores[n])
@@ -222,26 +227,67 @@ def _seat_on_slots(problem: GangProblem, members: list[list[int]], placement: Pl
 
 def _seat_by_room(problem: GangProblem, members: list[list[int]], placement: Placement,
                   touched: IntArray) -> Placement | None:
-    """Every real task, largest (summed share of the nodes' largest idle) first, on the touched node where the
-    scarcest of its resources stays most plentiful after it."""
+    """Vector bin packing of every real task over the touched nodes: largest first (by summed share of the
+    nodes' largest idle, then by cpu, then by memory, until one seats all), each on the node where the scarcest
+    of its resources stays most plentiful after it; a task that fits nowhere swaps with one already seated."""
     dims = np.flatnonzero(problem.need())
-    left = problem.idle[np.ix_(dims, touched)].copy()
-    scale = np.maximum(left.max(axis=1), 1).astype(np.float64)
+    idle = problem.idle[np.ix_(dims, touched)]
+    scale = np.maximum(idle.max(axis=1), 1).astype(np.float64)
+    shares = [g.request[dims] / scale for g in problem.groups]
+    tasks = [g for g, group in enumerate(problem.groups) for _ in range(group.count)]
+    sizes: list[Callable[[int], float]] = [lambda g: -float(shares[g].sum())]
+    sizes += [lambda g, d=d: -float(shares[g][d]) for d in range(min(2, dims.size))]  # the first two: cpu, memory
+    for size in sizes:
+        seated = _pack(problem, dims, idle, scale, touched, sorted(tasks, key=size))
+        if seated is not None:
+            return seated
+    return None
+
+
+def _pack(problem: GangProblem, dims: IntArray, idle: IntArray, scale: npt.NDArray[np.float64],
+          touched: IntArray, tasks: list[int]) -> Placement | None:
+    left = idle.copy()
     requests = [g.request[dims] for g in problem.groups]
-    tasks = sorted((g for g, group in enumerate(problem.groups) for _ in range(group.count)),
-                   key=lambda g: -float((requests[g] / scale).sum()))
     allowed = [np.isin(touched, g.candidates) for g in problem.groups]
-    out: list[list[int]] = [[] for _ in problem.groups]
+    on: list[list[int]] = [[] for _ in range(touched.size)]  # groups of the tasks seated per touched node
+
+    def best(g: int, ok: npt.NDArray[np.bool_]) -> int:
+        after = ((left - requests[g][:, None]) / scale[:, None]).min(axis=0)
+        return int(np.argmax(np.where(ok, after, -np.inf)))
+
     for g in tasks:
-        request = requests[g][:, None]
-        ok = allowed[g] & (left >= request).all(axis=0)
-        if not ok.any():
+        ok = allowed[g] & (left >= requests[g][:, None]).all(axis=0)
+        if not ok.any() and not _swap(g, requests, allowed, left, on, best):
             return None
-        after = ((left - request) / scale[:, None]).min(axis=0)
-        i = int(np.argmax(np.where(ok, after, -np.inf)))
+        ok = allowed[g] & (left >= requests[g][:, None]).all(axis=0)
+        i = best(g, ok)
         left[:, i] -= requests[g]
-        out[g].append(int(touched[i]))
+        on[i].append(g)
+    out: list[list[int]] = [[] for _ in problem.groups]
+    for i, groups in enumerate(on):
+        for g in groups:
+            out[g].append(int(touched[i]))
     return tuple(np.array(o, dtype=np.int64) for o in out)
+
+
+def _swap(g: int, requests: list[IntArray], allowed: list[npt.NDArray[np.bool_]], left: IntArray,
+          on: list[list[int]], best: Callable[[int, npt.NDArray[np.bool_]], int]) -> bool:
+    """Make room for task g: move one seated task h off a node where g then fits, to another node that holds
+    h. False if no such move exists."""
+    for i in np.flatnonzero(allowed[g]).tolist():
+        for h in set(on[i]):
+            if not (left[:, i] + requests[h] >= requests[g]).all():
+                continue
+            ok = allowed[h] & (left >= requests[h][:, None]).all(axis=0)
+            ok[i] = False
+            if ok.any():
+                j = best(h, ok)
+                on[i].remove(h)
+                left[:, i] += requests[h]
+                on[j].append(h)
+                left[:, j] -= requests[h]
+                return True
+    return False
 
 
 def _seat_by_model(problem: GangProblem, touched: IntArray, seconds: float) -> Placement | None:

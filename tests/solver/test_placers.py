@@ -219,6 +219,19 @@ def test_nodes_that_are_their_own_nvlink_domains_do_not_rank_the_node_count_firs
     assert evaluate(nv, fewest_nodes) < evaluate(nv, holes)
 
 
+def test_a_task_that_fits_no_touched_node_swaps_with_one_already_seated() -> None:
+    # cpu/memory: node a 6/8, node b 6/7; tasks 6/1, 1/6, 1/2. Largest first by any measure puts 6/1 on a
+    # and then 1/6 on b, after which 1/2 fits nowhere; moving 6/1 to b makes room for it on a.
+    topo = from_labels(["a", "b"], [{"volcano.sh/rack": "r"}] * 2)
+    idle = np.array([[6_000, 6_000], [8_000, 7_000], [110, 110], [8 * G, 8 * G]], dtype=np.int64)
+    shapes = ((6_000, 1_000), (1_000, 6_000), (1_000, 2_000))
+    groups = tuple(Group(1, np.array([cpu, mem, 1, G]), np.arange(2)) for cpu, mem in shapes)
+    p = GangProblem(groups, idle, 3, topo, topo.top)
+    seated = refine(p, [[0, 1, 2]], (np.array([0, 0, 1]),))
+    assert seated is not None and evaluate(p, seated).placed
+    assert [nodes.tolist() for nodes in seated] == [[1], [0], [0]]
+
+
 def test_a_zone_model_keeps_the_racks_with_the_empty_nodes_its_8_gpu_tasks_need() -> None:
     # Racks r1-r4 have the most free GPUs (7 + 7) but no empty node; e1 and e2 have one each (8 + 1). Two
     # 8-GPU tasks and two 1-GPU tasks fit e1 and e2 exactly; greedy puts the 1-GPU tasks in rack f (3 racks).
