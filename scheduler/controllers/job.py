@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -64,6 +64,23 @@ def parse_time(text: object) -> float | None:
 
 def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or ())
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """The last state of a pod the controller saw, with the job (key and uid) and the run it belongs to."""
+
+    view: PodView | None
+    job: str
+    job_uid: str
+    version: int | None
+
+
+def _job_uid(obj: Mapping[str, Any]) -> str:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("kind") == keys.JOB_KIND and str(ref.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+            return str(ref.get("uid"))
+    return ""
 
 
 def job_owner(obj: Mapping[str, Any]) -> str | None:
@@ -148,7 +165,7 @@ class JobController:
         self.timers = Timers()
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
-        self._views: dict[str, PodView] = {}  # pod uid -> what we last saw
+        self._views: dict[str, dict[str, _Seen]] = {}  # job key -> pod uid -> what we last saw of the pod
         self._plugin_objects: set[str] = set()  # job uids whose plugin objects exist
         self._hosts: dict[str, dict[str, str]] = {}  # job uid -> the svc hosts data last seen in its ConfigMap
 
@@ -162,6 +179,8 @@ class JobController:
         meta = job.get("metadata") or {}
         if kind == "DELETED":
             self.timers.cancel(f"{meta.get('namespace')}/{meta.get('name')}")
+            with self._guard:
+                self._views.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)
             self._plugin_objects.discard(str(meta.get("uid")))
             self._hosts.pop(str(meta.get("uid")), None)
             return
@@ -175,14 +194,20 @@ class JobController:
             return
         uid = str(meta.get("uid"))
         after = None if kind == "DELETED" else pod_view(pod)
+        version = (meta.get("annotations") or {}).get(keys.JOB_VERSION)
+        seen = _Seen(after, f"{meta.get('namespace')}/{job}", _job_uid(pod), int(version) if version else None)
         with self._guard:
-            before = self._views.pop(uid, None) if after is None else self._views.get(uid)
+            of_job = self._views.setdefault(seen.job, {})
+            earlier = of_job.pop(uid, None) if after is None else of_job.get(uid)
             if after is not None:
-                self._views[uid] = after
+                of_job[uid] = seen
+            elif not of_job:
+                del self._views[seen.job]
+        # No `before` for a deletion a reconcile already acted on (`_take_vanished`): no second eviction.
+        before = earlier.view if earlier is not None else None
         if kind is None:  # the initial listing: what happened before we started is not an event
             before = after
-        version = (meta.get("annotations") or {}).get(keys.JOB_VERSION)
-        self.reconcile(str(meta["namespace"]), job, change=(before, after, int(version) if version else None))
+        self.reconcile(str(meta["namespace"]), job, change=(before, after, seen.version))
 
     def on_podgroup(self, kind: str | None, podgroup: Obj) -> None:
         job = job_owner(podgroup)
@@ -221,6 +246,12 @@ class JobController:
             return None
         spec = normalize_job(job)["spec"]
         pods = [p for p in self.api.pods_of_job(namespace, name) if owned_by(p, uid)]
+        vanished = self._take_vanished(f"{namespace}/{name}", uid, pods)
+        if vanished is not None:
+            # A pod we saw is gone but its DELETED event has not reached us: act on the deletion first, or this
+            # sync would recreate the pod before a PodEvicted policy (e.g. RestartJob) runs.
+            self._reconcile(namespace, name, None, (vanished.view, None, vanished.version))
+            return self._reconcile(namespace, name, event, change)
         views = [pod_view(p) for p in pods]
         if event is None and change is not None:
             before, after, version = change
@@ -238,6 +269,17 @@ class JobController:
         self._write_status(job, decision, event)
         self._arm_timers(job, decision)
         return decision
+
+    def _take_vanished(self, key: str, job_uid: str, listed: list[Obj]) -> _Seen | None:
+        """Forget every pod of this job that was seen but is no longer listed; return the first of them.
+
+        Their DELETED events, when they come, then carry no `before` and raise no second eviction."""
+        present = {str(p["metadata"].get("uid")) for p in listed}
+        with self._guard:
+            of_job = self._views.get(key, {})
+            gone = [u for u, s in of_job.items() if s.job_uid == job_uid and u not in present]
+            taken = [of_job.pop(u) for u in gone]
+        return taken[0] if taken else None
 
     def _queue_open(self, queue_name: str) -> bool:
         queue = self.api.queue(queue_name)
