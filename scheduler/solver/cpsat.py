@@ -42,7 +42,7 @@ from scheduler.solver.evaluate import (
     used_nodes,
 )
 from scheduler.solver.greedy import feasible_domains, per_pod_binpack, topology_greedy
-from scheduler.solver.topology import IntArray, Topology
+from scheduler.solver.topology import RACK, IntArray, Topology
 
 DOMAINS_OPTIMISED = 3  # at the chosen tier, how many candidate domains CP-SAT may try
 DOMAINS_PROBED_BELOW = 2  # below the greedy's tier, how many domains CP-SAT probes for a placement it missed
@@ -189,7 +189,9 @@ def refine(problem: GangProblem, members: list[list[int]], placement: Placement,
     of answers at 85-95% of the chosen nodes' cpu): first on the model's slots, then, if some task fits no
     slot, by vector bin packing over the same nodes (slots ignored), then with a small CP-SAT model over the
     same nodes until `deadline`. The same nodes give the same racks and the same stranded GPUs (or fewer, if
-    one is left empty). None if the real tasks do not fit those nodes."""
+    one is left empty). Last, the tasks that do not fit spill onto other nodes of the same racks: more nodes
+    and stranded GPUs than the model meant, often still fewer than greedy's (the caller scores it). None if
+    even that fails."""
     if all(len(m) == 1 for m in members):
         return placement
     touched = used_nodes(placement)
@@ -197,9 +199,11 @@ def refine(problem: GangProblem, members: list[list[int]], placement: Placement,
         seated = seat(problem, members, placement, touched)
         if seated is not None:
             return seated
-    if deadline is None or time.perf_counter() >= deadline:
-        return None
-    return _seat_by_model(problem, touched, min(SEAT_MODEL_S, deadline - time.perf_counter()))
+    if deadline is not None and time.perf_counter() < deadline:
+        seated = _seat_by_model(problem, touched, min(SEAT_MODEL_S, deadline - time.perf_counter()))
+        if seated is not None:
+            return seated
+    return _seat_with_spill(problem, touched)
 
 
 def _seat_on_slots(problem: GangProblem, members: list[list[int]], placement: Placement,
@@ -244,20 +248,45 @@ def _seat_by_room(problem: GangProblem, members: list[list[int]], placement: Pla
     return None
 
 
+def _seat_with_spill(problem: GangProblem, touched: IntArray) -> Placement | None:
+    """`_seat_by_room` over the touched nodes and, for tasks none of them holds, the other nodes of their racks
+    (each such task to the one it leaves the fewest GPUs free on)."""
+    topo = problem.topology
+    tier = min(RACK, topo.top)
+    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
+    nodes = union[np.isin(topo.domain[tier, union], topo.domain[tier, touched])]
+    dims = np.flatnonzero(problem.need())
+    idle = problem.idle[np.ix_(dims, nodes)]
+    scale = np.maximum(problem.idle[np.ix_(dims, touched)].max(axis=1), 1).astype(np.float64)
+    tasks = sorted((g for g, group in enumerate(problem.groups) for _ in range(group.count)),
+                   key=lambda g: -float((problem.groups[g].request[dims] / scale).sum()))
+    gpu = None if problem.gpu_row is None else int(np.flatnonzero(dims == problem.gpu_row)[0])
+    return _pack(problem, dims, idle, scale, nodes, tasks, spare=~np.isin(nodes, touched), gpu=gpu)
+
+
 def _pack(problem: GangProblem, dims: IntArray, idle: IntArray, scale: npt.NDArray[np.float64],
-          touched: IntArray, tasks: list[int]) -> Placement | None:
+          nodes: IntArray, tasks: list[int], spare: npt.NDArray[np.bool_] | None = None,
+          gpu: int | None = None) -> Placement | None:
+    """Seat the tasks in order over `nodes`; `spare` nodes (with `gpu`, the row of GPUs in `dims`) take a
+    task only when no other node holds it, the one with the fewest GPUs left after it."""
     left = idle.copy()
     requests = [g.request[dims] for g in problem.groups]
-    allowed = [np.isin(touched, g.candidates) for g in problem.groups]
-    on: list[list[int]] = [[] for _ in range(touched.size)]  # groups of the tasks seated per touched node
+    allowed = [np.isin(nodes, g.candidates) for g in problem.groups]
+    on: list[list[int]] = [[] for _ in range(nodes.size)]  # groups of the tasks seated per node
+    preferred = np.ones(nodes.size, dtype=bool) if spare is None else ~spare
 
     def best(g: int, ok: npt.NDArray[np.bool_]) -> int:
+        pick = ok & preferred
+        if not pick.any():
+            pick = ok
+            if gpu is not None:
+                return int(np.argmin(np.where(pick, left[gpu] - requests[g][gpu], np.iinfo(np.int64).max)))
         after = ((left - requests[g][:, None]) / scale[:, None]).min(axis=0)
-        return int(np.argmax(np.where(ok, after, -np.inf)))
+        return int(np.argmax(np.where(pick, after, -np.inf)))
 
     for g in tasks:
         ok = allowed[g] & (left >= requests[g][:, None]).all(axis=0)
-        if not ok.any() and not _swap(g, requests, allowed, left, on, best):
+        if not (ok & preferred).any() and not _swap(g, requests, allowed, left, on, best) and not ok.any():
             return None
         ok = allowed[g] & (left >= requests[g][:, None]).all(axis=0)
         i = best(g, ok)
@@ -266,7 +295,7 @@ def _pack(problem: GangProblem, dims: IntArray, idle: IntArray, scale: npt.NDArr
     out: list[list[int]] = [[] for _ in problem.groups]
     for i, groups in enumerate(on):
         for g in groups:
-            out[g].append(int(touched[i]))
+            out[g].append(int(nodes[i]))
     return tuple(np.array(o, dtype=np.int64) for o in out)
 
 

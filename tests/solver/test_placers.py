@@ -241,3 +241,16 @@ def test_a_zone_model_keeps_the_racks_with_the_empty_nodes_its_8_gpu_tasks_need(
     assert evaluate(p, topology_greedy(p)).racks == 3
     result = solve(p, time_limit_ms=2000, workers=1)
     assert (result.score.racks, result.score.stranded, result.score.nodes) == (2, 0, 4)
+
+
+def test_real_tasks_that_no_seating_fits_on_the_chosen_nodes_spill_onto_another_node_of_their_rack() -> None:
+    # Three tasks of 4 cpu cannot share two 6-cpu nodes; the third goes to node c of the same rack, not to
+    # node d (a tighter GPU fit, but in another rack).
+    topo = from_labels(["a", "b", "c", "d"], [{"volcano.sh/rack": r} for r in ("r1", "r1", "r1", "r2")])
+    idle = np.array([[6_000] * 4, [10_000] * 4, [110] * 4, [4 * G, 4 * G, 4 * G, G]], dtype=np.int64)
+    groups = tuple(Group(n, np.array([4_000, mem, 1, G]), np.arange(4)) for n, mem in ((2, 0), (1, 1_000)))
+    p = GangProblem(groups, idle, 3, topo, topo.top)
+    seated = refine(p, [[0, 1]], (np.array([0, 0, 1]),))
+    assert seated is not None
+    score = evaluate(p, seated)
+    assert score.placed and (score.racks, score.nodes) == (1, 3)
