@@ -6,6 +6,7 @@ User errors (a bad file, a bad field) print one line naming the file and field a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -18,7 +19,7 @@ from scheduler.cycle import builtin_default_conf, load_conf
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.sim.naive import per_pod_cycle
 from scheduler.sim.replay import replay
-from scheduler.sim.report import render, totals
+from scheduler.sim.report import compare, render, totals
 from scheduler.sim.workload import InputError, load_cluster, load_workload
 
 USER_ERRORS = (InputError, ConfError, QuantityError)
@@ -29,21 +30,28 @@ def _conf(path: str | None) -> SchedulerConf:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    conf = _conf(args.conf)
+    confs = [(args.conf or "built-in default", _conf(args.conf))]
+    confs += [(path, _conf(path)) for path in args.compare or ()]  # every conf is read before any replay
     spec = load_cluster(args.cluster)
     workload = load_workload(args.workload)
-    for warning in conf.skipped:
-        print(f"warning: {warning}", file=sys.stderr)
-    outcome = replay(spec, workload, conf, period=args.period, horizon=args.horizon)
-    reports = [("volcano-py (gang scheduling)", outcome)]
+    for name, conf in confs:
+        for warning in conf.skipped:
+            print(f"warning: {name}: {warning}", file=sys.stderr)
+    reports = []
+    for name, conf in confs:
+        title = "volcano-py (gang scheduling)" if len(confs) == 1 else f"volcano-py with {name}"
+        reports.append((title, replay(spec, workload, conf, period=args.period, horizon=args.horizon)))
     if args.compare_per_pod:
         baseline = replay(spec, workload, scheduler=per_pod_cycle, period=args.period, horizon=args.horizon)
         reports.append(("per-pod baseline (no gangs, like kube-scheduler)", baseline))
     if args.json:
-        print(json.dumps({title: totals(r).__repr__() for title, r in reports}, indent=2))
+        print(json.dumps({title: dataclasses.asdict(totals(r)) for title, r in reports}, indent=2))
         return 0
-    print("\n\n".join(render(r, title) for title, r in reports))
-    return 1 if totals(outcome).partial_gang_cycles else 0
+    text = "\n\n".join(render(r, title) for title, r in reports)
+    if len(reports) > 1:
+        text += "\n\n" + compare([(title, totals(r)) for title, r in reports])
+    print(text)
+    return 1 if any(totals(r).partial_gang_cycles for _, r in reports[: len(confs)]) else 0
 
 
 def cmd_conf_check(args: argparse.Namespace) -> int:
@@ -213,6 +221,9 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument("--conf", help="volcano-scheduler.conf to use (default: the built-in default)")
     sim.add_argument("--period", type=float, default=1.0, help="schedule period in seconds (default 1)")
     sim.add_argument("--horizon", type=float, default=None, help="stop the replay at this simulated time")
+    sim.add_argument("--compare", action="append", metavar="CONF",
+                     help="also replay with this volcano-scheduler.conf (or ConfigMap manifest) and compare; "
+                     "may be given more than once")
     sim.add_argument("--compare-per-pod", action="store_true", help="also replay with a per-pod scheduler")
     sim.add_argument("--json", action="store_true", help="print the totals as JSON")
     sim.set_defaults(func=cmd_simulate)

@@ -88,3 +88,26 @@ def render(replay: Replay, title: str) -> str:
     stalled = "  (STALLED: remaining jobs can never start)" if t.stalled else ""
     lines.append(f"simulated time           {t.makespan:g}s{stalled}")
     return "\n".join(lines)
+
+
+def compare(rows: list[tuple[str, Totals]]) -> str:
+    """The totals of several replays of one workload side by side, one column per replay."""
+    def pct(v: float) -> str:
+        return f"{v:.1%}"
+
+    lines = [
+        ("jobs finished", [f"{t.finished}/{t.jobs}" for _, t in rows]),
+        ("GPUs held (mean)", [pct(t.gpu_held) for _, t in rows]),
+        ("GPUs doing work (mean)", [pct(t.gpu_utilisation) for _, t in rows]),
+        ("wait mean", [_t(t.mean_wait) for _, t in rows]),
+        ("wait p95", [_t(t.p95_wait) for _, t in rows]),
+        ("cycles with a partly bound gang", [str(t.partial_gang_cycles) for _, t in rows]),
+        ("simulated time", [f"{t.makespan:g}s" + (" STALLED" if t.stalled else "") for _, t in rows]),
+    ]
+    header = ("", *[f"[{i + 1}]" for i in range(len(rows))])
+    table = [header, *[(label, *cells) for label, cells in lines]]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    out = ["== comparison =="]
+    out += [f"[{i + 1}] {title}" for i, (title, _) in enumerate(rows)]
+    out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    return "\n".join(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,3 +99,24 @@ def test_simulate_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert code == 0
     assert "volcano-py (gang scheduling)" in out and "per-pod baseline" in out and "STALLED" in out
+
+
+def test_simulate_compares_two_confs_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    no_gang = tmp_path / "no-gang.conf"
+    no_gang.write_text('actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n'
+                       "  - name: conformance\n- plugins:\n  - name: predicates\n")
+    args = ["simulate", str(EXAMPLES / "gpu-cluster.yaml"), str(EXAMPLES / "two-gangs.yaml"), "--compare", str(no_gang)]
+    code = main(args)
+    out = capsys.readouterr().out
+    assert code == 1  # the conf without the gang plugin left gangs partly bound
+    table = out[out.index("== comparison =="):].splitlines()
+    assert table[1] == "[1] volcano-py with built-in default" and table[2] == f"[2] volcano-py with {no_gang}"
+    partial = next(line for line in table if line.startswith("cycles with a partly bound gang")).split()
+    wait = next(line for line in table if line.startswith("wait mean")).split()
+    assert partial[-2] == "0" and int(partial[-1]) > 0
+    assert float(wait[-2].rstrip("s")) < float(wait[-1].rstrip("s"))  # gangs held GPUs while waiting for siblings
+
+    assert main([*args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["volcano-py with built-in default"]["finished"] == 3
+    assert report[f"volcano-py with {no_gang}"]["partial_gang_cycles"] > 0
