@@ -3,8 +3,8 @@
 1. Score both greedy placers (`greedy.py`) with the shared evaluator; the better one is the hint and the floor.
    If it already meets the capacity lower bounds (`meets_lower_bounds`), it is optimal: stop.
 2. A gang with more than MAX_GROUPS task shapes is merged by GPU request for the model (`coarsen`); the real
-   tasks are seated on the nodes the model chose afterwards (`refine`; some of the time limit is kept for it),
-   and an answer whose tasks do not fit those nodes is dropped.
+   tasks are seated afterwards on the nodes the model chose, or if they cannot be, with a few more nodes of
+   the same racks (`refine`; some of the time limit is kept for it).
 3. Choose the domain first: the lowest tier whose domains could hold the gang, by summed idle and by holes of
    the sizes its GPU tasks need (`packable`), and at it the domains whose parts one tier down could hold it in
    the fewest (the evaluator's next key; `by_fewest_parts`), tightest first among equals. Below the greedy's
