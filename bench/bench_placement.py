@@ -58,8 +58,13 @@ def request(cpu_milli: int, memory: int, gpu_milli: int) -> IntArray:
 
 def racked_topology(count: int, prefix: str) -> Topology:
     names = [f"{prefix}-{i:05d}" for i in range(count)]
-    labels = [{"volcano.sh/rack": f"rack-{i // RACK_NODES}",
-               "topology.kubernetes.io/zone": f"zone-{i // (RACK_NODES * ZONE_RACKS)}"} for i in range(count)]
+    labels = [
+        {
+            "volcano.sh/rack": f"rack-{i // RACK_NODES}",
+            "topology.kubernetes.io/zone": f"zone-{i // (RACK_NODES * ZONE_RACKS)}",
+        }
+        for i in range(count)
+    ]
     return from_labels(names, labels)
 
 
@@ -189,7 +194,8 @@ def run(instance: Instance, time_limit_ms: float, workers: int, stranded_first: 
             if result.stats.gap is not None:
                 tally.gaps.append(result.stats.gap)
         tally.cpsat_wins += result.source == "cpsat" and result.scores["cpsat"] < min(
-            result.scores["binpack-greedy"], result.scores["topology-greedy"])
+            result.scores["binpack-greedy"], result.scores["topology-greedy"]
+        )
         tally.worse += any(scores["cpsat"] > scores[p] for p in POLICIES[:2])
         tally.better_than_topology += scores["cpsat"] < scores["topology-greedy"]
         for policy in POLICIES:
@@ -245,9 +251,11 @@ def cycle_times(sizes: str, repeat: int) -> None:
         runs = [one_cycle(sim, conf) for _ in range(repeat)]
         totals = [times["total"] for times, _ in runs]
         allocate = [times["allocate"] for times, _ in runs]
-        print(f"cycle {nodes} nodes x {pods} pods with network-topology-aware: total median "
-              f"{statistics.median(totals):.0f} ms, p95 {p95(totals):.0f} ms (allocate median "
-              f"{statistics.median(allocate):.0f} ms), {runs[0][1]} pods bound")
+        print(
+            f"cycle {nodes} nodes x {pods} pods with network-topology-aware: total median "
+            f"{statistics.median(totals):.0f} ms, p95 {p95(totals):.0f} ms (allocate median "
+            f"{statistics.median(allocate):.0f} ms), {runs[0][1]} pods bound"
+        )
 
 
 def main() -> None:
@@ -258,15 +266,20 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-openb", action="store_true")
-    parser.add_argument("--nodes-first", action="store_true",
-                        help="rank nodes used before stranded GPUs (issue 7's order; default: stranded GPUs first)")
+    parser.add_argument(
+        "--nodes-first",
+        action="store_true",
+        help="rank nodes used before stranded GPUs (issue 7's order; default: stranded GPUs first)",
+    )
     parser.add_argument("--json", help="write the per-instance numbers here")
     parser.add_argument("--cycle", default="", help="also time full cycles, e.g. 1000x5000,5000x20000")
     args = parser.parse_args()
     if args.cycle:
         cycle_times(args.cycle, 3)
-    header = ("| instance | gangs | solve median | p95 | proven optimal | gap median / max | placed b/t/s "
-              "| racks b/t/s | stranded GPUs b/t/s | nodes b/t/s | better than topo-greedy |")
+    header = (
+        "| instance | gangs | solve median | p95 | proven optimal | gap median / max | placed b/t/s "
+        "| racks b/t/s | stranded GPUs b/t/s | nodes b/t/s | better than topo-greedy |"
+    )
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     totals = Tally()
@@ -278,15 +291,26 @@ def main() -> None:
         def trio(d: dict[str, int]) -> str:
             return "/".join(str(d[p]) for p in POLICIES)
 
-        print(f"| {instance.name} | {t.gangs} | {statistics.median(t.times):.0f} ms | {p95(t.times):.0f} ms "
-              f"| {t.optimal}/{t.cpsat_runs} | {gap} | {trio(t.placed)} | {trio(t.racks)} | {trio(t.stranded)} "
-              f"| {trio(t.nodes)} | {t.better_than_topology} |", flush=True)
+        print(
+            f"| {instance.name} | {t.gangs} | {statistics.median(t.times):.0f} ms | {p95(t.times):.0f} ms "
+            f"| {t.optimal}/{t.cpsat_runs} | {gap} | {trio(t.placed)} | {trio(t.racks)} | {trio(t.stranded)} "
+            f"| {trio(t.nodes)} | {t.better_than_topology} |",
+            flush=True,
+        )
         if t.worse:
             print(f"  !! the solver scored worse than a greedy on {t.worse} gangs", file=sys.stderr)
         out[instance.name] = {
-            "median_ms": statistics.median(t.times), "p95_ms": p95(t.times), "optimal": t.optimal,
-            "cpsat_runs": t.cpsat_runs, "gaps": t.gaps, "placed": t.placed, "racks": t.racks,
-            "stranded": t.stranded, "nodes": t.nodes, "common": t.common, "worse": t.worse,
+            "median_ms": statistics.median(t.times),
+            "p95_ms": p95(t.times),
+            "optimal": t.optimal,
+            "cpsat_runs": t.cpsat_runs,
+            "gaps": t.gaps,
+            "placed": t.placed,
+            "racks": t.racks,
+            "stranded": t.stranded,
+            "nodes": t.nodes,
+            "common": t.common,
+            "worse": t.worse,
             "better_than_topology": t.better_than_topology,
         }
         for policy in POLICIES:
@@ -300,8 +324,10 @@ def main() -> None:
     for name in ("racks", "stranded", "nodes"):
         d = getattr(totals, name)
         ratio = d[s] / d[b] if d[b] else float("nan")
-        print(f"  {name} (gangs all three placed): per-pod {d[b]}, topology {d['topology-greedy']}, "
-              f"solver {d[s]} ({ratio:.0%} of per-pod)")
+        print(
+            f"  {name} (gangs all three placed): per-pod {d[b]}, topology {d['topology-greedy']}, "
+            f"solver {d[s]} ({ratio:.0%} of per-pod)"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
 

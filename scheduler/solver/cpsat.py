@@ -177,13 +177,21 @@ def coarsen(problem: GangProblem) -> tuple[GangProblem, list[list[int]]]:
         request = -(-(stacked * weights[:, None]).sum(axis=0) // weights.sum())  # the mean, rounded up
         allowed = np.unique(np.concatenate([problem.groups[g].candidates for g in members]))
         groups.append(Group(sum(problem.groups[g].count for g in members), request, allowed))
-    merged = GangProblem(tuple(groups), problem.idle, problem.gpu_row, problem.topology, problem.max_tier,
-                         problem.hard, problem.stranded_first)
+    merged = GangProblem(
+        tuple(groups),
+        problem.idle,
+        problem.gpu_row,
+        problem.topology,
+        problem.max_tier,
+        problem.hard,
+        problem.stranded_first,
+    )
     return merged, list(by_gpu.values())
 
 
-def refine(problem: GangProblem, members: list[list[int]], placement: Placement,
-           deadline: float | None = None) -> Placement | None:
+def refine(
+    problem: GangProblem, members: list[list[int]], placement: Placement, deadline: float | None = None
+) -> Placement | None:
     """Seat the real tasks of merged groups (see `coarsen`) on the nodes the model chose. The model packs by
     mean requests, so its slots are often too tight for the real cpu and memory (on the openb trace about 40%
     of answers at 85-95% of the chosen nodes' cpu): first on the model's slots, then, if some task fits no
@@ -206,15 +214,18 @@ def refine(problem: GangProblem, members: list[list[int]], placement: Placement,
     return _seat_with_spill(problem, touched)
 
 
-def _seat_on_slots(problem: GangProblem, members: list[list[int]], placement: Placement,
-                   touched: IntArray) -> Placement | None:
+def _seat_on_slots(
+    problem: GangProblem, members: list[list[int]], placement: Placement, touched: IntArray
+) -> Placement | None:
     """Each merged group's real tasks, largest cpu first, on its slot node with the most cpu left."""
     left = problem.idle.copy()
     out: list[list[int]] = [[] for _ in problem.groups]
     for merged, member_groups in zip(placement, members, strict=True):
         nodes, slots = np.unique(merged, return_counts=True)
-        tasks = sorted((g for g in member_groups for _ in range(problem.groups[g].count)),
-                       key=lambda g: tuple(-problem.groups[g].request))
+        tasks = sorted(
+            (g for g in member_groups for _ in range(problem.groups[g].count)),
+            key=lambda g: tuple(-problem.groups[g].request),
+        )
         allowed = {g: np.isin(nodes, problem.groups[g].candidates) for g in member_groups}
         for g in tasks:
             request = problem.groups[g].request
@@ -229,8 +240,9 @@ def _seat_on_slots(problem: GangProblem, members: list[list[int]], placement: Pl
     return tuple(np.array(o, dtype=np.int64) for o in out)
 
 
-def _seat_by_room(problem: GangProblem, members: list[list[int]], placement: Placement,
-                  touched: IntArray) -> Placement | None:
+def _seat_by_room(
+    problem: GangProblem, members: list[list[int]], placement: Placement, touched: IntArray
+) -> Placement | None:
     """Vector bin packing of every real task over the touched nodes: largest first (by summed share of the
     nodes' largest idle, then by cpu, then by memory, until one seats all), each on the node where the scarcest
     of its resources stays most plentiful after it; a task that fits nowhere swaps with one already seated."""
@@ -258,15 +270,24 @@ def _seat_with_spill(problem: GangProblem, touched: IntArray) -> Placement | Non
     dims = np.flatnonzero(problem.need())
     idle = problem.idle[np.ix_(dims, nodes)]
     scale = np.maximum(problem.idle[np.ix_(dims, touched)].max(axis=1), 1).astype(np.float64)
-    tasks = sorted((g for g, group in enumerate(problem.groups) for _ in range(group.count)),
-                   key=lambda g: -float((problem.groups[g].request[dims] / scale).sum()))
+    tasks = sorted(
+        (g for g, group in enumerate(problem.groups) for _ in range(group.count)),
+        key=lambda g: -float((problem.groups[g].request[dims] / scale).sum()),
+    )
     gpu = None if problem.gpu_row is None else int(np.flatnonzero(dims == problem.gpu_row)[0])
     return _pack(problem, dims, idle, scale, nodes, tasks, spare=~np.isin(nodes, touched), gpu=gpu)
 
 
-def _pack(problem: GangProblem, dims: IntArray, idle: IntArray, scale: npt.NDArray[np.float64],
-          nodes: IntArray, tasks: list[int], spare: npt.NDArray[np.bool_] | None = None,
-          gpu: int | None = None) -> Placement | None:
+def _pack(
+    problem: GangProblem,
+    dims: IntArray,
+    idle: IntArray,
+    scale: npt.NDArray[np.float64],
+    nodes: IntArray,
+    tasks: list[int],
+    spare: npt.NDArray[np.bool_] | None = None,
+    gpu: int | None = None,
+) -> Placement | None:
     """Seat the tasks in order over `nodes`; `spare` nodes (with `gpu`, the row of GPUs in `dims`) take a
     task only when no other node holds it, the one with the fewest GPUs left after it."""
     left = idle.copy()
@@ -299,8 +320,14 @@ def _pack(problem: GangProblem, dims: IntArray, idle: IntArray, scale: npt.NDArr
     return tuple(np.array(o, dtype=np.int64) for o in out)
 
 
-def _swap(g: int, requests: list[IntArray], allowed: list[npt.NDArray[np.bool_]], left: IntArray,
-          on: list[list[int]], best: Callable[[int, npt.NDArray[np.bool_]], int]) -> bool:
+def _swap(
+    g: int,
+    requests: list[IntArray],
+    allowed: list[npt.NDArray[np.bool_]],
+    left: IntArray,
+    on: list[list[int]],
+    best: Callable[[int, npt.NDArray[np.bool_]], int],
+) -> bool:
     """Make room for task g: move one seated task h off a node where g then fits, to another node that holds
     h. False if no such move exists."""
     for i in np.flatnonzero(allowed[g]).tolist():
@@ -346,9 +373,15 @@ def _seat_by_model(problem: GangProblem, touched: IntArray, seconds: float) -> P
     return tuple(np.array(o, dtype=np.int64) for o in out)
 
 
-def _search(problem: GangProblem, hint: Placement | None, hint_score: Score, deadline: float, workers: int,
-            stats: SolveStats, finish: Callable[[Placement | None], tuple[Placement | None, Score]]
-            ) -> Placement | None:
+def _search(
+    problem: GangProblem,
+    hint: Placement | None,
+    hint_score: Score,
+    deadline: float,
+    workers: int,
+    stats: SolveStats,
+    finish: Callable[[Placement | None], tuple[Placement | None, Score]],
+) -> Placement | None:
     """The best placement found, domain first, lowest tier first; `finish` maps a model answer back to the
     real gang and scores it."""
     topo = problem.topology
@@ -496,8 +529,15 @@ def _patterns(free: IntArray, requests: list[IntArray], limits: list[int]) -> It
     yield from walk(0, free, ())
 
 
-def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement | None, deadline: float,
-                  workers: int, stats: SolveStats) -> Placement | None:
+def _solve_domain(
+    problem: GangProblem,
+    tier: int,
+    domain: int,
+    hint: Placement | None,
+    deadline: float,
+    workers: int,
+    stats: SolveStats,
+) -> Placement | None:
     topo = problem.topology
     nodes = _relevant_nodes(problem, tier, domain)
     if nodes.size == 0:
@@ -514,8 +554,7 @@ def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement 
     sub_tiers = [t for t in range(1, tier) if 1 < np.unique(topo.domain[t, nodes]).size < nodes.size]
     path = topo.domain[sub_tiers][:, nodes] if sub_tiers else np.zeros((0, nodes.size), dtype=np.int64)
     key = np.vstack([path, capped, gpu_free[None, :], member]).T
-    classes, first, inverse, counts = np.unique(key, axis=0, return_index=True, return_inverse=True,
-                                                return_counts=True)
+    classes, first, inverse, counts = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
     # 2. Packing patterns per class.
     requests = [g.request[dims] for g in groups]
@@ -545,16 +584,18 @@ def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement 
         if found:
             model.add(sum(y[c, k] for k in range(len(found))) <= n)
     for i, g in enumerate(groups):
-        terms = [pattern[i] * y[c, k] for c, found in enumerate(patterns) for k, pattern in enumerate(found)
-                 if pattern[i]]
+        terms = [
+            pattern[i] * y[c, k] for c, found in enumerate(patterns) for k, pattern in enumerate(found) if pattern[i]
+        ]
         if not terms:
             stats.status = "infeasible"
             return None
         model.add(sum(terms) == g.count)
     nodes_used = sum(y.values())
     stranded = sum(s * y[key_] for key_, s in stranded_of.items() if s)
-    max_stranded = sum(int(counts[c]) * max((stranded_of[c, k] for k in range(len(f))), default=0)
-                       for c, f in enumerate(patterns))
+    max_stranded = sum(
+        int(counts[c]) * max((stranded_of[c, k] for k in range(len(f))), default=0) for c, f in enumerate(patterns)
+    )
     max_nodes = int(counts.sum())
     if problem.stranded_first:
         packing = stranded * (max_nodes + 1) + nodes_used
@@ -621,9 +662,16 @@ def _solve_domain(problem: GangProblem, tier: int, domain: int, hint: Placement 
     return tuple(np.array(o, dtype=np.int64) for o in out)
 
 
-def _add_hint(model: cp_model.CpModel, y: dict[tuple[int, int], cp_model.IntVar],
-              patterns: list[list[tuple[int, ...]]], nodes: IntArray, inverse: npt.NDArray[np.int64],
-              hint: Placement, domain_vars: dict[tuple[int, int], cp_model.IntVar], topo: Topology) -> None:
+def _add_hint(
+    model: cp_model.CpModel,
+    y: dict[tuple[int, int], cp_model.IntVar],
+    patterns: list[list[tuple[int, ...]]],
+    nodes: IntArray,
+    inverse: npt.NDArray[np.int64],
+    hint: Placement,
+    domain_vars: dict[tuple[int, int], cp_model.IntVar],
+    topo: Topology,
+) -> None:
     position = {int(n): i for i, n in enumerate(nodes.tolist())}
     per_node: dict[int, list[int]] = {}
     for g, placed in enumerate(hint):

@@ -92,8 +92,17 @@ class Score:
         return self.unplaced == 0
 
 
-def score(unplaced: int, tier: int, domains: tuple[int, ...], nodes: int, stranded: int, racks: int = 0, *,
-          stranded_first: bool = True, ranked: tuple[int, ...] | None = None) -> Score:
+def score(
+    unplaced: int,
+    tier: int,
+    domains: tuple[int, ...],
+    nodes: int,
+    stranded: int,
+    racks: int = 0,
+    *,
+    stranded_first: bool = True,
+    ranked: tuple[int, ...] | None = None,
+) -> Score:
     """`ranked`: the domain counts that take part in the comparison (default: all of `domains`)."""
     last = (stranded, nodes) if stranded_first else (nodes, stranded)
     key = domains if ranked is None else ranked
@@ -145,5 +154,13 @@ def evaluate(problem: GangProblem, placement: Placement | None) -> Score:
     domains = tuple(topo.domains_spanned(touched, t) for t in range(topo.top - 1, 0, -1))
     racks = topo.domains_spanned(touched, RACK) if topo.top > RACK else 1
     ranked = tuple(d for t, d in zip(range(topo.top - 1, 0, -1), domains, strict=True) if not topo.redundant(t))
-    return score(0, tier, domains, int(touched.size), stranded_gpus(problem, placement, touched), racks,
-                 stranded_first=problem.stranded_first, ranked=ranked)
+    return score(
+        0,
+        tier,
+        domains,
+        int(touched.size),
+        stranded_gpus(problem, placement, touched),
+        racks,
+        stranded_first=problem.stranded_first,
+        ranked=ranked,
+    )

@@ -41,7 +41,7 @@ def per_pod_binpack(problem: GangProblem, within: npt.NDArray[np.bool_] | None =
             copies = group.count - placed
             if dims.size:
                 copies = min(copies, int((free[dims, node] // group.request[dims]).min()))
-            nodes[placed:placed + copies] = node
+            nodes[placed : placed + copies] = node
             free[:, node] -= group.request * copies
             placed += copies
         out.append(nodes)
@@ -63,8 +63,7 @@ def feasible_domains(problem: GangProblem, tier: int) -> tuple[IntArray, IntArra
         ok &= np.bincount(ids[group.candidates], minlength=count) >= 1
     gpu_left = np.zeros(count, dtype=np.int64)
     if problem.gpu_row is not None:
-        free = np.bincount(ids[union], weights=problem.idle[problem.gpu_row, union].astype(np.float64),
-                           minlength=count)
+        free = np.bincount(ids[union], weights=problem.idle[problem.gpu_row, union].astype(np.float64), minlength=count)
         gpu_left = (free - problem.need_gpu()).astype(np.int64)
     domains = np.flatnonzero(ok)
     order = np.lexsort((domains, gpu_left[domains]))

@@ -110,8 +110,9 @@ def _ids(keys: Sequence[str]) -> tuple[IntArray, list[str]]:
     return out, list(index)
 
 
-def from_labels(node_names: Sequence[str], labels: Sequence[Mapping[str, str]],
-                names: TopologyLabels = TopologyLabels()) -> Topology:
+def from_labels(
+    node_names: Sequence[str], labels: Sequence[Mapping[str, str]], names: TopologyLabels = TopologyLabels()
+) -> Topology:
     """Tiers from node labels; a node with no label for a tier and none below is its own domain there.
 
     Domains are nested: a rack named r in zone z is the domain "z/r", so equal rack names in different zones
@@ -127,8 +128,9 @@ def from_labels(node_names: Sequence[str], labels: Sequence[Mapping[str, str]],
         # stay a tree; with no label at all the node is its own domain.
         lower = f"rack:{r}" if r is not None else f"nvlink:{v}" if v is not None else f"node:{n}"
         zone_key = f"zone:{z}" if z is not None else lower
-        rack_key = f"{zone_key}/rack:{r}" if r is not None else (
-            f"{zone_key}/nvlink:{v}" if v is not None else f"node:{n}")
+        rack_key = (
+            f"{zone_key}/rack:{r}" if r is not None else (f"{zone_key}/nvlink:{v}" if v is not None else f"node:{n}")
+        )
         zone_keys.append(zone_key)
         rack_keys.append(rack_key)
         nv_keys.append(f"{rack_key}/nvlink:{v}" if v is not None else f"node:{n}")

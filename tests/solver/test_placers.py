@@ -17,8 +17,15 @@ from scheduler.solver.topology import RACK, from_hypernodes, from_labels
 G = 1000  # one GPU in milli-units
 
 
-def problem(free_gpus: list[int], racks: list[str], shapes: list[tuple[int, int]], *, max_tier: int | None = None,
-            hard: bool = False, nvlink: list[str] | None = None) -> GangProblem:
+def problem(
+    free_gpus: list[int],
+    racks: list[str],
+    shapes: list[tuple[int, int]],
+    *,
+    max_tier: int | None = None,
+    hard: bool = False,
+    nvlink: list[str] | None = None,
+) -> GangProblem:
     """Nodes with the given free GPUs (64 cpu each) in racks of one zone; shapes are (tasks, GPUs per task)."""
     names = [f"n{i}" for i in range(len(free_gpus))]
     labels = [{"volcano.sh/rack": r, "topology.kubernetes.io/zone": "z"} for r in racks]
@@ -43,14 +50,38 @@ class Case:
 
 
 CASES = [
-    Case("roles of different shapes that per-pod greedy strands are placed by the solver",
-         problem([5, 3], ["a", "a"], [(1, 2), (2, 3)]), False, 2, 1, 0),
-    Case("a gang that fits one rack is kept in that rack though greedy would spread it",
-         problem([2, 2, 2, 2, 8, 8], ["a", "a", "a", "a", "b", "b"], [(4, 2)]), True, 1, 1, 0),
-    Case("a gang is packed onto the fewest nodes and strands no GPU when an exact fit exists",
-         problem([3, 5, 8, 4], ["a", "a", "a", "a"], [(2, 4)]), True, 1, 1, 0),
-    Case("a gang too big for any rack spans the fewest racks",
-         problem([8] * 6, ["a", "a", "b", "b", "c", "c"], [(3, 8)]), True, 3, 2, 0),
+    Case(
+        "roles of different shapes that per-pod greedy strands are placed by the solver",
+        problem([5, 3], ["a", "a"], [(1, 2), (2, 3)]),
+        False,
+        2,
+        1,
+        0,
+    ),
+    Case(
+        "a gang that fits one rack is kept in that rack though greedy would spread it",
+        problem([2, 2, 2, 2, 8, 8], ["a", "a", "a", "a", "b", "b"], [(4, 2)]),
+        True,
+        1,
+        1,
+        0,
+    ),
+    Case(
+        "a gang is packed onto the fewest nodes and strands no GPU when an exact fit exists",
+        problem([3, 5, 8, 4], ["a", "a", "a", "a"], [(2, 4)]),
+        True,
+        1,
+        1,
+        0,
+    ),
+    Case(
+        "a gang too big for any rack spans the fewest racks",
+        problem([8] * 6, ["a", "a", "b", "b", "c", "c"], [(3, 8)]),
+        True,
+        3,
+        2,
+        0,
+    ),
 ]
 
 
@@ -83,12 +114,15 @@ def test_a_gang_stays_inside_one_nvlink_domain_when_one_holds_it() -> None:
 
 
 def test_tier_distance_from_labels_and_missing_labels() -> None:
-    topo = from_labels(["a", "b", "c", "d"], [
-        {"volcano.sh/rack": "r1", "topology.kubernetes.io/zone": "z"},
-        {"volcano.sh/rack": "r1", "topology.kubernetes.io/zone": "z", "nvidia.com/gpu.clique": "q"},
-        {"topology.kubernetes.io/zone": "z"},
-        {},
-    ])
+    topo = from_labels(
+        ["a", "b", "c", "d"],
+        [
+            {"volcano.sh/rack": "r1", "topology.kubernetes.io/zone": "z"},
+            {"volcano.sh/rack": "r1", "topology.kubernetes.io/zone": "z", "nvidia.com/gpu.clique": "q"},
+            {"topology.kubernetes.io/zone": "z"},
+            {},
+        ],
+    )
     assert topo.distance(0, 0) == 0
     assert topo.distance(0, 1) == RACK
     assert topo.distance(0, 2) == 3  # c has no rack: its own rack, same zone
@@ -98,14 +132,30 @@ def test_tier_distance_from_labels_and_missing_labels() -> None:
 
 def test_hypernodes_give_tiers_with_exact_and_regex_members() -> None:
     hypernodes = [
-        {"metadata": {"name": "s0"}, "spec": {"tier": 1, "members": [
-            {"type": "Node", "selector": {"exactMatch": {"name": "a"}}},
-            {"type": "Node", "selector": {"exactMatch": {"name": "b"}}}]}},
-        {"metadata": {"name": "s1"}, "spec": {"tier": 1, "members": [
-            {"type": "Node", "selector": {"regexMatch": {"pattern": "^gpu-[0-9]+$"}}}]}},
-        {"metadata": {"name": "spine"}, "spec": {"tier": 2, "members": [
-            {"type": "HyperNode", "selector": {"exactMatch": {"name": "s0"}}},
-            {"type": "HyperNode", "selector": {"exactMatch": {"name": "s1"}}}]}},
+        {
+            "metadata": {"name": "s0"},
+            "spec": {
+                "tier": 1,
+                "members": [
+                    {"type": "Node", "selector": {"exactMatch": {"name": "a"}}},
+                    {"type": "Node", "selector": {"exactMatch": {"name": "b"}}},
+                ],
+            },
+        },
+        {
+            "metadata": {"name": "s1"},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^gpu-[0-9]+$"}}}]},
+        },
+        {
+            "metadata": {"name": "spine"},
+            "spec": {
+                "tier": 2,
+                "members": [
+                    {"type": "HyperNode", "selector": {"exactMatch": {"name": "s0"}}},
+                    {"type": "HyperNode", "selector": {"exactMatch": {"name": "s1"}}},
+                ],
+            },
+        },
     ]
     topo = from_hypernodes(["a", "b", "gpu-1", "gpu-2", "lone"], hypernodes)
     assert topo.top == 3
@@ -124,10 +174,13 @@ def test_evaluator_rejects_a_placement_that_overfills_a_node() -> None:
 def test_a_gang_of_many_cpu_shapes_is_merged_by_gpu_request_and_its_real_tasks_are_seated() -> None:
     names = [f"n{i}" for i in range(4)]
     topo = from_labels(names, [{"volcano.sh/rack": "a" if i < 2 else "b"} for i in range(4)])
-    idle = np.array([[16_000, 64_000, 16_000, 64_000], [0] * 4, [110] * 4, [8 * G, 8 * G, 8 * G, 8 * G]],
-                    dtype=np.int64)
-    groups = tuple(Group(1, np.array([cpu, 0, 1, 2 * G]), np.flatnonzero(idle[0] >= cpu))
-                   for cpu in (1_000, 2_000, 3_000, 4_000, 5_000, 20_000, 24_000, 8_000))
+    idle = np.array(
+        [[16_000, 64_000, 16_000, 64_000], [0] * 4, [110] * 4, [8 * G, 8 * G, 8 * G, 8 * G]], dtype=np.int64
+    )
+    groups = tuple(
+        Group(1, np.array([cpu, 0, 1, 2 * G]), np.flatnonzero(idle[0] >= cpu))
+        for cpu in (1_000, 2_000, 3_000, 4_000, 5_000, 20_000, 24_000, 8_000)
+    )
     p = GangProblem(groups, idle, 3, topo, topo.top)
     result = solve(p, time_limit_ms=2000, workers=1)
     assert result.score.placed and result.score.racks == 1 and result.score.nodes == 2
