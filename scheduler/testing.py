@@ -45,9 +45,13 @@ class ClusterBuilder:
         weight: int = 1,
         capability: Mapping[str, Any] | None = None,
         guarantee: Mapping[str, Any] | None = None,
+        deserved: Mapping[str, Any] | None = None,
         state: str = "Open",
+        reclaimable: bool = True,
     ) -> ClusterBuilder:
-        spec: dict[str, Any] = {"weight": weight}
+        spec: dict[str, Any] = {"weight": weight, "reclaimable": reclaimable}
+        if deserved:
+            spec["deserved"] = dict(deserved)
         if capability:
             spec["capability"] = dict(capability)
         if guarantee:

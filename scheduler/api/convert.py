@@ -191,6 +191,7 @@ def queue_from_object(queue: Obj, *, creation: float = 0.0) -> QueueInfo:
     name = str(meta.get("name"))
     capability = spec.get("capability")
     guarantee = (spec.get("guarantee") or {}).get("resource")
+    deserved = spec.get("deserved")
     return QueueInfo(
         name=name,
         weight=int(spec.get("weight", 1) or 1),
@@ -203,6 +204,7 @@ def queue_from_object(queue: Obj, *, creation: float = 0.0) -> QueueInfo:
         priority=int(spec.get("priority", 0) or 0),
         creation=creation,
         capability_zero=_zero_scalars(capability),
+        deserved=Resource.from_quantities(deserved, field=f"queue {name}: spec.deserved") if deserved else None,
     )
 
 

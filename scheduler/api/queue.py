@@ -21,6 +21,7 @@ class QueueInfo:
     # Extended resources `capability` names at 0 (Resource drops zeros): the queue may use none of them.
     # As in Volcano; cpu or memory at 0 still means "not limited".
     capability_zero: frozenset[str] = frozenset()
+    deserved: Resource | None = None  # `spec.deserved`: the share the `capacity` plugin gives (proportion ignores it)
 
     def clone(self) -> QueueInfo:
         return QueueInfo(
@@ -33,6 +34,7 @@ class QueueInfo:
             self.priority,
             self.creation,
             self.capability_zero,
+            self.deserved,
         )
 
     def __repr__(self) -> str:

@@ -347,7 +347,11 @@ class _Reader:
         if not isinstance(raw, list) or not raw:
             raise self.error("tiers", f"expected a non-empty list of tiers, got {raw!r}")
         positions: dict[str, str] = {}
-        return tuple(self.tier(entry, f"tiers[{i}]", positions) for i, entry in enumerate(raw))
+        tiers = tuple(self.tier(entry, f"tiers[{i}]", positions) for i, entry in enumerate(raw))
+        if "capacity" in positions and "proportion" in positions:
+            raise self.error(positions["capacity"], "capacity and proportion both decide each queue's share "
+                                                    f"(proportion at {positions['proportion']}); keep one of them")
+        return tiers
 
     def tier(self, raw: Any, where: str, positions: dict[str, str]) -> Tier:
         if not isinstance(raw, Mapping):

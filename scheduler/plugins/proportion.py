@@ -261,6 +261,7 @@ class QueueAttr:
 
 class ProportionPlugin(Plugin):
     name = "proportion"
+    registers_overused = True
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -276,7 +277,8 @@ class ProportionPlugin(Plugin):
         self._stale = True
 
         ssn.register(P.QUEUE_ORDER, self.queue_order)
-        ssn.register(P.OVERUSED, self.overused)
+        if self.registers_overused:
+            ssn.register(P.OVERUSED, self.overused)
         ssn.register(P.ALLOCATABLE, self.allocatable)
         ssn.register(P.JOB_ENQUEUEABLE, self.enqueueable)
         ssn.register(P.PREEMPTIVE, self.preemptive)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scheduler.framework.plugin import Plugin
 from scheduler.plugins.binpack import BinpackPlugin
+from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.drf import DrfPlugin
@@ -23,6 +24,7 @@ PLUGINS: dict[str, type[Plugin]] = {
         ConformancePlugin,
         PredicatesPlugin,
         ProportionPlugin,
+        CapacityPlugin,
         DrfPlugin,
         OvercommitPlugin,
         NodeOrderPlugin,
