@@ -24,13 +24,12 @@ Not implemented: `enableHierarchy` (queues with `parent`); the plugin says so on
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
 from scheduler.api.job import TaskInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.framework.session import Session
-from scheduler.plugins.proportion import ProportionPlugin, dimensions, without_pods
+from scheduler.plugins.proportion import ProportionPlugin, QueueAttr, dimensions, without_pods
 
 log = logging.getLogger("volcano_py.plugins.capacity")
 _warned_hierarchy = False
@@ -90,23 +89,14 @@ class CapacityPlugin(ProportionPlugin):
             return False
         return any(attr.deserved.get(name) and after.get(name) <= attr.deserved.get(name) for name in asked)
 
-    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        self._fresh("")
-        left: dict[str, Resource] = {}
-        victims = []
-        for task in candidates:
-            job = self.ssn.jobs.get(task.job)
-            attr = self.attrs.get(job.queue) if job is not None else None
-            if attr is None or not attr.queue.reclaimable:
-                continue
-            held = left.get(attr.queue.name, attr.allocated)
-            used = dimensions(task.resreq)
-            after = held - without_pods(task.resreq)
-            guarantee = without_pods(attr.queue.guarantee)
-            if any(after.get(name) < units for name, units in dimensions(guarantee).items() if name in used):
-                continue  # the queue's guarantee is never lent
-            unearned = not any(attr.deserved.get(name) for name in used)
-            if unearned or any(held.get(name) > attr.deserved.get(name) for name in used):
-                left[attr.queue.name] = after
-                victims.append(task)
-        return victims
+    @staticmethod
+    def _may_take(attr: QueueAttr, held: Resource, task: TaskInfo, reclaimer: TaskInfo) -> bool:
+        """The victim's queue holds more than it deserves on a resource the victim uses (or deserves none of
+        them), and keeps its guarantee without the victim."""
+        used = dimensions(task.resreq)
+        after = held - without_pods(task.resreq)
+        guarantee = without_pods(attr.queue.guarantee)
+        if any(after.get(name) < units for name, units in dimensions(guarantee).items() if name in used):
+            return False  # the queue's guarantee is never lent
+        unearned = not any(attr.deserved.get(name) for name in used)
+        return unearned or any(held.get(name) > attr.deserved.get(name) for name in used)

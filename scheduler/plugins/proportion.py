@@ -387,20 +387,25 @@ class ProportionPlugin(Plugin):
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         self._fresh("")
-        wanted = set(dimensions(reclaimer.resreq))
-        left: dict[str, Resource] = {}
+        left: dict[str, Resource] = {}  # what each victim queue holds with the victims chosen so far gone
         victims = []
         for task in candidates:
             job = self.ssn.jobs.get(task.job)
             attr = self.attrs.get(job.queue) if job is not None else None
             if attr is None or not attr.queue.reclaimable:
                 continue
-            after = left.get(attr.queue.name, attr.allocated) - without_pods(task.resreq)
-            shared = wanted & set(dimensions(task.resreq))
-            if any(after.get(name) >= attr.deserved.get(name) for name in shared):
-                left[attr.queue.name] = after
+            held = left.get(attr.queue.name, attr.allocated)
+            if self._may_take(attr, held, task, reclaimer):
+                left[attr.queue.name] = held - without_pods(task.resreq)
                 victims.append(task)
         return victims
+
+    @staticmethod
+    def _may_take(attr: QueueAttr, held: Resource, task: TaskInfo, reclaimer: TaskInfo) -> bool:
+        """The victim's queue still holds its deserved share without it, on a resource both tasks use."""
+        after = held - without_pods(task.resreq)
+        shared = set(dimensions(reclaimer.resreq)) & set(dimensions(task.resreq))
+        return any(after.get(name) >= attr.deserved.get(name) for name in shared)
 
     def _placeable(self, task: TaskInfo) -> bool:
         """Some node's idle or future idle holds the task: only then is the queue's share what stops it.
