@@ -251,10 +251,11 @@ def _seat_by_room(
     scale = np.maximum(idle.max(axis=1), 1).astype(np.float64)
     shares = [g.request[dims] / scale for g in problem.groups]
     tasks = [g for g, group in enumerate(problem.groups) for _ in range(group.count)]
-    sizes: list[Callable[[int], float]] = [lambda g: -float(shares[g].sum())]
-    sizes += [lambda g, d=d: -float(shares[g][d]) for d in range(min(2, dims.size))]  # the first two: cpu, memory
+    # Sizes: the summed share, then the first two resources' (cpu, memory).
+    sizes = [np.array([-shares[g].sum() for g in range(len(shares))])]
+    sizes += [np.array([-shares[g][d] for g in range(len(shares))]) for d in range(min(2, dims.size))]
     for size in sizes:
-        seated = _pack(problem, dims, idle, scale, touched, sorted(tasks, key=size))
+        seated = _pack(problem, dims, idle, scale, touched, sorted(tasks, key=lambda g: float(size[g])))
         if seated is not None:
             return seated
     return None
