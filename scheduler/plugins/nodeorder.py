@@ -43,13 +43,19 @@ WEIGHT_DEFAULTS = {
 }
 
 
+def _cpu_memory(request: Resource, node: NodeInfo) -> tuple[int, int, int, int]:
+    """(cpu allocatable, cpu requested after placing, memory allocatable, memory requested after placing)."""
+    allocatable, used = node.allocatable, node.used
+    return allocatable.cpu, used.cpu + request.cpu, allocatable.memory, used.memory + request.memory
+
+
+def _least(capacity: int, requested: int) -> int:
+    return (capacity - requested) * MAX_NODE_SCORE // capacity if 0 < capacity >= requested else 0
+
+
 def least_requested(request: Resource, node: NodeInfo) -> int:
-    scores = []
-    for name in (CPU, MEMORY):
-        capacity = node.allocatable.get(name)
-        requested = node.used.get(name) + request.get(name)
-        scores.append((capacity - requested) * MAX_NODE_SCORE // capacity if 0 < capacity >= requested else 0)
-    return sum(scores) // len(scores)
+    cpu, cpu_req, memory, memory_req = _cpu_memory(request, node)
+    return (_least(cpu, cpu_req) + _least(memory, memory_req)) // 2
 
 
 def most_requested(request: Resource, node: NodeInfo) -> int:
@@ -62,16 +68,12 @@ def most_requested(request: Resource, node: NodeInfo) -> int:
 
 
 def balanced_allocation(request: Resource, node: NodeInfo) -> int:
-    names = (CPU, MEMORY)
-    fractions = []
-    for name in names:
-        capacity = node.allocatable.get(name)
-        if capacity > 0:
-            fractions.append(min((node.used.get(name) + request.get(name)) / capacity, 1.0))
-    if len(fractions) < 2:
-        return MAX_NODE_SCORE
-    mean = sum(fractions) / len(fractions)
-    deviation = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    cpu, cpu_req, memory, memory_req = _cpu_memory(request, node)
+    if cpu <= 0 or memory <= 0:
+        return MAX_NODE_SCORE  # fewer than two resources to balance
+    a, b = min(cpu_req / cpu, 1.0), min(memory_req / memory, 1.0)
+    mean = (a + b) / 2
+    deviation = math.sqrt(((a - mean) ** 2 + (b - mean) ** 2) / 2)
     return int((1 - deviation) * MAX_NODE_SCORE)
 
 
