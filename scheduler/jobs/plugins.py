@@ -1,4 +1,5 @@
-"""Volcano job plugins (`spec.plugins`: env, svc, ssh, pytorch, mpi) as pure transformations. Layer: jobs.
+"""Volcano job plugins (`spec.plugins`: env, svc, ssh, pytorch, tensorflow, mpi) as pure transformations.
+Layer: jobs.
 
 Each plugin may change a pod as it is built (`apply_pod_plugins`) and may need objects created beside the
 job (`plugin_manifests`). Plugin arguments are Volcano's Go-flag strings (`--port=23456`). A plugin never
@@ -8,6 +9,7 @@ overrides an environment variable the user set in the template.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,14 +21,16 @@ Manifest = dict[str, Any]
 Keygen = Callable[[], tuple[str, str]]
 
 # Plugins volcano-py implements, and the ones Volcano has that are accepted but do nothing here.
-IMPLEMENTED = ("env", "pytorch", "svc", "ssh", "mpi")
-VOLCANO_ONLY = ("tensorflow", "hcclrank", "ray", "ringsconfigmap")
+IMPLEMENTED = ("env", "pytorch", "svc", "ssh", "mpi", "tensorflow")
+VOLCANO_ONLY = ("hcclrank", "ray", "ringsconfigmap")
 
 SVC_MOUNT_PATH = "/etc/volcano"
 SSH_DEFAULT_PATH = "/root/.ssh"
 SSH_SUBPATH = ".ssh"
 SSH_FILES = ("id_rsa", "id_rsa.pub", "authorized_keys", "config")
 PYTORCH_DEFAULT_PORT = 23456
+TENSORFLOW_DEFAULT_PORT = 2222
+TF_ROLES = ("ps", "worker", "chief", "evaluator")  # TF_CONFIG's cluster keys, in the order Volcano writes them
 MPI_DEFAULT_PORT = 22
 GPU = "nvidia.com/gpu"
 # volcano-py's rendezvous port for svc-only jobs: the same default as Volcano's pytorch plugin.
@@ -140,6 +144,8 @@ def apply_pod_plugins(pod: Manifest, job: Mapping[str, Any], task_index: int, re
         _env_on_pod(pod, replica_index)
     if "pytorch" in plugins:  # before svc: its MASTER_ADDR/RANK win over svc's rendezvous defaults
         _pytorch_on_pod(pod, job, task, replica_index, parse_flags(plugins["pytorch"]))
+    if "tensorflow" in plugins:
+        _tensorflow_on_pod(pod, job, task, replica_index, parse_flags(plugins["tensorflow"]))
     if "svc" in plugins:
         _svc_on_pod(pod, job, task_index, replica_index)
     if "ssh" in plugins:
@@ -193,6 +199,32 @@ def _pytorch_on_pod(
         _add_env(container, "WORLD_SIZE", str(total_replicas(job)))
         if rank is not None:
             _add_env(container, "RANK", rank)
+
+
+def _tensorflow_on_pod(
+    pod: Manifest, job: Mapping[str, Any], task: Mapping[str, Any], replica_index: int, flags: Mapping[str, str]
+) -> None:
+    """TF_CONFIG for distributed TensorFlow: every role's `host:port` list and this pod's role and index.
+
+    Roles are found by task name (`--ps`, `--worker`, `--chief`, `--evaluator`; by default the role names); a
+    task with another name keeps its name as its type and is not in the cluster map, as in Volcano. Hosts are
+    the svc plugin's names (`<job>-<task>-<index>.<job>`), so the job should list `svc` too. A job of one pod
+    is stand-alone and gets none.
+    """
+    tasks = _tasks(job)
+    if len(tasks) == 1 and _replicas(tasks[0]) == 1:
+        return
+    port = int(flags.get("port", TENSORFLOW_DEFAULT_PORT))
+    task_of_role = {role: flags.get(role, role) for role in TF_ROLES}
+    cluster: dict[str, list[str]] = {}
+    for role in TF_ROLES:
+        named = next((t for t in tasks if t["name"] == task_of_role[role]), None)
+        if named is not None and _replicas(named):
+            cluster[role] = [f"{host_short_name(job, named, i)}:{port}" for i in range(_replicas(named))]
+    kind = next((role for role, name in task_of_role.items() if name == task["name"]), task["name"])
+    config = json.dumps({"cluster": cluster, "task": {"type": kind, "index": replica_index}}, separators=(",", ":"))
+    for container in _containers(pod):
+        _add_env(container, "TF_CONFIG", config)
 
 
 def _ssh_on_pod(pod: Manifest, job: Mapping[str, Any], flags: Mapping[str, str]) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -257,6 +258,23 @@ def test_pytorch_plugin_follows_volcano() -> None:
     assert {e["MASTER_PORT"] for e in envs} == {"29500"}
     assert {e["WORLD_SIZE"] for e in envs} == {"4"}
     assert pods[1]["spec"]["containers"][0]["ports"] == [{"name": "pytorchjob-port", "containerPort": 29500}]
+
+
+def test_tensorflow_plugin_writes_tf_config_as_volcano_does() -> None:
+    j = job([task("ps", 1), task("worker", 2), task("eval", 1)],
+            plugins={"tensorflow": ["--evaluator=eval", "--port=2223"], "svc": []})
+    configs = {p["metadata"]["name"]: json.loads(env_of(p)["TF_CONFIG"]) for p in pods_for(j)}
+    cluster = {"ps": ["j-ps-0.j:2223"], "worker": ["j-worker-0.j:2223", "j-worker-1.j:2223"],
+               "evaluator": ["j-eval-0.j:2223"]}
+    assert configs["j-worker-1"] == {"cluster": cluster, "task": {"type": "worker", "index": 1}}
+    assert configs["j-eval-0"]["task"] == {"type": "evaluator", "index": 0}
+    assert configs["j-ps-0"]["task"] == {"type": "ps", "index": 0}
+    assert list(configs["j-ps-0"]["cluster"]) == ["ps", "worker", "evaluator"]  # Volcano's key order
+
+
+def test_tensorflow_plugin_leaves_a_stand_alone_pod_alone() -> None:
+    pods = pods_for(job([task("worker", 1)], plugins={"tensorflow": []}))
+    assert not any(e["name"] == "TF_CONFIG" for e in pods[0]["spec"]["containers"][0].get("env") or ())
 
 
 def test_ssh_plugin_mounts_a_generated_key_secret() -> None:
