@@ -168,6 +168,7 @@ class JobController:
         self._views: dict[str, dict[str, _Seen]] = {}  # job key -> pod uid -> what we last saw of the pod
         self._plugin_objects: set[str] = set()  # job uids whose plugin objects exist
         self._hosts: dict[str, dict[str, str]] = {}  # job uid -> the svc hosts data last seen in its ConfigMap
+        self._waiting: dict[str, set[str]] = {}  # job uid -> tasks held back by dependsOn, as last told
 
     # ---- which jobs are ours -----------------------------------------------------------------------------
     def claims(self, job: Mapping[str, Any]) -> bool:
@@ -183,6 +184,7 @@ class JobController:
                 self._views.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)
             self._plugin_objects.discard(str(meta.get("uid")))
             self._hosts.pop(str(meta.get("uid")), None)
+            self._waiting.pop(str(meta.get("uid")), None)
             return
         if self.claims(job):
             self.reconcile(str(meta["namespace"]), str(meta["name"]))
@@ -267,6 +269,7 @@ class JobController:
         decision = decide(job, JobStatus.of(job), views, gate, event)
         self._carry_out(job, decision, gate, podgroup, pods)
         self._write_status(job, decision, event)
+        self._tell_waiting(job, uid, decision)
         self._arm_timers(job, decision)
         return decision
 
@@ -383,6 +386,20 @@ class JobController:
             self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",
                            str(decision.phase), note, rfc3339(now))
         job["status"] = status
+
+    def _tell_waiting(self, job: Obj, uid: str, decision: Decision) -> None:
+        """An event when a task starts being held back by dependsOn (once: not for every pod that gets ready)."""
+        with self._guard:
+            before = self._waiting.get(uid, set())
+            now = set(decision.waiting)
+            if now == before:
+                return
+            self._waiting[uid] = now
+        for task, why in sorted(decision.waiting.items()):
+            if task not in before:
+                self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",
+                               "TaskWaiting", f"task {task} {why} (dependsOn): its pods are not created yet",
+                               rfc3339(self.clock()))
 
     def _reject(self, job: Obj, errors: list[str]) -> None:
         """A job the CRD's rules let through but the lifecycle cannot run (e.g. a dependsOn cycle)."""

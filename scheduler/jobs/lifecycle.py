@@ -153,6 +153,7 @@ class Decision:
     ops: tuple[Op, ...] = ()
     task_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     deferred: Deferred | None = None
+    waiting: Mapping[str, str] = field(default_factory=dict)  # task -> why its pods are not created (dependsOn)
 
     def pods_to_create(self) -> tuple[str, ...]:
         return tuple(n for op in self.ops if op.kind is OpKind.CREATE_PODS for n in op.names)
@@ -428,7 +429,10 @@ def _sync(ctx: _Ctx, rule: Rule) -> Decision:
     if podgroup_admitted(ctx.podgroup_phase):
         expected = expected_pod_names(ctx.job)
         waiting = waiting_tasks(ctx.job, ctx.pods)
-        missing = tuple(n for n in expected if n not in by_name and _task_of(ctx.job, n) not in waiting)
+        absent = [n for n in expected if n not in by_name]
+        missing = tuple(n for n in absent if _task_of(ctx.job, n) not in waiting)
+        held_back = {_task_of(ctx.job, n) for n in absent}
+        waiting = {task: why for task, why in waiting.items() if task in held_back}
         extra = tuple(p.name for p in ctx.pods if p.name not in set(expected) and not p.deleting)
         for name in missing:
             tally.add(_task_of(ctx.job, name), "Pending")
@@ -437,11 +441,11 @@ def _sync(ctx: _Ctx, rule: Rule) -> Decision:
         if extra:
             ops.append(Op(OpKind.DELETE_PODS, extra, reason="ScaleDown"))
     else:
-        extra = ()
+        extra, waiting = (), {}
     for pod in ctx.pods:
         tally.add(pod.task, "Terminating" if pod.deleting or pod.name in extra else pod.phase)
     counts, tasks = tally.counts(), tally.tasks()
-    return _decision(ctx, ctx.status, rule(ctx, counts, tasks), counts, tasks, ops)
+    return replace(_decision(ctx, ctx.status, rule(ctx, counts, tasks), counts, tasks, ops), waiting=waiting)
 
 
 def waiting_tasks(job: Mapping[str, Any], pods: Sequence[PodView]) -> dict[str, str]:

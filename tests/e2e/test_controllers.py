@@ -298,6 +298,8 @@ def test_depends_on_creates_the_master_only_once_its_workers_run(controllers, cu
     assert all(created >= second(w["status"]["startTime"]) for w in workers), "master created before a worker ran"
     pg = podgroup(custom, namespace, "ordered")
     assert pg["spec"]["minMember"] == 3 and pg["spec"]["minTaskMember"] == {"mpiworker": 3}
+    told = core_v1.list_namespaced_event(namespace, field_selector="involvedObject.name=ordered,reason=TaskWaiting")
+    assert any(e.message.startswith("task mpimaster waits for mpiworker") for e in told.items), told.items
 
 
 def test_max_retry_two_ends_failed(controllers, custom, core_v1, namespace):

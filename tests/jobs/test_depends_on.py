@@ -30,6 +30,9 @@ def workers(phase: str, running: int, *, ready: bool = True) -> list[PodView]:
 
 def test_only_the_tasks_without_dependencies_get_pods_at_first() -> None:
     assert created(mpi(), []) == {"j-worker-0", "j-worker-1", "j-worker-2"}
+    decision = decide(mpi(), JobStatus(), workers("Running", 2), "Inqueue", JobEvent())
+    assert decision.waiting == {"master": "waits for worker 2/3 ready"}  # said on the Job as an event
+    assert decide(mpi(), JobStatus(), workers("Running", 3), "Inqueue", JobEvent()).waiting == {}
 
 
 def test_the_dependent_task_gets_its_pods_once_all_its_dependency_pods_run_and_are_ready() -> None:
