@@ -48,8 +48,11 @@ class ClusterBuilder:
         deserved: Mapping[str, Any] | None = None,
         state: str = "Open",
         reclaimable: bool = True,
+        parent: str | None = None,
     ) -> ClusterBuilder:
         spec: dict[str, Any] = {"weight": weight, "reclaimable": reclaimable}
+        if parent:
+            spec["parent"] = parent
         if deserved:
             spec["deserved"] = dict(deserved)
         if capability:

@@ -34,11 +34,17 @@ def starving_jobs(ssn: Session) -> list[JobInfo]:
 
 
 def _room_on(
-    ssn: Session, point: P.Point, preemptor: TaskInfo, node: NodeInfo, eligible: Eligible
+    ssn: Session, point: P.Point, preemptor: TaskInfo, node: NodeInfo, eligible: Eligible,
+    queue_fits: Callable[[TaskInfo], bool] | None = None,
 ) -> list[TaskInfo] | None:
-    """The victims on `node` that make room for `preemptor` (lowest priority first), or None if none suffice."""
+    """The victims on `node` that make room for `preemptor` (lowest priority first), or None if none suffice.
+
+    With `queue_fits` (reclaim), room is also room in the reclaimer's queue: when a limit above it (an ancestor
+    queue's capability) holds it back although the node has space, victims are taken until that limit lets
+    the task in, as their evictions would leave it (tried in a statement that is then undone)."""
     request = preemptor.resreq
-    if request <= node.future_idle():
+    fits_now = queue_fits is None or queue_fits(preemptor)
+    if fits_now and request <= node.future_idle():
         return []
     candidates = sorted(
         (t for t in running_candidates(node.tasks.values()) if eligible(t)), key=lambda t: victim_order(t, ssn.jobs)
@@ -52,9 +58,22 @@ def _room_on(
     for victim in gang_safe(ordered, ssn.jobs):
         chosen.append(victim)
         freed = freed + victim.resreq
-        if request <= node.future_idle() + freed:
+        if request <= node.future_idle() + freed and (fits_now or _fits_without(ssn, chosen, preemptor, queue_fits)):
             return chosen
     return None
+
+
+def _fits_without(
+    ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo, queue_fits: Callable[[TaskInfo], bool] | None
+) -> bool:
+    if queue_fits is None:
+        return True
+    trial = Statement(ssn)
+    for victim in victims:
+        trial.evict(victim, "")
+    fits = queue_fits(preemptor)
+    trial.discard()
+    return fits
 
 
 def _cost(ssn: Session, victims: Sequence[TaskInfo]) -> tuple[int, int, int]:
@@ -65,12 +84,13 @@ def _cost(ssn: Session, victims: Sequence[TaskInfo]) -> tuple[int, int, int]:
 
 
 def make_room(
-    ssn: Session, stmt: Statement, preemptor: TaskInfo, point: P.Point, eligible: Eligible, verb: str
+    ssn: Session, stmt: Statement, preemptor: TaskInfo, point: P.Point, eligible: Eligible, verb: str,
+    queue_fits: Callable[[TaskInfo], bool] | None = None,
 ) -> bool:
     """Evict the cheapest victims that let `preemptor` fit on one node and pipeline it there, in `stmt`."""
     best: tuple[tuple[int, int, int], str, NodeInfo, list[TaskInfo]] | None = None
     for node in ssn.feasible_nodes(preemptor):
-        victims = _room_on(ssn, point, preemptor, node, eligible)
+        victims = _room_on(ssn, point, preemptor, node, eligible, queue_fits)
         if victims is None:
             continue
         key = (_cost(ssn, victims), node.name, node, victims)
@@ -99,12 +119,13 @@ def commit_or_discard(ssn: Session, stmt: Statement, job: JobInfo, reason: str) 
 
 
 def preempt_job(ssn: Session, job: JobInfo, eligible: Eligible, point: P.Point, verb: str, reason: str,
-                admit: Callable[[TaskInfo], bool] | None = None) -> bool:
+                admit: Callable[[TaskInfo], bool] | None = None,
+                queue_fits: Callable[[TaskInfo], bool] | None = None) -> bool:
     stmt = Statement(ssn)
     for task in ssn.task_order(pending_tasks(job)):
         if admit is not None and not admit(task):
             break
-        if not make_room(ssn, stmt, task, point, eligible, verb):
+        if not make_room(ssn, stmt, task, point, eligible, verb, queue_fits):
             break
         if ssn.run(P.JOB_PIPELINED, job).vote != P.Vote.REJECT and not ssn.run(P.JOB_STARVING, job):
             break

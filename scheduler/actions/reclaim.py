@@ -47,4 +47,7 @@ class Reclaim:
         def admit(task: TaskInfo) -> bool:
             return bool(ssn.has(P.PREEMPTIVE) and ssn.run(P.PREEMPTIVE, queue, task))
 
-        return preempt_job(ssn, job, eligible, P.RECLAIMABLE, "reclaimed", "Reclaimed", admit)
+        def queue_fits(task: TaskInfo) -> bool:
+            return bool(ssn.run(P.ALLOCATABLE, queue, task))
+
+        return preempt_job(ssn, job, eligible, P.RECLAIMABLE, "reclaimed", "Reclaimed", admit, queue_fits)

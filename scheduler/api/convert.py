@@ -205,6 +205,7 @@ def queue_from_object(queue: Obj, *, creation: float = 0.0) -> QueueInfo:
         creation=creation,
         capability_zero=_zero_scalars(capability),
         deserved=Resource.from_quantities(deserved, field=f"queue {name}: spec.deserved") if deserved else None,
+        parent=str(spec.get("parent") or ""),
     )
 
 

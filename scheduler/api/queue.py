@@ -22,6 +22,7 @@ class QueueInfo:
     # As in Volcano; cpu or memory at 0 still means "not limited".
     capability_zero: frozenset[str] = frozenset()
     deserved: Resource | None = None  # `spec.deserved`: the share the `capacity` plugin gives (proportion ignores it)
+    parent: str = ""  # `spec.parent`, for capacity with enableHierarchy ("" is the root queue's child)
 
     def clone(self) -> QueueInfo:
         return QueueInfo(
@@ -35,6 +36,7 @@ class QueueInfo:
             self.creation,
             self.capability_zero,
             self.deserved,
+            self.parent,
         )
 
     def __repr__(self) -> str:

@@ -270,9 +270,9 @@ class ProportionPlugin(Plugin):
         for queue in ssn.queues.values():
             self.total_guarantee = self.total_guarantee + without_pods(queue.guarantee)
         self.attrs: dict[str, QueueAttr] = {}
+        self._prepare()
         for job in ssn.jobs.values():
-            attr = self._attr(job.queue)
-            if attr is not None:
+            for attr in self._path(job.queue):
                 self._count_job(attr, job)
         self._stale = True
 
@@ -287,6 +287,14 @@ class ProportionPlugin(Plugin):
         ssn.on_job_enqueued(self._enqueued)
 
     # -- accounting ---------------------------------------------------------------------------------
+    def _prepare(self) -> None:
+        """Before jobs are counted: nothing here (capacity builds its queue tree)."""
+
+    def _path(self, queue_name: str) -> list[QueueAttr]:
+        """The queues a job of `queue_name` counts in: that queue alone here (and its ancestors in capacity)."""
+        attr = self._attr(queue_name)
+        return [attr] if attr is not None else []
+
     def _attr(self, queue_name: str) -> QueueAttr | None:
         attr = self.attrs.get(queue_name)
         if attr is None:
@@ -308,28 +316,24 @@ class ProportionPlugin(Plugin):
         attr.elastic = attr.elastic + elastic_of(job)
 
     def _enqueued(self, job: JobInfo) -> None:
-        attr = self._attr(job.queue)
-        if attr is None:
-            return
-        attr.request = attr.request + without_pods(job.pending_request())
-        attr.admitted = attr.admitted + reserved_by_admitted(job)
-        self._stale = True
+        for attr in self._path(job.queue):
+            attr.request = attr.request + without_pods(job.pending_request())
+            attr.admitted = attr.admitted + reserved_by_admitted(job)
+            self._stale = True
 
     def _allocated(self, task: TaskInfo) -> None:
-        attr = self._task_attr(task)
-        if attr is not None:
+        for attr in self._task_path(task):
             attr.allocated = attr.allocated + without_pods(task.resreq)
             attr.update_share()
 
     def _deallocated(self, task: TaskInfo) -> None:
-        attr = self._task_attr(task)
-        if attr is not None:
+        for attr in self._task_path(task):
             attr.allocated = attr.allocated - without_pods(task.resreq)
             attr.update_share()
 
-    def _task_attr(self, task: TaskInfo) -> QueueAttr | None:
+    def _task_path(self, task: TaskInfo) -> list[QueueAttr]:
         job = self.ssn.jobs.get(task.job)
-        return self.attrs.get(job.queue) if job is not None else None
+        return self._path(job.queue) if job is not None and job.queue in self.attrs else []
 
     def deserved(self) -> dict[str, Resource]:
         """Each queue's deserved share, recomputed after enqueue admitted jobs (their requests join in)."""
@@ -423,18 +427,24 @@ class ProportionPlugin(Plugin):
         attr = self._attr(job.queue)
         if attr is None or job.min_resources is None:
             return P.PERMIT
+        over = self._over_limit(attr, job)
+        if over:
+            return P.reject("; ".join(over), self.name)
+        return P.PERMIT
+
+    def _over_limit(self, attr: QueueAttr, job: JobInfo) -> list[str]:
+        """Why `attr`'s real capability cannot hold the job's minResources on top of what it holds and has
+        admitted (empty if it can)."""
+        assert job.min_resources is not None
         minimum = without_pods(job.min_resources)
         need = minimum + attr.allocated + attr.admitted - attr.elastic
         if any(name in attr.limit and units > attr.limit[name] for name, units in need.items()):
             need = (need - preemptable_for(self.ssn, job)).max_with(minimum)
-        over = [
+        return [
             self._over_message(attr, name, minimum, need)
             for name, units in need.items()
             if name in attr.limit and units > attr.limit[name]
         ]
-        if over:
-            return P.reject("; ".join(over), self.name)
-        return P.PERMIT
 
     def _over_message(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> str:
         def show(units: int) -> str:

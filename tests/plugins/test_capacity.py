@@ -83,3 +83,77 @@ def test_capacity_and_proportion_together_are_rejected_with_both_places_named() 
     with pytest.raises(ConfError) as error:
         conf_from_tiers(("gang",), ("proportion", "capacity"))
     assert "tiers[1].plugins[1]" in str(error.value) and "tiers[1].plugins[0]" in str(error.value)
+
+
+# ---- enableHierarchy: queues under queues ------------------------------------------------------------------
+
+TREE = conf_from_tiers(("priority", "gang", "conformance"),
+                       ("drf", "predicates", {"name": "capacity", "enableHierarchy": True}, "nodeorder", "binpack"),
+                       actions="enqueue, allocate, reclaim, backfill")
+
+
+def org_tree(**team1: object) -> ClusterBuilder:
+    """root -> org-a (at most 16 GPUs) -> team-1, team-2; root -> org-b; 4 nodes x 8 GPUs."""
+    c = cluster().nodes("n", 4, gpu=8)
+    c.queue("org-a", capability={GPU: 16}, deserved={GPU: 16})
+    c.queue("org-b", deserved={GPU: 16})
+    c.queue("team-1", parent="org-a", deserved={GPU: 8}, **team1)  # type: ignore[arg-type]
+    c.queue("team-2", parent="org-a", deserved={GPU: 8})
+    return c
+
+
+def test_a_leaf_queue_is_held_to_its_ancestors_capability() -> None:
+    c = org_tree()
+    c.job("t1", queue="team-1", replicas=32, min_available=1, gpu=1)
+    c.cycles(3, TREE)
+    assert gpus(c, "t1") == 16  # team-1 has no capability of its own; org-a's 16 stops it
+
+
+def test_without_the_switch_parents_are_ignored() -> None:
+    c = org_tree()
+    c.job("t1", queue="team-1", replicas=32, min_available=1, gpu=1)
+    c.cycles(3, CONF)
+    assert gpus(c, "t1") == 32
+
+
+def test_a_job_in_a_queue_with_children_is_held_at_enqueue_with_the_reason() -> None:
+    c = org_tree()
+    c.job("inner", queue="org-a", replicas=2, min_available=2, gpu=1)
+    result = c.cycle(TREE)
+    assert gpus(c, "inner") == 0
+    status = next(s for s in result.podgroups if s.job == "default/inner")
+    reason = next(cond.message for cond in status.conditions if cond.type == "Unschedulable")
+    assert "queue org-a has child queues (team-1, team-2): jobs go to leaf queues" in reason
+
+
+def test_a_queue_whose_parent_does_not_exist_holds_its_jobs_and_the_others_run() -> None:
+    c = org_tree()
+    c.queue("lost", parent="org-z")
+    c.job("stray", queue="lost", replicas=1, gpu=1)
+    c.job("t2", queue="team-2", replicas=2, gpu=1)
+    result = c.cycle(TREE)
+    assert gpus(c, "stray") == 0 and gpus(c, "t2") == 2
+    status = next(s for s in result.podgroups if s.job == "default/stray")
+    assert any("parent 'org-z', which does not exist" in cond.message for cond in status.conditions)
+
+
+def test_the_less_used_subtree_goes_first() -> None:
+    c = org_tree()
+    c.job("a-big", queue="team-1", replicas=8, gpu=1)  # org-a now uses 8 of its 16 deserved
+    c.cycle(TREE)
+    # org-b (share 0) comes before team-2 (whose org-a is at 8/16), though team-2 itself holds nothing
+    c.job("b", queue="org-b", replicas=1, min_available=1, gpu=24)
+    c.job("t2", queue="team-2", replicas=1, min_available=1, gpu=24)
+    c.node("big", gpu=24)
+    c.cycle(TREE)
+    assert gpus(c, "b") == 24 and gpus(c, "t2") == 0
+
+
+def test_teams_reclaim_from_each_other_inside_their_org() -> None:
+    c = org_tree()
+    c.job("t1", queue="team-1", replicas=32, min_available=1, gpu=1)
+    c.cycles(2, TREE)
+    assert gpus(c, "t1") == 16
+    c.job("t2", queue="team-2", replicas=16, min_available=1, gpu=1)
+    c.cycles(30, TREE)
+    assert (gpus(c, "t1"), gpus(c, "t2")) == (8, 8)
