@@ -17,7 +17,8 @@
 5. Two staged solves, each warm-started: the domains touched per tier (top down), then, with that fixed, GPUs
    stranded on touched nodes and nodes used (the evaluator's order, see `evaluate.py`). Each stops at the time
    limit with the best answer found.
-6. `solve` returns whichever of {CP-SAT's answer, both greedy answers} scores best, so it is never worse.
+6. `solve` takes whichever of {CP-SAT's answer, both greedy answers} scores best, so it is never worse, and
+   tries to improve it by moving single tasks inside the domains it already touches (`improve`).
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ MAX_GROUPS = 4  # more task shapes than this are merged by GPU request (see `coa
 MAX_PATTERNS = 20_000  # model size cap; beyond it the decomposition gives up and greedy answers stand
 SEAT_MODEL_S = 0.05  # at most this long seating a merged answer's real tasks with CP-SAT
 SEAT_SHARE = 0.2  # of the time limit, at most, kept back from the models of a merged gang for that seating
+LOCAL_SHARE = 0.1  # of the time limit, at most, that the local search (`improve`) may run past it
 SPARE_SUBDOMAINS = 2  # sub-domains kept beyond the fewest that could hold the gang
 MIN_SUBDOMAINS = 4
+BIG_DELTA = 1 << 40
 
 
 @dataclass(slots=True)
@@ -77,7 +80,7 @@ class SolveStats:
 class SolveResult:
     placement: Placement | None
     score: Score
-    source: str  # "cpsat", "topology-greedy" or "binpack-greedy"
+    source: str  # "cpsat", "topology-greedy", "binpack-greedy" or "local-search" (see `improve`)
     scores: dict[str, Score] = field(default_factory=dict)
     stats: SolveStats = field(default_factory=SolveStats)
     elapsed_ms: float = 0.0
@@ -116,8 +119,79 @@ def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) ->
     answers["cpsat"] = placement
     scores["cpsat"] = evaluate(problem, placement)
     best = min(("cpsat", "topology-greedy", "binpack-greedy"), key=lambda n: scores[n])
+    # A short local search on the winner, in what is left of the limit plus LOCAL_SHARE of it.
+    improved = improve(problem, answers[best], max(deadline, time.perf_counter()) + LOCAL_SHARE * time_limit_ms / 1000)
+    if improved is not None and (score := evaluate(problem, improved)) < scores[best]:
+        best, answers["local-search"], scores["local-search"] = "local-search", improved, score
     elapsed = (time.perf_counter() - start) * 1000
     return SolveResult(answers[best], scores[best], best, scores, stats, elapsed)
+
+
+def improve(
+    problem: GangProblem, placement: Placement | None, deadline: float | None = None, passes: int = 3
+) -> Placement | None:
+    """A cheap local search on the chosen answer (CP-SAT's, or greedy's when CP-SAT found nothing better in
+    time): move single tasks, largest first, to other nodes of the lowest non-redundant domains already touched
+    (NVLink domains, else racks) while that strands fewer GPUs or, as many, uses fewer nodes (in the problem's
+    order). It never touches a new domain there; it stops at `deadline`. None if no move helps; the caller
+    re-scores."""
+    gpu = problem.gpu_row
+    if placement is None or gpu is None:
+        return None
+    topo = problem.topology
+    tier = next((t for t in range(1, topo.top) if not topo.redundant(t)), topo.top)  # NVLink, else rack
+    touched = used_nodes(placement)
+    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
+    pool = np.union1d(union[np.isin(topo.domain[tier, union], topo.domain[tier, touched])], touched)
+    where = {int(n): i for i, n in enumerate(pool.tolist())}
+    left = problem.idle[:, pool].copy()
+    tasks_on = np.zeros(pool.size, dtype=np.int64)
+    tasks: list[list[int]] = []  # per task: group, position in pool
+    for g, nodes in enumerate(placement):
+        for node in nodes.tolist():
+            i = where[node]
+            left[:, i] -= problem.groups[g].request
+            tasks_on[i] += 1
+            tasks.append([g, i])
+    allowed = [np.isin(pool, g.candidates) for g in problem.groups]
+    tasks.sort(key=lambda t: -int(problem.groups[t[0]].request[gpu]))
+    moved = False
+    for _ in range(passes):
+        changed = False
+        for task in tasks:
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            g, a = task
+            request = problem.groups[g].request
+            whole = left[gpu] // GPU_MILLI
+            alone = tasks_on[a] == 1
+            # Stranded GPUs and nodes gained at a when the task leaves, then at each b when it arrives.
+            from_a = -whole[a] if alone else (left[gpu, a] + request[gpu]) // GPU_MILLI - whole[a]
+            fits = allowed[g] & (left >= request[:, None]).all(axis=0)
+            fits[a] = False
+            if not fits.any():
+                continue
+            to_b = (left[gpu] - request[gpu]) // GPU_MILLI - np.where(tasks_on > 0, whole, 0)
+            strand = np.where(fits, from_a + to_b, BIG_DELTA)
+            nodes = np.where(fits, (tasks_on == 0).astype(np.int64) - int(alone), BIG_DELTA)
+            first, second = (strand, nodes) if problem.stranded_first else (nodes, strand)
+            b = int(np.lexsort((second, first))[0])
+            if (first[b], second[b]) >= (0, 0):
+                continue
+            left[:, a] += request
+            left[:, b] -= request
+            tasks_on[a] -= 1
+            tasks_on[b] += 1
+            task[1] = b
+            changed = moved = True
+        if not changed:
+            break
+    if not moved:
+        return None
+    out: list[list[int]] = [[] for _ in problem.groups]
+    for g, i in tasks:
+        out[g].append(int(pool[i]))
+    return tuple(np.array(o, dtype=np.int64) for o in out)
 
 
 def _usable_gpus(problem: GangProblem, nodes: IntArray) -> IntArray:

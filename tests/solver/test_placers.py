@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from scheduler.solver.cpsat import refine, solve
+from scheduler.solver.cpsat import improve, refine, solve
 from scheduler.solver.evaluate import GangProblem, Group, evaluate
 from scheduler.solver.greedy import per_pod_binpack, topology_greedy
 from scheduler.solver.topology import RACK, from_hypernodes, from_labels
@@ -307,3 +307,15 @@ def test_real_tasks_that_no_seating_fits_on_the_chosen_nodes_spill_onto_another_
     assert seated is not None
     score = evaluate(p, seated)
     assert score.placed and (score.racks, score.nodes) == (1, 3)
+
+
+def test_the_local_search_moves_a_task_to_an_exact_hole_in_a_rack_already_touched_and_not_beyond() -> None:
+    # Two 2-GPU tasks on nodes 0 (3 free: strands 1) and 1 (2 free); node 2 in the same rack has exactly 2.
+    p = problem([3, 2, 2, 2], ["a", "a", "a", "b"], [(2, 2)])
+    improved = improve(p, (np.array([0, 1]),))
+    assert improved is not None
+    assert sorted(improved[0].tolist()) == [1, 2]
+    assert (evaluate(p, improved).stranded, evaluate(p, improved).racks) == (0, 1)
+    # The only exact hole is in rack b: no move, the rack count stays.
+    p = problem([3, 2, 1, 2], ["a", "a", "a", "b"], [(2, 2)])
+    assert improve(p, (np.array([0, 1]),)) is None
