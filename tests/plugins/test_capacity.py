@@ -25,6 +25,14 @@ def two_orgs(**org1: object) -> ClusterBuilder:
     return c
 
 
+def borrow_then_claim(c: ClusterBuilder, cycles: int, per_job: int = 40) -> list[int]:
+    """org1 fills what it may of the idle cluster; then org2 wants as much; the evictions of each later cycle."""
+    c.job("org1-train", queue="org1", replicas=per_job, min_available=1, gpu=1)
+    c.cycles(2, CONF)
+    c.job("org2-train", queue="org2", replicas=per_job, min_available=1, gpu=1)
+    return [len(c.cycle(CONF).evictions) for _ in range(cycles)]
+
+
 def test_a_queue_borrows_the_whole_cluster_while_the_other_is_idle() -> None:
     c = two_orgs()
     c.job("org1-train", queue="org1", replicas=40, min_available=1, gpu=1)
@@ -34,20 +42,14 @@ def test_a_queue_borrows_the_whole_cluster_while_the_other_is_idle() -> None:
 
 def test_the_other_queue_reclaims_its_deserved_share_and_no_more() -> None:
     c = two_orgs()
-    c.job("org1-train", queue="org1", replicas=40, min_available=1, gpu=1)
-    c.cycles(2, CONF)
-    c.job("org2-train", queue="org2", replicas=40, min_available=1, gpu=1)
-    evictions = [len(c.cycle(CONF).evictions) for _ in range(30)]
+    evictions = borrow_then_claim(c, 30)
     assert gpus(c, "org2-train") == 24 and gpus(c, "org1-train") == 8
     assert sum(evictions[10:]) == 0  # settled: no ping-pong
 
 
 def test_reclaim_stops_at_the_guarantee() -> None:
     c = two_orgs(guarantee={GPU: 16}, capability={GPU: 32})
-    c.job("org1-train", queue="org1", replicas=40, min_available=1, gpu=1)
-    c.cycles(2, CONF)
-    c.job("org2-train", queue="org2", replicas=40, min_available=1, gpu=1)
-    c.cycles(30, CONF)
+    borrow_then_claim(c, 30)
     # org1 deserves max(8, its guarantee 16) = 16; org2 can only take back what org1 holds beyond that
     assert gpus(c, "org1-train") == 16 and gpus(c, "org2-train") == 16
 
@@ -63,19 +65,13 @@ def test_the_deserved_share_is_a_quantity_not_a_weight() -> None:
     c = cluster().nodes("n", 4, gpu=8)
     c.queue("org1", deserved={GPU: 4})
     c.queue("org2", deserved={GPU: 28})
-    c.job("org1-train", queue="org1", replicas=32, min_available=1, gpu=1)
-    c.cycles(2, CONF)
-    c.job("org2-train", queue="org2", replicas=32, min_available=1, gpu=1)
-    c.cycles(30, CONF)
+    borrow_then_claim(c, 30, per_job=32)
     assert (gpus(c, "org1-train"), gpus(c, "org2-train")) == (4, 28)
 
 
 def test_a_queue_that_is_not_reclaimable_keeps_what_it_borrowed() -> None:
     c = two_orgs(reclaimable=False)
-    c.job("org1-train", queue="org1", replicas=40, min_available=1, gpu=1)
-    c.cycles(2, CONF)
-    c.job("org2-train", queue="org2", replicas=40, min_available=1, gpu=1)
-    c.cycles(10, CONF)
+    borrow_then_claim(c, 10)
     assert gpus(c, "org1-train") == 32 and gpus(c, "org2-train") == 0
 
 
