@@ -67,7 +67,7 @@ class CapacityPlugin(ProportionPlugin):
             while at != ROOT:
                 parent = queues[at].parent or ROOT
                 if parent not in queues:
-                    self.broken[name] = f"queue {at} names parent {parent!r}, which does not exist"
+                    self.broken[name] = f"queue {at} names parent {parent!r}, and there is no Queue of that name"
                     break
                 if parent in seen:
                     self.broken[name] = f"queue {at}'s parents form a cycle through {parent}"

@@ -130,7 +130,7 @@ def test_a_queue_whose_parent_does_not_exist_holds_its_jobs_and_the_others_run()
     result = c.cycle(TREE)
     assert gpus(c, "stray") == 0 and gpus(c, "t2") == 2
     status = next(s for s in result.podgroups if s.job == "default/stray")
-    assert any("parent 'org-z', which does not exist" in cond.message for cond in status.conditions)
+    assert any("parent 'org-z', and there is no Queue of that name" in cond.message for cond in status.conditions)
 
 
 def test_the_less_used_subtree_goes_first() -> None:
