@@ -29,12 +29,12 @@ from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.conf import PluginOption
 from scheduler.gpu.frag import (
     MILLI,
-    MIX_WEIGHTING,
     FragModel,
     GpuArrays,
     Shape,
     ShapeMix,
     devices_on,
+    mix_for,
     models_of,
     score_nodes,
 )
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 MIB = 2**20
 TRACE_DIR = Path("/work/shared/traces/openb")
 VARIANTS = ("default", "multigpu50", "gpushare40", "gpuspec10")
-BENCH_POLICIES = ("random", "bestfit", "binpack", "fgd", "fgd-bestfit", "fgd-weighted")
+BENCH_POLICIES = ("random", "bestfit", "binpack", "fgd", "fgd-bestfit", "fgd-weighted", "fgd-blend")
 GRID = np.round(np.arange(0.0, 1.3001, 0.01), 2)
 
 
@@ -84,8 +84,9 @@ def gpu_arrays(nodes: Sequence[Node]) -> GpuArrays:
     free = np.zeros((len(nodes), width), dtype=np.int64)
     for i, n in enumerate(nodes):
         free[i, : n.gpus] = MILLI
-    return GpuArrays(free, [n.cpu for n in nodes], [n.memory for n in nodes], [n.model for n in nodes],
-                     [n.gpus for n in nodes])
+    return GpuArrays(
+        free, [n.cpu for n in nodes], [n.memory for n in nodes], [n.model for n in nodes], [n.gpus for n in nodes]
+    )
 
 
 class BinpackScorer:
@@ -147,12 +148,15 @@ def run_once(
     *,
     load: float = 1.3,
     half_life: float = 0.0,
+    arrays: GpuArrays | None = None,
+    mix: ShapeMix | None = None,
 ) -> Run:
+    """One seed of the benchmark; `arrays` and `mix` (fresh when not given) are left in their final state."""
     rng = np.random.default_rng(seed)
-    arrays = gpu_arrays(nodes)
+    arrays = gpu_arrays(nodes) if arrays is None else arrays
     capacity = int(arrays.devices.sum()) * MILLI
     binpack = BinpackScorer(nodes) if policy == "binpack" else None
-    mix = ShapeMix(half_life=half_life, weighting=MIX_WEIGHTING.get(policy, "count"))
+    mix = mix_for(policy, half_life) if mix is None else mix
     frag: FragModel | None = None
     refresh = refresh_points()
     everyone = np.arange(arrays.size)
@@ -177,8 +181,13 @@ def run_once(
                 scores, share_device = scored.scores, scored.share_device
             best = int(np.argmax(scores))
             node = int(fits[best])
-            chosen = devices_on("firstfit" if policy == "binpack" else policy, arrays, node, shape,
-                                -1 if share_device is None else int(share_device[best]))
+            chosen = devices_on(
+                "firstfit" if policy == "binpack" else policy,
+                arrays,
+                node,
+                shape,
+                -1 if share_device is None else int(share_device[best]),
+            )
             run.score_seconds.append(time.perf_counter() - start)
             arrays.apply(node, shape, chosen)
             if binpack is not None:
@@ -190,6 +199,28 @@ def run_once(
         allocated.append(allocated_milli / capacity)
     run.requested, run.allocated = np.array(requested), np.array(allocated)
     return run
+
+
+def score_cost(
+    policy: str, nodes: Sequence[Node], pods: Sequence[Shape], seed: int = 0, load: float = 0.5, samples: int = 2000
+) -> dict[str, tuple[float, float]]:
+    """Milliseconds to score one pod on every node (`score_nodes` over all of them, the cycle's worst case) of a
+    cluster packed by `policy` to `load`, with the mix it learnt: (median, p99) for GPU shares and whole GPUs."""
+    arrays, mix = gpu_arrays(nodes), mix_for(policy)
+    run_once(policy, nodes, pods, seed, load=load, arrays=arrays, mix=mix)
+    frag = FragModel(arrays, mix.top()) if policy.startswith("fgd") else None
+    everyone = np.arange(arrays.size)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for kind, chosen in (("share", [p for p in pods if p.is_share]), ("whole", [p for p in pods if p.is_whole])):
+        times = []
+        for i in rng.integers(len(chosen), size=samples):
+            start = time.perf_counter()
+            score_nodes(policy, arrays, chosen[int(i)], everyone, frag, rng)
+            times.append(time.perf_counter() - start)
+        ms = np.array(times) * 1000.0
+        out[kind] = (float(np.median(ms)), float(np.percentile(ms, 99)))
+    return out
 
 
 @dataclass(slots=True)
@@ -231,7 +262,10 @@ def _job(args: tuple[str, str, int, str]) -> Run:
 
 
 def bench(
-    variants: Sequence[str], policies: Sequence[str], seeds: Sequence[int], trace_dir: Path = TRACE_DIR,
+    variants: Sequence[str],
+    policies: Sequence[str],
+    seeds: Sequence[int],
+    trace_dir: Path = TRACE_DIR,
     workers: int = 1,
 ) -> list[Summary]:
     """Every (variant, policy, seed) run, in `workers` processes; one Summary per (variant, policy)."""
@@ -265,8 +299,19 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--trace-dir", type=Path, default=TRACE_DIR, help="folder with the openb CSV files")
     ap.add_argument("--variants", default="default", help=f"comma list of pod lists ({', '.join(VARIANTS)}; all)")
     ap.add_argument("--policies", default=",".join(BENCH_POLICIES), help="comma list of policies")
-    ap.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1 (default 10)")
+    ap.add_argument("--seeds", type=int, default=10, help="how many seeds (default 10)")
+    ap.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds FIRST..FIRST+N-1 (default 0; tune on other seeds than the reported 0..9)",
+    )
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)")
+    ap.add_argument(
+        "--score-cost",
+        action="store_true",
+        help="instead: time scoring one pod on all nodes of a half-full cluster (seed FIRST), per policy",
+    )
     ap.add_argument("--out", type=Path, default=Path("bench/results"), help="where the CSV and PNG files go")
 
 
@@ -277,13 +322,30 @@ def run_cli(args: argparse.Namespace) -> int:
         if policy not in BENCH_POLICIES:
             raise SystemExit(f"volcano-py: error: unknown policy {policy!r}; expected {', '.join(BENCH_POLICIES)}")
     started = time.perf_counter()
-    summaries = bench(variants, policies, range(args.seeds), args.trace_dir, args.workers)
+    if args.score_cost:
+        nodes = load_nodes(args.trace_dir / "openb_node_list_gpu_node.csv")
+        for variant in variants:
+            pods = load_pods(args.trace_dir / f"openb_pod_list_{variant}.csv")
+            for policy in policies:
+                if policy == "binpack":
+                    continue
+                cost = score_cost(policy, nodes, pods, args.first_seed)
+                print(
+                    f"{variant:<11} {policy:<12} "
+                    + "  ".join(f"{kind} {med:.3f} / {p99:.3f} ms (median / p99)" for kind, (med, p99) in cost.items())
+                )
+        return 0
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    summaries = bench(variants, policies, seeds, args.trace_dir, args.workers)
     curve, summary = write_csv(summaries, args.out)
     pngs = plot(summaries, args.out)
     print(render(summaries))
-    print(f"\nwrote {curve}, {summary}" + "".join(f", {p}" for p in pngs)
-          + ("" if pngs else " (no PNG: matplotlib is not installed)")
-          + f" in {time.perf_counter() - started:.0f}s")
+    print(
+        f"\nwrote {curve}, {summary}"
+        + "".join(f", {p}" for p in pngs)
+        + ("" if pngs else " (no PNG: matplotlib is not installed)")
+        + f" in {time.perf_counter() - started:.0f}s"
+    )
     return 0
 
 
@@ -298,11 +360,33 @@ def write_csv(summaries: Sequence[Summary], out: Path) -> tuple[Path, Path]:
                 w.writerow([s.variant, s.policy, f"{100 * g:.0f}", f"{100 * a:.3f}"])
     with summary.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["variant", "policy", "seeds", "allocated_pct_at_130", "std_pct", "unallocated_gpus",
-                    "pods_submitted", "score_median_ms", "score_p99_ms"])
+        w.writerow(
+            [
+                "variant",
+                "policy",
+                "seeds",
+                "allocated_pct_at_130",
+                "std_pct",
+                "unallocated_gpus",
+                "pods_submitted",
+                "score_median_ms",
+                "score_p99_ms",
+            ]
+        )
         for s in summaries:
-            w.writerow([s.variant, s.policy, s.seeds, f"{100 * s.final_allocated:.2f}", f"{100 * s.final_std:.2f}",
-                        f"{s.unallocated_gpus:.0f}", f"{s.pods:.0f}", f"{s.median_ms:.3f}", f"{s.p99_ms:.3f}"])
+            w.writerow(
+                [
+                    s.variant,
+                    s.policy,
+                    s.seeds,
+                    f"{100 * s.final_allocated:.2f}",
+                    f"{100 * s.final_std:.2f}",
+                    f"{s.unallocated_gpus:.0f}",
+                    f"{s.pods:.0f}",
+                    f"{s.median_ms:.3f}",
+                    f"{s.p99_ms:.3f}",
+                ]
+            )
     return curve, summary
 
 
@@ -338,6 +422,8 @@ def plot(summaries: Sequence[Summary], out: Path) -> list[Path]:
 def render(summaries: Sequence[Summary]) -> str:
     lines = [f"{'variant':<11} {'policy':<12} {'alloc@130%':>10} {'unalloc GPUs':>12} {'score ms (med/p99)':>19}"]
     for s in summaries:
-        lines.append(f"{s.variant:<11} {s.policy:<12} {100 * s.final_allocated:>9.2f}% {s.unallocated_gpus:>12.0f}"
-                     f" {s.median_ms:>9.3f} / {s.p99_ms:<7.3f}")
+        lines.append(
+            f"{s.variant:<11} {s.policy:<12} {100 * s.final_allocated:>9.2f}% {s.unallocated_gpus:>12.0f}"
+            f" {s.median_ms:>9.3f} / {s.p99_ms:<7.3f}"
+        )
     return "\n".join(lines)

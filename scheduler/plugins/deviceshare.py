@@ -5,17 +5,18 @@ Each session the plugin builds per-node per-card state from the snapshot's bound
 handlers, so a gang placed pod by pod inside one cycle sees the cards its earlier pods took. It scores
 candidate nodes (BATCH_NODE_ORDER) with the policy of `scheduler.gpu.frag`:
 
-- `fgd-weighted` (default): Fragmentation Gradient Descent (Weng et al., ATC 2023) over the mix of pod shapes
-  seen recently, weighted by sqrt(GPUs asked), with best-fit tie-breaks — the best policy on the openb trace
-  (BENCHMARKS.md);
-- `fgd`: FGD as published; `fgd-bestfit`: FGD with best-fit tie-breaks; `bestfit`, `firstfit`, `random`.
+- `fgd-blend` (default): Fragmentation Gradient Descent (Weng et al., ATC 2023) over the mix of pod shapes
+  seen recently (every shape, weighted by GPUs asked to the power 0.3), plus a small best-fit term (worth up to
+  50 milli GPU of fragmentation growth) — the best policy on the openb trace (BENCHMARKS.md);
+- `fgd`: FGD as published; `fgd-bestfit`: FGD with best-fit tie-breaks; `fgd-weighted`: FGD over a mix
+  weighted by sqrt(GPUs asked) with best-fit tie-breaks; `bestfit`, `firstfit`, `random`.
 
 A node whose cards cannot hold the task (GPU model not in the pod's `volcano-py.io/gpu-spec`, no card with
 room for a share, too few idle cards for whole GPUs) scores UNFIT, far below any real score. The cards chosen
 for each placed task are in `assignments` (task uid -> card indices) and `bind_annotations` gives the
 annotations to write at bind.
 
-Arguments: `deviceshare.policy` (fgd-weighted), `deviceshare.weight` (1; the score is -100 x weight per GPU of
+Arguments: `deviceshare.policy` (fgd-blend), `deviceshare.weight` (1; the score is -100 x weight per GPU of
 fragmentation growth, so one GPU of growth outweighs binpack's whole range), `deviceshare.halfLife` (pods
 after which a seen shape counts half; 0 = never forget; default 5000).
 """
@@ -34,7 +35,7 @@ from scheduler.framework.conf import arg_float, arg_str
 from scheduler.framework.plugin import EventHandler, Plugin
 from scheduler.framework.session import Session
 from scheduler.gpu.devices import bind_annotations, choose_devices, node_state, shape_on, wants_gpu
-from scheduler.gpu.frag import MILLI, MIX_WEIGHTING, POLICIES, FragModel, Shape, ShapeMix, score_nodes
+from scheduler.gpu.frag import MILLI, MIX_WEIGHTING, POLICIES, FragModel, Shape, ShapeMix, mix_for, score_nodes
 
 POLICY = "deviceshare.policy"
 WEIGHT = "deviceshare.weight"
@@ -51,7 +52,7 @@ _MIXES: dict[tuple[str, float], tuple[ShapeMix, OrderedDict[str, None]]] = {}
 def shared_mix(policy: str, half_life: float) -> tuple[ShapeMix, OrderedDict[str, None]]:
     key = (policy, half_life)
     if key not in _MIXES:
-        _MIXES[key] = (ShapeMix(half_life=half_life, weighting=MIX_WEIGHTING.get(policy, "count")), OrderedDict())
+        _MIXES[key] = (mix_for(policy, half_life), OrderedDict())
     return _MIXES[key]
 
 
@@ -60,7 +61,7 @@ class DeviceSharePlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.policy = arg_str(self.option, POLICY, "fgd-weighted")
+        self.policy = arg_str(self.option, POLICY, "fgd-blend")
         if self.policy not in POLICIES:
             raise ValueError(f"{POLICY}: unknown policy {self.policy!r}; expected one of {', '.join(POLICIES)}")
         self.weight = arg_float(self.option, WEIGHT, 1.0)

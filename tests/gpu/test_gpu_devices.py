@@ -20,8 +20,7 @@ def arrays(*rows: list[int], models: list[str] | None = None, cpu: int = 64_000)
     free = np.zeros((len(rows), width), dtype=np.int64)
     for i, r in enumerate(rows):
         free[i, : len(r)] = r
-    return GpuArrays(free, [cpu] * len(rows), [10**6] * len(rows), models or ["T4"] * len(rows),
-                     [len(r) for r in rows])
+    return GpuArrays(free, [cpu] * len(rows), [10**6] * len(rows), models or ["T4"] * len(rows), [len(r) for r in rows])
 
 
 def place(policy: str, a: GpuArrays, shape: Shape, frag: FragModel | None = None) -> tuple[int, tuple[int, ...]] | None:
@@ -87,11 +86,17 @@ def brute_frag(a: GpuArrays, mix: list[tuple[Shape, float]], node: int, free: np
 
 def test_fragmentation_growth_matches_the_definition() -> None:
     rng = np.random.default_rng(3)
-    a = arrays(*[list(rng.choice([0, 190, 530, 770, 1000], size=int(rng.choice([2, 4, 8])))) for _ in range(40)],
-               cpu=16_000)
+    a = arrays(
+        *[list(rng.choice([0, 190, 530, 770, 1000], size=int(rng.choice([2, 4, 8])))) for _ in range(40)], cpu=16_000
+    )
     a.cpu[:] = rng.integers(0, 16_000, size=a.size)
-    shapes = [Shape(4000, 0, 1, 1000), Shape(2000, 0, 1, 470), Shape(8000, 0, 8, 1000), Shape(1000, 0, 1, 230),
-              Shape(6000, 0, 2, 1000)]
+    shapes = [
+        Shape(4000, 0, 1, 1000),
+        Shape(2000, 0, 1, 470),
+        Shape(8000, 0, 8, 1000),
+        Shape(1000, 0, 1, 230),
+        Shape(6000, 0, 2, 1000),
+    ]
     mix = [(s, p) for s, p in zip(shapes, (0.4, 0.3, 0.05, 0.15, 0.1), strict=True)]
     frag = FragModel(a, mix)
     everyone = np.arange(a.size)
@@ -180,8 +185,11 @@ class Case:
     policy: str
 
 
-CASES = [Case("FGD-weighted keeps shares off the whole free node", "fgd-weighted"),
-         Case("best-fit keeps shares off the whole free node", "bestfit")]
+CASES = [
+    Case("FGD-blend (the default) keeps shares off the whole free node", "fgd-blend"),
+    Case("FGD-weighted keeps shares off the whole free node", "fgd-weighted"),
+    Case("best-fit keeps shares off the whole free node", "bestfit"),
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
