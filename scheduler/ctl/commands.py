@@ -67,13 +67,14 @@ def job_table(jobs: Sequence[Obj], now: float, with_namespace: bool = False) -> 
     return table(header, [job_row(j, now, with_namespace) for j in ordered])
 
 
-QUEUE_HEADER = ["NAME", "STATE", "WEIGHT", "INQUEUE", "PENDING", "RUNNING", "GPU-ALLOCATED", "GPU-DESERVED",
-                "GPU-CAPABILITY", "AGE"]
+QUEUE_HEADER = ["NAME", "STATE", "PARENT", "WEIGHT", "INQUEUE", "PENDING", "RUNNING", "GPU-ALLOCATED",
+                "GPU-DESERVED", "GPU-CAPABILITY", "AGE"]
 
 
 def queue_row(queue: Obj, now: float) -> list[object]:
     meta, spec, status = queue.get("metadata") or {}, queue.get("spec") or {}, queue.get("status") or {}
-    return [meta.get("name"), status.get("state") or spec.get("state") or "Open", spec.get("weight", 1),
+    return [meta.get("name"), status.get("state") or spec.get("state") or "Open", spec.get("parent") or "-",
+            spec.get("weight", 1),
             status.get("inqueue", 0), status.get("pending", 0), status.get("running", 0),
             (status.get("allocated") or {}).get(GPU, 0), (spec.get("deserved") or {}).get(GPU, "-"),
             (spec.get("capability") or {}).get(GPU, "-"), age(meta.get("creationTimestamp"), now)]
