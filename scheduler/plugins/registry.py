@@ -14,6 +14,7 @@ from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
+from scheduler.plugins.sla import SlaPlugin
 from scheduler.plugins.topology import NetworkTopologyAwarePlugin
 
 PLUGINS: dict[str, type[Plugin]] = {
@@ -25,6 +26,7 @@ PLUGINS: dict[str, type[Plugin]] = {
         PredicatesPlugin,
         ProportionPlugin,
         CapacityPlugin,
+        SlaPlugin,
         DrfPlugin,
         OvercommitPlugin,
         NodeOrderPlugin,
