@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gc
 import json
 import random
 import statistics
@@ -248,6 +249,8 @@ def cycle_times(sizes: str, repeat: int) -> None:
     for size in sizes.split(","):
         nodes, pods = (int(x) for x in size.split("x"))
         sim = build(nodes, pods)
+        gc.collect()
+        gc.freeze()  # as bench_cycle.py and the scheduler's runner do
         runs = [one_cycle(sim, conf) for _ in range(repeat)]
         totals = [times["total"] for times, _ in runs]
         allocate = [times["allocate"] for times, _ in runs]
