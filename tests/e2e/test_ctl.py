@@ -221,7 +221,7 @@ def test_queue_close_holds_new_jobs_and_open_lets_them_run(control_plane, contro
     assert pods(core_v1, namespace, "late") == []
 
     row = cli(control_plane, "queue", "get", q).splitlines()[1].split()
-    assert row[:2] == [q, "Closed"] and row[6:9] == ["0", "4", "8"], row
+    assert row[:3] == [q, "Closed", "-"] and row[7:10] == ["0", "4", "8"], row
     cli(control_plane, "queue", "open", q)
     wait_phase(custom, namespace, "late", "Running", running=2)
     listing = cli(control_plane, "queue", "list")
