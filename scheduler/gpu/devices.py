@@ -23,7 +23,16 @@ from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.resources import GPU
 from scheduler.api.status import OCCUPYING_STATUSES
-from scheduler.gpu.frag import MILLI, FragModel, GpuArrays, Shape, devices_on, models_of, score_nodes
+from scheduler.gpu.frag import (
+    DEFAULT_POLICY,
+    MILLI,
+    FragModel,
+    GpuArrays,
+    Shape,
+    devices_on,
+    models_of,
+    score_nodes,
+)
 
 GPU_MEMORY = "volcano.sh/gpu-memory"
 GPU_NUMBER = "volcano.sh/gpu-number"
@@ -131,7 +140,7 @@ def choose_devices(
     node: NodeInfo,
     arrays: GpuArrays,
     index: int,
-    policy: str = "fgd-weighted",
+    policy: str = DEFAULT_POLICY,
     frag: FragModel | None = None,
 ) -> tuple[int, ...] | None:
     """The cards `task` takes on the node at `index` under `policy`; () for a task without GPUs; None when
@@ -158,7 +167,7 @@ def bind_annotations(
     arrays: GpuArrays,
     index: int,
     now_ns: int,
-    policy: str = "fgd-weighted",
+    policy: str = DEFAULT_POLICY,
     frag: FragModel | None = None,
 ) -> tuple[tuple[int, ...], Mapping[str, str]] | None:
     """The cards chosen for `task` on `node` and the annotations to write on the pod at bind:

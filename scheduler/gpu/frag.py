@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 MILLI = 1000
 POLICIES = ("fgd", "fgd-bestfit", "fgd-weighted", "fgd-blend", "bestfit", "firstfit", "random")
+DEFAULT_POLICY = "fgd-blend"  # the deviceshare plugin's default (BENCHMARKS.md, issue 10)
 # How a policy weighs the shapes it has seen: by count (the paper's popularity), or by count x (GPUs the shape
 # asks for) to a power, which keeps rare large pods (8-GPU jobs) from being drowned by common small shares.
 MIX_WEIGHTING = {"fgd": "count", "fgd-bestfit": "count", "fgd-weighted": "sqrt-gpu", "fgd-blend": "gpu^0.3"}

@@ -35,7 +35,17 @@ from scheduler.framework.conf import arg_float, arg_str
 from scheduler.framework.plugin import EventHandler, Plugin
 from scheduler.framework.session import Session
 from scheduler.gpu.devices import bind_annotations, choose_devices, node_state, shape_on, wants_gpu
-from scheduler.gpu.frag import MILLI, MIX_WEIGHTING, POLICIES, FragModel, Shape, ShapeMix, mix_for, score_nodes
+from scheduler.gpu.frag import (
+    DEFAULT_POLICY,
+    MILLI,
+    MIX_WEIGHTING,
+    POLICIES,
+    FragModel,
+    Shape,
+    ShapeMix,
+    mix_for,
+    score_nodes,
+)
 
 POLICY = "deviceshare.policy"
 WEIGHT = "deviceshare.weight"
@@ -61,7 +71,7 @@ class DeviceSharePlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.policy = arg_str(self.option, POLICY, "fgd-blend")
+        self.policy = arg_str(self.option, POLICY, DEFAULT_POLICY)
         if self.policy not in POLICIES:
             raise ValueError(f"{POLICY}: unknown policy {self.policy!r}; expected one of {', '.join(POLICIES)}")
         self.weight = arg_float(self.option, WEIGHT, 1.0)
