@@ -28,6 +28,7 @@ class Gate(StrEnum):
     QUEUE_MISSING = "queue missing"
     QUEUE_CLOSED = "queue closed"
     QUEUE_CAPABILITY = "queue capability"
+    QUEUE_NOT_LEAF = "queue not a leaf"
     OVERCOMMIT = "overcommit"
     ENQUEUE = "enqueue"
     TOPOLOGY = "network topology"
@@ -94,6 +95,7 @@ TOPOLOGY = re.compile(
     r"needs (?P<need>\S+) (?P<res>\S+) inside one (?P<where>.+?) \(hard mode, highestTierAllowed (?P<tier>\d+)\); "
     r"(?:the best (?:.+?) has (?P<best>\S+) free(?P<pieces>, but not in pieces its tasks fit)?|no node allows them)"
 )
+NOT_LEAF = re.compile(r"queue (?P<queue>\S+) has child queues \((?P<children>[^)]*)\): jobs go to leaf queues")
 TOPOLOGY_NO_NODE = re.compile(r"the gang's tasks fit no node \(hard mode, highestTierAllowed (?P<tier>\d+)\)")
 TASKS = re.compile(r"Not enough (?:valid tasks|pods of task (?P<task>\S+)) for gang-scheduling, "
                    r"valid: (?P<valid>\d+), min: (?P<min>\d+)")
@@ -240,6 +242,11 @@ def decide(facts: Facts) -> Explanation:
         return _with(base, Gate.QUEUE_CLOSED, f"queue {queue} is {state}: it admits no new jobs",
                      numbers=(("queue state", state),),
                      unblock=(f"open queue {queue} (volcano-py queue open {queue}), or submit to an Open queue",))
+    if (match := NOT_LEAF.search(published)) is not None:
+        children = match["children"]
+        return _with(base, Gate.QUEUE_NOT_LEAF, f"queue {match['queue']} has child queues; jobs run in leaf queues "
+                     "only (capacity with enableHierarchy)", numbers=(("child queues", children),),
+                     unblock=(f"submit the job to one of {match['queue']}'s child queues: {children}",))
     if (match := CAPABILITY.search(published)) is not None:
         return _capability(base, match, facts.queue)
     if (match := OVERCOMMIT.search(published)) is not None:

@@ -93,6 +93,11 @@ CASES = [
     Case("an aborted job says how to resume it",
          facts(podgroup("train"), job={"metadata": {"name": "train"}, "status": {"state": {"phase": "Aborted"}}}),
          Gate.JOB_STOPPED, unblock=("volcano-py job resume train -n ml",)),
+    Case("a job in a queue with child queues (hierarchical capacity)",
+         facts(podgroup("train", queue="org", message="queue org has child queues (team-1, team-2): jobs go to "
+                        "leaf queues"), queue("org")), Gate.QUEUE_NOT_LEAF,
+         unblock=("submit the job to one of org's child queues: team-1, team-2",),
+         numbers={"child queues": "team-1, team-2"}),
     Case("a job whose PodGroup the controllers have not made", facts(None), Gate.NO_PODGROUP),
     Case("a running gang is not held", facts(podgroup("train", phase="Running")), Gate.NOT_HELD),
     Case("a Pending PodGroup with no word from the scheduler is waiting", facts(podgroup("train")), Gate.WAITING),
