@@ -23,6 +23,7 @@ WAITING_PHASES = ("Pending", "Inqueue")
 
 class Gate(StrEnum):
     NOT_HELD = "not held"
+    TASK_ORDER = "task launch order"
     JOB_STOPPED = "job stopped"
     NO_PODGROUP = "no PodGroup"
     QUEUE_MISSING = "queue missing"
@@ -233,6 +234,14 @@ def decide(facts: Facts) -> Explanation:
         published = str((event or {}).get("message") or "") if pg_phase in WAITING_PHASES else ""
     base = _with(base, Gate.WAITING, "", published=published)
     if pg_phase not in WAITING_PHASES and condition is None:
+        held_back = waiting_on_depends(facts.job)
+        if held_back:
+            task, deps = held_back[0]
+            shown = ", ".join(f"{d} {running}/{needed} running" for d, running, needed in deps)
+            return _with(base, Gate.TASK_ORDER, f"task {task} has no pods yet: it waits for {shown} (dependsOn)",
+                         rank=None, numbers=tuple((f"{d} running", f"{r}/{n}") for d, r, n in deps),
+                         unblock=(f"wait for {', '.join(d for d, _, _ in deps)} to run; see `kubectl describe "
+                                  f"pod` of those tasks' pods if they do not start",))
         return _with(base, Gate.NOT_HELD, f"not held: its PodGroup is {pg_phase}", rank=None)
     if facts.queue is None or "does not exist" in published:
         return _with(base, Gate.QUEUE_MISSING, f"queue {queue} does not exist",
@@ -271,6 +280,28 @@ def decide(facts: Facts) -> Explanation:
         return _with(base, Gate.ENQUEUE, "held at enqueue", unblock=("see the published message",))
     return _with(base, Gate.WAITING, "the scheduler has not reported on it yet (is it running, and does the "
                  "pod's schedulerName match?)")
+
+
+def waiting_on_depends(job: Obj | None) -> list[tuple[str, list[tuple[str, int, int]]]]:
+    """Tasks of a Job that have no pods and name a dependsOn, with (task, Running pods, needed) per dependency,
+    from the Job's spec and its status.taskStatusCount (the controller's counts)."""
+    if job is None:
+        return []
+    tasks = list((job.get("spec") or {}).get("tasks") or [])
+    counts = (_status(job).get("taskStatusCount") or {})
+    out = []
+    for task in tasks:
+        deps = [str(d) for d in ((task.get("dependsOn") or {}).get("name") or [])]
+        if not deps or sum(((counts.get(task.get("name")) or {}).get("phase") or {}).values()):
+            continue
+        rows = []
+        for dep in deps:
+            spec: Obj = next((t for t in tasks if t.get("name") == dep), {})
+            needed = int(spec.get("minAvailable", spec.get("replicas", 1)) or 0)
+            running = int(((counts.get(dep) or {}).get("phase") or {}).get("Running", 0))
+            rows.append((dep, running, needed))
+        out.append((str(task.get("name")), rows))
+    return out
 
 
 def _with(base: Explanation, gate: Gate, summary: str, **changes: Any) -> Explanation:

@@ -100,6 +100,15 @@ CASES = [
          numbers={"child queues": "team-1, team-2"}),
     Case("a job whose PodGroup the controllers have not made", facts(None), Gate.NO_PODGROUP),
     Case("a running gang is not held", facts(podgroup("train", phase="Running")), Gate.NOT_HELD),
+    Case("a running gang whose master waits for its workers (dependsOn)",
+         facts(podgroup("train", phase="Running"), job={
+             "metadata": {"name": "train"},
+             "spec": {"tasks": [{"name": "master", "replicas": 1, "dependsOn": {"name": ["worker"]}},
+                                {"name": "worker", "replicas": 4}]},
+             "status": {"state": {"phase": "Running"},
+                        "taskStatusCount": {"worker": {"phase": {"Running": 3, "Pending": 1}}}}}),
+         Gate.TASK_ORDER, says=("task master has no pods yet: it waits for worker 3/4 running",),
+         numbers={"worker running": "3/4"}),
     Case("a Pending PodGroup with no word from the scheduler is waiting", facts(podgroup("train")), Gate.WAITING),
     Case("the latest warning event stands in for a missing condition",
          facts(podgroup("train"), events=[
