@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 from preemption_confs import make_conf
 
+from scheduler.sim.objects import pod_object
 from scheduler.testing import ClusterBuilder, cluster
 
 CONF = make_conf()
@@ -63,3 +64,22 @@ def test_reclaim_only_runs_when_listed_in_actions() -> None:
     for _ in range(5):
         c.cycle(conf)
     assert c.sim.evicted == []
+
+
+def test_reclaim_never_takes_a_running_job_below_a_task_minimum() -> None:
+    """A Volcano Job with minAvailable 1 whose task kept its default minimum (its replicas) is a gang of its
+    whole task: a victim taken from it would leave it "partly bound", allocate would hand it the freed GPUs
+    first, and reclaim would take them again (eviction ping-pong). Its pods are not victims."""
+    c = cluster().nodes("n", 2, gpu=8)
+    c.queue("research", weight=1)
+    c.queue("product", weight=1)
+    c.sim.add_podgroup({"metadata": {"name": "sweep", "namespace": "default"},
+                        "spec": {"minMember": 1, "minTaskMember": {"worker": 16}, "queue": "research"},
+                        "status": {"phase": "Inqueue"}})
+    for i in range(16):
+        c.sim.add_pod(pod_object(f"sweep-{i}", group="sweep", role="worker", gpu=1))
+    c.cycle(CONF)
+    assert gpus_of(c, "sweep") == 16
+    c.job("train", queue="product", replicas=4, min_available=4, gpu=1)
+    evictions = [len(c.cycle(CONF).evictions) for _ in range(10)]
+    assert sum(evictions) == 0 and gpus_of(c, "sweep") == 16 and gpus_of(c, "train") == 0
