@@ -169,7 +169,8 @@ def _queue(raw: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
         name = raw.get("name")
         if not isinstance(name, str) or not name:
             raise InputError(source, f"{where}.name", "expected a queue name")
-        spec = {k: v for k, v in raw.items() if k in ("weight", "capability", "reclaimable", "priority")}
+        keys = ("weight", "capability", "deserved", "reclaimable", "priority", "parent")
+        spec = {k: v for k, v in raw.items() if k in keys}
         if "guarantee" in raw:
             spec["guarantee"] = {"resource": raw["guarantee"]}
         manifest = {"apiVersion": SCHED_API, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
@@ -179,7 +180,7 @@ def _queue(raw: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
     weight = spec.get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 65535:
         raise InputError(source, f"{where}.weight", f"expected an integer 1..65535, got {weight!r}")
-    for key in ("capability",):
+    for key in ("capability", "deserved"):
         try:
             Resource.from_quantities(spec.get(key), field=f"{where}.spec.{key}")
         except QuantityError as exc:
