@@ -48,3 +48,19 @@ def test_the_report_names_every_job_and_the_totals() -> None:
     text = render(replay(spec, workload, builtin_default_conf()), "volcano-py")
     for needle in ("llama-a", "llama-b", "notebook", "GPUs doing work", "wait mean / p95", "partly bound gang  0"):
         assert needle in text
+
+
+def test_the_teams_example_shows_what_capacity_changes_over_proportion() -> None:
+    """examples/sim/teams-*: by weight (proportion) product gets half the cluster back and its third gang waits
+    for the first two; by declared deserved shares (capacity) it gets its 24 GPUs back at once."""
+    from scheduler.cycle import load_conf
+
+    spec = load_cluster(EXAMPLES / "teams-cluster.yaml")
+    workload = load_workload(EXAMPLES / "teams-workload.yaml")
+    waits = {}
+    for name in ("proportion", "capacity"):
+        outcome = replay(spec, workload, load_conf(str(EXAMPLES / f"{name}.conf")))
+        assert totals(outcome).finished == 4 and totals(outcome).partial_gang_cycles == 0
+        waits[name] = {r.item.name: r.started - r.item.arrival for r in outcome.runs if r.started is not None}
+    assert sorted(waits["proportion"][f"train-{i}"] for i in (1, 2, 3))[-1] >= 1800  # one gang waits its turn
+    assert max(waits["capacity"][f"train-{i}"] for i in (1, 2, 3)) < 60
