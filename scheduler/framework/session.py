@@ -102,7 +102,7 @@ class Session:
         for remembered in self._feasible.values():  # same nodes as last cycle, but this snapshot's objects
             remembered.nodes = [self.node_list[i] for i in remembered.indices]
         self._scores: dict[tuple[Constraints, Resource], _Scores] = {}
-        self._scalars: list[Callable[..., float]] | None | bool = False  # see _scalar_scorers
+        self._scalars: list[Callable[..., float]] | None = None  # set once plugins registered: _scalar_scorers
         self._binds: dict[str, list[tuple[str, str]]] = {}
         self._evictions: list[Eviction] = []
         self._annotations: dict[str, dict[str, str]] = {}
@@ -132,6 +132,7 @@ class Session:
             self.timings[f"plugin:{plugin.name}"] = time.perf_counter() - started
         if self.plugins:  # a conf naming only plugins volcano-py skips opens a session without any
             del self._current
+        self._scalars = self._scalar_scorers()
 
     def register(self, point: P.Point, fn: Callable[..., Any]) -> None:
         """Called by a plugin in `on_session_open`; honours the plugin's enableXxx switch for the point."""
@@ -325,7 +326,7 @@ class Session:
 
     def _masked_score(self, task: TaskInfo, position: int) -> float:
         """`_masked_scores` for one node, in plain Python when every batch scorer has a scalar form."""
-        scalar = self._scalar_scorers()
+        scalar = self._scalars
         if scalar is None:
             return float(self._masked_scores(task, np.array([position], dtype=np.int64))[0])
         node = self.node_list[position]
@@ -340,11 +341,9 @@ class Session:
 
     def _scalar_scorers(self) -> list[Callable[..., float]] | None:
         """The scalar forms of the batch scorers in tier order, or None if one of them has none."""
-        if self._scalars is False:
-            fns = [fn for tier in self._fns[P.BATCH_NODE_ORDER.name] for fn in tier]
-            scorers = [fn for fn in fns if isinstance(fn, P.BatchScorer)]
-            self._scalars = [fn.one for fn in scorers] if len(scorers) == len(fns) else None
-        return self._scalars if isinstance(self._scalars, list) else None
+        fns = [fn for tier in self._fns[P.BATCH_NODE_ORDER.name] for fn in tier]
+        scorers = [fn for fn in fns if isinstance(fn, P.BatchScorer)]
+        return [fn.one for fn in scorers] if len(scorers) == len(fns) else None
 
     def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
         indices = np.fromiter((self.arrays.position[n.name] for n in nodes), dtype=np.int64, count=len(nodes))
