@@ -58,17 +58,26 @@ class BinpackPlugin(Plugin):
                 weights[name] = weight(f"{RESOURCES}.{name}")
         return weights
 
-    def score(self, task: TaskInfo, node: NodeInfo) -> float:
-        total = 0.0
-        weight_sum = 0
+    def _terms(self, task: TaskInfo) -> tuple[list[tuple[str, int, int]], int]:
+        """(resource, request, weight) for each requested resource with a non-zero weight, and the sum of the
+        weights of every requested resource binpack weighs (the score's denominator)."""
+        terms, weight_sum = [], 0
         for name, request in task.resreq.items():
             weight = self.resource_weights.get(name)
             if not request or name == PODS or weight is None:
                 continue
             weight_sum += weight
+            if weight:
+                terms.append((name, request, weight))
+        return terms, weight_sum
+
+    def score(self, task: TaskInfo, node: NodeInfo) -> float:
+        total = 0.0
+        terms, weight_sum = self._terms(task)
+        for name, request, weight in terms:
             capacity = node.allocatable.get(name)
             used_after = node.used.get(name) + request
-            if capacity and weight and used_after <= capacity:
+            if capacity and used_after <= capacity:
                 total += used_after * weight / capacity
         if weight_sum:
             total /= weight_sum
@@ -79,14 +88,10 @@ class BinpackPlugin(Plugin):
         if indices.size <= FEW:  # numpy's per-call cost beats its speed below a handful of nodes
             return np.array([self.score(task, self.ssn.node_list[i]) for i in indices])
         total = np.zeros(indices.size)
-        weight_sum = 0
-        for name, request in task.resreq.items():
-            weight = self.resource_weights.get(name)
-            if not request or name == PODS or weight is None:
-                continue
-            weight_sum += weight
+        terms, weight_sum = self._terms(task)
+        for name, request, weight in terms:
             row = arrays.row.get(name)
-            if row is None or not weight:
+            if row is None:
                 continue
             capacity = arrays.allocatable[row, indices]
             used_after = capacity - arrays.idle[row, indices] + request
