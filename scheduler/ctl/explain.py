@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from scheduler.jobs.expand import depends_on
+
 Obj = Mapping[str, Any]
 
 FINISHED_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
@@ -291,7 +293,7 @@ def waiting_on_depends(job: Obj | None) -> list[tuple[str, list[tuple[str, int, 
     counts = (_status(job).get("taskStatusCount") or {})
     out = []
     for task in tasks:
-        deps = [str(d) for d in ((task.get("dependsOn") or {}).get("name") or [])]
+        deps = depends_on(task)
         if not deps or sum(((counts.get(task.get("name")) or {}).get("phase") or {}).values()):
             continue
         rows = []

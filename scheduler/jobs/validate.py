@@ -12,6 +12,7 @@ from typing import Any
 
 from scheduler.jobs import keys
 from scheduler.jobs.bus import POLICY_ACTIONS, POLICY_EVENTS, Event
+from scheduler.jobs.expand import depends_on, first_wave
 from scheduler.jobs.plugins import IMPLEMENTED, VOLCANO_ONLY
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -90,8 +91,8 @@ def _job_min_available(spec: Mapping[str, Any], tasks: list[Mapping[str, Any]]) 
     minimum = spec.get("minAvailable")
     if minimum is not None and int(minimum) > total:
         return [f"spec.minAvailable: {minimum} must be <= total replicas {total}"]
-    waiting = [str(t.get("name")) for t in tasks if (t.get("dependsOn") or {}).get("name")]
-    first = sum(_replicas(t) for t in tasks if not (t.get("dependsOn") or {}).get("name"))
+    waiting = [str(t.get("name")) for t in tasks if depends_on(t)]
+    first = sum(_replicas(t) for t in first_wave(tasks))
     if minimum and waiting and int(minimum) > first:
         return [
             f"spec.minAvailable: {minimum} must be <= {first}, the replicas of the tasks without dependsOn: the pods "
@@ -192,7 +193,7 @@ def _depends_on(tasks: list[Mapping[str, Any]]) -> list[str]:
     graph: dict[str, list[str]] = {}
     errors = []
     for index, task in enumerate(tasks):
-        deps = list(((task.get("dependsOn") or {}).get("name")) or [])
+        deps = depends_on(task)
         for dep in deps:
             if dep not in names:
                 errors.append(f"spec.tasks[{index}].dependsOn.name: unknown task {dep!r}")
