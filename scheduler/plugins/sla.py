@@ -36,12 +36,11 @@ class SlaPlugin(Plugin):
         if text:
             try:
                 self.default = parse_duration(text)
+                if self.default <= 0:
+                    raise ValueError(text)
             except ValueError:
                 raise ConfError(self.option.source or "<conf>", f"{self.option.where}.arguments.{WAITING_TIME}",
-                                f"expected a duration such as 1h or 90s, got {text!r}") from None
-            if self.default <= 0:
-                raise ConfError(self.option.source or "<conf>", f"{self.option.where}.arguments.{WAITING_TIME}",
-                                f"must be positive, got {text!r}")
+                                f"expected a positive duration such as 1h or 90s, got {text!r}") from None
         ssn.register(P.JOB_ORDER, self.job_order)
         ssn.register(P.JOB_ENQUEUEABLE, self.permit_when_overdue)
         ssn.register(P.JOB_PIPELINED, self.permit_when_overdue)

@@ -64,3 +64,8 @@ def test_past_its_waiting_time_a_job_held_by_its_queue_is_admitted() -> None:
 def test_a_bad_waiting_time_is_a_conf_error_naming_the_argument() -> None:
     with pytest.raises(ConfError, match=r"tiers\[0\]\.plugins\[0\]\.arguments\.sla-waiting-time"):
         run_cycle(ClusterSnapshot({}, {}, {}), conf("soon"))
+
+
+def test_a_waiting_time_that_is_not_positive_is_a_conf_error_too() -> None:
+    with pytest.raises(ConfError, match="positive duration"):
+        run_cycle(ClusterSnapshot({}, {}, {}), conf("0s"))
