@@ -172,11 +172,11 @@ class CapacityPlugin(ProportionPlugin):
             return True
         request = without_pods(task.resreq)
         asked = dimensions(task.resreq)
-        within = all(
-            (attr.allocated + request).get(name) <= attr.limit[name]
-            for attr in path for name in asked if name in attr.limit
-        )
-        return within or not self._placeable(task)
+        for attr in path:
+            after = attr.allocated + request
+            if any(after.get(name) > attr.limit[name] for name in asked if name in attr.limit):
+                return not self._placeable(task)
+        return True
 
     def enqueueable(self, job: JobInfo) -> P.Verdict:
         if not self.hierarchy:
