@@ -85,3 +85,8 @@ def test_one_node_rescoring_places_every_task_where_the_batch_path_does(monkeypa
     scalar, batch = placements(True), placements(False)
     assert len(scalar) > 60
     assert scalar == batch
+
+
+def test_with_the_default_conf_the_one_node_rescoring_takes_the_scalar_path() -> None:
+    ssn = random_cluster(0)
+    assert ssn._scalars is not None and len(ssn._scalars) == 2  # nodeorder's and binpack's scalar forms
