@@ -60,6 +60,14 @@ def core_v1(api_client):
     return client.CoreV1Api(api_client)
 
 
+@pytest.fixture(scope="session")
+def custom(api_client):
+    """CustomObjectsApi for the Volcano CRDs (Jobs, PodGroups, Queues, Commands, HyperNodes)."""
+    from kubernetes import client
+
+    return client.CustomObjectsApi(api_client)
+
+
 @pytest.fixture
 def namespace(core_v1, request):
     """A fresh namespace per test, deleted afterwards (the namespace controller empties it)."""

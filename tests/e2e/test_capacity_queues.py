@@ -10,7 +10,6 @@ from test_scheduler import (  # noqa: F401 - fixtures
     GROUP,
     TIMEOUT,
     bound_pods,
-    custom,
     gang_pod,
     node_set,
     unschedulable,

@@ -39,13 +39,6 @@ def scheduler(control_plane):
 
 
 @pytest.fixture(scope="module")
-def custom(control_plane):
-    api = control_plane.api_client()
-    yield client.CustomObjectsApi(api)
-    api.close()
-
-
-@pytest.fixture(scope="module")
 def gpu_nodes(control_plane, core_v1):
     """Two 16-GPU nodes for the whole module, deleted afterwards."""
     tag = uuid.uuid4().hex[:6]

@@ -118,13 +118,6 @@ INVALID = [
 ]
 
 
-@pytest.fixture(scope="module")
-def custom(control_plane):
-    api = control_plane.api_client()
-    yield client.CustomObjectsApi(api)
-    api.close()
-
-
 def create(custom, namespace: str, kind: str, obj: dict) -> dict:
     obj = copy.deepcopy(obj)
     if kind == "Job":

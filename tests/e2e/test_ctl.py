@@ -16,7 +16,6 @@ import uuid
 import pytest
 from controlplane import REPO_ROOT, create_gpu_node, node_is_ready, wait_for
 from inprocess import queue_status, running_controllers, running_scheduler
-from kubernetes import client
 from test_controllers import (
     BATCH,
     BUS,
@@ -48,13 +47,6 @@ tiers:
   - name: binpack
   - name: network-topology-aware
 """
-
-
-@pytest.fixture(scope="module")
-def custom(control_plane):
-    api = control_plane.api_client()
-    yield client.CustomObjectsApi(api)
-    api.close()
 
 
 @pytest.fixture(scope="module")

@@ -23,13 +23,6 @@ BATCH, SCHED = "batch.volcano.sh", "scheduling.volcano.sh"
 
 
 @pytest.fixture
-def custom(control_plane):
-    api = control_plane.api_client()
-    yield client.CustomObjectsApi(api)
-    api.close()
-
-
-@pytest.fixture
 def controller(control_plane):
     api_client = control_plane.api_client()
     yield JobController(Api(Kube(api_client)))

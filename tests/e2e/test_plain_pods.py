@@ -24,13 +24,6 @@ TAG = f"plain-{uuid.uuid4().hex[:6]}"
 
 
 @pytest.fixture(scope="module")
-def custom(control_plane):
-    api = control_plane.api_client()
-    yield client.CustomObjectsApi(api)
-    api.close()
-
-
-@pytest.fixture(scope="module")
 def scheduler(control_plane):
     with running_scheduler(control_plane, name="volcano-py-scheduler-plain") as running:
         yield running

@@ -15,7 +15,6 @@ import uuid
 import pytest
 from controlplane import GPU_RESOURCE, assert_no_overcommit, create_gpu_node, node_is_ready, wait_for
 from inprocess import running_scheduler
-from kubernetes import client
 
 TIMEOUT = 60  # generous for a 2-core machine; every wait returns as soon as its condition holds
 NODE_SET = "volcano-py.test/node-set"
@@ -26,11 +25,6 @@ GROUP = "scheduling.volcano.sh"
 def scheduler(control_plane):
     with running_scheduler(control_plane) as running:
         yield running
-
-
-@pytest.fixture
-def custom(api_client):
-    return client.CustomObjectsApi(api_client)
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from controlplane import GPU_RESOURCE, assert_no_overcommit, bind_pod, wait_for
 from kubernetes import client
-from test_scheduler import GROUP, TIMEOUT, bound_pods, custom, gang_pod, node_set, pg_status, podgroup
+from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod, node_set, pg_status, podgroup
 
-__all__ = ["custom", "node_set"]  # fixtures used by the tests below
+__all__ = ["node_set"]  # fixtures used by the tests below
 
 REPO = Path(__file__).resolve().parents[2]
 CONF = (

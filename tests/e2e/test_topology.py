@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from controlplane import wait_for
 from inprocess import running_scheduler
-from test_scheduler import GROUP, TIMEOUT, bound_pods, custom, gang_pod, node_set  # noqa: F401 - fixtures
+from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod, node_set  # noqa: F401 - fixtures
 
 CONF = """actions: "enqueue, allocate, backfill"
 tiers:
