@@ -9,7 +9,6 @@ Repetitions: VOLCANO_CHAOS_ROUNDS (default 3, as in CI; 10 locally), VOLCANO_CHA
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "e2e"))  # the harness: controlplane.py and the e2e helpers
 
-from controlplane import BINARIES, ControlPlane  # noqa: E402
+from cluster_fixtures import api_client, control_plane, core_v1, custom  # noqa: E402, F401 - fixtures
 
 
 def pytest_configure(config):
@@ -33,46 +32,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.chaos)
 
 
-@pytest.fixture(scope="session")
-def control_plane():
-    cp = ControlPlane()
-    missing = [b for b in BINARIES if not os.access(cp.bin_dir / b, os.X_OK)]
-    if missing:
-        cp.stop()
-        msg = f"control-plane binaries missing in {cp.bin_dir}: {missing}; run `make cluster-bins`"
-        if os.environ.get("VOLCANO_PY_E2E_REQUIRE") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    cp.start()
-    try:
-        yield cp
-    finally:
-        cp.stop()
-
-
-@pytest.fixture(scope="session")
-def api_client(control_plane):
-    api = control_plane.api_client()
-    yield api
-    api.close()
-
-
-@pytest.fixture(scope="session")
-def core_v1(api_client):
-    from kubernetes import client
-
-    return client.CoreV1Api(api_client)
-
-
-@pytest.fixture(scope="session")
-def custom(api_client):
-    from kubernetes import client
-
-    return client.CustomObjectsApi(api_client)
-
-
 @pytest.fixture
-def new_namespace(core_v1):
+def new_namespace(core_v1):  # noqa: F811 - the fixture of that name
     """Makes fresh namespaces (deleted afterwards)."""
     made: list[str] = []
 

@@ -6,12 +6,11 @@ without them the tests are skipped with a reason, unless VOLCANO_PY_E2E_REQUIRE=
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
 import pytest
-from controlplane import BINARIES, ControlPlane
+from cluster_fixtures import api_client, control_plane, core_v1, custom, kubeconfig  # noqa: F401 - fixtures
 
 HERE = Path(__file__).resolve().parent
 
@@ -22,54 +21,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.e2e)
 
 
-@pytest.fixture(scope="session")
-def control_plane():
-    cp = ControlPlane()
-    missing = [b for b in BINARIES if not os.access(cp.bin_dir / b, os.X_OK)]
-    if missing:
-        cp.stop()
-        msg = f"control-plane binaries missing in {cp.bin_dir}: {missing}; run `make cluster-bins`"
-        if os.environ.get("VOLCANO_PY_E2E_REQUIRE") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    cp.start()
-    try:
-        yield cp
-    finally:
-        cp.stop()
-
-
-@pytest.fixture(scope="session")
-def kubeconfig(control_plane) -> Path:
-    """Path of an admin (system:masters) kubeconfig."""
-    return control_plane.kubeconfig
-
-
-@pytest.fixture(scope="session")
-def api_client(control_plane):
-    """kubernetes.client.ApiClient authenticated as admin."""
-    api = control_plane.api_client()
-    yield api
-    api.close()
-
-
-@pytest.fixture(scope="session")
-def core_v1(api_client):
-    from kubernetes import client
-
-    return client.CoreV1Api(api_client)
-
-
-@pytest.fixture(scope="session")
-def custom(api_client):
-    """CustomObjectsApi for the Volcano CRDs (Jobs, PodGroups, Queues, Commands, HyperNodes)."""
-    from kubernetes import client
-
-    return client.CustomObjectsApi(api_client)
-
-
 @pytest.fixture
-def namespace(core_v1, request):
+def namespace(core_v1, request):  # noqa: F811 - the fixture of that name
     """A fresh namespace per test, deleted afterwards (the namespace controller empties it)."""
     # <= 27 chars, so kubeconfig_for_service_account(namespace, <14-char name>) fits in a certificate.
     base = "".join(c if c.isalnum() else "-" for c in request.node.name.lower().removeprefix("test_"))
