@@ -36,8 +36,6 @@ import time
 import urllib.error
 import urllib.request
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -1019,23 +1017,3 @@ def assert_no_overcommit(api) -> dict:
         raise AssertionError("over-committed nodes:\n  " + "\n  ".join(problems))
     return usage
 
-
-@contextmanager
-def started_control_plane() -> Iterator[ControlPlane]:
-    """A started control plane, stopped afterwards: the session fixture of tests/e2e and tests/chaos. Without
-    its binaries the tests are skipped with the reason, or fail when VOLCANO_PY_E2E_REQUIRE=1."""
-    import pytest  # only the test suites call this; benchmarks import this module without pytest fixtures
-
-    cp = ControlPlane()
-    missing = [b for b in BINARIES if not os.access(cp.bin_dir / b, os.X_OK)]
-    if missing:
-        cp.stop()
-        msg = f"control-plane binaries missing in {cp.bin_dir}: {missing}; run `make cluster-bins`"
-        if os.environ.get("VOLCANO_PY_E2E_REQUIRE") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    cp.start()
-    try:
-        yield cp
-    finally:
-        cp.stop()
