@@ -1016,4 +1016,3 @@ def assert_no_overcommit(api) -> dict:
     if problems:
         raise AssertionError("over-committed nodes:\n  " + "\n  ".join(problems))
     return usage
-
