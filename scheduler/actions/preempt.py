@@ -35,16 +35,15 @@ def starving_jobs(ssn: Session) -> list[JobInfo]:
 
 def _room_on(
     ssn: Session, point: P.Point, preemptor: TaskInfo, node: NodeInfo, eligible: Eligible,
-    queue_fits: Callable[[TaskInfo], bool] | None = None,
+    held_back: Callable[[TaskInfo], bool] | None = None,
 ) -> list[TaskInfo] | None:
     """The victims on `node` that make room for `preemptor` (lowest priority first), or None if none suffice.
 
-    With `queue_fits` (reclaim), room is also room in the reclaimer's queue: when a limit above it (an ancestor
-    queue's capability) holds it back although the node has space, victims are taken until that limit lets
-    the task in, as their evictions would leave it (tried in a statement that is then undone)."""
+    `held_back` (reclaim, when the reclaimer's queue cannot take the task now: a limit above it, such as an
+    ancestor queue's capability, holds it back although nodes have space) is that queue check: victims are then
+    taken until it lets the task in, as their evictions would leave it (tried in a statement that is undone)."""
     request = preemptor.resreq
-    fits_now = queue_fits is None or queue_fits(preemptor)
-    if fits_now and request <= node.future_idle():
+    if held_back is None and request <= node.future_idle():
         return []
     candidates = sorted(
         (t for t in running_candidates(node.tasks.values()) if eligible(t)), key=lambda t: victim_order(t, ssn.jobs)
@@ -58,16 +57,16 @@ def _room_on(
     for victim in gang_safe(ordered, ssn.jobs):
         chosen.append(victim)
         freed = freed + victim.resreq
-        if request <= node.future_idle() + freed and (fits_now or _fits_without(ssn, chosen, preemptor, queue_fits)):
+        if request <= node.future_idle() + freed and (
+            held_back is None or _fits_without(ssn, chosen, preemptor, held_back)
+        ):
             return chosen
     return None
 
 
 def _fits_without(
-    ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo, queue_fits: Callable[[TaskInfo], bool] | None
+    ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo, queue_fits: Callable[[TaskInfo], bool]
 ) -> bool:
-    if queue_fits is None:
-        return True
     trial = Statement(ssn)
     for victim in victims:
         trial.evict(victim, "")
@@ -89,8 +88,9 @@ def make_room(
 ) -> bool:
     """Evict the cheapest victims that let `preemptor` fit on one node and pipeline it there, in `stmt`."""
     best: tuple[tuple[int, int, int], str, NodeInfo, list[TaskInfo]] | None = None
+    held_back = queue_fits if queue_fits is not None and not queue_fits(preemptor) else None  # asked once
     for node in ssn.feasible_nodes(preemptor):
-        victims = _room_on(ssn, point, preemptor, node, eligible, queue_fits)
+        victims = _room_on(ssn, point, preemptor, node, eligible, held_back)
         if victims is None:
             continue
         key = (_cost(ssn, victims), node.name, node, victims)
