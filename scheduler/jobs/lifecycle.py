@@ -456,6 +456,8 @@ def waiting_tasks(job: Mapping[str, Any], pods: Sequence[PodView]) -> dict[str, 
     its work does not hold the next task back here). With `iteration: any` one ready task of several is
     enough; otherwise all must be. Once created, a task's pods stay: the order is about starting.
     """
+    if not any(depends_on(task) for task in job["spec"]["tasks"]):
+        return {}  # the usual job: no pass over its pods
     ready: dict[str, int] = {}
     for pod in pods:
         if not pod.deleting and ((pod.phase == "Running" and pod.ready) or pod.phase == "Succeeded"):
