@@ -40,7 +40,7 @@ from scheduler.jobs import (
     pod_event,
     pod_view,
     podgroup_for,
-    podgroup_name,
+    podgroup_lookup_names,
     validate_job,
 )
 from scheduler.jobs.bus import Event
@@ -261,9 +261,7 @@ class JobController:
         event = event or JobEvent()
         if event.action is not None and event.pod and not self._still_due(event, views):
             event = JobEvent()  # a deferred policy whose pod recovered meanwhile
-        podgroup = self.api.podgroup(namespace, podgroup_name(job))
-        if podgroup is not None and not owned_by(podgroup, uid):
-            podgroup = None  # a namesake left by an earlier job of this name, on its way out
+        podgroup = self._find_podgroup(job)
         pg_phase = ((podgroup.get("status") or {}).get("phase") or "Pending") if podgroup is not None else None
         gate = pg_phase if (pods or self._queue_open(spec["queue"])) else None
         decision = decide(job, JobStatus.of(job), views, gate, event)
@@ -272,6 +270,19 @@ class JobController:
         self._tell_waiting(job, uid, decision)
         self._arm_timers(job, decision)
         return decision
+
+    def _find_podgroup(self, job: Obj) -> Obj | None:
+        """The job's PodGroup: `<job>-<uid>`, else one named after the job that an older controller made.
+
+        Volcano's getPodGroupByJob (pkg/controllers/job/job_controller_actions.go) has the same fallback. A
+        PodGroup not owned by this job (a namesake left by an earlier job of this name, on its way out) is
+        not its PodGroup."""
+        meta = job["metadata"]
+        for name in podgroup_lookup_names(job):
+            podgroup = self.api.podgroup(str(meta["namespace"]), name)
+            if podgroup is not None and owned_by(podgroup, str(meta["uid"])):
+                return podgroup
+        return None
 
     def _take_vanished(self, key: str, job_uid: str, listed: list[Obj]) -> _Seen | None:
         """Forget every pod of this job that was seen but is no longer listed; return the first of them.
@@ -309,7 +320,7 @@ class JobController:
             elif op.kind is OpKind.DELETE_PODGROUP and podgroup is not None:
                 self.api.delete_podgroup(namespace, podgroup["metadata"]["name"])
             elif op.kind is OpKind.CREATE_PODS:
-                self._create_pods(job, decision, gate, set(op.names), pods)
+                self._create_pods(job, decision, gate, set(op.names), pods, podgroup)
             elif op.kind is OpKind.DELETE_PODS:
                 for pod_name in op.names:
                     self.api.delete_pod(namespace, pod_name)
@@ -355,7 +366,9 @@ class JobController:
                                           {**{k: None for k in data if k not in wanted}, **wanted})
         self._hosts[uid] = wanted
 
-    def _create_pods(self, job: Obj, decision: Decision, gate: str | None, names: set[str], pods: list[Obj]) -> None:
+    def _create_pods(
+        self, job: Obj, decision: Decision, gate: str | None, names: set[str], pods: list[Obj], podgroup: Obj | None
+    ) -> None:
         uid = str(job["metadata"]["uid"])
         if uid not in self._plugin_objects:
             for obj in plugin_objects(job):  # before the pods: they mount the ConfigMap, resolve the Service
@@ -364,7 +377,8 @@ class JobController:
         current = copy.deepcopy(job)
         current.setdefault("status", {})["version"] = decision.version  # pods carry the run they belong to
         existing = {p["metadata"]["name"] for p in pods}
-        for pod in desired_pods(current, gate, existing):
+        group = str(podgroup["metadata"]["name"]) if podgroup is not None else None  # the pods join the one found
+        for pod in desired_pods(current, gate, existing, podgroup=group):
             if pod["metadata"]["name"] in names:
                 self.api.create(pod)
 

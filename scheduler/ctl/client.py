@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from scheduler.cache.kube import Kube, KubeError, Obj
 from scheduler.ctl.explain import Facts
+from scheduler.jobs import podgroup_lookup_names
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1"
 SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
@@ -92,7 +93,7 @@ class Client:
         """What explain needs about `name`: a Volcano Job, else a PodGroup, else a pod (its group)."""
         job = self.job(namespace, name)
         target = f"job {namespace}/{name}"
-        podgroup_name = name
+        podgroup_names: tuple[str, ...] = podgroup_lookup_names(job) if job is not None else (name,)
         if job is None:
             podgroup = self.podgroup(namespace, name)
             target = f"podgroup {namespace}/{name}"
@@ -101,12 +102,11 @@ class Client:
                 if pod is None:
                     raise NotFound(f"no Job, PodGroup or pod named {name} in namespace {namespace}")
                 target = f"pod {namespace}/{name}"
-                podgroup_name = pod_group_name(pod)
+                podgroup_names = (pod_group_name(pod),)
                 job_name = ((pod.get("metadata") or {}).get("labels") or {}).get("volcano.sh/job-name")
                 job = self.job(namespace, job_name) if job_name else None
-        podgroup = self.podgroup(namespace, podgroup_name)
-        if podgroup is not None and job is not None and not _owned_by(podgroup, job):
-            podgroup = None  # a namesake, not this job's
+        podgroup = self._podgroup_of(namespace, podgroup_names, job)
+        podgroup_name = str(podgroup["metadata"]["name"]) if podgroup is not None else podgroup_names[0]
         queue_name = str(((podgroup or job or {}).get("spec") or {}).get("queue") or "default")
         queue = self.queue(queue_name)
         in_queue = [pg for pg in self.podgroups() if str((pg.get("spec") or {}).get("queue") or "default")
@@ -114,6 +114,17 @@ class Client:
         events = self.events_about(namespace, "PodGroup", podgroup_name) if podgroup is not None else []
         return Facts(target=target, namespace=namespace, job=job, podgroup=podgroup, queue=queue,
                      queue_podgroups=in_queue, priorities=self.priorities(), events=events)
+
+
+    def _podgroup_of(self, namespace: str, names: tuple[str, ...], job: Obj | None) -> Obj | None:
+        """The first of `names` that exists and is not a namesake of another job. A Job's names are
+        `<job>-<uid>` then the legacy `<job>` (Volcano's getPodGroupByJob fallback,
+        pkg/controllers/job/job_controller_actions.go)."""
+        for name in names:
+            podgroup = self.podgroup(namespace, name)
+            if podgroup is not None and (job is None or _owned_by(podgroup, job)):
+                return podgroup
+        return None
 
 
 def pod_group_name(pod: Obj) -> str:

@@ -28,12 +28,12 @@ from scheduler.jobs.lifecycle import (
     pod_event,
     pod_view,
 )
-from scheduler.jobs.names import podgroup_name
+from scheduler.jobs.names import podgroup_lookup_names, podgroup_name
 from scheduler.jobs.validate import unsupported_plugins, validate_job
 
 __all__ = [
     "Action", "Decision", "Event", "JobEvent", "JobStatus", "Op", "OpKind", "Phase", "PodView",
     "decide", "desired_pods", "expected_pod_names", "expired", "min_pod_specs", "min_resources",
-    "normalize_job", "plugin_objects", "pod_event", "pod_for", "pod_view", "podgroup_for", "podgroup_name",
-    "pods_for", "unsupported_plugins", "validate_job",
+    "normalize_job", "plugin_objects", "pod_event", "pod_for", "pod_view", "podgroup_for", "podgroup_lookup_names",
+    "podgroup_name", "pods_for", "unsupported_plugins", "validate_job",
 ]

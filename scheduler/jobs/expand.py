@@ -169,15 +169,22 @@ def _task_minimums_then_fill(tasks: list[Mapping[str, Any]], wanted: int) -> lis
 # ---------------------------------------------------------------------------------------------- pods
 
 
-def pod_for(job: Mapping[str, Any], task_index_in_spec: int, replica_index: int) -> Manifest:
-    """The Pod for replica `replica_index` of task number `task_index_in_spec`, with plugins applied."""
+def pod_for(
+    job: Mapping[str, Any], task_index_in_spec: int, replica_index: int, *, podgroup: str | None = None
+) -> Manifest:
+    """The Pod for replica `replica_index` of task number `task_index_in_spec`, with plugins applied.
+
+    `podgroup` is the name of the PodGroup the controller found for the job (a legacy `<job>` one, say); the
+    pod joins it. Without it the pod names `podgroup_name(job)`, as Volcano's controller always does.
+    """
     job = normalize_job(job)
     task = job["spec"]["tasks"][task_index_in_spec]
     template = copy.deepcopy(task.get("template", {}))
+    group = podgroup or podgroup_name(job)
     pod: Manifest = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _pod_metadata(job, task, template.get("metadata", {}), replica_index),
+        "metadata": _pod_metadata(job, task, template.get("metadata", {}), replica_index, group),
         "spec": _pod_spec(job, template.get("spec", {})),
     }
     _mount_job_volumes(pod, job)
@@ -185,10 +192,10 @@ def pod_for(job: Mapping[str, Any], task_index_in_spec: int, replica_index: int)
     return pod
 
 
-def pods_for(job: Mapping[str, Any]) -> list[Manifest]:
+def pods_for(job: Mapping[str, Any], *, podgroup: str | None = None) -> list[Manifest]:
     """Every pod of the job: tasks in spec order, replicas in index order."""
     job = normalize_job(job)
-    return [pod_for(job, t, i) for t, task in enumerate(_tasks(job)) for i in range(_replicas(task))]
+    return [pod_for(job, t, i, podgroup=podgroup) for t, task in enumerate(_tasks(job)) for i in range(_replicas(task))]
 
 
 def expected_pod_names(job: Mapping[str, Any]) -> list[str]:
@@ -197,7 +204,7 @@ def expected_pod_names(job: Mapping[str, Any]) -> list[str]:
 
 
 def _pod_metadata(
-    job: Mapping[str, Any], task: Mapping[str, Any], template_meta: Mapping[str, Any], index: int
+    job: Mapping[str, Any], task: Mapping[str, Any], template_meta: Mapping[str, Any], index: int, group: str
 ) -> Manifest:
     spec = job["spec"]
     task_name = str(task["name"])
@@ -215,7 +222,8 @@ def _pod_metadata(
     annotations = dict(template_meta.get("annotations") or {})
     annotations.update(
         {
-            keys.GROUP_NAME: podgroup_name(job),
+            # `<job>-<uid>`, as Volcano's controller annotates its pods (pkg/controllers/job/job_controller_util.go)
+            keys.GROUP_NAME: group,
             keys.JOB_NAME: job_name(job),
             keys.TASK_SPEC: task_name,
             keys.TASK_INDEX: str(index),

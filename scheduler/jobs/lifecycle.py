@@ -523,15 +523,21 @@ def podgroup_admitted(podgroup_phase: str | None) -> bool:
 
 
 def desired_pods(
-    job: Mapping[str, Any], podgroup_phase: str | None, existing_pod_names: Sequence[str] | set[str]
+    job: Mapping[str, Any],
+    podgroup_phase: str | None,
+    existing_pod_names: Sequence[str] | set[str],
+    *,
+    podgroup: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Pod manifests to create now: none while the PodGroup is Pending, else every missing replica."""
+    """Pod manifests to create now: none while the PodGroup is Pending, else every missing replica.
+
+    `podgroup` is the name of the PodGroup found for the job; the pods join it (see `pod_for`)."""
     if not podgroup_admitted(podgroup_phase):
         return []
     job = normalize_job(job)
     existing = set(existing_pod_names)
     return [
-        pod_for(job, t, i)
+        pod_for(job, t, i, podgroup=podgroup)
         for t, task in enumerate(job["spec"]["tasks"])
         for i in range(int(task["replicas"]))
         if f"{job['metadata']['name']}-{task['name']}-{i}" not in existing

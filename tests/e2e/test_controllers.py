@@ -139,8 +139,26 @@ def podgroup(custom, namespace: str, name: str) -> dict | None:
         raise
 
 
+def job_podgroup_name(custom, namespace: str, job: str) -> str:
+    """`<job>-<job uid>`: the name Volcano's job controller gives a Job's PodGroup (issue 16)."""
+    uid = custom.get_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", job)["metadata"]["uid"]
+    return f"{job}-{uid}"
+
+
+def job_podgroup(custom, namespace: str, job: str) -> dict | None:
+    """The Job's PodGroup; None if the Job or its PodGroup does not exist."""
+    try:
+        name = job_podgroup_name(custom, namespace, job)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return podgroup(custom, namespace, name)
+
+
 def unschedulable(custom, namespace: str, name: str) -> dict | None:
-    pg = podgroup(custom, namespace, name) or {}
+    """The Unschedulable condition of the PodGroup `name`, or of the Job `name`'s PodGroup."""
+    pg = podgroup(custom, namespace, name) or job_podgroup(custom, namespace, name) or {}
     for c in (pg.get("status") or {}).get("conditions") or ():
         if c.get("type") == "Unschedulable" and c.get("status") == "True":
             return c
@@ -191,7 +209,8 @@ def test_seed_jobs_run_as_whole_gangs(control_plane, controllers, scheduler, cus
         rows = {line.split()[0]: line.split() for line in out.splitlines() if "/" in line}
         assert rows["job.batch.volcano.sh/pytorch-job"][1:4] == ["Running", "8", "8"], out
         assert rows["job.batch.volcano.sh/ai-gang-job"][1:4] == ["Running", "2", "2"], out
-        assert rows["podgroup.scheduling.volcano.sh/pytorch-job"][1:4] == ["Running", "8", "8"], out
+        pg = job_podgroup_name(custom, namespace, "pytorch-job")
+        assert rows[f"podgroup.scheduling.volcano.sh/{pg}"][1:4] == ["Running", "8", "8"], out
         out = control_plane.kubectl("get", "queue", "default", "team-a").stdout
         header = out.splitlines()[0].split()
         assert header == ["NAME", "STATE", "INQUEUE", "PENDING", "RUNNING", "UNKNOWN"], out
@@ -289,7 +308,7 @@ def test_depends_on_creates_the_master_only_once_its_workers_run(controllers, cu
 
     created = second(master["metadata"]["creationTimestamp"])
     assert all(created >= second(w["status"]["startTime"]) for w in workers), "master created before a worker ran"
-    pg = podgroup(custom, namespace, "ordered")
+    pg = job_podgroup(custom, namespace, "ordered")
     assert pg["spec"]["minMember"] == 3 and pg["spec"]["minTaskMember"] == {"mpiworker": 3}
     told = core_v1.list_namespaced_event(namespace, field_selector="involvedObject.name=ordered,reason=TaskWaiting")
     assert any(e.message.startswith("task mpimaster waits for mpiworker") for e in told.items), told.items
@@ -318,6 +337,40 @@ def test_min_success_completes_after_two_pods_succeed(controllers, custom, core_
     wait_for(lambda: not running_pods(core_v1, namespace, "enough"), TIMEOUT, what="the other pods deleted")
 
 
+# ---------------------------------------------------------------------------------------------- PodGroup name
+
+
+def test_a_jobs_podgroup_is_named_job_dash_uid_and_its_pods_name_it(controllers, custom, core_v1, namespace):
+    """Volcano's job controller names the PodGroup `<job>-<job uid>` and its e2e suites look it up so (issue 16)."""
+    create_job(custom, namespace, job_manifest("named", [task("worker", 2)]))
+    wait_phase(custom, namespace, "named", "Running", running=2)
+    name = job_podgroup_name(custom, namespace, "named")
+    pg = podgroup(custom, namespace, name)
+    assert pg is not None and pg["spec"]["minMember"] == 2 and pg["spec"]["minTaskMember"] == {"worker": 2}
+    assert podgroup(custom, namespace, "named") is None
+    assert {p["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+            for p in pods(core_v1, namespace, "named")} == {name}
+
+
+def test_a_legacy_podgroup_named_after_the_job_keeps_serving_it(controllers, custom, core_v1, namespace):
+    """A PodGroup an older controller named `<job>` is still the job's (Volcano's getPodGroupByJob fallback):
+    no second PodGroup is made and the pods join the legacy one."""
+    # Made for another scheduler first, so our controllers leave it alone until the legacy PodGroup exists.
+    made = create_job(custom, namespace, job_manifest("legacy", [task("worker", 1)], schedulerName="volcano"))
+    owner = {"apiVersion": f"{BATCH}/v1alpha1", "kind": "Job", "name": "legacy", "uid": made["metadata"]["uid"],
+             "controller": True, "blockOwnerDeletion": True}
+    custom.create_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", {
+        "apiVersion": f"{SCHED}/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "legacy", "ownerReferences": [owner]},
+        "spec": {"minMember": 1, "queue": "default"}})
+    custom.patch_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", "legacy",
+                                          [{"op": "replace", "path": "/spec/schedulerName", "value": "volcano-py"}])
+    wait_phase(custom, namespace, "legacy", "Running", running=1)
+    assert {p["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+            for p in pods(core_v1, namespace, "legacy")} == {"legacy"}
+    assert job_podgroup(custom, namespace, "legacy") is None
+
+
 # ---------------------------------------------------------------------------------------------- gating
 
 
@@ -326,7 +379,7 @@ def test_no_pods_while_the_podgroup_is_pending(controllers, custom, core_v1, nam
     big["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "64"}}
     create_job(custom, namespace, job_manifest("huge", [big]))
     wait_for(lambda: unschedulable(custom, namespace, "huge"), TIMEOUT, what="the PodGroup held Pending")
-    assert (podgroup(custom, namespace, "huge")["status"].get("phase") or "Pending") == "Pending"
+    assert (job_podgroup(custom, namespace, "huge")["status"].get("phase") or "Pending") == "Pending"
     assert pods(core_v1, namespace, "huge") == []
     assert phase(custom, namespace, "huge") == "Pending"
     assert status(custom, namespace, "huge")["minAvailable"] == 4
@@ -369,6 +422,7 @@ def test_jobs_of_another_scheduler_are_left_alone(controllers, custom, core_v1, 
     create_job(custom, namespace, job_manifest("ours", [task("worker", 1)]))
     wait_phase(custom, namespace, "ours", "Running", running=1)
     assert podgroup(custom, namespace, "volcanos") is None
+    assert job_podgroup(custom, namespace, "volcanos") is None
     assert status(custom, namespace, "volcanos") == {}
     assert pods(core_v1, namespace, "volcanos") == []
 

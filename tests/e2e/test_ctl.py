@@ -23,6 +23,7 @@ from test_controllers import (
     TIMEOUT,
     create_job,
     job_manifest,
+    job_podgroup_name,
     pods,
     wait_phase,
 )
@@ -235,7 +236,8 @@ def test_an_elastic_job_scales_up_and_down_and_keeps_running(control_plane, cont
         return data.get("worker.host", "").split("\n")
 
     def podgroup_min() -> int:
-        pg = custom.get_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", "elastic")
+        name = job_podgroup_name(custom, namespace, "elastic")
+        pg = custom.get_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", name)
         return int(pg["spec"]["minMember"])
 
     assert hosts() == ["elastic-worker-0.elastic", "elastic-worker-1.elastic"]

@@ -46,12 +46,13 @@ def test_a_deletion_seen_late_is_still_an_eviction_and_runs_the_policy_once(cont
         if exc.status != 409:
             raise
     container = {"name": "main", "image": "busybox"}
-    custom.create_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", {
+    made = custom.create_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", {
         "apiVersion": f"{BATCH}/v1alpha1", "kind": "Job", "metadata": {"name": "train"},
         "spec": {"schedulerName": "volcano-py", "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
                  "tasks": [{"name": "worker", "replicas": 2, "template": {"spec": {"containers": [container]}}}]}})
-    controller.reconcile(namespace, "train")  # creates the PodGroup
-    custom.patch_namespaced_custom_object_status(SCHED, "v1beta1", namespace, "podgroups", "train",
+    controller.reconcile(namespace, "train")  # creates the PodGroup, `<job>-<job uid>` as Volcano names it
+    pg_name = f"train-{made['metadata']['uid']}"
+    custom.patch_namespaced_custom_object_status(SCHED, "v1beta1", namespace, "podgroups", pg_name,
                                                  {"status": {"phase": "Inqueue"}})
     controller.reconcile(namespace, "train")  # the scheduler admitted it: the pods are created
     made = wait_for(lambda: (found := pods(core_v1, namespace)) and len(found) == 2 and found, 30,
@@ -62,7 +63,7 @@ def test_a_deletion_seen_late_is_still_an_eviction_and_runs_the_policy_once(cont
     victim = made[0]
     core_v1.delete_namespaced_pod(victim["metadata"]["name"], namespace, grace_period_seconds=0)
     wait_for(lambda: len(pods(core_v1, namespace)) == 1, 30, what="the pod gone")
-    podgroup = custom.get_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", "train")
+    podgroup = custom.get_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", pg_name)
     controller.on_podgroup("MODIFIED", podgroup)  # another event of the job, before the pod's DELETED
 
     status = job_status(custom, namespace)

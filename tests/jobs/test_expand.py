@@ -84,7 +84,7 @@ def test_pod_carries_volcano_labels_annotations_and_owner() -> None:
                 "volcano.sh/task-name": "worker", "volcano.sh/task-index": "2", "volcano.sh/queue-name": "q1"}
     for k, v in expected.items():
         assert meta["labels"][k] == v
-    for k, v in {"scheduling.k8s.io/group-name": "j", "volcano.sh/job-name": "j", "volcano.sh/task-spec": "worker",
+    for k, v in {"scheduling.k8s.io/group-name": "j-u-1", "volcano.sh/job-name": "j", "volcano.sh/task-spec": "worker",
                  "volcano.sh/task-index": "2", "volcano.sh/job-version": "2", "volcano.sh/queue-name": "q1"}.items():
         assert meta["annotations"][k] == v
     assert meta["ownerReferences"] == [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j",
@@ -143,7 +143,7 @@ def test_podgroup_mirrors_the_job() -> None:
     j["metadata"]["uid"] = "u-1"
     pg = podgroup_for(j)
     assert pg["apiVersion"] == "scheduling.volcano.sh/v1beta1" and pg["kind"] == "PodGroup"
-    assert pg["metadata"]["name"] == "j" and pg["metadata"]["namespace"] == "ns"
+    assert pg["metadata"]["name"] == "j-u-1" and pg["metadata"]["namespace"] == "ns"
     assert pg["metadata"]["ownerReferences"][0]["uid"] == "u-1"
     assert pg["spec"]["minMember"] == 3
     assert pg["spec"]["minTaskMember"] == {"ps": 1, "worker": 2}

@@ -1,0 +1,100 @@
+"""An in-memory stand-in for `scheduler.controllers.client.Api`: objects by (kind, namespace, name).
+
+Only the calls the job and PodGroup controllers make; every write is recorded so tests assert on it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+
+_KINDS = {  # the collection in a GET path -> the kind stored
+    "configmaps": "ConfigMap", "podgroups": "PodGroup", "replicasets": "ReplicaSet", "deployments": "Deployment",
+    "statefulsets": "StatefulSet", "jobs": "BatchJob",
+}
+
+
+@dataclass
+class FakeApi:
+    objects: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
+    writes: list[tuple[str, str, str, str]] = field(default_factory=list)  # (verb, kind, namespace, name)
+    _uids: int = 0
+
+    # ---- test setup ------------------------------------------------------------------------------------
+    def put(self, kind: str, obj: Mapping[str, Any]) -> Obj:
+        stored = copy.deepcopy(dict(obj))
+        meta = stored.setdefault("metadata", {})
+        meta.setdefault("namespace", "ns")
+        if "uid" not in meta:
+            self._uids += 1
+            meta["uid"] = f"uid-{self._uids}"
+        self.objects[(kind, meta["namespace"], meta["name"])] = stored
+        return stored
+
+    def of_kind(self, kind: str) -> dict[str, Obj]:
+        return {name: obj for (k, _, name), obj in self.objects.items() if k == kind}
+
+    # ---- Api ---------------------------------------------------------------------------------------------
+    def get(self, path: str) -> Obj | None:
+        *_, namespace, plural, name = path.split("/")  # .../namespaces/<ns>/<plural>/<name>
+        obj = self.objects.get((_KINDS[plural], namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def create(self, obj: Mapping[str, Any]) -> Obj | None:
+        meta = obj["metadata"]
+        key = (str(obj["kind"]), str(meta["namespace"]), str(meta["name"]))
+        if key in self.objects:
+            return None
+        self.writes.append(("create", *key))
+        return self.put(key[0], obj)
+
+    def job(self, namespace: str, name: str) -> Obj | None:
+        obj = self.objects.get(("Job", namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def pods_of_job(self, namespace: str, job: str) -> list[Obj]:
+        return [copy.deepcopy(p) for (k, ns, _), p in self.objects.items()
+                if k == "Pod" and ns == namespace and p["metadata"].get("labels", {}).get("volcano.sh/job-name") == job]
+
+    def podgroup(self, namespace: str, name: str) -> Obj | None:
+        obj = self.objects.get(("PodGroup", namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def queue(self, name: str) -> Obj | None:
+        return {"metadata": {"name": name}, "spec": {}, "status": {"state": "Open"}}
+
+    def patch_podgroup_spec(self, namespace: str, name: str, spec: Mapping[str, Any]) -> Obj:
+        self.writes.append(("patch", "PodGroup", namespace, name))
+        pg = self.objects[("PodGroup", namespace, name)]
+        pg["spec"] = {**pg.get("spec", {}), **spec}
+        return pg
+
+    def update(self, obj: Mapping[str, Any]) -> Obj:
+        meta = obj["metadata"]
+        key = (str(obj["kind"]), str(meta["namespace"]), str(meta["name"]))
+        self.writes.append(("update", *key))
+        self.objects[key] = copy.deepcopy(dict(obj))
+        return self.objects[key]
+
+    def delete_podgroup(self, namespace: str, name: str) -> bool:
+        self.writes.append(("delete", "PodGroup", namespace, name))
+        return self.objects.pop(("PodGroup", namespace, name), None) is not None
+
+    def delete_pod(self, namespace: str, name: str) -> bool:
+        self.writes.append(("delete", "Pod", namespace, name))
+        return self.objects.pop(("Pod", namespace, name), None) is not None
+
+    def replace_job_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> Obj:
+        job = self.objects[("Job", namespace, name)]
+        job["status"] = copy.deepcopy(dict(status))
+        return job
+
+    def patch_configmap_data(self, namespace: str, name: str, data: Mapping[str, Any]) -> Obj:
+        return self.objects[("ConfigMap", namespace, name)]
+
+    def event(self, involved: Mapping[str, Any], type_: str, reason: str, message: str, now: str) -> None:
+        pass
