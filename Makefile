@@ -46,3 +46,4 @@ include tools/cluster.mk
 
 # Chaos and fuzz suites (reliability issue): `make chaos`, `make fuzz`.
 -include tools/reliability.mk
+-include tools/conformance.mk

@@ -1,8 +1,8 @@
 """A real, local Kubernetes control plane for tests: etcd + kube-apiserver + kube-controller-manager + kwok.
 
-No kubelet, no scheduler: pods stay Pending until something binds them (the project's scheduler, or a test
-through the ``pods/binding`` subresource). kwok plays the kubelet of fake nodes with the stages in
-``KWOK_STAGES`` below: nodes become Ready, bound pods become Running, pods annotated with
+No kubelet, no scheduler (unless ``kube_scheduler=True``): pods stay Pending until something binds them (the
+project's scheduler, or a test through the ``pods/binding`` subresource). kwok plays the kubelet of fake nodes
+with the stages in ``KWOK_STAGES`` below: nodes become Ready, bound pods become Running, pods annotated with
 ``volcano-py.test/complete`` finish with the chosen phase and exit code, pods with a deletionTimestamp are
 deleted.
 
@@ -492,12 +492,20 @@ class ControlPlane:
         fast: bool = False,
         log=print,
         apiserver_args: tuple[str, ...] = (),
+        kcm_controllers: tuple[str, ...] | None = None,
+        kube_scheduler: bool = False,
+        kwok_stages: str | None = None,
     ):
         self.bin_dir = Path(bin_dir or os.environ.get("VOLCANO_PY_BIN_DIR") or DEFAULT_BIN_DIR)
         self.with_kcm, self.with_kwok = controller_manager, kwok
         self.crds_dir = Path(crds_dir) if crds_dir else (REPO_ROOT / "crds")
         self.start_timeout, self.keep_dir, self.fast, self.log = start_timeout, keep_dir, fast, log
         self.apiserver_args = tuple(apiserver_args)  # extra kube-apiserver flags, e.g. ("--watch-cache=false",)
+        # None: the small set in KCM_CONTROLLERS. ("*",) runs kube-controller-manager as a real cluster does (its
+        # default controllers, with the root CA and the service-account signing key they need).
+        self.kcm_controllers = tuple(kcm_controllers) if kcm_controllers is not None else None
+        self.with_kube_scheduler = kube_scheduler  # kube-scheduler for pods of schedulerName default-scheduler
+        self.kwok_stages = kwok_stages if kwok_stages is not None else KWOK_STAGES
         shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         if not workdir:
             _sweep_stale_dirs(Path(shm or tempfile.gettempdir()))
@@ -530,6 +538,8 @@ class ControlPlane:
             if b == "kwok" and not self.with_kwok or b == "kube-controller-manager" and not self.with_kcm:
                 continue
             self.binary(b)
+        if self.with_kube_scheduler:
+            self.binary("kube-scheduler")
         atexit.register(self.stop)
         try:
             self._make_pki()
@@ -540,6 +550,8 @@ class ControlPlane:
                 self._start_kcm()
             if self.with_kwok:
                 self._start_kwok()
+            if self.with_kube_scheduler:
+                self._start_kube_scheduler()
             if self.with_kcm:
                 self._wait(
                     "kube-controller-manager",
@@ -547,6 +559,11 @@ class ControlPlane:
                 )
             if self.with_kwok:
                 self._wait("kwok", lambda: _http_ok(f"http://127.0.0.1:{self.kwok_port}/healthz"))
+            if self.with_kube_scheduler:
+                self._wait(
+                    "kube-scheduler",
+                    lambda: _http_ok(f"https://127.0.0.1:{self.kube_scheduler_port}/healthz", self._insecure_ctx()),
+                )
             self._install_crds()
         except BaseException:
             self._dump_logs()
@@ -558,7 +575,7 @@ class ControlPlane:
         if self._stopped:
             return
         self._stopped = True
-        for name in ("kwok", "kube-controller-manager", "kube-apiserver", "etcd"):
+        for name in ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
             p = self.procs.get(name)
             if p:
                 p.stop()
@@ -806,21 +823,51 @@ class ControlPlane:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={self.kcm_port}",
                 f"--cert-dir={self.dir / 'kcm-certs'}",
-                "--controllers=" + ",".join(KCM_CONTROLLERS),
+                "--controllers=" + ",".join(self.kcm_controllers or KCM_CONTROLLERS),
                 "--leader-elect=false",
                 "--use-service-account-credentials=false",
                 "--kube-api-qps=200",
                 "--kube-api-burst=400",
                 "--concurrent-gc-syncs=20",
                 "--v=1",
+                *self._kcm_default_controller_args(),
             ],
             self.logs / "kube-controller-manager.log",
+        )
+
+    def _kcm_default_controller_args(self) -> list[str]:
+        """What the default controllers need beyond the small set: root-ca-cert-publisher the CA it publishes
+        (kube-root-ca.crt), the service-account token controller the key it signs with."""
+        if self.kcm_controllers is None:
+            return []
+        return [f"--root-ca-file={self.serving_ca.crt}", f"--service-account-private-key-file={self.sa_key}"]
+
+    def _start_kube_scheduler(self) -> None:
+        self.kube_scheduler_port = free_port()
+        kc = str(self.kubeconfig)
+        self.procs["kube-scheduler"] = _Proc(
+            "kube-scheduler",
+            [
+                self.binary("kube-scheduler"),
+                f"--kubeconfig={kc}",
+                f"--authentication-kubeconfig={kc}",
+                f"--authorization-kubeconfig={kc}",
+                "--authentication-skip-lookup=true",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.kube_scheduler_port}",
+                f"--cert-dir={self.dir / 'kube-scheduler-certs'}",
+                "--leader-elect=false",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+                "--v=1",
+            ],
+            self.logs / "kube-scheduler.log",
         )
 
     def _start_kwok(self) -> None:
         self.kwok_port = free_port()
         stages = self.dir / "kwok-stages.yaml"
-        stages.write_text(KWOK_STAGES)
+        stages.write_text(self.kwok_stages)
         env = dict(os.environ, HOME=str(self.dir))  # do not pick up a user's ~/.kwok/kwok.yaml
         self.procs["kwok"] = _Proc(
             "kwok",

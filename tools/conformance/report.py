@@ -1,0 +1,127 @@
+"""Write the generated section of CONFORMANCE.md from the harness's results (<cache>/volcano-py/conformance/).
+
+Only the text between the two markers is rewritten; what is written around them by hand survives. A side or suite
+that was not run this time keeps its last results (each row says when it ran).
+
+    python tools/conformance/report.py [--file CONFORMANCE.md] [--command "make conformance"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from harness import REPO, RESULTS, SIDES, SUITES  # noqa: E402
+
+BEGIN = "<!-- BEGIN GENERATED: tools/conformance/report.py rewrites this section; edit around it -->"
+END = "<!-- END GENERATED -->"
+FAILED = ("failed", "panicked", "interrupted", "aborted", "timedout")
+
+
+def load(side: str, suite: str) -> dict | None:
+    p = RESULTS / side / suite / "summary.json"
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def ran(summary: dict) -> list[dict]:
+    return [s for s in summary["specs"] if s["state"] not in ("skipped", "pending")]
+
+
+def cell(summary: dict | None) -> str:
+    if summary is None:
+        return "not run"
+    specs = ran(summary)
+    passed = sum(s["state"] == "passed" for s in specs)
+    text = f"{passed}/{len(specs)}"
+    if summary.get("error"):
+        text += " (harness: " + summary["error"][:80].replace("|", "\\|") + ")"
+    return text
+
+
+def one_line(s: dict) -> str:
+    cause = s.get("failure") or s["state"]
+    where = f" ({s['location']})" if s.get("location") else ""
+    return f"{s['state']}: {cause}{where}".replace("|", "\\|").replace("\n", " ")
+
+
+def spec_total(summaries: list[dict | None]) -> str:
+    counts = {len(ran(s)) for s in summaries if s}
+    return "/".join(str(c) for c in sorted(counts)) if counts else "?"
+
+
+def generate(command: str) -> str:
+    out = [BEGIN, ""]
+    rows = []
+    runs: list[dict] = []
+    for suite in SUITES:
+        by_side = {side: load(side, suite) for side in SIDES}
+        runs += [s for s in by_side.values() if s]
+        rows.append(
+            f"| {suite} | {spec_total(list(by_side.values()))} | {cell(by_side['volcano'])} | "
+            f"{cell(by_side['volcano-py'])} |"
+        )
+    out += [
+        "| suite | specs run | passed by Volcano here | passed by volcano-py |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+    ]
+    keys = sorted({r["snapshot_key"] for r in runs})
+    dates = sorted(r["started"] for r in runs)
+    out.append(f"Command: `{command}`. Snapshot key: {', '.join(f'`{k}`' for k in keys) or 'none'}. "
+               f"Runs between {dates[0] if dates else '-'} and {dates[-1] if dates else '-'} (UTC); "
+               f"per-suite wall time: " + ", ".join(f"{r['side']}/{r['suite']} {r['seconds']:.0f}s" for r in runs)
+               + ".")
+    out.append("")
+    for side in SIDES:
+        out.append(f"### Failures: {side}")
+        out.append("")
+        any_failure = False
+        for suite in SUITES:
+            summary = load(side, suite)
+            if not summary:
+                continue
+            fails = [s for s in summary["specs"] if s["state"] in FAILED]
+            if not fails:
+                continue
+            any_failure = True
+            out.append(f"**{suite}** ({len(fails)}):")
+            out.append("")
+            for s in fails:
+                name = s["name"].replace("|", "\\|")
+                out.append(f"- `{name}` - {one_line(s)}")
+            out.append("")
+        if not any_failure:
+            out.append("none")
+            out.append("")
+    out.append(END)
+    return "\n".join(out)
+
+
+def rewrite(path: Path, section: str) -> None:
+    text = path.read_text() if path.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        text = head + section + tail
+    else:
+        text = (text.rstrip() + "\n\n" if text else "# Conformance\n\n") + section + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--file", default=str(REPO / "CONFORMANCE.md"))
+    p.add_argument("--command", default="make conformance")
+    args = p.parse_args(argv)
+    rewrite(Path(args.file), generate(args.command))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
