@@ -159,7 +159,11 @@ class JobController:
         clock: Callable[[], float] = time.time,
     ):
         self.api = api
-        self.scheduler_names = frozenset(scheduler_names)
+        names = tuple(scheduler_names)
+        self.scheduler_names = frozenset(names)
+        # A claimed job that names no scheduler gets the first configured name, as Volcano's mutating webhook
+        # gives it (pkg/webhooks/admission/jobs/mutate/mutate_job.go patchDefaultScheduler).
+        self.default_scheduler = names[0] if names else keys.DEFAULT_SCHEDULER
         self.claim_unnamed = claim_unnamed
         self.clock = clock
         self.timers = Timers()
@@ -242,6 +246,8 @@ class JobController:
         if job is None or not self.claims(job) or (job.get("metadata") or {}).get("deletionTimestamp"):
             return None
         uid = str(job["metadata"]["uid"])
+        if not (job.get("spec") or {}).get("schedulerName"):
+            job.setdefault("spec", {})["schedulerName"] = self.default_scheduler  # its pods ask for our scheduler
         errors = validate_job(job)
         if errors:
             self._reject(job, errors)

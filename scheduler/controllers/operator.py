@@ -41,7 +41,7 @@ class Controllers:
 
 
 def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool) -> Controllers:
-    scheduler_names = frozenset(scheduler_names)
+    scheduler_names = tuple(dict.fromkeys(scheduler_names))  # in order: the first is the default for a Job
     jobs = JobController(api, scheduler_names, claim_unnamed=claim_unnamed)
     queues = QueueController(api)
     return Controllers(jobs, queues, CommandController(api, jobs, queues), PodGroupController(api, scheduler_names))

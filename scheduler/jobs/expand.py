@@ -21,20 +21,42 @@ Manifest = dict[str, Any]
 
 
 def normalize_job(job: Mapping[str, Any]) -> Manifest:
-    """A defaulted copy of a Job, as Volcano's mutating webhook would leave it; user values are kept."""
+    """A defaulted copy of a Job, as Volcano's mutating webhook would leave it; user values are kept.
+
+    Each default follows pkg/webhooks/admission/jobs/mutate/mutate_job.go (createPatch); docs/volcano-defaults.md
+    lists them with where volcano-py applies each (the CRD's `default:` where the apiserver can, else here).
+    """
     out = copy.deepcopy(dict(job))
     spec = out.setdefault("spec", {})
-    spec.setdefault("queue", keys.DEFAULT_QUEUE)
-    spec.setdefault("schedulerName", keys.DEFAULT_SCHEDULER)
-    if spec.get("maxRetry") in (None, 0):  # Volcano treats 0 as unset
+    if not spec.get("queue"):  # patchDefaultQueue
+        spec["queue"] = keys.DEFAULT_QUEUE
+    if not spec.get("schedulerName"):  # patchDefaultScheduler: the controller's first name; ours by default
+        spec["schedulerName"] = keys.DEFAULT_SCHEDULER
+    if spec.get("maxRetry") in (None, 0):  # patchDefaultMaxRetry: Volcano treats 0 as unset
         spec["maxRetry"] = keys.DEFAULT_MAX_RETRY
     tasks = spec.setdefault("tasks", [])
     for index, task in enumerate(tasks):
-        _normalize_task(task, index)
-    if spec.get("minAvailable") in (None, 0):  # Volcano treats 0 as unset
+        _normalize_task(task, index)  # mutateSpec
+    if spec.get("minAvailable") in (None, 0):  # patchDefaultMinAvailable: Volcano treats 0 as unset
         # Only the tasks that start first can make up the gang: a task with dependsOn gets its pods after
         # those run (Volcano counts every task here, so such a job waits forever unless gang is disabled).
         spec["minAvailable"] = sum(int(t["minAvailable"]) for t in tasks if not depends_on(t))
+    if spec.get("plugins") is not None:
+        spec["plugins"] = _default_plugins(spec["plugins"])
+    return out
+
+
+# The plugins that need the svc plugin's headless Service and hosts (patchDefaultPlugins).
+_NEED_SVC = ("tensorflow", "mpi", "pytorch", "ray")
+
+
+def _default_plugins(plugins: Mapping[str, Any]) -> dict[str, Any]:
+    """tensorflow, mpi, pytorch and ray bring `svc`; mpi brings `ssh` (patchDefaultPlugins)."""
+    out = dict(plugins)
+    if any(name in out for name in _NEED_SVC):
+        out.setdefault("svc", [])
+    if "mpi" in out:
+        out.setdefault("ssh", [])
     return out
 
 
@@ -52,12 +74,23 @@ def _normalize_task(task: dict[str, Any], index: int) -> None:
     if not task.get("name"):
         task["name"] = f"{keys.DEFAULT_TASK_NAME}{index}"
     task.setdefault("replicas", keys.DEFAULT_TASK_REPLICAS)
-    task.setdefault("minAvailable", task["replicas"])
+    if task.get("minAvailable") is None:
+        task["minAvailable"] = _default_task_min(task)
     if task.get("maxRetry") in (None, 0):
         task["maxRetry"] = keys.DEFAULT_MAX_RETRY
     pod_spec = task.setdefault("template", {}).setdefault("spec", {})
     if pod_spec.get("hostNetwork") and not pod_spec.get("dnsPolicy"):
         pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
+def _default_task_min(task: Mapping[str, Any]) -> int:
+    """minPartitions x partitionSize for a partitioned task with minPartitions > 0, else its replicas
+    (mutateSpec; the job controller's getMinTaskMember, pkg/controllers/job/job_controller_actions.go, agrees)."""
+    partition = task.get("partitionPolicy") or {}
+    min_partitions, size = int(partition.get("minPartitions") or 0), int(partition.get("partitionSize") or 0)
+    if min_partitions > 0 and size > 0:
+        return min_partitions * size
+    return int(task["replicas"])
 
 
 def _tasks(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:
