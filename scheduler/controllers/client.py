@@ -31,6 +31,10 @@ _COLLECTIONS = {
 }
 
 
+class PodGroupConflict(Exception):
+    """The PodGroup changed since it was read (HTTP 409): read it again."""
+
+
 class Api:
     def __init__(self, kube: Kube):
         self.kube = kube
@@ -83,6 +87,23 @@ class Api:
         """A merge patch of the given spec keys (an elastic job's new minMember, minTaskMember, minResources)."""
         return self.kube.request("PATCH", f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}",
                                  body={"spec": dict(spec)}, content_type=MERGE_PATCH)
+
+    def replace_podgroup(self, podgroup: Mapping[str, Any]) -> Obj:
+        """PUT the whole PodGroup (its resourceVersion guards against a concurrent writer)."""
+        meta = podgroup["metadata"]
+        try:
+            return self.kube.request("PUT", f"{SCHEDULING}/namespaces/{meta['namespace']}/podgroups/{meta['name']}",
+                                     body=dict(podgroup))
+        except KubeError as exc:
+            if exc.status == 409:
+                raise PodGroupConflict(meta["name"]) from exc
+            raise
+
+    def pods(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]:
+        """The pods of a namespace that carry all `labels`."""
+        selector = quote(",".join(f"{k}={v}" for k, v in sorted(labels.items())))
+        items = self.kube.request("GET", f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
+        return list(items.get("items") or [])
 
     def patch_configmap_data(self, namespace: str, name: str, data: Mapping[str, Any]) -> Obj:
         return self.kube.request("PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}",

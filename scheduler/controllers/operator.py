@@ -82,6 +82,15 @@ def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> k
     def plain_pod_event(event: dict[str, Any], **_: Any) -> None:
         controllers.podgroups.on_pod(event.get("type"), event["object"])
 
+    # A plain pods' PodGroup follows its workload (Volcano's pg controller watches these two too).
+    @kopf.on.event("apps", "v1", "replicasets", registry=registry)  # type: ignore[misc, arg-type]
+    def replicaset_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.podgroups.on_workload(event.get("type"), event["object"])
+
+    @kopf.on.event("apps", "v1", "statefulsets", registry=registry)  # type: ignore[misc, arg-type]
+    def statefulset_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.podgroups.on_workload(event.get("type"), event["object"], statefulset=True)
+
     @kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)  # type: ignore[misc, arg-type]
     def podgroup_event(event: dict[str, Any], **_: Any) -> None:
         controllers.podgroups.on_podgroup(event.get("type"), event["object"])

@@ -7,6 +7,12 @@ pod (its template's annotations) or else from the owning workload. The PodGroup 
 pod), so the garbage collector removes it with them. Pods are never modified: the scheduler's cache finds a
 plain pod's PodGroup by the same name (`scheduler.api.convert.plain_group_of`), and a pod that asks for a gang
 waits until it exists.
+
+The PodGroup follows its ReplicaSet or StatefulSet, as Volcano's pg controller makes it
+(pkg/controllers/podgroup/pg_controller_handler.go addReplicaSet/addStatefulSet): scaled to 0 replicas, the
+workload's PodGroup is deleted (so a Deployment's rollout leaves one PodGroup, its new ReplicaSet's); with
+replicas, the PodGroup is rebuilt from one of its current pods and replaced where its spec, labels or
+annotations differ (a new request, a new group-min-member).
 """
 
 from __future__ import annotations
@@ -18,16 +24,19 @@ from typing import Any
 
 from scheduler.api.convert import (
     MIN_MEMBER_ANNOTATION,
+    PLAIN_GROUP_PREFIX,
     QUEUE_NAME_ANNOTATION,
     plain_group_name,
 )
 from scheduler.api.pod import GROUP_NAME_ANNOTATION
 from scheduler.api.resources import ZERO, QuantityError, pod_request
 from scheduler.cache.kube import KubeError, Obj
-from scheduler.controllers.client import SCHEDULING, Api
+from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflict
 from scheduler.jobs import keys
 
 log = logging.getLogger("volcano_py.controllers.podgroup")
+
+REVISION_LABEL = "controller-revision-hash"  # a StatefulSet's pods of its update revision carry it
 
 # Where an owning workload lives, by (apiVersion, kind).
 WORKLOADS = {
@@ -51,11 +60,34 @@ def needs_podgroup(pod: Mapping[str, Any], scheduler_names: frozenset[str]) -> b
     return not (owner and str(owner.get("apiVersion", "")).startswith("batch.volcano.sh/"))
 
 
-def _int(value: object, default: int) -> int:
+def _min_member(value: object) -> int:
+    """group-min-member as Volcano reads it (getMinMemberFromUpperRes): a number >= 0, else 1."""
     try:
-        return max(1, int(str(value)))
+        number = int(str(value))
     except ValueError:
-        return default
+        return 1
+    return number if number >= 0 else 1
+
+
+# Pod annotations and labels Volcano copies onto a plain pod's PodGroup (buildPodGroupFromPod).
+POD_ANNOTATIONS_COPIED = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
+POD_LABELS_COPIED = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+JDB_ANNOTATIONS = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")  # the first one present
+INHERITED_PREFIX = "volcano.sh/"  # the workload's annotations inherited by its PodGroup (AnnotationPrefix)
+
+
+def _metadata_from(pod_meta: Mapping[str, Any], workload_annotations: Mapping[str, str]) -> tuple[dict[str, str],
+                                                                                                  dict[str, str]]:
+    """The PodGroup's (labels, annotations): the workload's `volcano.sh/` annotations, then the pod's own."""
+    pod_annotations = pod_meta.get("annotations") or {}
+    pod_labels = pod_meta.get("labels") or {}
+    annotations = {k: str(v) for k, v in workload_annotations.items() if k.startswith(INHERITED_PREFIX)}
+    annotations.update({k: str(pod_annotations[k]) for k in POD_ANNOTATIONS_COPIED if k in pod_annotations})
+    jdb = next((k for k in JDB_ANNOTATIONS if k in pod_annotations), None)
+    if jdb is not None:
+        annotations[jdb] = str(pod_annotations[jdb])
+    labels = {k: str(pod_labels[k]) for k in POD_LABELS_COPIED if k in pod_labels}
+    return labels, annotations
 
 
 def plain_podgroup(pod: Mapping[str, Any], workload_annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -63,7 +95,7 @@ def plain_podgroup(pod: Mapping[str, Any], workload_annotations: Mapping[str, st
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     annotations = {**(workload_annotations or {}), **(meta.get("annotations") or {})}
-    min_member = _int(annotations.get(MIN_MEMBER_ANNOTATION, 1), 1)
+    min_member = _min_member(annotations.get(MIN_MEMBER_ANNOTATION, 1))
     owner = controller_of(pod)
     ref = ({k: owner[k] for k in ("apiVersion", "kind", "name", "uid") if k in owner} if owner else
            {"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"), "uid": meta.get("uid")})
@@ -81,12 +113,46 @@ def plain_podgroup(pod: Mapping[str, Any], workload_annotations: Mapping[str, st
         pass  # the scheduler reports the bad request on the pod
     if spec.get("priorityClassName"):
         group["priorityClassName"] = spec["priorityClassName"]
-    return {
-        "apiVersion": keys.PODGROUP_API_VERSION, "kind": "PodGroup",
-        "metadata": {"name": plain_group_name(pod), "namespace": meta.get("namespace", "default"),
-                     "ownerReferences": [{**ref, "controller": True, "blockOwnerDeletion": False}]},
-        "spec": group,
-    }
+    labels, pg_annotations = _metadata_from(meta, workload_annotations or {})
+    pg_meta: dict[str, Any] = {"name": plain_group_name(pod), "namespace": meta.get("namespace", "default"),
+                               "ownerReferences": [{**ref, "controller": True, "blockOwnerDeletion": False}]}
+    if labels:
+        pg_meta["labels"] = labels
+    if pg_annotations:
+        pg_meta["annotations"] = pg_annotations
+    return {"apiVersion": keys.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": pg_meta, "spec": group}
+
+
+# The spec keys `plain_podgroup` writes: on an update these are replaced, others (set by a user) are kept.
+MANAGED_SPEC = ("minMember", "queue", "minResources", "priorityClassName")
+
+
+def podgroup_update(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`current` with `wanted`'s spec, labels and annotations, or None when they already agree (pure).
+
+    Volcano's shouldUpdateExistingPodGroup replaces the three wholesale; spec keys volcano-py does not manage
+    are kept so a user's networkTopology, say, survives."""
+    cur_meta, want_meta = current.get("metadata") or {}, wanted.get("metadata") or {}
+    cur_spec = dict(current.get("spec") or {})
+    spec = {**{k: v for k, v in cur_spec.items() if k not in MANAGED_SPEC}, **wanted["spec"]}
+    labels, annotations = want_meta.get("labels") or {}, want_meta.get("annotations") or {}
+    if spec == cur_spec and labels == (cur_meta.get("labels") or {}) and annotations == (
+            cur_meta.get("annotations") or {}):
+        return None
+    meta = {**cur_meta, "labels": labels, "annotations": annotations}
+    return {**current, "metadata": meta, "spec": spec}
+
+
+def _template_is_ours(workload: Mapping[str, Any], scheduler_names: frozenset[str]) -> bool:
+    template = (workload.get("spec") or {}).get("template") or {}
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    return (template.get("spec") or {}).get("schedulerName") in scheduler_names and not annotations.get(
+        GROUP_NAME_ANNOTATION)
+
+
+def _replicas(workload: Mapping[str, Any]) -> int:
+    replicas = (workload.get("spec") or {}).get("replicas")
+    return 1 if replicas is None else int(replicas)  # the apiserver defaults it to 1
 
 
 class PodGroupController:
@@ -112,6 +178,59 @@ class PodGroupController:
             log.info("podgroup %s for plain pods: minMember %s, queue %s", key, spec["minMember"], spec["queue"])
         with self._lock:
             self._made.add(key)
+
+    def on_workload(self, kind: str | None, workload: Obj, *, statefulset: bool = False) -> None:
+        """A ReplicaSet (or StatefulSet) changed: its PodGroup follows its replicas and its pods' template."""
+        meta = workload.get("metadata") or {}
+        if kind == "DELETED" or not _template_is_ours(workload, self.scheduler_names):
+            return  # a deleted workload's PodGroup goes with it (ownerReference)
+        namespace = str(meta.get("namespace", "default"))
+        name = f"{PLAIN_GROUP_PREFIX}{meta.get('uid')}"
+        if _replicas(workload) == 0:
+            if self.api.delete_podgroup(namespace, name):
+                log.info("podgroup %s/%s deleted: its workload %s has 0 replicas", namespace, name, meta.get("name"))
+            with self._lock:
+                self._made.discard(f"{namespace}/{name}")
+            return
+        pod = self._current_pod(namespace, workload, statefulset)
+        if pod is not None and needs_podgroup(pod, self.scheduler_names):
+            self._create_or_update(namespace, pod)
+
+    def _current_pod(self, namespace: str, workload: Obj, statefulset: bool) -> Obj | None:
+        """One live pod the workload controls (of its update revision, for a StatefulSet), as Volcano takes the
+        first pod its selector lists."""
+        meta = workload["metadata"]
+        labels = dict(((workload.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
+        revision = (workload.get("status") or {}).get("updateRevision")
+        if statefulset and revision:
+            labels[REVISION_LABEL] = str(revision)
+        for pod in self.api.pods(namespace, labels):
+            owner = controller_of(pod)
+            if owner is not None and owner.get("uid") == meta.get("uid") and not pod["metadata"].get(
+                    "deletionTimestamp"):
+                return pod
+        return None
+
+    def _create_or_update(self, namespace: str, pod: Obj) -> None:
+        name = plain_group_name(pod)
+        for _ in range(3):  # a conflict means another writer moved it: read it again
+            wanted = plain_podgroup(pod, self._workload_annotations(namespace, pod))
+            current = self.api.get(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
+            if current is None:
+                self.api.create(wanted)
+                log.info("podgroup %s/%s for plain pods created", namespace, name)
+                break
+            updated = podgroup_update(current, wanted)
+            if updated is None:
+                break
+            try:
+                self.api.replace_podgroup(updated)
+            except PodGroupConflict:
+                continue
+            log.info("podgroup %s/%s follows its workload: %s", namespace, name, updated["spec"])
+            break
+        with self._lock:
+            self._made.add(f"{namespace}/{name}")
 
     def on_podgroup(self, kind: str | None, podgroup: Obj) -> None:
         if kind == "DELETED":

@@ -187,6 +187,8 @@ CAN_I = [
     ("volcano-py-controllers", "patch", "queues.scheduling.volcano.sh/status", "", True),
     ("volcano-py-controllers", "delete", "commands.bus.volcano.sh", "default", True),
     ("volcano-py-controllers", "get", "replicasets.apps", "default", True),
+    ("volcano-py-controllers", "watch", "replicasets.apps", "default", True),  # a PodGroup follows its workload
+    ("volcano-py-controllers", "list", "statefulsets.apps", "default", True),
     ("volcano-py-controllers", "get", "jobs.batch", "default", True),
     ("volcano-py-controllers", "update", "deployments.apps", "default", False),
     ("volcano-py-controllers", "create", "pods/binding", "default", False),

@@ -116,3 +116,44 @@ def test_a_bare_pod_gets_a_podgroup_of_one_in_its_queue(controllers, custom, cor
         wait_for(lambda: queue_status(custom, queue).get("running") == 1, TIMEOUT, what="the queue counts it")
     finally:
         custom.delete_cluster_custom_object(SCHED, "v1beta1", "queues", queue)
+
+
+def test_a_deployments_podgroup_follows_its_request_change(controllers, scheduler, custom, core_v1, namespace,
+                                                           nodes):
+    """Volcano's e2e "PodGroup's Count change with Deployment's Request change" (test/e2e/schedulingbase/
+    job_scheduling.go): after a rollout to a new request the old ReplicaSet's PodGroup is gone and exactly one,
+    the new ReplicaSet's, is left, with the new request in minResources."""
+    nodes(1)
+    apps = client.AppsV1Api(core_v1.api_client)
+
+    def template(cpu: str) -> dict:
+        return {"metadata": {"labels": {"app": "roll"}},
+                "spec": {"schedulerName": "volcano-py", "nodeSelector": {"plain-e2e": TAG},
+                         "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}}
+
+    apps.create_namespaced_deployment(namespace, {
+        "metadata": {"name": "roll"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "roll"}}, "template": template("1")}})
+
+    def podgroups() -> dict[str, dict]:
+        items = custom.list_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups")["items"]
+        return {pg["metadata"]["name"]: pg for pg in items}
+
+    def replicasets() -> list:
+        return apps.list_namespaced_replica_set(namespace, label_selector="app=roll").items
+
+    first = wait_for(lambda: (rs := replicasets()) and len(rs) == 1 and rs[0], TIMEOUT, what="the first ReplicaSet")
+    old = f"podgroup-{first.metadata.uid}"
+    wait_for(lambda: old in podgroups(), TIMEOUT, what=f"PodGroup {old}")
+    assert list(podgroups()) == [old]
+    assert podgroups()[old]["spec"]["minResources"] == {"cpu": "1"}
+
+    apps.patch_namespaced_deployment("roll", namespace, {"spec": {"template": template("500m")}})
+    second = wait_for(lambda: next((r for r in replicasets() if r.metadata.uid != first.metadata.uid), None),
+                      TIMEOUT, what="the rollout's ReplicaSet")
+    new = f"podgroup-{second.metadata.uid}"
+    wait_for(lambda: list(podgroups()) == [new], TIMEOUT, what=f"only PodGroup {new} left")
+    assert podgroups()[new]["spec"]["minResources"] == {"cpu": "500m"} and podgroups()[new]["spec"]["minMember"] == 1
+    wait_for(lambda: len([p for p in pods_of(core_v1, namespace, "roll")
+                          if p.spec.node_name and p.metadata.owner_references[0].uid == second.metadata.uid]) == 2,
+             TIMEOUT, what="the new ReplicaSet's pods bound")

@@ -22,6 +22,7 @@ _KINDS = {  # the collection in a GET path -> the kind stored
 class FakeApi:
     objects: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
     writes: list[tuple[str, str, str, str]] = field(default_factory=list)  # (verb, kind, namespace, name)
+    conflicts: int = 0  # how many replace_podgroup calls answer 409 first
     _uids: int = 0
 
     # ---- test setup ------------------------------------------------------------------------------------
@@ -73,12 +74,22 @@ class FakeApi:
         pg["spec"] = {**pg.get("spec", {}), **spec}
         return pg
 
-    def update(self, obj: Mapping[str, Any]) -> Obj:
-        meta = obj["metadata"]
-        key = (str(obj["kind"]), str(meta["namespace"]), str(meta["name"]))
-        self.writes.append(("update", *key))
-        self.objects[key] = copy.deepcopy(dict(obj))
+    def replace_podgroup(self, podgroup: Mapping[str, Any]) -> Obj:
+        from scheduler.controllers.client import PodGroupConflict
+
+        meta = podgroup["metadata"]
+        key = ("PodGroup", str(meta["namespace"]), str(meta["name"]))
+        if self.conflicts:
+            self.conflicts -= 1
+            raise PodGroupConflict(meta["name"])
+        self.writes.append(("replace", *key))
+        self.objects[key] = copy.deepcopy(dict(podgroup))
         return self.objects[key]
+
+    def pods(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]:
+        return [copy.deepcopy(p) for (k, ns, _), p in sorted(self.objects.items())
+                if k == "Pod" and ns == namespace
+                and all((p["metadata"].get("labels") or {}).get(lk) == lv for lk, lv in labels.items())]
 
     def delete_podgroup(self, namespace: str, name: str) -> bool:
         self.writes.append(("delete", "PodGroup", namespace, name))
