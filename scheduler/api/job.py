@@ -125,31 +125,88 @@ class JobInfo:
         return self.pending_best_effort
 
     def valid_task_num(self) -> int:
-        return self.count(
-            TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.RELEASING, *READY_STATUSES
-        )
+        """Tasks that still count towards the gang: placed, waiting or pending (not releasing, not finished
+        badly), as Volcano's `JobInfo.ValidTaskNum` (pkg/scheduler/api/job_info.go)."""
+        return self.count(TaskStatus.PENDING, TaskStatus.PIPELINED, *READY_STATUSES)
 
-    def roles_ready(self, statuses: frozenset[TaskStatus] = READY_STATUSES) -> dict[str, tuple[int, int]]:
-        """Per role with a minimum: (tasks in `statuses`, minimum)."""
+    # -- per-task minimums (PodGroup minTaskMember) ------------------------------------------------------
+    # Volcano's rules (pkg/scheduler/api/job_info.go: CheckTaskValid, CheckTaskReady, CheckTaskPipelined,
+    # getJobAllocatedRoles): each task's minimum is checked only when the job's minAvailable is at least the
+    # sum of the task minimums. Volcano's webhook defaults every task's minAvailable to its replicas, so an
+    # elastic job (minAvailable below the replicas) has its task minimums waived and only minAvailable counts.
+    def task_min_total(self) -> int:
+        return sum(self.min_task_member.values())
+
+    def task_minimums_apply(self) -> bool:
+        return bool(self.min_task_member) and self.min_available >= self.task_min_total()
+
+    def role_counts(self, statuses: frozenset[TaskStatus], *, best_effort_pending: bool) -> dict[str, int]:
+        """Per role with a minimum: tasks in `statuses`, plus pending BestEffort ones if asked (Volcano counts
+        a pending task that requests nothing as placed for readiness: it never waits for resources)."""
         counts = {role: 0 for role in self.min_task_member}
         for status in statuses:
             for task in self.by_status.get(status, {}).values():
                 if task.role in counts:
                     counts[task.role] += 1
-        return {role: (counts[role], need) for role, need in self.min_task_member.items()}
+        if best_effort_pending and self.pending_best_effort:
+            for task in self.by_status.get(TaskStatus.PENDING, {}).values():
+                if task.best_effort and task.role in counts:
+                    counts[task.role] += 1
+        return counts
 
-    def roles_satisfied(self, statuses: frozenset[TaskStatus] = READY_STATUSES) -> bool:
-        return all(have >= need for have, need in self.roles_ready(statuses).values())
+    def roles_short(self, statuses: frozenset[TaskStatus] = READY_STATUSES, *,
+                    best_effort_pending: bool = True) -> dict[str, tuple[int, int]]:
+        """The roles whose minimum is not met, as (have, minimum); empty when task minimums are waived."""
+        if not self.task_minimums_apply():
+            return {}
+        counts = self.role_counts(statuses, best_effort_pending=best_effort_pending)
+        return {
+            role: (counts[role], need) for role, need in self.min_task_member.items() if counts[role] < need
+        }
+
+    def task_ready(self) -> bool:
+        return not self.roles_short(READY_STATUSES)
+
+    def task_pipelined(self) -> bool:
+        return not self.roles_short(READY_STATUSES | {TaskStatus.PIPELINED})
+
+    def task_valid(self) -> bool:
+        return not self.roles_short(READY_STATUSES | {TaskStatus.PIPELINED, TaskStatus.PENDING},
+                                    best_effort_pending=False)
+
+    def can_continue_after_failure(self, failed_roles: set[str]) -> bool:
+        """After a task fit no node: may allocation go on with the job's other tasks? As Volcano's
+        `NeedContinueAllocating` (pkg/scheduler/api/job_info.go): not when every task is needed; with task
+        minimums waived, while the placed tasks plus the pending ones of roles that have not failed still reach
+        minAvailable; otherwise while every failed role already has its minimum."""
+        if self.min_available >= len(self.tasks):
+            return False
+        if self.min_task_member and self.min_available < self.task_min_total():
+            left = sum(1 for t in self.with_status(TaskStatus.PENDING) if t.role not in failed_roles)
+            return self.ready_task_num() + left >= self.min_available
+        have = self.role_counts(READY_STATUSES, best_effort_pending=True)
+        return all(have.get(role, 0) >= self.min_task_member.get(role, 0) for role in failed_roles)
+
+    # -- readiness -----------------------------------------------------------------------------------
+    def count_ready(self) -> bool:
+        """minAvailable placed, counting pending BestEffort tasks (Volcano's `IsReady`: job order and the
+        PodGroup's Scheduled/Unschedulable condition use this count alone)."""
+        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
 
     def is_ready(self) -> bool:
-        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available and self.roles_satisfied()
+        """The gang may be committed: minAvailable placed and every task minimum that applies met (the gang
+        plugin's JobReady)."""
+        return self.count_ready() and self.task_ready()
 
     def is_pipelined(self) -> bool:
-        with_waiting = READY_STATUSES | {TaskStatus.PIPELINED}
         return (
             self.ready_task_num() + self.waiting_task_num() + self.pending_best_effort_num() >= self.min_available
-            and self.roles_satisfied(with_waiting)
+            and self.task_pipelined()
         )
+
+    def is_starving(self) -> bool:
+        """Fewer than minAvailable placed or waiting (Volcano's `IsStarving`; BestEffort tasks do not count)."""
+        return self.ready_task_num() + self.waiting_task_num() < self.min_available
 
     def is_started(self) -> bool:
         """Some task has been bound before (a running or finishing gang, not a fresh one)."""

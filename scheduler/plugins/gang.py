@@ -1,12 +1,15 @@
 """Layer `plugins`: `gang` — all or nothing.
 
-JobValid: a job needs at least minAvailable live tasks (and each role its minTaskMember).
-JobReady: minAvailable tasks placed (and each role's minimum): only then does allocate commit.
-JobPipelined: counting reservations on releasing resources, minAvailable would be met.
-JobOrder: jobs not yet ready go first, so running gangs do not crowd out waiting ones.
-Preemptable/Reclaimable: a victim's job keeps minAvailable ready tasks (a gang of one may go entirely); the
-preempt and reclaim actions apply the same rule themselves, so a config cannot switch it off.
-JobStarving: a job that is not yet pipelined (ready + waiting < minAvailable) wants victims.
+Volcano's rules (pkg/scheduler/plugins/gang/gang.go, pkg/scheduler/api/job_info.go):
+JobValid: a job needs at least minAvailable live tasks, and each role its minTaskMember where those apply.
+JobReady: minAvailable tasks placed, a pending BestEffort task counting as placed, and each role's minimum
+where those apply: only then does allocate commit. Task minimums apply only when the job's minAvailable is at
+least their sum (so an elastic job, minAvailable below its replicas, is held to minAvailable alone).
+JobPipelined: counting reservations on releasing resources, the same would be met.
+JobOrder: jobs not yet ready (by count) go first, so minimums are met before extras.
+Preemptable/Reclaimable: a victim's job keeps minAvailable ready tasks, and (a guard, see points.py) no later
+tier may take it below that either; `enablePreemptable: false` / `enableReclaimable: false` switch both off.
+JobStarving: ready + waiting < minAvailable (BestEffort tasks not counted) wants victims.
 Timeout: a PodGroup with `scheduleTimeoutSeconds` that is still not placed that long after its creation gets a
 `Timeout` condition and a Warning event; if its owner named a smaller minimum in the annotation
 `volcano-py.io/fallback-min-available`, the gang is retried with it (the spec stays as written; the scheduler's
@@ -22,7 +25,7 @@ import numpy as np
 
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.resources import PODS, ZERO, Resource, display_amount
-from scheduler.api.status import PodGroupPhase, TaskStatus
+from scheduler.api.status import READY_STATUSES, PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
@@ -68,22 +71,21 @@ def check_timeout(ssn: Session, job: JobInfo) -> None:
 
 
 def valid(job: JobInfo) -> P.Invalid | None:
+    """Volcano's gang JobValid (pkg/scheduler/plugins/gang/gang.go): each task minimum that applies first,
+    then minAvailable against the tasks still live (pending, waiting or placed)."""
+    short = job.roles_short(READY_STATUSES | {TaskStatus.PIPELINED, TaskStatus.PENDING}, best_effort_pending=False)
+    if short:
+        role, (have, need) = min(short.items())
+        return P.Invalid(
+            NOT_ENOUGH_PODS_OF_TASK,
+            f"Not enough pods of task {role} for gang-scheduling, valid: {have}, min: {need}",
+        )
     live = job.valid_task_num()
     if live < job.min_available:
         return P.Invalid(
             NOT_ENOUGH_TASKS,
             f"Not enough valid tasks for gang-scheduling, valid: {live}, min: {job.min_available}",
         )
-    have: dict[str, int] = {}
-    for task in job.tasks.values():
-        if task.status not in (TaskStatus.FAILED, TaskStatus.UNKNOWN):
-            have[task.role] = have.get(task.role, 0) + 1
-    for role, need in sorted(job.min_task_member.items()):
-        if have.get(role, 0) < need:
-            return P.Invalid(
-                NOT_ENOUGH_PODS_OF_TASK,
-                f"Not enough pods of task {role} for gang-scheduling, valid: {have.get(role, 0)}, min: {need}",
-            )
     return None
 
 
@@ -129,9 +131,8 @@ def gang_message(ssn: Session, job: JobInfo) -> str:
                 f"enough {_only(need, names)} is free in total but it is fragmented: "
                 f"the most on one node is {_only(largest.idle.clamp_zero(), names)} ({largest.name})"
             )
-    for role, (have, want) in sorted(job.roles_ready().items()):
-        if have < want:
-            parts.append(f"task {role}: {have}/{want} ready")
+    for role, (have, want) in sorted(job.roles_short().items()):
+        parts.append(f"task {role}: {have}/{want} ready")
     errors = ssn.fit_errors.get(job.uid)
     if errors:
         parts.append(errors.describe(len(ssn.node_list)))
@@ -149,7 +150,7 @@ class GangPlugin(Plugin):
             return P.PERMIT if job.is_pipelined() else P.reject("gang is not pipelined", self.name)
 
         def job_order(a: JobInfo, b: JobInfo) -> int:
-            a_ready, b_ready = a.is_ready(), b.is_ready()
+            a_ready, b_ready = a.count_ready(), b.count_ready()
             if a_ready == b_ready:
                 return 0
             return 1 if a_ready else -1
@@ -158,12 +159,17 @@ class GangPlugin(Plugin):
             return gang_safe(candidates, ssn.jobs)
 
         def starving(job: JobInfo) -> bool:
-            return not job.is_pipelined()
+            return job.is_starving()
 
         for job in ssn.jobs.values():
             check_timeout(ssn, job)
+        def guard(candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
+            return gang_safe(candidates, ssn.jobs, singles_may_go=True)
+
         ssn.register(P.PREEMPTABLE, victims)
         ssn.register(P.RECLAIMABLE, victims)
+        ssn.register(P.PREEMPT_GUARD, guard)
+        ssn.register(P.RECLAIM_GUARD, guard)
         ssn.register(P.JOB_STARVING, starving)
         ssn.register(P.JOB_VALID, valid)
         ssn.register(P.JOB_READY, ready)
@@ -174,7 +180,7 @@ class GangPlugin(Plugin):
         for job in ssn.jobs.values():
             if job.phase == PodGroupPhase.PENDING or not job.tasks:
                 continue
-            if job.is_ready():
+            if job.count_ready():
                 if ssn.got_binds(job.uid) or _was_unschedulable(job):
                     self._scheduled(ssn, job)
                 continue

@@ -95,24 +95,38 @@ def test_fragmented_free_gpus_are_named_as_fragmentation() -> None:
     assert "fragmented" in message and "nvidia.com/gpu 2" in message
 
 
-def test_per_role_minimums_must_all_be_met() -> None:
-    c = cluster().node("n1", gpu=3)
-    c.sim.add_podgroup(
-        {
-            "metadata": {"name": "ps"},
-            "spec": {"minMember": 2, "minTaskMember": {"ps": 1, "worker": 2}, "queue": "default"},
-        }
-    )
+def _ps_worker_group(c: object, min_member: int) -> None:
     from scheduler.testing import pod_object
 
-    c.sim.add_pod(pod_object("ps-0", group="ps", role="ps", gpu=1))
-    c.sim.add_pod(pod_object("worker-0", group="ps", role="worker", gpu=1))
+    c.sim.add_podgroup(  # type: ignore[attr-defined]
+        {
+            "metadata": {"name": "ps"},
+            "spec": {"minMember": min_member, "minTaskMember": {"ps": 1, "worker": 2}, "queue": "default"},
+        }
+    )
+    c.sim.add_pod(pod_object("ps-0", group="ps", role="ps", gpu=1))  # type: ignore[attr-defined]
+    c.sim.add_pod(pod_object("worker-0", group="ps", role="worker", gpu=1))  # type: ignore[attr-defined]
+
+
+def test_per_role_minimums_must_all_be_met_when_min_member_covers_them() -> None:
+    from scheduler.testing import pod_object
+
+    c = cluster().node("n1", gpu=4)
+    _ps_worker_group(c, 3)  # minMember 3 = 1 + 2: each task's minimum applies (Volcano's CheckTaskValid)
+    c.sim.add_pod(pod_object("ps-1", group="ps", role="ps", gpu=1))
     c.cycle()
     assert c.sim.bound("ps") == {}
     assert "NotEnoughPodsOfTask" == c.sim.condition("ps")["reason"]  # type: ignore[index]
     c.sim.add_pod(pod_object("worker-1", group="ps", role="worker", gpu=1))
     c.cycle()
-    assert len(c.sim.bound("ps")) == 3
+    assert len(c.sim.bound("ps")) == 4
+
+
+def test_per_role_minimums_are_waived_when_min_member_is_below_their_sum() -> None:
+    c = cluster().node("n1", gpu=3)
+    _ps_worker_group(c, 2)  # minMember 2 < 1 + 2: only minMember counts (Volcano's job_info.go)
+    c.cycle()
+    assert c.sim.bound("ps") == {"ps-0": "n1", "worker-0": "n1"}
 
 
 def test_a_gang_held_by_its_queue_is_not_called_fragmented() -> None:

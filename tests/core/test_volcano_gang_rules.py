@@ -1,0 +1,105 @@
+"""Volcano's gang rules on Volcano Jobs, as its webhook and controller shape them (issue 16's cases).
+
+Each case is a Volcano Job expanded by `scheduler.jobs` (so every task's minAvailable defaults to its replicas,
+as Volcano's mutating webhook does) and run on the in-memory cluster with the same scheduling code as
+production. The expected outcomes are Volcano's, read from pkg/scheduler/api/job_info.go,
+pkg/scheduler/plugins/gang/gang.go, pkg/scheduler/actions/allocate/allocate.go and its e2e suite
+test/e2e/schedulingbase ("Schedule Multiple Jobs").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.jobs.expand import podgroup_for, pods_for
+from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
+
+PREEMPT = conf_from_tiers(("priority", "gang", "conformance"),
+                          ("overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack"),
+                          actions="enqueue, allocate, preempt, backfill")
+
+
+def requests(**amounts: str) -> dict[str, Any]:
+    return {"requests": dict(amounts)} if amounts else {}
+
+
+def vcjob(
+    c: ClusterBuilder, name: str, min_available: int, tasks: list[tuple[str, int, dict[str, Any]]], *,
+    priority_class: str | None = None, queue: str = "default",
+) -> str:
+    """Submit a batch.volcano.sh Job (tasks: name, replicas, container resources) as the controller would."""
+    spec: dict[str, Any] = {
+        "minAvailable": min_available, "schedulerName": "volcano", "queue": queue,
+        "tasks": [
+            {"name": task, "replicas": replicas, "template": {"spec": {"containers": [
+                {"name": "c", "image": "busybox", "resources": resources}]}}}
+            for task, replicas, resources in tasks
+        ],
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
+    podgroup = podgroup_for(job, {"low": 10, "high": 1000})
+    group = c.sim.add_podgroup(podgroup)
+    for pod in pods_for(job):
+        c.sim.add_pod(pod)
+    return group.split("/", 1)[1]
+
+
+def test_an_elastic_job_starts_with_min_available_on_one_node() -> None:
+    """minAvailable 6 of 8 replicas, no task minAvailable (the webhook makes it 8): Volcano waives the task
+    minimum because 6 is below it, and starts the job with the 6 GPUs there are."""
+    c = cluster().node("n1", gpu=6)
+    group = vcjob(c, "elastic", 6, [("worker", 8, requests(**{"nvidia.com/gpu": "1"}))])
+    c.cycles(2)
+    assert len(c.sim.bound(group)) == 6
+
+
+def test_an_elastic_job_starts_with_min_available_across_six_nodes() -> None:
+    c = cluster().nodes("n", 6, gpu=1)
+    group = vcjob(c, "elastic", 6, [("worker", 8, requests(**{"nvidia.com/gpu": "1"}))])
+    c.cycles(2)
+    assert len(c.sim.bound(group)) == 6 and c.sim.partially_bound_gangs() == []
+
+
+def test_a_gang_of_pods_that_ask_for_nothing_starts() -> None:
+    """BestEffort pods: Volcano counts a pending BestEffort task as ready, and backfill binds them."""
+    c = cluster().node("n1", cpu="4")
+    group = vcjob(c, "noreq", 2, [("worker", 2, {})])
+    c.cycles(2)
+    assert len(c.sim.bound(group)) == 2
+
+
+def test_a_gang_with_besteffort_and_gpu_tasks_starts_whole() -> None:
+    c = cluster().node("n1", gpu=2)
+    group = vcjob(c, "mixed", 3, [("launcher", 1, {}), ("worker", 2, requests(**{"nvidia.com/gpu": "1"}))])
+    c.cycles(2)
+    assert len(c.sim.bound(group)) == 3
+
+
+def test_a_multi_task_job_is_preempted_down_to_its_min_available() -> None:
+    """7 workers + 1 keeper at minAvailable 1 fill 8 GPUs; a high-priority gang of 4 in the same queue takes 4
+    of them (Volcano's gang plugin counts only the job's minAvailable for victims)."""
+    c = cluster().priority_class("low", 10).priority_class("high", 1000).node("n1", gpu=8)
+    low = vcjob(c, "low", 1, [("worker", 7, requests(**{"nvidia.com/gpu": "1"})),
+                              ("keeper", 1, requests(**{"nvidia.com/gpu": "1"}))], priority_class="low")
+    conf = PREEMPT
+    c.cycles(2, conf)
+    assert len(c.sim.bound(low)) == 8
+    high = vcjob(c, "high", 4, [("worker", 4, requests(**{"nvidia.com/gpu": "1"}))], priority_class="high")
+    c.cycles(4, conf)
+    assert len(c.sim.evicted) == 4
+    assert len(c.sim.bound(high)) == 4 and len(c.sim.bound(low)) == 4
+    assert c.sim.partially_bound_gangs() == []
+
+
+def test_several_jobs_sharing_a_cluster_each_reach_their_minimum_first() -> None:
+    """Volcano's e2e "Schedule Multiple Jobs": three jobs of replicas = cluster size (16 one-cpu slots on 4 x 4
+    cpu nodes) and minAvailable 2 each reach 2 running pods: allocate returns a job to its queue once it is
+    ready, and job order puts jobs that are not yet ready first."""
+    c = cluster().nodes("n", 4, cpu="4", memory="16Gi")
+    groups = [vcjob(c, f"mj-{i}", 2, [("task", 16, requests(cpu="1"))]) for i in range(3)]
+    c.cycles(2)
+    bound = [len(c.sim.bound(g)) for g in groups]
+    assert all(n >= 2 for n in bound) and sum(bound) == 16, bound
