@@ -4,9 +4,10 @@
    plugin: not yet pipelined; the priority plugin: an elastic job short of its replicas).
 2. Per queue, preemptor jobs in JobOrder; each gets one Statement. For each pending task in TaskOrder, find the
    node where the cheapest set of victims makes room (victims: running tasks of other jobs in the same queue
-   that the Preemptable plugins agree on, never a non-preemptable pod, never a gang broken below its
-   minAvailable), evict them lowest priority first until the task fits the node's future idle, and pipeline the
-   task there. A task that fits nowhere ends the job's turn.
+   that the Preemptable plugins agree on, never a non-preemptable pod; the gang plugin keeps each job's
+   minAvailable where its Preemptable is enabled, as in Volcano, whose CI conf turns it off), evict them lowest
+   priority first until the task fits the node's future idle, and pipeline the task there. A task that fits
+   nowhere ends the job's turn.
 3. Commit the Statement only if the job is then pipelined (JobPipelined): evictions happen only together with
    the preemptor's placement. Otherwise discard it, and nothing is evicted.
 """
@@ -24,7 +25,7 @@ from scheduler.api.resources import ZERO
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-from scheduler.framework.victims import gang_safe, running_candidates, victim_order
+from scheduler.framework.victims import running_candidates, victim_order
 
 Eligible = Callable[[TaskInfo], bool]
 
@@ -51,10 +52,11 @@ def _room_on(
     if not candidates:
         return None
     agreed = {id(t) for t in ssn.run(point, preemptor, candidates)}
-    ordered = [t for t in candidates if id(t) in agreed]
+    guard = P.PREEMPT_GUARD if point is P.PREEMPTABLE else P.RECLAIM_GUARD
+    ordered = ssn.run(guard, [t for t in candidates if id(t) in agreed], preemptor)
     chosen: list[TaskInfo] = []
     freed = ZERO
-    for victim in gang_safe(ordered, ssn.jobs):
+    for victim in ordered:
         chosen.append(victim)
         freed = freed + victim.resreq
         if request <= node.future_idle() + freed and (

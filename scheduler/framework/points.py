@@ -132,6 +132,16 @@ def any_true(tiers: Tiers, *args: Any) -> bool:
     return any(fn(*args) for tier in tiers for fn in tier)
 
 
+def first_tier_all(tiers: Tiers, *args: Any) -> bool:
+    """JobStarving, as Volcano's Session.JobStarving (pkg/scheduler/framework/session_plugins.go): the first
+    tier with any function decides, and there every function must agree (the priority plugin's "short of its
+    replicas" and the gang plugin's "short of minAvailable" together mean short of minAvailable)."""
+    for tier in tiers:
+        if tier:
+            return all(fn(*args) for fn in tier)
+    return False
+
+
 def votes(tiers: Tiers, *args: Any) -> Verdict:
     """Any REJECT wins; otherwise the first tier with a PERMIT decides; with no opinion at all, permit."""
     for tier in tiers:
@@ -159,6 +169,15 @@ def first_answer(tiers: Tiers, *args: Any) -> Any:
 first_invalid = first_answer
 
 
+def every_filter(tiers: Tiers, candidates: Sequence[Any], *args: Any) -> list[Any]:
+    """Victim guards: each one, in every tier, keeps only the candidates it allows (they compose)."""
+    kept = list(candidates)
+    for tier in tiers:
+        for fn in tier:
+            kept = fn(kept, *args)
+    return kept
+
+
 @dataclass(frozen=True, slots=True)
 class GangPlacement:
     """A whole gang's placement from a gang placer (e.g. the topology-aware solver): (task, node) pairs."""
@@ -174,16 +193,22 @@ class GangInfeasible:
 
 
 def tier_victims(tiers: Tiers, *args: Any) -> list[Any]:
-    """Preemptable/Reclaimable: victims all plugins of a tier agree on; the first tier with an answer wins."""
+    """Preemptable/Reclaimable, as Volcano's Session.Preemptable/Reclaimable (pkg/scheduler/framework/
+    session_plugins.go): within a tier, the victims every voting plugin agrees on; a plugin that offers none
+    ends the tier with no answer, and so does an empty agreement; the first tier with victims wins. (So a gang
+    that tier 1 protects completely can still lose tasks to what tier 2 allows: that is Volcano's rule too.)"""
     for tier in tiers:
         agreed: dict[int, Any] | None = None
         for fn in tier:
             candidates = fn(*args)
             if candidates is None:  # abstain
                 continue
+            if not candidates:
+                agreed = None
+                break
             ids = {id(v): v for v in candidates}
-            agreed = ids if agreed is None else {k: v for k, v in agreed.items() if k in ids}
-        if agreed is not None:
+            agreed = ids if agreed is None else ({k: v for k, v in agreed.items() if k in ids} or None)
+        if agreed:
             return list(agreed.values())
     return []
 
@@ -214,10 +239,18 @@ ALLOCATABLE = Point("allocatable", "enabledAllocatable", all_pass)
 OVERUSED = Point("overused", "enabledOverused", any_true)
 PREEMPTABLE = Point("preemptable", "enablePreemptable", tier_victims)
 RECLAIMABLE = Point("reclaimable", "enableReclaimable", tier_victims)
-JOB_STARVING = Point("job_starving", "enableJobStarving", any_true)
+JOB_STARVING = Point("job_starving", "enableJobStarving", first_tier_all)
 # fn(queue, task) -> bool: may the queue take this task by evicting other queues' tasks (reclaim)? Strict: no
 # escape hatch for tasks that fit nowhere, since reclaim exists for exactly those.
 PREEMPTIVE = Point("preemptive", "enablePreemptive", all_pass)
+# Victim guards: fn(candidates, preemptor) -> the candidates this plugin lets go, applied after the tier vote
+# whatever tier answered. Volcano's tier rule lets a later tier evict what an earlier tier's plugin protected
+# (a plugin that offers no victim ends its tier without an answer): with gang in tier 1 and drf in tier 2, a
+# gang at its minAvailable loses pods to drf. volcano-py keeps the protection of the plugins that give it (gang:
+# minAvailable; conformance: critical pods) across tiers, switched by the same enablePreemptable /
+# enableReclaimable keys, so a conf that turns gang's off (Volcano's CI conf does) behaves as Volcano's.
+PREEMPT_GUARD = Point("preempt_guard", "enablePreemptable", every_filter)
+RECLAIM_GUARD = Point("reclaim_guard", "enableReclaimable", every_filter)
 # Predicates and scores that depend on where other pods are (inter-pod (anti-)affinity, topology spread), so
 # they cannot be cached per constraint set. fn(task, nodes) -> one reason-or-None (or score) per node.
 # The session evaluates them only for tasks whose constraints have such terms (`Constraints.dynamic`).
@@ -242,6 +275,8 @@ ALL_POINTS = (
     OVERUSED,
     PREEMPTABLE,
     RECLAIMABLE,
+    PREEMPT_GUARD,
+    RECLAIM_GUARD,
     JOB_STARVING,
     PLACE_GANG,
     PREEMPTIVE,

@@ -1,14 +1,14 @@
 """Layer `framework`: the rules every eviction obeys, whatever plugins a config lists.
 
-Preempt and reclaim ask plugins (Preemptable / Reclaimable) which tasks may go, but two rules are the
-actions' own and no config can switch them off:
+Preempt and reclaim ask plugins (Preemptable / Reclaimable) which tasks may go. One rule is the actions' own
+and no config can switch it off: a pod annotated `volcano.sh/preemptable: "false"` is never a victim. The gang
+rule is the gang plugin's, as in Volcano, so `enablePreemptable: false` on gang switches it off:
 
-- a pod annotated `volcano.sh/preemptable: "false"` is never a victim;
-- a running gang is never broken below its minAvailable: a job keeps at least minAvailable ready tasks, except
-  a job whose minAvailable is 1 (a gang of one), which may lose any of its tasks (as in Volcano's gang plugin);
-- nor below a task's own minimum (PodGroup `minTaskMember`, which Volcano defaults to the task's replicas): a
-  job missing a role's minimum is not ready, so allocate would treat it as a partly bound gang and give it the
-  freed resources first, undoing the eviction (Volcano's gang plugin counts only minAvailable here).
+- a running gang is never broken below its minAvailable: a task may go only while its job has more ready tasks
+  than minAvailable (Volcano's gang plugin, pkg/scheduler/plugins/gang/gang.go). As there, task minimums are
+  not counted: a job with several tasks loses pods down to its minAvailable, whichever task they belong to. The
+  gang plugin offers no task of a job at its minAvailable (a lone pod included); Volcano's next tier may then
+  take the lone pod, and so may ours (a job of minAvailable 1 is never left partial), but not a larger gang.
 
 Victims are offered lowest priority first, then the most recently created first (the least work lost).
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from scheduler.api.job import JobInfo, TaskInfo
-from scheduler.api.status import READY_STATUSES, TaskStatus
+from scheduler.api.status import TaskStatus
 
 
 def victim_order(task: TaskInfo, jobs: Mapping[str, JobInfo]) -> tuple[int, int, float, str]:
@@ -31,25 +31,24 @@ def running_candidates(tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
     return [t for t in tasks if t.status == TaskStatus.RUNNING and t.preemptable]
 
 
-def gang_safe(candidates: Iterable[TaskInfo], jobs: Mapping[str, JobInfo]) -> list[TaskInfo]:
+def gang_safe(
+    candidates: Iterable[TaskInfo], jobs: Mapping[str, JobInfo], *, singles_may_go: bool = False
+) -> list[TaskInfo]:
     """The candidates (in the order given) whose eviction, together with those before them, leaves every job
-    at least minAvailable ready tasks (a gang of one may go entirely)."""
-    taken: dict[str, int] = {}
-    taken_role: dict[tuple[str, str], int] = {}
-    roles: dict[str, dict[str, tuple[int, int]]] = {}
+    at least minAvailable ready tasks. As Volcano's gang plugin (pkg/scheduler/plugins/gang/gang.go,
+    preemptableFn): a task may go while its job has more ready tasks than minAvailable.
+
+    `singles_may_go` (the guard that holds across tiers) also lets a job whose minAvailable is 1 lose any of its
+    tasks: whatever is left of it is still a whole gang or nothing, never a partial one."""
+    left: dict[str, int] = {}
     kept = []
     for task in candidates:
         job = jobs.get(task.job)
         if job is None:
             continue
-        if job.min_available > 1 and job.ready_task_num() - taken.get(job.uid, 0) - 1 < job.min_available:
+        ready = left.setdefault(job.uid, job.ready_task_num())
+        if ready <= job.min_available and not (singles_may_go and job.min_available <= 1):
             continue
-        if job.uid not in roles:
-            roles[job.uid] = job.roles_ready()
-        have, need = roles[job.uid].get(task.role, (0, 0))
-        if need > 1 and task.status in READY_STATUSES and have - taken_role.get((job.uid, task.role), 0) - 1 < need:
-            continue
-        taken[job.uid] = taken.get(job.uid, 0) + 1
-        taken_role[(job.uid, task.role)] = taken_role.get((job.uid, task.role), 0) + 1
+        left[job.uid] = ready - 1
         kept.append(task)
     return kept

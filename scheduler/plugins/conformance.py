@@ -25,5 +25,10 @@ class ConformancePlugin(Plugin):
         def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
             return [t for t in candidates if not is_critical(t)]
 
+        def guard(candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
+            return victims(preemptor, candidates)
+
         ssn.register(P.PREEMPTABLE, victims)
         ssn.register(P.RECLAIMABLE, victims)
+        ssn.register(P.PREEMPT_GUARD, guard)
+        ssn.register(P.RECLAIM_GUARD, guard)

@@ -27,11 +27,25 @@ class Case:
 
 CASES = [
     Case(
-        "the lowest-priority victims go first",
+        "the lowest-priority victims go first, down to their job's minAvailable",
+        (("lowest", 3, "low", {}), ("middle", 1, "mid", {})),
+        2,
+        frozenset({"default/lowest-2", "default/lowest-1"}),
+        2,
+    ),
+    Case(
+        "each job keeps its minAvailable, so victims come from several jobs (Volcano's gang plugin)",
         (("lowest", 2, "low", {}), ("middle", 2, "mid", {})),
         2,
-        frozenset({"default/lowest-0", "default/lowest-1"}),
+        frozenset({"default/lowest-1", "default/middle-1"}),
         2,
+    ),
+    Case(
+        "a lone pod is not offered by gang, so drf in the second tier decides, and lets it go (Volcano's tiers)",
+        (("solo", 1, "low", {}), ("peer", 3, "high", {})),
+        1,
+        frozenset({"default/solo-0"}),
+        1,
     ),
     Case(
         "nothing is evicted when the preemptor would still not fit",
@@ -41,9 +55,9 @@ CASES = [
     Case(
         "a non-preemptable pod is never evicted, even if that means evicting a higher-priority one",
         (("pinned", 2, "low", {"preemptable": False}), ("middle", 2, "mid", {})),
-        2,
-        frozenset({"default/middle-0", "default/middle-1"}),
-        2,
+        1,
+        frozenset({"default/middle-1"}),
+        1,
     ),
     Case(
         "nothing is evicted when the only victims are non-preemptable",
@@ -68,8 +82,10 @@ CASES = [
         2,
     ),
     Case(
-        "an equal-priority job evicts nothing",
+        "an equal-priority job is offered no victim by priority, so the second tier's drf decides (Volcano's tiers)",
         (("peer", 4, "high", {}),),
+        1,
+        frozenset({"default/peer-3"}),
         1,
     ),
 ]
@@ -109,10 +125,37 @@ def test_an_eviction_says_who_preempted_the_victim() -> None:
     c = build(CASES[0])
     c.job("high", replicas=2, gpu=1, priority_class="high")
     result = c.cycle(CONF)
-    assert {e.task for e in result.evictions} == {"default/lowest-0", "default/lowest-1"}
+    assert {e.task for e in result.evictions} == {"default/lowest-2", "default/lowest-1"}
     assert all("preempted by default/high (priority 1000)" in e.reason for e in result.evictions)
     events = [e for _, e in c.sim.events if e.reason == "Preempted"]
-    assert {e.key for e in events} == {"default/lowest-0", "default/lowest-1"}
+    assert {e.key for e in events} == {"default/lowest-2", "default/lowest-1"}
+
+
+def test_an_equal_priority_job_evicts_nothing_when_no_tier_offers_victims() -> None:
+    """Volcano's CI conf turns drf's Preemptable off: priority offers no victim of equal priority, and no
+    later tier answers, so nothing is evicted."""
+    c = build(CASES[-1])
+    ci = make_conf(second=("overcommit", {"name": "drf", "enablePreemptable": False}, "predicates", "proportion",
+                           "nodeorder", "binpack"))
+    c.job("high", replicas=1, gpu=1, priority_class="high")
+    for _ in range(3):
+        c.cycle(ci)
+    assert c.sim.evicted == [] and c.sim.bound("high") == {}
+
+
+def test_a_gang_at_its_minimum_is_protected_across_tiers_unless_gang_preemptable_is_off() -> None:
+    """Deliberately past Volcano: there, gang offering no victim ends tier 1 and drf in tier 2 may break the gang
+    below minAvailable. volcano-py keeps gang's guard across tiers; `enablePreemptable: false` on gang (as
+    Volcano's CI conf has it) turns it off, and the gang then loses a pod as in Volcano."""
+    case = next(x for x in CASES if x.name.startswith("a running gang is never broken"))
+    c = build(case)
+    c.job("high", replicas=1, gpu=1, priority_class="high")
+    for _ in range(3):
+        c.cycle(CONF)
+    assert c.sim.evicted == []
+    off = make_conf(first=("priority", {"name": "gang", "enablePreemptable": False}, "conformance"))
+    c.cycle(off)
+    assert c.sim.evicted == ["default/gang-3"]
 
 
 def test_without_preempt_in_actions_nothing_is_evicted() -> None:
