@@ -6,7 +6,9 @@
    what they need (the starvation guard, `actions/starvation.py`).
 3. Visit queues by QueueOrder (skipping overused ones), jobs by JobOrder, tasks by TaskOrder. Each task goes
    to the best-scoring node among those its predicates allow and whose idle resources hold it; failing that,
-   it is pipelined onto a node whose releasing resources will hold it.
+   it is pipelined onto a node whose releasing resources will hold it. A task that fits nowhere ends the job's
+   turn unless the job can still become ready without its role (Volcano's `NeedContinueAllocating`,
+   pkg/scheduler/api/job_info.go); the rest of a failed role is skipped.
 4. Commit the job's statement only if JobReady; keep it as a reservation if JobPipelined; otherwise discard.
    A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others.
 """
@@ -68,10 +70,34 @@ def find_node(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, bool]:
     return None, False
 
 
+class Failures:
+    """The tasks of one job that fit no node this session: their roles (Volcano skips the rest of a failed
+    role, `JobInfo.TaskHasFitErrors`) and their shapes (a task identical in request and constraints cannot fit
+    either while the nodes only fill up, so it is not tried again)."""
+
+    __slots__ = ("roles", "shapes")
+
+    def __init__(self) -> None:
+        self.roles: set[str] = set()
+        self.shapes: set[tuple[object, object]] = set()
+
+    def add(self, task: TaskInfo) -> None:
+        if task.role:
+            self.roles.add(task.role)
+        self.shapes.add((task.constraints, task.resreq))
+
+    def covers(self, task: TaskInfo) -> bool:
+        return bool(task.role) and task.role in self.roles or (task.constraints, task.resreq) in self.shapes
+
+
 class Allocate:
     name = "allocate"
 
+    def __init__(self) -> None:
+        self._failed: dict[str, Failures] = {}
+
     def execute(self, ssn: Session) -> None:
+        self._failed = {}
         # 1.
         jobs = schedulable_jobs(ssn)
         # 2.
@@ -109,18 +135,24 @@ class Allocate:
         if not was_ready and ssn.has(P.PLACE_GANG):
             answer = ssn.run(P.PLACE_GANG, job, tasks)
             if answer is not None:
-                self.replay_placement(ssn, queue, job, stmt, answer)
+                self.replay_placement(ssn, queue, job, stmt, answer, requeue)
                 return
+        failed = self._failed.setdefault(job.uid, Failures())
         for index, task in enumerate(tasks):
+            if failed.covers(task):
+                continue  # the same shape, or a task of a role that already fit nowhere this session
             if not ssn.run(P.ALLOCATABLE, queue, task):
                 ssn.gate_reasons.setdefault(
                     job.uid, f"queue {queue.name} cannot take {task.resreq} more without passing its share"
                 )
-                break
+                continue  # as Volcano: a smaller task of the job may still fit the queue
             node, pipelined = find_node(ssn, task)
             if node is None:
+                failed.add(task)
                 if not was_ready and not len(stmt):
                     self.remember_failure(ssn, job, task)
+                if job.can_continue_after_failure(failed.roles):
+                    continue
                 break
             if pipelined:
                 stmt.pipeline(task, node)
@@ -178,13 +210,17 @@ class Allocate:
 
     @staticmethod
     def replay_placement(
-        ssn: Session, queue: QueueInfo, job: JobInfo, stmt: Statement, answer: P.GangPlacement | P.GangInfeasible
+        ssn: Session, queue: QueueInfo, job: JobInfo, stmt: Statement, answer: P.GangPlacement | P.GangInfeasible,
+        requeue: Callable[[JobInfo], None] | None = None,
     ) -> None:
-        """Carry out a gang placer's answer through the Statement, re-checking every rule as it goes."""
+        """Carry out a gang placer's answer through the Statement, re-checking every rule as it goes. Once the
+        job is ready with assignments left (an elastic job), commit and requeue it, as pod-by-pod allocation
+        does, so other jobs reach their minimums before this one takes its extras."""
         if isinstance(answer, P.GangInfeasible):
             ssn.gate_reasons[job.uid] = answer.reason
             return
-        for task, node in answer.assignments:
+        assignments = answer.assignments
+        for index, (task, node) in enumerate(assignments):
             if not ssn.run(P.ALLOCATABLE, queue, task):
                 ssn.gate_reasons.setdefault(job.uid, f"queue {queue.name} cannot take {task.resreq} more")
                 break
@@ -192,6 +228,10 @@ class Allocate:
                 ssn.gate_reasons.setdefault(job.uid, f"placement of {task.name} on {node.name} no longer fits")
                 break
             stmt.allocate(task, node)
+            if requeue is not None and index + 1 < len(assignments) and ssn.run(P.JOB_READY, job):
+                stmt.commit()
+                requeue(job)
+                return
         if ssn.run(P.JOB_READY, job):
             stmt.commit()
         else:

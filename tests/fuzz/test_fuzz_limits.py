@@ -54,8 +54,9 @@ def test_a_job_with_10000_replicas_waits_with_a_reason_and_the_small_gang_beside
         c.sim.add_pod(pod)
     results, slowest = timed_cycles(c)
     assert len(c.sim.bound("small")) == 4
-    assert not c.sim.bound("huge"), "a gang of 10,000 on 256 GPUs bound in part"
-    condition = unschedulable(c, "huge")
+    group = pg["metadata"]["name"]  # Volcano's name for a Job's PodGroup: <job>-<uid>
+    assert not c.sim.bound(group), "a gang of 10,000 on 256 GPUs bound in part"
+    condition = unschedulable(c, group)
     assert condition["reason"] == "NotEnoughResources", condition
     assert "10000" in condition["message"], condition["message"]
     print(f"\n10,000-replica Job: expand {expand:.2f}s; slowest of 3 cycles {slowest:.2f}s (32 nodes, 10,004 pods)")
