@@ -49,7 +49,7 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
 done
 
 missing_k8s=()
-for b in kube-apiserver kube-controller-manager kubectl; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   [[ -x "$DIR/$b" ]] || missing_k8s+=("k8s.io/kubernetes/cmd/$b")
 done
 if ((${#missing_k8s[@]})); then
@@ -76,7 +76,7 @@ if [[ ! -x "$DIR/kwok" ]]; then
   mv -f "$DIR/kwok.tmp" "$DIR/kwok"
 fi
 
-for b in etcd kube-apiserver kube-controller-manager kubectl kwok; do
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
   ln -sfn "$DIR/$b" "$REPO/.bin/$b"
 done
 log "binaries ready in $DIR (linked into $REPO/.bin)"

@@ -1,4 +1,4 @@
-// Build-only module: pins kube-apiserver, kube-controller-manager, kubectl (k8s.io/kubernetes)
+// Build-only module: pins kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (k8s.io/kubernetes)
 // and etcd (go.etcd.io/etcd/server/v3) for the e2e control plane. See docs/control-plane.md.
 module github.com/volcano-py/volcano-py/tools/k8s
 
@@ -255,5 +255,6 @@ tool (
 	go.etcd.io/etcd/server/v3
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
+	k8s.io/kubernetes/cmd/kube-scheduler
 	k8s.io/kubernetes/cmd/kubectl
 )
