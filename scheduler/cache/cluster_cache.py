@@ -121,6 +121,9 @@ class ClusterCache:
         # Pod conditions are patched in the background: nothing in the next cycle depends on them.
         self._status_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="volcano-py-status")
         self._condition_sent: dict[str, str] = {}  # pod key -> PodScheduled message patched (or in flight)
+        # Whether PodGroup status goes through /status (our CRDs before issue 16) or the object (Volcano's CRD,
+        # ours now): found out on the first write, see `_patch_podgroup_status`.
+        self._pg_status_subresource = True
         self._instance = identity or f"{socket.gethostname()}-{os.getpid()}"
         # Writes (binds, evictions, status) are sent only while this returns True: the leader-election guard.
         self.may_write: Callable[[], bool] = lambda: True
@@ -560,12 +563,7 @@ class ClusterCache:
                 return
             namespace, name = status.job.split("/", 1)
             try:
-                updated = self.kube.request(
-                    "PATCH",
-                    f"{PG_API}/namespaces/{namespace}/podgroups/{name}/status",
-                    body={"status": wanted},
-                    content_type=MERGE_PATCH,
-                )
+                updated = self._patch_podgroup_status(namespace, name, wanted)
             except Exception as exc:  # noqa: BLE001 - retried next cycle (the status still differs)
                 log.warning("patch PodGroup %s status failed: %s", status.job, exc)
                 return
@@ -573,6 +571,32 @@ class ClusterCache:
             with self.lock:
                 if status.job in self.podgroups.objects:
                     self.podgroups.objects[status.job] = updated
+
+    def _patch_podgroup_status(self, namespace: str, name: str, wanted: Mapping[str, Any]) -> Obj:
+        """Merge-patch a PodGroup's status on either set of CRDs.
+
+        Volcano's PodGroup CRD has no status subresource (its scheduler updates the whole object,
+        pkg/scheduler/cache/cache.go); volcano-py's had one until issue 16. So: write through /status while that
+        works; on its 404 write through the object (a 404 there too means the PodGroup is gone) and keep doing so;
+        should the object's status then not take the write, a status subresource is back: use it again."""
+        path = f"{PG_API}/namespaces/{namespace}/podgroups/{name}"
+        body = {"status": dict(wanted)}
+        if self._pg_status_subresource:
+            try:
+                return self.kube.request("PATCH", f"{path}/status", body=body, content_type=MERGE_PATCH)
+            except KubeError as exc:
+                if exc.status != 404:
+                    raise
+            updated = self.kube.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+            self._pg_status_subresource = False
+            log.info("PodGroups have no status subresource: writing their status through the object")
+            return updated
+        updated = self.kube.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+        if all(_same((updated.get("status") or {}).get(k), v) for k, v in wanted.items()):
+            return updated
+        self._pg_status_subresource = True
+        log.info("PodGroups have a status subresource again: writing their status through /status")
+        return self.kube.request("PATCH", f"{path}/status", body=body, content_type=MERGE_PATCH)
 
     def _write_queues(self, result: CycleResult) -> None:
         for q in result.queues:

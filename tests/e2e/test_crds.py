@@ -4,9 +4,11 @@ webhook rejects, the CEL rules and schema reject, with a message that names the 
 from __future__ import annotations
 
 import copy
+import json
 import uuid
 
 import pytest
+from controlplane import wait_for
 from kubernetes import client
 
 BATCH, SCHED = "batch.volcano.sh", "scheduling.volcano.sh"
@@ -169,3 +171,101 @@ def test_hypernode_and_command_crds_accept_volcano_objects(custom, namespace):
            "action": "AbortJob", "target": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j"}}
     created = custom.create_namespaced_custom_object("bus.volcano.sh", "v1alpha1", namespace, "commands", cmd)
     assert created["action"] == "AbortJob"
+
+
+# ---- issue 16: PodGroup schema and subresource as Volcano's; the kinds Volcano's components watch -----------
+def podgroup_manifest(name: str, min_member: int) -> dict:
+    return {"apiVersion": f"{SCHED}/v1beta1", "kind": "PodGroup", "metadata": {"name": name},
+            "spec": {"minMember": min_member, "queue": "default"}}
+
+
+def test_podgroup_min_member_below_zero_is_rejected_as_volcanos_schema_does(custom, namespace):
+    with pytest.raises(client.ApiException) as info:
+        custom.create_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", podgroup_manifest("neg", -1))
+    assert info.value.status == 422
+    causes = json.loads(info.value.body)["details"]["causes"]
+    assert [c["field"] for c in causes] == ["spec.minMember"], causes
+    made = custom.create_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", podgroup_manifest("z", 0))
+    assert made["spec"]["minMember"] == 0
+
+
+# Kinds vc-scheduler's cache and vc-controller-manager's controllers list and watch (pkg/scheduler/cache/cache.go,
+# pkg/controllers/*): without their CRDs those informers never sync.
+VOLCANO_WATCHED = ["numatopologies.nodeinfo.volcano.sh", "nodeshards.shard.volcano.sh", "cronjobs.batch.volcano.sh",
+                   "colocationconfigurations.config.volcano.sh", "jobflows.flow.volcano.sh",
+                   "jobtemplates.flow.volcano.sh", "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh",
+                   "jobs.batch.volcano.sh", "commands.bus.volcano.sh", "hypernodes.topology.volcano.sh"]
+
+
+@pytest.mark.parametrize("crd", VOLCANO_WATCHED)
+def test_every_kind_volcanos_components_watch_is_installed(api_client, crd):
+    found = client.ApiextensionsV1Api(api_client).read_custom_resource_definition(crd)
+    assert {c.type: c.status for c in found.status.conditions}.get("Established") == "True"
+
+
+def test_a_volcano_numatopology_is_accepted(custom):
+    name = f"node-{uuid.uuid4().hex[:6]}"
+    numa = {"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology", "metadata": {"name": name},
+            "spec": {"policies": {"CPUManagerPolicy": "static", "TopologyManagerPolicy": "single-numa-node"},
+                     "numares": {"cpu": {"allocatable": "0-3", "capacity": 4}},
+                     "cpuDetail": {"0": {"core": 0, "numa": 0, "socket": 0}}}}
+    made = custom.create_cluster_custom_object("nodeinfo.volcano.sh", "v1alpha1", "numatopologies", numa)
+    assert made["spec"]["numares"]["cpu"]["capacity"] == 4
+    custom.delete_cluster_custom_object("nodeinfo.volcano.sh", "v1alpha1", "numatopologies", name)
+
+
+@pytest.fixture
+def podgroup_crd_with_status(api_client, custom, namespace):
+    """Switch the PodGroup CRD to the variant with a status subresource (ours before issue 16) for one test."""
+    ext = client.ApiextensionsV1Api(api_client)
+    name = "podgroups.scheduling.volcano.sh"
+    probe = "status-probe"
+    custom.create_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", podgroup_manifest(probe, 1))
+
+    def serves_status() -> bool:
+        try:
+            custom.get_namespaced_custom_object_status(SCHED, "v1beta1", namespace, "podgroups", probe)
+            return True
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+
+    def switch(subresources: dict) -> None:
+        ext.patch_custom_resource_definition(
+            name, [{"op": "replace", "path": "/spec/versions/0/subresources", "value": subresources}])
+        wait_for(lambda: serves_status() == bool(subresources), 30, what=f"PodGroup subresources {subresources}")
+
+    def use_status_subresource() -> None:
+        switch({"status": {}})
+
+    yield use_status_subresource
+    switch({})
+
+
+def test_the_scheduler_writes_podgroup_status_on_either_crd(control_plane, custom, namespace,
+                                                            podgroup_crd_with_status):
+    from scheduler.api.snapshot import PodGroupStatus
+    from scheduler.api.status import PodGroupPhase
+    from scheduler.cache.cluster_cache import ClusterCache
+
+    api = control_plane.api_client()
+    cache = ClusterCache(api, {"volcano-py"}, "default")
+    try:
+        def write_and_read(name: str, phase: PodGroupPhase, running: int) -> dict:
+            pg = custom.get_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", name)
+            cache.podgroups.objects[f"{namespace}/{name}"] = pg
+            cache._write_podgroup(PodGroupStatus(f"{namespace}/{name}", phase, (), running, 0, 0), 1_000_000.0)
+            return custom.get_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", name)["status"]
+
+        custom.create_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", podgroup_manifest("pg", 2))
+        # As installed (Volcano's shape: no status subresource): written through the object.
+        status = write_and_read("pg", PodGroupPhase.INQUEUE, 0)
+        assert (status["phase"], status["running"]) == ("Inqueue", 0)
+        # The other variant, switched under a running scheduler: written through /status.
+        podgroup_crd_with_status()
+        status = write_and_read("pg", PodGroupPhase.RUNNING, 2)
+        assert (status["phase"], status["running"]) == ("Running", 2)
+    finally:
+        cache.stop()
+        api.close()

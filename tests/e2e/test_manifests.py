@@ -167,6 +167,7 @@ CAN_I = [
     ("volcano-py-scheduler", "patch", "pods", "default", True),
     ("volcano-py-scheduler", "patch", "pods/status", "default", True),
     ("volcano-py-scheduler", "patch", "podgroups.scheduling.volcano.sh/status", "default", True),
+    ("volcano-py-scheduler", "patch", "podgroups.scheduling.volcano.sh", "default", True),  # no /status: Volcano's CRD
     ("volcano-py-scheduler", "patch", "queues.scheduling.volcano.sh/status", "", True),
     ("volcano-py-scheduler", "create", "queues.scheduling.volcano.sh", "", True),
     ("volcano-py-scheduler", "create", "events", "default", True),

@@ -1,0 +1,85 @@
+"""The scheduler writes PodGroup status on either set of CRDs (issue 16): Volcano's PodGroup CRD (and ours now) has
+no status subresource, ours had one. A fake apiserver plays each; the status must land either way."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from scheduler.api.snapshot import PodGroupStatus
+from scheduler.api.status import PodGroupPhase
+from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.kube import KubeError
+
+PATH = "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/pg"
+
+
+class FakeApiserver:
+    """One PodGroup, served as the apiserver serves a CRD with or without the status subresource."""
+
+    def __init__(self, subresource: bool, exists: bool = True):
+        self.subresource = subresource
+        self.obj: dict[str, Any] | None = (
+            {"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minMember": 1}} if exists else None)
+        self.calls: list[str] = []
+
+    def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> dict[str, Any]:
+        self.calls.append(path.removeprefix(PATH) or "object")
+        if self.obj is None or (path.endswith("/status") and not self.subresource):
+            raise KubeError(404, method, path, b'{"message": "not found"}')
+        if path.endswith("/status") or not self.subresource:  # the object ignores status under a subresource
+            self.obj["status"] = {**(self.obj.get("status") or {}), **body["status"]}
+        return copy.deepcopy(self.obj)
+
+
+def cache_on(server: FakeApiserver) -> ClusterCache:
+    cache = ClusterCache(None, {"volcano-py"}, "default", clock=lambda: 1_000_000.0)
+    cache.kube = server  # type: ignore[assignment]
+    cache.podgroups.objects["ns/pg"] = {"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minMember": 1}}
+    return cache
+
+
+def write(cache: ClusterCache, phase: PodGroupPhase, running: int) -> None:
+    cache._write_podgroup(PodGroupStatus("ns/pg", phase, (), running, 0, 0), 1_000_000.0)
+
+
+@pytest.mark.parametrize("subresource", [True, False], ids=["our old CRD (/status)", "Volcano's CRD (no /status)"])
+def test_the_status_lands_on_either_crd(subresource: bool) -> None:
+    server = FakeApiserver(subresource)
+    cache = cache_on(server)
+    write(cache, PodGroupPhase.INQUEUE, 0)
+    write(cache, PodGroupPhase.RUNNING, 2)
+    assert server.obj is not None
+    assert (server.obj["status"]["phase"], server.obj["status"]["running"]) == ("Running", 2)
+    assert cache.podgroups.objects["ns/pg"]["status"]["phase"] == "Running"
+
+
+def test_without_a_subresource_status_is_probed_once_then_written_through_the_object() -> None:
+    server = FakeApiserver(subresource=False)
+    cache = cache_on(server)
+    write(cache, PodGroupPhase.INQUEUE, 0)
+    write(cache, PodGroupPhase.RUNNING, 1)
+    assert server.calls == ["/status", "object", "object"]
+
+
+def test_a_subresource_that_comes_back_is_used_again() -> None:
+    server = FakeApiserver(subresource=False)
+    cache = cache_on(server)
+    write(cache, PodGroupPhase.INQUEUE, 0)
+    server.subresource = True  # the CRD was switched back mid-run
+    write(cache, PodGroupPhase.RUNNING, 1)
+    assert server.obj is not None and server.obj["status"]["phase"] == "Running"
+    write(cache, PodGroupPhase.RUNNING, 2)
+    assert server.calls == ["/status", "object", "object", "/status", "/status"]
+    assert server.obj["status"]["running"] == 2
+
+
+def test_a_podgroup_gone_is_not_mistaken_for_a_missing_subresource() -> None:
+    server = FakeApiserver(subresource=True, exists=False)
+    cache = cache_on(server)
+    write(cache, PodGroupPhase.INQUEUE, 0)  # logged and retried next cycle, as before
+    server.obj = {"metadata": {"name": "pg", "namespace": "ns"}, "spec": {}}
+    write(cache, PodGroupPhase.INQUEUE, 0)
+    assert server.calls == ["/status", "object", "/status"]
