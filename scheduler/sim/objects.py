@@ -7,6 +7,11 @@ from typing import Any
 
 Obj = dict[str, Any]
 
+STANDARD_LABELS = {
+    "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
+    "beta.kubernetes.io/arch": "amd64",
+}
+
 
 def node_object(
     name: str,
@@ -15,20 +20,25 @@ def node_object(
     memory: str = "512Gi",
     gpu: int | str = 0,
     pods: int = 110,
+    ephemeral_storage: str = "200Gi",
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Mapping[str, str]] = (),
     unschedulable: bool = False,
     ready: bool = True,
     extra: Mapping[str, Any] | None = None,
 ) -> Obj:
-    allocatable: dict[str, Any] = {"cpu": str(cpu), "memory": memory, "pods": str(pods)}
+    # Every kubelet reports ephemeral-storage and the standard os/arch/hostname labels; Volcano's examples
+    # ask for both (`ephemeral-storage` requests, `nodeSelector: {kubernetes.io/os: linux}`).
+    allocatable: dict[str, Any] = {
+        "cpu": str(cpu), "memory": memory, "pods": str(pods), "ephemeral-storage": ephemeral_storage,
+    }
     if gpu:
         allocatable["nvidia.com/gpu"] = str(gpu)
     allocatable.update(extra or {})
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "metadata": {"name": name, "labels": {**STANDARD_LABELS, "kubernetes.io/hostname": name, **(labels or {})}},
         "spec": {"taints": [dict(t) for t in taints], "unschedulable": unschedulable},
         "status": {
             "allocatable": allocatable,

@@ -191,9 +191,11 @@ def replay(
         elif upcoming:
             now = max(now + period, min(upcoming))
         else:
-            stalled = True  # nothing will ever change: the remaining jobs are stuck (deadlock)
+            # Nothing will ever change. Stalled if a job is stuck waiting; jobs without a duration that run
+            # for ever are not stuck.
+            stalled = any(r.started is None for r in runs)
             break
         if now > limit:
-            stalled = True
+            stalled = any(r.started is None for r in runs)
             break
     return Replay(cluster, runs, utilisation, partial, cycles, now, stalled)

@@ -64,3 +64,26 @@ def test_the_teams_example_shows_what_capacity_changes_over_proportion() -> None
         waits[name] = {r.item.name: r.started - r.item.arrival for r in outcome.runs if r.started is not None}
     assert sorted(waits["proportion"][f"train-{i}"] for i in (1, 2, 3))[-1] >= 1800  # one gang waits its turn
     assert max(waits["capacity"][f"train-{i}"] for i in (1, 2, 3)) < 60
+
+
+def _write(tmp_path: Path, name: str, doc: object) -> Path:
+    import yaml
+
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_a_volcano_example_shaped_job_starts_and_running_for_ever_is_not_stalled(tmp_path: Path) -> None:
+    """Volcano's examples select `kubernetes.io/os: linux` and request ephemeral-storage, which every kubelet
+    reports: simulated nodes carry both. A job with no duration runs for ever, which is not a stall."""
+    cluster = _write(tmp_path, "cluster.yaml", {"nodes": [{"name": "n", "count": 1, "cpu": 8, "memory": "32Gi"}]})
+    container = {"name": "c", "image": "nginx",
+                 "resources": {"requests": {"cpu": "100m", "ephemeral-storage": "1Gi"}}}
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "nginx"},
+           "spec": {"minAvailable": 2, "schedulerName": "volcano", "tasks": [{"name": "web", "replicas": 2, "template": {
+               "spec": {"nodeSelector": {"kubernetes.io/os": "linux"}, "containers": [container]}}}]}}
+    workload = _write(tmp_path, "workload.yaml", {"jobs": [job]})
+    outcome = replay(load_cluster(cluster), load_workload(workload), builtin_default_conf(), horizon=30)
+    assert [r.started is not None for r in outcome.runs] == [True]
+    assert not outcome.stalled
