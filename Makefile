@@ -47,3 +47,4 @@ include tools/cluster.mk
 # Chaos and fuzz suites (reliability issue): `make chaos`, `make fuzz`.
 -include tools/reliability.mk
 -include tools/conformance.mk
+-include tools/differential.mk

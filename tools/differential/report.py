@@ -1,0 +1,104 @@
+"""The differential report: agreement numbers and every difference, with the workload that produced it.
+
+``build`` reads the records run.py wrote (``<run>/<side>/<seed>.json``) and returns the full text (report.md) and
+the Markdown section CONFORMANCE.md carries between its differential markers (``rewrite_section``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .outcome import Difference, tally
+from .workloads import generate
+
+BEGIN, END = "<!-- differential:begin -->", "<!-- differential:end -->"
+
+
+def load(run_dir: Path, side: str, seeds: list[int]) -> dict[int, dict]:
+    out = {}
+    for seed in seeds:
+        f = run_dir / side / f"{seed}.json"
+        if f.exists():
+            out[seed] = json.loads(f.read_text())
+    return out
+
+
+def summarize(volcano: dict[int, dict], volcano_py: dict[int, dict], seeds: list[int]):
+    """(tally, differences, missing seeds, seeds with an error) over the seeds both sides recorded cleanly."""
+    pairs, missing, errors = [], [], []
+    for seed in seeds:
+        a, b = volcano.get(seed), volcano_py.get(seed)
+        if a is None or b is None:
+            missing.append(seed)
+        elif "error" in a or "error" in b:
+            errors.append(seed)
+        else:
+            pairs.append((a, b))
+    t, diffs = tally(pairs)
+    return t, diffs, missing, errors
+
+
+def _timing(records: dict[int, dict]) -> str:
+    secs = sorted(r["seconds"] for r in records.values() if "seconds" in r)
+    if not secs:
+        return "-"
+    return f"mean {sum(secs) / len(secs):.1f}s, median {secs[len(secs) // 2]:.1f}s, max {secs[-1]:.1f}s"
+
+
+def differences_by_seed(diffs: list[Difference]) -> dict[int, list[Difference]]:
+    out: dict[int, list[Difference]] = {}
+    for d in diffs:
+        out.setdefault(d.seed, []).append(d)
+    return out
+
+
+def build(run_dir: Path, seeds: list[int], command: str = "make differential") -> tuple[str, str]:
+    volcano, volcano_py = load(run_dir, "volcano", seeds), load(run_dir, "volcano-py", seeds)
+    t, diffs, missing, errors = summarize(volcano, volcano_py, seeds)
+    lines = [
+        f"Command: `{command}`; seeds {seeds[0]}..{seeds[-1]} ({len(seeds)} workloads)" if seeds else "no seeds",
+        "",
+        f"- workloads compared: {t.workloads}; in full agreement: **{t.workloads_agree}**"
+        + (f"; not settled on a side (deadline): {t.unsettled}" if t.unsettled else ""),
+        f"- gangs: {t.gangs}; same ready (bound >= minimum): {t.gangs_ready_agree}; same bound count: "
+        f"{t.gangs_bound_agree}",
+        f"- queues: {t.queues}; same allocated (every resource): {t.queues_agree}",
+        f"- time per workload: Volcano {_timing(volcano)}; volcano-py {_timing(volcano_py)}",
+    ]
+    if missing:
+        lines.append(f"- not run on both sides: {len(missing)} ({', '.join(map(str, missing[:20]))})")
+    if errors:
+        lines.append(f"- failed to run (see the records): {', '.join(map(str, errors))}")
+    by_seed = differences_by_seed(diffs)
+    detail: list[str] = []
+    if by_seed:
+        lines += ["", f"Differences ({len(diffs)} in {len(by_seed)} workloads):", ""]
+        for seed, ds in by_seed.items():
+            lines.append(f"- seed {seed}: " + "; ".join(f"{d.subject} {d.what}: Volcano {d.volcano}, volcano-py "
+                                                       f"{d.volcano_py}" for d in ds))
+            detail += ["", f"### seed {seed}", "", "```", *generate(seed).describe(), "```", ""]
+            for side, recs in (("Volcano", volcano), ("volcano-py", volcano_py)):
+                gangs = recs[seed]["outcome"]["gangs"]
+                detail.append(f"- {side}: " + ", ".join(
+                    f"{k} {g['bound']}/{g['pods']} bound (pg {g['podgroup_phase']}"
+                    + (f", job {g['job_phase']}" if g["job_phase"] else "") + ")"
+                    for k, g in gangs.items()))
+            detail.append(f"- rerun: `make differential RERUN={seed}`")
+    md = "\n".join(lines)
+    text = "# Differential: Volcano vs volcano-py\n\n" + md + "\n" + "\n".join(detail) + "\n"
+    return text, md
+
+
+def rewrite_section(path: Path, body: str) -> None:
+    """Replace what is between the differential markers (appending the markers at the end when absent)."""
+    text = path.read_text()
+    block = f"{BEGIN}\n{body.rstrip()}\n{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        text = head + block + tail
+    else:
+        title = "## Differential: seeded random workloads (tools/differential)"
+        text = text.rstrip("\n") + f"\n\n{title}\n\n{block}\n"
+    path.write_text(text)

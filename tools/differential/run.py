@@ -1,0 +1,451 @@
+"""`make differential`: seeded random workloads, once under Volcano and once under volcano-py, outcomes compared.
+
+Per side, one control plane for the whole run (tests/e2e/controlplane.py: etcd, kube-apiserver and kwok as the
+kubelets; no kube-controller-manager, so nodes carry no not-ready taint and this runner deletes what a garbage
+collector would) and that side's scheduler and controllers started once, as tools/conformance/harness.py starts
+them (Volcano: vc-webhook-manager, vc-controller-manager, vc-scheduler on Volcano's CRDs; volcano-py: its scheduler
+and controllers as scheduler name ``volcano`` on crds/), with Volcano's CI conf. Then for each workload seed:
+
+1. PriorityClasses and queues (until Open), nodes created unschedulable (the gate) and Ready;
+2. the gangs of wave 0 submitted; settled under the gate (PodGroups enqueued, Jobs' pods created), then the nodes
+   made schedulable at once, so every pod is already there when the first allocate sees a node;
+3. settled: no pod binding or phase, PodGroup phase or Job phase change for ``--quiet`` seconds (deadline
+   ``--deadline``); then wave 1 (at most one late gang) submitted and settled the same way;
+4. the outcome recorded (outcome.py), everything deleted and waited for.
+
+Both sides run at the same time, each in its own process on its own control plane (the whole run holds the heavy
+lock). Records land in ``<cache>/volcano-py/differential/<run>/<side>/<seed>.json``; the comparison in
+``<run>/report.md`` and, for a full run, in CONFORMANCE.md between the differential markers.
+
+    python -m differential.run --workloads 200 --seed 1          (from tools/, as the Makefile runs it)
+    python -m differential.run --rerun 17                        one workload again, both sides
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TOOLS = Path(__file__).resolve().parents[1]
+REPO = TOOLS.parent
+sys.path.insert(0, str(TOOLS / "conformance"))
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+
+from . import report  # noqa: E402
+from .outcome import outcome  # noqa: E402
+from .workloads import NAMESPACE, ZONE_LABEL, Gang, Workload, generate  # noqa: E402
+
+SIDES = ("volcano", "volcano-py")
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "volcano-py"
+RESULTS = Path(os.environ.get("VOLCANO_PY_DIFFERENTIAL_RESULTS") or CACHE / "differential")
+CI_CONF = "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf"
+
+
+def log(msg: str) -> None:
+    print(f"[differential {dt.datetime.now():%H:%M:%S}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---- the cluster side -------------------------------------------------------------------------------------------
+class Cluster:
+    """Thin raw-JSON access to the objects a workload creates (the generated client's models are slow to build)."""
+
+    def __init__(self, api):
+        from kubernetes import client
+
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.sched = client.SchedulingV1Api(api)
+
+    def _json(self, resp) -> dict:
+        return json.loads(resp.data)
+
+    def pods(self) -> list[dict]:
+        return self._json(self.core.list_namespaced_pod(NAMESPACE, _preload_content=False))["items"]
+
+    def custom_list(self, group: str, version: str, plural: str, namespaced: bool = True) -> list[dict]:
+        if namespaced:
+            r = self.custom.list_namespaced_custom_object(group, version, NAMESPACE, plural)
+        else:
+            r = self.custom.list_cluster_custom_object(group, version, plural)
+        return r["items"]
+
+    def podgroups(self) -> list[dict]:
+        return self.custom_list("scheduling.volcano.sh", "v1beta1", "podgroups")
+
+    def jobs(self) -> list[dict]:
+        return self.custom_list("batch.volcano.sh", "v1alpha1", "jobs")
+
+    def queues(self) -> list[dict]:
+        return self.custom_list("scheduling.volcano.sh", "v1beta1", "queues", namespaced=False)
+
+    def nodes(self) -> list[dict]:
+        return self._json(self.core.list_node(label_selector=ZONE_LABEL, _preload_content=False))["items"]
+
+    def create(self, m: dict) -> None:
+        kind = m["kind"]
+        if kind == "Pod":
+            self.core.create_namespaced_pod(NAMESPACE, m, _preload_content=False)
+        elif kind == "Node":
+            self.core.create_node(m, _preload_content=False)
+        elif kind == "PriorityClass":
+            self.sched.create_priority_class(m, _preload_content=False)
+        elif kind == "Queue":
+            self.custom.create_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", m)
+        elif kind == "PodGroup":
+            self.custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", NAMESPACE, "podgroups", m)
+        elif kind == "Job":
+            self.custom.create_namespaced_custom_object("batch.volcano.sh", "v1alpha1", NAMESPACE, "jobs", m)
+        else:
+            raise ValueError(kind)
+
+
+def poll(predicate, timeout: float, interval: float = 0.2, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = predicate()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)  # polling interval, not a synchronisation
+
+
+def signature(c: Cluster) -> tuple:
+    """What settling watches: bindings and phases of pods, PodGroup and Job phases."""
+    pods = tuple(
+        sorted(
+            (
+                p["metadata"]["name"],
+                p["spec"].get("nodeName") or "",
+                (p.get("status") or {}).get("phase") or "",
+                bool(p["metadata"].get("deletionTimestamp")),
+            )
+            for p in c.pods()
+        )
+    )
+    pgs = tuple(
+        sorted((g["metadata"]["name"], (g.get("status") or {}).get("phase") or "") for g in c.podgroups())
+    )
+    jobs = tuple(
+        sorted(
+            (j["metadata"]["name"], ((j.get("status") or {}).get("state") or {}).get("phase") or "") for j in c.jobs()
+        )
+    )
+    return pods, pgs, jobs
+
+
+def settle(c: Cluster, quiet: float, deadline: float, interval: float = 0.25) -> tuple[bool, float]:
+    """Poll the signature until it stays unchanged for ``quiet`` seconds. Returns (settled, seconds taken)."""
+    t0 = time.monotonic()
+    last, since = signature(c), time.monotonic()
+    while True:
+        time.sleep(interval)  # polling interval of the condition below
+        now_sig = signature(c)
+        now = time.monotonic()
+        if now_sig != last:
+            last, since = now_sig, now
+        elif now - since >= quiet:
+            return True, now - t0
+        if now - t0 > deadline:
+            return False, now - t0
+
+
+def submit(c: Cluster, gangs: list[Gang]) -> None:
+    for g in gangs:
+        for m in g.manifests:
+            c.create(m)
+
+
+def set_schedulable(c: Cluster, wl: Workload, schedulable: bool) -> None:
+    for n in wl.nodes:
+        c.core.patch_node(n["metadata"]["name"], {"spec": {"unschedulable": not schedulable}}, _preload_content=False)
+
+
+def cleanup(c: Cluster, wl: Workload, timeout: float = 60) -> None:
+    from kubernetes.client.rest import ApiException
+
+    def quietly(fn, *a, **kw):
+        try:
+            fn(*a, **kw)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+
+    # Jobs first, so no controller makes their pods again; then what a garbage collector would delete.
+    quietly(c.custom.delete_collection_namespaced_custom_object, "batch.volcano.sh", "v1alpha1", NAMESPACE, "jobs")
+
+    def emptied() -> bool:
+        left = c.jobs(), c.podgroups(), c.pods()
+        if left[1]:
+            quietly(c.custom.delete_collection_namespaced_custom_object, "scheduling.volcano.sh", "v1beta1",
+                    NAMESPACE, "podgroups")
+        if left[2]:
+            quietly(c.core.delete_collection_namespaced_pod, NAMESPACE, grace_period_seconds=0,
+                    _preload_content=False)
+        return not any(left)
+
+    poll(emptied, timeout, 0.25, "jobs, podgroups and pods deleted")
+    for n in wl.nodes:
+        quietly(c.core.delete_node, n["metadata"]["name"], _preload_content=False)
+    for q in wl.queue_names:
+        quietly(c.custom.delete_cluster_custom_object, "scheduling.volcano.sh", "v1beta1", "queues", q)
+    for p in wl.priority_classes:
+        quietly(c.sched.delete_priority_class, p["metadata"]["name"], _preload_content=False)
+    names = set(wl.queue_names)
+
+    def gone() -> bool:
+        queues = [q for q in c.queues() if q["metadata"]["name"] in names]
+        for q in queues:  # a queue's deletion can be refused while the scheduler still counts pods in it
+            quietly(c.custom.delete_cluster_custom_object, "scheduling.volcano.sh", "v1beta1", "queues",
+                    q["metadata"]["name"])
+        return not c.nodes() and not queues
+
+    poll(gone, timeout, 0.25, "nodes and queues deleted")
+
+
+def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: bool) -> dict:
+    t0 = time.monotonic()
+    phases: dict[str, float] = {}
+    for pc in wl.priority_classes:
+        c.create(pc)
+    for q in wl.queues:
+        c.create(q)
+    names = set(wl.queue_names)
+    poll(
+        lambda: sum((q.get("status") or {}).get("state") == "Open" for q in c.queues()
+                    if q["metadata"]["name"] in names) == len(names),
+        30, 0.1, "queues Open",
+    )
+    for n in wl.nodes:
+        c.create({**n, "spec": {**n["spec"], "unschedulable": gate}})
+    def ready(n: dict) -> bool:
+        return any(x.get("type") == "Ready" and x.get("status") == "True"
+                   for x in (n.get("status") or {}).get("conditions") or [])
+
+    poll(lambda: sum(map(ready, c.nodes())) == len(wl.nodes), 30, 0.1, "nodes Ready")
+    phases["setup"] = time.monotonic() - t0
+    settled = True
+    waves = wl.waves()
+    for i, gangs in enumerate(waves):
+        if not gangs:
+            continue
+        submit(c, gangs)
+        if i == 0 and gate:
+            ok, s = settle(c, quiet, deadline)
+            phases["gated"] = s
+            settled &= ok
+            set_schedulable(c, wl, True)
+        ok, s = settle(c, quiet, deadline)
+        phases[f"wave{i}"] = s
+        settled &= ok
+    pods, pgs, jobs = c.pods(), c.podgroups(), c.jobs()
+    queues = {q["metadata"]["name"]: q.get("status") or {} for q in c.queues() if q["metadata"]["name"] in names}
+    t1 = time.monotonic()
+    cleanup(c, wl)
+    phases["cleanup"] = time.monotonic() - t1
+    return {
+        "seed": wl.seed,
+        "settled": settled,
+        "seconds": round(time.monotonic() - t0, 2),
+        "phases": {k: round(v, 2) for k, v in phases.items()},
+        "outcome": outcome(wl, pods, pgs, jobs),
+        "observed": {
+            "pods": sorted(
+                [p["metadata"]["name"], p["spec"].get("nodeName"), (p.get("status") or {}).get("phase")] for p in pods
+            ),
+            "podgroups": {
+                g["metadata"]["name"]: {
+                    "phase": (g.get("status") or {}).get("phase"),
+                    "running": (g.get("status") or {}).get("running"),
+                    "minMember": g["spec"].get("minMember"),
+                    "minResources": g["spec"].get("minResources"),
+                    "conditions": [
+                        {k: x.get(k) for k in ("type", "status", "reason", "message")}
+                        for x in (g.get("status") or {}).get("conditions") or []
+                    ],
+                }
+                for g in pgs
+            },
+            "queue_status": queues,
+        },
+    }
+
+
+def start_side(side: str, cp, build, work: Path, conf_dir: Path, period: float | None):
+    """harness.start_volcano / start_volcano_py, then (when a period is asked for) the scheduler restarted with
+    ``--schedule-period``: the same command line plus that one flag."""
+    import harness
+    from controlplane import _Proc
+
+    if side == "volcano":
+        docs = harness.render_chart(build, str(REPO / ".bin" / "helm"), work, admission=True)
+        s = harness.start_volcano(cp, build, docs, work, conf_dir)
+        name, health = "vc-scheduler", "--healthz-address="
+        flag = f"--schedule-period={int(period * 1000)}ms" if period else None
+    else:
+        s = harness.start_volcano_py(cp, work, conf_dir)
+        name, health = "volcano-py-scheduler", "--listen-address="
+        flag = f"--schedule-period={period}" if period else None
+    if flag:
+        old = s.procs[name]
+        old.stop()
+        s.procs[name] = _Proc(name, [*old.argv, flag], cp.logs / f"{name}.log")
+        addr = next(a.split("=", 1)[1] for a in old.argv if a.startswith(health))
+        harness.wait_healthy(cp, s, name, f"http://{addr}/healthz")
+    return s
+
+
+def ensure_default_queue(c: Cluster) -> None:
+    """Volcano's scheduler creates queue ``default`` (weight 1, reclaimable) at start; make sure both sides have it."""
+    from kubernetes.client.rest import ApiException
+
+    def present() -> bool:
+        return any(q["metadata"]["name"] == "default" and (q.get("status") or {}).get("state") == "Open"
+                   for q in c.queues())
+
+    try:
+        poll(present, 10, 0.2, "queue default")
+        return
+    except TimeoutError:
+        pass
+    try:
+        c.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+                  "spec": {"weight": 1, "reclaimable": True}})
+    except ApiException as e:
+        if e.status != 409:
+            raise
+    poll(present, 30, 0.2, "queue default Open")
+
+
+def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: float, gate: bool,
+             period: float | None) -> int:
+    import harness
+    from controlplane import ControlPlane
+    from kubernetes import client
+
+    out.mkdir(parents=True, exist_ok=True)
+    build = harness.VolcanoBuild.locate()
+    crds = build.chart / "crd" / "bases" if side == "volcano" else REPO / "crds"
+    cp = ControlPlane(controller_manager=False, crds_dir=crds, keep_dir=True, log=log)
+    s = None
+    failures = 0
+    try:
+        cp.start()
+        api = cp.api_client()
+        core = client.CoreV1Api(api)
+        core.create_namespace({"metadata": {"name": harness.VOLCANO_NS}})
+        core.create_namespace({"metadata": {"name": NAMESPACE}})
+        work = cp.dir / "differential"
+        work.mkdir()
+        conf_dir = cp.dir / "volcano.scheduler"
+        conf_dir.mkdir()
+        shutil.copy(build.src / CI_CONF if (build.src / CI_CONF).exists() else Path(
+            "/work/shared/peers/volcano") / CI_CONF, conf_dir / harness.CI_CONF_KEY)
+        s = start_side(side, cp, build, work, conf_dir, period)
+        c = Cluster(api)
+        ensure_default_queue(c)
+        log(f"{side}: {', '.join(s.procs)} up on {cp.server}; {len(seeds)} workloads")
+        for i, seed in enumerate(seeds):
+            dead = s.check_alive()
+            if dead:
+                raise RuntimeError("; ".join(dead))
+            wl = generate(seed)
+            try:
+                rec = run_workload(c, wl, quiet, deadline, gate)
+            except Exception as exc:  # one workload's failure is recorded, the run goes on
+                failures += 1
+                rec = {"seed": seed, "error": f"{type(exc).__name__}: {exc}"}
+                log(f"{side}: seed {seed}: {rec['error']}")
+                try:
+                    cleanup(c, wl)
+                except Exception as exc2:
+                    log(f"{side}: seed {seed}: cleanup failed too: {exc2}")
+            rec["side"] = side
+            (out / f"{seed}.json").write_text(json.dumps(rec, indent=1, sort_keys=True))
+            if "error" not in rec:
+                log(f"{side}: [{i + 1}/{len(seeds)}] seed {seed}: {rec['seconds']:.1f}s {rec['phases']}"
+                    + ("" if rec["settled"] else " (NOT settled)"))
+    finally:
+        if s:
+            s.stop()
+        cp.stop()
+        if (cp.dir / "logs").is_dir():
+            shutil.copytree(cp.dir / "logs", out / "logs", dirs_exist_ok=True)
+        shutil.rmtree(cp.dir, ignore_errors=True)
+    return failures
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workloads", type=int, default=200)
+    p.add_argument("--seed", type=int, default=1, help="first workload seed (seeds are SEED .. SEED+N-1)")
+    p.add_argument("--rerun", type=int, action="append", help="only this workload seed (repeatable)")
+    p.add_argument("--only-side", choices=SIDES, action="append", help="run only this side (repeatable)")
+    p.add_argument("--run", default=None, help="run directory name (default: derived from the seeds)")
+    p.add_argument("--quiet", type=float, default=3.0, help="seconds without change that count as settled")
+    p.add_argument("--deadline", type=float, default=60.0, help="settle deadline per wave, seconds")
+    p.add_argument("--schedule-period", type=float, default=None,
+                   help="both schedulers' --schedule-period in seconds (default: theirs, 1s)")
+    p.add_argument("--no-gate", action="store_true", help="nodes schedulable from the start")
+    p.add_argument("--sequential", action="store_true", help="one side after the other instead of both at once")
+    p.add_argument("--lock", default=os.environ.get("HEAVY_LOCK", "/tmp/volcano-py-heavy.lock"),
+                   help="the heavy lock, held for the whole run ('' for none)")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--report-only", action="store_true", help="only compare the records of --run")
+    p.add_argument("--conformance-md", default=str(REPO / "CONFORMANCE.md"))
+    p.add_argument("--command", default="make differential", help="the command the report names")
+    args = p.parse_args(argv)
+
+    seeds = args.rerun or list(range(args.seed, args.seed + args.workloads))
+    run_name = args.run or (f"rerun-{'-'.join(map(str, seeds))}" if args.rerun else f"seed{args.seed}-n{len(seeds)}")
+    run_dir = RESULTS / run_name
+    sides = args.only_side or list(SIDES)
+
+    if args.child:
+        (side,) = sides
+        return 1 if run_side(side, seeds, run_dir / side, args.quiet, args.deadline, not args.no_gate,
+                             args.schedule_period) else 0
+
+    if not args.report_only:
+        import harness
+
+        if "volcano" in sides:
+            harness.VolcanoBuild.locate().bin("vc-scheduler")  # fail early, before taking the lock
+        with harness.heavy_lock(args.lock):
+            t0 = time.monotonic()
+            base = [sys.executable, "-m", "differential.run", "--child", "--run", run_name,
+                    "--quiet", str(args.quiet), "--deadline", str(args.deadline)]
+            base += [f"--rerun={x}" for x in args.rerun] if args.rerun else [
+                f"--seed={args.seed}", f"--workloads={args.workloads}"]
+            if args.schedule_period:
+                base.append(f"--schedule-period={args.schedule_period}")
+            if args.no_gate:
+                base.append("--no-gate")
+            env = dict(os.environ, PYTHONPATH=str(TOOLS) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+            procs = []
+            for side in sides:
+                procs.append(subprocess.Popen([*base, "--only-side", side], env=env, cwd=str(REPO)))
+                if args.sequential:
+                    procs[-1].wait()
+            rcs = [pr.wait() for pr in procs]
+            log(f"sides {sides} done in {time.monotonic() - t0:.0f}s (exit {rcs})")
+    if set(sides) != set(SIDES):
+        return 0
+    text, md = report.build(run_dir, seeds, command=args.command)
+    (run_dir / "report.md").write_text(text)
+    print(text)
+    if not args.rerun and Path(args.conformance_md).exists():
+        report.rewrite_section(Path(args.conformance_md), md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
