@@ -140,3 +140,21 @@ def test_report_lists_every_difference_with_its_workload_and_rewrites_only_its_s
     assert body.startswith("intro\n<!-- other:begin -->\ntheirs\n<!-- other:end -->\n")
     assert body.count(report.BEGIN) == 1 and body.count(report.END) == 1 and "first" not in body
     assert md in body
+
+
+def test_reruns_tell_a_reproduced_difference_from_a_side_that_does_not_repeat_itself(tmp_path):
+    a = {"gangs": _gangs(2, 0), "queues": {}}
+    b = {"gangs": _gangs(2, 2), "queues": {}}
+
+    def write(d, side, seed, o):
+        (d / side).mkdir(parents=True, exist_ok=True)
+        (d / side / f"{seed}.json").write_text(json.dumps({"seed": seed, "seconds": 1.0, "outcome": o}))
+
+    write(tmp_path, "volcano", 1, a)
+    write(tmp_path, "volcano-py", 1, b)
+    write(tmp_path / "confirm-1", "volcano", 1, a)  # the same difference again
+    write(tmp_path / "confirm-1", "volcano-py", 1, b)
+    write(tmp_path / "confirm-2", "volcano", 1, b)  # Volcano came out the other way: the sides agree this time
+    write(tmp_path / "confirm-2", "volcano-py", 1, b)
+    _, md = report.build(tmp_path, [1])
+    assert "[rerun 2x: reproduced 1/2; Volcano repeated itself 1/2, volcano-py 2/2]" in md

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .outcome import Difference, tally
+from .outcome import Difference, compare, tally
 from .workloads import generate
 
 BEGIN, END = "<!-- differential:begin -->", "<!-- differential:end -->"
@@ -53,9 +53,42 @@ def differences_by_seed(diffs: list[Difference]) -> dict[int, list[Difference]]:
     return out
 
 
+def confirmations(run_dir: Path, volcano: dict[int, dict], volcano_py: dict[int, dict],
+                  diffs: list[Difference]) -> dict[int, dict]:
+    """For each differing seed, what the reruns in ``<run>/confirm-*/`` said: how many reran it, in how many the same
+    differences came back, and in how many each side repeated its own first outcome (a side that does not is
+    timing-sensitive on that workload, and the difference may be noise)."""
+    out: dict[int, dict] = {}
+    dirs = sorted(d for d in run_dir.glob("confirm-*") if d.is_dir())
+    for seed, ds in differences_by_seed(diffs).items():
+        first = {(d.subject, d.what) for d in ds}
+        c = {"reruns": 0, "reproduced": 0, "volcano_same": 0, "volcano_py_same": 0}
+        for d in dirs:
+            a, b = load(d, "volcano", [seed]).get(seed), load(d, "volcano-py", [seed]).get(seed)
+            if not a or not b or "error" in a or "error" in b:
+                continue
+            c["reruns"] += 1
+            again = {(x.subject, x.what) for x in compare(seed, a["outcome"], b["outcome"])}
+            c["reproduced"] += first <= again
+            c["volcano_same"] += not compare(seed, volcano[seed]["outcome"], a["outcome"])
+            c["volcano_py_same"] += not compare(seed, volcano_py[seed]["outcome"], b["outcome"])
+        if c["reruns"]:
+            out[seed] = c
+    return out
+
+
+def _confirmation(c: dict | None) -> str:
+    if not c:
+        return ""
+    n = c["reruns"]
+    return (f" [rerun {n}x: reproduced {c['reproduced']}/{n}; Volcano repeated itself {c['volcano_same']}/{n}, "
+            f"volcano-py {c['volcano_py_same']}/{n}]")
+
+
 def build(run_dir: Path, seeds: list[int], command: str = "make differential") -> tuple[str, str]:
     volcano, volcano_py = load(run_dir, "volcano", seeds), load(run_dir, "volcano-py", seeds)
     t, diffs, missing, errors = summarize(volcano, volcano_py, seeds)
+    confirmed = confirmations(run_dir, volcano, volcano_py, diffs)
     lines = [
         f"Command: `{command}`; seeds {seeds[0]}..{seeds[-1]} ({len(seeds)} workloads)" if seeds else "no seeds",
         "",
@@ -75,8 +108,8 @@ def build(run_dir: Path, seeds: list[int], command: str = "make differential") -
     if by_seed:
         lines += ["", f"Differences ({len(diffs)} in {len(by_seed)} workloads):", ""]
         for seed, ds in by_seed.items():
-            lines.append(f"- seed {seed}: " + "; ".join(f"{d.subject} {d.what}: Volcano {d.volcano}, volcano-py "
-                                                       f"{d.volcano_py}" for d in ds))
+            what = "; ".join(f"{d.subject} {d.what}: Volcano {d.volcano}, volcano-py {d.volcano_py}" for d in ds)
+            lines.append(f"- seed {seed}: {what}{_confirmation(confirmed.get(seed))}")
             detail += ["", f"### seed {seed}", "", "```", *generate(seed).describe(), "```", ""]
             for side, recs in (("Volcano", volcano), ("volcano-py", volcano_py)):
                 gangs = recs[seed]["outcome"]["gangs"]

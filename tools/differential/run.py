@@ -386,6 +386,28 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
     return failures
 
 
+def load_side(run_dir: Path, side: str, seeds: list[int]) -> dict[int, dict]:
+    return report.load(run_dir, side, seeds)
+
+
+def run_children(args, sides: list[str], run_name: str, seeds: list[int], rerun: bool | None = None) -> list[int]:
+    """One process per side (both at once unless --sequential), each on its own control plane."""
+    base = [sys.executable, "-m", "differential.run", "--child", "--run", run_name,
+            "--quiet", str(args.quiet), "--deadline", str(args.deadline),
+            f"--schedule-period={args.schedule_period}"]
+    base += [f"--rerun={x}" for x in seeds] if (rerun or args.rerun) else [
+        f"--seed={args.seed}", f"--workloads={args.workloads}"]
+    if args.no_gate:
+        base.append("--no-gate")
+    env = dict(os.environ, PYTHONPATH=str(TOOLS) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    procs = []
+    for side in sides:
+        procs.append(subprocess.Popen([*base, "--only-side", side], env=env, cwd=str(REPO)))
+        if args.sequential:
+            procs[-1].wait()
+    return [pr.wait() for pr in procs]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workloads", type=int, default=200)
@@ -403,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="the heavy lock, held for the whole run ('' for none)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--report-only", action="store_true", help="only compare the records of --run")
+    p.add_argument("--confirm", type=int, default=1,
+                   help="rerun the workloads that differed this many times (<run>/confirm-<k>/), to tell a stable "
+                        "difference from a timing-sensitive one")
     p.add_argument("--conformance-md", default=str(REPO / "CONFORMANCE.md"))
     p.add_argument("--command", default="make differential", help="the command the report names")
     args = p.parse_args(argv)
@@ -424,22 +449,17 @@ def main(argv: list[str] | None = None) -> int:
             harness.VolcanoBuild.locate().bin("vc-scheduler")  # fail early, before taking the lock
         with harness.heavy_lock(args.lock):
             t0 = time.monotonic()
-            base = [sys.executable, "-m", "differential.run", "--child", "--run", run_name,
-                    "--quiet", str(args.quiet), "--deadline", str(args.deadline)]
-            base += [f"--rerun={x}" for x in args.rerun] if args.rerun else [
-                f"--seed={args.seed}", f"--workloads={args.workloads}"]
-            if args.schedule_period:
-                base.append(f"--schedule-period={args.schedule_period}")
-            if args.no_gate:
-                base.append("--no-gate")
-            env = dict(os.environ, PYTHONPATH=str(TOOLS) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-            procs = []
-            for side in sides:
-                procs.append(subprocess.Popen([*base, "--only-side", side], env=env, cwd=str(REPO)))
-                if args.sequential:
-                    procs[-1].wait()
-            rcs = [pr.wait() for pr in procs]
+            rcs = run_children(args, sides, run_name, seeds)
             log(f"sides {sides} done in {time.monotonic() - t0:.0f}s (exit {rcs})")
+            if set(sides) == set(SIDES):
+                for k in range(1, args.confirm + 1):
+                    _, diffs, _, _ = report.summarize(load_side(run_dir, "volcano", seeds),
+                                                      load_side(run_dir, "volcano-py", seeds), seeds)
+                    differing = sorted({d.seed for d in diffs})
+                    if not differing:
+                        break
+                    log(f"confirm {k}/{args.confirm}: rerunning {len(differing)} differing workloads")
+                    run_children(args, sides, f"{run_name}/confirm-{k}", differing, rerun=True)
     if set(sides) != set(SIDES):
         return 0
     text, md = report.build(run_dir, seeds, command=args.command)
