@@ -90,6 +90,14 @@ def build(run_dir: Path, seeds: list[int], command: str = "make differential") -
     t, diffs, missing, errors = summarize(volcano, volcano_py, seeds)
     confirmed = confirmations(run_dir, volcano, volcano_py, diffs)
     lines = [
+        "Seeded random workloads (tools/differential/workloads.py: 2-6 kwok nodes, 1-3 queues, 1-5 Volcano Jobs or "
+        "bare PodGroups, sometimes one late gang) run under Volcano (vc-scheduler, vc-controller-manager, "
+        "vc-webhook-manager) and under volcano-py (scheduler + controllers), each on its own control plane, with "
+        "Volcano's CI conf and a 0.5 s schedule period. Compared after settling: per gang, bound or not (bound pods "
+        ">= its minimum) and how many pods are bound; per queue, the summed requests of its bound pods. Nodes are "
+        "not compared. A difference that a rerun does not reproduce, or where a side did not repeat its own "
+        "outcome, is timing-sensitive rather than a disagreement of rules.",
+        "",
         f"Command: `{command}`; seeds {seeds[0]}..{seeds[-1]} ({len(seeds)} workloads)" if seeds else "no seeds",
         "",
         f"- workloads compared: {t.workloads}; in full agreement: **{t.workloads_agree}**"
