@@ -31,7 +31,7 @@ from scheduler.api.snapshot import (
     PodGroupStatus,
     QueueStatus,
 )
-from scheduler.api.status import READY_STATUSES, PodGroupPhase, TaskStatus
+from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf import SchedulerConf
@@ -467,18 +467,8 @@ class Session:
         for extra in self._extra_conditions.get(job.uid, ()):
             conditions = _merge_condition(conditions, extra)
         running = job.count(TaskStatus.RUNNING)
-        allocated = job.count(*READY_STATUSES)
-        finished = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-        phase = job.phase
         unschedulable_now = condition is not None and condition.type == "Unschedulable"
-        if job.tasks and finished == len(job.tasks):
-            phase = PodGroupPhase.COMPLETED
-        elif running and unschedulable_now:
-            phase = PodGroupPhase.UNKNOWN
-        elif allocated >= job.min_available and job.tasks:
-            phase = PodGroupPhase.RUNNING
-        elif phase not in (PodGroupPhase.INQUEUE, PodGroupPhase.PENDING):
-            phase = PodGroupPhase.INQUEUE if job.phase == PodGroupPhase.RUNNING else PodGroupPhase.PENDING
+        phase = podgroup_phase(job, running, unschedulable_now)
         job.phase = phase
         return PodGroupStatus(
             job.uid,
@@ -511,3 +501,18 @@ def _merge_condition(existing: tuple[Condition, ...], new: Condition) -> tuple[C
     kept = tuple(c for c in existing if c.type not in (new.type, opposite))
     return (*kept, new)
 
+
+def podgroup_phase(job: JobInfo, running: int, unschedulable_now: bool) -> PodGroupPhase:
+    """The PodGroup's phase at session close, by Volcano's rule (pkg/scheduler/framework/session.go,
+    getPodGroupPhase): running pods and an Unschedulable condition set this session make it Unknown; at least
+    minMember pods on nodes (running, bound, finished, or releasing from a node) make it Running, or Completed
+    when all of those have finished; otherwise it stays Inqueue if it was, and is Pending in every other case
+    (a running gang that lost pods below minMember goes back to Pending and is admitted again)."""
+    if running and unschedulable_now:
+        return PodGroupPhase.UNKNOWN
+    completed = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+    scheduled = job.count(TaskStatus.RUNNING, TaskStatus.BOUND) + completed
+    scheduled += sum(1 for t in job.with_status(TaskStatus.RELEASING) if t.node_name)
+    if job.tasks and scheduled >= job.min_available:
+        return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
+    return PodGroupPhase.INQUEUE if job.phase == PodGroupPhase.INQUEUE else PodGroupPhase.PENDING

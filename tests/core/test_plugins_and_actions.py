@@ -130,7 +130,9 @@ class Admission:
 
 
 ADMISSIONS = [
-    Admission("a job in an open queue is admitted", lambda: cluster().node("n", gpu=1).job("j", gpu=1), "Running"),
+    # Inqueue while its pods are being bound; Running once they are on nodes, the next cycle (Volcano's
+    # getPodGroupPhase counts running, bound and finished pods, not allocated ones).
+    Admission("a job in an open queue is admitted", lambda: cluster().node("n", gpu=1).job("j", gpu=1), "Inqueue"),
     Admission("a job without pods yet is admitted to Inqueue", lambda: cluster().node("n").job("j", replicas=0),
               "Inqueue"),
     Admission(

@@ -103,3 +103,16 @@ def test_several_jobs_sharing_a_cluster_each_reach_their_minimum_first() -> None
     c.cycles(2)
     bound = [len(c.sim.bound(g)) for g in groups]
     assert all(n >= 2 for n in bound) and sum(bound) == 16, bound
+
+
+def test_podgroup_phase_follows_pods_on_nodes() -> None:
+    """Volcano's getPodGroupPhase: Inqueue while binding, Running once minMember pods are on nodes, and back to
+    Pending (to be admitted again) when a running gang has fewer than minMember pods on nodes."""
+    c = cluster().node("n1", gpu=2).job("g", replicas=2, min_available=2, gpu=1)
+    c.cycle()
+    assert c.sim.podgroup("g")["status"]["phase"] == "Inqueue"
+    c.cycle()
+    assert c.sim.podgroup("g")["status"]["phase"] == "Running"
+    c.sim.delete_pod("default/g-1")
+    c.cycle()
+    assert c.sim.podgroup("g")["status"]["phase"] == "Pending"

@@ -124,12 +124,15 @@ def test_admitted_podgroups_count_against_the_capability_before_they_run() -> No
     c.job("second", queue="team-a", replicas=10, gpu=1, min_resources={GPU: 10})
     c.cycle()
     phases = {n: c.sim.podgroup(n)["status"]["phase"] for n in ("first", "second")}
-    assert sorted(phases.values()) == ["Pending", "Running"]
+    assert sorted(phases.values()) == ["Inqueue", "Pending"]  # the admitted one is binding this cycle
     held = next(n for n, p in phases.items() if p == "Pending")
     condition = c.sim.condition(held)
     assert condition is not None
     expected = "capability nvidia.com/gpu 16: 0 allocated + 10 admitted + 10 requested = 20 > 16"
     assert expected in condition["message"]
+    c.cycle()
+    assert c.sim.podgroup(held)["status"]["phase"] == "Pending"
+    assert c.sim.podgroup(next(n for n in phases if n != held))["status"]["phase"] == "Running"
 
 
 # ---- fairness over time ------------------------------------------------------------------------------------

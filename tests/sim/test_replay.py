@@ -81,8 +81,9 @@ def test_a_volcano_example_shaped_job_starts_and_running_for_ever_is_not_stalled
     container = {"name": "c", "image": "nginx",
                  "resources": {"requests": {"cpu": "100m", "ephemeral-storage": "1Gi"}}}
     job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "nginx"},
-           "spec": {"minAvailable": 2, "schedulerName": "volcano", "tasks": [{"name": "web", "replicas": 2, "template": {
-               "spec": {"nodeSelector": {"kubernetes.io/os": "linux"}, "containers": [container]}}}]}}
+           "spec": {"minAvailable": 2, "schedulerName": "volcano", "tasks": [{
+               "name": "web", "replicas": 2,
+               "template": {"spec": {"nodeSelector": {"kubernetes.io/os": "linux"}, "containers": [container]}}}]}}
     workload = _write(tmp_path, "workload.yaml", {"jobs": [job]})
     outcome = replay(load_cluster(cluster), load_workload(workload), builtin_default_conf(), horizon=30)
     assert [r.started is not None for r in outcome.runs] == [True]
