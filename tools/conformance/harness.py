@@ -448,6 +448,7 @@ class SuiteResult:
     command: str
     specs: list[SpecResult] = field(default_factory=list)  # the specs that ran (passed or not)
     skipped: int = 0  # skipped or pending: focus, skip, the k8s framework's own specs
+    focus: str = ""
     error: str = ""  # the harness or the suite could not run at all
 
     @property
@@ -457,6 +458,13 @@ class SuiteResult:
     @property
     def passed(self) -> int:
         return sum(s.state == "passed" for s in self.specs)
+
+
+def _summary_line(message: str, limit: int = 300) -> str:
+    """The first lines of a failure message that say something ("Unexpected error:" alone does not), as one."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    text = " ".join(lines[:3]) if lines and lines[0].endswith(":") else (lines[0] if lines else "")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def parse_ginkgo_json(path: Path) -> list[SpecResult]:
@@ -469,14 +477,17 @@ def parse_ginkgo_json(path: Path) -> list[SpecResult]:
             texts = [t for t in (r.get("ContainerHierarchyTexts") or []) if t]
             name = " ".join([*texts, r.get("LeafNodeText") or r.get("LeafNodeType", "")]).strip()
             fail = r.get("Failure") or {}
-            msg = (fail.get("Message") or "").strip()
+            msg = _summary_line(fail.get("Message") or "")
+            node = fail.get("FailureNodeType") or ""
+            if msg and node and node != "It":
+                msg = f"in [{node}]: {msg}"
             loc = fail.get("Location") or {}
             specs.append(
                 SpecResult(
                     name=name,
                     state=r.get("State", "unknown"),
                     seconds=round((r.get("RunTime") or 0) / 1e9, 1),
-                    failure=msg.splitlines()[0][:300] if msg else "",
+                    failure=msg,
                     location=f"{Path(loc.get('FileName', '')).name}:{loc.get('LineNumber', '')}" if loc else "",
                 )
             )
@@ -505,7 +516,7 @@ def run_suite(side_name: str, suite: str, build: VolcanoBuild, helm: str, focus:
     if focus:
         argv.append(f"--ginkgo.focus={focus}")
     result = SuiteResult(side_name, suite, started.isoformat(timespec="seconds"), 0.0, None, build.key,
-                         " ".join(argv[1:]).replace(str(out) + "/", ""))
+                         " ".join(argv[1:]).replace(str(out) + "/", ""), focus=focus or "")
     crds = build.chart / "crd" / "bases" if side_name == "volcano" else REPO / "crds"
     cp = ControlPlane(kcm_controllers=("*",), kube_scheduler=True, kwok_stages=CONFORMANCE_KWOK_STAGES,
                       crds_dir=crds, keep_dir=True, log=log)
@@ -587,8 +598,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     build = VolcanoBuild.locate()
     failed_to_run = 0
-    for side in args.side or SIDES:
-        for suite in args.suite or SUITES:
+    for suite in args.suite or SUITES:  # suite by suite, so a partial run compares both sides of what it ran
+        for side in args.side or SIDES:
             with heavy_lock(args.lock):
                 r = run_suite(side, suite, build, args.helm, args.focus, args.timeout)
             failed_to_run += bool(r.error and not r.specs)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from harness import REPO, RESULTS, SIDES, SUITES  # noqa: E402
+from harness import REPO, RESULTS, SIDES, SUITES, parse_ginkgo_json  # noqa: E402
 
 BEGIN = "<!-- BEGIN GENERATED: tools/conformance/report.py rewrites this section; edit around it -->"
 END = "<!-- END GENERATED -->"
@@ -24,8 +25,16 @@ FAILED = ("failed", "panicked", "interrupted", "aborted", "timedout")
 
 
 def load(side: str, suite: str) -> dict | None:
+    """The run's summary, its specs re-read from ginkgo's report (so a better parser applies to old runs too)."""
     p = RESULTS / side / suite / "summary.json"
-    return json.loads(p.read_text()) if p.exists() else None
+    if not p.exists():
+        return None
+    summary = json.loads(p.read_text())
+    report = p.parent / "report.json"
+    if report.exists():
+        specs = parse_ginkgo_json(report)
+        summary["specs"] = [asdict(s) for s in specs if s.state not in ("skipped", "pending")]
+    return summary
 
 
 def ran(summary: dict) -> list[dict]:
@@ -38,6 +47,8 @@ def cell(summary: dict | None) -> str:
     specs = ran(summary)
     passed = sum(s["state"] == "passed" for s in specs)
     text = f"{passed}/{len(specs)}"
+    if summary.get("focus"):
+        text += f" (focus `{summary['focus']}`)".replace("|", "\\|")
     if summary.get("error"):
         text += " (harness: " + summary["error"][:80].replace("|", "\\|") + ")"
     return text
