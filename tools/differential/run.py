@@ -7,8 +7,9 @@ them (Volcano: vc-webhook-manager, vc-controller-manager, vc-scheduler on Volcan
 and controllers as scheduler name ``volcano`` on crds/), with Volcano's CI conf. Then for each workload seed:
 
 1. PriorityClasses and queues (until Open), nodes created unschedulable (the gate) and Ready;
-2. the gangs of wave 0 submitted; settled under the gate (PodGroups enqueued, Jobs' pods created), then the nodes
-   made schedulable at once, so every pod is already there when the first allocate sees a node;
+2. the gangs of wave 0 submitted; settled under the gate (PodGroups enqueued, Jobs' pods created); then, with the
+   scheduler stopped, the nodes made schedulable and the scheduler started again: its first cycle sees every pod
+   and every open node (opening them while it runs lets a cycle see some nodes open and not others);
 3. settled: no pod binding or phase, PodGroup phase or Job phase change for ``--quiet`` seconds (deadline
    ``--deadline``); then wave 1 (at most one late gang) submitted and settled the same way;
 4. the outcome recorded (outcome.py), everything deleted and waited for.
@@ -161,6 +162,16 @@ def settle(c: Cluster, quiet: float, deadline: float, interval: float = 0.25) ->
             return False, now - t0
 
 
+def podgroup_gangs(c: Cluster, wl: Workload) -> set[str]:
+    """The gangs of the workload whose PodGroup exists (a Job's is made by the job controller)."""
+    out = set()
+    for pg in c.podgroups():
+        meta = pg["metadata"]
+        owners = [o["name"] for o in meta.get("ownerReferences") or [] if o.get("kind") == "Job"]
+        out.add(f"job/{owners[0]}" if owners else f"podgroup/{meta['name']}")
+    return out & {g.key for g in wl.gangs}
+
+
 def submit(c: Cluster, gangs: list[Gang]) -> None:
     for g in gangs:
         for m in g.manifests:
@@ -214,7 +225,7 @@ def cleanup(c: Cluster, wl: Workload, timeout: float = 60) -> None:
     poll(gone, timeout, 0.25, "nodes and queues deleted")
 
 
-def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: bool) -> dict:
+def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: str, sched: Scheduler) -> dict:
     t0 = time.monotonic()
     phases: dict[str, float] = {}
     for pc in wl.priority_classes:
@@ -228,7 +239,7 @@ def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: 
         30, 0.1, "queues Open",
     )
     for n in wl.nodes:
-        c.create({**n, "spec": {**n["spec"], "unschedulable": gate}})
+        c.create({**n, "spec": {**n["spec"], "unschedulable": gate != "none"}})
     def ready(n: dict) -> bool:
         return any(x.get("type") == "Ready" and x.get("status") == "True"
                    for x in (n.get("status") or {}).get("conditions") or [])
@@ -240,12 +251,29 @@ def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: 
     for i, gangs in enumerate(waves):
         if not gangs:
             continue
-        submit(c, gangs)
-        if i == 0 and gate:
+        if i == 0 and gate == "restart":
+            # Enqueue and allocate each see the whole wave at once: the scheduler is down while the gangs are
+            # submitted (until every PodGroup exists, Jobs' made by the controllers), runs under the gate until the
+            # PodGroups are enqueued and the Jobs' pods made, and is down again while the nodes open one patch at a
+            # time. Otherwise arrival order and a cycle between two node patches decide, differently per run.
+            sched.stop()
+            submit(c, gangs)
+            wanted = {g.key for g in gangs}
+            poll(lambda w=wanted: w <= podgroup_gangs(c, wl), 30, 0.1, "the wave's PodGroups")
+            phases["restart"] = sched.restart(f"{wl.seed}-gated")
             ok, s = settle(c, quiet, deadline)
             phases["gated"] = s
             settled &= ok
+            sched.stop()
             set_schedulable(c, wl, True)
+            phases["restart"] += sched.restart(f"{wl.seed}")
+        else:
+            submit(c, gangs)
+            if i == 0 and gate == "patch":
+                ok, s = settle(c, quiet, deadline)
+                phases["gated"] = s
+                settled &= ok
+                set_schedulable(c, wl, True)
         ok, s = settle(c, quiet, deadline)
         phases[f"wave{i}"] = s
         settled &= ok
@@ -282,11 +310,33 @@ def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: 
     }
 
 
+class Scheduler:
+    """The side's scheduler process, which the gate stops and starts again (same command line, a log per start)."""
+
+    def __init__(self, cp, side, name: str, argv: list[str], health_url: str):
+        self.cp, self.side, self.name, self.argv, self.health_url = cp, side, name, argv, health_url
+        self.starts = 0
+
+    def stop(self) -> None:
+        self.side.procs[self.name].stop()
+
+    def restart(self, tag: str) -> float:
+        """Stop (if running) and start again; returns once healthy, with the seconds it took."""
+        import harness
+        from controlplane import _Proc
+
+        t0 = time.monotonic()
+        self.stop()
+        self.starts += 1
+        self.side.procs[self.name] = _Proc(self.name, self.argv, self.cp.logs / f"{self.name}.{tag}.log")
+        harness.wait_healthy(self.cp, self.side, self.name, self.health_url)
+        return time.monotonic() - t0
+
+
 def start_side(side: str, cp, build, work: Path, conf_dir: Path, period: float | None):
-    """harness.start_volcano / start_volcano_py, then (when a period is asked for) the scheduler restarted with
-    ``--schedule-period``: the same command line plus that one flag."""
+    """harness.start_volcano / start_volcano_py; then the scheduler is started again by this runner, with the same
+    command line plus ``--schedule-period`` when a period is asked for, so the gate can restart it."""
     import harness
-    from controlplane import _Proc
 
     if side == "volcano":
         docs = harness.render_chart(build, str(REPO / ".bin" / "helm"), work, admission=True)
@@ -297,13 +347,11 @@ def start_side(side: str, cp, build, work: Path, conf_dir: Path, period: float |
         s = harness.start_volcano_py(cp, work, conf_dir)
         name, health = "volcano-py-scheduler", "--listen-address="
         flag = f"--schedule-period={period}" if period else None
-    if flag:
-        old = s.procs[name]
-        old.stop()
-        s.procs[name] = _Proc(name, [*old.argv, flag], cp.logs / f"{name}.log")
-        addr = next(a.split("=", 1)[1] for a in old.argv if a.startswith(health))
-        harness.wait_healthy(cp, s, name, f"http://{addr}/healthz")
-    return s
+    argv = s.procs[name].argv + ([flag] if flag else [])
+    addr = next(a.split("=", 1)[1] for a in argv if a.startswith(health))
+    sched = Scheduler(cp, s, name, argv, f"http://{addr}/healthz")
+    sched.restart("start")
+    return s, sched
 
 
 def ensure_default_queue(c: Cluster) -> None:
@@ -328,7 +376,7 @@ def ensure_default_queue(c: Cluster) -> None:
     poll(present, 30, 0.2, "queue default Open")
 
 
-def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: float, gate: bool,
+def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: float, gate: str,
              period: float | None) -> int:
     import harness
     from controlplane import ControlPlane
@@ -352,7 +400,7 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
         conf_dir.mkdir()
         shutil.copy(build.src / CI_CONF if (build.src / CI_CONF).exists() else Path(
             "/work/shared/peers/volcano") / CI_CONF, conf_dir / harness.CI_CONF_KEY)
-        s = start_side(side, cp, build, work, conf_dir, period)
+        s, sched = start_side(side, cp, build, work, conf_dir, period)
         c = Cluster(api)
         ensure_default_queue(c)
         log(f"{side}: {', '.join(s.procs)} up on {cp.server}; {len(seeds)} workloads")
@@ -362,7 +410,7 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
                 raise RuntimeError("; ".join(dead))
             wl = generate(seed)
             try:
-                rec = run_workload(c, wl, quiet, deadline, gate)
+                rec = run_workload(c, wl, quiet, deadline, gate, sched)
             except Exception as exc:  # one workload's failure is recorded, the run goes on
                 failures += 1
                 rec = {"seed": seed, "error": f"{type(exc).__name__}: {exc}"}
@@ -397,8 +445,7 @@ def run_children(args, sides: list[str], run_name: str, seeds: list[int], rerun:
             f"--schedule-period={args.schedule_period}"]
     base += [f"--rerun={x}" for x in seeds] if (rerun or args.rerun) else [
         f"--seed={args.seed}", f"--workloads={args.workloads}"]
-    if args.no_gate:
-        base.append("--no-gate")
+    base.append(f"--gate={args.gate}")
     env = dict(os.environ, PYTHONPATH=str(TOOLS) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     procs = []
     for side in sides:
@@ -419,7 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deadline", type=float, default=60.0, help="settle deadline per wave, seconds")
     p.add_argument("--schedule-period", type=float, default=0.5,
                    help="both schedulers' --schedule-period in seconds (0: their default, 1s); the CI conf sets none")
-    p.add_argument("--no-gate", action="store_true", help="nodes schedulable from the start")
+    p.add_argument("--gate", choices=("restart", "patch", "none"), default="restart",
+                   help="wave 0 under unschedulable nodes, then the nodes opened with the scheduler stopped "
+                        "(restart, the default), or while it runs (patch); none: nodes schedulable from the start")
     p.add_argument("--sequential", action="store_true", help="one side after the other instead of both at once")
     p.add_argument("--lock", default=os.environ.get("HEAVY_LOCK", "/tmp/volcano-py-heavy.lock"),
                    help="the heavy lock, held for the whole run ('' for none)")
@@ -439,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.child:
         (side,) = sides
-        return 1 if run_side(side, seeds, run_dir / side, args.quiet, args.deadline, not args.no_gate,
+        return 1 if run_side(side, seeds, run_dir / side, args.quiet, args.deadline, args.gate,
                              args.schedule_period) else 0
 
     if not args.report_only:
