@@ -364,7 +364,7 @@ def test_a_legacy_podgroup_named_after_the_job_keeps_serving_it(controllers, cus
         "metadata": {"name": "legacy", "ownerReferences": [owner]},
         "spec": {"minMember": 1, "queue": "default"}})
     custom.patch_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", "legacy",
-                                          [{"op": "replace", "path": "/spec/schedulerName", "value": "volcano-py"}])
+                                          {"spec": {"schedulerName": "volcano-py"}})
     wait_phase(custom, namespace, "legacy", "Running", running=1)
     assert {p["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
             for p in pods(core_v1, namespace, "legacy")} == {"legacy"}

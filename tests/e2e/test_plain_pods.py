@@ -152,8 +152,13 @@ def test_a_deployments_podgroup_follows_its_request_change(controllers, schedule
     second = wait_for(lambda: next((r for r in replicasets() if r.metadata.uid != first.metadata.uid), None),
                       TIMEOUT, what="the rollout's ReplicaSet")
     new = f"podgroup-{second.metadata.uid}"
-    wait_for(lambda: list(podgroups()) == [new], TIMEOUT, what=f"only PodGroup {new} left")
+
+    def rollout() -> dict:
+        state = {r.metadata.uid: (r.spec.replicas, r.status.ready_replicas) for r in replicasets()}
+        bound = [p.metadata.name for p in pods_of(core_v1, namespace, "roll")
+                 if p.spec.node_name and p.metadata.owner_references[0].uid == second.metadata.uid]
+        return {"replicasets": state, "new pods bound": bound, "podgroups": sorted(podgroups())}
+
+    wait_for(lambda: len(rollout()["new pods bound"]) == 2, TIMEOUT, what="the new ReplicaSet's pods bound")
+    wait_for(lambda: list(podgroups()) == [new], TIMEOUT, what=f"only PodGroup {new} left: {rollout()}")
     assert podgroups()[new]["spec"]["minResources"] == {"cpu": "500m"} and podgroups()[new]["spec"]["minMember"] == 1
-    wait_for(lambda: len([p for p in pods_of(core_v1, namespace, "roll")
-                          if p.spec.node_name and p.metadata.owner_references[0].uid == second.metadata.uid]) == 2,
-             TIMEOUT, what="the new ReplicaSet's pods bound")
