@@ -52,8 +52,9 @@ def test_a_deletion_seen_late_is_still_an_eviction_and_runs_the_policy_once(cont
                  "tasks": [{"name": "worker", "replicas": 2, "template": {"spec": {"containers": [container]}}}]}})
     controller.reconcile(namespace, "train")  # creates the PodGroup, `<job>-<job uid>` as Volcano names it
     pg_name = f"train-{made['metadata']['uid']}"
-    custom.patch_namespaced_custom_object_status(SCHED, "v1beta1", namespace, "podgroups", pg_name,
-                                                 {"status": {"phase": "Inqueue"}})
+    # Volcano's PodGroup CRD has no status subresource: status is written through the object.
+    custom.patch_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", pg_name,
+                                          {"status": {"phase": "Inqueue"}})
     controller.reconcile(namespace, "train")  # the scheduler admitted it: the pods are created
     made = wait_for(lambda: (found := pods(core_v1, namespace)) and len(found) == 2 and found, 30,
                     what="the two pods")
