@@ -15,6 +15,10 @@ from scheduler.framework import points as P
 from scheduler.framework.session import Session
 
 NOT_ENQUEUED = "NotEnqueued"
+# The event's reason is Volcano's for a PodGroup that is Pending, Inqueue or Unknown at session close
+# (pkg/scheduler/cache/cache.go, RecordJobStatusEvent); tools and Volcano's e2e suites wait for it. The
+# condition's reason says more: it was the enqueue gate that held the job.
+UNSCHEDULABLE_EVENT = "Unschedulable"
 
 
 class Enqueue:
@@ -48,4 +52,4 @@ def hold(ssn: Session, job: JobInfo, reason: str) -> None:
     condition = Condition("Unschedulable", "True", NOT_ENQUEUED, reason)
     ssn.set_condition(job, condition)
     if condition not in job.conditions:
-        ssn.event("PodGroup", job.uid, "Warning", NOT_ENQUEUED, reason)
+        ssn.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE_EVENT, reason)

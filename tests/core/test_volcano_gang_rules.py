@@ -116,3 +116,18 @@ def test_podgroup_phase_follows_pods_on_nodes() -> None:
     c.sim.delete_pod("default/g-1")
     c.cycle()
     assert c.sim.podgroup("g")["status"]["phase"] == "Pending"
+
+
+def test_a_job_held_at_enqueue_gets_volcanos_unschedulable_event() -> None:
+    """Volcano's suites ("Statement") wait for a PodGroup event with reason Unschedulable on a job that the full
+    cluster keeps Pending (pkg/scheduler/cache/cache.go, RecordJobStatusEvent)."""
+    c = cluster().nodes("n", 4, cpu="4", memory="16Gi")
+    first = vcjob(c, "st-1", 16, [("task", 16, requests(cpu="1"))])
+    c.cycles(2)
+    assert len(c.sim.bound(first)) == 16
+    second = vcjob(c, "st-2", 16, [("task", 16, requests(cpu="1"))])
+    c.cycles(2)
+    assert c.sim.podgroup(second)["status"]["phase"] == "Pending"
+    reasons = {e.reason for _, e in c.sim.events if e.key == f"default/{second}" and e.type == "Warning"}
+    assert "Unschedulable" in reasons
+    assert c.sim.evicted == []

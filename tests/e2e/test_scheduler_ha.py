@@ -301,11 +301,11 @@ def test_a_podgroup_held_at_enqueue_says_which_gate_and_by_how_much(
 
         def event():
             for e in core_v1.list_namespaced_event(namespace).items:
-                if e.involved_object.kind == "PodGroup" and e.reason == "NotEnqueued":
+                if e.involved_object.kind == "PodGroup" and e.reason == "Unschedulable":  # Volcano's event reason
                     return e
             return None
 
-        ev = wait_for(event, TIMEOUT, what="a NotEnqueued event on the PodGroup")
+        ev = wait_for(event, TIMEOUT, what="an Unschedulable event on the PodGroup")
         assert "capability" in ev.message and f"short {GPU_RESOURCE} 4" in ev.message, ev.message
     finally:
         custom.delete_cluster_custom_object(GROUP, "v1beta1", "queues", queue)
