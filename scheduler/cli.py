@@ -12,10 +12,26 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from scheduler.api.resources import QuantityError
+from scheduler.cache.leader import LeaderConfig
 from scheduler.cycle import builtin_default_conf, load_conf
+from scheduler.flags import (
+    CONTROLLERS,
+    SCHEDULER,
+    CommonOptions,
+    ControllerOptions,
+    FlagError,
+    FlagSet,
+    HelpRequested,
+    SchedulerOptions,
+    parse_controllers,
+    parse_scheduler,
+)
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.sim.naive import per_pod_cycle
 from scheduler.sim.replay import replay
@@ -60,161 +76,205 @@ def cmd_conf_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _duration(value: str) -> float:
-    """`1s`, `500ms`, `2m` or a plain number of seconds."""
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0}
-    for suffix in ("ms", "s", "m"):
-        if value.endswith(suffix):
-            return float(value[: -len(suffix)]) * units[suffix]
-    return float(value)
+class TokenBucket:
+    """client-go's client-side rate limit (flowcontrol.NewTokenBucketRateLimiter): up to `burst` requests at
+    once, refilled at `qps` a second; `take()` waits for a token."""
+
+    def __init__(self, qps: float, burst: int, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.qps, self.burst = qps, max(1, burst)
+        self.clock, self.sleep = clock, sleep
+        self._tokens, self._at = float(self.burst), clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        with self._lock:  # a token is reserved under the lock; the wait for it happens outside
+            now = self.clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
+            self._at = now
+            self._tokens -= 1.0
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+        if wait > 0:
+            self.sleep(wait)
 
 
-def _api_client(kubeconfig: str | None):  # type: ignore[no-untyped-def]
+class _RateLimitedPool:
+    """The client's connection pool, each request taking a token first (watches count once, at their start)."""
+
+    def __init__(self, pool: Any, bucket: TokenBucket):
+        self._pool, self._bucket = pool, bucket
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        self._bucket.take()
+        return self._pool.request(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+
+def _api_client(opts: CommonOptions) -> Any:
     from kubernetes import client, config
 
     cfg = client.Configuration()
-    path = kubeconfig or os.environ.get("KUBECONFIG")
-    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+    path = opts.kubeconfig or os.environ.get("KUBECONFIG")
+    if opts.kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
         config.load_incluster_config(client_configuration=cfg)
     else:
         config.load_kube_config(config_file=path, client_configuration=cfg)
+    if opts.master:  # Volcano's --master overrides the kubeconfig's server
+        cfg.host = opts.master
     cfg.connection_pool_maxsize = 64
-    return client.ApiClient(cfg)
+    api = client.ApiClient(cfg)
+    if opts.rate_limit is not None:
+        limited = _RateLimitedPool(api.rest_client.pool_manager, TokenBucket(*opts.rate_limit))
+        api.rest_client.pool_manager = limited  # type: ignore[assignment]  # Kube calls only .request
+    return api
 
 
-def cmd_scheduler(args: argparse.Namespace) -> int:
-    from scheduler.cache.cluster_cache import ClusterCache
-    from scheduler.cache.leader import LeaderConfig, LeaderElector, ensure_namespace
-    from scheduler.cache.runner import ConfWatcher, SchedulerLoop
+def _leader_config(opts: CommonOptions, namespace: str) -> LeaderConfig:
+    return LeaderConfig(namespace=namespace, name=opts.leader_elect_lease_name,
+                        lease_duration=opts.leader_elect_lease_duration,
+                        renew_deadline=opts.leader_elect_renew_deadline,
+                        retry_period=opts.leader_elect_retry_period)
 
-    level = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO}[args.log_level]
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    trace_log = logging.getLogger("volcano_py.trace")
-    conf = ConfWatcher(args.scheduler_conf)
-    if args.scheduler_conf:
-        conf.conf = load_conf(args.scheduler_conf)  # a bad file at startup is a user error (exit 2)
-    api = _api_client(args.kubeconfig)
-    names = args.scheduler_name or ["volcano-py"]
-    cache = ClusterCache(api, names, args.default_queue, request_timeout=args.request_timeout,
-                         identity=args.leader_elect_identity)
-    elector = None
-    if args.leader_elect:
+
+def _check_leader_durations(opts: CommonOptions) -> None:
+    """Bad durations are a user error before anything connects (exit 2)."""
+    if opts.leader_elect:
         try:
-            LeaderConfig(lease_duration=args.leader_elect_lease_duration,
-                         renew_deadline=args.leader_elect_renew_deadline,
-                         retry_period=args.leader_elect_retry_period)
+            _leader_config(opts, opts.lease_namespace)
         except ValueError as exc:
-            print(f"volcano-py: error: {exc}", file=sys.stderr)
-            return 2
-        lease = LeaderConfig(
-            namespace=ensure_namespace(cache.kube, args.leader_elect_namespace),
-            name=args.leader_elect_lease_name,
-            lease_duration=args.leader_elect_lease_duration,
-            renew_deadline=args.leader_elect_renew_deadline,
-            retry_period=args.leader_elect_retry_period,
-        )
-        elector = LeaderElector(cache.kube, cache.identity, lease)
-    loop = SchedulerLoop(
-        cache, conf, period=args.schedule_period, default_queue=args.default_queue,
-        trace=trace_log.debug if args.log_level == "trace" else None,
-        elector=elector, partial_gang_timeout=args.partial_gang_timeout,
-    )
-    if args.listen_address:  # /metrics, /healthz; /readyz once the caches synced (a standby is ready too)
+            raise FlagError(str(exc)) from None
+
+
+def _serve(opts: CommonOptions, ready: Callable[[], bool] = lambda: True) -> None:
+    if opts.serve_addresses:
         from scheduler import metrics
 
-        metrics.serve(args.listen_address, ready=lambda: cache.wait_synced(0))
+        for address in opts.serve_addresses:
+            metrics.serve(address, ready=ready)
+
+
+def cmd_scheduler(opts: SchedulerOptions) -> int:
+    from scheduler.cache.cluster_cache import ClusterCache
+    from scheduler.cache.leader import LeaderElector, ensure_namespace
+    from scheduler.cache.runner import ConfWatcher, SchedulerLoop
+
+    level = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO}[opts.level]
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _log_ignored(opts)
+    trace_log = logging.getLogger("volcano_py.trace")
+    if opts.disable_default_scheduler_config and not opts.scheduler_conf:
+        # Volcano's scheduler.go: no conf file and no fallback to the default is fatal.
+        raise FlagError("--disable-default-scheduler-config needs --scheduler-conf")
+    _check_leader_durations(opts)
+    conf = ConfWatcher(opts.scheduler_conf)
+    if opts.scheduler_conf:
+        conf.conf = load_conf(opts.scheduler_conf)  # a bad file at startup is a user error (exit 2)
+    api = _api_client(opts)
+    names = list(opts.scheduler_names)
+    cache = ClusterCache(api, names, opts.default_queue, request_timeout=opts.request_timeout,
+                         identity=opts.leader_elect_identity)
+    elector = None
+    if opts.leader_elect:
+        lease = _leader_config(opts, ensure_namespace(cache.kube, opts.lease_namespace))
+        elector = LeaderElector(cache.kube, cache.identity, lease)
+    loop = SchedulerLoop(
+        cache, conf, period=opts.schedule_period, default_queue=opts.default_queue,
+        trace=trace_log.debug if opts.level == "trace" else None,
+        elector=elector, partial_gang_timeout=opts.partial_gang_timeout,
+    )
+    _serve(opts, ready=lambda: cache.wait_synced(0))  # /readyz once the caches synced (a standby is ready too)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: loop.stop())  # the cycle in progress finishes, then the loop exits
     logging.getLogger("volcano_py.scheduler").info("volcano-py scheduler for %s starting", ", ".join(names))
     try:
-        loop.run()
+        loop.run(sync_timeout=opts.resource_sync_timeout)
     finally:
         cache.stop()
         api.close()
     return 0
 
 
-def cmd_controllers(args: argparse.Namespace) -> int:
+def cmd_controllers(opts: ControllerOptions) -> int:
     import socket
-    import threading
 
     from scheduler.cache.kube import Kube
-    from scheduler.cache.leader import LeaderConfig, ensure_namespace
+    from scheduler.cache.leader import ensure_namespace
     from scheduler.controllers.operator import run
 
-    level = {"debug": logging.DEBUG, "info": logging.INFO}[args.log_level]
+    level = {"debug": logging.DEBUG, "info": logging.INFO}[opts.level]
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("kopf", "aiohttp"):  # kopf logs every handler run at INFO
-        logging.getLogger(noisy).setLevel(logging.DEBUG if level == logging.DEBUG else logging.WARNING)
-    api = _api_client(args.kubeconfig)
-    identity = args.leader_elect_identity or f"{socket.gethostname()}-{os.getpid()}"
+        logging.getLogger(noisy).setLevel(logging.DEBUG if opts.library_debug else logging.WARNING)
+    _log_ignored(opts)
+    _check_leader_durations(opts)
+    api = _api_client(opts)
+    identity = opts.leader_elect_identity or f"{socket.gethostname()}-{os.getpid()}"
     lease = None
-    if args.leader_elect:
-        lease = LeaderConfig(namespace=ensure_namespace(Kube(api), args.leader_elect_namespace),
-                             name=args.leader_elect_lease_name)
+    if opts.leader_elect:
+        lease = _leader_config(opts, ensure_namespace(Kube(api), opts.lease_namespace))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    if args.listen_address:  # /metrics, /healthz, /readyz for the Deployment's probes (a standby is ready too)
-        from scheduler import metrics
-
-        metrics.serve(args.listen_address)
+    _serve(opts)  # /metrics, /healthz, /readyz for the Deployment's probes (a standby is ready too)
     try:
-        return run(api, scheduler_names=args.scheduler_name or ["volcano-py"], claim_unnamed=args.claim_unnamed,
-                   lease=lease, identity=identity, stop=stop)
+        return run(api, scheduler_names=opts.scheduler_names, claim_unnamed=opts.claim_unnamed,
+                   lease=lease, identity=identity, stop=stop, workers=opts.workers)
     finally:
         api.close()
+
+
+def _log_ignored(opts: CommonOptions) -> None:
+    log = logging.getLogger("volcano_py.flags")
+    for ignored in opts.ignored:
+        log.warning("%s", ignored.message())
+
+
+COMPONENTS: dict[str, tuple[FlagSet, Callable[[Sequence[str]], Any], Callable[[Any], int]]] = {
+    "scheduler": (SCHEDULER, parse_scheduler, cmd_scheduler),
+    "controllers": (CONTROLLERS, parse_controllers, cmd_controllers),
+}
+
+
+def run_component(command: str, argv: Sequence[str]) -> int:
+    """`volcano-py scheduler|controllers ...`: Go-style flags (scheduler/flags.py), then the long-running loop."""
+    flags, parse, run = COMPONENTS[command]
+    try:
+        opts = parse(argv)
+    except HelpRequested:
+        print(flags.usage(), end="")
+        return 0
+    except FlagError as exc:
+        print(f"volcano-py {command}: error: {exc}", file=sys.stderr)
+        return 2
+    if opts.version:
+        print(f"volcano-py {_version()}")
+        return 0
+    try:
+        return run(opts)
+    except (*USER_ERRORS, FlagError) as exc:
+        print(f"volcano-py: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("volcano-py")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
     sub = p.add_subparsers(dest="command", required=True)
-    sched = sub.add_parser("scheduler", help="run the scheduler against a Kubernetes cluster")
-    sched.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, else $KUBECONFIG)")
-    sched.add_argument("--scheduler-name", action="append", help="schedule pods with this schedulerName "
-                       "(repeatable; default volcano-py)")
-    sched.add_argument("--scheduler-conf", help="volcano-scheduler.conf, re-read when it changes")
-    sched.add_argument("--schedule-period", type=_duration, default=1.0, help="cycle period (default 1s)")
-    sched.add_argument("--default-queue", default="default", help="queue of PodGroups that name none")
-    sched.add_argument("--log-level", choices=("info", "debug", "trace"), default="info",
-                       help="trace also logs every node rejection")
-    sched.add_argument("--partial-gang-timeout", type=_duration, default=60.0,
-                       help="give up a gang left partly bound this long: evict its controller-owned pods "
-                            "(default 60s)")
-    sched.add_argument("--request-timeout", type=_duration, default=30.0,
-                       help="timeout of one API request (default 30s)")
-    sched.add_argument("--listen-address", default=None, help="serve /metrics, /healthz and /readyz on "
-                       "[HOST]:PORT, e.g. :8080 (default: not served)")
-    sched.add_argument("--leader-elect", action="store_true",
-                       help="run cycles only while holding the coordination.k8s.io Lease (run 2+ replicas)")
-    sched.add_argument("--leader-elect-namespace", default="volcano-py-system",
-                       help="namespace of the Lease (created if missing; default volcano-py-system)")
-    sched.add_argument("--leader-elect-lease-name", default="volcano-py-scheduler")
-    sched.add_argument("--leader-elect-identity", default=None,
-                       help="this replica's holderIdentity (default <hostname>-<pid>)")
-    sched.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0,
-                       help="how long a standby waits after the last renew it saw (default 15s)")
-    sched.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0,
-                       help="the leader stops scheduling if it has not renewed for this long (default 10s)")
-    sched.add_argument("--leader-elect-retry-period", type=_duration, default=2.0,
-                       help="how often to renew or try to acquire (default 2s)")
-    sched.set_defaults(func=cmd_scheduler)
-    ctl = sub.add_parser("controllers", help="run the Job, Queue and Command controllers (kopf)")
-    ctl.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, else $KUBECONFIG)")
-    ctl.add_argument("--scheduler-name", action="append", help="act on Jobs with this schedulerName "
-                     "(repeatable; default volcano-py)")
-    ctl.add_argument("--claim-unnamed", action="store_true", help="also act on Jobs that name no scheduler")
-    ctl.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
-                     help="act only while holding the coordination.k8s.io Lease (default on)")
-    ctl.add_argument("--leader-elect-namespace", default="volcano-py-system",
-                     help="namespace of the Lease (created if missing; default volcano-py-system)")
-    ctl.add_argument("--leader-elect-lease-name", default="volcano-py-controllers")
-    ctl.add_argument("--leader-elect-identity", default=None,
-                     help="this replica's holderIdentity (default <hostname>-<pid>)")
-    ctl.add_argument("--listen-address", default=None, help="serve /metrics, /healthz and /readyz on "
-                     "this address, e.g. :8080")
-    ctl.add_argument("--log-level", choices=("info", "debug"), default="info")
-    ctl.set_defaults(func=cmd_controllers)
+    # Listed for `volcano-py --help`; their Go-style flags are parsed by run_component (scheduler/flags.py).
+    sub.add_parser("scheduler", add_help=False, help="run the scheduler against a Kubernetes cluster "
+                   "(takes Volcano's vc-scheduler flags too)")
+    sub.add_parser("controllers", add_help=False, help="run the Job, Queue and Command controllers (kopf; takes "
+                   "Volcano's vc-controller-manager flags too)")
     sim = sub.add_parser("simulate", help="replay a workload on an in-memory cluster")
     sim.add_argument("cluster", help="cluster YAML (nodes, node pools, queues, priorityClasses)")
     sim.add_argument("workload", help="workload YAML (Volcano Jobs / PodGroups with arrival and duration)")
@@ -246,6 +306,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in COMPONENTS:
+        return run_component(argv[0], argv[1:])
     args = parser().parse_args(argv)
     try:
         return int(args.func(args))

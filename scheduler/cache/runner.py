@@ -148,7 +148,8 @@ class SchedulerLoop:
         if self.elector is not None:
             self.cache.may_write = self.elector.is_leader
             self.elector.start()
-        synced = self.cache.wait_synced(sync_timeout)
+        # Volcano's --resource-sync-timeout: 0 (or less) starts scheduling without waiting for the first lists.
+        synced = self.cache.wait_synced(sync_timeout) if sync_timeout > 0 else True
         gc.freeze()
         gc.enable()
         if not synced:

@@ -153,8 +153,9 @@ def run(
     identity: str,
     stop: threading.Event,
     request_timeout: float = 30.0,
+    workers: int = 16,
 ) -> int:
-    """Run until `stop` is set (0), or until the Lease is lost (1)."""
+    """Run until `stop` is set (0), or until the Lease is lost (1). `workers`: kopf's handler threads."""
     kube = Kube(api_client, request_timeout=request_timeout)
     controllers = build(Api(kube), scheduler_names, claim_unnamed)
     lost, leaving = threading.Event(), threading.Event()
@@ -174,7 +175,7 @@ def run(
             elector.stop()
             return 0
     settings = kopf.OperatorSettings()
-    configure(settings)
+    configure(settings, workers=workers)
     registry = registry_for(controllers, connection_info(api_client))
     log.info("volcano-py controllers for %s starting%s", ", ".join(sorted(scheduler_names)),
              " (also jobs that name no scheduler)" if claim_unnamed else "")
