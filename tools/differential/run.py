@@ -416,6 +416,8 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
                 rec = {"seed": seed, "error": f"{type(exc).__name__}: {exc}"}
                 log(f"{side}: seed {seed}: {rec['error']}")
                 try:
+                    if not s.procs[sched.name].alive():  # the gate had it stopped
+                        sched.restart(f"{seed}-recover")
                     cleanup(c, wl)
                 except Exception as exc2:
                     log(f"{side}: seed {seed}: cleanup failed too: {exc2}")
