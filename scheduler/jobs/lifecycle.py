@@ -13,13 +13,13 @@ Steps, as Volcano's job controller takes them:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from scheduler.durations import parse_seconds
 from scheduler.jobs import keys
 from scheduler.jobs.bus import Action, Event
 from scheduler.jobs.expand import depends_on, expected_pod_names, normalize_job, pod_for
@@ -203,19 +203,10 @@ def _matches(policy: Mapping[str, Any], event: JobEvent) -> bool:
     return code is not None and event.exit_code is not None and int(code) == event.exit_code
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
-
 def parse_duration(text: object) -> float:
-    """Seconds in a Go duration (`"1m30s"`, `"500ms"`) or a bare number of seconds."""
-    if isinstance(text, int | float):
-        return float(text)
-    value = str(text).strip()
-    parts = _DURATION_PART.findall(value)
-    if not parts or "".join(n + u for n, u in parts) != value:
-        raise ValueError(f"not a duration: {text!r}")
-    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    """Seconds in a Go duration (`"1m30s"`, `"500ms"`, Go's `time.ParseDuration` grammar, which Volcano reads
+    these fields with) or a bare number of seconds. Raises ValueError on anything else."""
+    return parse_seconds(text)
 
 
 # ---------------------------------------------------------------------------------------------- decide

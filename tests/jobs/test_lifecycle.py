@@ -209,3 +209,12 @@ def test_ttl_after_finished() -> None:
     j["status"] = {"state": {"phase": "Completed", "lastTransitionTime": "2024-01-01T00:00:00Z"}}
     assert expired(j, done + timedelta(minutes=2))
     assert not expired(job([("w", 1)]), done + timedelta(days=9), finished_at=done)
+
+
+def test_policy_timeouts_read_go_durations() -> None:
+    """Volcano reads a policy's timeout with Go's time.ParseDuration: `1m30s`, `2h`, `.5s`, `300ms` all work."""
+    from scheduler.jobs.lifecycle import parse_duration
+
+    assert [parse_duration(t) for t in ("1m30s", "2h", ".5s", "300ms", "90")] == [90.0, 7200.0, 0.5, 0.3, 90.0]
+    with pytest.raises(ValueError):
+        parse_duration("1.5.5s")
