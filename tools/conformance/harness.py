@@ -376,6 +376,9 @@ def start_volcano(cp: ControlPlane, build: VolcanoBuild, docs: list[dict], work:
     return side
 
 
+VOLCANO_PY_LOG_LEVEL = os.environ.get("VOLCANO_PY_LOG_LEVEL", "info")  # debug: every decision, for a focused rerun
+
+
 def start_volcano_py(cp: ControlPlane, work: Path, conf_dir: Path) -> Side:
     side = Side("volcano-py")
     exe = shutil.which("volcano-py", path=str(REPO / ".venv" / "bin")) or "volcano-py"
@@ -384,7 +387,7 @@ def start_volcano_py(cp: ControlPlane, work: Path, conf_dir: Path) -> Side:
     side.procs["volcano-py-controllers"] = _Proc(
         "volcano-py-controllers",
         [exe, "controllers", f"--kubeconfig={kc}", "--scheduler-name=volcano", "--no-leader-elect",
-         f"--listen-address=127.0.0.1:{port}"],
+         f"--listen-address=127.0.0.1:{port}", f"--log-level={VOLCANO_PY_LOG_LEVEL}"],
         cp.logs / "volcano-py-controllers.log",
     )
     wait_healthy(cp, side, "volcano-py controllers", f"http://127.0.0.1:{port}/healthz")
@@ -392,7 +395,8 @@ def start_volcano_py(cp: ControlPlane, work: Path, conf_dir: Path) -> Side:
     side.procs["volcano-py-scheduler"] = _Proc(
         "volcano-py-scheduler",
         [exe, "scheduler", f"--kubeconfig={kc}", "--scheduler-name=volcano",
-         f"--scheduler-conf={conf_dir / CI_CONF_KEY}", f"--listen-address=127.0.0.1:{port}"],
+         f"--scheduler-conf={conf_dir / CI_CONF_KEY}", f"--listen-address=127.0.0.1:{port}",
+         f"--log-level={VOLCANO_PY_LOG_LEVEL}"],
         cp.logs / "volcano-py-scheduler.log",
     )
     wait_healthy(cp, side, "volcano-py scheduler", f"http://127.0.0.1:{port}/healthz")

@@ -89,6 +89,26 @@ def generate(command: str) -> str:
                f"per-suite wall time: " + ", ".join(f"{r['side']}/{r['suite']} {r['seconds']:.0f}s" for r in runs)
                + ".")
     out.append("")
+    out.append("### Passed by Volcano here, not by volcano-py")
+    out.append("")
+    gaps = 0
+    for suite in SUITES:
+        vc, py = load("volcano", suite), load("volcano-py", suite)
+        if not vc or not py:
+            continue
+        py_state = {s["name"]: s for s in py["specs"]}
+        for s in vc["specs"]:
+            other = py_state.get(s["name"])
+            if s["state"] == "passed" and (other is None or other["state"] != "passed"):
+                gaps += 1
+                why = one_line(other) if other else "not run"
+                out.append(f"- {suite}: `{s['name']}` - {why}")
+        for s in py["specs"]:
+            if s["state"] == "passed" and all(v["name"] != s["name"] or v["state"] != "passed" for v in vc["specs"]):
+                out.append(f"- {suite}: (the other way round) `{s['name']}` passes on volcano-py only")
+    if not gaps:
+        out.append("none (among the suites both sides ran)")
+    out.append("")
     for side in SIDES:
         out.append(f"### Failures: {side}")
         out.append("")
