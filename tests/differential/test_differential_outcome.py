@@ -158,3 +158,16 @@ def test_reruns_tell_a_reproduced_difference_from_a_side_that_does_not_repeat_it
     write(tmp_path / "confirm-2", "volcano-py", 1, b)
     _, md = report.build(tmp_path, [1])
     assert "[rerun 2x: reproduced 1/2; Volcano repeated itself 1/2, volcano-py 2/2]" in md
+
+
+def test_bound_per_task_counts_the_bound_pods_of_each_task_of_a_multi_task_job():
+    from differential.workloads import generate
+
+    wl = next(w for w in map(generate, range(1, 300))
+              if any(g.kind == "job" and len(g.tasks) >= 2 for g in w.gangs))
+    job = next(g for g in wl.gangs if g.kind == "job" and len(g.tasks) >= 2)
+    t0, t1 = job.tasks[0].name, job.tasks[1].name
+    pods = [[f"{job.name}-{t0}-0", "n1", "Running"], [f"{job.name}-{t0}-1", None, "Pending"],
+            [f"{job.name}-{t1}-0", "n2", "Running"], [f"{job.name}-{t1}-1", "n2", "Succeeded"]]
+    counts = report.bound_per_task(wl, pods)[job.key].split()
+    assert counts[:2] == [f"{t0}:1", f"{t1}:1"]

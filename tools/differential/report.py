@@ -85,6 +85,21 @@ def _confirmation(c: dict | None) -> str:
             f"volcano-py {c['volcano_py_same']}/{n}]")
 
 
+def bound_per_task(wl, pods: list) -> dict[str, str]:
+    """For multi-task Jobs: bound pods per task, from the recorded [name, node, phase] of each pod."""
+    out = {}
+    for g in wl.gangs:
+        if g.kind != "job" or len(g.tasks) < 2:
+            continue
+        counts = {t.name: 0 for t in g.tasks}
+        for name, node, phase in pods:
+            for t in g.tasks:
+                if name.startswith(f"{g.name}-{t.name}-") and node and phase not in ("Succeeded", "Failed"):
+                    counts[t.name] += 1
+        out[g.key] = " ".join(f"{t}:{n}" for t, n in counts.items())
+    return out
+
+
 def build(run_dir: Path, seeds: list[int], command: str = "make differential") -> tuple[str, str]:
     volcano, volcano_py = load(run_dir, "volcano", seeds), load(run_dir, "volcano-py", seeds)
     t, diffs, missing, errors = summarize(volcano, volcano_py, seeds)
@@ -119,11 +134,14 @@ def build(run_dir: Path, seeds: list[int], command: str = "make differential") -
             what = "; ".join(f"{d.subject} {d.what}: Volcano {d.volcano}, volcano-py {d.volcano_py}" for d in ds)
             lines.append(f"- seed {seed}: {what}{_confirmation(confirmed.get(seed))}")
             detail += ["", f"### seed {seed}", "", "```", *generate(seed).describe(), "```", ""]
+            wl = generate(seed)
             for side, recs in (("Volcano", volcano), ("volcano-py", volcano_py)):
                 gangs = recs[seed]["outcome"]["gangs"]
+                per_task = bound_per_task(wl, recs[seed].get("observed", {}).get("pods", []))
                 detail.append(f"- {side}: " + ", ".join(
-                    f"{k} {g['bound']}/{g['pods']} bound (pg {g['podgroup_phase']}"
-                    + (f", job {g['job_phase']}" if g["job_phase"] else "") + ")"
+                    f"{k} {g['bound']}/{g['pods']} bound"
+                    + (f" [{per_task[k]}]" if per_task.get(k) else "")
+                    + f" (pg {g['podgroup_phase']}" + (f", job {g['job_phase']}" if g["job_phase"] else "") + ")"
                     for k, g in gangs.items()))
             detail.append(f"- rerun: `make differential RERUN={seed}`")
     md = "\n".join(lines)
