@@ -149,6 +149,9 @@ class Timers:
             self._timers.clear()
 
 
+VOLCANO_SCHEDULER = "volcano"
+
+
 class JobController:
     def __init__(
         self,
@@ -164,7 +167,9 @@ class JobController:
         # A claimed job that names no scheduler gets the first configured name, as Volcano's mutating webhook
         # gives it (pkg/webhooks/admission/jobs/mutate/mutate_job.go patchDefaultScheduler).
         self.default_scheduler = names[0] if names else keys.DEFAULT_SCHEDULER
-        self.claim_unnamed = claim_unnamed
+        # Volcano's webhook gives a Job that names no scheduler `volcano` (its default --scheduler-name): such
+        # Jobs are Volcano's, so controllers that serve the name `volcano` (the drop-in) claim them too.
+        self.claim_unnamed = claim_unnamed or VOLCANO_SCHEDULER in self.scheduler_names
         self.clock = clock
         self.timers = Timers()
         self._guard = threading.Lock()

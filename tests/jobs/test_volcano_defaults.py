@@ -99,6 +99,15 @@ def test_a_claimed_job_without_scheduler_gets_the_controllers_first_name() -> No
     assert [p["spec"]["schedulerName"] for p in api.of_kind("Pod").values()] == ["volcano"]
 
 
+@pytest.mark.parametrize(("names", "claimed"), [
+    (("volcano",), True),  # the drop-in: Volcano's webhook would have named it `volcano`
+    (("volcano-py",), False),  # beside Volcano, an unnamed Job is Volcano's to take
+])
+def test_a_job_without_scheduler_is_claimed_by_the_volcano_drop_in_only(names: tuple[str, ...], claimed: bool) -> None:
+    ctl = JobController(FakeApi(), names, clock=lambda: 0.0)  # type: ignore[arg-type]
+    assert ctl.claims(job([task("w", 1)])) is claimed
+
+
 def _crd_spec(path: str) -> dict[str, Any]:
     crd = yaml.safe_load((REPO / "crds" / path).read_text())
     return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]  # type: ignore[no-any-return]
