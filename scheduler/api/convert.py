@@ -42,6 +42,7 @@ def group_of(pod: Obj) -> str:
 PLAIN_GROUP_PREFIX = "podgroup-"
 MIN_MEMBER_ANNOTATION = "scheduling.volcano.sh/group-min-member"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+TASK_INDEX_KEY = "volcano.sh/task-index"  # set by the job controller on every pod of a Job
 
 
 def plain_group_name(pod: Obj) -> str:
@@ -90,7 +91,20 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         creation=creation,
         labels=dict(meta.get("labels") or {}),
         annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+        index=task_index_of(meta),
     )
+
+
+def task_index_of(meta: Mapping[str, Any]) -> int:
+    """The pod's index within its task, from Volcano's annotation (or label) `volcano.sh/task-index`; -1 if none."""
+    for source in (meta.get("annotations") or {}, meta.get("labels") or {}):
+        value = source.get(TASK_INDEX_KEY)
+        if value is not None:
+            try:
+                return int(str(value))
+            except ValueError:
+                return -1
+    return -1
 
 
 def node_from_object(node: Obj) -> NodeInfo:

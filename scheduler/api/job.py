@@ -30,6 +30,7 @@ class TaskInfo:
     creation: float = 0.0
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    index: int = -1  # the pod's index within its task (`volcano.sh/task-index`), -1 if it has none
 
     @property
     def best_effort(self) -> bool:
@@ -51,6 +52,7 @@ class TaskInfo:
             self.creation,
             self.labels,
             self.annotations,
+            self.index,
         )
 
     def __repr__(self) -> str:

@@ -178,7 +178,7 @@ class Session:
             decided = self.run(P.TASK_ORDER, a, b)
             if decided:
                 return int(decided)
-            return -1 if (a.creation, a.name) < (b.creation, b.name) else 1
+            return -1 if default_task_key(a) < default_task_key(b) else 1
 
         return sorted(tasks, key=functools.cmp_to_key(compare))
 
@@ -516,3 +516,12 @@ def podgroup_phase(job: JobInfo, running: int, unschedulable_now: bool) -> PodGr
     if job.tasks and scheduled >= job.min_available:
         return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
     return PodGroupPhase.INQUEUE if job.phase == PodGroupPhase.INQUEUE else PodGroupPhase.PENDING
+
+
+def default_task_key(task: TaskInfo) -> tuple[int, float, str]:
+    """Tasks no plugin orders go by their index within their task (`volcano.sh/task-index`), so the tasks of a
+    multi-task job interleave (worker-0, ps-0, worker-1, ps-1, ...) and every role gets its first pods before any
+    role its extras; then by creation and name. Volcano's default task order (pkg/controllers/job/helpers/
+    helpers.go, CompareTask) is the index, then creation, then the pod's random UID; the name makes ours
+    repeatable. A pod without an index sorts with index 0's creation order, as there."""
+    return (task.index if task.index >= 0 else 0, task.creation, task.name)
