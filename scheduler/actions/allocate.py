@@ -219,11 +219,14 @@ class Allocate:
         if isinstance(answer, P.GangInfeasible):
             ssn.gate_reasons[job.uid] = answer.reason
             return
-        assignments = answer.assignments
+        # The placer groups identical tasks; replay in TaskOrder, so the tasks of every role come as pod-by-pod
+        # allocation would take them (a queue limit then falls on the extras, not on a role's minimum).
+        where = {id(task): node for task, node in answer.assignments}
+        assignments = [(task, where[id(task)]) for task in ssn.task_order(task for task, _ in answer.assignments)]
         for index, (task, node) in enumerate(assignments):
             if not ssn.run(P.ALLOCATABLE, queue, task):
                 ssn.gate_reasons.setdefault(job.uid, f"queue {queue.name} cannot take {task.resreq} more")
-                break
+                continue  # as pod by pod: a smaller task may still fit the queue
             if not ssn.is_feasible(task, node) or not task.resreq <= node.idle:
                 ssn.gate_reasons.setdefault(job.uid, f"placement of {task.name} on {node.name} no longer fits")
                 break

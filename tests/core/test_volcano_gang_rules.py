@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from scheduler.jobs.expand import podgroup_for, pods_for
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
 
@@ -133,16 +135,22 @@ def test_a_job_held_at_enqueue_gets_volcanos_unschedulable_event() -> None:
     assert c.sim.evicted == []
 
 
-def test_the_tasks_of_a_job_interleave_by_index_so_each_role_gets_its_minimum() -> None:
+WITH_PLACER = conf_from_tiers(("priority", "gang", "conformance"),
+                              ("drf", "predicates", "proportion", "nodeorder", "binpack", "network-topology-aware"))
+
+
+@pytest.mark.parametrize("conf", [None, WITH_PLACER], ids=["pod by pod", "through the gang placer"])
+def test_the_tasks_of_a_job_interleave_by_index_so_each_role_gets_its_minimum(conf: object) -> None:
     """The differential's seed 71: a queue capped at 4Gi and a job of t0 x2 (2Gi) and t1 x2 (1Gi), each task
     with minimum 1. Tasks go by their index first (Volcano's CompareTask): t0-0, t1-0 make the gang ready
     (3Gi), then t1-1 fits (4Gi) and t0-1 does not: Volcano's t0:1, t1:2. By name (t0, t0, t1, t1) both t0 pods
-    took the 4Gi and the job never became ready."""
+    took the 4Gi and the job never became ready. The gang placer (which Volcano's CI conf enables as
+    network-topology-aware) groups identical tasks; its placement is replayed in the same task order."""
     c = cluster().nodes("n", 2, cpu="8", memory="16Gi").queue("q", capability={"cpu": "10", "memory": "4Gi"})
     group = vcjob(c, "j", 2, [("t0", 2, requests(cpu="2", memory="2Gi")), ("t1", 2, requests(cpu="2", memory="1Gi"))],
                   queue="q")
     for task in ("t0", "t1"):
         c.sim.podgroups[f"default/{group}"].manifest["spec"]["minTaskMember"][task] = 1
-    c.cycles(3)
+    c.cycles(3, conf)  # type: ignore[arg-type]
     bound = sorted(c.sim.bound(group))
     assert [name.rsplit("-", 2)[1] for name in bound] == ["t0", "t1", "t1"], bound
