@@ -309,15 +309,15 @@ class ProportionPlugin(Plugin):
     def _count_job(attr: QueueAttr, job: JobInfo) -> None:
         held = without_pods(job.allocated())
         attr.allocated = attr.allocated + held
-        attr.request = attr.request + held
-        if job.phase != PodGroupPhase.PENDING:
-            attr.request = attr.request + without_pods(job.pending_request())
+        # Every pending pod asks of its queue, whatever its PodGroup's phase (Volcano's proportion.go counts
+        # TaskStatusIndex[Pending] of every job): a bare PodGroup's pods exist before it is admitted, a Volcano
+        # Job's are created only after, so only the former weigh on the shares before enqueue.
+        attr.request = attr.request + held + without_pods(job.pending_request())
         attr.admitted = attr.admitted + reserved_by_admitted(job)
         attr.elastic = attr.elastic + elastic_of(job)
 
     def _enqueued(self, job: JobInfo) -> None:
         for attr in self._path(job.queue):
-            attr.request = attr.request + without_pods(job.pending_request())
             attr.admitted = attr.admitted + reserved_by_admitted(job)
             self._stale = True
 

@@ -154,3 +154,20 @@ def test_the_tasks_of_a_job_interleave_by_index_so_each_role_gets_its_minimum(co
     c.cycles(3, conf)  # type: ignore[arg-type]
     bound = sorted(c.sim.bound(group))
     assert [name.rsplit("-", 2)[1] for name in bound] == ["t0", "t1", "t1"], bound
+
+
+def test_pending_pods_of_a_podgroup_not_yet_admitted_count_in_their_queues_share() -> None:
+    """Volcano's proportion counts every pending pod in its queue's request, whatever its PodGroup's phase
+    (pkg/scheduler/plugins/proportion/proportion.go): a bare PodGroup held at enqueue still halves the other
+    queue's deserved share (differential seed 18)."""
+    from scheduler.testing import pod_object
+
+    c = cluster().node("n1", cpu="4", memory="16Gi").queue("qa", weight=1).queue("qb", weight=1)
+    c.sim.add_podgroup({"metadata": {"name": "held"},
+                        "spec": {"minMember": 4, "queue": "qa", "minResources": {"cpu": "8"}}})
+    for i in range(4):
+        c.sim.add_pod(pod_object(f"held-{i}", group="held", cpu="1", memory="1Gi"))
+    c.job("elastic", queue="qb", replicas=4, min_available=1, cpu="1", memory="1Gi")
+    c.cycles(3)
+    assert c.sim.podgroup("held")["status"]["phase"] == "Pending"
+    assert len(c.sim.bound("elastic")) == 2  # qb deserves half of the 4 cpus
