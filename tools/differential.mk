@@ -25,3 +25,10 @@ differential: venv helm-bin differential-build
 		$(if $(RERUN),$(foreach s,$(RERUN),--rerun $(s)),--workloads $(DIFF_WORKLOADS) --seed $(DIFF_SEED)) \
 		--command 'make differential$(if $(RERUN), RERUN="$(RERUN)",$(if $(filter-out 200,$(DIFF_WORKLOADS)), DIFF_WORKLOADS=$(DIFF_WORKLOADS))$(if $(filter-out 1,$(DIFF_SEED)), DIFF_SEED=$(DIFF_SEED)))' \
 		$(DIFF_ARGS)
+
+# The quick check: Volcano's recorded outcomes of the last `make differential` against volcano-py's simulator
+# (no control plane, about a minute). RUN names the recorded run.
+.PHONY: differential-sim
+RUN ?= seed1-n200
+differential-sim: venv
+	cd tools && ../$(BIN)/python -m differential.simreplay --run $(RUN)
