@@ -24,6 +24,7 @@ from typing import Any
 from scheduler.cycle import conf_from_text
 from scheduler.jobs.expand import podgroup_for, pods_for
 from scheduler.testing import ClusterBuilder
+
 from .workloads import Workload, generate
 
 CI_CONF = Path("/work/shared/peers/volcano/installer/helm/chart/volcano/config/volcano-scheduler-ci.conf")
