@@ -6,6 +6,7 @@ handler can be re-run after a crash or a duplicate event without harm.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +32,17 @@ _COLLECTIONS = {
 }
 
 
+def namespace_terminating(exc: KubeError) -> bool:
+    """A 403 whose cause is `NamespaceTerminating` (creates in a namespace being deleted are refused so)."""
+    if exc.status != 403:
+        return False
+    try:
+        causes = (json.loads(exc.body).get("details") or {}).get("causes") or []
+    except (ValueError, AttributeError):
+        return False
+    return any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)
+
+
 class PodGroupConflict(Exception):
     """The PodGroup changed since it was read (HTTP 409): read it again."""
 
@@ -50,6 +62,11 @@ class Api:
             return self.kube.request("POST", path, body=obj)
         except KubeError as exc:
             if exc.status == 409:
+                return None
+            if namespace_terminating(exc):
+                # The namespace is on its way out with the Job in it: nothing to create, nothing to retry.
+                log.debug("not creating %s %s: namespace %s is terminating", obj["kind"],
+                          obj["metadata"].get("name"), obj["metadata"]["namespace"])
                 return None
             raise
 
