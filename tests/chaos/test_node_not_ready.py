@@ -96,8 +96,13 @@ def test_a_node_going_not_ready_restarts_the_job_and_its_gang_lands_whole_elsewh
         wait_for(lambda: (custom.get_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", "train")
                           .get("status") or {}).get("state", {}).get("phase") == "Running",
                  TIMEOUT, interval=0.2, what="the Job Running again")
-        pg = [p for p in custom.list_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups")["items"]]
-        assert len(pg) == 1 and (pg[0].get("status") or {}).get("phase") == "Running", pg
+        def podgroups() -> list:
+            return list(custom.list_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups")["items"])
+
+        # The PodGroup turns Running at the first cycle that sees its pods on nodes (Volcano's getPodGroupPhase),
+        # one cycle after the binds: wait for it rather than read it once.
+        wait_for(lambda: [(p.get("status") or {}).get("phase") for p in podgroups()] == ["Running"],
+                 TIMEOUT, interval=0.2, what="the one PodGroup Running again")
         assert_no_overcommit(core_v1)
         assert scheduler.alive() and controllers.alive()
         print(f"\nnode {victim} NotReady under pods {on_victim}: tainted after {tainted_after:.1f}s, the whole gang "
