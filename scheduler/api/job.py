@@ -13,6 +13,9 @@ from scheduler.api.pod import Constraints
 from scheduler.api.resources import Resource
 from scheduler.api.status import READY_STATUSES, PodGroupPhase, TaskStatus
 
+# Tasks that still count towards their gang (Volcano's ValidTaskNum and CheckTaskValid).
+VALID_STATUSES = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+
 
 @dataclass(slots=True, eq=False)
 class TaskInfo:
@@ -129,7 +132,7 @@ class JobInfo:
     def valid_task_num(self) -> int:
         """Tasks that still count towards the gang: placed, waiting or pending (not releasing, not finished
         badly), as Volcano's `JobInfo.ValidTaskNum` (pkg/scheduler/api/job_info.go)."""
-        return self.count(TaskStatus.PENDING, TaskStatus.PIPELINED, *READY_STATUSES)
+        return self.count(*VALID_STATUSES)
 
     # -- per-task minimums (PodGroup minTaskMember) ------------------------------------------------------
     # Volcano's rules (pkg/scheduler/api/job_info.go: CheckTaskValid, CheckTaskReady, CheckTaskPipelined,
@@ -172,9 +175,10 @@ class JobInfo:
     def task_pipelined(self) -> bool:
         return not self.roles_short(READY_STATUSES | {TaskStatus.PIPELINED})
 
-    def task_valid(self) -> bool:
-        return not self.roles_short(READY_STATUSES | {TaskStatus.PIPELINED, TaskStatus.PENDING},
-                                    best_effort_pending=False)
+    def invalid_roles(self) -> dict[str, tuple[int, int]]:
+        """Roles with fewer live tasks (the statuses `valid_task_num` counts) than their minimum, where task
+        minimums apply (Volcano's CheckTaskValid). Pending tasks are counted already, BestEffort or not."""
+        return self.roles_short(VALID_STATUSES, best_effort_pending=False)
 
     def can_continue_after_failure(self, failed_roles: set[str]) -> bool:
         """After a task fit no node: may allocation go on with the job's other tasks? As Volcano's
@@ -183,7 +187,7 @@ class JobInfo:
         minAvailable; otherwise while every failed role already has its minimum."""
         if self.min_available >= len(self.tasks):
             return False
-        if self.min_task_member and self.min_available < self.task_min_total():
+        if self.min_task_member and not self.task_minimums_apply():
             left = sum(1 for t in self.with_status(TaskStatus.PENDING) if t.role not in failed_roles)
             return self.ready_task_num() + left >= self.min_available
         have = self.role_counts(READY_STATUSES, best_effort_pending=True)

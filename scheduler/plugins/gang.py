@@ -25,7 +25,7 @@ import numpy as np
 
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.resources import PODS, ZERO, Resource, display_amount
-from scheduler.api.status import READY_STATUSES, PodGroupPhase, TaskStatus
+from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
@@ -73,7 +73,7 @@ def check_timeout(ssn: Session, job: JobInfo) -> None:
 def valid(job: JobInfo) -> P.Invalid | None:
     """Volcano's gang JobValid (pkg/scheduler/plugins/gang/gang.go): each task minimum that applies first,
     then minAvailable against the tasks still live (pending, waiting or placed)."""
-    short = job.roles_short(READY_STATUSES | {TaskStatus.PIPELINED, TaskStatus.PENDING}, best_effort_pending=False)
+    short = job.invalid_roles()
     if short:
         role, (have, need) = min(short.items())
         return P.Invalid(
