@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from markdown_section import replace_section
 
 from scheduler.cycle import conf_from_text
 from scheduler.sim.replay import replay
@@ -96,16 +97,6 @@ def table(outcomes: list[Outcome], snapshot: str) -> str:
     return "\n".join(lines)
 
 
-def write_section(target: Path, section: str) -> None:
-    text = target.read_text() if target.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n## Volcano's examples on the simulator\n" + section + "\n"
-    target.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--volcano", default=str(REPO.parent / "shared" / "peers" / "volcano"))
@@ -124,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     section = table(outcomes, snapshot)
     print(section)
     if args.write:
-        write_section(Path(args.write), section)
+        replace_section(Path(args.write), section, BEGIN, END, "## Volcano's examples on the simulator")
     listed = ("invalid on purpose", "not run:")
     return 0 if all(o.started or o.detail.startswith(listed) for o in outcomes) else 1
 

@@ -16,8 +16,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # tools/: markdown_section
 
 from harness import REPO, RESULTS, SIDES, SUITES, parse_ginkgo_json  # noqa: E402
+from markdown_section import replace_section  # noqa: E402
 
 BEGIN = "<!-- BEGIN GENERATED: tools/conformance/report.py rewrites this section; edit around it -->"
 END = "<!-- END GENERATED -->"
@@ -135,14 +137,7 @@ def generate(command: str) -> str:
 
 
 def rewrite(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section + tail
-    else:
-        text = (text.rstrip() + "\n\n" if text else "# Conformance\n\n") + section + "\n"
-    path.write_text(text)
+    replace_section(path, section, BEGIN, END, "# Conformance")
 
 
 def main(argv: list[str] | None = None) -> int:

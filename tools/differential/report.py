@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from markdown_section import replace_section
+
 from .outcome import Difference, compare, tally
 from .workloads import generate
 
@@ -150,14 +152,6 @@ def build(run_dir: Path, seeds: list[int], command: str = "make differential") -
 
 
 def rewrite_section(path: Path, body: str) -> None:
-    """Replace what is between the differential markers (appending the markers at the end when absent)."""
-    text = path.read_text()
-    block = f"{BEGIN}\n{body.rstrip()}\n{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        text = head + block + tail
-    else:
-        title = "## Differential: seeded random workloads (tools/differential)"
-        text = text.rstrip("\n") + f"\n\n{title}\n\n{block}\n"
-    path.write_text(text)
+    """Replace what is between the differential markers (appending the section when absent)."""
+    replace_section(path, f"{BEGIN}\n{body.rstrip()}\n{END}", BEGIN, END,
+                    "## Differential: seeded random workloads (tools/differential)")
