@@ -28,6 +28,10 @@ class NodeInfo:
     releasing: Resource = ZERO
     pipelined: Resource = ZERO
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    # Occupying tasks that request no cpu / no memory: kube-scheduler's scores count each as a default request
+    # (`NonZeroRequested`), so nodeorder needs them without walking the node's tasks.
+    no_cpu_request: int = 0
+    no_memory_request: int = 0
 
     def __post_init__(self) -> None:
         if self.idle is ZERO and not self.tasks:
@@ -46,6 +50,7 @@ class NodeInfo:
             return
         self.idle = self.idle - task.resreq
         self.used = self.used + task.resreq
+        self._count_unrequested(task, 1)
         if task.status == TaskStatus.RELEASING:
             self.releasing = self.releasing + task.resreq
 
@@ -59,8 +64,15 @@ class NodeInfo:
             return
         self.idle = self.idle + task.resreq
         self.used = self.used - task.resreq
+        self._count_unrequested(task, -1)
         if task.status == TaskStatus.RELEASING:
             self.releasing = self.releasing - task.resreq
+
+    def _count_unrequested(self, task: TaskInfo, sign: int) -> None:
+        if not task.resreq.cpu:
+            self.no_cpu_request += sign
+        if not task.resreq.memory:
+            self.no_memory_request += sign
 
     def clone_empty(self) -> NodeInfo:
         """The same node with no tasks: the snapshot re-adds cloned tasks."""

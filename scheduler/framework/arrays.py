@@ -36,9 +36,13 @@ class NodeArrays:
         self.version: IntArray = np.zeros(len(nodes), dtype=np.int64)
         self.changes: list[int] = []  # positions of nodes whose idle changed, in order: caches catch up from it
         self.allocatable: IntArray = np.zeros_like(self.idle)
+        # Per node, how many of its tasks request no cpu (row 0) and no memory (row 1): scores count them at
+        # kube-scheduler's default request.
+        self.unrequested: IntArray = np.zeros((2, len(nodes)), dtype=np.int64)
         for i, node in enumerate(nodes):
             self.idle[:, i] = self.vector(node.idle, strict=False)
             self.allocatable[:, i] = self.vector(node.allocatable, strict=False)
+            self.unrequested[:, i] = node.no_cpu_request, node.no_memory_request
 
     def vector(self, resource: Resource, *, strict: bool = True) -> IntArray:
         """The resource as a column; with strict, None-like failure for a dimension no node has."""
@@ -66,6 +70,7 @@ class NodeArrays:
         i = self.position.get(node.name)
         if i is not None:
             self.idle[:, i] = self.vector(node.idle, strict=False)
+            self.unrequested[:, i] = node.no_cpu_request, node.no_memory_request
             self.version[i] += 1
             self.changes.append(i)
 

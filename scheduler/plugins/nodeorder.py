@@ -1,12 +1,12 @@
 """Layer `plugins`: `nodeorder` — kube-scheduler's node scores, weighted and summed, as Volcano's nodeorder.
 
 Each score is 0..100 (MaxNodeScore) times its weight argument (Volcano's defaults in brackets):
-- `leastrequested.weight` (1): the mean over cpu and memory of free-after-placing / allocatable.
-- `mostrequested.weight` (0): the mean over cpu and memory of requested-after-placing / allocatable.
-- `balancedresource.weight` (1): 100 x (1 - the standard deviation of the requested/allocatable fractions of
-  cpu and memory), so a node whose resources fill evenly wins. GPUs are left out, as kube-scheduler's
-  defaults do: balancing GPUs against cpu would spread 1-GPU pods over empty nodes and work against binpack,
-  which packs GPUs by default.
+- `leastrequested.weight` (1): the mean over cpu and memory of free-after-placing / allocatable, a task or pod
+  that requests no cpu (memory) counted at 100m (200 MiB), as kube-scheduler counts it.
+- `mostrequested.weight` (0): the mean over cpu and memory of requested-after-placing / allocatable, likewise.
+- `balancedresource.weight` (1): kube-scheduler 1.36's BalancedAllocation as Volcano configures it (cpu, memory
+  and nvidia.com/gpu): 50 + (50 + balance after placing - balance before) / 2, where balance is 100 x (1 - the
+  standard deviation of the used/allocatable fractions); 0 for a task that requests none of them.
 - `nodeaffinity.weight` (2): the sum of the weights of the task's preferred node-affinity terms the node
   matches (not normalised, as in Volcano).
 - `tainttoleration.weight` (3): fewer PreferNoSchedule taints the task does not tolerate scores higher:
@@ -24,7 +24,7 @@ import numpy as np
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.pod import Constraints, Taint
-from scheduler.api.resources import CPU, MEMORY, Resource
+from scheduler.api.resources import CPU, GPU, MEMORY, Resource
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf import arg_int
@@ -43,10 +43,29 @@ WEIGHT_DEFAULTS = {
 }
 
 
+# kube-scheduler counts a pod that requests no cpu or no memory at these requests when it scores
+# (`schedutil.DefaultMilliCPURequest`, `DefaultMemoryRequest`; noderesources' `NonZeroRequested`).
+DEFAULT_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+# Volcano's nodeorder balances cpu, memory and nvidia.com/gpu (pkg/scheduler/plugins/nodeorder/nodeorder.go).
+BALANCED = (CPU, MEMORY, GPU)
+
+
+def _nonzero(request: Resource) -> tuple[int, int]:
+    return request.cpu or DEFAULT_CPU_REQUEST, request.memory or DEFAULT_MEMORY_REQUEST
+
+
+def _nonzero_used(node: NodeInfo) -> tuple[int, int]:
+    return (node.used.cpu + node.no_cpu_request * DEFAULT_CPU_REQUEST,
+            node.used.memory + node.no_memory_request * DEFAULT_MEMORY_REQUEST)
+
+
 def _cpu_memory(request: Resource, node: NodeInfo) -> tuple[int, int, int, int]:
-    """(cpu allocatable, cpu requested after placing, memory allocatable, memory requested after placing)."""
-    allocatable, used = node.allocatable, node.used
-    return allocatable.cpu, used.cpu + request.cpu, allocatable.memory, used.memory + request.memory
+    """(cpu allocatable, cpu requested after placing, memory allocatable, memory requested after placing),
+    requests counted as kube-scheduler's least- and most-allocated scores count them."""
+    cpu, memory = _nonzero(request)
+    used_cpu, used_memory = _nonzero_used(node)
+    return node.allocatable.cpu, used_cpu + cpu, node.allocatable.memory, used_memory + memory
 
 
 def _least(capacity: int, requested: int) -> int:
@@ -59,22 +78,38 @@ def least_requested(request: Resource, node: NodeInfo) -> int:
 
 
 def most_requested(request: Resource, node: NodeInfo) -> int:
-    scores = []
-    for name in (CPU, MEMORY):
-        capacity = node.allocatable.get(name)
-        requested = min(node.used.get(name) + request.get(name), capacity)
-        scores.append(requested * MAX_NODE_SCORE // capacity if capacity > 0 else 0)
+    cpu, cpu_req, memory, memory_req = _cpu_memory(request, node)
+    scores = [min(req, cap) * MAX_NODE_SCORE // cap if cap > 0 else 0
+              for cap, req in ((cpu, cpu_req), (memory, memory_req))]
     return sum(scores) // len(scores)
 
 
-def balanced_allocation(request: Resource, node: NodeInfo) -> int:
-    cpu, cpu_req, memory, memory_req = _cpu_memory(request, node)
-    if cpu <= 0 or memory <= 0:
-        return MAX_NODE_SCORE  # fewer than two resources to balance
-    a, b = min(cpu_req / cpu, 1.0), min(memory_req / memory, 1.0)
-    mean = (a + b) / 2
-    deviation = math.sqrt(((a - mean) ** 2 + (b - mean) ** 2) / 2)
+def _balance(fractions: list[float]) -> int:
+    """100 x (1 - the standard deviation of the fractions), as kube-scheduler's `balancedResourceScore`."""
+    if len(fractions) < 2:
+        return MAX_NODE_SCORE
+    mean = sum(fractions) / len(fractions)
+    deviation = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
     return int((1 - deviation) * MAX_NODE_SCORE)
+
+
+def balanced_allocation(request: Resource, node: NodeInfo) -> int:
+    """kube-scheduler 1.36's BalancedAllocation (`balancedResourceScorer`), which Volcano's nodeorder calls:
+    the change in balance that placing the task makes, mapped to 50..100 (75 when it changes nothing). The
+    fractions are of actual requests (no defaults) over cpu, memory and GPUs, GPUs only for a task that asks for
+    them; a task that requests none of the three scores 0."""
+    if not any(request.get(name) for name in BALANCED):
+        return 0
+    before, after = [], []
+    for name in BALANCED:
+        capacity = node.allocatable.get(name)
+        if capacity <= 0 or (name == GPU and not request.get(name)):
+            continue
+        used = node.used.get(name)
+        before.append(min(used / capacity, 1.0))
+        after.append(min((used + request.get(name)) / capacity, 1.0))
+    half = MAX_NODE_SCORE // 2
+    return half + (half + _balance(after) - _balance(before)) // 2
 
 
 def preferred_affinity(constraints: Constraints, node: NodeInfo) -> int:
@@ -88,6 +123,15 @@ def intolerable_preferences(constraints: Constraints, taints: tuple[Taint, ...])
         for taint in taints
         if taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in tolerations)
     )
+
+
+def _balances(fractions: np.ndarray) -> np.ndarray:
+    """`_balance` per column; NaN marks a resource the node lacks."""
+    valid = ~np.isnan(fractions)
+    count = valid.sum(axis=0)
+    mean = np.nansum(fractions, axis=0) / np.maximum(count, 1)
+    deviation = np.sqrt(np.nansum((fractions - mean) ** 2, axis=0) / np.maximum(count, 1))
+    return np.where(count < 2, MAX_NODE_SCORE, ((1 - deviation) * MAX_NODE_SCORE).astype(np.int64))
 
 
 class NodeOrderPlugin(Plugin):
@@ -140,31 +184,43 @@ class NodeOrderPlugin(Plugin):
             return np.array([self.score(task, self.ssn.node_list[i]) for i in indices], dtype=float)
         request = task.resreq
         total = np.zeros(indices.size)
-        if self.least or self.most or self.balanced:
-            fractions = []
+        if self.least or self.most:
             least = np.zeros(indices.size, dtype=np.int64)
             most = np.zeros(indices.size, dtype=np.int64)
-            for name in (CPU, MEMORY):
+            for k, (name, need) in enumerate(zip((CPU, MEMORY), _nonzero(request), strict=True)):
                 row = arrays.row[name]
                 capacity = arrays.allocatable[row, indices]
-                requested = capacity - arrays.idle[row, indices] + request.get(name)
+                default = DEFAULT_CPU_REQUEST if k == 0 else DEFAULT_MEMORY_REQUEST
+                requested = (capacity - arrays.idle[row, indices] + arrays.unrequested[k, indices] * default
+                             + need)
                 safe = np.maximum(capacity, 1)
                 least += np.where((capacity > 0) & (capacity >= requested),
                                   (capacity - requested) * MAX_NODE_SCORE // safe, 0)
                 most += np.where(capacity > 0, np.minimum(requested, capacity) * MAX_NODE_SCORE // safe, 0)
-                fractions.append(np.where(capacity > 0, np.minimum(requested / safe, 1.0), np.nan))
             total += self.least * (least // 2) + self.most * (most // 2)
-            if self.balanced:
-                stacked = np.vstack(fractions)
-                valid = ~np.isnan(stacked)
-                count = valid.sum(axis=0)
-                mean = np.nansum(stacked, axis=0) / np.maximum(count, 1)
-                deviation = np.sqrt(np.nansum((stacked - mean) ** 2, axis=0) / np.maximum(count, 1))
-                balanced = np.where(count < 2, MAX_NODE_SCORE, ((1 - deviation) * MAX_NODE_SCORE).astype(int))
-                total += self.balanced * balanced
+        if self.balanced:
+            total += self.balanced * self._balanced_scores(request, arrays, indices)
         if (self.affinity and task.constraints.preferred) or self.taint:
             total += self._static_scores(task)[indices]
         return total
+
+    @staticmethod
+    def _balanced_scores(request: Resource, arrays: NodeArrays, indices: IntArray) -> np.ndarray:
+        """`balanced_allocation` over many nodes at once."""
+        if not any(request.get(name) for name in BALANCED):
+            return np.zeros(indices.size)
+        before, after = [], []
+        for name in BALANCED:
+            row = arrays.row.get(name)
+            if row is None or (name == GPU and not request.get(name)):
+                continue
+            capacity = arrays.allocatable[row, indices]
+            used = capacity - arrays.idle[row, indices]
+            safe = np.maximum(capacity, 1)
+            before.append(np.where(capacity > 0, np.minimum(used / safe, 1.0), np.nan))
+            after.append(np.where(capacity > 0, np.minimum((used + request.get(name)) / safe, 1.0), np.nan))
+        half = MAX_NODE_SCORE // 2
+        return half + (half + _balances(np.vstack(after)) - _balances(np.vstack(before))) // 2
 
     def _static_scores(self, task: TaskInfo) -> np.ndarray:
         """Preferred affinity and PreferNoSchedule scores depend only on the constraints: once per cycle."""

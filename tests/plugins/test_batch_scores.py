@@ -15,7 +15,15 @@ from scheduler.plugins.registry import PLUGINS
 from scheduler.testing import cluster
 
 
-def random_cluster(seed: int) -> Session:
+PROBES = {  # the probe task's requests: kube-scheduler's scores treat each of these differently
+    "gpu, cpu and memory": {"gpu": 1, "cpu": "2", "memory": "8Gi"},
+    "no gpu": {"cpu": "2", "memory": "8Gi"},
+    "no memory (counted at 200 MiB)": {"gpu": 1, "cpu": "2"},
+    "best effort (balanced scores 0)": {"cpu": None},
+}
+
+
+def random_cluster(seed: int, probe: str = "gpu, cpu and memory") -> Session:
     rng = random.Random(seed)
     c = cluster()
     for i in range(30):
@@ -23,17 +31,19 @@ def random_cluster(seed: int) -> Session:
         c.node(f"n{i:02d}", gpu=8, cpu=str(rng.choice([32, 64])), memory=rng.choice(["256Gi", "512Gi"]),
                taints=taints, labels={"zone": rng.choice("ab")})
     for j in range(20):
-        c.job(f"r{j}", replicas=1, gpu=rng.randint(1, 4), cpu=str(rng.randint(1, 8)), memory=f"{rng.randint(1, 64)}Gi")
+        memory = {} if rng.random() < 0.3 else {"memory": f"{rng.randint(1, 64)}Gi"}  # some count at the default
+        c.job(f"r{j}", replicas=1, gpu=rng.randint(1, 4), cpu=str(rng.randint(1, 8)), **memory)
     c.cycle()
     affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]}}
-    c.job("probe", replicas=1, gpu=1, cpu="2", memory="8Gi", affinity=affinity)
+    c.job("probe", replicas=1, affinity=affinity, **PROBES[probe])
     return Session(c.sim.snapshot(), builtin_default_conf(), PLUGINS)
 
 
+@pytest.mark.parametrize("probe", PROBES)
 @pytest.mark.parametrize("seed", range(5))
-def test_batch_scores_equal_per_node_scores(seed: int) -> None:
-    ssn = random_cluster(seed)
+def test_batch_scores_equal_per_node_scores(seed: int, probe: str) -> None:
+    ssn = random_cluster(seed, probe)
     task = next(iter(ssn.jobs["default/probe"].tasks.values()))
     indices = np.arange(len(ssn.node_list))
     for plugin in (p for _, p in ssn.plugins if isinstance(p, (BinpackPlugin, NodeOrderPlugin))):

@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.job import TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.resources import GPU, Resource
+from scheduler.api.status import TaskStatus
 from scheduler.framework.conf import SchedulerConf
+from scheduler.plugins.nodeorder import balanced_allocation, least_requested
 from scheduler.testing import cluster, conf_from_tiers
 
 
@@ -35,9 +40,12 @@ PACK_CASES = [
              "n1", True),
     PackCase("with nodeorder alone, 1-GPU jobs spread and the 8-GPU pod finds no node",
              conf("predicates", "nodeorder"), "n2", False),
-    PackCase("binpack.resources.nvidia.com/gpu 0 stops packing GPUs (cpu still packs toward the used node)",
+    # With cpu packing on as well, Volcano's BalancedAllocation (which weighs GPUs in) scores both nodes alike
+    # and cpu packing alone takes the small jobs to the used node; so cpu packing is off here too.
+    PackCase("binpack.resources.nvidia.com/gpu 0 stops packing GPUs",
              conf("predicates", "nodeorder",
-                  {"name": "binpack", "arguments": {"binpack.resources.nvidia.com/gpu": 0}}), "n2", False),
+                  {"name": "binpack", "arguments": {"binpack.resources.nvidia.com/gpu": 0, "binpack.cpu": 0}}),
+             "n2", False),
 ]
 
 
@@ -114,3 +122,39 @@ def test_nodeorder_picks_the_node(case: OrderCase) -> None:
     c.job("j", **case.pod)
     c.cycle(conf("predicates", {"name": "nodeorder", "arguments": case.arguments}))
     assert c.sim.bound("j") == ({"j-0": case.expected} if case.expected else {})
+
+
+# ---- kube-scheduler's formulas, as Volcano's nodeorder calls them ------------------------------------------
+def _node(cpu: int, memory: int, gpu: int = 0, *held: Resource) -> NodeInfo:
+    node = NodeInfo("n", Resource.of(cpu, memory, 110, {GPU: gpu} if gpu else None))
+    for i, request in enumerate(held):
+        node.add_task(TaskInfo(f"t{i}", f"held-{i}", "default", "default/held", request, status=TaskStatus.RUNNING))
+    return node
+
+
+GI = 1024**3
+
+
+def test_balanced_allocation_scores_the_change_in_balance() -> None:
+    """noderesources.balancedResourceScorer (k8s 1.36): 50 + (50 + balance after - balance before) / 2."""
+    empty = _node(8000, 32 * GI)
+    # A task that fills cpu and memory evenly keeps the balance: 75.
+    assert balanced_allocation(Resource.of(2000, 8 * GI), empty) == 75
+    # cpu 1/2 and memory 0: std 0.25, balance 75 after, 100 before -> 50 + (50 - 25) // 2 = 62.
+    assert balanced_allocation(Resource.of(4000, 0), empty) == 62
+    # A task that evens out a lopsided node raises the score above 75.
+    lopsided = _node(8000, 32 * GI, 0, Resource.of(4000, 0))
+    assert balanced_allocation(Resource.of(0, 16 * GI), lopsided) == 87  # balance 75 -> 100
+    # GPUs count only for a task that asks for them, and a task asking for nothing scores 0.
+    gpu_node = _node(8000, 32 * GI, 8000)
+    assert balanced_allocation(Resource.of(2000, 8 * GI), gpu_node) == 75
+    assert balanced_allocation(Resource.of(2000, 8 * GI, 1, {GPU: 2000}), gpu_node) == 75
+    assert balanced_allocation(Resource.of(0, 0, 1), gpu_node) == 0
+
+
+def test_least_requested_counts_a_task_without_requests_at_the_default() -> None:
+    """schedutil.DefaultMilliCPURequest (100m) and DefaultMemoryRequest (200 MiB), for the task and the node."""
+    node = _node(1000, 2000 * 1024 * 1024, 0, Resource.of(0, 0, 1))  # one best-effort pod already there
+    # cpu: (1000 - 200) / 1000 -> 80; memory: (2000 - 400) MiB / 2000 MiB -> 80.
+    assert least_requested(Resource.of(0, 0, 1), node) == 80
+    assert node.no_cpu_request == node.no_memory_request == 1
