@@ -14,7 +14,6 @@ from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.registry import PLUGINS
 from scheduler.testing import cluster
 
-
 PROBES = {  # the probe task's requests: kube-scheduler's scores treat each of these differently
     "gpu, cpu and memory": {"gpu": 1, "cpu": "2", "memory": "8Gi"},
     "no gpu": {"cpu": "2", "memory": "8Gi"},
