@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -23,14 +24,17 @@ from scheduler.cycle import builtin_default_conf, load_conf
 from scheduler.flags import (
     CONTROLLERS,
     SCHEDULER,
+    WEBHOOK,
     CommonOptions,
     ControllerOptions,
     FlagError,
     FlagSet,
     HelpRequested,
     SchedulerOptions,
+    WebhookOptions,
     parse_controllers,
     parse_scheduler,
+    parse_webhook,
 )
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.sim.naive import per_pod_cycle
@@ -112,7 +116,7 @@ class _RateLimitedPool:
         return getattr(self._pool, name)
 
 
-def _api_client(opts: CommonOptions) -> Any:
+def _api_client(opts: CommonOptions | WebhookOptions) -> Any:
     from kubernetes import client, config
 
     cfg = client.Configuration()
@@ -225,7 +229,45 @@ def cmd_controllers(opts: ControllerOptions) -> int:
         api.close()
 
 
-def _log_ignored(opts: CommonOptions) -> None:
+def cmd_webhook(opts: WebhookOptions) -> int:
+    from scheduler.cache.kube import Kube
+    from scheduler.webhook.server import WebhookServer, handlers, kube_queues
+
+    logging.basicConfig(level={"debug": logging.DEBUG, "info": logging.INFO}[opts.level],
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _log_ignored(opts)
+    if not opts.tls_cert_file or not opts.tls_private_key_file:
+        raise FlagError("--tls-cert-file and --tls-private-key-file are required: the apiserver calls webhooks "
+                        "over HTTPS only")
+    api = _api_client(opts)
+    try:
+        routes = handlers(kube_queues(Kube(api)), opts.enabled_admission)
+    except ValueError as exc:
+        raise FlagError(str(exc)) from None
+    try:
+        server = WebhookServer(opts.listen_address, opts.port, opts.tls_cert_file, opts.tls_private_key_file, routes)
+    except (OSError, ssl.SSLError) as exc:
+        raise FlagError(f"cannot serve on {opts.listen_address or '*'}:{opts.port} with "
+                        f"{opts.tls_cert_file}: {exc}") from None
+    if opts.enable_healthz:
+        from scheduler import metrics
+
+        metrics.serve(opts.healthz_address)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    logging.getLogger("volcano_py.webhook").info("volcano-py webhook serving %s on port %d",
+                                                 ", ".join(routes), server.port)
+    try:
+        stop.wait()
+    finally:
+        server.stop()
+        api.close()
+    return 0
+
+
+def _log_ignored(opts: CommonOptions | WebhookOptions) -> None:
     log = logging.getLogger("volcano_py.flags")
     for ignored in opts.ignored:
         log.warning("%s", ignored.message())
@@ -234,6 +276,7 @@ def _log_ignored(opts: CommonOptions) -> None:
 COMPONENTS: dict[str, tuple[FlagSet, Callable[[Sequence[str]], Any], Callable[[Any], int]]] = {
     "scheduler": (SCHEDULER, parse_scheduler, cmd_scheduler),
     "controllers": (CONTROLLERS, parse_controllers, cmd_controllers),
+    "webhook": (WEBHOOK, parse_webhook, cmd_webhook),
 }
 
 
@@ -275,6 +318,8 @@ def parser() -> argparse.ArgumentParser:
                    "(takes Volcano's vc-scheduler flags too)")
     sub.add_parser("controllers", add_help=False, help="run the Job, Queue and Command controllers (kopf; takes "
                    "Volcano's vc-controller-manager flags too)")
+    sub.add_parser("webhook", add_help=False, help="serve the admission webhook (takes Volcano's "
+                   "vc-webhook-manager flags too)")
     sim = sub.add_parser("simulate", help="replay a workload on an in-memory cluster")
     sim.add_argument("cluster", help="cluster YAML (nodes, node pools, queues, priorityClasses)")
     sim.add_argument("workload", help="workload YAML (Volcano Jobs / PodGroups with arrival and duration)")

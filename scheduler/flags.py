@@ -381,6 +381,47 @@ CONTROLLERS = FlagSet("controllers", (
 ))
 
 
+# The paths Volcano's webhook manager enables by default (cmd/webhook-manager/app/options/options.go).
+DEFAULT_ENABLED_ADMISSION = ("/jobs/mutate,/jobs/validate,/pods/mutate,/queues/mutate,/queues/validate,"
+                             "/podgroups/mutate,/podgroups/validate,/jobflows/validate,/hypernodes/validate,"
+                             "/cronjobs/validate")
+_CHART_INSTALLS = "the chart installs the webhook configurations; the server does not write them"
+
+WEBHOOK = FlagSet("webhook", (
+    Flag("kubeconfig", Kind.STRING, "kubeconfig file (default: in-cluster config, else $KUBECONFIG)",
+         dest="kubeconfig"),
+    Flag("master", Kind.STRING, "the apiserver's address (overrides the kubeconfig's)", dest="master"),
+    Flag("kube-api-qps", Kind.FLOAT, "requests per second to the apiserver (default: unlimited)",
+         dest="kube_api_qps"),
+    Flag("kube-api-burst", Kind.INT, "requests at once above --kube-api-qps", dest="kube_api_burst"),
+    Flag("tls-cert-file", Kind.STRING, "the serving certificate (PEM; with its chain)", dest="tls_cert_file"),
+    Flag("tls-private-key-file", Kind.STRING, "the key of --tls-cert-file", dest="tls_private_key_file"),
+    Flag("listen-address", Kind.STRING, "the address to serve admission on (default: all)", dest="listen_address",
+         default=""),
+    Flag("port", Kind.INT, "the port to serve admission on", dest="port", default=8443),
+    Flag("enabled-admission", Kind.LIST, "the admission paths to serve (Volcano's; /jobs/validate checks, the "
+         "others answer allowed)", dest="enabled_admission", default=tuple(DEFAULT_ENABLED_ADMISSION.split(","))),
+    Flag("enable-healthz", Kind.BOOL, "also serve /healthz on --healthz-address", dest="enable_healthz",
+         default=False),
+    Flag("healthz-address", Kind.STRING, "where --enable-healthz serves /healthz", dest="healthz_address",
+         default=":11251"),
+    Flag("log-level", Kind.STRING, "info or debug", dest="log_level", choices=("info", "debug")),
+    Flag("version", Kind.BOOL, "print the version and exit", dest="version", default=False),
+    Flag("scheduler-name", Kind.STRINGS, no_effect="the Job controller gives Jobs their scheduler name"),
+    Flag("ca-cert-file", Kind.STRING, no_effect=_CHART_INSTALLS),
+    Flag("webhook-namespace", Kind.STRING, no_effect=_CHART_INSTALLS),
+    Flag("webhook-service-name", Kind.STRING, no_effect=_CHART_INSTALLS),
+    Flag("webhook-url", Kind.STRING, no_effect=_CHART_INSTALLS),
+    Flag("admission-conf", Kind.STRING, no_effect="volcano-py's webhook has no admission configuration"),
+    Flag("graceful-shutdown-time", Kind.DURATION, no_effect="the server stops at once on SIGTERM"),
+    Flag("enable-queue-allocated-pods-check", Kind.BOOL, harmless=(False,),
+         no_effect="queue deletion is not checked by volcano-py's webhook"),
+    Flag("max-queue-depth", Kind.INT, no_effect="queue depth is not checked by volcano-py's webhook"),
+    Flag("enable-root-queue-protection", Kind.BOOL, harmless=(True,),
+         no_effect="queue changes are not checked by volcano-py's webhook"),
+    *_klog_flags(),
+))
+
 # ---------------------------------------------------------------------------------------------- the options
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommonOptions:
@@ -504,3 +545,40 @@ def parse_scheduler(argv: Sequence[str]) -> SchedulerOptions:
 def parse_controllers(argv: Sequence[str]) -> ControllerOptions:
     parsed = CONTROLLERS.parse(argv)
     return ControllerOptions(**parsed.values, ignored=parsed.ignored)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebhookOptions:
+    kubeconfig: str | None
+    master: str | None
+    kube_api_qps: float | None
+    kube_api_burst: int | None
+    tls_cert_file: str | None
+    tls_private_key_file: str | None
+    listen_address: str
+    port: int
+    enabled_admission: tuple[str, ...]
+    enable_healthz: bool
+    healthz_address: str
+    log_level: str | None
+    version: bool
+    verbosity: int | None
+    ignored: tuple[Ignored, ...] = ()
+
+    @property
+    def level(self) -> str:
+        if self.log_level is not None:
+            return self.log_level
+        return "debug" if (self.verbosity or 0) >= 4 else "info"
+
+    @property
+    def rate_limit(self) -> tuple[float, int] | None:
+        if self.kube_api_qps is None and self.kube_api_burst is None:
+            return None
+        qps, burst = (self.kube_api_qps or 50.0), (self.kube_api_burst or 100)
+        return (qps, burst) if qps > 0 else None
+
+
+def parse_webhook(argv: Sequence[str]) -> WebhookOptions:
+    parsed = WEBHOOK.parse(argv)
+    return WebhookOptions(**parsed.values, ignored=parsed.ignored)  # type: ignore[arg-type]

@@ -392,6 +392,37 @@ def test_helm_template_renders_exactly_the_manifests():
     assert _objects(r.stdout) == expected_chart_objects()
 
 
+def test_the_charts_webhook_serves_a_certificate_its_configuration_trusts(tmp_path):
+    """webhook.enabled=true: the Secret's certificate is signed by the caBundle the apiserver is given and names
+    the Service's DNS name; the Deployment's arguments are ones `volcano-py webhook` honours; RBAC reads queues."""
+    import base64
+
+    from scheduler.flags import parse_webhook
+
+    helm = REPO_ROOT / ".bin" / "helm"
+    if not os.access(helm, os.X_OK):
+        pytest.skip("no .bin/helm: run `make helm-bin` (builds helm from the Go module proxy in ~1.5 min)")
+    r = subprocess.run([str(helm), "template", "volcano-py", str(CHART), "-n", SYSTEM_NS, "--set",
+                        "webhook.enabled=true"], capture_output=True, text=True, check=True)
+    objs = {(k[0], k[2]): o for k, o in _objects(r.stdout).items()}
+    secret = objs[("Secret", "volcano-py-webhook-tls")]
+    hook = objs[("ValidatingWebhookConfiguration", "volcano-py-validate-job")]["webhooks"][0]
+    (tmp_path / "ca.crt").write_bytes(base64.b64decode(hook["clientConfig"]["caBundle"]))
+    (tmp_path / "tls.crt").write_bytes(base64.b64decode(secret["data"]["tls.crt"]))
+    service = f"volcano-py-webhook.{SYSTEM_NS}.svc"
+    verify = subprocess.run(["openssl", "verify", "-CAfile", "ca.crt", "-verify_hostname", service, "tls.crt"],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert (hook["clientConfig"]["service"]["name"], hook["clientConfig"]["service"]["path"]) == (
+        "volcano-py-webhook", "/jobs/validate")
+    container = objs[("Deployment", "volcano-py-webhook")]["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][0] == "webhook"
+    opts = parse_webhook(container["args"][1:])
+    assert (opts.ignored, opts.enabled_admission, opts.port) == ((), ("/jobs/validate",), 8443)
+    rules = objs[("ClusterRole", "volcano-py-webhook")]["rules"]
+    assert rules == [{"apiGroups": [GROUP], "resources": ["queues"], "verbs": ["get", "list"]}]
+
+
 def render_tiny(template: str, values: dict, namespace: str) -> str:
     """The subset of Helm templating the chart uses, so the chart is checked where helm is not installed:
     `.Release.Namespace`, `.Values.a.b`, `toYaml X | nindent N`, `X | nindent N`, `if .Values.x`/`end`."""

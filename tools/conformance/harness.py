@@ -9,8 +9,9 @@ loopback instead of in pods:
 
 * ``volcano``: vc-scheduler (Volcano's CI conf), vc-controller-manager and vc-webhook-manager, whose webhooks the
   apiserver calls at ``https://127.0.0.1:<port>/<path>`` with a CA bundle from the harness CA.
-* ``volcano-py``: ``volcano-py scheduler`` and ``volcano-py controllers`` as scheduler name ``volcano``, with the
-  same conf, against our CRDs (crds/). No webhooks: volcano-py ships none (its CRDs validate with CEL).
+* ``volcano-py``: ``volcano-py webhook`` behind the same webhook configurations of the chart (it serves every path
+  they name: /jobs/validate checks what a schema cannot, the other paths answer allowed), then ``volcano-py
+  scheduler`` and ``volcano-py controllers`` as scheduler name ``volcano``, with the same conf, against our CRDs.
 
 The kubelet's ConfigMap volume is emulated: the scheduler ConfigMap the suites edit
 (volcano-system/integration-scheduler-configmap) is mirrored into the file the scheduler reads.
@@ -379,10 +380,27 @@ def start_volcano(cp: ControlPlane, build: VolcanoBuild, docs: list[dict], work:
 VOLCANO_PY_LOG_LEVEL = os.environ.get("VOLCANO_PY_LOG_LEVEL", "info")  # debug: every decision, for a focused rerun
 
 
-def start_volcano_py(cp: ControlPlane, work: Path, conf_dir: Path) -> Side:
+def start_volcano_py(cp: ControlPlane, work: Path, conf_dir: Path, docs: list[dict] | None = None) -> Side:
+    """volcano-py's webhook (when `docs` holds the chart's webhook configurations: Volcano's own, pointed at
+    `volcano-py webhook`, which serves every path they name), controllers and scheduler."""
     side = Side("volcano-py")
     exe = shutil.which("volcano-py", path=str(REPO / ".venv" / "bin")) or "volcano-py"
     kc = str(cp.kubeconfig)
+    hooks = [d for d in docs or [] if d["kind"] in WEBHOOK_KINDS]
+    if hooks:
+        webhook_port, hz = free_port(), free_port()
+        crt, key = cp.serving_ca.issue("volcano-py-admission", "127.0.0.1", sans=("IP:127.0.0.1", "DNS:localhost"),
+                                       client=False)
+        side.procs["volcano-py-webhook"] = _Proc(
+            "volcano-py-webhook",
+            [exe, "webhook", f"--kubeconfig={kc}", f"--enabled-admission={ENABLED_ADMISSIONS}",
+             f"--tls-cert-file={crt}", f"--tls-private-key-file={key}", "--listen-address=127.0.0.1",
+             f"--port={webhook_port}", "--enable-healthz", f"--healthz-address=127.0.0.1:{hz}"],
+            cp.logs / "volcano-py-webhook.log",
+        )
+        wait_healthy(cp, side, "volcano-py webhook", f"http://127.0.0.1:{hz}/healthz")
+        ca_bundle = _b64_file(cp.serving_ca.crt)
+        apply_docs(cp, [webhooks_on_loopback(d, webhook_port, ca_bundle) for d in hooks], work, "webhooks")
     port = free_port()
     side.procs["volcano-py-controllers"] = _Proc(
         "volcano-py-controllers",
@@ -540,13 +558,13 @@ def run_suite(side_name: str, suite: str, build: VolcanoBuild, helm: str, focus:
         work = cp.dir / "conformance"
         work.mkdir()
         # The scheduler ConfigMap exactly as the chart renders it (with the CI conf), on both sides.
-        docs = render_chart(build, helm, work, admission=side_name == "volcano")
+        docs = render_chart(build, helm, work, admission=True)  # both sides serve the chart's webhooks
         apply_docs(cp, [_configmap(docs, SCHEDULER_CONFIGMAP)], work, "scheduler-configmap")
         volume = ConfigMapVolume(api, VOLCANO_NS, SCHEDULER_CONFIGMAP, conf_dir)
         volume.write(_configmap(docs, SCHEDULER_CONFIGMAP)["data"])
         volume.start()
         side = (start_volcano(cp, build, docs, work, conf_dir) if side_name == "volcano"
-                else start_volcano_py(cp, work, conf_dir))
+                else start_volcano_py(cp, work, conf_dir, docs))
         log(f"{side_name}/{suite}: {', '.join(side.procs)} up; running {Path(argv[0]).name}")
         env = dict(
             os.environ,

@@ -338,13 +338,13 @@ def start_side(side: str, cp, build, work: Path, conf_dir: Path, period: float |
     command line plus ``--schedule-period`` when a period is asked for, so the gate can restart it."""
     import harness
 
+    docs = harness.render_chart(build, str(REPO / ".bin" / "helm"), work, admission=True)
     if side == "volcano":
-        docs = harness.render_chart(build, str(REPO / ".bin" / "helm"), work, admission=True)
         s = harness.start_volcano(cp, build, docs, work, conf_dir)
         name, health = "vc-scheduler", "--healthz-address="
         flag = f"--schedule-period={int(period * 1000)}ms" if period else None
     else:
-        s = harness.start_volcano_py(cp, work, conf_dir)
+        s = harness.start_volcano_py(cp, work, conf_dir, docs)
         name, health = "volcano-py-scheduler", "--listen-address="
         flag = f"--schedule-period={period}" if period else None
     argv = s.procs[name].argv + ([flag] if flag else [])

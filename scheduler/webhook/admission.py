@@ -1,0 +1,147 @@
+"""Layer `webhook`: the admission decisions of `volcano-py webhook`, as pure functions over AdmissionReviews.
+
+The checks a CRD schema cannot make, because they need another object, are made here as Volcano's validating
+webhook makes them at `/jobs/validate` (pkg/webhooks/admission/jobs/validate/admit_job.go):
+- on create, every rule of `scheduler.jobs.validate.validate_job`, and the Job's queue must exist, be Open,
+  not be `root` and have no child queues (jobs go to leaf queues only);
+- on update, only `minAvailable`, `priorityClassName` and each task's `replicas` and `minAvailable` may change,
+  tasks may not be added or removed, and the changed numbers must still be consistent.
+One deliberate difference: Volcano refuses a queue whose `status.state` is not yet `Open`, which a queue created
+a moment ago has not reached until its controller writes it; volcano-py refuses only `Closed` and `Closing`
+queues, so `kubectl apply` of a queue and its Jobs in one file works (CONFORMANCE.md, deliberate differences).
+
+Every answer names the field: `spec.queue: ...`, as the controllers' own validation does.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.jobs.validate import validate_job
+
+Obj = Mapping[str, Any]
+
+ROOT_QUEUE = "root"
+DEFAULT_QUEUE = "default"
+REFUSED_QUEUE_STATES = frozenset({"Closed", "Closing"})
+# Fields of a Job's spec an update may change (admit_job.go validateJobUpdate); per task, these two.
+MUTABLE_JOB_FIELDS = ("minAvailable", "priorityClassName")
+MUTABLE_TASK_FIELDS = ("replicas", "minAvailable")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """An admission answer: allowed, or refused with one message per problem (each starting with its field)."""
+
+    allowed: bool
+    problems: tuple[str, ...] = ()
+
+    @property
+    def message(self) -> str:
+        return "; ".join(self.problems)
+
+
+ALLOW = Decision(True)
+
+
+def refuse(problems: Sequence[str]) -> Decision:
+    return Decision(False, tuple(problems)) if problems else ALLOW
+
+
+@dataclass(frozen=True, slots=True)
+class Queues:
+    """What the job checks read about queues: one queue by name, and the names of a queue's children."""
+
+    get: Callable[[str], Obj | None]
+    children: Callable[[str], Sequence[str]]
+
+
+def admit_job(operation: str, job: Obj, old: Obj | None, queues: Queues) -> Decision:
+    if operation == "CREATE":
+        return refuse([*validate_job(job), *queue_problems(job, queues)])
+    if operation == "UPDATE" and old is not None:
+        return refuse(update_problems(old, job))
+    return ALLOW  # DELETE and CONNECT are not registered; answering them is harmless
+
+
+def queue_problems(job: Obj, queues: Queues) -> list[str]:
+    name = str((job.get("spec") or {}).get("queue") or DEFAULT_QUEUE)
+    if name == ROOT_QUEUE:
+        return [f"spec.queue: jobs cannot be submitted to the {ROOT_QUEUE!r} queue, only to a leaf queue"]
+    queue = queues.get(name)
+    if queue is None:
+        return [f"spec.queue: queue {name!r} does not exist"]
+    state = str((queue.get("status") or {}).get("state") or "")
+    if state in REFUSED_QUEUE_STATES:
+        return [f"spec.queue: queue {name!r} is {state}; jobs can be submitted only to an Open queue"]
+    children = list(queues.children(name))
+    if children:
+        return [f"spec.queue: queue {name!r} is not a leaf queue (its children: {', '.join(sorted(children))}); "
+                "jobs can be submitted only to leaf queues"]
+    return []
+
+
+def update_problems(old: Obj, new: Obj) -> list[str]:
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    old_tasks, new_tasks = list(old_spec.get("tasks") or []), list(new_spec.get("tasks") or [])
+    if len(old_tasks) != len(new_tasks):
+        return [f"spec.tasks: an update may not add or remove tasks ({len(old_tasks)} before, {len(new_tasks)} now)"]
+    problems = [p for p in validate_job(new) if _numbers_rule(p)]
+    # Everything else must be as it was: copy what may change from the new spec onto the old one and compare.
+    expected = copy.deepcopy(dict(old_spec))
+    for key in MUTABLE_JOB_FIELDS:
+        _copy_field(new_spec, expected, key)
+    expected["tasks"] = []
+    for old_task, new_task in zip(old_tasks, new_tasks, strict=True):
+        task = copy.deepcopy(dict(old_task))
+        for key in MUTABLE_TASK_FIELDS:
+            _copy_field(new_task, task, key)
+        expected["tasks"].append(task)
+    if not _same_ignoring_claim_names(expected, new_spec):
+        changed = sorted(k for k in {*expected, *new_spec} if expected.get(k) != new_spec.get(k))
+        problems.append(f"spec.{changed[0] if changed else ''}: an update may change only spec.minAvailable, "
+                        "spec.priorityClassName and spec.tasks[*].replicas and minAvailable")
+    return problems
+
+
+def _numbers_rule(problem: str) -> bool:
+    """The rules an update is held to: replicas and minimums (admit_job.go validateJobUpdate)."""
+    field = problem.split(":", 1)[0]
+    return field.endswith((".replicas", ".minAvailable")) or field == "spec.minAvailable"
+
+
+def _copy_field(source: Obj, target: dict[str, Any], key: str) -> None:
+    if key in source:
+        target[key] = copy.deepcopy(source[key])
+    else:
+        target.pop(key, None)
+
+
+def _same_ignoring_claim_names(a: Obj, b: Obj) -> bool:
+    """Equal specs, except the controller may fill `volumes[*].volumeClaimName` for a generated claim."""
+
+    def strip(spec: Obj) -> dict[str, Any]:
+        out = dict(spec)
+        out["volumes"] = [{k: v for k, v in vol.items() if not (k == "volumeClaimName" and vol.get("volumeClaim"))}
+                          for vol in spec.get("volumes") or []]
+        return out
+
+    return strip(a) == strip(b)
+
+
+# ---- AdmissionReview (admission.k8s.io/v1) -------------------------------------------------------------
+def response(review: Obj, decision: Decision) -> dict[str, Any]:
+    """The AdmissionReview to send back for `review`'s request."""
+    answer: dict[str, Any] = {"uid": (review.get("request") or {}).get("uid", ""), "allowed": decision.allowed}
+    if not decision.allowed:
+        answer["status"] = {"code": 400, "reason": "BadRequest", "message": decision.message}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": answer}
+
+
+def review_job(review: Obj, queues: Queues) -> dict[str, Any]:
+    request = review.get("request") or {}
+    job = request.get("object") or {}
+    return response(review, admit_job(str(request.get("operation", "")), job, request.get("oldObject"), queues))
