@@ -241,7 +241,8 @@ def cmd_webhook(opts: WebhookOptions) -> int:
                         "over HTTPS only")
     api = _api_client(opts)
     try:
-        routes = handlers(kube_queues(Kube(api)), opts.enabled_admission)
+        routes = handlers(kube_queues(Kube(api)), opts.enabled_admission,
+                          (opts.scheduler_names or ("volcano-py",))[0])
     except ValueError as exc:
         raise FlagError(str(exc)) from None
     try:

@@ -407,7 +407,9 @@ WEBHOOK = FlagSet("webhook", (
          default=":11251"),
     Flag("log-level", Kind.STRING, "info or debug", dest="log_level", choices=("info", "debug")),
     Flag("version", Kind.BOOL, "print the version and exit", dest="version", default=False),
-    Flag("scheduler-name", Kind.STRINGS, no_effect="the Job controller gives Jobs their scheduler name"),
+    Flag("scheduler-name", Kind.STRINGS, "/jobs/mutate gives a Job that names no scheduler the first of these",
+         dest="scheduler_names", default=("volcano-py",)),
+    Flag("feature-gates", Kind.STRING, no_effect="volcano-py has no feature gates"),
     Flag("ca-cert-file", Kind.STRING, no_effect=_CHART_INSTALLS),
     Flag("webhook-namespace", Kind.STRING, no_effect=_CHART_INSTALLS),
     Flag("webhook-service-name", Kind.STRING, no_effect=_CHART_INSTALLS),
@@ -558,6 +560,7 @@ class WebhookOptions:
     listen_address: str
     port: int
     enabled_admission: tuple[str, ...]
+    scheduler_names: tuple[str, ...]
     enable_healthz: bool
     healthz_address: str
     log_level: str | None

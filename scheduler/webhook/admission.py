@@ -15,11 +15,14 @@ Every answer names the field: `spec.queue: ...`, as the controllers' own validat
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.jobs.expand import normalize_job
 from scheduler.jobs.validate import validate_job
 
 Obj = Mapping[str, Any]
@@ -139,6 +142,39 @@ def response(review: Obj, decision: Decision) -> dict[str, Any]:
     if not decision.allowed:
         answer["status"] = {"code": 400, "reason": "BadRequest", "message": decision.message}
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": answer}
+
+
+def default_patch(job: Obj, scheduler_name: str) -> list[dict[str, Any]]:
+    """The JSON Patch of Volcano's `/jobs/mutate` on CREATE (mutate_job.go `createPatch`): queue, scheduler name
+    (the webhook's first --scheduler-name), maxRetry, task names, minimums and retries, the job's minAvailable and
+    the plugins the framework plugins need, computed by the same `normalize_job` the controllers and the simulator
+    use (docs/volcano-defaults.md). One op per top-level field of `spec` that changes."""
+    spec = job.get("spec") or {}
+    named = dict(job, spec=dict(spec, schedulerName=spec.get("schedulerName") or scheduler_name))
+    wanted = normalize_job(named)["spec"]
+    if not isinstance(job.get("spec"), Mapping):
+        return [{"op": "add", "path": "/spec", "value": wanted}]
+    return [{"op": "replace" if key in spec else "add", "path": f"/spec/{_pointer(key)}", "value": value}
+            for key, value in wanted.items() if spec.get(key, _MISSING) != value]
+
+
+_MISSING = object()
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")  # RFC 6901
+
+
+def review_job_defaults(review: Obj, scheduler_name: str) -> dict[str, Any]:
+    """`/jobs/mutate`: on CREATE, allowed with the defaults as a JSON Patch; anything else allowed unchanged."""
+    request = review.get("request") or {}
+    answer = response(review, ALLOW)
+    if request.get("operation") == "CREATE":
+        patch = default_patch(request.get("object") or {}, scheduler_name)
+        if patch:
+            answer["response"]["patchType"] = "JSONPatch"
+            answer["response"]["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    return answer
 
 
 def review_job(review: Obj, queues: Queues) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """Layer `webhook`: `volcano-py webhook`, the HTTPS server the apiserver calls for admission.
 
 It serves the paths of Volcano's vc-webhook-manager, so the webhook configurations of Volcano's chart work
-unchanged when it stands in for it. `/jobs/validate` makes the checks of `scheduler.webhook.admission`; every
-other path Volcano serves is answered "allowed" (volcano-py applies those defaults and rules through its CRDs
-and controllers, docs/volcano-defaults.md), so a configuration that names it never blocks a request. An
+unchanged when it stands in for it. `/jobs/validate` makes the checks of `scheduler.webhook.admission` and
+`/jobs/mutate` writes Volcano's Job defaults; every other path Volcano serves is answered "allowed" (volcano-py
+applies those rules through its CRDs and controllers, docs/volcano-defaults.md), so a configuration that names
+it never blocks a request. An
 unknown path is a 404. A request the server cannot decode is refused with the reason, never allowed blindly.
 """
 
@@ -20,7 +21,8 @@ from typing import Any
 from urllib.parse import quote
 
 from scheduler.cache.kube import Kube, KubeError
-from scheduler.webhook.admission import Decision, Queues, response, review_job
+from scheduler.jobs.keys import DEFAULT_SCHEDULER
+from scheduler.webhook.admission import Decision, Queues, response, review_job, review_job_defaults
 
 log = logging.getLogger("volcano_py.webhook")
 
@@ -52,12 +54,15 @@ def allow_all(review: Mapping[str, Any]) -> dict[str, Any]:
     return response(review, Decision(True))
 
 
-def handlers(queues: Queues, enabled: Iterable[str]) -> dict[str, Handler]:
-    """The handler of each enabled path: ours for /jobs/validate, "allowed" for Volcano's other paths."""
+def handlers(queues: Queues, enabled: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER) -> dict[str, Handler]:
+    """The handler of each enabled path: ours for /jobs/validate and /jobs/mutate, "allowed" for Volcano's other
+    paths."""
     out: dict[str, Handler] = {}
     for path in enabled:
         if path == "/jobs/validate":
             out[path] = lambda review: review_job(review, queues)
+        elif path == "/jobs/mutate":
+            out[path] = lambda review: review_job_defaults(review, scheduler_name)
         elif path in VOLCANO_PATHS:
             out[path] = allow_all
         else:

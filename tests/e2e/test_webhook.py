@@ -38,32 +38,38 @@ def webhook(control_plane, kubeconfig, api_client, namespace, tmp_path: Path) ->
             [sys.executable, "-m", "scheduler.cli", "webhook", "--kubeconfig", str(kubeconfig),
              f"--tls-cert-file={control_plane.serving_crt}", f"--tls-private-key-file={control_plane.serving_key}",
              "--listen-address=127.0.0.1", f"--port={port}", "--enable-healthz",
-             f"--healthz-address=127.0.0.1:{health}", "--enabled-admission=/jobs/validate,/jobs/mutate"],
+             f"--healthz-address=127.0.0.1:{health}", "--enabled-admission=/jobs/validate,/jobs/mutate",
+             "--scheduler-name=volcano"],
             stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
     admission = client.AdmissionregistrationV1Api(api_client)
-    name = f"validatejob-{uuid.uuid4().hex[:6]}"
+    name = f"volcano-py-job-{uuid.uuid4().hex[:6]}"
+    ca_bundle = base64.b64encode(control_plane.serving_ca.crt.read_bytes()).decode()
+
+    def hook(kind: str, operations: list[str]) -> dict:
+        return {
+            "name": f"{kind}job.volcano.sh",
+            "clientConfig": {"url": f"https://127.0.0.1:{port}/jobs/{kind}", "caBundle": ca_bundle},
+            "rules": [{"operations": operations, "apiGroups": [BATCH], "apiVersions": ["v1alpha1"],
+                       "resources": ["jobs"]}],
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 10,
+        }
+
     try:
         wait_for(lambda: proc.poll() is None and _healthy(f"http://127.0.0.1:{health}/healthz"), TIMEOUT,
                  what="the webhook's /healthz")
-        admission.create_validating_webhook_configuration({
-            "metadata": {"name": name},
-            "webhooks": [{
-                "name": "validatejob.volcano.sh",
-                "clientConfig": {"url": f"https://127.0.0.1:{port}/jobs/validate",
-                                 "caBundle": base64.b64encode(control_plane.serving_ca.crt.read_bytes()).decode()},
-                "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [BATCH], "apiVersions": ["v1alpha1"],
-                           "resources": ["jobs"]}],
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"],
-                "timeoutSeconds": 10,
-            }],
-        })
+        admission.create_mutating_webhook_configuration({"metadata": {"name": name},
+                                                          "webhooks": [hook("mutate", ["CREATE"])]})
+        admission.create_validating_webhook_configuration({"metadata": {"name": name},
+                                                            "webhooks": [hook("validate", ["CREATE", "UPDATE"])]})
         yield
     finally:
-        try:
-            admission.delete_validating_webhook_configuration(name)
-        except client.ApiException:
-            pass
+        for delete in (admission.delete_validating_webhook_configuration,
+                       admission.delete_mutating_webhook_configuration):
+            try:
+                delete(name)
+            except client.ApiException:
+                pass
         proc.terminate()
         assert proc.wait(TIMEOUT) == 0, log.read_text(errors="replace")
 
@@ -120,3 +126,31 @@ def test_the_apiserver_refuses_jobs_the_webhook_refuses(webhook, custom, namespa
     finally:
         for queue in (closed, open_):
             custom.delete_cluster_custom_object(SCHEDULING, "v1beta1", "queues", queue)
+
+
+def test_the_apiserver_writes_volcanos_job_defaults_from_the_webhook(webhook, custom, namespace) -> None:
+    """Volcano's "Job mutate check" (test/e2e/jobp/admission.go): unnamed tasks become default0, default1; the
+    Job gets the webhook's --scheduler-name and the default queue."""
+    body = job("unnamed", "default", replicas=1)
+    del body["spec"]["schedulerName"], body["spec"]["queue"], body["spec"]["minAvailable"]
+    body["spec"]["tasks"].append(json.loads(json.dumps(body["spec"]["tasks"][0])))
+    for task in body["spec"]["tasks"]:
+        del task["name"]
+    names = iter(range(10_000))
+
+    def created_with_defaults() -> dict | None:
+        made = custom.create_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs",
+                                                      dict(body, metadata={"name": f"unnamed-{next(names)}"}))
+        return made if made["spec"].get("schedulerName") else None
+
+    try:  # the validating hook wants the default queue to exist (a scheduler creates it; none may have run yet)
+        custom.create_cluster_custom_object(SCHEDULING, "v1beta1", "queues", {
+            "apiVersion": f"{SCHEDULING}/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+            "spec": {"weight": 1}})
+    except client.ApiException as exc:
+        if exc.status != 409:
+            raise
+    made = wait_for(created_with_defaults, TIMEOUT, what="the apiserver calling the mutating webhook")
+    spec = made["spec"]
+    assert (spec["schedulerName"], spec["queue"], spec["minAvailable"]) == ("volcano", "default", 2)
+    assert [(t["name"], t["minAvailable"]) for t in spec["tasks"]] == [("default0", 1), ("default1", 1)]

@@ -3,6 +3,7 @@ admit_job.go), field by field, and the HTTPS server answers the apiserver's Admi
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import ssl
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.webhook.admission import Queues, admit_job, review_job
+from scheduler.webhook.admission import Queues, admit_job, default_patch, review_job, review_job_defaults
 from scheduler.webhook.server import VOLCANO_PATHS, WebhookServer, handlers
 
 QUEUES = {
@@ -158,3 +159,45 @@ def test_the_server_answers_reviews_over_https(tmp_path: Path) -> None:
         assert _post(f"{base}/jobs/validate", b"not json", crt)[0] == 400
     finally:
         server.stop()
+
+
+# ---- /jobs/mutate: Volcano's defaults as a JSON Patch ----------------------------------------------------
+def apply(job: dict, patch: list[dict]) -> dict:
+    """The patch's ops, which are all add/replace of /spec or one of its top-level fields."""
+    out = copy.deepcopy(job)
+    for op in patch:
+        assert op["op"] in ("add", "replace")
+        parts = op["path"].split("/")[1:]
+        if parts == ["spec"]:
+            out["spec"] = op["value"]
+        else:
+            assert parts[0] == "spec" and len(parts) == 2
+            out["spec"][parts[1]] = op["value"]
+    return out
+
+
+def test_mutate_writes_volcanos_defaults_as_in_its_job_mutate_check_spec() -> None:
+    """test/e2e/jobp/admission.go "Job mutate check": two unnamed tasks, no queue, no scheduler."""
+    new = job(None, replicas=1, minimum=1)
+    new["spec"]["tasks"].append(copy.deepcopy(new["spec"]["tasks"][0]))
+    for task in new["spec"]["tasks"]:
+        del task["name"]
+    review = {"request": {"uid": "u-3", "operation": "CREATE", "object": new}}
+    answer = review_job_defaults(review, "volcano")["response"]
+    assert (answer["allowed"], answer["patchType"]) == (True, "JSONPatch")
+    spec = apply(new, json.loads(base64.b64decode(answer["patch"])))["spec"]
+    assert (spec["queue"], spec["schedulerName"], spec["maxRetry"]) == ("default", "volcano", 3)
+    assert spec["minAvailable"] == 1
+    assert [(t["name"], t["minAvailable"], t["maxRetry"]) for t in spec["tasks"]] == [("default0", 1, 3),
+                                                                                      ("default1", 1, 3)]
+
+
+def test_mutate_keeps_what_the_user_wrote_and_sends_no_patch_when_nothing_changes() -> None:
+    new = job("open", replicas=2, minimum=1)
+    new["spec"] |= {"schedulerName": "volcano-py", "maxRetry": 5}
+    new["spec"]["tasks"][0] |= {"minAvailable": 1, "maxRetry": 2}
+    assert default_patch(new, "volcano") == []
+    review = {"request": {"uid": "u-4", "operation": "CREATE", "object": new}}
+    assert "patch" not in review_job_defaults(review, "volcano")["response"]
+    del new["spec"]["maxRetry"]
+    assert default_patch(new, "volcano") == [{"op": "add", "path": "/spec/maxRetry", "value": 3}]

@@ -394,6 +394,7 @@ def start_volcano_py(cp: ControlPlane, work: Path, conf_dir: Path, docs: list[di
         side.procs["volcano-py-webhook"] = _Proc(
             "volcano-py-webhook",
             [exe, "webhook", f"--kubeconfig={kc}", f"--enabled-admission={ENABLED_ADMISSIONS}",
+             "--scheduler-name=volcano",
              f"--tls-cert-file={crt}", f"--tls-private-key-file={key}", "--listen-address=127.0.0.1",
              f"--port={webhook_port}", "--enable-healthz", f"--healthz-address=127.0.0.1:{hz}"],
             cp.logs / "volcano-py-webhook.log",
