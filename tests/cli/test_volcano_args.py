@@ -1,4 +1,4 @@
-"""The exact container args of Volcano's Helm chart start volcano-py's scheduler and controllers, and each honoured
+"""The exact container args of Volcano's Helm chart start volcano-py's scheduler, controllers and webhook, and each honoured
 flag lands on the option it should (the args: tests/cli/data/volcano-chart-args.yaml)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.flags import parse_controllers, parse_scheduler
+from scheduler.flags import parse_controllers, parse_scheduler, parse_webhook
 
 RENDERS: list[dict[str, Any]] = yaml.safe_load(
     (Path(__file__).parent / "data" / "volcano-chart-args.yaml").read_text())["renders"]
@@ -69,3 +69,19 @@ def test_volcanos_controller_manager_args(case: Expect) -> None:
     opts = parse_controllers(_render(case.render)["controllers"])
     assert {key: getattr(opts, key) for key in case.controllers} == case.controllers
     assert tuple(i.arg for i in opts.ignored) == case.controllers_ignored
+
+
+@pytest.mark.parametrize("render", RENDERS, ids=lambda r: r["name"])
+def test_volcanos_webhook_manager_args(render: dict[str, Any]) -> None:
+    """vc-admission's args: the paths it enables are served, TLS from its mounted files, its health port; the
+    self-registration flags are accepted with a warning each (the chart installs the configurations)."""
+    opts = parse_webhook(render["admission"])
+    assert (opts.tls_cert_file, opts.tls_private_key_file, opts.port, opts.enable_healthz, opts.healthz_address) == (
+        "/admission.local.config/certificates/tls.crt", "/admission.local.config/certificates/tls.key", 8443, True,
+        ":11251")
+    assert opts.enabled_admission == ("/jobs/mutate", "/jobs/validate", "/podgroups/validate", "/queues/mutate",
+                                      "/queues/validate", "/hypernodes/validate", "/cronjobs/validate")
+    scheduler_name = [a.split("=", 1)[1] for a in render["admission"] if a.startswith("--scheduler-name=")]
+    assert opts.scheduler_names == (tuple(scheduler_name) or ("volcano-py",))
+    assert tuple(i.arg for i in opts.ignored) == ("ca-cert-file", "admission-conf", "webhook-namespace",
+                                                  "webhook-service-name", "2>&1")

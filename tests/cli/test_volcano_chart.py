@@ -30,11 +30,12 @@ def container_args(sets: list[str]) -> dict[str, list[str]]:
     return {doc["metadata"]["name"]: doc["spec"]["template"]["spec"]["containers"][0]["args"]
             for doc in yaml.safe_load_all(rendered)
             if doc and doc.get("kind") == "Deployment"
-            and doc["metadata"]["name"] in ("vc-scheduler", "vc-controllers")}
+            and doc["metadata"]["name"] in ("vc-scheduler", "vc-controllers", "vc-admission")}
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("render", RENDERS, ids=lambda r: r["name"])
 def test_the_committed_args_are_the_charts(render: dict[str, Any]) -> None:
     args = container_args(render["set"])
-    assert (args["vc-scheduler"], args["vc-controllers"]) == (render["scheduler"], render["controllers"])
+    assert (args["vc-scheduler"], args["vc-controllers"], args["vc-admission"]) == (
+        render["scheduler"], render["controllers"], render["admission"])
