@@ -1,5 +1,5 @@
-"""The exact container args of Volcano's Helm chart start volcano-py's scheduler, controllers and webhook, and each honoured
-flag lands on the option it should (the args: tests/cli/data/volcano-chart-args.yaml)."""
+"""The exact container args of Volcano's Helm chart start volcano-py's scheduler, controllers and webhook, and each
+honoured flag lands on the option it should (the args: tests/cli/data/volcano-chart-args.yaml)."""
 
 from __future__ import annotations
 
