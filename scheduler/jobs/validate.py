@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.api.resources import QuantityError, parse_quantity
 from scheduler.jobs import keys
 from scheduler.jobs.bus import POLICY_ACTIONS, POLICY_EVENTS, Event
 from scheduler.jobs.expand import depends_on, first_wave
@@ -72,10 +73,38 @@ def _task(job: Mapping[str, Any], task: Mapping[str, Any], index: int) -> list[s
         errors.append(f"{path}.minAvailable: {minimum} must be <= replicas {replicas}")
     if minimum is not None and int(minimum) < 0:
         errors.append(f"{path}.minAvailable: {minimum} must be >= 0")
-    if not (task.get("template") or {}).get("spec", {}).get("containers"):
+    pod_spec = (task.get("template") or {}).get("spec") or {}
+    if not pod_spec.get("containers"):
         errors.append(f"{path}.template.spec.containers: at least one container is required")
+    errors += _container_resources(pod_spec, f"{path}.template.spec")
     errors += _pod_name_length(job, task, index, replicas)
     errors += validate_policies(task.get("policies") or [], f"{path}.policies")
+    return errors
+
+
+def _container_resources(pod_spec: Mapping[str, Any], path: str) -> list[str]:
+    """Requests and limits are quantities, not negative, and a request is not above its limit: Kubernetes'
+    pod validation, which Volcano's webhook runs on each task's template (admit_job.go validateTaskTemplate)."""
+    errors = []
+    for kind in ("initContainers", "containers"):
+        for c, container in enumerate(pod_spec.get(kind) or []):
+            resources = container.get("resources") or {}
+            amounts: dict[str, dict[str, Any]] = {}
+            for part in ("requests", "limits"):
+                for name, value in (resources.get(part) or {}).items():
+                    where = f"{path}.{kind}[{c}].resources.{part}.{name}"
+                    try:
+                        amount = parse_quantity(value, field=where)
+                    except QuantityError as exc:
+                        errors.append(str(exc))
+                        continue
+                    if amount < 0:
+                        errors.append(f"{where}: {value} must be greater than or equal to 0")
+                    amounts.setdefault(name, {})[part] = amount
+            for name, both in amounts.items():
+                if "limits" in both and "requests" in both and both["requests"] > both["limits"]:
+                    errors.append(f"{path}.{kind}[{c}].resources.requests.{name}: {both['requests']} must be less "
+                                  f"than or equal to the {name} limit {both['limits']}")
     return errors
 
 

@@ -69,6 +69,19 @@ CASES = [
     Case("a dependsOn cycle is rejected",
          job(tasks=[task("a", 1, dependsOn={"name": ["b"]}), task("b", 1, dependsOn={"name": ["a"]})]),
          "spec.tasks: dependsOn must form a directed acyclic graph"),
+    # Volcano's jobp specs "Invalid CPU unit" / "Invalid memory unit": Kubernetes' pod validation refuses them.
+    Case("a negative cpu request is rejected",
+         job(tasks=[dict(task("a", 1), template={"spec": {"containers": [
+             {"name": "c", "resources": {"requests": {"cpu": "-1"}}}]}})]),
+         "spec.tasks[0].template.spec.containers[0].resources.requests.cpu: -1 must be greater than or equal to 0"),
+    Case("a memory limit that is not a quantity is rejected",
+         job(tasks=[dict(task("a", 1), template={"spec": {"containers": [
+             {"name": "c", "resources": {"limits": {"memory": "1x"}}}]}})]),
+         "spec.tasks[0].template.spec.containers[0].resources.limits.memory: '1x' is not a Kubernetes quantity"),
+    Case("a request above its limit is rejected",
+         job(tasks=[dict(task("a", 1), template={"spec": {"containers": [
+             {"name": "c", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]}})]),
+         "spec.tasks[0].template.spec.containers[0].resources.requests.cpu: 2 must be less than or equal"),
     Case("a volume needs a mountPath", job(volumes=[{"volumeClaimName": "x"}]), "spec.volumes[0].mountPath: required"),
 ]
 
