@@ -1,4 +1,4 @@
-"""Layer `cache`: the partly-bound-gang timeout, as a pure function the runner calls after every cycle.
+"""Layer `adapter`: the partly-bound-gang timeout, a policy the scheduler loop and the simulator run after every cycle.
 
 A gang is *partly bound* when some of its pods are bound (or running) but fewer than `minMember` are, while
 others still wait: a scheduler crashed between the binds of one gang, a bind failed, or a pod of a running
@@ -13,16 +13,18 @@ pods only wastes their resources, so the gang is given up:
 
 "Became partly bound" is read from the objects, not from this process's memory, so a restarted scheduler
 keeps the clock: the latest bind among the gang's bound pods (their `PodScheduled` transition) or the latest
-creation among its waiting pods (a replacement pod), whichever is later.
+creation among its waiting pods (a replacement pod), whichever is later. The simulator answers the same
+questions (`GangFacts`) from its objects and its simulated clock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from scheduler.api.job import Condition, JobInfo
-from scheduler.api.snapshot import CycleResult, Event, Eviction, PodGroupStatus
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, Eviction, PodGroupStatus
 from scheduler.api.status import PodGroupPhase, TaskStatus
 
 REASON = "PartialGangTimeout"
@@ -30,6 +32,17 @@ REASON = "PartialGangTimeout"
 # from the end of the second, so a gang is never given up early.
 TIMESTAMP_RESOLUTION = 1.0
 HOLDING = (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+DEFAULT_TIMEOUT = 60.0  # seconds; the scheduler's --partial-gang-timeout default
+
+
+class GangFacts(Protocol):
+    """What the policy asks the cluster adapter about a gang's pods and PodGroup."""
+
+    def bound_at(self, pod_key: str) -> float | None: ...
+
+    def controller_owned(self, pod_key: str) -> bool: ...
+
+    def has_podgroup(self, key: str) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,3 +133,18 @@ def give_up(
         else:
             result.podgroups[index] = status
         result.events.append(Event("PodGroup", gang.job, "Warning", REASON, message))
+
+
+@dataclass(frozen=True, slots=True)
+class PartialGangPolicy:
+    """Give up gangs partly bound for longer than `timeout` seconds, after a cycle and before it is applied."""
+
+    timeout: float = DEFAULT_TIMEOUT
+
+    def apply(self, snapshot: ClusterSnapshot, result: CycleResult, facts: GangFacts) -> list[PartialGang]:
+        """Add the give-ups to `result`; returns the gangs given up (the caller may log them)."""
+        completed = {g.job for g in result.binds}
+        overdue = overdue_partial_gangs(snapshot.jobs.values(), completed, snapshot.now, self.timeout, facts.bound_at)
+        if overdue:
+            give_up(result, overdue, snapshot.jobs, facts.controller_owned, facts.has_podgroup, self.timeout)
+        return overdue
