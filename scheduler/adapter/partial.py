@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from scheduler.api.job import Condition, JobInfo
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, Eviction, PodGroupStatus
 from scheduler.api.status import PodGroupPhase, TaskStatus
+from scheduler.api.timestamps import parse_time
 
 REASON = "PartialGangTimeout"
 # Kubernetes timestamps are whole seconds, truncated: an event stamped 10:00:00 happened before 10:00:01. Count
@@ -43,6 +44,22 @@ class GangFacts(Protocol):
     def controller_owned(self, pod_key: str) -> bool: ...
 
     def has_podgroup(self, key: str) -> bool: ...
+
+
+def owned_by_controller(pod: Mapping[str, Any]) -> bool:
+    """The pod has an ownerReference with `controller: true` (a controller recreates it if evicted)."""
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    return any(isinstance(r, dict) and r.get("controller") is True for r in refs)
+
+
+def bound_since(pod: Mapping[str, Any]) -> float | None:
+    """When the pod was bound, as the pod says: its `PodScheduled=True` transition; None if it does not say."""
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "PodScheduled" and c.get("status") == "True":
+            at = parse_time(c.get("lastTransitionTime"))
+            if at:
+                return at
+    return None
 
 
 @dataclass(frozen=True, slots=True)

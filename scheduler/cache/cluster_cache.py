@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from scheduler.adapter.partial import bound_since, owned_by_controller
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.binder import Binder
@@ -28,7 +29,7 @@ from scheduler.cache.evictor import Evictor
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.parse import ParseCache
 from scheduler.cache.status_writer import StatusWriter
-from scheduler.cache.store import PG_API, Stores, Watched, parse_time
+from scheduler.cache.store import PG_API, Stores, Watched
 from scheduler.cache.watch import Watcher
 
 log = logging.getLogger("volcano_py.cache")
@@ -190,19 +191,16 @@ class ClusterCache:
         """The pod has an ownerReference with `controller: true` (a controller recreates it if evicted)."""
         with self.lock:
             pod = self.stores.pods.objects.get(pod_key) or {}
-        refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
-        return any(isinstance(r, dict) and r.get("controller") is True for r in refs)
+        return owned_by_controller(pod)
 
     def bound_at(self, pod_key: str) -> float | None:
         """When the pod was bound: its `PodScheduled=True` transition, or our own bind if not seen yet."""
         with self.lock:
             pod = self.stores.pods.objects.get(pod_key) or {}
             assumed = self.stores.assumed.get(pod_key)
-        for c in (pod.get("status") or {}).get("conditions") or ():
-            if c.get("type") == "PodScheduled" and c.get("status") == "True":
-                at = parse_time(c.get("lastTransitionTime"))
-                if at:
-                    return at
+        at = bound_since(pod)
+        if at is not None:
+            return at
         return assumed[1] if assumed else None
 
     def has_podgroup(self, key: str) -> bool:

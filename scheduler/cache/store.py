@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
+from scheduler.api.timestamps import parse_time, rfc3339
 from scheduler.cache.kube import Obj
+
+__all__ = ["ASSUME_TTL", "PG_API", "Stores", "Watched", "parse_time", "resource_version", "rfc3339", "trim"]
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
 ASSUME_TTL = 60.0  # seconds an assumed bind waits for the watch to confirm it
@@ -54,19 +56,6 @@ class Stores:
         for key, (_, when) in list(self.assumed.items()):
             if now - when > ASSUME_TTL or key not in self.pods.objects:
                 del self.assumed[key]
-
-
-def rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: object) -> float:
-    if not isinstance(value, str) or not value:
-        return 0.0
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
 
 
 def resource_version(obj: Obj) -> int:
