@@ -103,7 +103,10 @@ class InMemoryCluster:
             name = (manifest.get("metadata") or {}).get("name")
             if not name:
                 raise ValueError("HyperNode: metadata.name is required")
-            from_hypernodes([], [manifest])  # tier and members as the topology plugin reads them
+            try:
+                from_hypernodes([], [manifest])  # tier and members as the topology plugin reads them
+            except ValueError as exc:
+                raise ValueError(f"HyperNode {name!r} cannot be read: {exc}") from exc
             return str(name)
 
         name = _read("HyperNode", hypernode, validate)
