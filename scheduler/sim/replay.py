@@ -55,6 +55,8 @@ def build_cluster(spec: ClusterSpec, workload: Workload) -> InMemoryCluster:
         cluster.add_priority_class(name, value)
     for node in spec.nodes:
         cluster.add_node(node)
+    for hypernode in spec.hypernodes:
+        cluster.add_hypernode(hypernode)
     for queue in (*spec.queues, *workload.queues):
         cluster.add_queue(queue)
     if "default" not in cluster.queues:
