@@ -18,7 +18,7 @@ from scheduler.cache.store import Stores
 
 log = logging.getLogger("volcano_py.cache")
 
-Pending = list[tuple[GangBind, "Future[bool]"]]
+Pending = list[tuple[GangBind, Future[bool]]]
 
 
 class Binder:

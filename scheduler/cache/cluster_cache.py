@@ -34,8 +34,6 @@ from scheduler.cache.watch import Watcher
 
 log = logging.getLogger("volcano_py.cache")
 
-__all__ = ["ClusterCache", "Watched"]
-
 
 class ClusterCache:
     def __init__(

@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable, Iterable
 
 from scheduler.api.snapshot import Event
+from scheduler.api.timestamps import rfc3339
 from scheduler.cache.kube import Kube, Obj
-from scheduler.cache.store import Stores, rfc3339
+from scheduler.cache.store import Stores
 
 log = logging.getLogger("volcano_py.cache")
 

@@ -27,8 +27,8 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.pod import is_preemptable, role_of, status_of
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
+from scheduler.api.timestamps import parse_time
 from scheduler.cache.kube import Obj, dumps
-from scheduler.cache.store import parse_time
 
 log = logging.getLogger("volcano_py.cache")
 

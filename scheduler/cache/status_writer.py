@@ -17,8 +17,9 @@ from scheduler.api.convert import group_of, plain_group_of
 from scheduler.api.job import Condition
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult, PodGroupStatus
+from scheduler.api.timestamps import rfc3339
 from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError, Obj
-from scheduler.cache.store import PG_API, Stores, resource_version, rfc3339, trim
+from scheduler.cache.store import PG_API, Stores, resource_version, trim
 
 log = logging.getLogger("volcano_py.cache")
 

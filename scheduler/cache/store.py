@@ -9,10 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from scheduler.api.timestamps import parse_time, rfc3339
 from scheduler.cache.kube import Obj
-
-__all__ = ["ASSUME_TTL", "PG_API", "Stores", "Watched", "parse_time", "resource_version", "rfc3339", "trim"]
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
 ASSUME_TTL = 60.0  # seconds an assumed bind waits for the watch to confirm it
