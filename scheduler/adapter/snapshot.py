@@ -29,12 +29,9 @@ from scheduler.api.snapshot import ClusterSnapshot
 Obj = Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class PodRecord:
-    """A pod as the API serves it now, and as it was read once (`task_from_pod`, cloned, never changed here)."""
-
-    manifest: Obj
-    task: TaskInfo
+# A pod as the API serves it now, and its task as read once (`task_from_pod`): the builder clones the task and
+# never changes it. A plain pair: a snapshot builds 20,000 of them at 5,000 nodes.
+PodRecord = tuple[Obj, TaskInfo]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,40 +55,43 @@ class AdapterRules:
     scheduler_names: frozenset[str]
     default_queue: str = "default"
 
-    def ours(self, pod: Obj) -> bool:
-        return (pod.get("spec") or {}).get("schedulerName", "default-scheduler") in self.scheduler_names
-
 
 def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapshot:
     nodes = {node.name: node for node in inputs.nodes}
     jobs = {job.uid: job for job in inputs.podgroups}
+    ours, assumed, default_queue = rules.scheduler_names, inputs.assumed, rules.default_queue
     others: list[TaskInfo] = []
-    for record in inputs.pods:
-        task = current_task(record, inputs.assumed)
-        if not rules.ours(record.manifest):
+    for manifest, base in inputs.pods:
+        task = current_task(manifest, base, assumed)
+        if (manifest.get("spec") or {}).get("schedulerName", "default-scheduler") not in ours:
             others.append(task)
             continue
-        job = gang_of(record.manifest, task, jobs, rules.default_queue)
+        job = jobs.get(task.job) or gang_of(manifest, task, jobs, default_queue)
         if job is None:
             continue
         job.add_task(task)
-        _place(nodes, task)
+        node = nodes.get(task.node_name)
+        if node is not None:
+            node.add_task(task)
     for task in others:  # pods of other schedulers still use node resources
-        _place(nodes, task)
+        node = nodes.get(task.node_name)
+        if node is not None:
+            node.add_task(task)
     queues = {queue.name: queue for queue in inputs.queues}
     return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes))
 
 
-def current_task(record: PodRecord, assumed: Mapping[str, str]) -> TaskInfo:
+def current_task(manifest: Obj, base: TaskInfo, assumed: Mapping[str, str]) -> TaskInfo:
     """The pod's task with its status and node as they are now (or as our bind made them)."""
-    task = record.task.clone()
-    spec = record.manifest.get("spec") or {}
-    task.status = status_of(record.manifest)
+    task = base.clone()
+    spec = manifest.get("spec") or {}
+    task.status = status_of(manifest)
     task.node_name = str(spec.get("nodeName") or "")
-    node = assumed.get(task.uid)
-    if not task.node_name and node:
-        task.node_name = node
-        task.status = status_of({**record.manifest, "spec": {**spec, "nodeName": node}})
+    if not task.node_name and assumed:
+        node = assumed.get(task.uid)
+        if node:
+            task.node_name = node
+            task.status = status_of({**manifest, "spec": {**spec, "nodeName": node}})
     return task
 
 
@@ -112,9 +112,3 @@ def gang_of(pod: Obj, task: TaskInfo, jobs: dict[str, JobInfo], default_queue: s
         return None  # a gang member whose PodGroup is not there yet never runs alone
     job = jobs[task.job] = implicit_job(task, default_queue=default_queue)
     return job
-
-
-def _place(nodes: Mapping[str, NodeInfo], task: TaskInfo) -> None:
-    node = nodes.get(task.node_name)
-    if node is not None:
-        node.add_task(task)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from scheduler.adapter.snapshot import PodRecord
@@ -92,8 +92,12 @@ class ParseCache:
                 jobs.append(job)
         return jobs
 
-    def pods(self, objects: Iterable[Obj], pcs: dict[str, int]) -> list[PodRecord]:
-        return [PodRecord(obj, task) for obj in objects if (task := self.task(obj, pcs)) is not None]
+    def pods(self, objects: Iterable[Obj], pcs: dict[str, int]) -> Iterator[PodRecord]:
+        """Lazily, as the snapshot builder walks them: no list of 20,000 pairs in between."""
+        for obj in objects:
+            task = self.task(obj, pcs)
+            if task is not None:
+                yield obj, task
 
     def queues(self, objects: Iterable[Obj]) -> list[QueueInfo]:
         out = []

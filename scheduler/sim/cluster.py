@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
-from scheduler.adapter.snapshot import AdapterRules, PodRecord, SnapshotInputs, build_snapshot
+from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.convert import (
     group_of,
     job_from_podgroup,
@@ -183,7 +183,7 @@ class InMemoryCluster:
             nodes=[node.clone_empty() for node in self.nodes.values()],
             podgroups=podgroups,
             queues=[q.clone() for q in self.queues.values()],
-            pods=[PodRecord(pod.manifest, pod.task) for pod in self.pods.values()],
+            pods=[(pod.manifest, pod.task) for pod in self.pods.values()],
             now=self.now,
             hypernodes=tuple(self.hypernodes.values()),
         )
