@@ -62,6 +62,15 @@ class ClusterBuilder:
         self.sim.add_queue({"metadata": {"name": name}, "spec": spec, "status": {"state": state}})
         return self
 
+    def hypernode(self, name: str, tier: int, members: Sequence[str], *, kind: str = "Node") -> ClusterBuilder:
+        """A HyperNode whose members (nodes, or HyperNodes with kind="HyperNode") are named exactly."""
+        selected = [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members]
+        self.sim.add_hypernode({
+            "apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
+            "spec": {"tier": tier, "members": selected},
+        })
+        return self
+
     def priority_class(self, name: str, value: int) -> ClusterBuilder:
         self.sim.add_priority_class(name, value)
         return self

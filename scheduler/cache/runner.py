@@ -1,6 +1,6 @@
 """Layer `cache`: the scheduler's main loop on a real cluster.
 
-Every period: snapshot -> `run_cycle` -> give up partly bound gangs past their timeout (`partial.py`) ->
+Every period: snapshot -> `run_cycle` -> give up partly bound gangs past their timeout (`adapter.partial`) ->
 apply. The conf file is re-read when it changes; a bad file keeps the last good config (the built-in default
 at first start) and its error is logged once. `stop()` (SIGTERM in the CLI) lets the cycle in progress finish.
 
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scheduler import metrics
+from scheduler.adapter.partial import PartialGangPolicy
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.leader import LeaderElector
-from scheduler.cache.partial import give_up, overdue_partial_gangs
 from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, load_conf, run_cycle
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
@@ -89,7 +89,7 @@ class SchedulerLoop:
     ):
         self.cache = cache
         self.elector = elector
-        self.partial_gang_timeout = partial_gang_timeout
+        self.partial_gangs = PartialGangPolicy(partial_gang_timeout)
         self.conf = conf
         self.period = period
         self.default_queue = default_queue
@@ -126,17 +126,9 @@ class SchedulerLoop:
         return result
 
     def _give_up_partial_gangs(self, snapshot: ClusterSnapshot, result: CycleResult) -> None:
-        completed = {g.job for g in result.binds}
-        overdue = overdue_partial_gangs(
-            snapshot.jobs.values(), completed, snapshot.now, self.partial_gang_timeout, self.cache.bound_at
-        )
-        if not overdue:
-            return
-        for gang in overdue:
+        for gang in self.partial_gangs.apply(snapshot, result, self.cache):
             log.warning("gang %s partly bound (%d/%d) since %.0fs ago: giving it up", gang.job, gang.ready,
                         gang.min_available, snapshot.now - gang.since)
-        give_up(result, overdue, snapshot.jobs, self.cache.controller_owned, self.cache.has_podgroup,
-                self.partial_gang_timeout)
 
     def run(self, *, sync_timeout: float = 60.0) -> None:
         # The first lists build millions of small objects that all live on (the watch caches): the cyclic

@@ -1,8 +1,10 @@
 """Layer `sim`: an in-memory cluster behind the same interface as the Kubernetes cache.
 
-It holds pods, nodes, PodGroups and Queues as Kubernetes-shaped objects, gives the scheduler a fresh
-`ClusterSnapshot` each cycle and applies the `CycleResult` (binds, evictions, status). Unit tests and the
-simulator run the real scheduling code against it.
+It holds pods, nodes, PodGroups, Queues and HyperNodes as Kubernetes-shaped objects, gives the scheduler a fresh
+`ClusterSnapshot` each cycle (built by `adapter.snapshot.build_snapshot`, the function the Kubernetes cache
+calls, so both decide gang membership alike) and applies the `CycleResult` (binds, evictions, status). It answers
+the partial-gang policy's questions (`adapter.partial.GangFacts`) from its objects and its simulated clock. Unit
+tests and the simulator run the real scheduling code against it.
 """
 
 from __future__ import annotations
@@ -12,21 +14,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from scheduler.adapter.partial import bound_since, owned_by_controller
+from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.convert import (
     group_of,
-    implicit_job,
     job_from_podgroup,
     key_of,
     node_from_object,
     queue_from_object,
     task_from_pod,
 )
-from scheduler.api.job import Condition, JobInfo, TaskInfo
+from scheduler.api.job import Condition, TaskInfo
 from scheduler.api.node import NodeInfo
-from scheduler.api.pod import status_of
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event
+from scheduler.solver.topology import from_hypernodes
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -69,6 +72,7 @@ class InMemoryCluster:
     priority_classes: dict[str, int] = field(default_factory=dict)
     pods: dict[str, SimPod] = field(default_factory=dict)
     podgroups: dict[str, SimPodGroup] = field(default_factory=dict)
+    hypernodes: dict[str, Obj] = field(default_factory=dict)  # topology.volcano.sh HyperNodes by name
     events: list[tuple[float, Event]] = field(default_factory=list)
     bind_log: list[BoundRecord] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
@@ -91,6 +95,26 @@ class InMemoryCluster:
         )
         self.queues[info.name] = info
         return info
+
+    def add_hypernode(self, hypernode: Obj) -> str:
+        manifest = copy.deepcopy(hypernode)
+
+        def validate() -> str:
+            name = (manifest.get("metadata") or {}).get("name")
+            if not name:
+                raise ValueError("HyperNode: metadata.name is required")
+            try:
+                from_hypernodes([], [manifest])  # tier and members as the topology plugin reads them
+            except ValueError as exc:
+                raise ValueError(f"HyperNode {name!r} cannot be read: {exc}") from exc
+            return str(name)
+
+        name = _read("HyperNode", hypernode, validate)
+        self.hypernodes[name] = manifest
+        return name
+
+    def remove_hypernode(self, name: str) -> None:
+        self.hypernodes.pop(name, None)
 
     def add_priority_class(self, name: str, value: int) -> None:
         self.priority_classes[name] = value
@@ -148,45 +172,37 @@ class InMemoryCluster:
 
     # ---- ClusterAdapter -----------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
-        nodes = {name: node.clone_empty() for name, node in self.nodes.items()}
-        jobs: dict[str, JobInfo] = {}
-        for key, pg in self.podgroups.items():
-            jobs[key] = job_from_podgroup(
-                pg.manifest,
-                priority_classes=self.priority_classes,
-                default_queue=self.default_queue,
+        podgroups = [
+            job_from_podgroup(
+                pg.manifest, priority_classes=self.priority_classes, default_queue=self.default_queue,
                 creation=pg.created,
             )
-        for pod in self.pods.values():
-            if pod.manifest["spec"].get("schedulerName", "default-scheduler") not in self.scheduler_names:
-                continue
-            task = self._task_now(pod)
-            job = jobs.get(task.job)
-            if job is None:
-                if group_of(pod.manifest) != task.uid:
-                    continue  # names a PodGroup that does not exist (yet): not schedulable
-                job = jobs[task.job] = implicit_job(task, default_queue=self.default_queue)
-            job.add_task(task)
-            node = nodes.get(task.node_name)
-            if node is not None:
-                node.add_task(task)
-        # Pods of other schedulers still use node resources.
-        for pod in self.pods.values():
-            if pod.manifest["spec"].get("schedulerName", "default-scheduler") in self.scheduler_names:
-                continue
-            task = self._task_now(pod)
-            node = nodes.get(task.node_name)
-            if node is not None:
-                node.add_task(task)
-        queues = {name: q.clone() for name, q in self.queues.items()}
-        return ClusterSnapshot(nodes, jobs, queues, self.now)
+            for pg in self.podgroups.values()
+        ]
+        inputs = SnapshotInputs(
+            nodes=[node.clone_empty() for node in self.nodes.values()],
+            podgroups=podgroups,
+            queues=[q.clone() for q in self.queues.values()],
+            pods=[(pod.manifest, pod.task) for pod in self.pods.values()],
+            now=self.now,
+            hypernodes=tuple(self.hypernodes.values()),
+        )
+        return build_snapshot(inputs, AdapterRules(self.scheduler_names, self.default_queue))
 
-    @staticmethod
-    def _task_now(pod: SimPod) -> TaskInfo:
-        task = pod.task.clone()
-        task.status = status_of(pod.manifest)
-        task.node_name = str(pod.manifest["spec"].get("nodeName") or "")
-        return task
+    # ---- adapter.partial.GangFacts ------------------------------------------------------------------
+    def bound_at(self, pod_key: str) -> float | None:
+        pod = self.pods.get(pod_key)
+        if pod is None:
+            return None
+        at = bound_since(pod.manifest)
+        return at if at is not None else pod.bound_at
+
+    def controller_owned(self, pod_key: str) -> bool:
+        pod = self.pods.get(pod_key)
+        return pod is not None and owned_by_controller(pod.manifest)
+
+    def has_podgroup(self, key: str) -> bool:
+        return key in self.podgroups
 
     def apply(self, result: CycleResult) -> None:
         for gang in result.binds:

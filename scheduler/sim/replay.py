@@ -2,7 +2,8 @@
 
 Each tick: jobs arrive; the job controller (the same pure `scheduler.jobs` logic the real controllers run)
 creates PodGroups, and pods once their PodGroup is admitted; kubelets start bound pods; a job's pods finish
-`duration` seconds after its whole gang is running; then one scheduling cycle runs. When a tick changes
+`duration` seconds after its whole gang is running; then one scheduling cycle runs, followed, as in the
+scheduler's loop, by the partial-gang policy on the simulated clock. When a tick changes
 nothing, the clock jumps to the next arrival or completion, so a day-long trace replays in seconds.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from scheduler.adapter.partial import PartialGangPolicy
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cycle import run_cycle
 from scheduler.framework.conf import SchedulerConf
@@ -53,11 +55,25 @@ def build_cluster(spec: ClusterSpec, workload: Workload) -> InMemoryCluster:
         cluster.add_priority_class(name, value)
     for node in spec.nodes:
         cluster.add_node(node)
+    for hypernode in spec.hypernodes:
+        cluster.add_hypernode(hypernode)
     for queue in (*spec.queues, *workload.queues):
         cluster.add_queue(queue)
     if "default" not in cluster.queues:
         cluster.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}})
     return cluster
+
+
+def volcano_py(cluster: InMemoryCluster, conf: SchedulerConf, partial_gangs: PartialGangPolicy) -> Scheduler:
+    """What the scheduler's loop runs every period (cache/runner.py): a cycle, then the partial-gang policy."""
+    memo = CycleMemo()
+
+    def cycle(snapshot: ClusterSnapshot) -> CycleResult:
+        result = run_cycle(snapshot, conf, memo=memo)
+        partial_gangs.apply(snapshot, result, cluster)
+        return result
+
+    return cycle
 
 
 def _run_for(item: WorkItem) -> JobRun:
@@ -142,13 +158,14 @@ def replay(
     scheduler: Scheduler | None = None,
     period: float = 1.0,
     horizon: float | None = None,
+    partial_gangs: PartialGangPolicy | None = None,
 ) -> Replay:
-    """Replay `workload`; `scheduler` defaults to volcano-py's cycle with `conf`."""
+    """Replay `workload`; `scheduler` defaults to volcano-py's cycle with `conf`, followed by `partial_gangs`
+    (the scheduler's default timeout unless given) as the scheduler's loop runs it."""
     cluster = build_cluster(spec, workload)
     if scheduler is None:
         assert conf is not None
-        memo = CycleMemo()
-        scheduler = lambda snapshot: run_cycle(snapshot, conf, memo=memo)  # noqa: E731
+        scheduler = volcano_py(cluster, conf, partial_gangs or PartialGangPolicy())
     driver = JobDriver(cluster)
     runs = sorted((_run_for(i) for i in workload.items), key=lambda r: (r.item.arrival, r.key))
     last_arrival = max((r.item.arrival for r in runs), default=0.0)

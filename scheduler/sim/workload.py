@@ -6,6 +6,8 @@ Cluster file:
     queues:                     # Queue manifests, or the short form {name, weight, capability, guarantee, state}
     - {name: team-a, weight: 2}
     priorityClasses: {high: 1000}
+    hyperNodes:                 # topology.volcano.sh HyperNode manifests, as a user would apply them
+    - {metadata: {name: rack-1}, spec: {tier: 1, members: [{type: Node, selector: {regexMatch: {pattern: "^gpu-"}}}]}}
 
 Workload file: either `jobs:` (a list), or a YAML stream of manifests. Each item is a Volcano Job
 (`batch.volcano.sh/v1alpha1`), a PodGroup or a Queue exactly as a user would apply it, plus two simulator
@@ -41,6 +43,7 @@ class ClusterSpec:
     nodes: tuple[dict[str, Any], ...]
     queues: tuple[dict[str, Any], ...]
     priority_classes: Mapping[str, int]
+    hypernodes: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +101,11 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     source = str(path)
     docs = _read_yaml(path, stream=False)
     root = _mapping(docs[0] if docs else None, source, "", "a mapping with `nodes:`")
-    unknown = set(root) - {"nodes", "queues", "priorityClasses"}
+    unknown = set(root) - {"nodes", "queues", "priorityClasses", "hyperNodes"}
     if unknown:
-        raise InputError(source, sorted(unknown)[0], "unknown key (expected nodes, queues, priorityClasses)")
+        raise InputError(
+            source, sorted(unknown)[0], "unknown key (expected nodes, queues, priorityClasses, hyperNodes)"
+        )
     raw_nodes = root.get("nodes")
     if not isinstance(raw_nodes, list) or not raw_nodes:
         raise InputError(source, "nodes", "expected a non-empty list of nodes or node pools")
@@ -120,7 +125,13 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     for name, value in classes.items():
         if isinstance(value, bool) or not isinstance(value, int):
             raise InputError(source, f"priorityClasses.{name}", f"expected an integer, got {value!r}")
-    return ClusterSpec(tuple(nodes), queues, dict(classes))
+    raw_hypernodes = root.get("hyperNodes") or []
+    if not isinstance(raw_hypernodes, list):
+        raise InputError(source, "hyperNodes", "expected a list of HyperNode manifests")
+    hypernodes = tuple(
+        dict(_mapping(h, source, f"hyperNodes[{i}]", "a HyperNode manifest")) for i, h in enumerate(raw_hypernodes)
+    )
+    return ClusterSpec(tuple(nodes), queues, dict(classes), hypernodes)
 
 
 _NODE_KEYS = {"name", "count", "cpu", "memory", "gpu", "pods", "labels", "taints", "resources", "unschedulable"}

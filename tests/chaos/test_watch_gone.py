@@ -57,7 +57,7 @@ def test_a_watch_from_a_compacted_revision_relists_and_loses_nothing(etcd_watche
     core_v1.create_namespace({"metadata": {"name": namespace}})
     cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
     lists: list[str] = []
-    real_list, real_stream = cache._list, cache.kube.stream
+    real_list, real_stream = cache.watcher._list, cache.kube.stream
 
     def counting_list(w):
         lists.append(w.kind)
@@ -70,7 +70,7 @@ def test_a_watch_from_a_compacted_revision_relists_and_loses_nothing(etcd_watche
             healed.wait(TIMEOUT)  # the reconnect goes through when the partition heals
         yield from real_stream(path, query, read_timeout)
 
-    cache._list = counting_list  # type: ignore[method-assign]
+    cache.watcher._list = counting_list  # type: ignore[method-assign]
     cache.kube.stream = stream  # type: ignore[method-assign]
     cache.start()
     try:

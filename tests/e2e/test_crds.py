@@ -255,7 +255,8 @@ def test_the_scheduler_writes_podgroup_status_on_either_crd(control_plane, custo
         def write_and_read(name: str, phase: PodGroupPhase, running: int) -> dict:
             pg = custom.get_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", name)
             cache.podgroups.objects[f"{namespace}/{name}"] = pg
-            cache._write_podgroup(PodGroupStatus(f"{namespace}/{name}", phase, (), running, 0, 0), 1_000_000.0)
+            status = PodGroupStatus(f"{namespace}/{name}", phase, (), running, 0, 0)
+            cache.status_writer._write_podgroup(status, 1_000_000.0)
             return custom.get_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", name)["status"]
 
         custom.create_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups", podgroup_manifest("pg", 2))

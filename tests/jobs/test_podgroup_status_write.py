@@ -42,7 +42,7 @@ def cache_on(server: FakeApiserver) -> ClusterCache:
 
 
 def write(cache: ClusterCache, phase: PodGroupPhase, running: int) -> None:
-    cache._write_podgroup(PodGroupStatus("ns/pg", phase, (), running, 0, 0), 1_000_000.0)
+    cache.status_writer._write_podgroup(PodGroupStatus("ns/pg", phase, (), running, 0, 0), 1_000_000.0)
 
 
 @pytest.mark.parametrize("subresource", [True, False], ids=["our old CRD (/status)", "Volcano's CRD (no /status)"])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from scheduler.cycle import builtin_default_conf
 from scheduler.sim.naive import per_pod_cycle
-from scheduler.sim.replay import replay
+from scheduler.sim.replay import build_cluster, replay
 from scheduler.sim.report import render, totals
 from scheduler.sim.workload import load_cluster, load_workload
 
@@ -88,3 +88,16 @@ def test_a_volcano_example_shaped_job_starts_and_running_for_ever_is_not_stalled
     outcome = replay(load_cluster(cluster), load_workload(workload), builtin_default_conf(), horizon=30)
     assert [r.started is not None for r in outcome.runs] == [True]
     assert not outcome.stalled
+
+
+def test_a_cluster_file_may_hold_hypernodes_and_the_snapshot_carries_them(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(
+        "nodes: [{name: gpu, count: 2, gpu: 8}]\n"
+        "hyperNodes:\n"
+        "- metadata: {name: rack-1}\n"
+        "  spec: {tier: 1, members: [{type: Node, selector: {regexMatch: {pattern: '^gpu-'}}}]}\n"
+    )
+    spec = load_cluster(path)
+    cluster = build_cluster(spec, load_workload(EXAMPLES / "two-gangs.yaml"))
+    assert [h["metadata"]["name"] for h in cluster.snapshot().hypernodes] == ["rack-1"]

@@ -158,3 +158,15 @@ def test_hypernodes_define_the_tiers_when_given_and_hard_mode_keeps_the_gang_in_
     gang(c, "g", {"w": (2, 4)}, {"mode": "hard", "highestTierAllowed": 1})
     c.cycle(conf(HYPERNODES))
     assert set(c.sim.bound("g").values()) in ({"n0", "n3"}, {"n1", "n2"})
+
+
+def test_hypernodes_the_cluster_holds_define_the_tiers_as_in_production() -> None:
+    """The simulator holds HyperNodes as the apiserver does; the shared snapshot builder hands them to the plugin."""
+    c = cluster()
+    for name in ("n0", "n1", "n2", "n3"):
+        c.node(name, gpu=4)
+    c.hypernode("s0", 1, ["n0", "n3"]).hypernode("s1", 1, ["n1", "n2"])
+    c.hypernode("spine", 2, ["s0", "s1"], kind="HyperNode")
+    gang(c, "g", {"w": (2, 4)}, {"mode": "hard", "highestTierAllowed": 1})
+    c.cycle(conf(TOPOLOGY))
+    assert set(c.sim.bound("g").values()) in ({"n0", "n3"}, {"n1", "n2"})

@@ -1,4 +1,4 @@
-"""Layer `cache`: the partly-bound-gang timeout, as a pure function the runner calls after every cycle.
+"""Layer `adapter`: the partly-bound-gang timeout, a policy the scheduler loop and the simulator run after every cycle.
 
 A gang is *partly bound* when some of its pods are bound (or running) but fewer than `minMember` are, while
 others still wait: a scheduler crashed between the binds of one gang, a bind failed, or a pod of a running
@@ -13,23 +13,53 @@ pods only wastes their resources, so the gang is given up:
 
 "Became partly bound" is read from the objects, not from this process's memory, so a restarted scheduler
 keeps the clock: the latest bind among the gang's bound pods (their `PodScheduled` transition) or the latest
-creation among its waiting pods (a replacement pod), whichever is later.
+creation among its waiting pods (a replacement pod), whichever is later. The simulator answers the same
+questions (`GangFacts`) from its objects and its simulated clock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from scheduler.api.job import Condition, JobInfo
-from scheduler.api.snapshot import CycleResult, Event, Eviction, PodGroupStatus
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, Eviction, PodGroupStatus
 from scheduler.api.status import PodGroupPhase, TaskStatus
+from scheduler.api.timestamps import parse_time
 
 REASON = "PartialGangTimeout"
 # Kubernetes timestamps are whole seconds, truncated: an event stamped 10:00:00 happened before 10:00:01. Count
 # from the end of the second, so a gang is never given up early.
 TIMESTAMP_RESOLUTION = 1.0
 HOLDING = (TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+DEFAULT_TIMEOUT = 60.0  # seconds; the scheduler's --partial-gang-timeout default
+
+
+class GangFacts(Protocol):
+    """What the policy asks the cluster adapter about a gang's pods and PodGroup."""
+
+    def bound_at(self, pod_key: str) -> float | None: ...
+
+    def controller_owned(self, pod_key: str) -> bool: ...
+
+    def has_podgroup(self, key: str) -> bool: ...
+
+
+def owned_by_controller(pod: Mapping[str, Any]) -> bool:
+    """The pod has an ownerReference with `controller: true` (a controller recreates it if evicted)."""
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    return any(isinstance(r, dict) and r.get("controller") is True for r in refs)
+
+
+def bound_since(pod: Mapping[str, Any]) -> float | None:
+    """When the pod was bound, as the pod says: its `PodScheduled=True` transition; None if it does not say."""
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "PodScheduled" and c.get("status") == "True":
+            at = parse_time(c.get("lastTransitionTime"))
+            if at:
+                return at
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,3 +150,18 @@ def give_up(
         else:
             result.podgroups[index] = status
         result.events.append(Event("PodGroup", gang.job, "Warning", REASON, message))
+
+
+@dataclass(frozen=True, slots=True)
+class PartialGangPolicy:
+    """Give up gangs partly bound for longer than `timeout` seconds, after a cycle and before it is applied."""
+
+    timeout: float = DEFAULT_TIMEOUT
+
+    def apply(self, snapshot: ClusterSnapshot, result: CycleResult, facts: GangFacts) -> list[PartialGang]:
+        """Add the give-ups to `result`; returns the gangs given up (the caller may log them)."""
+        completed = {g.job for g in result.binds}
+        overdue = overdue_partial_gangs(snapshot.jobs.values(), completed, snapshot.now, self.timeout, facts.bound_at)
+        if overdue:
+            give_up(result, overdue, snapshot.jobs, facts.controller_owned, facts.has_podgroup, self.timeout)
+        return overdue

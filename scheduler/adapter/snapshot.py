@@ -1,0 +1,114 @@
+"""Layer `adapter`: the one function that builds a `ClusterSnapshot`, for the Kubernetes cache and the simulator.
+
+Each adapter reads its objects into infos its own way: the cache through a parse cache that skips an unreadable
+object with an event, the simulator refusing one when it is added. From those infos and the pods as they are now,
+`build_snapshot` decides the same things for both:
+
+- which gang a pod belongs to: the PodGroup its group-name annotation names (none there: the pod is not
+  schedulable yet); for a pod naming none, the PodGroup the controllers made for it (`plain_group_of`) if that
+  exists, else a gang of one of its own, unless the pod asks for a gang (`wants_gang`) and so waits for it;
+- where a pod is: its `nodeName`, or the node we bound it to a moment ago, which the watch has not shown yet
+  (an assumed bind: never double-book);
+- pods of other schedulers only take node resources;
+- the HyperNodes, passed on as served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.convert import group_of, implicit_job, plain_group_of, wants_gang
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.pod import status_of
+from scheduler.api.queue import QueueInfo
+from scheduler.api.snapshot import ClusterSnapshot
+
+Obj = Mapping[str, Any]
+
+
+# A pod as the API serves it now, and its task as read once (`task_from_pod`): the builder clones the task and
+# never changes it. A plain pair: a snapshot builds 20,000 of them at 5,000 nodes.
+PodRecord = tuple[Obj, TaskInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotInputs:
+    """Everything a snapshot is built from. Nodes, PodGroups and queues are fresh infos of this cycle: the
+    builder adds tasks to them. Priority classes were applied when pods and PodGroups were read."""
+
+    nodes: Iterable[NodeInfo]
+    podgroups: Iterable[JobInfo]
+    queues: Iterable[QueueInfo]
+    pods: Iterable[PodRecord]
+    now: float
+    hypernodes: tuple[Obj, ...] = ()
+    assumed: Mapping[str, str] = field(default_factory=dict)  # pod key -> node we bound it to, not seen yet
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterRules:
+    """What a cluster adapter is configured with: which pods are ours, and the queue of a job naming none."""
+
+    scheduler_names: frozenset[str]
+    default_queue: str = "default"
+
+
+def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapshot:
+    nodes = {node.name: node for node in inputs.nodes}
+    jobs = {job.uid: job for job in inputs.podgroups}
+    ours, assumed, default_queue = rules.scheduler_names, inputs.assumed, rules.default_queue
+    others: list[TaskInfo] = []
+    for manifest, base in inputs.pods:
+        task = current_task(manifest, base, assumed)
+        if (manifest.get("spec") or {}).get("schedulerName", "default-scheduler") not in ours:
+            others.append(task)
+            continue
+        job = jobs.get(task.job) or gang_of(manifest, task, jobs, default_queue)
+        if job is None:
+            continue
+        job.add_task(task)
+        node = nodes.get(task.node_name)
+        if node is not None:
+            node.add_task(task)
+    for task in others:  # pods of other schedulers still use node resources
+        node = nodes.get(task.node_name)
+        if node is not None:
+            node.add_task(task)
+    queues = {queue.name: queue for queue in inputs.queues}
+    return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes))
+
+
+def current_task(manifest: Obj, base: TaskInfo, assumed: Mapping[str, str]) -> TaskInfo:
+    """The pod's task with its status and node as they are now (or as our bind made them)."""
+    task = base.clone()
+    spec = manifest.get("spec") or {}
+    task.status = status_of(manifest)
+    task.node_name = str(spec.get("nodeName") or "")
+    if not task.node_name and assumed:
+        node = assumed.get(task.uid)
+        if node:
+            task.node_name = node
+            task.status = status_of({**manifest, "spec": {**spec, "nodeName": node}})
+    return task
+
+
+def gang_of(pod: Obj, task: TaskInfo, jobs: dict[str, JobInfo], default_queue: str) -> JobInfo | None:
+    """The job `task` joins; None if it is not schedulable yet. May set `task.job` and add an implicit job to
+    `jobs`. A plain pod's PodGroup is named as Volcano's podgroup controller names it, `podgroup-<owner uid>`
+    (pkg/controllers/podgroup/pg_controller_handler.go)."""
+    job = jobs.get(task.job)
+    if job is not None:
+        return job
+    if group_of(pod) != task.uid:
+        return None  # names a PodGroup that does not exist (yet): not schedulable
+    plain = jobs.get(plain_group_of(pod) or "")  # the PodGroup the controllers made for it
+    if plain is not None:
+        task.job = plain.uid
+        return plain
+    if wants_gang(pod):
+        return None  # a gang member whose PodGroup is not there yet never runs alone
+    job = jobs[task.job] = implicit_job(task, default_queue=default_queue)
+    return job

@@ -1,0 +1,96 @@
+"""Layer `cache`: a cycle's committed gangs, bound through the API (pods/binding), every pod concurrently.
+
+A pod that carries bind annotations (deviceshare's cards) is annotated first, as a device plugin reads them when
+the pod starts. A bind that fails leaves its pod pending in the cache, so the next cycle retries it. A pod bound
+here is *assumed* on its node until the watch shows it there, so the next snapshot never double-books.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from scheduler.api.snapshot import CycleResult, GangBind
+from scheduler.cache.events import EventRecorder
+from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError
+from scheduler.cache.store import Stores
+
+log = logging.getLogger("volcano_py.cache")
+
+Pending = list[tuple[GangBind, Future[bool]]]
+
+
+class Binder:
+    def __init__(
+        self, kube: Kube, stores: Stores, pool: ThreadPoolExecutor, events: EventRecorder,
+        may_write: Callable[[], bool],
+    ):
+        self.kube = kube
+        self.stores = stores
+        self.pool = pool
+        self.events = events
+        self.may_write = may_write
+
+    def submit(self, result: CycleResult, now: float) -> Pending:
+        """Start every bind of every committed gang; events wait until `wait` has seen them all."""
+        if result.binds:
+            self.events.binds_done.clear()
+        return [
+            (gang, self.pool.submit(self.bind, task, node, now, result.annotations.get(task)))
+            for gang in result.binds
+            for task, node in gang.binds
+        ]
+
+    def wait(self, pending: Pending) -> dict[str, int]:
+        """Failed binds by gang."""
+        failed: dict[str, int] = {}
+        try:
+            for gang, future in pending:
+                if not future.result():
+                    failed[gang.job] = failed.get(gang.job, 0) + 1
+        finally:
+            self.events.binds_done.set()
+        return failed
+
+    def bind(self, task_key: str, node: str, now: float, annotations: Mapping[str, str] | None = None) -> bool:
+        if not self.may_write():
+            return False  # leadership lost while this cycle's binds were being sent
+        namespace, name = task_key.split("/", 1)
+        if annotations and not self._annotate(namespace, name, annotations):
+            return False
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            self.kube.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body)
+        except KubeError as exc:
+            if exc.status == 404:
+                log.info("pod %s was deleted before its bind: dropped", task_key)
+            else:
+                log.warning("bind %s -> %s failed: %s", task_key, node, exc)
+            return False
+        except Exception as exc:  # noqa: BLE001 - network trouble: the pod stays pending, retried next cycle
+            log.warning("bind %s -> %s failed: %s", task_key, node, exc)
+            return False
+        with self.stores.lock:
+            pod = self.stores.pods.objects.get(task_key)
+            if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
+                self.stores.assumed[task_key] = (node, now)
+        self.events.record("Pod", task_key, "Normal", "Scheduled", f"Successfully assigned {task_key} to {node}")
+        return True
+
+    def _annotate(self, namespace: str, name: str, annotations: Mapping[str, str]) -> bool:
+        """Write the pod's bind annotations (deviceshare's cards) first: a device plugin reads them at start."""
+        try:
+            self.kube.request(
+                "PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}",
+                body={"metadata": {"annotations": dict(annotations)}}, content_type=MERGE_PATCH,
+            )
+        except Exception as exc:  # noqa: BLE001 - the pod stays pending and is retried next cycle
+            log.warning("annotating %s/%s before its bind failed: %s", namespace, name, exc)
+            return False
+        return True

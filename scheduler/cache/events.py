@@ -1,0 +1,119 @@
+"""Layer `cache`: Kubernetes events on Pods and PodGroups, sent off the bind path by their own threads.
+
+An event is queued where it happens (a bind, an eviction, an unreadable object, a cycle's result) and sent in
+the background once the cycle's binds are out: binds go first. The same event is sent once.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from scheduler.api.snapshot import Event
+from scheduler.api.timestamps import rfc3339
+from scheduler.cache.kube import Kube, Obj
+from scheduler.cache.store import Stores
+
+log = logging.getLogger("volcano_py.cache")
+
+COMPONENT = "volcano-py"
+
+
+class EventRecorder:
+    def __init__(
+        self, kube: Kube, stores: Stores, clock: Callable[[], float], instance: str, stop: threading.Event,
+        workers: int = 2,
+    ):
+        self.kube = kube
+        self.stores = stores
+        self.clock = clock
+        self.instance = instance
+        self._stop = stop
+        self.queue: queue.Queue[Obj | None] = queue.Queue()
+        self._sent: set[tuple[str, str, str, str, str]] = set()
+        self.binds_done = threading.Event()  # events wait while binds are in flight: binds go first
+        self.binds_done.set()
+        self._threads = [
+            threading.Thread(target=self._send_events, name=f"events-{i}", daemon=True) for i in range(workers)
+        ]
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        return self._threads
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    def running(self) -> bool:
+        return self._threads[0].is_alive()
+
+    def close(self) -> None:
+        """Ask the sending threads to end (the caller joins them)."""
+        for _ in self._threads:
+            self.queue.put(None)
+
+    def emit(self, events: Iterable[Event]) -> None:
+        for e in events:
+            self.record(e.kind, e.key, e.type, e.reason, e.message)
+
+    def record(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
+        mark = (kind, key, type_, reason, message)
+        with self.stores.lock:
+            if mark in self._sent:
+                return
+            store = self.stores.pods if kind == "Pod" else self.stores.podgroups
+            obj = store.objects.get(key)
+            if obj is None and kind != "Pod":
+                return  # an implicit gang has no PodGroup to attach the event to
+            self._sent.add(mark)
+        namespace, name = key.split("/", 1)
+        uid = ((obj or {}).get("metadata") or {}).get("uid")
+        api_version = "v1" if kind == "Pod" else "scheduling.volcano.sh/v1beta1"
+        now = rfc3339(self.clock())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": name,
+                "namespace": namespace,
+                **({"uid": uid} if uid else {}),
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.instance,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self.queue.put(body)
+
+    def _send_events(self) -> None:
+        while True:
+            body = self.queue.get()
+            self.binds_done.wait(5.0)
+            try:
+                if body is None or self._stop.is_set():
+                    return
+                namespace = body["metadata"]["namespace"]
+                self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
+            except Exception as exc:  # noqa: BLE001 - an event is best effort
+                log.debug("event not written: %s", exc)
+            finally:
+                self.queue.task_done()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until the queued events were sent (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        while self.queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not self.queue.unfinished_tasks

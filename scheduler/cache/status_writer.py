@@ -1,0 +1,259 @@
+"""Layer `cache`: the status the scheduler owns, written back after a cycle: PodGroup status, Queue
+`status.allocated`, and the `PodScheduled=False` condition on pending pods of an Unschedulable gang.
+
+A status is patched only when it differs from what the watch last showed; the patched object replaces the
+cached one, so the next cycle reads what was written.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from scheduler.api.convert import group_of, plain_group_of
+from scheduler.api.job import Condition
+from scheduler.api.resources import Resource
+from scheduler.api.snapshot import CycleResult, PodGroupStatus
+from scheduler.api.timestamps import rfc3339
+from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError, Obj
+from scheduler.cache.store import PG_API, Stores, resource_version, trim
+
+log = logging.getLogger("volcano_py.cache")
+
+
+class StatusWriter:
+    def __init__(
+        self, kube: Kube, stores: Stores, pool: ThreadPoolExecutor, scheduler_names: frozenset[str],
+        may_write: Callable[[], bool], stop: threading.Event,
+    ):
+        self.kube = kube
+        self.stores = stores
+        self.pool = pool  # PodGroup writes: the next cycle reads them, so they are waited for
+        self.scheduler_names = scheduler_names
+        self.may_write = may_write
+        self._stop = stop
+        # Pod conditions are patched in the background: nothing in the next cycle depends on them.
+        self.status_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="volcano-py-status")
+        self._condition_sent: dict[str, str] = {}  # pod key -> PodScheduled message patched (or in flight)
+        # Whether PodGroup status goes through /status (our CRDs before issue 16) or the object (Volcano's CRD,
+        # ours now): found out on the first write, see `_patch_podgroup_status`.
+        self._pg_status_subresource = True
+
+    def write(self, result: CycleResult, now: float) -> None:
+        self.write_podgroups(result.podgroups, now)
+        self.write_queues(result)
+        self.write_pod_conditions(now)
+
+    def close(self) -> None:
+        self.status_pool.shutdown(wait=True, cancel_futures=True)
+
+    # ---- PodGroups --------------------------------------------------------------------------------------
+    def write_podgroups(self, statuses: list[PodGroupStatus], now: float) -> None:
+        """Patch the PodGroups whose status changed, concurrently; waits, as the next cycle reads them."""
+        for future in [self.pool.submit(self._write_podgroup, status, now) for status in statuses]:
+            future.result()
+
+    def _write_podgroup(self, status: PodGroupStatus, now: float) -> None:
+        if not self.may_write():
+            return
+        with self.stores.lock:
+            pg = self.stores.podgroups.objects.get(status.job)
+        if pg is None:
+            return  # an implicit gang of one has no PodGroup object
+        current = pg.get("status") or {}
+        wanted = {
+            "phase": status.phase.value,
+            "running": status.running,
+            "succeeded": status.succeeded,
+            "failed": status.failed,
+            "conditions": _conditions(status.conditions, current.get("conditions") or [], now),
+        }
+        if status.min_member_override is not None:
+            wanted["minMemberOverride"] = status.min_member_override
+        if all(_same(current.get(k), v) for k, v in wanted.items()):
+            return
+        namespace, name = status.job.split("/", 1)
+        try:
+            updated = self._patch_podgroup_status(namespace, name, wanted)
+        except Exception as exc:  # noqa: BLE001 - retried next cycle (the status still differs)
+            log.warning("patch PodGroup %s status failed: %s", status.job, exc)
+            return
+        trim(updated)
+        with self.stores.lock:
+            if status.job in self.stores.podgroups.objects:
+                self.stores.podgroups.objects[status.job] = updated
+
+    def _patch_podgroup_status(self, namespace: str, name: str, wanted: Mapping[str, Any]) -> Obj:
+        """Merge-patch a PodGroup's status on either set of CRDs.
+
+        Volcano's PodGroup CRD has no status subresource (its scheduler updates the whole object,
+        pkg/scheduler/cache/cache.go); volcano-py's had one until issue 16. So: write through /status while that
+        works; on its 404 write through the object (a 404 there too means the PodGroup is gone) and keep doing so;
+        should the object's status then not take the write, a status subresource is back: use it again."""
+        path = f"{PG_API}/namespaces/{namespace}/podgroups/{name}"
+        body = {"status": dict(wanted)}
+        if self._pg_status_subresource:
+            try:
+                return self.kube.request("PATCH", f"{path}/status", body=body, content_type=MERGE_PATCH)
+            except KubeError as exc:
+                if exc.status != 404:
+                    raise
+            updated = self.kube.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+            self._pg_status_subresource = False
+            log.info("PodGroups have no status subresource: writing their status through the object")
+            return updated
+        updated = self.kube.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+        if all(_same((updated.get("status") or {}).get(k), v) for k, v in wanted.items()):
+            return updated
+        self._pg_status_subresource = True
+        log.info("PodGroups have a status subresource again: writing their status through /status")
+        return self.kube.request("PATCH", f"{path}/status", body=body, content_type=MERGE_PATCH)
+
+    # ---- Queues -----------------------------------------------------------------------------------------
+    def write_queues(self, result: CycleResult) -> None:
+        for q in result.queues:
+            with self.stores.lock:
+                obj = self.stores.queues.objects.get(q.queue)
+            if obj is None:
+                continue
+            current = (obj.get("status") or {}).get("allocated") or {}
+            try:
+                unchanged = Resource.from_quantities(current) == q.allocated
+            except ValueError:
+                unchanged = False
+            if unchanged:
+                continue
+            # A merge patch replaces the whole map when it is given as null first; send it complete.
+            allocated: dict[str, Any] = {k: None for k in current}
+            allocated.update(q.allocated.to_quantities())
+            try:
+                updated = self.kube.request(
+                    "PATCH",
+                    f"{PG_API}/queues/{q.queue}/status",
+                    body={"status": {"allocated": allocated}},
+                    content_type=MERGE_PATCH,
+                )
+            except Exception as exc:  # noqa: BLE001
+                log.warning("patch Queue %s status failed: %s", q.queue, exc)
+                continue
+            with self.stores.lock:
+                if q.queue in self.stores.queues.objects:
+                    self.stores.queues.objects[q.queue] = updated
+
+    # ---- pod conditions ---------------------------------------------------------------------------------
+    def write_pod_conditions(self, now: float) -> None:
+        """Pending pods of an Unschedulable gang say so on the pod too (what `kubectl describe pod` shows)."""
+        with self.stores.lock:
+            todo = self._conditions_to_write()
+        for key, message in todo:
+            self.status_pool.submit(self._write_pod_condition, key, message, now)
+
+    def _conditions_to_write(self) -> list[tuple[str, str]]:
+        """Under the lock: (pod key, message) of the pods whose PodScheduled condition is not yet the gang's."""
+        messages: dict[str, str] = {}
+        for key, pg in self.stores.podgroups.objects.items():
+            for c in (pg.get("status") or {}).get("conditions") or ():
+                if c.get("type") == "Unschedulable" and c.get("status") == "True":
+                    messages[key] = str(c.get("message") or "")
+        todo = []
+        pods = self.stores.pods.objects
+        for key, pod in pods.items():
+            spec = pod.get("spec") or {}
+            if (
+                spec.get("nodeName")
+                or key in self.stores.assumed
+                or spec.get("schedulerName") not in self.scheduler_names
+            ):
+                continue
+            message = messages.get(group_of(pod))
+            if message is None:  # a plain pod: the PodGroup the controllers made for it, as the snapshot finds it
+                message = messages.get(plain_group_of(pod) or "")
+            if message is None:
+                continue
+            existing: dict[str, Any] = next(
+                (c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") == "PodScheduled"),
+                {},
+            )
+            if (
+                existing.get("status") == "False"
+                and existing.get("reason") == "Unschedulable"
+                and (existing.get("message") == message)
+            ) or self._condition_sent.get(key) == message:
+                continue
+            self._condition_sent[key] = message
+            todo.append((key, message))
+        for key in [k for k in self._condition_sent if k not in pods]:
+            del self._condition_sent[key]
+        return todo
+
+    def _write_pod_condition(self, key: str, message: str, now: float) -> None:
+        if self._stop.is_set() or not self.may_write():
+            with self.stores.lock:
+                self._condition_sent.pop(key, None)
+            return
+        namespace, name = key.split("/", 1)
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastTransitionTime": rfc3339(now),
+        }
+        try:
+            updated = self.kube.request(
+                "PATCH",
+                f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                body={"status": {"conditions": [condition]}},
+                content_type=STRATEGIC_PATCH,
+            )
+        except Exception as exc:  # noqa: BLE001
+            with self.stores.lock:
+                self._condition_sent.pop(key, None)  # retried next cycle
+            if not (isinstance(exc, KubeError) and exc.status == 404):
+                log.warning("patch pod %s condition failed: %s", key, exc)
+            return
+        trim(updated)
+        with self.stores.lock:
+            current = self.stores.pods.objects.get(key)
+            if current is not None and resource_version(updated) > resource_version(current):
+                self.stores.pods.objects[key] = updated
+
+
+def _conditions(new: tuple[Condition, ...], old: list[Obj], now: float) -> list[Obj]:
+    """Conditions as the API stores them; a condition that did not change keeps its lastTransitionTime."""
+    by_type = {c.get("type"): c for c in old if isinstance(c, dict)}
+    out = []
+    for c in new:
+        previous = by_type.get(c.type) or {}
+        same = (
+            previous.get("status") == c.status
+            and previous.get("reason") == c.reason
+            and (previous.get("message") == c.message)
+        )
+        when = (
+            previous.get("lastTransitionTime")
+            if same and previous.get("lastTransitionTime")
+            else rfc3339(now)
+        )
+        out.append(
+            {
+                "type": c.type,
+                "status": c.status,
+                "reason": c.reason,
+                "message": c.message,
+                "lastTransitionTime": when,
+            }
+        )
+    return out
+
+
+def _same(current: Any, wanted: Any) -> bool:
+    if isinstance(wanted, list):
+        strip = [
+            {k: v for k, v in c.items() if k != "transitionID"} for c in current or () if isinstance(c, dict)
+        ]
+        return bool(strip == wanted)
+    return bool(current == wanted) or (current is None and wanted == 0)

@@ -1,0 +1,70 @@
+"""Layer `cache`: the objects the watches keep (the latest of each kind, by key) and what reads their metadata.
+
+Every part of the cache (watches, parse cache, binder, evictor, status writer, events) reads and writes these
+stores under one lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from scheduler.cache.kube import Obj
+
+PG_API = "/apis/scheduling.volcano.sh/v1beta1"
+ASSUME_TTL = 60.0  # seconds an assumed bind waits for the watch to confirm it
+
+
+@dataclass(slots=True)
+class Watched:
+    """One resource kind: its collection path, the latest objects by key, and the watch position."""
+
+    kind: str
+    path: str
+    objects: dict[str, Obj] = field(default_factory=dict)
+    resource_version: str | None = None
+    synced: threading.Event = field(default_factory=threading.Event)
+    optional: bool = False  # a kind whose CRD may not be installed: absent counts as synced and empty
+
+
+@dataclass(slots=True)
+class Stores:
+    """The six watched kinds, the lock that guards them, and the binds the watch has not shown yet."""
+
+    pods: Watched = field(default_factory=lambda: Watched("Pod", "/api/v1/pods"))
+    nodes: Watched = field(default_factory=lambda: Watched("Node", "/api/v1/nodes"))
+    podgroups: Watched = field(default_factory=lambda: Watched("PodGroup", f"{PG_API}/podgroups"))
+    queues: Watched = field(default_factory=lambda: Watched("Queue", f"{PG_API}/queues"))
+    priority_classes: Watched = field(
+        default_factory=lambda: Watched("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses")
+    )
+    hypernodes: Watched = field(
+        default_factory=lambda: Watched("HyperNode", "/apis/topology.volcano.sh/v1alpha1/hypernodes", optional=True)
+    )
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    assumed: dict[str, tuple[str, float]] = field(default_factory=dict)  # pod key -> (node, when) bound by us
+
+    @property
+    def watched(self) -> tuple[Watched, ...]:
+        return (self.pods, self.nodes, self.podgroups, self.queues, self.priority_classes, self.hypernodes)
+
+    def expire_assumed(self, now: float) -> None:
+        """Under the lock: forget binds the watch never confirmed (or whose pod is gone)."""
+        for key, (_, when) in list(self.assumed.items()):
+            if now - when > ASSUME_TTL or key not in self.pods.objects:
+                del self.assumed[key]
+
+
+def resource_version(obj: Obj) -> int:
+    """resourceVersion as a number (etcd revisions), to keep the newer of two copies; 0 if not numeric."""
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def trim(obj: Obj) -> None:
+    """Drop what the scheduler never reads and that costs memory on every object (managedFields)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)

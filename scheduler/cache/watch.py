@@ -1,0 +1,167 @@
+"""Layer `cache`: one thread per kind lists and watches it as raw JSON and keeps the latest objects in `Stores`.
+
+A list is paged and pipelined; a watch that fails is retried with backoff, and a watch position the apiserver
+no longer has (410 Gone) is relisted. Pods are read (`ParseCache.preparse`) on these threads as they arrive.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from scheduler.api.convert import key_of
+from scheduler.cache.kube import Kube, KubeError, Obj, loads
+from scheduler.cache.parse import ParseCache
+from scheduler.cache.store import Stores, Watched, trim
+
+log = logging.getLogger("volcano_py.cache")
+
+
+class Gone(Exception):
+    """The watch position is too old (410): relist."""
+
+
+class Watcher:
+    def __init__(
+        self, kube: Kube, stores: Stores, parser: ParseCache, stop: threading.Event, *, watch_timeout: int,
+        page_size: int,
+    ):
+        self.kube = kube
+        self.stores = stores
+        self.parser = parser
+        self._stop = stop
+        self.watch_timeout = watch_timeout
+        self.page_size = page_size
+        self.threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for w in self.stores.watched:
+            t = threading.Thread(target=self._run, args=(w,), name=f"watch-{w.kind}", daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _run(self, w: Watched) -> None:
+        backoff = 0.2
+        while not self._stop.is_set():
+            try:
+                if w.resource_version is None:
+                    self._list(w)
+                self._watch(w)
+                backoff = 0.2
+            except Gone:
+                log.info("watch %s: resourceVersion too old, relisting", w.kind)
+                w.resource_version = None
+            except Exception as exc:  # noqa: BLE001 - any I/O error: back off and retry, never die
+                if self._stop.is_set():
+                    return
+                if isinstance(exc, KubeError) and exc.status == 410:
+                    w.resource_version = None
+                    continue
+                if w.optional and isinstance(exc, KubeError) and exc.status == 404:
+                    w.synced.set()  # the CRD is not installed: nothing to watch; look again later
+                    self._stop.wait(60.0)
+                    continue
+                log.warning("watch %s failed (retrying in %.1fs): %s", w.kind, backoff, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+
+    def _list(self, w: Watched) -> None:
+        pods = w is self.stores.pods
+        if pods:
+            # Pods are parsed as they arrive, with the priority classes: list those first (a small list).
+            self.stores.priority_classes.synced.wait(10.0)
+        objects: dict[str, Obj] = {}
+        meta: Obj = {}
+        for page in self._pages(w.path):
+            for obj in page.get("items") or ():
+                trim(obj)
+                objects[key_of(obj)] = obj
+                if pods:
+                    self.parser.preparse(obj)
+            meta = page.get("metadata") or {}
+        with self.stores.lock:
+            w.objects = objects
+            if w is self.stores.priority_classes:
+                self.parser.priority_classes_changed(w.objects.values())
+        w.resource_version = str(meta.get("resourceVersion") or "")
+        w.synced.set()
+        log.debug("listed %d %s at resourceVersion %s", len(objects), w.kind, w.resource_version)
+
+    def _pages(self, path: str) -> Iterator[Obj]:
+        """A paged list (`limit`/`continue`), pipelined: the next page is requested as soon as its continue
+        token is read from the head of this one, so the apiserver serves it while this page is parsed."""
+        fetch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-page")
+        try:
+            def get(token: str | None) -> Future[bytes]:
+                query = {"limit": self.page_size, **({"continue": token} if token else {})}
+                return fetch.submit(self.kube.request_bytes, "GET", path, query=query)
+
+            future: Future[bytes] | None = get(None)
+            while future is not None:
+                data = future.result()
+                guess = _continue_token(data)
+                future = get(guess) if guess else None
+                page = loads(data)
+                token = (page.get("metadata") or {}).get("continue") or None
+                if token != guess:  # not where we looked: drop the prefetch, go on with the real token
+                    if future is not None:
+                        future.cancel()
+                    future = get(token) if token else None
+                yield page
+        finally:
+            fetch.shutdown(wait=True, cancel_futures=True)
+
+    def _watch(self, w: Watched) -> None:
+        query = {
+            "watch": "1",
+            "resourceVersion": w.resource_version or "",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": self.watch_timeout,
+        }
+        for event in self.kube.stream(w.path, query, read_timeout=self.watch_timeout + 15):
+            if self._stop.is_set():
+                return
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                if obj.get("code") == 410:
+                    raise Gone()
+                raise RuntimeError(f"watch error: {obj.get('message')}")
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind != "BOOKMARK":
+                self._on_event(w, str(kind), obj)
+            if rv:
+                w.resource_version = str(rv)
+
+    def _on_event(self, w: Watched, kind: str, obj: Obj) -> None:
+        trim(obj)
+        key = key_of(obj)
+        pods = w is self.stores.pods
+        if pods and kind != "DELETED":
+            self.parser.preparse(obj)  # here, on the watch thread, not in the next cycle's snapshot
+        with self.stores.lock:
+            if kind == "DELETED":
+                w.objects.pop(key, None)
+                if pods:
+                    self.stores.assumed.pop(key, None)
+                    self.parser.forget(key)
+            else:
+                w.objects[key] = obj
+                if pods and (obj.get("spec") or {}).get("nodeName"):
+                    self.stores.assumed.pop(key, None)
+            if w is self.stores.priority_classes:
+                self.parser.priority_classes_changed(w.objects.values())
+
+
+_CONTINUE = re.compile(rb'"continue":"([^"]*)"')
+
+
+def _continue_token(data: bytes) -> str | None:
+    """The list's continue token, read from the head of the raw response: the list's own metadata is the
+    first `"metadata":{...}` and holds no nested object."""
+    start = data.find(b'"metadata":{', 0, 4096)
+    end = data.find(b"}", start) if start >= 0 else -1
+    match = _CONTINUE.search(data, start, end) if end >= 0 else None
+    return match.group(1).decode() if match else None
