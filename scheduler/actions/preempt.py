@@ -110,7 +110,7 @@ def make_room(
 
 def commit_or_discard(ssn: Session, stmt: Statement, job: JobInfo, reason: str) -> bool:
     """Commit only if the job is pipelined now; announce each eviction on the victim pod."""
-    if not len(stmt) or ssn.run(P.JOB_PIPELINED, job).vote == P.Vote.REJECT:
+    if not len(stmt) or ssn.run(P.JOB_PIPELINED, job).rejected:
         stmt.discard()
         return False
     evicted = [op for op in stmt.operations if op.kind == "evict"]
@@ -129,7 +129,7 @@ def preempt_job(ssn: Session, job: JobInfo, eligible: Eligible, point: P.Point, 
             break
         if not make_room(ssn, stmt, task, point, eligible, verb, queue_fits):
             break
-        if ssn.run(P.JOB_PIPELINED, job).vote != P.Vote.REJECT and not ssn.run(P.JOB_STARVING, job):
+        if not ssn.run(P.JOB_PIPELINED, job).rejected and not ssn.run(P.JOB_STARVING, job):
             break
     return commit_or_discard(ssn, stmt, job, reason)
 

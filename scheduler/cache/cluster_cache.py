@@ -39,6 +39,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, PodGroupStatus
 from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError, Obj, dumps, loads
+from scheduler.cache.publish import publish_reasons
 
 log = logging.getLogger("volcano_py.cache")
 
@@ -559,6 +560,7 @@ class ClusterCache:
             }
             if status.min_member_override is not None:
                 wanted["minMemberOverride"] = status.min_member_override
+            publish_reasons(self.kube, status, pg)
             if all(_same(current.get(k), v) for k, v in wanted.items()):
                 return
             namespace, name = status.job.split("/", 1)

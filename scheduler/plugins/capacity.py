@@ -34,10 +34,18 @@ from __future__ import annotations
 
 import logging
 
+from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.resources import Resource, display_amount
-from scheduler.framework import points as P
+from scheduler.api.reasons import (
+    PARENT_CAPABILITY,
+    QueueLimit,
+    QueueNotLeaf,
+    QueueParentCycle,
+    QueueParentMissing,
+    Reason,
+)
+from scheduler.api.resources import Resource
 from scheduler.plugins.proportion import ProportionPlugin, QueueAttr, dimensions, without_pods
 
 log = logging.getLogger("volcano_py.plugins.capacity")
@@ -53,7 +61,7 @@ class CapacityPlugin(ProportionPlugin):
         self.hierarchy = bool(self.option.switches.get("enableHierarchy"))
         self.ancestors: dict[str, list[str]] = {}  # queue -> parent, grandparent, ..., root
         self.children: dict[str, list[str]] = {}
-        self.broken: dict[str, str] = {}  # queue -> why it is not in the tree
+        self.broken: dict[str, Reason] = {}  # queue -> why it is not in the tree
         if not self.hierarchy:
             return
         queues = dict(self.ssn.queues)
@@ -67,10 +75,10 @@ class CapacityPlugin(ProportionPlugin):
             while at != ROOT:
                 parent = queues[at].parent or ROOT
                 if parent not in queues:
-                    self.broken[name] = f"queue {at} names parent {parent!r}, and there is no Queue of that name"
+                    self.broken[name] = QueueParentMissing(name, at, parent)
                     break
                 if parent in seen:
-                    self.broken[name] = f"queue {at}'s parents form a cycle through {parent}"
+                    self.broken[name] = QueueParentCycle(name, at, parent)
                     break
                 chain.append(parent)
                 seen.add(parent)
@@ -178,27 +186,25 @@ class CapacityPlugin(ProportionPlugin):
                 return not self._placeable(task)
         return True
 
-    def enqueueable(self, job: JobInfo) -> P.Verdict:
+    def enqueueable(self, job: JobInfo) -> Status:
         if not self.hierarchy:
             return super().enqueueable(job)
         if job.queue in self.broken:
-            return P.reject(self.broken[job.queue], self.name)
+            return unresolvable(self.broken[job.queue])
         if job.queue in self.ancestors and not self._leaf(job.queue):
-            children = ", ".join(sorted(self.children[job.queue]))
-            return P.reject(f"queue {job.queue} has child queues ({children}): jobs go to leaf queues", self.name)
+            return unresolvable(QueueNotLeaf(job.queue, tuple(sorted(self.children[job.queue]))))
         if job.min_resources is None:
-            return P.PERMIT
-        over = [message for attr in self._path(job.queue) for message in self._over_limit(attr, job)]
-        return P.reject("; ".join(over), self.name) if over else P.PERMIT
+            return SUCCESS
+        over = [reason for attr in self._path(job.queue) for reason in self._over_limit(attr, job)]
+        return unschedulable(*over) if over else SUCCESS
 
-    def _over_message(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> str:
+    def _over_reason(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> QueueLimit:
         if not self.hierarchy or name in attr.own_limit:
-            return super()._over_message(attr, name, minimum, need)
-        parent, limit = self.ancestors[attr.queue.name][0], attr.limit[name]
-        gate = (f"queue {attr.queue.name} real capability {name} {display_amount(name, limit)} (its parent "
-                f"{parent}'s, less what {parent}'s other children are guaranteed)")
-        short = display_amount(name, need.get(name) - limit)
-        return f"{gate}: {display_amount(name, need.get(name))} needed > it (short {name} {short})"
+            return super()._over_reason(attr, name, minimum, need)
+        parent = self.ancestors[attr.queue.name][0]
+        return QueueLimit(attr.queue.name, PARENT_CAPABILITY, name, attr.limit[name], need.get(name),
+                          minimum.get(name), attr.allocated.get(name), attr.elastic.get(name),
+                          attr.admitted.get(name), parent=parent)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self._fresh(queue.name)

@@ -38,10 +38,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource, display_amount
+from scheduler.api.reasons import CAPABILITY, REAL_CAPABILITY, QueueLimit
+from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.status import PodGroupPhase
 from scheduler.framework import points as P
 from scheduler.framework.plugin import EventHandler, Plugin
@@ -423,16 +425,16 @@ class ProportionPlugin(Plugin):
         feasible = self.ssn.feasible_nodes(task)
         return any(not node.releasing.is_zero() and request <= node.future_idle() for node in feasible)
 
-    def enqueueable(self, job: JobInfo) -> P.Verdict:
+    def enqueueable(self, job: JobInfo) -> Status:
         attr = self._attr(job.queue)
         if attr is None or job.min_resources is None:
-            return P.PERMIT
+            return SUCCESS
         over = self._over_limit(attr, job)
         if over:
-            return P.reject("; ".join(over), self.name)
-        return P.PERMIT
+            return unschedulable(*over)
+        return SUCCESS
 
-    def _over_limit(self, attr: QueueAttr, job: JobInfo) -> list[str]:
+    def _over_limit(self, attr: QueueAttr, job: JobInfo) -> list[QueueLimit]:
         """Why `attr`'s real capability cannot hold the job's minResources on top of what it holds and has
         admitted (empty if it can)."""
         assert job.min_resources is not None
@@ -441,27 +443,17 @@ class ProportionPlugin(Plugin):
         if any(name in attr.limit and units > attr.limit[name] for name, units in need.items()):
             need = (need - preemptable_for(self.ssn, job)).max_with(minimum)
         return [
-            self._over_message(attr, name, minimum, need)
+            self._over_reason(attr, name, minimum, need)
             for name, units in need.items()
             if name in attr.limit and units > attr.limit[name]
         ]
 
-    def _over_message(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> str:
-        def show(units: int) -> str:
-            return display_amount(name, units)
-
-        limit = attr.limit[name]
+    def _over_reason(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> QueueLimit:
+        limit, queue = attr.limit[name], attr.queue.name
+        total, requested = need.get(name), minimum.get(name)
+        allocated, elastic, admitted = attr.allocated.get(name), attr.elastic.get(name), attr.admitted.get(name)
         if name in attr.own_limit:
-            gate = f"queue {attr.queue.name} capability {name} {show(limit)}"
-        else:
-            others = self.total_guarantee.get(name) - attr.queue.guarantee.get(name)
-            gate = (
-                f"queue {attr.queue.name} real capability {name} {show(limit)} "
-                f"(cluster {show(self.total.get(name))} less {show(others)} guaranteed to other queues)"
-            )
-        terms = f"{show(attr.allocated.get(name))} allocated"
-        if attr.elastic.get(name):
-            terms += f" - {show(attr.elastic.get(name))} elastic"
-        terms += f" + {show(attr.admitted.get(name))} admitted + {show(minimum.get(name))} requested"
-        short = need.get(name) - limit
-        return f"{gate}: {terms} = {show(need.get(name))} > {show(limit)} (short {name} {show(short)})"
+            return QueueLimit(queue, CAPABILITY, name, limit, total, requested, allocated, elastic, admitted)
+        others = self.total_guarantee.get(name) - attr.queue.guarantee.get(name)
+        return QueueLimit(queue, REAL_CAPABILITY, name, limit, total, requested, allocated, elastic, admitted,
+                          cluster=self.total.get(name), guaranteed_to_others=others)

@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.decision import ABSTAIN as ABSTAIN_
+from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import TaskInfo
+from scheduler.api.reasons import NotPipelined
 from scheduler.api.resources import Resource
 from scheduler.framework import points as P
 from scheduler.framework.statement import Statement
@@ -192,26 +195,32 @@ def test_a_discarded_statement_restores_every_node_and_task() -> None:
     assert ssn.close().binds == []
 
 
+PERMIT, ABSTAIN, REJECT = SUCCESS, ABSTAIN_, unschedulable(NotPipelined(2))
+
+
 @dataclass(frozen=True)
 class VoteCase:
     name: str
-    tiers: tuple[tuple[P.Vote, ...], ...]
+    tiers: tuple[tuple[Status, ...], ...]
     permitted: bool
 
 
 VOTES = [
     VoteCase("no opinion permits", ((),), True),
-    VoteCase("a reject in the same tier as a permit rejects", ((P.Vote.PERMIT, P.Vote.REJECT),), False),
-    VoteCase("a reject in a higher tier rejects", ((P.Vote.REJECT,), (P.Vote.PERMIT,)), False),
-    VoteCase("abstentions permit", ((P.Vote.ABSTAIN, P.Vote.ABSTAIN),), True),
-    VoteCase("a tier that permits decides before a lower tier is asked", ((P.Vote.PERMIT,), (P.Vote.REJECT,)), True),
+    VoteCase("a reject in the same tier as a permit rejects", ((PERMIT, REJECT),), False),
+    VoteCase("a reject in a higher tier rejects", ((REJECT,), (PERMIT,)), False),
+    VoteCase("abstentions permit", ((ABSTAIN, ABSTAIN),), True),
+    VoteCase("a tier that permits decides before a lower tier is asked", ((PERMIT,), (REJECT,)), True),
 ]
 
 
 @pytest.mark.parametrize("case", VOTES, ids=lambda c: c.name)
 def test_vote_combiner(case: VoteCase) -> None:
-    tiers = [[(lambda v=v: P.Verdict(v, "r")) for v in tier] for tier in case.tiers]
-    assert (P.votes(tiers).vote == P.Vote.PERMIT) is case.permitted
+    tiers = [[(lambda _job, v=v: v) for v in tier] for tier in case.tiers]
+    answer = P.votes(tiers, None)  # type: ignore[arg-type]
+    assert answer.ok is case.permitted
+    if not case.permitted:
+        assert answer.reasons == (NotPipelined(2),)
 
 
 @dataclass(frozen=True)
