@@ -84,8 +84,8 @@ def unresolvable(*reasons: Reason) -> Status:
 
 
 def publish(status: Status) -> str:
-    """The annotation's value: compact JSON, keys in a fixed order, so an unchanged Status is an unchanged string."""
-    return json.dumps({"version": SCHEMA_VERSION, **status.to_json()}, separators=(",", ":"), sort_keys=True)
+    """The annotation's value: compact JSON in field order, so an unchanged Status is an unchanged string."""
+    return json.dumps({"version": SCHEMA_VERSION, **status.to_json()}, separators=(",", ":"))
 
 
 def read_published(text: str) -> Status:
