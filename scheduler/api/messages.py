@@ -73,6 +73,8 @@ def render(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by desig
             return f"placement of {task} on {node} no longer fits"
         case R.PartialGangTimeout():
             return _partial(reason)
+        case R.ScheduleTimeout():
+            return _timeout(reason)
         case R.NodeFilter():
             return _node_filter(reason)
         case R.NodesUnavailable(total=total, counts=counts):
@@ -172,3 +174,13 @@ def _partial(r: R.PartialGangTimeout) -> str:
         return (f"{head}; {r.kept} bound pods have no controller to recreate them, so they were not evicted: "
                 "delete them (or add pods so the gang fits) to let the gang schedule")
     return f"{head}: evicted {r.evicted} pods owned by a controller, which recreates them"
+
+
+FALLBACK_ANNOTATION = "volcano-py.io/fallback-min-available"
+
+
+def _timeout(r: R.ScheduleTimeout) -> str:
+    head = f"gang not placed within scheduleTimeoutSeconds {r.timeout_seconds:g} (waited {r.waited_seconds:g}s)"
+    if r.fallback:
+        return f"{head}; retrying with minAvailable {r.fallback} of {r.min_available} ({FALLBACK_ANNOTATION})"
+    return f"{head}; still waiting with minAvailable {r.min_available} (no smaller {FALLBACK_ANNOTATION})"

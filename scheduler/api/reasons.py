@@ -260,6 +260,18 @@ class PartialGangTimeout(Reason):
     kept: int
 
 
+@dataclass(frozen=True, slots=True)
+class ScheduleTimeout(Reason):
+    """Not placed within the PodGroup's scheduleTimeoutSeconds; `fallback` is the smaller minAvailable it is
+    retried with (0: none asked for)."""
+
+    kind: ClassVar[str] = "ScheduleTimeout"
+    timeout_seconds: float
+    waited_seconds: float
+    min_available: int
+    fallback: int = 0
+
+
 # ---- nodes -------------------------------------------------------------------------------------------------
 
 # Why one node was filtered out: kube-scheduler's filter plugin names (pkg/scheduler/framework/plugins/names).
@@ -356,8 +368,8 @@ KINDS: dict[str, type[Reason]] = {
     for cls in (
         QueueMissing, QueueClosed, QueueNotLeaf, QueueParentMissing, QueueParentCycle, QueueLimit, QueueOverused,
         QueueShareExceeded, OvercommitLimit, GangNotReady, TooFewTasks, RoleNotReady, ResourceShortfall, Fragmented,
-        NotPipelined, Reserving, PlacementStale, PartialGangTimeout, NodeFilter, NodesUnavailable, TopologyLimit,
-        TopologyNoNode, TopologyNoFit,
+        NotPipelined, Reserving, PlacementStale, PartialGangTimeout, ScheduleTimeout, NodeFilter, NodesUnavailable,
+        TopologyLimit, TopologyNoNode, TopologyNoFit,
     )
 }
 

@@ -26,7 +26,7 @@ import numpy as np
 from scheduler.api import reasons as R
 from scheduler.api.decision import SUCCESS, Code, Status, unresolvable, unschedulable
 from scheduler.api.job import Condition, JobInfo, TaskInfo
-from scheduler.api.messages import message
+from scheduler.api.messages import FALLBACK_ANNOTATION, message, render
 from scheduler.api.resources import PODS, ZERO
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
@@ -38,7 +38,6 @@ NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 SCHEDULED_REASON = "tasks in gang are ready to be scheduled"
-FALLBACK_ANNOTATION = "volcano-py.io/fallback-min-available"
 TIMEOUT = "Timeout"
 TIMEOUT_REASON = "ScheduleTimeout"
 
@@ -61,16 +60,16 @@ def check_timeout(ssn: Session, job: JobInfo) -> None:
         return
     annotations = job.extra.get("annotations") or {}
     fallback = _seconds(annotations.get(FALLBACK_ANNOTATION))
-    head = f"gang not placed within scheduleTimeoutSeconds {timeout:g} (waited {waited:g}s)"
     if fallback is not None and int(fallback) < job.min_available:
-        message = f"{head}; retrying with minAvailable {int(fallback)} of {job.min_available} ({FALLBACK_ANNOTATION})"
+        reason = R.ScheduleTimeout(timeout, waited, job.min_available, int(fallback))
         ssn.override_min_member(job, int(fallback))
     elif any(c.type == TIMEOUT for c in job.conditions):
         return
     else:
-        message = f"{head}; still waiting with minAvailable {job.min_available} (no smaller {FALLBACK_ANNOTATION})"
-    ssn.add_condition(job, Condition(TIMEOUT, "True", TIMEOUT_REASON, message))
-    ssn.event("PodGroup", job.uid, "Warning", TIMEOUT_REASON, message)
+        reason = R.ScheduleTimeout(timeout, waited, job.min_available)
+    text = render(reason)
+    ssn.add_condition(job, Condition(TIMEOUT, "True", TIMEOUT_REASON, text))
+    ssn.event("PodGroup", job.uid, "Warning", TIMEOUT_REASON, text)
 
 
 def valid(job: JobInfo) -> Status:

@@ -54,6 +54,7 @@ SAMPLES = [
     Sample(R.Reserving(301.5, 2, 3, 4), Gate.RESERVING),
     Sample(R.PlacementStale("g-0", "n1"), Gate.WAITING),
     Sample(R.PartialGangTimeout(2, 4, 600.0, 1, 1), Gate.PARTIAL),
+    Sample(R.ScheduleTimeout(600.0, 601.0, 8, 4), Gate.WAITING),
     Sample(R.NodeFilter(R.TAINT_TOLERATION, "dedicated: infer"), Gate.WAITING),
     Sample(R.NodesUnavailable(5, (R.FilterCount(R.NodeFilter(R.INSUFFICIENT, GPU), 3),
                                   R.FilterCount(R.NodeFilter(R.NODE_AFFINITY), 2))), Gate.WAITING),

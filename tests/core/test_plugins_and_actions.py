@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.api import reasons as R
 from scheduler.api.decision import ABSTAIN as ABSTAIN_
 from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import TaskInfo
@@ -15,7 +16,7 @@ from scheduler.api.resources import Resource
 from scheduler.framework import points as P
 from scheduler.framework.statement import Statement
 from scheduler.plugins.conformance import ConformancePlugin
-from scheduler.testing import ClusterBuilder, cluster, pod_object
+from scheduler.testing import ClusterBuilder, cluster, node_filters, pod_object
 
 
 # ---- predicates -------------------------------------------------------------------------------------------
@@ -25,7 +26,7 @@ class Placement:
     nodes: tuple[tuple[str, dict[str, Any]], ...]
     pod: dict[str, Any]
     expected_node: str | None
-    reason: str = ""
+    reason: R.NodeFilter | None = None  # what turned the node away
 
 
 GPU_ZONE = {"topology.kubernetes.io/zone": "a"}
@@ -33,7 +34,7 @@ PLACEMENTS = [
     Placement("a nodeSelector picks the labelled node", (("n1", {}), ("n2", {"labels": GPU_ZONE})),
               {"node_selector": GPU_ZONE}, "n2"),
     Placement("a nodeSelector nothing matches leaves the pod pending", (("n1", {}),),
-              {"node_selector": GPU_ZONE}, None, "didn't match Pod's node affinity/selector"),
+              {"node_selector": GPU_ZONE}, None, R.NodeFilter(R.NODE_AFFINITY)),
     Placement(
         "required node affinity In picks the matching node",
         (("n1", {"labels": {"gpu": "a100"}}), ("n2", {"labels": {"gpu": "h100"}})),
@@ -49,15 +50,16 @@ PLACEMENTS = [
         "n1",
     ),
     Placement("an unschedulable node is skipped", (("n1", {"unschedulable": True}),), {}, None,
-              "node(s) were unschedulable"),
-    Placement("a NotReady node is skipped", (("n1", {"ready": False}),), {}, None, "node(s) were not ready"),
-    Placement("a full node by pod count is skipped", (("n1", {"pods": 0}),), {}, None, "Too many pods"),
+              R.NodeFilter(R.NODE_UNSCHEDULABLE)),
+    Placement("a NotReady node is skipped", (("n1", {"ready": False}),), {}, None, R.NodeFilter(R.NODE_NOT_READY)),
+    Placement("a full node by pod count is skipped", (("n1", {"pods": 0}),), {}, None,
+              R.NodeFilter(R.TOO_MANY_PODS)),
     Placement("a PreferNoSchedule taint does not forbid", (("n1", {"taints": [
         {"key": "k", "value": "v", "effect": "PreferNoSchedule"}]}),), {}, "n1"),
     Placement("a NoExecute taint forbids", (("n1", {"taints": [{"key": "k", "effect": "NoExecute"}]}),), {}, None,
-              "untolerated taint {k}"),
+              R.NodeFilter(R.TAINT_TOLERATION, "k")),
     Placement("too little memory is named", (("n1", {"memory": "1Gi"}),), {"memory": "2Gi"}, None,
-              "Insufficient memory"),
+              R.NodeFilter(R.INSUFFICIENT, "memory")),
 ]
 
 
@@ -71,7 +73,7 @@ def test_predicates(case: Placement) -> None:
     bound = c.sim.bound("j")
     if case.expected_node is None:
         assert bound == {}
-        assert case.reason in c.sim.condition("j")["message"]  # type: ignore[index]
+        assert node_filters(c.sim.reasons("j")) == {case.reason}
     else:
         assert bound == {"j-0": case.expected_node}
 
@@ -129,7 +131,7 @@ class Admission:
     name: str
     build: Any
     phase: str
-    reason: str = ""
+    reason: R.Reason | None = None
 
 
 ADMISSIONS = [
@@ -142,10 +144,10 @@ ADMISSIONS = [
         "a closed queue admits nothing and says so",
         lambda: cluster().node("n", gpu=1).queue("q", state="Closed").job("j", queue="q", gpu=1),
         "Pending",
-        "queue q is Closed",
+        R.QueueClosed("q", "Closed"),
     ),
     Admission("a missing queue is named", lambda: cluster().node("n", gpu=1).job("j", queue="nope", gpu=1), "Pending",
-              "queue 'nope' does not exist"),
+              R.QueueMissing("nope")),
 ]
 
 
@@ -156,8 +158,11 @@ def test_enqueue(case: Admission) -> None:
     pg = c.sim.podgroup("j")
     assert pg["status"]["phase"] == case.phase
     if case.reason:
-        assert case.reason in c.sim.condition("j")["message"]  # type: ignore[index]
-        assert any(case.reason in e.message for _, e in c.sim.events)
+        decision = c.sim.decision("j")
+        assert decision is not None and decision.reasons == (case.reason,) and decision.plugin == "enqueue"
+        condition = c.sim.condition("j")
+        assert condition is not None and condition["reason"] == "NotEnqueued"
+        assert any(e.reason == "Unschedulable" and e.message == condition["message"] for _, e in c.sim.events)
 
 
 # ---- backfill --------------------------------------------------------------------------------------------
