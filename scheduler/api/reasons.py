@@ -382,7 +382,8 @@ def from_json(obj: Mapping[str, Any]) -> Reason:
     cls = KINDS.get(str(obj.get("kind")))
     if cls is None:
         raise ReasonError(f"unknown reason kind {obj.get('kind')!r}")
-    return _decode_object(cls, obj)
+    reason: Reason = _decode_object(cls, obj)
+    return reason
 
 
 # ---- JSON, exact -------------------------------------------------------------------------------------------

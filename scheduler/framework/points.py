@@ -319,8 +319,9 @@ JOB_PIPELINED: Point[JobDecision, Status] = Point("job_pipelined", "enableJobPip
 JOB_ENQUEUEABLE: Point[JobDecision, Status] = Point("job_enqueueable", "enableJobEnqueued", votes, stamp_status)
 ALLOCATABLE: Point[QueueTaskCheck, bool] = Point("allocatable", "enabledAllocatable", all_pass)
 OVERUSED: Point[QueueCheck, bool] = Point("overused", "enabledOverused", any_true)
-PREEMPTABLE: Point[Victims, list[TaskInfo]] = Point("preemptable", "enablePreemptable", tier_victims)
-RECLAIMABLE: Point[Victims, list[TaskInfo]] = Point("reclaimable", "enableReclaimable", tier_victims)
+VictimsPoint = Point[Victims, list[TaskInfo]]
+PREEMPTABLE: VictimsPoint = Point("preemptable", "enablePreemptable", tier_victims)
+RECLAIMABLE: VictimsPoint = Point("reclaimable", "enableReclaimable", tier_victims)
 JOB_STARVING: Point[JobCheck, bool] = Point("job_starving", "enableJobStarving", first_tier_all)
 # fn(queue, task) -> bool: may the queue take this task by evicting other queues' tasks (reclaim)? Strict: no
 # escape hatch for tasks that fit nowhere, since reclaim exists for exactly those.
