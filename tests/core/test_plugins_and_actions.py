@@ -246,3 +246,32 @@ ORDERS = [
 def test_first_nonzero_combiner(case: OrderCase) -> None:
     tiers = [[(lambda a=a: a) for a in tier] for tier in case.answers]
     assert P.first_nonzero(tiers) == case.expected
+
+
+# ---- Status combiners and the plugin stamp ---------------------------------------------------------------
+def test_the_first_rejection_wins_and_abstentions_are_no_answer() -> None:
+    no_node = unschedulable(R.NodeFilter(R.NODE_AFFINITY))
+    tiers = [[lambda *_: ABSTAIN_, lambda *_: SUCCESS], [lambda *_: no_node, lambda *_: unschedulable()]]
+    assert P.first_rejection(tiers) is no_node
+    assert P.first_rejection([[lambda *_: ABSTAIN_]]).ok
+
+
+def test_a_gang_placer_that_abstains_leaves_the_gang_to_pod_by_pod_allocation() -> None:
+    stuck = P.GangAnswer(unschedulable(R.TopologyNoFit(1)))
+    assert P.first_placement([[lambda *_: P.PLACE_BY_POD]], None, []) is P.PLACE_BY_POD  # type: ignore[arg-type]
+    assert P.first_placement([[lambda *_: P.PLACE_BY_POD, lambda *_: stuck]], None, []) is stuck  # type: ignore[arg-type]
+
+
+def test_the_session_stamps_the_plugin_that_rejected() -> None:
+    c = cluster().node("n1", gpu=1).job("j", gpu=1, node_selector={"pool": "none"})
+    c.cycle()
+    decision = c.sim.decision("j")
+    assert decision is not None and decision.plugin == "gang"  # gang writes the condition
+    from scheduler.cycle import builtin_default_conf
+    from scheduler.framework.session import Session
+    from scheduler.plugins.predicates import PredicatesPlugin
+
+    task = next(iter(c.sim.pods.values())).task
+    ssn = Session(c.sim.snapshot(), builtin_default_conf(), {"predicates": PredicatesPlugin})
+    status = ssn.run(P.PREDICATE, task, ssn.node_list[0])
+    assert status.reasons == (R.NodeFilter(R.NODE_AFFINITY),) and status.plugin == "predicates"
