@@ -69,6 +69,11 @@ def _held(code: Code, *reasons: Reason) -> Status:
     return Status(code, reasons, Allocate.name)
 
 
+def _over_share(status: Status, queue: QueueInfo, task: TaskInfo) -> Status:
+    """Allocatable's rejection, with the plugin's limit; a plugin that named none gets the task's request."""
+    return status if status.reasons else _held(status.code, QueueShareExceeded(queue.name, amounts(task.resreq)))
+
+
 def find_node(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, bool]:
     """(node, pipelined): the best node whose idle holds the task, else one whose future idle will."""
     request = task.resreq
@@ -162,9 +167,9 @@ class Allocate:
         for index, task in enumerate(tasks):
             if failed.covers(task):
                 continue  # the same shape, or a task of a role that already fit nowhere this session
-            if not ssn.run(P.ALLOCATABLE, queue, task):
-                ssn.hold(job, _held(Code.UNSCHEDULABLE, QueueShareExceeded(queue.name, amounts(task.resreq))),
-                         first=True)
+            allowed = ssn.run(P.ALLOCATABLE, queue, task)
+            if not allowed.ok:
+                ssn.hold(job, _over_share(allowed, queue, task), first=True)
                 continue  # as Volcano: a smaller task of the job may still fit the queue
             node, pipelined = find_node(ssn, task)
             if node is None:
@@ -244,9 +249,9 @@ class Allocate:
         where = {id(task): node for task, node in answer.assignments}
         assignments = [(task, where[id(task)]) for task in ssn.task_order(task for task, _ in answer.assignments)]
         for index, (task, node) in enumerate(assignments):
-            if not ssn.run(P.ALLOCATABLE, queue, task):
-                ssn.hold(job, _held(Code.UNSCHEDULABLE, QueueShareExceeded(queue.name, amounts(task.resreq))),
-                         first=True)
+            allowed = ssn.run(P.ALLOCATABLE, queue, task)
+            if not allowed.ok:
+                ssn.hold(job, _over_share(allowed, queue, task), first=True)
                 continue  # as pod by pod: a smaller task may still fit the queue
             if not ssn.is_feasible(task, node) or not task.resreq <= node.idle:
                 ssn.hold(job, _held(Code.UNSCHEDULABLE, PlacementStale(task.name, node.name)), first=True)

@@ -75,7 +75,7 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
     tasks = ssn.task_order(pending)
     missing: list[TaskInfo] = []
     for task in tasks:
-        if not ssn.run(P.ALLOCATABLE, queue, task):
+        if not ssn.run(P.ALLOCATABLE, queue, task).ok:
             break
         node, pipelined = place(ssn, task)
         if node is None:

@@ -96,6 +96,10 @@ def _queue_limit(r: R.QueueLimit) -> str:
     def amount(units: int) -> str:
         return show(res, units)
 
+    if r.limit == R.DESERVED:
+        return (f"queue {r.queue} cannot take {res} {amount(r.requested)} more without passing its deserved share: "
+                f"{amount(r.allocated)} allocated + {amount(r.requested)} requested = {amount(r.total)} > "
+                f"{amount(r.limit_amount)} (short {res} {amount(r.short)})")
     if r.limit == R.PARENT_CAPABILITY:
         return (f"queue {r.queue} real capability {res} {amount(r.limit_amount)} (its parent {r.parent}'s, less "
                 f"what {r.parent}'s other children are guaranteed): {amount(r.total)} needed > it "

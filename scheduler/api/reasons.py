@@ -91,16 +91,18 @@ class QueueParentCycle(Reason):
 CAPABILITY = "capability"
 REAL_CAPABILITY = "real-capability"
 PARENT_CAPABILITY = "parent-capability"
+DESERVED = "deserved"  # Allocatable (proportion): the queue's deserved share, which allocate does not pass
 
 
 @dataclass(frozen=True, slots=True)
 class QueueLimit(Reason):
     """JobEnqueueable (proportion, capacity): the job's minResources on top of what the queue holds passes
-    `limit_amount`: allocated - elastic + admitted + requested = total (less what preemption could free)."""
+    `limit_amount`: allocated - elastic + admitted + requested = total (less what preemption could free).
+    Allocatable: one task's request on top of what the queue holds passes it (elastic and admitted are 0)."""
 
     kind: ClassVar[str] = "QueueLimit"
     queue: str
-    limit: str  # CAPABILITY | REAL_CAPABILITY | PARENT_CAPABILITY
+    limit: str  # CAPABILITY | REAL_CAPABILITY | PARENT_CAPABILITY | DESERVED
     resource: str
     limit_amount: int
     total: int

@@ -262,7 +262,8 @@ def from_reasons(base: Explanation, found: Sequence[R.Reason], queue: Obj | None
     if (broken := _first(found, R.QueueParentMissing) or _first(found, R.QueueParentCycle)) is not None:
         return _with(base, Gate.QUEUE_TREE, render_reason(broken),
                      unblock=(f"fix spec.parent of queue {broken.at}",))
-    if (limit := _first(found, R.QueueLimit)) is not None:
+    limits = _all(found, R.QueueLimit)
+    if (limit := next((r for r in limits if r.limit != R.DESERVED), None)) is not None:
         return _capability(base, limit, queue)
     if (over := _first(found, R.OvercommitLimit)) is not None:
         return _overcommit(base, over)
@@ -277,6 +278,14 @@ def from_reasons(base: Explanation, found: Sequence[R.Reason], queue: Obj | None
         return _with(base, Gate.PARTIAL, render_reason(partial), numbers=(
             ("ready", f"{partial.ready}/{partial.min_available}"), ("kept bound", str(partial.kept))),
             unblock=("delete the bound pods no controller owns, or add pods so the gang fits",))
+    if (deserved := next((r for r in limits if r.limit == R.DESERVED), None)) is not None:
+        res = deserved.resource
+        return _with(base, Gate.QUEUE_SHARE, render_reason(deserved), numbers=(
+            *_head(head), (f"queue deserved {res}", show(res, deserved.limit_amount)),
+            ("allocated", show(res, deserved.allocated)), ("requested", show(res, deserved.requested)),
+            ("short", show(res, deserved.short))),
+            unblock=(f"wait for queue {deserved.queue}'s jobs to release {show(res, deserved.short)} {res}, or "
+                     "raise its weight or deserved share",))
     if (share := _first(found, R.QueueOverused) or _first(found, R.QueueShareExceeded)) is not None:
         return _with(base, Gate.QUEUE_SHARE, render_reason(share), numbers=_head(head),
                      unblock=(f"wait for queue {share.queue}'s jobs to release resources, or raise its weight "

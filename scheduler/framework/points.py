@@ -80,6 +80,12 @@ class QueueTaskCheck(Protocol):
     def __call__(self, queue: QueueInfo, task: TaskInfo, /) -> bool: ...
 
 
+class QueueTaskDecision(Protocol):
+    """Allocatable: may the queue take the task now? A rejection names the limit (`QueueLimit`)."""
+
+    def __call__(self, queue: QueueInfo, task: TaskInfo, /) -> Status: ...
+
+
 class Victims(Protocol):
     """The candidates this plugin lets the preemptor take; an empty list ends the tier without an answer."""
 
@@ -138,6 +144,14 @@ def stamp_predicate(fn: Predicate, plugin: str) -> Predicate:
     return run
 
 
+def stamp_queue_task(fn: QueueTaskDecision, plugin: str) -> QueueTaskDecision:
+    def run(queue: QueueInfo, task: TaskInfo, /) -> Status:
+        status = fn(queue, task)
+        return status if status.ok else status.stamped(plugin)
+
+    return run
+
+
 def stamp_each(fn: NodesPredicate, plugin: str) -> NodesPredicate:
     def run(task: TaskInfo, nodes: Sequence[NodeInfo], /) -> list[Status]:
         return [s if s.ok else s.stamped(plugin) for s in fn(task, nodes)]
@@ -177,7 +191,7 @@ def all_pass(tiers: Tiers[Callable[..., bool]], *args: object) -> bool:
 
 
 def first_rejection(tiers: Tiers[Callable[..., Status]], *args: object) -> Status:
-    """Predicates and JobValid: every plugin must pass; the first Status against is the answer."""
+    """Predicates, JobValid and Allocatable: every plugin must pass; the first Status against is the answer."""
     for tier in tiers:
         for fn in tier:
             status = fn(*args)
@@ -317,7 +331,8 @@ JOB_VALID: Point[JobDecision, Status] = Point("job_valid", None, first_rejection
 JOB_READY: Point[JobCheck, bool] = Point("job_ready", "enableJobReady", all_pass)
 JOB_PIPELINED: Point[JobDecision, Status] = Point("job_pipelined", "enableJobPipelined", votes, stamp_status)
 JOB_ENQUEUEABLE: Point[JobDecision, Status] = Point("job_enqueueable", "enableJobEnqueued", votes, stamp_status)
-ALLOCATABLE: Point[QueueTaskCheck, bool] = Point("allocatable", "enabledAllocatable", all_pass)
+ALLOCATABLE: Point[QueueTaskDecision, Status] = Point(
+    "allocatable", "enabledAllocatable", first_rejection, stamp_queue_task)
 OVERUSED: Point[QueueCheck, bool] = Point("overused", "enabledOverused", any_true)
 VictimsPoint = Point[Victims, list[TaskInfo]]
 PREEMPTABLE: VictimsPoint = Point("preemptable", "enablePreemptable", tier_victims)

@@ -38,7 +38,9 @@ from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import (
+    CAPABILITY,
     PARENT_CAPABILITY,
+    REAL_CAPABILITY,
     QueueLimit,
     QueueNotLeaf,
     QueueParentCycle,
@@ -46,7 +48,7 @@ from scheduler.api.reasons import (
     Reason,
 )
 from scheduler.api.resources import Resource
-from scheduler.plugins.proportion import ProportionPlugin, QueueAttr, dimensions, without_pods
+from scheduler.plugins.proportion import ProportionPlugin, QueueAttr, dimensions, task_limit, without_pods
 
 log = logging.getLogger("volcano_py.plugins.capacity")
 ROOT = "root"
@@ -171,20 +173,34 @@ class CapacityPlugin(ProportionPlugin):
         deserves_a, deserves_b = not left.deserved.is_zero(), not right.deserved.is_zero()
         return (deserves_b - deserves_a) if deserves_a != deserves_b else 0
 
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        if self.hierarchy and (queue.name in self.broken or not self._leaf(queue.name)):
-            return False
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
+        if self.hierarchy and queue.name in self.broken:
+            return unresolvable(self.broken[queue.name])
+        if self.hierarchy and not self._leaf(queue.name):
+            return unresolvable(QueueNotLeaf(queue.name, tuple(sorted(self.children[queue.name]))))
         self._fresh(queue.name)
         path = self._path(queue.name)
         if not path:
-            return True
+            return SUCCESS
         request = without_pods(task.resreq)
         asked = dimensions(task.resreq)
         for attr in path:
             after = attr.allocated + request
-            if any(after.get(name) > attr.limit[name] for name in asked if name in attr.limit):
-                return not self._placeable(task)
-        return True
+            over = [name for name in asked if name in attr.limit and after.get(name) > attr.limit[name]]
+            if over:
+                return SUCCESS if not self._placeable(task) else unschedulable(self._task_limit(attr, over[0], request))
+        return SUCCESS
+
+    def _task_limit(self, attr: QueueAttr, name: str, request: Resource) -> QueueLimit:
+        """Which limit of `attr` the task passes: its capability, its parent's, or the cluster's less guarantees."""
+        limit = attr.limit[name]
+        if name in attr.own_limit:
+            return task_limit(attr, CAPABILITY, name, limit, request)
+        if self.hierarchy and attr.queue.name in self.ancestors and self.ancestors[attr.queue.name]:
+            return task_limit(attr, PARENT_CAPABILITY, name, limit, request, parent=self.ancestors[attr.queue.name][0])
+        others = self.total_guarantee.get(name) - attr.queue.guarantee.get(name)
+        return task_limit(attr, REAL_CAPABILITY, name, limit, request, cluster=self.total.get(name),
+                          guaranteed_to_others=others)
 
     def enqueueable(self, job: JobInfo) -> Status:
         if not self.hierarchy:

@@ -42,7 +42,7 @@ from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.reasons import CAPABILITY, REAL_CAPABILITY, QueueLimit
+from scheduler.api.reasons import CAPABILITY, DESERVED, REAL_CAPABILITY, QueueLimit
 from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.status import PodGroupPhase
 from scheduler.framework import points as P
@@ -54,6 +54,14 @@ from scheduler.plugins.conformance import is_critical
 # Water-filling converges in a few rounds; integer crumbs can only shrink. This is a guard, not a tuning knob.
 _MAX_ROUNDS = 1000
 ADMITTED_PHASES = frozenset({PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN})
+
+
+def task_limit(attr: QueueAttr, limit: str, name: str, limit_amount: int, request: Resource, *, cluster: int = 0,
+               guaranteed_to_others: int = 0, parent: str = "") -> QueueLimit:
+    """Allocatable's rejection: the task's request on top of what the queue holds passes `limit_amount`."""
+    held, asked = attr.allocated.get(name), request.get(name)
+    return QueueLimit(attr.queue.name, limit, name, limit_amount, held + asked, asked, held, cluster=cluster,
+                      guaranteed_to_others=guaranteed_to_others, parent=parent)
 
 
 # ---- resource arithmetic without the pods count -------------------------------------------------------
@@ -377,12 +385,16 @@ class ProportionPlugin(Plugin):
         names = {CPU, MEMORY, *dimensions(deserved)}
         return all(deserved.get(name) <= attr.allocated.get(name) for name in names)
 
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
         attr = self._fresh(queue.name)
         if attr is None:
-            return True
+            return SUCCESS
         free = (attr.deserved - attr.allocated).clamp_zero()
-        return without_pods(task.resreq) <= free or not self._placeable(task)
+        request = without_pods(task.resreq)
+        if request <= free or not self._placeable(task):
+            return SUCCESS
+        name = next(n for n, units in request.items() if units > free.get(n))
+        return unschedulable(task_limit(attr, DESERVED, name, attr.deserved.get(name), request))
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self._fresh(queue.name)

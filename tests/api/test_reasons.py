@@ -40,6 +40,7 @@ SAMPLES = [
                         guaranteed_to_others=TI16), Gate.QUEUE_CAPABILITY),
     Sample(R.QueueLimit("q", R.PARENT_CAPABILITY, GPU, 8000, 9000, 1000, 8000, 500, 500, parent="org"),
            Gate.QUEUE_CAPABILITY),
+    Sample(R.QueueLimit("q", R.DESERVED, GPU, 4000, 5000, 1000, 4000), Gate.QUEUE_SHARE),
     Sample(R.QueueOverused("q"), Gate.QUEUE_SHARE),
     Sample(R.QueueShareExceeded("q", ((GPU, GPU1000), (MEMORY, TI16))), Gate.QUEUE_SHARE),
     Sample(R.OvercommitLimit(MEMORY, TI16, 1.2, 21110623253299, TI16, 0, TI16, 2 * TI16), Gate.OVERCOMMIT),

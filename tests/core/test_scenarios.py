@@ -137,8 +137,7 @@ def test_a_gang_held_by_its_queue_is_not_called_fragmented() -> None:
     c.job("j", queue="zero", replicas=2, gpu=1)
     c.cycle()
     reasons = c.sim.reasons("j")
-    assert any(isinstance(r, R.QueueShareExceeded) and r.queue == "zero" and dict(r.request)[GPU] == 1_000
-               for r in reasons)
+    assert R.QueueLimit("zero", R.DESERVED, GPU, limit_amount=0, total=1_000, requested=1_000) in reasons
     assert not any(isinstance(r, R.Fragmented) for r in reasons)
 
 
