@@ -7,11 +7,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import yaml
 
+from scheduler.api.reasons import NodeFilter, NodesUnavailable, Reason
 from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, conf_from_text, run_cycle
 from scheduler.framework.conf import SchedulerConf
@@ -137,6 +138,11 @@ def conf_from_tiers(
     if configurations:
         doc["configurations"] = [{"name": k, "arguments": dict(v)} for k, v in configurations.items()]
     return conf_from_text(yaml.safe_dump(doc), source="test.conf")
+
+
+def node_filters(reasons: Iterable[Reason]) -> set[NodeFilter]:
+    """The node filters a job's published `NodesUnavailable` names (what turned its pods' nodes away)."""
+    return {count.filter for r in reasons if isinstance(r, NodesUnavailable) for count in r.counts}
 
 
 def cluster() -> ClusterBuilder:

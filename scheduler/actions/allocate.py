@@ -22,14 +22,26 @@ import numpy as np
 
 from scheduler.actions.base import round_robin
 from scheduler.actions.starvation import reserve, starving_gangs
+from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.messages import render
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import (
+    SCORE_VETO,
+    NodeFilter,
+    PlacementStale,
+    QueueMissing,
+    QueueOverused,
+    QueueShareExceeded,
+    Reason,
+    amounts,
+    resource_misfit,
+)
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.session import FitErrors, Session
 from scheduler.framework.statement import Statement
-from scheduler.plugins.predicates import resource_misfit
 
 
 def pending_tasks(job: JobInfo) -> list[TaskInfo]:
@@ -42,12 +54,24 @@ def schedulable_jobs(ssn: Session) -> list[JobInfo]:
         if job.phase == PodGroupPhase.PENDING or not pending_tasks(job):
             continue
         if job.queue not in ssn.queues:
-            ssn.gate_reasons[job.uid] = f"queue {job.queue!r} does not exist"
+            ssn.hold(job, _held(Code.UNRESOLVABLE, QueueMissing(job.queue)))
             continue
-        if ssn.run(P.JOB_VALID, job) is not None:
+        if not ssn.run(P.JOB_VALID, job).ok:
             continue  # the gang plugin reports why at close
         jobs.append(job)
     return jobs
+
+
+VETOED = NodeFilter(SCORE_VETO)
+
+
+def _held(code: Code, *reasons: Reason) -> Status:
+    return Status(code, reasons, Allocate.name)
+
+
+def _over_share(status: Status, queue: QueueInfo, task: TaskInfo) -> Status:
+    """Allocatable's rejection, with the plugin's limit; a plugin that named none gets the task's request."""
+    return status if status.reasons else _held(status.code, QueueShareExceeded(queue.name, amounts(task.resreq)))
 
 
 def find_node(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, bool]:
@@ -60,13 +84,15 @@ def find_node(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, bool]:
     future = [n for n in feasible if not n.releasing.is_zero() and request <= n.future_idle()]
     if future:
         return ssn.best_node(task, future), True
-    reasons: Counter[str] = Counter(ssn.static_rejections(task))
+    reasons: Counter[NodeFilter] = Counter(ssn.static_rejections(task))
     for node in feasible:
-        reasons[resource_misfit(request, node.idle)] += 1
+        reasons[resource_misfit(request, node.idle) or VETOED] += 1  # VETOED: it fits, but a scorer said no
     for reason, count in reasons.items():
         ssn.record_fit_error(task, reason, count)
     if ssn.trace:
-        ssn.trace(f"task {task.name} (role {task.role or '-'}) fits no node: {dict(reasons)}")
+        unavailable = FitErrors(reasons).unavailable(len(ssn.node_list))
+        ssn.trace(f"task {task.name} (role {task.role or '-'}) fits no node: "
+                  f"{render(unavailable) if unavailable else 'no node at all'}")
     return None, False
 
 
@@ -121,7 +147,7 @@ class Allocate:
             return False
         for job in ssn.jobs.values():
             if job.queue == queue.name and not job.is_ready():
-                ssn.gate_reasons.setdefault(job.uid, f"queue {queue.name} is overused: it holds its deserved share")
+                ssn.hold(job, _held(Code.UNSCHEDULABLE, QueueOverused(queue.name)), first=True)
         return True
 
     def allocate_job(
@@ -134,17 +160,16 @@ class Allocate:
         tasks = ssn.task_order(pending_tasks(job))
         if not was_ready and ssn.has(P.PLACE_GANG):
             answer = ssn.run(P.PLACE_GANG, job, tasks)
-            if answer is not None:
+            if not answer.status.abstained:
                 self.replay_placement(ssn, queue, job, stmt, answer, requeue)
                 return
         failed = self._failed.setdefault(job.uid, Failures())
         for index, task in enumerate(tasks):
             if failed.covers(task):
                 continue  # the same shape, or a task of a role that already fit nowhere this session
-            if not ssn.run(P.ALLOCATABLE, queue, task):
-                ssn.gate_reasons.setdefault(
-                    job.uid, f"queue {queue.name} cannot take {task.resreq} more without passing its share"
-                )
+            allowed = ssn.run(P.ALLOCATABLE, queue, task)
+            if not allowed.ok:
+                ssn.hold(job, _over_share(allowed, queue, task), first=True)
                 continue  # as Volcano: a smaller task of the job may still fit the queue
             node, pipelined = find_node(ssn, task)
             if node is None:
@@ -166,7 +191,7 @@ class Allocate:
         # 4.
         if ssn.run(P.JOB_READY, job):
             stmt.commit()
-        elif ssn.run(P.JOB_PIPELINED, job).vote == P.Vote.REJECT:
+        elif ssn.run(P.JOB_PIPELINED, job).rejected:
             stmt.discard()
             if job.uid in ssn.fit_errors:
                 self.remember_failure(ssn, job, None)
@@ -201,34 +226,35 @@ class Allocate:
         declined = False
         if ssn.has(P.PLACE_GANG):
             answer = ssn.run(P.PLACE_GANG, job, ssn.task_order(pending_tasks(job)))
-            if isinstance(answer, P.GangPlacement):
+            if answer.status.ok:
                 self.replay_placement(ssn, queue, job, Statement(ssn), answer)
                 if job.is_ready():
                     return
-            declined = answer is not None
+            declined = not answer.status.abstained
         reserve(ssn, queue, job, pending_tasks(job), find_node, declined)
 
     @staticmethod
     def replay_placement(
-        ssn: Session, queue: QueueInfo, job: JobInfo, stmt: Statement, answer: P.GangPlacement | P.GangInfeasible,
+        ssn: Session, queue: QueueInfo, job: JobInfo, stmt: Statement, answer: P.GangAnswer,
         requeue: Callable[[JobInfo], None] | None = None,
     ) -> None:
         """Carry out a gang placer's answer through the Statement, re-checking every rule as it goes. Once the
         job is ready with assignments left (an elastic job), commit and requeue it, as pod-by-pod allocation
         does, so other jobs reach their minimums before this one takes its extras."""
-        if isinstance(answer, P.GangInfeasible):
-            ssn.gate_reasons[job.uid] = answer.reason
+        if not answer.status.ok:
+            ssn.hold(job, answer.status)
             return
         # The placer groups identical tasks; replay in TaskOrder, so the tasks of every role come as pod-by-pod
         # allocation would take them (a queue limit then falls on the extras, not on a role's minimum).
         where = {id(task): node for task, node in answer.assignments}
         assignments = [(task, where[id(task)]) for task in ssn.task_order(task for task, _ in answer.assignments)]
         for index, (task, node) in enumerate(assignments):
-            if not ssn.run(P.ALLOCATABLE, queue, task):
-                ssn.gate_reasons.setdefault(job.uid, f"queue {queue.name} cannot take {task.resreq} more")
+            allowed = ssn.run(P.ALLOCATABLE, queue, task)
+            if not allowed.ok:
+                ssn.hold(job, _over_share(allowed, queue, task), first=True)
                 continue  # as pod by pod: a smaller task may still fit the queue
             if not ssn.is_feasible(task, node) or not task.resreq <= node.idle:
-                ssn.gate_reasons.setdefault(job.uid, f"placement of {task.name} on {node.name} no longer fits")
+                ssn.hold(job, _held(Code.UNSCHEDULABLE, PlacementStale(task.name, node.name)), first=True)
                 break
             stmt.allocate(task, node)
             if requeue is not None and index + 1 < len(assignments) and ssn.run(P.JOB_READY, job):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 from scheduler.api.job import JobInfo
+from scheduler.api.reasons import NO_FEASIBLE_NODE, TOO_MANY_PODS, NodeFilter
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
@@ -34,7 +35,7 @@ class Backfill:
             # 2.
             node = ssn.pick_node(task, ssn.fitting_indices(task))
             if node is None:
-                ssn.record_fit_error(task, "Too many pods" if ssn.feasible_nodes(task) else "no node passes predicates")
+                ssn.record_fit_error(task, NodeFilter(TOO_MANY_PODS if ssn.feasible_nodes(task) else NO_FEASIBLE_NODE))
                 continue
             # 3.
             stmt = Statement(ssn)

@@ -9,7 +9,10 @@
 from __future__ import annotations
 
 from scheduler.actions.base import round_robin
+from scheduler.api.decision import Code, Status
 from scheduler.api.job import Condition, JobInfo
+from scheduler.api.messages import message
+from scheduler.api.reasons import QueueClosed, QueueMissing
 from scheduler.api.status import PodGroupPhase, QueueState
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
@@ -30,26 +33,27 @@ class Enqueue:
         for job in ssn.jobs.values():
             if job.phase == PodGroupPhase.PENDING:
                 if job.queue not in ssn.queues:
-                    hold(ssn, job, f"queue {job.queue!r} does not exist")
+                    hold(ssn, job, Status(Code.UNRESOLVABLE, (QueueMissing(job.queue),), Enqueue.name))
                     continue
                 pending.setdefault(job.queue, []).append(job)
         # 2.
         for queue, job, _ in round_robin(ssn, pending):
             if queue.state != QueueState.OPEN:
-                hold(ssn, job, f"queue {queue.name} is {queue.state.value}: it admits no new jobs")
+                hold(ssn, job, Status(Code.UNRESOLVABLE, (QueueClosed(queue.name, queue.state.value),), Enqueue.name))
                 continue
             # 3.
-            verdict: P.Verdict = ssn.run(P.JOB_ENQUEUEABLE, job)
-            if verdict.vote == P.Vote.REJECT:
-                hold(ssn, job, verdict.reason or "held at enqueue")
+            verdict = ssn.run(P.JOB_ENQUEUEABLE, job)
+            if verdict.rejected:
+                hold(ssn, job, verdict)
                 continue
             ssn.set_phase(job, PodGroupPhase.INQUEUE)
             ssn.job_enqueued(job)
 
 
-def hold(ssn: Session, job: JobInfo, reason: str) -> None:
-    ssn.gate_reasons[job.uid] = reason
-    condition = Condition("Unschedulable", "True", NOT_ENQUEUED, reason)
-    ssn.set_condition(job, condition)
+def hold(ssn: Session, job: JobInfo, status: Status) -> None:
+    ssn.hold(job, status)
+    text = message(status)
+    condition = Condition("Unschedulable", "True", NOT_ENQUEUED, text)
+    ssn.set_condition(job, condition, status)
     if condition not in job.conditions:
-        ssn.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE_EVENT, reason)
+        ssn.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE_EVENT, text)

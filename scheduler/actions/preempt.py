@@ -35,7 +35,7 @@ def starving_jobs(ssn: Session) -> list[JobInfo]:
 
 
 def _room_on(
-    ssn: Session, point: P.Point, preemptor: TaskInfo, node: NodeInfo, eligible: Eligible,
+    ssn: Session, point: P.VictimsPoint, preemptor: TaskInfo, node: NodeInfo, eligible: Eligible,
     held_back: Callable[[TaskInfo], bool] | None = None,
 ) -> list[TaskInfo] | None:
     """The victims on `node` that make room for `preemptor` (lowest priority first), or None if none suffice.
@@ -85,7 +85,7 @@ def _cost(ssn: Session, victims: Sequence[TaskInfo]) -> tuple[int, int, int]:
 
 
 def make_room(
-    ssn: Session, stmt: Statement, preemptor: TaskInfo, point: P.Point, eligible: Eligible, verb: str,
+    ssn: Session, stmt: Statement, preemptor: TaskInfo, point: P.VictimsPoint, eligible: Eligible, verb: str,
     queue_fits: Callable[[TaskInfo], bool] | None = None,
 ) -> bool:
     """Evict the cheapest victims that let `preemptor` fit on one node and pipeline it there, in `stmt`."""
@@ -110,7 +110,7 @@ def make_room(
 
 def commit_or_discard(ssn: Session, stmt: Statement, job: JobInfo, reason: str) -> bool:
     """Commit only if the job is pipelined now; announce each eviction on the victim pod."""
-    if not len(stmt) or ssn.run(P.JOB_PIPELINED, job).vote == P.Vote.REJECT:
+    if not len(stmt) or ssn.run(P.JOB_PIPELINED, job).rejected:
         stmt.discard()
         return False
     evicted = [op for op in stmt.operations if op.kind == "evict"]
@@ -120,7 +120,7 @@ def commit_or_discard(ssn: Session, stmt: Statement, job: JobInfo, reason: str) 
     return True
 
 
-def preempt_job(ssn: Session, job: JobInfo, eligible: Eligible, point: P.Point, verb: str, reason: str,
+def preempt_job(ssn: Session, job: JobInfo, eligible: Eligible, point: P.VictimsPoint, verb: str, reason: str,
                 admit: Callable[[TaskInfo], bool] | None = None,
                 queue_fits: Callable[[TaskInfo], bool] | None = None) -> bool:
     stmt = Statement(ssn)
@@ -129,7 +129,7 @@ def preempt_job(ssn: Session, job: JobInfo, eligible: Eligible, point: P.Point, 
             break
         if not make_room(ssn, stmt, task, point, eligible, verb, queue_fits):
             break
-        if ssn.run(P.JOB_PIPELINED, job).vote != P.Vote.REJECT and not ssn.run(P.JOB_STARVING, job):
+        if not ssn.run(P.JOB_PIPELINED, job).rejected and not ssn.run(P.JOB_STARVING, job):
             break
     return commit_or_discard(ssn, stmt, job, reason)
 

@@ -48,6 +48,6 @@ class Reclaim:
             return bool(ssn.has(P.PREEMPTIVE) and ssn.run(P.PREEMPTIVE, queue, task))
 
         def queue_fits(task: TaskInfo) -> bool:
-            return bool(ssn.run(P.ALLOCATABLE, queue, task))
+            return ssn.run(P.ALLOCATABLE, queue, task).ok
 
         return preempt_job(ssn, job, eligible, P.RECLAIMABLE, "reclaimed", "Reclaimed", admit, queue_fits)

@@ -19,9 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import Reserving
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -73,7 +75,7 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
     tasks = ssn.task_order(pending)
     missing: list[TaskInfo] = []
     for task in tasks:
-        if not ssn.run(P.ALLOCATABLE, queue, task):
+        if not ssn.run(P.ALLOCATABLE, queue, task).ok:
             break
         node, pipelined = place(ssn, task)
         if node is None:
@@ -89,15 +91,13 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
         return
     held: dict[str, int] = {}
     for task in missing:
-        if not ssn.run(P.JOB_PIPELINED, job).vote == P.Vote.REJECT:
+        if not ssn.run(P.JOB_PIPELINED, job).rejected:
             break
         node = _closest(ssn, task, held)
         if node is None:
             break
         held[node.name] = held.get(node.name, 0) + 1
         stmt.pipeline(task, node)
-    waited = ssn.now - job.creation
-    ssn.gate_reasons[job.uid] = (
-        f"starving for {waited:g}s: reserving resources on {len({op.node for op in stmt.operations})} nodes "
-        f"as running pods free them ({sum(1 for op in stmt.operations)} of {job.min_available} tasks held)"
-    )
+    reserving = Reserving(ssn.now - job.creation, len({op.node for op in stmt.operations}),
+                          sum(1 for op in stmt.operations), job.min_available)
+    ssn.hold(job, Status(Code.UNSCHEDULABLE, (reserving,), "allocate"))

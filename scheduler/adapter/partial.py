@@ -23,7 +23,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from scheduler.api.decision import Code, Status
 from scheduler.api.job import Condition, JobInfo
+from scheduler.api.messages import message, render
+from scheduler.api.reasons import PartialGangTimeout
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, Eviction, PodGroupStatus
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.api.timestamps import parse_time
@@ -123,17 +126,14 @@ def give_up(
         for task, node in evict:
             result.evictions.append(Eviction(gang.job, task, node, f"{head}: evicted so its controller recreates it"))
         if evict:
-            result.events.append(
-                Event("PodGroup", gang.job, "Warning", REASON,
-                      f"{head}: evicted {len(evict)} pods owned by a controller, which recreates them")
-            )
+            evicted = PartialGangTimeout(gang.ready, gang.min_available, timeout, len(evict), 0)
+            result.events.append(Event("PodGroup", gang.job, "Warning", REASON, render(evicted)))
         if not kept or not has_podgroup(gang.job):
             continue
-        message = (
-            f"{head}; {len(kept)} bound pods have no controller to recreate them, so they were not evicted: "
-            "delete them (or add pods so the gang fits) to let the gang schedule"
-        )
-        condition = Condition("Unschedulable", "True", REASON, message)
+        decision = Status(Code.UNSCHEDULABLE, (
+            PartialGangTimeout(gang.ready, gang.min_available, timeout, len(evict), len(kept)),), "partial-gang")
+        message_ = message(decision)
+        condition = Condition("Unschedulable", "True", REASON, message_)
         index = statuses.get(gang.job)
         job = jobs[gang.job]
         conditions = result.podgroups[index].conditions if index is not None else job.conditions
@@ -144,12 +144,13 @@ def give_up(
             job.count(TaskStatus.RUNNING),
             job.count(TaskStatus.SUCCEEDED),
             job.count(TaskStatus.FAILED),
+            decision=decision,
         )
         if index is None:
             result.podgroups.append(status)
         else:
             result.podgroups[index] = status
-        result.events.append(Event("PodGroup", gang.job, "Warning", REASON, message))
+        result.events.append(Event("PodGroup", gang.job, "Warning", REASON, message_))
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,13 +124,32 @@ def format_units(name: str, units: int) -> str:
 
 
 def display_amount(name: str, units: int) -> str:
-    """A number for people: GPUs as `3` or `0.5`, cpu as cores, memory in Gi."""
+    """A number for people: GPUs as `3` or `0.5`, cpu as cores (exact: milli-units are thousandths), memory in
+    Gi, or in Ti and up from 1Ti (`16Ti`, not `1.638e+04Gi`), to four significant digits and never in exponent
+    form."""
     if name == MEMORY:
-        return f"{units / 2**30:.4g}Gi"
+        return _binary_amount(units)
     if name in (PODS,) or name.startswith("hugepages-") or name == "ephemeral-storage":
         return str(units)
-    whole, frac = divmod(units, 1000)
-    return str(whole) if frac == 0 else f"{units / 1000:g}"
+    sign, whole, frac = "-" if units < 0 else "", *divmod(abs(units), 1000)
+    return f"{sign}{whole}" if frac == 0 else f"{sign}{whole}.{frac:03d}".rstrip("0")
+
+
+_DISPLAY_UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30))
+_SMALL_UNITS = (("Mi", 2**20), ("Ki", 2**10))
+
+
+def _binary_amount(units: int) -> str:
+    size = abs(units)
+    suffix, scale = next(((s, v) for s, v in _DISPLAY_UNITS if size >= v), ("Gi", 2**30))
+    if 0 < size < 2**20:  # below 1Mi, Gi would read 0.0001Gi: say Ki or bytes
+        suffix, scale = next(((s, v) for s, v in _SMALL_UNITS[1:] if size >= v), ("", 1))
+    elif 0 < size < 2**30 // 10:  # below 0.1Gi: Mi
+        suffix, scale = _SMALL_UNITS[0]
+    text = f"{units / scale:.4g}"
+    if "e" in text:  # beyond 9999Ei: more than any quantity volcano-py accepts, but say it plainly
+        text = f"{units / scale:.0f}"
+    return f"{text}{suffix}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from scheduler.api.decision import REASONS_ANNOTATION, Status, publish
 from scheduler.api.job import Condition, JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -52,6 +53,23 @@ class PodGroupStatus:
     failed: int
     # The smaller minMember the scheduler retries a timed-out gang with (status.minMemberOverride); None: none.
     min_member_override: int | None = None
+    # What the Unschedulable condition's message was rendered from, published as the annotation
+    # `api.decision.REASONS_ANNOTATION`; None when the PodGroup is not unschedulable (the annotation is removed).
+    decision: Status | None = None
+
+
+def reasons_annotation(status: PodGroupStatus, current: Mapping[str, Any] | None) -> dict[str, str | None] | None:
+    """The merge patch of the PodGroup's `metadata.annotations` that publishes `status.decision` (None: no
+    change). The annotation goes when the PodGroup is no longer Unschedulable; a condition this cycle did not
+    renew keeps the annotation it had."""
+    now = (current or {}).get(REASONS_ANNOTATION)
+    if status.decision is not None:
+        wanted: str | None = publish(status.decision)
+    elif any(c.type == "Unschedulable" and c.status == "True" for c in status.conditions):
+        return None
+    else:
+        wanted = None
+    return None if wanted == now else {REASONS_ANNOTATION: wanted}
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult, PodGroupStatus
 from scheduler.api.timestamps import rfc3339
 from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError, Obj
+from scheduler.cache.publish import publish_reasons
 from scheduler.cache.store import PG_API, Stores, resource_version, trim
 
 log = logging.getLogger("volcano_py.cache")
@@ -73,6 +74,7 @@ class StatusWriter:
         }
         if status.min_member_override is not None:
             wanted["minMemberOverride"] = status.min_member_override
+        publish_reasons(self.kube, status, pg)
         if all(_same(current.get(k), v) for k, v in wanted.items()):
             return
         namespace, name = status.job.split("/", 1)

@@ -1,23 +1,31 @@
 """Layer `ctl`: `volcano-py explain` decides which gate holds a job, from what the scheduler publishes.
 
 Pure: `explain(facts)` reads the fetched objects (Job, PodGroup, Queue, the queue's PodGroups, events) and
-returns an `Explanation`; `render` turns it into one screen of text. The numbers come from the messages the
-scheduler writes into the PodGroup's `Unschedulable` condition (enqueue's queue state, proportion's capability
-sum, overcommit's cluster sum, gang's shortfall, network-topology-aware's best domain), cross-checked with the
-Queue object, so the command needs only read access to the API, from any machine.
+returns an `Explanation`; `render` turns it into one screen of text. The numbers come from the reasons the
+scheduler publishes on the PodGroup as JSON (the annotation `scheduling.volcano-py.io/reasons`, see
+`api/decision.py`: enqueue's queue state, proportion's and capacity's queue limits, overcommit's cluster sum,
+gang's shortfall, network-topology-aware's best domain), cross-checked with the Queue object, so the command
+needs only read access to the API, from any machine. The condition's message is shown as the scheduler wrote it
+and never parsed: a PodGroup without the annotation (written by an older scheduler) is said to have no
+structured reasons.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
+from scheduler.api import reasons as R
+from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
+from scheduler.api.messages import render as render_reason
+from scheduler.api.messages import show, show_amounts
+from scheduler.api.reasons import ReasonError
 from scheduler.jobs.expand import depends_on
 
 Obj = Mapping[str, Any]
+ReasonT = TypeVar("ReasonT", bound=R.Reason)
 
 FINISHED_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
 WAITING_PHASES = ("Pending", "Inqueue")
@@ -32,12 +40,17 @@ class Gate(StrEnum):
     QUEUE_CLOSED = "queue closed"
     QUEUE_CAPABILITY = "queue capability"
     QUEUE_NOT_LEAF = "queue not a leaf"
+    QUEUE_TREE = "queue tree broken"
+    QUEUE_SHARE = "queue share"
     OVERCOMMIT = "overcommit"
     ENQUEUE = "enqueue"
     TOPOLOGY = "network topology"
     GANG_SHORTFALL = "gang shortfall"
     FRAGMENTED = "gang fragmented"
     GANG_TASKS = "gang tasks"
+    RESERVING = "reserving"
+    PARTIAL = "partial gang given up"
+    NO_REASONS = "no structured reasons"
     WAITING = "waiting"
 
 
@@ -66,62 +79,7 @@ class Explanation:
     unblock: tuple[str, ...] = ()
     rank: tuple[int, int] | None = None
     published: str = ""
-
-
-# ---- the scheduler's messages --------------------------------------------------------------------------
-
-NUM = r"-?[0-9.]+(?:Gi)?"
-CAPABILITY = re.compile(
-    r"queue (?P<queue>\S+) (?P<real>real )?capability (?P<res>\S+) (?P<limit>" + NUM + r")"
-    r"(?: \([^)]*\))?: (?P<allocated>" + NUM + r") allocated(?: - (?P<elastic>" + NUM +
-    r") elastic)? \+ (?P<admitted>" + NUM + r") admitted \+ (?P<requested>" + NUM +
-    r") requested = (?P<total>" + NUM + r") > \S+ \(short \S+ (?P<short>" + NUM + r")\)"
-)
-OVERCOMMIT = re.compile(
-    r"cluster (?P<res>\S+) (?P<cluster>\S+) x overcommit-factor (?P<factor>\S+) = (?P<capacity>\S+): "
-    r"(?P<used>\S+) used \+ (?P<admitted>\S+) admitted \+ (?P<requested>\S+) requested = (?P<total>\S+) > \S+ "
-    r"\(short \S+ (?P<short>[^)]+)\)"
-)
-GANG_HEAD = re.compile(
-    r"(?P<unschedulable>\d+)/(?P<tasks>\d+) tasks in gang unschedulable: pod group is not ready, "
-    r"(?P<ready>\d+) ready, (?P<min>\d+) minAvailable"
-)
-SHORT = re.compile(
-    r"short (?P<short>[^:]+): (?P<count>\d+) more tasks need (?P<need>.+?), "
-    r"the (?P<nodes>\d+) nodes they may use have (?P<free>.+?) free"
-)
-FRAGMENTS = re.compile(
-    r"enough (?P<need>.+?) is free in total but it is fragmented: the most on one node is (?P<most>.+?) "
-    r"\((?P<node>[^)]+)\)"
-)
-TOPOLOGY = re.compile(
-    r"needs (?P<need>\S+) (?P<res>\S+) inside one (?P<where>.+?) \(hard mode, highestTierAllowed (?P<tier>\d+)\); "
-    r"(?:the best (?:.+?) has (?P<best>\S+) free(?P<pieces>, but not in pieces its tasks fit)?|no node allows them)"
-)
-NOT_LEAF = re.compile(r"queue (?P<queue>\S+) has child queues \((?P<children>[^)]*)\): jobs go to leaf queues")
-TOPOLOGY_NO_NODE = re.compile(r"the gang's tasks fit no node \(hard mode, highestTierAllowed (?P<tier>\d+)\)")
-TASKS = re.compile(r"Not enough (?:valid tasks|pods of task (?P<task>\S+)) for gang-scheduling, "
-                   r"valid: (?P<valid>\d+), min: (?P<min>\d+)")
-
-
-def amount(text: str) -> float:
-    """`3`, `0.5`, `12Gi` -> a number in the unit shown."""
-    return float(text.removesuffix("Gi"))
-
-
-def show(value: float, like: str = "") -> str:
-    unit = "Gi" if like.endswith("Gi") else ""
-    return f"{value:g}{unit}"
-
-
-def pairs(text: str) -> dict[str, str]:
-    """`nvidia.com/gpu 3, cpu 2` -> {"nvidia.com/gpu": "3", "cpu": "2"}."""
-    out: dict[str, str] = {}
-    for part in text.split(", "):
-        name, _, value = part.rpartition(" ")
-        if name:
-            out[name] = value
-    return out
+    reasons: tuple[R.Reason, ...] = ()  # what the scheduler published, as it published it
 
 
 # ---- reading the objects -------------------------------------------------------------------------------
@@ -245,7 +203,11 @@ def decide(facts: Facts) -> Explanation:
                          unblock=(f"wait for {', '.join(d for d, _, _ in deps)} to run; see `kubectl describe "
                                   f"pod` of those tasks' pods if they do not start",))
         return _with(base, Gate.NOT_HELD, f"not held: its PodGroup is {pg_phase}", rank=None)
-    if facts.queue is None or "does not exist" in published:
+    decision, unreadable = published_decision(pg)
+    found = decision.reasons if decision is not None else ()
+    base = _with(base, Gate.WAITING, "", reasons=found)
+    missing = _first(found, R.QueueMissing)
+    if facts.queue is None or missing is not None:
         return _with(base, Gate.QUEUE_MISSING, f"queue {queue} does not exist",
                      unblock=(f"create queue {queue}, or submit the job to an existing queue",))
     state = queue_state(facts.queue)
@@ -253,35 +215,96 @@ def decide(facts: Facts) -> Explanation:
         return _with(base, Gate.QUEUE_CLOSED, f"queue {queue} is {state}: it admits no new jobs",
                      numbers=(("queue state", state),),
                      unblock=(f"open queue {queue} (volcano-py queue open {queue}), or submit to an Open queue",))
-    if (match := NOT_LEAF.search(published)) is not None:
-        children = match["children"]
-        return _with(base, Gate.QUEUE_NOT_LEAF, f"queue {match['queue']} has child queues; jobs run in leaf queues "
+    if decision is None:
+        if unreadable:
+            return _with(base, Gate.NO_REASONS, f"the published reasons cannot be read ({unreadable})",
+                         unblock=("use an explain as new as the scheduler; the message below is as it wrote it",))
+        if published:
+            return _with(base, Gate.NO_REASONS, "no structured reasons published (a scheduler older than this "
+                         "explain wrote the message below)", unblock=("see the published message",))
+        return _with(base, Gate.WAITING, "the scheduler has not reported on it yet (is it running, and does the "
+                     "pod's schedulerName match?)")
+    return from_reasons(base, found, facts.queue, condition)
+
+
+def published_decision(podgroup: Obj | None) -> tuple[Status | None, str]:
+    """The Status the scheduler published on the PodGroup, or (None, why it cannot be read; "" if absent)."""
+    text = (((podgroup or {}).get("metadata") or {}).get("annotations") or {}).get(REASONS_ANNOTATION)
+    if not text:
+        return None, ""
+    try:
+        return read_published(str(text)), ""
+    except ReasonError as exc:
+        return None, str(exc)
+
+
+def _first(found: Sequence[R.Reason], kind: type[ReasonT]) -> ReasonT | None:
+    return next((r for r in found if isinstance(r, kind)), None)
+
+
+def _all(found: Sequence[R.Reason], kind: type[ReasonT]) -> list[ReasonT]:
+    return [r for r in found if isinstance(r, kind)]
+
+
+def from_reasons(base: Explanation, found: Sequence[R.Reason], queue: Obj | None,
+                 condition: Obj | None) -> Explanation:
+    """The gate of the first reason that names one, most specific first (a gate that held the job at enqueue or
+    in its queue before any shortfall on nodes)."""
+    head = _first(found, R.GangNotReady)
+    if (leaf := _first(found, R.QueueNotLeaf)) is not None:
+        children = ", ".join(leaf.children)
+        return _with(base, Gate.QUEUE_NOT_LEAF, f"queue {leaf.queue} has child queues; jobs run in leaf queues "
                      "only (capacity with enableHierarchy)", numbers=(("child queues", children),),
-                     unblock=(f"submit the job to one of {match['queue']}'s child queues: {children}",))
-    if (match := CAPABILITY.search(published)) is not None:
-        return _capability(base, match, facts.queue)
-    if (match := OVERCOMMIT.search(published)) is not None:
-        return _overcommit(base, match)
-    if (match := TASKS.search(published)) is not None:
-        return _tasks(base, match)
-    if (match := TOPOLOGY.search(published)) is not None:
-        return _topology(base, match)
-    if (match := TOPOLOGY_NO_NODE.search(published)) is not None:
+                     unblock=(f"submit the job to one of {leaf.queue}'s child queues: {children}",))
+    if (closed := _first(found, R.QueueClosed)) is not None:  # the Queue is Open again: next cycle admits it
+        return _with(base, Gate.QUEUE_CLOSED, f"{render_reason(closed)} (when the scheduler last looked)",
+                     unblock=(f"open queue {closed.queue} (volcano-py queue open {closed.queue})",))
+    if (broken := _first(found, R.QueueParentMissing) or _first(found, R.QueueParentCycle)) is not None:
+        return _with(base, Gate.QUEUE_TREE, render_reason(broken),
+                     unblock=(f"fix spec.parent of queue {broken.at}",))
+    limits = _all(found, R.QueueLimit)
+    if (limit := next((r for r in limits if r.limit != R.DESERVED), None)) is not None:
+        return _capability(base, limit, queue)
+    if (over := _first(found, R.OvercommitLimit)) is not None:
+        return _overcommit(base, over)
+    if (few := _first(found, R.TooFewTasks)) is not None:
+        return _tasks(base, few)
+    if (topo := _first(found, R.TopologyLimit) or _first(found, R.TopologyNoNode)) is not None:
+        return _topology(base, topo)
+    if (nofit := _first(found, R.TopologyNoFit)) is not None:
         return _with(base, Gate.TOPOLOGY, f"no node holds the gang's tasks (hard mode, highestTierAllowed "
-                     f"{match['tier']})", unblock=("check the tasks' requests, nodeSelector and tolerations",))
-    head = GANG_HEAD.search(published)
-    if (match := SHORT.search(published)) is not None:
-        return _shortfall(base, match, head)
-    if (match := FRAGMENTS.search(published)) is not None:
-        return _fragmented(base, match, head)
+                     f"{nofit.tier})", unblock=("check the tasks' requests, nodeSelector and tolerations",))
+    if (partial := _first(found, R.PartialGangTimeout)) is not None:
+        return _with(base, Gate.PARTIAL, render_reason(partial), numbers=(
+            ("ready", f"{partial.ready}/{partial.min_available}"), ("kept bound", str(partial.kept))),
+            unblock=("delete the bound pods no controller owns, or add pods so the gang fits",))
+    if (deserved := next((r for r in limits if r.limit == R.DESERVED), None)) is not None:
+        res = deserved.resource
+        return _with(base, Gate.QUEUE_SHARE, render_reason(deserved), numbers=(
+            *_head(head), (f"queue deserved {res}", show(res, deserved.limit_amount)),
+            ("allocated", show(res, deserved.allocated)), ("requested", show(res, deserved.requested)),
+            ("short", show(res, deserved.short))),
+            unblock=(f"wait for queue {deserved.queue}'s jobs to release {show(res, deserved.short)} {res}, or "
+                     "raise its weight or deserved share",))
+    if (share := _first(found, R.QueueOverused) or _first(found, R.QueueShareExceeded)) is not None:
+        return _with(base, Gate.QUEUE_SHARE, render_reason(share), numbers=_head(head),
+                     unblock=(f"wait for queue {share.queue}'s jobs to release resources, or raise its weight "
+                              "or deserved share",))
+    if (reserving := _first(found, R.Reserving)) is not None:
+        return _with(base, Gate.RESERVING, render_reason(reserving), numbers=_head(head),
+                     unblock=("wait: it collects what running pods free until it is ready",))
+    if shortfalls := _all(found, R.ResourceShortfall):
+        return _shortfall(base, shortfalls, head)
+    if (fragmented := _first(found, R.Fragmented)) is not None:
+        return _fragmented(base, fragmented, head)
     if head is not None:
-        return _with(base, Gate.GANG_SHORTFALL, "the gang cannot be placed whole", numbers=_head(head),
+        return _with(base, Gate.GANG_SHORTFALL, "the gang cannot be placed whole",
+                     numbers=_head(head) + _filters(_first(found, R.NodesUnavailable)),
                      unblock=("see the published message: free capacity on nodes its pods may use, "
                               "or lower minAvailable",))
     if condition is not None and condition.get("reason") == "NotEnqueued":
         return _with(base, Gate.ENQUEUE, "held at enqueue", unblock=("see the published message",))
-    return _with(base, Gate.WAITING, "the scheduler has not reported on it yet (is it running, and does the "
-                 "pod's schedulerName match?)")
+    return _with(base, Gate.WAITING, "waiting: " + "; ".join(render_reason(r) for r in found))
 
 
 def waiting_on_depends(job: Obj | None) -> list[tuple[str, list[tuple[str, int, int]]]]:
@@ -312,89 +335,116 @@ def _with(base: Explanation, gate: Gate, summary: str, **changes: Any) -> Explan
     return Explanation(**fields)
 
 
-def _head(head: re.Match[str] | None) -> tuple[tuple[str, str], ...]:
+def _head(head: R.GangNotReady | None) -> tuple[tuple[str, str], ...]:
     if head is None:
         return ()
-    return (("tasks unschedulable", f"{head['unschedulable']}/{head['tasks']}"), ("ready", head["ready"]),
-            ("minAvailable", head["min"]))
+    return (("tasks unschedulable", f"{head.unschedulable}/{head.tasks}"), ("ready", str(head.ready)),
+            ("minAvailable", str(head.min_available)))
 
 
-def _capability(base: Explanation, m: re.Match[str], queue: Obj | None) -> Explanation:
-    res, queue_name_ = m["res"], m["queue"]
-    limit, total, short = amount(m["limit"]), amount(m["total"]), amount(m["short"])
-    held = amount(m["allocated"]) + amount(m["admitted"])
-    kind = "real capability" if m["real"] else "capability"
-    numbers = [(f"queue {kind} {res}", m["limit"]), ("allocated", m["allocated"]), ("admitted", m["admitted"]),
-               ("requested", m["requested"]), ("total", f"{m['total']} > {m['limit']}"), ("short", m["short"])]
+def _filters(unavailable: R.NodesUnavailable | None) -> tuple[tuple[str, str], ...]:
+    if unavailable is None:
+        return ()
+    return tuple((render_reason(c.filter), f"{c.nodes} of {unavailable.total} nodes") for c in unavailable.counts)
+
+
+def _capability(base: Explanation, r: R.QueueLimit, queue: Obj | None) -> Explanation:
+    res = r.resource
+
+    def amount(units: int) -> str:
+        return show(res, units)
+
+    kind = "capability" if r.limit == R.CAPABILITY else "real capability"
+    numbers = [(f"queue {kind} {res}", amount(r.limit_amount))]
+    if r.limit == R.PARENT_CAPABILITY:
+        numbers.append(("from parent", r.parent))
+    numbers += [("allocated", amount(r.allocated)), ("admitted", amount(r.admitted)),
+                ("requested", amount(r.requested)), ("total", f"{amount(r.total)} > {amount(r.limit_amount)}"),
+                ("short", amount(r.short))]
+    if r.elastic:
+        numbers.insert(2, ("elastic", amount(r.elastic)))
     deserved = (_spec(queue).get("deserved") or {}).get(res)
     if deserved is not None:
         numbers.append(("queue deserved", str(deserved)))
-    unblock = [f"raise queue {queue_name_} capability {res} to at least {show(total, m['total'])}"
-               if not m["real"] else f"add {show(short, m['short'])} {res} to the cluster or lower other queues' "
-               f"guarantees"]
-    if held >= short:
-        unblock.append(f"or wait for {show(short, m['short'])} {res} of queue {queue_name_} to be released")
+    if r.limit == R.CAPABILITY:
+        unblock = [f"raise queue {r.queue} capability {res} to at least {amount(r.total)}"]
+    elif r.limit == R.PARENT_CAPABILITY:
+        unblock = [f"raise queue {r.parent}'s capability {res}, or lower its other children's guarantees"]
     else:
-        unblock.append(f"or lower the job's request: it asks for {m['requested']} and the queue may hold "
-                       f"{show(limit, m['limit'])}")
-    summary = f"queue {queue_name_} {kind}: {m['total']} {res} would exceed {m['limit']} (short {m['short']})"
+        unblock = [f"add {amount(r.short)} {res} to the cluster or lower other queues' guarantees"]
+    if r.allocated + r.admitted >= r.short:
+        unblock.append(f"or wait for {amount(r.short)} {res} of queue {r.queue} to be released")
+    else:
+        unblock.append(f"or lower the job's request: it asks for {amount(r.requested)} and the queue may hold "
+                       f"{amount(r.limit_amount)}")
+    summary = (f"queue {r.queue} {kind}: {amount(r.total)} {res} would exceed {amount(r.limit_amount)} "
+               f"(short {amount(r.short)})")
     return _with(base, Gate.QUEUE_CAPABILITY, summary, numbers=tuple(numbers), unblock=tuple(unblock))
 
 
-def _overcommit(base: Explanation, m: re.Match[str]) -> Explanation:
-    res = m["res"]
-    numbers = (("cluster " + res, m["cluster"]), ("overcommit-factor", m["factor"]), ("capacity", m["capacity"]),
-               ("used", m["used"]), ("admitted", m["admitted"]), ("requested", m["requested"]),
-               ("short", m["short"]))
-    unblock = (f"wait for {m['short']} {res} to be released in the cluster, add nodes, "
+def _overcommit(base: Explanation, r: R.OvercommitLimit) -> Explanation:
+    res = r.resource
+
+    def amount(units: int) -> str:
+        return show(res, units)
+
+    numbers = (("cluster " + res, amount(r.cluster)), ("overcommit-factor", f"{r.factor:g}"),
+               ("capacity", amount(r.capacity)), ("used", amount(r.used)), ("admitted", amount(r.admitted)),
+               ("requested", amount(r.requested)), ("short", amount(r.short)))
+    unblock = (f"wait for {amount(r.short)} {res} to be released in the cluster, add nodes, "
                f"or raise the overcommit plugin's overcommit-factor",)
-    summary = f"cluster {res} overcommitted: {m['total']} > {m['capacity']} (short {m['short']})"
+    summary = f"cluster {res} overcommitted: {amount(r.total)} > {amount(r.capacity)} (short {amount(r.short)})"
     return _with(base, Gate.OVERCOMMIT, summary, numbers=numbers, unblock=unblock)
 
 
-def _tasks(base: Explanation, m: re.Match[str]) -> Explanation:
-    which = f"task {m['task']}" if m["task"] else "the job"
-    summary = f"{which} has {m['valid']} live pods, fewer than its minimum {m['min']}"
-    unblock = (f"look at {which}'s failed or deleted pods, or lower its minAvailable to {m['valid']}",)
-    return _with(base, Gate.GANG_TASKS, summary, numbers=(("valid", m["valid"]), ("min", m["min"])),
+def _tasks(base: Explanation, r: R.TooFewTasks) -> Explanation:
+    which = f"task {r.role}" if r.role else "the job"
+    summary = f"{which} has {r.valid} live pods, fewer than its minimum {r.needed}"
+    unblock = (f"look at {which}'s failed or deleted pods, or lower its minAvailable to {r.valid}",)
+    return _with(base, Gate.GANG_TASKS, summary, numbers=(("valid", str(r.valid)), ("min", str(r.needed))),
                  unblock=unblock)
 
 
-def _topology(base: Explanation, m: re.Match[str]) -> Explanation:
-    res, where = m["res"], m["where"]
-    numbers = [("needs", f"{m['need']} {res} inside one {where}"), ("highestTierAllowed", m["tier"])]
-    if m["best"] is not None:
-        numbers.append((f"best {where} has free", m["best"]))
-        missing = amount(m["need"]) - amount(m["best"])
-        if m["pieces"] or missing <= 0:
+def _topology(base: Explanation, r: R.TopologyLimit | R.TopologyNoNode) -> Explanation:
+    res, where = r.resource, r.domain
+    need = show(res, r.needed)
+    numbers = [("needs", f"{need} {res} inside one {where}"), ("highestTierAllowed", str(r.tier))]
+    if isinstance(r, R.TopologyLimit):
+        named = f" ({r.best_domain})" if r.best_domain else ""
+        numbers.append((f"best {where} has free", f"{show(res, r.best)}{named}"))
+        if r.usable < r.best:
+            numbers.append(("of it on nodes that hold a task", show(res, r.usable)))
+        if r.best >= r.needed:
             first = f"free {res} on single nodes of one {where} in pieces the tasks fit"
         else:
-            first = f"free {show(missing, m['need'])} more {res} inside one {where}"
-        summary = f"no {where} can hold the gang: it needs {m['need']} {res}, the best {where} has {m['best']} free"
+            first = f"free {show(res, r.needed - r.best)} more {res} inside one {where}"
+        summary = f"no {where} can hold the gang: it needs {need} {res}, the best {where} has {show(res, r.best)} free"
     else:
         first = f"let the pods use nodes with {res}"
         summary = f"no node allows the gang's pods inside one {where}"
-    unblock = (first, f"or allow a higher tier (networkTopology.highestTierAllowed > {m['tier']}) or mode: soft")
+    unblock = (first, f"or allow a higher tier (networkTopology.highestTierAllowed > {r.tier}) or mode: soft")
     return _with(base, Gate.TOPOLOGY, summary, numbers=tuple(numbers), unblock=unblock)
 
 
-def _shortfall(base: Explanation, m: re.Match[str], head: re.Match[str] | None) -> Explanation:
-    short, need, free = pairs(m["short"]), pairs(m["need"]), pairs(m["free"])
+def _shortfall(base: Explanation, found: Sequence[R.ResourceShortfall], head: R.GangNotReady | None) -> Explanation:
     numbers = list(_head(head))
-    for res, value in short.items():
-        numbers.append((res, f"{m['count']} more tasks need {need.get(res, '?')}, {free.get(res, '?')} free on "
-                             f"the {m['nodes']} nodes they may use, short {value}"))
-    shortages = ", ".join(f"{value} more {res}" for res, value in short.items())
+    for r in found:
+        numbers.append((r.resource, f"{r.tasks} more tasks need {show(r.resource, r.needed)}, "
+                                    f"{show(r.resource, r.free)} free on the {r.nodes} nodes they may use, "
+                                    f"short {show(r.resource, r.short)}"))
+    shortages = ", ".join(f"{show(r.resource, r.short)} more {r.resource}" for r in found)
     unblock = [f"free {shortages} on nodes the gang may use"]
     if head is not None:
-        unblock.append(f"or lower minAvailable (now {head['min']})")
-    summary = f"gang short of {m['short']}: the pods it still needs do not fit in what is free"
+        unblock.append(f"or lower minAvailable (now {head.min_available})")
+    short = ", ".join(f"{r.resource} {show(r.resource, r.short)}" for r in found)
+    summary = f"gang short of {short}: the pods it still needs do not fit in what is free"
     return _with(base, Gate.GANG_SHORTFALL, summary, numbers=tuple(numbers), unblock=tuple(unblock))
 
 
-def _fragmented(base: Explanation, m: re.Match[str], head: re.Match[str] | None) -> Explanation:
-    numbers = (*_head(head), ("needs", m["need"]), ("most free on one node", f"{m['most']} ({m['node']})"))
-    summary = f"enough {m['need']} is free in total, but split across nodes"
+def _fragmented(base: Explanation, r: R.Fragmented, head: R.GangNotReady | None) -> Explanation:
+    needed = show_amounts(r.needed)
+    numbers = (*_head(head), ("needs", needed), ("most free on one node", f"{show_amounts(r.largest)} ({r.node})"))
+    summary = f"enough {needed} is free in total, but split across nodes"
     unblock = ("free whole nodes (drain smaller pods) so each task fits on one node",
                "or make the tasks smaller")
     return _with(base, Gate.FRAGMENTED, summary, numbers=numbers, unblock=unblock)
@@ -422,4 +472,5 @@ def render(ex: Explanation) -> str:
 def to_dict(ex: Explanation) -> dict[str, Any]:
     return {"target": ex.target, "phase": ex.phase, "queue": ex.queue, "gate": str(ex.gate),
             "summary": ex.summary, "numbers": dict(ex.numbers), "unblock": list(ex.unblock),
-            "rank": list(ex.rank) if ex.rank else None, "published": ex.published}
+            "rank": list(ex.rank) if ex.rank else None, "published": ex.published,
+            "reasons": [r.to_json() for r in ex.reasons]}

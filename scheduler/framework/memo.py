@@ -23,6 +23,7 @@ import numpy as np
 
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.reasons import NodeFilter
 from scheduler.api.status import TaskStatus
 
 
@@ -43,7 +44,7 @@ def gang_signature(job: JobInfo) -> tuple[Any, ...]:
 class Failure:
     signature: tuple[Any, ...]
     positions: Any  # node positions the gang's tasks may use (numpy int array)
-    reasons: Counter[str]
+    reasons: Counter[NodeFilter]
     task: str
 
 
@@ -80,7 +81,7 @@ class CycleMemo:
         self.skipped += 1
         return failure
 
-    def record_failure(self, job: JobInfo, positions: Any, reasons: Counter[str], task: str) -> None:
+    def record_failure(self, job: JobInfo, positions: Any, reasons: Counter[NodeFilter], task: str) -> None:
         self.failures[job.uid] = Failure(gang_signature(job), positions, Counter(reasons), task)
 
     def end(self, jobs: dict[str, JobInfo], idle: Any) -> None:

@@ -1,17 +1,99 @@
-"""Layer `framework`: the extension points, each declared once with its Volcano switch and its combiner.
+"""Layer `framework`: the extension points, each declared once with its Volcano switch, the `Protocol` its
+functions follow, and its combiner.
 
 A combiner folds the functions plugins registered, tier by tier, into one answer. These few pure functions
-carry every tier rule; `Session.run` is the only loop over tiers.
+carry every tier rule; `Session.run` is the only loop over tiers. Points whose answer carries reasons answer
+with a `Status` (`api/decision.py`); the session stamps the plugin's name on a non-success Status when it
+registers the function (`Point.stamp`), as kube-scheduler's framework does. No point answers None: "no
+opinion" is `ABSTAIN` (votes, gang placement), an empty list ends a victims tier.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
-from typing import Any
+from typing import Generic, Protocol, TypeVar
 
-Tiers = Sequence[Sequence[Callable[..., Any]]]
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.decision import ABSTAIN, SUCCESS, Status
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.framework.arrays import IntArray, NodeArrays
+
+FloatArray = npt.NDArray[np.float64]
+F = TypeVar("F")
+R = TypeVar("R")
+T_contra = TypeVar("T_contra", contravariant=True)
+Tiers = Sequence[Sequence[F]]
+
+
+# ---- what plugins register, per point ----------------------------------------------------------------
+
+
+class Ordering(Protocol[T_contra]):
+    """JobOrder, QueueOrder, TaskOrder: negative if `a` goes first, positive if `b` does, 0 for no opinion."""
+
+    def __call__(self, a: T_contra, b: T_contra, /) -> int: ...
+
+
+class Predicate(Protocol):
+    def __call__(self, task: TaskInfo, node: NodeInfo, /) -> Status: ...
+
+
+class NodeScore(Protocol):
+    def __call__(self, task: TaskInfo, node: NodeInfo, /) -> float: ...
+
+
+class BatchScore(Protocol):
+    def __call__(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray, /) -> FloatArray: ...
+
+
+class NodesPredicate(Protocol):
+    """One Status per node, in the order given."""
+
+    def __call__(self, task: TaskInfo, nodes: Sequence[NodeInfo], /) -> list[Status]: ...
+
+
+class NodesScore(Protocol):
+    def __call__(self, task: TaskInfo, nodes: Sequence[NodeInfo], /) -> list[float]: ...
+
+
+class JobDecision(Protocol):
+    """JobValid (SUCCESS or a rejection), JobEnqueueable and JobPipelined (SUCCESS = permit, ABSTAIN, or a
+    rejection with its reasons)."""
+
+    def __call__(self, job: JobInfo, /) -> Status: ...
+
+
+class JobCheck(Protocol):
+    def __call__(self, job: JobInfo, /) -> bool: ...
+
+
+class QueueCheck(Protocol):
+    def __call__(self, queue: QueueInfo, /) -> bool: ...
+
+
+class QueueTaskCheck(Protocol):
+    def __call__(self, queue: QueueInfo, task: TaskInfo, /) -> bool: ...
+
+
+class QueueTaskDecision(Protocol):
+    """Allocatable: may the queue take the task now? A rejection names the limit (`QueueLimit`)."""
+
+    def __call__(self, queue: QueueInfo, task: TaskInfo, /) -> Status: ...
+
+
+class Victims(Protocol):
+    """The candidates this plugin lets the preemptor take; an empty list ends the tier without an answer."""
+
+    def __call__(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo], /) -> list[TaskInfo]: ...
+
+
+class VictimGuard(Protocol):
+    def __call__(self, candidates: Sequence[TaskInfo], preemptor: TaskInfo, /) -> list[TaskInfo]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,48 +102,77 @@ class BatchScorer:
     `one(task, node)` -> the same score for one node, as a float. They must agree (to float rounding): the
     session mixes them in one cache (tests/plugins/test_batch_scores.py holds each plugin to it)."""
 
-    many: Callable[..., Any]
-    one: Callable[..., float]
+    many: BatchScore
+    one: NodeScore
 
-    def __call__(self, task: Any, arrays: Any, indices: Any) -> Any:
+    def __call__(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray, /) -> FloatArray:
         return self.many(task, arrays, indices)
 
 
-class Vote(IntEnum):
-    REJECT = -1
-    ABSTAIN = 0
-    PERMIT = 1
-
-
 @dataclass(frozen=True, slots=True)
-class Verdict:
-    """A plugin's vote with the reason a person can act on (required for REJECT)."""
+class GangAnswer:
+    """A gang placer's answer: SUCCESS with the whole gang's (task, node) pairs; ABSTAIN to let allocate place
+    pod by pod; or a rejection whose reasons prove the gang cannot be placed now."""
 
-    vote: Vote
-    reason: str = ""
-    plugin: str = ""
-
-
-PERMIT = Verdict(Vote.PERMIT)
-ABSTAIN = Verdict(Vote.ABSTAIN)
+    status: Status
+    assignments: tuple[tuple[TaskInfo, NodeInfo], ...] = ()
 
 
-def reject(reason: str, plugin: str = "") -> Verdict:
-    return Verdict(Vote.REJECT, reason, plugin)
+PLACE_BY_POD = GangAnswer(ABSTAIN)
 
 
-@dataclass(frozen=True, slots=True)
-class Invalid:
-    """A JobValid failure: the job is not considered this cycle."""
+class GangPlacer(Protocol):
+    def __call__(self, job: JobInfo, tasks: Sequence[TaskInfo], /) -> GangAnswer: ...
 
-    reason: str
-    message: str
+
+# ---- stamping the plugin's name ------------------------------------------------------------------------
+
+
+def stamp_status(fn: JobDecision, plugin: str) -> JobDecision:
+    def run(job: JobInfo, /) -> Status:
+        status = fn(job)
+        return status if status.ok else status.stamped(plugin)
+
+    return run
+
+
+def stamp_predicate(fn: Predicate, plugin: str) -> Predicate:
+    def run(task: TaskInfo, node: NodeInfo, /) -> Status:
+        status = fn(task, node)
+        return status if status.ok else status.stamped(plugin)
+
+    return run
+
+
+def stamp_queue_task(fn: QueueTaskDecision, plugin: str) -> QueueTaskDecision:
+    def run(queue: QueueInfo, task: TaskInfo, /) -> Status:
+        status = fn(queue, task)
+        return status if status.ok else status.stamped(plugin)
+
+    return run
+
+
+def stamp_each(fn: NodesPredicate, plugin: str) -> NodesPredicate:
+    def run(task: TaskInfo, nodes: Sequence[NodeInfo], /) -> list[Status]:
+        return [s if s.ok else s.stamped(plugin) for s in fn(task, nodes)]
+
+    return run
+
+
+def stamp_answer(fn: GangPlacer, plugin: str) -> GangPlacer:
+    def run(job: JobInfo, tasks: Sequence[TaskInfo], /) -> GangAnswer:
+        answer = fn(job, tasks)
+        if answer.status.plugin == plugin:
+            return answer
+        return GangAnswer(answer.status.stamped(plugin), answer.assignments)
+
+    return run
 
 
 # ---- combiners ---------------------------------------------------------------------------------------
 
 
-def first_nonzero(tiers: Tiers, *args: Any) -> int:
+def first_nonzero(tiers: Tiers[Callable[..., int]], *args: object) -> int:
     """Orderings: the first plugin with an opinion decides."""
     for tier in tiers:
         for fn in tier:
@@ -71,7 +182,7 @@ def first_nonzero(tiers: Tiers, *args: Any) -> int:
     return 0
 
 
-def all_pass(tiers: Tiers, *args: Any) -> bool:
+def all_pass(tiers: Tiers[Callable[..., bool]], *args: object) -> bool:
     for tier in tiers:
         for fn in tier:
             if not fn(*args):
@@ -79,46 +190,46 @@ def all_pass(tiers: Tiers, *args: Any) -> bool:
     return True
 
 
-def first_rejection(tiers: Tiers, *args: Any) -> str | None:
-    """Predicates: every plugin must pass; the first reason against is returned."""
+def first_rejection(tiers: Tiers[Callable[..., Status]], *args: object) -> Status:
+    """Predicates, JobValid and Allocatable: every plugin must pass; the first Status against is the answer."""
     for tier in tiers:
         for fn in tier:
-            reason = fn(*args)
-            if reason:
-                return str(reason)
-    return None
+            status = fn(*args)
+            if not status.ok and not status.abstained:
+                return status
+    return SUCCESS
 
 
-def sum_scores(tiers: Tiers, *args: Any) -> float:
+def sum_scores(tiers: Tiers[NodeScore], task: TaskInfo, node: NodeInfo) -> float:
     total = 0.0
     for tier in tiers:
         for fn in tier:
-            total += fn(*args)
+            total += fn(task, node)
     return total
 
 
-def sum_score_arrays(tiers: Tiers, task: Any, arrays: Any, indices: Any) -> Any:
+def sum_score_arrays(tiers: Tiers[BatchScore], task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> FloatArray:
     """Batch node scores: each plugin returns one score per candidate index; they add up."""
-    total = None
+    total: FloatArray | None = None
     for tier in tiers:
         for fn in tier:
             scores = fn(task, arrays, indices)
             total = scores if total is None else total + scores
-    return total
+    return total if total is not None else np.zeros(indices.size)
 
 
-def rejections_per_node(tiers: Tiers, task: Any, nodes: Sequence[Any]) -> list[str | None]:
-    """Dynamic predicates: each plugin returns one reason-or-None per node; the first reason per node wins."""
-    out: list[str | None] = [None] * len(nodes)
+def rejections_per_node(tiers: Tiers[NodesPredicate], task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+    """Dynamic predicates: each plugin returns one Status per node; the first rejection per node wins."""
+    out: list[Status] = [SUCCESS] * len(nodes)
     for tier in tiers:
         for fn in tier:
-            for i, reason in enumerate(fn(task, nodes)):
-                if reason and out[i] is None:
-                    out[i] = str(reason)
+            for i, status in enumerate(fn(task, nodes)):
+                if status.rejected and out[i].ok:
+                    out[i] = status
     return out
 
 
-def sum_node_lists(tiers: Tiers, task: Any, nodes: Sequence[Any]) -> list[float]:
+def sum_node_lists(tiers: Tiers[NodesScore], task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float]:
     """Dynamic node scores: each plugin returns one score per node; they add up."""
     total = [0.0] * len(nodes)
     for tier in tiers:
@@ -128,85 +239,67 @@ def sum_node_lists(tiers: Tiers, task: Any, nodes: Sequence[Any]) -> list[float]
     return total
 
 
-def any_true(tiers: Tiers, *args: Any) -> bool:
+def any_true(tiers: Tiers[Callable[..., bool]], *args: object) -> bool:
     return any(fn(*args) for tier in tiers for fn in tier)
 
 
-def first_tier_all(tiers: Tiers, *args: Any) -> bool:
+def first_tier_all(tiers: Tiers[JobCheck], job: JobInfo) -> bool:
     """JobStarving, as Volcano's Session.JobStarving (pkg/scheduler/framework/session_plugins.go): the first
     tier with any function decides, and there every function must agree (the priority plugin's "short of its
     replicas" and the gang plugin's "short of minAvailable" together mean short of minAvailable)."""
     for tier in tiers:
         if tier:
-            return all(fn(*args) for fn in tier)
+            return all(fn(job) for fn in tier)
     return False
 
 
-def votes(tiers: Tiers, *args: Any) -> Verdict:
-    """Any REJECT wins; otherwise the first tier with a PERMIT decides; with no opinion at all, permit."""
+def votes(tiers: Tiers[JobDecision], job: JobInfo) -> Status:
+    """Volcano's JobEnqueueable / JobPipelined (pkg/scheduler/framework/session_plugins.go): any rejection wins;
+    otherwise the first tier with a permit (SUCCESS) decides; with no opinion at all, permit."""
     for tier in tiers:
         permitted = False
         for fn in tier:
-            verdict: Verdict = fn(*args)
-            if verdict.vote == Vote.REJECT:
-                return verdict
-            permitted = permitted or verdict.vote == Vote.PERMIT
+            status = fn(job)
+            if status.rejected:
+                return status
+            permitted = permitted or status.ok
         if permitted:
-            return PERMIT
-    return PERMIT
+            return SUCCESS
+    return SUCCESS
 
 
-def first_answer(tiers: Tiers, *args: Any) -> Any:
-    """The first plugin that answers (returns something other than None) decides."""
+def first_placement(tiers: Tiers[GangPlacer], job: JobInfo, tasks: Sequence[TaskInfo]) -> GangAnswer:
+    """The first gang placer that does not abstain decides; with none, allocate places pod by pod."""
     for tier in tiers:
         for fn in tier:
-            result = fn(*args)
-            if result is not None:
-                return result
-    return None
+            answer = fn(job, tasks)
+            if not answer.status.abstained:
+                return answer
+    return PLACE_BY_POD
 
 
-first_invalid = first_answer
-
-
-def every_filter(tiers: Tiers, candidates: Sequence[Any], *args: Any) -> list[Any]:
+def every_filter(tiers: Tiers[VictimGuard], candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
     """Victim guards: each one, in every tier, keeps only the candidates it allows (they compose)."""
     kept = list(candidates)
     for tier in tiers:
         for fn in tier:
-            kept = fn(kept, *args)
+            kept = fn(kept, preemptor)
     return kept
 
 
-@dataclass(frozen=True, slots=True)
-class GangPlacement:
-    """A whole gang's placement from a gang placer (e.g. the topology-aware solver): (task, node) pairs."""
-
-    assignments: tuple[tuple[Any, Any], ...]  # (TaskInfo, NodeInfo)
-
-
-@dataclass(frozen=True, slots=True)
-class GangInfeasible:
-    """A gang placer's proof that the gang cannot be placed now, with a reason a person can act on."""
-
-    reason: str
-
-
-def tier_victims(tiers: Tiers, *args: Any) -> list[Any]:
+def tier_victims(tiers: Tiers[Victims], preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
     """Preemptable/Reclaimable, as Volcano's Session.Preemptable/Reclaimable (pkg/scheduler/framework/
-    session_plugins.go): within a tier, the victims every voting plugin agrees on; a plugin that offers none
-    ends the tier with no answer, and so does an empty agreement; the first tier with victims wins. (So a gang
-    that tier 1 protects completely can still lose tasks to what tier 2 allows: that is Volcano's rule too.)"""
+    session_plugins.go): within a tier, the victims every plugin agrees on; a plugin that offers none ends the
+    tier with no answer, and so does an empty agreement; the first tier with victims wins. (So a gang that tier
+    1 protects completely can still lose tasks to what tier 2 allows: that is Volcano's rule too.)"""
     for tier in tiers:
-        agreed: dict[int, Any] | None = None
+        agreed: dict[int, TaskInfo] | None = None
         for fn in tier:
-            candidates = fn(*args)
-            if candidates is None:  # abstain
-                continue
-            if not candidates:
+            offered = fn(preemptor, candidates)
+            if not offered:
                 agreed = None
                 break
-            ids = {id(v): v for v in candidates}
+            ids = {id(v): v for v in offered}
             agreed = ids if agreed is None else ({k: v for k, v in agreed.items() if k in ids} or None)
         if agreed:
             return list(agreed.values())
@@ -214,53 +307,59 @@ def tier_victims(tiers: Tiers, *args: Any) -> list[Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class Point:
+class Point(Generic[F, R]):
+    """An extension point: plugins register functions of type F; `Session.run` combines them into an R."""
+
     name: str
     switch: str | None  # Volcano's enableXxx key that turns a plugin's function off at this point
-    combine: Callable[..., Any]
+    combine: Callable[..., R]
+    stamp: Callable[[F, str], F] | None = None  # wraps a plugin's function so its Status names the plugin
 
 
-JOB_ORDER = Point("job_order", "enableJobOrder", first_nonzero)
-QUEUE_ORDER = Point("queue_order", "enableQueueOrder", first_nonzero)
-TASK_ORDER = Point("task_order", "enableTaskOrder", first_nonzero)
-PREDICATE = Point("predicate", "enablePredicate", first_rejection)
-NODE_ORDER = Point("node_order", "enableNodeOrder", sum_scores)
+JOB_ORDER: Point[Ordering[JobInfo], int] = Point("job_order", "enableJobOrder", first_nonzero)
+QUEUE_ORDER: Point[Ordering[QueueInfo], int] = Point("queue_order", "enableQueueOrder", first_nonzero)
+TASK_ORDER: Point[Ordering[TaskInfo], int] = Point("task_order", "enableTaskOrder", first_nonzero)
+PREDICATE: Point[Predicate, Status] = Point("predicate", "enablePredicate", first_rejection, stamp_predicate)
+NODE_ORDER: Point[NodeScore, float] = Point("node_order", "enableNodeOrder", sum_scores)
 # The vectorised form of NODE_ORDER: fn(task, NodeArrays, candidate indices) -> float array. Scorers on the
 # hot path use it, so scoring 5,000 nodes is a few numpy expressions rather than 5,000 Python calls.
 # A score of -inf vetoes the node (e.g. deviceshare: no card can hold the share). A scorer registered as a
 # `BatchScorer` also gives its score for one node as a plain float, which the session uses when one node
 # changed (the one the previous task went to): numpy's per-call cost is most of the time there.
-BATCH_NODE_ORDER = Point("batch_node_order", "enableNodeOrder", sum_score_arrays)
-JOB_VALID = Point("job_valid", None, first_invalid)
-JOB_READY = Point("job_ready", "enableJobReady", all_pass)
-JOB_PIPELINED = Point("job_pipelined", "enableJobPipelined", votes)
-JOB_ENQUEUEABLE = Point("job_enqueueable", "enableJobEnqueued", votes)
-ALLOCATABLE = Point("allocatable", "enabledAllocatable", all_pass)
-OVERUSED = Point("overused", "enabledOverused", any_true)
-PREEMPTABLE = Point("preemptable", "enablePreemptable", tier_victims)
-RECLAIMABLE = Point("reclaimable", "enableReclaimable", tier_victims)
-JOB_STARVING = Point("job_starving", "enableJobStarving", first_tier_all)
+BATCH_NODE_ORDER: Point[BatchScore, FloatArray] = Point("batch_node_order", "enableNodeOrder", sum_score_arrays)
+JOB_VALID: Point[JobDecision, Status] = Point("job_valid", None, first_rejection, stamp_status)
+JOB_READY: Point[JobCheck, bool] = Point("job_ready", "enableJobReady", all_pass)
+JOB_PIPELINED: Point[JobDecision, Status] = Point("job_pipelined", "enableJobPipelined", votes, stamp_status)
+JOB_ENQUEUEABLE: Point[JobDecision, Status] = Point("job_enqueueable", "enableJobEnqueued", votes, stamp_status)
+ALLOCATABLE: Point[QueueTaskDecision, Status] = Point(
+    "allocatable", "enabledAllocatable", first_rejection, stamp_queue_task)
+OVERUSED: Point[QueueCheck, bool] = Point("overused", "enabledOverused", any_true)
+VictimsPoint = Point[Victims, list[TaskInfo]]
+PREEMPTABLE: VictimsPoint = Point("preemptable", "enablePreemptable", tier_victims)
+RECLAIMABLE: VictimsPoint = Point("reclaimable", "enableReclaimable", tier_victims)
+JOB_STARVING: Point[JobCheck, bool] = Point("job_starving", "enableJobStarving", first_tier_all)
 # fn(queue, task) -> bool: may the queue take this task by evicting other queues' tasks (reclaim)? Strict: no
 # escape hatch for tasks that fit nowhere, since reclaim exists for exactly those.
-PREEMPTIVE = Point("preemptive", "enablePreemptive", all_pass)
+PREEMPTIVE: Point[QueueTaskCheck, bool] = Point("preemptive", "enablePreemptive", all_pass)
 # Victim guards: fn(candidates, preemptor) -> the candidates this plugin lets go, applied after the tier vote
 # whatever tier answered. Volcano's tier rule lets a later tier evict what an earlier tier's plugin protected
 # (a plugin that offers no victim ends its tier without an answer): with gang in tier 1 and drf in tier 2, a
 # gang at its minAvailable loses pods to drf. volcano-py keeps the protection of the plugins that give it (gang:
 # minAvailable; conformance: critical pods) across tiers, switched by the same enablePreemptable /
 # enableReclaimable keys, so a conf that turns gang's off (Volcano's CI conf does) behaves as Volcano's.
-PREEMPT_GUARD = Point("preempt_guard", "enablePreemptable", every_filter)
-RECLAIM_GUARD = Point("reclaim_guard", "enableReclaimable", every_filter)
+PREEMPT_GUARD: Point[VictimGuard, list[TaskInfo]] = Point("preempt_guard", "enablePreemptable", every_filter)
+RECLAIM_GUARD: Point[VictimGuard, list[TaskInfo]] = Point("reclaim_guard", "enableReclaimable", every_filter)
 # Predicates and scores that depend on where other pods are (inter-pod (anti-)affinity, topology spread), so
-# they cannot be cached per constraint set. fn(task, nodes) -> one reason-or-None (or score) per node.
+# they cannot be cached per constraint set. fn(task, nodes) -> one Status (or score) per node.
 # The session evaluates them only for tasks whose constraints have such terms (`Constraints.dynamic`).
-DYNAMIC_PREDICATE = Point("dynamic_predicate", "enablePredicate", rejections_per_node)
-DYNAMIC_NODE_ORDER = Point("dynamic_node_order", "enableNodeOrder", sum_node_lists)
-# fn(job, tasks in TaskOrder) -> GangPlacement | GangInfeasible | None (None: let allocate place pod by pod).
-# The placement is replayed through a Statement, so predicates, queue shares and gang rules still hold.
-PLACE_GANG = Point("place_gang", None, first_answer)
+DYNAMIC_PREDICATE: Point[NodesPredicate, list[Status]] = Point(
+    "dynamic_predicate", "enablePredicate", rejections_per_node, stamp_each)
+DYNAMIC_NODE_ORDER: Point[NodesScore, list[float]] = Point("dynamic_node_order", "enableNodeOrder", sum_node_lists)
+# fn(job, tasks in TaskOrder) -> GangAnswer (ABSTAIN: let allocate place pod by pod). The placement is replayed
+# through a Statement, so predicates, queue shares and gang rules still hold.
+PLACE_GANG: Point[GangPlacer, GangAnswer] = Point("place_gang", None, first_placement, stamp_answer)
 
-ALL_POINTS = (
+ALL_POINTS: tuple[Point[object, object], ...] = (  # type: ignore[assignment]
     JOB_ORDER,
     QUEUE_ORDER,
     TASK_ORDER,

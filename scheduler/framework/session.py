@@ -13,14 +13,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
+from scheduler.api.decision import Status
 from scheduler.api.job import Condition, JobInfo, TaskInfo
+from scheduler.api.messages import message
 from scheduler.api.node import NodeInfo
 from scheduler.api.pod import Constraints
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import FilterCount, NodeFilter, NodesUnavailable
 from scheduler.api.resources import ZERO, Resource
 from scheduler.api.snapshot import (
     ClusterSnapshot,
@@ -39,21 +42,31 @@ from scheduler.framework.memo import CycleMemo
 from scheduler.framework.plugin import EventHandler, Plugin
 
 log = logging.getLogger("volcano_py.session")
+F = TypeVar("F")
+R = TypeVar("R")
 
 
 @dataclass(slots=True)
 class FitErrors:
-    """Why the tasks of one job did not fit: node counts per reason, for the gang message."""
+    """Why the tasks of one job did not fit: node counts per filter, for the gang's reasons."""
 
-    reasons: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[NodeFilter] = field(default_factory=Counter)
     nodes_tried: int = 0
     task: str = ""
 
-    def describe(self, total_nodes: int) -> str:
+    def unavailable(self, total_nodes: int) -> NodesUnavailable | None:
+        """kube-scheduler's `0/N nodes are unavailable` as a reason (None when no node was turned away)."""
         if not self.reasons:
-            return ""
-        parts = ", ".join(f"{n} {reason}" for reason, n in sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0])))
-        return f"0/{total_nodes} nodes are unavailable: {parts}"
+            return None
+        counts = tuple(FilterCount(f, n) for f, n in sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0].filter,
+                                                                                               kv[0].detail)))
+        return NodesUnavailable(total_nodes, counts)
+
+
+def node_filter(status: Status) -> NodeFilter:
+    """The node filter a predicate's rejection names (its first reason)."""
+    first = status.reasons[0] if status.reasons else None
+    return first if isinstance(first, NodeFilter) else NodeFilter(status.plugin or "predicate")
 
 
 @dataclass(slots=True)
@@ -69,7 +82,7 @@ class _Scores:
 class _Feasible:
     nodes: list[NodeInfo]
     indices: IntArray
-    rejected: Counter[str]
+    rejected: Counter[NodeFilter]
     slot: IntArray  # node position -> its place in `indices`, or -1
 
 
@@ -92,7 +105,7 @@ class Session:
         self.hypernodes = snapshot.hypernodes
         self.conf = conf
         self.trace = trace
-        self._fns: dict[str, list[list[Callable[..., Any]]]] = {p.name: [] for p in P.ALL_POINTS}
+        self._fns: dict[str, list[list[object]]] = {p.name: [] for p in P.ALL_POINTS}
         self._handlers: list[EventHandler] = []
         self._enqueued: list[Callable[[JobInfo], None]] = []
         self.memo = memo
@@ -111,7 +124,8 @@ class Session:
         self._extra_conditions: dict[str, list[Condition]] = {}  # job uid -> conditions of other types (Timeout)
         self._overrides: dict[str, int] = {}  # job uid -> minMember the scheduler now uses (status only)
         self.fit_errors: dict[str, FitErrors] = {}
-        self.gate_reasons: dict[str, str] = {}  # job uid -> why enqueue held it
+        self.gate_status: dict[str, Status] = {}  # job uid -> why a gate (enqueue, a queue, a placer) held it
+        self._published: dict[str, Status] = {}  # job uid -> the Status behind its Unschedulable condition
         self._original = {uid: (job.phase, job.conditions) for uid, job in self.jobs.items()}
         self.plugins: list[tuple[int, Plugin]] = []
         self.timings: dict[str, float] = {}
@@ -134,11 +148,14 @@ class Session:
             del self._current
         self._scalars = self._scalar_scorers()
 
-    def register(self, point: P.Point, fn: Callable[..., Any]) -> None:
-        """Called by a plugin in `on_session_open`; honours the plugin's enableXxx switch for the point."""
+    def register(self, point: P.Point[F, R], fn: F) -> None:
+        """Called by a plugin in `on_session_open`; honours the plugin's enableXxx switch for the point, and has
+        the plugin's Statuses name it."""
         tier_index, option = self._current
         if point.switch is not None and not option.enabled(point.switch):
             return
+        if point.stamp is not None:
+            fn = point.stamp(fn, option.name)
         tiers = self._fns[point.name]
         while len(tiers) <= tier_index:
             tiers.append([])
@@ -154,10 +171,10 @@ class Session:
         for fn in self._enqueued:
             fn(job)
 
-    def run(self, point: P.Point, *args: Any) -> Any:
+    def run(self, point: P.Point[F, R], *args: object) -> R:
         return point.combine(self._fns[point.name], *args)
 
-    def has(self, point: P.Point) -> bool:
+    def has(self, point: P.Point[F, R]) -> bool:
         return any(self._fns[point.name])
 
     # ---- orderings ----------------------------------------------------------------------------------
@@ -195,29 +212,31 @@ class Session:
         """Nodes the cached (constraint-only) predicates allow, without the dynamic ones."""
         return self._feasible_for(task).nodes
 
-    def _dynamic_filter(self, task: TaskInfo, nodes: list[NodeInfo]) -> tuple[list[NodeInfo], Counter[str]]:
+    def _dynamic_filter(self, task: TaskInfo, nodes: list[NodeInfo]) -> tuple[list[NodeInfo], Counter[NodeFilter]]:
         if not nodes or not self.has(P.DYNAMIC_PREDICATE):
             return nodes, Counter()
-        reasons = self.run(P.DYNAMIC_PREDICATE, task, nodes)
-        rejected: Counter[str] = Counter(r for r in reasons if r)
+        statuses = self.run(P.DYNAMIC_PREDICATE, task, nodes)
+        rejected: Counter[NodeFilter] = Counter(node_filter(s) for s in statuses if not s.ok)
         if self.trace:
-            for node, reason in zip(nodes, reasons, strict=True):
-                if reason:
-                    self.trace(f"task {task.name} (role {task.role or '-'}) rejected by node {node.name}: {reason}")
-        return [n for n, r in zip(nodes, reasons, strict=True) if not r], rejected
+            for node, status in zip(nodes, statuses, strict=True):
+                if not status.ok:
+                    self.trace(f"task {task.name} (role {task.role or '-'}) rejected by node {node.name}: "
+                               f"{message(status)}")
+        return [n for n, s in zip(nodes, statuses, strict=True) if s.ok], rejected
 
     def _feasible_for(self, task: TaskInfo) -> _Feasible:
         cached = self._feasible.get(task.constraints)
         if cached is None:
             nodes: list[NodeInfo] = []
             indices: list[int] = []
-            rejected: Counter[str] = Counter()
+            rejected: Counter[NodeFilter] = Counter()
             for i, node in enumerate(self.node_list):
-                reason = self.run(P.PREDICATE, task, node)
-                if reason:
-                    rejected[reason] += 1
+                status = self.run(P.PREDICATE, task, node)
+                if not status.ok:
+                    rejected[node_filter(status)] += 1
                     if self.trace:
-                        self.trace(f"task {task.name} (role {task.role or '-'}) rejected by node {node.name}: {reason}")
+                        self.trace(f"task {task.name} (role {task.role or '-'}) rejected by node {node.name}: "
+                                   f"{message(status)}")
                 else:
                     nodes.append(node)
                     indices.append(i)
@@ -244,7 +263,7 @@ class Session:
         position = self.arrays.position.get(node.name)
         return position is not None and bool(self._feasible_for(task).slot[position] >= 0)
 
-    def static_rejections(self, task: TaskInfo) -> Counter[str]:
+    def static_rejections(self, task: TaskInfo) -> Counter[NodeFilter]:
         rejected = self._feasible_for(task).rejected
         if task.constraints.dynamic:
             return rejected + self._dynamic_filter(task, self._feasible_for(task).nodes)[1]
@@ -349,7 +368,7 @@ class Session:
         indices = np.fromiter((self.arrays.position[n.name] for n in nodes), dtype=np.int64, count=len(nodes))
         return self.pick_node(task, indices)
 
-    def record_fit_error(self, task: TaskInfo, reason: str, count: int = 1) -> None:
+    def record_fit_error(self, task: TaskInfo, reason: NodeFilter, count: int = 1) -> None:
         errors = self.fit_errors.setdefault(task.job, FitErrors())
         errors.reasons[reason] += count
         errors.task = errors.task or task.name
@@ -414,8 +433,20 @@ class Session:
         self._evictions.append(Eviction(task.job, task.uid, task.node_name, reason))
 
     # ---- what plugins write at close ----------------------------------------------------------------
-    def set_condition(self, job: JobInfo, condition: Condition) -> None:
+    def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
+        """The job's Scheduled/Unschedulable condition; `status` is what an Unschedulable one was rendered from,
+        published beside it for tools (`api/decision.py`)."""
         self._conditions[job.uid] = condition
+        if status is not None:
+            self._published[job.uid] = status
+        else:
+            self._published.pop(job.uid, None)
+
+    def hold(self, job: JobInfo, status: Status, *, first: bool = False) -> None:
+        """Remember why a gate held the job this cycle, for its condition (`first`: keep an earlier one)."""
+        if first and job.uid in self.gate_status:
+            return
+        self.gate_status[job.uid] = status
 
     def add_condition(self, job: JobInfo, condition: Condition) -> None:
         """A condition beside the Scheduled/Unschedulable one (e.g. `Timeout`); one per type."""
@@ -478,6 +509,7 @@ class Session:
             job.count(TaskStatus.SUCCEEDED),
             job.count(TaskStatus.FAILED),
             self._overrides.get(job.uid, job.extra.get("minMemberOverride")),
+            decision=self._published.get(job.uid) if unschedulable_now else None,
         )
 
     def allocated_by_queue(self) -> dict[str, Resource]:

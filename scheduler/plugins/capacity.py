@@ -34,11 +34,21 @@ from __future__ import annotations
 
 import logging
 
+from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.resources import Resource, display_amount
-from scheduler.framework import points as P
-from scheduler.plugins.proportion import ProportionPlugin, QueueAttr, dimensions, without_pods
+from scheduler.api.reasons import (
+    CAPABILITY,
+    PARENT_CAPABILITY,
+    REAL_CAPABILITY,
+    QueueLimit,
+    QueueNotLeaf,
+    QueueParentCycle,
+    QueueParentMissing,
+    Reason,
+)
+from scheduler.api.resources import Resource
+from scheduler.plugins.proportion import ProportionPlugin, QueueAttr, dimensions, task_limit, without_pods
 
 log = logging.getLogger("volcano_py.plugins.capacity")
 ROOT = "root"
@@ -53,7 +63,7 @@ class CapacityPlugin(ProportionPlugin):
         self.hierarchy = bool(self.option.switches.get("enableHierarchy"))
         self.ancestors: dict[str, list[str]] = {}  # queue -> parent, grandparent, ..., root
         self.children: dict[str, list[str]] = {}
-        self.broken: dict[str, str] = {}  # queue -> why it is not in the tree
+        self.broken: dict[str, Reason] = {}  # queue -> why it is not in the tree
         if not self.hierarchy:
             return
         queues = dict(self.ssn.queues)
@@ -67,10 +77,10 @@ class CapacityPlugin(ProportionPlugin):
             while at != ROOT:
                 parent = queues[at].parent or ROOT
                 if parent not in queues:
-                    self.broken[name] = f"queue {at} names parent {parent!r}, and there is no Queue of that name"
+                    self.broken[name] = QueueParentMissing(name, at, parent)
                     break
                 if parent in seen:
-                    self.broken[name] = f"queue {at}'s parents form a cycle through {parent}"
+                    self.broken[name] = QueueParentCycle(name, at, parent)
                     break
                 chain.append(parent)
                 seen.add(parent)
@@ -163,42 +173,54 @@ class CapacityPlugin(ProportionPlugin):
         deserves_a, deserves_b = not left.deserved.is_zero(), not right.deserved.is_zero()
         return (deserves_b - deserves_a) if deserves_a != deserves_b else 0
 
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        if self.hierarchy and (queue.name in self.broken or not self._leaf(queue.name)):
-            return False
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
+        if self.hierarchy and queue.name in self.broken:
+            return unresolvable(self.broken[queue.name])
+        if self.hierarchy and not self._leaf(queue.name):
+            return unresolvable(QueueNotLeaf(queue.name, tuple(sorted(self.children[queue.name]))))
         self._fresh(queue.name)
         path = self._path(queue.name)
         if not path:
-            return True
+            return SUCCESS
         request = without_pods(task.resreq)
         asked = dimensions(task.resreq)
         for attr in path:
             after = attr.allocated + request
-            if any(after.get(name) > attr.limit[name] for name in asked if name in attr.limit):
-                return not self._placeable(task)
-        return True
+            over = [name for name in asked if name in attr.limit and after.get(name) > attr.limit[name]]
+            if over:
+                return SUCCESS if not self._placeable(task) else unschedulable(self._task_limit(attr, over[0], request))
+        return SUCCESS
 
-    def enqueueable(self, job: JobInfo) -> P.Verdict:
+    def _task_limit(self, attr: QueueAttr, name: str, request: Resource) -> QueueLimit:
+        """Which limit of `attr` the task passes: its capability, its parent's, or the cluster's less guarantees."""
+        limit = attr.limit[name]
+        if name in attr.own_limit:
+            return task_limit(attr, CAPABILITY, name, limit, request)
+        if self.hierarchy and attr.queue.name in self.ancestors and self.ancestors[attr.queue.name]:
+            return task_limit(attr, PARENT_CAPABILITY, name, limit, request, parent=self.ancestors[attr.queue.name][0])
+        others = self.total_guarantee.get(name) - attr.queue.guarantee.get(name)
+        return task_limit(attr, REAL_CAPABILITY, name, limit, request, cluster=self.total.get(name),
+                          guaranteed_to_others=others)
+
+    def enqueueable(self, job: JobInfo) -> Status:
         if not self.hierarchy:
             return super().enqueueable(job)
         if job.queue in self.broken:
-            return P.reject(self.broken[job.queue], self.name)
+            return unresolvable(self.broken[job.queue])
         if job.queue in self.ancestors and not self._leaf(job.queue):
-            children = ", ".join(sorted(self.children[job.queue]))
-            return P.reject(f"queue {job.queue} has child queues ({children}): jobs go to leaf queues", self.name)
+            return unresolvable(QueueNotLeaf(job.queue, tuple(sorted(self.children[job.queue]))))
         if job.min_resources is None:
-            return P.PERMIT
-        over = [message for attr in self._path(job.queue) for message in self._over_limit(attr, job)]
-        return P.reject("; ".join(over), self.name) if over else P.PERMIT
+            return SUCCESS
+        over = [reason for attr in self._path(job.queue) for reason in self._over_limit(attr, job)]
+        return unschedulable(*over) if over else SUCCESS
 
-    def _over_message(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> str:
+    def _over_reason(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> QueueLimit:
         if not self.hierarchy or name in attr.own_limit:
-            return super()._over_message(attr, name, minimum, need)
-        parent, limit = self.ancestors[attr.queue.name][0], attr.limit[name]
-        gate = (f"queue {attr.queue.name} real capability {name} {display_amount(name, limit)} (its parent "
-                f"{parent}'s, less what {parent}'s other children are guaranteed)")
-        short = display_amount(name, need.get(name) - limit)
-        return f"{gate}: {display_amount(name, need.get(name))} needed > it (short {name} {short})"
+            return super()._over_reason(attr, name, minimum, need)
+        parent = self.ancestors[attr.queue.name][0]
+        return QueueLimit(attr.queue.name, PARENT_CAPABILITY, name, attr.limit[name], need.get(name),
+                          minimum.get(name), attr.allocated.get(name), attr.elastic.get(name),
+                          attr.admitted.get(name), parent=parent)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self._fresh(queue.name)

@@ -23,8 +23,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scheduler.api import reasons as R
+from scheduler.api.decision import SUCCESS, Code, Status, unresolvable, unschedulable
 from scheduler.api.job import Condition, JobInfo, TaskInfo
-from scheduler.api.resources import PODS, ZERO, Resource, display_amount
+from scheduler.api.messages import FALLBACK_ANNOTATION, message, render
+from scheduler.api.resources import PODS, ZERO
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.plugin import Plugin
@@ -35,7 +38,6 @@ NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 SCHEDULED_REASON = "tasks in gang are ready to be scheduled"
-FALLBACK_ANNOTATION = "volcano-py.io/fallback-min-available"
 TIMEOUT = "Timeout"
 TIMEOUT_REASON = "ScheduleTimeout"
 
@@ -58,54 +60,46 @@ def check_timeout(ssn: Session, job: JobInfo) -> None:
         return
     annotations = job.extra.get("annotations") or {}
     fallback = _seconds(annotations.get(FALLBACK_ANNOTATION))
-    head = f"gang not placed within scheduleTimeoutSeconds {timeout:g} (waited {waited:g}s)"
     if fallback is not None and int(fallback) < job.min_available:
-        message = f"{head}; retrying with minAvailable {int(fallback)} of {job.min_available} ({FALLBACK_ANNOTATION})"
+        reason = R.ScheduleTimeout(timeout, waited, job.min_available, int(fallback))
         ssn.override_min_member(job, int(fallback))
     elif any(c.type == TIMEOUT for c in job.conditions):
         return
     else:
-        message = f"{head}; still waiting with minAvailable {job.min_available} (no smaller {FALLBACK_ANNOTATION})"
-    ssn.add_condition(job, Condition(TIMEOUT, "True", TIMEOUT_REASON, message))
-    ssn.event("PodGroup", job.uid, "Warning", TIMEOUT_REASON, message)
+        reason = R.ScheduleTimeout(timeout, waited, job.min_available)
+    text = render(reason)
+    ssn.add_condition(job, Condition(TIMEOUT, "True", TIMEOUT_REASON, text))
+    ssn.event("PodGroup", job.uid, "Warning", TIMEOUT_REASON, text)
 
 
-def valid(job: JobInfo) -> P.Invalid | None:
+def valid(job: JobInfo) -> Status:
     """Volcano's gang JobValid (pkg/scheduler/plugins/gang/gang.go): each task minimum that applies first,
     then minAvailable against the tasks still live (pending, waiting or placed)."""
     short = job.invalid_roles()
     if short:
         role, (have, need) = min(short.items())
-        return P.Invalid(
-            NOT_ENOUGH_PODS_OF_TASK,
-            f"Not enough pods of task {role} for gang-scheduling, valid: {have}, min: {need}",
-        )
+        return unresolvable(R.TooFewTasks(role, have, need))
     live = job.valid_task_num()
     if live < job.min_available:
-        return P.Invalid(
-            NOT_ENOUGH_TASKS,
-            f"Not enough valid tasks for gang-scheduling, valid: {live}, min: {job.min_available}",
-        )
-    return None
+        return unresolvable(R.TooFewTasks("", live, job.min_available))
+    return SUCCESS
 
 
-def _only(resource: Resource, names: tuple[str, ...]) -> str:
-    parts = [f"{n} {display_amount(n, resource.get(n))}" for n in names]
-    return ", ".join(parts)
+def condition_reason(invalid: Status) -> str:
+    """The condition's reason for a JobValid rejection, Volcano's: NotEnoughPodsOfTask or NotEnoughTasks."""
+    first = invalid.reasons[0] if invalid.reasons else None
+    return NOT_ENOUGH_PODS_OF_TASK if isinstance(first, R.TooFewTasks) and first.role else NOT_ENOUGH_TASKS
 
 
-def gang_message(ssn: Session, job: JobInfo) -> str:
-    """Volcano's '3/8 tasks in gang unschedulable: ...', plus the resource that is short and by how much."""
+def gang_reasons(ssn: Session, job: JobInfo) -> tuple[R.Reason, ...]:
+    """Volcano's '3/8 tasks in gang unschedulable: ...', then what held it: a gate's reasons, the resource that
+    is short and by how much (or where it is fragmented), the roles short of their minimum, the node filters."""
     ready = job.ready_task_num()
     total = len(job.tasks)
-    head = (
-        f"{total - ready}/{total} tasks in gang unschedulable: pod group is not ready, "
-        f"{ready} ready, {job.min_available} minAvailable"
-    )
-    parts = [head]
-    hold = ssn.gate_reasons.get(job.uid)
-    if hold:
-        parts.append(hold)
+    parts: list[R.Reason] = [R.GangNotReady(total - ready, total, ready, job.min_available)]
+    hold = ssn.gate_status.get(job.uid)
+    if hold is not None:
+        parts.extend(hold.reasons)
     pending = ssn.task_order(t for t in job.with_status(TaskStatus.PENDING) if not t.best_effort)
     needed = pending[: max(0, job.min_available - ready)] or pending[:1]
     if needed:
@@ -118,25 +112,23 @@ def gang_message(ssn: Session, job: JobInfo) -> str:
         short = need.shortfall(free)
         names = tuple(n for n, v in need.items() if v and n != PODS) or (PODS,)
         if not short.is_zero():
-            short_names = tuple(n for n, v in short.items() if v)
-            parts.append(
-                f"short {_only(short, short_names)}: {len(needed)} more tasks need {_only(need, short_names)}, "
-                f"the {positions.size} nodes they may use have {_only(free, short_names)} free"
+            parts.extend(
+                R.ResourceShortfall(n, need.get(n), free.get(n), R.NODES, len(needed), int(positions.size))
+                for n, v in short.items() if v
             )
         elif positions.size and job.uid in ssn.fit_errors:  # it was tried on nodes, not held by a gate
             rows = [ssn.arrays.row[n] for n in names if n in ssn.arrays.row]
             idle = ssn.arrays.idle[np.ix_(np.array(rows, dtype=np.int64), positions)]
             largest = ssn.node_list[int(positions[np.lexsort(idle[::-1])[-1]])]
-            parts.append(
-                f"enough {_only(need, names)} is free in total but it is fragmented: "
-                f"the most on one node is {_only(largest.idle.clamp_zero(), names)} ({largest.name})"
-            )
+            parts.append(R.Fragmented(R.amounts(need, names), R.amounts(largest.idle.clamp_zero(), names),
+                                      largest.name))
     for role, (have, want) in sorted(job.roles_short().items()):
-        parts.append(f"task {role}: {have}/{want} ready")
+        parts.append(R.RoleNotReady(role, have, want))
     errors = ssn.fit_errors.get(job.uid)
-    if errors:
-        parts.append(errors.describe(len(ssn.node_list)))
-    return "; ".join(parts)
+    unavailable = errors.unavailable(len(ssn.node_list)) if errors else None
+    if unavailable is not None:
+        parts.append(unavailable)
+    return tuple(parts)
 
 
 class GangPlugin(Plugin):
@@ -146,8 +138,8 @@ class GangPlugin(Plugin):
         def ready(job: JobInfo) -> bool:
             return job.is_ready()
 
-        def pipelined(job: JobInfo) -> P.Verdict:
-            return P.PERMIT if job.is_pipelined() else P.reject("gang is not pipelined", self.name)
+        def pipelined(job: JobInfo) -> Status:
+            return SUCCESS if job.is_pipelined() else unschedulable(R.NotPipelined(job.min_available))
 
         def job_order(a: JobInfo, b: JobInfo) -> int:
             a_ready, b_ready = a.count_ready(), b.count_ready()
@@ -188,18 +180,20 @@ class GangPlugin(Plugin):
             if not job.count(TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED):
                 continue
             invalid = valid(job)
-            reason, message = (
-                (invalid.reason, invalid.message) if invalid else (NOT_ENOUGH_RESOURCES, gang_message(ssn, job))
-            )
-            self._unschedulable(ssn, job, reason, message)
+            if not invalid.ok:
+                self._unschedulable(ssn, job, condition_reason(invalid), invalid.stamped(self.name))
+            else:
+                status = Status(Code.UNSCHEDULABLE, gang_reasons(ssn, job), self.name)
+                self._unschedulable(ssn, job, NOT_ENOUGH_RESOURCES, status)
 
-    def _unschedulable(self, ssn: Session, job: JobInfo, reason: str, message: str) -> None:
-        condition = Condition("Unschedulable", "True", reason, message)
-        ssn.set_condition(job, condition)
+    def _unschedulable(self, ssn: Session, job: JobInfo, reason: str, status: Status) -> None:
+        text = message(status)
+        condition = Condition("Unschedulable", "True", reason, text)
+        ssn.set_condition(job, condition, status)
         if condition not in job.conditions:
-            ssn.event("PodGroup", job.uid, "Warning", "Unschedulable", message)
+            ssn.event("PodGroup", job.uid, "Warning", "Unschedulable", text)
             for task in job.with_status(TaskStatus.PENDING):
-                ssn.event("Pod", task.uid, "Warning", "FailedScheduling", message)
+                ssn.event("Pod", task.uid, "Warning", "FailedScheduling", text)
 
     def _scheduled(self, ssn: Session, job: JobInfo) -> None:
         condition = Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", SCHEDULED_REASON)

@@ -22,8 +22,10 @@ import logging
 import math
 from fractions import Fraction
 
+from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo
-from scheduler.api.resources import ZERO, display_amount
+from scheduler.api.reasons import OvercommitLimit
+from scheduler.api.resources import ZERO
 from scheduler.framework import points as P
 from scheduler.framework.conf import arg_float
 from scheduler.framework.plugin import Plugin
@@ -81,11 +83,11 @@ class OvercommitPlugin(Plugin):
         """The cluster's allocatable of `resource` times its factor, rounded down, in integer units."""
         return math.floor(self.total.get(resource) * Fraction(str(self.factor(resource))))
 
-    def enqueueable(self, job: JobInfo) -> P.Verdict:
+    def enqueueable(self, job: JobInfo) -> Status:
         if job.min_resources is None:
-            return P.PERMIT
+            return SUCCESS
         minimum = without_pods(job.min_resources)
-        over = []
+        over: list[OvercommitLimit] = []
         freeable = None
         for name, units in dimensions(minimum).items():
             need = self.used.get(name) + self.admitted.get(name) + units
@@ -95,19 +97,9 @@ class OvercommitPlugin(Plugin):
                     freeable = preemptable_for(self.ssn, job) + reclaimable_for(self.ssn, job)
                 need = max(units, need - freeable.get(name))
             if need > capacity:
-                over.append(self._message(name, units, need, capacity))
-        return P.reject("; ".join(over), self.name) if over else P.PERMIT
-
-    def _message(self, name: str, requested: int, need: int, capacity: int) -> str:
-        def show(units: int) -> str:
-            return display_amount(name, units)
-
-        used, admitted = self.used.get(name), self.admitted.get(name)
-        return (
-            f"cluster {name} {show(self.total.get(name))} x overcommit-factor {self.factor(name):g} = "
-            f"{show(capacity)}: {show(used)} used + {show(admitted)} admitted + {show(requested)} requested"
-            f" = {show(need)} > {show(capacity)} (short {name} {show(need - capacity)})"
-        )
+                over.append(OvercommitLimit(name, self.total.get(name), self.factor(name), capacity,
+                                            self.used.get(name), self.admitted.get(name), units, need))
+        return unschedulable(*over) if over else SUCCESS
 
     def _enqueued(self, job: JobInfo) -> None:
         self.admitted = self.admitted + reserved_by_admitted(job)

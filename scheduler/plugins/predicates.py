@@ -22,30 +22,33 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
+from scheduler.api import reasons as R
+from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.pod import PodAffinityTerm, SpreadConstraint
-from scheduler.api.resources import PODS, Resource
 from scheduler.api.status import TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 
-NOT_READY = "node(s) were not ready"
-UNSCHEDULABLE = "node(s) were unschedulable"
-AFFINITY = "node(s) didn't match Pod's node affinity/selector"
-POD_AFFINITY = "node(s) didn't match pod affinity rules"
-POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
-EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
-SPREAD = "node(s) didn't match pod topology spread constraints"
-SPREAD_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+# Static filters answer UnschedulableAndUnresolvable: no eviction on the node changes them (kube-scheduler's
+# node affinity, taint and node-unschedulable filters say the same, pkg/scheduler/framework/plugins/).
+NOT_READY = unresolvable(R.NodeFilter(R.NODE_NOT_READY))
+UNSCHEDULABLE = unresolvable(R.NodeFilter(R.NODE_UNSCHEDULABLE))
+AFFINITY = unresolvable(R.NodeFilter(R.NODE_AFFINITY))
+POD_AFFINITY = unschedulable(R.NodeFilter(R.POD_AFFINITY))
+POD_ANTI_AFFINITY = unschedulable(R.NodeFilter(R.POD_ANTI_AFFINITY))
+EXISTING_ANTI_AFFINITY = unschedulable(R.NodeFilter(R.EXISTING_ANTI_AFFINITY))
+SPREAD = unschedulable(R.NodeFilter(R.TOPOLOGY_SPREAD))
+SPREAD_LABEL = unresolvable(R.NodeFilter(R.TOPOLOGY_SPREAD_LABEL))
 # Placed or bound and not terminating: what affinity and spread count.
 COUNTED = frozenset(
     {TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
 )
 
 
-def static_predicate(task: TaskInfo, node: NodeInfo) -> str | None:
+def static_predicate(task: TaskInfo, node: NodeInfo) -> Status:
     if not node.ready:
         return NOT_READY
     if node.unschedulable:
@@ -60,19 +63,8 @@ def static_predicate(task: TaskInfo, node: NodeInfo) -> str | None:
     taint = constraints.untolerated(node.taints)
     if taint is not None:
         shown = f"{taint.key}: {taint.value}" if taint.value else taint.key
-        return f"node(s) had untolerated taint {{{shown}}}"
-    return None
-
-
-def resource_misfit(request: Resource, free: Resource) -> str:
-    """Kube-scheduler's wording for the first dimension that does not fit ('' when it fits)."""
-    short = request.shortfall(free)
-    if short.is_zero():
-        return ""
-    for name, units in short.items():
-        if units:
-            return "Too many pods" if name == PODS else f"Insufficient {name}"
-    return ""  # pragma: no cover
+        return unresolvable(R.NodeFilter(R.TAINT_TOLERATION, shown))
+    return SUCCESS
 
 
 # ---- inter-pod affinity and topology spread ---------------------------------------------------------------
@@ -103,11 +95,11 @@ class PodTopology:
         return lambda other: term.selects(owner.namespace, other.namespace, other.labels)
 
     # -- filters --------------------------------------------------------------------------------------------
-    def filter(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[str | None]:
-        reasons: list[str | None] = [None] * len(nodes)
+    def filter(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        reasons: list[Status] = [SUCCESS] * len(nodes)
 
-        def reject(i: int, reason: str) -> None:
-            if reasons[i] is None:
+        def reject(i: int, reason: Status) -> None:
+            if reasons[i].ok:
                 reasons[i] = reason
 
         c = task.constraints

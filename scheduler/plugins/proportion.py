@@ -38,10 +38,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource, display_amount
+from scheduler.api.reasons import CAPABILITY, DESERVED, REAL_CAPABILITY, QueueLimit
+from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.status import PodGroupPhase
 from scheduler.framework import points as P
 from scheduler.framework.plugin import EventHandler, Plugin
@@ -52,6 +54,14 @@ from scheduler.plugins.conformance import is_critical
 # Water-filling converges in a few rounds; integer crumbs can only shrink. This is a guard, not a tuning knob.
 _MAX_ROUNDS = 1000
 ADMITTED_PHASES = frozenset({PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN})
+
+
+def task_limit(attr: QueueAttr, limit: str, name: str, limit_amount: int, request: Resource, *, cluster: int = 0,
+               guaranteed_to_others: int = 0, parent: str = "") -> QueueLimit:
+    """Allocatable's rejection: the task's request on top of what the queue holds passes `limit_amount`."""
+    held, asked = attr.allocated.get(name), request.get(name)
+    return QueueLimit(attr.queue.name, limit, name, limit_amount, held + asked, asked, held, cluster=cluster,
+                      guaranteed_to_others=guaranteed_to_others, parent=parent)
 
 
 # ---- resource arithmetic without the pods count -------------------------------------------------------
@@ -375,12 +385,16 @@ class ProportionPlugin(Plugin):
         names = {CPU, MEMORY, *dimensions(deserved)}
         return all(deserved.get(name) <= attr.allocated.get(name) for name in names)
 
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
         attr = self._fresh(queue.name)
         if attr is None:
-            return True
+            return SUCCESS
         free = (attr.deserved - attr.allocated).clamp_zero()
-        return without_pods(task.resreq) <= free or not self._placeable(task)
+        request = without_pods(task.resreq)
+        if request <= free or not self._placeable(task):
+            return SUCCESS
+        name = next(n for n, units in request.items() if units > free.get(n))
+        return unschedulable(task_limit(attr, DESERVED, name, attr.deserved.get(name), request))
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self._fresh(queue.name)
@@ -423,16 +437,16 @@ class ProportionPlugin(Plugin):
         feasible = self.ssn.feasible_nodes(task)
         return any(not node.releasing.is_zero() and request <= node.future_idle() for node in feasible)
 
-    def enqueueable(self, job: JobInfo) -> P.Verdict:
+    def enqueueable(self, job: JobInfo) -> Status:
         attr = self._attr(job.queue)
         if attr is None or job.min_resources is None:
-            return P.PERMIT
+            return SUCCESS
         over = self._over_limit(attr, job)
         if over:
-            return P.reject("; ".join(over), self.name)
-        return P.PERMIT
+            return unschedulable(*over)
+        return SUCCESS
 
-    def _over_limit(self, attr: QueueAttr, job: JobInfo) -> list[str]:
+    def _over_limit(self, attr: QueueAttr, job: JobInfo) -> list[QueueLimit]:
         """Why `attr`'s real capability cannot hold the job's minResources on top of what it holds and has
         admitted (empty if it can)."""
         assert job.min_resources is not None
@@ -441,27 +455,17 @@ class ProportionPlugin(Plugin):
         if any(name in attr.limit and units > attr.limit[name] for name, units in need.items()):
             need = (need - preemptable_for(self.ssn, job)).max_with(minimum)
         return [
-            self._over_message(attr, name, minimum, need)
+            self._over_reason(attr, name, minimum, need)
             for name, units in need.items()
             if name in attr.limit and units > attr.limit[name]
         ]
 
-    def _over_message(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> str:
-        def show(units: int) -> str:
-            return display_amount(name, units)
-
-        limit = attr.limit[name]
+    def _over_reason(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> QueueLimit:
+        limit, queue = attr.limit[name], attr.queue.name
+        total, requested = need.get(name), minimum.get(name)
+        allocated, elastic, admitted = attr.allocated.get(name), attr.elastic.get(name), attr.admitted.get(name)
         if name in attr.own_limit:
-            gate = f"queue {attr.queue.name} capability {name} {show(limit)}"
-        else:
-            others = self.total_guarantee.get(name) - attr.queue.guarantee.get(name)
-            gate = (
-                f"queue {attr.queue.name} real capability {name} {show(limit)} "
-                f"(cluster {show(self.total.get(name))} less {show(others)} guaranteed to other queues)"
-            )
-        terms = f"{show(attr.allocated.get(name))} allocated"
-        if attr.elastic.get(name):
-            terms += f" - {show(attr.elastic.get(name))} elastic"
-        terms += f" + {show(attr.admitted.get(name))} admitted + {show(minimum.get(name))} requested"
-        short = need.get(name) - limit
-        return f"{gate}: {terms} = {show(need.get(name))} > {show(limit)} (short {name} {show(short)})"
+            return QueueLimit(queue, CAPABILITY, name, limit, total, requested, allocated, elastic, admitted)
+        others = self.total_guarantee.get(name) - attr.queue.guarantee.get(name)
+        return QueueLimit(queue, REAL_CAPABILITY, name, limit, total, requested, allocated, elastic, admitted,
+                          cluster=self.total.get(name), guaranteed_to_others=others)

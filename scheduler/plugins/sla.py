@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 
+from scheduler.api.decision import ABSTAIN, SUCCESS, Status
 from scheduler.api.job import JobInfo
 from scheduler.framework import points as P
 from scheduler.framework.conf import ConfError, arg_str
@@ -65,8 +66,8 @@ class SlaPlugin(Plugin):
         due_a, due_b = a.creation + wait_a, b.creation + wait_b
         return (due_a > due_b) - (due_a < due_b)
 
-    def permit_when_overdue(self, job: JobInfo) -> P.Verdict:
+    def permit_when_overdue(self, job: JobInfo) -> Status:
         waiting = self.waiting_time(job)
         if waiting is None or self.ssn.now - job.creation < waiting:
-            return P.ABSTAIN
-        return P.PERMIT
+            return ABSTAIN
+        return SUCCESS

@@ -24,8 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.api.decision import SUCCESS, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
-from scheduler.api.resources import CPU, GPU, display_amount
+from scheduler.api.reasons import Reason, TopologyLimit, TopologyNoFit, TopologyNoNode
+from scheduler.api.resources import CPU, GPU
 from scheduler.framework import points as P
 from scheduler.framework.conf import arg_int, arg_str
 from scheduler.framework.plugin import Plugin
@@ -70,20 +72,20 @@ class NetworkTopologyAwarePlugin(Plugin):
         return self._topology
 
     # ---- PLACE_GANG -------------------------------------------------------------------------------------
-    def place_gang(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> P.GangPlacement | P.GangInfeasible | None:
+    def place_gang(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> P.GangAnswer:
         if len(tasks) < 2:
-            return None
+            return P.PLACE_BY_POD
         start = time.perf_counter()
         try:
             return self._place(job, list(tasks))
         finally:
             self.spent_ms += (time.perf_counter() - start) * 1000
 
-    def _place(self, job: JobInfo, tasks: list[TaskInfo]) -> P.GangPlacement | P.GangInfeasible | None:
+    def _place(self, job: JobInfo, tasks: list[TaskInfo]) -> P.GangAnswer:
         max_tier, hard = self._limits(job)
         over_budget = self.spent_ms >= self.budget_ms
         if over_budget and not hard:
-            return None
+            return P.PLACE_BY_POD
         need = max(0, job.min_available - job.ready_task_num())
         attempts = [tasks] if need >= len(tasks) or need < 2 else [tasks, tasks[:need]]
         problem: GangProblem | None = None
@@ -96,11 +98,11 @@ class NetworkTopologyAwarePlugin(Plugin):
             placement = self._solve(problem, over_budget)
             if placement is not None:
                 pairs = (zip(members, nodes, strict=True) for members, nodes in zip(groups, placement, strict=True))
-                return P.GangPlacement(tuple(
+                return P.GangAnswer(SUCCESS, tuple(
                     (task, self.ssn.node_list[int(node)]) for group in pairs for task, node in group))
         if hard:
-            return P.GangInfeasible(self._why(problem, max_tier))
-        return None
+            return P.GangAnswer(unschedulable(self._why(problem, max_tier)))
+        return P.PLACE_BY_POD
 
     def _solve(self, problem: GangProblem, greedy_only: bool) -> Placement | None:
         if greedy_only:
@@ -142,13 +144,12 @@ class NetworkTopologyAwarePlugin(Plugin):
         problem = GangProblem(tuple(groups), arrays.idle, arrays.row.get(GPU), self.topology, max_tier, hard)
         return problem, list(members.values())
 
-    def _why(self, problem: GangProblem | None, max_tier: int) -> str:
-        """What is missing, e.g. "needs 8 nvidia.com/gpu inside one rack (...); the best rack has 6 free"."""
+    def _why(self, problem: GangProblem | None, max_tier: int) -> Reason:
+        """What is missing, e.g. 8 GPUs inside one rack where the best rack has 6 free."""
         topo = self.topology
         where = topo.tier_name(max_tier)
-        head = f"(hard mode, highestTierAllowed {max_tier})"
         if problem is None:
-            return f"the gang's tasks fit no node {head}"
+            return TopologyNoFit(max_tier)
         resource = GPU if problem.need_gpu() else CPU
         row = problem.gpu_row if resource == GPU else self.ssn.arrays.row[CPU]
         assert row is not None
@@ -158,18 +159,13 @@ class NetworkTopologyAwarePlugin(Plugin):
             (self.ssn.arrays.position[n.name] for tasks in self._members for n in self.ssn.feasible_nodes(tasks[0])),
             dtype=np.int64))
         if allowed.size == 0:
-            return f"needs {display_amount(resource, need)} {resource} inside one {where} {head}; no node allows them"
+            return TopologyNoNode(max_tier, where, resource, need)
         count = int(topo.domain[max_tier].max()) + 1
         free = np.bincount(topo.domain[max_tier, allowed], weights=problem.idle[row, allowed].astype(np.float64),
                            minlength=count)
         usable = np.bincount(topo.domain[max_tier, fitting], weights=problem.idle[row, fitting].astype(np.float64),
                              minlength=count)
         best = int(np.argmax(free))
-        amount = display_amount(resource, int(free[best]))
-        if free[best] < need:
-            tail = f"the best {where} has {amount} free"
-        else:
-            tail = f"the best {where} has {amount} free, but not in pieces its tasks fit"
-        if usable[best] < free[best]:
-            tail += f" ({display_amount(resource, int(usable[best]))} on nodes that hold one of its tasks)"
-        return f"needs {display_amount(resource, need)} {resource} inside one {where} {head}; {tail}"
+        names = topo.domain_names[max_tier] if max_tier < len(topo.domain_names) else []
+        return TopologyLimit(max_tier, where, resource, need, int(free[best]), int(usable[best]),
+                             names[best] if best < len(names) else "")

@@ -24,11 +24,13 @@ from scheduler.api.convert import (
     queue_from_object,
     task_from_pod,
 )
+from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
 from scheduler.api.job import Condition, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import Reason
 from scheduler.api.resources import Resource
-from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, reasons_annotation
 from scheduler.solver.topology import from_hypernodes
 
 Obj = dict[str, Any]
@@ -229,6 +231,14 @@ class InMemoryCluster:
             st["conditions"] = [_condition_dict(c, self.now) for c in status.conditions]
             if status.min_member_override is not None:
                 st["minMemberOverride"] = status.min_member_override
+            patch = reasons_annotation(status, pg.manifest.get("metadata", {}).get("annotations"))
+            if patch is not None:
+                annotations = pg.manifest.setdefault("metadata", {}).setdefault("annotations", {})
+                for key, value in patch.items():
+                    if value is None:
+                        annotations.pop(key, None)
+                    else:
+                        annotations[key] = value
         for queue in result.queues:
             self.queue_allocated[queue.queue] = queue.allocated
         self.events.extend((self.now, e) for e in result.events)
@@ -247,6 +257,15 @@ class InMemoryCluster:
     def podgroup(self, group: str) -> Obj:
         key = group if "/" in group else f"default/{group}"
         return self.podgroups[key].manifest
+
+    def decision(self, group: str) -> Status | None:
+        """The Status the scheduler published on the PodGroup (its reasons annotation), if any."""
+        text = (self.podgroup(group).get("metadata", {}).get("annotations") or {}).get(REASONS_ANNOTATION)
+        return read_published(text) if text else None
+
+    def reasons(self, group: str) -> tuple[Reason, ...]:
+        decision = self.decision(group)
+        return decision.reasons if decision is not None else ()
 
     def condition(self, group: str, type_: str = "Unschedulable") -> Mapping[str, Any] | None:
         for c in self.podgroup(group).get("status", {}).get("conditions") or ():

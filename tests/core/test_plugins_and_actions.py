@@ -7,12 +7,16 @@ from typing import Any
 
 import pytest
 
+from scheduler.api import reasons as R
+from scheduler.api.decision import ABSTAIN as ABSTAIN_
+from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import TaskInfo
+from scheduler.api.reasons import NotPipelined
 from scheduler.api.resources import Resource
 from scheduler.framework import points as P
 from scheduler.framework.statement import Statement
 from scheduler.plugins.conformance import ConformancePlugin
-from scheduler.testing import ClusterBuilder, cluster, pod_object
+from scheduler.testing import ClusterBuilder, cluster, node_filters, pod_object
 
 
 # ---- predicates -------------------------------------------------------------------------------------------
@@ -22,7 +26,7 @@ class Placement:
     nodes: tuple[tuple[str, dict[str, Any]], ...]
     pod: dict[str, Any]
     expected_node: str | None
-    reason: str = ""
+    reason: R.NodeFilter | None = None  # what turned the node away
 
 
 GPU_ZONE = {"topology.kubernetes.io/zone": "a"}
@@ -30,7 +34,7 @@ PLACEMENTS = [
     Placement("a nodeSelector picks the labelled node", (("n1", {}), ("n2", {"labels": GPU_ZONE})),
               {"node_selector": GPU_ZONE}, "n2"),
     Placement("a nodeSelector nothing matches leaves the pod pending", (("n1", {}),),
-              {"node_selector": GPU_ZONE}, None, "didn't match Pod's node affinity/selector"),
+              {"node_selector": GPU_ZONE}, None, R.NodeFilter(R.NODE_AFFINITY)),
     Placement(
         "required node affinity In picks the matching node",
         (("n1", {"labels": {"gpu": "a100"}}), ("n2", {"labels": {"gpu": "h100"}})),
@@ -46,15 +50,16 @@ PLACEMENTS = [
         "n1",
     ),
     Placement("an unschedulable node is skipped", (("n1", {"unschedulable": True}),), {}, None,
-              "node(s) were unschedulable"),
-    Placement("a NotReady node is skipped", (("n1", {"ready": False}),), {}, None, "node(s) were not ready"),
-    Placement("a full node by pod count is skipped", (("n1", {"pods": 0}),), {}, None, "Too many pods"),
+              R.NodeFilter(R.NODE_UNSCHEDULABLE)),
+    Placement("a NotReady node is skipped", (("n1", {"ready": False}),), {}, None, R.NodeFilter(R.NODE_NOT_READY)),
+    Placement("a full node by pod count is skipped", (("n1", {"pods": 0}),), {}, None,
+              R.NodeFilter(R.TOO_MANY_PODS)),
     Placement("a PreferNoSchedule taint does not forbid", (("n1", {"taints": [
         {"key": "k", "value": "v", "effect": "PreferNoSchedule"}]}),), {}, "n1"),
     Placement("a NoExecute taint forbids", (("n1", {"taints": [{"key": "k", "effect": "NoExecute"}]}),), {}, None,
-              "untolerated taint {k}"),
+              R.NodeFilter(R.TAINT_TOLERATION, "k")),
     Placement("too little memory is named", (("n1", {"memory": "1Gi"}),), {"memory": "2Gi"}, None,
-              "Insufficient memory"),
+              R.NodeFilter(R.INSUFFICIENT, "memory")),
 ]
 
 
@@ -68,7 +73,7 @@ def test_predicates(case: Placement) -> None:
     bound = c.sim.bound("j")
     if case.expected_node is None:
         assert bound == {}
-        assert case.reason in c.sim.condition("j")["message"]  # type: ignore[index]
+        assert node_filters(c.sim.reasons("j")) == {case.reason}
     else:
         assert bound == {"j-0": case.expected_node}
 
@@ -126,7 +131,7 @@ class Admission:
     name: str
     build: Any
     phase: str
-    reason: str = ""
+    reason: R.Reason | None = None
 
 
 ADMISSIONS = [
@@ -139,10 +144,10 @@ ADMISSIONS = [
         "a closed queue admits nothing and says so",
         lambda: cluster().node("n", gpu=1).queue("q", state="Closed").job("j", queue="q", gpu=1),
         "Pending",
-        "queue q is Closed",
+        R.QueueClosed("q", "Closed"),
     ),
     Admission("a missing queue is named", lambda: cluster().node("n", gpu=1).job("j", queue="nope", gpu=1), "Pending",
-              "queue 'nope' does not exist"),
+              R.QueueMissing("nope")),
 ]
 
 
@@ -153,8 +158,11 @@ def test_enqueue(case: Admission) -> None:
     pg = c.sim.podgroup("j")
     assert pg["status"]["phase"] == case.phase
     if case.reason:
-        assert case.reason in c.sim.condition("j")["message"]  # type: ignore[index]
-        assert any(case.reason in e.message for _, e in c.sim.events)
+        decision = c.sim.decision("j")
+        assert decision is not None and decision.reasons == (case.reason,) and decision.plugin == "enqueue"
+        condition = c.sim.condition("j")
+        assert condition is not None and condition["reason"] == "NotEnqueued"
+        assert any(e.reason == "Unschedulable" and e.message == condition["message"] for _, e in c.sim.events)
 
 
 # ---- backfill --------------------------------------------------------------------------------------------
@@ -192,26 +200,32 @@ def test_a_discarded_statement_restores_every_node_and_task() -> None:
     assert ssn.close().binds == []
 
 
+PERMIT, ABSTAIN, REJECT = SUCCESS, ABSTAIN_, unschedulable(NotPipelined(2))
+
+
 @dataclass(frozen=True)
 class VoteCase:
     name: str
-    tiers: tuple[tuple[P.Vote, ...], ...]
+    tiers: tuple[tuple[Status, ...], ...]
     permitted: bool
 
 
 VOTES = [
     VoteCase("no opinion permits", ((),), True),
-    VoteCase("a reject in the same tier as a permit rejects", ((P.Vote.PERMIT, P.Vote.REJECT),), False),
-    VoteCase("a reject in a higher tier rejects", ((P.Vote.REJECT,), (P.Vote.PERMIT,)), False),
-    VoteCase("abstentions permit", ((P.Vote.ABSTAIN, P.Vote.ABSTAIN),), True),
-    VoteCase("a tier that permits decides before a lower tier is asked", ((P.Vote.PERMIT,), (P.Vote.REJECT,)), True),
+    VoteCase("a reject in the same tier as a permit rejects", ((PERMIT, REJECT),), False),
+    VoteCase("a reject in a higher tier rejects", ((REJECT,), (PERMIT,)), False),
+    VoteCase("abstentions permit", ((ABSTAIN, ABSTAIN),), True),
+    VoteCase("a tier that permits decides before a lower tier is asked", ((PERMIT,), (REJECT,)), True),
 ]
 
 
 @pytest.mark.parametrize("case", VOTES, ids=lambda c: c.name)
 def test_vote_combiner(case: VoteCase) -> None:
-    tiers = [[(lambda v=v: P.Verdict(v, "r")) for v in tier] for tier in case.tiers]
-    assert (P.votes(tiers).vote == P.Vote.PERMIT) is case.permitted
+    tiers = [[(lambda _job, v=v: v) for v in tier] for tier in case.tiers]
+    answer = P.votes(tiers, None)  # type: ignore[arg-type]
+    assert answer.ok is case.permitted
+    if not case.permitted:
+        assert answer.reasons == (NotPipelined(2),)
 
 
 @dataclass(frozen=True)
@@ -232,3 +246,32 @@ ORDERS = [
 def test_first_nonzero_combiner(case: OrderCase) -> None:
     tiers = [[(lambda a=a: a) for a in tier] for tier in case.answers]
     assert P.first_nonzero(tiers) == case.expected
+
+
+# ---- Status combiners and the plugin stamp ---------------------------------------------------------------
+def test_the_first_rejection_wins_and_abstentions_are_no_answer() -> None:
+    no_node = unschedulable(R.NodeFilter(R.NODE_AFFINITY))
+    tiers = [[lambda *_: ABSTAIN_, lambda *_: SUCCESS], [lambda *_: no_node, lambda *_: unschedulable()]]
+    assert P.first_rejection(tiers) is no_node
+    assert P.first_rejection([[lambda *_: ABSTAIN_]]).ok
+
+
+def test_a_gang_placer_that_abstains_leaves_the_gang_to_pod_by_pod_allocation() -> None:
+    stuck = P.GangAnswer(unschedulable(R.TopologyNoFit(1)))
+    assert P.first_placement([[lambda *_: P.PLACE_BY_POD]], None, []) is P.PLACE_BY_POD  # type: ignore[arg-type]
+    assert P.first_placement([[lambda *_: P.PLACE_BY_POD, lambda *_: stuck]], None, []) is stuck  # type: ignore[arg-type]
+
+
+def test_the_session_stamps_the_plugin_that_rejected() -> None:
+    c = cluster().node("n1", gpu=1).job("j", gpu=1, node_selector={"pool": "none"})
+    c.cycle()
+    decision = c.sim.decision("j")
+    assert decision is not None and decision.plugin == "gang"  # gang writes the condition
+    from scheduler.cycle import builtin_default_conf
+    from scheduler.framework.session import Session
+    from scheduler.plugins.predicates import PredicatesPlugin
+
+    task = next(iter(c.sim.pods.values())).task
+    ssn = Session(c.sim.snapshot(), builtin_default_conf(), {"predicates": PredicatesPlugin})
+    status = ssn.run(P.PREDICATE, task, ssn.node_list[0])
+    assert status.reasons == (R.NodeFilter(R.NODE_AFFINITY),) and status.plugin == "predicates"

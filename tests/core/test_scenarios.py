@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scheduler.api import reasons as R
+from scheduler.api.resources import GPU
 from scheduler.testing import cluster
 
 
@@ -11,9 +13,10 @@ def test_an_8_pod_gang_on_5_free_gpus_binds_nothing_and_says_what_is_short() -> 
     assert c.sim.bound("train") == {}
     condition = c.sim.condition("train")
     assert condition is not None and condition["reason"] == "NotEnoughResources"
-    assert condition["message"].startswith("8/8 tasks in gang unschedulable")
-    assert "short nvidia.com/gpu 3" in condition["message"]
-    assert "1 Insufficient nvidia.com/gpu" in condition["message"]
+    reasons = c.sim.reasons("train")
+    assert reasons[0] == R.GangNotReady(8, 8, 0, 8)
+    assert R.ResourceShortfall(GPU, 8_000, 5_000, R.NODES, 8, 1) in reasons
+    assert R.NodesUnavailable(1, (R.FilterCount(R.NodeFilter(R.INSUFFICIENT, GPU), 1),)) in reasons
 
 
 def test_after_a_node_is_added_all_8_bind_in_the_same_cycle() -> None:
@@ -68,8 +71,8 @@ def test_a_pod_that_tolerates_no_taint_never_lands_on_a_tainted_node() -> None:
     for _ in range(3):
         c.cycle()
     assert c.sim.bound("j") == {}
-    message = c.sim.condition("j")["message"]  # type: ignore[index]
-    assert "untolerated taint {dedicated: infer}" in message
+    unavailable = next(r for r in c.sim.reasons("j") if isinstance(r, R.NodesUnavailable))
+    assert R.FilterCount(R.NodeFilter(R.TAINT_TOLERATION, "dedicated: infer"), 1) in unavailable.counts
 
 
 def test_a_pod_that_tolerates_the_taint_may_use_the_node() -> None:
@@ -91,8 +94,8 @@ def test_a_gang_too_large_for_one_node_spreads_when_nothing_forbids_it() -> None
 def test_fragmented_free_gpus_are_named_as_fragmentation() -> None:
     c = cluster().node("n1", gpu=2).node("n2", gpu=2).job("j", replicas=1, gpu=3)
     c.cycle()
-    message = c.sim.condition("j")["message"]  # type: ignore[index]
-    assert "fragmented" in message and "nvidia.com/gpu 2" in message
+    fragmented = next(r for r in c.sim.reasons("j") if isinstance(r, R.Fragmented))
+    assert (dict(fragmented.needed)[GPU], dict(fragmented.largest)[GPU]) == (3_000, 2_000)
 
 
 def _ps_worker_group(c: object, min_member: int) -> None:
@@ -133,8 +136,9 @@ def test_a_gang_held_by_its_queue_is_not_called_fragmented() -> None:
     c = cluster().node("n1", gpu=8).queue("zero", capability={"nvidia.com/gpu": 0, "cpu": 0, "memory": 0})
     c.job("j", queue="zero", replicas=2, gpu=1)
     c.cycle()
-    message = c.sim.condition("j")["message"]  # type: ignore[index]
-    assert "queue zero cannot take" in message and "fragmented" not in message
+    reasons = c.sim.reasons("j")
+    assert R.QueueLimit("zero", R.DESERVED, GPU, limit_amount=0, total=1_000, requested=1_000) in reasons
+    assert not any(isinstance(r, R.Fragmented) for r in reasons)
 
 
 def test_each_queue_reports_what_its_jobs_hold() -> None:

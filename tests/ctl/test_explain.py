@@ -2,40 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from scheduler.api import reasons as R
+from scheduler.api.decision import REASONS_ANNOTATION, Code, Status, publish
+from scheduler.api.messages import message as render_message
+from scheduler.api.resources import GPU
 from scheduler.ctl.explain import Facts, Gate, explain, rank_in_queue, render
 
 
-def podgroup(name: str, queue: str = "q", phase: str = "Pending", message: str = "", reason: str = "NotEnqueued",
-             created: str = "2026-01-01T00:00:00Z", priority_class: str = "") -> dict[str, Any]:
+def podgroup(name: str, queue: str = "q", phase: str = "Pending", reasons: Sequence[R.Reason] = (),
+             reason: str = "NotEnqueued", created: str = "2026-01-01T00:00:00Z", priority_class: str = "",
+             message: str = "", annotate: bool = True, condition: bool = True) -> dict[str, Any]:
+    """A PodGroup as the scheduler leaves it: the condition rendered from `reasons`, and the reasons published
+    as the annotation (unless `annotate` is False, as an older scheduler leaves it)."""
     status: dict[str, Any] = {"phase": phase}
-    if message:
-        status["conditions"] = [{"type": "Unschedulable", "status": "True", "reason": reason, "message": message}]
+    text = message or render_message(reasons)
+    if text and condition:
+        status["conditions"] = [{"type": "Unschedulable", "status": "True", "reason": reason, "message": text}]
     spec: dict[str, Any] = {"queue": queue, "minMember": 4}
     if priority_class:
         spec["priorityClassName"] = priority_class
-    return {"metadata": {"name": name, "namespace": "ml", "creationTimestamp": created}, "spec": spec,
-            "status": status}
+    meta: dict[str, Any] = {"name": name, "namespace": "ml", "creationTimestamp": created}
+    if reasons and annotate:
+        meta["annotations"] = {REASONS_ANNOTATION: publish(Status(Code.UNSCHEDULABLE, tuple(reasons), "gang"))}
+    return {"metadata": meta, "spec": spec, "status": status}
 
 
 def queue(name: str = "q", state: str = "Open", **spec: Any) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": spec, "status": {"state": state}}
 
 
-GANG = ("4/4 tasks in gang unschedulable: pod group is not ready, 0 ready, 4 minAvailable; short nvidia.com/gpu 3: "
-        "4 more tasks need nvidia.com/gpu 16, the 4 nodes they may use have nvidia.com/gpu 13 free")
-TOPO = ("4/4 tasks in gang unschedulable: pod group is not ready, 0 ready, 4 minAvailable; needs 8 nvidia.com/gpu "
-        "inside one rack (hard mode, highestTierAllowed 2); the best rack has 6 free")
-CAP = ("queue team-a capability nvidia.com/gpu 16: 12 allocated + 0 admitted + 8 requested = 20 > 16 "
-       "(short nvidia.com/gpu 4)")
-OVER = ("cluster nvidia.com/gpu 16 x overcommit-factor 1.2 = 19: 10 used + 4 admitted + 8 requested = 22 > 19 "
-        "(short nvidia.com/gpu 3)")
+def gpus(n: float) -> int:
+    return int(n * 1000)
 
 
+HEAD = R.GangNotReady(4, 4, 0, 4)
+GANG = (HEAD, R.ResourceShortfall(GPU, gpus(16), gpus(13), R.NODES, 4, 4))
+TOPO = (HEAD, R.TopologyLimit(2, "rack", GPU, gpus(8), gpus(6), gpus(6), "zone:z/rack:a"))
+CAP = (R.QueueLimit("team-a", R.CAPABILITY, GPU, gpus(16), total=gpus(20), requested=gpus(8), allocated=gpus(12)),)
+OVER = (R.OvercommitLimit(GPU, gpus(16), 1.2, gpus(19), gpus(10), gpus(4), gpus(8), gpus(22)),)
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -44,6 +54,7 @@ class Case:
     says: tuple[str, ...] = ()
     unblock: tuple[str, ...] = ()
     numbers: dict[str, str] = field(default_factory=dict)
+    published: str = ""
 
 
 def facts(pg: dict[str, Any] | None, q: dict[str, Any] | None = None, job: dict[str, Any] | None = None,
@@ -57,45 +68,44 @@ CASES = [
          facts(podgroup("train"), queue(state="Closed")), Gate.QUEUE_CLOSED,
          says=("queue q is Closed",), unblock=("open queue q",)),
     Case("a queue that does not exist",
-         Facts("job ml/train", "ml", podgroup=podgroup("train", message="queue 'q' does not exist")),
+         Facts("job ml/train", "ml", podgroup=podgroup("train", reasons=[R.QueueMissing("q")])),
          Gate.QUEUE_MISSING, unblock=("create queue q",)),
     Case("queue capability: raise it or wait for the shortfall to be released",
-         facts(podgroup("train", queue="team-a", message=CAP), queue("team-a")), Gate.QUEUE_CAPABILITY,
+         facts(podgroup("train", queue="team-a", reasons=CAP), queue("team-a")), Gate.QUEUE_CAPABILITY,
          says=("20 nvidia.com/gpu would exceed 16",),
          unblock=("raise queue team-a capability nvidia.com/gpu to at least 20",
                   "wait for 4 nvidia.com/gpu of queue team-a to be released"),
          numbers={"allocated": "12", "requested": "8", "short": "4"}),
     Case("queue capability smaller than the request itself: lower the request",
-         facts(podgroup("train", queue="tiny", message="queue tiny capability nvidia.com/gpu 4: 0 allocated + "
-                        "0 admitted + 8 requested = 8 > 4 (short nvidia.com/gpu 4)"), queue("tiny")),
+         facts(podgroup("train", queue="tiny", reasons=[R.QueueLimit("tiny", R.CAPABILITY, GPU, gpus(4), gpus(8),
+                                                                     gpus(8))]), queue("tiny")),
          Gate.QUEUE_CAPABILITY, unblock=("lower the job's request",)),
     Case("the overcommit gate",
-         facts(podgroup("train", message=OVER)), Gate.OVERCOMMIT,
+         facts(podgroup("train", reasons=OVER)), Gate.OVERCOMMIT,
          says=("22 > 19",), unblock=("wait for 3 nvidia.com/gpu",), numbers={"used": "10"}),
     Case("a gang short of GPUs: free them or lower minAvailable",
-         facts(podgroup("train", phase="Inqueue", message=GANG, reason="NotEnoughResources")), Gate.GANG_SHORTFALL,
+         facts(podgroup("train", phase="Inqueue", reasons=GANG, reason="NotEnoughResources")), Gate.GANG_SHORTFALL,
          unblock=("free 3 more nvidia.com/gpu on nodes the gang may use", "lower minAvailable (now 4)"),
          numbers={"minAvailable": "4", "tasks unschedulable": "4/4"}),
     Case("hard topology with no rack large enough",
-         facts(podgroup("train", phase="Inqueue", message=TOPO, reason="NotEnoughResources")), Gate.TOPOLOGY,
+         facts(podgroup("train", phase="Inqueue", reasons=TOPO, reason="NotEnoughResources")), Gate.TOPOLOGY,
          says=("the best rack has 6 free",),
          unblock=("free 2 more nvidia.com/gpu inside one rack", "highestTierAllowed > 2"),
          numbers={"highestTierAllowed": "2"}),
     Case("fragmented free GPUs",
-         facts(podgroup("train", phase="Inqueue", reason="NotEnoughResources", message=(
-             "2/2 tasks in gang unschedulable: pod group is not ready, 0 ready, 2 minAvailable; enough "
-             "nvidia.com/gpu 8 is free in total but it is fragmented: the most on one node is nvidia.com/gpu 3 "
-             "(n1)"))), Gate.FRAGMENTED, numbers={"most free on one node": "nvidia.com/gpu 3 (n1)"}),
+         facts(podgroup("train", phase="Inqueue", reason="NotEnoughResources", reasons=(
+             R.GangNotReady(2, 2, 0, 2), R.Fragmented(((GPU, gpus(8)),), ((GPU, gpus(3)),), "n1")))),
+         Gate.FRAGMENTED, numbers={"most free on one node": "nvidia.com/gpu 3 (n1)"}),
     Case("too few live pods",
-         facts(podgroup("train", phase="Inqueue", reason="NotEnoughTasks", message=(
-             "Not enough valid tasks for gang-scheduling, valid: 2, min: 4"))), Gate.GANG_TASKS,
+         facts(podgroup("train", phase="Inqueue", reason="NotEnoughTasks", reasons=[R.TooFewTasks("", 2, 4)])),
+         Gate.GANG_TASKS,
          unblock=("lower its minAvailable to 2",)),
     Case("an aborted job says how to resume it",
          facts(podgroup("train"), job={"metadata": {"name": "train"}, "status": {"state": {"phase": "Aborted"}}}),
          Gate.JOB_STOPPED, unblock=("volcano-py job resume train -n ml",)),
     Case("a job in a queue with child queues (hierarchical capacity)",
-         facts(podgroup("train", queue="org", message="queue org has child queues (team-1, team-2): jobs go to "
-                        "leaf queues"), queue("org")), Gate.QUEUE_NOT_LEAF,
+         facts(podgroup("train", queue="org", reasons=[R.QueueNotLeaf("org", ("team-1", "team-2"))]), queue("org")),
+         Gate.QUEUE_NOT_LEAF,
          unblock=("submit the job to one of org's child queues: team-1, team-2",),
          numbers={"child queues": "team-1, team-2"}),
     Case("a job whose PodGroup the controllers have not made", facts(None), Gate.NO_PODGROUP),
@@ -110,11 +120,27 @@ CASES = [
          Gate.TASK_ORDER, says=("task master has no pods yet: it waits for worker 3/4 running",),
          numbers={"worker running": "3/4"}),
     Case("a Pending PodGroup with no word from the scheduler is waiting", facts(podgroup("train")), Gate.WAITING),
-    Case("the latest warning event stands in for a missing condition",
+    Case("an older scheduler's message without published reasons is not parsed, and explain says so",
+         facts(podgroup("train", message="queue q capability nvidia.com/gpu 16: 12 allocated + 0 admitted + 8 "
+                        "requested = 20 > 16 (short nvidia.com/gpu 4)")), Gate.NO_REASONS,
+         says=("no structured reasons published",)),
+    Case("a warning event without published reasons is shown, not parsed",
          facts(podgroup("train"), events=[
              {"type": "Warning", "message": "old", "lastTimestamp": "2026-01-01T00:00:00Z"},
-             {"type": "Warning", "message": CAP, "lastTimestamp": "2026-01-01T00:01:00Z"}]),
-         Gate.QUEUE_CAPABILITY),
+             {"type": "Warning", "message": "newer", "lastTimestamp": "2026-01-01T00:01:00Z"}]),
+         Gate.NO_REASONS, published="newer"),
+    Case("published reasons decide even when the condition is gone",
+         facts(podgroup("train", queue="team-a", reasons=CAP, condition=False)), Gate.QUEUE_CAPABILITY),
+    Case("reasons this explain cannot read are reported, not guessed",
+         facts({**podgroup("train", reasons=CAP), "metadata": {"name": "train", "annotations": {
+             REASONS_ANNOTATION: '{"version": 99}'}}}), Gate.NO_REASONS, says=("cannot be read",)),
+    Case("a queue that holds its deserved share",
+         facts(podgroup("train", phase="Inqueue", reasons=(HEAD, R.QueueOverused("q")))), Gate.QUEUE_SHARE),
+    Case("a starving gang reserving resources",
+         facts(podgroup("train", phase="Inqueue", reasons=(HEAD, R.Reserving(400.0, 2, 3, 4)))), Gate.RESERVING),
+    Case("a queue whose parent does not exist",
+         facts(podgroup("train", reasons=[R.QueueParentMissing("q", "q", "org-z")])), Gate.QUEUE_TREE,
+         unblock=("fix spec.parent of queue q",)),
 ]
 
 
@@ -130,6 +156,8 @@ def test_explain(case: Case) -> None:
     numbers = dict(ex.numbers)
     for key, value in case.numbers.items():
         assert numbers.get(key, "").startswith(value), text
+    if case.published:
+        assert ex.published == case.published, text
 
 
 def test_rank_is_by_priority_then_age_among_waiting_podgroups() -> None:
@@ -144,7 +172,7 @@ def test_rank_is_by_priority_then_age_among_waiting_podgroups() -> None:
 
 
 def test_render_fits_one_screen() -> None:
-    ex = explain(facts(podgroup("train", queue="team-a", message=CAP), queue("team-a")))
+    ex = explain(facts(podgroup("train", queue="team-a", reasons=CAP), queue("team-a")))
     text = render(ex)
     assert len(text.splitlines()) <= 24
     assert text.startswith("job ml/train: Pending in queue team-a")

@@ -16,6 +16,9 @@ import pytest
 from controlplane import GPU_RESOURCE, assert_no_overcommit, create_gpu_node, node_is_ready, wait_for
 from inprocess import running_scheduler
 
+from scheduler.api.decision import REASONS_ANNOTATION, read_published
+from scheduler.api.reasons import ResourceShortfall
+
 TIMEOUT = 60  # generous for a 2-core machine; every wait returns as soon as its condition holds
 NODE_SET = "volcano-py.test/node-set"
 GROUP = "scheduling.volcano.sh"
@@ -142,6 +145,16 @@ def test_gang_larger_than_free_gpus_waits_then_binds(scheduler, core_v1, custom,
     assert GPU_RESOURCE in condition["message"], condition
     assert "short" in condition["message"], condition
     assert condition.get("lastTransitionTime"), condition
+
+    # The same decision as data, on the object's metadata (what `volcano-py explain` reads): 8 GPUs needed, 5 free.
+    def published_shortfall():
+        meta = custom.get_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups", "train")["metadata"]
+        text = (meta.get("annotations") or {}).get(REASONS_ANNOTATION)
+        found = [r for r in read_published(text).reasons if isinstance(r, ResourceShortfall)] if text else []
+        return found and found[0]
+
+    shortfall = wait_for(published_shortfall, TIMEOUT, what="the PodGroup's reasons annotation")
+    assert (shortfall.resource, shortfall.needed, shortfall.free) == (GPU_RESOURCE, 8_000, 5_000), shortfall
     wait_for(
         lambda: (
             {("PodGroup", "Unschedulable"), ("Pod", "FailedScheduling")} <= event_reasons(core_v1, namespace)

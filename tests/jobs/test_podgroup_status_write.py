@@ -8,6 +8,10 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.decision import REASONS_ANNOTATION, Code, Status, read_published
+from scheduler.api.job import Condition
+from scheduler.api.reasons import ResourceShortfall
+from scheduler.api.resources import GPU
 from scheduler.api.snapshot import PodGroupStatus
 from scheduler.api.status import PodGroupPhase
 from scheduler.cache.cluster_cache import ClusterCache
@@ -29,6 +33,14 @@ class FakeApiserver:
         self.calls.append(path.removeprefix(PATH) or "object")
         if self.obj is None or (path.endswith("/status") and not self.subresource):
             raise KubeError(404, method, path, b'{"message": "not found"}')
+        if "metadata" in body and not path.endswith("/status"):  # a merge patch: null removes a key
+            annotations = self.obj["metadata"].setdefault("annotations", {})
+            for key, value in body["metadata"]["annotations"].items():
+                if value is None:
+                    annotations.pop(key, None)
+                else:
+                    annotations[key] = value
+            return copy.deepcopy(self.obj)
         if path.endswith("/status") or not self.subresource:  # the object ignores status under a subresource
             self.obj["status"] = {**(self.obj.get("status") or {}), **body["status"]}
         return copy.deepcopy(self.obj)
@@ -42,7 +54,7 @@ def cache_on(server: FakeApiserver) -> ClusterCache:
 
 
 def write(cache: ClusterCache, phase: PodGroupPhase, running: int) -> None:
-    cache.status_writer._write_podgroup(PodGroupStatus("ns/pg", phase, (), running, 0, 0), 1_000_000.0)
+    write(PodGroupStatus("ns/pg", phase, (), running, 0, 0), 1_000_000.0)
 
 
 @pytest.mark.parametrize("subresource", [True, False], ids=["our old CRD (/status)", "Volcano's CRD (no /status)"])
@@ -83,3 +95,25 @@ def test_a_podgroup_gone_is_not_mistaken_for_a_missing_subresource() -> None:
     server.obj = {"metadata": {"name": "pg", "namespace": "ns"}, "spec": {}}
     write(cache, PodGroupPhase.INQUEUE, 0)
     assert server.calls == ["/status", "object", "/status"]
+
+
+SHORT = Status(Code.UNSCHEDULABLE, (ResourceShortfall(GPU, 8_000, 5_000, tasks=8, nodes=1),), "gang")
+
+
+@pytest.mark.parametrize("subresource", [True, False], ids=["our old CRD (/status)", "Volcano's CRD (no /status)"])
+def test_the_reasons_are_published_on_the_object_and_removed_once_scheduled(subresource: bool) -> None:
+    server = FakeApiserver(subresource)
+    cache = cache_on(server)
+    write = cache.status_writer._write_podgroup
+    held = Condition("Unschedulable", "True", "NotEnoughResources", "short")
+    write(PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (held,), 0, 0, 0, decision=SHORT),
+          1_000_000.0)
+    assert server.obj is not None
+    assert read_published(server.obj["metadata"]["annotations"][REASONS_ANNOTATION]) == SHORT
+    calls = len(server.calls)
+    write(PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (held,), 0, 0, 0, decision=SHORT),
+          1_000_000.0)
+    assert len(server.calls) == calls, "an unchanged decision is not written again"
+    scheduled = Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", "")
+    write(PodGroupStatus("ns/pg", PodGroupPhase.RUNNING, (scheduled,), 8, 0, 0), 1_000_000.0)
+    assert REASONS_ANNOTATION not in server.obj["metadata"]["annotations"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.api.reasons import QueueNotLeaf, QueueParentMissing
 from scheduler.framework.conf import ConfError
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
 
@@ -131,8 +132,8 @@ def test_a_job_in_a_queue_with_children_is_held_at_enqueue_with_the_reason() -> 
     result = c.cycle(TREE)
     assert gpus(c, "inner") == 0
     status = next(s for s in result.podgroups if s.job == "default/inner")
-    reason = next(cond.message for cond in status.conditions if cond.type == "Unschedulable")
-    assert "queue org-a has child queues (team-1, team-2): jobs go to leaf queues" in reason
+    assert status.decision is not None and status.decision.plugin == "capacity"
+    assert status.decision.reasons == (QueueNotLeaf("org-a", ("team-1", "team-2")),)
 
 
 def test_a_queue_whose_parent_does_not_exist_holds_its_jobs_and_the_others_run() -> None:
@@ -143,7 +144,7 @@ def test_a_queue_whose_parent_does_not_exist_holds_its_jobs_and_the_others_run()
     result = c.cycle(TREE)
     assert gpus(c, "stray") == 0 and gpus(c, "t2") == 2
     status = next(s for s in result.podgroups if s.job == "default/stray")
-    assert any("parent 'org-z', and there is no Queue of that name" in cond.message for cond in status.conditions)
+    assert status.decision is not None and status.decision.reasons == (QueueParentMissing("lost", "lost", "org-z"),)
 
 
 def test_the_less_used_subtree_goes_first() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.reasons import OvercommitLimit
 from scheduler.framework.conf import SchedulerConf
 from scheduler.testing import cluster, conf_from_tiers, pod_object
 
@@ -51,7 +52,7 @@ class OvercommitCase:
     arguments: dict[str, Any]
     jobs: tuple[tuple[str, int | None], ...]  # (name, minResources GPUs) of 4-GPU gangs, submitted together
     admitted: tuple[str, ...]
-    held: dict[str, str] = field(default_factory=dict)  # job -> its condition message
+    held: dict[str, OvercommitLimit] = field(default_factory=dict)  # job -> the reason it is held
 
 
 OVERCOMMIT_CASES = [
@@ -60,14 +61,12 @@ OVERCOMMIT_CASES = [
     OvercommitCase(
         "with factor 1.0, 8 used and 4 requested do not fit in 10",
         {"overcommit-factor": 1.0}, (("next", 4),), (),
-        {"next": "cluster nvidia.com/gpu 10 x overcommit-factor 1 = 10: 8 used + 0 admitted + 4 requested"
-                 " = 12 > 10 (short nvidia.com/gpu 2)"},
+        {"next": OvercommitLimit(GPU, 10_000, 1.0, 10_000, used=8_000, admitted=0, requested=4_000, total=12_000)},
     ),
     OvercommitCase(
         "a factor for GPUs overrides the default factor",
         {"overcommit-factor": 2.0, "overcommit-factor.nvidia.com/gpu": 1.0}, (("next", 4),), (),
-        {"next": "cluster nvidia.com/gpu 10 x overcommit-factor 1 = 10: 8 used + 0 admitted + 4 requested"
-                 " = 12 > 10 (short nvidia.com/gpu 2)"},
+        {"next": OvercommitLimit(GPU, 10_000, 1.0, 10_000, used=8_000, admitted=0, requested=4_000, total=12_000)},
     ),
     OvercommitCase("a factor below 1 falls back to 1.2",
                    {"overcommit-factor": 0.5}, (("next", 4),), ("next",)),
@@ -76,8 +75,8 @@ OVERCOMMIT_CASES = [
     OvercommitCase(
         "an admitted job counts: the second of two 4-GPU jobs waits",
         {}, (("first", 4), ("second", 4)), ("first",),
-        {"second": "cluster nvidia.com/gpu 10 x overcommit-factor 1.2 = 12: 8 used + 4 admitted + 4 requested"
-                   " = 16 > 12 (short nvidia.com/gpu 4)"},
+        {"second": OvercommitLimit(GPU, 10_000, 1.2, 12_000, used=8_000, admitted=4_000, requested=4_000,
+                                   total=16_000)},
     ),
 ]
 
@@ -93,7 +92,8 @@ def test_overcommit_enqueue_gate(case: OvercommitCase) -> None:
     c.cycle(scheduler_conf)
     phases = {name: c.sim.podgroup(name)["status"]["phase"] for name, _ in case.jobs}
     assert {n for n, p in phases.items() if p != "Pending"} == set(case.admitted)
-    for name, message in case.held.items():
+    for name, reason in case.held.items():
         condition = c.sim.condition(name)
         assert condition is not None and condition["reason"] == "NotEnqueued"
-        assert condition["message"] == message
+        decision = c.sim.decision(name)
+        assert decision is not None and decision.plugin == "overcommit" and decision.reasons == (reason,)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import CAPABILITY, QueueLimit
 from scheduler.api.resources import ZERO, Resource
 from scheduler.plugins.proportion import QueueDemand, deserved_shares, real_capability
 from scheduler.testing import ClusterBuilder, cluster
@@ -89,9 +90,8 @@ def test_a_queue_at_12_of_16_gpus_holds_an_8_gpu_podgroup_pending_and_says_why()
     assert c.sim.bound("big") == {}
     condition = c.sim.condition("big")
     assert condition is not None and condition["reason"] == "NotEnqueued"
-    assert condition["message"] == (
-        "queue team-a capability nvidia.com/gpu 16: 12 allocated + 0 admitted + 8 requested = 20 > 16 "
-        "(short nvidia.com/gpu 4)"
+    assert c.sim.reasons("big") == (
+        QueueLimit("team-a", CAPABILITY, GPU, limit_amount=16_000, total=20_000, requested=8_000, allocated=12_000),
     )
 
 
@@ -128,8 +128,10 @@ def test_admitted_podgroups_count_against_the_capability_before_they_run() -> No
     held = next(n for n, p in phases.items() if p == "Pending")
     condition = c.sim.condition(held)
     assert condition is not None
-    expected = "capability nvidia.com/gpu 16: 0 allocated + 10 admitted + 10 requested = 20 > 16"
-    assert expected in condition["message"]
+    limit = c.sim.reasons(held)[0]
+    assert isinstance(limit, QueueLimit) and limit.limit == CAPABILITY
+    assert (limit.allocated, limit.admitted, limit.requested, limit.total, limit.limit_amount) == (
+        0, 10_000, 10_000, 20_000, 16_000)
     c.cycle()
     assert c.sim.podgroup(held)["status"]["phase"] == "Pending"
     assert c.sim.podgroup(next(n for n in phases if n != held))["status"]["phase"] == "Running"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 from preemption_confs import make_conf
 
+from scheduler.api.reasons import OvercommitLimit, QueueLimit
 from scheduler.testing import cluster
 
 GPU = "nvidia.com/gpu"
@@ -49,8 +50,7 @@ def test_high_priority_job_into_a_full_cluster(case: Case) -> None:
         assert len(c.sim.evicted) == 8
     else:
         assert c.sim.bound("urgent") == {} and phase == "Pending" and c.sim.evicted == []
-        assert "overcommit" in c.sim.condition("urgent")["message"] or "capability" in (  # type: ignore[index]
-            c.sim.condition("urgent")["message"])  # type: ignore[index]
+        assert any(isinstance(r, OvercommitLimit | QueueLimit) for r in c.sim.reasons("urgent"))
 
 
 def test_a_queue_under_its_share_is_admitted_to_a_full_cluster_and_reclaims() -> None:

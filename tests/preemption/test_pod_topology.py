@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from preemption_confs import make_conf
 
-from scheduler.testing import ClusterBuilder, cluster, pod_object
+from scheduler.api import reasons as R
+from scheduler.testing import ClusterBuilder, cluster, node_filters, pod_object
 
 CONF = make_conf()
 HOST = "kubernetes.io/hostname"
@@ -51,7 +52,7 @@ class Case:
     bound: int = 0
     per_node_max: int | None = None
     zone_counts: tuple[int, ...] | None = None
-    reason: str = ""
+    reason: R.NodeFilter | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -59,7 +60,7 @@ CASES = [
     Case("required anti-affinity spreads a 4-pod gang over 4 nodes, one pod each", 4, anti(), bound=4,
          per_node_max=1),
     Case("a 5-pod gang with anti-affinity on 4 nodes binds nothing and says why", 5, anti(), bound=0,
-         reason="didn't match pod anti-affinity rules"),
+         reason=R.NodeFilter(R.POD_ANTI_AFFINITY)),
     Case("an elastic gang with anti-affinity binds one pod per node and leaves the rest pending", 6, anti(),
          min_available=2, bound=4, per_node_max=1),
     Case("anti-affinity on zones puts at most one pod in each zone", 2, anti(ZONE), bound=2, zone_counts=(1, 1)),
@@ -90,7 +91,7 @@ def test_pod_topology(case: Case) -> None:
     if case.zone_counts is not None:
         assert tuple(sorted(zones(c, placement).values())) == case.zone_counts
     if case.reason:
-        assert case.reason in c.sim.condition("train")["message"]  # type: ignore[index]
+        assert case.reason in node_filters(c.sim.reasons("train"))
 
 
 def test_do_not_schedule_spread_filters_a_zone_already_ahead() -> None:
@@ -108,7 +109,7 @@ def test_a_node_without_the_topology_label_fails_a_do_not_schedule_spread() -> N
     gang(c, "train", 1, labels={"app": "train"}, spec=spread(1))
     c.cycles(2, CONF)
     assert c.sim.bound("train") == {}
-    assert "missing required label" in c.sim.condition("train")["message"]  # type: ignore[index]
+    assert node_filters(c.sim.reasons("train")) == {R.NodeFilter(R.TOPOLOGY_SPREAD_LABEL)}
 
 
 def test_required_affinity_follows_the_first_pod_of_the_group() -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 from preemption_confs import make_conf
 
+from scheduler.api.reasons import Reserving
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
 SMALL_RUNS = 600.0  # each 1-GPU job runs 10 minutes
@@ -79,8 +80,8 @@ def test_a_reservation_holds_its_nodes_and_small_jobs_fit_around_it() -> None:
     c.sim.add_pod(pod_object("pinned", gpu=1, node_selector={"pool": "train"}))
     c.cycle(conf)
     assert c.sim.bound("pinned") == {}, "n0's idle GPUs are held for big"
-    message = c.sim.condition("big")["message"]  # type: ignore[index]
-    assert "reserving resources" in message
+    reserving = [r for r in c.sim.reasons("big") if isinstance(r, Reserving)]
+    assert reserving and reserving[0].nodes == 1 and reserving[0].min_available == 4
     for key in [k for k in c.sim.pods if k.startswith("default/resident-")][:2]:
         c.sim.finish_pod(key)
     c.cycle(conf)

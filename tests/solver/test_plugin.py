@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.reasons import Reason, TopologyLimit
+from scheduler.api.resources import GPU
 from scheduler.cycle import conf_from_text
 from scheduler.framework.conf import SchedulerConf
 from scheduler.testing import ClusterBuilder, cluster, pod_object
@@ -60,7 +62,7 @@ class Case:
     build: Callable[[], ClusterBuilder]
     bound_with_solver: Mapping[str, str] | Callable[[Mapping[str, str]], bool]
     bound_without: int  # pods the pod-by-pod allocate binds with the same conf minus the plugin
-    condition: str | None = field(default=None)  # Unschedulable message fragment with the solver
+    reason: Reason | None = field(default=None)  # a reason the solver publishes on the PodGroup
 
 
 def mixed_roles() -> ClusterBuilder:
@@ -100,8 +102,8 @@ CASES = [
          fragments_in_two_racks, {f"g-w-{i}": "c0" for i in range(4)}, 4),
     Case("a gang is kept inside one NVLink domain when one holds it", two_nvlink_domains, one_nvlink_domain, 2),
     Case("hard mode leaves a gang pending, saying why, rather than spanning racks", split_racks("hard"), {}, 2,
-         "needs 8 nvidia.com/gpu inside one rack (hard mode, highestTierAllowed 2); "
-         "the best rack has 6 free (4 on nodes that hold one of its tasks)"),
+         TopologyLimit(tier=2, domain="rack", resource=GPU, needed=8_000, best=6_000, usable=4_000,
+                       best_domain="zone:z/rack:a")),
     Case("soft mode spans racks when it must", split_racks("soft"), {"g-w-0": "a0", "g-w-1": "b0"}, 2),
 ]
 
@@ -115,9 +117,10 @@ def test_gang_placement_through_a_cycle(case: Case) -> None:
         assert case.bound_with_solver(bound), bound
     else:
         assert bound == dict(case.bound_with_solver)
-    if case.condition:
-        condition = c.sim.condition("g")
-        assert condition is not None and case.condition in condition["message"], condition
+    if case.reason:
+        decision = c.sim.decision("g")
+        assert decision is not None and case.reason in decision.reasons, decision
+        assert decision.plugin == "gang" and c.sim.condition("g") is not None
     plain = case.build()
     plain.cycle(conf(BASE))
     assert len(plain.sim.bound("g")) == case.bound_without

@@ -1,0 +1,459 @@
+"""Layer `api`: why a job waits, as values — the reasons a `Status` carries (see `api/decision.py`).
+
+Each reason is a frozen dataclass with a stable `kind` (the JSON tag; never rename one, tools read it) and only
+plain fields: names, counts, and resource amounts as integers in volcano-py's units (`api/resources.py`: cpu in
+millicores, memory in bytes, extended resources such as GPUs in milli-units), never formatted numbers. A set of
+amounts over several resources is `Amounts`, sorted `(name, units)` pairs. `to_json` / `from_json` are exact
+inverses, so what the scheduler publishes on a PodGroup is what `volcano-py explain` reads back.
+
+Sentences are made from reasons in one place, `api/messages.py`; nothing parses them back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from scheduler.api.resources import PODS, Resource
+
+Amounts = tuple[tuple[str, int], ...]
+JsonObject = dict[str, Any]
+
+
+def amounts(resource: Resource, names: Iterable[str] | None = None) -> Amounts:
+    """The non-zero amounts of `resource` (pods left out unless named), or exactly those of `names`."""
+    if names is None:
+        return tuple((n, v) for n, v in resource.items() if v and n != PODS)
+    return tuple((n, resource.get(n)) for n in names)
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """A reason a person can act on. Subclasses set `kind`."""
+
+    kind: ClassVar[str] = ""
+
+    def to_json(self) -> JsonObject:
+        return {"kind": self.kind, **_encode_object(self)}
+
+
+# ---- queues ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueMissing(Reason):
+    kind: ClassVar[str] = "QueueMissing"
+    queue: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueClosed(Reason):
+    """The queue is not Open (`state` Closed, Closing or Unknown): enqueue admits nothing from it."""
+
+    kind: ClassVar[str] = "QueueClosed"
+    queue: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueNotLeaf(Reason):
+    """capacity with enableHierarchy: jobs go to leaf queues only."""
+
+    kind: ClassVar[str] = "QueueNotLeaf"
+    queue: str
+    children: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueParentMissing(Reason):
+    """capacity with enableHierarchy: `at` (the queue or one of its ancestors) names a parent that is no Queue."""
+
+    kind: ClassVar[str] = "QueueParentMissing"
+    queue: str
+    at: str
+    parent: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueParentCycle(Reason):
+    kind: ClassVar[str] = "QueueParentCycle"
+    queue: str
+    at: str
+    through: str
+
+
+# Which limit a `QueueLimit` is: the queue's own `capability`; its real capability as proportion and capacity
+# compute it without a capability (the cluster less what other queues are guaranteed); or, in a queue tree, its
+# parent's real capability less what the parent's other children are guaranteed.
+CAPABILITY = "capability"
+REAL_CAPABILITY = "real-capability"
+PARENT_CAPABILITY = "parent-capability"
+DESERVED = "deserved"  # Allocatable (proportion): the queue's deserved share, which allocate does not pass
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLimit(Reason):
+    """JobEnqueueable (proportion, capacity): the job's minResources on top of what the queue holds passes
+    `limit_amount`: allocated - elastic + admitted + requested = total (less what preemption could free).
+    Allocatable: one task's request on top of what the queue holds passes it (elastic and admitted are 0)."""
+
+    kind: ClassVar[str] = "QueueLimit"
+    queue: str
+    limit: str  # CAPABILITY | REAL_CAPABILITY | PARENT_CAPABILITY | DESERVED
+    resource: str
+    limit_amount: int
+    total: int
+    requested: int
+    allocated: int = 0
+    elastic: int = 0
+    admitted: int = 0
+    cluster: int = 0  # REAL_CAPABILITY: the cluster's allocatable
+    guaranteed_to_others: int = 0  # REAL_CAPABILITY: what the other queues are guaranteed
+    parent: str = ""  # PARENT_CAPABILITY
+
+    @property
+    def short(self) -> int:
+        return self.total - self.limit_amount
+
+
+@dataclass(frozen=True, slots=True)
+class QueueOverused(Reason):
+    """Overused (proportion): the queue holds its deserved share, so allocate skips it this cycle."""
+
+    kind: ClassVar[str] = "QueueOverused"
+    queue: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueShareExceeded(Reason):
+    """Allocatable: the queue cannot take a task of `request` more without passing its share."""
+
+    kind: ClassVar[str] = "QueueShareExceeded"
+    queue: str
+    request: Amounts
+
+
+@dataclass(frozen=True, slots=True)
+class OvercommitLimit(Reason):
+    """JobEnqueueable (overcommit): used + admitted + requested = total passes cluster x factor = capacity."""
+
+    kind: ClassVar[str] = "OvercommitLimit"
+    resource: str
+    cluster: int
+    factor: float
+    capacity: int
+    used: int
+    admitted: int
+    requested: int
+    total: int
+
+    @property
+    def short(self) -> int:
+        return self.total - self.capacity
+
+
+# ---- gangs ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GangNotReady(Reason):
+    """Volcano's head: `unschedulable`/`tasks` tasks in gang unschedulable, `ready` ready, minAvailable."""
+
+    kind: ClassVar[str] = "GangNotReady"
+    unschedulable: int
+    tasks: int
+    ready: int
+    min_available: int
+
+
+@dataclass(frozen=True, slots=True)
+class TooFewTasks(Reason):
+    """JobValid (gang): fewer live tasks than the minimum, for the job (`role` "") or for one task role."""
+
+    kind: ClassVar[str] = "TooFewTasks"
+    role: str
+    valid: int
+    needed: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoleNotReady(Reason):
+    """A task role with fewer ready pods than its minimum (minTaskMember)."""
+
+    kind: ClassVar[str] = "RoleNotReady"
+    role: str
+    ready: int
+    needed: int
+
+
+# Where a `ResourceShortfall` was counted.
+NODES = "nodes"  # the nodes the tasks' predicates allow
+CLUSTER = "cluster"
+DOMAIN = "domain"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceShortfall(Reason):
+    """`tasks` more tasks need `needed` of `resource`; the `nodes` nodes of `scope` have `free`."""
+
+    kind: ClassVar[str] = "ResourceShortfall"
+    resource: str
+    needed: int
+    free: int
+    scope: str = NODES
+    tasks: int = 0
+    nodes: int = 0
+
+    @property
+    def short(self) -> int:
+        return self.needed - self.free
+
+
+@dataclass(frozen=True, slots=True)
+class Fragmented(Reason):
+    """Enough is free in total on the nodes the tasks may use, but no node holds the next task."""
+
+    kind: ClassVar[str] = "Fragmented"
+    needed: Amounts
+    largest: Amounts  # the most free on one node
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotPipelined(Reason):
+    """JobPipelined (gang): even counting releasing resources, minAvailable is not met."""
+
+    kind: ClassVar[str] = "NotPipelined"
+    min_available: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reserving(Reason):
+    """The starvation guard holds resources for the gang as running pods free them."""
+
+    kind: ClassVar[str] = "Reserving"
+    waited_seconds: float
+    nodes: int
+    held: int
+    min_available: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementStale(Reason):
+    """A gang placer's placement no longer holds when allocate replays it."""
+
+    kind: ClassVar[str] = "PlacementStale"
+    task: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartialGangTimeout(Reason):
+    """A gang partly bound for longer than `timeout_seconds` that cannot be completed (cache/partial.py)."""
+
+    kind: ClassVar[str] = "PartialGangTimeout"
+    ready: int
+    min_available: int
+    timeout_seconds: float
+    evicted: int
+    kept: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleTimeout(Reason):
+    """Not placed within the PodGroup's scheduleTimeoutSeconds; `fallback` is the smaller minAvailable it is
+    retried with (0: none asked for)."""
+
+    kind: ClassVar[str] = "ScheduleTimeout"
+    timeout_seconds: float
+    waited_seconds: float
+    min_available: int
+    fallback: int = 0
+
+
+# ---- nodes -------------------------------------------------------------------------------------------------
+
+# Why one node was filtered out: kube-scheduler's filter plugin names (pkg/scheduler/framework/plugins/names).
+NODE_NOT_READY = "NodeNotReady"
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+NODE_AFFINITY = "NodeAffinity"
+TAINT_TOLERATION = "TaintToleration"  # detail: the taint, "key: value" or "key"
+INSUFFICIENT = "Insufficient"  # detail: the resource
+TOO_MANY_PODS = "TooManyPods"
+POD_AFFINITY = "InterPodAffinity"
+POD_ANTI_AFFINITY = "InterPodAntiAffinity"
+EXISTING_ANTI_AFFINITY = "ExistingPodsAntiAffinity"
+TOPOLOGY_SPREAD = "PodTopologySpread"
+TOPOLOGY_SPREAD_LABEL = "PodTopologySpreadMissingLabel"
+NO_FEASIBLE_NODE = "NoFeasibleNode"
+SCORE_VETO = "ScoreVeto"  # the node holds the task's request, but a scorer vetoed it (deviceshare: no card fits)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFilter(Reason):
+    """One node's answer to a filter (predicates, or the resource fit allocate checks)."""
+
+    kind: ClassVar[str] = "NodeFilter"
+    filter: str
+    detail: str = ""
+
+
+def resource_misfit(request: Resource, free: Resource) -> NodeFilter | None:
+    """kube-scheduler's NodeResourcesFit answer for the first dimension that does not fit (None when it fits)."""
+    short = request.shortfall(free)
+    if short.is_zero():
+        return None
+    for name, units in short.items():
+        if units:
+            return NodeFilter(TOO_MANY_PODS) if name == PODS else NodeFilter(INSUFFICIENT, name)
+    return None  # pragma: no cover
+
+
+@dataclass(frozen=True, slots=True)
+class FilterCount:
+    filter: NodeFilter
+    nodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodesUnavailable(Reason):
+    """kube-scheduler's `0/N nodes are unavailable`: how many nodes each filter turned away."""
+
+    kind: ClassVar[str] = "NodesUnavailable"
+    total: int
+    counts: tuple[FilterCount, ...]
+
+
+# ---- topology --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyLimit(Reason):
+    """network-topology-aware, hard mode: no `domain` (a tier-`tier` domain, e.g. a rack) holds the gang's
+    `needed` `resource`; the best one, `best_domain`, has `best` free (`usable` of it on nodes that hold one of
+    the gang's tasks)."""
+
+    kind: ClassVar[str] = "TopologyLimit"
+    tier: int
+    domain: str
+    resource: str
+    needed: int
+    best: int
+    usable: int
+    best_domain: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyNoNode(Reason):
+    """network-topology-aware, hard mode: no node the gang's predicates allow."""
+
+    kind: ClassVar[str] = "TopologyNoNode"
+    tier: int
+    domain: str
+    resource: str
+    needed: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyNoFit(Reason):
+    """network-topology-aware, hard mode: the gang's tasks fit no node at all."""
+
+    kind: ClassVar[str] = "TopologyNoFit"
+    tier: int
+
+
+KINDS: dict[str, type[Reason]] = {
+    cls.kind: cls
+    for cls in (
+        QueueMissing, QueueClosed, QueueNotLeaf, QueueParentMissing, QueueParentCycle, QueueLimit, QueueOverused,
+        QueueShareExceeded, OvercommitLimit, GangNotReady, TooFewTasks, RoleNotReady, ResourceShortfall, Fragmented,
+        NotPipelined, Reserving, PlacementStale, PartialGangTimeout, ScheduleTimeout, NodeFilter, NodesUnavailable,
+        TopologyLimit, TopologyNoNode, TopologyNoFit,
+    )
+}
+
+
+class ReasonError(ValueError):
+    """A published reason this version cannot read (an unknown kind, a missing or mistyped field)."""
+
+
+def from_json(obj: Mapping[str, Any]) -> Reason:
+    cls = KINDS.get(str(obj.get("kind")))
+    if cls is None:
+        raise ReasonError(f"unknown reason kind {obj.get('kind')!r}")
+    reason: Reason = _decode_object(cls, obj)
+    return reason
+
+
+# ---- JSON, exact -------------------------------------------------------------------------------------------
+
+
+def _encode_object(obj: Any) -> JsonObject:
+    """The fields of a reason (or a value nested in one), by their declared types; a nested object carries no
+    `kind`: its field's type says what it is."""
+    hints = _hints(type(obj))
+    return {f.name: _encode(hints[f.name], getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+
+
+def _encode(hint: Any, value: Any) -> Any:
+    if hint == Amounts:
+        return {name: units for name, units in value}
+    if dataclasses.is_dataclass(value):
+        return _encode_object(value)
+    if isinstance(value, tuple):
+        item = typing.get_args(hint)[0]
+        return [_encode(item, v) for v in value]
+    return value
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
+def _decode_object(cls: type[Any], obj: Mapping[str, Any]) -> Any:
+    hints = _hints(cls)
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.name in obj:
+            values[f.name] = _decode(hints[f.name], obj[f.name], f.name)
+        elif f.default is dataclasses.MISSING:
+            raise ReasonError(f"{getattr(cls, 'kind', cls.__name__)}: missing field {f.name!r}")
+    return cls(**values)
+
+
+def _decode(hint: Any, value: Any, name: str) -> Any:
+    if hint is bool or hint is str:
+        if not isinstance(value, hint):
+            raise ReasonError(f"{name}: expected {hint.__name__}, got {value!r}")
+        return value
+    if hint is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ReasonError(f"{name}: expected an integer, got {value!r}")
+        return value
+    if hint is float:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ReasonError(f"{name}: expected a number, got {value!r}")
+        return float(value)
+    if hint == Amounts:
+        if not isinstance(value, Mapping):
+            raise ReasonError(f"{name}: expected a map of resource to units, got {value!r}")
+        return tuple((str(k), _decode(int, v, f"{name}.{k}")) for k, v in value.items())
+    if isinstance(hint, type) and (issubclass(hint, Reason) or hint is FilterCount):
+        if not isinstance(value, Mapping):
+            raise ReasonError(f"{name}: expected an object, got {value!r}")
+        return _decode_object(hint, value)
+    if typing.get_origin(hint) is tuple:
+        item = typing.get_args(hint)[0]
+        if not isinstance(value, list):
+            raise ReasonError(f"{name}: expected a list, got {value!r}")
+        return tuple(_decode(item, v, name) for v in value)
+    raise ReasonError(f"{name}: cannot read a field of type {hint!r}")  # pragma: no cover - a bug in a new reason

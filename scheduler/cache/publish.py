@@ -1,0 +1,32 @@
+"""Layer `cache`: publish a PodGroup's reasons as its annotation (`api.decision.REASONS_ANNOTATION`).
+
+The condition's message is for people; the annotation holds the same decision as JSON for tools (`volcano-py
+explain`). It lives in `metadata`, so it is written through the object (RBAC: `patch` on `podgroups`, which the
+scheduler already has for Volcano's CRD without a status subresource), not through `/status`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.api.snapshot import PodGroupStatus, reasons_annotation
+from scheduler.cache.kube import MERGE_PATCH, Kube
+
+log = logging.getLogger("volcano_py.cache")
+PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/{name}"
+
+
+def publish_reasons(kube: Kube, status: PodGroupStatus, podgroup: Mapping[str, Any]) -> None:
+    """Merge-patch the annotation when it differs from what the PodGroup carries; a failure is retried when the
+    decision is next written (the condition's message still says it all)."""
+    patch = reasons_annotation(status, (podgroup.get("metadata") or {}).get("annotations"))
+    if patch is None:
+        return
+    namespace, name = status.job.split("/", 1)
+    try:
+        kube.request("PATCH", PODGROUPS.format(namespace=namespace, name=name),
+                     body={"metadata": {"annotations": patch}}, content_type=MERGE_PATCH)
+    except Exception as exc:  # noqa: BLE001 - network trouble or a deleted PodGroup: the status write says which
+        log.warning("annotating PodGroup %s with its reasons failed: %s", status.job, exc)

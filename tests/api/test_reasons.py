@@ -1,0 +1,163 @@
+"""Reasons are values: every kind renders, is published as the PodGroup annotation, and is read back by
+`explain` to the same values, large quantities included (16Ti of memory, 1e3 GPUs)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from scheduler.api import reasons as R
+from scheduler.api.decision import REASONS_ANNOTATION, Code, Status, publish, read_published
+from scheduler.api.job import Condition
+from scheduler.api.messages import message, render
+from scheduler.api.reasons import ReasonError
+from scheduler.api.resources import GPU, MEMORY, display_amount, to_units
+from scheduler.api.snapshot import PodGroupStatus, reasons_annotation
+from scheduler.api.status import PodGroupPhase
+from scheduler.ctl.explain import Facts, Gate, explain
+from scheduler.testing import cluster
+
+TI16 = 16 * 2**40  # 16Ti of memory, in bytes
+GPU1000 = 1000 * 1000  # 1e3 GPUs, in milli-GPUs
+
+
+@dataclass(frozen=True)
+class Sample:
+    reason: R.Reason
+    gate: Gate  # what explain says holds a PodGroup that published only this reason
+
+
+SAMPLES = [
+    Sample(R.QueueMissing("q"), Gate.QUEUE_MISSING),
+    Sample(R.QueueClosed("q", "Closed"), Gate.QUEUE_CLOSED),
+    Sample(R.QueueNotLeaf("q", ("a", "b")), Gate.QUEUE_NOT_LEAF),
+    Sample(R.QueueParentMissing("q", "q", "org"), Gate.QUEUE_TREE),
+    Sample(R.QueueParentCycle("q", "a", "b"), Gate.QUEUE_TREE),
+    Sample(R.QueueLimit("q", R.CAPABILITY, GPU, GPU1000, 1_200_000, 300_000, 900_000, 0, 0), Gate.QUEUE_CAPABILITY),
+    Sample(R.QueueLimit("q", R.REAL_CAPABILITY, MEMORY, TI16, TI16 + 2**30, 2**30, TI16, 0, 0, cluster=2 * TI16,
+                        guaranteed_to_others=TI16), Gate.QUEUE_CAPABILITY),
+    Sample(R.QueueLimit("q", R.PARENT_CAPABILITY, GPU, 8000, 9000, 1000, 8000, 500, 500, parent="org"),
+           Gate.QUEUE_CAPABILITY),
+    Sample(R.QueueLimit("q", R.DESERVED, GPU, 4000, 5000, 1000, 4000), Gate.QUEUE_SHARE),
+    Sample(R.QueueOverused("q"), Gate.QUEUE_SHARE),
+    Sample(R.QueueShareExceeded("q", ((GPU, GPU1000), (MEMORY, TI16))), Gate.QUEUE_SHARE),
+    Sample(R.OvercommitLimit(MEMORY, TI16, 1.2, 21110623253299, TI16, 0, TI16, 2 * TI16), Gate.OVERCOMMIT),
+    Sample(R.GangNotReady(3, 8, 5, 8), Gate.GANG_SHORTFALL),
+    Sample(R.TooFewTasks("", 2, 4), Gate.GANG_TASKS),
+    Sample(R.TooFewTasks("ps", 0, 1), Gate.GANG_TASKS),
+    Sample(R.RoleNotReady("worker", 1, 4), Gate.WAITING),
+    Sample(R.ResourceShortfall(MEMORY, 2 * TI16, TI16, R.NODES, 4, 2), Gate.GANG_SHORTFALL),
+    Sample(R.ResourceShortfall(GPU, GPU1000, 999_500, R.CLUSTER), Gate.GANG_SHORTFALL),
+    Sample(R.Fragmented(((GPU, 8000), (MEMORY, TI16)), ((GPU, 3000), (MEMORY, 2**40)), "n1"), Gate.FRAGMENTED),
+    Sample(R.NotPipelined(4), Gate.WAITING),
+    Sample(R.Reserving(301.5, 2, 3, 4), Gate.RESERVING),
+    Sample(R.PlacementStale("g-0", "n1"), Gate.WAITING),
+    Sample(R.PartialGangTimeout(2, 4, 600.0, 1, 1), Gate.PARTIAL),
+    Sample(R.ScheduleTimeout(600.0, 601.0, 8, 4), Gate.WAITING),
+    Sample(R.NodeFilter(R.TAINT_TOLERATION, "dedicated: infer"), Gate.WAITING),
+    Sample(R.NodesUnavailable(5, (R.FilterCount(R.NodeFilter(R.INSUFFICIENT, GPU), 3),
+                                  R.FilterCount(R.NodeFilter(R.NODE_AFFINITY), 2))), Gate.WAITING),
+    Sample(R.TopologyLimit(2, "rack", GPU, GPU1000, 600_000, 400_000, "zone:z/rack:a"), Gate.TOPOLOGY),
+    Sample(R.TopologyNoNode(1, "hypernode", GPU, 8000), Gate.TOPOLOGY),
+    Sample(R.TopologyNoFit(1), Gate.TOPOLOGY),
+]
+
+
+def test_every_reason_kind_has_a_sample() -> None:
+    assert {s.reason.kind for s in SAMPLES} == set(R.KINDS)
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.reason.kind + ":" + json.dumps(s.reason.to_json())[:40])
+def test_a_reason_survives_json_exactly(sample: Sample) -> None:
+    text = json.dumps(sample.reason.to_json())
+    again = R.from_json(json.loads(text))
+    assert again == sample.reason and type(again) is type(sample.reason)
+    assert render(again)  # every kind has a sentence
+
+
+def podgroup_publishing(status: PodGroupStatus) -> dict[str, object]:
+    """A PodGroup as the status writer leaves it: condition and annotation (through `reasons_annotation`)."""
+    patch = reasons_annotation(status, {})
+    assert patch is not None
+    conditions = [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+                  for c in status.conditions]
+    return {"metadata": {"name": "train", "namespace": "ml", "creationTimestamp": "2026-01-01T00:00:00Z",
+                         "annotations": {k: v for k, v in patch.items() if v is not None}},
+            "spec": {"queue": "q", "minMember": 4}, "status": {"phase": status.phase.value, "conditions": conditions}}
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.reason.kind + ":" + json.dumps(s.reason.to_json())[:40])
+def test_explain_reads_back_what_the_scheduler_published(sample: Sample) -> None:
+    decision = Status(Code.UNSCHEDULABLE, (sample.reason,), "gang")
+    phase = PodGroupPhase.PENDING if sample.gate == Gate.QUEUE_CLOSED else PodGroupPhase.INQUEUE
+    status = PodGroupStatus("ml/train", phase, (Condition("Unschedulable", "True", "NotEnoughResources",
+                                                          message(decision)),), 0, 0, 0, decision=decision)
+    state = "Closed" if sample.gate == Gate.QUEUE_CLOSED else "Open"
+    queue = None if sample.gate == Gate.QUEUE_MISSING else {"metadata": {"name": "q"}, "status": {"state": state}}
+    ex = explain(Facts("job ml/train", "ml", podgroup=podgroup_publishing(status), queue=queue))
+    assert ex.reasons == (sample.reason,)
+    assert ex.gate == sample.gate
+
+
+def test_all_reasons_at_once_round_trip_through_the_annotation() -> None:
+    decision = Status(Code.UNSCHEDULABLE, tuple(s.reason for s in SAMPLES), "proportion")
+    assert read_published(publish(decision)) == decision
+
+
+def test_quantities_are_exact_integers_in_the_annotation_and_read_as_people_write_them() -> None:
+    short = R.ResourceShortfall(MEMORY, TI16 + 1, 1, R.NODES, 2, 1)
+    published = json.loads(publish(Status(Code.UNSCHEDULABLE, (short,))))["reasons"][0]
+    assert published["needed"] == 17592186044417 and published["free"] == 1  # bytes, not a rounded float
+    assert display_amount(MEMORY, TI16) == "16Ti"
+    assert display_amount(GPU, to_units(GPU, "1e3")) == "1000"
+    assert display_amount(GPU, 1_000_500) == "1000.5"
+    assert "e+" not in message([s.reason for s in SAMPLES])
+
+
+@pytest.mark.parametrize("text", ['{"version": 1, "code": "Nope"}', '{"version": 1, "code": "Unschedulable", '
+                                  '"reasons": [{"kind": "QueueLimit", "queue": "q"}]}', "not json",
+                                  '{"version": 1, "code": "Unschedulable", "reasons": [{"kind": "Unknown"}]}',
+                                  '{"version": 1, "code": "Unschedulable", "reasons": [{"kind": "QueueMissing", '
+                                  '"queue": 3}]}'])
+def test_what_cannot_be_read_is_an_error_not_a_guess(text: str) -> None:
+    with pytest.raises(ReasonError):
+        read_published(text)
+
+
+# ---- through a scheduling cycle on the simulator ---------------------------------------------------------
+
+
+def test_a_gang_short_of_16ti_of_memory_publishes_the_exact_shortfall_and_explain_reads_it() -> None:
+    c = cluster().nodes("n", 2, cpu="64", memory="8Ti").job("train", replicas=4, memory="8Ti", cpu="1")
+    c.cycle()
+    assert c.sim.bound("train") == {}
+    reasons = c.sim.reasons("train")
+    assert R.ResourceShortfall(MEMORY, 4 * 8 * 2**40, TI16, R.NODES, 4, 2) in reasons
+    ex = explain(Facts("job default/train", "default", podgroup=c.sim.podgroup("train"),
+                       queue={"metadata": {"name": "default"}, "status": {"state": "Open"}}))
+    assert ex.gate == Gate.GANG_SHORTFALL and ex.reasons == reasons
+    assert dict(ex.numbers)[MEMORY].endswith("short 16Ti")
+
+
+def test_a_queue_capped_at_1e3_gpus_publishes_the_limit_in_milli_gpus() -> None:
+    c = cluster().nodes("n", 2, gpu=800).queue("big", capability={GPU: "1e3"})
+    c.job("train", queue="big", replicas=1, gpu=1, min_resources={GPU: "1200"})
+    c.cycle()
+    decision = c.sim.decision("train")
+    assert decision is not None and decision.plugin == "proportion"
+    assert decision.reasons == (R.QueueLimit("big", R.CAPABILITY, GPU, GPU1000, 1_200_000, 1_200_000),)
+    ex = explain(Facts("job default/train", "default", podgroup=c.sim.podgroup("train"),
+                       queue={"metadata": {"name": "big"}, "spec": {"capability": {GPU: "1e3"}}}))
+    assert ex.gate == Gate.QUEUE_CAPABILITY and ex.reasons == decision.reasons
+
+
+def test_the_annotation_goes_when_the_gang_is_scheduled() -> None:
+    c = cluster().node("n1", gpu=4).job("train", replicas=2, gpu=4)
+    c.cycle()
+    assert c.sim.reasons("train")
+    c.node("n2", gpu=4)
+    c.cycle()
+    assert len(c.sim.bound("train")) == 2
+    assert REASONS_ANNOTATION not in (c.sim.podgroup("train")["metadata"].get("annotations") or {})
