@@ -54,7 +54,7 @@ def cache_on(server: FakeApiserver) -> ClusterCache:
 
 
 def write(cache: ClusterCache, phase: PodGroupPhase, running: int) -> None:
-    write(PodGroupStatus("ns/pg", phase, (), running, 0, 0), 1_000_000.0)
+    cache.status_writer._write_podgroup(PodGroupStatus("ns/pg", phase, (), running, 0, 0), 1_000_000.0)
 
 
 @pytest.mark.parametrize("subresource", [True, False], ids=["our old CRD (/status)", "Volcano's CRD (no /status)"])
@@ -104,16 +104,16 @@ SHORT = Status(Code.UNSCHEDULABLE, (ResourceShortfall(GPU, 8_000, 5_000, tasks=8
 def test_the_reasons_are_published_on_the_object_and_removed_once_scheduled(subresource: bool) -> None:
     server = FakeApiserver(subresource)
     cache = cache_on(server)
-    write = cache.status_writer._write_podgroup
+    write_status = cache.status_writer._write_podgroup
     held = Condition("Unschedulable", "True", "NotEnoughResources", "short")
-    write(PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (held,), 0, 0, 0, decision=SHORT),
+    write_status(PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (held,), 0, 0, 0, decision=SHORT),
           1_000_000.0)
     assert server.obj is not None
     assert read_published(server.obj["metadata"]["annotations"][REASONS_ANNOTATION]) == SHORT
     calls = len(server.calls)
-    write(PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (held,), 0, 0, 0, decision=SHORT),
+    write_status(PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (held,), 0, 0, 0, decision=SHORT),
           1_000_000.0)
     assert len(server.calls) == calls, "an unchanged decision is not written again"
     scheduled = Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", "")
-    write(PodGroupStatus("ns/pg", PodGroupPhase.RUNNING, (scheduled,), 8, 0, 0), 1_000_000.0)
+    write_status(PodGroupStatus("ns/pg", PodGroupPhase.RUNNING, (scheduled,), 8, 0, 0), 1_000_000.0)
     assert REASONS_ANNOTATION not in server.obj["metadata"]["annotations"]
