@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from scheduler import metrics
 from scheduler.api.convert import (
     group_of,
     implicit_job,
@@ -471,8 +472,10 @@ class ClusterCache:
         if not self.may_write():
             return False  # leadership lost while this cycle's binds were being sent
         namespace, name = task_key.split("/", 1)
+        prebind_started = time.monotonic()
         if annotations and not self._annotate(namespace, name, annotations):
             return False
+        bind_started = time.monotonic()
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -494,6 +497,9 @@ class ClusterCache:
             pod = self.pods.objects.get(task_key)
             if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
                 self._assumed[task_key] = (node, now)
+        created = parse_time(((pod or {}).get("metadata") or {}).get("creationTimestamp"))
+        metrics.observe_bind(time.monotonic() - bind_started, self.clock() - created if created else None,
+                             bind_started - prebind_started if annotations else None)
         self._event("Pod", task_key, "Normal", "Scheduled", f"Successfully assigned {task_key} to {node}")
         return True
 
