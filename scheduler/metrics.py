@@ -275,7 +275,9 @@ def _open_session_ms(result: CycleResult, snapshot_seconds: float) -> float | No
 def _eviction_transactions(result: CycleResult) -> dict[str, int]:
     found: dict[str, int] = {}
     for key, count in result.counters.items():
-        action = EVICTING_ACTIONS.get(key.removeprefix(EVICTION_TRANSACTIONS)) if key.startswith(EVICTION_TRANSACTIONS) else None
+        if not key.startswith(EVICTION_TRANSACTIONS):
+            continue
+        action = EVICTING_ACTIONS.get(key.removeprefix(EVICTION_TRANSACTIONS))
         if action is not None:  # Volcano counts preempt, reclaim, gangpreempt and gangreclaim only
             found[action] = found.get(action, 0) + count
     return found
@@ -504,7 +506,9 @@ class SchedulerMetrics:
             )
         self._queue_gauge("volcano_queue_share", "Largest allocated/deserved ratio of one queue", q)
         self._queue_gauge("volcano_queue_weight", "Weight of one queue", q)
-        self._queue_gauge("volcano_queue_overused", "1 when a queue has reached its deserved share on every resource", q)
+        self._queue_gauge(
+            "volcano_queue_overused", "1 when a queue has reached its deserved share on every resource", q
+        )
         self._queue_gauge("volcano_queue_allocated_gpu", "GPUs (nvidia.com/gpu) allocated to one queue", q)
         self._queue_gauge("volcano_queue_pending_gpu", "GPUs (nvidia.com/gpu) requested by one queue's waiting pods", q)
         self._series: dict[str, set[tuple[str, ...]]] = {}
@@ -559,7 +563,9 @@ class SchedulerMetrics:
         """A cycle that raised: its gangs were not attempted; counted once as an error."""
         self.attempts.labels(ERROR).inc()
 
-    def record_bind(self, bind_seconds: float, since_creation: float | None, prebind_seconds: float | None = None) -> None:
+    def record_bind(
+        self, bind_seconds: float, since_creation: float | None, prebind_seconds: float | None = None
+    ) -> None:
         """One pod bound (pkg/scheduler/cache/cache.go observes the same): the Bind stage, the PreBind stage when
         bind annotations were written first, and the pod's latency from creation to PreBound and Bound."""
         self.stage.labels(STAGE_BIND).observe(bind_seconds * 1000.0)
