@@ -39,7 +39,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import CPU, GPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.api.status import PodGroupPhase, TaskStatus
-from scheduler.plugins.proportion import cluster_total, real_capability, reserved_by_admitted, share_of, without_pods
+from scheduler.plugins.proportion import cluster_total, dimensions, real_capability, reserved_by_admitted, without_pods
 
 log = logging.getLogger("volcano_py.metrics")
 
@@ -149,11 +149,23 @@ def _waiting(job: JobInfo) -> bool:
     return pending > 0 and not job.is_ready()
 
 
-def _pending_request(job: JobInfo) -> Resource:
-    request = job.pending_request()
+def _pending_request(job: JobInfo, request: Resource) -> Resource:
+    """`request` (what the job's pending tasks ask for), or its minResources while its pods may not exist."""
     if request.is_zero() and job.phase == PodGroupPhase.PENDING and job.min_resources is not None:
         return job.min_resources  # its pods may not exist yet (the job controller waits for admission)
     return request
+
+
+# The statuses `JobInfo.allocated()` sums: a job with none of them holds nothing (most waiting jobs).
+_HOLDING = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+
+
+def _dominant_share(held: Resource, total_units: dict[str, int]) -> float:
+    """drf's job share (Volcano's plugins/drf/drf.go calculateShare): the largest held/total over the cluster's
+    resources; in floats, as Volcano exports it (drf's own ordering uses exact fractions)."""
+    if held.is_zero():
+        return 0.0
+    return max((held.get(name) / units for name, units in total_units.items()), default=0.0)
 
 
 def _unready_tasks(job: JobInfo) -> int | None:
@@ -190,6 +202,7 @@ def sample_cycle(
     jobs = snapshot.jobs.values() if snapshot is not None else ()
     now = snapshot.now if snapshot is not None else 0.0
     total = cluster_total(snapshot.nodes.values()) if snapshot is not None else ZERO
+    total_units = dimensions(total)
     job_samples: list[JobSample] = []
     pending_tasks: list[tuple[str, float]] = []
     for job in jobs:
@@ -205,12 +218,13 @@ def sample_cycle(
             unschedulable += 1
             if job.creation:
                 oldest[job.queue] = max(oldest.get(job.queue, 0.0), now - job.creation)
-        held = without_pods(job.allocated())
+        held = without_pods(job.allocated()) if job.count(*_HOLDING) else ZERO
         if job.phase != PodGroupPhase.COMPLETED:
-            pending[job.queue] = pending.get(job.queue, ZERO) + _pending_request(job)
-            asked = held + without_pods(job.pending_request())
-            request[job.queue] = request.get(job.queue, ZERO) + asked
-            inqueue[job.queue] = inqueue.get(job.queue, ZERO) + reserved_by_admitted(job)
+            asked = job.pending_request() if job.count(TaskStatus.PENDING) else ZERO
+            pending[job.queue] = pending.get(job.queue, ZERO) + _pending_request(job, asked)
+            request[job.queue] = request.get(job.queue, ZERO) + held + without_pods(asked)
+            if job.min_resources is not None:
+                inqueue[job.queue] = inqueue.get(job.queue, ZERO) + reserved_by_admitted(job)
         pending_tasks.extend((task.uid, task.creation) for task in job.with_status(TaskStatus.PENDING))
         job_samples.append(
             JobSample(
@@ -222,7 +236,7 @@ def sample_cycle(
                 bound_tasks=bound_jobs.get(job.uid, 0),
                 unready_tasks=_unready_tasks(job),
                 ready=job.is_ready(),
-                share=float(share_of(held, total)),
+                share=_dominant_share(held, total_units),
             )
         )
     if snapshot is None:
@@ -592,11 +606,15 @@ class SchedulerMetrics:
         seen: dict[str, JobSample] = {}
         for job in jobs:
             before = self._jobs.get(job.uid)
+            seen[job.uid] = job
+            if job == before and not job.bound_tasks:  # most jobs, most cycles: every value is as written
+                if job.unready_tasks is not None and not job.ready:
+                    self.job_retries.inc(job.name)
+                continue
             if before is not None and (before.name, before.queue, before.namespace) != (
                 job.name, job.queue, job.namespace
             ):
                 self._remove_job(before)
-            seen[job.uid] = job
             labels = (job.name, job.queue, job.namespace)
             if job.creation:
                 self.job_start.labels(*labels).set(job.creation)
