@@ -258,3 +258,29 @@ def test_http_server_serves_metrics_healthz_and_readyz():
         assert _get(f"{base}/nope")[0] == 404
     finally:
         server.stop()
+
+
+def test_the_cache_observes_each_bind_it_sends():
+    """scheduler/cache/cluster_cache.py's binder reports every pod it bound (a fake apiserver accepts all)."""
+    from scheduler import metrics
+    from scheduler.cache.cluster_cache import ClusterCache, rfc3339
+
+    class Accepting:
+        def request(self, method: str, path: str, **_: object) -> dict:
+            return {}
+
+    now = 1_800_000_000.0
+    cache = ClusterCache(None, {"volcano-py"}, "default", clock=lambda: now)
+    cache.kube = Accepting()  # type: ignore[assignment]
+    cache.pods.objects["ns/p-0"] = {"metadata": {"name": "p-0", "namespace": "ns",
+                                                 "creationTimestamp": rfc3339(now - 3.0)}, "spec": {}}
+    registry = metrics.default().registry
+
+    def count(name: str, stage: str) -> float:
+        return registry.get_sample_value(f"{name}_count", {"stage": stage}) or 0.0
+
+    stage, task = "volcano_scheduling_stage_duration_milliseconds", "volcano_task_scheduling_latency_milliseconds"
+    before = [count(stage, "Bind"), count(stage, "PreBind"), count(task, "Bound"), count(task, "PreBound")]
+    assert cache._bind("ns/p-0", "n1", now, {"volcano.sh/gpu-index": "0"})
+    after = [count(stage, "Bind"), count(stage, "PreBind"), count(task, "Bound"), count(task, "PreBound")]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1, 1]
