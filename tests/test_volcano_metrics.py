@@ -4,6 +4,7 @@
    prometheus.XxxOpts{Subsystem: ..., Name: ..., Buckets: ...}, []string{labels})`) is in a scrape of
    volcano-py's registry after a few in-memory cycles, with the same full name, type, label names and, for a
    histogram, the same buckets.
+   The same for the controllers' families (`pkg/controllers/metrics`, `pkg/controllers/*/state/metrics.go`).
 2. Every `volcano_` metric that a panel of Volcano's Grafana dashboards (in its Helm chart) queries has data
    in that scrape, so no panel is empty.
 
@@ -27,17 +28,20 @@ from prometheus_client import CollectorRegistry
 
 from scheduler.api.resources import GPU
 from scheduler.cycle import run_cycle
-from scheduler.metrics import SchedulerMetrics, exposition, sample_cycle
+from scheduler.metrics import ControllerMetrics, SchedulerMetrics, exposition, sample_cycle
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
 
 ROOT = Path(__file__).resolve().parents[1]
 VOLCANO = ROOT.parent / "shared" / "peers" / "volcano"
 METRICS_GO = VOLCANO / "pkg" / "scheduler" / "metrics"
+CONTROLLERS_GO = VOLCANO / "pkg" / "controllers"
 GRAFANA = VOLCANO / "installer" / "helm" / "chart" / "volcano" / "templates" / "grafana.yaml"
 
 # Declared by Volcano, set by nothing in Volcano (so never in its scrape either): volcano-py leaves them out.
 # test_volcano_still_never_sets_what_volcano_py_leaves_out fails the day Volcano starts setting one.
 NEVER_SET_BY_VOLCANO = {"volcano_namespace_share", "volcano_namespace_weight", "volcano_namespace_weighted_share"}
+# volcano-py has no JobFlow controller (flow.volcano.sh), so nothing would ever count these.
+NO_JOBFLOW = {"volcano_jobflow_succeed_phase_count", "volcano_jobflow_failed_phase_count"}
 TYPES = {"Counter": "counter", "Gauge": "gauge", "Histogram": "histogram", "Summary": "summary"}
 
 
@@ -104,10 +108,28 @@ def _go_buckets(body: str) -> tuple[float, ...] | None:
     return tuple(low * math.pow(growth, i) for i in range(int(count)))
 
 
+def _go_files(directory: Path) -> list[Path]:
+    return sorted(p for p in snapshot_dir(directory).glob("*.go") if not p.name.endswith("_test.go"))
+
+
 @cache
 def volcano_families() -> dict[str, GoFamily]:
-    files = sorted(p for p in snapshot_dir(METRICS_GO).glob("*.go") if not p.name.endswith("_test.go"))
-    constants = _go_string_constants(files)
+    """The scheduler's: pkg/scheduler/metrics."""
+    files = _go_files(METRICS_GO)
+    return _read_families(files, _go_string_constants(files))
+
+
+@cache
+def volcano_controller_families() -> dict[str, GoFamily]:
+    """The controllers': pkg/controllers/metrics and each controller's state/metrics.go (their Subsystem is
+    pkg/controllers/util's VolcanoSubSystemName)."""
+    files = _go_files(CONTROLLERS_GO / "metrics") + [
+        snapshot_dir(CONTROLLERS_GO / kind / "state" / "metrics.go") for kind in ("job", "jobflow")
+    ]
+    return _read_families(files, _go_string_constants(files + _go_files(CONTROLLERS_GO / "util")))
+
+
+def _read_families(files: list[Path], constants: dict[str, str]) -> dict[str, GoFamily]:
     found: dict[str, GoFamily] = {}
     for path in files:
         text = path.read_text()
@@ -232,6 +254,41 @@ def test_every_family_volcanos_scheduler_exports_is_in_the_scrape_alike(name: st
         assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(bounds, go.buckets, strict=False)), (
             f"{name}: buckets {bounds[:-1]}, Volcano's {list(go.buckets)}"
         )
+
+
+@cache
+def controller_scrape() -> str:
+    """The controllers' families after each call site has recorded once (tests/jobs/test_controller_metrics.py
+    drives the controllers themselves)."""
+    m = ControllerMetrics(CollectorRegistry())
+    m.record_queue("q1", {"inqueue": 1, "running": 2})
+    m.record_job_phase("ns/done", "q1", "Completed")
+    m.record_job_phase("ns/broken", "q1", "Failed")
+    m.record_pod_created(1.5)
+    return exposition(m.registry).decode()
+
+
+def test_the_controllers_go_source_is_read() -> None:
+    families = volcano_controller_families()
+    assert len(families) >= 9, sorted(families)
+    assert families["volcano_queue_pod_group_inqueue_count"].labels == {"queue_name"}
+    assert families["volcano_job_completed_phase_count"].type == "counter"
+
+
+@pytest.mark.parametrize(
+    "name", sorted(volcano_controller_families().keys() - NO_JOBFLOW) if CONTROLLERS_GO.exists()
+    else ["(the Volcano snapshot is missing)"])
+def test_every_family_volcanos_controllers_export_is_in_the_scrape_alike(name: str) -> None:
+    go = volcano_controller_families()[name]
+    scraped = parse_exposition(controller_scrape())
+    assert name in scraped, f"{name} ({go.source}) is not exported"
+    ours = scraped[name]
+    assert ours.type == go.type, f"{name}: {ours.type}, Volcano's is a {go.type}"
+    assert ours.samples and ours.labels == go.labels, f"{name}: {sorted(ours.labels)}, Volcano's {sorted(go.labels)}"
+    if go.buckets is not None:
+        bounds = sorted({float(labels["le"]) for sample, labels, _ in ours.samples if sample == f"{name}_bucket"})
+        assert len(bounds) == len(go.buckets) + 1, f"{name}: {bounds}"
+        assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(bounds, go.buckets, strict=False))
 
 
 def test_volcano_still_never_sets_what_volcano_py_leaves_out() -> None:
