@@ -43,7 +43,9 @@ def run_cycle(
     memo: CycleMemo | None = None,
 ) -> CycleResult:
     """One cycle. Pass the same `memo` to every cycle to carry predicate results and known-failing gangs."""
+    opening = time.perf_counter()
     ssn = Session(snapshot, conf, PLUGINS, trace=trace, memo=memo)
+    ssn.timings["session:open"] = time.perf_counter() - opening  # volcano_open_session_duration_milliseconds
     for name in conf.actions:
         action = ACTIONS.get(name)
         if action is not None:

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 from scheduler.api.resources import GPU, Resource
 from scheduler.api.snapshot import CycleResult, Eviction, GangBind, QueueStatus
 from scheduler.cycle import builtin_default_conf, run_cycle
-from scheduler.metrics import MetricsServer, SchedulerMetrics, parse_address, sample_cycle
+from scheduler.metrics import PER_JOB_LABELS, MetricsServer, SchedulerMetrics, exposition, parse_address, sample_cycle
 from scheduler.testing import cluster
 
 
@@ -63,7 +63,10 @@ def test_registry_has_volcano_names_and_values(gpu_cluster):
     assert value(registry, "volcano_e2e_scheduling_latency_milliseconds_sum") == 250.0
     for action in builtin_default_conf().actions:
         assert value(registry, "volcano_action_scheduling_latency_milliseconds_count", action=action) == 1
-    assert value(registry, "volcano_plugin_scheduling_latency_milliseconds_count", plugin="gang") == 1
+    for on_session in ("OnSessionOpen", "OnSessionClose"):
+        labels = {"plugin": "gang", "OnSession": on_session}
+        assert value(registry, "volcano_plugin_scheduling_latency_milliseconds_count", **labels) == 1
+    assert value(registry, "volcano_open_session_duration_milliseconds_count") == 1
     assert value(registry, "volcano_schedule_attempts_total", result="scheduled") == 1
     assert value(registry, "volcano_schedule_attempts_total", result="unschedulable") == 1
     assert value(registry, "volcano_schedule_attempts_total", result="error") == 0
@@ -115,12 +118,17 @@ def test_evictions_set_the_victims_gauge_and_errors_count():
         binds=[GangBind("ns/a", (("ns/a-0", "n1"),))],
         evictions=[Eviction("ns/low", "ns/low-0", "n1", "preempted"), Eviction("ns/low", "ns/low-1", "n1", "x")],
         queues=[QueueStatus("q", Resource.of(cpu=500, scalars={GPU: 1500}))],
-        timings={"action:allocate": 0.002, "plugin:gang": 0.001},
+        timings={"action:allocate": 0.002, "plugin:gang:OnSessionOpen": 0.001},
+        counters={"eviction_transactions:Preempted": 1, "eviction_transactions:Other": 3},
     )
     m.record(sample_cycle(result, 0.005))  # without a snapshot: binds still count as scheduled gangs
     m.record_error()
     assert value(registry, "volcano_pod_preemption_victims") == 2
-    assert value(registry, "volcano_total_preemption_attempts_total") == 1
+    assert value(registry, "volcano_total_preemption_attempts") == 1  # Volcano's name: no _total
+    assert value(registry, "volcano_eviction_transactions_total", action="preempt") == 1
+    assert value(registry, "volcano_eviction_transactions_total", action="Other") is None
+    assert value(registry, "volcano_plugin_scheduling_latency_milliseconds_count", plugin="gang",
+                 OnSession="OnSessionOpen") == 1
     assert value(registry, "volcano_schedule_attempts_total", result="scheduled") == 1
     assert value(registry, "volcano_schedule_attempts_total", result="error") == 1
     assert value(registry, "volcano_action_scheduling_latency_milliseconds_sum", action="allocate") == 2.0
@@ -140,14 +148,76 @@ def test_a_deleted_queue_and_a_released_resource_lose_their_series():
     assert value(registry, "volcano_queue_allocated_gpu", queue_name="kept") == 0
 
 
-def test_labels_never_name_a_pod_or_a_job(gpu_cluster):
+def test_labels_never_name_a_pod_and_name_a_job_only_in_volcanos_per_job_families(gpu_cluster):
     result, snapshot = run(gpu_cluster)
     registry = CollectorRegistry()
     SchedulerMetrics(registry).record(sample_cycle(result, 0.1, snapshot))
-    allowed = {"queue_name", "action", "plugin", "resource", "result", "status", "le"}
+    allowed = {"queue_name", "action", "plugin", "OnSession", "resource", "result", "status", "stage", "le"}
+    per_job = {
+        "volcano_e2e_job_scheduling_duration", "volcano_e2e_job_scheduling_start_time",
+        "volcano_e2e_job_scheduling_last_time", "volcano_unschedule_task_count", "volcano_job_share",
+        "volcano_job_retry_counts",
+    }
     for family in registry.collect():
         for s in family.samples:
-            assert set(s.labels) <= allowed, (s.name, s.labels)
+            extra = set(s.labels) - allowed
+            assert not extra or (family.name in per_job and extra <= PER_JOB_LABELS), (s.name, s.labels)
+
+
+def test_a_deleted_job_loses_its_per_job_series(gpu_cluster):
+    registry = CollectorRegistry()
+    m = SchedulerMetrics(registry)
+    result, snapshot = run(gpu_cluster)
+    m.record(sample_cycle(result, 0.1, snapshot))
+    assert value(registry, "volcano_unschedule_task_count", job_id="b") == 8
+    assert value(registry, "volcano_job_retry_counts", job_id="b") == 1
+    assert value(registry, "volcano_unschedule_task_count", job_id="a") == 0
+    assert value(registry, "volcano_job_share", job_ns="default", job_id="a") == pytest.approx(8 / 12)
+    labels = {"job_name": "a", "queue": "team-a", "job_namespace": "default"}
+    assert value(registry, "volcano_e2e_job_scheduling_duration", **labels) is not None
+    del snapshot.jobs["default/a"]
+    m.record(sample_cycle(CycleResult(queues=result.queues), 0.1, snapshot))
+    assert value(registry, "volcano_e2e_job_scheduling_duration", **labels) is None
+    assert value(registry, "volcano_unschedule_task_count", job_id="a") is None
+    assert value(registry, "volcano_job_share", job_ns="default", job_id="a") is None
+    assert value(registry, "volcano_job_retry_counts", job_id="b") == 2
+
+
+def test_request_inqueue_and_real_capacity_per_queue(gpu_cluster):
+    result, snapshot = run(gpu_cluster)
+    registry = CollectorRegistry()
+    SchedulerMetrics(registry).record(sample_cycle(result, 0.1, snapshot))
+    request = "volcano_queue_request_scalar_resources"
+    assert value(registry, request, queue_name="team-a", resource=GPU) == 8000  # all bound
+    assert value(registry, request, queue_name="team-b", resource=GPU) == 8000  # all pending
+    assert value(registry, "volcano_queue_request_milli_cpu", queue_name="team-b") == 8000
+    real = "volcano_queue_real_capacity_scalar_resources"
+    assert value(registry, real, queue_name="team-a", resource=GPU) == 12000  # capability 16 > the cluster's 12
+    assert value(registry, real, queue_name="team-b", resource=GPU) == 12000
+    assert value(registry, "volcano_queue_real_capacity_milli_cpu", queue_name="team-b") == 128000
+    assert value(registry, "volcano_queue_inqueue_milli_cpu", queue_name="team-a") == 0
+
+
+def test_the_exposition_writes_volcanos_counters_without_total():
+    registry = CollectorRegistry()
+    m = SchedulerMetrics(registry)
+    m.record(sample_cycle(CycleResult(evictions=[Eviction("ns/low", "ns/low-0", "n1", "x")]), 0.0))
+    text = exposition(registry).decode()
+    assert "# TYPE volcano_total_preemption_attempts counter\nvolcano_total_preemption_attempts 1.0\n" in text
+    assert "volcano_total_preemption_attempts_total" not in text
+    assert "# TYPE volcano_job_retry_counts counter\n" in text
+    assert "# TYPE volcano_schedule_attempts_total counter\n" in text  # prometheus_client's own, unchanged
+
+
+def test_a_bind_observes_the_bind_stages_and_the_pods_latency():
+    registry = CollectorRegistry()
+    m = SchedulerMetrics(registry)
+    m.record_bind(0.004, 2.5, prebind_seconds=0.001)
+    m.record_bind(0.002, None)
+    assert value(registry, "volcano_scheduling_stage_duration_milliseconds_count", stage="Bind") == 2
+    assert value(registry, "volcano_scheduling_stage_duration_milliseconds_count", stage="PreBind") == 1
+    assert value(registry, "volcano_task_scheduling_latency_milliseconds_sum", stage="Bound") == 2500.0
+    assert value(registry, "volcano_task_scheduling_latency_milliseconds_sum", stage="PreBound") == 2496.0
 
 
 @pytest.mark.parametrize(
@@ -188,3 +258,30 @@ def test_http_server_serves_metrics_healthz_and_readyz():
         assert _get(f"{base}/nope")[0] == 404
     finally:
         server.stop()
+
+
+def test_the_cache_observes_each_bind_it_sends():
+    """scheduler/cache/binder.py reports every pod it bound (a fake apiserver accepts all)."""
+    from scheduler import metrics
+    from scheduler.api.timestamps import rfc3339
+    from scheduler.cache.cluster_cache import ClusterCache
+
+    class Accepting:
+        def request(self, method: str, path: str, **_: object) -> dict:
+            return {}
+
+    now = 1_800_000_000.0
+    cache = ClusterCache(None, {"volcano-py"}, "default", clock=lambda: now)
+    cache.kube = Accepting()  # type: ignore[assignment]
+    cache.pods.objects["ns/p-0"] = {"metadata": {"name": "p-0", "namespace": "ns",
+                                                 "creationTimestamp": rfc3339(now - 3.0)}, "spec": {}}
+    registry = metrics.default().registry
+
+    def count(name: str, stage: str) -> float:
+        return registry.get_sample_value(f"{name}_count", {"stage": stage}) or 0.0
+
+    stage, task = "volcano_scheduling_stage_duration_milliseconds", "volcano_task_scheduling_latency_milliseconds"
+    before = [count(stage, "Bind"), count(stage, "PreBind"), count(task, "Bound"), count(task, "PreBound")]
+    assert cache.binder.bind("ns/p-0", "n1", now, {"volcano.sh/gpu-index": "0"})
+    after = [count(stage, "Bind"), count(stage, "PreBind"), count(task, "Bound"), count(task, "PreBound")]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1, 1]

@@ -115,6 +115,9 @@ def commit_or_discard(ssn: Session, stmt: Statement, job: JobInfo, reason: str) 
         return False
     evicted = [op for op in stmt.operations if op.kind == "evict"]
     stmt.commit()
+    if evicted:  # volcano_eviction_transactions_total, as Volcano's RegisterEvictionTransaction
+        key = f"eviction_transactions:{reason}"
+        ssn.counters[key] = ssn.counters.get(key, 0) + 1
     for op in evicted:
         ssn.event("Pod", op.task.uid, "Warning", reason, op.reason)
     return True

@@ -101,8 +101,11 @@ class CycleResult:
     # Pod annotations to write before a pod is bound (task uid -> annotations), e.g. deviceshare's
     # volcano.sh/gpu-index, which the GPU device plugin reads to pick the cards.
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)
-    # Seconds spent per step: "action:<name>", "plugin:<name>" (open + close), for metrics and logs.
+    # Seconds spent per step, for metrics and logs: "action:<name>", "plugin:<name>:OnSessionOpen" and
+    # "...:OnSessionClose", "session:open" (the Session's construction, its plugins' OnSessionOpen included).
     timings: dict[str, float] = field(default_factory=dict)
+    # Counts for metrics: "eviction_transactions:<reason>", statements committed with evictions.
+    counters: dict[str, int] = field(default_factory=dict)
 
 
 class ClusterAdapter(Protocol):

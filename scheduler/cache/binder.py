@@ -8,10 +8,13 @@ here is *assumed* on its node until the watch shows it there, so the next snapsh
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from scheduler import metrics
 from scheduler.api.snapshot import CycleResult, GangBind
+from scheduler.api.timestamps import parse_time
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError
 from scheduler.cache.store import Stores
@@ -24,8 +27,9 @@ Pending = list[tuple[GangBind, Future[bool]]]
 class Binder:
     def __init__(
         self, kube: Kube, stores: Stores, pool: ThreadPoolExecutor, events: EventRecorder,
-        may_write: Callable[[], bool],
+        may_write: Callable[[], bool], clock: Callable[[], float] = time.time,
     ):
+        self.clock = clock
         self.kube = kube
         self.stores = stores
         self.pool = pool
@@ -57,8 +61,10 @@ class Binder:
         if not self.may_write():
             return False  # leadership lost while this cycle's binds were being sent
         namespace, name = task_key.split("/", 1)
+        prebind_started = time.monotonic()
         if annotations and not self._annotate(namespace, name, annotations):
             return False
+        bind_started = time.monotonic()
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -80,6 +86,9 @@ class Binder:
             pod = self.stores.pods.objects.get(task_key)
             if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
                 self.stores.assumed[task_key] = (node, now)
+        created = parse_time(((pod or {}).get("metadata") or {}).get("creationTimestamp"))
+        metrics.observe_bind(time.monotonic() - bind_started, self.clock() - created if created else None,
+                             bind_started - prebind_started if annotations else None)
         self.events.record("Pod", task_key, "Normal", "Scheduled", f"Successfully assigned {task_key} to {node}")
         return True
 

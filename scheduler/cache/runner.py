@@ -104,12 +104,13 @@ class SchedulerLoop:
     def run_once(self) -> CycleResult:
         started = time.monotonic()
         snapshot = self.cache.snapshot()
+        snapshot_seconds = time.monotonic() - started
         result = run_cycle(snapshot, self.conf.current(), trace=self.trace, memo=self.memo)
         self._give_up_partial_gangs(snapshot, result)
         decided = time.monotonic()
         self.cache.apply(result)
         self.cycles += 1
-        metrics.observe_cycle(result, time.monotonic() - started, snapshot)
+        metrics.observe_cycle(result, time.monotonic() - started, snapshot, snapshot_seconds=snapshot_seconds)
         binds = sum(len(g.binds) for g in result.binds)
         if binds or result.evictions:
             log.info(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from scheduler import metrics
 from scheduler.cache.kube import Obj
 from scheduler.controllers.client import Api
 from scheduler.jobs import (
@@ -194,6 +195,8 @@ class JobController:
             self._plugin_objects.discard(str(meta.get("uid")))
             self._hosts.pop(str(meta.get("uid")), None)
             self._waiting.pop(str(meta.get("uid")), None)
+            queue = str((job.get("spec") or {}).get("queue") or "default")
+            metrics.observe_controllers(lambda m: m.remove_job(f"{meta.get('namespace')}/{meta.get('name')}", queue))
             return
         if self.claims(job):
             self.reconcile(str(meta["namespace"]), str(meta["name"]))
@@ -389,9 +392,13 @@ class JobController:
         current.setdefault("status", {})["version"] = decision.version  # pods carry the run they belong to
         existing = {p["metadata"]["name"] for p in pods}
         group = str(podgroup["metadata"]["name"]) if podgroup is not None else None  # the pods join the one found
+        job_created = parse_time(job["metadata"].get("creationTimestamp"))
         for pod in desired_pods(current, gate, existing, podgroup=group):
             if pod["metadata"]["name"] in names:
-                self.api.create(pod)
+                created = self.api.create(pod)
+                pod_created = parse_time(((created or {}).get("metadata") or {}).get("creationTimestamp"))
+                if job_created and pod_created:  # volcano_controller_job_to_pod_creation_latency_milliseconds
+                    metrics.observe_pod_created(pod_created - job_created)
 
     def _write_status(self, job: Obj, decision: Decision, event: JobEvent) -> None:
         meta = job["metadata"]
@@ -407,6 +414,8 @@ class JobController:
             return
         self.api.replace_job_status(meta["namespace"], meta["name"], status)
         if note:
+            queue, key = str((job.get("spec") or {}).get("queue") or "default"), f"{meta['namespace']}/{meta['name']}"
+            metrics.observe_controllers(lambda m: m.record_job_phase(key, queue, str(decision.phase)))
             log.info("job %s/%s: %s", meta["namespace"], meta["name"], note)
             self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",
                            str(decision.phase), note, rfc3339(now))

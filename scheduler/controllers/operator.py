@@ -18,6 +18,7 @@ from typing import Any
 
 import kopf
 
+from scheduler import metrics
 from scheduler.cache.kube import Kube
 from scheduler.cache.leader import LeaderConfig, LeaderElector
 from scheduler.controllers.client import Api
@@ -157,6 +158,7 @@ def run(
 ) -> int:
     """Run until `stop` is set (0), or until the Lease is lost (1). `workers`: kopf's handler threads."""
     kube = Kube(api_client, request_timeout=request_timeout)
+    metrics.controllers()  # Volcano's controller families, on /metrics from the start
     controllers = build(Api(kube), scheduler_names, claim_unnamed)
     lost, leaving = threading.Event(), threading.Event()
     elector = None

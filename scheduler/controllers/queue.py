@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler import metrics
 from scheduler.cache.kube import Obj
 from scheduler.controllers.client import Api
 
@@ -66,8 +67,11 @@ class QueueController:
                 self.sync(name)
 
     def on_queue(self, kind: str | None, queue: Obj) -> None:
-        if kind != "DELETED":
-            self.sync(str(queue["metadata"]["name"]))
+        name = str(queue["metadata"]["name"])
+        if kind == "DELETED":
+            metrics.observe_controllers(lambda m: m.remove_queue(name))  # Volcano's DeleteQueueMetrics
+        else:
+            self.sync(name)
 
     def phases(self, queue: str) -> list[str]:
         with self._lock:
@@ -83,6 +87,7 @@ class QueueController:
             counts = podgroup_counts([phase for q, phase in self._groups.values() if q == name])
             requested = request or (queue.get("spec") or {}).get("state")
             wanted = {"state": next_state(status.get("state"), requested, counts), **counts}
+            metrics.observe_controllers(lambda m: m.record_queue(name, counts))  # Volcano's UpdateQueueMetrics
             if all(status.get(k) == v for k, v in wanted.items()):
                 return wanted
             self.api.patch_queue_status(name, wanted)

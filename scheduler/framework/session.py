@@ -129,6 +129,7 @@ class Session:
         self._original = {uid: (job.phase, job.conditions) for uid, job in self.jobs.items()}
         self.plugins: list[tuple[int, Plugin]] = []
         self.timings: dict[str, float] = {}
+        self.counters: dict[str, int] = {}  # for metrics, as CycleResult.counters
         self.queue_shares: dict[str, tuple[Resource, float, bool]] = {}  # queue -> deserved, share, overused
         for tier_index, tier in enumerate(conf.tiers):
             for option in tier.plugins:
@@ -143,7 +144,7 @@ class Session:
             self._current = (tier_index, plugin.option)
             started = time.perf_counter()
             plugin.on_session_open(self)
-            self.timings[f"plugin:{plugin.name}"] = time.perf_counter() - started
+            self.timings[f"plugin:{plugin.name}:OnSessionOpen"] = time.perf_counter() - started
         if self.plugins:  # a conf naming only plugins volcano-py skips opens a session without any
             del self._current
         self._scalars = self._scalar_scorers()
@@ -471,13 +472,13 @@ class Session:
         for _, plugin in self.plugins:
             started = time.perf_counter()
             plugin.on_session_close(self)
-            key = f"plugin:{plugin.name}"
-            self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - started
+            self.timings[f"plugin:{plugin.name}:OnSessionClose"] = time.perf_counter() - started
         result = CycleResult(
             binds=[GangBind(job, tuple(binds)) for job, binds in self._binds.items()],
             evictions=list(self._evictions),
             events=list(self._events),
             timings=self.timings,
+            counters=self.counters,
             annotations=self._annotations,
         )
         for job in self.jobs.values():
