@@ -278,6 +278,12 @@ def from_reasons(base: Explanation, found: Sequence[R.Reason], queue: Obj | None
         return _with(base, Gate.PARTIAL, render_reason(partial), numbers=(
             ("ready", f"{partial.ready}/{partial.min_available}"), ("kept bound", str(partial.kept))),
             unblock=("delete the bound pods no controller owns, or add pods so the gang fits",))
+    # Nodes short of what the gang needs outrank a deserved-share refusal: with the whole share the gang would
+    # still not fit, so freeing capacity is what unblocks it.
+    if shortfalls := _all(found, R.ResourceShortfall):
+        return _shortfall(base, shortfalls, head)
+    if (fragmented := _first(found, R.Fragmented)) is not None:
+        return _fragmented(base, fragmented, head)
     if (deserved := next((r for r in limits if r.limit == R.DESERVED), None)) is not None:
         res = deserved.resource
         return _with(base, Gate.QUEUE_SHARE, render_reason(deserved), numbers=(
@@ -293,10 +299,6 @@ def from_reasons(base: Explanation, found: Sequence[R.Reason], queue: Obj | None
     if (reserving := _first(found, R.Reserving)) is not None:
         return _with(base, Gate.RESERVING, render_reason(reserving), numbers=_head(head),
                      unblock=("wait: it collects what running pods free until it is ready",))
-    if shortfalls := _all(found, R.ResourceShortfall):
-        return _shortfall(base, shortfalls, head)
-    if (fragmented := _first(found, R.Fragmented)) is not None:
-        return _fragmented(base, fragmented, head)
     if head is not None:
         return _with(base, Gate.GANG_SHORTFALL, "the gang cannot be placed whole",
                      numbers=_head(head) + _filters(_first(found, R.NodesUnavailable)),

@@ -305,7 +305,8 @@ def test_scheduler_as_its_service_account_schedules_a_gang_and_reports_metrics(
             assert (sample(text, "volcano_schedule_attempts_total", result="scheduled") or 0) >= 1
             assert (sample(text, "volcano_e2e_scheduling_latency_milliseconds_count") or 0) >= 1
             assert (sample(text, "volcano_action_scheduling_latency_milliseconds_count", action="allocate") or 0) >= 1
-            assert (sample(text, "volcano_plugin_scheduling_latency_milliseconds_count", plugin="gang") or 0) >= 1
+            assert (sample(text, "volcano_plugin_scheduling_latency_milliseconds_count", plugin="gang",
+                               OnSession="OnSessionOpen") or 0) >= 1
             assert (sample(text, "volcano_unschedule_job_count") or 0) >= 1
             assert sample(text, "volcano_queue_oldest_pending_podgroup_seconds", queue_name=gpu_queue) is not None
             assert sample(text, "volcano_queue_share", queue_name=gpu_queue) is not None
