@@ -162,9 +162,11 @@ def main() -> None:
     print(f"{len(spec.nodes)} nodes, {gpus} GPUs; {len(workload.items)} jobs; offered load "
           f"{demand / (gpus * DAY):.0%} of the cluster's GPU-hours over 24 h; period {args.period:g}s")
 
-    variants = [("greedy", builtin_default_conf()), ("solver", make_conf())]
+    variants = [("greedy", builtin_default_conf()),
+                ("solver", make_conf('\n    arguments: {"solver.everyGang": true}'))]
     if not args.no_greedy_topology:
-        variants.append(("topo-greedy", make_conf('\n    arguments: {"solver.timeLimitMs": 1}')))
+        no_time = '\n    arguments: {"solver.everyGang": true, "solver.timeLimitMs": 1}'
+        variants.append(("topo-greedy", make_conf(no_time)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows, series = [], {}

@@ -234,6 +234,8 @@ tiers:
 - plugins:
   - name: predicates
   - name: network-topology-aware
+    arguments:
+      solver.everyGang: true
 """
 
 

@@ -10,7 +10,12 @@ The job's `networkTopology` (PodGroup spec) is honoured as in Volcano: `mode: ha
 `highestTierAllowed` (default 1) and leaves the gang pending with a reason that says what is missing;
 `mode: soft` prefers low tiers but spans when it must.
 
-Arguments: `solver.timeLimitMs` (200) per gang, `solver.cycleBudgetMs` (500) for all gangs of a cycle (after
+Only jobs with a `networkTopology` are placed this way, as in Volcano; the others go pod by pod through the
+configured scorers. `solver.everyGang: true` places every gang of two or more tasks whole (a topology-less gang
+then prefers the lowest tier it fits in).
+
+Arguments: `solver.everyGang` (false),
+`solver.timeLimitMs` (200) per gang, `solver.cycleBudgetMs` (500) for all gangs of a cycle (after
 it, and for single pods, allocate places pod by pod; a hard-mode gang then gets only the topology greedy),
 `solver.workers` (2), `topology.zoneLabel`, `topology.rackLabel`, `topology.nvlinkLabel` (node label names),
 `topology.hypernodes` (a list of HyperNode objects, for a cluster without the HyperNode API).
@@ -29,7 +34,7 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.reasons import Reason, TopologyLimit, TopologyNoFit, TopologyNoNode
 from scheduler.api.resources import CPU, GPU
 from scheduler.framework import points as P
-from scheduler.framework.conf import arg_int, arg_str
+from scheduler.framework.conf import arg_bool, arg_int, arg_str
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
@@ -37,6 +42,7 @@ from scheduler.solver.greedy import topology_greedy
 from scheduler.solver.topology import Topology, TopologyLabels, from_hypernodes, from_labels
 
 TIME_LIMIT = "solver.timeLimitMs"
+EVERY_GANG = "solver.everyGang"
 CYCLE_BUDGET = "solver.cycleBudgetMs"
 
 
@@ -55,6 +61,10 @@ class NetworkTopologyAwarePlugin(Plugin):
             rack=arg_str(self.option, "topology.rackLabel", defaults.rack),
             nvlink=(nvlink,) if nvlink else defaults.nvlink,
         )
+        # Volcano's plugin shapes only the jobs that ask for a network topology; the rest are allocated pod by pod
+        # (pkg/scheduler/actions/allocate/allocate.go takes the hypernode path only for such jobs). With
+        # `solver.everyGang: true` volcano-py places every gang of 2+ tasks whole, preferring low tiers.
+        self.every_gang = arg_bool(self.option, EVERY_GANG, False)
         self.spent_ms = 0.0
         self._topology: Topology | None = None
         self._members: list[list[TaskInfo]] = []
@@ -73,7 +83,7 @@ class NetworkTopologyAwarePlugin(Plugin):
 
     # ---- PLACE_GANG -------------------------------------------------------------------------------------
     def place_gang(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> P.GangAnswer:
-        if len(tasks) < 2:
+        if len(tasks) < 2 or not (self.every_gang or job.extra.get("networkTopology")):
             return P.PLACE_BY_POD
         start = time.perf_counter()
         try:

@@ -47,6 +47,8 @@ tiers:
   - name: nodeorder
   - name: binpack
   - name: network-topology-aware
+    arguments:
+      solver.everyGang: true
 """
 
 

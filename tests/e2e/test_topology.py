@@ -15,6 +15,8 @@ tiers:
 - plugins:
   - name: predicates
   - name: network-topology-aware
+    arguments:
+      solver.everyGang: true
 """
 
 

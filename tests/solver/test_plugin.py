@@ -27,9 +27,11 @@ tiers:
 """
 TOPOLOGY = BASE + """  - name: network-topology-aware
     arguments:
+      solver.everyGang: true
       solver.timeLimitMs: 2000
       solver.workers: 1
 """
+VOLCANOS = TOPOLOGY.replace("      solver.everyGang: true\n", "")  # the plugin's default: Volcano's rule
 
 
 def conf(text: str) -> SchedulerConf:
@@ -173,3 +175,25 @@ def test_hypernodes_the_cluster_holds_define_the_tiers_as_in_production() -> Non
     gang(c, "g", {"w": (2, 4)}, {"mode": "hard", "highestTierAllowed": 1})
     c.cycle(conf(TOPOLOGY))
     assert set(c.sim.bound("g").values()) in ({"n0", "n3"}, {"n1", "n2"})
+
+
+def test_by_default_only_a_job_that_asks_for_a_topology_is_placed_whole() -> None:
+    """Volcano's network-topology-aware shapes only jobs with a networkTopology; a gang without one is allocated
+    pod by pod with the configured scorers (binpack: the fuller node first), as Volcano allocates it. With
+    solver.everyGang the same gang is placed whole, inside one rack."""
+
+    def build() -> ClusterBuilder:
+        c = cluster().node("a0", gpu=8, labels=rack("a")).node("b0", gpu=8, labels=rack("b"))
+        c.node("b1", gpu=8, labels=rack("b"))
+        c.job("filler", replicas=1, gpu=6)
+        c.sim.pods["default/filler-0"].manifest["spec"]["nodeName"] = "a0"
+        gang(c, "g", {"w": (4, 1)})
+        return c
+
+    by_pod = build()
+    by_pod.cycle(conf(VOLCANOS))
+    nodes = list(by_pod.sim.bound("g").values())
+    assert (len(nodes), nodes.count("a0")) == (4, 2)  # the 2 GPUs left on a0 fill first: split over two racks
+    whole = build()
+    whole.cycle(conf(TOPOLOGY))
+    assert len(set(whole.sim.bound("g").values())) == 1 and "a0" not in whole.sim.bound("g").values()
