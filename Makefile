@@ -34,6 +34,7 @@ lint: venv
 	$(BIN)/ruff check scheduler tests bench tools
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+	$(BIN)/mypy --strict scheduler/framework scheduler/plugins scheduler/actions scheduler/api  # issue 17
 
 clean:
 	rm -rf $(VENV) .bin

@@ -425,6 +425,25 @@ WEBHOOK = FlagSet("webhook", (
 ))
 
 # ---------------------------------------------------------------------------------------------- the options
+def client_rate_limit(qps: float | None, burst: int | None, default_qps: float,
+                      default_burst: int) -> tuple[float, int] | None:
+    """(qps, burst) of the client-side token bucket, None for none: client-go's rest.Config rules (0 means its
+    defaults 5 and 10; a negative qps no limit), the component's Volcano default for the one not given."""
+    if qps is None and burst is None:
+        return None
+    qps = default_qps if qps is None else qps
+    burst = default_burst if burst is None else burst
+    qps, burst = (qps or 5.0), (burst or 10)
+    return (qps, burst) if qps > 0 else None
+
+
+def info_or_debug(log_level: str | None, verbosity: int | None) -> str:
+    """--log-level, else klog's -v (4 and more is debug)."""
+    if log_level is not None:
+        return log_level
+    return "debug" if (verbosity or 0) >= 4 else "info"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommonOptions:
     kubeconfig: str | None
@@ -475,12 +494,7 @@ class CommonOptions:
     def rate_limit(self) -> tuple[float, int] | None:
         """(qps, burst) of the client-side token bucket, None for none: client-go's rest.Config rules (0 means
         its defaults 5 and 10; a negative qps no limit), the component's Volcano defaults for the one not given."""
-        if self.kube_api_qps is None and self.kube_api_burst is None:
-            return None
-        qps = self._DEFAULT_QPS if self.kube_api_qps is None else self.kube_api_qps
-        burst = self._DEFAULT_BURST if self.kube_api_burst is None else self.kube_api_burst
-        qps, burst = (qps or 5.0), (burst or 10)
-        return (qps, burst) if qps > 0 else None
+        return client_rate_limit(self.kube_api_qps, self.kube_api_burst, self._DEFAULT_QPS, self._DEFAULT_BURST)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -520,9 +534,7 @@ class ControllerOptions(CommonOptions):
 
     @property
     def level(self) -> str:
-        if self.log_level is not None:
-            return self.log_level
-        return "debug" if (self.verbosity or 0) >= 4 else "info"
+        return info_or_debug(self.log_level, self.verbosity)
 
     @property
     def library_debug(self) -> bool:
@@ -570,16 +582,11 @@ class WebhookOptions:
 
     @property
     def level(self) -> str:
-        if self.log_level is not None:
-            return self.log_level
-        return "debug" if (self.verbosity or 0) >= 4 else "info"
+        return info_or_debug(self.log_level, self.verbosity)
 
     @property
     def rate_limit(self) -> tuple[float, int] | None:
-        if self.kube_api_qps is None and self.kube_api_burst is None:
-            return None
-        qps, burst = (self.kube_api_qps or 50.0), (self.kube_api_burst or 100)
-        return (qps, burst) if qps > 0 else None
+        return client_rate_limit(self.kube_api_qps, self.kube_api_burst, 50.0, 100)
 
 
 def parse_webhook(argv: Sequence[str]) -> WebhookOptions:

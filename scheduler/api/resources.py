@@ -256,7 +256,7 @@ class Resource:
             self.cpu * factor, self.memory * factor, self.pods * factor, tuple((k, v * factor) for k, v in self.scalars)
         )
 
-    def __le__(self, other: Resource) -> bool:  # type: ignore[override]
+    def __le__(self, other: Resource) -> bool:  # type: ignore[override, unused-ignore]
         """Every dimension of self fits in other (a missing scalar is zero)."""
         if self.cpu > other.cpu or self.memory > other.memory or self.pods > other.pods:
             return False

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scheduler import metrics
+from scheduler.api.timestamps import parse_time, rfc3339
 from scheduler.cache.kube import Obj
 from scheduler.controllers.client import Api
 from scheduler.jobs import (
@@ -51,16 +52,6 @@ from scheduler.jobs.plugins import svc_configmap_name, svc_hosts, uses_svc
 log = logging.getLogger("volcano_py.controllers.job")
 
 MAX_CONDITIONS = 32  # phase history kept in status.conditions
-
-
-def rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: object) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def owned_by(obj: Mapping[str, Any], uid: str) -> bool:

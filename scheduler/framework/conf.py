@@ -185,7 +185,7 @@ def arg_str(opt: PluginOption, key: str, default: str) -> str:
 # ---- YAML ------------------------------------------------------------------------------------------
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no type information
     """SafeLoader that rejects a key given twice in one mapping, as Volcano's Go YAML decoder does."""
 
 
@@ -203,7 +203,8 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
             raise yaml.constructor.ConstructorError(
                 None, None, f"key {key!r} appears twice (lines {seen[key]} and {line})", key_node.start_mark)
         seen[key] = line
-    return loader.construct_mapping(node, deep=deep)
+    mapping: dict[Any, Any] = loader.construct_mapping(node, deep=deep)
+    return mapping
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)

@@ -220,7 +220,8 @@ class NodeOrderPlugin(Plugin):
             before.append(np.where(capacity > 0, np.minimum(used / safe, 1.0), np.nan))
             after.append(np.where(capacity > 0, np.minimum((used + request.get(name)) / safe, 1.0), np.nan))
         half = MAX_NODE_SCORE // 2
-        return half + (half + _balances(np.vstack(after)) - _balances(np.vstack(before))) // 2
+        scores: np.ndarray = half + (half + _balances(np.vstack(after)) - _balances(np.vstack(before))) // 2
+        return scores
 
     def _static_scores(self, task: TaskInfo) -> np.ndarray:
         """Preferred affinity and PreferNoSchedule scores depend only on the constraints: once per cycle."""

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    import networkx as nx  # type: ignore[import-untyped]
+    import networkx as nx  # type: ignore[import-untyped, unused-ignore]
 
 IntArray = npt.NDArray[np.int64]
 

@@ -9,7 +9,8 @@ from typing import Any
 from fake_api import FakeApi
 
 from scheduler import metrics
-from scheduler.controllers.job import JobController, rfc3339
+from scheduler.api.timestamps import rfc3339
+from scheduler.controllers.job import JobController
 from scheduler.controllers.queue import QueueController
 
 NOW = 1_800_000_000.0
