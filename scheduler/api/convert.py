@@ -125,6 +125,11 @@ def node_from_object(node: Obj) -> NodeInfo:
     )
 
 
+# minResources keys that are ResourceQuota usage, not node resources (`count/pods`, `requests.cpu`,
+# `limits.memory`): Volcano's job controller writes them (pkg/controllers/util/util.go GetPodQuotaUsage).
+QUOTA_ONLY = ("count/", "requests.", "limits.")
+
+
 def job_from_podgroup(
     pg: Obj, *, priority_classes: Mapping[str, int] | None = None, default_queue: str = "default",
     creation: float = 0.0,
@@ -137,6 +142,8 @@ def job_from_podgroup(
     raw_min_resources = spec.get("minResources")
     if isinstance(raw_min_resources, Mapping) and isinstance(raw_min_resources.get("requests"), Mapping):
         raw_min_resources = raw_min_resources["requests"]
+    if isinstance(raw_min_resources, Mapping):  # Volcano's job controller adds ResourceQuota usage keys
+        raw_min_resources = {k: v for k, v in raw_min_resources.items() if not str(k).startswith(QUOTA_ONLY)}
     min_resources = (
         Resource.from_quantities(raw_min_resources, field=f"podgroup {key_of(pg)}: spec.minResources")
         if raw_min_resources

@@ -148,7 +148,40 @@ def min_resources(job: Mapping[str, Any], priority_values: Mapping[str, int] | N
     total = pod_request(specs[0])
     for pod_spec in specs[1:]:
         total = total + pod_request(pod_spec)
-    return dict(total.to_quantities())
+    return quota_usage(total, sum_limits(specs), len(specs))
+
+
+def sum_limits(specs: list[Mapping[str, Any]]) -> Any:
+    """The summed limits of the pods (containers summed, the larger of that and any init container)."""
+    from scheduler.api.resources import ZERO, Resource
+
+    total = ZERO
+    for spec in specs:
+        pod = ZERO
+        for container in spec.get("containers") or []:
+            pod = pod + Resource.from_quantities((container.get("resources") or {}).get("limits"))
+        for container in spec.get("initContainers") or []:
+            pod = pod.max_with(Resource.from_quantities((container.get("resources") or {}).get("limits")))
+        total = total + pod
+    return total
+
+
+def quota_usage(requests: Any, limits: Any, pods: int) -> dict[str, str]:
+    """The keys Volcano's job controller writes into a PodGroup's minResources: the ResourceQuota usage of the
+    pods (pkg/controllers/util/util.go `GetPodQuotaUsage`, k8s quota/v1/evaluator/core `PodUsageFunc`):
+    `count/pods` and `pods`; cpu, memory and ephemeral-storage bare and as `requests.*`, with `limits.*`;
+    hugepages and extended resources bare and as `requests.*`. The scheduler reads only the bare names."""
+    from scheduler.api.resources import CPU, MEMORY, PODS, format_units
+
+    out = {"count/pods": str(pods), PODS: str(pods)}
+    for name, units in requests.items():
+        if name == PODS or not units:
+            continue
+        out[name] = out[f"requests.{name}"] = format_units(name, units)
+    for name in (CPU, MEMORY, "ephemeral-storage"):
+        if units := limits.get(name):
+            out[f"limits.{name}"] = format_units(name, units)
+    return out
 
 
 def min_pod_specs(

@@ -76,7 +76,7 @@ def test_the_gang_is_made_of_the_tasks_that_start_first() -> None:
     pg = podgroup_for(mpi())
     assert pg["spec"]["minMember"] == 3
     assert pg["spec"]["minTaskMember"] == {"worker": 3}
-    assert pg["spec"]["minResources"] == {"cpu": "3", "pods": "3"}
+    assert pg["spec"]["minResources"] == {"cpu": "3", "requests.cpu": "3", "pods": "3", "count/pods": "3"}
     assert len(min_pod_specs(normalize_job(mpi()))) == 3
 
 

@@ -320,3 +320,24 @@ def test_a_jobs_network_topology_reaches_its_podgroup() -> None:
         },
     }
     assert podgroup_for(job)["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
+
+
+def test_min_resources_carry_volcanos_quota_usage_keys_which_the_scheduler_ignores() -> None:
+    """test/e2e/jobp/job_controlled_resource.go "Generate PodGroup and valid minResource when creating job": two
+    one-pod tasks asking (and limited to) cpu 1, memory 1000Mi, one GPU."""
+    from scheduler.api.convert import job_from_podgroup
+
+    amounts = {"cpu": "1000m", "memory": "1000Mi", "nvidia.com/gpu": "1"}
+    container = {"name": "c", "image": "nginx", "resources": {"requests": amounts, "limits": amounts}}
+    job = {"metadata": {"name": "job-name-podgroup", "namespace": "ns", "uid": "u"},
+           "spec": {"tasks": [{"name": name, "replicas": 1, "minAvailable": 1,
+                               "template": {"spec": {"containers": [container]}}} for name in ("task-1", "task-2")]}}
+    podgroup = podgroup_for(job)
+    assert podgroup["spec"]["minResources"] == {
+        "count/pods": "2", "pods": "2", "cpu": "2", "requests.cpu": "2", "limits.cpu": "2",
+        "memory": "2000Mi", "requests.memory": "2000Mi", "limits.memory": "2000Mi",
+        "nvidia.com/gpu": "2", "requests.nvidia.com/gpu": "2"}
+    info = job_from_podgroup(podgroup)
+    assert info.min_resources is not None
+    assert dict(info.min_resources.items()) == {"cpu": 2000, "memory": 2000 * 2**20, "pods": 2,
+                                               "nvidia.com/gpu": 2000}
