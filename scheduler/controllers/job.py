@@ -45,12 +45,13 @@ from scheduler.jobs import (
     podgroup_lookup_names,
     validate_job,
 )
-from scheduler.jobs.bus import Event
+from scheduler.jobs.bus import Action, Event
 from scheduler.jobs.lifecycle import FINISHED
 from scheduler.jobs.plugins import svc_configmap_name, svc_hosts, uses_svc
 
 log = logging.getLogger("volcano_py.controllers.job")
 
+EXECUTE_ACTION = "ExecuteAction"
 MAX_CONDITIONS = 32  # phase history kept in status.conditions
 
 
@@ -410,6 +411,11 @@ class JobController:
             log.info("job %s/%s: %s", meta["namespace"], meta["name"], note)
             self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",
                            str(decision.phase), note, rfc3339(now))
+            if decision.action != Action.SYNC_JOB:
+                # Volcano's event for an action it runs (pkg/controllers/job/job_controller.go, processNextReq:
+                # reason ExecuteAction); its e2e helper WaitJobTerminateAction looks for exactly this.
+                self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",
+                               EXECUTE_ACTION, f"Start to execute action {decision.action} ", rfc3339(now))
         job["status"] = status
 
     def _tell_waiting(self, job: Obj, uid: str, decision: Decision) -> None:
