@@ -40,7 +40,8 @@ NORM_CASES = [
     NormCase("schedulerName defaults to volcano-py", job([task("w")]), ("spec", "schedulerName"), "volcano-py"),
     NormCase("a user schedulerName is kept", job([task("w")], schedulerName="volcano"),
              ("spec", "schedulerName"), "volcano"),
-    NormCase("task replicas default to 1", job([task("w")]), ("spec", "tasks", 0, "replicas"), 1),
+    # Go clients (vcctl, Volcano's e2e UpdateJob) omit `replicas: 0`: absent means 0, as in Volcano.
+    NormCase("task replicas default to 0, Go's zero value", job([task("w")]), ("spec", "tasks", 0, "replicas"), 0),
     NormCase("task minAvailable defaults to replicas", job([task("w", 4)]),
              ("spec", "tasks", 0, "minAvailable"), 4),
     NormCase("job minAvailable defaults to the sum of task minAvailable",
