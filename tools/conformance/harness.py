@@ -519,7 +519,8 @@ def parse_ginkgo_json(path: Path) -> list[SpecResult]:
 
 def run_suite(side_name: str, suite: str, build: VolcanoBuild, helm: str, focus: str | None,
               timeout: float) -> SuiteResult:
-    out = RESULTS / side_name / suite
+    # A focused run is a check, not the suite's result: it goes beside the full run's, never over it.
+    out = RESULTS / side_name / (f"{suite}-focus-{dt.datetime.now(dt.UTC):%m%d-%H%M%S}" if focus else suite)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
