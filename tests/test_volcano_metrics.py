@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -32,7 +33,18 @@ from scheduler.metrics import ControllerMetrics, SchedulerMetrics, exposition, s
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
 
 ROOT = Path(__file__).resolve().parents[1]
-VOLCANO = ROOT.parent / "shared" / "peers" / "volcano"
+
+
+def volcano_snapshot() -> Path:
+    """Where the Volcano snapshot is: $VOLCANO_SRC, else ../shared beside the checkout, else the machine's copy
+    (/work/shared, as tools/conformance/build-volcano.sh defaults), so a clone anywhere finds it."""
+    if os.environ.get("VOLCANO_SRC"):
+        return Path(os.environ["VOLCANO_SRC"])
+    beside = ROOT.parent / "shared" / "peers" / "volcano"
+    return beside if beside.exists() else Path("/work/shared/peers/volcano")
+
+
+VOLCANO = volcano_snapshot()
 METRICS_GO = VOLCANO / "pkg" / "scheduler" / "metrics"
 CONTROLLERS_GO = VOLCANO / "pkg" / "controllers"
 GRAFANA = VOLCANO / "installer" / "helm" / "chart" / "volcano" / "templates" / "grafana.yaml"
