@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.jobs import keys
 from scheduler.jobs.names import job_name, job_namespace, owner_references, pod_name, podgroup_name
 from scheduler.jobs.plugins import Keygen, apply_pod_plugins, plugin_manifests
+
+if TYPE_CHECKING:
+    from scheduler.api.resources import Resource
 
 Manifest = dict[str, Any]
 
@@ -151,22 +154,23 @@ def min_resources(job: Mapping[str, Any], priority_values: Mapping[str, int] | N
     return quota_usage(total, sum_limits(specs), len(specs))
 
 
-def sum_limits(specs: list[Mapping[str, Any]]) -> Any:
+def sum_limits(specs: list[Mapping[str, Any]]) -> Resource:
     """The summed limits of the pods (containers summed, the larger of that and any init container)."""
-    from scheduler.api.resources import ZERO, Resource
+    from scheduler.api.resources import ZERO
+    from scheduler.api.resources import Resource as Res
 
     total = ZERO
     for spec in specs:
         pod = ZERO
         for container in spec.get("containers") or []:
-            pod = pod + Resource.from_quantities((container.get("resources") or {}).get("limits"))
+            pod = pod + Res.from_quantities((container.get("resources") or {}).get("limits"))
         for container in spec.get("initContainers") or []:
-            pod = pod.max_with(Resource.from_quantities((container.get("resources") or {}).get("limits")))
+            pod = pod.max_with(Res.from_quantities((container.get("resources") or {}).get("limits")))
         total = total + pod
     return total
 
 
-def quota_usage(requests: Any, limits: Any, pods: int) -> dict[str, str]:
+def quota_usage(requests: Resource, limits: Resource, pods: int) -> dict[str, str]:
     """The keys Volcano's job controller writes into a PodGroup's minResources: the ResourceQuota usage of the
     pods (pkg/controllers/util/util.go `GetPodQuotaUsage`, k8s quota/v1/evaluator/core `PodUsageFunc`):
     `count/pods` and `pods`; cpu, memory and ephemeral-storage bare and as `requests.*`, with `limits.*`;

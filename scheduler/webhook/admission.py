@@ -33,6 +33,7 @@ REFUSED_QUEUE_STATES = frozenset({"Closed", "Closing"})
 # Fields of a Job's spec an update may change (admit_job.go validateJobUpdate); per task, these two.
 MUTABLE_JOB_FIELDS = ("minAvailable", "priorityClassName")
 MUTABLE_TASK_FIELDS = ("replicas", "minAvailable")
+_MISSING = object()  # a spec field the Job does not have (None is a value a field may hold)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +157,6 @@ def default_patch(job: Obj, scheduler_name: str) -> list[dict[str, Any]]:
         return [{"op": "add", "path": "/spec", "value": wanted}]
     return [{"op": "replace" if key in spec else "add", "path": f"/spec/{_pointer(key)}", "value": value}
             for key, value in wanted.items() if spec.get(key, _MISSING) != value]
-
-
-_MISSING = object()
 
 
 def _pointer(key: str) -> str:
