@@ -9,9 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from scheduler.solver.cpsat import improve, refine, solve
+from scheduler.solver.cpsat import solve
 from scheduler.solver.evaluate import GangProblem, Group, evaluate
 from scheduler.solver.greedy import per_pod_binpack, topology_greedy
+from scheduler.solver.local import improve
+from scheduler.solver.seating import refine
 from scheduler.solver.topology import RACK, from_hypernodes, from_labels
 
 G = 1000  # one GPU in milli-units
