@@ -273,23 +273,28 @@ class Session:
     def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
         return float(self.run(P.NODE_ORDER, task, node))
 
-    def pick_node(self, task: TaskInfo, indices: IntArray) -> NodeInfo | None:
-        """The best-scoring candidate (batch scorers, then any per-node scorer); ties go to node name order."""
-        if indices.size == 0:
-            return None
-        batch, per_node = self.has(P.BATCH_NODE_ORDER), self.has(P.NODE_ORDER)
-        dynamic = task.constraints.dynamic and self.has(P.DYNAMIC_NODE_ORDER)
-        if not (batch or per_node or dynamic):
-            return self.node_list[int(indices[0])]
+    def node_scores(self, task: TaskInfo, indices: IntArray) -> np.ndarray:
+        """The configured scorers' sum for the task on each node at `indices` as the nodes are now (batch scorers,
+        any per-node scorer, and the dynamic ones for a task with inter-pod terms); -inf where a scorer vetoes
+        the node. Allocate ranks a task's nodes by it, and the gang placer a placement's nodes."""
         scores = np.zeros(indices.size)
-        if batch:
+        if indices.size == 0:
+            return scores
+        if self.has(P.BATCH_NODE_ORDER):
             scores = scores + self.run(P.BATCH_NODE_ORDER, task, self.arrays, indices)
-        if per_node:
+        if self.has(P.NODE_ORDER):
             scores = scores + np.fromiter((self.node_score(task, self.node_list[i]) for i in indices), float)
-        if dynamic:
+        if task.constraints.dynamic and self.has(P.DYNAMIC_NODE_ORDER):
             scores = scores + np.asarray(
                 self.run(P.DYNAMIC_NODE_ORDER, task, [self.node_list[i] for i in indices]), dtype=float
             )
+        return scores
+
+    def pick_node(self, task: TaskInfo, indices: IntArray) -> NodeInfo | None:
+        """The best-scoring candidate (`node_scores`); ties go to node name order."""
+        if indices.size == 0:
+            return None
+        scores = self.node_scores(task, indices)
         best = int(np.argmax(scores))
         if scores[best] == -np.inf:  # a batch scorer vetoed every candidate
             return None

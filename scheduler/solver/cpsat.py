@@ -1,7 +1,8 @@
 """Layer `solver`: whole-gang placement with OR-Tools CP-SAT over the topology tree.
 
-1. Score both greedy placers (`greedy.py`) with the shared evaluator; the better one is the hint and the floor.
-   If it already meets the capacity lower bounds (`meets_lower_bounds`), it is optimal: stop.
+1. Score the greedy placers (`greedy.py`; with node scores, also pod by pod by those) with the shared
+   evaluator; the best is the hint and the floor. If it already meets the capacity lower bounds
+   (`meets_lower_bounds`), it is optimal in topology and packing: stop.
 2. A gang with more than MAX_GROUPS task shapes is merged by GPU request for the model (`coarsen`); the real
    tasks are seated afterwards on the nodes the model chose, or if they cannot be, with a few more nodes of
    the same racks (`refine`, in `seating.py`; some of the time limit is kept for it).
@@ -16,9 +17,10 @@
    same feasible groups, same path of domains) form a class with a count. The model counts, per class, how many
    nodes take each packing pattern (tasks per group on one node), so 5,000 nodes are a few hundred classes.
 5. Two staged solves, each warm-started: the domains touched per tier (top down), then, with that fixed, GPUs
-   stranded on touched nodes and nodes used (the evaluator's order, see `evaluate.py`). Each stops at the time
-   limit with the best answer found.
-6. `solve` takes whichever of {CP-SAT's answer, both greedy answers} scores best, so it is never worse, and
+   stranded on touched nodes and nodes used (the evaluator's packing terms, see `evaluate.py`; the node scores
+   are not in the model). Each stops at the time limit with the best answer found.
+6. Decoding hands a class's nodes to its patterns by the node scores (the model cannot tell them apart).
+   `solve` takes whichever of {CP-SAT's answer, the greedy answers} scores best, so it is never worse, and
    tries to improve it by moving single tasks inside the domains it already touches (`local.py`).
 """
 
@@ -70,7 +72,7 @@ class SolveStats:
 class SolveResult:
     placement: Placement | None
     score: Score
-    source: str  # "cpsat", "topology-greedy", "binpack-greedy" or "local-search" (see `improve`)
+    source: str  # "cpsat", "topology-greedy", "binpack-greedy", "scorer-greedy" or "local-search" (`improve`)
     scores: dict[str, Score] = field(default_factory=dict)
     stats: SolveStats = field(default_factory=SolveStats)
     elapsed_ms: float = 0.0
@@ -83,6 +85,8 @@ def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) ->
         "binpack-greedy": per_pod_binpack(problem),
         "topology-greedy": topology_greedy(problem),
     }
+    if problem.scored:  # the gang as allocate would place it pod by pod with the configured scorers
+        answers["scorer-greedy"] = per_pod_binpack(problem, by_score=True)
     scores = {name: evaluate(problem, p) for name, p in answers.items()}
     hint_name = min(scores, key=lambda n: scores[n])
     stats = SolveStats()
@@ -108,7 +112,7 @@ def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) ->
     placement = _search(coarse, coarse_hint, scores[hint_name], model_deadline, workers, stats, finish)
     answers["cpsat"] = placement
     scores["cpsat"] = evaluate(problem, placement)
-    best = min(("cpsat", "topology-greedy", "binpack-greedy"), key=lambda n: scores[n])
+    best = min(("cpsat", *answers), key=lambda n: scores[n])
     # A short local search on the winner, in what is left of the limit plus LOCAL_SHARE of it.
     improved = improve(problem, answers[best], max(deadline, time.perf_counter()) + LOCAL_SHARE * time_limit_ms / 1000)
     if improved is not None and (score := evaluate(problem, improved)) < scores[best]:
@@ -309,13 +313,30 @@ def _solve_domain(
     # 5. Decode: hand each class's nodes out to its chosen patterns.
     out: list[list[int]] = [[] for _ in groups]
     for c, found in enumerate(patterns):
-        members = iter(nodes[inverse == c].tolist())
-        for k, pattern in enumerate(found):
-            for _ in range(int(solver.value(y[c, k]))):
-                node = next(members)
-                for i, p in enumerate(pattern):
-                    out[i].extend([node] * p)
+        chosen = [pattern for k, pattern in enumerate(found) for _ in range(int(solver.value(y[c, k])))]
+        for node, pattern in zip(_hand_out(problem, nodes[inverse == c], chosen), chosen, strict=False):
+            for i, p in enumerate(pattern):
+                out[i].extend([node] * p)
     return tuple(np.array(o, dtype=np.int64) for o in out)
+
+
+def _hand_out(problem: GangProblem, members: IntArray, chosen: list[tuple[int, ...]]) -> list[int]:
+    """Nodes of one class for the chosen patterns, in order. The model cannot tell a class's nodes apart, but
+    the configured scorers can: the patterns with the most tasks first, each to the remaining node where its
+    tasks score highest (with no scorer, the nodes in index order)."""
+    if not problem.scored or not chosen:
+        in_order: list[int] = members[: len(chosen)].tolist()
+        return in_order
+    per_group = np.stack([g.scores[members] if g.scores is not None else np.zeros(members.size)
+                          for g in problem.groups])
+    free = np.ones(members.size, dtype=bool)
+    nodes = [0] * len(chosen)
+    for j in sorted(range(len(chosen)), key=lambda j: -sum(chosen[j])):
+        value = np.asarray(chosen[j], dtype=np.float64) @ per_group
+        pick = int(np.argmax(np.where(free, value, -np.inf)))
+        free[pick] = False
+        nodes[j] = int(members[pick])
+    return nodes
 
 
 def _add_hint(

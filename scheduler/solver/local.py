@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from scheduler.solver.evaluate import GPU_MILLI, GangProblem, Placement, used_nodes
+from scheduler.solver.evaluate import GPU_MILLI, GangProblem, Placement, packing_key, used_nodes
 
 BIG_DELTA = 1 << 40
 
@@ -18,8 +18,8 @@ def improve(
     """A cheap local search on the chosen answer (CP-SAT's, or greedy's when CP-SAT found nothing better in
     time): move single tasks, largest first, to other nodes of the lowest non-redundant domains already touched
     (NVLink domains, else racks) while that strands fewer GPUs or, as many, uses fewer nodes (in the problem's
-    order). It never touches a new domain there; it stops at `deadline`. None if no move helps; the caller
-    re-scores."""
+    order), or, as many of both, raises the configured scorers' sum (`packing_key`). It never touches a new
+    domain there; it stops at `deadline`. None if no move helps; the caller re-scores."""
     gpu = problem.gpu_row
     if placement is None or gpu is None:
         return None
@@ -39,6 +39,7 @@ def improve(
             tasks_on[i] += 1
             tasks.append([g, i])
     allowed = [np.isin(pool, g.candidates) for g in problem.groups]
+    scores = [g.scores[pool] if g.scores is not None else np.zeros(pool.size) for g in problem.groups]
     tasks.sort(key=lambda t: -int(problem.groups[t[0]].request[gpu]))
     moved = False
     for _ in range(passes):
@@ -59,9 +60,10 @@ def improve(
             to_b = (left[gpu] - request[gpu]) // GPU_MILLI - np.where(tasks_on > 0, whole, 0)
             strand = np.where(fits, from_a + to_b, BIG_DELTA)
             nodes = np.where(fits, (tasks_on == 0).astype(np.int64) - int(alone), BIG_DELTA)
-            first, second = (strand, nodes) if problem.stranded_first else (nodes, strand)
-            b = int(np.lexsort((second, first))[0])
-            if (first[b], second[b]) >= (0, 0):
+            loss = np.where(fits, scores[g][a] - scores[g], np.inf)
+            keys = packing_key(strand, nodes, loss, problem.stranded_first)
+            b = int(np.lexsort(keys[::-1])[0])
+            if tuple(key[b] for key in keys) >= (0, 0, 0):
                 continue
             left[:, a] += request
             left[:, b] -= request

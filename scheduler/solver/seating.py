@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from scheduler.solver.evaluate import GangProblem, Group, Placement, used_nodes
+from scheduler.solver.evaluate import FloatArray, GangProblem, Group, Placement, used_nodes
 from scheduler.solver.topology import RACK, IntArray
 
 MAX_GROUPS = 4  # more task shapes than this are merged by GPU request (see `coarsen`)
@@ -38,7 +38,7 @@ def coarsen(problem: GangProblem) -> tuple[GangProblem, list[list[int]]]:
         stacked = np.array([problem.groups[g].request for g in members], dtype=np.int64)
         request = -(-(stacked * weights[:, None]).sum(axis=0) // weights.sum())  # the mean, rounded up
         allowed = np.unique(np.concatenate([problem.groups[g].candidates for g in members]))
-        groups.append(Group(sum(problem.groups[g].count for g in members), request, allowed))
+        groups.append(Group(int(weights.sum()), request, allowed, _mean_scores(problem, members)))
     merged = GangProblem(
         tuple(groups),
         problem.idle,
@@ -49,6 +49,16 @@ def coarsen(problem: GangProblem) -> tuple[GangProblem, list[list[int]]]:
         problem.stranded_first,
     )
     return merged, list(by_gpu.values())
+
+
+def _mean_scores(problem: GangProblem, members: list[int]) -> FloatArray | None:
+    """A merged group's node scores: its members' mean, weighted by their task counts."""
+    scored = [(g.count, g.scores) for g in (problem.groups[m] for m in members) if g.scores is not None]
+    if not scored:
+        return None
+    total = sum(count for count, _ in scored)
+    mean: FloatArray = sum((scores * (count / total) for count, scores in scored), np.zeros(problem.nodes))
+    return mean
 
 
 def refine(
