@@ -1,6 +1,7 @@
 """Layer `actions`: `allocate` places whole gangs, or nothing.
 
 1. Take the jobs that left Pending and have pending tasks; drop (with a condition) those JobValid rejects.
+   Without `enqueue` in the actions, every Pending job is moved to Inqueue first, as in Volcano.
 2. Gangs found partly bound (a crash between binds, a failed bind) go first, ahead of queue order, so the
    resources they already hold are put to use. Then gangs that waited past `starvationThresholdSeconds` reserve
    what they need (the starvation guard, `actions/starvation.py`).
@@ -125,6 +126,12 @@ class Allocate:
     def execute(self, ssn: Session) -> None:
         self._failed = {}
         # 1.
+        if "enqueue" not in ssn.conf.actions:
+            # Without an enqueue action nothing would ever admit a job: Volcano's allocate moves every Pending
+            # PodGroup to Inqueue itself (actions/allocate/allocate.go, "no enqueue action is configured").
+            for job in ssn.jobs.values():
+                if job.phase == PodGroupPhase.PENDING:
+                    ssn.set_phase(job, PodGroupPhase.INQUEUE)
         jobs = schedulable_jobs(ssn)
         # 2.
         partial = [j for j in jobs if j.is_started() and not j.is_ready()]

@@ -16,7 +16,7 @@ from scheduler.api.resources import Resource
 from scheduler.framework import points as P
 from scheduler.framework.statement import Statement
 from scheduler.plugins.conformance import ConformancePlugin
-from scheduler.testing import ClusterBuilder, cluster, node_filters, pod_object
+from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers, node_filters, pod_object
 
 
 # ---- predicates -------------------------------------------------------------------------------------------
@@ -163,6 +163,17 @@ def test_enqueue(case: Admission) -> None:
         condition = c.sim.condition("j")
         assert condition is not None and condition["reason"] == "NotEnqueued"
         assert any(e.reason == "Unschedulable" and e.message == condition["message"] for _, e in c.sim.events)
+
+
+def test_without_enqueue_in_the_actions_allocate_admits_pending_jobs_itself() -> None:
+    """Volcano's allocate moves a Pending PodGroup to Inqueue when no enqueue action is configured
+    (actions/allocate/allocate.go); its e2e spec "allocate work even not config enqueue action" relies on it."""
+    conf = conf_from_tiers(("priority", "gang"), ("predicates", "proportion"), actions="allocate, backfill")
+    c = cluster().node("n", gpu=2).job("j", replicas=2, gpu=1)
+    assert c.sim.podgroup("j")["status"]["phase"] == "Pending"
+    c.cycle(conf)
+    assert c.sim.podgroup("j")["status"]["phase"] == "Inqueue"  # Running once the kubelet reports the pods
+    assert len(c.sim.bound("j")) == 2
 
 
 # ---- backfill --------------------------------------------------------------------------------------------
