@@ -100,20 +100,46 @@ def _client(args: argparse.Namespace) -> Client:
     cfg = client.Configuration()
     try:
         config.load_kube_config(config_file=args.kubeconfig, client_configuration=cfg)
-    except config.ConfigException:
+    except (config.ConfigException, OSError) as exc:
         if args.kubeconfig:
-            raise
-        config.load_incluster_config(client_configuration=cfg)
+            raise NoCluster(f"kubeconfig {args.kubeconfig}: {exc}") from exc
+        try:
+            config.load_incluster_config(client_configuration=cfg)
+        except config.ConfigException:
+            raise NoCluster("no cluster to talk to: no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config) "
+                            "and not running in a pod") from exc
     return Client(Kube(client.ApiClient(cfg), request_timeout=args.request_timeout))
 
 
+class NoCluster(Exception):
+    """Neither a kubeconfig nor an in-cluster service account says where the apiserver is."""
+
+
+def _unreachable(exc: BaseException) -> str | None:
+    """The one line for an apiserver that cannot be reached (refused, no such host, TLS, timeout), else None."""
+    from urllib3.exceptions import HTTPError
+
+    if isinstance(exc, HTTPError | ConnectionError | TimeoutError):
+        reason = getattr(exc, "reason", None) or exc
+        return f"cannot reach the apiserver: {reason}"
+    return None
+
+
 def _reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """An API error is one line on stderr and exit 1, never a traceback."""
+    """An API or connection error is one line on stderr and exit 1; the traceback only with --debug."""
     def wrapped(args: argparse.Namespace) -> int:
         try:
             return run(args)
-        except KubeError as exc:
+        except (KubeError, NoCluster) as exc:
+            if getattr(args, "debug", False):
+                raise
             print(f"volcano-py: error: {exc}", file=sys.stderr)
+            return 1
+        except Exception as exc:
+            line = _unreachable(exc)
+            if line is None or getattr(args, "debug", False):
+                raise
+            print(f"volcano-py: error: {line}", file=sys.stderr)
             return 1
 
     return wrapped
@@ -201,6 +227,7 @@ def _queue_command(action: str, done: str) -> Callable[[argparse.Namespace], int
 def _common(p: argparse.ArgumentParser, namespaced: bool = True, output: bool = False) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
     p.add_argument("--request-timeout", type=float, default=30.0, help="seconds per API request (default 30)")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     if namespaced:
         p.add_argument("-n", "--namespace", default=None, help="namespace (default: default)")
     if output:
