@@ -282,7 +282,7 @@ COMPONENTS: dict[str, tuple[FlagSet, Callable[[Sequence[str]], Any], Callable[[A
 
 
 def run_component(command: str, argv: Sequence[str]) -> int:
-    """`volcano-py scheduler|controllers ...`: Go-style flags (scheduler/flags.py), then the long-running loop."""
+    """`volcano-py scheduler|controllers ...`: Go-style flags (scheduler/flags), then the long-running loop."""
     flags, parse, run = COMPONENTS[command]
     try:
         opts = parse(argv)
@@ -314,7 +314,7 @@ def _version() -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
     sub = p.add_subparsers(dest="command", required=True)
-    # Listed for `volcano-py --help`; their Go-style flags are parsed by run_component (scheduler/flags.py).
+    # Listed for `volcano-py --help`; their Go-style flags are parsed by run_component (scheduler/flags).
     sub.add_parser("scheduler", add_help=False, help="run the scheduler against a Kubernetes cluster "
                    "(takes Volcano's vc-scheduler flags too)")
     sub.add_parser("controllers", add_help=False, help="run the Job, Queue and Command controllers (kopf; takes "
