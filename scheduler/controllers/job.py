@@ -46,8 +46,8 @@ from scheduler.jobs import (
     validate_job,
 )
 from scheduler.jobs.bus import Action, Event
-from scheduler.jobs.lifecycle import FINISHED
 from scheduler.jobs.plugins import svc_configmap_name, svc_hosts, uses_svc
+from scheduler.jobs.state import FINISHED
 
 log = logging.getLogger("volcano_py.controllers.job")
 

@@ -14,21 +14,10 @@ from scheduler.jobs.expand import (
     podgroup_for,
     pods_for,
 )
-from scheduler.jobs.lifecycle import (
-    Decision,
-    JobEvent,
-    JobStatus,
-    Op,
-    OpKind,
-    Phase,
-    PodView,
-    decide,
-    desired_pods,
-    expired,
-    pod_event,
-    pod_view,
-)
+from scheduler.jobs.lifecycle import decide, desired_pods, expired
 from scheduler.jobs.names import podgroup_lookup_names, podgroup_name
+from scheduler.jobs.policies import pod_event
+from scheduler.jobs.state import Decision, JobEvent, JobStatus, Op, OpKind, Phase, PodView, pod_view
 from scheduler.jobs.validate import unsupported_plugins, validate_job
 
 __all__ = [

@@ -8,7 +8,8 @@ import pytest
 from jobs_seeds import seed
 
 from scheduler.jobs import Action, Event, JobEvent, JobStatus, Phase, PodView, decide, desired_pods, expired
-from scheduler.jobs.lifecycle import Decision, OpKind, pod_event
+from scheduler.jobs.policies import pod_event
+from scheduler.jobs.state import Decision, OpKind
 
 
 def job(tasks: list[tuple[str, int]], **spec: Any) -> dict[str, Any]:
@@ -144,7 +145,7 @@ def test_running_without_policies(case: Case) -> None:
 
 
 def test_task_policy_first_then_job_policy_then_exit_code_and_star() -> None:
-    from scheduler.jobs.lifecycle import select_action
+    from scheduler.jobs.policies import select_action
 
     j = job([("w", 2)], policies=[{"exitCode": 3, "action": "AbortJob"}, {"event": "PodEvicted",
                                                                           "action": "RestartJob"}])
@@ -213,7 +214,7 @@ def test_ttl_after_finished() -> None:
 
 def test_policy_timeouts_read_go_durations() -> None:
     """Volcano reads a policy's timeout with Go's time.ParseDuration: `1m30s`, `2h`, `.5s`, `300ms` all work."""
-    from scheduler.jobs.lifecycle import parse_duration
+    from scheduler.jobs.policies import parse_duration
 
     assert [parse_duration(t) for t in ("1m30s", "2h", ".5s", "300ms", "90")] == [90.0, 7200.0, 0.5, 0.3, 90.0]
     with pytest.raises(ValueError):
