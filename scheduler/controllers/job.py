@@ -45,7 +45,7 @@ from scheduler.jobs import (
     podgroup_lookup_names,
     validate_job,
 )
-from scheduler.jobs.bus import Action, Event
+from scheduler.jobs.bus import PolicyAction, PolicyEvent
 from scheduler.jobs.plugins import svc_configmap_name, svc_hosts, uses_svc
 from scheduler.jobs.state import FINISHED
 
@@ -308,9 +308,9 @@ class JobController:
     @staticmethod
     def _still_due(event: JobEvent, views: list[PodView]) -> bool:
         pod = next((v for v in views if v.name == event.pod), None)
-        if event.event == Event.POD_PENDING:
+        if event.event == PolicyEvent.POD_PENDING:
             return pod is not None and pod.phase == "Pending"
-        if event.event == Event.UNKNOWN:
+        if event.event == PolicyEvent.UNKNOWN:
             return pod is not None and pod.phase == "Unknown"
         return True
 
@@ -398,7 +398,7 @@ class JobController:
         note = ""
         if old_phase and old_phase != str(decision.phase):
             note = f"{old_phase} -> {decision.phase}: {decision.action}"
-            if event.event != Event.OUT_OF_SYNC:
+            if event.event != PolicyEvent.OUT_OF_SYNC:
                 note += f" on {event.event}" + (f" of pod {event.pod}" if event.pod else "")
         now = self.clock()
         status = job_status(job, decision, now, note)
@@ -411,7 +411,7 @@ class JobController:
             log.info("job %s/%s: %s", meta["namespace"], meta["name"], note)
             self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",
                            str(decision.phase), note, rfc3339(now))
-            if decision.action != Action.SYNC_JOB:
+            if decision.action != PolicyAction.SYNC_JOB:
                 # Volcano's event for an action it runs (pkg/controllers/job/job_controller.go, processNextReq:
                 # reason ExecuteAction); its e2e helper WaitJobTerminateAction looks for exactly this.
                 self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",

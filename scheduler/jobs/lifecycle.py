@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from scheduler.jobs.bus import Action
+from scheduler.jobs.bus import PolicyAction
 from scheduler.jobs.expand import depends_on, expected_pod_names, normalize_job, pod_for
 from scheduler.jobs.policies import select_action
 from scheduler.jobs.state import FINISHED, Counts, Decision, Deferred, JobEvent, JobStatus, Op, OpKind, Phase, PodView
@@ -37,7 +37,7 @@ class _Ctx:
     pods: tuple[PodView, ...]
     podgroup_phase: str | None
     event: JobEvent
-    action: Action
+    action: PolicyAction
 
 
 def decide(
@@ -50,8 +50,8 @@ def decide(
     job = normalize_job(job)
     status = status or JobStatus.of(job)
     action, timeout = select_action(job, status, event)
-    if timeout and event.action is None and action is not Action.SYNC_JOB:
-        return replace(_sync(_Ctx(job, status, tuple(pods), podgroup_phase, event, Action.SYNC_JOB), _keep),
+    if timeout and event.action is None and action is not PolicyAction.SYNC_JOB:
+        return replace(_sync(_Ctx(job, status, tuple(pods), podgroup_phase, event, PolicyAction.SYNC_JOB), _keep),
                        deferred=Deferred(action, timeout, event.event, event.pod))
     ctx = _Ctx(job, status, tuple(pods), podgroup_phase, event, action)
     return _HANDLERS.get(status.phase, _pending)(ctx)
@@ -80,21 +80,21 @@ def _running(ctx: _Ctx) -> Decision:
 def _kill_transitions(ctx: _Ctx) -> Decision | None:
     """The kill actions Pending and Running share."""
     match ctx.action:
-        case Action.RESTART_JOB:
+        case PolicyAction.RESTART_JOB:
             return _kill(ctx, _to(Phase.RESTARTING), soft=False, retry=1)
-        case Action.RESTART_TASK | Action.RESTART_POD:
+        case PolicyAction.RESTART_TASK | PolicyAction.RESTART_POD:
             return _kill(ctx, _to(Phase.RESTARTING), soft=False, retry=1, target=_target(ctx))
-        case Action.ABORT_JOB:
+        case PolicyAction.ABORT_JOB:
             return _kill(ctx, _to(Phase.ABORTING), soft=True)
-        case Action.TERMINATE_JOB:
+        case PolicyAction.TERMINATE_JOB:
             return _kill(ctx, _to(Phase.TERMINATING), soft=True)
-        case Action.COMPLETE_JOB:
+        case PolicyAction.COMPLETE_JOB:
             return _kill(ctx, _to(Phase.COMPLETING), soft=True)
     return None
 
 
 def _target(ctx: _Ctx) -> frozenset[str]:
-    if ctx.action is Action.RESTART_POD and ctx.event.pod:
+    if ctx.action is PolicyAction.RESTART_POD and ctx.event.pod:
         return frozenset({ctx.event.pod})
     return frozenset(p.name for p in ctx.pods if p.task == ctx.event.task)
 
@@ -105,13 +105,13 @@ def _restarting(ctx: _Ctx) -> Decision:
 
 
 def _aborting(ctx: _Ctx) -> Decision:
-    if ctx.action is Action.RESUME_JOB:
+    if ctx.action is PolicyAction.RESUME_JOB:
         return _kill(ctx, _to(Phase.RESTARTING), soft=True, retry=1)
     return _kill(ctx, _when_quiet(Phase.ABORTED), soft=True, bump=False)
 
 
 def _aborted(ctx: _Ctx) -> Decision:
-    if ctx.action is Action.RESUME_JOB:
+    if ctx.action is PolicyAction.RESUME_JOB:
         return _kill(ctx, _to(Phase.RESTARTING), soft=True, retry=1)
     return _kill(ctx, _keep, soft=True, bump=False)
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.durations import parse_seconds
-from scheduler.jobs.bus import Action, Event
+from scheduler.jobs.bus import PolicyAction, PolicyEvent
 from scheduler.jobs.expand import normalize_job
 from scheduler.jobs.state import JobEvent, JobStatus, PodView
 from scheduler.jobs.validate import policy_events
@@ -28,17 +28,17 @@ def pod_event(job: Mapping[str, Any], before: PodView | None, after: PodView | N
     if after is None:
         if task is None or _index_of(pod.name) >= int(task["replicas"]):
             return JobEvent(task=pod.task, pod=pod.name)  # scaled down (elastic job): not an eviction
-        return JobEvent(Event.POD_EVICTED, task=pod.task, pod=pod.name)
+        return JobEvent(PolicyEvent.POD_EVICTED, task=pod.task, pod=pod.name)
     if after.phase == "Failed" and (before is None or before.phase != "Failed"):
-        return JobEvent(Event.POD_FAILED, task=pod.task, pod=pod.name, exit_code=after.exit_code)
+        return JobEvent(PolicyEvent.POD_FAILED, task=pod.task, pod=pod.name, exit_code=after.exit_code)
     if task is None:
         return JobEvent(task=pod.task, pod=pod.name)
     if after.phase == "Succeeded" and (before is None or before.phase != "Succeeded"):
         done = sum(1 for p in pods if p.task == pod.task and p.phase == "Succeeded")
         if done >= int(task["replicas"]):
-            return JobEvent(Event.TASK_COMPLETED, task=pod.task, pod=pod.name)
+            return JobEvent(PolicyEvent.TASK_COMPLETED, task=pod.task, pod=pod.name)
     if after.phase in ("Pending", "Running") and after.restarts >= int(task["maxRetry"]):
-        return JobEvent(Event.TASK_FAILED, task=pod.task, pod=pod.name)
+        return JobEvent(PolicyEvent.TASK_FAILED, task=pod.task, pod=pod.name)
     return JobEvent(task=pod.task, pod=pod.name)
 
 
@@ -47,28 +47,28 @@ def _index_of(pod_name: str) -> int:
     tail = pod_name.rsplit("-", 1)[-1]
     return int(tail) if tail.isdigit() else -1
 
-def select_action(job: Mapping[str, Any], status: JobStatus, event: JobEvent) -> tuple[Action, float | None]:
+def select_action(job: Mapping[str, Any], status: JobStatus, event: JobEvent) -> tuple[PolicyAction, float | None]:
     """The action for an event and its policy timeout: task policies first, then job policies, else SyncJob."""
     if event.action is not None:
         return event.action, None
-    if event.event == Event.OUT_OF_SYNC:
-        return Action.SYNC_JOB, None
+    if event.event == PolicyEvent.OUT_OF_SYNC:
+        return PolicyAction.SYNC_JOB, None
     if event.job_version is not None and event.job_version < status.version:
-        return Action.SYNC_JOB, None  # raised by a pod of an earlier run
+        return PolicyAction.SYNC_JOB, None  # raised by a pod of an earlier run
     spec = job["spec"]
     task = next((t for t in spec.get("tasks") or [] if event.task and t.get("name") == event.task), None)
     for policies in ((task or {}).get("policies") or [], spec.get("policies") or []):
         for policy in policies:
             if _matches(policy, event):
                 timeout = policy.get("timeout")
-                return Action(policy["action"]), parse_duration(timeout) if timeout is not None else None
-    return Action.SYNC_JOB, None
+                return PolicyAction(policy["action"]), parse_duration(timeout) if timeout is not None else None
+    return PolicyAction.SYNC_JOB, None
 
 
 def _matches(policy: Mapping[str, Any], event: JobEvent) -> bool:
     events = policy_events(policy)
     if events:
-        return event.event in events or Event.ANY in events
+        return event.event in events or PolicyEvent.ANY in events
     code = policy.get("exitCode")
     return code is not None and event.exit_code is not None and int(code) == event.exit_code
 

@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from scheduler.jobs import keys
-from scheduler.jobs.bus import Action, Event
+from scheduler.jobs.bus import PolicyAction, PolicyEvent
 
 
 class Phase(StrEnum):
@@ -65,11 +65,11 @@ class JobStatus:
 class JobEvent:
     """A request to the lifecycle: what happened, to which task/pod, or the command's action."""
 
-    event: Event = Event.OUT_OF_SYNC
+    event: PolicyEvent = PolicyEvent.OUT_OF_SYNC
     task: str = ""
     pod: str = ""
     exit_code: int | None = None
-    action: Action | None = None  # set by CommandIssued, or by a deferred policy coming due
+    action: PolicyAction | None = None  # set by CommandIssued, or by a deferred policy coming due
     job_version: int | None = None  # the job-version annotation of the pod that raised it
 
 
@@ -124,9 +124,9 @@ class Counts:
 class Deferred:
     """A policy with a `timeout`: run `action` after `seconds` unless the pod recovers first."""
 
-    action: Action
+    action: PolicyAction
     seconds: float
-    event: Event
+    event: PolicyEvent
     pod: str = ""
 
 
@@ -135,7 +135,7 @@ class Decision:
     phase: Phase
     retry_count: int
     version: int
-    action: Action
+    action: PolicyAction
     counts: Counts
     min_available: int
     ops: tuple[Op, ...] = ()

@@ -13,7 +13,7 @@ from typing import Any
 from scheduler.api.resources import QuantityError, parse_quantity
 from scheduler.durations import parse_seconds
 from scheduler.jobs import keys
-from scheduler.jobs.bus import POLICY_ACTIONS, POLICY_EVENTS, Event
+from scheduler.jobs.bus import POLICY_ACTIONS, POLICY_EVENTS, PolicyEvent
 from scheduler.jobs.expand import depends_on, first_wave
 from scheduler.jobs.plugins import IMPLEMENTED, VOLCANO_ONLY
 
@@ -161,7 +161,7 @@ def validate_policies(policies: list[Mapping[str, Any]], path: str) -> list[str]
                 errors.append(f"{where}.exitCode: duplicate exitCode {code}")
             seen_codes.add(int(code))
         errors += _timeout(policy, where)
-    if Event.ANY in seen_events and len(seen_events) > 1:
+    if PolicyEvent.ANY in seen_events and len(seen_events) > 1:
         errors.append(f"{path}: a policy on '*' must be the only event policy")
     return errors
 
