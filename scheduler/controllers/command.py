@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from scheduler.cache.kube import Obj
+from scheduler.api.objects import MutableObj
 from scheduler.controllers.client import Api
 from scheduler.controllers.job import JobController
 from scheduler.controllers.queue import QueueController
@@ -28,7 +28,7 @@ class CommandController:
         self._done: set[str] = set()
         self._lock = threading.Lock()
 
-    def on_command(self, kind: str | None, command: Obj) -> None:
+    def on_command(self, kind: str | None, command: MutableObj) -> None:
         if kind == "DELETED":
             return
         meta = command.get("metadata") or {}

@@ -21,10 +21,10 @@ from scheduler.api import reasons as R
 from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
 from scheduler.api.messages import render as render_reason
 from scheduler.api.messages import show, show_amounts
+from scheduler.api.objects import Obj
 from scheduler.api.reasons import ReasonError
 from scheduler.jobs.expand import depends_on
 
-Obj = Mapping[str, Any]
 ReasonT = TypeVar("ReasonT", bound=R.Reason)
 
 FINISHED_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated", "Aborted"})

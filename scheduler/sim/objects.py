@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-Obj = dict[str, Any]
+from scheduler.api.objects import MutableObj
 
 STANDARD_LABELS = {
     "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
@@ -26,7 +26,7 @@ def node_object(
     unschedulable: bool = False,
     ready: bool = True,
     extra: Mapping[str, Any] | None = None,
-) -> Obj:
+) -> MutableObj:
     # Every kubelet reports ephemeral-storage and the standard os/arch/hostname labels; Volcano's examples
     # ask for both (`ephemeral-storage` requests, `nodeSelector: {kubernetes.io/os: linux}`).
     allocatable: dict[str, Any] = {
@@ -63,7 +63,7 @@ def pod_object(
     tolerations: Sequence[Mapping[str, str]] = (),
     affinity: Mapping[str, Any] | None = None,
     scheduler_name: str = "volcano-py",
-) -> Obj:
+) -> MutableObj:
     quantities: dict[str, Any] = {}
     if cpu:
         quantities["cpu"] = cpu
