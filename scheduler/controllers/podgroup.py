@@ -29,7 +29,7 @@ from scheduler.api.convert import (
     plain_group_name,
 )
 from scheduler.api.objects import MutableObj
-from scheduler.api.pod import GROUP_NAME_ANNOTATION
+from scheduler.api.pod import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY
 from scheduler.api.resources import ZERO, QuantityError, pod_request
 from scheduler.cache.kube import KubeError
 from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflict
@@ -71,8 +71,8 @@ def _min_member(value: object) -> int:
 
 
 # Pod annotations and labels Volcano copies onto a plain pod's PodGroup (buildPodGroupFromPod).
-POD_ANNOTATIONS_COPIED = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
-POD_LABELS_COPIED = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+POD_ANNOTATIONS_COPIED = (PREEMPTABLE_KEY, "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
+POD_LABELS_COPIED = (PREEMPTABLE_KEY, "volcano.sh/cooldown-time")
 JDB_ANNOTATIONS = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")  # the first one present
 INHERITED_PREFIX = "volcano.sh/"  # the workload's annotations inherited by its PodGroup (AnnotationPrefix)
 

@@ -11,14 +11,14 @@ from typing import Any
 from urllib.parse import quote
 
 from scheduler.api.objects import MutableObj
+from scheduler.api.pod import GROUP_NAME_ANNOTATION
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.ctl.explain import Facts
-from scheduler.jobs import podgroup_lookup_names
+from scheduler.jobs import keys, podgroup_lookup_names
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1"
 SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
 BUS = "/apis/bus.volcano.sh/v1alpha1"
-GROUP_NAME = "scheduling.k8s.io/group-name"
 QUEUE_COMMAND_NAMESPACE = "default"
 
 
@@ -104,7 +104,7 @@ class Client:
                     raise NotFound(f"no Job, PodGroup or pod named {name} in namespace {namespace}")
                 target = f"pod {namespace}/{name}"
                 podgroup_names = (pod_group_name(pod),)
-                job_name = ((pod.get("metadata") or {}).get("labels") or {}).get("volcano.sh/job-name")
+                job_name = ((pod.get("metadata") or {}).get("labels") or {}).get(keys.JOB_NAME)
                 job = self.job(namespace, job_name) if job_name else None
         podgroup = self._podgroup_of(namespace, podgroup_names, job)
         podgroup_name = str(podgroup["metadata"]["name"]) if podgroup is not None else podgroup_names[0]
@@ -132,7 +132,7 @@ def pod_group_name(pod: MutableObj) -> str:
     """The PodGroup a pod belongs to: its group-name annotation, else the one the controllers make for plain
     pods (`podgroup-<uid of its controller owner, or its own>`)."""
     meta = pod.get("metadata") or {}
-    group = (meta.get("annotations") or {}).get(GROUP_NAME)
+    group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
     if group:
         return str(group)
     owner = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from scheduler.jobs import keys
+from scheduler.api.pod import TASK_SPEC_KEY
 from scheduler.jobs.bus import PolicyAction, PolicyEvent
 
 
@@ -80,7 +80,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
     terminated = ((statuses[0].get("state") or {}).get("terminated") or {}) if statuses else {}
     return PodView(
         name=str(meta.get("name")),
-        task=str((meta.get("annotations") or {}).get(keys.TASK_SPEC, "")),
+        task=str((meta.get("annotations") or {}).get(TASK_SPEC_KEY, "")),
         phase=str(status.get("phase") or "Pending"),
         exit_code=terminated.get("exitCode"),
         deleting=bool(meta.get("deletionTimestamp")),

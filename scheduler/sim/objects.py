@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import MutableObj
+from scheduler.api.pod import GROUP_NAME_ANNOTATION, TASK_SPEC_KEY
 
 STANDARD_LABELS = {
     "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
@@ -75,10 +76,10 @@ def pod_object(
     annotations: dict[str, str] = {}
     labels: dict[str, str] = {}
     if group:
-        annotations["scheduling.k8s.io/group-name"] = group
+        annotations[GROUP_NAME_ANNOTATION] = group
     if role:
-        annotations["volcano.sh/task-spec"] = role
-        labels["volcano.sh/task-spec"] = role
+        annotations[TASK_SPEC_KEY] = role
+        labels[TASK_SPEC_KEY] = role
     spec: dict[str, Any] = {
         "schedulerName": scheduler_name,
         "containers": [{"name": "main", "image": "busybox", "resources": resources if quantities else {}}],
