@@ -330,7 +330,6 @@ def _combine(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...], sig
 
 
 ZERO = Resource()
-ONE_POD = Resource(pods=1)
 
 
 # ---- a pod's request, by Kubernetes' own rules ----------------------------------------------------------
