@@ -86,9 +86,6 @@ class InMemoryCluster:
         self.nodes[info.name] = info
         return info
 
-    def remove_node(self, name: str) -> None:
-        self.nodes.pop(name, None)
-
     def add_queue(self, queue: MutableObj | QueueInfo) -> QueueInfo:
         info = (
             queue
@@ -114,9 +111,6 @@ class InMemoryCluster:
         name = _read("HyperNode", hypernode, validate)
         self.hypernodes[name] = manifest
         return name
-
-    def remove_hypernode(self, name: str) -> None:
-        self.hypernodes.pop(name, None)
 
     def add_priority_class(self, name: str, value: int) -> None:
         self.priority_classes[name] = value
