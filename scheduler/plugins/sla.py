@@ -21,7 +21,7 @@ from scheduler.framework import points as P
 from scheduler.framework.conf import ConfError, arg_str
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
-from scheduler.jobs.lifecycle import parse_duration
+from scheduler.jobs.policies import parse_duration
 
 log = logging.getLogger("volcano_py.plugins.sla")
 WAITING_TIME = "sla-waiting-time"
