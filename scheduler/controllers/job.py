@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -53,6 +54,7 @@ log = logging.getLogger("volcano_py.controllers.job")
 
 EXECUTE_ACTION = "ExecuteAction"
 MAX_CONDITIONS = 32  # phase history kept in status.conditions
+POD_CREATE_WORKERS = 16  # pods of one Job created at once (Volcano: one goroutine per pod)
 
 
 def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
@@ -171,6 +173,9 @@ class JobController:
         self._plugin_objects: set[str] = set()  # job uids whose plugin objects exist
         self._hosts: dict[str, dict[str, str]] = {}  # job uid -> the svc hosts data last seen in its ConfigMap
         self._waiting: dict[str, set[str]] = {}  # job uid -> tasks held back by dependsOn, as last told
+        # Creates a Job's pods concurrently. A failed create raises from `map` in pod order (creates not yet
+        # started are cancelled) and the Job's next sync makes what is missing, as a sequential create did.
+        self._pod_pool = ThreadPoolExecutor(max_workers=POD_CREATE_WORKERS, thread_name_prefix="pod-create")
 
     # ---- which jobs are ours -----------------------------------------------------------------------------
     def claims(self, job: Mapping[str, Any]) -> bool:
@@ -385,12 +390,14 @@ class JobController:
         existing = {p["metadata"]["name"] for p in pods}
         group = str(podgroup["metadata"]["name"]) if podgroup is not None else None  # the pods join the one found
         job_created = parse_time(job["metadata"].get("creationTimestamp"))
-        for pod in desired_pods(current, gate, existing, podgroup=group):
-            if pod["metadata"]["name"] in names:
-                created = self.api.create(pod)
-                pod_created = parse_time(((created or {}).get("metadata") or {}).get("creationTimestamp"))
-                if job_created and pod_created:  # volcano_controller_job_to_pod_creation_latency_milliseconds
-                    metrics.observe_pod_created(pod_created - job_created)
+        wanted = [p for p in desired_pods(current, gate, existing, podgroup=group) if p["metadata"]["name"] in names]
+        # All at once, as Volcano's controller creates a Job's pods (one goroutine each, then it waits for all:
+        # pkg/controllers/job/job_controller_actions.go, syncJob): made one after another, a scheduling cycle
+        # can run while a large Job is half created and give its room to a smaller, later one.
+        for created in self._pod_pool.map(self.api.create, wanted):
+            pod_created = parse_time(((created or {}).get("metadata") or {}).get("creationTimestamp"))
+            if job_created and pod_created:  # volcano_controller_job_to_pod_creation_latency_milliseconds
+                metrics.observe_pod_created(pod_created - job_created)
 
     def _write_status(self, job: Obj, decision: Decision, event: JobEvent) -> None:
         meta = job["metadata"]

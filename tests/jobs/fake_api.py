@@ -6,6 +6,7 @@ Only the calls the job and PodGroup controllers make; every write is recorded so
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ class FakeApi:
     writes: list[tuple[str, str, str, str]] = field(default_factory=list)  # (verb, kind, namespace, name)
     conflicts: int = 0  # how many replace_podgroup calls answer 409 first
     _uids: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # the controller creates a Job's pods at once
 
     # ---- test setup ------------------------------------------------------------------------------------
     def put(self, kind: str, obj: Mapping[str, Any]) -> Obj:
@@ -48,10 +50,11 @@ class FakeApi:
     def create(self, obj: Mapping[str, Any]) -> Obj | None:
         meta = obj["metadata"]
         key = (str(obj["kind"]), str(meta["namespace"]), str(meta["name"]))
-        if key in self.objects:
-            return None
-        self.writes.append(("create", *key))
-        return self.put(key[0], obj)
+        with self._lock:
+            if key in self.objects:
+                return None
+            self.writes.append(("create", *key))
+            return self.put(key[0], obj)
 
     def job(self, namespace: str, name: str) -> Obj | None:
         obj = self.objects.get(("Job", namespace, name))
