@@ -35,8 +35,7 @@ from scheduler.api.reasons import Reason, TopologyLimit, TopologyNoFit, Topology
 from scheduler.api.resources import CPU, GPU
 from scheduler.framework import points as P
 from scheduler.framework.conf import arg_bool, arg_int, arg_str
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
 from scheduler.solver.greedy import topology_greedy
 from scheduler.solver.topology import Topology, TopologyLabels, from_hypernodes, from_labels
@@ -49,7 +48,7 @@ CYCLE_BUDGET = "solver.cycleBudgetMs"
 class NetworkTopologyAwarePlugin(Plugin):
     name = "network-topology-aware"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.time_limit_ms = arg_int(self.option, TIME_LIMIT, 200)
         self.budget_ms = arg_int(self.option, CYCLE_BUDGET, 500)

@@ -14,7 +14,6 @@ from scheduler.api.job import TaskInfo
 from scheduler.api.reasons import NotPipelined
 from scheduler.api.resources import Resource
 from scheduler.framework import points as P
-from scheduler.framework.statement import Statement
 from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers, node_filters, pod_object
 
@@ -121,8 +120,8 @@ def test_conformance_filters_victims(case: Victim) -> None:
     ssn = Session(c.sim.snapshot(), builtin_default_conf(), {"conformance": ConformancePlugin})
     task = TaskInfo("x", "x", case.namespace, "j", Resource(), priority=case.priority)
     preemptor = TaskInfo("p", "p", "team-a", "k", Resource())
-    assert (ssn.run(P.PREEMPTABLE, preemptor, [task]) == [task]) is case.offered
-    assert (ssn.run(P.RECLAIMABLE, preemptor, [task]) == [task]) is case.offered
+    assert (ssn.tiers.run(P.PREEMPTABLE, preemptor, [task]) == [task]) is case.offered
+    assert (ssn.tiers.run(P.RECLAIMABLE, preemptor, [task]) == [task]) is case.offered
 
 
 # ---- enqueue ---------------------------------------------------------------------------------------------
@@ -201,7 +200,7 @@ def test_a_discarded_statement_restores_every_node_and_task() -> None:
     ssn = Session(c.sim.snapshot(), builtin_default_conf(), PLUGINS)
     node = ssn.nodes["n1"]
     before = node.idle
-    stmt = Statement(ssn)
+    stmt = ssn.statement()
     for task in ssn.jobs["default/j"].tasks.values():
         stmt.allocate(task, node)
     assert node.idle.gpu == 2000
@@ -284,5 +283,5 @@ def test_the_session_stamps_the_plugin_that_rejected() -> None:
 
     task = next(iter(c.sim.pods.values())).task
     ssn = Session(c.sim.snapshot(), builtin_default_conf(), {"predicates": PredicatesPlugin})
-    status = ssn.run(P.PREDICATE, task, ssn.node_list[0])
+    status = ssn.tiers.run(P.PREDICATE, task, ssn.node_list[0])
     assert status.reasons == (R.NodeFilter(R.NODE_AFFINITY),) and status.plugin == "predicates"
