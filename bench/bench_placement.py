@@ -211,7 +211,7 @@ def problem(
         if session is not None:
             task = TaskInfo("probe", "probe", "default", "probe", resource(need))
             scores = np.zeros(instance.idle.shape[1])
-            scores[candidates] = session.node_scores(task, candidates)
+            scores[candidates] = session.fit.node_scores(task, candidates)
         groups.append(Group(count, need, candidates, scores))
     topo = instance.topology
     return GangProblem(tuple(groups), instance.idle, 3, topo, topo.top, False, stranded_first)

@@ -42,18 +42,18 @@ class Enqueue:
                 hold(ssn, job, Status(Code.UNRESOLVABLE, (QueueClosed(queue.name, queue.state.value),), Enqueue.name))
                 continue
             # 3.
-            verdict = ssn.run(P.JOB_ENQUEUEABLE, job)
+            verdict = ssn.tiers.run(P.JOB_ENQUEUEABLE, job)
             if verdict.rejected:
                 hold(ssn, job, verdict)
                 continue
-            ssn.set_phase(job, PodGroupPhase.INQUEUE)
-            ssn.job_enqueued(job)
+            ssn.results.set_phase(job, PodGroupPhase.INQUEUE)
+            ssn.tiers.job_enqueued(job)
 
 
 def hold(ssn: Session, job: JobInfo, status: Status) -> None:
-    ssn.hold(job, status)
+    ssn.results.hold(job, status)
     text = message(status)
     condition = Condition("Unschedulable", "True", NOT_ENQUEUED, text)
-    ssn.set_condition(job, condition, status)
+    ssn.results.set_condition(job, condition, status)
     if condition not in job.conditions:
-        ssn.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE_EVENT, text)
+        ssn.results.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE_EVENT, text)

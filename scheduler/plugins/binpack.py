@@ -21,8 +21,7 @@ from scheduler.api.resources import CPU, GPU, MEMORY, PODS
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf import arg_int, arg_str
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 
 MAX_NODE_SCORE = 100
 FEW = 8
@@ -34,7 +33,7 @@ RESOURCES = "binpack.resources"
 class BinpackPlugin(Plugin):
     name = "binpack"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.weight = arg_int(self.option, WEIGHT, 1)
         self.resource_weights = self.read_resource_weights()

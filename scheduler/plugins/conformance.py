@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 from scheduler.api.job import TaskInfo
 from scheduler.framework import points as P
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 
 SYSTEM_NAMESPACE = "kube-system"
 # system-cluster-critical is 2000000000, system-node-critical 2000001000.
@@ -21,7 +20,7 @@ def is_critical(task: TaskInfo) -> bool:
 class ConformancePlugin(Plugin):
     name = "conformance"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
             return [t for t in candidates if not is_critical(t)]
 

@@ -32,8 +32,7 @@ from scheduler.api.status import TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf import arg_float, arg_str
-from scheduler.framework.plugin import EventHandler, Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
 from scheduler.gpu.devices import bind_annotations, choose_devices, node_state, shape_on, wants_gpu
 from scheduler.gpu.frag import (
     DEFAULT_POLICY,
@@ -69,7 +68,7 @@ def shared_mix(policy: str, half_life: float) -> tuple[ShapeMix, OrderedDict[str
 class DeviceSharePlugin(Plugin):
     name = "deviceshare"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.policy = arg_str(self.option, POLICY, DEFAULT_POLICY)
         if self.policy not in POLICIES:
@@ -180,7 +179,7 @@ class DeviceSharePlugin(Plugin):
         self.state.version[index] += 1
 
     # ---- bind ----------------------------------------------------------------------------------------
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionAPI) -> None:
         """The cards chosen for every pod bound this cycle go on the pod, for Volcano's GPU device plugin."""
         now_ns = int(ssn.now * 1_000_000_000)
         for task_uid, _ in ssn.committed_binds():

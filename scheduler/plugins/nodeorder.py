@@ -28,8 +28,7 @@ from scheduler.api.resources import CPU, GPU, MEMORY, Resource
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf import arg_int
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 
 MAX_NODE_SCORE = 100
 FEW = 8
@@ -137,7 +136,7 @@ def _balances(fractions: np.ndarray) -> np.ndarray:
 class NodeOrderPlugin(Plugin):
     name = "nodeorder"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         weights = {key: arg_int(self.option, key, default) for key, default in WEIGHT_DEFAULTS.items()}
         self.least = weights["leastrequested.weight"]

@@ -28,8 +28,7 @@ from scheduler.api.reasons import OvercommitLimit
 from scheduler.api.resources import ZERO
 from scheduler.framework import points as P
 from scheduler.framework.conf import arg_float
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.proportion import (
     cluster_total,
     dimensions,
@@ -66,7 +65,7 @@ class OvercommitPlugin(Plugin):
             return DEFAULT_FACTOR
         return value
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self._read_factors()
         self.total = cluster_total(ssn.node_list)

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.framework import points as P
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 
 
 def _higher_first(a: int, b: int) -> int:
@@ -22,7 +21,7 @@ def _higher_first(a: int, b: int) -> int:
 class PriorityPlugin(Plugin):
     name = "priority"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         def job_order(a: JobInfo, b: JobInfo) -> int:
             return _higher_first(a.priority, b.priority)
 

@@ -46,8 +46,7 @@ from scheduler.api.reasons import CAPABILITY, DESERVED, REAL_CAPABILITY, QueueLi
 from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.status import PodGroupPhase
 from scheduler.framework import points as P
-from scheduler.framework.plugin import EventHandler, Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
 from scheduler.framework.victims import gang_safe, running_candidates, victim_order
 from scheduler.plugins.conformance import is_critical
 
@@ -105,7 +104,7 @@ def share_of(allocated: Resource, deserved: Resource) -> Fraction:
 # ---- what preempt and reclaim could free for a job (the enqueue gates count it) ----------------------------
 
 
-def preemptable_for(ssn: Session, job: JobInfo) -> Resource:
+def preemptable_for(ssn: SessionAPI, job: JobInfo) -> Resource:
     """What preempt could free for `job`, if `preempt` runs: running tasks of lower-priority jobs in its queue
     that may be evicted (not non-preemptable, not critical, not below their gang's minAvailable)."""
     if "preempt" not in ssn.conf.actions:
@@ -123,7 +122,7 @@ def preemptable_for(ssn: Session, job: JobInfo) -> Resource:
     return total
 
 
-def reclaimable_for(ssn: Session, job: JobInfo) -> Resource:
+def reclaimable_for(ssn: SessionAPI, job: JobInfo) -> Resource:
     """What reclaim could free for `job`, if `reclaim` runs: what other reclaimable queues hold above their
     deserved shares, as the shares would be with `job` admitted, up to what its queue is still short of its own."""
     if "reclaim" not in ssn.conf.actions or job.min_resources is None:
@@ -273,7 +272,7 @@ class ProportionPlugin(Plugin):
     name = "proportion"
     registers_overused = True
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.total = cluster_total(ssn.node_list)
         self.total_guarantee = ZERO
@@ -364,11 +363,11 @@ class ProportionPlugin(Plugin):
             self.deserved()
         return self.attrs.get(queue)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionAPI) -> None:
         """Each queue's deserved share, share and overused flag, for the queue metrics."""
         self.deserved()
         for name, attr in self.attrs.items():
-            ssn.queue_shares[name] = (attr.deserved, float(attr.share), self.overused(attr.queue))
+            ssn.set_queue_share(name, attr.deserved, float(attr.share), self.overused(attr.queue))
 
     # -- extension points ---------------------------------------------------------------------------
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:

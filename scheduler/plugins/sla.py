@@ -19,9 +19,8 @@ from scheduler.api.decision import ABSTAIN, SUCCESS, Status
 from scheduler.api.job import JobInfo
 from scheduler.framework import points as P
 from scheduler.framework.conf import ConfError, arg_str
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
-from scheduler.jobs.lifecycle import parse_duration
+from scheduler.framework.plugin import Plugin, SessionAPI
+from scheduler.jobs.policies import parse_duration
 
 log = logging.getLogger("volcano_py.plugins.sla")
 WAITING_TIME = "sla-waiting-time"
@@ -30,7 +29,7 @@ WAITING_TIME = "sla-waiting-time"
 class SlaPlugin(Plugin):
     name = "sla"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         text = arg_str(self.option, WAITING_TIME, "")
         self.default: float | None = None

@@ -2,7 +2,7 @@
 
 At `PLACE_GANG` the plugin turns the gang's pending tasks into a `solver.GangProblem` (tasks grouped by request
 and constraints; each group's nodes are those its predicates allow and whose idle holds one task, with the
-configured node scorers' score for one task there, `Session.node_scores`), solves it with CP-SAT warm-started
+configured node scorers' score for one task there, `SessionAPI.node_scores`), solves it with CP-SAT warm-started
 from the greedy placers (`solver/cpsat.py`) and hands allocate the placement, which allocate replays through a
 Statement. Placements are ranked by their topology terms, then by the scorers allocate uses pod by pod
 (binpack, nodeorder, deviceshare's fragmentation score; `solver/evaluate.py` says where in the key). The
@@ -38,8 +38,7 @@ from scheduler.api.resources import CPU, GPU
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray
 from scheduler.framework.conf import arg_bool, arg_int, arg_str
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
 from scheduler.solver.greedy import topology_greedy
 from scheduler.solver.topology import Topology, TopologyLabels, from_hypernodes, from_labels
@@ -52,7 +51,7 @@ CYCLE_BUDGET = "solver.cycleBudgetMs"
 class NetworkTopologyAwarePlugin(Plugin):
     name = "network-topology-aware"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.time_limit_ms = arg_int(self.option, TIME_LIMIT, 200)
         self.budget_ms = arg_int(self.option, CYCLE_BUDGET, 500)

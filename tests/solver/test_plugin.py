@@ -219,7 +219,7 @@ def node_score_sum(c: ClusterBuilder, text: str, bound: Mapping[str, str]) -> fl
     """The configured scorers' sum over a placement, each pod scored on its node as the cluster was before it."""
     ssn = Session(c.sim.snapshot(), conf(text), PLUGINS)
     tasks = {t.name: t for job in ssn.jobs.values() for t in job.tasks.values()}
-    return sum(float(ssn.node_scores(tasks[pod], np.array([ssn.arrays.position[node]]))[0])
+    return sum(float(ssn.fit.node_scores(tasks[pod], np.array([ssn.arrays.position[node]]))[0])
                for pod, node in bound.items())
 
 
