@@ -233,11 +233,12 @@ def test_a_gang_the_solver_places_gets_the_node_scores_it_gets_pod_by_pod() -> N
         return gang(c, "g", {"w": (8, 1)})
 
     by_pod, whole = build(), build()
-    before = node_score_sum(whole, TOPOLOGY, {f"g-w-{i}": "n1" for i in range(8)})
-    by_pod.cycle(conf(VOLCANOS))
+    by_pod.cycle(conf(BASE))  # no gang placer: allocate places the gang pod by pod with binpack
     whole.cycle(conf(TOPOLOGY))
+    solver, pod_by_pod = (node_score_sum(build(), TOPOLOGY, c.sim.bound("g")) for c in (whole, by_pod))
+    first_by_name = node_score_sum(build(), TOPOLOGY, {f"g-w-{i}": "n0" for i in range(8)})
+    assert solver >= pod_by_pod > first_by_name
     assert by_pod.sim.bound("g") == whole.sim.bound("g") == {f"g-w-{i}": "n1" for i in range(8)}
-    assert before > node_score_sum(build(), TOPOLOGY, {f"g-w-{i}": "n0" for i in range(8)})
 
 
 PREFERRED = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
