@@ -13,15 +13,16 @@ the whole key, so the solver is never worse than the greedy placers, one of whic
 would pod by pod with the configured scorers.
 
 Where the scorers rank, measured on `bench/bench_placement.py --sizes 1000 --gangs 2 --workers 1 --scorers
-binpack` (48 gangs; solver totals of stranded GPUs / nodes / binpack score sum):
-- before stranded GPUs: 264 / 675 / 59,362. A per-task score is judged on the node as it is before the gang
-  (linear, so the model and the evaluator can sum it), and cannot see that filling a hole exactly leaves no
-  GPU stranded: the packing got 7.5 times worse (8.6 times with nodeorder's scores too);
-- after stranded GPUs, before nodes (this order): 35 / 554 / 48,717;
-- after both: 35 / 536 / 44,409, the same packing as without scorers, but the scorers then only break exact
-  ties and their sum barely moves.
-So the scorers judge among placements that strand as few GPUs, in place of the node count: binpack then fills
-partly used nodes' holes as it does pod by pod, and keeps an empty node whole (3% more nodes per gang).
+binpack` (48 gangs; the solver's racks / stranded GPUs / nodes / binpack score sum, against 81 / 35 / 538 /
+44,691 for the solver that ignores the scores, `--scores-unranked`, with a 1 s limit):
+- before stranded GPUs (200 ms): 83 / 264 / 675 / 59,362. A task's score is judged on its node as it is
+  before the gang (linear, so placements can sum it) and cannot see that filling a hole exactly strands no
+  GPU: 7.5 times the stranded GPUs (8.6 times with nodeorder's scores too);
+- after stranded GPUs, before nodes (this order, 1 s): 81 / 35 / 561 / 50,138: the same racks and stranded
+  GPUs, a 12% higher scorers' sum, 4% more nodes;
+- after both (200 ms): 83 / 35 / 536 / 44,409: the scorers only break exact ties and their sum does not move.
+So the scorers judge among the placements that strand as few GPUs, in place of the node count: binpack then
+fills partly used nodes' holes, as it does pod by pod, rather than open an empty node.
 
 Two departures from issue 7's order (tier, domains, nodes, stranded GPUs), both measured on
 `bench/bench_placement.py`:
@@ -60,7 +61,7 @@ class Group:
     request: IntArray
     candidates: IntArray  # node indices the predicates allow (resource fit is checked against idle)
     # Per node of the problem, the configured node scorers' sum for one of these tasks there as the cluster is
-    # before the gang (`Session.node_scores`); None: no scorer, every node scores 0.
+    # before the gang (`SessionAPI.node_scores`); None: no scorer, every node scores 0.
     scores: FloatArray | None = None
 
 

@@ -17,9 +17,9 @@ def improve(
 ) -> Placement | None:
     """A cheap local search on the chosen answer (CP-SAT's, or greedy's when CP-SAT found nothing better in
     time): move single tasks, largest first, to other nodes of the lowest non-redundant domains already touched
-    (NVLink domains, else racks) while that strands fewer GPUs or, as many, uses fewer nodes (in the problem's
-    order), or, as many of both, raises the configured scorers' sum (`packing_key`). It never touches a new
-    domain there; it stops at `deadline`. None if no move helps; the caller re-scores."""
+    (NVLink domains, else racks) while that improves the placement's packing key (`packing_key`: fewer GPUs
+    stranded, then a higher configured scorers' sum, then fewer nodes). It never touches a new domain there; it
+    stops at `deadline`. None if no move helps; the caller re-scores."""
     gpu = problem.gpu_row
     if placement is None or gpu is None:
         return None
