@@ -26,7 +26,7 @@ import numpy as np
 from scheduler.api import reasons as R
 from scheduler.api.decision import SUCCESS, Code, Status, unresolvable, unschedulable
 from scheduler.api.job import Condition, JobInfo, TaskInfo
-from scheduler.api.messages import FALLBACK_ANNOTATION, message, render
+from scheduler.api.messages import FALLBACK_ANNOTATION, UNSCHEDULABLE, render, unschedulable_condition
 from scheduler.api.resources import PODS, ZERO
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
@@ -186,11 +186,11 @@ class GangPlugin(Plugin):
                 self._unschedulable(ssn, job, NOT_ENOUGH_RESOURCES, status)
 
     def _unschedulable(self, ssn: SessionAPI, job: JobInfo, reason: str, status: Status) -> None:
-        text = message(status)
-        condition = Condition("Unschedulable", "True", reason, text)
+        condition = unschedulable_condition(reason, status)
+        text = condition.message
         ssn.set_condition(job, condition, status)
         if condition not in job.conditions:
-            ssn.event("PodGroup", job.uid, "Warning", "Unschedulable", text)
+            ssn.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE, text)
             for task in job.with_status(TaskStatus.PENDING):
                 ssn.event("Pod", task.uid, "Warning", "FailedScheduling", text)
 
@@ -202,4 +202,4 @@ class GangPlugin(Plugin):
 
 
 def _was_unschedulable(job: JobInfo) -> bool:
-    return any(c.type == "Unschedulable" for c in job.conditions)
+    return any(c.type == UNSCHEDULABLE for c in job.conditions)
