@@ -174,24 +174,29 @@ class FeasibilityCache:
     def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
         return float(self._tiers.run(P.NODE_ORDER, task, node))
 
-    def pick_node(self, task: TaskInfo, indices: IntArray) -> NodeInfo | None:
-        """The best-scoring candidate (batch scorers, then any per-node scorer); ties go to node name order."""
-        if indices.size == 0:
-            return None
-        tiers = self._tiers
-        batch, per_node = tiers.has(P.BATCH_NODE_ORDER), tiers.has(P.NODE_ORDER)
-        dynamic = task.constraints.dynamic and tiers.has(P.DYNAMIC_NODE_ORDER)
-        if not (batch or per_node or dynamic):
-            return self._node_list[int(indices[0])]
+    def node_scores(self, task: TaskInfo, indices: IntArray) -> P.FloatArray:
+        """The configured scorers' sum for the task on each node at `indices` as the nodes are now (batch scorers,
+        any per-node scorer, and the dynamic ones for a task with inter-pod terms); -inf where a scorer vetoes
+        the node. Allocate ranks a task's nodes by it, and the gang placer a placement's nodes."""
         scores = np.zeros(indices.size)
-        if batch:
+        if indices.size == 0:
+            return scores
+        tiers = self._tiers
+        if tiers.has(P.BATCH_NODE_ORDER):
             scores = scores + tiers.run(P.BATCH_NODE_ORDER, task, self._arrays, indices)
-        if per_node:
+        if tiers.has(P.NODE_ORDER):
             scores = scores + np.fromiter((self.node_score(task, self._node_list[i]) for i in indices), float)
-        if dynamic:
+        if task.constraints.dynamic and tiers.has(P.DYNAMIC_NODE_ORDER):
             scores = scores + np.asarray(
                 tiers.run(P.DYNAMIC_NODE_ORDER, task, [self._node_list[i] for i in indices]), dtype=float
             )
+        return scores
+
+    def pick_node(self, task: TaskInfo, indices: IntArray) -> NodeInfo | None:
+        """The best-scoring candidate (`node_scores`); ties go to node name order."""
+        if indices.size == 0:
+            return None
+        scores = self.node_scores(task, indices)
         best = int(np.argmax(scores))
         if scores[best] == -np.inf:  # a batch scorer vetoed every candidate
             return None

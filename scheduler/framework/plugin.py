@@ -114,6 +114,11 @@ class SessionAPI:
         """Positions of the feasible nodes whose idle resources hold the task now."""
         return self._fit.fitting_indices(task)
 
+    def node_scores(self, task: TaskInfo, indices: IntArray) -> P.FloatArray:
+        """The configured node scorers' sum for the task on each node at `indices`, as allocate ranks them pod by
+        pod (-inf where a scorer vetoes the node): what a gang placer ranks its placements by."""
+        return self._fit.node_scores(task, indices)
+
     def fit_errors(self, job: JobInfo) -> FitErrors | None:
         """Why the job's tasks fit no node this cycle (None: no task of it was tried and turned away)."""
         return self._fit.errors(job)
