@@ -45,7 +45,9 @@ from scheduler.framework.statement import Statement
 
 
 def pending_tasks(job: JobInfo) -> list[TaskInfo]:
-    return [t for t in job.with_status(TaskStatus.PENDING) if not t.best_effort]
+    """What allocate, preempt and reclaim may place: not BestEffort (backfill's) and not scheduling-gated (Volcano
+    skips a gated task in each of them: actions/allocate/allocate.go, preempt.go, reclaim.go)."""
+    return [t for t in job.with_status(TaskStatus.PENDING) if not t.best_effort and not t.gated]
 
 
 def schedulable_jobs(ssn: Session) -> list[JobInfo]:

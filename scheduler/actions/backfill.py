@@ -29,7 +29,7 @@ class Backfill:
             self._backfill(ssn, job)
 
     def _backfill(self, ssn: Session, job: JobInfo) -> None:
-        tasks = [t for t in job.with_status(TaskStatus.PENDING) if t.best_effort]
+        tasks = [t for t in job.with_status(TaskStatus.PENDING) if t.best_effort and not t.gated]
         for task in ssn.order.task_order(tasks):
             # 2.
             node = ssn.fit.pick_node(task, ssn.fit.fitting_indices(task))

@@ -91,7 +91,14 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         labels=dict(meta.get("labels") or {}),
         annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
         index=task_index_of(meta),
+        gated=first_gate(spec),
     )
+
+
+def first_gate(spec: Mapping[str, Any]) -> str:
+    """The name of the pod's first scheduling gate, "" when it has none."""
+    gates = spec.get("schedulingGates") or ()
+    return str((gates[0] or {}).get("name") or "?") if gates else ""
 
 
 def task_index_of(meta: Mapping[str, Any]) -> int:

@@ -34,6 +34,9 @@ class TaskInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     index: int = -1  # the pod's index within its task (`volcano.sh/task-index`), -1 if it has none
+    # The first of the pod's `spec.schedulingGates` ("" if none): no scheduler may place it until they are removed
+    # (Volcano's TaskInfo.SchGated, pkg/scheduler/api/job_info.go); it still counts as one of its job's pending tasks.
+    gated: str = ""
 
     @property
     def best_effort(self) -> bool:
@@ -56,6 +59,7 @@ class TaskInfo:
             self.labels,
             self.annotations,
             self.index,
+            self.gated,
         )
 
     def __repr__(self) -> str:

@@ -67,6 +67,8 @@ def render(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by desig
             return f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {needed}"
         case R.TooFewTasks(role=role, valid=valid, needed=needed):
             return f"Not enough pods of task {role} for gang-scheduling, valid: {valid}, min: {needed}"
+        case R.SchedulingGated(tasks=n, gate=gate):
+            return f"{n} pending pods are scheduling-gated ({gate}): none is placed until its gates are removed"
         case R.RoleNotReady(role=role, ready=ready, needed=needed):
             return f"task {role}: {ready}/{needed} ready"
         case R.ResourceShortfall():

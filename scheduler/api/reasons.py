@@ -180,6 +180,16 @@ class TooFewTasks(Reason):
 
 
 @dataclass(frozen=True, slots=True)
+class SchedulingGated(Reason):
+    """`tasks` of the gang's pending pods have `spec.schedulingGates`, which no scheduler may pass (the first
+    gate of the first of them is `gate`): they are placed once whoever set the gates removes them."""
+
+    kind: ClassVar[str] = "SchedulingGated"
+    tasks: int
+    gate: str
+
+
+@dataclass(frozen=True, slots=True)
 class RoleNotReady(Reason):
     """A task role with fewer ready pods than its minimum (minTaskMember)."""
 
@@ -369,9 +379,9 @@ KINDS: dict[str, type[Reason]] = {
     cls.kind: cls
     for cls in (
         QueueMissing, QueueClosed, QueueNotLeaf, QueueParentMissing, QueueParentCycle, QueueLimit, QueueOverused,
-        QueueShareExceeded, OvercommitLimit, GangNotReady, TooFewTasks, RoleNotReady, ResourceShortfall, Fragmented,
-        NotPipelined, Reserving, PlacementStale, PartialGangTimeout, ScheduleTimeout, NodeFilter, NodesUnavailable,
-        TopologyLimit, TopologyNoNode, TopologyNoFit,
+        QueueShareExceeded, OvercommitLimit, GangNotReady, TooFewTasks, SchedulingGated, RoleNotReady,
+        ResourceShortfall, Fragmented, NotPipelined, Reserving, PlacementStale, PartialGangTimeout, ScheduleTimeout,
+        NodeFilter, NodesUnavailable, TopologyLimit, TopologyNoNode, TopologyNoFit,
     )
 }
 

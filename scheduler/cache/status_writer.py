@@ -169,6 +169,7 @@ class StatusWriter:
                 spec.get("nodeName")
                 or key in self.stores.assumed
                 or spec.get("schedulerName") not in self.scheduler_names
+                or spec.get("schedulingGates")  # the apiserver's SchedulingGated condition stands (Volcano's cache.go)
             ):
                 continue
             message = messages.get(group_of(pod))

@@ -48,6 +48,7 @@ class Gate(StrEnum):
     GANG_SHORTFALL = "gang shortfall"
     FRAGMENTED = "gang fragmented"
     GANG_TASKS = "gang tasks"
+    SCHEDULING_GATED = "scheduling gates"
     RESERVING = "reserving"
     PARTIAL = "partial gang given up"
     NO_REASONS = "no structured reasons"
@@ -269,6 +270,10 @@ def from_reasons(base: Explanation, found: Sequence[R.Reason], queue: Obj | None
         return _overcommit(base, over)
     if (few := _first(found, R.TooFewTasks)) is not None:
         return _tasks(base, few)
+    if (gated := _first(found, R.SchedulingGated)) is not None:
+        return _with(base, Gate.SCHEDULING_GATED, render_reason(gated), numbers=(("gated pods", str(gated.tasks)),),
+                     unblock=(f"remove the scheduling gate {gated.gate} from the pods (whoever set it does so "
+                              "when its condition holds)",))
     if (topo := _first(found, R.TopologyLimit) or _first(found, R.TopologyNoNode)) is not None:
         return _topology(base, topo)
     if (nofit := _first(found, R.TopologyNoFit)) is not None:

@@ -47,6 +47,7 @@ SAMPLES = [
     Sample(R.GangNotReady(3, 8, 5, 8), Gate.GANG_SHORTFALL),
     Sample(R.TooFewTasks("", 2, 4), Gate.GANG_TASKS),
     Sample(R.TooFewTasks("ps", 0, 1), Gate.GANG_TASKS),
+    Sample(R.SchedulingGated(2, "example.com/g1"), Gate.SCHEDULING_GATED),
     Sample(R.RoleNotReady("worker", 1, 4), Gate.WAITING),
     Sample(R.ResourceShortfall(MEMORY, 2 * TI16, TI16, R.NODES, 4, 2), Gate.GANG_SHORTFALL),
     Sample(R.ResourceShortfall(GPU, GPU1000, 999_500, R.CLUSTER), Gate.GANG_SHORTFALL),
