@@ -91,7 +91,7 @@ class Session:
         self,
         snapshot: ClusterSnapshot,
         conf: SchedulerConf,
-        plugin_types: dict[str, type[Plugin]],
+        plugin_types: dict[str, type[Plugin[object]]],
         *,
         trace: Callable[[str], None] | None = None,
         memo: CycleMemo | None = None,
@@ -127,7 +127,7 @@ class Session:
         self.gate_status: dict[str, Status] = {}  # job uid -> why a gate (enqueue, a queue, a placer) held it
         self._published: dict[str, Status] = {}  # job uid -> the Status behind its Unschedulable condition
         self._original = {uid: (job.phase, job.conditions) for uid, job in self.jobs.items()}
-        self.plugins: list[tuple[int, Plugin]] = []
+        self.plugins: list[tuple[int, Plugin[object]]] = []
         self.timings: dict[str, float] = {}
         self.counters: dict[str, int] = {}  # for metrics, as CycleResult.counters
         self.queue_shares: dict[str, tuple[Resource, float, bool]] = {}  # queue -> deserved, share, overused

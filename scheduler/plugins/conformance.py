@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from scheduler.api.job import TaskInfo
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 
@@ -18,7 +19,7 @@ def is_critical(task: TaskInfo) -> bool:
     return task.namespace == SYSTEM_NAMESPACE or task.priority >= CRITICAL_PRIORITY
 
 
-class ConformancePlugin(Plugin):
+class ConformancePlugin(Plugin[NoArgs]):
     name = "conformance"
 
     def on_session_open(self, ssn: Session) -> None:

@@ -30,6 +30,7 @@ from scheduler.api.messages import FALLBACK_ANNOTATION, message, render
 from scheduler.api.resources import PODS, ZERO
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 from scheduler.framework.victims import gang_safe
@@ -131,7 +132,7 @@ def gang_reasons(ssn: Session, job: JobInfo) -> tuple[R.Reason, ...]:
     return tuple(parts)
 
 
-class GangPlugin(Plugin):
+class GangPlugin(Plugin[NoArgs]):
     name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:

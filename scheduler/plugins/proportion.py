@@ -46,6 +46,7 @@ from scheduler.api.reasons import CAPABILITY, DESERVED, REAL_CAPABILITY, QueueLi
 from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.status import PodGroupPhase
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import EventHandler, Plugin
 from scheduler.framework.session import Session
 from scheduler.framework.victims import gang_safe, running_candidates, victim_order
@@ -269,7 +270,7 @@ class QueueAttr:
         return self._share
 
 
-class ProportionPlugin(Plugin):
+class ProportionPlugin(Plugin[NoArgs]):
     name = "proportion"
     registers_overused = True
 
