@@ -39,7 +39,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import CPU, GPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.api.status import PodGroupPhase, TaskStatus
-from scheduler.plugins.proportion import cluster_total, dimensions, real_capability, reserved_by_admitted, without_pods
+from scheduler.plugins.shares import cluster_total, dimensions, real_capability, reserved_by_admitted, without_pods
 
 log = logging.getLogger("volcano_py.metrics")
 

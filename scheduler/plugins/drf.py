@@ -19,7 +19,7 @@ from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import EventHandler, Plugin
 from scheduler.framework.session import Session
-from scheduler.plugins.proportion import cluster_total, share_of, without_pods
+from scheduler.plugins.shares import cluster_total, share_of, without_pods
 
 
 class DrfPlugin(Plugin[NoArgs]):

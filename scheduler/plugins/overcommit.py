@@ -33,7 +33,7 @@ from scheduler.framework import points as P
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
-from scheduler.plugins.proportion import (
+from scheduler.plugins.shares import (
     cluster_total,
     dimensions,
     preemptable_for,
