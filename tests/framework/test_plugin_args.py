@@ -22,6 +22,7 @@ from scheduler.cycle import builtin_default_conf, conf_from_text, load_conf
 from scheduler.framework.conf import ArgumentError, PluginOption, SchedulerConf
 from scheduler.framework.conf_args import NO_ARGS
 from scheduler.plugins.binpack import BinpackArgs, BinpackPlugin
+from scheduler.plugins.capacity import CapacityArgs
 from scheduler.plugins.deviceshare import DeviceShareArgs
 from scheduler.plugins.nodeorder import NodeOrderArgs
 from scheduler.plugins.overcommit import OvercommitArgs
@@ -124,6 +125,15 @@ PARSE_CASES = [
 @pytest.mark.parametrize("case", PARSE_CASES, ids=[c.name for c in PARSE_CASES])
 def test_an_entry_reads_into_the_plugins_typed_arguments(case: ParseCase) -> None:
     assert args_of(case.plugin, case.arguments) == case.expected
+
+
+@pytest.mark.parametrize(("switches", "expected"), [("", CapacityArgs(hierarchy=False)),
+                                                    ("enableHierarchy: false", CapacityArgs(hierarchy=False)),
+                                                    ("enableHierarchy: true", CapacityArgs(hierarchy=True))],
+                         ids=["capacity is flat by default", "enableHierarchy false keeps it flat",
+                              "enableHierarchy true makes the queue tree"])
+def test_capacity_reads_its_hierarchy_from_the_switch(switches: str, expected: CapacityArgs) -> None:
+    assert args_of("capacity", switches=switches) == expected
 
 
 def test_every_plugin_entry_of_a_loaded_conf_carries_its_arguments() -> None:
