@@ -5,6 +5,7 @@ WORKDIR /src
 RUN pip install --no-cache-dir build==1.2.2
 COPY pyproject.toml README.md ./
 COPY scheduler ./scheduler
+COPY crds ./crds
 RUN python -m build --wheel --outdir /dist
 
 FROM python:3.11-slim

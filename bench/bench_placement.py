@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_placement.py [--sizes 1000,5000] [--gangs 8] [--time-limit-ms 200]
                                               [--workers 2] [--no-openb] [--seed 7] [--nodes-first]
+                                              [--scorers none|binpack|default]
 
 Instances (all seeded):
 - synthetic: N nodes of 8 GPUs / 64 cpu / 512Gi in racks of 16, 16 racks to a zone. "typical": 35% of nodes
@@ -12,6 +13,10 @@ Gangs: for each total size in 8, 16, 32, 64, 128, 256 GPUs, `--gangs` gangs. Syn
 1, 2, 4 or 8 GPUs, 40% of them with a second role of another shape; openb gangs are pods sampled from the trace
 (num_gpu >= 1, whole GPUs) until they reach the size. Every gang is placed on the same cluster state
 (independently, nothing is committed between gangs), by the three placers, and scored by `solver/evaluate.py`.
+
+`--scorers` hands the solver the node scores a session with those scorers gives each task shape (the plugin
+`network-topology-aware` does the same from the configured ones): `binpack`, or `default` (the built-in
+conf's nodeorder and binpack). The evaluator ranks them after the topology terms (`solver/evaluate.py`).
 """
 
 from __future__ import annotations
@@ -29,8 +34,16 @@ from pathlib import Path
 
 import numpy as np
 
+from scheduler.api.job import TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.resources import GPU, Resource
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.cycle import conf_from_text
+from scheduler.framework.session import Session
+from scheduler.plugins.registry import PLUGINS
 from scheduler.solver.cpsat import solve
-from scheduler.solver.evaluate import GangProblem, Group, Score
+from scheduler.solver.evaluate import GangProblem, Group, Score, evaluate
+from scheduler.solver.greedy import per_pod_binpack, topology_greedy
 from scheduler.solver.topology import IntArray, Topology, from_labels
 
 GI = 2**30
@@ -51,22 +64,27 @@ class Instance:
     idle: IntArray
     topology: Topology
     gangs: list[list[Shape]]
+    allocatable: IntArray
+    labels: list[dict[str, str]]
 
 
 def request(cpu_milli: int, memory: int, gpu_milli: int) -> IntArray:
     return np.array([cpu_milli, memory, 1, gpu_milli], dtype=np.int64)
 
 
-def racked_topology(count: int, prefix: str) -> Topology:
-    names = [f"{prefix}-{i:05d}" for i in range(count)]
-    labels = [
+def rack_labels(count: int) -> list[dict[str, str]]:
+    return [
         {
             "volcano.sh/rack": f"rack-{i // RACK_NODES}",
             "topology.kubernetes.io/zone": f"zone-{i // (RACK_NODES * ZONE_RACKS)}",
         }
         for i in range(count)
     ]
-    return from_labels(names, labels)
+
+
+def racked_topology(count: int, prefix: str) -> Topology:
+    names = [f"{prefix}-{i:05d}" for i in range(count)]
+    return from_labels(names, rack_labels(count))
 
 
 # ---- synthetic ----------------------------------------------------------------------------------------
@@ -77,6 +95,7 @@ def synthetic(nodes: int, profile: str, gangs_per_size: int, seed: int) -> Insta
     empty, low, high = (0.35, 1, 8) if profile == "typical" else (0.05, 1, 7)
     used = np.array([0 if rng.random() < empty else rng.randint(low, high) for _ in range(nodes)], dtype=np.int64)
     idle = np.zeros((4, nodes), dtype=np.int64)
+    allocatable = np.array([[64_000], [512 * GI], [110], [8 * G]], dtype=np.int64).repeat(nodes, axis=1)
     idle[0] = 64_000 - used * 6_000
     idle[1] = 512 * GI - used * 48 * GI
     idle[2] = 110 - used
@@ -85,7 +104,8 @@ def synthetic(nodes: int, profile: str, gangs_per_size: int, seed: int) -> Insta
     for size in SIZES:
         for _ in range(gangs_per_size):
             gangs.append(synthetic_gang(rng, size))
-    return Instance(f"synthetic-{nodes}-{profile}", idle, racked_topology(nodes, "node"), gangs)
+    return Instance(f"synthetic-{nodes}-{profile}", idle, racked_topology(nodes, "node"), gangs, allocatable,
+                    rack_labels(nodes))
 
 
 def synthetic_gang(rng: random.Random, size: int) -> list[Shape]:
@@ -115,6 +135,7 @@ def openb(fill: float, gangs_per_size: int, seed: int) -> Instance:
     idle[1] = [int(r["memory_mib"]) * MI for r in rows]
     idle[2] = 110
     idle[3] = [int(r["gpu"]) * G for r in rows]
+    allocatable = idle.copy()
     with open(TRACE / "openb_pod_list_default.csv") as f:
         pods = [r for r in csv.DictReader(f) if int(r["num_gpu"]) >= 1]
     total_gpu = int(idle[3].sum())
@@ -137,7 +158,8 @@ def openb(fill: float, gangs_per_size: int, seed: int) -> Instance:
     for size in SIZES:
         for _ in range(gangs_per_size):
             gangs.append(openb_gang(rng, whole, size))
-    return Instance(f"openb-{int(fill * 100)}%", idle, racked_topology(len(rows), "openb"), gangs)
+    return Instance(f"openb-{int(fill * 100)}%", idle, racked_topology(len(rows), "openb"), gangs, allocatable,
+                    rack_labels(len(rows)))
 
 
 def openb_gang(rng: random.Random, pods: list[dict[str, str]], size: int) -> list[Shape]:
@@ -155,11 +177,42 @@ def openb_gang(rng: random.Random, pods: list[dict[str, str]], size: int) -> lis
 # ---- running ------------------------------------------------------------------------------------------
 
 
-def problem(instance: Instance, gang: list[Shape], stranded_first: bool = True) -> GangProblem:
+SCORER_CONFS = {
+    "binpack": ["binpack"],
+    "default": ["nodeorder", "binpack"],  # the built-in conf's scorers
+}
+
+
+def resource(column: IntArray) -> Resource:
+    scalars = {GPU: int(column[3])} if column[3] else {}
+    return Resource.of(int(column[0]), int(column[1]), int(column[2]), scalars)
+
+
+def scorer_session(instance: Instance, scorers: str) -> Session | None:
+    """A session over the instance's nodes (as they are before any gang) with the named scorers."""
+    if scorers == "none":
+        return None
+    plugins = "".join(f"  - name: {name}\n" for name in SCORER_CONFS[scorers])
+    conf = conf_from_text(f'actions: "allocate"\ntiers:\n- plugins:\n{plugins}', source="bench")
+    nodes = {}
+    for i, name in enumerate(instance.topology.node_names):
+        allocatable, idle = resource(instance.allocatable[:, i]), resource(instance.idle[:, i])
+        nodes[name] = NodeInfo(name, allocatable, instance.labels[i], idle=idle, used=allocatable - idle)
+    return Session(ClusterSnapshot(nodes, {}, {}), conf, PLUGINS)
+
+
+def problem(
+    instance: Instance, gang: list[Shape], stranded_first: bool = True, session: Session | None = None
+) -> GangProblem:
     groups = []
     for count, need in gang:
         candidates = np.flatnonzero((instance.idle >= need[:, None]).all(axis=0))
-        groups.append(Group(count, need, candidates))
+        scores = None
+        if session is not None:
+            task = TaskInfo("probe", "probe", "default", "probe", resource(need))
+            scores = np.zeros(instance.idle.shape[1])
+            scores[candidates] = session.fit.node_scores(task, candidates)
+        groups.append(Group(count, need, candidates, scores))
     topo = instance.topology
     return GangProblem(tuple(groups), instance.idle, 3, topo, topo.top, False, stranded_first)
 
@@ -176,15 +229,33 @@ class Tally:
     racks: dict[str, int] = field(default_factory=lambda: dict.fromkeys(POLICIES, 0))
     stranded: dict[str, int] = field(default_factory=lambda: dict.fromkeys(POLICIES, 0))
     nodes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(POLICIES, 0))
+    node_score: dict[str, float] = field(default_factory=lambda: dict.fromkeys(POLICIES, 0.0))
     better_than_topology: int = 0
     common: int = 0
     gangs: int = 0
 
 
-def run(instance: Instance, time_limit_ms: float, workers: int, stranded_first: bool = True) -> Tally:
+def run(
+    instance: Instance,
+    time_limit_ms: float,
+    workers: int,
+    stranded_first: bool = True,
+    scorers: str = "none",
+    unranked: bool = False,
+) -> Tally:
     tally = Tally()
+    session = scorer_session(instance, scorers)
     for gang in instance.gangs:
-        result = solve(problem(instance, gang, stranded_first), time_limit_ms, workers)
+        scored = problem(instance, gang, stranded_first, session)
+        if unranked:  # the solver without the scores; its answers judged by them afterwards
+            plain = problem(instance, gang, stranded_first)
+            result = solve(plain, time_limit_ms, workers)
+            result.scores.update(
+                {"binpack-greedy": evaluate(scored, per_pod_binpack(plain)),
+                 "topology-greedy": evaluate(scored, topology_greedy(plain))})
+            result.score = evaluate(scored, result.placement)
+        else:
+            result = solve(scored, time_limit_ms, workers)
         scores: dict[str, Score] = dict(result.scores)
         scores["cpsat"] = result.score  # the solver's answer: the best of the three
         tally.gangs += 1
@@ -207,6 +278,7 @@ def run(instance: Instance, time_limit_ms: float, workers: int, stranded_first: 
                 tally.racks[policy] += scores[policy].racks
                 tally.stranded[policy] += scores[policy].stranded
                 tally.nodes[policy] += scores[policy].nodes
+                tally.node_score[policy] += scores[policy].node_score
     return tally
 
 
@@ -276,6 +348,10 @@ def main() -> None:
         action="store_true",
         help="rank nodes used before stranded GPUs (issue 7's order; default: stranded GPUs first)",
     )
+    parser.add_argument("--scorers", choices=["none", *SCORER_CONFS], default="none",
+                        help="hand the solver these scorers' node scores (default: none)")
+    parser.add_argument("--scores-unranked", action="store_true",
+                        help="solve without the scores and only report their sum (the solver before it ranked them)")
     parser.add_argument("--json", help="write the per-instance numbers here")
     parser.add_argument("--cycle", default="", help="also time full cycles, e.g. 1000x5000,5000x20000")
     args = parser.parse_args()
@@ -290,7 +366,7 @@ def main() -> None:
     totals = Tally()
     out = {}
     for instance in instances(args):
-        t = run(instance, args.time_limit_ms, args.workers, not args.nodes_first)
+        t = run(instance, args.time_limit_ms, args.workers, not args.nodes_first, args.scorers, args.scores_unranked)
         gap = f"{statistics.median(t.gaps):.0%} / {max(t.gaps):.0%}" if t.gaps else "-"
 
         def trio(d: dict[str, int]) -> str:
@@ -314,24 +390,25 @@ def main() -> None:
             "racks": t.racks,
             "stranded": t.stranded,
             "nodes": t.nodes,
+            "node_score": t.node_score,
             "common": t.common,
             "worse": t.worse,
             "better_than_topology": t.better_than_topology,
         }
         for policy in POLICIES:
-            for name in ("placed", "racks", "stranded", "nodes"):
+            for name in ("placed", "racks", "stranded", "nodes", "node_score"):
                 getattr(totals, name)[policy] += getattr(t, name)[policy]
         totals.worse += t.worse
         totals.better_than_topology += t.better_than_topology
         totals.gangs += t.gangs
     b, s = "binpack-greedy", "cpsat"
     print(f"\nsuite: {totals.gangs} gangs; placed b/t/s {totals.placed}; solver worse than a greedy: {totals.worse}")
-    for name in ("racks", "stranded", "nodes"):
+    for name in ("racks", "stranded", "nodes", "node_score"):
         d = getattr(totals, name)
         ratio = d[s] / d[b] if d[b] else float("nan")
         print(
-            f"  {name} (gangs all three placed): per-pod {d[b]}, topology {d['topology-greedy']}, "
-            f"solver {d[s]} ({ratio:.0%} of per-pod)"
+            f"  {name} (gangs all three placed): per-pod {d[b]:.6g}, topology {d['topology-greedy']:.6g}, "
+            f"solver {d[s]:.6g} ({ratio:.0%} of per-pod)"
         )
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))

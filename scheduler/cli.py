@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import logging
 import os
@@ -16,6 +17,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from scheduler.api.resources import QuantityError
@@ -282,7 +285,7 @@ COMPONENTS: dict[str, tuple[FlagSet, Callable[[Sequence[str]], Any], Callable[[A
 
 
 def run_component(command: str, argv: Sequence[str]) -> int:
-    """`volcano-py scheduler|controllers ...`: Go-style flags (scheduler/flags.py), then the long-running loop."""
+    """`volcano-py scheduler|controllers ...`: Go-style flags (scheduler/flags), then the long-running loop."""
     flags, parse, run = COMPONENTS[command]
     try:
         opts = parse(argv)
@@ -311,10 +314,38 @@ def _version() -> str:
         return "unknown"
 
 
+# The benchmarks `volcano-py bench NAME` runs: bench/bench_NAME.py of the clone this package was loaded from.
+BENCHES = {"packing": "the FGD paper's GPU packing benchmark on the openb trace"}
+BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
+
+
+def bench_module(name: str) -> ModuleType:
+    """bench/bench_NAME.py, imported under its file name so that its worker processes can import it too.
+
+    Benchmarks are not part of the product package (DESIGN section 2): an installed wheel has none, and says so."""
+    path = BENCH_DIR / f"bench_{name}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: `volcano-py bench {name}` runs from a clone of volcano-py (bench/ is not "
+                                "installed)")
+    if str(BENCH_DIR) not in sys.path:
+        sys.path.insert(0, str(BENCH_DIR))
+    return importlib.import_module(path.stem)
+
+
+def run_bench(name: str, argv: Sequence[str]) -> int:
+    """`volcano-py bench NAME ...`: the benchmark's own command line (`--help` shows it)."""
+    try:
+        module = bench_module(name)
+    except FileNotFoundError as exc:
+        print(f"volcano-py: error: {exc}", file=sys.stderr)
+        return 2
+    return int(module.main(list(argv)))
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
     sub = p.add_subparsers(dest="command", required=True)
-    # Listed for `volcano-py --help`; their Go-style flags are parsed by run_component (scheduler/flags.py).
+    # Listed for `volcano-py --help`; their Go-style flags are parsed by run_component (scheduler/flags).
     sub.add_parser("scheduler", add_help=False, help="run the scheduler against a Kubernetes cluster "
                    "(takes Volcano's vc-scheduler flags too)")
     sub.add_parser("controllers", add_help=False, help="run the Job, Queue and Command controllers (kopf; takes "
@@ -338,13 +369,10 @@ def parser() -> argparse.ArgumentParser:
     check = conf_sub.add_parser("check", help="print what a volcano-scheduler.conf would use, skip and reject")
     check.add_argument("file", nargs="?", help="the conf file (default: show the built-in default)")
     check.set_defaults(func=cmd_conf_check)
-    bench = sub.add_parser("bench", help="benchmarks")
+    bench = sub.add_parser("bench", help="benchmarks (from a clone: they live in bench/, beside scheduler/)")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
-    packing = bench_sub.add_parser("packing", help="the FGD paper's GPU packing benchmark on the openb trace")
-    from scheduler.packing.bench import add_arguments, run_cli
-
-    add_arguments(packing)
-    packing.set_defaults(func=run_cli)
+    for name, text in BENCHES.items():  # listed for `volcano-py bench --help`; run_bench parses their flags
+        bench_sub.add_parser(name, add_help=False, help=text)
     from scheduler.ctl.commands import add_parsers as add_day_two_parsers  # explain, job, queue
 
     add_day_two_parsers(sub)
@@ -355,6 +383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in COMPONENTS:
         return run_component(argv[0], argv[1:])
+    if len(argv) > 1 and argv[0] == "bench" and argv[1] in BENCHES:
+        return run_bench(argv[1], argv[2:])
     args = parser().parse_args(argv)
     try:
         return int(args.func(args))

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from scheduler.actions import ACTIONS
-from scheduler.api.snapshot import ClusterAdapter, ClusterSnapshot, CycleResult
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.framework.conf import SchedulerConf, default_conf, load_conf_file, parse_conf
 from scheduler.framework.memo import CycleMemo
 from scheduler.framework.session import Session
@@ -78,9 +78,3 @@ def collect_between_cycles() -> None:
     generation, so a young-generation pass finds it without walking the long-lived caches (those were frozen
     once synced, and anything newer is left to the collector's own, rarer, full passes between cycles)."""
     gc.collect(1)
-
-
-def schedule_once(cluster: ClusterAdapter, conf: SchedulerConf) -> CycleResult:
-    result = run_cycle(cluster.snapshot(), conf)
-    cluster.apply(result)
-    return result

@@ -1,6 +1,7 @@
 """Layer `actions`: `allocate` places whole gangs, or nothing.
 
 1. Take the jobs that left Pending and have pending tasks; drop (with a condition) those JobValid rejects.
+   Without `enqueue` in the actions, every Pending job is moved to Inqueue first, as in Volcano.
 2. Gangs found partly bound (a crash between binds, a failed bind) go first, ahead of queue order, so the
    resources they already hold are put to use. Then gangs that waited past `starvationThresholdSeconds` reserve
    what they need (the starvation guard, `actions/starvation.py`).
@@ -17,8 +18,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-
-import numpy as np
 
 from scheduler.actions.base import round_robin
 from scheduler.actions.starvation import reserve, starving_gangs
@@ -40,7 +39,8 @@ from scheduler.api.reasons import (
 )
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
-from scheduler.framework.session import FitErrors, Session
+from scheduler.framework.fit import FitErrors
+from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
 
@@ -54,9 +54,9 @@ def schedulable_jobs(ssn: Session) -> list[JobInfo]:
         if job.phase == PodGroupPhase.PENDING or not pending_tasks(job):
             continue
         if job.queue not in ssn.queues:
-            ssn.hold(job, _held(Code.UNRESOLVABLE, QueueMissing(job.queue)))
+            ssn.results.hold(job, _held(Code.UNRESOLVABLE, QueueMissing(job.queue)))
             continue
-        if not ssn.run(P.JOB_VALID, job).ok:
+        if not ssn.tiers.run(P.JOB_VALID, job).ok:
             continue  # the gang plugin reports why at close
         jobs.append(job)
     return jobs
@@ -77,18 +77,18 @@ def _over_share(status: Status, queue: QueueInfo, task: TaskInfo) -> Status:
 def find_node(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, bool]:
     """(node, pipelined): the best node whose idle holds the task, else one whose future idle will."""
     request = task.resreq
-    best = ssn.place_best(task)
+    best = ssn.fit.place_best(task)
     if best is not None:
         return best, False
-    feasible = ssn.feasible_nodes(task)
+    feasible = ssn.fit.feasible_nodes(task)
     future = [n for n in feasible if not n.releasing.is_zero() and request <= n.future_idle()]
     if future:
-        return ssn.best_node(task, future), True
-    reasons: Counter[NodeFilter] = Counter(ssn.static_rejections(task))
+        return ssn.fit.best_node(task, future), True
+    reasons: Counter[NodeFilter] = Counter(ssn.fit.static_rejections(task))
     for node in feasible:
         reasons[resource_misfit(request, node.idle) or VETOED] += 1  # VETOED: it fits, but a scorer said no
     for reason, count in reasons.items():
-        ssn.record_fit_error(task, reason, count)
+        ssn.fit.record_fit_error(task, reason, count)
     if ssn.trace:
         unavailable = FitErrors(reasons).unavailable(len(ssn.node_list))
         ssn.trace(f"task {task.name} (role {task.role or '-'}) fits no node: "
@@ -125,6 +125,12 @@ class Allocate:
     def execute(self, ssn: Session) -> None:
         self._failed = {}
         # 1.
+        if "enqueue" not in ssn.conf.actions:
+            # Without an enqueue action nothing would ever admit a job: Volcano's allocate moves every Pending
+            # PodGroup to Inqueue itself (actions/allocate/allocate.go, "no enqueue action is configured").
+            for job in ssn.jobs.values():
+                if job.phase == PodGroupPhase.PENDING:
+                    ssn.results.set_phase(job, PodGroupPhase.INQUEUE)
         jobs = schedulable_jobs(ssn)
         # 2.
         partial = [j for j in jobs if j.is_started() and not j.is_ready()]
@@ -143,23 +149,23 @@ class Allocate:
 
     @staticmethod
     def _overused(ssn: Session, queue: QueueInfo) -> bool:
-        if not ssn.run(P.OVERUSED, queue):
+        if not ssn.tiers.run(P.OVERUSED, queue):
             return False
         for job in ssn.jobs.values():
             if job.queue == queue.name and not job.is_ready():
-                ssn.hold(job, _held(Code.UNSCHEDULABLE, QueueOverused(queue.name)), first=True)
+                ssn.results.hold(job, _held(Code.UNSCHEDULABLE, QueueOverused(queue.name)), first=True)
         return True
 
     def allocate_job(
         self, ssn: Session, queue: QueueInfo, job: JobInfo, requeue: Callable[[JobInfo], None]
     ) -> None:
-        stmt = Statement(ssn)
-        was_ready = ssn.run(P.JOB_READY, job)
-        if not was_ready and self.known_to_fail(ssn, job):
+        stmt = ssn.statement()
+        was_ready = ssn.tiers.run(P.JOB_READY, job)
+        if not was_ready and ssn.fit.known_to_fail(job):
             return
-        tasks = ssn.task_order(pending_tasks(job))
-        if not was_ready and ssn.has(P.PLACE_GANG):
-            answer = ssn.run(P.PLACE_GANG, job, tasks)
+        tasks = ssn.order.task_order(pending_tasks(job))
+        if not was_ready and ssn.tiers.has(P.PLACE_GANG):
+            answer = ssn.tiers.run(P.PLACE_GANG, job, tasks)
             if not answer.status.abstained:
                 self.replay_placement(ssn, queue, job, stmt, answer, requeue)
                 return
@@ -167,15 +173,15 @@ class Allocate:
         for index, task in enumerate(tasks):
             if failed.covers(task):
                 continue  # the same shape, or a task of a role that already fit nowhere this session
-            allowed = ssn.run(P.ALLOCATABLE, queue, task)
+            allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
             if not allowed.ok:
-                ssn.hold(job, _over_share(allowed, queue, task), first=True)
+                ssn.results.hold(job, _over_share(allowed, queue, task), first=True)
                 continue  # as Volcano: a smaller task of the job may still fit the queue
             node, pipelined = find_node(ssn, task)
             if node is None:
                 failed.add(task)
                 if not was_ready and not len(stmt):
-                    self.remember_failure(ssn, job, task)
+                    ssn.fit.remember_failure(job, pending_tasks(job), task)
                 if job.can_continue_after_failure(failed.roles):
                     continue
                 break
@@ -183,51 +189,28 @@ class Allocate:
                 stmt.pipeline(task, node)
             else:
                 stmt.allocate(task, node)
-            if index + 1 < len(tasks) and (was_ready or ssn.run(P.JOB_READY, job)):
+            if index + 1 < len(tasks) and (was_ready or ssn.tiers.run(P.JOB_READY, job)):
                 # 4. Ready with more to place (an elastic job): bind what it has, let other jobs go first.
                 stmt.commit()
                 requeue(job)
                 return
         # 4.
-        if ssn.run(P.JOB_READY, job):
+        if ssn.tiers.run(P.JOB_READY, job):
             stmt.commit()
-        elif ssn.run(P.JOB_PIPELINED, job).rejected:
+        elif ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
             stmt.discard()
-            if job.uid in ssn.fit_errors:
-                self.remember_failure(ssn, job, None)
-
-    @staticmethod
-    def known_to_fail(ssn: Session, job: JobInfo) -> bool:
-        """A gang that did not fit last cycle, unchanged, with no node it may use freed since: same answer."""
-        if ssn.memo is None:
-            return False
-        failure = ssn.memo.still_failing(job)
-        if failure is None:
-            return False
-        ssn.fit_errors[job.uid] = FitErrors(Counter(failure.reasons), 0, failure.task)
-        return True
-
-    @staticmethod
-    def remember_failure(ssn: Session, job: JobInfo, task: TaskInfo | None) -> None:
-        """After the statement is discarded: the gang did not fit for lack of resources on its nodes."""
-        errors = ssn.fit_errors.get(job.uid)
-        if ssn.memo is None or errors is None:
-            return
-        shapes = {t.constraints: t for t in pending_tasks(job)}.values()
-        if any(t.constraints.dynamic for t in shapes):
-            return  # where other pods are matters to these: free resources alone do not decide
-        positions = np.unique(np.concatenate([ssn.feasible_indices(t) for t in shapes]))
-        ssn.memo.record_failure(job, positions, errors.reasons, errors.task or (task.name if task else ""))
+            if ssn.fit.errors(job) is not None:
+                ssn.fit.remember_failure(job, pending_tasks(job), None)
 
     def reserve_job(self, ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
         """The starvation guard: a gang placer's placement if it has one, else place or reserve pod by pod."""
         if self._overused(ssn, queue):
             return
         declined = False
-        if ssn.has(P.PLACE_GANG):
-            answer = ssn.run(P.PLACE_GANG, job, ssn.task_order(pending_tasks(job)))
+        if ssn.tiers.has(P.PLACE_GANG):
+            answer = ssn.tiers.run(P.PLACE_GANG, job, ssn.order.task_order(pending_tasks(job)))
             if answer.status.ok:
-                self.replay_placement(ssn, queue, job, Statement(ssn), answer)
+                self.replay_placement(ssn, queue, job, ssn.statement(), answer)
                 if job.is_ready():
                     return
             declined = not answer.status.abstained
@@ -242,26 +225,26 @@ class Allocate:
         job is ready with assignments left (an elastic job), commit and requeue it, as pod-by-pod allocation
         does, so other jobs reach their minimums before this one takes its extras."""
         if not answer.status.ok:
-            ssn.hold(job, answer.status)
+            ssn.results.hold(job, answer.status)
             return
         # The placer groups identical tasks; replay in TaskOrder, so the tasks of every role come as pod-by-pod
         # allocation would take them (a queue limit then falls on the extras, not on a role's minimum).
         where = {id(task): node for task, node in answer.assignments}
-        assignments = [(task, where[id(task)]) for task in ssn.task_order(task for task, _ in answer.assignments)]
+        assignments = [(task, where[id(task)]) for task in ssn.order.task_order(task for task, _ in answer.assignments)]
         for index, (task, node) in enumerate(assignments):
-            allowed = ssn.run(P.ALLOCATABLE, queue, task)
+            allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
             if not allowed.ok:
-                ssn.hold(job, _over_share(allowed, queue, task), first=True)
+                ssn.results.hold(job, _over_share(allowed, queue, task), first=True)
                 continue  # as pod by pod: a smaller task may still fit the queue
-            if not ssn.is_feasible(task, node) or not task.resreq <= node.idle:
-                ssn.hold(job, _held(Code.UNSCHEDULABLE, PlacementStale(task.name, node.name)), first=True)
+            if not ssn.fit.is_feasible(task, node) or not task.resreq <= node.idle:
+                ssn.results.hold(job, _held(Code.UNSCHEDULABLE, PlacementStale(task.name, node.name)), first=True)
                 break
             stmt.allocate(task, node)
-            if requeue is not None and index + 1 < len(assignments) and ssn.run(P.JOB_READY, job):
+            if requeue is not None and index + 1 < len(assignments) and ssn.tiers.run(P.JOB_READY, job):
                 stmt.commit()
                 requeue(job)
                 return
-        if ssn.run(P.JOB_READY, job):
+        if ssn.tiers.run(P.JOB_READY, job):
             stmt.commit()
         else:
             stmt.discard()

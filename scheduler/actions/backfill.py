@@ -14,7 +14,6 @@ from scheduler.api.reasons import NO_FEASIBLE_NODE, TOO_MANY_PODS, NodeFilter
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
-from scheduler.framework.statement import Statement
 
 
 class Backfill:
@@ -24,23 +23,24 @@ class Backfill:
         # 1.
         jobs = [j for j in ssn.jobs.values() if j.phase != PodGroupPhase.PENDING and j.pending_best_effort_num()]
         def compare(a: JobInfo, b: JobInfo) -> int:
-            return -1 if ssn.job_less(a, b) else (1 if ssn.job_less(b, a) else 0)
+            return -1 if ssn.order.job_less(a, b) else (1 if ssn.order.job_less(b, a) else 0)
 
         for job in sorted(jobs, key=functools.cmp_to_key(compare)):
             self._backfill(ssn, job)
 
     def _backfill(self, ssn: Session, job: JobInfo) -> None:
         tasks = [t for t in job.with_status(TaskStatus.PENDING) if t.best_effort]
-        for task in ssn.task_order(tasks):
+        for task in ssn.order.task_order(tasks):
             # 2.
-            node = ssn.pick_node(task, ssn.fitting_indices(task))
+            node = ssn.fit.pick_node(task, ssn.fit.fitting_indices(task))
             if node is None:
-                ssn.record_fit_error(task, NodeFilter(TOO_MANY_PODS if ssn.feasible_nodes(task) else NO_FEASIBLE_NODE))
+                reason = TOO_MANY_PODS if ssn.fit.feasible_nodes(task) else NO_FEASIBLE_NODE
+                ssn.fit.record_fit_error(task, NodeFilter(reason))
                 continue
             # 3.
-            stmt = Statement(ssn)
+            stmt = ssn.statement()
             stmt.allocate(task, node)
-            if ssn.run(P.JOB_READY, job):
+            if ssn.tiers.run(P.JOB_READY, job):
                 stmt.commit()
             else:
                 stmt.discard()

@@ -55,11 +55,11 @@ def round_robin(
     `requeue(job)` puts a job back into its queue (an elastic job that wants more after becoming ready).
     """
     job_heaps: dict[str, OrderedHeap] = {
-        name: OrderedHeap(ssn.job_less, jobs)  # type: ignore[arg-type]
+        name: OrderedHeap(ssn.order.job_less, jobs)  # type: ignore[arg-type]
         for name, jobs in jobs_by_queue.items()
         if jobs and name in ssn.queues
     }
-    queues = OrderedHeap(ssn.queue_less, (ssn.queues[name] for name in job_heaps))  # type: ignore[arg-type]
+    queues = OrderedHeap(ssn.order.queue_less, (ssn.queues[name] for name in job_heaps))  # type: ignore[arg-type]
     while len(queues):
         queue: QueueInfo = queues.pop()  # type: ignore[assignment]
         if skip_queue is not None and skip_queue(queue):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from scheduler.actions.base import round_robin
 from scheduler.api.decision import Code, Status
-from scheduler.api.job import Condition, JobInfo
-from scheduler.api.messages import message
+from scheduler.api.job import JobInfo
+from scheduler.api.messages import UNSCHEDULABLE, unschedulable_condition
 from scheduler.api.reasons import QueueClosed, QueueMissing
 from scheduler.api.status import PodGroupPhase, QueueState
 from scheduler.framework import points as P
@@ -21,7 +21,6 @@ NOT_ENQUEUED = "NotEnqueued"
 # The event's reason is Volcano's for a PodGroup that is Pending, Inqueue or Unknown at session close
 # (pkg/scheduler/cache/cache.go, RecordJobStatusEvent); tools and Volcano's e2e suites wait for it. The
 # condition's reason says more: it was the enqueue gate that held the job.
-UNSCHEDULABLE_EVENT = "Unschedulable"
 
 
 class Enqueue:
@@ -42,18 +41,17 @@ class Enqueue:
                 hold(ssn, job, Status(Code.UNRESOLVABLE, (QueueClosed(queue.name, queue.state.value),), Enqueue.name))
                 continue
             # 3.
-            verdict = ssn.run(P.JOB_ENQUEUEABLE, job)
+            verdict = ssn.tiers.run(P.JOB_ENQUEUEABLE, job)
             if verdict.rejected:
                 hold(ssn, job, verdict)
                 continue
-            ssn.set_phase(job, PodGroupPhase.INQUEUE)
-            ssn.job_enqueued(job)
+            ssn.results.set_phase(job, PodGroupPhase.INQUEUE)
+            ssn.tiers.job_enqueued(job)
 
 
 def hold(ssn: Session, job: JobInfo, status: Status) -> None:
-    ssn.hold(job, status)
-    text = message(status)
-    condition = Condition("Unschedulable", "True", NOT_ENQUEUED, text)
-    ssn.set_condition(job, condition, status)
+    ssn.results.hold(job, status)
+    condition = unschedulable_condition(NOT_ENQUEUED, status)
+    ssn.results.set_condition(job, condition, status)
     if condition not in job.conditions:
-        ssn.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE_EVENT, text)
+        ssn.results.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE, condition.message)

@@ -31,7 +31,7 @@ Eligible = Callable[[TaskInfo], bool]
 
 
 def starving_jobs(ssn: Session) -> list[JobInfo]:
-    return [job for job in schedulable_jobs(ssn) if ssn.run(P.JOB_STARVING, job)]
+    return [job for job in schedulable_jobs(ssn) if ssn.tiers.run(P.JOB_STARVING, job)]
 
 
 def _room_on(
@@ -51,9 +51,9 @@ def _room_on(
     )
     if not candidates:
         return None
-    agreed = {id(t) for t in ssn.run(point, preemptor, candidates)}
+    agreed = {id(t) for t in ssn.tiers.run(point, preemptor, candidates)}
     guard = P.PREEMPT_GUARD if point is P.PREEMPTABLE else P.RECLAIM_GUARD
-    ordered = ssn.run(guard, [t for t in candidates if id(t) in agreed], preemptor)
+    ordered = ssn.tiers.run(guard, [t for t in candidates if id(t) in agreed], preemptor)
     chosen: list[TaskInfo] = []
     freed = ZERO
     for victim in ordered:
@@ -69,7 +69,7 @@ def _room_on(
 def _fits_without(
     ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo, queue_fits: Callable[[TaskInfo], bool]
 ) -> bool:
-    trial = Statement(ssn)
+    trial = ssn.statement()
     for victim in victims:
         trial.evict(victim, "")
     fits = queue_fits(preemptor)
@@ -91,7 +91,7 @@ def make_room(
     """Evict the cheapest victims that let `preemptor` fit on one node and pipeline it there, in `stmt`."""
     best: tuple[tuple[int, int, int], str, NodeInfo, list[TaskInfo]] | None = None
     held_back = queue_fits if queue_fits is not None and not queue_fits(preemptor) else None  # asked once
-    for node in ssn.feasible_nodes(preemptor):
+    for node in ssn.fit.feasible_nodes(preemptor):
         victims = _room_on(ssn, point, preemptor, node, eligible, held_back)
         if victims is None:
             continue
@@ -110,29 +110,28 @@ def make_room(
 
 def commit_or_discard(ssn: Session, stmt: Statement, job: JobInfo, reason: str) -> bool:
     """Commit only if the job is pipelined now; announce each eviction on the victim pod."""
-    if not len(stmt) or ssn.run(P.JOB_PIPELINED, job).rejected:
+    if not len(stmt) or ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
         stmt.discard()
         return False
     evicted = [op for op in stmt.operations if op.kind == "evict"]
     stmt.commit()
     if evicted:  # volcano_eviction_transactions_total, as Volcano's RegisterEvictionTransaction
-        key = f"eviction_transactions:{reason}"
-        ssn.counters[key] = ssn.counters.get(key, 0) + 1
+        ssn.results.count(f"eviction_transactions:{reason}")
     for op in evicted:
-        ssn.event("Pod", op.task.uid, "Warning", reason, op.reason)
+        ssn.results.event("Pod", op.task.uid, "Warning", reason, op.reason)
     return True
 
 
 def preempt_job(ssn: Session, job: JobInfo, eligible: Eligible, point: P.VictimsPoint, verb: str, reason: str,
                 admit: Callable[[TaskInfo], bool] | None = None,
                 queue_fits: Callable[[TaskInfo], bool] | None = None) -> bool:
-    stmt = Statement(ssn)
-    for task in ssn.task_order(pending_tasks(job)):
+    stmt = ssn.statement()
+    for task in ssn.order.task_order(pending_tasks(job)):
         if admit is not None and not admit(task):
             break
         if not make_room(ssn, stmt, task, point, eligible, verb, queue_fits):
             break
-        if not ssn.run(P.JOB_PIPELINED, job).rejected and not ssn.run(P.JOB_STARVING, job):
+        if not ssn.tiers.run(P.JOB_PIPELINED, job).rejected and not ssn.tiers.run(P.JOB_STARVING, job):
             break
     return commit_or_discard(ssn, stmt, job, reason)
 

@@ -31,7 +31,7 @@ class Reclaim:
             if ssn.queues[job.queue].state == QueueState.OPEN:
                 by_queue.setdefault(job.queue, []).append(job)
         # 2.
-        for queue, job, _ in round_robin(ssn, by_queue, skip_queue=lambda q: bool(ssn.run(P.OVERUSED, q))):
+        for queue, job, _ in round_robin(ssn, by_queue, skip_queue=lambda q: bool(ssn.tiers.run(P.OVERUSED, q))):
             self.reclaim_for(ssn, queue, job)
 
     @staticmethod
@@ -45,9 +45,9 @@ class Reclaim:
             return victim_queue is not None and victim_queue.reclaimable
 
         def admit(task: TaskInfo) -> bool:
-            return bool(ssn.has(P.PREEMPTIVE) and ssn.run(P.PREEMPTIVE, queue, task))
+            return bool(ssn.tiers.has(P.PREEMPTIVE) and ssn.tiers.run(P.PREEMPTIVE, queue, task))
 
         def queue_fits(task: TaskInfo) -> bool:
-            return ssn.run(P.ALLOCATABLE, queue, task).ok
+            return ssn.tiers.run(P.ALLOCATABLE, queue, task).ok
 
         return preempt_job(ssn, job, eligible, P.RECLAIMABLE, "reclaimed", "Reclaimed", admit, queue_fits)

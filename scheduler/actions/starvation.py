@@ -26,7 +26,6 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reserving
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
-from scheduler.framework.statement import Statement
 
 THRESHOLD_ARG = "starvationThresholdSeconds"
 DEFAULT_THRESHOLD = 300.0
@@ -57,7 +56,7 @@ def _closest(ssn: Session, task: TaskInfo, held: dict[str, int]) -> NodeInfo | N
     """The feasible node whose future idle is closest to holding the task and that can still be reserved."""
     request = task.resreq
     best: tuple[float, str, NodeInfo] | None = None
-    for node in ssn.feasible_nodes(task):
+    for node in ssn.fit.feasible_nodes(task):
         if not request <= node.allocatable - node.pipelined:
             continue
         short = request.shortfall(node.future_idle())
@@ -71,11 +70,11 @@ def _closest(ssn: Session, task: TaskInfo, held: dict[str, int]) -> NodeInfo | N
 def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo],
             place: Any, placer_declined: bool) -> None:
     """Place `job` as far as it goes; commit it if ready, else keep it as a reservation (see the module doc)."""
-    stmt = Statement(ssn)
-    tasks = ssn.task_order(pending)
+    stmt = ssn.statement()
+    tasks = ssn.order.task_order(pending)
     missing: list[TaskInfo] = []
     for task in tasks:
-        if not ssn.run(P.ALLOCATABLE, queue, task).ok:
+        if not ssn.tiers.run(P.ALLOCATABLE, queue, task).ok:
             break
         node, pipelined = place(ssn, task)
         if node is None:
@@ -84,14 +83,14 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
             stmt.pipeline(task, node)
         else:
             stmt.allocate(task, node)
-        if ssn.run(P.JOB_READY, job):
+        if ssn.tiers.run(P.JOB_READY, job):
             break
-    if ssn.run(P.JOB_READY, job) and not placer_declined:
+    if ssn.tiers.run(P.JOB_READY, job) and not placer_declined:
         stmt.commit()
         return
     held: dict[str, int] = {}
     for task in missing:
-        if not ssn.run(P.JOB_PIPELINED, job).rejected:
+        if not ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
             break
         node = _closest(ssn, task, held)
         if node is None:
@@ -100,4 +99,4 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
         stmt.pipeline(task, node)
     reserving = Reserving(ssn.now - job.creation, len({op.node for op in stmt.operations}),
                           sum(1 for op in stmt.operations), job.min_available)
-    ssn.hold(job, Status(Code.UNSCHEDULABLE, (reserving,), "allocate"))
+    ssn.results.hold(job, Status(Code.UNSCHEDULABLE, (reserving,), "allocate"))

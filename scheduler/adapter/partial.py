@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from scheduler.api.decision import Code, Status
-from scheduler.api.job import Condition, JobInfo
-from scheduler.api.messages import message, render
+from scheduler.api.job import JobInfo
+from scheduler.api.messages import UNSCHEDULABLE, render, unschedulable_condition
 from scheduler.api.reasons import PartialGangTimeout
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, Eviction, PodGroupStatus
 from scheduler.api.status import PodGroupPhase, TaskStatus
@@ -132,15 +132,14 @@ def give_up(
             continue
         decision = Status(Code.UNSCHEDULABLE, (
             PartialGangTimeout(gang.ready, gang.min_available, timeout, len(evict), len(kept)),), "partial-gang")
-        message_ = message(decision)
-        condition = Condition("Unschedulable", "True", REASON, message_)
+        condition = unschedulable_condition(REASON, decision)
         index = statuses.get(gang.job)
         job = jobs[gang.job]
         conditions = result.podgroups[index].conditions if index is not None else job.conditions
         status = PodGroupStatus(
             gang.job,
             PodGroupPhase.UNKNOWN,
-            (*(c for c in conditions if c.type != "Unschedulable"), condition),
+            (*(c for c in conditions if c.type != UNSCHEDULABLE), condition),
             job.count(TaskStatus.RUNNING),
             job.count(TaskStatus.SUCCEEDED),
             job.count(TaskStatus.FAILED),
@@ -150,7 +149,7 @@ def give_up(
             result.podgroups.append(status)
         else:
             result.podgroups[index] = status
-        result.events.append(Event("PodGroup", gang.job, "Warning", REASON, message_))
+        result.events.append(Event("PodGroup", gang.job, "Warning", REASON, condition.message))
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,17 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from scheduler.api.convert import group_of, implicit_job, plain_group_of, wants_gang
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.objects import Obj
 from scheduler.api.pod import status_of
 from scheduler.api.queue import QueueInfo
 from scheduler.api.snapshot import ClusterSnapshot
-
-Obj = Mapping[str, Any]
-
 
 # A pod as the API serves it now, and its task as read once (`task_from_pod`): the builder clones the task and
 # never changes it. A plain pair: a snapshot builds 20,000 of them at 5,000 nodes.

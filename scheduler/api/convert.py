@@ -11,6 +11,7 @@ from typing import Any
 
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.objects import Obj
 from scheduler.api.pod import (
     GROUP_NAME_ANNOTATION,
     constraints_of,
@@ -22,8 +23,6 @@ from scheduler.api.pod import (
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import ZERO, Resource, pod_request, to_units
 from scheduler.api.status import PodGroupPhase, QueueState
-
-Obj = Mapping[str, Any]
 
 
 def key_of(obj: Obj) -> str:

@@ -13,12 +13,22 @@ from collections.abc import Iterable
 
 from scheduler.api import reasons as R
 from scheduler.api.decision import Status
+from scheduler.api.job import Condition
 from scheduler.api.resources import display_amount
 
 
 def message(reasons: Status | Iterable[R.Reason]) -> str:
     items = reasons.reasons if isinstance(reasons, Status) else reasons
     return "; ".join(render(r) for r in items)
+
+
+UNSCHEDULABLE = "Unschedulable"  # the PodGroup condition type, and the reason of the events that repeat it
+
+
+def unschedulable_condition(reason: str, status: Status) -> Condition:
+    """The PodGroup's `Unschedulable` condition, its message rendered from `status` (enqueue's `NotEnqueued`,
+    gang's `NotEnoughResources` and the like, the partial-gang policy's `PartialGangTimeout`)."""
+    return Condition(UNSCHEDULABLE, "True", reason, message(status))
 
 
 def show(resource: str, units: int) -> str:

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.api.resources import pod_request
 from scheduler.api.status import TaskStatus
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -313,7 +312,3 @@ def is_preemptable(pod: Mapping[str, Any]) -> bool:
     meta = pod.get("metadata") or {}
     value = (meta.get("annotations") or {}).get(PREEMPTABLE_KEY) or (meta.get("labels") or {}).get(PREEMPTABLE_KEY)
     return str(value).lower() != "false"
-
-
-def request_of(pod: Mapping[str, Any]) -> Any:
-    return pod_request(pod.get("spec") or {}, field="spec")

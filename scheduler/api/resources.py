@@ -265,9 +265,6 @@ class Resource:
         theirs = dict(other.scalars)
         return all(v <= theirs.get(k, 0) for k, v in self.scalars)
 
-    def fits_in(self, other: Resource) -> bool:
-        return self <= other
-
     def shortfall(self, available: Resource) -> Resource:
         """What `available` lacks to hold self: per dimension max(0, self - available)."""
         theirs = dict(available.scalars)
@@ -330,7 +327,6 @@ def _combine(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...], sig
 
 
 ZERO = Resource()
-ONE_POD = Resource(pods=1)
 
 
 # ---- a pod's request, by Kubernetes' own rules ----------------------------------------------------------

@@ -34,8 +34,6 @@ READY_STATUSES = frozenset(
 OCCUPYING_STATUSES = frozenset(
     {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING}
 )
-# Bound to a node in the API (not only in this session's plan).
-BOUND_STATUSES = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 
 
 class PodGroupPhase(Enum):

@@ -12,9 +12,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from scheduler.api.objects import MutableObj
 from scheduler.api.snapshot import Event
 from scheduler.api.timestamps import rfc3339
-from scheduler.cache.kube import Kube, Obj
+from scheduler.cache.kube import Kube
 from scheduler.cache.store import Stores
 
 log = logging.getLogger("volcano_py.cache")
@@ -32,7 +33,7 @@ class EventRecorder:
         self.clock = clock
         self.instance = instance
         self._stop = stop
-        self.queue: queue.Queue[Obj | None] = queue.Queue()
+        self.queue: queue.Queue[MutableObj | None] = queue.Queue()
         self._sent: set[tuple[str, str, str, str, str]] = set()
         self.binds_done = threading.Event()  # events wait while binds are in flight: binds go first
         self.binds_done.set()

@@ -14,6 +14,8 @@ from typing import Any
 
 import urllib3
 
+from scheduler.api.objects import MutableObj
+
 try:  # orjson parses pod lists 3-5x faster than json; optional, so a bare environment still works
     import orjson
 
@@ -31,8 +33,6 @@ except ImportError:  # pragma: no cover - depends on the environment
     def dumps(obj: Any) -> bytes:
         return json.dumps(obj).encode()
 
-
-Obj = dict[str, Any]
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -101,7 +101,7 @@ class Kube:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
-    ) -> Obj:
+    ) -> MutableObj:
         """One call; `timeout` (seconds, default `request_timeout`) bounds the connect and the read."""
         data = self.request_bytes(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
         return loads(data) if data else {}  # type: ignore[no-any-return]
@@ -138,7 +138,7 @@ class Kube:
             raise
         return True
 
-    def get_or_none(self, path: str) -> Obj | None:
+    def get_or_none(self, path: str) -> MutableObj | None:
         """GET an object; None when it does not exist (404)."""
         try:
             return self.request("GET", path)
@@ -147,7 +147,7 @@ class Kube:
                 return None
             raise
 
-    def stream(self, path: str, query: Mapping[str, Any], read_timeout: float) -> Iterator[Obj]:
+    def stream(self, path: str, query: Mapping[str, Any], read_timeout: float) -> Iterator[MutableObj]:
         """The events of a watch, one dict each; ends when the server closes the stream."""
         timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout), read=read_timeout)
         resp = self._send("GET", path, query=query, timeout=timeout)

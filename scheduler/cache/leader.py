@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from scheduler.cache.kube import Kube, KubeError, Obj
+from scheduler.api.objects import MutableObj
+from scheduler.cache.kube import Kube, KubeError
 
 log = logging.getLogger("volcano_py.leader")
 
@@ -57,7 +58,7 @@ def micro_time(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _record(spec: Obj) -> tuple[Any, ...]:
+def _record(spec: MutableObj) -> tuple[Any, ...]:
     """What a candidate compares to see whether the holder is alive."""
     return (
         spec.get("holderIdentity"),
@@ -202,7 +203,7 @@ class LeaderElector:
         return self._write("POST", f"{LEASE_API}/namespaces/{self.config.namespace}/leases", body, now_mono,
                            taking_over=True)
 
-    def _write(self, method: str, path: str, body: Obj, now_mono: float, *, taking_over: bool) -> bool:
+    def _write(self, method: str, path: str, body: MutableObj, now_mono: float, *, taking_over: bool) -> bool:
         try:
             written = self.kube.request(method, path, body=body, timeout=self._timeout())
         except KubeError as exc:
@@ -250,7 +251,7 @@ class LeaderElector:
         return max(0.5, min(self.kube.request_timeout, self.config.renew_deadline / 2))
 
 
-def _identity_meta(lease: Obj) -> Obj:
+def _identity_meta(lease: MutableObj) -> MutableObj:
     meta = lease.get("metadata") or {}
     return {k: meta[k] for k in ("name", "namespace", "uid") if k in meta}
 

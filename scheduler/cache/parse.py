@@ -24,11 +24,12 @@ from scheduler.api.convert import (
 )
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.objects import MutableObj
 from scheduler.api.pod import is_preemptable, role_of, status_of
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.timestamps import parse_time
-from scheduler.cache.kube import Obj, dumps
+from scheduler.cache.kube import dumps
 
 log = logging.getLogger("volcano_py.cache")
 
@@ -49,14 +50,14 @@ class ParseCache:
         self.bad: set[tuple[str, str, str]] = set()  # (kind, key, resourceVersion) already logged as unreadable
 
     # ---- on the watch threads ---------------------------------------------------------------------------
-    def priority_classes_changed(self, objects: Iterable[Obj]) -> None:
+    def priority_classes_changed(self, objects: Iterable[MutableObj]) -> None:
         """Under the lock: pods parsed with other priority values must be parsed again."""
         pcs = {str((pc.get("metadata") or {}).get("name")): int(pc.get("value") or 0) for pc in objects}
         if pcs != self.pcs:
             self.pcs = pcs
             self.parsed.clear()
 
-    def preparse(self, obj: Obj) -> None:
+    def preparse(self, obj: MutableObj) -> None:
         """Never raises (it runs on a watch thread): an unreadable pod is left to the snapshot to report."""
         try:
             key = key_of(obj)
@@ -74,10 +75,10 @@ class ParseCache:
         self.parsed.pop(key, None)
 
     # ---- in the snapshot --------------------------------------------------------------------------------
-    def nodes(self, objects: Iterable[Obj]) -> list[NodeInfo]:
+    def nodes(self, objects: Iterable[MutableObj]) -> list[NodeInfo]:
         return [node for obj in objects if (node := self.read("Node", obj, node_from_object)) is not None]
 
-    def podgroups(self, objects: Iterable[Obj], pcs: dict[str, int], default_queue: str) -> list[JobInfo]:
+    def podgroups(self, objects: Iterable[MutableObj], pcs: dict[str, int], default_queue: str) -> list[JobInfo]:
         jobs = []
         for obj in objects:
             created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
@@ -92,14 +93,14 @@ class ParseCache:
                 jobs.append(job)
         return jobs
 
-    def pods(self, objects: Iterable[Obj], pcs: dict[str, int]) -> Iterator[PodRecord]:
+    def pods(self, objects: Iterable[MutableObj], pcs: dict[str, int]) -> Iterator[PodRecord]:
         """Lazily, as the snapshot builder walks them: no list of 20,000 pairs in between."""
         for obj in objects:
             task = self.task(obj, pcs)
             if task is not None:
                 yield obj, task
 
-    def queues(self, objects: Iterable[Obj]) -> list[QueueInfo]:
+    def queues(self, objects: Iterable[MutableObj]) -> list[QueueInfo]:
         out = []
         for obj in objects:
             created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
@@ -108,7 +109,7 @@ class ParseCache:
                 out.append(queue)
         return out
 
-    def task(self, obj: Obj, pcs: dict[str, int]) -> TaskInfo | None:
+    def task(self, obj: MutableObj, pcs: dict[str, int]) -> TaskInfo | None:
         """The pod as read at its resourceVersion (shared: the snapshot builder clones it)."""
         key = key_of(obj)
         rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
@@ -119,7 +120,7 @@ class ParseCache:
         self.parsed[key] = (rv, task)
         return task
 
-    def read(self, kind: str, obj: Obj, parse: Callable[[Obj], Any]) -> Any:
+    def read(self, kind: str, obj: MutableObj, parse: Callable[[MutableObj], Any]) -> Any:
         try:
             return parse(obj)
         except Exception as exc:  # noqa: BLE001 - one unreadable object must never fail the whole cycle
@@ -133,7 +134,7 @@ class ParseCache:
             return None
 
     # ---- reading one pod --------------------------------------------------------------------------------
-    def _parse_task(self, obj: Obj, pcs: dict[str, int]) -> TaskInfo | None:
+    def _parse_task(self, obj: MutableObj, pcs: dict[str, int]) -> TaskInfo | None:
         """`task_from_pod`, with the request computed once per distinct set of resource fields."""
         try:
             spec = obj.get("spec") or {}
@@ -161,7 +162,7 @@ class ParseCache:
         return task  # type: ignore[no-any-return]
 
 
-def _foreign_task(pod: Obj, request: Resource, pcs: dict[str, int], created: float) -> TaskInfo:
+def _foreign_task(pod: MutableObj, request: Resource, pcs: dict[str, int], created: float) -> TaskInfo:
     """A pod of another scheduler: only what node accounting and victim selection read (no placement
     constraints: we never place it). Most pods of a large cluster are these, so this must be cheap."""
     meta = pod.get("metadata") or {}
@@ -185,7 +186,7 @@ def _foreign_task(pod: Obj, request: Resource, pcs: dict[str, int], created: flo
     )
 
 
-def _request_shape(spec: Obj) -> bytes:
+def _request_shape(spec: MutableObj) -> bytes:
     """The fields that decide a pod's request, as one hashable key."""
     return dumps(
         [

@@ -15,10 +15,11 @@ from typing import Any
 
 from scheduler.api.convert import group_of, plain_group_of
 from scheduler.api.job import Condition
+from scheduler.api.objects import MutableObj
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult, PodGroupStatus
 from scheduler.api.timestamps import rfc3339
-from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError, Obj
+from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError
 from scheduler.cache.publish import publish_reasons
 from scheduler.cache.store import PG_API, Stores, resource_version, trim
 
@@ -88,7 +89,7 @@ class StatusWriter:
             if status.job in self.stores.podgroups.objects:
                 self.stores.podgroups.objects[status.job] = updated
 
-    def _patch_podgroup_status(self, namespace: str, name: str, wanted: Mapping[str, Any]) -> Obj:
+    def _patch_podgroup_status(self, namespace: str, name: str, wanted: Mapping[str, Any]) -> MutableObj:
         """Merge-patch a PodGroup's status on either set of CRDs.
 
         Volcano's PodGroup CRD has no status subresource (its scheduler updates the whole object,
@@ -224,7 +225,7 @@ class StatusWriter:
                 self.stores.pods.objects[key] = updated
 
 
-def _conditions(new: tuple[Condition, ...], old: list[Obj], now: float) -> list[Obj]:
+def _conditions(new: tuple[Condition, ...], old: list[MutableObj], now: float) -> list[MutableObj]:
     """Conditions as the API stores them; a condition that did not change keeps its lastTransitionTime."""
     by_type = {c.get("type"): c for c in old if isinstance(c, dict)}
     out = []

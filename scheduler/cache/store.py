@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from scheduler.cache.kube import Obj
+from scheduler.api.objects import MutableObj
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
 ASSUME_TTL = 60.0  # seconds an assumed bind waits for the watch to confirm it
@@ -21,7 +21,7 @@ class Watched:
 
     kind: str
     path: str
-    objects: dict[str, Obj] = field(default_factory=dict)
+    objects: dict[str, MutableObj] = field(default_factory=dict)
     resource_version: str | None = None
     synced: threading.Event = field(default_factory=threading.Event)
     optional: bool = False  # a kind whose CRD may not be installed: absent counts as synced and empty
@@ -55,7 +55,7 @@ class Stores:
                 del self.assumed[key]
 
 
-def resource_version(obj: Obj) -> int:
+def resource_version(obj: MutableObj) -> int:
     """resourceVersion as a number (etcd revisions), to keep the newer of two copies; 0 if not numeric."""
     try:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
@@ -63,7 +63,7 @@ def resource_version(obj: Obj) -> int:
         return 0
 
 
-def trim(obj: Obj) -> None:
+def trim(obj: MutableObj) -> None:
     """Drop what the scheduler never reads and that costs memory on every object (managedFields)."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from scheduler.api.convert import key_of
-from scheduler.cache.kube import Kube, KubeError, Obj, loads
+from scheduler.api.objects import MutableObj
+from scheduler.cache.kube import Kube, KubeError, loads
 from scheduler.cache.parse import ParseCache
 from scheduler.cache.store import Stores, Watched, trim
 
@@ -73,8 +74,8 @@ class Watcher:
         if pods:
             # Pods are parsed as they arrive, with the priority classes: list those first (a small list).
             self.stores.priority_classes.synced.wait(10.0)
-        objects: dict[str, Obj] = {}
-        meta: Obj = {}
+        objects: dict[str, MutableObj] = {}
+        meta: MutableObj = {}
         for page in self._pages(w.path):
             for obj in page.get("items") or ():
                 trim(obj)
@@ -90,7 +91,7 @@ class Watcher:
         w.synced.set()
         log.debug("listed %d %s at resourceVersion %s", len(objects), w.kind, w.resource_version)
 
-    def _pages(self, path: str) -> Iterator[Obj]:
+    def _pages(self, path: str) -> Iterator[MutableObj]:
         """A paged list (`limit`/`continue`), pipelined: the next page is requested as soon as its continue
         token is read from the head of this one, so the apiserver serves it while this page is parsed."""
         fetch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-page")
@@ -135,7 +136,7 @@ class Watcher:
             if rv:
                 w.resource_version = str(rv)
 
-    def _on_event(self, w: Watched, kind: str, obj: Obj) -> None:
+    def _on_event(self, w: Watched, kind: str, obj: MutableObj) -> None:
         trim(obj)
         key = key_of(obj)
         pods = w is self.stores.pods

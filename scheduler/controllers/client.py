@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError, Obj
+from scheduler.api.objects import MutableObj
+from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError
 
 log = logging.getLogger("volcano_py.controllers")
 
@@ -52,10 +53,10 @@ class Api:
         self.kube = kube
 
     # ---- generic ---------------------------------------------------------------------------------------
-    def get(self, path: str) -> Obj | None:
+    def get(self, path: str) -> MutableObj | None:
         return self.kube.get_or_none(path)
 
-    def create(self, obj: Mapping[str, Any]) -> Obj | None:
+    def create(self, obj: Mapping[str, Any]) -> MutableObj | None:
         """Create `obj` in its namespace; None if it already exists."""
         path = _COLLECTIONS[(obj["apiVersion"], obj["kind"])].format(ns=obj["metadata"]["namespace"])
         try:
@@ -75,10 +76,10 @@ class Api:
         return self.kube.delete(path, body)
 
     # ---- jobs and their objects ---------------------------------------------------------------------------
-    def job(self, namespace: str, name: str) -> Obj | None:
+    def job(self, namespace: str, name: str) -> MutableObj | None:
         return self.get(f"{JOBS}/namespaces/{namespace}/jobs/{name}")
 
-    def replace_job_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> Obj:
+    def replace_job_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj:
         """Write the whole status (a JSON patch `add` replaces it), so counts of vanished tasks disappear."""
         return self.kube.request(
             "PATCH", f"{JOBS}/namespaces/{namespace}/jobs/{name}/status",
@@ -89,7 +90,7 @@ class Api:
         body = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
         return self.delete(f"{JOBS}/namespaces/{namespace}/jobs/{name}", body)
 
-    def pods_of_job(self, namespace: str, job: str) -> list[Obj]:
+    def pods_of_job(self, namespace: str, job: str) -> list[MutableObj]:
         selector = quote(f"volcano.sh/job-name={job}")
         items = self.kube.request("GET", f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
         return list(items.get("items") or [])
@@ -97,15 +98,15 @@ class Api:
     def delete_pod(self, namespace: str, name: str) -> bool:
         return self.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
 
-    def podgroup(self, namespace: str, name: str) -> Obj | None:
+    def podgroup(self, namespace: str, name: str) -> MutableObj | None:
         return self.get(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
 
-    def patch_podgroup_spec(self, namespace: str, name: str, spec: Mapping[str, Any]) -> Obj:
+    def patch_podgroup_spec(self, namespace: str, name: str, spec: Mapping[str, Any]) -> MutableObj:
         """A merge patch of the given spec keys (an elastic job's new minMember, minTaskMember, minResources)."""
         return self.kube.request("PATCH", f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}",
                                  body={"spec": dict(spec)}, content_type=MERGE_PATCH)
 
-    def replace_podgroup(self, podgroup: Mapping[str, Any]) -> Obj:
+    def replace_podgroup(self, podgroup: Mapping[str, Any]) -> MutableObj:
         """PUT the whole PodGroup (its resourceVersion guards against a concurrent writer)."""
         meta = podgroup["metadata"]
         try:
@@ -116,13 +117,13 @@ class Api:
                 raise PodGroupConflict(meta["name"]) from exc
             raise
 
-    def pods(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]:
+    def pods(self, namespace: str, labels: Mapping[str, str]) -> list[MutableObj]:
         """The pods of a namespace that carry all `labels`."""
         selector = quote(",".join(f"{k}={v}" for k, v in sorted(labels.items())))
         items = self.kube.request("GET", f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
         return list(items.get("items") or [])
 
-    def patch_configmap_data(self, namespace: str, name: str, data: Mapping[str, Any]) -> Obj:
+    def patch_configmap_data(self, namespace: str, name: str, data: Mapping[str, Any]) -> MutableObj:
         return self.kube.request("PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}",
                                  body={"data": dict(data)}, content_type=MERGE_PATCH)
 
@@ -130,10 +131,10 @@ class Api:
         return self.delete(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
 
     # ---- queues and commands -------------------------------------------------------------------------------
-    def queue(self, name: str) -> Obj | None:
+    def queue(self, name: str) -> MutableObj | None:
         return self.get(f"{SCHEDULING}/queues/{name}")
 
-    def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> Obj:
+    def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> MutableObj:
         """A merge patch of the given status keys only: `allocated` belongs to the scheduler."""
         return self.kube.request(
             "PATCH", f"{SCHEDULING}/queues/{name}/status", body={"status": dict(status)}, content_type=MERGE_PATCH

@@ -8,18 +8,18 @@ from __future__ import annotations
 import logging
 import threading
 
-from scheduler.cache.kube import Obj
+from scheduler.api.objects import MutableObj
 from scheduler.controllers.client import Api
 from scheduler.controllers.job import JobController
 from scheduler.controllers.queue import QueueController
 from scheduler.jobs import JobEvent
-from scheduler.jobs.bus import Action, Event
+from scheduler.jobs.bus import PolicyAction, PolicyEvent
 
 log = logging.getLogger("volcano_py.controllers.command")
 
-JOB_ACTIONS = frozenset({Action.ABORT_JOB, Action.RESUME_JOB, Action.RESTART_JOB, Action.TERMINATE_JOB,
-                         Action.COMPLETE_JOB, Action.SYNC_JOB})
-QUEUE_REQUESTS = {Action.OPEN_QUEUE: "Open", Action.CLOSE_QUEUE: "Close", Action.SYNC_QUEUE: None}
+JOB_ACTIONS = frozenset({PolicyAction.ABORT_JOB, PolicyAction.RESUME_JOB, PolicyAction.RESTART_JOB,
+                         PolicyAction.TERMINATE_JOB, PolicyAction.COMPLETE_JOB, PolicyAction.SYNC_JOB})
+QUEUE_REQUESTS = {PolicyAction.OPEN_QUEUE: "Open", PolicyAction.CLOSE_QUEUE: "Close", PolicyAction.SYNC_QUEUE: None}
 
 
 class CommandController:
@@ -28,7 +28,7 @@ class CommandController:
         self._done: set[str] = set()
         self._lock = threading.Lock()
 
-    def on_command(self, kind: str | None, command: Obj) -> None:
+    def on_command(self, kind: str | None, command: MutableObj) -> None:
         if kind == "DELETED":
             return
         meta = command.get("metadata") or {}
@@ -53,11 +53,12 @@ class CommandController:
                 return False
             if job is not None:
                 log.info("command %s on job %s/%s", action, namespace, target)
-                self.jobs.reconcile(namespace, target, JobEvent(Event.COMMAND_ISSUED, action=Action(action)))
+                command = JobEvent(PolicyEvent.COMMAND_ISSUED, action=PolicyAction(action))
+                self.jobs.reconcile(namespace, target, command)
             return True
         if kind == "Queue" and action in QUEUE_REQUESTS:
             log.info("command %s on queue %s", action, target)
-            self.queues.sync(target, QUEUE_REQUESTS[Action(action)])
+            self.queues.sync(target, QUEUE_REQUESTS[PolicyAction(action)])
             return True
         log.warning("command %s on %s %s/%s is not supported: deleted", action, kind, namespace, target)
         return True

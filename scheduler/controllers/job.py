@@ -18,13 +18,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from scheduler import metrics
+from scheduler.api.objects import MutableObj
 from scheduler.api.timestamps import parse_time, rfc3339
-from scheduler.cache.kube import Obj
 from scheduler.controllers.client import Api
 from scheduler.jobs import (
     Decision,
@@ -45,14 +46,15 @@ from scheduler.jobs import (
     podgroup_lookup_names,
     validate_job,
 )
-from scheduler.jobs.bus import Action, Event
-from scheduler.jobs.lifecycle import FINISHED
+from scheduler.jobs.bus import PolicyAction, PolicyEvent
 from scheduler.jobs.plugins import svc_configmap_name, svc_hosts, uses_svc
+from scheduler.jobs.state import FINISHED
 
 log = logging.getLogger("volcano_py.controllers.job")
 
 EXECUTE_ACTION = "ExecuteAction"
 MAX_CONDITIONS = 32  # phase history kept in status.conditions
+POD_CREATE_WORKERS = 16  # pods of one Job created at once (Volcano: one goroutine per pod)
 
 
 def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
@@ -171,6 +173,9 @@ class JobController:
         self._plugin_objects: set[str] = set()  # job uids whose plugin objects exist
         self._hosts: dict[str, dict[str, str]] = {}  # job uid -> the svc hosts data last seen in its ConfigMap
         self._waiting: dict[str, set[str]] = {}  # job uid -> tasks held back by dependsOn, as last told
+        # Creates a Job's pods concurrently. A failed create raises from `map` in pod order (creates not yet
+        # started are cancelled) and the Job's next sync makes what is missing, as a sequential create did.
+        self._pod_pool = ThreadPoolExecutor(max_workers=POD_CREATE_WORKERS, thread_name_prefix="pod-create")
 
     # ---- which jobs are ours -----------------------------------------------------------------------------
     def claims(self, job: Mapping[str, Any]) -> bool:
@@ -178,7 +183,7 @@ class JobController:
         return name in self.scheduler_names if name else self.claim_unnamed
 
     # ---- events ------------------------------------------------------------------------------------------
-    def on_job(self, kind: str | None, job: Obj) -> None:
+    def on_job(self, kind: str | None, job: MutableObj) -> None:
         meta = job.get("metadata") or {}
         if kind == "DELETED":
             self.timers.cancel(f"{meta.get('namespace')}/{meta.get('name')}")
@@ -193,7 +198,7 @@ class JobController:
         if self.claims(job):
             self.reconcile(str(meta["namespace"]), str(meta["name"]))
 
-    def on_pod(self, kind: str | None, pod: Obj) -> None:
+    def on_pod(self, kind: str | None, pod: MutableObj) -> None:
         meta = pod.get("metadata") or {}
         job = job_owner(pod)
         if job is None:
@@ -215,7 +220,7 @@ class JobController:
             before = after
         self.reconcile(str(meta["namespace"]), job, change=(before, after, seen.version))
 
-    def on_podgroup(self, kind: str | None, podgroup: Obj) -> None:
+    def on_podgroup(self, kind: str | None, podgroup: MutableObj) -> None:
         job = job_owner(podgroup)
         if job is not None:
             self.reconcile(str(podgroup["metadata"]["namespace"]), job)
@@ -277,7 +282,7 @@ class JobController:
         self._arm_timers(job, decision)
         return decision
 
-    def _find_podgroup(self, job: Obj) -> Obj | None:
+    def _find_podgroup(self, job: MutableObj) -> MutableObj | None:
         """The job's PodGroup: `<job>-<uid>`, else one named after the job that an older controller made.
 
         Volcano's getPodGroupByJob (pkg/controllers/job/job_controller_actions.go) has the same fallback. A
@@ -290,7 +295,7 @@ class JobController:
                 return podgroup
         return None
 
-    def _take_vanished(self, key: str, job_uid: str, listed: list[Obj]) -> _Seen | None:
+    def _take_vanished(self, key: str, job_uid: str, listed: list[MutableObj]) -> _Seen | None:
         """Forget every pod of this job that was seen but is no longer listed; return the first of them.
 
         Their DELETED events, when they come, then carry no `before` and raise no second eviction."""
@@ -308,14 +313,14 @@ class JobController:
     @staticmethod
     def _still_due(event: JobEvent, views: list[PodView]) -> bool:
         pod = next((v for v in views if v.name == event.pod), None)
-        if event.event == Event.POD_PENDING:
+        if event.event == PolicyEvent.POD_PENDING:
             return pod is not None and pod.phase == "Pending"
-        if event.event == Event.UNKNOWN:
+        if event.event == PolicyEvent.UNKNOWN:
             return pod is not None and pod.phase == "Unknown"
         return True
 
     def _carry_out(
-        self, job: Obj, decision: Decision, gate: str | None, podgroup: Obj | None, pods: list[Obj]
+        self, job: MutableObj, decision: Decision, gate: str | None, podgroup: MutableObj | None, pods: list[MutableObj]
     ) -> None:
         namespace = job["metadata"]["namespace"]
         for op in decision.ops:
@@ -334,7 +339,7 @@ class JobController:
             self._sync_hosts(job)
 
     # ---- elastic jobs: replicas and minAvailable may change while the job runs --------------------------------
-    def _resize_podgroup(self, job: Obj, podgroup: Obj) -> None:
+    def _resize_podgroup(self, job: MutableObj, podgroup: MutableObj) -> None:
         """Bring the PodGroup's minimums up to the job's spec (a scaled job); a removed key is nulled."""
         wanted = podgroup_for(job)["spec"]
         current = podgroup.get("spec") or {}
@@ -352,7 +357,7 @@ class JobController:
             log.info("podgroup %s/%s resized: %s", meta["namespace"], meta["name"], patch)
             self.api.patch_podgroup_spec(meta["namespace"], meta["name"], patch)
 
-    def _sync_hosts(self, job: Obj) -> None:
+    def _sync_hosts(self, job: MutableObj) -> None:
         """The svc plugin's hosts ConfigMap follows the replica counts (checked once per change of them)."""
         if not uses_svc(job):
             return
@@ -373,7 +378,8 @@ class JobController:
         self._hosts[uid] = wanted
 
     def _create_pods(
-        self, job: Obj, decision: Decision, gate: str | None, names: set[str], pods: list[Obj], podgroup: Obj | None
+        self, job: MutableObj, decision: Decision, gate: str | None, names: set[str], pods: list[MutableObj],
+        podgroup: MutableObj | None,
     ) -> None:
         uid = str(job["metadata"]["uid"])
         if uid not in self._plugin_objects:
@@ -385,20 +391,22 @@ class JobController:
         existing = {p["metadata"]["name"] for p in pods}
         group = str(podgroup["metadata"]["name"]) if podgroup is not None else None  # the pods join the one found
         job_created = parse_time(job["metadata"].get("creationTimestamp"))
-        for pod in desired_pods(current, gate, existing, podgroup=group):
-            if pod["metadata"]["name"] in names:
-                created = self.api.create(pod)
-                pod_created = parse_time(((created or {}).get("metadata") or {}).get("creationTimestamp"))
-                if job_created and pod_created:  # volcano_controller_job_to_pod_creation_latency_milliseconds
-                    metrics.observe_pod_created(pod_created - job_created)
+        wanted = [p for p in desired_pods(current, gate, existing, podgroup=group) if p["metadata"]["name"] in names]
+        # All at once, as Volcano's controller creates a Job's pods (one goroutine each, then it waits for all:
+        # pkg/controllers/job/job_controller_actions.go, syncJob): made one after another, a scheduling cycle
+        # can run while a large Job is half created and give its room to a smaller, later one.
+        for created in self._pod_pool.map(self.api.create, wanted):
+            pod_created = parse_time(((created or {}).get("metadata") or {}).get("creationTimestamp"))
+            if job_created and pod_created:  # volcano_controller_job_to_pod_creation_latency_milliseconds
+                metrics.observe_pod_created(pod_created - job_created)
 
-    def _write_status(self, job: Obj, decision: Decision, event: JobEvent) -> None:
+    def _write_status(self, job: MutableObj, decision: Decision, event: JobEvent) -> None:
         meta = job["metadata"]
         old_phase = ((job.get("status") or {}).get("state") or {}).get("phase")
         note = ""
         if old_phase and old_phase != str(decision.phase):
             note = f"{old_phase} -> {decision.phase}: {decision.action}"
-            if event.event != Event.OUT_OF_SYNC:
+            if event.event != PolicyEvent.OUT_OF_SYNC:
                 note += f" on {event.event}" + (f" of pod {event.pod}" if event.pod else "")
         now = self.clock()
         status = job_status(job, decision, now, note)
@@ -411,14 +419,14 @@ class JobController:
             log.info("job %s/%s: %s", meta["namespace"], meta["name"], note)
             self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",
                            str(decision.phase), note, rfc3339(now))
-            if decision.action != Action.SYNC_JOB:
+            if decision.action != PolicyAction.SYNC_JOB:
                 # Volcano's event for an action it runs (pkg/controllers/job/job_controller.go, processNextReq:
                 # reason ExecuteAction); its e2e helper WaitJobTerminateAction looks for exactly this.
                 self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",
                                EXECUTE_ACTION, f"Start to execute action {decision.action} ", rfc3339(now))
         job["status"] = status
 
-    def _tell_waiting(self, job: Obj, uid: str, decision: Decision) -> None:
+    def _tell_waiting(self, job: MutableObj, uid: str, decision: Decision) -> None:
         """An event when a task starts being held back by dependsOn (once: not for every pod that gets ready)."""
         with self._guard:
             before = self._waiting.get(uid, set())
@@ -432,7 +440,7 @@ class JobController:
                                "TaskWaiting", f"task {task} {why} (dependsOn): its pods are not created yet",
                                rfc3339(self.clock()))
 
-    def _reject(self, job: Obj, errors: list[str]) -> None:
+    def _reject(self, job: MutableObj, errors: list[str]) -> None:
         """A job the CRD's rules let through but the lifecycle cannot run (e.g. a dependsOn cycle)."""
         meta = job["metadata"]
         state = (job.get("status") or {}).get("state") or {}
@@ -447,7 +455,7 @@ class JobController:
                        "InvalidJob", "; ".join(errors), now)
 
     # ---- timers ------------------------------------------------------------------------------------------
-    def _arm_timers(self, job: Obj, decision: Decision) -> None:
+    def _arm_timers(self, job: MutableObj, decision: Decision) -> None:
         meta = job["metadata"]
         namespace, name, uid = str(meta["namespace"]), str(meta["name"]), str(meta["uid"])
         key = f"{namespace}/{name}"

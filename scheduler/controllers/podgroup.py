@@ -28,9 +28,10 @@ from scheduler.api.convert import (
     QUEUE_NAME_ANNOTATION,
     plain_group_name,
 )
-from scheduler.api.pod import GROUP_NAME_ANNOTATION
+from scheduler.api.objects import MutableObj
+from scheduler.api.pod import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY
 from scheduler.api.resources import ZERO, QuantityError, pod_request
-from scheduler.cache.kube import KubeError, Obj
+from scheduler.cache.kube import KubeError
 from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflict
 from scheduler.jobs import keys
 
@@ -70,8 +71,8 @@ def _min_member(value: object) -> int:
 
 
 # Pod annotations and labels Volcano copies onto a plain pod's PodGroup (buildPodGroupFromPod).
-POD_ANNOTATIONS_COPIED = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
-POD_LABELS_COPIED = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+POD_ANNOTATIONS_COPIED = (PREEMPTABLE_KEY, "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
+POD_LABELS_COPIED = (PREEMPTABLE_KEY, "volcano.sh/cooldown-time")
 JDB_ANNOTATIONS = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")  # the first one present
 INHERITED_PREFIX = "volcano.sh/"  # the workload's annotations inherited by its PodGroup (AnnotationPrefix)
 
@@ -162,7 +163,7 @@ class PodGroupController:
         self._lock = threading.Lock()
         self._made: set[str] = set()  # PodGroup keys known to exist
 
-    def on_pod(self, kind: str | None, pod: Obj) -> None:
+    def on_pod(self, kind: str | None, pod: MutableObj) -> None:
         if kind == "DELETED" or not needs_podgroup(pod, self.scheduler_names):
             return
         namespace = str(pod["metadata"].get("namespace", "default"))
@@ -179,7 +180,7 @@ class PodGroupController:
         with self._lock:
             self._made.add(key)
 
-    def on_workload(self, kind: str | None, workload: Obj, *, statefulset: bool = False) -> None:
+    def on_workload(self, kind: str | None, workload: MutableObj, *, statefulset: bool = False) -> None:
         """A ReplicaSet (or StatefulSet) changed: its PodGroup follows its replicas and its pods' template."""
         meta = workload.get("metadata") or {}
         if kind == "DELETED" or not _template_is_ours(workload, self.scheduler_names):
@@ -196,7 +197,7 @@ class PodGroupController:
         if pod is not None and needs_podgroup(pod, self.scheduler_names):
             self._create_or_update(namespace, pod)
 
-    def _current_pod(self, namespace: str, workload: Obj, statefulset: bool) -> Obj | None:
+    def _current_pod(self, namespace: str, workload: MutableObj, statefulset: bool) -> MutableObj | None:
         """One live pod the workload controls (of its update revision, for a StatefulSet), as Volcano takes the
         first pod its selector lists."""
         meta = workload["metadata"]
@@ -211,7 +212,7 @@ class PodGroupController:
                 return pod
         return None
 
-    def _create_or_update(self, namespace: str, pod: Obj) -> None:
+    def _create_or_update(self, namespace: str, pod: MutableObj) -> None:
         name = plain_group_name(pod)
         for _ in range(3):  # a conflict means another writer moved it: read it again
             wanted = plain_podgroup(pod, self._workload_annotations(namespace, pod))
@@ -232,13 +233,13 @@ class PodGroupController:
         with self._lock:
             self._made.add(f"{namespace}/{name}")
 
-    def on_podgroup(self, kind: str | None, podgroup: Obj) -> None:
+    def on_podgroup(self, kind: str | None, podgroup: MutableObj) -> None:
         if kind == "DELETED":
             meta = podgroup.get("metadata") or {}
             with self._lock:
                 self._made.discard(f"{meta.get('namespace')}/{meta.get('name')}")
 
-    def _workload_annotations(self, namespace: str, pod: Obj) -> dict[str, str]:
+    def _workload_annotations(self, namespace: str, pod: MutableObj) -> dict[str, str]:
         """The owning workload's annotations (a ReplicaSet's Deployment's too); {} where RBAC forbids reading."""
         try:
             return self._read_workload_annotations(namespace, pod)
@@ -246,7 +247,7 @@ class PodGroupController:
             log.warning("cannot read the workload of pod %s/%s: %s", namespace, pod["metadata"].get("name"), exc)
             return {}
 
-    def _read_workload_annotations(self, namespace: str, pod: Obj) -> dict[str, str]:
+    def _read_workload_annotations(self, namespace: str, pod: MutableObj) -> dict[str, str]:
         owner = controller_of(pod)
         path = WORKLOADS.get((str((owner or {}).get("apiVersion")), str((owner or {}).get("kind"))))
         if owner is None or path is None:

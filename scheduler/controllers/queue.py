@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler import metrics
-from scheduler.cache.kube import Obj
+from scheduler.api.objects import MutableObj
 from scheduler.controllers.client import Api
 
 log = logging.getLogger("volcano_py.controllers.queue")
@@ -53,7 +53,7 @@ class QueueController:
         self._lock = threading.Lock()
         self._groups: dict[str, tuple[str, str]] = {}  # PodGroup key -> (queue, phase)
 
-    def on_podgroup(self, kind: str | None, podgroup: Obj) -> None:
+    def on_podgroup(self, kind: str | None, podgroup: MutableObj) -> None:
         meta = podgroup.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         queue = str((podgroup.get("spec") or {}).get("queue") or "default")
@@ -66,7 +66,7 @@ class QueueController:
             if old is None or old != (queue, phase) or kind == "DELETED":
                 self.sync(name)
 
-    def on_queue(self, kind: str | None, queue: Obj) -> None:
+    def on_queue(self, kind: str | None, queue: MutableObj) -> None:
         name = str(queue["metadata"]["name"])
         if kind == "DELETED":
             metrics.observe_controllers(lambda m: m.remove_queue(name))  # Volcano's DeleteQueueMetrics

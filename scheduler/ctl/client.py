@@ -10,14 +10,15 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from scheduler.cache.kube import Kube, KubeError, Obj
+from scheduler.api.objects import MutableObj
+from scheduler.api.pod import GROUP_NAME_ANNOTATION
+from scheduler.cache.kube import Kube, KubeError
 from scheduler.ctl.explain import Facts
-from scheduler.jobs import podgroup_lookup_names
+from scheduler.jobs import keys, podgroup_lookup_names
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1"
 SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
 BUS = "/apis/bus.volcano.sh/v1alpha1"
-GROUP_NAME = "scheduling.k8s.io/group-name"
 QUEUE_COMMAND_NAMESPACE = "default"
 
 
@@ -29,32 +30,32 @@ class Client:
     def __init__(self, kube: Kube):
         self.kube = kube
 
-    def get(self, path: str) -> Obj | None:
+    def get(self, path: str) -> MutableObj | None:
         return self.kube.get_or_none(path)
 
-    def items(self, path: str) -> list[Obj]:
+    def items(self, path: str) -> list[MutableObj]:
         return list((self.kube.request("GET", path) or {}).get("items") or [])
 
     # ---- objects -------------------------------------------------------------------------------------------
-    def job(self, namespace: str, name: str) -> Obj | None:
+    def job(self, namespace: str, name: str) -> MutableObj | None:
         return self.get(f"{JOBS}/namespaces/{namespace}/jobs/{name}")
 
-    def jobs(self, namespace: str | None) -> list[Obj]:
+    def jobs(self, namespace: str | None) -> list[MutableObj]:
         return self.items(f"{JOBS}/namespaces/{namespace}/jobs" if namespace else f"{JOBS}/jobs")
 
-    def podgroup(self, namespace: str, name: str) -> Obj | None:
+    def podgroup(self, namespace: str, name: str) -> MutableObj | None:
         return self.get(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
 
-    def podgroups(self) -> list[Obj]:
+    def podgroups(self) -> list[MutableObj]:
         return self.items(f"{SCHEDULING}/podgroups")
 
-    def pod(self, namespace: str, name: str) -> Obj | None:
+    def pod(self, namespace: str, name: str) -> MutableObj | None:
         return self.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
 
-    def queue(self, name: str) -> Obj | None:
+    def queue(self, name: str) -> MutableObj | None:
         return self.get(f"{SCHEDULING}/queues/{name}")
 
-    def queues(self) -> list[Obj]:
+    def queues(self) -> list[MutableObj]:
         return self.items(f"{SCHEDULING}/queues")
 
     def priorities(self) -> dict[str, int]:
@@ -64,7 +65,7 @@ class Client:
             return {}
         return {str(pc["metadata"]["name"]): int(pc.get("value", 0)) for pc in classes}
 
-    def events_about(self, namespace: str, kind: str, name: str) -> list[Obj]:
+    def events_about(self, namespace: str, kind: str, name: str) -> list[MutableObj]:
         selector = quote(f"involvedObject.kind={kind},involvedObject.name={name}")
         try:
             return self.items(f"/api/v1/namespaces/{namespace}/events?fieldSelector={selector}")
@@ -75,7 +76,7 @@ class Client:
         return self.kube.delete(f"{JOBS}/namespaces/{namespace}/jobs/{name}", {"propagationPolicy": "Background"})
 
     # ---- commands ----------------------------------------------------------------------------------------
-    def command(self, namespace: str, target: Obj, action: str) -> Obj:
+    def command(self, namespace: str, target: MutableObj, action: str) -> MutableObj:
         """Create a bus.volcano.sh Command about `target` (a Job or a Queue), as vcctl does."""
         meta = target["metadata"]
         ref = {"apiVersion": target["apiVersion"], "kind": target["kind"], "name": meta["name"],
@@ -103,7 +104,7 @@ class Client:
                     raise NotFound(f"no Job, PodGroup or pod named {name} in namespace {namespace}")
                 target = f"pod {namespace}/{name}"
                 podgroup_names = (pod_group_name(pod),)
-                job_name = ((pod.get("metadata") or {}).get("labels") or {}).get("volcano.sh/job-name")
+                job_name = ((pod.get("metadata") or {}).get("labels") or {}).get(keys.JOB_NAME)
                 job = self.job(namespace, job_name) if job_name else None
         podgroup = self._podgroup_of(namespace, podgroup_names, job)
         podgroup_name = str(podgroup["metadata"]["name"]) if podgroup is not None else podgroup_names[0]
@@ -116,7 +117,7 @@ class Client:
                      queue_podgroups=in_queue, priorities=self.priorities(), events=events)
 
 
-    def _podgroup_of(self, namespace: str, names: tuple[str, ...], job: Obj | None) -> Obj | None:
+    def _podgroup_of(self, namespace: str, names: tuple[str, ...], job: MutableObj | None) -> MutableObj | None:
         """The first of `names` that exists and is not a namesake of another job. A Job's names are
         `<job>-<uid>` then the legacy `<job>` (Volcano's getPodGroupByJob fallback,
         pkg/controllers/job/job_controller_actions.go)."""
@@ -127,18 +128,18 @@ class Client:
         return None
 
 
-def pod_group_name(pod: Obj) -> str:
+def pod_group_name(pod: MutableObj) -> str:
     """The PodGroup a pod belongs to: its group-name annotation, else the one the controllers make for plain
     pods (`podgroup-<uid of its controller owner, or its own>`)."""
     meta = pod.get("metadata") or {}
-    group = (meta.get("annotations") or {}).get(GROUP_NAME)
+    group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
     if group:
         return str(group)
     owner = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
     return f"podgroup-{(owner or meta).get('uid')}"
 
 
-def _owned_by(obj: Obj, owner: Obj) -> bool:
+def _owned_by(obj: MutableObj, owner: MutableObj) -> bool:
     uid = (owner.get("metadata") or {}).get("uid")
     refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
     return not refs or any(r.get("uid") == uid for r in refs)

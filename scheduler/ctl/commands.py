@@ -18,7 +18,8 @@ from typing import Any
 
 import yaml
 
-from scheduler.cache.kube import Kube, KubeError, Obj
+from scheduler.api.objects import MutableObj
+from scheduler.cache.kube import Kube, KubeError
 from scheduler.ctl.client import QUEUE_COMMAND_NAMESPACE, Client, NotFound
 from scheduler.ctl.explain import explain, render, to_dict
 
@@ -46,7 +47,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells)
 
 
-def job_row(job: Obj, now: float, with_namespace: bool) -> list[object]:
+def job_row(job: MutableObj, now: float, with_namespace: bool) -> list[object]:
     meta, spec, status = job.get("metadata") or {}, job.get("spec") or {}, job.get("status") or {}
     replicas = sum(int(t.get("replicas", 1)) for t in spec.get("tasks") or ())
     row: list[object] = [meta.get("name"), (status.get("state") or {}).get("phase") or "Pending",
@@ -61,7 +62,7 @@ JOB_HEADER = ["NAME", "STATUS", "MINAVAILABLE", "REPLICAS", "PENDING", "RUNNING"
               "AGE"]
 
 
-def job_table(jobs: Sequence[Obj], now: float, with_namespace: bool = False) -> str:
+def job_table(jobs: Sequence[MutableObj], now: float, with_namespace: bool = False) -> str:
     header = ["NAMESPACE", *JOB_HEADER] if with_namespace else JOB_HEADER
     ordered = sorted(jobs, key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
     return table(header, [job_row(j, now, with_namespace) for j in ordered])
@@ -71,7 +72,7 @@ QUEUE_HEADER = ["NAME", "STATE", "PARENT", "WEIGHT", "INQUEUE", "PENDING", "RUNN
                 "GPU-DESERVED", "GPU-CAPABILITY", "AGE"]
 
 
-def queue_row(queue: Obj, now: float) -> list[object]:
+def queue_row(queue: MutableObj, now: float) -> list[object]:
     meta, spec, status = queue.get("metadata") or {}, queue.get("spec") or {}, queue.get("status") or {}
     return [meta.get("name"), status.get("state") or spec.get("state") or "Open", spec.get("parent") or "-",
             spec.get("weight", 1),
@@ -80,11 +81,11 @@ def queue_row(queue: Obj, now: float) -> list[object]:
             (spec.get("capability") or {}).get(GPU, "-"), age(meta.get("creationTimestamp"), now)]
 
 
-def queue_table(queues: Sequence[Obj], now: float) -> str:
+def queue_table(queues: Sequence[MutableObj], now: float) -> str:
     return table(QUEUE_HEADER, [queue_row(q, now) for q in sorted(queues, key=lambda q: q["metadata"]["name"])])
 
 
-def dump(objects: Sequence[Obj] | Obj, output: str) -> str:
+def dump(objects: Sequence[MutableObj] | MutableObj, output: str) -> str:
     if output == "json":
         return json.dumps(objects, indent=2, sort_keys=False)
     if isinstance(objects, Mapping):
@@ -100,20 +101,46 @@ def _client(args: argparse.Namespace) -> Client:
     cfg = client.Configuration()
     try:
         config.load_kube_config(config_file=args.kubeconfig, client_configuration=cfg)
-    except config.ConfigException:
+    except (config.ConfigException, OSError) as exc:
         if args.kubeconfig:
-            raise
-        config.load_incluster_config(client_configuration=cfg)
+            raise NoCluster(f"kubeconfig {args.kubeconfig}: {exc}") from exc
+        try:
+            config.load_incluster_config(client_configuration=cfg)
+        except config.ConfigException:
+            raise NoCluster("no cluster to talk to: no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config) "
+                            "and not running in a pod") from exc
     return Client(Kube(client.ApiClient(cfg), request_timeout=args.request_timeout))
 
 
+class NoCluster(Exception):
+    """Neither a kubeconfig nor an in-cluster service account says where the apiserver is."""
+
+
+def _unreachable(exc: BaseException) -> str | None:
+    """The one line for an apiserver that cannot be reached (refused, no such host, TLS, timeout), else None."""
+    from urllib3.exceptions import HTTPError
+
+    if isinstance(exc, HTTPError | ConnectionError | TimeoutError):
+        reason = getattr(exc, "reason", None) or exc
+        return f"cannot reach the apiserver: {reason}"
+    return None
+
+
 def _reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """An API error is one line on stderr and exit 1, never a traceback."""
+    """An API or connection error is one line on stderr and exit 1; the traceback only with --debug."""
     def wrapped(args: argparse.Namespace) -> int:
         try:
             return run(args)
-        except KubeError as exc:
+        except (KubeError, NoCluster) as exc:
+            if getattr(args, "debug", False):
+                raise
             print(f"volcano-py: error: {exc}", file=sys.stderr)
+            return 1
+        except Exception as exc:
+            line = _unreachable(exc)
+            if line is None or getattr(args, "debug", False):
+                raise
+            print(f"volcano-py: error: {line}", file=sys.stderr)
             return 1
 
     return wrapped
@@ -201,6 +228,7 @@ def _queue_command(action: str, done: str) -> Callable[[argparse.Namespace], int
 def _common(p: argparse.ArgumentParser, namespaced: bool = True, output: bool = False) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
     p.add_argument("--request-timeout", type=float, default=30.0, help="seconds per API request (default 30)")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     if namespaced:
         p.add_argument("-n", "--namespace", default=None, help="namespace (default: default)")
     if output:

@@ -21,10 +21,10 @@ from scheduler.api import reasons as R
 from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
 from scheduler.api.messages import render as render_reason
 from scheduler.api.messages import show, show_amounts
+from scheduler.api.objects import Obj
 from scheduler.api.reasons import ReasonError
 from scheduler.jobs.expand import depends_on
 
-Obj = Mapping[str, Any]
 ReasonT = TypeVar("ReasonT", bound=R.Reason)
 
 FINISHED_JOB_PHASES = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
@@ -148,7 +148,7 @@ def rank_in_queue(podgroup: Obj, others: Sequence[Obj], priorities: Mapping[str,
 
 def explain(facts: Facts) -> Explanation:
     """Which gate holds the job, the numbers behind it, what would unblock it and its place in its queue."""
-    ex = decide(facts)
+    ex = holding_gate(facts)
     context = context_numbers(facts)
     return _with(ex, ex.gate, ex.summary, numbers=ex.numbers + context) if context else ex
 
@@ -170,7 +170,7 @@ def context_numbers(facts: Facts) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def decide(facts: Facts) -> Explanation:
+def holding_gate(facts: Facts) -> Explanation:
     """The gate, its numbers and the way out, from the PodGroup's condition (or its latest warning event)."""
     queue = queue_name(facts)
     job_phase = str((_status(facts.job).get("state") or {}).get("phase") or "")

@@ -1,19 +1,166 @@
-"""Layer `framework`: the plugin base class and session event handlers."""
+"""Layer `framework`: what a plugin builds on — the `Plugin` base class and `SessionAPI`, the session as a plugin
+sees it.
+
+A plugin gets a `SessionAPI` when a session opens, and the same one when it closes. Through it, it reads the
+snapshot, registers functions at extension points (`points.py`) and hooks, asks which nodes a task may go to,
+and writes what it learned (conditions, events, queue shares). It cannot place tasks (only actions do, through
+a Statement) nor run the extension points. Every member is listed here, with what it is for: a plugin needs
+nothing else of the session.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
+from scheduler.api.decision import Status
+from scheduler.api.job import Condition, JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import Resource
+from scheduler.framework import points as P
+from scheduler.framework.arrays import IntArray, NodeArrays
+from scheduler.framework.backend import StatementBackEnd
+from scheduler.framework.conf import PluginOption, SchedulerConf
 from scheduler.framework.conf_args import NO_ARGS, ArgReader, parse_unloaded
+from scheduler.framework.fit import FeasibilityCache, FitErrors
+from scheduler.framework.order import Orderings
+from scheduler.framework.results import ResultsCollector
+from scheduler.framework.tiers import EventHandler, TierRunner
 
-if TYPE_CHECKING:
-    from scheduler.api.job import TaskInfo
-    from scheduler.framework.conf import PluginOption
-    from scheduler.framework.session import Session
+__all__ = ["EventHandler", "Plugin", "SessionAPI"]
 
+F = TypeVar("F")
+R = TypeVar("R")
 ArgsT = TypeVar("ArgsT", covariant=True)
+
+
+class SessionAPI:
+    """The session, as one plugin sees it (the session makes one per plugin, for the plugin's tier and option).
+
+    Snapshot data, to read: `jobs` (by uid), `queues` (by name), `node_list` (by name), `hypernodes`, `now`,
+    `conf`; `arrays`, the nodes' resources as arrays in `node_list` order (the Statement keeps them current);
+    `trace`, where a plugin may explain its decisions when the cycle is traced (None when it is not).
+    """
+
+    __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "trace",
+                 "_tier", "_option", "_tiers", "_order", "_fit", "_results", "_requests")
+
+    def __init__(
+        self,
+        *,
+        jobs: dict[str, JobInfo],
+        queues: dict[str, QueueInfo],
+        node_list: list[NodeInfo],
+        hypernodes: tuple[Mapping[str, Any], ...],
+        now: float,
+        conf: SchedulerConf,
+        arrays: NodeArrays,
+        trace: Callable[[str], None] | None,
+        tier: int,
+        option: PluginOption,
+        tiers: TierRunner,
+        order: Orderings,
+        fit: FeasibilityCache,
+        results: ResultsCollector,
+        requests: StatementBackEnd,
+    ) -> None:
+        self.jobs = jobs
+        self.queues = queues
+        self.node_list = node_list
+        self.hypernodes = hypernodes
+        self.now = now
+        self.conf = conf
+        self.arrays = arrays
+        self.trace = trace
+        self._tier = tier
+        self._option = option
+        self._tiers = tiers
+        self._order = order
+        self._fit = fit
+        self._results = results
+        self._requests = requests
+
+    # ---- when the session opens ----------------------------------------------------------------------
+    def register(self, point: P.Point[F, R], fn: F) -> None:
+        """Serve `point` with `fn`, in this plugin's tier; a point the plugin's enableXxx switch turns off is
+        ignored, and a rejection `fn` returns names the plugin."""
+        self._tiers.register(point, fn, tier=self._tier, option=self._option)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        """Be told of every task a Statement places or takes back (to keep per-node or per-queue state)."""
+        self._tiers.add_event_handler(handler)
+
+    def on_job_enqueued(self, fn: Callable[[JobInfo], None]) -> None:
+        """Be told of every job the enqueue action admits this cycle."""
+        self._tiers.on_job_enqueued(fn)
+
+    # ---- questions -----------------------------------------------------------------------------------
+    def task_order(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        """The tasks in TaskOrder, as the actions take them."""
+        return self._order.task_order(tasks)
+
+    def feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
+        """The nodes every predicate (the dynamic ones included) allows for the task."""
+        return self._fit.feasible_nodes(task)
+
+    def static_feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
+        """The nodes the constraint-only predicates allow, without the dynamic ones (for a dynamic predicate)."""
+        return self._fit.static_feasible_nodes(task)
+
+    def feasible_indices(self, task: TaskInfo) -> IntArray:
+        """Positions (in `node_list`) of the nodes the constraint-only predicates allow."""
+        return self._fit.feasible_indices(task)
+
+    def fitting_indices(self, task: TaskInfo) -> IntArray:
+        """Positions of the feasible nodes whose idle resources hold the task now."""
+        return self._fit.fitting_indices(task)
+
+    def node_scores(self, task: TaskInfo, indices: IntArray) -> P.FloatArray:
+        """The configured node scorers' sum for the task on each node at `indices`, as allocate ranks them pod by
+        pod (-inf where a scorer vetoes the node): what a gang placer ranks its placements by."""
+        return self._fit.node_scores(task, indices)
+
+    def fit_errors(self, job: JobInfo) -> FitErrors | None:
+        """Why the job's tasks fit no node this cycle (None: no task of it was tried and turned away)."""
+        return self._fit.errors(job)
+
+    def held(self, job: JobInfo) -> Status | None:
+        """Why a gate (enqueue, a queue limit, a gang placer) held the job this cycle (None: none did)."""
+        return self._results.held(job)
+
+    def got_binds(self, job_uid: str) -> bool:
+        """Whether a commit this cycle bound any of the job's tasks."""
+        return self._requests.got_binds(job_uid)
+
+    def committed_binds(self) -> list[tuple[str, str]]:
+        """(task uid, node) of every bind committed so far this cycle."""
+        return self._requests.committed_binds()
+
+    # ---- what the plugin learned (mostly at close) --------------------------------------------------
+    def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
+        """The job's Scheduled/Unschedulable condition, and the Status an Unschedulable one was rendered from."""
+        self._results.set_condition(job, condition, status)
+
+    def add_condition(self, job: JobInfo, condition: Condition) -> None:
+        """A condition beside the Scheduled/Unschedulable one (e.g. `Timeout`); one per type."""
+        self._results.add_condition(job, condition)
+
+    def override_min_member(self, job: JobInfo, min_member: int) -> None:
+        """Schedule the job with a smaller minMember from now on (written to status.minMemberOverride)."""
+        self._results.override_min_member(job, min_member)
+
+    def event(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
+        """A Kubernetes event on the object `kind`/`key` (a PodGroup's or a pod's uid)."""
+        self._results.event(kind, key, type_, reason, message)
+
+    def set_queue_share(self, queue: str, deserved: Resource, share: float, overused: bool) -> None:
+        """The queue's deserved resources, share and overused flag, for its status and the queue metrics."""
+        self._results.set_queue_share(queue, deserved, share, overused)
+
+    def annotate(self, task_uid: str, annotations: dict[str, str]) -> None:
+        """Annotations the adapter writes on the pod before it binds it."""
+        self._requests.annotate(task_uid, annotations)
 
 
 class Plugin(Generic[ArgsT]):
@@ -36,16 +183,8 @@ class Plugin(Generic[ArgsT]):
         """The plugin's typed arguments from its conf entry; a plugin with arguments overrides this."""
         return cast(ArgsT, NO_ARGS)
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         pass
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionAPI) -> None:
         pass
-
-
-@dataclass(frozen=True, slots=True)
-class EventHandler:
-    """Called when a Statement places a task (allocate/pipeline) or takes it back (discard/evict)."""
-
-    allocate: Callable[[TaskInfo], None] | None = None
-    deallocate: Callable[[TaskInfo], None] | None = None

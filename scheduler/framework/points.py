@@ -2,9 +2,9 @@
 functions follow, and its combiner.
 
 A combiner folds the functions plugins registered, tier by tier, into one answer. These few pure functions
-carry every tier rule; `Session.run` is the only loop over tiers. Points whose answer carries reasons answer
-with a `Status` (`api/decision.py`); the session stamps the plugin's name on a non-success Status when it
-registers the function (`Point.stamp`), as kube-scheduler's framework does. No point answers None: "no
+carry every tier rule; `TierRunner.run` (`tiers.py`) is the only loop over tiers. Points whose answer carries
+reasons answer with a `Status` (`api/decision.py`); the session stamps the plugin's name on a non-success Status
+when it registers the function (`Point.stamp`), as kube-scheduler's framework does. No point answers None: "no
 opinion" is `ABSTAIN` (votes, gang placement), an empty list ends a victims tier.
 """
 
@@ -308,7 +308,7 @@ def tier_victims(tiers: Tiers[Victims], preemptor: TaskInfo, candidates: Sequenc
 
 @dataclass(frozen=True, slots=True)
 class Point(Generic[F, R]):
-    """An extension point: plugins register functions of type F; `Session.run` combines them into an R."""
+    """An extension point: plugins register functions of type F; `TierRunner.run` combines them into an R."""
 
     name: str
     switch: str | None  # Volcano's enableXxx key that turns a plugin's function off at this point

@@ -1,8 +1,9 @@
 """Layer `framework`: a Statement records allocate / pipeline / evict and commits or discards all of them.
 
-Actions change the session only through a Statement. `discard()` undoes every operation in reverse, so a gang
-that does not become ready leaves no trace; `commit()` turns allocations into one bind request for the gang
-and evictions into eviction requests. Pipelined placements are reservations inside the session only.
+Actions change the session only through a Statement (`Session.statement()`), which carries out its operations
+through the session's back end (`backend.py`). `discard()` undoes every operation in reverse, so a gang that does
+not become ready leaves no trace; `commit()` turns allocations into one bind request for the gang and evictions
+into eviction requests. Pipelined placements are reservations inside the session only.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from scheduler.api.status import TaskStatus
 if TYPE_CHECKING:
     from scheduler.api.job import TaskInfo
     from scheduler.api.node import NodeInfo
-    from scheduler.framework.session import Session
+    from scheduler.framework.backend import StatementBackEnd
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,36 +29,36 @@ class Operation:
 
 
 class Statement:
-    def __init__(self, ssn: Session) -> None:
-        self.ssn = ssn
+    def __init__(self, back_end: StatementBackEnd) -> None:
+        self._back_end = back_end
         self.operations: list[Operation] = []
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         self.operations.append(Operation("allocate", task, node.name, task.status))
-        self.ssn.place(task, node, TaskStatus.ALLOCATED)
+        self._back_end.place(task, node, TaskStatus.ALLOCATED)
 
     def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
         self.operations.append(Operation("pipeline", task, node.name, task.status))
-        self.ssn.place(task, node, TaskStatus.PIPELINED)
+        self._back_end.place(task, node, TaskStatus.PIPELINED)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.operations.append(Operation("evict", task, task.node_name, task.status, reason))
-        self.ssn.mark_releasing(task)
+        self._back_end.mark_releasing(task)
 
     def discard(self) -> None:
         for op in reversed(self.operations):
             if op.kind == "evict":
-                self.ssn.unmark_releasing(op.task, op.previous)
+                self._back_end.unmark_releasing(op.task, op.previous)
             else:
-                self.ssn.unplace(op.task)
+                self._back_end.unplace(op.task)
         self.operations.clear()
 
     def commit(self) -> None:
         for op in self.operations:
             if op.kind == "allocate":
-                self.ssn.record_bind(op.task, op.node)
+                self._back_end.record_bind(op.task, op.node)
             elif op.kind == "evict":
-                self.ssn.record_eviction(op.task, op.reason)
+                self._back_end.record_eviction(op.task, op.reason)
         self.operations.clear()
 
     def __len__(self) -> int:

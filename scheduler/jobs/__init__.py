@@ -3,7 +3,7 @@ lifecycle state machine. Layer: jobs (imports `api` only; never a Kubernetes cli
 
 from __future__ import annotations
 
-from scheduler.jobs.bus import Action, Event
+from scheduler.jobs.bus import PolicyAction, PolicyEvent
 from scheduler.jobs.expand import (
     expected_pod_names,
     min_pod_specs,
@@ -14,25 +14,14 @@ from scheduler.jobs.expand import (
     podgroup_for,
     pods_for,
 )
-from scheduler.jobs.lifecycle import (
-    Decision,
-    JobEvent,
-    JobStatus,
-    Op,
-    OpKind,
-    Phase,
-    PodView,
-    decide,
-    desired_pods,
-    expired,
-    pod_event,
-    pod_view,
-)
+from scheduler.jobs.lifecycle import decide, desired_pods, expired
 from scheduler.jobs.names import podgroup_lookup_names, podgroup_name
+from scheduler.jobs.policies import pod_event
+from scheduler.jobs.state import Decision, JobEvent, JobStatus, Op, OpKind, Phase, PodView, pod_view
 from scheduler.jobs.validate import unsupported_plugins, validate_job
 
 __all__ = [
-    "Action", "Decision", "Event", "JobEvent", "JobStatus", "Op", "OpKind", "Phase", "PodView",
+    "Decision", "JobEvent", "JobStatus", "Op", "OpKind", "Phase", "PodView", "PolicyAction", "PolicyEvent",
     "decide", "desired_pods", "expected_pod_names", "expired", "min_pod_specs", "min_resources",
     "normalize_job", "plugin_objects", "pod_event", "pod_for", "pod_view", "podgroup_for", "podgroup_lookup_names",
     "podgroup_name", "pods_for", "unsupported_plugins", "validate_job",

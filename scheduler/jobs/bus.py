@@ -1,11 +1,15 @@
-"""Volcano's bus vocabulary (events and actions) as enums. Layer: jobs (pure, no Kubernetes client)."""
+"""Volcano's bus vocabulary (events and actions) as enums. Layer: jobs (pure, no Kubernetes client).
+
+Named `PolicyEvent` and `PolicyAction` (what a Job's lifecycle policies match and do) so that neither is
+mistaken for the scheduler's `Action` (scheduler/actions) or a Kubernetes `Event` (api/snapshot.py).
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
 
-class Event(StrEnum):
+class PolicyEvent(StrEnum):
     """What happened to a Job (bus.volcano.sh/v1alpha1 Event)."""
 
     ANY = "*"
@@ -21,7 +25,7 @@ class Event(StrEnum):
     JOB_UPDATED = "JobUpdated"
 
 
-class Action(StrEnum):
+class PolicyAction(StrEnum):
     """What the job controller does about it (bus.volcano.sh/v1alpha1 Action)."""
 
     ABORT_JOB = "AbortJob"
@@ -41,24 +45,24 @@ class Action(StrEnum):
 # What a user may write in a lifecycle policy; the rest are internal to the controllers.
 POLICY_EVENTS: frozenset[str] = frozenset(
     {
-        Event.ANY,
-        Event.POD_FAILED,
-        Event.POD_EVICTED,
-        Event.POD_PENDING,
-        Event.UNKNOWN,
-        Event.TASK_COMPLETED,
-        Event.TASK_FAILED,
-        Event.JOB_UPDATED,
+        PolicyEvent.ANY,
+        PolicyEvent.POD_FAILED,
+        PolicyEvent.POD_EVICTED,
+        PolicyEvent.POD_PENDING,
+        PolicyEvent.UNKNOWN,
+        PolicyEvent.TASK_COMPLETED,
+        PolicyEvent.TASK_FAILED,
+        PolicyEvent.JOB_UPDATED,
     }
 )
 POLICY_ACTIONS: frozenset[str] = frozenset(
     {
-        Action.ABORT_JOB,
-        Action.RESTART_JOB,
-        Action.RESTART_TASK,
-        Action.RESTART_POD,
-        Action.TERMINATE_JOB,
-        Action.COMPLETE_JOB,
-        Action.RESUME_JOB,
+        PolicyAction.ABORT_JOB,
+        PolicyAction.RESTART_JOB,
+        PolicyAction.RESTART_TASK,
+        PolicyAction.RESTART_POD,
+        PolicyAction.TERMINATE_JOB,
+        PolicyAction.COMPLETE_JOB,
+        PolicyAction.RESUME_JOB,
     }
 )

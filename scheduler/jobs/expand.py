@@ -10,6 +10,8 @@ import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from scheduler.api.convert import TASK_INDEX_KEY
+from scheduler.api.pod import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, TASK_SPEC_KEY
 from scheduler.jobs import keys
 from scheduler.jobs.names import job_name, job_namespace, owner_references, pod_name, podgroup_name
 from scheduler.jobs.plugins import Keygen, apply_pod_plugins, plugin_manifests
@@ -284,19 +286,19 @@ def _pod_metadata(
             keys.JOB_NAME: job_name(job),
             keys.JOB_NAMESPACE: job_namespace(job),
             keys.QUEUE_NAME: spec["queue"],
-            keys.TASK_SPEC: task_name,
+            TASK_SPEC_KEY: task_name,
             keys.TASK_NAME: task_name,
-            keys.TASK_INDEX: str(index),
+            TASK_INDEX_KEY: str(index),
         }
     )
     annotations = dict(template_meta.get("annotations") or {})
     annotations.update(
         {
             # `<job>-<uid>`, as Volcano's controller annotates its pods (pkg/controllers/job/job_controller_util.go)
-            keys.GROUP_NAME: group,
+            GROUP_NAME_ANNOTATION: group,
             keys.JOB_NAME: job_name(job),
-            keys.TASK_SPEC: task_name,
-            keys.TASK_INDEX: str(index),
+            TASK_SPEC_KEY: task_name,
+            TASK_INDEX_KEY: str(index),
             keys.JOB_VERSION: str(int(job.get("status", {}).get("version", 0))),
             keys.QUEUE_NAME: spec["queue"],
             keys.POD_TEMPLATE: f"{job_name(job)}-{task_name}",
@@ -306,8 +308,8 @@ def _pod_metadata(
         annotations[keys.NUMA_POLICY] = str(task["topologyPolicy"])
     preemptable = _preemptable(job, task)
     if preemptable is not None:
-        annotations[keys.PREEMPTABLE] = preemptable
-        labels[keys.PREEMPTABLE] = preemptable
+        annotations[PREEMPTABLE_KEY] = preemptable
+        labels[PREEMPTABLE_KEY] = preemptable
     meta: Manifest = {
         "name": pod_name(job, task_name, index),
         "namespace": job_namespace(job),
@@ -327,7 +329,7 @@ def _preemptable(job: Mapping[str, Any], task: Mapping[str, Any]) -> str | None:
             return _bool_text(source)
     meta = job.get("metadata", {})
     for where in ("annotations", "labels"):
-        value = (meta.get(where) or {}).get(keys.PREEMPTABLE)
+        value = (meta.get(where) or {}).get(PREEMPTABLE_KEY)
         if value is not None:
             return _bool_text(value)
     return None

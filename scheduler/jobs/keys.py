@@ -1,4 +1,8 @@
-"""Label and annotation keys and defaults shared by Job expansion and the lifecycle. Layer: jobs."""
+"""Label and annotation keys and defaults shared by Job expansion and the lifecycle. Layer: jobs.
+
+The keys the scheduler reads too are defined once, in `api` (group-name, task-spec and preemptable in
+`api/pod.py`, task-index in `api/convert.py`).
+"""
 
 from __future__ import annotations
 
@@ -9,15 +13,11 @@ PODGROUP_API_VERSION = "scheduling.volcano.sh/v1beta1"
 JOB_NAME = "volcano.sh/job-name"
 JOB_NAMESPACE = "volcano.sh/job-namespace"
 QUEUE_NAME = "volcano.sh/queue-name"
-TASK_SPEC = "volcano.sh/task-spec"
 # Not set by Volcano (it uses task-spec); volcano-py adds it because published examples select on it.
 TASK_NAME = "volcano.sh/task-name"
-TASK_INDEX = "volcano.sh/task-index"
 JOB_VERSION = "volcano.sh/job-version"
 POD_TEMPLATE = "volcano.sh/template-uid"
-PREEMPTABLE = "volcano.sh/preemptable"
 NUMA_POLICY = "volcano.sh/numa-topology-policy"
-GROUP_NAME = "scheduling.k8s.io/group-name"
 
 DEFAULT_QUEUE = "default"
 DEFAULT_SCHEDULER = "volcano-py"

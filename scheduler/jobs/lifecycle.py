@@ -5,7 +5,8 @@ PodGroup phase and what just happened, what is the new status and what must be c
 The answer is a frozen `Decision`; the simulator and the kopf controller both carry it out.
 
 Steps, as Volcano's job controller takes them:
-  1. pick the action: an explicit action (command), else task policies, then job policies, else SyncJob;
+  1. pick the action (`policies.select_action`): an explicit action (command), else task policies, then job
+     policies, else SyncJob;
   2. run the current phase's handler for that action: kill (delete pods, keeping finished ones when soft)
      and move to a transitional phase, or sync (create missing pods once the PodGroup left Pending);
   3. recount the pods and let the phase's rule move the job on.
@@ -14,199 +15,16 @@ Steps, as Volcano's job controller takes them:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
-from scheduler.durations import parse_seconds
-from scheduler.jobs import keys
-from scheduler.jobs.bus import Action, Event
+from scheduler.jobs.bus import PolicyAction
 from scheduler.jobs.expand import depends_on, expected_pod_names, normalize_job, pod_for
-from scheduler.jobs.validate import policy_events
+from scheduler.jobs.policies import select_action
+from scheduler.jobs.state import FINISHED, Counts, Decision, Deferred, JobEvent, JobStatus, Op, OpKind, Phase, PodView
 
-
-class Phase(StrEnum):
-    PENDING = "Pending"
-    ABORTING = "Aborting"
-    ABORTED = "Aborted"
-    RUNNING = "Running"
-    RESTARTING = "Restarting"
-    COMPLETING = "Completing"
-    COMPLETED = "Completed"
-    TERMINATING = "Terminating"
-    TERMINATED = "Terminated"
-    FAILED = "Failed"
-
-
-FINISHED = frozenset({Phase.COMPLETED, Phase.TERMINATED, Phase.FAILED})
-ALIVE_POD_PHASES = frozenset({"Pending", "Running", "Unknown"})
 SOFT_RETAIN = frozenset({"Succeeded", "Failed"})  # a soft kill keeps finished pods for their logs
-
-
-# ---------------------------------------------------------------------------------------------- inputs
-
-
-@dataclass(frozen=True, slots=True)
-class PodView:
-    """What the lifecycle needs to know about one pod of the job."""
-
-    name: str
-    task: str
-    phase: str = "Pending"  # Pending | Running | Succeeded | Failed | Unknown
-    exit_code: int | None = None
-    deleting: bool = False
-    restarts: int = 0
-    ready: bool = True  # every container reports ready (a pod without container statuses counts as ready)
-
-
-@dataclass(frozen=True, slots=True)
-class JobStatus:
-    phase: Phase = Phase.PENDING
-    retry_count: int = 0
-    version: int = 0
-
-    @classmethod
-    def of(cls, job: Mapping[str, Any]) -> JobStatus:
-        status = job.get("status") or {}
-        phase = (status.get("state") or {}).get("phase") or Phase.PENDING
-        return cls(Phase(phase), int(status.get("retryCount", 0)), int(status.get("version", 0)))
-
-
-@dataclass(frozen=True, slots=True)
-class JobEvent:
-    """A request to the lifecycle: what happened, to which task/pod, or the command's action."""
-
-    event: Event = Event.OUT_OF_SYNC
-    task: str = ""
-    pod: str = ""
-    exit_code: int | None = None
-    action: Action | None = None  # set by CommandIssued, or by a deferred policy coming due
-    job_version: int | None = None  # the job-version annotation of the pod that raised it
-
-
-def pod_view(pod: Mapping[str, Any]) -> PodView:
-    """A PodView from a Pod manifest (first container's exit code, as Volcano reads it)."""
-    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
-    statuses = status.get("containerStatuses") or []
-    terminated = ((statuses[0].get("state") or {}).get("terminated") or {}) if statuses else {}
-    return PodView(
-        name=str(meta.get("name")),
-        task=str((meta.get("annotations") or {}).get(keys.TASK_SPEC, "")),
-        phase=str(status.get("phase") or "Pending"),
-        exit_code=terminated.get("exitCode"),
-        deleting=bool(meta.get("deletionTimestamp")),
-        restarts=sum(int(s.get("restartCount", 0)) for s in statuses),
-        ready=all(bool(s.get("ready")) for s in statuses),
-    )
-
-
-# ---------------------------------------------------------------------------------------------- outputs
-
-
-class OpKind(StrEnum):
-    CREATE_PODS = "CreatePods"
-    DELETE_PODS = "DeletePods"
-    ENSURE_PODGROUP = "EnsurePodGroup"
-    DELETE_PODGROUP = "DeletePodGroup"
-
-
-@dataclass(frozen=True, slots=True)
-class Op:
-    kind: OpKind
-    names: tuple[str, ...] = ()
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Counts:
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    terminating: int = 0
-    unknown: int = 0
-
-    @property
-    def alive(self) -> int:
-        return self.pending + self.running + self.terminating
-
-
-@dataclass(frozen=True, slots=True)
-class Deferred:
-    """A policy with a `timeout`: run `action` after `seconds` unless the pod recovers first."""
-
-    action: Action
-    seconds: float
-    event: Event
-    pod: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    phase: Phase
-    retry_count: int
-    version: int
-    action: Action
-    counts: Counts
-    min_available: int
-    ops: tuple[Op, ...] = ()
-    task_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    deferred: Deferred | None = None
-    waiting: Mapping[str, str] = field(default_factory=dict)  # task -> why its pods are not created (dependsOn)
-
-    def pods_to_create(self) -> tuple[str, ...]:
-        return tuple(n for op in self.ops if op.kind is OpKind.CREATE_PODS for n in op.names)
-
-    def pods_to_delete(self) -> tuple[str, ...]:
-        return tuple(n for op in self.ops if op.kind is OpKind.DELETE_PODS for n in op.names)
-
-    def status(self) -> dict[str, Any]:
-        """The Job `status` this decision writes."""
-        c = self.counts
-        return {
-            "state": {"phase": str(self.phase)},
-            "minAvailable": self.min_available,
-            "pending": c.pending, "running": c.running, "succeeded": c.succeeded,
-            "failed": c.failed, "terminating": c.terminating, "unknown": c.unknown,
-            "retryCount": self.retry_count, "version": self.version,
-            "taskStatusCount": {t: {"phase": dict(p)} for t, p in self.task_counts.items()},
-        }
-
-
-# ---------------------------------------------------------------------------------------------- policies
-
-
-def select_action(job: Mapping[str, Any], status: JobStatus, event: JobEvent) -> tuple[Action, float | None]:
-    """The action for an event and its policy timeout: task policies first, then job policies, else SyncJob."""
-    if event.action is not None:
-        return event.action, None
-    if event.event == Event.OUT_OF_SYNC:
-        return Action.SYNC_JOB, None
-    if event.job_version is not None and event.job_version < status.version:
-        return Action.SYNC_JOB, None  # raised by a pod of an earlier run
-    spec = job["spec"]
-    task = next((t for t in spec.get("tasks") or [] if event.task and t.get("name") == event.task), None)
-    for policies in ((task or {}).get("policies") or [], spec.get("policies") or []):
-        for policy in policies:
-            if _matches(policy, event):
-                timeout = policy.get("timeout")
-                return Action(policy["action"]), parse_duration(timeout) if timeout is not None else None
-    return Action.SYNC_JOB, None
-
-
-def _matches(policy: Mapping[str, Any], event: JobEvent) -> bool:
-    events = policy_events(policy)
-    if events:
-        return event.event in events or Event.ANY in events
-    code = policy.get("exitCode")
-    return code is not None and event.exit_code is not None and int(code) == event.exit_code
-
-
-def parse_duration(text: object) -> float:
-    """Seconds in a Go duration (`"1m30s"`, `"500ms"`, Go's `time.ParseDuration` grammar, which Volcano reads
-    these fields with) or a bare number of seconds. Raises ValueError on anything else."""
-    return parse_seconds(text)
 
 
 # ---------------------------------------------------------------------------------------------- decide
@@ -219,7 +37,7 @@ class _Ctx:
     pods: tuple[PodView, ...]
     podgroup_phase: str | None
     event: JobEvent
-    action: Action
+    action: PolicyAction
 
 
 def decide(
@@ -232,8 +50,8 @@ def decide(
     job = normalize_job(job)
     status = status or JobStatus.of(job)
     action, timeout = select_action(job, status, event)
-    if timeout and event.action is None and action is not Action.SYNC_JOB:
-        return replace(_sync(_Ctx(job, status, tuple(pods), podgroup_phase, event, Action.SYNC_JOB), _keep),
+    if timeout and event.action is None and action is not PolicyAction.SYNC_JOB:
+        return replace(_sync(_Ctx(job, status, tuple(pods), podgroup_phase, event, PolicyAction.SYNC_JOB), _keep),
                        deferred=Deferred(action, timeout, event.event, event.pod))
     ctx = _Ctx(job, status, tuple(pods), podgroup_phase, event, action)
     return _HANDLERS.get(status.phase, _pending)(ctx)
@@ -262,21 +80,21 @@ def _running(ctx: _Ctx) -> Decision:
 def _kill_transitions(ctx: _Ctx) -> Decision | None:
     """The kill actions Pending and Running share."""
     match ctx.action:
-        case Action.RESTART_JOB:
+        case PolicyAction.RESTART_JOB:
             return _kill(ctx, _to(Phase.RESTARTING), soft=False, retry=1)
-        case Action.RESTART_TASK | Action.RESTART_POD:
+        case PolicyAction.RESTART_TASK | PolicyAction.RESTART_POD:
             return _kill(ctx, _to(Phase.RESTARTING), soft=False, retry=1, target=_target(ctx))
-        case Action.ABORT_JOB:
+        case PolicyAction.ABORT_JOB:
             return _kill(ctx, _to(Phase.ABORTING), soft=True)
-        case Action.TERMINATE_JOB:
+        case PolicyAction.TERMINATE_JOB:
             return _kill(ctx, _to(Phase.TERMINATING), soft=True)
-        case Action.COMPLETE_JOB:
+        case PolicyAction.COMPLETE_JOB:
             return _kill(ctx, _to(Phase.COMPLETING), soft=True)
     return None
 
 
 def _target(ctx: _Ctx) -> frozenset[str]:
-    if ctx.action is Action.RESTART_POD and ctx.event.pod:
+    if ctx.action is PolicyAction.RESTART_POD and ctx.event.pod:
         return frozenset({ctx.event.pod})
     return frozenset(p.name for p in ctx.pods if p.task == ctx.event.task)
 
@@ -287,13 +105,13 @@ def _restarting(ctx: _Ctx) -> Decision:
 
 
 def _aborting(ctx: _Ctx) -> Decision:
-    if ctx.action is Action.RESUME_JOB:
+    if ctx.action is PolicyAction.RESUME_JOB:
         return _kill(ctx, _to(Phase.RESTARTING), soft=True, retry=1)
     return _kill(ctx, _when_quiet(Phase.ABORTED), soft=True, bump=False)
 
 
 def _aborted(ctx: _Ctx) -> Decision:
-    if ctx.action is Action.RESUME_JOB:
+    if ctx.action is PolicyAction.RESUME_JOB:
         return _kill(ctx, _to(Phase.RESTARTING), soft=True, retry=1)
     return _kill(ctx, _keep, soft=True, bump=False)
 
@@ -533,37 +351,6 @@ def desired_pods(
         for i in range(int(task["replicas"]))
         if f"{job['metadata']['name']}-{task['name']}-{i}" not in existing
     ]
-
-
-def pod_event(job: Mapping[str, Any], before: PodView | None, after: PodView | None,
-              pods: Sequence[PodView]) -> JobEvent:
-    """The event Volcano raises for a pod change (`after` None: the pod was deleted)."""
-    job = normalize_job(job)
-    pod = after or before
-    if pod is None:
-        return JobEvent()
-    task = next((t for t in job["spec"]["tasks"] if t["name"] == pod.task), None)
-    if after is None:
-        if task is None or _index_of(pod.name) >= int(task["replicas"]):
-            return JobEvent(task=pod.task, pod=pod.name)  # scaled down (elastic job): not an eviction
-        return JobEvent(Event.POD_EVICTED, task=pod.task, pod=pod.name)
-    if after.phase == "Failed" and (before is None or before.phase != "Failed"):
-        return JobEvent(Event.POD_FAILED, task=pod.task, pod=pod.name, exit_code=after.exit_code)
-    if task is None:
-        return JobEvent(task=pod.task, pod=pod.name)
-    if after.phase == "Succeeded" and (before is None or before.phase != "Succeeded"):
-        done = sum(1 for p in pods if p.task == pod.task and p.phase == "Succeeded")
-        if done >= int(task["replicas"]):
-            return JobEvent(Event.TASK_COMPLETED, task=pod.task, pod=pod.name)
-    if after.phase in ("Pending", "Running") and after.restarts >= int(task["maxRetry"]):
-        return JobEvent(Event.TASK_FAILED, task=pod.task, pod=pod.name)
-    return JobEvent(task=pod.task, pod=pod.name)
-
-
-def _index_of(pod_name: str) -> int:
-    """The replica index of pod `<job>-<task>-<index>` (-1 if the name has none)."""
-    tail = pod_name.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
 
 
 def expired(job: Mapping[str, Any], now: datetime, finished_at: datetime | None = None) -> bool:

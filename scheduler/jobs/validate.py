@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api.resources import QuantityError, parse_quantity
+from scheduler.durations import parse_seconds
 from scheduler.jobs import keys
-from scheduler.jobs.bus import POLICY_ACTIONS, POLICY_EVENTS, Event
+from scheduler.jobs.bus import POLICY_ACTIONS, POLICY_EVENTS, PolicyEvent
 from scheduler.jobs.expand import depends_on, first_wave
 from scheduler.jobs.plugins import IMPLEMENTED, VOLCANO_ONLY
 
@@ -160,7 +161,7 @@ def validate_policies(policies: list[Mapping[str, Any]], path: str) -> list[str]
                 errors.append(f"{where}.exitCode: duplicate exitCode {code}")
             seen_codes.add(int(code))
         errors += _timeout(policy, where)
-    if Event.ANY in seen_events and len(seen_events) > 1:
+    if PolicyEvent.ANY in seen_events and len(seen_events) > 1:
         errors.append(f"{path}: a policy on '*' must be the only event policy")
     return errors
 
@@ -174,12 +175,10 @@ def policy_events(policy: Mapping[str, Any]) -> list[str]:
 
 
 def _timeout(policy: Mapping[str, Any], where: str) -> list[str]:
-    from scheduler.jobs.lifecycle import parse_duration  # the lifecycle owns the duration format
-
     if policy.get("timeout") is None:
         return []
     try:
-        parse_duration(policy["timeout"])
+        parse_seconds(policy["timeout"])
     except ValueError:
         return [f"{where}.timeout: {policy['timeout']!r} is not a duration like '30s' or '5m'"]
     return []

@@ -26,11 +26,11 @@ from scheduler.api.resources import CPU, GPU, MEMORY, PODS
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf_args import ArgReader
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 
 MAX_NODE_SCORE = 100
 FEW = 8
+Num = float | np.ndarray  # one node's numbers, or arrays over many nodes
 WEIGHT = "binpack.weight"
 RESOURCES = "binpack.resources"
 
@@ -68,7 +68,7 @@ class BinpackPlugin(Plugin[BinpackArgs]):
                 weights[name] = _resource_weight(reader, f"{RESOURCES}.{name}")
         return BinpackArgs(weight, MappingProxyType(weights))
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.weight = self.args.weight
         self.resource_weights = self.args.resource_weights
@@ -89,31 +89,35 @@ class BinpackPlugin(Plugin[BinpackArgs]):
         return terms, weight_sum
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:
-        total = 0.0
+        """The score for one node, in plain Python (the session rescoring the node a task just went to)."""
         terms, weight_sum = self._terms(task)
+        total: Num = 0.0
         for name, request, weight in terms:
-            capacity = node.allocatable.get(name)
-            used_after = node.used.get(name) + request
-            if capacity and used_after <= capacity:
-                total += used_after * weight / capacity
-        if weight_sum:
-            total /= weight_sum
-        return total * MAX_NODE_SCORE * self.weight
+            total += share(request, weight, node.allocatable.get(name), node.used.get(name))
+        return float(self._scaled(total, weight_sum))
 
     def scores(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> np.ndarray:
-        """`score` for every candidate at once (the form the session calls on the hot path)."""
+        """`score` for every candidate at once, by the same formula (the form the session calls on the hot
+        path)."""
         if indices.size <= FEW:  # numpy's per-call cost beats its speed below a handful of nodes
             return np.array([self.score(task, self.ssn.node_list[i]) for i in indices])
-        total = np.zeros(indices.size)
         terms, weight_sum = self._terms(task)
+        total = np.zeros(indices.size)
         for name, request, weight in terms:
             row = arrays.row.get(name)
-            if row is None:
-                continue
-            capacity = arrays.allocatable[row, indices]
-            used_after = capacity - arrays.idle[row, indices] + request
-            fits = (capacity > 0) & (used_after <= capacity)
-            total += np.where(fits, used_after * weight / np.maximum(capacity, 1), 0.0)
-        if weight_sum:
-            total /= weight_sum
-        return total * (MAX_NODE_SCORE * self.weight)
+            if row is not None:
+                capacity = arrays.allocatable[row, indices]
+                total = total + share(request, weight, capacity, capacity - arrays.idle[row, indices])
+        return np.asarray(self._scaled(total, weight_sum))
+
+    def _scaled(self, total: Num, weight_sum: int) -> Num:
+        mean = total / weight_sum if weight_sum else total
+        return mean * (MAX_NODE_SCORE * self.weight)
+
+
+def share(request: int, weight: int, capacity: Num, used: Num) -> Num:
+    """One resource's part of the score, for one node (ints) or many (arrays): (used + request) / capacity x
+    weight where the request fits the node, else 0. Operators only, so both forms are this one formula."""
+    after = used + request
+    fits = (capacity > 0) & (after <= capacity)
+    return fits * (after * weight / (capacity + (capacity <= 0)))

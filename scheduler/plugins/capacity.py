@@ -42,8 +42,7 @@ from scheduler.api.reasons import QueueNotLeaf, QueueParentCycle, QueueParentMis
 from scheduler.api.resources import CPU, MEMORY, Resource
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import ArgReader
-from scheduler.framework.plugin import EventHandler, Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
 from scheduler.plugins.shares import QueueAttr, QueueBook, dimensions, without_pods
 
 ROOT = "root"
@@ -149,7 +148,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
     def parse_args(cls, reader: ArgReader) -> CapacityArgs:
         return CapacityArgs(hierarchy=bool(reader.switch(HIERARCHY)))
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.book = QueueBook(ssn, self._deserve)
         self.tree = QueueTree(self.book) if self.args.hierarchy else None
@@ -165,7 +164,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         ssn.add_event_handler(EventHandler(allocate=self.book.allocated, deallocate=self.book.deallocated))
         ssn.on_job_enqueued(self.book.enqueued)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionAPI) -> None:
         self.book.publish(self.overused)
 
     def _deserve(self, book: QueueBook) -> None:

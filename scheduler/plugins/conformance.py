@@ -8,15 +8,14 @@ from collections.abc import Sequence
 from scheduler.api.job import TaskInfo
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.framework.victims import is_critical
 
 
 class ConformancePlugin(Plugin[NoArgs]):
     name = "conformance"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
             return [t for t in candidates if not is_critical(t)]
 

@@ -34,8 +34,7 @@ from scheduler.api.status import TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf_args import ArgReader
-from scheduler.framework.plugin import EventHandler, Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
 from scheduler.gpu.devices import bind_annotations, choose_devices, node_state, shape_on, wants_gpu
 from scheduler.gpu.frag import (
     DEFAULT_POLICY,
@@ -86,7 +85,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
             half_life=reader.number(HALF_LIFE, 5000.0),
         )
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.policy = self.args.policy
         self.weight = self.args.weight
@@ -195,7 +194,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         self.state.version[index] += 1
 
     # ---- bind ----------------------------------------------------------------------------------------
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionAPI) -> None:
         """The cards chosen for every pod bound this cycle go on the pod, for Volcano's GPU device plugin."""
         now_ns = int(ssn.now * 1_000_000_000)
         for task_uid, _ in ssn.committed_binds():

@@ -17,15 +17,14 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.resources import Resource
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import EventHandler, Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
 from scheduler.plugins.shares import cluster_total, share_of, without_pods
 
 
 class DrfPlugin(Plugin[NoArgs]):
     name = "drf"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.total = cluster_total(ssn.node_list)
         self.allocated: dict[str, Resource] = {
             uid: without_pods(job.allocated()) for uid, job in ssn.jobs.items()

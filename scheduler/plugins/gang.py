@@ -26,13 +26,12 @@ import numpy as np
 from scheduler.api import reasons as R
 from scheduler.api.decision import SUCCESS, Code, Status, unresolvable, unschedulable
 from scheduler.api.job import Condition, JobInfo, TaskInfo
-from scheduler.api.messages import FALLBACK_ANNOTATION, message, render
+from scheduler.api.messages import FALLBACK_ANNOTATION, UNSCHEDULABLE, render, unschedulable_condition
 from scheduler.api.resources import PODS, ZERO
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.framework.victims import gang_safe
 
 NOT_ENOUGH_RESOURCES = "NotEnoughResources"
@@ -51,7 +50,7 @@ def _seconds(value: object) -> float | None:
     return number if number > 0 else None
 
 
-def check_timeout(ssn: Session, job: JobInfo) -> None:
+def check_timeout(ssn: SessionAPI, job: JobInfo) -> None:
     """Past its scheduleTimeoutSeconds unplaced: say so once, and fall back to the smaller minimum if asked."""
     timeout = _seconds(job.extra.get("scheduleTimeoutSeconds"))
     if timeout is None or job.is_started() or job.is_ready() or not job.tasks:
@@ -92,13 +91,13 @@ def condition_reason(invalid: Status) -> str:
     return NOT_ENOUGH_PODS_OF_TASK if isinstance(first, R.TooFewTasks) and first.role else NOT_ENOUGH_TASKS
 
 
-def gang_reasons(ssn: Session, job: JobInfo) -> tuple[R.Reason, ...]:
+def gang_reasons(ssn: SessionAPI, job: JobInfo) -> tuple[R.Reason, ...]:
     """Volcano's '3/8 tasks in gang unschedulable: ...', then what held it: a gate's reasons, the resource that
     is short and by how much (or where it is fragmented), the roles short of their minimum, the node filters."""
     ready = job.ready_task_num()
     total = len(job.tasks)
     parts: list[R.Reason] = [R.GangNotReady(total - ready, total, ready, job.min_available)]
-    hold = ssn.gate_status.get(job.uid)
+    hold = ssn.held(job)
     if hold is not None:
         parts.extend(hold.reasons)
     pending = ssn.task_order(t for t in job.with_status(TaskStatus.PENDING) if not t.best_effort)
@@ -117,7 +116,7 @@ def gang_reasons(ssn: Session, job: JobInfo) -> tuple[R.Reason, ...]:
                 R.ResourceShortfall(n, need.get(n), free.get(n), R.NODES, len(needed), int(positions.size))
                 for n, v in short.items() if v
             )
-        elif positions.size and job.uid in ssn.fit_errors:  # it was tried on nodes, not held by a gate
+        elif positions.size and ssn.fit_errors(job) is not None:  # it was tried on nodes, not held by a gate
             rows = [ssn.arrays.row[n] for n in names if n in ssn.arrays.row]
             idle = ssn.arrays.idle[np.ix_(np.array(rows, dtype=np.int64), positions)]
             largest = ssn.node_list[int(positions[np.lexsort(idle[::-1])[-1]])]
@@ -125,7 +124,7 @@ def gang_reasons(ssn: Session, job: JobInfo) -> tuple[R.Reason, ...]:
                                       largest.name))
     for role, (have, want) in sorted(job.roles_short().items()):
         parts.append(R.RoleNotReady(role, have, want))
-    errors = ssn.fit_errors.get(job.uid)
+    errors = ssn.fit_errors(job)
     unavailable = errors.unavailable(len(ssn.node_list)) if errors else None
     if unavailable is not None:
         parts.append(unavailable)
@@ -135,7 +134,7 @@ def gang_reasons(ssn: Session, job: JobInfo) -> tuple[R.Reason, ...]:
 class GangPlugin(Plugin[NoArgs]):
     name = "gang"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         def ready(job: JobInfo) -> bool:
             return job.is_ready()
 
@@ -169,7 +168,7 @@ class GangPlugin(Plugin[NoArgs]):
         ssn.register(P.JOB_PIPELINED, pipelined)
         ssn.register(P.JOB_ORDER, job_order)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionAPI) -> None:
         for job in ssn.jobs.values():
             if job.phase == PodGroupPhase.PENDING or not job.tasks:
                 continue
@@ -187,16 +186,16 @@ class GangPlugin(Plugin[NoArgs]):
                 status = Status(Code.UNSCHEDULABLE, gang_reasons(ssn, job), self.name)
                 self._unschedulable(ssn, job, NOT_ENOUGH_RESOURCES, status)
 
-    def _unschedulable(self, ssn: Session, job: JobInfo, reason: str, status: Status) -> None:
-        text = message(status)
-        condition = Condition("Unschedulable", "True", reason, text)
+    def _unschedulable(self, ssn: SessionAPI, job: JobInfo, reason: str, status: Status) -> None:
+        condition = unschedulable_condition(reason, status)
+        text = condition.message
         ssn.set_condition(job, condition, status)
         if condition not in job.conditions:
-            ssn.event("PodGroup", job.uid, "Warning", "Unschedulable", text)
+            ssn.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE, text)
             for task in job.with_status(TaskStatus.PENDING):
                 ssn.event("Pod", task.uid, "Warning", "FailedScheduling", text)
 
-    def _scheduled(self, ssn: Session, job: JobInfo) -> None:
+    def _scheduled(self, ssn: SessionAPI, job: JobInfo) -> None:
         condition = Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", SCHEDULED_REASON)
         ssn.set_condition(job, condition)
         if condition not in job.conditions:
@@ -204,4 +203,4 @@ class GangPlugin(Plugin[NoArgs]):
 
 
 def _was_unschedulable(job: JobInfo) -> bool:
-    return any(c.type == "Unschedulable" for c in job.conditions)
+    return any(c.type == UNSCHEDULABLE for c in job.conditions)

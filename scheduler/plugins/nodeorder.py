@@ -29,8 +29,7 @@ from scheduler.api.resources import CPU, GPU, MEMORY, Resource
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf_args import ArgReader
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 
 MAX_NODE_SCORE = 100
 FEW = 8
@@ -158,7 +157,7 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
             taint=weights["tainttoleration.weight"],
         )
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         args = self.args
         self.least, self.most, self.balanced = args.least, args.most, args.balanced

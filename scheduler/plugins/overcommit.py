@@ -31,8 +31,7 @@ from scheduler.api.reasons import OvercommitLimit
 from scheduler.api.resources import ZERO
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import ArgReader
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.shares import (
     cluster_total,
     dimensions,
@@ -76,7 +75,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
     def factor(self, resource: str) -> float:
         return self.args.factor(resource)
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.total = cluster_total(ssn.node_list)
         self.used = ZERO

@@ -30,8 +30,7 @@ from scheduler.api.pod import PodAffinityTerm, SpreadConstraint
 from scheduler.api.status import TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 
 # Static filters answer UnschedulableAndUnresolvable: no eviction on the node changes them (kube-scheduler's
 # node affinity, taint and node-unschedulable filters say the same, pkg/scheduler/framework/plugins/).
@@ -74,7 +73,7 @@ def static_predicate(task: TaskInfo, node: NodeInfo) -> Status:
 class PodTopology:
     """Counts of matching pods per topology domain, over the session's nodes as they are now."""
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
 
     def placed(self) -> Iterator[tuple[NodeInfo, TaskInfo]]:
@@ -198,7 +197,7 @@ def _add_normalised(total: list[float], raw: list[float]) -> None:
 class PredicatesPlugin(Plugin[NoArgs]):
     name = "predicates"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         ssn.register(P.PREDICATE, static_predicate)
         topology = PodTopology(ssn)
         ssn.register(P.DYNAMIC_PREDICATE, topology.filter)

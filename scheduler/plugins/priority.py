@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 
 
 def _higher_first(a: int, b: int) -> int:
@@ -23,7 +22,7 @@ def _higher_first(a: int, b: int) -> int:
 class PriorityPlugin(Plugin[NoArgs]):
     name = "priority"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         def job_order(a: JobInfo, b: JobInfo) -> int:
             return _higher_first(a.priority, b.priority)
 

@@ -45,8 +45,7 @@ from scheduler.api.reasons import DESERVED
 from scheduler.api.resources import CPU, MEMORY, Resource
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import EventHandler, Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
 from scheduler.plugins.shares import (
     QueueAttr,
     QueueBook,
@@ -74,7 +73,7 @@ def water_fill(book: QueueBook) -> None:
 class ProportionPlugin(Plugin[NoArgs]):
     name = "proportion"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.book = QueueBook(ssn, water_fill)
         self.book.count_jobs()
@@ -88,7 +87,7 @@ class ProportionPlugin(Plugin[NoArgs]):
         ssn.add_event_handler(EventHandler(allocate=self.book.allocated, deallocate=self.book.deallocated))
         ssn.on_job_enqueued(self.book.enqueued)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionAPI) -> None:
         self.book.publish(self.overused)
 
     # -- extension points ---------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import CAPABILITY, PARENT_CAPABILITY, REAL_CAPABILITY, QueueLimit
 from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.status import PodGroupPhase
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import SessionAPI
 from scheduler.framework.victims import gang_safe, is_critical, running_candidates, victim_order
 
 # Water-filling converges in a few rounds; integer crumbs can only shrink. This is a guard, not a tuning knob.
@@ -168,7 +168,7 @@ def _grown(
 # ---- what preempt and reclaim could free for a job (the enqueue gates count it) ----------------------------
 
 
-def preemptable_for(ssn: Session, job: JobInfo) -> Resource:
+def preemptable_for(ssn: SessionAPI, job: JobInfo) -> Resource:
     """What preempt could free for `job`, if `preempt` runs: running tasks of lower-priority jobs in its queue
     that may be evicted (not non-preemptable, not critical, not below their gang's minAvailable)."""
     if "preempt" not in ssn.conf.actions:
@@ -186,7 +186,7 @@ def preemptable_for(ssn: Session, job: JobInfo) -> Resource:
     return total
 
 
-def reclaimable_for(ssn: Session, job: JobInfo) -> Resource:
+def reclaimable_for(ssn: SessionAPI, job: JobInfo) -> Resource:
     """What reclaim could free for `job`, if `reclaim` runs: what other reclaimable queues hold above their
     deserved shares, as the shares would be with `job` admitted, up to what its queue is still short of its own."""
     if "reclaim" not in ssn.conf.actions or job.min_resources is None:
@@ -268,7 +268,7 @@ class QueueBook:
     enqueue admits a job (its pending tasks join its queue's request). `path` names the queues a job of a
     queue counts in: by default that queue alone, its attr made on first use from its real capability."""
 
-    def __init__(self, ssn: Session, deserve: Deserve) -> None:
+    def __init__(self, ssn: SessionAPI, deserve: Deserve) -> None:
         self.ssn = ssn
         self.total = cluster_total(ssn.node_list)
         self.total_guarantee = total_guarantee(ssn.queues.values())
@@ -347,7 +347,7 @@ class QueueBook:
         """Each queue's deserved share, share and overused flag, for the queue metrics."""
         self.deserved()
         for name, attr in self.attrs.items():
-            self.ssn.queue_shares[name] = (attr.deserved, float(attr.share), overused(attr.queue))
+            self.ssn.set_queue_share(name, attr.deserved, float(attr.share), overused(attr.queue))
 
     # -- checks -------------------------------------------------------------------------------------
     def placeable(self, task: TaskInfo) -> bool:

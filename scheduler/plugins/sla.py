@@ -20,9 +20,8 @@ from scheduler.api.decision import ABSTAIN, SUCCESS, Status
 from scheduler.api.job import JobInfo
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import ArgReader
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
-from scheduler.jobs.lifecycle import parse_duration
+from scheduler.framework.plugin import Plugin, SessionAPI
+from scheduler.jobs.policies import parse_duration
 
 log = logging.getLogger("volcano_py.plugins.sla")
 WAITING_TIME = "sla-waiting-time"
@@ -49,7 +48,7 @@ class SlaPlugin(Plugin[SlaArgs]):
             raise reader.fail(WAITING_TIME, "a positive duration such as 1h or 90s")
         return SlaArgs(seconds)
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.default = self.args.waiting_time
         ssn.register(P.JOB_ORDER, self.job_order)

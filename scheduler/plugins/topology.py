@@ -1,10 +1,12 @@
 """Layer `plugins`: `network-topology-aware` — place a whole gang at once, as low in the topology as it fits.
 
 At `PLACE_GANG` the plugin turns the gang's pending tasks into a `solver.GangProblem` (tasks grouped by request
-and constraints; each group's nodes are those its predicates allow and whose idle holds one task), solves it
-with CP-SAT warm-started from the greedy placers (`solver/cpsat.py`) and hands allocate the placement, which
-allocate replays through a Statement. The topology comes from HyperNodes when the session has them, otherwise
-from node labels.
+and constraints; each group's nodes are those its predicates allow and whose idle holds one task, with the
+configured node scorers' score for one task there, `SessionAPI.node_scores`), solves it with CP-SAT warm-started
+from the greedy placers (`solver/cpsat.py`) and hands allocate the placement, which allocate replays through a
+Statement. Placements are ranked by their topology terms, then by the scorers allocate uses pod by pod
+(binpack, nodeorder, deviceshare's fragmentation score; `solver/evaluate.py` says where in the key). The
+topology comes from HyperNodes when the session has them, otherwise from node labels.
 
 The job's `networkTopology` (PodGroup spec) is honoured as in Volcano: `mode: hard` never spans above
 `highestTierAllowed` (default 1) and leaves the gang pending with a reason that says what is missing;
@@ -35,9 +37,9 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.reasons import Reason, TopologyLimit, TopologyNoFit, TopologyNoNode
 from scheduler.api.resources import CPU, GPU
 from scheduler.framework import points as P
+from scheduler.framework.arrays import IntArray
 from scheduler.framework.conf_args import ArgReader
-from scheduler.framework.plugin import Plugin
-from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
 from scheduler.solver.greedy import topology_greedy
 from scheduler.solver.topology import Topology, TopologyLabels, from_hypernodes, from_labels
@@ -89,7 +91,7 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         return TopologyArgs(time_limit, budget, workers, labels, reader.boolean(EVERY_GANG, False),
                             _hypernodes(reader))
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.time_limit_ms = self.args.time_limit_ms
         self.budget_ms = self.args.cycle_budget_ms
@@ -181,9 +183,19 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
                 request = arrays.vector(shape[0].resreq)
             except KeyError:  # a resource no node has
                 return None
-            groups.append(Group(len(shape), request, self.ssn.fitting_indices(shape[0])))
+            groups.append(self._group(shape[0], len(shape), request))
         problem = GangProblem(tuple(groups), arrays.idle, arrays.row.get(GPU), self.topology, max_tier, hard)
         return problem, list(members.values())
+
+    def _group(self, task: TaskInfo, count: int, request: IntArray) -> Group:
+        """`count` tasks like `task` on the nodes that hold one now, with the configured scorers' score for one
+        there: the placement is ranked by the scores allocate would give its tasks pod by pod (a node a scorer
+        vetoes, e.g. deviceshare's no card holds the share, is no candidate)."""
+        candidates = self.ssn.fitting_indices(task)
+        scored = self.ssn.node_scores(task, candidates)
+        scores = np.zeros(len(self.ssn.node_list))
+        scores[candidates] = scored
+        return Group(count, request, candidates[scored > -np.inf], scores)
 
     def _why(self, problem: GangProblem | None, max_tier: int) -> Reason:
         """What is missing, e.g. 8 GPUs inside one rack where the best rack has 6 free."""

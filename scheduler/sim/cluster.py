@@ -27,20 +27,20 @@ from scheduler.api.convert import (
 from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
 from scheduler.api.job import Condition, TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.objects import MutableObj
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reason
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, reasons_annotation
 from scheduler.solver.topology import from_hypernodes
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 DEFAULT_SCHEDULER_NAMES = frozenset({"volcano-py", "volcano"})
 
 
 @dataclass(slots=True)
 class SimPod:
-    manifest: Obj
+    manifest: MutableObj
     task: TaskInfo  # parsed once; cloned into every snapshot
     created: float
     bound_at: float | None = None
@@ -50,7 +50,7 @@ class SimPod:
 
 @dataclass(slots=True)
 class SimPodGroup:
-    manifest: Obj
+    manifest: MutableObj
     created: float
     implicit: bool = False
 
@@ -74,22 +74,19 @@ class InMemoryCluster:
     priority_classes: dict[str, int] = field(default_factory=dict)
     pods: dict[str, SimPod] = field(default_factory=dict)
     podgroups: dict[str, SimPodGroup] = field(default_factory=dict)
-    hypernodes: dict[str, Obj] = field(default_factory=dict)  # topology.volcano.sh HyperNodes by name
+    hypernodes: dict[str, MutableObj] = field(default_factory=dict)  # topology.volcano.sh HyperNodes by name
     events: list[tuple[float, Event]] = field(default_factory=list)
     bind_log: list[BoundRecord] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
     _groups: dict[str, dict[str, None]] = field(default_factory=dict)  # PodGroup key -> its pods' keys, in order
 
     # ---- building the cluster -----------------------------------------------------------------------
-    def add_node(self, node: Obj | NodeInfo) -> NodeInfo:
+    def add_node(self, node: MutableObj | NodeInfo) -> NodeInfo:
         info = node if isinstance(node, NodeInfo) else _read("Node", node, lambda: node_from_object(node))
         self.nodes[info.name] = info
         return info
 
-    def remove_node(self, name: str) -> None:
-        self.nodes.pop(name, None)
-
-    def add_queue(self, queue: Obj | QueueInfo) -> QueueInfo:
+    def add_queue(self, queue: MutableObj | QueueInfo) -> QueueInfo:
         info = (
             queue
             if isinstance(queue, QueueInfo)
@@ -98,7 +95,7 @@ class InMemoryCluster:
         self.queues[info.name] = info
         return info
 
-    def add_hypernode(self, hypernode: Obj) -> str:
+    def add_hypernode(self, hypernode: MutableObj) -> str:
         manifest = copy.deepcopy(hypernode)
 
         def validate() -> str:
@@ -115,13 +112,10 @@ class InMemoryCluster:
         self.hypernodes[name] = manifest
         return name
 
-    def remove_hypernode(self, name: str) -> None:
-        self.hypernodes.pop(name, None)
-
     def add_priority_class(self, name: str, value: int) -> None:
         self.priority_classes[name] = value
 
-    def add_podgroup(self, podgroup: Obj) -> str:
+    def add_podgroup(self, podgroup: MutableObj) -> str:
         manifest = copy.deepcopy(podgroup)
 
         def validate() -> str:
@@ -135,7 +129,7 @@ class InMemoryCluster:
         self.podgroups[key] = SimPodGroup(manifest, self.now)
         return key
 
-    def add_pod(self, pod: Obj) -> str:
+    def add_pod(self, pod: MutableObj) -> str:
         manifest = copy.deepcopy(pod)
 
         def parse() -> TaskInfo:
@@ -254,7 +248,7 @@ class InMemoryCluster:
         pods = self.pods_of(group)
         return {p.task.name: p.manifest["spec"]["nodeName"] for p in pods if p.manifest["spec"].get("nodeName")}
 
-    def podgroup(self, group: str) -> Obj:
+    def podgroup(self, group: str) -> MutableObj:
         key = group if "/" in group else f"default/{group}"
         return self.podgroups[key].manifest
 
@@ -318,6 +312,6 @@ def _read(kind: str, obj: Any, parse: Callable[[], T]) -> T:
         raise ValueError(f"{kind} {name!r} cannot be read: {type(exc).__name__}: {exc}") from exc
 
 
-def _condition_dict(c: Condition, now: float) -> Obj:
+def _condition_dict(c: Condition, now: float) -> MutableObj:
     return {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message, "lastTransitionTime": now}
 

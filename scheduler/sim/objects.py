@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-Obj = dict[str, Any]
+from scheduler.api.objects import MutableObj
+from scheduler.api.pod import GROUP_NAME_ANNOTATION, TASK_SPEC_KEY
 
 STANDARD_LABELS = {
     "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
@@ -26,7 +27,7 @@ def node_object(
     unschedulable: bool = False,
     ready: bool = True,
     extra: Mapping[str, Any] | None = None,
-) -> Obj:
+) -> MutableObj:
     # Every kubelet reports ephemeral-storage and the standard os/arch/hostname labels; Volcano's examples
     # ask for both (`ephemeral-storage` requests, `nodeSelector: {kubernetes.io/os: linux}`).
     allocatable: dict[str, Any] = {
@@ -63,7 +64,7 @@ def pod_object(
     tolerations: Sequence[Mapping[str, str]] = (),
     affinity: Mapping[str, Any] | None = None,
     scheduler_name: str = "volcano-py",
-) -> Obj:
+) -> MutableObj:
     quantities: dict[str, Any] = {}
     if cpu:
         quantities["cpu"] = cpu
@@ -75,10 +76,10 @@ def pod_object(
     annotations: dict[str, str] = {}
     labels: dict[str, str] = {}
     if group:
-        annotations["scheduling.k8s.io/group-name"] = group
+        annotations[GROUP_NAME_ANNOTATION] = group
     if role:
-        annotations["volcano.sh/task-spec"] = role
-        labels["volcano.sh/task-spec"] = role
+        annotations[TASK_SPEC_KEY] = role
+        labels[TASK_SPEC_KEY] = role
     spec: dict[str, Any] = {
         "schedulerName": scheduler_name,
         "containers": [{"name": "main", "image": "busybox", "resources": resources if quantities else {}}],

@@ -18,7 +18,8 @@ from scheduler.cycle import run_cycle
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
 from scheduler.jobs.expand import normalize_job, podgroup_for
-from scheduler.jobs.lifecycle import FINISHED, JobEvent, JobStatus, decide, desired_pods, pod_view
+from scheduler.jobs.lifecycle import decide, desired_pods
+from scheduler.jobs.state import FINISHED, JobEvent, JobStatus, pod_view
 from scheduler.sim.cluster import InMemoryCluster
 from scheduler.sim.workload import ClusterSpec, WorkItem, Workload
 

@@ -1,13 +1,15 @@
 """Layer `solver`: whole-gang placement with OR-Tools CP-SAT over the topology tree.
 
-1. Score both greedy placers (`greedy.py`) with the shared evaluator; the better one is the hint and the floor.
-   If it already meets the capacity lower bounds (`meets_lower_bounds`), it is optimal: stop.
+1. Score the greedy placers (`greedy.py`; with node scores, also pod by pod by those) with the shared
+   evaluator; the best is the hint and the floor. If it already meets the capacity lower bounds
+   (`meets_lower_bounds`), it is optimal in topology and packing: stop.
 2. A gang with more than MAX_GROUPS task shapes is merged by GPU request for the model (`coarsen`); the real
    tasks are seated afterwards on the nodes the model chose, or if they cannot be, with a few more nodes of
-   the same racks (`refine`; some of the time limit is kept for it).
-3. Choose the domain first: the lowest tier whose domains could hold the gang, by summed idle and by holes of
-   the sizes its GPU tasks need (`packable`), and at it the domains whose parts one tier down could hold it in
-   the fewest (the evaluator's next key; `by_fewest_parts`), tightest first among equals. Below the greedy's
+   the same racks (`refine`, in `seating.py`; some of the time limit is kept for it).
+3. Choose the domain first (the capacity bounds are in `domains.py`): the lowest tier whose domains could hold
+   the gang, by summed idle and by holes of the sizes its GPU tasks need (`packable`), and at it the domains
+   whose parts one tier down could hold it in the fewest (the evaluator's next key; `by_fewest_parts`),
+   tightest first among equals. Below the greedy's
    tier CP-SAT only has to find a placement greedy missed; at the greedy's tier it optimises in the best few
    domains, the greedy's own first among equals. When the gang must span sub-domains, only the fewest that
    could hold it plus a few spares go into the model, and as many more as its tasks' hole sizes need.
@@ -15,10 +17,11 @@
    same feasible groups, same path of domains) form a class with a count. The model counts, per class, how many
    nodes take each packing pattern (tasks per group on one node), so 5,000 nodes are a few hundred classes.
 5. Two staged solves, each warm-started: the domains touched per tier (top down), then, with that fixed, GPUs
-   stranded on touched nodes and nodes used (the evaluator's order, see `evaluate.py`). Each stops at the time
-   limit with the best answer found.
-6. `solve` takes whichever of {CP-SAT's answer, both greedy answers} scores best, so it is never worse, and
-   tries to improve it by moving single tasks inside the domains it already touches (`improve`).
+   stranded on touched nodes and nodes used (the evaluator's packing terms, see `evaluate.py`; the node scores
+   are not in the model). Each stops at the time limit with the best answer found.
+6. Decoding hands a class's nodes to its patterns by the node scores (the model cannot tell them apart).
+   `solve` takes whichever of {CP-SAT's answer, the greedy answers} scores best, so it is never worse, and
+   tries to improve it by moving single tasks inside the domains it already touches (`local.py`).
 """
 
 from __future__ import annotations
@@ -32,29 +35,18 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from scheduler.solver.evaluate import (
-    GPU_MILLI,
-    UNPLACED,
-    GangProblem,
-    Group,
-    Placement,
-    Score,
-    evaluate,
-    used_nodes,
-)
+from scheduler.solver.domains import by_fewest_parts, meets_lower_bounds, packable, relevant_nodes
+from scheduler.solver.evaluate import GPU_MILLI, UNPLACED, GangProblem, Placement, Score, evaluate, used_nodes
 from scheduler.solver.greedy import feasible_domains, per_pod_binpack, topology_greedy
-from scheduler.solver.topology import RACK, IntArray, Topology
+from scheduler.solver.local import improve
+from scheduler.solver.seating import SEAT_MODEL_S, coarsen, refine
+from scheduler.solver.topology import IntArray, Topology
 
 DOMAINS_OPTIMISED = 3  # at the chosen tier, how many candidate domains CP-SAT may try
 DOMAINS_PROBED_BELOW = 2  # below the greedy's tier, how many domains CP-SAT probes for a placement it missed
-MAX_GROUPS = 4  # more task shapes than this are merged by GPU request (see `coarsen`)
 MAX_PATTERNS = 20_000  # model size cap; beyond it the decomposition gives up and greedy answers stand
-SEAT_MODEL_S = 0.05  # at most this long seating a merged answer's real tasks with CP-SAT
 SEAT_SHARE = 0.2  # of the time limit, at most, kept back from the models of a merged gang for that seating
 LOCAL_SHARE = 0.1  # of the time limit, at most, that the local search (`improve`) may run past it
-SPARE_SUBDOMAINS = 2  # sub-domains kept beyond the fewest that could hold the gang
-MIN_SUBDOMAINS = 4
-BIG_DELTA = 1 << 40
 
 
 @dataclass(slots=True)
@@ -80,7 +72,7 @@ class SolveStats:
 class SolveResult:
     placement: Placement | None
     score: Score
-    source: str  # "cpsat", "topology-greedy", "binpack-greedy" or "local-search" (see `improve`)
+    source: str  # "cpsat", "topology-greedy", "binpack-greedy", "scorer-greedy" or "local-search" (`improve`)
     scores: dict[str, Score] = field(default_factory=dict)
     stats: SolveStats = field(default_factory=SolveStats)
     elapsed_ms: float = 0.0
@@ -93,6 +85,8 @@ def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) ->
         "binpack-greedy": per_pod_binpack(problem),
         "topology-greedy": topology_greedy(problem),
     }
+    if problem.scored:  # the gang as allocate would place it pod by pod with the configured scorers
+        answers["scorer-greedy"] = per_pod_binpack(problem, by_score=True)
     scores = {name: evaluate(problem, p) for name, p in answers.items()}
     hint_name = min(scores, key=lambda n: scores[n])
     stats = SolveStats()
@@ -118,334 +112,13 @@ def solve(problem: GangProblem, time_limit_ms: float = 200, workers: int = 2) ->
     placement = _search(coarse, coarse_hint, scores[hint_name], model_deadline, workers, stats, finish)
     answers["cpsat"] = placement
     scores["cpsat"] = evaluate(problem, placement)
-    best = min(("cpsat", "topology-greedy", "binpack-greedy"), key=lambda n: scores[n])
+    best = min(("cpsat", *answers), key=lambda n: scores[n])
     # A short local search on the winner, in what is left of the limit plus LOCAL_SHARE of it.
     improved = improve(problem, answers[best], max(deadline, time.perf_counter()) + LOCAL_SHARE * time_limit_ms / 1000)
     if improved is not None and (score := evaluate(problem, improved)) < scores[best]:
         best, answers["local-search"], scores["local-search"] = "local-search", improved, score
     elapsed = (time.perf_counter() - start) * 1000
     return SolveResult(answers[best], scores[best], best, scores, stats, elapsed)
-
-
-def improve(
-    problem: GangProblem, placement: Placement | None, deadline: float | None = None, passes: int = 3
-) -> Placement | None:
-    """A cheap local search on the chosen answer (CP-SAT's, or greedy's when CP-SAT found nothing better in
-    time): move single tasks, largest first, to other nodes of the lowest non-redundant domains already touched
-    (NVLink domains, else racks) while that strands fewer GPUs or, as many, uses fewer nodes (in the problem's
-    order). It never touches a new domain there; it stops at `deadline`. None if no move helps; the caller
-    re-scores."""
-    gpu = problem.gpu_row
-    if placement is None or gpu is None:
-        return None
-    topo = problem.topology
-    tier = next((t for t in range(1, topo.top) if not topo.redundant(t)), topo.top)  # NVLink, else rack
-    touched = used_nodes(placement)
-    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
-    pool = np.union1d(union[np.isin(topo.domain[tier, union], topo.domain[tier, touched])], touched)
-    where = {int(n): i for i, n in enumerate(pool.tolist())}
-    left = problem.idle[:, pool].copy()
-    tasks_on = np.zeros(pool.size, dtype=np.int64)
-    tasks: list[list[int]] = []  # per task: group, position in pool
-    for g, nodes in enumerate(placement):
-        for node in nodes.tolist():
-            i = where[node]
-            left[:, i] -= problem.groups[g].request
-            tasks_on[i] += 1
-            tasks.append([g, i])
-    allowed = [np.isin(pool, g.candidates) for g in problem.groups]
-    tasks.sort(key=lambda t: -int(problem.groups[t[0]].request[gpu]))
-    moved = False
-    for _ in range(passes):
-        changed = False
-        for task in tasks:
-            if deadline is not None and time.perf_counter() >= deadline:
-                break
-            g, a = task
-            request = problem.groups[g].request
-            whole = left[gpu] // GPU_MILLI
-            alone = tasks_on[a] == 1
-            # Stranded GPUs and nodes gained at a when the task leaves, then at each b when it arrives.
-            from_a = -whole[a] if alone else (left[gpu, a] + request[gpu]) // GPU_MILLI - whole[a]
-            fits = allowed[g] & (left >= request[:, None]).all(axis=0)
-            fits[a] = False
-            if not fits.any():
-                continue
-            to_b = (left[gpu] - request[gpu]) // GPU_MILLI - np.where(tasks_on > 0, whole, 0)
-            strand = np.where(fits, from_a + to_b, BIG_DELTA)
-            nodes = np.where(fits, (tasks_on == 0).astype(np.int64) - int(alone), BIG_DELTA)
-            first, second = (strand, nodes) if problem.stranded_first else (nodes, strand)
-            b = int(np.lexsort((second, first))[0])
-            if (first[b], second[b]) >= (0, 0):
-                continue
-            left[:, a] += request
-            left[:, b] -= request
-            tasks_on[a] -= 1
-            tasks_on[b] += 1
-            task[1] = b
-            changed = moved = True
-        if not changed:
-            break
-    if not moved:
-        return None
-    out: list[list[int]] = [[] for _ in problem.groups]
-    for g, i in tasks:
-        out[g].append(int(pool[i]))
-    return tuple(np.array(o, dtype=np.int64) for o in out)
-
-
-def _usable_gpus(problem: GangProblem, nodes: IntArray) -> IntArray:
-    """Per node, the GPUs it can give the gang in whole tasks of one group (an upper bound on its share)."""
-    assert problem.gpu_row is not None
-    free = problem.idle[problem.gpu_row, nodes]
-    usable = np.zeros(nodes.size, dtype=np.int64)
-    for group in problem.groups:
-        gpu = int(group.request[problem.gpu_row])
-        if gpu:
-            member = np.isin(nodes, group.candidates)
-            usable = np.maximum(usable, np.where(member, free // gpu * gpu, 0))
-    return usable
-
-
-def _fewest(capacity: npt.NDArray[np.float64], need: int) -> int:
-    """How many of these capacities, largest first, it takes to reach `need` (a lower bound on domains)."""
-    ordered = np.sort(capacity)[::-1]
-    return int(np.searchsorted(np.cumsum(ordered), need)) + 1
-
-
-def meets_lower_bounds(problem: GangProblem, score: Score) -> bool:
-    """True when a placement is provably optimal already: no lower tier has a domain with room for the gang,
-    and at every tier below it, and in nodes, it uses as few as capacity alone allows, stranding nothing."""
-    need = problem.need_gpu()
-    if not score.placed or need == 0 or score.stranded:
-        return False
-    for tier in range(score.max_tier):
-        if feasible_domains(problem, tier)[0].size:
-            return False
-    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
-    usable = _usable_gpus(problem, union).astype(np.float64)
-    topo = problem.topology
-    if score.nodes > _fewest(usable, need):
-        return False
-    for tier in range(1, score.max_tier):
-        used = score.domains[topo.top - 1 - tier]
-        if used > _fewest(np.bincount(topo.domain[tier, union], weights=usable).astype(np.float64), need):
-            return False
-    return True
-
-
-def coarsen(problem: GangProblem) -> tuple[GangProblem, list[list[int]]]:
-    """Merge the gang's groups by GPU request when there are more than MAX_GROUPS of them (trace gangs whose
-    pods differ only in cpu and memory). A merged group asks for its members' mean request on any node one
-    of them may use, so the model is a little optimistic; `refine` then seats the real tasks and gives up (the greedy
-    answers stand) if they do not fit."""
-    if len(problem.groups) <= MAX_GROUPS or problem.gpu_row is None:
-        return problem, [[g] for g in range(len(problem.groups))]
-    by_gpu: dict[int, list[int]] = {}
-    for g, group in enumerate(problem.groups):
-        by_gpu.setdefault(int(group.request[problem.gpu_row]), []).append(g)
-    groups = []
-    for members in by_gpu.values():
-        weights = np.array([problem.groups[g].count for g in members], dtype=np.int64)
-        stacked = np.array([problem.groups[g].request for g in members], dtype=np.int64)
-        request = -(-(stacked * weights[:, None]).sum(axis=0) // weights.sum())  # the mean, rounded up
-        allowed = np.unique(np.concatenate([problem.groups[g].candidates for g in members]))
-        groups.append(Group(sum(problem.groups[g].count for g in members), request, allowed))
-    merged = GangProblem(
-        tuple(groups),
-        problem.idle,
-        problem.gpu_row,
-        problem.topology,
-        problem.max_tier,
-        problem.hard,
-        problem.stranded_first,
-    )
-    return merged, list(by_gpu.values())
-
-
-def refine(
-    problem: GangProblem, members: list[list[int]], placement: Placement, deadline: float | None = None
-) -> Placement | None:
-    """Seat the real tasks of merged groups (see `coarsen`) on the nodes the model chose. The model packs by
-    mean requests, so its slots are often too tight for the real cpu and memory (on the openb trace about 40%
-    of answers at 85-95% of the chosen nodes' cpu): first on the model's slots, then, if some task fits no
-    slot, by vector bin packing over the same nodes (slots ignored), then with a small CP-SAT model over the
-    same nodes until `deadline`. The same nodes give the same racks and the same stranded GPUs (or fewer, if
-    one is left empty). Last, the tasks that do not fit spill onto other nodes of the same racks: more nodes
-    and stranded GPUs than the model meant, often still fewer than greedy's (the caller scores it). None if
-    even that fails."""
-    if all(len(m) == 1 for m in members):
-        return placement
-    touched = used_nodes(placement)
-    for seat in (_seat_on_slots, _seat_by_room):
-        seated = seat(problem, members, placement, touched)
-        if seated is not None:
-            return seated
-    if deadline is not None and time.perf_counter() < deadline:
-        seated = _seat_by_model(problem, touched, min(SEAT_MODEL_S, deadline - time.perf_counter()))
-        if seated is not None:
-            return seated
-    return _seat_with_spill(problem, touched)
-
-
-def _seat_on_slots(
-    problem: GangProblem, members: list[list[int]], placement: Placement, touched: IntArray
-) -> Placement | None:
-    """Each merged group's real tasks, largest cpu first, on its slot node with the most cpu left."""
-    left = problem.idle.copy()
-    out: list[list[int]] = [[] for _ in problem.groups]
-    for merged, member_groups in zip(placement, members, strict=True):
-        nodes, slots = np.unique(merged, return_counts=True)
-        tasks = sorted(
-            (g for g in member_groups for _ in range(problem.groups[g].count)),
-            key=lambda g: tuple(-problem.groups[g].request),
-        )
-        allowed = {g: np.isin(nodes, problem.groups[g].candidates) for g in member_groups}
-        for g in tasks:
-            request = problem.groups[g].request
-            ok = allowed[g] & (slots > 0) & (left[:, nodes] >= request[:, None]).all(axis=0)
-            if not ok.any():
-                return None
-            room = np.where(ok, left[0, nodes], -1)
-            i = int(np.argmax(room))
-            slots[i] -= 1
-            left[:, nodes[i]] -= request
-            out[g].append(int(nodes[i]))
-    return tuple(np.array(o, dtype=np.int64) for o in out)
-
-
-def _seat_by_room(
-    problem: GangProblem, members: list[list[int]], placement: Placement, touched: IntArray
-) -> Placement | None:
-    """Vector bin packing of every real task over the touched nodes: largest first (by summed share of the
-    nodes' largest idle, then by cpu, then by memory, until one seats all), each on the node where the scarcest
-    of its resources stays most plentiful after it; a task that fits nowhere swaps with one already seated."""
-    dims = np.flatnonzero(problem.need())
-    idle = problem.idle[np.ix_(dims, touched)]
-    scale = np.maximum(idle.max(axis=1), 1).astype(np.float64)
-    shares = [g.request[dims] / scale for g in problem.groups]
-    tasks = [g for g, group in enumerate(problem.groups) for _ in range(group.count)]
-    # Sizes: the summed share, then the first two resources' (cpu, memory).
-    sizes = [np.array([-shares[g].sum() for g in range(len(shares))])]
-    sizes += [np.array([-shares[g][d] for g in range(len(shares))]) for d in range(min(2, dims.size))]
-    for size in sizes:
-        seated = _pack(problem, dims, idle, scale, touched, sorted(tasks, key=lambda g: float(size[g])))
-        if seated is not None:
-            return seated
-    return None
-
-
-def _seat_with_spill(problem: GangProblem, touched: IntArray) -> Placement | None:
-    """`_seat_by_room` over the touched nodes and, for tasks none of them holds, the other nodes of their racks
-    (each such task to the one it leaves the fewest GPUs free on)."""
-    topo = problem.topology
-    tier = min(RACK, topo.top)
-    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
-    nodes = union[np.isin(topo.domain[tier, union], topo.domain[tier, touched])]
-    dims = np.flatnonzero(problem.need())
-    idle = problem.idle[np.ix_(dims, nodes)]
-    scale = np.maximum(problem.idle[np.ix_(dims, touched)].max(axis=1), 1).astype(np.float64)
-    tasks = sorted(
-        (g for g, group in enumerate(problem.groups) for _ in range(group.count)),
-        key=lambda g: -float((problem.groups[g].request[dims] / scale).sum()),
-    )
-    gpu = None if problem.gpu_row is None else int(np.flatnonzero(dims == problem.gpu_row)[0])
-    return _pack(problem, dims, idle, scale, nodes, tasks, spare=~np.isin(nodes, touched), gpu=gpu)
-
-
-def _pack(
-    problem: GangProblem,
-    dims: IntArray,
-    idle: IntArray,
-    scale: npt.NDArray[np.float64],
-    nodes: IntArray,
-    tasks: list[int],
-    spare: npt.NDArray[np.bool_] | None = None,
-    gpu: int | None = None,
-) -> Placement | None:
-    """Seat the tasks in order over `nodes`; `spare` nodes (with `gpu`, the row of GPUs in `dims`) take a
-    task only when no other node holds it, the one with the fewest GPUs left after it."""
-    left = idle.copy()
-    requests = [g.request[dims] for g in problem.groups]
-    allowed = [np.isin(nodes, g.candidates) for g in problem.groups]
-    on: list[list[int]] = [[] for _ in range(nodes.size)]  # groups of the tasks seated per node
-    preferred = np.ones(nodes.size, dtype=bool) if spare is None else ~spare
-
-    def best(g: int, ok: npt.NDArray[np.bool_]) -> int:
-        pick = ok & preferred
-        if not pick.any():
-            pick = ok
-            if gpu is not None:
-                return int(np.argmin(np.where(pick, left[gpu] - requests[g][gpu], np.iinfo(np.int64).max)))
-        after = ((left - requests[g][:, None]) / scale[:, None]).min(axis=0)
-        return int(np.argmax(np.where(pick, after, -np.inf)))
-
-    for g in tasks:
-        ok = allowed[g] & (left >= requests[g][:, None]).all(axis=0)
-        if not (ok & preferred).any() and not _swap(g, requests, allowed, left, on, best) and not ok.any():
-            return None
-        ok = allowed[g] & (left >= requests[g][:, None]).all(axis=0)
-        i = best(g, ok)
-        left[:, i] -= requests[g]
-        on[i].append(g)
-    out: list[list[int]] = [[] for _ in problem.groups]
-    for i, groups in enumerate(on):
-        for g in groups:
-            out[g].append(int(nodes[i]))
-    return tuple(np.array(o, dtype=np.int64) for o in out)
-
-
-def _swap(
-    g: int,
-    requests: list[IntArray],
-    allowed: list[npt.NDArray[np.bool_]],
-    left: IntArray,
-    on: list[list[int]],
-    best: Callable[[int, npt.NDArray[np.bool_]], int],
-) -> bool:
-    """Make room for task g: move one seated task h off a node where g then fits, to another node that holds
-    h. False if no such move exists."""
-    for i in np.flatnonzero(allowed[g]).tolist():
-        for h in set(on[i]):
-            if not (left[:, i] + requests[h] >= requests[g]).all():
-                continue
-            ok = allowed[h] & (left >= requests[h][:, None]).all(axis=0)
-            ok[i] = False
-            if ok.any():
-                j = best(h, ok)
-                on[i].remove(h)
-                left[:, i] += requests[h]
-                on[j].append(h)
-                left[:, j] -= requests[h]
-                return True
-    return False
-
-
-def _seat_by_model(problem: GangProblem, touched: IntArray, seconds: float) -> Placement | None:
-    """Tasks per real group per touched node, every node's idle respected: a feasibility model."""
-    model = cp_model.CpModel()
-    dims = np.flatnonzero(problem.need())
-    x: dict[tuple[int, int], cp_model.IntVar] = {}
-    for g, group in enumerate(problem.groups):
-        allowed = np.flatnonzero(np.isin(touched, group.candidates)).tolist()
-        if not allowed:
-            return None
-        for i in allowed:
-            x[g, i] = model.new_int_var(0, group.count, f"x{g}_{i}")
-        model.add(sum(x[g, i] for i in allowed) == group.count)
-    for i in range(touched.size):
-        on = [(g, var) for (g, j), var in x.items() if j == i]
-        for d in dims.tolist():
-            model.add(sum(int(problem.groups[g].request[d]) * var for g, var in on) <= int(problem.idle[d, touched[i]]))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.005, seconds)
-    solver.parameters.num_workers = 1
-    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    out: list[list[int]] = [[] for _ in problem.groups]
-    for (g, i), var in x.items():
-        out[g].extend([int(touched[i])] * int(solver.value(var)))
-    return tuple(np.array(o, dtype=np.int64) for o in out)
 
 
 def _search(
@@ -484,95 +157,7 @@ def _search(
     return best
 
 
-def _hole_needs(problem: GangProblem) -> list[tuple[int, int, int]]:
-    """Per GPU request size r of the gang (largest first): how many of its tasks ask r or more, and how many
-    GPUs they take when the larger requests are multiples of r (1, 2, 4, 8 GPUs), else 0. A set of nodes holds
-    the gang only if it has that many whole r-sized holes (free // r summed) with that many GPUs in them."""
-    gpu = problem.gpu_row
-    if gpu is None:
-        return []
-    requests = [(int(g.request[gpu]), g.count) for g in problem.groups if g.request[gpu] > 0]
-    needs = []
-    for r in sorted({r for r, _ in requests}, reverse=True):
-        larger = [(q, n) for q, n in requests if q >= r]
-        gpus = sum(q * n for q, n in larger) if all(q % r == 0 for q, _ in larger) else 0
-        needs.append((r, sum(n for _, n in larger), gpus))
-    return needs
-
-
-def packable(problem: GangProblem, tier: int, domains: IntArray) -> IntArray:
-    """The domains (order kept) that have the holes `_hole_needs` asks for, a necessary condition."""
-    gpu = problem.gpu_row
-    if gpu is None or domains.size == 0:
-        return domains
-    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
-    free = problem.idle[gpu, union]
-    ids = problem.topology.domain[tier, union]
-    count = int(problem.topology.domain[tier].max()) + 1
-    ok = np.ones(count, dtype=bool)
-    for size, tasks, gpus in _hole_needs(problem):
-        holes = np.bincount(ids, weights=(free // size).astype(np.float64), minlength=count)
-        ok &= (holes >= tasks) & (holes * size >= gpus)
-    kept: IntArray = domains[ok[domains]]
-    return kept
-
-
-def by_fewest_parts(problem: GangProblem, tier: int, domains: IntArray, first: int = -1) -> IntArray:
-    """The domains ordered by how few of their parts one tier down (nodes at tier 1) could hold the gang by
-    usable GPUs alone, the evaluator's next key and a lower bound on it; ties keep the given order (tightest
-    first), with `first` ahead of its equals."""
-    if problem.gpu_row is None or domains.size < 2:
-        return domains
-    topo = problem.topology
-    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
-    parts, inverse = np.unique(topo.domain[tier - 1, union], return_inverse=True)
-    capacity = np.bincount(inverse.reshape(-1), weights=_usable_gpus(problem, union).astype(np.float64))
-    owner = np.zeros(parts.size, dtype=np.int64)
-    owner[inverse.reshape(-1)] = topo.domain[tier, union]
-    order = np.lexsort((-capacity, owner))  # by domain, largest part first
-    owner, capacity = owner[order], capacity[order]
-    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-    before = np.repeat(np.cumsum(capacity)[starts] - capacity[starts], np.diff(np.r_[starts, owner.size]))
-    short = (np.cumsum(capacity) - before) < problem.need_gpu()  # parts still short of the gang, largest first
-    fewest = np.bincount(owner[short], minlength=int(topo.domain[tier].max()) + 1)[domains] + 1
-    order = np.lexsort((np.arange(domains.size), domains != first, fewest))
-    ordered: IntArray = domains[order]
-    return ordered
-
-
 # ---- one domain -----------------------------------------------------------------------------------------
-
-
-def _relevant_nodes(problem: GangProblem, tier: int, domain: int) -> IntArray:
-    """Candidate nodes inside the domain; when the gang must span several of its sub-domains, only the fewest
-    sub-domains whose usable GPUs hold it plus a few more (largest first), so the model stays small."""
-    topo = problem.topology
-    union = np.unique(np.concatenate([g.candidates for g in problem.groups]))
-    inside = union[topo.domain[tier, union] == domain]
-    need = problem.need_gpu()
-    inside_nodes: IntArray = inside
-    if tier < 2 or problem.gpu_row is None or inside.size == 0 or need == 0:
-        return inside_nodes
-    sub = topo.domain[tier - 1, inside]
-    ids, inverse = np.unique(sub, return_inverse=True)
-    if ids.size <= MIN_SUBDOMAINS:
-        return inside_nodes
-    inverse = inverse.reshape(-1)
-    usable = _usable_gpus(problem, inside)
-    capacity = np.bincount(inverse, weights=usable.astype(np.float64))
-    order = np.argsort(-capacity, kind="stable")
-    fewest = int(np.searchsorted(np.cumsum(capacity[order]), need)) + 1
-    keep = np.zeros(ids.size, dtype=bool)
-    keep[order[: fewest + max(SPARE_SUBDOMAINS, fewest // 2)]] = True
-    # The largest by usable GPUs may lack holes of some size (8-GPU tasks need empty nodes): add the
-    # sub-domains with the most such holes until `packable`'s condition holds for every size.
-    free = problem.idle[problem.gpu_row, inside]
-    for size, tasks, gpus in _hole_needs(problem):
-        holes = np.bincount(inverse, weights=(free // size).astype(np.float64), minlength=ids.size)
-        while not keep.all() and (holes[keep].sum() < tasks or holes[keep].sum() * size < gpus):
-            keep[int(np.argmax(np.where(keep, -1.0, holes)))] = True
-    kept: IntArray = inside[keep[inverse]]
-    return kept
 
 
 def _best_hint(problem: GangProblem, nodes: IntArray, hint: Placement | None) -> Placement | None:
@@ -614,7 +199,7 @@ def _solve_domain(
     stats: SolveStats,
 ) -> Placement | None:
     topo = problem.topology
-    nodes = _relevant_nodes(problem, tier, domain)
+    nodes = relevant_nodes(problem, tier, domain)
     if nodes.size == 0:
         return None
     hint = _best_hint(problem, nodes, hint)
@@ -728,13 +313,30 @@ def _solve_domain(
     # 5. Decode: hand each class's nodes out to its chosen patterns.
     out: list[list[int]] = [[] for _ in groups]
     for c, found in enumerate(patterns):
-        members = iter(nodes[inverse == c].tolist())
-        for k, pattern in enumerate(found):
-            for _ in range(int(solver.value(y[c, k]))):
-                node = next(members)
-                for i, p in enumerate(pattern):
-                    out[i].extend([node] * p)
+        chosen = [pattern for k, pattern in enumerate(found) for _ in range(int(solver.value(y[c, k])))]
+        for node, pattern in zip(_hand_out(problem, nodes[inverse == c], chosen), chosen, strict=False):
+            for i, p in enumerate(pattern):
+                out[i].extend([node] * p)
     return tuple(np.array(o, dtype=np.int64) for o in out)
+
+
+def _hand_out(problem: GangProblem, members: IntArray, chosen: list[tuple[int, ...]]) -> list[int]:
+    """Nodes of one class for the chosen patterns, in order. The model cannot tell a class's nodes apart, but
+    the configured scorers can: the patterns with the most tasks first, each to the remaining node where its
+    tasks score highest (with no scorer, the nodes in index order)."""
+    if not problem.scored or not chosen:
+        in_order: list[int] = members[: len(chosen)].tolist()
+        return in_order
+    per_group = np.stack([g.scores[members] if g.scores is not None else np.zeros(members.size)
+                          for g in problem.groups])
+    free = np.ones(members.size, dtype=bool)
+    nodes = [0] * len(chosen)
+    for j in sorted(range(len(chosen)), key=lambda j: -sum(chosen[j])):
+        value = np.asarray(chosen[j], dtype=np.float64) @ per_group
+        pick = int(np.argmax(np.where(free, value, -np.inf)))
+        free[pick] = False
+        nodes[j] = int(members[pick])
+    return nodes
 
 
 def _add_hint(

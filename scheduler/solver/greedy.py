@@ -1,7 +1,9 @@
 """Layer `solver`: the two greedy baselines the solver must beat, over the same `GangProblem`.
 
 - `per_pod_binpack` is what Volcano does: each task, in order, to the fitting node with the fewest free GPUs
-  left after it (ties to the lowest node index), blind to topology.
+  left after it (ties to the higher node score, then the lowest node index), blind to topology. With
+  `by_score` it is what allocate does pod by pod with the configured scorers: each task to the fitting node
+  with the highest node score (ties to the fewest GPUs left); scores are as the cluster is before the gang.
 - `topology_greedy` picks the lowest tier, and at that tier the domain with the fewest free GPUs left over
   that holds the whole gang, then packs inside it with `per_pod_binpack`.
 """
@@ -17,7 +19,9 @@ from scheduler.solver.topology import IntArray
 DOMAINS_TRIED_PER_TIER = 16
 
 
-def per_pod_binpack(problem: GangProblem, within: npt.NDArray[np.bool_] | None = None) -> Placement | None:
+def per_pod_binpack(
+    problem: GangProblem, within: npt.NDArray[np.bool_] | None = None, *, by_score: bool = False
+) -> Placement | None:
     """Place task by task; None when some task fits nowhere. `within` restricts the nodes (a domain)."""
     free = problem.idle.copy()
     gpu = problem.gpu_row
@@ -35,9 +39,13 @@ def per_pod_binpack(problem: GangProblem, within: npt.NDArray[np.bool_] | None =
                 return None
             fitting = candidates[mask]
             left = free[gpu, fitting] if gpu is not None else np.zeros(fitting.size, dtype=np.int64)
-            node = int(fitting[int(np.argmin(left))])
-            # The chosen node stays the one with the fewest GPUs left while it still holds a task, so the
-            # per-pod loop would put the next tasks there too: place them at once.
+            if group.scores is None:
+                node = int(fitting[int(np.argmin(left))])
+            else:
+                score = -group.scores[fitting]
+                node = int(fitting[np.lexsort((left, score) if by_score else (score, left))[0]])
+            # The chosen node stays first by both keys while it still holds a task (its score is fixed, its
+            # GPUs left only fall), so the per-pod loop would put the next tasks there too: place them at once.
             copies = group.count - placed
             if dims.size:
                 copies = min(copies, int((free[dims, node] // group.request[dims]).min()))

@@ -22,10 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.api.objects import Obj
 from scheduler.jobs.expand import normalize_job
 from scheduler.jobs.validate import validate_job
-
-Obj = Mapping[str, Any]
 
 ROOT_QUEUE = "root"
 DEFAULT_QUEUE = "default"

@@ -14,9 +14,8 @@ from scheduler.api.job import TaskInfo
 from scheduler.api.reasons import NotPipelined
 from scheduler.api.resources import Resource
 from scheduler.framework import points as P
-from scheduler.framework.statement import Statement
 from scheduler.plugins.conformance import ConformancePlugin
-from scheduler.testing import ClusterBuilder, cluster, node_filters, pod_object
+from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers, node_filters, pod_object
 
 
 # ---- predicates -------------------------------------------------------------------------------------------
@@ -121,8 +120,8 @@ def test_conformance_filters_victims(case: Victim) -> None:
     ssn = Session(c.sim.snapshot(), builtin_default_conf(), {"conformance": ConformancePlugin})
     task = TaskInfo("x", "x", case.namespace, "j", Resource(), priority=case.priority)
     preemptor = TaskInfo("p", "p", "team-a", "k", Resource())
-    assert (ssn.run(P.PREEMPTABLE, preemptor, [task]) == [task]) is case.offered
-    assert (ssn.run(P.RECLAIMABLE, preemptor, [task]) == [task]) is case.offered
+    assert (ssn.tiers.run(P.PREEMPTABLE, preemptor, [task]) == [task]) is case.offered
+    assert (ssn.tiers.run(P.RECLAIMABLE, preemptor, [task]) == [task]) is case.offered
 
 
 # ---- enqueue ---------------------------------------------------------------------------------------------
@@ -165,6 +164,17 @@ def test_enqueue(case: Admission) -> None:
         assert any(e.reason == "Unschedulable" and e.message == condition["message"] for _, e in c.sim.events)
 
 
+def test_without_enqueue_in_the_actions_allocate_admits_pending_jobs_itself() -> None:
+    """Volcano's allocate moves a Pending PodGroup to Inqueue when no enqueue action is configured
+    (actions/allocate/allocate.go); its e2e spec "allocate work even not config enqueue action" relies on it."""
+    conf = conf_from_tiers(("priority", "gang"), ("predicates", "proportion"), actions="allocate, backfill")
+    c = cluster().node("n", gpu=2).job("j", replicas=2, gpu=1)
+    assert c.sim.podgroup("j")["status"]["phase"] == "Pending"
+    c.cycle(conf)
+    assert c.sim.podgroup("j")["status"]["phase"] == "Inqueue"  # Running once the kubelet reports the pods
+    assert len(c.sim.bound("j")) == 2
+
+
 # ---- backfill --------------------------------------------------------------------------------------------
 def test_backfill_places_pods_without_requests_even_on_a_full_node() -> None:
     c = cluster().node("n1", cpu="1", gpu=1).job("big", replicas=1, gpu=1, cpu="1")
@@ -190,7 +200,7 @@ def test_a_discarded_statement_restores_every_node_and_task() -> None:
     ssn = Session(c.sim.snapshot(), builtin_default_conf(), PLUGINS)
     node = ssn.nodes["n1"]
     before = node.idle
-    stmt = Statement(ssn)
+    stmt = ssn.statement()
     for task in ssn.jobs["default/j"].tasks.values():
         stmt.allocate(task, node)
     assert node.idle.gpu == 2000
@@ -273,5 +283,5 @@ def test_the_session_stamps_the_plugin_that_rejected() -> None:
 
     task = next(iter(c.sim.pods.values())).task
     ssn = Session(c.sim.snapshot(), builtin_default_conf(), {"predicates": PredicatesPlugin})
-    status = ssn.run(P.PREDICATE, task, ssn.node_list[0])
+    status = ssn.tiers.run(P.PREDICATE, task, ssn.node_list[0])
     assert status.reasons == (R.NodeFilter(R.NODE_AFFINITY),) and status.plugin == "predicates"

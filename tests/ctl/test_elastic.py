@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler.jobs import PodView, pod_event
-from scheduler.jobs.bus import Event
+from scheduler.jobs.bus import PolicyEvent
 
 
 def job(replicas: int) -> dict:
@@ -13,9 +13,9 @@ def job(replicas: int) -> dict:
 
 def test_a_pod_beyond_the_new_replica_count_leaving_is_no_eviction() -> None:
     gone = PodView("train-worker-3", "worker", "Running")
-    assert pod_event(job(2), gone, None, []).event != Event.POD_EVICTED
+    assert pod_event(job(2), gone, None, []).event != PolicyEvent.POD_EVICTED
 
 
 def test_a_pod_within_the_replica_count_leaving_is_an_eviction() -> None:
     gone = PodView("train-worker-1", "worker", "Running")
-    assert pod_event(job(2), gone, None, []).event == Event.POD_EVICTED
+    assert pod_event(job(2), gone, None, []).event == PolicyEvent.POD_EVICTED

@@ -6,11 +6,12 @@ Only the calls the job and PodGroup controllers make; every write is recorded so
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-Obj = dict[str, Any]
+from scheduler.api.objects import MutableObj
 
 _KINDS = {  # the collection in a GET path -> the kind stored
     "configmaps": "ConfigMap", "podgroups": "PodGroup", "replicasets": "ReplicaSet", "deployments": "Deployment",
@@ -20,13 +21,14 @@ _KINDS = {  # the collection in a GET path -> the kind stored
 
 @dataclass
 class FakeApi:
-    objects: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
+    objects: dict[tuple[str, str, str], MutableObj] = field(default_factory=dict)
     writes: list[tuple[str, str, str, str]] = field(default_factory=list)  # (verb, kind, namespace, name)
     conflicts: int = 0  # how many replace_podgroup calls answer 409 first
     _uids: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # the controller creates a Job's pods at once
 
     # ---- test setup ------------------------------------------------------------------------------------
-    def put(self, kind: str, obj: Mapping[str, Any]) -> Obj:
+    def put(self, kind: str, obj: Mapping[str, Any]) -> MutableObj:
         stored = copy.deepcopy(dict(obj))
         meta = stored.setdefault("metadata", {})
         meta.setdefault("namespace", "ns")
@@ -36,45 +38,46 @@ class FakeApi:
         self.objects[(kind, meta["namespace"], meta["name"])] = stored
         return stored
 
-    def of_kind(self, kind: str) -> dict[str, Obj]:
+    def of_kind(self, kind: str) -> dict[str, MutableObj]:
         return {name: obj for (k, _, name), obj in self.objects.items() if k == kind}
 
     # ---- Api ---------------------------------------------------------------------------------------------
-    def get(self, path: str) -> Obj | None:
+    def get(self, path: str) -> MutableObj | None:
         *_, namespace, plural, name = path.split("/")  # .../namespaces/<ns>/<plural>/<name>
         obj = self.objects.get((_KINDS[plural], namespace, name))
         return copy.deepcopy(obj) if obj is not None else None
 
-    def create(self, obj: Mapping[str, Any]) -> Obj | None:
+    def create(self, obj: Mapping[str, Any]) -> MutableObj | None:
         meta = obj["metadata"]
         key = (str(obj["kind"]), str(meta["namespace"]), str(meta["name"]))
-        if key in self.objects:
-            return None
-        self.writes.append(("create", *key))
-        return self.put(key[0], obj)
+        with self._lock:
+            if key in self.objects:
+                return None
+            self.writes.append(("create", *key))
+            return self.put(key[0], obj)
 
-    def job(self, namespace: str, name: str) -> Obj | None:
+    def job(self, namespace: str, name: str) -> MutableObj | None:
         obj = self.objects.get(("Job", namespace, name))
         return copy.deepcopy(obj) if obj is not None else None
 
-    def pods_of_job(self, namespace: str, job: str) -> list[Obj]:
+    def pods_of_job(self, namespace: str, job: str) -> list[MutableObj]:
         return [copy.deepcopy(p) for (k, ns, _), p in self.objects.items()
                 if k == "Pod" and ns == namespace and p["metadata"].get("labels", {}).get("volcano.sh/job-name") == job]
 
-    def podgroup(self, namespace: str, name: str) -> Obj | None:
+    def podgroup(self, namespace: str, name: str) -> MutableObj | None:
         obj = self.objects.get(("PodGroup", namespace, name))
         return copy.deepcopy(obj) if obj is not None else None
 
-    def queue(self, name: str) -> Obj | None:
+    def queue(self, name: str) -> MutableObj | None:
         return {"metadata": {"name": name}, "spec": {}, "status": {"state": "Open"}}
 
-    def patch_podgroup_spec(self, namespace: str, name: str, spec: Mapping[str, Any]) -> Obj:
+    def patch_podgroup_spec(self, namespace: str, name: str, spec: Mapping[str, Any]) -> MutableObj:
         self.writes.append(("patch", "PodGroup", namespace, name))
         pg = self.objects[("PodGroup", namespace, name)]
         pg["spec"] = {**pg.get("spec", {}), **spec}
         return pg
 
-    def replace_podgroup(self, podgroup: Mapping[str, Any]) -> Obj:
+    def replace_podgroup(self, podgroup: Mapping[str, Any]) -> MutableObj:
         from scheduler.controllers.client import PodGroupConflict
 
         meta = podgroup["metadata"]
@@ -86,7 +89,7 @@ class FakeApi:
         self.objects[key] = copy.deepcopy(dict(podgroup))
         return self.objects[key]
 
-    def pods(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]:
+    def pods(self, namespace: str, labels: Mapping[str, str]) -> list[MutableObj]:
         return [copy.deepcopy(p) for (k, ns, _), p in sorted(self.objects.items())
                 if k == "Pod" and ns == namespace
                 and all((p["metadata"].get("labels") or {}).get(lk) == lv for lk, lv in labels.items())]
@@ -99,12 +102,12 @@ class FakeApi:
         self.writes.append(("delete", "Pod", namespace, name))
         return self.objects.pop(("Pod", namespace, name), None) is not None
 
-    def replace_job_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> Obj:
+    def replace_job_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj:
         job = self.objects[("Job", namespace, name)]
         job["status"] = copy.deepcopy(dict(status))
         return job
 
-    def patch_configmap_data(self, namespace: str, name: str, data: Mapping[str, Any]) -> Obj:
+    def patch_configmap_data(self, namespace: str, name: str, data: Mapping[str, Any]) -> MutableObj:
         return self.objects[("ConfigMap", namespace, name)]
 
     def event(self, involved: Mapping[str, Any], type_: str, reason: str, message: str, now: str) -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 from scheduler.jobs import JobEvent, JobStatus, Phase, PodView, decide, normalize_job, podgroup_for, validate_job
 from scheduler.jobs.expand import min_pod_specs
-from scheduler.jobs.lifecycle import pod_view, waiting_tasks
+from scheduler.jobs.lifecycle import waiting_tasks
+from scheduler.jobs.state import pod_view
 
 
 def mpi(**spec: Any) -> dict[str, Any]:

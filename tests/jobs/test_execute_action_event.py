@@ -43,3 +43,4 @@ def test_a_policy_that_terminates_the_job_is_announced_as_volcano_announces_it()
     ctl.on_pod("MODIFIED", pod)
     ctl.reconcile("ns", "terminate-job")
     assert (EXECUTE_ACTION, "Start to execute action TerminateJob ") in api.events
+

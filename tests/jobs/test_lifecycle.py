@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 from jobs_seeds import seed
 
-from scheduler.jobs import Action, Event, JobEvent, JobStatus, Phase, PodView, decide, desired_pods, expired
-from scheduler.jobs.lifecycle import Decision, OpKind, pod_event
+from scheduler.jobs import JobEvent, JobStatus, Phase, PodView, PolicyAction, PolicyEvent, decide, desired_pods, expired
+from scheduler.jobs.policies import pod_event
+from scheduler.jobs.state import Decision, OpKind
 
 
 def job(tasks: list[tuple[str, int]], **spec: Any) -> dict[str, Any]:
@@ -62,7 +63,7 @@ def test_pod_failed_restart_job_goes_restarting_pending_running_with_retry_one()
     w = World(job([("w", 2)], policies=[{"event": "PodFailed", "action": "RestartJob"}]))
     w.run_all()
     w.set("Failed", "j-w-0", exit_code=1)
-    d = w.send(JobEvent(Event.POD_FAILED, task="w", pod="j-w-0", exit_code=1))
+    d = w.send(JobEvent(PolicyEvent.POD_FAILED, task="w", pod="j-w-0", exit_code=1))
     assert d.phase is Phase.RESTARTING and d.retry_count == 1
     assert set(d.pods_to_delete()) == {"j-w-0", "j-w-1"}
     assert any(op.kind is OpKind.DELETE_PODGROUP for op in d.ops)
@@ -77,7 +78,7 @@ def test_pod_failed_restart_job_goes_restarting_pending_running_with_retry_one()
 def test_pod_evicted_terminate_job_ends_terminated() -> None:
     w = World(job([("w", 2)], policies=[{"event": "PodEvicted", "action": "TerminateJob"}]))
     w.run_all()
-    assert w.send(JobEvent(Event.POD_EVICTED, task="w", pod="j-w-1")).phase is Phase.TERMINATING
+    assert w.send(JobEvent(PolicyEvent.POD_EVICTED, task="w", pod="j-w-1")).phase is Phase.TERMINATING
     w.finish_deletions()
     assert w.send().phase is Phase.TERMINATED
 
@@ -89,7 +90,7 @@ def test_task_completed_complete_job_deletes_the_other_tasks_pods() -> None:
     w.run_all()
     w.set("Succeeded", "j-master-0")
     event = pod_event(j, PodView("j-master-0", "master", "Running"), w.pods["j-master-0"], list(w.pods.values()))
-    assert event.event is Event.TASK_COMPLETED
+    assert event.event is PolicyEvent.TASK_COMPLETED
     d = w.send(event)
     assert d.phase is Phase.COMPLETING and set(d.pods_to_delete()) == {"j-worker-0", "j-worker-1"}
     w.finish_deletions()
@@ -101,7 +102,7 @@ def test_max_retry_two_ends_failed_with_retry_count_two() -> None:
     for _ in range(2):
         w.run_all()
         w.set("Failed", exit_code=1)
-        w.send(JobEvent(Event.POD_FAILED, task="w", pod="j-w-0", exit_code=1))
+        w.send(JobEvent(PolicyEvent.POD_FAILED, task="w", pod="j-w-0", exit_code=1))
         w.finish_deletions()
         w.send()
     assert w.status.phase is Phase.FAILED and w.status.retry_count == 2
@@ -144,25 +145,26 @@ def test_running_without_policies(case: Case) -> None:
 
 
 def test_task_policy_first_then_job_policy_then_exit_code_and_star() -> None:
-    from scheduler.jobs.lifecycle import select_action
+    from scheduler.jobs.policies import select_action
 
     j = job([("w", 2)], policies=[{"exitCode": 3, "action": "AbortJob"}, {"event": "PodEvicted",
                                                                           "action": "RestartJob"}])
     j["spec"]["tasks"][0]["policies"] = [{"event": "PodEvicted", "action": "RestartTask"}]
     st = JobStatus(Phase.RUNNING)
-    assert select_action(j, st, JobEvent(Event.POD_EVICTED, task="w"))[0] is Action.RESTART_TASK
-    assert select_action(j, st, JobEvent(Event.POD_FAILED, task="w", exit_code=3))[0] is Action.ABORT_JOB
-    assert select_action(j, st, JobEvent(Event.POD_FAILED, task="w", exit_code=4))[0] is Action.SYNC_JOB
+    assert select_action(j, st, JobEvent(PolicyEvent.POD_EVICTED, task="w"))[0] is PolicyAction.RESTART_TASK
+    assert select_action(j, st, JobEvent(PolicyEvent.POD_FAILED, task="w", exit_code=3))[0] is PolicyAction.ABORT_JOB
+    assert select_action(j, st, JobEvent(PolicyEvent.POD_FAILED, task="w", exit_code=4))[0] is PolicyAction.SYNC_JOB
     star = job([("w", 2)], policies=[{"event": "*", "action": "TerminateJob"}])
-    assert select_action(star, st, JobEvent(Event.TASK_FAILED, task="w"))[0] is Action.TERMINATE_JOB
-    assert select_action(star, JobStatus(version=2), JobEvent(Event.POD_FAILED, job_version=1))[0] is Action.SYNC_JOB
+    assert select_action(star, st, JobEvent(PolicyEvent.TASK_FAILED, task="w"))[0] is PolicyAction.TERMINATE_JOB
+    earlier_run = JobEvent(PolicyEvent.POD_FAILED, job_version=1)
+    assert select_action(star, JobStatus(version=2), earlier_run)[0] is PolicyAction.SYNC_JOB
 
 
 def test_restart_pod_deletes_only_that_pod() -> None:
     w = World(job([("w", 3)], policies=[{"event": "PodFailed", "action": "RestartPod"}]))
     w.run_all()
     w.set("Failed", "j-w-1", exit_code=2)
-    d = w.send(JobEvent(Event.POD_FAILED, task="w", pod="j-w-1", exit_code=2))
+    d = w.send(JobEvent(PolicyEvent.POD_FAILED, task="w", pod="j-w-1", exit_code=2))
     assert d.pods_to_delete() == ("j-w-1",) and d.phase is Phase.RESTARTING and d.retry_count == 1
     w.finish_deletions()
     assert w.send().phase is Phase.PENDING
@@ -172,18 +174,19 @@ def test_restart_pod_deletes_only_that_pod() -> None:
 def test_abort_then_resume() -> None:
     w = World(job([("w", 2)]))
     w.run_all()
-    assert w.send(JobEvent(Event.COMMAND_ISSUED, action=Action.ABORT_JOB)).phase is Phase.ABORTING
+    assert w.send(JobEvent(PolicyEvent.COMMAND_ISSUED, action=PolicyAction.ABORT_JOB)).phase is Phase.ABORTING
     w.finish_deletions()
     assert w.send().phase is Phase.ABORTED
-    d = w.send(JobEvent(Event.COMMAND_ISSUED, action=Action.RESUME_JOB))
+    d = w.send(JobEvent(PolicyEvent.COMMAND_ISSUED, action=PolicyAction.RESUME_JOB))
     assert d.phase is Phase.RESTARTING and d.retry_count == 1
     assert w.send().phase is Phase.PENDING
 
 
 def test_a_policy_timeout_defers_the_action() -> None:
     j = job([("w", 1)], policies=[{"event": "PodPending", "action": "RestartJob", "timeout": "5m"}])
-    d = decide(j, JobStatus(Phase.PENDING), [PodView("j-w-0", "w")], "Inqueue", JobEvent(Event.POD_PENDING, task="w"))
-    assert d.deferred is not None and d.deferred.action is Action.RESTART_JOB and d.deferred.seconds == 300
+    pending = JobEvent(PolicyEvent.POD_PENDING, task="w")
+    d = decide(j, JobStatus(Phase.PENDING), [PodView("j-w-0", "w")], "Inqueue", pending)
+    assert d.deferred is not None and d.deferred.action is PolicyAction.RESTART_JOB and d.deferred.seconds == 300
     assert d.phase is Phase.PENDING and d.pods_to_delete() == ()
 
 
@@ -191,7 +194,7 @@ def test_seed_distributed_training_restarts_on_eviction() -> None:
     w = World(seed("distributed-training"))
     w.run_all()
     assert w.status.phase is Phase.RUNNING
-    d = w.send(JobEvent(Event.POD_EVICTED, task="worker", pod="distributed-training-worker-2"))
+    d = w.send(JobEvent(PolicyEvent.POD_EVICTED, task="worker", pod="distributed-training-worker-2"))
     assert d.phase is Phase.RESTARTING and len(d.pods_to_delete()) == 4
 
 
@@ -213,7 +216,7 @@ def test_ttl_after_finished() -> None:
 
 def test_policy_timeouts_read_go_durations() -> None:
     """Volcano reads a policy's timeout with Go's time.ParseDuration: `1m30s`, `2h`, `.5s`, `300ms` all work."""
-    from scheduler.jobs.lifecycle import parse_duration
+    from scheduler.jobs.policies import parse_duration
 
     assert [parse_duration(t) for t in ("1m30s", "2h", ".5s", "300ms", "90")] == [90.0, 7200.0, 0.5, 0.3, 90.0]
     with pytest.raises(ValueError):

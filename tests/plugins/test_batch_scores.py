@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from scheduler.cycle import builtin_default_conf
+from scheduler.framework.fit import FeasibilityCache
 from scheduler.framework.session import Session
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
@@ -70,7 +71,7 @@ def test_registered_scorers_give_the_same_score_for_one_node_in_both_forms(seed:
 
     ssn = random_cluster(seed)
     task = next(iter(ssn.jobs["default/probe"].tasks.values()))
-    scorers = [fn for tier in ssn._fns[P.BATCH_NODE_ORDER.name] for fn in tier]
+    scorers = ssn.tiers.functions(P.BATCH_NODE_ORDER)
     assert scorers and all(isinstance(fn, P.BatchScorer) for fn in scorers)
     for fn in scorers:
         for i, node in enumerate(ssn.node_list):
@@ -80,7 +81,7 @@ def test_registered_scorers_give_the_same_score_for_one_node_in_both_forms(seed:
 def test_one_node_rescoring_places_every_task_where_the_batch_path_does(monkeypatch: pytest.MonkeyPatch) -> None:
     def placements(scalar: bool) -> dict[str, str]:
         if not scalar:
-            monkeypatch.setattr(Session, "_scalar_scorers", lambda self: None)
+            monkeypatch.setattr(FeasibilityCache, "_scalar_scorers", lambda self: None)
         rng = random.Random(3)
         c = cluster()
         for i in range(24):
@@ -98,4 +99,4 @@ def test_one_node_rescoring_places_every_task_where_the_batch_path_does(monkeypa
 
 def test_with_the_default_conf_the_one_node_rescoring_takes_the_scalar_path() -> None:
     ssn = random_cluster(0)
-    assert ssn._scalars is not None and len(ssn._scalars) == 2  # nodeorder's and binpack's scalar forms
+    assert ssn.fit._scalars is not None and len(ssn.fit._scalars) == 2  # nodeorder's and binpack's scalar forms

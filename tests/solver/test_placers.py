@@ -9,9 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from scheduler.solver.cpsat import improve, refine, solve
+from scheduler.solver.cpsat import solve
 from scheduler.solver.evaluate import GangProblem, Group, evaluate
 from scheduler.solver.greedy import per_pod_binpack, topology_greedy
+from scheduler.solver.local import improve
+from scheduler.solver.seating import refine
 from scheduler.solver.topology import RACK, from_hypernodes, from_labels
 
 G = 1000  # one GPU in milli-units
@@ -319,3 +321,53 @@ def test_the_local_search_moves_a_task_to_an_exact_hole_in_a_rack_already_touche
     # The only exact hole is in rack b: no move, the rack count stays.
     p = problem([3, 2, 1, 2], ["a", "a", "a", "b"], [(2, 2)])
     assert improve(p, (np.array([0, 1]),)) is None
+
+
+# ---- node scores: the configured scorers rank after the topology terms and stranded GPUs --------------------
+
+
+def scored(p: GangProblem, per_node: list[float]) -> GangProblem:
+    """The problem with every group scoring `per_node` (one task's score on each node)."""
+    scores = np.array(per_node, dtype=np.float64)
+    return dataclasses.replace(p, groups=tuple(dataclasses.replace(g, scores=scores) for g in p.groups))
+
+
+def test_the_scorers_sum_ranks_after_stranded_gpus_and_before_the_node_count() -> None:
+    # Three 4-GPU tasks in one rack: the three 4-GPU holes or the 8-GPU node and one hole strand nothing.
+    p = scored(problem([4, 8, 4, 4], ["a"] * 4, [(3, 4)]), [0.0, 0.0, 5.0, 5.0])
+    holes = (np.array([0, 2, 3]),)  # three nodes, scores 10
+    fewer_nodes = (np.array([1, 1, 0]),)  # two nodes, scores 0
+    stranding = (np.array([1, 2, 3]),)  # strands 4 GPUs on node 1, scores 10
+    assert evaluate(p, holes).node_score == 10.0
+    assert evaluate(p, holes) < evaluate(p, fewer_nodes) < evaluate(p, stranding)
+
+
+def test_the_racks_a_gang_spans_outrank_the_scorers() -> None:
+    p = scored(problem([8, 8, 8], ["a", "a", "b"], [(2, 8)]), [0.0, 0.0, 100.0])
+    assert evaluate(p, (np.array([0, 1]),)) < evaluate(p, (np.array([1, 2]),))
+
+
+def test_pod_by_pod_by_score_goes_where_the_scorers_say_and_binpack_greedy_breaks_ties_by_them() -> None:
+    p = scored(problem([8, 8, 4], ["a"] * 3, [(2, 2)]), [0.0, 3.0, 1.0])
+    by_score = per_pod_binpack(p, by_score=True)
+    assert by_score is not None and by_score[0].tolist() == [1, 1]
+    fewest_left = per_pod_binpack(p)
+    assert fewest_left is not None and fewest_left[0].tolist() == [2, 2]
+    tie = scored(problem([8, 8], ["a"] * 2, [(2, 2)]), [0.0, 3.0])
+    assert (per_pod_binpack(tie) or ())[0].tolist() == [1, 1]
+
+
+def test_the_solver_seats_a_model_answer_on_the_nodes_that_score_best_among_identical_ones() -> None:
+    # Nodes 0/2 (5 free) and 1/3 (3 free) are identical pairs to the model; the scorers prefer 2 and 3.
+    p = scored(problem([5, 3, 5, 3], ["a"] * 4, [(1, 2), (2, 3)]), [0.0, 0.0, 1.0, 1.0])
+    result = solve(p, time_limit_ms=2000, workers=1)
+    assert (result.score.stranded, result.score.nodes, result.score.node_score) == (0, 2, 3.0)
+    assert set(np.concatenate(result.placement or ()).tolist()) == {2, 3}
+    assert "scorer-greedy" in result.scores
+
+
+def test_the_local_search_moves_a_task_to_a_better_scoring_node_that_packs_as_well() -> None:
+    p = scored(problem([2, 2, 2], ["a"] * 3, [(2, 2)]), [0.0, 0.0, 4.0])
+    improved = improve(p, (np.array([0, 1]),))
+    assert improved is not None and sorted(improved[0].tolist()) == [1, 2]
+    assert evaluate(p, improved).node_score == 4.0

@@ -6,12 +6,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler.api.reasons import Reason, TopologyLimit
 from scheduler.api.resources import GPU
 from scheduler.cycle import conf_from_text
 from scheduler.framework.conf import SchedulerConf
+from scheduler.framework.session import Session
+from scheduler.plugins.registry import PLUGINS
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
 BASE = """
@@ -46,7 +49,7 @@ def rack(name: str, zone: str = "z", nvlink: str | None = None) -> dict[str, str
 
 
 def gang(c: ClusterBuilder, name: str, roles: Mapping[str, tuple[int, int]],
-         topology: Mapping[str, Any] | None = None) -> ClusterBuilder:
+         topology: Mapping[str, Any] | None = None, **pod: Any) -> ClusterBuilder:
     """A PodGroup with pods `<name>-<role>-<i>`; roles map to (replicas, GPUs per pod)."""
     spec: dict[str, Any] = {"minMember": sum(n for n, _ in roles.values()), "queue": "default"}
     if topology:
@@ -54,7 +57,18 @@ def gang(c: ClusterBuilder, name: str, roles: Mapping[str, tuple[int, int]],
     c.sim.add_podgroup({"metadata": {"name": name}, "spec": spec, "status": {"phase": "Inqueue"}})
     for role, (replicas, gpus) in roles.items():
         for i in range(replicas):
-            c.sim.add_pod(pod_object(f"{name}-{role}-{i}", group=name, role=role, gpu=gpus))
+            c.sim.add_pod(pod_object(f"{name}-{role}-{i}", group=name, role=role, gpu=gpus, **pod))
+    return c
+
+
+def running(c: ClusterBuilder, name: str, node: str, card: str | None = None, **pod: Any) -> ClusterBuilder:
+    """A pod already running on `node` (on GPU card `card`)."""
+    obj = pod_object(name, **pod)
+    obj["spec"]["nodeName"] = node
+    if card is not None:
+        obj["metadata"]["annotations"]["volcano.sh/gpu-index"] = card
+    obj["status"]["phase"] = "Running"
+    c.sim.add_pod(obj)
     return c
 
 
@@ -197,3 +211,66 @@ def test_by_default_only_a_job_that_asks_for_a_topology_is_placed_whole() -> Non
     whole = build()
     whole.cycle(conf(TOPOLOGY))
     assert len(set(whole.sim.bound("g").values())) == 1 and "a0" not in whole.sim.bound("g").values()
+
+
+# ---- one scoring model: the solver ranks by the configured scorers after its topology terms ------------------
+
+def node_score_sum(c: ClusterBuilder, text: str, bound: Mapping[str, str]) -> float:
+    """The configured scorers' sum over a placement, each pod scored on its node as the cluster was before it."""
+    ssn = Session(c.sim.snapshot(), conf(text), PLUGINS)
+    tasks = {t.name: t for job in ssn.jobs.values() for t in job.tasks.values()}
+    return sum(float(ssn.fit.node_scores(tasks[pod], np.array([ssn.arrays.position[node]]))[0])
+               for pod, node in bound.items())
+
+
+def test_a_gang_the_solver_places_gets_the_node_scores_it_gets_pod_by_pod() -> None:
+    """Two empty 8-GPU nodes in one rack strand nothing for an 8-GPU gang either way; binpack prefers the one
+    whose cpu is partly used, pod by pod and now also in the solver (which used to take the first by name)."""
+
+    def build() -> ClusterBuilder:
+        c = cluster().node("n0", gpu=8, labels=rack("a")).node("n1", gpu=8, labels=rack("a"))
+        running(c, "cpu-user", "n1", cpu="4")
+        return gang(c, "g", {"w": (8, 1)})
+
+    by_pod, whole = build(), build()
+    by_pod.cycle(conf(BASE))  # no gang placer: allocate places the gang pod by pod with binpack
+    whole.cycle(conf(TOPOLOGY))
+    solver, pod_by_pod = (node_score_sum(build(), TOPOLOGY, c.sim.bound("g")) for c in (whole, by_pod))
+    first_by_name = node_score_sum(build(), TOPOLOGY, {f"g-w-{i}": "n0" for i in range(8)})
+    assert solver >= pod_by_pod > first_by_name
+    assert by_pod.sim.bound("g") == whole.sim.bound("g") == {f"g-w-{i}": "n1" for i in range(8)}
+
+
+PREFERRED = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 10, "preference": {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["fast"]}]}}]}}
+
+
+def test_the_solver_honours_a_preferred_node_affinity_among_placements_that_pack_as_well() -> None:
+    c = cluster()
+    for name in ("n0", "n1", "n2", "n3"):
+        c.node(name, gpu=8, labels={**rack("a"), **({"pool": "fast"} if name == "n2" else {})})
+    gang(c, "g", {"w": (2, 4)}, affinity=PREFERRED)
+    c.cycle(conf(TOPOLOGY + "  - name: nodeorder\n"))
+    assert set(c.sim.bound("g").values()) == {"n2"}
+
+
+def test_stranding_fewer_gpus_still_outranks_the_scorers() -> None:
+    """The preferred node would strand 4 GPUs; the exact hole elsewhere in the rack wins."""
+    c = cluster().node("n0", gpu=4, labels=rack("a")).node("n1", gpu=8, labels={**rack("a"), "pool": "fast"})
+    gang(c, "g", {"w": (2, 2)}, affinity=PREFERRED)
+    c.cycle(conf(TOPOLOGY + "  - name: nodeorder\n"))
+    assert set(c.sim.bound("g").values()) == {"n0"}
+
+
+def test_a_node_whose_cards_a_scorer_vetoes_is_no_candidate_for_the_solver() -> None:
+    """n0 has a whole GPU free, but split over two cards: deviceshare vetoes it for whole-GPU pods, and the
+    solver no longer puts a task there (the first node by name, for a gang that strands nothing anywhere)."""
+    text = TOPOLOGY + "  - name: deviceshare\n"
+    c = cluster()
+    for name, gpus in (("n0", 2), ("n1", 1), ("n2", 1)):
+        c.node(name, gpu=gpus, labels=rack("a"))
+    for card in ("0", "1"):
+        running(c, f"half-{card}", "n0", card, gpu="0.5")
+    gang(c, "g", {"w": (2, 1)})
+    c.cycle(conf(text))
+    assert sorted(c.sim.bound("g").values()) == ["n1", "n2"]

@@ -1,0 +1,180 @@
+"""The parsed command line of each component, as a frozen value with the rules that combine its flags
+(Volcano's defaults, klog's verbosity, client-go's rate limits). Layer: flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scheduler.flags.components import CONTROLLERS, SCHEDULER, WEBHOOK
+from scheduler.flags.syntax import Ignored
+
+
+def client_rate_limit(qps: float | None, burst: int | None, default_qps: float,
+                      default_burst: int) -> tuple[float, int] | None:
+    """(qps, burst) of the client-side token bucket, None for none: client-go's rest.Config rules (0 means its
+    defaults 5 and 10; a negative qps no limit), the component's Volcano default for the one not given."""
+    if qps is None and burst is None:
+        return None
+    qps = default_qps if qps is None else qps
+    burst = default_burst if burst is None else burst
+    qps, burst = (qps or 5.0), (burst or 10)
+    return (qps, burst) if qps > 0 else None
+
+
+def info_or_debug(log_level: str | None, verbosity: int | None) -> str:
+    """--log-level, else klog's -v (4 and more is debug)."""
+    if log_level is not None:
+        return log_level
+    return "debug" if (verbosity or 0) >= 4 else "info"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommonOptions:
+    kubeconfig: str | None
+    master: str | None
+    scheduler_names: tuple[str, ...]
+    kube_api_qps: float | None
+    kube_api_burst: int | None
+    listen_address: str | None
+    enable_metrics: bool | None
+    healthz_address: str
+    enable_healthz: bool
+    leader_elect: bool
+    leader_elect_namespace: str
+    lock_object_namespace: str
+    leader_elect_lease_name: str
+    leader_elect_identity: str | None
+    leader_elect_lease_duration: float
+    leader_elect_renew_deadline: float
+    leader_elect_retry_period: float
+    version: bool
+    verbosity: int | None
+    log_level: str | None
+    ignored: tuple[Ignored, ...] = ()
+
+    _DEFAULT_LISTEN = ":8080"
+    _DEFAULT_QPS = 2000.0
+    _DEFAULT_BURST = 2000
+
+    @property
+    def lease_namespace(self) -> str:
+        # Volcano's server.go: a non-empty --lock-object-namespace overrides the resource namespace.
+        return self.lock_object_namespace or self.leader_elect_namespace
+
+    @property
+    def serve_addresses(self) -> tuple[str, ...]:
+        """Where to serve /metrics, /healthz and /readyz (every address serves all three).
+
+        volcano-py's `--listen-address` alone serves; Volcano's `--enable-metrics` serves on its default
+        address; `--enable-metrics=false` serves no metrics address; `--enable-healthz` adds Volcano's
+        health address (cmd/*/app/server.go)."""
+        metrics_on = self.enable_metrics if self.enable_metrics is not None else self.listen_address is not None
+        addresses = [self.listen_address or self._DEFAULT_LISTEN] if metrics_on else []
+        if self.enable_healthz and self.healthz_address not in addresses:
+            addresses.append(self.healthz_address)
+        return tuple(addresses)
+
+    @property
+    def rate_limit(self) -> tuple[float, int] | None:
+        """(qps, burst) of the client-side token bucket, None for none: client-go's rest.Config rules (0 means
+        its defaults 5 and 10; a negative qps no limit), the component's Volcano defaults for the one not given."""
+        return client_rate_limit(self.kube_api_qps, self.kube_api_burst, self._DEFAULT_QPS, self._DEFAULT_BURST)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerOptions(CommonOptions):
+    scheduler_conf: str | None
+    disable_default_scheduler_config: bool
+    schedule_period: float
+    default_queue: str
+    resource_sync_timeout: float
+    partial_gang_timeout: float
+    request_timeout: float
+
+    @property
+    def level(self) -> str:
+        """info, debug or trace: --log-level, else klog's -v (4 is debug, 5 and more trace)."""
+        if self.log_level is not None:
+            return self.log_level
+        v = self.verbosity or 0
+        return "trace" if v >= 5 else "debug" if v >= 4 else "info"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerOptions(CommonOptions):
+    claim_unnamed: bool
+    worker_threads: int | None
+    worker_threads_for_podgroup: int | None
+    worker_threads_for_queue: int | None
+    worker_threads_for_gc: int | None
+
+    _DEFAULT_LISTEN = ":8081"
+    _DEFAULT_QPS = 50.0
+    _DEFAULT_BURST = 100
+    DEFAULT_WORKERS = 16
+    # Volcano's defaults for a count not given (controller-manager options.go)
+    _VOLCANO_WORKERS = {"worker_threads": 3, "worker_threads_for_podgroup": 5, "worker_threads_for_queue": 5,
+                        "worker_threads_for_gc": 1}
+
+    @property
+    def level(self) -> str:
+        return info_or_debug(self.log_level, self.verbosity)
+
+    @property
+    def library_debug(self) -> bool:
+        """kopf's and aiohttp's own debug lines: with --log-level=debug, or from -v=6 (client-go logs its
+        requests from 6 on)."""
+        return self.log_level == "debug" or (self.verbosity or 0) >= 6
+
+    @property
+    def workers(self) -> int:
+        """Handler threads: the sum of Volcano's per-controller counts when any is given, else 16."""
+        counts = {name: getattr(self, name) for name in self._VOLCANO_WORKERS}
+        if all(count is None for count in counts.values()):
+            return self.DEFAULT_WORKERS
+        return max(1, sum(self._VOLCANO_WORKERS[n] if c is None else c for n, c in counts.items()))
+
+
+def parse_scheduler(argv: Sequence[str]) -> SchedulerOptions:
+    parsed = SCHEDULER.parse(argv)
+    return SchedulerOptions(**parsed.values, ignored=parsed.ignored)  # type: ignore[arg-type]
+
+
+def parse_controllers(argv: Sequence[str]) -> ControllerOptions:
+    parsed = CONTROLLERS.parse(argv)
+    return ControllerOptions(**parsed.values, ignored=parsed.ignored)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebhookOptions:
+    kubeconfig: str | None
+    master: str | None
+    kube_api_qps: float | None
+    kube_api_burst: int | None
+    tls_cert_file: str | None
+    tls_private_key_file: str | None
+    listen_address: str
+    port: int
+    enabled_admission: tuple[str, ...]
+    scheduler_names: tuple[str, ...]
+    enable_healthz: bool
+    healthz_address: str
+    log_level: str | None
+    version: bool
+    verbosity: int | None
+    ignored: tuple[Ignored, ...] = ()
+
+    @property
+    def level(self) -> str:
+        return info_or_debug(self.log_level, self.verbosity)
+
+    @property
+    def rate_limit(self) -> tuple[float, int] | None:
+        return client_rate_limit(self.kube_api_qps, self.kube_api_burst, 50.0, 100)
+
+
+def parse_webhook(argv: Sequence[str]) -> WebhookOptions:
+    parsed = WEBHOOK.parse(argv)
+    return WebhookOptions(**parsed.values, ignored=parsed.ignored)  # type: ignore[arg-type]

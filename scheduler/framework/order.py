@@ -1,0 +1,51 @@
+"""Layer `framework`: the orderings — jobs, queues and tasks in the order the plugins' JobOrder, QueueOrder and
+TaskOrder give, with a default for what no plugin decides."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.framework import points as P
+from scheduler.framework.tiers import TierRunner
+
+
+class Orderings:
+    def __init__(self, tiers: TierRunner) -> None:
+        self._tiers = tiers
+
+    def job_less(self, a: JobInfo, b: JobInfo) -> bool:
+        """JobOrder; undecided, the older job (then the smaller uid) goes first."""
+        decided = self._tiers.run(P.JOB_ORDER, a, b)
+        if decided:
+            return bool(decided < 0)
+        return (a.creation, a.uid) < (b.creation, b.uid)
+
+    def queue_less(self, a: QueueInfo, b: QueueInfo) -> bool:
+        """QueueOrder; undecided, the older queue (then the smaller name) goes first."""
+        decided = self._tiers.run(P.QUEUE_ORDER, a, b)
+        if decided:
+            return bool(decided < 0)
+        return (a.creation, a.name) < (b.creation, b.name)
+
+    def task_order(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        """The tasks sorted by TaskOrder; undecided, by `default_task_key`."""
+
+        def compare(a: TaskInfo, b: TaskInfo) -> int:
+            decided = self._tiers.run(P.TASK_ORDER, a, b)
+            if decided:
+                return int(decided)
+            return -1 if default_task_key(a) < default_task_key(b) else 1
+
+        return sorted(tasks, key=functools.cmp_to_key(compare))
+
+
+def default_task_key(task: TaskInfo) -> tuple[int, float, str]:
+    """Tasks no plugin orders go by their index within their task (`volcano.sh/task-index`), so the tasks of a
+    multi-task job interleave (worker-0, ps-0, worker-1, ps-1, ...) and every role gets its first pods before any
+    role its extras; then by creation and name. Volcano's default task order (pkg/controllers/job/helpers/
+    helpers.go, CompareTask) is the index, then creation, then the pod's random UID; the name makes ours
+    repeatable. A pod without an index sorts with index 0's creation order, as there."""
+    return (task.index if task.index >= 0 else 0, task.creation, task.name)

@@ -1,0 +1,159 @@
+"""Layer `framework`: the results collector — what a cycle decided about jobs and queues, as status to write.
+
+Actions and plugins write here as the session runs: a job's Scheduled/Unschedulable condition and the Status it
+was rendered from, why a gate held a job, other conditions (Timeout), a smaller minMember, events, phases, each
+queue's share, counters for metrics. At close it folds them with the Statement's requests into the
+`CycleResult`: the PodGroups whose status changed (phase by Volcano's rule, `podgroup_phase`) and every queue's
+status.
+"""
+
+from __future__ import annotations
+
+from scheduler.api.decision import Status
+from scheduler.api.job import Condition, JobInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import ZERO, Resource
+from scheduler.api.snapshot import CycleResult, Event, PodGroupStatus, QueueStatus
+from scheduler.api.status import PodGroupPhase, TaskStatus
+from scheduler.framework.backend import StatementBackEnd
+
+
+class ResultsCollector:
+    def __init__(self, jobs: dict[str, JobInfo], queues: dict[str, QueueInfo]) -> None:
+        self._jobs = jobs
+        self._queues = queues
+        self._original = {uid: (job.phase, job.conditions) for uid, job in jobs.items()}
+        self._events: list[Event] = []
+        self._conditions: dict[str, Condition] = {}
+        self._extra_conditions: dict[str, list[Condition]] = {}  # job uid -> conditions of other types (Timeout)
+        self._overrides: dict[str, int] = {}  # job uid -> minMember the scheduler now uses (status only)
+        self._gates: dict[str, Status] = {}  # job uid -> why a gate (enqueue, a queue, a placer) held it
+        self._published: dict[str, Status] = {}  # job uid -> the Status behind its Unschedulable condition
+        self._shares: dict[str, tuple[Resource, float, bool]] = {}  # queue -> deserved, share, overused
+        self._counters: dict[str, int] = {}  # for metrics, as CycleResult.counters
+
+    # ---- jobs -----------------------------------------------------------------------------------------
+    def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
+        """The job's Scheduled/Unschedulable condition; `status` is what an Unschedulable one was rendered from,
+        published beside it for tools (`api/decision.py`)."""
+        self._conditions[job.uid] = condition
+        if status is not None:
+            self._published[job.uid] = status
+        else:
+            self._published.pop(job.uid, None)
+
+    def hold(self, job: JobInfo, status: Status, *, first: bool = False) -> None:
+        """Remember why a gate held the job this cycle, for its condition (`first`: keep an earlier one)."""
+        if first and job.uid in self._gates:
+            return
+        self._gates[job.uid] = status
+
+    def held(self, job: JobInfo) -> Status | None:
+        """Why a gate held the job this cycle (None: none did)."""
+        return self._gates.get(job.uid)
+
+    def add_condition(self, job: JobInfo, condition: Condition) -> None:
+        """A condition beside the Scheduled/Unschedulable one (e.g. `Timeout`); one per type."""
+        kept = [c for c in self._extra_conditions.get(job.uid, []) if c.type != condition.type]
+        self._extra_conditions[job.uid] = [*kept, condition]
+
+    def override_min_member(self, job: JobInfo, min_member: int) -> None:
+        """Schedule `job` with a smaller minMember from now on (written to status.minMemberOverride)."""
+        job.min_available = min_member
+        self._overrides[job.uid] = min_member
+
+    def set_phase(self, job: JobInfo, phase: PodGroupPhase) -> None:
+        job.phase = phase
+
+    def event(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
+        """A Kubernetes event on the object `kind`/`key` (a PodGroup's or a pod's uid)."""
+        self._events.append(Event(kind, key, type_, reason, message))
+
+    # ---- queues and metrics ---------------------------------------------------------------------------
+    def set_queue_share(self, queue: str, deserved: Resource, share: float, overused: bool) -> None:
+        """The queue's deserved resources, share and overused flag, for its status and the queue metrics."""
+        self._shares[queue] = (deserved, share, overused)
+
+    def count(self, counter: str) -> None:
+        """Add one to a cycle counter (CycleResult.counters, for metrics)."""
+        self._counters[counter] = self._counters.get(counter, 0) + 1
+
+    def allocated_by_queue(self) -> dict[str, Resource]:
+        """What each queue's jobs hold, in one pass over the jobs (not one pass per queue)."""
+        totals: dict[str, Resource] = {}
+        for job in self._jobs.values():
+            held = job.allocated()
+            if not held.is_zero():
+                totals[job.queue] = totals.get(job.queue, ZERO) + held
+        return totals
+
+    # ---- close ----------------------------------------------------------------------------------------
+    def close(self, requests: StatementBackEnd, timings: dict[str, float]) -> CycleResult:
+        """The cycle's result: the committed requests, the events, and every status that changed."""
+        result = CycleResult(
+            binds=requests.gang_binds(),
+            evictions=requests.evictions(),
+            events=list(self._events),
+            timings=timings,
+            counters=self._counters,
+            annotations=requests.annotations(),
+        )
+        for job in self._jobs.values():
+            status = self._podgroup_status(job)
+            before_phase, before_conditions = self._original.get(job.uid, (None, ()))
+            if status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job):
+                result.podgroups.append(status)
+        allocated = self.allocated_by_queue()
+        for queue in self._queues.values():
+            result.queues.append(
+                QueueStatus(queue.name, allocated.get(queue.name, ZERO), *self._shares.get(queue.name, ()))
+            )
+        return result
+
+    def _podgroup_status(self, job: JobInfo) -> PodGroupStatus:
+        condition = self._conditions.get(job.uid)
+        conditions = _merge_condition(job.conditions, condition) if condition else job.conditions
+        for extra in self._extra_conditions.get(job.uid, ()):
+            conditions = _merge_condition(conditions, extra)
+        running = job.count(TaskStatus.RUNNING)
+        unschedulable_now = condition is not None and condition.type == "Unschedulable"
+        phase = podgroup_phase(job, running, unschedulable_now)
+        job.phase = phase
+        return PodGroupStatus(
+            job.uid,
+            phase,
+            conditions,
+            running,
+            job.count(TaskStatus.SUCCEEDED),
+            job.count(TaskStatus.FAILED),
+            self._overrides.get(job.uid, job.extra.get("minMemberOverride")),
+            decision=self._published.get(job.uid) if unschedulable_now else None,
+        )
+
+
+def _counts_changed(job: JobInfo) -> bool:
+    now = (job.count(TaskStatus.RUNNING), job.count(TaskStatus.SUCCEEDED), job.count(TaskStatus.FAILED))
+    return now != job.reported_counts
+
+
+def _merge_condition(existing: tuple[Condition, ...], new: Condition) -> tuple[Condition, ...]:
+    """One condition per type; the newest replaces the old; Scheduled and Unschedulable exclude each other."""
+    opposite = {"Scheduled": "Unschedulable", "Unschedulable": "Scheduled"}.get(new.type)
+    kept = tuple(c for c in existing if c.type not in (new.type, opposite))
+    return (*kept, new)
+
+
+def podgroup_phase(job: JobInfo, running: int, unschedulable_now: bool) -> PodGroupPhase:
+    """The PodGroup's phase at session close, by Volcano's rule (pkg/scheduler/framework/session.go,
+    getPodGroupPhase): running pods and an Unschedulable condition set this session make it Unknown; at least
+    minMember pods on nodes (running, bound, finished, or releasing from a node) make it Running, or Completed
+    when all of those have finished; otherwise it stays Inqueue if it was, and is Pending in every other case
+    (a running gang that lost pods below minMember goes back to Pending and is admitted again)."""
+    if running and unschedulable_now:
+        return PodGroupPhase.UNKNOWN
+    completed = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+    scheduled = job.count(TaskStatus.RUNNING, TaskStatus.BOUND) + completed
+    scheduled += sum(1 for t in job.with_status(TaskStatus.RELEASING) if t.node_name)
+    if job.tasks and scheduled >= job.min_available:
+        return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
+    return PodGroupPhase.INQUEUE if job.phase == PodGroupPhase.INQUEUE else PodGroupPhase.PENDING

@@ -1,0 +1,79 @@
+"""Layer `framework`: the tier runner — what plugins registered at each extension point, tier by tier, and the
+hooks they asked for.
+
+`run(point, ...)` is the only loop over tiers: the point's combiner (`points.py`) folds the registered functions
+into one answer. Event handlers hear each placement a Statement makes or takes back; job-enqueued hooks hear
+each job the enqueue action admits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.framework import points as P
+from scheduler.framework.conf import PluginOption
+
+F = TypeVar("F")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class EventHandler:
+    """Called when a Statement places a task (allocate/pipeline) or takes it back (discard/evict)."""
+
+    allocate: Callable[[TaskInfo], None] | None = None
+    deallocate: Callable[[TaskInfo], None] | None = None
+
+
+class TierRunner:
+    def __init__(self) -> None:
+        self._fns: dict[str, list[list[object]]] = {p.name: [] for p in P.ALL_POINTS}
+        self._handlers: list[EventHandler] = []
+        self._enqueued: list[Callable[[JobInfo], None]] = []
+
+    def register(self, point: P.Point[F, R], fn: F, *, tier: int, option: PluginOption) -> None:
+        """Add a plugin's function to `tier`; honours the plugin's enableXxx switch for the point, and has the
+        plugin's Statuses name it."""
+        if point.switch is not None and not option.enabled(point.switch):
+            return
+        if point.stamp is not None:
+            fn = point.stamp(fn, option.name)
+        tiers = self._fns[point.name]
+        while len(tiers) <= tier:
+            tiers.append([])
+        tiers[tier].append(fn)
+
+    def run(self, point: P.Point[F, R], *args: object) -> R:
+        return point.combine(self._fns[point.name], *args)
+
+    def has(self, point: P.Point[F, R]) -> bool:
+        return any(self._fns[point.name])
+
+    def functions(self, point: P.Point[F, R]) -> list[F]:
+        """The functions registered at `point`, in tier order."""
+        return [cast(F, fn) for tier in self._fns[point.name] for fn in tier]
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self._handlers.append(handler)
+
+    def allocated(self, task: TaskInfo) -> None:
+        """Tell the event handlers a Statement placed `task` (or gave it back its place)."""
+        for handler in self._handlers:
+            if handler.allocate:
+                handler.allocate(task)
+
+    def deallocated(self, task: TaskInfo) -> None:
+        """Tell the event handlers a Statement took `task` off its node (or marked it releasing)."""
+        for handler in self._handlers:
+            if handler.deallocate:
+                handler.deallocate(task)
+
+    def on_job_enqueued(self, fn: Callable[[JobInfo], None]) -> None:
+        self._enqueued.append(fn)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for fn in self._enqueued:
+            fn(job)

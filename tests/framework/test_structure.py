@@ -1,0 +1,49 @@
+"""The core stays one a newcomer can change safely (issue 17): `Session` composes small parts instead of doing
+their jobs, and no module of `scheduler` imports itself back through others."""
+
+from __future__ import annotations
+
+import inspect
+
+import grimp
+import networkx as nx
+
+from scheduler.framework.session import Session
+
+
+def public_methods(cls: type) -> list[str]:
+    """Methods (plain, static or class) that a caller may call by name; properties and fields do not count."""
+    names = set()
+    for klass in cls.__mro__[:-1]:  # not `object`
+        for name, value in vars(klass).items():
+            if name.startswith("_") or isinstance(value, property):
+                continue
+            if inspect.isfunction(value) or isinstance(value, (staticmethod, classmethod)):
+                names.add(name)
+    return sorted(names)
+
+
+def import_cycles(package: str) -> list[list[str]]:
+    """Each set of modules that import one another (TYPE_CHECKING and function-level imports included), as one
+    cycle through them."""
+    graph = grimp.build_graph(package, cache_dir=None)
+    edges = nx.DiGraph()
+    for module in graph.modules:
+        edges.add_node(module)
+        edges.add_edges_from((module, imported) for imported in graph.find_modules_directly_imported_by(module))
+    cycles = []
+    for component in nx.strongly_connected_components(edges):
+        if len(component) > 1:
+            cycles.append([importer for importer, _ in nx.find_cycle(edges.subgraph(component))])
+    return sorted(cycles)
+
+
+def test_the_session_has_fewer_than_15_public_methods() -> None:
+    methods = public_methods(Session)
+    assert len(methods) < 15, methods
+
+
+def test_no_module_of_the_scheduler_imports_itself_back() -> None:
+    cycles = import_cycles("scheduler")
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join([*c, c[0]]) for c in cycles)
+
