@@ -105,7 +105,7 @@ class BinpackScorer:
         self.arrays = NodeArrays(self.infos)
         self.plugin = BinpackPlugin(PluginOption("binpack"))
         self.plugin.weight = 1
-        self.plugin.resource_weights = self.plugin.read_resource_weights()
+        self.plugin.resource_weights = self.plugin.args.resource_weights
         self.plugin.ssn = SimpleNamespace(node_list=self.infos)  # type: ignore[assignment]
 
     @staticmethod

@@ -15,24 +15,23 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.framework.conf import SchedulerConf, default_conf, load_conf_file, parse_conf
 from scheduler.framework.memo import CycleMemo
 from scheduler.framework.session import Session
-from scheduler.plugins.registry import PLUGINS
+from scheduler.plugins.registry import PLUGIN_ARGS, PLUGINS
 
 
 def builtin_default_conf() -> SchedulerConf:
-    return default_conf(implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys())
+    return default_conf(implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGIN_ARGS)
 
 
 def conf_from_text(text: str, source: str = "<text>") -> SchedulerConf:
-    """A volcano-scheduler.conf given as text, read against the built-in actions and plugins."""
-    return parse_conf(text, source=source, implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys())
+    """A volcano-scheduler.conf given as text, read against the built-in actions and plugins (each plugin's
+    arguments parsed into its typed value: a bad one is a ConfError here)."""
+    return parse_conf(text, source=source, implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGIN_ARGS)
 
 
 def load_conf(path: str) -> SchedulerConf:
-    """Parse the file and open one session with it: plugins read their arguments when a session opens, so a
-    bad argument (ConfError) is found here, where the file is rejected, not in every cycle after."""
-    conf = load_conf_file(path, implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGINS.keys())
-    run_cycle(ClusterSnapshot({}, {}, {}), conf)
-    return conf
+    """The file, read and its plugins' arguments parsed: a bad argument (ConfError) rejects the file here,
+    before any cycle runs with it."""
+    return load_conf_file(path, implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGIN_ARGS)
 
 
 def run_cycle(

@@ -3,49 +3,37 @@
 The format is Volcano's own (`actions: "enqueue, allocate, backfill"`, `tiers:` of `plugins:` with `name`,
 `arguments` and the `enableXxx` switches, `configurations:` of per-action arguments), so a Volcano ConfigMap
 loads unchanged. A name Volcano has but volcano-py does not implement is skipped with a message; a name nobody
-has, an unknown key, or a value of the wrong type is a `ConfError` naming the file and the field path.
+has, an unknown key, or a value of the wrong type is a `ConfError` naming the file and the field path. Each
+plugin's arguments are parsed here, once, into the plugin's typed value (`conf_args.py`), so a bad argument
+rejects the file when it is loaded.
+
+The values are in `conf_values.py`, the YAML and ConfigMap reading in `conf_yaml.py`; the names they export
+are re-exported here, the module callers import.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
-BUILTIN_SOURCE = "<built-in default>"
-CONFIGMAP_KEY = "volcano-scheduler.conf"
-
-# Every action Volcano has registered across releases (pkg/scheduler/actions/factory.go).
-VOLCANO_ACTIONS: frozenset[str] = frozenset({
-    "enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle",
-    "elect", "reserve", "gangpreempt", "gangreclaim", "dequeue",
-})
-
-# Every plugin name Volcano has registered across releases (pkg/scheduler/plugins/factory.go, PluginName).
-VOLCANO_PLUGINS: frozenset[str] = frozenset({
-    "priority", "gang", "conformance", "drf", "predicates", "proportion", "nodeorder", "binpack",
-    "overcommit", "sla", "tdm", "task-topology", "numa-aware", "deviceshare", "capacity", "capacity-card",
-    "cdp", "rescheduling", "usage", "pdb", "nodegroup", "network-topology-aware", "resource-strategy-fit",
-    "extender", "resourcequota", "reservation",
-})
-
-# Every switch key Volcano's PluginOption has had, spelled exactly as its yaml tag (pkg/scheduler/conf).
-# Most are `enableXxx`; a few are `enabledXxx`, and one release spelled the cluster-order key capitalised.
-PLUGIN_SWITCHES: frozenset[str] = frozenset({
-    "enableJobOrder", "enableNamespaceOrder", "enableHierarchy", "enableJobReady", "enableJobPipelined",
-    "enableTaskOrder", "enablePreemptable", "enableReclaimable", "enablePreemptive", "enableQueueOrder",
-    "enabledClusterOrder", "EnabledClusterOrder", "enablePredicate", "enableBestNode", "enableNodeOrder",
-    "enableTargetJob", "enableReservedNodes", "enableJobEnqueued", "enabledVictim", "enableJobStarving",
-    "enabledOverused", "enabledAllocatable", "enabledHyperNodeOrder", "enabledSubJobReady",
-    "enabledSubJobPipelined", "enabledSubJobOrder", "enabledHyperNodeGradient",
-})
+from scheduler.framework.conf_args import ArgsParser, arg_bool, arg_float, arg_int, arg_str, with_args
+from scheduler.framework.conf_values import (
+    BUILTIN_SOURCE,
+    PLUGIN_SWITCHES,
+    VOLCANO_ACTIONS,
+    VOLCANO_PLUGINS,
+    ArgumentError,
+    ConfError,
+    PluginOption,
+    SchedulerConf,
+    Tier,
+)
+from scheduler.framework.conf_yaml import CONFIGMAP_KEY, freeze, load_yaml, unwrap_configmap
 
 TOP_LEVEL_KEYS = ("actions", "tiers", "configurations", "metrics")
 PLUGIN_KEYS = ("name", "arguments")
@@ -58,210 +46,14 @@ DEFAULT_TIERS = (
     ("drf", "predicates", "proportion", "nodeorder", "binpack"),
 )
 
-_SWITCH_PREFIX = re.compile(r"^[Ee]nabled?")
-
-
-class ConfError(ValueError):
-    """A scheduler configuration a person must fix; the message names the file and the field."""
-
-    def __init__(self, source: str, where: str, problem: str) -> None:
-        self.source = source
-        self.where = where
-        self.problem = problem
-        super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}")
-
-
-def _switch_stem(key: str) -> str:
-    """`enableJobOrder`, `enabledJobOrder` and `EnabledJobOrder` all name the `JobOrder` switch."""
-    return _SWITCH_PREFIX.sub("", key, count=1)
-
-
-_KNOWN_STEMS: frozenset[str] = frozenset(_switch_stem(key) for key in PLUGIN_SWITCHES)
-
-
-# ---- values ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PluginOption:
-    name: str
-    arguments: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    switches: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
-    where: str = field(default="", compare=False)  # e.g. "tiers[1].plugins[4]", for error messages
-    source: str = field(default="", compare=False)
-
-    def enabled(self, switch: str) -> bool:
-        """True unless the user set that switch to false; `enableX` and `enabledX` spellings are the same."""
-        stem = _switch_stem(switch)
-        if stem not in _KNOWN_STEMS:
-            raise ValueError(f"{switch!r} is not a Volcano plugin switch")
-        return all(value for key, value in self.switches.items() if _switch_stem(key) == stem)
-
-
-@dataclass(frozen=True, slots=True)
-class Tier:
-    plugins: tuple[PluginOption, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerConf:
-    actions: tuple[str, ...]
-    tiers: tuple[Tier, ...]
-    configurations: Mapping[str, Mapping[str, Any]]
-    skipped: tuple[str, ...]
-    source: str
-    notes: tuple[str, ...] = ()  # informational, e.g. that the conf was taken out of a ConfigMap manifest
-
-
-# ---- argument helpers ----------------------------------------------------------------------------------
-
-
-def _arg_error(opt: PluginOption, key: str, expected: str, value: Any) -> ConfError:
-    where = f"{opt.where}.arguments.{key}" if opt.where else f"arguments.{key}"
-    return ConfError(opt.source or "<conf>", where,
-                     f"plugin {opt.name!r} argument {key!r} must be {expected}, got {value!r}")
-
-
-def arg_int(opt: PluginOption, key: str, default: int) -> int:
-    value = opt.arguments.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        raise _arg_error(opt, key, "an integer", value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
-    raise _arg_error(opt, key, "an integer", value)
-
-
-def arg_float(opt: PluginOption, key: str, default: float) -> float:
-    value = opt.arguments.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        raise _arg_error(opt, key, "a number", value)
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            pass
-    raise _arg_error(opt, key, "a number", value)
-
-
-_TRUE_WORDS = frozenset({"1", "t", "true"})
-_FALSE_WORDS = frozenset({"0", "f", "false"})
-
-
-def arg_bool(opt: PluginOption, key: str, default: bool) -> bool:
-    value = opt.arguments.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
-        return value.strip().lower() in _TRUE_WORDS
-    raise _arg_error(opt, key, "true or false", value)
-
-
-def arg_str(opt: PluginOption, key: str, default: str) -> str:
-    value = opt.arguments.get(key)
-    if value is None:
-        return default
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    raise _arg_error(opt, key, "a string", value)
-
-
-# ---- YAML ------------------------------------------------------------------------------------------
-
-
-class _StrictLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no type information
-    """SafeLoader that rejects a key given twice in one mapping, as Volcano's Go YAML decoder does."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        line = key_node.start_mark.line + 1
-        try:
-            hash(key)
-        except TypeError:
-            continue  # an unhashable key is reported by the base constructor
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} appears twice (lines {seen[key]} and {line})", key_node.start_mark)
-        seen[key] = line
-    mapping: dict[Any, Any] = loader.construct_mapping(node, deep=deep)
-    return mapping
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _load_yaml(text: str, source: str, what: str) -> Any:
-    try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line = f"line {mark.line + 1}" if mark is not None else "unknown line"
-        problem = err.problem or err.context or "invalid YAML"
-        raise ConfError(source, "", f"invalid YAML in {what} at {line}: {problem}") from None
-    except yaml.YAMLError as err:
-        raise ConfError(source, "", f"YAML error in {what}: {err}") from None
-
-
-def _freeze(value: Any) -> Any:
-    """Read-only deep copy: mappings become MappingProxyType, lists become tuples, scalars stay as given."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(_freeze(v) for v in value)
-    return value
+# The plugins volcano-py implements: by name alone (arguments stay unparsed, for tests of the grammar), or
+# each with the parser of its arguments (what the scheduler passes: scheduler.plugins.registry.PLUGIN_ARGS).
+Implemented = Collection[str] | Mapping[str, ArgsParser]
 
 
 def _suggest(name: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
-
-
-# ---- the ConfigMap wrapper ---------------------------------------------------------------------------
-
-
-def _unwrap_configmap(doc: Any, source: str) -> tuple[str, str] | None:
-    """If `doc` is a whole ConfigMap manifest, return (conf text, note); None if it is a plain conf."""
-    if not isinstance(doc, Mapping) or doc.get("kind") != "ConfigMap":
-        return None
-    data = doc.get("data")
-    if not isinstance(data, Mapping) or not data:
-        raise ConfError(source, "data", f"a ConfigMap manifest must carry the conf under {CONFIGMAP_KEY!r}")
-    key = CONFIGMAP_KEY if CONFIGMAP_KEY in data else _single_conf_key(data, source)
-    text = data[key]
-    if not isinstance(text, str):
-        raise ConfError(source, f"data.{key}", "expected the conf as a string (use `|` for a block)")
-    metadata = doc.get("metadata")
-    meta: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
-    name = "/".join(str(part) for part in (meta.get("namespace"), meta.get("name")) if part)
-    return text, f"read from key {key!r} of ConfigMap {name or '(unnamed)'} (a whole manifest was given)"
-
-
-def _single_conf_key(data: Mapping[str, Any], source: str) -> str:
-    keys = [str(k) for k in data if str(k).endswith(".conf")]
-    if len(keys) != 1:
-        found = sorted(str(k) for k in data)
-        raise ConfError(source, "data", f"expected key {CONFIGMAP_KEY!r} in the ConfigMap, found {found}")
-    return keys[0]
 
 
 # ---- parsing ---------------------------------------------------------------------------------------
@@ -272,6 +64,7 @@ class _Reader:
     source: str
     implemented_actions: frozenset[str]
     implemented_plugins: frozenset[str]
+    parsers: Mapping[str, ArgsParser] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
 
     def error(self, where: str, problem: str) -> ConfError:
@@ -301,7 +94,7 @@ class _Reader:
         for key in arguments:
             if not isinstance(key, str):
                 raise self.error(f"{where}.arguments", f"argument names must be strings, got {key!r}")
-        frozen: Mapping[str, Any] = _freeze(arguments)
+        frozen: Mapping[str, Any] = freeze(arguments)
         return frozen
 
     # actions
@@ -378,13 +171,18 @@ class _Reader:
                              f"plugin {name!r} is listed twice: at {positions[name]} and at {where}")
         positions[name] = where
         if name in self.implemented_plugins:
-            return PluginOption(name, arguments, switches, where=where, source=self.source)
+            return self.parsed(PluginOption(name, arguments, switches, where=where, source=self.source))
         if name in VOLCANO_PLUGINS:
             self.skipped.append(f"plugin {name!r} ({where}) is a Volcano plugin volcano-py does not "
                                 f"implement; skipped")
             return None
         raise self.error(f"{where}.name", f"unknown plugin {name!r}"
                                           + _suggest(name, VOLCANO_PLUGINS | self.implemented_plugins))
+
+    def parsed(self, option: PluginOption) -> PluginOption:
+        """The entry with its typed arguments, if the plugin's parser is known (ArgumentError if bad)."""
+        parse = self.parsers.get(option.name)
+        return option if parse is None else with_args(option, parse, self.skipped)
 
     def check_plugin_keys(self, raw: Mapping[Any, Any], where: str) -> None:
         allowed = PLUGIN_KEYS + tuple(sorted(PLUGIN_SWITCHES))
@@ -442,29 +240,34 @@ def _implemented(names: Collection[str]) -> frozenset[str]:
     return frozenset(names)
 
 
+def _parsers(implemented: Implemented) -> Mapping[str, ArgsParser]:
+    return implemented if isinstance(implemented, Mapping) else {}
+
+
 def parse_conf(
     text: str,
     *,
     source: str,
     implemented_actions: Collection[str],
-    implemented_plugins: Collection[str],
+    implemented_plugins: Implemented,
 ) -> SchedulerConf:
     """Parse the text of a `volcano-scheduler.conf` (or a whole ConfigMap manifest carrying one)."""
     if not text.strip():
         raise ConfError(source, "", "the file is empty; expected `actions:` and `tiers:`")
-    doc = _load_yaml(text, source, "the file")
+    doc = load_yaml(text, source, "the file")
     notes: tuple[str, ...] = ()
-    unwrapped = _unwrap_configmap(doc, source)
+    unwrapped = unwrap_configmap(doc, source)
     if unwrapped is not None:
         inner, note = unwrapped
         notes = (note,)
         if not inner.strip():
             raise ConfError(source, f"data.{CONFIGMAP_KEY}", "the conf in the ConfigMap is empty")
-        doc = _load_yaml(inner, source, "the ConfigMap's conf")
+        doc = load_yaml(inner, source, "the ConfigMap's conf")
     if not isinstance(doc, Mapping):
         raise ConfError(source, "", f"expected a mapping with `actions:` and `tiers:` at the top level, "
                                     f"got {type(doc).__name__}")
-    reader = _Reader(source, _implemented(implemented_actions), _implemented(implemented_plugins))
+    reader = _Reader(source, _implemented(implemented_actions), _implemented(implemented_plugins),
+                     _parsers(implemented_plugins))
     reader.check_keys(doc, "", TOP_LEVEL_KEYS)
     if "actions" not in doc:
         raise ConfError(source, "actions", 'missing; expected e.g. actions: "enqueue, allocate, backfill"')
@@ -481,7 +284,7 @@ def load_conf_file(
     path: str | Path,
     *,
     implemented_actions: Collection[str],
-    implemented_plugins: Collection[str],
+    implemented_plugins: Implemented,
 ) -> SchedulerConf:
     source = str(path)
     try:
@@ -495,13 +298,14 @@ def load_conf_file(
 def default_conf(
     *,
     implemented_actions: Collection[str],
-    implemented_plugins: Collection[str],
+    implemented_plugins: Implemented,
 ) -> SchedulerConf:
     """Volcano's documented default, less the plugins and actions volcano-py does not have yet."""
-    plugins = _implemented(implemented_plugins)
+    reader = _Reader(BUILTIN_SOURCE, _implemented(implemented_actions), _implemented(implemented_plugins),
+                     _parsers(implemented_plugins))
     tiers = tuple(
-        Tier(tuple(PluginOption(name, where=f"tiers[{i}].plugins[{j}]", source=BUILTIN_SOURCE)
-                   for j, name in enumerate(tier) if name in plugins))
+        Tier(tuple(reader.parsed(PluginOption(name, where=f"tiers[{i}].plugins[{j}]", source=BUILTIN_SOURCE))
+                   for j, name in enumerate(tier) if name in reader.implemented_plugins))
         for i, tier in enumerate(DEFAULT_TIERS)
     )
     actions = tuple(name for name in DEFAULT_ACTIONS if name in implemented_actions)
@@ -564,9 +368,11 @@ def describe_conf(conf: SchedulerConf) -> str:
 
 __all__ = [
     "BUILTIN_SOURCE",
+    "CONFIGMAP_KEY",
     "PLUGIN_SWITCHES",
     "VOLCANO_ACTIONS",
     "VOLCANO_PLUGINS",
+    "ArgumentError",
     "ConfError",
     "PluginOption",
     "SchedulerConf",

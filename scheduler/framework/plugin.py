@@ -11,7 +11,7 @@ nothing else of the session.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from scheduler.api.decision import Status
 from scheduler.api.job import Condition, JobInfo, TaskInfo
@@ -22,6 +22,7 @@ from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.backend import StatementBackEnd
 from scheduler.framework.conf import PluginOption, SchedulerConf
+from scheduler.framework.conf_args import NO_ARGS, ArgReader, parse_unloaded
 from scheduler.framework.fit import FeasibilityCache, FitErrors
 from scheduler.framework.order import Orderings
 from scheduler.framework.results import ResultsCollector
@@ -31,6 +32,7 @@ __all__ = ["EventHandler", "Plugin", "SessionAPI"]
 
 F = TypeVar("F")
 R = TypeVar("R")
+ArgsT = TypeVar("ArgsT", covariant=True)
 
 
 class SessionAPI:
@@ -161,13 +163,25 @@ class SessionAPI:
         self._requests.annotate(task_uid, annotations)
 
 
-class Plugin:
-    """A plugin registers functions at extension points when a session opens, and may write at close."""
+class Plugin(Generic[ArgsT]):
+    """A plugin registers functions at extension points when a session opens, and may write at close.
+
+    `ArgsT` is the frozen value of its arguments, parsed once when the conf is loaded (`parse_args`) and read in
+    `on_session_open` as `self.args`. A plugin without arguments is a `Plugin[NoArgs]`.
+    """
 
     name: ClassVar[str] = ""
 
     def __init__(self, option: PluginOption) -> None:
         self.option = option
+        # The loader parsed it with this class's parse_args (scheduler.plugins.registry.PLUGIN_ARGS).
+        loaded = option.args is not None
+        self.args: ArgsT = cast(ArgsT, option.args) if loaded else cast(ArgsT, parse_unloaded(option, self.parse_args))
+
+    @classmethod
+    def parse_args(cls, reader: ArgReader) -> ArgsT:
+        """The plugin's typed arguments from its conf entry; a plugin with arguments overrides this."""
+        return cast(ArgsT, NO_ARGS)
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         pass

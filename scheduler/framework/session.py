@@ -39,7 +39,7 @@ class Session:
         self,
         snapshot: ClusterSnapshot,
         conf: SchedulerConf,
-        plugin_types: dict[str, type[Plugin]],
+        plugin_types: dict[str, type[Plugin[object]]],
         *,
         trace: Callable[[str], None] | None = None,
         memo: CycleMemo | None = None,
@@ -59,7 +59,7 @@ class Session:
         self.fit = FeasibilityCache(self.node_list, self.arrays, self.tiers, conf, memo=memo, trace=trace)
         self.results = ResultsCollector(self.jobs, self.queues)
         self._back_end = StatementBackEnd(self.jobs, self.nodes, self.arrays, self.tiers)
-        self.plugins: list[tuple[int, Plugin]] = []
+        self.plugins: list[tuple[int, Plugin[object]]] = []
         for tier_index, tier in enumerate(conf.tiers):
             for option in tier.plugins:
                 factory = plugin_types.get(option.name)
@@ -68,7 +68,7 @@ class Session:
         self._views = [self._view_for(tier_index, plugin) for tier_index, plugin in self.plugins]
         self._open()
 
-    def _view_for(self, tier_index: int, plugin: Plugin) -> SessionAPI:
+    def _view_for(self, tier_index: int, plugin: Plugin[object]) -> SessionAPI:
         return SessionAPI(
             jobs=self.jobs, queues=self.queues, node_list=self.node_list, hypernodes=self.hypernodes, now=self.now,
             conf=self.conf, arrays=self.arrays, trace=self.trace, tier=tier_index, option=plugin.option,

@@ -20,6 +20,16 @@ from collections.abc import Iterable, Mapping
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.status import TaskStatus
 
+SYSTEM_NAMESPACE = "kube-system"
+# system-cluster-critical is 2000000000, system-node-critical 2000001000.
+CRITICAL_PRIORITY = 2_000_000_000
+
+
+def is_critical(task: TaskInfo) -> bool:
+    """A pod the conformance plugin never offers as a victim (and that no estimate of what eviction could free
+    counts on)."""
+    return task.namespace == SYSTEM_NAMESPACE or task.priority >= CRITICAL_PRIORITY
+
 
 def victim_order(task: TaskInfo, jobs: Mapping[str, JobInfo]) -> tuple[int, int, float, str]:
     job = jobs.get(task.job)

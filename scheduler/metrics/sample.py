@@ -1,7 +1,7 @@
 """The pure step of the metrics: one cycle's result, its duration and the snapshot after it, turned into a
 `CycleSample` of plain values, so the arithmetic is testable without a registry. Layer: metrics.
 
-It reads `api` values and proportion's resource arithmetic (the same sums the queue shares are built from);
+It reads `api` values and the queue-share arithmetic of `plugins/shares.py` (the sums the shares are built from);
 `SchedulerMetrics.record()` writes a sample into the Prometheus objects.
 """
 
@@ -15,7 +15,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.api.status import PodGroupPhase, TaskStatus
-from scheduler.plugins.proportion import cluster_total, dimensions, real_capability, reserved_by_admitted, without_pods
+from scheduler.plugins.shares import cluster_total, dimensions, real_capability, reserved_by_admitted, without_pods
 
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 PHASES = tuple(p.value for p in PodGroupPhase)

@@ -6,12 +6,17 @@ the weighted mean is mapped to 0..100 and multiplied by `binpack.weight`, as in 
 
 Arguments (Volcano's): `binpack.weight` (1; 0 turns the scorer off), `binpack.cpu` (1), `binpack.memory` (1),
 `binpack.resources` (a comma list of extended resources) with `binpack.resources.<name>` weights (1 each).
+A negative `binpack.weight` is a conf error; a negative resource weight is taken as 1, as in Volcano.
 
 Unlike Volcano, `nvidia.com/gpu` is packed by default with weight 1, listed or not: stranded GPUs are the
 main cost of fragmentation in a GPU cluster. `binpack.resources.nvidia.com/gpu: 0` turns that off.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -20,7 +25,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.resources import CPU, GPU, MEMORY, PODS
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
-from scheduler.framework.conf import arg_int, arg_str
+from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 
 MAX_NODE_SCORE = 100
@@ -30,33 +35,45 @@ WEIGHT = "binpack.weight"
 RESOURCES = "binpack.resources"
 
 
-class BinpackPlugin(Plugin):
+@dataclass(frozen=True, slots=True)
+class BinpackArgs:
+    weight: int = 1
+    resource_weights: Mapping[str, int] = field(
+        default_factory=lambda: MappingProxyType({CPU: 1, MEMORY: 1, GPU: 1}))
+
+
+def _resource_weight(reader: ArgReader, key: str) -> int:
+    """Per resource weight; a negative weight falls back to 1, as in Volcano."""
+    value = reader.integer(key, 1)
+    if value >= 0:
+        return value
+    reader.warn(key, f"weight {value} is negative; using 1, as Volcano does")
+    return 1
+
+
+class BinpackPlugin(Plugin[BinpackArgs]):
     name = "binpack"
+
+    @classmethod
+    def parse_args(cls, reader: ArgReader) -> BinpackArgs:
+        weight = reader.weight(WEIGHT, 1)
+        weights = {
+            CPU: _resource_weight(reader, "binpack.cpu"),
+            MEMORY: _resource_weight(reader, "binpack.memory"),
+            GPU: _resource_weight(reader, f"{RESOURCES}.{GPU}"),
+        }
+        for name in reader.string(RESOURCES, "").split(","):
+            name = name.strip()
+            if name and name not in (CPU, MEMORY):
+                weights[name] = _resource_weight(reader, f"{RESOURCES}.{name}")
+        return BinpackArgs(weight, MappingProxyType(weights))
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
-        self.weight = arg_int(self.option, WEIGHT, 1)
-        self.resource_weights = self.read_resource_weights()
+        self.weight = self.args.weight
+        self.resource_weights = self.args.resource_weights
         if self.weight != 0:
             ssn.register(P.BATCH_NODE_ORDER, P.BatchScorer(self.scores, self.score))
-
-    def read_resource_weights(self) -> dict[str, int]:
-        """Per resource weight; a negative weight falls back to 1, as in Volcano."""
-
-        def weight(key: str) -> int:
-            value = arg_int(self.option, key, 1)
-            return value if value >= 0 else 1
-
-        weights = {
-            CPU: weight("binpack.cpu"),
-            MEMORY: weight("binpack.memory"),
-            GPU: weight(f"{RESOURCES}.{GPU}"),
-        }
-        for name in arg_str(self.option, RESOURCES, "").split(","):
-            name = name.strip()
-            if name and name not in (CPU, MEMORY):
-                weights[name] = weight(f"{RESOURCES}.{name}")
-        return weights
 
     def _terms(self, task: TaskInfo) -> tuple[list[tuple[str, int, int]], int]:
         """(resource, request, weight) for each requested resource with a non-zero weight, and the sum of the

@@ -3,7 +3,7 @@
 Volcano's capacity plugin (the alternative to `proportion`, never both). Where proportion water-fills the cluster
 by weight, capacity takes each queue's `spec.deserved` as written, so an administrator can give a queue 20 A100s
 and 50 V100s rather than a percentage. Queues lend what they do not use and take it back by reclaim. The
-accounting (allocated, admitted minResources, elastic, real capability) is proportion's.
+accounting (allocated, admitted minResources, elastic, real capability) is `shares.py`'s, as proportion's is.
 
 - Deserved: `spec.deserved`, at most the real capability and at least the guarantee, per resource. A resource
   `deserved` does not name is not deserved at all (the share ignores it, and reclaim takes it back first).
@@ -32,41 +32,37 @@ exist, or that is in a cycle of parents, holds its jobs with the reason (Volcano
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.reasons import (
-    CAPABILITY,
-    PARENT_CAPABILITY,
-    REAL_CAPABILITY,
-    QueueLimit,
-    QueueNotLeaf,
-    QueueParentCycle,
-    QueueParentMissing,
-    Reason,
-)
-from scheduler.api.resources import Resource
-from scheduler.plugins.proportion import ProportionPlugin, QueueAttr, dimensions, task_limit, without_pods
+from scheduler.api.reasons import QueueNotLeaf, QueueParentCycle, QueueParentMissing, Reason
+from scheduler.api.resources import CPU, MEMORY, Resource
+from scheduler.framework import points as P
+from scheduler.framework.conf_args import ArgReader
+from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
+from scheduler.plugins.shares import QueueAttr, QueueBook, dimensions, without_pods
 
-log = logging.getLogger("volcano_py.plugins.capacity")
 ROOT = "root"
+HIERARCHY = "enableHierarchy"
 
 
-class CapacityPlugin(ProportionPlugin):
-    name = "capacity"
-    registers_overused = False
+@dataclass(frozen=True, slots=True)
+class CapacityArgs:
+    hierarchy: bool = False  # the entry's `enableHierarchy: true`: queues form a tree by `spec.parent`
 
-    # ---- the queue tree (enableHierarchy) -----------------------------------------------------------------
-    def _prepare(self) -> None:
-        self.hierarchy = bool(self.option.switches.get("enableHierarchy"))
+
+class QueueTree:
+    """The queues as a tree by `spec.parent` under `root`, each with its real capability from its parent's."""
+
+    def __init__(self, book: QueueBook) -> None:
+        self.book = book
         self.ancestors: dict[str, list[str]] = {}  # queue -> parent, grandparent, ..., root
         self.children: dict[str, list[str]] = {}
         self.broken: dict[str, Reason] = {}  # queue -> why it is not in the tree
-        if not self.hierarchy:
-            return
-        queues = dict(self.ssn.queues)
+        queues = dict(book.ssn.queues)
         if ROOT not in queues:
             queues[ROOT] = QueueInfo(ROOT)  # Volcano's controller makes one; without it, an unlimited root
         for name, queue in queues.items():
@@ -88,18 +84,20 @@ class CapacityPlugin(ProportionPlugin):
             else:
                 self.ancestors[name] = chain
         for name in sorted((n for n in queues if n in self.ancestors), key=lambda n: len(self.ancestors[n])):
-            self._tree_attr(queues[name])
+            self._add(queues[name])
 
-    def _tree_attr(self, queue: QueueInfo) -> None:
+    def _add(self, queue: QueueInfo) -> None:
         """The queue's attr with its real capability from its parent's (parents are made first)."""
         own = {name: units for name, units in dimensions(without_pods(queue.capability or Resource())).items()}
         own.update(dict.fromkeys(queue.capability_zero, 0))
+        attrs, queues = self.book.attrs, self.book.ssn.queues
         limit: dict[str, int] = {}
+        parent_name = ""
         if queue.name != ROOT:
-            parent = self.attrs[self.ancestors[queue.name][0]]
+            parent_name = self.ancestors[queue.name][0]
+            parent = attrs[parent_name]
             siblings = Resource.total(
-                without_pods(self.ssn.queues[c].guarantee) for c in self.children.get(parent.queue.name, [])
-                if c in self.ssn.queues
+                without_pods(queues[c].guarantee) for c in self.children.get(parent_name, []) if c in queues
             )
             mine = without_pods(queue.guarantee)
             limit = {n: units - siblings.get(n) + mine.get(n) for n, units in parent.limit.items()}
@@ -108,64 +106,93 @@ class CapacityPlugin(ProportionPlugin):
             if name not in limit or units < limit[name]:
                 limit[name] = units
                 binding.add(name)
-        self.attrs[queue.name] = QueueAttr(queue, limit, frozenset(binding))
+        attrs[queue.name] = QueueAttr(queue, limit, frozenset(binding), parent=parent_name)
 
-    def _attr(self, queue_name: str) -> QueueAttr | None:
-        if not self.hierarchy:
-            return super()._attr(queue_name)
-        return self.attrs.get(queue_name)
-
-    def _path(self, queue_name: str) -> list[QueueAttr]:
-        if not self.hierarchy:
-            return super()._path(queue_name)
+    def path(self, queue_name: str) -> list[QueueAttr]:
+        """The queue and its ancestors: a job counts in each (none, for a queue not in the tree)."""
         if queue_name not in self.ancestors:
             return []
-        return [self.attrs[n] for n in (queue_name, *self.ancestors[queue_name])]
+        return [self.book.attrs[n] for n in (queue_name, *self.ancestors[queue_name])]
 
-    def _leaf(self, queue_name: str) -> bool:
+    def leaf(self, queue_name: str) -> bool:
         return not self.children.get(queue_name)
 
-    # ---- shares --------------------------------------------------------------------------------------------
-    def deserved(self) -> dict[str, Resource]:
-        """Each queue's declared deserved share, clamped to [guarantee, real capability] per resource; with the
-        hierarchy, root deserves what its children do."""
-        if self._stale:
-            for attr in self.attrs.values():
-                declared = without_pods(attr.queue.deserved) if attr.queue.deserved is not None else Resource()
-                units = {n: min(v, attr.limit[n]) if n in attr.limit else v for n, v in dimensions(declared).items()}
-                for name, value in dimensions(without_pods(attr.queue.guarantee)).items():
-                    units[name] = max(units.get(name, 0), value)
-                attr.deserved = Resource.of(units.pop("cpu", 0), units.pop("memory", 0), 0, units)
-            if self.hierarchy and ROOT in self.attrs:
-                root = self.attrs[ROOT]
-                root.deserved = Resource.total(self.attrs[c].deserved for c in self.children.get(ROOT, []))
-            for attr in self.attrs.values():
-                attr.update_share()
-            self._stale = False
-        return {name: a.deserved for name, a in self.attrs.items()}
+    def not_leaf(self, queue_name: str) -> QueueNotLeaf:
+        return QueueNotLeaf(queue_name, tuple(sorted(self.children[queue_name])))
+
+    def parting(self, a: str, b: str) -> tuple[str, str]:
+        """The two queues just below where the paths from root to `a` and to `b` part (`a` and `b` if one path
+        contains the other)."""
+        path_a = [*reversed(self.ancestors[a]), a]
+        path_b = [*reversed(self.ancestors[b]), b]
+        for x, y in zip(path_a, path_b, strict=False):
+            if x != y:
+                return x, y
+        return a, b
+
+
+def declared_deserved(book: QueueBook) -> None:
+    """Each queue's declared deserved share, clamped to [guarantee, real capability] per resource."""
+    for attr in book.attrs.values():
+        declared = without_pods(attr.queue.deserved) if attr.queue.deserved is not None else Resource()
+        units = {n: min(v, attr.limit[n]) if n in attr.limit else v for n, v in dimensions(declared).items()}
+        for name, value in dimensions(without_pods(attr.queue.guarantee)).items():
+            units[name] = max(units.get(name, 0), value)
+        attr.deserved = Resource.of(units.pop(CPU, 0), units.pop(MEMORY, 0), 0, units)
+
+
+class CapacityPlugin(Plugin[CapacityArgs]):
+    name = "capacity"
+
+    @classmethod
+    def parse_args(cls, reader: ArgReader) -> CapacityArgs:
+        return CapacityArgs(hierarchy=bool(reader.switch(HIERARCHY)))
+
+    def on_session_open(self, ssn: SessionAPI) -> None:
+        self.ssn = ssn
+        self.book = QueueBook(ssn, self._deserve)
+        self.tree = QueueTree(self.book) if self.args.hierarchy else None
+        if self.tree is not None:
+            self.book.path = self.tree.path
+        self.book.count_jobs()
+
+        ssn.register(P.QUEUE_ORDER, self.queue_order)
+        ssn.register(P.ALLOCATABLE, self.allocatable)
+        ssn.register(P.JOB_ENQUEUEABLE, self.enqueueable)
+        ssn.register(P.PREEMPTIVE, self.preemptive)
+        ssn.register(P.RECLAIMABLE, self.reclaimable)
+        ssn.add_event_handler(EventHandler(allocate=self.book.allocated, deallocate=self.book.deallocated))
+        ssn.on_job_enqueued(self.book.enqueued)
+
+    def on_session_close(self, ssn: SessionAPI) -> None:
+        self.book.publish(self.overused)
+
+    def _deserve(self, book: QueueBook) -> None:
+        """Declared deserved shares; with the hierarchy, root deserves what its children do."""
+        declared_deserved(book)
+        if self.tree is not None and ROOT in book.attrs:
+            book.attrs[ROOT].deserved = Resource.total(
+                book.attrs[c].deserved for c in self.tree.children.get(ROOT, []))
 
     def overused(self, queue: QueueInfo) -> bool:
         """Above its deserved share (share > 1), for the queue metrics only: capacity never stops a queue there."""
-        attr = self._fresh(queue.name)
+        attr = self.book.fresh(queue.name)
         return attr is not None and attr.share > 1
 
     # ---- extension points ----------------------------------------------------------------------------------
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
         if a.priority != b.priority:
             return -1 if a.priority > b.priority else 1
-        if self.hierarchy and a.name in self.ancestors and b.name in self.ancestors:
-            leaf_a, leaf_b = self._leaf(a.name), self._leaf(b.name)
+        tree = self.tree
+        if tree is not None and a.name in tree.ancestors and b.name in tree.ancestors:
+            leaf_a, leaf_b = tree.leaf(a.name), tree.leaf(b.name)
             if leaf_a != leaf_b:
                 return -1 if leaf_a else 1
-            path_a = [*reversed(self.ancestors[a.name]), a.name]
-            path_b = [*reversed(self.ancestors[b.name]), b.name]
-            for x, y in zip(path_a, path_b, strict=False):
-                if x != y:
-                    return self._compare(x, y)
+            return self._compare(*tree.parting(a.name, b.name))
         return self._compare(a.name, b.name)
 
     def _compare(self, a: str, b: str) -> int:
-        left, right = self._fresh(a), self._fresh(b)
+        left, right = self.book.fresh(a), self.book.fresh(b)
         if left is None or right is None:
             return 0
         if left.share != right.share:
@@ -174,12 +201,13 @@ class CapacityPlugin(ProportionPlugin):
         return (deserves_b - deserves_a) if deserves_a != deserves_b else 0
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
-        if self.hierarchy and queue.name in self.broken:
-            return unresolvable(self.broken[queue.name])
-        if self.hierarchy and not self._leaf(queue.name):
-            return unresolvable(QueueNotLeaf(queue.name, tuple(sorted(self.children[queue.name]))))
-        self._fresh(queue.name)
-        path = self._path(queue.name)
+        tree = self.tree
+        if tree is not None and queue.name in tree.broken:
+            return unresolvable(tree.broken[queue.name])
+        if tree is not None and not tree.leaf(queue.name):
+            return unresolvable(tree.not_leaf(queue.name))
+        self.book.fresh(queue.name)
+        path = self.book.path(queue.name)
         if not path:
             return SUCCESS
         request = without_pods(task.resreq)
@@ -188,42 +216,24 @@ class CapacityPlugin(ProportionPlugin):
             after = attr.allocated + request
             over = [name for name in asked if name in attr.limit and after.get(name) > attr.limit[name]]
             if over:
-                return SUCCESS if not self._placeable(task) else unschedulable(self._task_limit(attr, over[0], request))
+                if not self.book.placeable(task):
+                    return SUCCESS
+                return unschedulable(self.book.task_over_limit(attr, over[0], request))
         return SUCCESS
 
-    def _task_limit(self, attr: QueueAttr, name: str, request: Resource) -> QueueLimit:
-        """Which limit of `attr` the task passes: its capability, its parent's, or the cluster's less guarantees."""
-        limit = attr.limit[name]
-        if name in attr.own_limit:
-            return task_limit(attr, CAPABILITY, name, limit, request)
-        if self.hierarchy and attr.queue.name in self.ancestors and self.ancestors[attr.queue.name]:
-            return task_limit(attr, PARENT_CAPABILITY, name, limit, request, parent=self.ancestors[attr.queue.name][0])
-        others = self.total_guarantee.get(name) - attr.queue.guarantee.get(name)
-        return task_limit(attr, REAL_CAPABILITY, name, limit, request, cluster=self.total.get(name),
-                          guaranteed_to_others=others)
-
     def enqueueable(self, job: JobInfo) -> Status:
-        if not self.hierarchy:
-            return super().enqueueable(job)
-        if job.queue in self.broken:
-            return unresolvable(self.broken[job.queue])
-        if job.queue in self.ancestors and not self._leaf(job.queue):
-            return unresolvable(QueueNotLeaf(job.queue, tuple(sorted(self.children[job.queue]))))
+        tree = self.tree
+        if tree is not None and job.queue in tree.broken:
+            return unresolvable(tree.broken[job.queue])
+        if tree is not None and job.queue in tree.ancestors and not tree.leaf(job.queue):
+            return unresolvable(tree.not_leaf(job.queue))
         if job.min_resources is None:
             return SUCCESS
-        over = [reason for attr in self._path(job.queue) for reason in self._over_limit(attr, job)]
+        over = [reason for attr in self.book.path(job.queue) for reason in self.book.over_limit(attr, job)]
         return unschedulable(*over) if over else SUCCESS
 
-    def _over_reason(self, attr: QueueAttr, name: str, minimum: Resource, need: Resource) -> QueueLimit:
-        if not self.hierarchy or name in attr.own_limit:
-            return super()._over_reason(attr, name, minimum, need)
-        parent = self.ancestors[attr.queue.name][0]
-        return QueueLimit(attr.queue.name, PARENT_CAPABILITY, name, attr.limit[name], need.get(name),
-                          minimum.get(name), attr.allocated.get(name), attr.elastic.get(name),
-                          attr.admitted.get(name), parent=parent)
-
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        attr = self._fresh(queue.name)
+        attr = self.book.fresh(queue.name)
         if attr is None:
             return False
         after = attr.allocated + without_pods(task.resreq)
@@ -232,14 +242,17 @@ class CapacityPlugin(ProportionPlugin):
             return False
         return any(attr.deserved.get(name) and after.get(name) <= attr.deserved.get(name) for name in asked)
 
-    @staticmethod
-    def _may_take(attr: QueueAttr, held: Resource, task: TaskInfo, reclaimer: TaskInfo) -> bool:
-        """The victim's queue holds more than it deserves on a resource the victim uses (or deserves none of
-        them), and keeps its guarantee without the victim."""
-        used = dimensions(task.resreq)
-        after = held - without_pods(task.resreq)
-        guarantee = without_pods(attr.queue.guarantee)
-        if any(after.get(name) < units for name, units in dimensions(guarantee).items() if name in used):
-            return False  # the queue's guarantee is never lent
-        unearned = not any(attr.deserved.get(name) for name in used)
-        return unearned or any(held.get(name) > attr.deserved.get(name) for name in used)
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return self.book.reclaimable(reclaimer, candidates, may_take)
+
+
+def may_take(attr: QueueAttr, held: Resource, task: TaskInfo, reclaimer: TaskInfo) -> bool:
+    """The victim's queue holds more than it deserves on a resource the victim uses (or deserves none of
+    them), and keeps its guarantee without the victim."""
+    used = dimensions(task.resreq)
+    after = held - without_pods(task.resreq)
+    guarantee = without_pods(attr.queue.guarantee)
+    if any(after.get(name) < units for name, units in dimensions(guarantee).items() if name in used):
+        return False  # the queue's guarantee is never lent
+    unearned = not any(attr.deserved.get(name) for name in used)
+    return unearned or any(held.get(name) > attr.deserved.get(name) for name in used)

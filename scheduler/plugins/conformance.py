@@ -1,4 +1,5 @@
-"""Layer `plugins`: `conformance` never offers critical pods as preemption or reclaim victims."""
+"""Layer `plugins`: `conformance` never offers critical pods (`victims.is_critical`) as preemption or reclaim
+victims."""
 
 from __future__ import annotations
 
@@ -6,18 +7,12 @@ from collections.abc import Sequence
 
 from scheduler.api.job import TaskInfo
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin, SessionAPI
-
-SYSTEM_NAMESPACE = "kube-system"
-# system-cluster-critical is 2000000000, system-node-critical 2000001000.
-CRITICAL_PRIORITY = 2_000_000_000
+from scheduler.framework.victims import is_critical
 
 
-def is_critical(task: TaskInfo) -> bool:
-    return task.namespace == SYSTEM_NAMESPACE or task.priority >= CRITICAL_PRIORITY
-
-
-class ConformancePlugin(Plugin):
+class ConformancePlugin(Plugin[NoArgs]):
     name = "conformance"
 
     def on_session_open(self, ssn: SessionAPI) -> None:

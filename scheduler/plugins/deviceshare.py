@@ -18,12 +18,14 @@ annotations to write at bind.
 
 Arguments: `deviceshare.policy` (fgd-blend), `deviceshare.weight` (1; the score is -100 x weight per GPU of
 fragmentation growth, so one GPU of growth outweighs binpack's whole range), `deviceshare.halfLife` (pods
-after which a seen shape counts half; 0 = never forget; default 5000).
+after which a seen shape counts half; 0 = never forget; default 5000). An unknown policy, or a weight that is
+negative or not finite, is a conf error.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,7 +33,7 @@ from scheduler.api.job import TaskInfo
 from scheduler.api.status import TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
-from scheduler.framework.conf import arg_float, arg_str
+from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
 from scheduler.gpu.devices import bind_annotations, choose_devices, node_state, shape_on, wants_gpu
 from scheduler.gpu.frag import (
@@ -65,16 +67,29 @@ def shared_mix(policy: str, half_life: float) -> tuple[ShapeMix, OrderedDict[str
     return _MIXES[key]
 
 
-class DeviceSharePlugin(Plugin):
+@dataclass(frozen=True, slots=True)
+class DeviceShareArgs:
+    policy: str = DEFAULT_POLICY
+    weight: float = 1.0
+    half_life: float = 5000.0
+
+
+class DeviceSharePlugin(Plugin[DeviceShareArgs]):
     name = "deviceshare"
+
+    @classmethod
+    def parse_args(cls, reader: ArgReader) -> DeviceShareArgs:
+        return DeviceShareArgs(
+            policy=reader.choice(POLICY, DEFAULT_POLICY, POLICIES),
+            weight=reader.non_negative(WEIGHT, 1.0),
+            half_life=reader.number(HALF_LIFE, 5000.0),
+        )
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
-        self.policy = arg_str(self.option, POLICY, DEFAULT_POLICY)
-        if self.policy not in POLICIES:
-            raise ValueError(f"{POLICY}: unknown policy {self.policy!r}; expected one of {', '.join(POLICIES)}")
-        self.weight = arg_float(self.option, WEIGHT, 1.0)
-        self.mix, seen = shared_mix(self.policy, arg_float(self.option, HALF_LIFE, 5000.0))
+        self.policy = self.args.policy
+        self.weight = self.args.weight
+        self.mix, seen = shared_mix(self.policy, self.args.half_life)
         self.state, self.holders = node_state(ssn.node_list)
         self.assignments: dict[str, tuple[int, ...]] = {}
         self.observe_pending(seen)

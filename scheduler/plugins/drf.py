@@ -16,11 +16,12 @@ from fractions import Fraction
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.resources import Resource
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
-from scheduler.plugins.proportion import cluster_total, share_of, without_pods
+from scheduler.plugins.shares import cluster_total, share_of, without_pods
 
 
-class DrfPlugin(Plugin):
+class DrfPlugin(Plugin[NoArgs]):
     name = "drf"
 
     def on_session_open(self, ssn: SessionAPI) -> None:

@@ -30,6 +30,7 @@ from scheduler.api.messages import FALLBACK_ANNOTATION, UNSCHEDULABLE, render, u
 from scheduler.api.resources import PODS, ZERO
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.framework.victims import gang_safe
 
@@ -133,7 +134,7 @@ def gang_reasons(ssn: SessionAPI, job: JobInfo) -> tuple[R.Reason, ...]:
     return tuple(parts)
 
 
-class GangPlugin(Plugin):
+class GangPlugin(Plugin[NoArgs]):
     name = "gang"
 
     def on_session_open(self, ssn: SessionAPI) -> None:

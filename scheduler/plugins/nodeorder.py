@@ -12,12 +12,13 @@ Each score is 0..100 (MaxNodeScore) times its weight argument (Volcano's default
 - `tainttoleration.weight` (3): fewer PreferNoSchedule taints the task does not tolerate scores higher:
   100 - 100 x count / the largest count among the nodes the task's predicates allow (Volcano normalises over
   the nodes it scores; here over the predicate-feasible nodes, computed once per constraint set).
-Inter-pod affinity, image locality and topology spread are not scored yet.
+Inter-pod affinity, image locality and topology spread are not scored yet. A weight is an integer, 0 or more.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from scheduler.api.pod import Constraints, Taint
 from scheduler.api.resources import CPU, GPU, MEMORY, Resource
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
-from scheduler.framework.conf import arg_int
+from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 
 MAX_NODE_SCORE = 100
@@ -133,20 +134,37 @@ def _balances(fractions: np.ndarray) -> np.ndarray:
     return np.where(count < 2, MAX_NODE_SCORE, ((1 - deviation) * MAX_NODE_SCORE).astype(np.int64))
 
 
-class NodeOrderPlugin(Plugin):
+@dataclass(frozen=True, slots=True)
+class NodeOrderArgs:
+    least: int = WEIGHT_DEFAULTS["leastrequested.weight"]
+    most: int = WEIGHT_DEFAULTS["mostrequested.weight"]
+    balanced: int = WEIGHT_DEFAULTS["balancedresource.weight"]
+    affinity: int = WEIGHT_DEFAULTS["nodeaffinity.weight"]
+    taint: int = WEIGHT_DEFAULTS["tainttoleration.weight"]
+
+
+class NodeOrderPlugin(Plugin[NodeOrderArgs]):
     name = "nodeorder"
+
+    @classmethod
+    def parse_args(cls, reader: ArgReader) -> NodeOrderArgs:
+        weights = {key: reader.weight(key, default) for key, default in WEIGHT_DEFAULTS.items()}
+        return NodeOrderArgs(
+            least=weights["leastrequested.weight"],
+            most=weights["mostrequested.weight"],
+            balanced=weights["balancedresource.weight"],
+            affinity=weights["nodeaffinity.weight"],
+            taint=weights["tainttoleration.weight"],
+        )
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
-        weights = {key: arg_int(self.option, key, default) for key, default in WEIGHT_DEFAULTS.items()}
-        self.least = weights["leastrequested.weight"]
-        self.most = weights["mostrequested.weight"]
-        self.balanced = weights["balancedresource.weight"]
-        self.affinity = weights["nodeaffinity.weight"]
-        self.taint = weights["tainttoleration.weight"]
+        args = self.args
+        self.least, self.most, self.balanced = args.least, args.most, args.balanced
+        self.affinity, self.taint = args.affinity, args.taint
         self._most_intolerable: dict[Constraints, int] = {}
         self._static: dict[Constraints, np.ndarray] = {}
-        if any(weights.values()):
+        if any((self.least, self.most, self.balanced, self.affinity, self.taint)):
             ssn.register(P.BATCH_NODE_ORDER, P.BatchScorer(self.scores, self.score))
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:

@@ -6,7 +6,8 @@ resource the job asks for. The rejection says which resource and by how much. A 
 is admitted.
 
 Arguments (Volcano's): `overcommit-factor` (default 1.2) and per resource `overcommit-factor.<name>`
-(e.g. `overcommit-factor.nvidia.com/gpu: 1.0`). A factor below 1 falls back to the default, as in Volcano.
+(e.g. `overcommit-factor.nvidia.com/gpu: 1.0`). A factor below 1 falls back to the default, as in Volcano, with
+a conf warning.
 An admitted job reserves only the part of its minResources it does not hold yet (its running part is already
 in the nodes' use; Volcano counts an Inqueue job's whole minResources).
 
@@ -18,18 +19,20 @@ cluster and then preempts, instead of waiting at enqueue for room only preemptio
 
 from __future__ import annotations
 
-import logging
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
+from types import MappingProxyType
 
 from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo
 from scheduler.api.reasons import OvercommitLimit
 from scheduler.api.resources import ZERO
 from scheduler.framework import points as P
-from scheduler.framework.conf import arg_float
+from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
-from scheduler.plugins.proportion import (
+from scheduler.plugins.shares import (
     cluster_total,
     dimensions,
     preemptable_for,
@@ -38,36 +41,42 @@ from scheduler.plugins.proportion import (
     without_pods,
 )
 
-log = logging.getLogger("volcano_py.plugins.overcommit")
-
 FACTOR = "overcommit-factor"
 DEFAULT_FACTOR = 1.2
 
 
-class OvercommitPlugin(Plugin):
-    name = "overcommit"
-
-    def _read_factors(self) -> None:
-        self.default_factor = self._valid(FACTOR, arg_float(self.option, FACTOR, DEFAULT_FACTOR))
-        self.factors = {
-            key[len(FACTOR) + 1 :]: self._valid(key, arg_float(self.option, key, DEFAULT_FACTOR))
-            for key in self.option.arguments
-            if key.startswith(f"{FACTOR}.")
-        }
+@dataclass(frozen=True, slots=True)
+class OvercommitArgs:
+    default_factor: float = DEFAULT_FACTOR
+    factors: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # resource -> factor
 
     def factor(self, resource: str) -> float:
         return self.factors.get(resource, self.default_factor)
 
-    @staticmethod
-    def _valid(key: str, value: float) -> float:
-        if value < 1.0 or not math.isfinite(value):
-            log.warning("overcommit: %s %s is below 1; using %s", key, value, DEFAULT_FACTOR)
-            return DEFAULT_FACTOR
-        return value
+
+def _factor(reader: ArgReader, key: str) -> float:
+    value = reader.number(key, DEFAULT_FACTOR)
+    if value < 1.0 or not math.isfinite(value):
+        reader.warn(key, f"factor {value} is below 1 or not finite; using {DEFAULT_FACTOR}, as Volcano does")
+        return DEFAULT_FACTOR
+    return value
+
+
+class OvercommitPlugin(Plugin[OvercommitArgs]):
+    name = "overcommit"
+
+    @classmethod
+    def parse_args(cls, reader: ArgReader) -> OvercommitArgs:
+        default = _factor(reader, FACTOR)
+        prefix = f"{FACTOR}."
+        factors = {key[len(prefix):]: _factor(reader, key) for key in reader.keys() if key.startswith(prefix)}
+        return OvercommitArgs(default, MappingProxyType(factors))
+
+    def factor(self, resource: str) -> float:
+        return self.args.factor(resource)
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
-        self._read_factors()
         self.total = cluster_total(ssn.node_list)
         self.used = ZERO
         for node in ssn.node_list:

@@ -29,6 +29,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.pod import PodAffinityTerm, SpreadConstraint
 from scheduler.api.status import TaskStatus
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin, SessionAPI
 
 # Static filters answer UnschedulableAndUnresolvable: no eviction on the node changes them (kube-scheduler's
@@ -193,7 +194,7 @@ def _add_normalised(total: list[float], raw: list[float]) -> None:
         total[i] += 100.0 * (value - low) / (high - low)
 
 
-class PredicatesPlugin(Plugin):
+class PredicatesPlugin(Plugin[NoArgs]):
     name = "predicates"
 
     def on_session_open(self, ssn: SessionAPI) -> None:

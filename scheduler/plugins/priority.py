@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin, SessionAPI
 
 
@@ -18,7 +19,7 @@ def _higher_first(a: int, b: int) -> int:
     return -1 if a > b else (1 if a < b else 0)
 
 
-class PriorityPlugin(Plugin):
+class PriorityPlugin(Plugin[NoArgs]):
     name = "priority"
 
     def on_session_open(self, ssn: SessionAPI) -> None:

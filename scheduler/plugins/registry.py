@@ -1,7 +1,8 @@
-"""Layer `plugins`: the built-in plugins, by the name a volcano-scheduler.conf uses."""
+"""Layer `plugins`: the built-in plugins, by the name a volcano-scheduler.conf uses, and their argument parsers."""
 
 from __future__ import annotations
 
+from scheduler.framework.conf_args import ArgsParser
 from scheduler.framework.plugin import Plugin
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.capacity import CapacityPlugin
@@ -17,7 +18,7 @@ from scheduler.plugins.proportion import ProportionPlugin
 from scheduler.plugins.sla import SlaPlugin
 from scheduler.plugins.topology import NetworkTopologyAwarePlugin
 
-PLUGINS: dict[str, type[Plugin]] = {
+PLUGINS: dict[str, type[Plugin[object]]] = {
     plugin.name: plugin
     for plugin in (
         PriorityPlugin,
@@ -35,3 +36,6 @@ PLUGINS: dict[str, type[Plugin]] = {
         NetworkTopologyAwarePlugin,
     )
 }
+
+# What the conf loader calls once per plugin entry, when a file is loaded (scheduler.framework.conf_args).
+PLUGIN_ARGS: dict[str, ArgsParser] = {name: plugin.parse_args for name, plugin in PLUGINS.items()}

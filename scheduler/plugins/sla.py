@@ -14,11 +14,12 @@ has no SLA and this plugin has no opinion on it.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from scheduler.api.decision import ABSTAIN, SUCCESS, Status
 from scheduler.api.job import JobInfo
 from scheduler.framework import points as P
-from scheduler.framework.conf import ConfError, arg_str
+from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.jobs.policies import parse_duration
 
@@ -26,21 +27,30 @@ log = logging.getLogger("volcano_py.plugins.sla")
 WAITING_TIME = "sla-waiting-time"
 
 
-class SlaPlugin(Plugin):
+@dataclass(frozen=True, slots=True)
+class SlaArgs:
+    waiting_time: float | None = None  # seconds, for a job without its own annotation; None: no SLA
+
+
+class SlaPlugin(Plugin[SlaArgs]):
     name = "sla"
+
+    @classmethod
+    def parse_args(cls, reader: ArgReader) -> SlaArgs:
+        text = reader.string(WAITING_TIME, "")
+        if not text:
+            return SlaArgs()
+        try:
+            seconds = parse_duration(text)
+        except ValueError:
+            seconds = 0.0
+        if seconds <= 0:
+            raise reader.fail(WAITING_TIME, "a positive duration such as 1h or 90s")
+        return SlaArgs(seconds)
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
-        text = arg_str(self.option, WAITING_TIME, "")
-        self.default: float | None = None
-        if text:
-            try:
-                self.default = parse_duration(text)
-                if self.default <= 0:
-                    raise ValueError(text)
-            except ValueError:
-                raise ConfError(self.option.source or "<conf>", f"{self.option.where}.arguments.{WAITING_TIME}",
-                                f"expected a positive duration such as 1h or 90s, got {text!r}") from None
+        self.default = self.args.waiting_time
         ssn.register(P.JOB_ORDER, self.job_order)
         ssn.register(P.JOB_ENQUEUEABLE, self.permit_when_overdue)
         ssn.register(P.JOB_PIPELINED, self.permit_when_overdue)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from scheduler.api.reasons import Reason, TopologyLimit, TopologyNoFit, Topology
 from scheduler.api.resources import CPU, GPU
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray
-from scheduler.framework.conf import arg_bool, arg_int, arg_str
+from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
 from scheduler.solver.greedy import topology_greedy
@@ -46,27 +47,57 @@ from scheduler.solver.topology import Topology, TopologyLabels, from_hypernodes,
 TIME_LIMIT = "solver.timeLimitMs"
 EVERY_GANG = "solver.everyGang"
 CYCLE_BUDGET = "solver.cycleBudgetMs"
+WORKERS = "solver.workers"
+HYPERNODES = "topology.hypernodes"
 
 
-class NetworkTopologyAwarePlugin(Plugin):
+@dataclass(frozen=True, slots=True)
+class TopologyArgs:
+    time_limit_ms: int = 200
+    cycle_budget_ms: int = 500
+    workers: int = 2  # at least 1
+    labels: TopologyLabels = field(default_factory=TopologyLabels)
+    # Volcano's plugin shapes only the jobs that ask for a network topology; the rest are allocated pod by pod
+    # (pkg/scheduler/actions/allocate/allocate.go takes the hypernode path only for such jobs). With
+    # `solver.everyGang: true` volcano-py places every gang of 2+ tasks whole, preferring low tiers.
+    every_gang: bool = False
+    hypernodes: tuple[Mapping[str, Any], ...] = ()  # used when the session has no HyperNodes of its own
+
+
+def _hypernodes(reader: ArgReader) -> tuple[Mapping[str, Any], ...]:
+    value = reader.raw(HYPERNODES)
+    if value is None:
+        return ()
+    if not isinstance(value, tuple) or not all(isinstance(h, Mapping) for h in value):
+        raise reader.fail(HYPERNODES, "a list of HyperNode objects")
+    return value
+
+
+class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
     name = "network-topology-aware"
+
+    @classmethod
+    def parse_args(cls, reader: ArgReader) -> TopologyArgs:
+        defaults = TopologyLabels()
+        time_limit = reader.integer(TIME_LIMIT, 200)
+        budget = reader.integer(CYCLE_BUDGET, 500)
+        workers = max(1, reader.integer(WORKERS, 2))
+        nvlink = reader.string("topology.nvlinkLabel", "")
+        labels = TopologyLabels(
+            zone=reader.string("topology.zoneLabel", defaults.zone),
+            rack=reader.string("topology.rackLabel", defaults.rack),
+            nvlink=(nvlink,) if nvlink else defaults.nvlink,
+        )
+        return TopologyArgs(time_limit, budget, workers, labels, reader.boolean(EVERY_GANG, False),
+                            _hypernodes(reader))
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
-        self.time_limit_ms = arg_int(self.option, TIME_LIMIT, 200)
-        self.budget_ms = arg_int(self.option, CYCLE_BUDGET, 500)
-        self.workers = max(1, arg_int(self.option, "solver.workers", 2))
-        defaults = TopologyLabels()
-        nvlink = arg_str(self.option, "topology.nvlinkLabel", "")
-        self.labels = TopologyLabels(
-            zone=arg_str(self.option, "topology.zoneLabel", defaults.zone),
-            rack=arg_str(self.option, "topology.rackLabel", defaults.rack),
-            nvlink=(nvlink,) if nvlink else defaults.nvlink,
-        )
-        # Volcano's plugin shapes only the jobs that ask for a network topology; the rest are allocated pod by pod
-        # (pkg/scheduler/actions/allocate/allocate.go takes the hypernode path only for such jobs). With
-        # `solver.everyGang: true` volcano-py places every gang of 2+ tasks whole, preferring low tiers.
-        self.every_gang = arg_bool(self.option, EVERY_GANG, False)
+        self.time_limit_ms = self.args.time_limit_ms
+        self.budget_ms = self.args.cycle_budget_ms
+        self.workers = self.args.workers
+        self.labels = self.args.labels
+        self.every_gang = self.args.every_gang
         self.spent_ms = 0.0
         self._topology: Topology | None = None
         self._members: list[list[TaskInfo]] = []
@@ -76,7 +107,7 @@ class NetworkTopologyAwarePlugin(Plugin):
     def topology(self) -> Topology:
         if self._topology is None:
             names = [n.name for n in self.ssn.node_list]
-            hypernodes = self.ssn.hypernodes or self.option.arguments.get("topology.hypernodes")
+            hypernodes = self.ssn.hypernodes or self.args.hypernodes
             if hypernodes:
                 self._topology = from_hypernodes(names, hypernodes)
             else:

@@ -2,7 +2,7 @@
 
 parse_conf either returns a SchedulerConf or raises ConfError naming the field; never anything else. A conf it
 accepts must also run: one scheduling cycle with it on a small cluster does not raise (plugin arguments are
-read when a session opens, so a bad argument that parse_conf let through would fail every cycle).
+parsed into typed values by parse_conf; a bad one it let through would fail every cycle).
 """
 
 from __future__ import annotations

@@ -1,0 +1,106 @@
+"""Layer `framework`: the values a `volcano-scheduler.conf` is read into, the names Volcano has, and the error.
+
+`conf.py` reads a file into these; `conf_args.py` turns one plugin entry's raw `arguments` into the plugin's own
+typed value. Everything here is a frozen value; nothing reads a file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+BUILTIN_SOURCE = "<built-in default>"
+
+# Every action Volcano has registered across releases (pkg/scheduler/actions/factory.go).
+VOLCANO_ACTIONS: frozenset[str] = frozenset({
+    "enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle",
+    "elect", "reserve", "gangpreempt", "gangreclaim", "dequeue",
+})
+
+# Every plugin name Volcano has registered across releases (pkg/scheduler/plugins/factory.go, PluginName).
+VOLCANO_PLUGINS: frozenset[str] = frozenset({
+    "priority", "gang", "conformance", "drf", "predicates", "proportion", "nodeorder", "binpack",
+    "overcommit", "sla", "tdm", "task-topology", "numa-aware", "deviceshare", "capacity", "capacity-card",
+    "cdp", "rescheduling", "usage", "pdb", "nodegroup", "network-topology-aware", "resource-strategy-fit",
+    "extender", "resourcequota", "reservation",
+})
+
+# Every switch key Volcano's PluginOption has had, spelled exactly as its yaml tag (pkg/scheduler/conf).
+# Most are `enableXxx`; a few are `enabledXxx`, and one release spelled the cluster-order key capitalised.
+PLUGIN_SWITCHES: frozenset[str] = frozenset({
+    "enableJobOrder", "enableNamespaceOrder", "enableHierarchy", "enableJobReady", "enableJobPipelined",
+    "enableTaskOrder", "enablePreemptable", "enableReclaimable", "enablePreemptive", "enableQueueOrder",
+    "enabledClusterOrder", "EnabledClusterOrder", "enablePredicate", "enableBestNode", "enableNodeOrder",
+    "enableTargetJob", "enableReservedNodes", "enableJobEnqueued", "enabledVictim", "enableJobStarving",
+    "enabledOverused", "enabledAllocatable", "enabledHyperNodeOrder", "enabledSubJobReady",
+    "enabledSubJobPipelined", "enabledSubJobOrder", "enabledHyperNodeGradient",
+})
+
+_SWITCH_PREFIX = re.compile(r"^[Ee]nabled?")
+
+
+class ConfError(ValueError):
+    """A scheduler configuration a person must fix; the message names the file and the field."""
+
+    def __init__(self, source: str, where: str, problem: str) -> None:
+        self.source = source
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}")
+
+
+class ArgumentError(ConfError):
+    """A plugin argument with a value the plugin cannot use: which plugin, which key, the value, what it wants."""
+
+    def __init__(self, source: str, where: str, plugin: str, key: str, value: Any, expected: str) -> None:
+        self.plugin = plugin
+        self.key = key
+        self.value = value
+        self.expected = expected
+        super().__init__(source, where, f"plugin {plugin!r} argument {key!r} must be {expected}, got {value!r}")
+
+
+def _switch_stem(key: str) -> str:
+    """`enableJobOrder`, `enabledJobOrder` and `EnabledJobOrder` all name the `JobOrder` switch."""
+    return _SWITCH_PREFIX.sub("", key, count=1)
+
+
+_KNOWN_STEMS: frozenset[str] = frozenset(_switch_stem(key) for key in PLUGIN_SWITCHES)
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOption:
+    """One plugin entry of a tier: its raw `arguments` as written, its switches, and `args`, the plugin's typed
+    arguments, parsed once when the conf is loaded (None only for an entry built by hand, not loaded)."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    switches: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+    where: str = field(default="", compare=False)  # e.g. "tiers[1].plugins[4]", for error messages
+    source: str = field(default="", compare=False)
+    args: object = field(default=None, compare=False)
+
+    def enabled(self, switch: str) -> bool:
+        """True unless the user set that switch to false; `enableX` and `enabledX` spellings are the same."""
+        stem = _switch_stem(switch)
+        if stem not in _KNOWN_STEMS:
+            raise ValueError(f"{switch!r} is not a Volcano plugin switch")
+        return all(value for key, value in self.switches.items() if _switch_stem(key) == stem)
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    plugins: tuple[PluginOption, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConf:
+    actions: tuple[str, ...]
+    tiers: tuple[Tier, ...]
+    configurations: Mapping[str, Mapping[str, Any]]
+    skipped: tuple[str, ...]  # the warnings: what was skipped or fell back to a default, one fact each
+    source: str
+    notes: tuple[str, ...] = ()  # informational, e.g. that the conf was taken out of a ConfigMap manifest
