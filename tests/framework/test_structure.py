@@ -4,11 +4,15 @@ their jobs, and no module of `scheduler` imports itself back through others."""
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import grimp
 import networkx as nx
 
+import scheduler
 from scheduler.framework.session import Session
+
+MAX_LINES = 500  # a module longer than this does more than one job
 
 
 def public_methods(cls: type) -> list[str]:
@@ -47,3 +51,8 @@ def test_no_module_of_the_scheduler_imports_itself_back() -> None:
     cycles = import_cycles("scheduler")
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join([*c, c[0]]) for c in cycles)
 
+
+def test_no_module_is_over_500_lines() -> None:
+    root = Path(scheduler.__file__).parent
+    sizes = {str(p.relative_to(root.parent)): len(p.read_text().splitlines()) for p in sorted(root.rglob("*.py"))}
+    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
