@@ -135,17 +135,20 @@ class ArgReader:
         return arg_str(self.option, key, default)
 
     def weight(self, key: str, default: int) -> int:
-        """A non-negative integer weight (0 turns the term off)."""
+        """An integer weight (0 turns the term off). Volcano takes a negative one as it is, so a conf written for
+        it loads here too; it gets a warning, since it makes the term count against a node."""
         value = self.integer(key, default)
         if value < 0:
-            raise self.fail(key, "a non-negative integer")
+            self.warn(key, f"weight {value} is negative: this term's scores count against a node, as in Volcano")
         return value
 
-    def non_negative(self, key: str, default: float) -> float:
-        """A finite number, 0 or more."""
+    def finite(self, key: str, default: float) -> float:
+        """A finite number; a negative one is taken as it is, with a warning (see `weight`)."""
         value = self.number(key, default)
-        if value < 0 or not math.isfinite(value):
-            raise self.fail(key, "a finite number, 0 or more")
+        if not math.isfinite(value):
+            raise self.fail(key, "a finite number")
+        if value < 0:
+            self.warn(key, f"weight {value:g} is negative: this term's scores count against a node")
         return value
 
     def choice(self, key: str, default: str, choices: Collection[str]) -> str:

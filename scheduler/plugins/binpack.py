@@ -6,7 +6,8 @@ the weighted mean is mapped to 0..100 and multiplied by `binpack.weight`, as in 
 
 Arguments (Volcano's): `binpack.weight` (1; 0 turns the scorer off), `binpack.cpu` (1), `binpack.memory` (1),
 `binpack.resources` (a comma list of extended resources) with `binpack.resources.<name>` weights (1 each).
-A negative `binpack.weight` is a conf error; a negative resource weight is taken as 1, as in Volcano.
+A negative `binpack.weight` is taken as it is, with a conf warning; a negative resource weight is taken as 1,
+as in Volcano.
 
 Unlike Volcano, `nvidia.com/gpu` is packed by default with weight 1, listed or not: stranded GPUs are the
 main cost of fragmentation in a GPU cluster. `binpack.resources.nvidia.com/gpu: 0` turns that off.

@@ -19,7 +19,7 @@ annotations to write at bind.
 Arguments: `deviceshare.policy` (fgd-blend), `deviceshare.weight` (1; the score is -100 x weight per GPU of
 fragmentation growth, so one GPU of growth outweighs binpack's whole range), `deviceshare.halfLife` (pods
 after which a seen shape counts half; 0 = never forget; default 5000). An unknown policy, or a weight that is
-negative or not finite, is a conf error.
+not finite, is a conf error; a negative weight is taken as it is, with a conf warning.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
     def parse_args(cls, reader: ArgReader) -> DeviceShareArgs:
         return DeviceShareArgs(
             policy=reader.choice(POLICY, DEFAULT_POLICY, POLICIES),
-            weight=reader.non_negative(WEIGHT, 1.0),
+            weight=reader.finite(WEIGHT, 1.0),
             half_life=reader.number(HALF_LIFE, 5000.0),
         )
 

@@ -186,6 +186,9 @@ class FallbackCase:
 FALLBACK_CASES = [
     FallbackCase("a negative binpack resource weight is taken as 1", "binpack", "binpack.cpu: -2",
                  BinpackArgs(1, MappingProxyType({"cpu": 1, "memory": 1, GPU: 1})), "binpack.cpu"),
+    FallbackCase("a negative binpack weight is taken as it is, as Volcano takes it", "binpack",
+                 "binpack.weight: -1", BinpackArgs(-1, MappingProxyType({"cpu": 1, "memory": 1, GPU: 1})),
+                 "binpack.weight"),
     FallbackCase("an overcommit factor below 1 is taken as 1.2", "overcommit", "overcommit-factor: 0.5",
                  OvercommitArgs(1.2), "overcommit-factor"),
     FallbackCase("a per-resource overcommit factor below 1 is taken as 1.2", "overcommit",
@@ -215,15 +218,12 @@ class BadCase:
 
 BAD_CASES = [
     BadCase("a word is not a binpack weight", "binpack", "binpack.weight", "abc", "abc"),
-    BadCase("a negative binpack weight is refused", "binpack", "binpack.weight", "-1", -1),
     BadCase("a fraction is not a binpack resource weight", "binpack", "binpack.cpu", "1.5", 1.5),
     BadCase("a list is not binpack's resource list", "binpack", "binpack.resources", "[cpu]", ("cpu",)),
-    BadCase("a negative nodeorder weight is refused", "nodeorder", "leastrequested.weight", '"-3"', "-3"),
     BadCase("a boolean is not a nodeorder weight", "nodeorder", "tainttoleration.weight", "true", True),
     BadCase("a word is not an overcommit factor", "overcommit", "overcommit-factor", "high", "high"),
     BadCase("a word is not a per-resource overcommit factor", "overcommit", "overcommit-factor.cpu", "x", "x"),
     BadCase("an unknown deviceshare policy is refused", "deviceshare", "deviceshare.policy", "tetris", "tetris"),
-    BadCase("a negative deviceshare weight is refused", "deviceshare", "deviceshare.weight", "-0.5", -0.5),
     BadCase("an infinite deviceshare weight is refused", "deviceshare", "deviceshare.weight", '"inf"', "inf"),
     BadCase("a word is not a deviceshare half-life", "deviceshare", "deviceshare.halfLife", "long", "long"),
     BadCase("a word is not an sla waiting time", "sla", "sla-waiting-time", "soon", "soon"),
@@ -253,11 +253,11 @@ def test_a_bad_value_is_an_argument_error_naming_plugin_key_and_value(case: BadC
 def test_a_bad_argument_in_a_file_is_rejected_when_it_is_loaded(tmp_path: Path) -> None:
     path = tmp_path / "volcano-scheduler.conf"
     path.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: nodeorder\n'
-                    "    arguments: {nodeaffinity.weight: -2}\n")
+                    "    arguments: {nodeaffinity.weight: heavy}\n")
     with pytest.raises(ArgumentError) as caught:
         load_conf(str(path))
     assert (caught.value.source, caught.value.plugin, caught.value.key, caught.value.value) == (
-        str(path), "nodeorder", "nodeaffinity.weight", -2)
+        str(path), "nodeorder", "nodeaffinity.weight", "heavy")
 
 
 def test_the_scheduler_keeps_the_last_good_conf_when_an_argument_goes_bad(tmp_path: Path) -> None:
