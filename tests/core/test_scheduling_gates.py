@@ -61,3 +61,19 @@ def test_gated_tasks_do_not_make_up_a_gang() -> None:
     decision = c.sim.decision("j")
     assert decision is not None
     assert decision.reasons[:2] == (GangNotReady(3, 3, 0, 2), SchedulingGated(2, "example.com/g1"))
+
+
+def test_gated_pods_reserve_nothing_at_enqueue() -> None:
+    """Volcano's e2e "Scheduling gated task will not consume inqueue resources": a job admitted for the whole
+    cluster whose pods are all gated leaves room for two half-cluster jobs (DeductSchGatedResources)."""
+    c = cluster().node("n", cpu="4", memory="16Gi")
+    c.sim.add_podgroup({"metadata": {"name": "gated", "namespace": "default"},
+                        "spec": {"minMember": 4, "queue": "default", "minResources": {"cpu": "4"}},
+                        "status": {"phase": "Inqueue"}})
+    for i in range(4):
+        c.sim.add_pod(_gated(f"gated-{i}", group="gated", cpu="1"))
+    for name in ("job1", "job2"):
+        c.job(name, replicas=2, cpu="1", min_resources={"cpu": "2"})
+    c.cycles(3)
+    assert (len(c.sim.bound("job1")), len(c.sim.bound("job2")), len(c.sim.bound("gated"))) == (2, 2, 0)
+

@@ -176,3 +176,20 @@ def test_a_late_queue_converges_to_its_quarter_as_the_other_queues_jobs_finish()
     assert shares[0][0] < 16  # no reclaim: light waits for heavy's jobs to finish
     for light, heavy in shares[-4:]:
         assert abs(light - 16) <= 1 and abs(heavy - 48) <= 1, shares
+
+
+def test_shares_are_exact_to_the_unit_after_several_rounds() -> None:
+    """Differential seed 108: 6 cpus, 20Gi and 1 GPU between queues of weight 4, 1 and 4. The third queue is due
+    6 - 2.5 = 3.5 cpus exactly and the first the one GPU; rounded down every round they got 3.499 cpus and 0.999
+    GPUs, and a 0.5-cpu task that fitted the third queue's share to the milli-cpu was refused."""
+    gi = 2**30
+    total = Resource.of(6000, 20 * gi, 0, {GPU: 1000})
+    demands = [QueueDemand("q0", 4, Resource.of(2500, 10 * gi, 0, {GPU: 5000})), QueueDemand("q1", 1, ZERO),
+               QueueDemand("q2", 4, Resource.of(4000, 8448 * 2**20))]
+    shares = deserved_shares(total, demands)
+    assert {name: (r.cpu, r.gpu) for name, r in shares.items()} == {"q0": (2500, 1000), "q1": (0, 0), "q2": (3500, 0)}
+
+
+def test_a_cluster_split_three_ways_loses_at_most_a_unit_to_rounding() -> None:
+    shares = deserved_shares(gpus(8), [QueueDemand(q, 1, gpus(8)) for q in ("a", "b", "c")])
+    assert sorted(r.gpu for r in shares.values()) == [2667, 2667, 2667]  # 8000 / 3 = 2666.67, to the nearest
