@@ -22,7 +22,7 @@ unit: venv lint
 	$(BIN)/pytest -q -m "not e2e"
 
 e2e: venv cluster-bins helm-bin
-	$(BIN)/pytest -q -m e2e tests/e2e
+	VOLCANO_PY_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e
 
 test: unit e2e
 

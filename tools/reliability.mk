@@ -13,7 +13,7 @@ VOLCANO_CHAOS_ROUNDS ?= 3
 VOLCANO_FUZZ_EXAMPLES ?= 10000
 
 chaos: venv cluster-bins
-	VOLCANO_CHAOS_ROUNDS=$(VOLCANO_CHAOS_ROUNDS) $(BIN)/pytest -q -s -m chaos tests/chaos
+	VOLCANO_PY_E2E_REQUIRE=1 VOLCANO_CHAOS_ROUNDS=$(VOLCANO_CHAOS_ROUNDS) $(BIN)/pytest -q -s -m chaos tests/chaos
 
 fuzz: venv
 	VOLCANO_FUZZ_EXAMPLES=$(VOLCANO_FUZZ_EXAMPLES) $(BIN)/pytest -q tests/fuzz

@@ -1,6 +1,7 @@
 """Leader-election and partly-bound-gang rules with a fake clock and a fake apiserver (no control plane needed).
 
-They live beside the e2e tests they back up; the fake Lease store keeps the one property that matters, optimistic
+Unit tests (they were filed under tests/e2e, where everything is marked e2e, though no control plane runs): the
+e2e suite holds the real Lease round trips. The fake Lease store keeps the one property that matters, optimistic
 concurrency: a write carrying a stale resourceVersion gets 409 Conflict.
 """
 
