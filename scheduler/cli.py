@@ -6,7 +6,6 @@ User errors (a bad file, a bad field) print one line naming the file and field a
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
 import logging
@@ -42,7 +41,7 @@ from scheduler.flags import (
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.sim.naive import per_pod_cycle
 from scheduler.sim.replay import replay
-from scheduler.sim.report import compare, render, totals
+from scheduler.sim.report import compare, render, to_json, totals
 from scheduler.sim.workload import InputError, load_cluster, load_workload
 
 USER_ERRORS = (InputError, ConfError, QuantityError)
@@ -68,7 +67,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         baseline = replay(spec, workload, scheduler=per_pod_cycle, period=args.period, horizon=args.horizon)
         reports.append(("per-pod baseline (no gangs, like kube-scheduler)", baseline))
     if args.json:
-        print(json.dumps({title: dataclasses.asdict(totals(r)) for title, r in reports}, indent=2))
+        print(json.dumps({title: to_json(r) for title, r in reports}, indent=2))
         return 0
     text = "\n\n".join(render(r, title) for title, r in reports)
     if len(reports) > 1:
