@@ -40,7 +40,7 @@ from scheduler.flags import (
 )
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.sim.naive import per_pod_cycle
-from scheduler.sim.replay import replay
+from scheduler.sim.replay import Replay, replay
 from scheduler.sim.report import compare, render, to_json, totals
 from scheduler.sim.workload import InputError, load_cluster, load_workload
 
@@ -52,6 +52,10 @@ def _conf(path: str | None) -> SchedulerConf:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.report:
+        from scheduler.report.plots import require
+
+        require()  # a missing matplotlib is said before the replays run, not after
     confs = [(args.conf or "built-in default", _conf(args.conf))]
     confs += [(path, _conf(path)) for path in args.compare or ()]  # every conf is read before any replay
     spec = load_cluster(args.cluster)
@@ -66,6 +70,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.compare_per_pod:
         baseline = replay(spec, workload, scheduler=per_pod_cycle, period=args.period, horizon=args.horizon)
         reports.append(("per-pod baseline (no gangs, like kube-scheduler)", baseline))
+    if args.report:
+        _write_report(args, reports)
     if args.json:
         print(json.dumps({title: to_json(r) for title, r in reports}, indent=2))
         return 0
@@ -74,6 +80,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         text += "\n\n" + compare([(title, totals(r)) for title, r in reports])
     print(text)
     return 1 if any(totals(r).partial_gang_cycles for _, r in reports[: len(confs)]) else 0
+
+
+def _write_report(args: argparse.Namespace, reports: list[tuple[str, Replay]]) -> None:
+    from scheduler.report.page import write
+    from scheduler.report.series import Labelled
+
+    runs = [Labelled(title, r) for title, r in reports]
+    written = write(Path(args.report), runs, subtitle=f"cluster {args.cluster}, workload {args.workload}")
+    print(f"report: {written.page} ({len(written.plots)} plots, {len(written.tables)} CSV files beside it; "
+          f"{written.seconds:.1f}s)", file=sys.stderr)
 
 
 def cmd_conf_check(args: argparse.Namespace) -> int:
@@ -361,7 +377,10 @@ def parser() -> argparse.ArgumentParser:
                      help="also replay with this volcano-scheduler.conf (or ConfigMap manifest) and compare; "
                      "may be given more than once")
     sim.add_argument("--compare-per-pod", action="store_true", help="also replay with a per-pod scheduler")
-    sim.add_argument("--json", action="store_true", help="print the totals as JSON")
+    sim.add_argument("--json", action="store_true", help="print the totals and every job (with the scheduler's "
+                     "reasons as data) as JSON")
+    sim.add_argument("--report", metavar="DIR", help="write an HTML report with plots, and CSVs, into DIR "
+                     "(needs matplotlib: pip install 'volcano-py[report]')")
     sim.set_defaults(func=cmd_simulate)
     conf = sub.add_parser("conf", help="scheduler configuration tools")
     conf_sub = conf.add_subparsers(dest="conf_command", required=True)
