@@ -40,9 +40,9 @@ from scheduler.flags import (
 )
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.sim.naive import per_pod_cycle
-from scheduler.sim.replay import Replay, replay
+from scheduler.sim.replay import Replay, Scheduler, replay
 from scheduler.sim.report import compare, render, to_json, totals
-from scheduler.sim.workload import InputError, load_cluster, load_workload
+from scheduler.sim.workload import ClusterSpec, InputError, Workload, load_cluster, load_workload
 
 USER_ERRORS = (InputError, ConfError, QuantityError)
 
@@ -66,10 +66,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     reports = []
     for name, conf in confs:
         title = "volcano-py (gang scheduling)" if len(confs) == 1 else f"volcano-py with {name}"
-        reports.append((title, replay(spec, workload, conf, period=args.period, horizon=args.horizon)))
+        reports.append((title, _replay(title, spec, workload, args, conf=conf)))
     if args.compare_per_pod:
-        baseline = replay(spec, workload, scheduler=per_pod_cycle, period=args.period, horizon=args.horizon)
-        reports.append(("per-pod baseline (no gangs, like kube-scheduler)", baseline))
+        title = "per-pod baseline (no gangs, like kube-scheduler)"
+        reports.append((title, _replay(title, spec, workload, args, scheduler=per_pod_cycle)))
     if args.report:
         _write_report(args, reports)
     if args.json:
@@ -80,6 +80,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         text += "\n\n" + compare([(title, totals(r)) for title, r in reports])
     print(text)
     return 1 if any(totals(r).partial_gang_cycles for _, r in reports[: len(confs)]) else 0
+
+
+def _replay(title: str, spec: ClusterSpec, workload: Workload, args: argparse.Namespace, *,
+            conf: SchedulerConf | None = None, scheduler: Scheduler | None = None) -> Replay:
+    """One replay, with a progress bar on a terminal (plain lines every 10 s when stderr is not one)."""
+    from scheduler.report.progress import Progress, duration
+
+    with Progress(f"simulate {title}", len(workload.items), "job") as bar:
+        def tick(now: float, finished: int, _: int) -> None:
+            bar.update(finished, f"simulated {duration(now)}")
+
+        return replay(spec, workload, conf, scheduler=scheduler, period=args.period, horizon=args.horizon,
+                      progress=tick)
 
 
 def _write_report(args: argparse.Namespace, reports: list[tuple[str, Replay]]) -> None:
