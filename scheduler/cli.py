@@ -1,6 +1,9 @@
 """`volcano-py`: the command line (scheduler, controllers, simulate, conf check, explain, job, queue, bench).
 
-User errors (a bad file, a bad field) print one line naming the file and field and exit 2; never a traceback.
+How a command ends, whatever it is (`main`): a user error (a bad file, field, flag or conf) is one line naming
+what is wrong and exit 2; a failure (no cluster to talk to, a bug) one line and exit 1; a closed output pipe
+(`... | head -1`) ends quietly with 141, Ctrl-C with one line and 130 (128 + the signal, as a shell reports a
+killed command). Never a traceback, unless `--debug` asks for it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from scheduler.api.resources import QuantityError
 from scheduler.cache.leader import LeaderConfig
+from scheduler.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, OneLineParser, one_line, quiet_stdout, seconds
 from scheduler.cycle import builtin_default_conf, load_conf
 from scheduler.flags import (
     CONTROLLERS,
@@ -39,14 +43,13 @@ from scheduler.flags import (
     parse_webhook,
 )
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
+from scheduler.report.plots import ReportError
 from scheduler.sim.naive import per_pod_cycle
 from scheduler.sim.replay import Replay, Scheduler, replay
 from scheduler.sim.report import compare, render, to_json, totals
 from scheduler.sim.workload import ClusterSpec, InputError, Workload, load_cluster, load_workload
 
-USER_ERRORS = (InputError, ConfError, QuantityError)
-
-
+USER_ERRORS = (InputError, ConfError, QuantityError, ReportError)
 def _conf(path: str | None) -> SchedulerConf:
     return load_conf(path) if path else builtin_default_conf()
 
@@ -63,6 +66,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     for name, conf in confs:
         for warning in conf.skipped:
             print(f"warning: {name}: {warning}", file=sys.stderr)
+    for warning in (*spec.warnings, *workload.warnings):
+        print(f"warning: {warning}", file=sys.stderr)
     reports = []
     for name, conf in confs:
         title = "volcano-py (gang scheduling)" if len(confs) == 1 else f"volcano-py with {name}"
@@ -371,7 +376,7 @@ def run_bench(name: str, argv: Sequence[str]) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
+    p = OneLineParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
     sub = p.add_subparsers(dest="command", required=True)
     # Listed for `volcano-py --help`; their Go-style flags are parsed by run_component (scheduler/flags).
     sub.add_parser("scheduler", add_help=False, help="run the scheduler against a Kubernetes cluster "
@@ -384,8 +389,10 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument("cluster", help="cluster YAML (nodes, node pools, queues, priorityClasses)")
     sim.add_argument("workload", help="workload YAML (Volcano Jobs / PodGroups with arrival and duration)")
     sim.add_argument("--conf", help="volcano-scheduler.conf to use (default: the built-in default)")
-    sim.add_argument("--period", type=float, default=1.0, help="schedule period in seconds (default 1)")
-    sim.add_argument("--horizon", type=float, default=None, help="stop the replay at this simulated time")
+    sim.add_argument("--period", type=seconds(0, inclusive=False), default=1.0,
+                     help="schedule period in seconds (default 1)")
+    sim.add_argument("--horizon", type=seconds(0, inclusive=True), default=None,
+                     help="stop the replay at this simulated time")
     sim.add_argument("--compare", action="append", metavar="CONF",
                      help="also replay with this volcano-scheduler.conf (or ConfigMap manifest) and compare; "
                      "may be given more than once")
@@ -394,11 +401,13 @@ def parser() -> argparse.ArgumentParser:
                      "reasons as data) as JSON")
     sim.add_argument("--report", metavar="DIR", help="write an HTML report with plots, and CSVs, into DIR "
                      "(needs matplotlib: pip install 'volcano-py[report]')")
+    sim.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sim.set_defaults(func=cmd_simulate)
     conf = sub.add_parser("conf", help="scheduler configuration tools")
     conf_sub = conf.add_subparsers(dest="conf_command", required=True)
     check = conf_sub.add_parser("check", help="print what a volcano-scheduler.conf would use, skip and reject")
     check.add_argument("file", nargs="?", help="the conf file (default: show the built-in default)")
+    check.add_argument("--debug", action="store_true", help="show the traceback of an error")
     check.set_defaults(func=cmd_conf_check)
     bench = sub.add_parser("bench", help="benchmarks (from a clone: they live in bench/, beside scheduler/)")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
@@ -412,16 +421,37 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:
+        quiet_stdout()  # whoever read our output has gone (`| head -1`): nothing to say, and no one to say it to
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("volcano-py: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] in COMPONENTS:
         return run_component(argv[0], argv[1:])
     if len(argv) > 1 and argv[0] == "bench" and argv[1] in BENCHES:
         return run_bench(argv[1], argv[2:])
     args = parser().parse_args(argv)
     try:
-        return int(args.func(args))
-    except USER_ERRORS as exc:
-        print(f"volcano-py: error: {exc}", file=sys.stderr)
-        return 2
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers, not at exit
+        return code
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        if getattr(args, "debug", False):
+            raise
+        line, code = one_line(exc, USER_ERRORS)
+        print(f"volcano-py: error: {line}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scheduler.report.plots import Plot, colours, draw_all, require
+from scheduler.report.plots import Plot, ReportError, colours, draw_all, require
 from scheduler.report.series import Labelled, write_jobs, write_queues, write_ticks
 from scheduler.sim.report import Totals
 
@@ -33,7 +33,10 @@ def write(directory: Path, runs: Sequence[Labelled], *, subtitle: str = "") -> W
     """Write the report of `runs` (one workload's replays, one per conf) into `directory`."""
     require()
     started = time.perf_counter()
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"--report {directory}: cannot make the folder ({exc.strerror})") from None
     plots = tuple(draw_all(runs, directory))
     tables = (write_jobs(directory / "jobs.csv", runs), write_ticks(directory / "ticks.csv", runs),
               write_queues(directory / "queues.csv", runs))

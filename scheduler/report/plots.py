@@ -22,7 +22,11 @@ WIDTH, HEIGHT, DPI = 1000, 500, 100
 INSTALL_HINT = "pip install 'volcano-py[report]'"
 
 
-class MissingExtra(RuntimeError):
+class ReportError(RuntimeError):
+    """The report cannot be written (a user error: the extra is missing, DIR is not a writable folder)."""
+
+
+class MissingExtra(ReportError):
     """The report needs matplotlib, which is the optional extra `report`."""
 
 
