@@ -15,8 +15,12 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+DEMO_REPORT := bench/results/demo-report
+
 demo: venv
-	$(BIN)/volcano-py simulate examples/sim/gpu-cluster.yaml examples/sim/two-gangs.yaml --compare-per-pod
+	$(BIN)/volcano-py simulate examples/sim/gpu-cluster.yaml examples/sim/two-gangs.yaml --compare-per-pod \
+	  --report $(DEMO_REPORT)
+	@echo "The report, with its plots: file://$(abspath $(DEMO_REPORT))/index.html"
 
 unit: venv lint chromium
 	$(BIN)/pytest -q -m "not e2e"

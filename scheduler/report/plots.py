@@ -8,11 +8,12 @@ pixels (no tight bounding box: the page and its test rely on the size). matplotl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scheduler.report.series import Labelled, busy_queues, end_time, waits_by_queue
+from scheduler.sim.replay import Tick
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -96,10 +97,11 @@ def utilisation(runs: Sequence[Labelled], path: Path) -> Plot:
     ax = fig.add_subplot()
     scale, unit = time_scale(end_time(runs))
     for run, colour in zip(runs, colours(len(runs)), strict=True):
-        times = [t.time / scale for t in run.replay.ticks]
-        ax.step(times, [100 * t.held for t in run.replay.ticks], where="post", color=colour,
+        ticks = _ticks(run, end_time(runs))
+        times = [t.time / scale for t in ticks]
+        ax.step(times, [100 * t.held for t in ticks], where="post", color=colour,
                 label=f"{run.title}: held")
-        ax.step(times, [100 * t.busy for t in run.replay.ticks], where="post", color=colour, linestyle="--",
+        ax.step(times, [100 * t.busy for t in ticks], where="post", color=colour, linestyle="--",
                 label=f"{run.title}: doing work")
     what = _what(runs)
     ax.set(xlabel=f"simulated time ({unit})", ylabel=f"% of the cluster's {what}", ylim=(0, 105),
@@ -108,7 +110,16 @@ def utilisation(runs: Sequence[Labelled], path: Path) -> Plot:
     _legend(ax, loc="lower right")
     return Plot(f"{what} allocated and doing work",
                 f"Share of the cluster's {what} held by bound pods (solid) and by gangs whose whole minimum "
-                "runs (dashed): the gap is held by pods waiting for their siblings.", _save(fig, path))
+                "runs (dashed): the gap is held by pods waiting for their siblings. A replay that stalled (no job "
+                "can ever start) is drawn flat to the right edge.", _save(fig, path))
+
+
+def _ticks(run: Labelled, end: float) -> list[Tick]:
+    """The replay's samples; a stalled replay's last one held to `end`, since nothing would ever change."""
+    ticks = run.replay.ticks
+    if run.replay.stalled and ticks and ticks[-1].time < end:
+        return [*ticks, replace(ticks[-1], time=end)]
+    return ticks
 
 
 def _grid(fig: Figure, n: int) -> list[Axes]:
@@ -125,7 +136,7 @@ def queue_shares(runs: Sequence[Labelled], path: Path) -> Plot:
     for ax, queue in zip(_grid(fig, len(names)), names, strict=True):
         for run, colour in zip(runs, colours(len(runs)), strict=True):
             times, held, deserved = [], [], []
-            for tick in run.replay.ticks:
+            for tick in _ticks(run, end_time(runs)):
                 for q, h, d in tick.queues:
                     if q == queue:
                         times.append(tick.time / scale)
