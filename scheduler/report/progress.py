@@ -9,6 +9,8 @@ plain line every `interval` seconds instead, and a last one at the end if any wa
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +30,13 @@ def duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+def _columns(stream: TextIO) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return 0
+
+
 class Progress:
     """`update(done, detail)` as the work goes; `close()` (or the `with` block's end) when it is over."""
 
@@ -43,8 +52,9 @@ class Progress:
         if is_tty:
             from tqdm import tqdm
 
+            sized = _columns(self.stream) > 0  # a terminal of no width (some ptys): tqdm would draw nothing
             self._bar = tqdm(total=total, desc=label, unit=unit, file=self.stream, delay=delay, leave=False,
-                             dynamic_ncols=True)
+                             dynamic_ncols=sized, ncols=None if sized else 100, nrows=None if sized else 24)
 
     def update(self, done: int, detail: str = "") -> None:
         self.done, self.detail = done, detail
