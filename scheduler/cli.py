@@ -61,8 +61,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         require()  # a missing matplotlib is said before the replays run, not after
     confs = [(args.conf or "built-in default", _conf(args.conf))]
     confs += [(path, _conf(path)) for path in args.compare or ()]  # every conf is read before any replay
-    spec = load_cluster(args.cluster)
-    workload = load_workload(args.workload)
+    spec, workload = _inputs(args)
     for name, conf in confs:
         for warning in conf.skipped:
             print(f"warning: {name}: {warning}", file=sys.stderr)
@@ -87,14 +86,38 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 1 if any(totals(r).partial_gang_cycles for _, r in reports[: len(confs)]) else 0
 
 
+def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload]:
+    """CLUSTER and WORKLOAD, or one day of the openb trace (whose end becomes the horizon, unless one is given)."""
+    if args.from_openb:
+        if args.cluster or args.workload:
+            raise InputError("simulate", "--from-openb", "replaces CLUSTER and WORKLOAD: give one or the other")
+        from scheduler.sim.openb import load_openb
+
+        trace = load_openb(Path(args.from_openb[0]), Path(args.from_openb[1]), day=args.openb_day)
+        args.horizon = trace.horizon if args.horizon is None else args.horizon
+        args.cluster, args.workload = args.from_openb[0], f"{args.from_openb[1]} (day {trace.start / 86400:g})"
+        print(f"openb: day {trace.start / 86400:g}: {len(trace.cluster.nodes)} nodes, {len(trace.workload.items)} "
+              f"pods ({trace.alive_at_start} already running at its start)", file=sys.stderr)
+        return trace.cluster, trace.workload
+    if not args.cluster or not args.workload:
+        raise InputError("simulate", "", "expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv)")
+    return load_cluster(args.cluster), load_workload(args.workload)
+
+
 def _replay(title: str, spec: ClusterSpec, workload: Workload, args: argparse.Namespace, *,
             conf: SchedulerConf | None = None, scheduler: Scheduler | None = None) -> Replay:
-    """One replay, with a progress bar on a terminal (plain lines every 10 s when stderr is not one)."""
+    """One replay, with a progress bar on a terminal (plain lines every 10 s when stderr is not one): in jobs
+    finished, or, when the replay stops at a horizon (a trace's window), in simulated seconds of it."""
     from scheduler.report.progress import Progress, duration
 
-    with Progress(f"simulate {title}", len(workload.items), "job") as bar:
-        def tick(now: float, finished: int, _: int) -> None:
-            bar.update(finished, f"simulated {duration(now)}")
+    by_time = args.horizon is not None
+    total, unit = (int(args.horizon), "simulated second") if by_time else (len(workload.items), "job")
+    with Progress(f"simulate {title}", total, unit) as bar:
+        def tick(now: float, finished: int, jobs: int) -> None:
+            if by_time:
+                bar.update(min(total, int(now)), f"{finished}/{jobs} jobs finished")
+            else:
+                bar.update(finished, f"simulated {duration(now)}")
 
         return replay(spec, workload, conf, scheduler=scheduler, period=args.period, horizon=args.horizon,
                       progress=tick)
@@ -386,8 +409,11 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("webhook", add_help=False, help="serve the admission webhook (takes Volcano's "
                    "vc-webhook-manager flags too)")
     sim = sub.add_parser("simulate", help="replay a workload on an in-memory cluster")
-    sim.add_argument("cluster", help="cluster YAML (nodes, node pools, queues, priorityClasses)")
-    sim.add_argument("workload", help="workload YAML (Volcano Jobs / PodGroups with arrival and duration)")
+    sim.add_argument("cluster", nargs="?", help="cluster YAML (nodes, node pools, queues, priorityClasses)")
+    sim.add_argument("workload", nargs="?", help="workload YAML (Volcano Jobs / PodGroups with arrival and duration)")
+    sim.add_argument("--from-openb", nargs=2, metavar=("NODES.csv", "PODS.csv"),
+                     help="instead of CLUSTER and WORKLOAD: replay one day of the Alibaba openb trace")
+    sim.add_argument("--openb-day", type=int, metavar="N", help="which day of the trace (default: its last whole day)")
     sim.add_argument("--conf", help="volcano-scheduler.conf to use (default: the built-in default)")
     sim.add_argument("--period", type=seconds(0, inclusive=False), default=1.0,
                      help="schedule period in seconds (default 1)")

@@ -129,6 +129,16 @@ CASES = [
         "'soon' (see volcano-py simulate --help)", extra=("--period", "soon")),
     sim("a report folder that is a file", 2, "volcano-py: error: --report {d}/cluster.yaml: cannot make the folder "
         "(File exists)", extra=("--report", "{d}/cluster.yaml")),
+    Case("a trace and a cluster file at once", ("simulate", "{ex}/gpu-cluster.yaml", "--from-openb", "{d}/n.csv",
+                                                  "{d}/p.csv"), 2,
+         "volcano-py: error: simulate: --from-openb: replaces CLUSTER and WORKLOAD: give one or the other"),
+    Case("a pod list without the trace's times", ("simulate", "--from-openb", "{d}/n.csv", "{d}/p.csv"), 2,
+         "volcano-py: error: {d}/p.csv: header: missing columns creation_time, deletion_time (an openb pod list has "
+         "name, cpu_milli, memory_mib, num_gpu, gpu_milli, creation_time, deletion_time, ...)",
+         {"n.csv": "sn,cpu_milli,memory_mib,gpu,model\nn,1000,1024,1,T4\n",
+          "p.csv": "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,1000\n"}),
+    Case("no cluster and no trace", ("simulate",), 2,
+         "volcano-py: error: simulate: expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv)"),
     Case("a command nobody has", ("simulat",), 2, "volcano-py: error: argument command: invalid choice: 'simulat' "
          "(choose from 'scheduler', 'controllers', 'webhook', 'simulate', 'conf', 'bench', 'explain', 'job', 'queue') "
          "(see volcano-py --help)"),
