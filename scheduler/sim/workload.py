@@ -247,6 +247,9 @@ def _short_path(path: str, short: bool) -> str:
 # ---- workload --------------------------------------------------------------------------------------------
 
 
+_VALUE_RULES = frozenset({"type", "anyOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+
+
 def load_workload(path: str | Path) -> Workload:
     source = str(path)
     docs = _read_yaml(path, stream=True)
@@ -284,8 +287,10 @@ def load_workload(path: str | Path) -> Workload:
         # for `minMember` and their `scheduleTimeoutSeconds`, which are not in Volcano's schema.)
         crd = JOB_CRD if kind == "Job" else PODGROUP_CRD
         label = f"{where} ({meta['name']})"
-        wrong = schema_problems(doc, crd)  # the webhook sees only what the apiserver let through: no field twice
-        problems = [*map(str, wrong)] if wrong else validate_job(doc) if kind == "Job" else []
+        wrong = schema_problems(doc, crd)
+        # The webhook's checks need the right types, and would repeat a bad value the schema named (replicas -1)
+        webhook = kind == "Job" and not any(p.rule in _VALUE_RULES for p in wrong)
+        problems = [*map(str, wrong), *(validate_job(doc) if webhook else [])]
         if problems:
             raise InputError(source, label, "; ".join(problems), tuple(p.path for p in wrong))
         if kind == "Job":
