@@ -99,6 +99,8 @@ def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload]:
         print(f"openb: day {trace.start / 86400:g}: {len(trace.cluster.nodes)} nodes, {len(trace.workload.items)} "
               f"pods ({trace.alive_at_start} already running at its start)", file=sys.stderr)
         return trace.cluster, trace.workload
+    if args.openb_day is not None:
+        raise InputError("simulate", "--openb-day", "needs --from-openb NODES.csv PODS.csv")
     if not args.cluster or not args.workload:
         raise InputError("simulate", "", "expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv)")
     return load_cluster(args.cluster), load_workload(args.workload)

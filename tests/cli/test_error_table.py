@@ -137,6 +137,8 @@ CASES = [
          "name, cpu_milli, memory_mib, num_gpu, gpu_milli, creation_time, deletion_time, ...)",
          {"n.csv": "sn,cpu_milli,memory_mib,gpu,model\nn,1000,1024,1,T4\n",
           "p.csv": "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,1000\n"}),
+    sim("a trace's day without the trace", 2, "volcano-py: error: simulate: --openb-day: needs --from-openb "
+        "NODES.csv PODS.csv", extra=("--openb-day", "3")),
     Case("no cluster and no trace", ("simulate",), 2,
          "volcano-py: error: simulate: expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv)"),
     Case("a command nobody has", ("simulat",), 2, "volcano-py: error: argument command: invalid choice: 'simulat' "

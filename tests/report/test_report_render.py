@@ -17,6 +17,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scheduler.cli import main
 from scheduler.report.plots import HEIGHT, WIDTH
@@ -144,3 +145,20 @@ def test_chromium_takes_a_screenshot_of_the_page(report: tuple[Case, Path], tmp_
               (directory / "index.html").as_uri(), profile=tmp_path / "profile-shot")
     assert png_file_size(shot) == (1100, 2400)
     assert shot.stat().st_size > 50_000  # the plots are drawn into it, not a blank page (a blank one is ~10 kB)
+
+
+def test_a_cluster_without_gpus_is_reported_in_cpu(tmp_path: Path) -> None:
+    (tmp_path / "cluster.yaml").write_text("nodes:\n- {name: cpu, count: 2, cpu: 8}\n")
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "6"}}}
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "etl"}, "duration": 30,
+           "spec": {"minAvailable": 2, "tasks": [{"name": "w", "replicas": 2,
+                                                   "template": {"spec": {"containers": [container]}}}]}}
+    (tmp_path / "workload.yaml").write_text(yaml.safe_dump({"jobs": [job]}))
+    assert main(["simulate", str(tmp_path / "cluster.yaml"), str(tmp_path / "workload.yaml"),
+                 "--report", str(tmp_path / "report")]) == 0
+    with (tmp_path / "report" / "ticks.csv").open() as f:
+        ticks = list(csv.DictReader(f))
+    assert {row["resource"] for row in ticks} == {"cpu"}
+    assert max(float(row["busy"]) for row in ticks) == 0.75  # 12 of the 16 cores, while the gang runs
+    assert {name: png_file_size(tmp_path / "report" / f"{name}.png") for name in PLOTS} == dict.fromkeys(
+        PLOTS, (WIDTH, HEIGHT))
