@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: venv demo test unit e2e lint bench clean
+.PHONY: venv demo test unit e2e lint bench clean chromium
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,11 +15,24 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-demo: venv
-	$(BIN)/volcano-py simulate examples/sim/gpu-cluster.yaml examples/sim/two-gangs.yaml --compare-per-pod
+DEMO_REPORT := bench/results/demo-report
 
-unit: venv lint
+demo: venv
+	$(BIN)/volcano-py simulate examples/sim/gpu-cluster.yaml examples/sim/two-gangs.yaml --compare-per-pod \
+	  --report $(DEMO_REPORT)
+	@echo "The report, with its plots: file://$(abspath $(DEMO_REPORT))/index.html"
+
+unit: venv lint chromium
 	$(BIN)/pytest -q -m "not e2e"
+
+# Debian's Chromium, which the report's rendering test (tests/report) opens the HTML report in. Installed once;
+# the test fails, rather than skips, without it.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+chromium:
+	@test -x $(CHROMIUM) || { $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
+	@test -x $(CHROMIUM) || { echo "make chromium: $(CHROMIUM) is still missing" >&2; exit 1; }
 
 e2e: venv cluster-bins helm-bin
 	VOLCANO_PY_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e

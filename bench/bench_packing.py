@@ -19,7 +19,7 @@ from __future__ import annotations
 import csv
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -44,6 +44,7 @@ from scheduler.gpu.frag import (
     score_nodes,
 )
 from scheduler.plugins.binpack import BinpackPlugin
+from scheduler.report.progress import Progress
 
 if TYPE_CHECKING:
     import argparse
@@ -272,16 +273,25 @@ def bench(
     seeds: Sequence[int],
     trace_dir: Path = TRACE_DIR,
     workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Summary]:
-    """Every (variant, policy, seed) run, in `workers` processes; one Summary per (variant, policy)."""
+    """Every (variant, policy, seed) run, in `workers` processes; one Summary per (variant, policy).
+    `progress(done, total)` after each run."""
     jobs = [(v, p, s, str(trace_dir)) for v in variants for p in policies for s in seeds]
+    runs: list[Run] = []
     if workers > 1:
         from multiprocessing import get_context
 
         with get_context("spawn").Pool(workers) as pool:
-            runs = pool.map(_job, jobs, chunksize=1)
+            for run in pool.imap(_job, jobs, chunksize=1):  # in order, each as soon as it and those before it end
+                runs.append(run)
+                if progress is not None:
+                    progress(len(runs), len(jobs))
     else:
-        runs = [_job(j) for j in jobs]
+        for j in jobs:
+            runs.append(_job(j))
+            if progress is not None:
+                progress(len(runs), len(jobs))
     total = sum(n.gpus for n in load_nodes(Path(trace_dir) / "openb_node_list_gpu_node.csv"))
     by_key: dict[tuple[str, str], list[Run]] = {}
     for (variant, policy, _, _), run in zip(jobs, runs, strict=True):
@@ -341,7 +351,9 @@ def run_cli(args: argparse.Namespace) -> int:
                 )
         return 0
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    summaries = bench(variants, policies, seeds, args.trace_dir, args.workers)
+    with Progress("bench packing", len(variants) * len(policies) * len(seeds), "run") as bar:
+        summaries = bench(variants, policies, seeds, args.trace_dir, args.workers,
+                          progress=lambda done, _: bar.update(done))
     curve, summary = write_csv(summaries, args.out)
     pngs = plot(summaries, args.out)
     print(render(summaries))

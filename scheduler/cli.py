@@ -1,12 +1,14 @@
 """`volcano-py`: the command line (scheduler, controllers, simulate, conf check, explain, job, queue, bench).
 
-User errors (a bad file, a bad field) print one line naming the file and field and exit 2; never a traceback.
+How a command ends, whatever it is (`main`): a user error (a bad file, field, flag or conf) is one line naming
+what is wrong and exit 2; a failure (no cluster to talk to, a bug) one line and exit 1; a closed output pipe
+(`... | head -1`) ends quietly with 141, Ctrl-C with one line and 130 (128 + the signal, as a shell reports a
+killed command). Never a traceback, unless `--debug` asks for it.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
 import logging
@@ -23,6 +25,7 @@ from typing import Any
 
 from scheduler.api.resources import QuantityError
 from scheduler.cache.leader import LeaderConfig
+from scheduler.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, OneLineParser, one_line, quiet_stdout, seconds
 from scheduler.cycle import builtin_default_conf, load_conf
 from scheduler.flags import (
     CONTROLLERS,
@@ -40,41 +43,96 @@ from scheduler.flags import (
     parse_webhook,
 )
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
+from scheduler.report.plots import ReportError
 from scheduler.sim.naive import per_pod_cycle
-from scheduler.sim.replay import replay
-from scheduler.sim.report import compare, render, totals
-from scheduler.sim.workload import InputError, load_cluster, load_workload
+from scheduler.sim.replay import Replay, Scheduler, replay
+from scheduler.sim.report import compare, render, to_json, totals
+from scheduler.sim.workload import ClusterSpec, InputError, Workload, load_cluster, load_workload
 
-USER_ERRORS = (InputError, ConfError, QuantityError)
-
-
+USER_ERRORS = (InputError, ConfError, QuantityError, ReportError)
 def _conf(path: str | None) -> SchedulerConf:
     return load_conf(path) if path else builtin_default_conf()
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.report:
+        from scheduler.report.plots import require
+
+        require()  # a missing matplotlib is said before the replays run, not after
     confs = [(args.conf or "built-in default", _conf(args.conf))]
     confs += [(path, _conf(path)) for path in args.compare or ()]  # every conf is read before any replay
-    spec = load_cluster(args.cluster)
-    workload = load_workload(args.workload)
+    spec, workload = _inputs(args)
     for name, conf in confs:
         for warning in conf.skipped:
             print(f"warning: {name}: {warning}", file=sys.stderr)
+    for warning in (*spec.warnings, *workload.warnings):
+        print(f"warning: {warning}", file=sys.stderr)
     reports = []
     for name, conf in confs:
         title = "volcano-py (gang scheduling)" if len(confs) == 1 else f"volcano-py with {name}"
-        reports.append((title, replay(spec, workload, conf, period=args.period, horizon=args.horizon)))
+        reports.append((title, _replay(title, spec, workload, args, conf=conf)))
     if args.compare_per_pod:
-        baseline = replay(spec, workload, scheduler=per_pod_cycle, period=args.period, horizon=args.horizon)
-        reports.append(("per-pod baseline (no gangs, like kube-scheduler)", baseline))
+        title = "per-pod baseline (no gangs, like kube-scheduler)"
+        reports.append((title, _replay(title, spec, workload, args, scheduler=per_pod_cycle)))
+    if args.report:
+        _write_report(args, reports)
     if args.json:
-        print(json.dumps({title: dataclasses.asdict(totals(r)) for title, r in reports}, indent=2))
+        print(json.dumps({title: to_json(r) for title, r in reports}, indent=2))
         return 0
     text = "\n\n".join(render(r, title) for title, r in reports)
     if len(reports) > 1:
         text += "\n\n" + compare([(title, totals(r)) for title, r in reports])
     print(text)
     return 1 if any(totals(r).partial_gang_cycles for _, r in reports[: len(confs)]) else 0
+
+
+def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload]:
+    """CLUSTER and WORKLOAD, or one day of the openb trace (whose end becomes the horizon, unless one is given)."""
+    if args.from_openb:
+        if args.cluster or args.workload:
+            raise InputError("simulate", "--from-openb", "replaces CLUSTER and WORKLOAD: give one or the other")
+        from scheduler.sim.openb import load_openb
+
+        trace = load_openb(Path(args.from_openb[0]), Path(args.from_openb[1]), day=args.openb_day)
+        args.horizon = trace.horizon if args.horizon is None else args.horizon
+        args.cluster, args.workload = args.from_openb[0], f"{args.from_openb[1]} (day {trace.start / 86400:g})"
+        print(f"openb: day {trace.start / 86400:g}: {len(trace.cluster.nodes)} nodes, {len(trace.workload.items)} "
+              f"pods ({trace.alive_at_start} already running at its start)", file=sys.stderr)
+        return trace.cluster, trace.workload
+    if args.openb_day is not None:
+        raise InputError("simulate", "--openb-day", "needs --from-openb NODES.csv PODS.csv")
+    if not args.cluster or not args.workload:
+        raise InputError("simulate", "", "expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv)")
+    return load_cluster(args.cluster), load_workload(args.workload)
+
+
+def _replay(title: str, spec: ClusterSpec, workload: Workload, args: argparse.Namespace, *,
+            conf: SchedulerConf | None = None, scheduler: Scheduler | None = None) -> Replay:
+    """One replay, with a progress bar on a terminal (plain lines every 10 s when stderr is not one): in jobs
+    finished, or, when the replay stops at a horizon (a trace's window), in simulated seconds of it."""
+    from scheduler.report.progress import Progress, duration
+
+    by_time = args.horizon is not None
+    total, unit = (int(args.horizon), "simulated second") if by_time else (len(workload.items), "job")
+    with Progress(f"simulate {title}", total, unit) as bar:
+        def tick(now: float, finished: int, jobs: int) -> None:
+            if by_time:
+                bar.update(min(total, int(now)), f"{finished}/{jobs} jobs finished")
+            else:
+                bar.update(finished, f"simulated {duration(now)}")
+
+        return replay(spec, workload, conf, scheduler=scheduler, period=args.period, horizon=args.horizon,
+                      progress=tick)
+
+
+def _write_report(args: argparse.Namespace, reports: list[tuple[str, Replay]]) -> None:
+    from scheduler.report.page import write
+    from scheduler.report.series import Labelled
+
+    runs = [Labelled(title, r) for title, r in reports]
+    written = write(Path(args.report), runs, subtitle=f"cluster {args.cluster}, workload {args.workload}")
+    print(f"report: {written.page} ({len(written.plots)} plots, {len(written.tables)} CSV files beside it; "
+          f"{written.seconds:.1f}s)", file=sys.stderr)
 
 
 def cmd_conf_check(args: argparse.Namespace) -> int:
@@ -343,7 +401,7 @@ def run_bench(name: str, argv: Sequence[str]) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
+    p = OneLineParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
     sub = p.add_subparsers(dest="command", required=True)
     # Listed for `volcano-py --help`; their Go-style flags are parsed by run_component (scheduler/flags).
     sub.add_parser("scheduler", add_help=False, help="run the scheduler against a Kubernetes cluster "
@@ -353,21 +411,31 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("webhook", add_help=False, help="serve the admission webhook (takes Volcano's "
                    "vc-webhook-manager flags too)")
     sim = sub.add_parser("simulate", help="replay a workload on an in-memory cluster")
-    sim.add_argument("cluster", help="cluster YAML (nodes, node pools, queues, priorityClasses)")
-    sim.add_argument("workload", help="workload YAML (Volcano Jobs / PodGroups with arrival and duration)")
+    sim.add_argument("cluster", nargs="?", help="cluster YAML (nodes, node pools, queues, priorityClasses)")
+    sim.add_argument("workload", nargs="?", help="workload YAML (Volcano Jobs / PodGroups with arrival and duration)")
+    sim.add_argument("--from-openb", nargs=2, metavar=("NODES.csv", "PODS.csv"),
+                     help="instead of CLUSTER and WORKLOAD: replay one day of the Alibaba openb trace")
+    sim.add_argument("--openb-day", type=int, metavar="N", help="which day of the trace (default: its last whole day)")
     sim.add_argument("--conf", help="volcano-scheduler.conf to use (default: the built-in default)")
-    sim.add_argument("--period", type=float, default=1.0, help="schedule period in seconds (default 1)")
-    sim.add_argument("--horizon", type=float, default=None, help="stop the replay at this simulated time")
+    sim.add_argument("--period", type=seconds(0, inclusive=False), default=1.0,
+                     help="schedule period in seconds (default 1)")
+    sim.add_argument("--horizon", type=seconds(0, inclusive=True), default=None,
+                     help="stop the replay at this simulated time")
     sim.add_argument("--compare", action="append", metavar="CONF",
                      help="also replay with this volcano-scheduler.conf (or ConfigMap manifest) and compare; "
                      "may be given more than once")
     sim.add_argument("--compare-per-pod", action="store_true", help="also replay with a per-pod scheduler")
-    sim.add_argument("--json", action="store_true", help="print the totals as JSON")
+    sim.add_argument("--json", action="store_true", help="print the totals and every job (with the scheduler's "
+                     "reasons as data) as JSON")
+    sim.add_argument("--report", metavar="DIR", help="write an HTML report with plots, and CSVs, into DIR "
+                     "(needs matplotlib: pip install 'volcano-py[report]')")
+    sim.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sim.set_defaults(func=cmd_simulate)
     conf = sub.add_parser("conf", help="scheduler configuration tools")
     conf_sub = conf.add_subparsers(dest="conf_command", required=True)
     check = conf_sub.add_parser("check", help="print what a volcano-scheduler.conf would use, skip and reject")
     check.add_argument("file", nargs="?", help="the conf file (default: show the built-in default)")
+    check.add_argument("--debug", action="store_true", help="show the traceback of an error")
     check.set_defaults(func=cmd_conf_check)
     bench = sub.add_parser("bench", help="benchmarks (from a clone: they live in bench/, beside scheduler/)")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
@@ -381,16 +449,37 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:
+        quiet_stdout()  # whoever read our output has gone (`| head -1`): nothing to say, and no one to say it to
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("volcano-py: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] in COMPONENTS:
         return run_component(argv[0], argv[1:])
     if len(argv) > 1 and argv[0] == "bench" and argv[1] in BENCHES:
         return run_bench(argv[1], argv[2:])
     args = parser().parse_args(argv)
     try:
-        return int(args.func(args))
-    except USER_ERRORS as exc:
-        print(f"volcano-py: error: {exc}", file=sys.stderr)
-        return 2
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers, not at exit
+        return code
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        if getattr(args, "debug", False):
+            raise
+        line, code = one_line(exc, USER_ERRORS)
+        print(f"volcano-py: error: {line}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""A Volcano Job checked against its CRD's OpenAPI schema, as the apiserver checks it. Layer: jobs.
+"""A Volcano Job, PodGroup or Queue checked against its CRD's OpenAPI schema, as the apiserver checks it. Layer: jobs.
 
 The schema is the one `crds/batch.volcano.sh_jobs.yaml` installs (shipped in the package as `scheduler/crds`),
 read with the `jsonschema` library after two Kubernetes extensions are mapped to JSON Schema:
@@ -25,6 +25,7 @@ from jsonschema import Draft202012Validator
 
 JOB_CRD = "batch.volcano.sh_jobs.yaml"
 PODGROUP_CRD = "scheduling.volcano.sh_podgroups.yaml"
+QUEUE_CRD = "scheduling.volcano.sh_queues.yaml"
 _OPAQUE = frozenset({"template", "volumeClaim"})  # a pod template, a PVC spec: Kubernetes' schemas, not this CRD's
 
 

@@ -30,7 +30,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reason
-from scheduler.api.resources import Resource
+from scheduler.api.resources import GPU, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, reasons_annotation
 from scheduler.solver.topology import from_hypernodes
 
@@ -269,10 +269,14 @@ class InMemoryCluster:
 
     def used_gpus(self, group: str | None = None) -> int:
         """GPUs (milli) held by pods bound to nodes and not finished (of one PodGroup, if named)."""
+        return self.used(GPU, group)
+
+    def used(self, resource: str, group: str | None = None) -> int:
+        """Units of `resource` held by pods bound to nodes and not finished (of one PodGroup, if named)."""
         total = 0
         for pod in self.pods.values() if group is None else self.pods_of(group):
             if pod.manifest["spec"].get("nodeName") and pod.manifest["status"]["phase"] in ("Pending", "Running"):
-                total += pod.task.resreq.gpu
+                total += pod.task.resreq.get(resource)
         return total
 
     def total_gpus(self) -> int:

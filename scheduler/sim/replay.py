@@ -5,6 +5,10 @@ creates PodGroups, and pods once their PodGroup is admitted; kubelets start boun
 `duration` seconds after its whole gang is running; then one scheduling cycle runs, followed, as in the
 scheduler's loop, by the partial-gang policy on the simulated clock. When a tick changes
 nothing, the clock jumps to the next arrival or completion, so a day-long trace replays in seconds.
+
+Each tick records what the report plots (`Tick`): GPUs held and GPUs held by running gangs, and per queue the
+share of the cluster it holds beside the share it deserves. Each waiting job keeps the last `Status` the
+scheduler published for it, so a job that waited or never started says why.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduler.adapter.partial import PartialGangPolicy
+from scheduler.api.decision import Status
+from scheduler.api.resources import CPU, GPU
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cycle import run_cycle
 from scheduler.framework.conf import SchedulerConf
@@ -37,6 +43,21 @@ class JobRun:
     started: float | None = None  # the whole gang (minAvailable pods) is running
     ended: float | None = None
     phase: str = "Waiting"
+    decision: Status | None = None  # the last Status the scheduler published while the job waited
+
+    @property
+    def queue(self) -> str:
+        return str((self.item.manifest.get("spec") or {}).get("queue") or "default")
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """One cycle's shares of the cluster's `Replay.resource`, for the report."""
+
+    time: float
+    held: float  # held by bound pods that have not finished
+    busy: float  # ... of gangs that run (a pod waiting for its siblings does no work)
+    queues: tuple[tuple[str, float, float | None], ...]  # (queue, share held, deserved share or None)
 
 
 @dataclass(slots=True)
@@ -48,6 +69,8 @@ class Replay:
     cycles: int
     end: float
     stalled: bool
+    ticks: list[Tick] = field(default_factory=list)
+    resource: str = GPU  # what the shares are of: GPUs, or cpu on a cluster without GPUs
 
 
 def build_cluster(spec: ClusterSpec, workload: Workload) -> InMemoryCluster:
@@ -151,6 +174,32 @@ class JobDriver:
         return run.started + run.item.duration
 
 
+def _report_resource(cluster: InMemoryCluster) -> str:
+    return GPU if cluster.total_gpus() else CPU
+
+
+def _deserved(cluster: InMemoryCluster, result: CycleResult, resource: str) -> dict[str, int]:
+    """What each queue deserves: the share proportion computed this cycle, else the queue's `spec.deserved`
+    (capacity's), else nothing."""
+    out = {name: q.deserved.get(resource) for name, q in cluster.queues.items() if q.deserved is not None}
+    out.update({q.queue: q.deserved.get(resource) for q in result.queues if q.deserved is not None})
+    return out
+
+
+def _tick(cluster: InMemoryCluster, active: list[JobRun], result: CycleResult, resource: str) -> Tick:
+    total = sum(n.allocatable.get(resource) for n in cluster.nodes.values()) or 1
+    held: dict[str, int] = dict.fromkeys(cluster.queues, 0)
+    busy = 0
+    for run in active:
+        used = cluster.used(resource, run.key)
+        held[run.queue] = held.get(run.queue, 0) + used
+        if run.started is not None:
+            busy += used
+    deserved = _deserved(cluster, result, resource)
+    queues = tuple((q, units / total, deserved[q] / total if q in deserved else None) for q, units in held.items())
+    return Tick(cluster.now, cluster.used(resource) / total, busy / total, queues)
+
+
 def replay(
     spec: ClusterSpec,
     workload: Workload,
@@ -160,9 +209,11 @@ def replay(
     period: float = 1.0,
     horizon: float | None = None,
     partial_gangs: PartialGangPolicy | None = None,
+    progress: Callable[[float, int, int], None] | None = None,
 ) -> Replay:
     """Replay `workload`; `scheduler` defaults to volcano-py's cycle with `conf`, followed by `partial_gangs`
-    (the scheduler's default timeout unless given) as the scheduler's loop runs it."""
+    (the scheduler's default timeout unless given) as the scheduler's loop runs it. `progress(now, finished, jobs)`
+    is called after every cycle."""
     cluster = build_cluster(spec, workload)
     if scheduler is None:
         assert conf is not None
@@ -171,8 +222,11 @@ def replay(
     runs = sorted((_run_for(i) for i in workload.items), key=lambda r: (r.item.arrival, r.key))
     last_arrival = max((r.item.arrival for r in runs), default=0.0)
     limit = horizon if horizon is not None else last_arrival + 10 * sum(r.item.duration for r in runs) + 3600
+    by_key = {r.key: r for r in runs}
     total_gpu = cluster.total_gpus() or 1
+    resource = _report_resource(cluster)
     utilisation: list[tuple[float, float, float]] = []
+    ticks: list[Tick] = []
     partial = cycles = 0
     now, stalled = 0.0, False
     while True:
@@ -190,6 +244,10 @@ def replay(
         result = scheduler(cluster.snapshot())
         phases_before = {k: pg.manifest["status"].get("phase") for k, pg in cluster.podgroups.items()}
         cluster.apply(result)
+        for status in result.podgroups:
+            waiting = by_key.get(status.job)
+            if waiting is not None and status.decision is not None and waiting.started is None:
+                waiting.decision = status.decision
         cycles += 1
         partial += bool(cluster.partially_bound_gangs())
         changed |= bool(result.binds or result.evictions) or any(
@@ -198,9 +256,13 @@ def replay(
         for run in runs:
             if run.submitted and run.ended is None:
                 changed |= driver.sync(run, now)
-        busy = sum(cluster.used_gpus(r.key) for r in runs if r.started is not None and r.ended is None)
+        active = [r for r in runs if r.submitted and r.ended is None]
+        busy = sum(cluster.used_gpus(r.key) for r in active if r.started is not None)
         utilisation.append((now, cluster.used_gpus() / total_gpu, busy / total_gpu))
-        if all(r.ended is not None for r in runs) and all(r.submitted for r in runs):
+        ticks.append(_tick(cluster, active, result, resource))
+        if progress is not None:
+            progress(now, sum(1 for r in runs if r.ended is not None), len(runs))
+        if not active and all(r.submitted for r in runs):
             break
         upcoming = [r.item.arrival for r in runs if not r.submitted]
         upcoming += [t for r in runs if (t := driver.next_finish(r)) is not None]
@@ -216,4 +278,4 @@ def replay(
         if now > limit:
             stalled = any(r.started is None for r in runs)
             break
-    return Replay(cluster, runs, utilisation, partial, cycles, now, stalled)
+    return Replay(cluster, runs, utilisation, partial, cycles, now, stalled, ticks, resource)

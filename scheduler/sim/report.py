@@ -1,10 +1,71 @@
-"""Layer `sim`: the replay report — a table per job and the totals that matter for a GPU cluster."""
+"""Layer `sim`: the replay report — a row per job, with why it waited, and the totals that matter for a GPU cluster.
+
+The rows and totals are values (`JobRow`, `Totals`): the text table, `simulate --json` and the HTML report
+(`scheduler/report/`) are all made from them. A job that waited or never started carries the last `Status` the
+scheduler published for it; the table renders it with `api/messages.py`, the JSON carries it as kind and fields.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
+from scheduler.api.decision import Status
+from scheduler.api.messages import message
 from scheduler.sim.replay import Replay
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    name: str
+    namespace: str
+    kind: str
+    queue: str
+    arrival: float
+    started: float | None
+    ended: float | None
+    pods: int
+    phase: str
+    decision: Status | None  # the scheduler's last word on the job while it waited
+
+    @property
+    def wait(self) -> float | None:
+        return None if self.started is None else self.started - self.arrival
+
+    @property
+    def never_started(self) -> bool:
+        return self.started is None and self.ended is None
+
+    @property
+    def reason(self) -> str:
+        """The decision rendered for people ("" when the scheduler published none)."""
+        return message(self.decision) if self.decision is not None else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "namespace": self.namespace, "kind": self.kind, "queue": self.queue,
+            "arrival": self.arrival, "started": self.started, "ended": self.ended, "wait": self.wait,
+            "pods": self.pods, "phase": self.phase, "never_started": self.never_started,
+            "decision": self.decision.to_json() if self.decision is not None else None,
+        }
+
+
+def job_rows(replay: Replay) -> list[JobRow]:
+    return [
+        JobRow(
+            name=r.item.name,
+            namespace=str(r.item.manifest["metadata"].get("namespace") or "default"),
+            kind=r.item.kind,
+            queue=r.queue,
+            arrival=r.item.arrival,
+            started=r.started,
+            ended=r.ended,
+            pods=len(replay.cluster.pods_of(r.key)) or r.pods,
+            phase=r.phase,
+            decision=r.decision,
+        )
+        for r in replay.runs
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,25 +114,29 @@ def totals(replay: Replay) -> Totals:
     )
 
 
+def to_json(replay: Replay) -> dict[str, Any]:
+    """`simulate --json` for one replay: the totals, and every job with the scheduler's reasons as data."""
+    return {**asdict(totals(replay)), "jobs": [row.to_json() for row in job_rows(replay)]}
+
+
 def _t(value: float | None) -> str:
     return "-" if value is None else f"{value:g}s"
 
 
 def render(replay: Replay, title: str) -> str:
-    rows = [("JOB", "QUEUE", "ARRIVAL", "WAIT", "START", "END", "PODS", "PHASE")]
-    for r in replay.runs:
-        spec = r.item.manifest.get("spec") or {}
-        pods = len(replay.cluster.pods_of(r.key)) or r.pods
+    rows = [("JOB", "QUEUE", "ARRIVAL", "WAIT", "START", "END", "PODS", "PHASE", "REASON")]
+    for row in job_rows(replay):
         rows.append(
             (
-                r.item.name,
-                str(spec.get("queue") or "default"),
-                _t(r.item.arrival),
-                _t(None if r.started is None else r.started - r.item.arrival),
-                _t(r.started),
-                _t(r.ended),
-                str(pods),
-                r.phase if r.started is not None or r.ended is not None else f"{r.phase} (never started)",
+                row.name,
+                row.queue,
+                _t(row.arrival),
+                _t(row.wait),
+                _t(row.started),
+                _t(row.ended),
+                str(row.pods),
+                f"{row.phase} (never started)" if row.never_started else row.phase,
+                row.reason or "-",
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -12,6 +12,10 @@ Cluster file:
 Workload file: either `jobs:` (a list), or a YAML stream of manifests. Each item is a Volcano Job
 (`batch.volcano.sh/v1alpha1`), a PodGroup or a Queue exactly as a user would apply it, plus two simulator
 keys beside `spec`: `arrival` (seconds, default 0) and `duration` (seconds the job runs once its gang is up).
+
+Jobs, PodGroups and Queues are checked against their CRDs' schemas, as the apiserver checks them: a wrong type
+or value is an error (`InputError`, naming the field); a field the schema does not name is a warning
+(`Workload.warnings`, `ClusterSpec.warnings`), as the apiserver warns and prunes, and the run goes on.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any
 import yaml
 
 from scheduler.api.resources import QuantityError, Resource
-from scheduler.jobs.schema import JOB_CRD, PODGROUP_CRD, schema_problems, unknown_fields
+from scheduler.jobs.schema import JOB_CRD, PODGROUP_CRD, QUEUE_CRD, schema_problems, unknown_fields
 from scheduler.jobs.validate import validate_job
 from scheduler.sim.objects import node_object
 
@@ -47,6 +51,7 @@ class ClusterSpec:
     queues: tuple[dict[str, Any], ...]
     priority_classes: Mapping[str, int]
     hypernodes: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()  # unknown fields, each a line naming file and field
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,7 @@ class WorkItem:
 class Workload:
     items: tuple[WorkItem, ...]
     queues: tuple[dict[str, Any], ...] = field(default=())
+    warnings: tuple[str, ...] = ()  # unknown fields, each a line naming file and field
 
 
 def _read_yaml(path: str | Path, *, stream: bool) -> list[Any]:
@@ -119,9 +125,13 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
         raise InputError(source, "nodes", f"node name {duplicate!r} is used twice")
+    warnings: list[str] = []
+    raw_queues = root.get("queues") or []
+    if not isinstance(raw_queues, list):
+        raise InputError(source, "queues", "expected a list of queues")
     queues = tuple(
-        _queue(_mapping(q, source, f"queues[{i}]", "a queue"), source, f"queues[{i}]")
-        for i, q in enumerate(root.get("queues") or [])
+        _queue(_mapping(q, source, f"queues[{i}]", "a queue"), source, f"queues[{i}]", warnings)
+        for i, q in enumerate(raw_queues)
     )
     classes = root.get("priorityClasses") or {}
     _mapping(classes, source, "priorityClasses", "a map of name to integer value")
@@ -134,7 +144,7 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     hypernodes = tuple(
         dict(_mapping(h, source, f"hyperNodes[{i}]", "a HyperNode manifest")) for i, h in enumerate(raw_hypernodes)
     )
-    return ClusterSpec(tuple(nodes), queues, dict(classes), hypernodes)
+    return ClusterSpec(tuple(nodes), queues, dict(classes), hypernodes, tuple(warnings))
 
 
 _NODE_KEYS = {"name", "count", "cpu", "memory", "gpu", "pods", "labels", "taints", "resources", "unschedulable"}
@@ -176,20 +186,41 @@ def _node_pool(raw: Mapping[str, Any], source: str, where: str) -> list[dict[str
     return out
 
 
-def _queue(raw: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
-    if "metadata" in raw:
-        manifest = dict(raw)
-    else:
+_SHORT_QUEUE_KEYS = ("weight", "capability", "deserved", "reclaimable", "priority", "parent")
+
+
+def _queue(raw: Mapping[str, Any], source: str, where: str, warnings: list[str]) -> dict[str, Any]:
+    """A Queue manifest, or the short form `{name, weight, ...}` made into one; checked against the Queue CRD."""
+    short = "metadata" not in raw
+    if short:
         name = raw.get("name")
         if not isinstance(name, str) or not name:
             raise InputError(source, f"{where}.name", "expected a queue name")
-        keys = ("weight", "capability", "deserved", "reclaimable", "priority", "parent")
-        spec = {k: v for k, v in raw.items() if k in keys}
+        spec = {k: v for k, v in raw.items() if k in _SHORT_QUEUE_KEYS}
         if "guarantee" in raw:
             spec["guarantee"] = {"resource": raw["guarantee"]}
-        manifest = {"apiVersion": SCHED_API, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+        manifest: dict[str, Any] = {"apiVersion": SCHED_API, "kind": "Queue", "metadata": {"name": name},
+                                    "spec": spec}
         if "state" in raw:
             manifest["status"] = {"state": raw["state"]}
+        unknown = sorted(set(raw) - {"name", "guarantee", "state", *_SHORT_QUEUE_KEYS})
+        warnings.extend(f"{source}: {where} ({name}): {key}: unknown field (ignored)" for key in unknown)
+    else:
+        manifest = dict(raw)
+        manifest.setdefault("apiVersion", SCHED_API)
+        manifest.setdefault("kind", "Queue")
+        meta = manifest.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise InputError(source, f"{where}.metadata.name", "expected a queue name")
+    label = f"{where} ({name})"
+    wrong = schema_problems(manifest, QUEUE_CRD)
+    if wrong:
+        problems = [_short_path(p.path, short) + f": {p.problem}" for p in wrong]
+        raise InputError(source, label, "; ".join(problems), tuple(p.path for p in wrong))
+    if not short:
+        warnings.extend(f"{source}: {label}: {p.path}: unknown field (ignored)" for p in unknown_fields(manifest,
+                                                                                                      QUEUE_CRD))
     spec = manifest.get("spec") or {}
     weight = spec.get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 65535:
@@ -202,7 +233,21 @@ def _queue(raw: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
     return manifest
 
 
+def _short_path(path: str, short: bool) -> str:
+    """The field as the user wrote it: `weight` in the short form, not the manifest's `spec.weight`."""
+    if short and path.startswith("spec.guarantee.resource"):
+        return "guarantee" + path[len("spec.guarantee.resource"):]
+    if short and path.startswith("spec."):
+        return path[len("spec."):]
+    if short and path.startswith("status."):
+        return path[len("status."):]
+    return path
+
+
 # ---- workload --------------------------------------------------------------------------------------------
+
+
+_VALUE_RULES = frozenset({"type", "anyOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -217,12 +262,13 @@ def load_workload(path: str | Path) -> Workload:
         raw_items, prefix = docs, "document"
     items: list[WorkItem] = []
     queues: list[dict[str, Any]] = []
+    warnings: list[str] = []
     for i, raw in enumerate(raw_items):
         where = f"{prefix}[{i}]"
         doc = dict(_mapping(raw, source, where, "a Volcano Job, PodGroup or Queue manifest"))
         kind = doc.get("kind", "Job")
         if kind == "Queue":
-            queues.append(_queue(doc, source, where))
+            queues.append(_queue(doc, source, where, warnings))
             continue
         if kind not in ("Job", "PodGroup"):
             raise InputError(source, f"{where}.kind", f"expected Job, PodGroup or Queue, got {kind!r}")
@@ -234,19 +280,24 @@ def load_workload(path: str | Path) -> Workload:
         if not isinstance(meta, Mapping) or not meta.get("name"):
             raise InputError(source, f"{where}.metadata.name", "expected a name")
         doc["metadata"] = {"namespace": "default", **meta}
-        # What the apiserver refuses (the CRD's types) and `kubectl apply --validate=strict` (unknown fields), then
-        # what Volcano's admission webhook refuses: one line naming each field, before anything runs.
-        # (A PodGroup's unknown fields are not refused: volcano-py reads the seed articles' `minAvailable` for
-        # `minMember` and their `scheduleTimeoutSeconds`, which are not in Volcano's schema.)
+        # What the apiserver refuses (the CRD's types), then what Volcano's admission webhook refuses: one line
+        # naming each field, before anything runs. A field the CRD does not name is warned about, as the apiserver
+        # warns (and `kubectl apply --validate=strict` refuses): a misspelt `minAvailabel` must not pass silently.
+        # (A PodGroup's unknown fields are not warned about: volcano-py reads the seed articles' `minAvailable`
+        # for `minMember` and their `scheduleTimeoutSeconds`, which are not in Volcano's schema.)
         crd = JOB_CRD if kind == "Job" else PODGROUP_CRD
-        wrong = schema_problems(doc, crd) + (unknown_fields(doc, crd) if kind == "Job" else [])
-        typed = not any(p.rule in ("type", "anyOf") for p in wrong)  # the webhook's checks need the right types
-        problems = [*map(str, wrong), *(validate_job(doc) if kind == "Job" and typed else [])]
+        label = f"{where} ({meta['name']})"
+        wrong = schema_problems(doc, crd)
+        # The webhook's checks need the right types, and would repeat a bad value the schema named (replicas -1)
+        webhook = kind == "Job" and not any(p.rule in _VALUE_RULES for p in wrong)
+        problems = [*map(str, wrong), *(validate_job(doc) if webhook else [])]
         if problems:
-            raise InputError(source, f"{where} ({meta['name']})", "; ".join(problems), tuple(p.path for p in wrong))
+            raise InputError(source, label, "; ".join(problems), tuple(p.path for p in wrong))
+        if kind == "Job":
+            warnings.extend(f"{source}: {label}: {p.path}: unknown field (ignored)" for p in unknown_fields(doc, crd))
         items.append(WorkItem(doc, arrival, duration))
     names = [(i.kind, i.manifest["metadata"]["namespace"], i.name) for i in items]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
         raise InputError(source, "", f"{duplicate[0]} {duplicate[1]}/{duplicate[2]} appears twice")
-    return Workload(tuple(items), tuple(queues))
+    return Workload(tuple(items), tuple(queues), tuple(warnings))

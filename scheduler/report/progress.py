@@ -1,0 +1,102 @@
+"""Layer `report`: how far a long command has got — a bar with rate and ETA on a terminal, plain lines otherwise.
+
+On a terminal, a tqdm bar (it appears only once the command has run `delay` seconds, so a quick command prints
+nothing). When stderr is a file or a pipe (CI logs, `2> log`), a bar's carriage returns would make a mess: one
+plain line every `interval` seconds instead, and a last one at the end if any was printed, with the same numbers:
+
+    simulate volcano-py (gang scheduling): 120/381 jobs (31%), 2.4 jobs/s, ETA 1m49s, simulated 3h12m
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TextIO
+
+Clock = Callable[[], float]
+
+
+def duration(seconds: float) -> str:
+    """`1h02m`, `3m05s`, `42s`."""
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def _columns(stream: TextIO) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return 0
+
+
+class Progress:
+    """`update(done, detail)` as the work goes; `close()` (or the `with` block's end) when it is over."""
+
+    def __init__(self, label: str, total: int, unit: str, *, stream: TextIO | None = None, interval: float = 10.0,
+                 delay: float = 1.0, clock: Clock = time.monotonic, tty: bool | None = None) -> None:
+        self.label, self.total, self.unit = label, total, unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval, self.clock = interval, clock
+        self.started = self._last = clock()
+        self.done, self.detail, self.lines = 0, "", 0
+        is_tty = tty if tty is not None else bool(getattr(self.stream, "isatty", lambda: False)())
+        self._bar: Any = None
+        if is_tty:
+            from tqdm import tqdm
+
+            sized = _columns(self.stream) > 0  # a terminal of no width (some ptys): tqdm would draw nothing
+            self._bar = tqdm(total=total, desc=label, unit=unit, file=self.stream, delay=delay, leave=False,
+                             dynamic_ncols=sized, ncols=None if sized else 100, nrows=None if sized else 24)
+
+    def update(self, done: int, detail: str = "") -> None:
+        self.done, self.detail = done, detail
+        if self._bar is not None:
+            if detail:
+                self._bar.set_postfix_str(detail, refresh=False)
+            self._bar.update(done - self._bar.n)
+            return
+        now = self.clock()
+        if now - self._last >= self.interval:
+            self._last = now
+            self._line(now)
+
+    def line(self, now: float | None = None) -> str:
+        """The plain line for the progress so far."""
+        elapsed = (self.clock() if now is None else now) - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        parts = [f"{self.done}/{self.total} {self.unit}s" + (f" ({self.done / self.total:.0%})" if self.total else "")]
+        parts.append(f"{rate:.3g} {self.unit}s/s")
+        if self.done >= self.total:
+            parts.append(f"done in {duration(elapsed)}")
+        elif rate > 0:
+            parts.append(f"ETA {duration((self.total - self.done) / rate)}")
+        if self.detail:
+            parts.append(self.detail)
+        return f"{self.label}: " + ", ".join(parts)
+
+    def _line(self, now: float) -> None:
+        print(self.line(now), file=self.stream, flush=True)
+        self.lines += 1
+
+    def close(self, *, final: bool = True) -> None:
+        """End the bar; in plain mode, a last line if any line was printed (not after an error: its own line
+        follows)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self.lines and final:
+            self._line(self.clock())
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close(final=kind is None)
