@@ -152,6 +152,7 @@ _NODE_FILTERS = {  # kube-scheduler's wording (pkg/scheduler/framework/plugins/*
     R.NODE_NOT_READY: "node(s) were not ready",
     R.NODE_UNSCHEDULABLE: "node(s) were unschedulable",
     R.NODE_AFFINITY: "node(s) didn't match Pod's node affinity/selector",
+    R.NODE_PORTS: "node(s) didn't have free ports for the requested pod ports",
     R.POD_AFFINITY: "node(s) didn't match pod affinity rules",
     R.POD_ANTI_AFFINITY: "node(s) didn't match pod anti-affinity rules",
     R.EXISTING_ANTI_AFFINITY: "node(s) didn't satisfy existing pods anti-affinity rules",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scheduler.api.status import TaskStatus
@@ -118,6 +118,9 @@ class SpreadConstraint:
     selector: LabelSelector
 
 
+HostPort = tuple[str, str, int]  # (protocol, hostIP, hostPort)
+
+
 @dataclass(frozen=True, slots=True, weakref_slot=True)
 class Constraints:
     """Where a pod may go, independent of free resources. Hashable: tasks that share it share fit results.
@@ -137,6 +140,8 @@ class Constraints:
     preferred_pod_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
     preferred_pod_anti_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()
+    # (protocol, hostIP, hostPort) of the containers' ports that ask for a host port (kube-scheduler's NodePorts).
+    host_ports: tuple[HostPort, ...] = ()
     _hash: int = field(default=0, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -146,6 +151,7 @@ class Constraints:
         return (
             self.node_selector, self.required_terms, self.tolerations, self.preferred, self.pod_affinity,
             self.pod_anti_affinity, self.preferred_pod_affinity, self.preferred_pod_anti_affinity, self.spread,
+            self.host_ports,
         )
 
     def __hash__(self) -> int:
@@ -155,7 +161,7 @@ class Constraints:
     def dynamic(self) -> bool:
         return bool(
             self.pod_affinity or self.pod_anti_affinity or self.preferred_pod_affinity
-            or self.preferred_pod_anti_affinity or self.spread
+            or self.preferred_pod_anti_affinity or self.spread or self.host_ports
         )
 
     def untolerated(self, taints: tuple[Taint, ...]) -> Taint | None:
@@ -215,8 +221,41 @@ def constraints_of(spec: Mapping[str, Any]) -> Constraints:
         node_selector, terms, tolerations, preferred,
         affinity_terms[0], anti_terms[0], affinity_terms[1], anti_terms[1],
         _spread(spec.get("topologySpreadConstraints")),
+        host_ports_of(spec),
     )
     return _SHARED.setdefault(made, made)
+
+
+_ANY_IP = ("", "0.0.0.0")  # noqa: S104 - a host IP as Kubernetes spells "all addresses", not a bind
+
+
+def host_ports_of(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """The host ports a pod's containers ask for, as kube-scheduler's NodePorts plugin reads them (containers'
+    `ports[].hostPort` with their protocol, TCP by default, and hostIP, all addresses by default)."""
+    found = []
+    for container in spec.get("containers") or ():
+        for port in (container or {}).get("ports") or ():
+            host_port = (port or {}).get("hostPort")
+            if isinstance(host_port, int) and host_port > 0:
+                found.append((str(port.get("protocol") or "TCP"), str(port.get("hostIP") or ""), host_port))
+    return tuple(sorted(set(found)))
+
+
+def with_host_ports(constraints: Constraints, ports: tuple[HostPort, ...]) -> Constraints:
+    """`constraints` with these host ports (the shared instance), for a pod parsed without its containers."""
+    made = replace(constraints, host_ports=ports)
+    return _SHARED.setdefault(made, made)
+
+
+def host_ports_conflict(wanted: tuple[HostPort, ...], used: tuple[HostPort, ...]) -> bool:
+    """Two host ports clash on one node when protocol and port match and either listens on all addresses or both
+    on the same one (kube-scheduler's NodePorts filter, pkg/scheduler/framework/plugins/nodeports)."""
+    for protocol, ip, port in wanted:
+        for other_protocol, other_ip, other_port in used:
+            if port == other_port and protocol == other_protocol and (ip in _ANY_IP or other_ip in _ANY_IP
+                                                                      or ip == other_ip):
+                return True
+    return False
 
 
 # One instance per distinct Constraints value while any task holds it (see Constraints).

@@ -291,6 +291,7 @@ NODE_NOT_READY = "NodeNotReady"
 NODE_UNSCHEDULABLE = "NodeUnschedulable"
 NODE_AFFINITY = "NodeAffinity"
 TAINT_TOLERATION = "TaintToleration"  # detail: the taint, "key: value" or "key"
+NODE_PORTS = "NodePorts"
 INSUFFICIENT = "Insufficient"  # detail: the resource
 TOO_MANY_PODS = "TooManyPods"
 POD_AFFINITY = "InterPodAffinity"

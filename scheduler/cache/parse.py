@@ -25,7 +25,7 @@ from scheduler.api.convert import (
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
-from scheduler.api.pod import is_preemptable, role_of, status_of
+from scheduler.api.pod import Constraints, host_ports_of, is_preemptable, role_of, status_of, with_host_ports
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.timestamps import parse_time
@@ -159,6 +159,9 @@ class ParseCache:
         task = self.read("Pod", stub, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
         if task is not None:
             task.resreq = request
+            ports = host_ports_of(spec)  # in the containers the stub left out
+            if ports:
+                task.constraints = with_host_ports(task.constraints, ports)
         return task  # type: ignore[no-any-return]
 
 
@@ -181,9 +184,19 @@ def _foreign_task(pod: MutableObj, request: Resource, pcs: dict[str, int], creat
         node_name=str(spec.get("nodeName") or ""),
         priority=int(priority or 0),
         preemptable=is_preemptable(pod),
+        # Its host ports, the one constraint of another scheduler's pod that ours must respect (NodePorts).
+        constraints=_ports_only(spec),
         creation=created,
         labels=dict(meta.get("labels") or {}),
     )
+
+
+_NO_CONSTRAINTS = Constraints()
+
+
+def _ports_only(spec: MutableObj) -> Constraints:
+    ports = host_ports_of(spec)
+    return Constraints(host_ports=ports) if ports else _NO_CONSTRAINTS
 
 
 def _request_shape(spec: MutableObj) -> bytes:

@@ -26,7 +26,7 @@ from scheduler.api import reasons as R
 from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
-from scheduler.api.pod import PodAffinityTerm, SpreadConstraint
+from scheduler.api.pod import PodAffinityTerm, SpreadConstraint, host_ports_conflict
 from scheduler.api.status import TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
@@ -194,11 +194,29 @@ def _add_normalised(total: list[float], raw: list[float]) -> None:
         total[i] += 100.0 * (value - low) / (high - low)
 
 
+HOST_PORTS = unschedulable(R.NodeFilter(R.NODE_PORTS))
+
+
+def host_port_filter(task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+    """A node where a placed pod already holds one of the task's host ports (kube-scheduler's NodePorts filter;
+    Volcano's predicates run it, `predicate.NodePortsEnable`). Dynamic: tasks placed earlier this cycle count."""
+    wanted = task.constraints.host_ports
+    if not wanted:
+        return [SUCCESS] * len(nodes)
+    return [
+        HOST_PORTS if any(other.constraints.host_ports and other.status in COUNTED and other.uid != task.uid
+                          and host_ports_conflict(wanted, other.constraints.host_ports)
+                          for other in node.tasks.values()) else SUCCESS
+        for node in nodes
+    ]
+
+
 class PredicatesPlugin(Plugin[NoArgs]):
     name = "predicates"
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         ssn.register(P.PREDICATE, static_predicate)
+        ssn.register(P.DYNAMIC_PREDICATE, host_port_filter)
         topology = PodTopology(ssn)
         ssn.register(P.DYNAMIC_PREDICATE, topology.filter)
         ssn.register(P.DYNAMIC_NODE_ORDER, topology.score)
