@@ -27,6 +27,7 @@ from scheduler.framework.conf_values import ArgumentError, KeyKind, KeyPlace, Ke
 from scheduler.framework.volcano_args import (
     VOLCANO_PLUGIN_SWITCHES,
     VolcanoReads,
+    listing_of,
     volcano_keys,
     volcano_reads,
     volcano_reads_switch,
@@ -200,6 +201,9 @@ def _ignored_argument(option: PluginOption, key: str, asked: Collection[str]) ->
         return KeyWarning(option.where, key, KeyKind.UNSUPPORTED, KeyPlace.ARGUMENT, option.name)
     if reads is VolcanoReads.DECLARES_ONLY:
         return KeyWarning(option.where, key, KeyKind.VOLCANO_IGNORES, KeyPlace.ARGUMENT, option.name)
+    listing = listing_of(option.name, key)
+    if listing:
+        return KeyWarning(option.where, key, KeyKind.UNLISTED, KeyPlace.ARGUMENT, option.name, listing)
     suggestion = closest(key, {*asked, *volcano_keys(option.name)})
     return KeyWarning(option.where, key, KeyKind.UNKNOWN, KeyPlace.ARGUMENT, option.name, suggestion)
 

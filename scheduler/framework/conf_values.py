@@ -94,6 +94,7 @@ class KeyKind(enum.Enum):
     UNSUPPORTED = "unsupported"  # Volcano acts on it; volcano-py does not
     VOLCANO_IGNORES = "volcano-ignores"  # a name Volcano has, with no effect there either on this entry
     UNKNOWN = "unknown"  # a name neither knows: a typo? (with the closest known name, if one is close)
+    UNLISTED = "unlisted"  # a per-resource key (`binpack.resources.<name>`) whose resource its listing omits
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +107,7 @@ class KeyWarning:
     kind: KeyKind
     place: KeyPlace = KeyPlace.ARGUMENT
     plugin: str = ""  # the name of the plugin entry holding the key; "" outside a plugin entry
-    suggestion: str = ""  # for UNKNOWN: the closest known name, "" if none is close
+    suggestion: str = ""  # UNKNOWN: the closest known name, "" if none is close; UNLISTED: the listing key
 
     def render(self) -> str:
         if self.plugin:
@@ -120,6 +121,8 @@ class KeyWarning:
             return f"not supported by volcano-py, ignored (Volcano's {self.plugin} reads it)"
         if self.kind is KeyKind.VOLCANO_IGNORES:
             return f"ignored; Volcano's {self.plugin} does not read it either"
+        if self.kind is KeyKind.UNLISTED:
+            return f"ignored, as Volcano ignores it: its resource is not listed in {self.suggestion!r}"
         hint = f"; did you mean {self.suggestion!r}?" if self.suggestion else ""
         return f"unknown {self.place.value}, ignored (Volcano ignores it too){hint}"
 

@@ -125,6 +125,14 @@ def volcano_reads(plugin: str, key: str, arguments: Mapping[str, Any]) -> Volcan
     return VolcanoReads.UNKNOWN
 
 
+def listing_of(plugin: str, key: str) -> str:
+    """The listing argument (`binpack.resources`) that must name the resource of a per-resource key, or ""."""
+    for prefix, listing in VOLCANO_PLUGIN_ARG_PREFIXES.get(plugin, {}).items():
+        if key.startswith(prefix):
+            return listing
+    return ""
+
+
 def volcano_reads_switch(plugin: str, switch: str) -> bool:
     return plugin in VOLCANO_PLUGIN_SWITCHES.get(switch, frozenset())
 
