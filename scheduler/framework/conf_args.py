@@ -184,6 +184,11 @@ class ArgReader:
 ArgsParser = Callable[[ArgReader], object]
 
 
+# Argument keys share a plugin's namespace (`predicate.`), which alone makes two of them 70% alike to difflib:
+# `predicates.GPUSharingEnable` is no typo of `predicate.CacheEnable`. A misspelling scores above 0.9.
+ARGUMENT_CUTOFF = 0.8
+
+
 def ignored_keys(reader: ArgReader) -> list[KeyWarning]:
     """One warning for each argument of the entry, and each plugin-read switch, that `parse_args` never asked for."""
     option = reader.option
@@ -204,7 +209,7 @@ def _ignored_argument(option: PluginOption, key: str, asked: Collection[str]) ->
     listing = listing_of(option.name, key)
     if listing:
         return KeyWarning(option.where, key, KeyKind.UNLISTED, KeyPlace.ARGUMENT, option.name, listing)
-    suggestion = closest(key, {*asked, *volcano_keys(option.name)})
+    suggestion = closest(key, {*asked, *volcano_keys(option.name)}, ARGUMENT_CUTOFF)
     return KeyWarning(option.where, key, KeyKind.UNKNOWN, KeyPlace.ARGUMENT, option.name, suggestion)
 
 

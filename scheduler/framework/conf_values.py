@@ -73,9 +73,9 @@ def _switch_stem(key: str) -> str:
 _KNOWN_STEMS: frozenset[str] = frozenset(_switch_stem(key) for key in PLUGIN_SWITCHES)
 
 
-def closest(name: str, known: Iterable[str]) -> str:
+def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str:
     """The known name most like `name` (difflib), or "" if none is close: the "did you mean" of every warning."""
-    close = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=cutoff)
     return close[0] if close else ""
 
 
