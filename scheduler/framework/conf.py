@@ -3,9 +3,11 @@
 The format is Volcano's own (`actions: "enqueue, allocate, backfill"`, `tiers:` of `plugins:` with `name`,
 `arguments` and the `enableXxx` switches, `configurations:` of per-action arguments), so a Volcano ConfigMap
 loads unchanged. A name Volcano has but volcano-py does not implement is skipped with a message; a name nobody
-has, an unknown key, or a value of the wrong type is a `ConfError` naming the file and the field path. Each
-plugin's arguments are parsed here, once, into the plugin's typed value (`conf_args.py`), so a bad argument
-rejects the file when it is loaded.
+has, or a value of the wrong type, is a `ConfError` naming the file and the field path. A key Volcano does not
+read is ignored with a warning (a `KeyWarning`, with the closest known name), never an error: Volcano reads the
+file with yaml.v2, which ignores unknown keys, so a conf carrying one (`disableTaskOrder: true`) runs there.
+Each plugin's arguments are parsed here, once, into the plugin's typed value (`conf_args.py`), so a bad argument
+rejects the file when it is loaded, and an argument the plugin does not read is a warning too.
 
 The values are in `conf_values.py`, the YAML and ConfigMap reading in `conf_yaml.py`; the names they export
 are re-exported here, the module callers import.
@@ -13,7 +15,6 @@ are re-exported here, the module callers import.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,9 +30,13 @@ from scheduler.framework.conf_values import (
     VOLCANO_PLUGINS,
     ArgumentError,
     ConfError,
+    KeyKind,
+    KeyPlace,
+    KeyWarning,
     PluginOption,
     SchedulerConf,
     Tier,
+    closest,
 )
 from scheduler.framework.conf_yaml import CONFIGMAP_KEY, freeze, load_yaml, unwrap_configmap
 
@@ -52,8 +57,8 @@ Implemented = Collection[str] | Mapping[str, ArgsParser]
 
 
 def _suggest(name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    close = closest(name, known)
+    return f"; did you mean {close!r}?" if close else ""
 
 
 # ---- parsing ---------------------------------------------------------------------------------------
@@ -66,17 +71,29 @@ class _Reader:
     implemented_plugins: frozenset[str]
     parsers: Mapping[str, ArgsParser] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    key_warnings: list[KeyWarning] = field(default_factory=list)
 
     def error(self, where: str, problem: str) -> ConfError:
         return ConfError(self.source, where, problem)
 
-    def check_keys(self, entry: Mapping[Any, Any], where: str, allowed: Iterable[str]) -> None:
+    def check_keys(self, entry: Mapping[Any, Any], where: str, allowed: Iterable[str], plugin: str = "") -> None:
+        """A key not in `allowed` is ignored, as Volcano's yaml.v2 ignores it, with a warning and a suggestion."""
         allowed = tuple(allowed)
         for key in entry:
             if key not in allowed:
-                raise self.error(f"{where}.{key}" if where else str(key),
-                                 f"unknown key {key!r}; expected one of {', '.join(sorted(allowed))}"
-                                 + _suggest(str(key), allowed))
+                self.warn_key(KeyWarning(where, str(key), KeyKind.UNKNOWN, KeyPlace.FIELD, plugin,
+                                         closest(str(key), allowed)))
+
+    def misspelling(self, where: str, wanted: str) -> str:
+        """A hint for an error about a missing `wanted` key: the ignored key of `where` that was meant to be it."""
+        for warning in self.key_warnings:
+            if warning.where == where and warning.place is KeyPlace.FIELD and warning.suggestion == wanted:
+                return f" (the key {warning.key!r} is ignored: did you mean {wanted!r}?)"
+        return ""
+
+    def warn_key(self, warning: KeyWarning) -> None:
+        self.key_warnings.append(warning)
+        self.skipped.append(warning.render())
 
     def name_of(self, entry: Mapping[Any, Any], where: str) -> str:
         name = entry.get("name")
@@ -137,7 +154,8 @@ class _Reader:
 
     def tiers(self, raw: Any) -> tuple[Tier, ...]:
         if raw is None:
-            raise self.error("tiers", "missing; expected a list of tiers, each with a list of plugins")
+            raise self.error("tiers", "missing; expected a list of tiers, each with a list of plugins"
+                             + self.misspelling("", "tiers"))
         if not isinstance(raw, list) or not raw:
             raise self.error("tiers", f"expected a non-empty list of tiers, got {raw!r}")
         positions: dict[str, str] = {}
@@ -153,7 +171,8 @@ class _Reader:
         self.check_keys(raw, where, ("plugins",))
         plugins = raw.get("plugins")
         if not isinstance(plugins, list) or not plugins:
-            raise self.error(f"{where}.plugins", f"expected a non-empty list of plugins, got {plugins!r}")
+            raise self.error(f"{where}.plugins", f"expected a non-empty list of plugins, got {plugins!r}"
+                             + self.misspelling(where, "plugins"))
         options = [self.plugin(entry, f"{where}.plugins[{j}]", positions) for j, entry in enumerate(plugins)]
         kept = tuple(option for option in options if option is not None)
         self.check_hierarchy_conflict(kept, where)
@@ -163,7 +182,7 @@ class _Reader:
         if not isinstance(raw, Mapping):
             raise self.error(where, f"expected a mapping with a `name`, got {raw!r}")
         name = self.name_of(raw, where)
-        self.check_plugin_keys(raw, where)
+        self.check_keys(raw, where, PLUGIN_KEYS + tuple(sorted(PLUGIN_SWITCHES)), plugin=name)
         switches = self.switches_of(raw, where)
         arguments = self.arguments_of(raw, where)
         if name in positions:
@@ -182,16 +201,7 @@ class _Reader:
     def parsed(self, option: PluginOption) -> PluginOption:
         """The entry with its typed arguments, if the plugin's parser is known (ArgumentError if bad)."""
         parse = self.parsers.get(option.name)
-        return option if parse is None else with_args(option, parse, self.skipped)
-
-    def check_plugin_keys(self, raw: Mapping[Any, Any], where: str) -> None:
-        allowed = PLUGIN_KEYS + tuple(sorted(PLUGIN_SWITCHES))
-        for key in raw:
-            if key in allowed:
-                continue
-            hint = _suggest(str(key), allowed)
-            raise self.error(f"{where}.{key}", f"unknown key {key!r} in a plugin entry; expected name, "
-                                               f"arguments or a Volcano switch such as enableJobOrder{hint}")
+        return option if parse is None else with_args(option, parse, self.skipped, self.key_warnings)
 
     def switches_of(self, raw: Mapping[Any, Any], where: str) -> Mapping[str, bool]:
         switches: dict[str, bool] = {}
@@ -270,14 +280,16 @@ def parse_conf(
                      _parsers(implemented_plugins))
     reader.check_keys(doc, "", TOP_LEVEL_KEYS)
     if "actions" not in doc:
-        raise ConfError(source, "actions", 'missing; expected e.g. actions: "enqueue, allocate, backfill"')
+        raise ConfError(source, "actions", 'missing; expected e.g. actions: "enqueue, allocate, backfill"'
+                        + reader.misspelling("", "actions"))
     actions = reader.actions(doc["actions"])
     tiers = reader.tiers(doc.get("tiers"))
     configurations = reader.configurations(doc.get("configurations"))
     if doc.get("metrics") is not None:
         reader.skipped.append("section 'metrics' is Volcano's metrics-source setting, which volcano-py "
                               "does not read; skipped")
-    return SchedulerConf(actions, tiers, configurations, tuple(reader.skipped), source, notes)
+    return SchedulerConf(actions, tiers, configurations, tuple(reader.skipped), source, notes,
+                         tuple(reader.key_warnings))
 
 
 def load_conf_file(
@@ -374,6 +386,9 @@ __all__ = [
     "VOLCANO_PLUGINS",
     "ArgumentError",
     "ConfError",
+    "KeyKind",
+    "KeyPlace",
+    "KeyWarning",
     "PluginOption",
     "SchedulerConf",
     "Tier",

@@ -8,6 +8,11 @@ overcommit factor below 1) is replaced here too and noted among the conf's warni
 
 Spellings are Volcano's: a number may be given as a string (`binpack.weight: "10"`), a whole float as an
 integer, a boolean as `true`, `"True"`, `"1"` or `"0"`; a missing argument or `null` takes the default.
+
+The reader records every key `parse_args` asks for. An argument of the entry that was not asked for is ignored,
+as Volcano ignores an argument its plugin does not read, and gets one `KeyWarning`: not supported by volcano-py
+if Volcano's plugin of that name reads it (`volcano_args.py`), else unknown, with the closest known name. So is
+a switch a plugin reads itself (`enableHierarchy`) when volcano-py's plugin does not.
 """
 
 from __future__ import annotations
@@ -18,7 +23,15 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scheduler.framework.conf_values import ArgumentError, PluginOption
+from scheduler.framework.conf_values import ArgumentError, KeyKind, KeyPlace, KeyWarning, PluginOption, closest
+from scheduler.framework.volcano_args import (
+    VOLCANO_PLUGIN_SWITCHES,
+    VolcanoReads,
+    listing_of,
+    volcano_keys,
+    volcano_reads,
+    volcano_reads_switch,
+)
 
 log = logging.getLogger("volcano_py.conf")
 
@@ -99,20 +112,26 @@ def arg_str(opt: PluginOption, key: str, default: str) -> str:
 @dataclass(slots=True)
 class ArgReader:
     """One plugin entry's arguments, as a plugin's `parse_args` reads them: typed getters with defaults, an
-    `ArgumentError` for a value the plugin cannot use, and warnings for values replaced by a default."""
+    `ArgumentError` for a value the plugin cannot use, and warnings for values replaced by a default. Every key
+    asked for, present or not, is recorded in `asked` (switches in `asked_switches`)."""
 
     option: PluginOption
     warnings: list[str] = field(default_factory=list)
+    asked: set[str] = field(default_factory=set)
+    asked_switches: set[str] = field(default_factory=set)
 
     def keys(self) -> Iterator[str]:
+        """The argument keys as written; a key is asked for when it is read, not when it is listed."""
         return iter(self.option.arguments)
 
     def raw(self, key: str) -> Any:
         """The value as written (read-only mappings and tuples), None if absent."""
+        self.asked.add(key)
         return self.option.arguments.get(key)
 
     def switch(self, key: str) -> bool | None:
         """A switch (`enableHierarchy`) as written on the entry, None if not given."""
+        self.asked_switches.add(key)
         return self.option.switches.get(key)
 
     def fail(self, key: str, expected: str) -> ArgumentError:
@@ -123,15 +142,19 @@ class ArgReader:
         self.warnings.append(f"plugin {self.option.name!r}{where} argument {key!r}: {message}")
 
     def integer(self, key: str, default: int) -> int:
+        self.asked.add(key)
         return arg_int(self.option, key, default)
 
     def number(self, key: str, default: float) -> float:
+        self.asked.add(key)
         return arg_float(self.option, key, default)
 
     def boolean(self, key: str, default: bool) -> bool:
+        self.asked.add(key)
         return arg_bool(self.option, key, default)
 
     def string(self, key: str, default: str) -> str:
+        self.asked.add(key)
         return arg_str(self.option, key, default)
 
     def weight(self, key: str, default: int) -> int:
@@ -161,10 +184,46 @@ class ArgReader:
 ArgsParser = Callable[[ArgReader], object]
 
 
-def with_args(option: PluginOption, parse: ArgsParser, warnings: list[str]) -> PluginOption:
-    """`option` carrying its typed arguments; the parser's warnings are added to `warnings`."""
+# Argument keys share a plugin's namespace (`predicate.`), which alone makes two of them 70% alike to difflib:
+# `predicates.GPUSharingEnable` is no typo of `predicate.CacheEnable`. A misspelling scores above 0.9.
+ARGUMENT_CUTOFF = 0.8
+
+
+def ignored_keys(reader: ArgReader) -> list[KeyWarning]:
+    """One warning for each argument of the entry, and each plugin-read switch, that `parse_args` never asked for."""
+    option = reader.option
+    warnings = [_ignored_argument(option, key, reader.asked) for key in option.arguments if key not in reader.asked]
+    for switch in option.switches:
+        if switch in VOLCANO_PLUGIN_SWITCHES and switch not in reader.asked_switches:
+            kind = KeyKind.UNSUPPORTED if volcano_reads_switch(option.name, switch) else KeyKind.VOLCANO_IGNORES
+            warnings.append(KeyWarning(option.where, switch, kind, KeyPlace.SWITCH, option.name))
+    return warnings
+
+
+def _ignored_argument(option: PluginOption, key: str, asked: Collection[str]) -> KeyWarning:
+    reads = volcano_reads(option.name, key, option.arguments)
+    if reads is VolcanoReads.READS:
+        return KeyWarning(option.where, key, KeyKind.UNSUPPORTED, KeyPlace.ARGUMENT, option.name)
+    if reads is VolcanoReads.DECLARES_ONLY:
+        return KeyWarning(option.where, key, KeyKind.VOLCANO_IGNORES, KeyPlace.ARGUMENT, option.name)
+    listing = listing_of(option.name, key)
+    if listing:
+        return KeyWarning(option.where, key, KeyKind.UNLISTED, KeyPlace.ARGUMENT, option.name, listing)
+    suggestion = closest(key, {*asked, *volcano_keys(option.name)}, ARGUMENT_CUTOFF)
+    return KeyWarning(option.where, key, KeyKind.UNKNOWN, KeyPlace.ARGUMENT, option.name, suggestion)
+
+
+def with_args(option: PluginOption, parse: ArgsParser, warnings: list[str],
+              key_warnings: list[KeyWarning] | None = None) -> PluginOption:
+    """`option` carrying its typed arguments; the parser's warnings and one for each key it ignored are added
+    to `warnings` (rendered) and the latter to `key_warnings` (as values)."""
     reader = ArgReader(option, warnings)
-    return replace(option, args=parse(reader))
+    parsed = replace(option, args=parse(reader))
+    for ignored in ignored_keys(reader):
+        warnings.append(ignored.render())
+        if key_warnings is not None:
+            key_warnings.append(ignored)
+    return parsed
 
 
 def parse_unloaded(option: PluginOption, parse: ArgsParser) -> object:
@@ -172,6 +231,6 @@ def parse_unloaded(option: PluginOption, parse: ArgsParser) -> object:
     logged, since there is no conf to carry them."""
     reader = ArgReader(option)
     args = parse(reader)
-    for warning in reader.warnings:
+    for warning in [*reader.warnings, *(ignored.render() for ignored in ignored_keys(reader))]:
         log.warning("scheduler conf: %s", warning)
     return args

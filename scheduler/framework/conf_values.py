@@ -6,8 +6,10 @@ typed value. Everything here is a frozen value; nothing reads a file.
 
 from __future__ import annotations
 
+import difflib
+import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -71,6 +73,60 @@ def _switch_stem(key: str) -> str:
 _KNOWN_STEMS: frozenset[str] = frozenset(_switch_stem(key) for key in PLUGIN_SWITCHES)
 
 
+def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str:
+    """The known name most like `name` (difflib), or "" if none is close: the "did you mean" of every warning."""
+    close = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=cutoff)
+    return close[0] if close else ""
+
+
+class KeyPlace(enum.Enum):
+    """Where an ignored key was written."""
+
+    ARGUMENT = "argument"  # under a plugin entry's `arguments`
+    SWITCH = "switch"  # an `enableXxx` switch of a plugin entry that the plugin itself reads
+    FIELD = "key"  # a key of the conf's own structure: the top level, a tier, a plugin entry, a configuration
+
+
+class KeyKind(enum.Enum):
+    """Why an ignored key is ignored. Volcano ignores every key it does not read (yaml.v2 is not strict, and a
+    plugin reads only its own arguments), so none of these is an error."""
+
+    UNSUPPORTED = "unsupported"  # Volcano acts on it; volcano-py does not
+    VOLCANO_IGNORES = "volcano-ignores"  # a name Volcano has, with no effect there either on this entry
+    UNKNOWN = "unknown"  # a name neither knows: a typo? (with the closest known name, if one is close)
+    UNLISTED = "unlisted"  # a per-resource key (`binpack.resources.<name>`) whose resource its listing omits
+
+
+@dataclass(frozen=True, slots=True)
+class KeyWarning:
+    """A key of the conf that volcano-py ignores, and why: one of `SchedulerConf.key_warnings`, rendered once
+    (`render`) into `SchedulerConf.skipped`, where every warning is printed and logged."""
+
+    where: str  # the field path of the mapping holding the key, e.g. "tiers[1].plugins[4]"; "" for the top level
+    key: str
+    kind: KeyKind
+    place: KeyPlace = KeyPlace.ARGUMENT
+    plugin: str = ""  # the name of the plugin entry holding the key; "" outside a plugin entry
+    suggestion: str = ""  # UNKNOWN: the closest known name, "" if none is close; UNLISTED: the listing key
+
+    def render(self) -> str:
+        if self.plugin:
+            subject = f"plugin {self.plugin!r} ({self.where})" if self.where else f"plugin {self.plugin!r}"
+        else:
+            subject = self.where or "the conf's top level"
+        return f"{subject} {self.place.value} {self.key!r}: {self._problem()}"
+
+    def _problem(self) -> str:
+        if self.kind is KeyKind.UNSUPPORTED:
+            return f"not supported by volcano-py, ignored (Volcano's {self.plugin} reads it)"
+        if self.kind is KeyKind.VOLCANO_IGNORES:
+            return f"ignored; Volcano's {self.plugin} does not read it either"
+        if self.kind is KeyKind.UNLISTED:
+            return f"ignored, as Volcano ignores it: its resource is not listed in {self.suggestion!r}"
+        hint = f"; did you mean {self.suggestion!r}?" if self.suggestion else ""
+        return f"unknown {self.place.value}, ignored (Volcano ignores it too){hint}"
+
+
 @dataclass(frozen=True, slots=True)
 class PluginOption:
     """One plugin entry of a tier: its raw `arguments` as written, its switches, and `args`, the plugin's typed
@@ -104,3 +160,4 @@ class SchedulerConf:
     skipped: tuple[str, ...]  # the warnings: what was skipped or fell back to a default, one fact each
     source: str
     notes: tuple[str, ...] = ()  # informational, e.g. that the conf was taken out of a ConfigMap manifest
+    key_warnings: tuple[KeyWarning, ...] = ()  # the ignored keys among `skipped`, as values
