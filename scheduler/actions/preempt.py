@@ -8,6 +8,10 @@
    minAvailable where its Preemptable is enabled, as in Volcano, whose CI conf turns it off), evict them lowest
    priority first until the task fits the node's future idle, and pipeline the task there. A task that fits
    nowhere ends the job's turn.
+   With preempt's `enableTopologyAwarePreemption: true` (a `configurations` argument, as in Volcano), a node
+   that only the task's dynamic predicates turn away (a pod it repels, a spread constraint, a host port) is a
+   candidate too: victims are taken until the task fits there and those predicates pass, then the ones it does
+   not need are given back, highest priority first.
 3. Commit the Statement only if the job is then pipelined (JobPipelined): evictions happen only together with
    the preemptor's placement. Otherwise discard it, and nothing is evicted.
 """
@@ -28,6 +32,14 @@ from scheduler.framework.statement import Statement
 from scheduler.framework.victims import running_candidates, victim_order
 
 Eligible = Callable[[TaskInfo], bool]
+
+
+TOPOLOGY_AWARE = "enableTopologyAwarePreemption"  # preempt's configurations argument, as Volcano's
+
+
+def topology_aware(ssn: Session) -> bool:
+    value = (ssn.conf.configurations.get("preempt") or {}).get(TOPOLOGY_AWARE, False)
+    return value is True or str(value).strip().lower() in ("true", "1")
 
 
 def starving_jobs(ssn: Session) -> list[JobInfo]:
@@ -66,6 +78,42 @@ def _room_on(
     return None
 
 
+def _room_resolving(
+    ssn: Session, point: P.VictimsPoint, preemptor: TaskInfo, node: NodeInfo, eligible: Eligible,
+) -> list[TaskInfo] | None:
+    """Topology-aware preemption, for a node the task's dynamic predicates (pod anti-affinity, spread, host
+    ports) turn away: evict candidates lowest priority first until the task fits the node's future idle and its
+    dynamic predicates pass, then give back, highest priority first, each victim the task does not need (Volcano's
+    `enableTopologyAwarePreemption`, actions/preempt/preempt.go SelectVictimsOnNode, after kube-scheduler's
+    DryRunPreemption). Tried in statements that are undone; None if no set of victims makes the node fit."""
+    candidates = sorted(
+        (t for t in running_candidates(node.tasks.values()) if eligible(t)), key=lambda t: victim_order(t, ssn.jobs)
+    )
+    if not candidates:
+        return None
+    agreed = {id(t) for t in ssn.tiers.run(point, preemptor, candidates)}
+    guard = P.PREEMPT_GUARD if point is P.PREEMPTABLE else P.RECLAIM_GUARD
+    ordered = ssn.tiers.run(guard, [t for t in candidates if id(t) in agreed], preemptor)
+
+    def fits_without(victims: Sequence[TaskInfo]) -> bool:
+        trial = ssn.statement()
+        for victim in victims:
+            trial.evict(victim, "")
+        fits = preemptor.resreq <= node.future_idle() and ssn.tiers.run(
+            P.DYNAMIC_PREDICATE, preemptor, [node])[0].ok
+        trial.discard()
+        return fits
+
+    needed = next((list(ordered[:n]) for n in range(1, len(ordered) + 1) if fits_without(ordered[:n])), None)
+    if needed is None:
+        return None
+    for victim in reversed(list(needed)):  # reprieve the highest priority first
+        rest = [v for v in needed if v is not victim]
+        if fits_without(rest):
+            needed = rest
+    return needed
+
+
 def _fits_without(
     ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo, queue_fits: Callable[[TaskInfo], bool]
 ) -> bool:
@@ -91,8 +139,17 @@ def make_room(
     """Evict the cheapest victims that let `preemptor` fit on one node and pipeline it there, in `stmt`."""
     best: tuple[tuple[int, int, int], str, NodeInfo, list[TaskInfo]] | None = None
     held_back = queue_fits if queue_fits is not None and not queue_fits(preemptor) else None  # asked once
-    for node in ssn.fit.feasible_nodes(preemptor):
-        victims = _room_on(ssn, point, preemptor, node, eligible, held_back)
+    feasible = ssn.fit.feasible_nodes(preemptor)
+    resolvable: list[NodeInfo] = []
+    if point is P.PREEMPTABLE and preemptor.constraints.dynamic and topology_aware(ssn):
+        allowed = {n.name for n in feasible}
+        resolvable = [n for n in ssn.fit.static_feasible_nodes(preemptor) if n.name not in allowed]
+    resolving = {n.name for n in resolvable}
+    for node in (*feasible, *resolvable):
+        if node.name in resolving:
+            victims = _room_resolving(ssn, point, preemptor, node, eligible)
+        else:
+            victims = _room_on(ssn, point, preemptor, node, eligible, held_back)
         if victims is None:
             continue
         key = (_cost(ssn, victims), node.name, node, victims)
