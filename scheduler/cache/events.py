@@ -21,6 +21,9 @@ from scheduler.cache.store import Stores
 log = logging.getLogger("volcano_py.cache")
 
 COMPONENT = "volcano-py"
+# Above this many remembered events, those about objects that no longer exist are forgotten (a long-lived
+# scheduler sees every pod and PodGroup it ever warned about come and go).
+SENT_LIMIT = 20_000
 
 
 class EventRecorder:
@@ -35,6 +38,7 @@ class EventRecorder:
         self._stop = stop
         self.queue: queue.Queue[MutableObj | None] = queue.Queue()
         self._sent: set[tuple[str, str, str, str, str]] = set()
+        self.sent_limit = SENT_LIMIT
         self.binds_done = threading.Event()  # events wait while binds are in flight: binds go first
         self.binds_done.set()
         self._threads = [
@@ -70,6 +74,9 @@ class EventRecorder:
             obj = store.objects.get(key)
             if obj is None and kind != "Pod":
                 return  # an implicit gang has no PodGroup to attach the event to
+            if len(self._sent) >= self.sent_limit:
+                self._sent = {m for m in self._sent
+                              if m[1] in (self.stores.pods if m[0] == "Pod" else self.stores.podgroups).objects}
             self._sent.add(mark)
         namespace, name = key.split("/", 1)
         uid = ((obj or {}).get("metadata") or {}).get("uid")

@@ -189,6 +189,7 @@ class JobController:
             self.timers.cancel(f"{meta.get('namespace')}/{meta.get('name')}")
             with self._guard:
                 self._views.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)
+                self._locks.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)  # else one per Job ever seen
             self._plugin_objects.discard(str(meta.get("uid")))
             self._hosts.pop(str(meta.get("uid")), None)
             self._waiting.pop(str(meta.get("uid")), None)

@@ -1,0 +1,44 @@
+"""What a long-lived scheduler and controller remember about objects is forgotten once the objects are gone
+(issue 22: the events already sent and the per-Job locks grew for ever)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+from scheduler.cache.events import EventRecorder
+from scheduler.cache.store import Stores
+from scheduler.controllers.job import JobController
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jobs"))
+from fake_api import FakeApi  # noqa: E402
+
+
+def test_events_about_vanished_objects_are_forgotten_past_the_limit() -> None:
+    stores = Stores()
+    recorder = EventRecorder(None, stores, lambda: 0.0, "test", threading.Event())  # type: ignore[arg-type]
+    recorder.sent_limit = 10
+    stores.pods.objects["ns/alive"] = {"metadata": {"name": "alive", "namespace": "ns", "uid": "u"}}
+    recorder.record("Pod", "ns/alive", "Warning", "FailedScheduling", "once")
+    for i in range(25):  # pods that came and went
+        recorder.record("Pod", f"ns/gone-{i}", "Warning", "FailedScheduling", "x")
+    assert len(recorder._sent) <= 10
+    assert ("Pod", "ns/alive", "Warning", "FailedScheduling", "once") in recorder._sent  # still sent once
+    before = recorder.queue.qsize()
+    recorder.record("Pod", "ns/alive", "Warning", "FailedScheduling", "once")
+    assert recorder.queue.qsize() == before
+
+
+def test_a_deleted_jobs_lock_goes_with_it() -> None:
+    api = FakeApi()
+    ctl = JobController(api, clock=lambda: 1_800_000_000.0)  # type: ignore[arg-type]
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": "j", "namespace": "ns", "uid": "u1"},
+           "spec": {"schedulerName": "volcano-py", "tasks": [{"name": "w", "replicas": 1, "template": {"spec": {
+               "containers": [{"name": "c", "image": "busybox"}]}}}]}}
+    api.put("Job", job)
+    ctl.reconcile("ns", "j")
+    assert "ns/j" in ctl._locks
+    ctl.on_job("DELETED", job)
+    assert "ns/j" not in ctl._locks
