@@ -42,7 +42,7 @@ from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
 from scheduler.solver.greedy import topology_greedy
-from scheduler.solver.topology import Topology, TopologyLabels, from_hypernodes, from_labels
+from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes
 
 TIME_LIMIT = "solver.timeLimitMs"
 EVERY_GANG = "solver.everyGang"
@@ -111,7 +111,7 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
             if hypernodes:
                 self._topology = from_hypernodes(names, hypernodes)
             else:
-                self._topology = from_labels(names, [n.labels for n in self.ssn.node_list], self.labels)
+                self._topology = from_domains(names, self.ssn.domains, self.labels)
         return self._topology
 
     # ---- PLACE_GANG -------------------------------------------------------------------------------------
