@@ -53,9 +53,6 @@ class NodeDomains:
         self._labels = labels
         self._by_key: dict[str, LabelDomains] = {}
 
-    def __len__(self) -> int:
-        return len(self._labels)
-
     def key(self, key: str) -> LabelDomains:
         """The domains of `key`, built on first use."""
         domains = self._by_key.get(key)

@@ -135,7 +135,8 @@ class PlacedPods:
 
     # ---- questions -----------------------------------------------------------------------------------
     def counts(self, selection: Selection, me: TaskInfo) -> tuple[LabelDomains, IntArray]:
-        """The selection's key domains, and per domain how many counted pods other than `me` it selects."""
+        """The selection's key domains, and per domain how many counted pods other than `me` it selects (to
+        read, not to change: it may be the kept array itself)."""
         placed = self._placed()
         entry = self._counts.get(selection)
         if entry is None:

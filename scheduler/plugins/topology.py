@@ -6,7 +6,8 @@ configured node scorers' score for one task there, `SessionAPI.node_scores`), so
 from the greedy placers (`solver/cpsat.py`) and hands allocate the placement, which allocate replays through a
 Statement. Placements are ranked by their topology terms, then by the scorers allocate uses pod by pod
 (binpack, nodeorder, deviceshare's fragmentation score; `solver/evaluate.py` says where in the key). The
-topology comes from HyperNodes when the session has them, otherwise from node labels.
+topology comes from HyperNodes when the session has them, otherwise from node labels (the session's label
+domains, `SessionAPI.domains`, which the predicates' pod affinity counts by too).
 
 The job's `networkTopology` (PodGroup spec) is honoured as in Volcano: `mode: hard` never spans above
 `highestTierAllowed` (default 1) and leaves the gang pending with a reason that says what is missing;
