@@ -18,6 +18,7 @@ from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
+from scheduler.api.topology import NodeDomains
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.backend import StatementBackEnd
@@ -40,10 +41,11 @@ class SessionAPI:
 
     Snapshot data, to read: `jobs` (by uid), `queues` (by name), `node_list` (by name), `hypernodes`, `now`,
     `conf`; `arrays`, the nodes' resources as arrays in `node_list` order (the Statement keeps them current);
+    `domains`, the nodes' topology domains per label key, by the same positions (`api.topology`);
     `trace`, where a plugin may explain its decisions when the cycle is traced (None when it is not).
     """
 
-    __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "trace",
+    __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
                  "_tier", "_option", "_tiers", "_order", "_fit", "_results", "_requests")
 
     def __init__(
@@ -56,6 +58,7 @@ class SessionAPI:
         now: float,
         conf: SchedulerConf,
         arrays: NodeArrays,
+        domains: NodeDomains,
         trace: Callable[[str], None] | None,
         tier: int,
         option: PluginOption,
@@ -72,6 +75,7 @@ class SessionAPI:
         self.now = now
         self.conf = conf
         self.arrays = arrays
+        self.domains = domains
         self.trace = trace
         self._tier = tier
         self._option = option

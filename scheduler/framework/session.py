@@ -1,7 +1,8 @@
 """Layer `framework`: a scheduling session opened on a snapshot.
 
 The session owns the snapshot's infos for one cycle (`jobs`, `queues`, `nodes`, `node_list`, `hypernodes`,
-`now`, `conf`, and `arrays`, the nodes' resources as arrays) and composes the parts that work on them:
+`now`, `conf`, `arrays`, the nodes' resources as arrays, and `domains`, their topology domains per label key)
+and composes the parts that work on them:
 
 - `tiers` (`tiers.py`): what plugins registered at each extension point; `tiers.run(point, ...)` asks them.
 - `order` (`order.py`): JobOrder, QueueOrder and TaskOrder, with their defaults.
@@ -22,6 +23,7 @@ from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
+from scheduler.api.topology import NodeDomains
 from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.backend import StatementBackEnd
 from scheduler.framework.conf import SchedulerConf
@@ -47,6 +49,7 @@ class Session:
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
         self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.name)
         self.arrays = NodeArrays(self.node_list)
+        self.domains = NodeDomains([n.labels for n in self.node_list])
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.now = snapshot.now
@@ -71,8 +74,9 @@ class Session:
     def _view_for(self, tier_index: int, plugin: Plugin[object]) -> SessionAPI:
         return SessionAPI(
             jobs=self.jobs, queues=self.queues, node_list=self.node_list, hypernodes=self.hypernodes, now=self.now,
-            conf=self.conf, arrays=self.arrays, trace=self.trace, tier=tier_index, option=plugin.option,
-            tiers=self.tiers, order=self.order, fit=self.fit, results=self.results, requests=self._back_end,
+            conf=self.conf, arrays=self.arrays, domains=self.domains, trace=self.trace, tier=tier_index,
+            option=plugin.option, tiers=self.tiers, order=self.order, fit=self.fit, results=self.results,
+            requests=self._back_end,
         )
 
     def _open(self) -> None:

@@ -15,22 +15,29 @@ only those are evaluated dynamically (a known gap: a plain pod may join a node w
 affinity term no existing pod matches is satisfied when the pod matches it itself (the first pod of a group);
 a spread constraint counts matching pods of the pod's namespace per domain over the nodes its node affinity
 allows, and a node without the topology label fails a DoNotSchedule constraint.
+
+A topologyKey's domains are the session's label domains (`api.topology`, the model the solver's tiers are built
+from too); the matching pods per domain are counted once and kept current through the session's event handler
+(`pod_counts.PlacedPods`), so a question costs a look-up per node, not a walk over every node's pods.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
+
+import numpy as np
 
 from scheduler.api import reasons as R
 from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
-from scheduler.api.pod import PodAffinityTerm, SpreadConstraint, host_ports_conflict
-from scheduler.api.status import TaskStatus
+from scheduler.api.pod import SpreadConstraint, host_ports_conflict
+from scheduler.api.topology import NO_DOMAIN, LabelDomains
 from scheduler.framework import points as P
+from scheduler.framework.arrays import IntArray
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import Plugin, SessionAPI
+from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
+from scheduler.plugins.pod_counts import COUNTED, BoolArray, PlacedPods, SpreadSelection, TermSelection
 
 # Static filters answer UnschedulableAndUnresolvable: no eviction on the node changes them (kube-scheduler's
 # node affinity, taint and node-unschedulable filters say the same, pkg/scheduler/framework/plugins/).
@@ -42,10 +49,9 @@ POD_ANTI_AFFINITY = unschedulable(R.NodeFilter(R.POD_ANTI_AFFINITY))
 EXISTING_ANTI_AFFINITY = unschedulable(R.NodeFilter(R.EXISTING_ANTI_AFFINITY))
 SPREAD = unschedulable(R.NodeFilter(R.TOPOLOGY_SPREAD))
 SPREAD_LABEL = unresolvable(R.NodeFilter(R.TOPOLOGY_SPREAD_LABEL))
-# Placed or bound and not terminating: what affinity and spread count.
-COUNTED = frozenset(
-    {TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
-)
+# Where `PodTopology.filter` rejects a node, the first reason (0: none).
+REJECTIONS = (SUCCESS, POD_ANTI_AFFINITY, EXISTING_ANTI_AFFINITY, POD_AFFINITY, SPREAD_LABEL, SPREAD)
+_ANTI, _EXISTING, _AFFINITY, _SPREAD_LABEL, _SPREAD = range(1, len(REJECTIONS))
 
 
 def static_predicate(task: TaskInfo, node: NodeInfo) -> Status:
@@ -71,117 +77,78 @@ def static_predicate(task: TaskInfo, node: NodeInfo) -> Status:
 
 
 class PodTopology:
-    """Counts of matching pods per topology domain, over the session's nodes as they are now."""
+    """Inter-pod affinity and topology spread over the session's nodes as they are now: matching pods are
+    counted per domain (`pod_counts.PlacedPods`, over the session's `domains`), and a node is judged by its
+    domain's count."""
 
     def __init__(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
+        self.placed = PlacedPods(ssn)
 
-    def placed(self) -> Iterator[tuple[NodeInfo, TaskInfo]]:
-        for node in self.ssn.node_list:
-            for other in node.tasks.values():
-                if other.status in COUNTED:
-                    yield node, other
-
-    def counts(self, key: str, selects: Callable[[TaskInfo], bool], me: TaskInfo) -> Counter[str]:
-        out: Counter[str] = Counter()
-        for node, other in self.placed():
-            value = node.labels.get(key)
-            if value is not None and other.uid != me.uid and selects(other):
-                out[value] += 1
-        return out
-
-    @staticmethod
-    def _term_selects(term: PodAffinityTerm, owner: TaskInfo) -> Callable[[TaskInfo], bool]:
-        return lambda other: term.selects(owner.namespace, other.namespace, other.labels)
+    def _positions(self, nodes: Sequence[NodeInfo]) -> IntArray:
+        position = self.ssn.arrays.position
+        return np.fromiter((position[n.name] for n in nodes), dtype=np.int64, count=len(nodes))
 
     # -- filters --------------------------------------------------------------------------------------------
     def filter(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-        reasons: list[Status] = [SUCCESS] * len(nodes)
+        rejection = np.zeros(len(nodes), dtype=np.int64)  # per node, the first reason (index into REJECTIONS)
 
-        def reject(i: int, reason: Status) -> None:
-            if reasons[i].ok:
-                reasons[i] = reason
+        def reject(where: BoolArray, reason: int) -> None:
+            rejection[where & (rejection == 0)] = reason
 
         c = task.constraints
+        positions = self._positions(nodes)
         for term in c.pod_anti_affinity:
-            counts = self.counts(term.topology_key, self._term_selects(term, task), task)
-            for i, node in enumerate(nodes):
-                value = node.labels.get(term.topology_key)
-                if value is not None and counts[value]:
-                    reject(i, POD_ANTI_AFFINITY)
-        forbidden = self._forbidden_by_existing(task)
-        if forbidden:
-            for i, node in enumerate(nodes):
-                if any(node.labels.get(key) == value for key, value in forbidden):
-                    reject(i, EXISTING_ANTI_AFFINITY)
+            domains, counts = self.placed.counts(TermSelection(term, task.namespace), task)
+            reject(counts[domains.of[positions]] > 0, _ANTI)
+        for domains, forbidden in self.placed.repelled(task):
+            reject(forbidden[domains.of[positions]], _EXISTING)
         for term in c.pod_affinity:
-            counts = self.counts(term.topology_key, self._term_selects(term, task), task)
-            if not counts and term.selects(task.namespace, task.namespace, task.labels):
+            domains, counts = self.placed.counts(TermSelection(term, task.namespace), task)
+            if not counts.any() and term.selects(task.namespace, task.namespace, task.labels):
                 continue  # the first pod of a group that must be together
-            for i, node in enumerate(nodes):
-                value = node.labels.get(term.topology_key)
-                if value is None or not counts[value]:
-                    reject(i, POD_AFFINITY)
+            reject(counts[domains.of[positions]] == 0, _AFFINITY)
         for spread in c.spread:
             if spread.when_unsatisfiable != "DoNotSchedule":
                 continue
-            counts, floor = self._spread_counts(task, spread)
+            domains, counts, floor = self._spread_counts(task, spread)
             me = 1 if spread.selector.matches(task.labels) else 0
-            for i, node in enumerate(nodes):
-                value = node.labels.get(spread.topology_key)
-                if value is None:
-                    reject(i, SPREAD_LABEL)
-                elif counts[value] + me - floor > spread.max_skew:
-                    reject(i, SPREAD)
-        return reasons
+            ids = domains.of[positions]
+            labelled = ids != NO_DOMAIN
+            reject(~labelled, _SPREAD_LABEL)
+            reject(labelled & (counts[ids] + me - floor > spread.max_skew), _SPREAD)
+        return [REJECTIONS[r] for r in rejection.tolist()]
 
-    def _forbidden_by_existing(self, task: TaskInfo) -> set[tuple[str, str]]:
-        """(topology key, value) domains whose pods' required anti-affinity selects `task`."""
-        out: set[tuple[str, str]] = set()
-        for node, other in self.placed():
-            for term in other.constraints.pod_anti_affinity:
-                value = node.labels.get(term.topology_key)
-                if value is not None and other.uid != task.uid and term.selects(
-                    other.namespace, task.namespace, task.labels
-                ):
-                    out.add((term.topology_key, value))
-        return out
-
-    def _spread_counts(self, task: TaskInfo, spread: SpreadConstraint) -> tuple[Counter[str], int]:
-        """Matching pods of the task's namespace per domain, and the smallest count over the eligible domains."""
-        def selects(other: TaskInfo) -> bool:
-            return other.namespace == task.namespace and spread.selector.matches(other.labels)
-
-        counts = self.counts(spread.topology_key, selects, task)
-        domains = {
-            n.labels[spread.topology_key]
-            for n in self.ssn.static_feasible_nodes(task)
-            if spread.topology_key in n.labels
-        }
-        floor = min((counts[d] for d in domains), default=0)
-        return counts, floor
+    def _spread_counts(self, task: TaskInfo, spread: SpreadConstraint) -> tuple[LabelDomains, IntArray, int]:
+        """Matching pods of the task's namespace per domain, and the smallest count over the eligible domains
+        (those of the nodes the task's constraint-only predicates allow)."""
+        selection = SpreadSelection(spread.selector, task.namespace, spread.topology_key)
+        domains, counts = self.placed.counts(selection, task)
+        eligible = domains.of[self.ssn.feasible_indices(task)]
+        eligible = eligible[eligible != NO_DOMAIN]
+        floor = int(counts[eligible].min()) if eligible.size else 0
+        return domains, counts, floor
 
     # -- scores ---------------------------------------------------------------------------------------------
     def score(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float]:
         c = task.constraints
+        positions = self._positions(nodes)
         total = [0.0] * len(nodes)
         preferred = [(w, t) for w, t in c.preferred_pod_affinity] + [(-w, t) for w, t in c.preferred_pod_anti_affinity]
         if preferred:
-            raw = [0.0] * len(nodes)
+            raw = np.zeros(len(nodes))
             for weight, term in preferred:
-                counts = self.counts(term.topology_key, self._term_selects(term, task), task)
-                for i, node in enumerate(nodes):
-                    value = node.labels.get(term.topology_key)
-                    if value is not None and counts[value]:
-                        raw[i] += weight
-            _add_normalised(total, raw)
+                domains, counts = self.placed.counts(TermSelection(term, task.namespace), task)
+                raw[counts[domains.of[positions]] > 0] += weight
+            _add_normalised(total, raw.tolist())
         for spread in c.spread:
             if spread.when_unsatisfiable != "ScheduleAnyway":
                 continue
-            counts, _ = self._spread_counts(task, spread)
-            raw = [-float(counts[node.labels[spread.topology_key]]) if spread.topology_key in node.labels
-                   else -float(max(counts.values(), default=0) + 1) for node in nodes]
-            _add_normalised(total, raw)
+            domains, counts, _ = self._spread_counts(task, spread)
+            ids = domains.of[positions]
+            unlabelled = -float(int(counts.max()) + 1)  # the last slot is 0: the max is 0 when nothing matches
+            raw_spread = np.where(ids != NO_DOMAIN, -counts[ids].astype(float), unlabelled)
+            _add_normalised(total, raw_spread.tolist())
         return total
 
 
@@ -217,6 +184,7 @@ class PredicatesPlugin(Plugin[NoArgs]):
     def on_session_open(self, ssn: SessionAPI) -> None:
         ssn.register(P.PREDICATE, static_predicate)
         ssn.register(P.DYNAMIC_PREDICATE, host_port_filter)
-        topology = PodTopology(ssn)
+        self.topology = topology = PodTopology(ssn)
+        ssn.add_event_handler(EventHandler(allocate=topology.placed.changed, deallocate=topology.placed.changed))
         ssn.register(P.DYNAMIC_PREDICATE, topology.filter)
         ssn.register(P.DYNAMIC_NODE_ORDER, topology.score)

@@ -6,7 +6,8 @@ configured node scorers' score for one task there, `SessionAPI.node_scores`), so
 from the greedy placers (`solver/cpsat.py`) and hands allocate the placement, which allocate replays through a
 Statement. Placements are ranked by their topology terms, then by the scorers allocate uses pod by pod
 (binpack, nodeorder, deviceshare's fragmentation score; `solver/evaluate.py` says where in the key). The
-topology comes from HyperNodes when the session has them, otherwise from node labels.
+topology comes from HyperNodes when the session has them, otherwise from node labels (the session's label
+domains, `SessionAPI.domains`, which the predicates' pod affinity counts by too).
 
 The job's `networkTopology` (PodGroup spec) is honoured as in Volcano: `mode: hard` never spans above
 `highestTierAllowed` (default 1) and leaves the gang pending with a reason that says what is missing;
@@ -42,7 +43,7 @@ from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
 from scheduler.solver.greedy import topology_greedy
-from scheduler.solver.topology import Topology, TopologyLabels, from_hypernodes, from_labels
+from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes
 
 TIME_LIMIT = "solver.timeLimitMs"
 EVERY_GANG = "solver.everyGang"
@@ -111,7 +112,7 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
             if hypernodes:
                 self._topology = from_hypernodes(names, hypernodes)
             else:
-                self._topology = from_labels(names, [n.labels for n in self.ssn.node_list], self.labels)
+                self._topology = from_domains(names, self.ssn.domains, self.labels)
         return self._topology
 
     # ---- PLACE_GANG -------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.api.topology import NodeDomains
+
 if TYPE_CHECKING:
     import networkx as nx  # type: ignore[import-untyped, unused-ignore]
 
@@ -113,15 +115,24 @@ def _ids(keys: Sequence[str]) -> tuple[IntArray, list[str]]:
 def from_labels(
     node_names: Sequence[str], labels: Sequence[Mapping[str, str]], names: TopologyLabels = TopologyLabels()
 ) -> Topology:
-    """Tiers from node labels; a node with no label for a tier and none below is its own domain there.
+    """Tiers from node labels (`from_domains` over the nodes' label domains)."""
+    return from_domains(node_names, NodeDomains(labels), names)
+
+
+def from_domains(
+    node_names: Sequence[str], domains: NodeDomains, names: TopologyLabels = TopologyLabels()
+) -> Topology:
+    """Tiers from the label domains of the nodes (the session's `domains`, shared with the affinity predicates);
+    a node with no label for a tier and none below is its own domain there.
 
     Domains are nested: a rack named r in zone z is the domain "z/r", so equal rack names in different zones
-    stay different racks; a rack with no zone label is its own zone.
+    stay different racks; a rack with no zone label is its own zone. The NVLink domain is the first of the
+    `nvlink` labels the node has.
     """
     tiers: list[list[str]] = [list(node_names)]
-    zone = [lab.get(names.zone) for lab in labels]
-    rack = [lab.get(names.rack) for lab in labels]
-    nvlink = [next((lab[k] for k in names.nvlink if k in lab), None) for lab in labels]
+    zone = domains.key(names.zone).per_node()
+    rack = domains.key(names.rack).per_node()
+    nvlink = _first_present([domains.key(k).per_node() for k in names.nvlink], len(node_names))
     zone_keys, rack_keys, nv_keys = [], [], []
     for n, z, r, v in zip(node_names, zone, rack, nvlink, strict=True):
         # A missing tier is the next lower domain (a rack with no zone label is its own zone), so the tiers
@@ -136,6 +147,14 @@ def from_labels(
         nv_keys.append(f"{rack_key}/nvlink:{v}" if v is not None else f"node:{n}")
     tiers += [nv_keys, rack_keys, zone_keys, ["cluster"] * len(node_names)]
     return _assemble(node_names, tiers, dict(TIER_NAMES))
+
+
+def _first_present(columns: Sequence[Sequence[str | None]], size: int) -> list[str | None]:
+    """Per node, the first value any column has for it."""
+    out: list[str | None] = [None] * size
+    for column in reversed(columns):
+        out = [v if v is not None else o for v, o in zip(column, out, strict=True)]
+    return out
 
 
 def _assemble(node_names: Sequence[str], tiers: list[list[str]], tier_names: dict[int, str]) -> Topology:
