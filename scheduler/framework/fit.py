@@ -154,8 +154,9 @@ class FeasibilityCache:
             nodes: list[NodeInfo] = []
             indices: list[int] = []
             rejected: Counter[NodeFilter] = Counter()
+            predicate = self._tiers.runner(P.PREDICATE)
             for i, node in enumerate(self._node_list):
-                status = self._tiers.run(P.PREDICATE, task, node)
+                status = predicate(task, node)
                 if not status.ok:
                     rejected[node_filter(status)] += 1
                     if self._trace:

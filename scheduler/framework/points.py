@@ -17,7 +17,7 @@ from typing import Generic, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.decision import ABSTAIN, SUCCESS, Status
+from scheduler.api.decision import ABSTAIN, SUCCESS, Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -137,9 +137,18 @@ def stamp_status(fn: JobDecision, plugin: str) -> JobDecision:
 
 
 def stamp_predicate(fn: Predicate, plugin: str) -> Predicate:
+    # A predicate runs once per node and constraint set, and its rejections are a handful of values: stamp each
+    # distinct one once (a `replace` per rejected node cost 5-10% of a gang-only cycle at 5,000 nodes).
+    stamped: dict[Status, Status] = {}
+
     def run(task: TaskInfo, node: NodeInfo, /) -> Status:
         status = fn(task, node)
-        return status if status.ok else status.stamped(plugin)
+        if status.code is Code.SUCCESS:  # the hot path: one call per node and constraint set
+            return status
+        done = stamped.get(status)
+        if done is None:
+            done = stamped[status] = status.stamped(plugin)
+        return done
 
     return run
 
@@ -195,7 +204,8 @@ def first_rejection(tiers: Tiers[Callable[..., Status]], *args: object) -> Statu
     for tier in tiers:
         for fn in tier:
             status = fn(*args)
-            if not status.ok and not status.abstained:
+            code = status.code
+            if code is not Code.SUCCESS and code is not Code.ABSTAIN:
                 return status
     return SUCCESS
 
