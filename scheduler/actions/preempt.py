@@ -46,6 +46,21 @@ def starving_jobs(ssn: Session) -> list[JobInfo]:
     return [job for job in schedulable_jobs(ssn) if ssn.tiers.run(P.JOB_STARVING, job)]
 
 
+def _offered(
+    ssn: Session, point: P.VictimsPoint, preemptor: TaskInfo, node: NodeInfo, eligible: Eligible,
+) -> list[TaskInfo] | None:
+    """The running tasks on `node` the victim plugins and guards offer for `preemptor`, lowest priority first;
+    None when no task there is eligible at all."""
+    candidates = sorted(
+        (t for t in running_candidates(node.tasks.values()) if eligible(t)), key=lambda t: victim_order(t, ssn.jobs)
+    )
+    if not candidates:
+        return None
+    agreed = {id(t) for t in ssn.tiers.run(point, preemptor, candidates)}
+    guard = P.PREEMPT_GUARD if point is P.PREEMPTABLE else P.RECLAIM_GUARD
+    return ssn.tiers.run(guard, [t for t in candidates if id(t) in agreed], preemptor)
+
+
 def _room_on(
     ssn: Session, point: P.VictimsPoint, preemptor: TaskInfo, node: NodeInfo, eligible: Eligible,
     held_back: Callable[[TaskInfo], bool] | None = None,
@@ -58,14 +73,9 @@ def _room_on(
     request = preemptor.resreq
     if held_back is None and request <= node.future_idle():
         return []
-    candidates = sorted(
-        (t for t in running_candidates(node.tasks.values()) if eligible(t)), key=lambda t: victim_order(t, ssn.jobs)
-    )
-    if not candidates:
+    ordered = _offered(ssn, point, preemptor, node, eligible)
+    if ordered is None:
         return None
-    agreed = {id(t) for t in ssn.tiers.run(point, preemptor, candidates)}
-    guard = P.PREEMPT_GUARD if point is P.PREEMPTABLE else P.RECLAIM_GUARD
-    ordered = ssn.tiers.run(guard, [t for t in candidates if id(t) in agreed], preemptor)
     chosen: list[TaskInfo] = []
     freed = ZERO
     for victim in ordered:
@@ -86,14 +96,9 @@ def _room_resolving(
     dynamic predicates pass, then give back, highest priority first, each victim the task does not need (Volcano's
     `enableTopologyAwarePreemption`, actions/preempt/preempt.go SelectVictimsOnNode, after kube-scheduler's
     DryRunPreemption). Tried in statements that are undone; None if no set of victims makes the node fit."""
-    candidates = sorted(
-        (t for t in running_candidates(node.tasks.values()) if eligible(t)), key=lambda t: victim_order(t, ssn.jobs)
-    )
-    if not candidates:
+    ordered = _offered(ssn, point, preemptor, node, eligible)
+    if ordered is None:
         return None
-    agreed = {id(t) for t in ssn.tiers.run(point, preemptor, candidates)}
-    guard = P.PREEMPT_GUARD if point is P.PREEMPTABLE else P.RECLAIM_GUARD
-    ordered = ssn.tiers.run(guard, [t for t in candidates if id(t) in agreed], preemptor)
 
     def fits_without(victims: Sequence[TaskInfo]) -> bool:
         trial = ssn.statement()
