@@ -39,6 +39,7 @@ class EventRecorder:
         self.queue: queue.Queue[MutableObj | None] = queue.Queue()
         self._sent: set[tuple[str, str, str, str, str]] = set()
         self.sent_limit = SENT_LIMIT
+        self._prune_at = 0  # 0: at sent_limit
         self.binds_done = threading.Event()  # events wait while binds are in flight: binds go first
         self.binds_done.set()
         self._threads = [
@@ -65,6 +66,14 @@ class EventRecorder:
         for e in events:
             self.record(e.kind, e.key, e.type, e.reason, e.message)
 
+    def _forget_vanished(self) -> None:
+        """Under the lock: drop the marks of objects that are gone. If most are still there, the next pruning
+        waits until the set has doubled, so a cluster with many live warned-about objects does not rebuild the
+        set on every event."""
+        self._sent = {m for m in self._sent
+                      if m[1] in (self.stores.pods if m[0] == "Pod" else self.stores.podgroups).objects}
+        self._prune_at = 2 * len(self._sent)
+
     def record(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
         mark = (kind, key, type_, reason, message)
         with self.stores.lock:
@@ -74,9 +83,8 @@ class EventRecorder:
             obj = store.objects.get(key)
             if obj is None and kind != "Pod":
                 return  # an implicit gang has no PodGroup to attach the event to
-            if len(self._sent) >= self.sent_limit:
-                self._sent = {m for m in self._sent
-                              if m[1] in (self.stores.pods if m[0] == "Pod" else self.stores.podgroups).objects}
+            if len(self._sent) >= max(self.sent_limit, self._prune_at):
+                self._forget_vanished()
             self._sent.add(mark)
         namespace, name = key.split("/", 1)
         uid = ((obj or {}).get("metadata") or {}).get("uid")

@@ -30,6 +30,21 @@ def test_events_about_vanished_objects_are_forgotten_past_the_limit() -> None:
     assert recorder.queue.qsize() == before
 
 
+def test_live_objects_past_the_limit_do_not_make_every_event_prune() -> None:
+    """Past the limit with every object still there, pruning keeps them all and waits for the set to double."""
+    stores = Stores()
+    recorder = EventRecorder(None, stores, lambda: 0.0, "test", threading.Event())  # type: ignore[arg-type]
+    recorder.sent_limit = 4
+    for i in range(4):
+        stores.pods.objects[f"ns/p{i}"] = {"metadata": {"name": f"p{i}", "namespace": "ns"}}
+        recorder.record("Pod", f"ns/p{i}", "Warning", "FailedScheduling", "x")
+    stores.pods.objects["ns/p4"] = {"metadata": {"name": "p4", "namespace": "ns"}}
+    recorder.record("Pod", "ns/p4", "Warning", "FailedScheduling", "x")  # prunes: all 4 still live
+    for i in range(5, 8):  # below twice the 4 kept: no pruning, nothing forgotten
+        recorder.record("Pod", f"ns/gone-{i}", "Warning", "FailedScheduling", "x")
+    assert len(recorder._sent) == 8
+
+
 def test_a_deleted_jobs_lock_goes_with_it() -> None:
     api = FakeApi()
     ctl = JobController(api, clock=lambda: 1_800_000_000.0)  # type: ignore[arg-type]
