@@ -186,8 +186,7 @@ def _deserved(cluster: InMemoryCluster, result: CycleResult, resource: str) -> d
     return out
 
 
-def _tick(cluster: InMemoryCluster, active: list[JobRun], result: CycleResult, resource: str) -> Tick:
-    total = sum(n.allocatable.get(resource) for n in cluster.nodes.values()) or 1
+def _tick(cluster: InMemoryCluster, active: list[JobRun], result: CycleResult, resource: str, total: int) -> Tick:
     held: dict[str, int] = dict.fromkeys(cluster.queues, 0)
     busy = 0
     for run in active:
@@ -225,6 +224,7 @@ def replay(
     by_key = {r.key: r for r in runs}
     total_gpu = cluster.total_gpus() or 1
     resource = _report_resource(cluster)
+    total_of_resource = sum(n.allocatable.get(resource) for n in cluster.nodes.values()) or 1  # nodes stay put
     utilisation: list[tuple[float, float, float]] = []
     ticks: list[Tick] = []
     partial = cycles = 0
@@ -257,9 +257,13 @@ def replay(
             if run.submitted and run.ended is None:
                 changed |= driver.sync(run, now)
         active = [r for r in runs if r.submitted and r.ended is None]
-        busy = sum(cluster.used_gpus(r.key) for r in active if r.started is not None)
-        utilisation.append((now, cluster.used_gpus() / total_gpu, busy / total_gpu))
-        ticks.append(_tick(cluster, active, result, resource))
+        tick = _tick(cluster, active, result, resource, total_of_resource)
+        ticks.append(tick)
+        if resource == GPU:  # the same shares: counted once
+            utilisation.append((now, tick.held, tick.busy))
+        else:
+            busy = sum(cluster.used_gpus(r.key) for r in active if r.started is not None)
+            utilisation.append((now, cluster.used_gpus() / total_gpu, busy / total_gpu))
         if progress is not None:
             progress(now, sum(1 for r in runs if r.ended is not None), len(runs))
         if not active and all(r.submitted for r in runs):
