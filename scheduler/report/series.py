@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,41 +72,38 @@ def _cell(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
 
 
-def write_jobs(path: Path, runs: Sequence[Labelled]) -> Path:
+def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> Path:
     with path.open("w", newline="") as f:
         out = csv.writer(f)
-        out.writerow(JOB_COLUMNS)
+        out.writerow(header)
+        out.writerows(rows)
+    return path
+
+
+def write_jobs(path: Path, runs: Sequence[Labelled]) -> Path:
+    def rows() -> Iterator[Sequence[object]]:
         for run in runs:
             for row in run.rows:
                 d = row.decision
-                out.writerow((
+                yield (
                     run.title, row.name, row.namespace, row.kind, row.queue, _cell(row.arrival), _cell(row.started),
                     _cell(row.ended), _cell(row.wait), row.pods, row.phase,
                     d.code.value if d else "", d.plugin if d else "",
                     " ".join(r.kind for r in d.reasons) if d else "", row.reason,
                     json.dumps([r.to_json() for r in d.reasons], separators=(",", ":")) if d else "",
-                ))
-    return path
+                )
+
+    return _write_csv(path, JOB_COLUMNS, rows())
 
 
 def write_ticks(path: Path, runs: Sequence[Labelled]) -> Path:
-    with path.open("w", newline="") as f:
-        out = csv.writer(f)
-        out.writerow(TICK_COLUMNS)
-        for run in runs:
-            for tick in run.replay.ticks:
-                out.writerow((run.title, _cell(tick.time), run.replay.resource, f"{tick.held:.6g}",
-                              f"{tick.busy:.6g}"))
-    return path
+    return _write_csv(path, TICK_COLUMNS, (
+        (run.title, _cell(tick.time), run.replay.resource, f"{tick.held:.6g}", f"{tick.busy:.6g}")
+        for run in runs for tick in run.replay.ticks))
 
 
 def write_queues(path: Path, runs: Sequence[Labelled]) -> Path:
-    with path.open("w", newline="") as f:
-        out = csv.writer(f)
-        out.writerow(QUEUE_COLUMNS)
-        for run in runs:
-            for tick in run.replay.ticks:
-                for queue, held, deserved in tick.queues:
-                    out.writerow((run.title, _cell(tick.time), queue, run.replay.resource, f"{held:.6g}",
-                                  "" if deserved is None else f"{deserved:.6g}"))
-    return path
+    return _write_csv(path, QUEUE_COLUMNS, (
+        (run.title, _cell(tick.time), queue, run.replay.resource, f"{held:.6g}",
+         "" if deserved is None else f"{deserved:.6g}")
+        for run in runs for tick in run.replay.ticks for queue, held, deserved in tick.queues))
