@@ -37,7 +37,7 @@ from scheduler.api.reasons import (
     amounts,
     resource_misfit,
 )
-from scheduler.api.status import PodGroupPhase, TaskStatus
+from scheduler.api.status import PodGroupPhase
 from scheduler.framework import points as P
 from scheduler.framework.fit import FitErrors
 from scheduler.framework.session import Session
@@ -45,9 +45,7 @@ from scheduler.framework.statement import Statement
 
 
 def pending_tasks(job: JobInfo) -> list[TaskInfo]:
-    """What allocate, preempt and reclaim may place: not BestEffort (backfill's) and not scheduling-gated (Volcano
-    skips a gated task in each of them: actions/allocate/allocate.go, preempt.go, reclaim.go)."""
-    return [t for t in job.with_status(TaskStatus.PENDING) if not t.best_effort and not t.gated]
+    return job.placeable()
 
 
 def schedulable_jobs(ssn: Session) -> list[JobInfo]:

@@ -120,6 +120,12 @@ class JobInfo:
     def with_status(self, status: TaskStatus) -> Iterator[TaskInfo]:
         yield from self.by_status.get(status, {}).values()
 
+    def placeable(self) -> list[TaskInfo]:
+        """The pending tasks allocate, preempt and reclaim may place: not BestEffort (backfill's) and not
+        scheduling-gated (Volcano skips a gated task in each of them: actions/allocate/allocate.go, preempt.go,
+        reclaim.go)."""
+        return [t for t in self.with_status(TaskStatus.PENDING) if not t.best_effort and not t.gated]
+
     def count(self, *statuses: TaskStatus) -> int:
         return sum(len(self.by_status.get(s, ())) for s in statuses)
 

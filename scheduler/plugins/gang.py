@@ -103,7 +103,7 @@ def gang_reasons(ssn: SessionAPI, job: JobInfo) -> tuple[R.Reason, ...]:
     gated = [t for t in job.with_status(TaskStatus.PENDING) if t.gated]
     if gated:
         parts.append(R.SchedulingGated(len(gated), gated[0].gated))
-    pending = ssn.task_order(t for t in job.with_status(TaskStatus.PENDING) if not t.best_effort and not t.gated)
+    pending = ssn.task_order(job.placeable())
     needed = pending[: max(0, job.min_available - ready)] or pending[:1]
     if needed:
         need = ZERO
