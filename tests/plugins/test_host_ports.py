@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.api.pod import host_ports_conflict
-from scheduler.api.reasons import NODE_PORTS, NodeFilter
+from scheduler.api.reasons import NODE_PORTS, NodesUnavailable
 from scheduler.sim.objects import pod_object
 from scheduler.testing import cluster
 
@@ -33,9 +33,20 @@ def test_pods_asking_for_one_host_port_spread_over_nodes_and_the_rest_wait() -> 
     c.cycles(2)
     bound = c.sim.bound("web")
     assert sorted(bound.values()) == ["n0", "n1"]  # one per node; the third has no node with the port free
+
+
+def test_the_node_a_port_is_taken_on_is_named_as_kube_scheduler_names_it() -> None:
+    c = cluster().node("n", cpu="8")
+    c.sim.add_podgroup({"metadata": {"name": "web", "namespace": "default"}, "spec": {"minMember": 2},
+                        "status": {"phase": "Inqueue"}})
+    for i in range(2):
+        c.sim.add_pod(_with_port(pod_object(f"web-{i}", group="web"), 28080))
+    c.cycles(2)
     decision = c.sim.decision("web")
-    assert decision is None or all(not isinstance(r, NodeFilter) or r.filter == NODE_PORTS
-                                   for r in decision.reasons)
+    assert c.sim.bound("web") == {}
+    assert decision is not None
+    unavailable = next(r for r in decision.reasons if isinstance(r, NodesUnavailable))
+    assert [(f.filter.filter, f.nodes) for f in unavailable.counts] == [(NODE_PORTS, 1)]
 
 
 def test_a_port_held_by_another_schedulers_pod_is_taken() -> None:
