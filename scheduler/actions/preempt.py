@@ -27,6 +27,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import ZERO
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import as_bool
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.victims import running_candidates, victim_order
@@ -38,8 +39,7 @@ TOPOLOGY_AWARE = "enableTopologyAwarePreemption"  # preempt's configurations arg
 
 
 def topology_aware(ssn: Session) -> bool:
-    value = (ssn.conf.configurations.get("preempt") or {}).get(TOPOLOGY_AWARE, False)
-    return value is True or str(value).strip().lower() in ("true", "1")
+    return as_bool((ssn.conf.configurations.get("preempt") or {}).get(TOPOLOGY_AWARE)) is True
 
 
 def starving_jobs(ssn: Session) -> list[JobInfo]:

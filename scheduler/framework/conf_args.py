@@ -87,15 +87,23 @@ _TRUE_WORDS = frozenset({"1", "t", "true"})
 _FALSE_WORDS = frozenset({"0", "f", "false"})
 
 
-def arg_bool(opt: PluginOption, key: str, default: bool) -> bool:
-    value = opt.arguments.get(key)
-    if value is None:
-        return default
+def as_bool(value: Any) -> bool | None:
+    """A boolean as Volcano's confs spell it (`true`, `"True"`, `"1"`, `"0"`, ...); None if it is not one."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
         return value.strip().lower() in _TRUE_WORDS
-    raise _arg_error(opt, key, "true or false", value)
+    return None
+
+
+def arg_bool(opt: PluginOption, key: str, default: bool) -> bool:
+    value = opt.arguments.get(key)
+    if value is None:
+        return default
+    parsed = as_bool(value)
+    if parsed is None:
+        raise _arg_error(opt, key, "true or false", value)
+    return parsed
 
 
 def arg_str(opt: PluginOption, key: str, default: str) -> str:
