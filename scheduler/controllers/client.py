@@ -30,6 +30,7 @@ _COLLECTIONS = {
     ("v1", "Secret"): "/api/v1/namespaces/{ns}/secrets",
     ("networking.k8s.io/v1", "NetworkPolicy"): "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): SCHEDULING + "/namespaces/{ns}/podgroups",
+    ("batch.volcano.sh/v1alpha1", "Job"): JOBS + "/namespaces/{ns}/jobs",  # a CronJob's Jobs
 }
 
 
@@ -129,6 +130,22 @@ class Api:
 
     def delete_podgroup(self, namespace: str, name: str) -> bool:
         return self.delete(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
+
+    def jobs(self, namespace: str) -> list[MutableObj]:
+        """Every Volcano Job of the namespace (a CronJob's are told by their controller reference, not a label)."""
+        items = self.kube.request("GET", f"{JOBS}/namespaces/{namespace}/jobs")
+        return list(items.get("items") or [])
+
+    # ---- cronjobs ------------------------------------------------------------------------------------------
+    def cronjob(self, namespace: str, name: str) -> MutableObj | None:
+        return self.get(f"{JOBS}/namespaces/{namespace}/cronjobs/{name}")
+
+    def replace_cronjob_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj:
+        """Write the whole status (a JSON patch `add` replaces it), so a key that became empty goes."""
+        return self.kube.request(
+            "PATCH", f"{JOBS}/namespaces/{namespace}/cronjobs/{name}/status",
+            body=[{"op": "add", "path": "/status", "value": dict(status)}], content_type=JSON_PATCH,
+        )
 
     # ---- queues and commands -------------------------------------------------------------------------------
     def queue(self, name: str) -> MutableObj | None:

@@ -191,6 +191,12 @@ CAN_I = [
     ("volcano-py-controllers", "watch", "replicasets.apps", "default", True),  # a PodGroup follows its workload
     ("volcano-py-controllers", "list", "statefulsets.apps", "default", True),
     ("volcano-py-controllers", "get", "jobs.batch", "default", True),
+    ("volcano-py-controllers", "create", "jobs.batch.volcano.sh", "default", True),  # a CronJob's Jobs
+    ("volcano-py-controllers", "delete", "jobs.batch.volcano.sh", "default", True),
+    ("volcano-py-controllers", "watch", "cronjobs.batch.volcano.sh", "default", True),
+    ("volcano-py-controllers", "patch", "cronjobs.batch.volcano.sh/status", "default", True),
+    ("volcano-py-controllers", "update", "cronjobs.batch.volcano.sh", "default", False),
+    ("volcano-py-controllers", "delete", "cronjobs.batch.volcano.sh", "default", False),
     ("volcano-py-controllers", "update", "deployments.apps", "default", False),
     ("volcano-py-controllers", "create", "pods/binding", "default", False),
     ("volcano-py-controllers", "patch", "podgroups.scheduling.volcano.sh/status", "default", False),
