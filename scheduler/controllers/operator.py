@@ -24,6 +24,7 @@ from scheduler.cache.leader import LeaderConfig, LeaderElector
 from scheduler.controllers.client import Api
 from scheduler.controllers.command import CommandController
 from scheduler.controllers.job import JobController
+from scheduler.controllers.jobflow import JobFlowController
 from scheduler.controllers.podgroup import PodGroupController
 from scheduler.controllers.queue import QueueController
 from scheduler.jobs import keys
@@ -39,13 +40,15 @@ class Controllers:
     queues: QueueController
     commands: CommandController
     podgroups: PodGroupController
+    flows: JobFlowController
 
 
 def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool) -> Controllers:
     scheduler_names = tuple(dict.fromkeys(scheduler_names))  # in order: the first is the default for a Job
     jobs = JobController(api, scheduler_names, claim_unnamed=claim_unnamed)
     queues = QueueController(api)
-    return Controllers(jobs, queues, CommandController(api, jobs, queues), PodGroupController(api, scheduler_names))
+    return Controllers(jobs, queues, CommandController(api, jobs, queues), PodGroupController(api, scheduler_names),
+                       JobFlowController(api, jobs.claims))
 
 
 def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
@@ -74,6 +77,7 @@ def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> k
     @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
     def job_event(event: dict[str, Any], **_: Any) -> None:
         controllers.jobs.on_job(event.get("type"), event["object"])
+        controllers.flows.on_job(event.get("type"), event["object"])
 
     @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.PRESENT}, registry=registry)  # type: ignore[misc, arg-type]
     def pod_event(event: dict[str, Any], **_: Any) -> None:
@@ -105,6 +109,14 @@ def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> k
     @kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)  # type: ignore[misc, arg-type]
     def command_event(event: dict[str, Any], **_: Any) -> None:
         controllers.commands.on_command(event.get("type"), event["object"])
+
+    @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobflows", registry=registry)  # type: ignore[misc, arg-type]
+    def jobflow_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.flows.on_jobflow(event.get("type"), event["object"])
+
+    @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobtemplates", registry=registry)  # type: ignore[misc, arg-type]
+    def jobtemplate_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.flows.on_jobtemplate(event.get("type"), event["object"])
 
     return registry
 
