@@ -174,22 +174,23 @@ def dependency_graph(steps: Iterable[FlowStep]) -> nx.DiGraph:
 
 
 def cycles(graph: nx.DiGraph, order: Sequence[str]) -> list[tuple[str, ...]]:
-    """One cycle (its flows, the first again at the end) per group of flows that wait on each other, in the
-    order of their first flow in `order`."""
+    """One cycle per group of flows that wait on each other: the shortest one through the group's first flow in
+    `order`, which it starts and ends with. The groups come in that order too."""
     rank = {name: i for i, name in reversed(list(enumerate(order)))}
     found = []
     for component in nx.strongly_connected_components(graph):
         start = min(component, key=lambda n: rank.get(n, len(rank)))
         if len(component) == 1 and not graph.has_edge(start, start):
             continue
-        edges = nx.find_cycle(graph.subgraph(component), source=start)
-        found.append((rank.get(start, len(rank)), (*[u for u, _ in edges], start)))
+        group = graph.subgraph(component)
+        back = min((nx.shortest_path(group, s, start) for s in group.successors(start)), key=len)
+        found.append((rank.get(start, len(rank)), (start, *back)))
     return [path for _, path in sorted(found)]
 
 
 def spec_problems(jobflow: Mapping[str, Any]) -> list[Problem]:
     """What is wrong with the spec alone: duplicate entries, unknown targets, cycles, ignored fields. The
-    admission webhook refuses the first three, as Volcano's /jobflows/validate does (not a DAG)."""
+    admission webhook refuses unknown targets and cycles, as Volcano's /jobflows/validate does (not a DAG)."""
     steps = flow_steps(jobflow)
     problems: list[Problem] = []
     first: dict[str, FlowStep] = {}

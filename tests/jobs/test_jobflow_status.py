@@ -148,9 +148,16 @@ def test_a_failed_or_terminating_flow_does_nothing() -> None:
         assert result == FlowPlan(problems=(), steps=result.steps)
 
 
-def test_spec_problems_name_the_cycle_in_flow_order() -> None:
-    flow = {
-        "metadata": {"name": "f"},
-        "spec": {"flows": [flow_entry("a"), flow_entry("b", "d"), flow_entry("c", "b"), flow_entry("d", "c")]},
-    }
-    assert spec_problems(flow) == [Problem(ProblemKind.CYCLE, "spec.flows", ("b", "c", "d", "b"))]
+@pytest.mark.parametrize(
+    "flows, wanted",
+    [
+        ([flow_entry("a"), flow_entry("b", "d"), flow_entry("c", "b"), flow_entry("d", "c")], [("b", "c", "d", "b")]),
+        # b and c wait on each other too, a shorter cycle; the one told goes through a, the first flow.
+        ([flow_entry("a", "c"), flow_entry("b", "a", "c"), flow_entry("c", "b")], [("a", "b", "c", "a")]),
+        ([flow_entry("x", "x"), flow_entry("p", "q"), flow_entry("q", "p")], [("x", "x"), ("p", "q", "p")]),
+    ],
+    ids=["a ring of three", "the cycle told goes through the first flow", "two groups, in spec order"],
+)
+def test_spec_problems_name_each_cycle_from_its_first_flow(flows: list[dict[str, Any]], wanted: list[tuple]) -> None:
+    flow = {"metadata": {"name": "f"}, "spec": {"flows": flows}}
+    assert spec_problems(flow) == [Problem(ProblemKind.CYCLE, "spec.flows", path) for path in wanted]
