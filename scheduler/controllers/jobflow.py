@@ -10,7 +10,8 @@ lasts; the rest of the flow goes on. kopf lists every object again when a watch 
 call that failed is retried then.
 
 A JobFlow is served by volcano-py's controllers unless one of the JobTemplates it names exists and is for
-another scheduler (the claim rule of Jobs), so Volcano's controllers and ours do not both run one flow.
+another scheduler (the claim rule of Jobs), so a flow meant for Volcano's controllers is not run by ours too
+(Volcano's jobflow controller takes every JobFlow, whatever its templates name).
 
 `JobTemplateController` keeps a template's `status.jobDependsOnList`: the Jobs made from it, when one is added.
 """
