@@ -152,7 +152,7 @@ class Api:
     def jobtemplate(self, namespace: str, name: str) -> MutableObj | None:
         return self.get(f"{FLOW}/namespaces/{namespace}/jobtemplates/{name}")
 
-    def jobs(self, namespace: str, labels: Mapping[str, str]) -> list[MutableObj]:
+    def jobs_with_labels(self, namespace: str, labels: Mapping[str, str]) -> list[MutableObj]:
         """The Volcano Jobs of a namespace that carry all `labels`."""
         selector = quote(",".join(f"{k}={v}" for k, v in sorted(labels.items())))
         items = self.kube.request("GET", f"{JOBS}/namespaces/{namespace}/jobs?labelSelector={selector}")

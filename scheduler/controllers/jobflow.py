@@ -60,7 +60,7 @@ class JobTemplateController:
         template = self.api.jobtemplate(namespace, name)
         if template is None or not self.claims(template):
             return None
-        jobs = self.api.jobs(namespace, {flow.CREATED_BY_JOB_TEMPLATE: flow.object_string(namespace, name)})
+        jobs = self.api.jobs_with_labels(namespace, {flow.CREATED_BY_JOB_TEMPLATE: flow.object_string(namespace, name)})
         status = flow.template_status(template, (str(j["metadata"]["name"]) for j in jobs))
         if status is not None:
             self.api.replace_jobtemplate_status(namespace, name, status)
@@ -144,7 +144,7 @@ class JobFlowController:
             return None
         uid = str(jobflow["metadata"]["uid"])
         label = {flow.CREATED_BY_JOB_FLOW: flow.object_string(namespace, name)}
-        jobs = [j for j in self.api.jobs(namespace, label) if flow.controlled_by(j, uid)]
+        jobs = [j for j in self.api.jobs_with_labels(namespace, label) if flow.controlled_by(j, uid)]
         plan = flow.plan(jobflow, templates, jobs, self.clock())
         problems = list(plan.problems)
         for manifest in plan.create:

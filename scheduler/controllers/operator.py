@@ -77,7 +77,6 @@ def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> k
     @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
     def job_event(event: dict[str, Any], **_: Any) -> None:
         controllers.jobs.on_job(event.get("type"), event["object"])
-        controllers.flows.on_job(event.get("type"), event["object"])
 
     @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.PRESENT}, registry=registry)  # type: ignore[misc, arg-type]
     def pod_event(event: dict[str, Any], **_: Any) -> None:
@@ -109,6 +108,11 @@ def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> k
     @kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)  # type: ignore[misc, arg-type]
     def command_event(event: dict[str, Any], **_: Any) -> None:
         controllers.commands.on_command(event.get("type"), event["object"])
+
+    # The JobFlow controller's own handler on Jobs: a failure of one controller never keeps the event from the other.
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
+    def jobflow_job_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.flows.on_job(event.get("type"), event["object"])
 
     @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobflows", registry=registry)  # type: ignore[misc, arg-type]
     def jobflow_event(event: dict[str, Any], **_: Any) -> None:

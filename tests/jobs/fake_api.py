@@ -1,6 +1,6 @@
 """An in-memory stand-in for `scheduler.controllers.client.Api`: objects by (kind, namespace, name).
 
-Only the calls the job, PodGroup and JobFlow controllers make; every write is recorded so tests assert on it.
+Only the calls the job and PodGroup controllers make; every write is recorded so tests assert on it.
 """
 
 from __future__ import annotations
@@ -19,21 +19,11 @@ _KINDS = {  # the collection in a GET path -> the kind stored
 }
 
 
-@dataclass(frozen=True)
-class Event:
-    kind: str  # of the object it is about
-    name: str
-    type: str
-    reason: str
-    message: str
-
-
 @dataclass
 class FakeApi:
     objects: dict[tuple[str, str, str], MutableObj] = field(default_factory=dict)
     writes: list[tuple[str, str, str, str]] = field(default_factory=list)  # (verb, kind, namespace, name)
     conflicts: int = 0  # how many replace_podgroup calls answer 409 first
-    events: list[Event] = field(default_factory=list)
     _uids: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)  # the controller creates a Job's pods at once
 
@@ -121,39 +111,4 @@ class FakeApi:
         return self.objects[("ConfigMap", namespace, name)]
 
     def event(self, involved: Mapping[str, Any], type_: str, reason: str, message: str, now: str) -> None:
-        meta = involved.get("metadata") or {}
-        self.events.append(Event(str(involved.get("kind")), str(meta.get("name")), type_, reason, message))
-
-    # ---- job flows -----------------------------------------------------------------------------------------
-    def jobflow(self, namespace: str, name: str) -> MutableObj | None:
-        obj = self.objects.get(("JobFlow", namespace, name))
-        return copy.deepcopy(obj) if obj is not None else None
-
-    def jobtemplate(self, namespace: str, name: str) -> MutableObj | None:
-        obj = self.objects.get(("JobTemplate", namespace, name))
-        return copy.deepcopy(obj) if obj is not None else None
-
-    def jobs(self, namespace: str, labels: Mapping[str, str]) -> list[MutableObj]:
-        return [copy.deepcopy(j) for (k, ns, _), j in sorted(self.objects.items())
-                if k == "Job" and ns == namespace
-                and all((j["metadata"].get("labels") or {}).get(lk) == lv for lk, lv in labels.items())]
-
-    def delete_job(self, namespace: str, name: str, uid: str) -> bool:
-        job = self.objects.get(("Job", namespace, name))
-        if job is None or job["metadata"].get("uid") != uid:
-            return False
-        self.writes.append(("delete", "Job", namespace, name))
-        del self.objects[("Job", namespace, name)]
-        return True
-
-    def replace_jobflow_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj:
-        self.writes.append(("status", "JobFlow", namespace, name))
-        flow = self.objects[("JobFlow", namespace, name)]
-        flow["status"] = copy.deepcopy(dict(status))
-        return flow
-
-    def replace_jobtemplate_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj:
-        self.writes.append(("status", "JobTemplate", namespace, name))
-        template = self.objects[("JobTemplate", namespace, name)]
-        template["status"] = copy.deepcopy(dict(status))
-        return template
+        pass

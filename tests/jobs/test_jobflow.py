@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from fake_api import FakeApi
+from fake_flow_api import FlowFakeApi
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,20 +41,6 @@ class Clock:
 
     def tick(self, seconds: float = 10.0) -> None:
         self.now += seconds
-
-
-class FlowApi(FakeApi):
-    """The apiserver's creation timestamp on what is created, from the test's clock."""
-
-    def __init__(self, clock: Clock) -> None:
-        super().__init__()
-        self.clock = clock
-
-    def create(self, obj: Any) -> Any:
-        created = super().create(obj)
-        if created is not None:
-            created["metadata"]["creationTimestamp"] = rfc3339(self.clock())
-        return created
 
 
 def template(name: str, scheduler: str = "volcano-py") -> dict[str, Any]:
@@ -87,7 +73,7 @@ def flow_entry(name: str, *targets: str, **extra: Any) -> dict[str, Any]:
 
 @dataclass
 class Harness:
-    api: FlowApi
+    api: FlowFakeApi
     clock: Clock
     controller: JobFlowController
     flow: str = "test"
@@ -95,13 +81,13 @@ class Harness:
     @classmethod
     def start(cls, *templates: str, scheduler_names: tuple[str, ...] = ("volcano-py",)) -> Harness:
         clock = Clock()
-        api = FlowApi(clock)
+        api = FlowFakeApi(clock)
         for name in templates:
             api.put("JobTemplate", template(name))
         return cls(api, clock, cls.new_controller(api, clock, scheduler_names))
 
     @staticmethod
-    def new_controller(api: FlowApi, clock: Clock, names: tuple[str, ...] = ("volcano-py",)) -> JobFlowController:
+    def new_controller(api: FlowFakeApi, clock: Clock, names: tuple[str, ...] = ("volcano-py",)) -> JobFlowController:
         return JobFlowController(api, JobController(api, names).claims, clock=clock)  # type: ignore[arg-type]
 
     def submit(self, *flows: dict[str, Any], retain: str | None = None, name: str = "test") -> None:
@@ -162,7 +148,7 @@ class Harness:
         """(reason, field) of each Warning Event on the flow."""
         return [
             (e.reason, e.message.split(": ", 1)[0])
-            for e in self.api.events
+            for e in self.api.told
             if e.kind == "JobFlow" and e.type == "Warning"
         ]
 
@@ -204,7 +190,7 @@ def test_a_flows_job_is_the_template_labelled_and_owned_as_volcano_makes_it() ->
         }
     ]
     assert job["spec"] == template("a")["spec"]
-    assert [(e.reason, e.type) for e in h.api.events if e.kind == "JobFlow"] == [("Created", "Normal")]
+    assert [(e.reason, e.type) for e in h.api.told if e.kind == "JobFlow"] == [("Created", "Normal")]
 
 
 def test_a_failed_a_leaves_b_uncreated_and_the_flow_failed() -> None:
@@ -426,7 +412,7 @@ def test_a_missing_template_created_later_lets_the_flow_go_on() -> None:
 def test_a_job_the_apiserver_refuses_is_told_and_retried() -> None:
     from scheduler.cache.kube import KubeError
 
-    class Refusing(FlowApi):
+    class Refusing(FlowFakeApi):
         refuse = True
 
         def create(self, obj: Any) -> Any:
