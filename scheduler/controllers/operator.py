@@ -26,6 +26,7 @@ from scheduler.controllers.client import Api
 from scheduler.controllers.command import CommandController
 from scheduler.controllers.cronjob import CronJobController
 from scheduler.controllers.job import JobController
+from scheduler.controllers.jobflow import JobFlowController
 from scheduler.controllers.podgroup import PodGroupController
 from scheduler.controllers.queue import QueueController
 from scheduler.jobs import keys
@@ -42,6 +43,7 @@ class Controllers:
     commands: CommandController
     podgroups: PodGroupController
     cronjobs: CronJobController
+    flows: JobFlowController
 
 
 def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
@@ -51,7 +53,8 @@ def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
     jobs = JobController(api, scheduler_names, claim_unnamed=claim_unnamed)
     queues = QueueController(api)
     return Controllers(jobs, queues, CommandController(api, jobs, queues), PodGroupController(api, scheduler_names),
-                       CronJobController(api, jobs.claims, clock=clock))  # a CronJob is ours when its Jobs are
+                       CronJobController(api, jobs.claims, clock=clock),  # a CronJob is ours when its Jobs are
+                       JobFlowController(api, jobs.claims))
 
 
 def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
@@ -120,6 +123,19 @@ def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> k
     @kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)  # type: ignore[misc, arg-type]
     def command_event(event: dict[str, Any], **_: Any) -> None:
         controllers.commands.on_command(event.get("type"), event["object"])
+
+    # The JobFlow controller's own handler on Jobs: a failure of one controller never keeps the event from the other.
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
+    def jobflow_job_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.flows.on_job(event.get("type"), event["object"])
+
+    @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobflows", registry=registry)  # type: ignore[misc, arg-type]
+    def jobflow_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.flows.on_jobflow(event.get("type"), event["object"])
+
+    @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobtemplates", registry=registry)  # type: ignore[misc, arg-type]
+    def jobtemplate_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.flows.on_jobtemplate(event.get("type"), event["object"])
 
     return registry
 

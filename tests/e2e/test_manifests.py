@@ -187,6 +187,13 @@ CAN_I = [
     ("volcano-py-controllers", "patch", "jobs.batch.volcano.sh/status", "default", True),
     ("volcano-py-controllers", "patch", "queues.scheduling.volcano.sh/status", "", True),
     ("volcano-py-controllers", "delete", "commands.bus.volcano.sh", "default", True),
+    ("volcano-py-controllers", "watch", "jobflows.flow.volcano.sh", "default", True),
+    ("volcano-py-controllers", "watch", "jobtemplates.flow.volcano.sh", "default", True),
+    ("volcano-py-controllers", "patch", "jobflows.flow.volcano.sh/status", "default", True),
+    ("volcano-py-controllers", "patch", "jobtemplates.flow.volcano.sh/status", "default", True),
+    ("volcano-py-controllers", "create", "jobs.batch.volcano.sh", "default", True),  # a JobFlow's Jobs
+    ("volcano-py-controllers", "delete", "jobs.batch.volcano.sh", "default", True),  # jobRetainPolicy: delete
+    ("volcano-py-controllers", "update", "jobflows.flow.volcano.sh", "default", False),
     ("volcano-py-controllers", "get", "replicasets.apps", "default", True),
     ("volcano-py-controllers", "watch", "replicasets.apps", "default", True),  # a PodGroup follows its workload
     ("volcano-py-controllers", "list", "statefulsets.apps", "default", True),
