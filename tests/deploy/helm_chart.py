@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,15 @@ def crd_objects() -> dict[Key, dict[str, Any]]:
 
 def of_kind(objs: dict[Key, dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
     return {name: o for (k, _, name), o in objs.items() if k == kind}
+
+
+def probe_chart(tmp: Path, templates: dict[str, str], files: dict[str, str] | None = None) -> Path:
+    """A copy of the chart (without its CRDs) with extra templates and plain files: a template that calls the
+    chart's named templates or renders NOTES.txt through `tpl` shows with `helm template` what no manifest shows."""
+    copy = tmp / "probe-chart"
+    shutil.copytree(CHART, copy, ignore=shutil.ignore_patterns("crds"))
+    for name, text in templates.items():
+        (copy / "templates" / name).write_text(text)
+    for name, text in (files or {}).items():
+        (copy / name).write_text(text)
+    return copy

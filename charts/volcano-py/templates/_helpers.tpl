@@ -64,3 +64,19 @@ spec:
       app.kubernetes.io/name: {{ .name }}
 {{- end }}
 {{- end }}
+
+{{/*
+"true" when the chart renders the Queue `default`: the cluster has none, or the one it has was made by this
+release (so an upgrade keeps rendering what the install created, and Helm does not delete it). Called with
+  dict "existing" (lookup "scheduling.volcano.sh/v1beta1" "Queue" "" "default") "release" .Release
+`lookup` gives an empty map under `helm template` and client-side dry runs, which cannot see a cluster: those
+render the Queue.
+*/}}
+{{- define "volcano-py.rendersDefaultQueue" -}}
+{{- $annotations := (.existing.metadata | default dict).annotations | default dict -}}
+{{- $owner := index $annotations "meta.helm.sh/release-name" | default "" -}}
+{{- $ownerNamespace := index $annotations "meta.helm.sh/release-namespace" | default "" -}}
+{{- if or (not .existing) (and (eq $owner .release.Name) (eq $ownerNamespace .release.Namespace)) -}}
+true
+{{- end -}}
+{{- end }}
