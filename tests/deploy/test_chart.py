@@ -17,12 +17,16 @@ from helm_chart import CHART, SYSTEM_NS, crd_objects, manifest_objects, render, 
 from scheduler.flags import parse_webhook
 
 # The values under which the chart renders manifests/: what `kubectl apply -f manifests/` installs.
-MANIFEST_VALUES = {"createNamespace": True, "metrics": {"prometheusRule": {"enabled": True}}}
+MANIFEST_VALUES = {
+    "createNamespace": True,
+    "metrics": {"prometheusRule": {"enabled": True}, "serviceMonitor": {"enabled": True},
+                "podMonitor": {"enabled": True}},
+}
 
 
 
 EVERYTHING_ON = {"webhook": {"enabled": True}, "createNamespace": True, "metrics": {
-    "prometheusRule": {"enabled": True}}}
+    "prometheusRule": {"enabled": True}, "serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}}}
 
 
 @pytest.mark.parametrize("values", [{}, EVERYTHING_ON], ids=["defaults", "every optional part on"])

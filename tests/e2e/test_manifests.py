@@ -32,20 +32,24 @@ GROUP = "scheduling.volcano.sh"
 TIMEOUT = 90
 NODE_SET = "volcano-py.test/node-set"
 
-# Only for the apply test: the Prometheus Operator is not installed here, so its PrometheusRule CRD is stubbed.
-PROMETHEUS_RULE_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "prometheusrules.monitoring.coreos.com"},
-    "spec": {
-        "group": "monitoring.coreos.com",
-        "names": {"kind": "PrometheusRule", "listKind": "PrometheusRuleList", "plural": "prometheusrules",
-                  "singular": "prometheusrule"},
-        "scope": "Namespaced",
-        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-            "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-    },
-}
+# Only for the apply test: the Prometheus Operator is not installed here, so the CRDs of its kinds that manifests/
+# holds (PrometheusRule in alerts.yaml, ServiceMonitor and PodMonitor in monitors.yaml) are stubbed.
+OPERATOR_KINDS = {"PrometheusRule": "prometheusrules", "ServiceMonitor": "servicemonitors", "PodMonitor": "podmonitors"}
+
+
+def operator_crd(kind: str, plural: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
+        },
+    }
 
 
 def manifest_objects() -> list[dict[str, Any]]:
@@ -102,10 +106,11 @@ def sample(text: str, name: str, **labels: str) -> float | None:
 @pytest.fixture(scope="module")
 def installed(control_plane, tmp_path_factory):
     """crds/ and manifests/ applied for real (after a server-side dry run of the same files)."""
-    stub = tmp_path_factory.mktemp("crd") / "prometheusrule-crd.yaml"
-    stub.write_text(yaml.safe_dump(PROMETHEUS_RULE_CRD))
+    stub = tmp_path_factory.mktemp("crd") / "monitoring-crds.yaml"
+    stub.write_text(yaml.safe_dump_all([operator_crd(kind, plural) for kind, plural in OPERATOR_KINDS.items()]))
     control_plane.kubectl("apply", "-f", str(stub))
-    control_plane.kubectl("wait", "--for=condition=Established", "crd/prometheusrules.monitoring.coreos.com",
+    control_plane.kubectl("wait", "--for=condition=Established",
+                          *[f"crd/{plural}.monitoring.coreos.com" for plural in OPERATOR_KINDS.values()],
                           "--timeout=60s")
     files = [x for p in [CRDS, *sorted(MANIFESTS.glob("*.yaml"))] for x in ("-f", str(p))]
     # A server dry run of a namespaced object needs its namespace to exist: the Namespace goes first, for real.
@@ -123,11 +128,14 @@ def test_every_crd_and_manifest_is_accepted_by_the_apiserver(installed, control_
     )
     assert dry.count("(server dry run)") == expected, dry
     assert len([line for line in applied.splitlines() if line.strip()]) == expected, applied
-    r = control_plane.kubectl("get", "deploy,sa,cm,svc,role,rolebinding,prometheusrule", "-n", SYSTEM_NS,
-                              "-o", "name")
+    r = control_plane.kubectl("get", "deploy,sa,cm,svc,role,rolebinding,pdb,prometheusrule,servicemonitor,podmonitor",
+                              "-n", SYSTEM_NS, "-o", "name")
     for name in ("deployment.apps/volcano-py-scheduler", "deployment.apps/volcano-py-controllers",
                  "serviceaccount/volcano-py-scheduler", "configmap/volcano-py-scheduler-configmap",
-                 "service/volcano-py-scheduler-metrics", "prometheusrule.monitoring.coreos.com/volcano-py"):
+                 "service/volcano-py-scheduler-metrics", "prometheusrule.monitoring.coreos.com/volcano-py",
+                 "poddisruptionbudget.policy/volcano-py-scheduler", "poddisruptionbudget.policy/volcano-py-controllers",
+                 "servicemonitor.monitoring.coreos.com/volcano-py-scheduler",
+                 "podmonitor.monitoring.coreos.com/volcano-py-controllers"):
         assert name in r.stdout
 
 
