@@ -80,3 +80,20 @@ def probe_chart(tmp: Path, templates: dict[str, str], files: dict[str, str] | No
     for name, text in (files or {}).items():
         (copy / name).write_text(text)
     return copy
+
+
+NOTES_PROBE = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: rendered-notes
+data:
+  notes: {{ tpl (.Files.Get "NOTES.txt") . | toJson }}
+"""
+
+
+def notes(tmp: Path, values: dict[str, Any] | None = None, namespace: str = SYSTEM_NS) -> str:
+    """templates/NOTES.txt as `helm install` prints it (with `lookup` seeing no cluster, as in `helm template`)."""
+    chart = probe_chart(tmp, {"zz-notes-probe.yaml": NOTES_PROBE},
+                        {"NOTES.txt": (CHART / "templates" / "NOTES.txt").read_text()})
+    probe = render(tmp, values, chart=chart, namespace=namespace)[("ConfigMap", "", "rendered-notes")]
+    return str(probe["data"]["notes"])

@@ -2,8 +2,8 @@
 and the controllers run as their ServiceAccounts and are refused what their roles do not grant; /metrics shows
 a workload; the wheel the Dockerfile builds installs and runs.
 
-That the Helm chart renders exactly these manifests needs no apiserver: tests/deploy/ checks it with helm in the
-unit run.
+That the Helm chart renders exactly these manifests, and the chart's values, schema, NOTES and alert rules, need
+no apiserver: tests/deploy/ checks them with helm and promtool in the unit run.
 """
 
 from __future__ import annotations
