@@ -6,7 +6,7 @@ Each example file (with the Queue files beside it, as Volcano's docs apply them)
 4 nodes x 64 cpu, 256Gi, 8 GPUs, and each Job is reported as started (its minAvailable pods running) or not,
 with the scheduler's condition. Files the simulator does not run (JobFlow and JobTemplate, whose Jobs the
 controllers make; Argo Workflows) and Volcano's deliberately invalid examples are listed with that reason. The
-control-plane side of the same check is `make conformance` (tools/conformance/). With --write, the table replaces
+control-plane side of the same check is tests/e2e/test_volcano_examples.py. With --write, the table replaces
 the section between `<!-- examples:begin -->` and `<!-- examples:end -->` of the file.
 """
 
