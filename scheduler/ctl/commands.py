@@ -1,4 +1,4 @@
-"""Layer `ctl`: `volcano-py explain`, and the vcctl commands under `volcano-py` (`job`, `queue`: their own
+"""Layer `ctl`: `volcano-py explain`, and the vcctl commands under `volcano-py` (`job`, `queue`, `pod`: their own
 modules).
 
 explain prints a screen, or `-o json|yaml`; it reads the objects the scheduler and controllers publish.
@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from scheduler.ctl import connect, jobs, queues
+from scheduler.ctl import connect, jobs, pods, queues
 from scheduler.ctl.client import NotFound
 from scheduler.ctl.connect import NoCluster, common, reporting
 from scheduler.ctl.explain import explain, render, to_dict
@@ -38,10 +38,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any) -> None:
-    """`explain`, `job` and `queue` under the `volcano-py` command."""
+    """`explain`, `job`, `queue` and `pod` under the `volcano-py` command."""
     ex = sub.add_parser("explain", help="why a Volcano Job, PodGroup or pod is waiting, and what would unblock it")
     ex.add_argument("name", help="a Volcano Job, a PodGroup or a pod")
     common(ex, output=("json", "yaml"))
     ex.set_defaults(func=reporting(cmd_explain))
     jobs.add_parsers(sub)
     queues.add_parsers(sub)
+    pods.add_parsers(sub)
