@@ -1,5 +1,5 @@
-"""Layer `ctl`: `volcano-py explain`, and the vcctl commands under `volcano-py` (`job`, `queue`, `pod`: their own
-modules).
+"""Layer `ctl`: `volcano-py explain`, and the vcctl commands under `volcano-py` (`job`, `queue`, `pod`, `jobflow`,
+`jobtemplate`: their own modules).
 
 explain prints a screen, or `-o json|yaml`; it reads the objects the scheduler and controllers publish.
 """
@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from scheduler.ctl import connect, jobs, pods, queues
+from scheduler.ctl import connect, flows, jobs, pods, queues
 from scheduler.ctl.client import NotFound
 from scheduler.ctl.connect import NoCluster, common, reporting
 from scheduler.ctl.explain import explain, render, to_dict
@@ -38,7 +38,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any) -> None:
-    """`explain`, `job`, `queue` and `pod` under the `volcano-py` command."""
+    """`explain`, `job`, `queue`, `pod`, `jobflow` and `jobtemplate` under the `volcano-py` command."""
     ex = sub.add_parser("explain", help="why a Volcano Job, PodGroup or pod is waiting, and what would unblock it")
     ex.add_argument("name", help="a Volcano Job, a PodGroup or a pod")
     common(ex, output=("json", "yaml"))
@@ -46,3 +46,4 @@ def add_parsers(sub: Any) -> None:
     jobs.add_parsers(sub)
     queues.add_parsers(sub)
     pods.add_parsers(sub)
+    flows.add_parsers(sub)
