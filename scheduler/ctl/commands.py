@@ -37,8 +37,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_version(args: argparse.Namespace) -> int:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        print(f"volcano-py {version('volcano-py')}")
+    except PackageNotFoundError:  # a checkout that was never installed
+        print("volcano-py (not installed)")
+    return 0
+
+
 def add_parsers(sub: Any) -> None:
-    """`explain`, `job`, `queue`, `pod`, `jobflow` and `jobtemplate` under the `volcano-py` command."""
+    """`explain`, `job`, `queue`, `pod`, `jobflow`, `jobtemplate` and `version` under the `volcano-py` command."""
     ex = sub.add_parser("explain", help="why a Volcano Job, PodGroup or pod is waiting, and what would unblock it")
     ex.add_argument("name", help="a Volcano Job, a PodGroup or a pod")
     common(ex, output=("json", "yaml"))
@@ -47,3 +57,4 @@ def add_parsers(sub: Any) -> None:
     queues.add_parsers(sub)
     pods.add_parsers(sub)
     flows.add_parsers(sub)
+    sub.add_parser("version", help="print the version (vcctl version)").set_defaults(func=cmd_version)
