@@ -124,6 +124,29 @@ def common(p: argparse.ArgumentParser, *, namespace: bool = True, output: tuple[
         )
 
 
+def go_bool(text: str) -> bool:
+    """strconv.ParseBool, which pflag uses for `--flag=value`."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid argument {text!r}: expected true or false")
+
+
+def all_namespaces(p: argparse.ArgumentParser, what: str) -> None:
+    """vcctl's `--all-namespaces` (also `--all-namespaces=true|false`, as pflag takes a bool), and our `-A`."""
+    p.add_argument(
+        "-A",
+        "--all-namespaces",
+        nargs="?",
+        const=True,
+        default=False,
+        type=go_bool,
+        metavar="BOOL",
+        help=f"list {what} in all namespaces",
+    )
+
+
 def name_of(args: argparse.Namespace, message: str) -> str:
     """The object a command is about: `-N/--name` (vcctl) or the positional NAME (volcano-py's older form)."""
     name = getattr(args, "name", None) or getattr(args, "target", None)

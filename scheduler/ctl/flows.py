@@ -25,7 +25,7 @@ from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import KubeError
 from scheduler.ctl import connect
 from scheduler.ctl.client import FLOW
-from scheduler.ctl.connect import UsageError, api_message, common, reporting
+from scheduler.ctl.connect import UsageError, all_namespaces, api_message, common, reporting
 from scheduler.ctl.gofmt import since
 
 COLUMN_SPACING = 4
@@ -201,9 +201,7 @@ def add_parsers(sub: Any) -> None:
                     "-f", "--file", default="", help=f"the path to the YAML file containing the {kind.words}"
                 )
             if verb == "list":
-                p.add_argument(
-                    "-A", "--all-namespaces", action="store_true", help=f"list {kind.words}s in all namespaces"
-                )
+                all_namespaces(p, f"{kind.words}s")
             if verb == "describe":
                 p.add_argument(
                     "-o",

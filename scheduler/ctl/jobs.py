@@ -21,7 +21,7 @@ from scheduler.api.objects import MutableObj
 from scheduler.api.resources import QuantityError
 from scheduler.ctl import connect
 from scheduler.ctl.client import JOBS
-from scheduler.ctl.connect import UsageError, common, name_of, positional_or_flag, reporting
+from scheduler.ctl.connect import UsageError, all_namespaces, common, name_of, positional_or_flag, reporting
 from scheduler.ctl.gofmt import canonical_quantity, go_int, local_date, pad
 from scheduler.ctl.jobview import render_job
 from scheduler.ctl.tables import dump, job_table
@@ -304,7 +304,7 @@ def add_parsers(sub: Any) -> None:
 
     lst = jobs.add_parser("list", help="list job information")
     common(lst, output=("json", "yaml", "wide"))
-    lst.add_argument("-A", "--all-namespaces", action="store_true", help="list jobs in all namespaces")
+    all_namespaces(lst, "jobs")
     lst.add_argument("-q", "--queue", default="", help="list job with specified queue name")
     lst.add_argument("-S", "--scheduler", default="", help="list job with specified scheduler name")
     lst.add_argument("--selector", default="", help="fuzzy matching jobName")

@@ -17,7 +17,7 @@ from typing import Any
 
 from scheduler.api.objects import MutableObj
 from scheduler.ctl import connect
-from scheduler.ctl.connect import UsageError, common, reporting
+from scheduler.ctl.connect import UsageError, all_namespaces, common, reporting
 from scheduler.ctl.gofmt import go_int, parse_time, since
 from scheduler.ctl.tables import dump
 from scheduler.jobs import keys
@@ -202,7 +202,7 @@ def add_parsers(sub: Any) -> None:
     pods = pod.add_subparsers(dest="pod_command", required=True)
     lst = pods.add_parser("list", help="list pod information created by vcjob")
     common(lst, output=("json", "yaml"))
-    lst.add_argument("-A", "--all-namespaces", action="store_true", help="list pods in all namespaces")
+    all_namespaces(lst, "pods")
     lst.add_argument("-j", "--job", default="", help="list pod with specified job name")
     lst.add_argument("-q", "--queue", default="", help="list pod with specified queue name")
     lst.set_defaults(func=reporting(cmd_list))

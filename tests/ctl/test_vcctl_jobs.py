@@ -3,6 +3,7 @@ suspend and resume create, the tables' cells (issue: vcctl parity)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -345,3 +346,12 @@ def test_a_missing_job_is_the_apiservers_line_and_status_1(verb: str, vcctl: Any
 def test_no_name_is_a_usage_error(verb: str, vcctl: Any) -> None:
     run, stub = vcctl("job", verb, objects=[job("train")])
     assert run.code == 2 and len(run.err.splitlines()) == 1 and stub.requests == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "namespaces"),
+    [("--all-namespaces=true", {"ml", "prod"}), ("--all-namespaces=false", {"ml"}), ("-A", {"ml", "prod"})],
+)
+def test_all_namespaces_takes_a_go_bool_as_pflag_does(flag: str, namespaces: set[str], vcctl: Any) -> None:
+    run, _ = vcctl("job", "list", "-n", "ml", flag, "-o", "json", objects=JOBS)
+    assert {j["metadata"]["namespace"] for j in json.loads(run.out)} == namespaces
