@@ -409,6 +409,8 @@ SCENARIOS = [
     Scenario("job list --queue", ["job", "list", "-n", "ml", "-q", "team-a"], JOBS),
     Scenario("job list --scheduler", ["job", "list", "-n", "ml", "-S", "volcano-py"], JOBS),
     Scenario("job list --selector", ["job", "list", "--all-namespaces", "--selector", "e"], JOBS),
+    Scenario("job list --all-namespaces=true", ["job", "list", "--all-namespaces=true"], JOBS),
+    Scenario("job list --all-namespaces=false", ["job", "list", "-n", "ml", "--all-namespaces=false"], JOBS),
     # ---- job run
     Scenario("job run with the defaults", ["job", "run", "-N", "demo"]),
     Scenario(
