@@ -32,13 +32,25 @@ current-context: x
     return str(path)
 
 
-@pytest.mark.parametrize("command", [
-    ["queue", "list"], ["job", "list"], ["explain", "some-job"], ["job", "run", "-N", "x"], ["job", "view", "-N", "x"],
-    ["queue", "create", "-n", "q"], ["queue", "operate", "-n", "q", "-a", "close"], ["pod", "list"],
-    ["jobflow", "list"], ["jobtemplate", "get", "-N", "t"],
-], ids=" ".join)
-def test_no_kubeconfig_and_no_pod_is_one_line(command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["queue", "list"],
+        ["job", "list"],
+        ["explain", "some-job"],
+        ["job", "run", "-N", "x"],
+        ["job", "view", "-N", "x"],
+        ["queue", "create", "-n", "q"],
+        ["queue", "operate", "-n", "q", "-a", "close"],
+        ["pod", "list"],
+        ["jobflow", "list"],
+        ["jobtemplate", "get", "-N", "t"],
+    ],
+    ids=" ".join,
+)
+def test_no_kubeconfig_and_no_pod_is_one_line(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert main(command) == 1
@@ -46,10 +58,12 @@ def test_no_kubeconfig_and_no_pod_is_one_line(command: list[str], tmp_path: Path
     assert len(err) == 1 and err[0].startswith("volcano-py: error: no cluster to talk to")
 
 
-@pytest.mark.parametrize("command", [["queue", "list"], ["job", "run", "-N", "x"], ["pod", "list", "-j", "x"]],
-                         ids=" ".join)
-def test_an_apiserver_that_refuses_is_one_line(command: list[str], tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "command", [["queue", "list"], ["job", "run", "-N", "x"], ["pod", "list", "-j", "x"]], ids=" ".join
+)
+def test_an_apiserver_that_refuses_is_one_line(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     kubeconfig = _kubeconfig(tmp_path, f"https://127.0.0.1:{_closed_port()}")
     assert main([*command, "--kubeconfig", kubeconfig, "--request-timeout", "2"]) == 1
     err = capsys.readouterr().err.splitlines()
@@ -64,8 +78,7 @@ def test_debug_shows_the_error_itself(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 @pytest.mark.parametrize("with_kubeconfig", [False, True], ids=["no kubeconfig", "over a kubeconfig's server"])
-def test_master_is_the_server_talked_to(with_kubeconfig: bool, tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_master_is_the_server_talked_to(with_kubeconfig: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`-s/--master`, as vcctl's BuildConfig takes it: alone, or overriding the kubeconfig's server."""
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
