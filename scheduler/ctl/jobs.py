@@ -11,7 +11,7 @@ import argparse
 import copy
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -243,7 +243,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     return 0
 
 
-def _command(action: str, verb: str) -> Any:
+def _command(action: str, verb: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         name = name_of(args, f"job name is mandatory to {verb} a particular job")
         client = connect.client(args)

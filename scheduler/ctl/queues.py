@@ -20,7 +20,7 @@ from typing import Any
 
 from scheduler.api.objects import MutableObj
 from scheduler.ctl import connect
-from scheduler.ctl.client import QUEUE_COMMAND_NAMESPACE, SCHEDULING
+from scheduler.ctl.client import QUEUE_COMMAND_NAMESPACE, SCHEDULING, Client
 from scheduler.ctl.connect import UsageError, common, name_of, positional_or_flag, reporting
 from scheduler.ctl.gofmt import go_int, pad
 from scheduler.ctl.tables import dump, queue_table
@@ -166,7 +166,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     return _show(queues, client, args.output, listing=True)
 
 
-def _show(queues: list[MutableObj], client: Any, output: str | None, listing: bool = False) -> int:
+def _show(queues: list[MutableObj], client: Client, output: str | None, listing: bool = False) -> int:
     if output in ("json", "yaml"):
         print(dump(queues if listing else queues[0], output))
     elif output == "wide":
