@@ -142,8 +142,8 @@ CASES = [
     Case("no cluster and no trace", ("simulate",), 2,
          "volcano-py: error: simulate: expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv)"),
     Case("a command nobody has", ("simulat",), 2, "volcano-py: error: argument command: invalid choice: 'simulat' "
-         "(choose from 'scheduler', 'controllers', 'webhook', 'simulate', 'conf', 'bench', 'explain', 'job', 'queue') "
-         "(see volcano-py --help)"),
+         "(choose from 'scheduler', 'controllers', 'webhook', 'simulate', 'conf', 'bench', 'explain', 'job', 'queue', "
+         "'pod', 'jobflow', 'jobtemplate', 'version') (see volcano-py --help)"),
 ]
 
 
