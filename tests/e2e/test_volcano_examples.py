@@ -140,3 +140,27 @@ def _delete_queue_when_empty(custom, name: str) -> None:
         return False
 
     wait_for(gone, TIMEOUT, what=f"queue {name} deleted")
+
+
+def test_a_dump_of_the_cluster_replays_on_the_simulator(control_plane, volcano_components, custom, namespace,
+                                                        tmp_path):
+    """`simulate --from-cluster` on what kubectl prints for this cluster (issue 21): Volcano's example Job,
+    once Running here, is in the dump with its queue and nodes, and starts in the replay with the same conf."""
+    job = copy.deepcopy(documents(VOLCANO / "example" / "job.yaml")[0])
+    job["metadata"]["namespace"] = namespace
+    custom.create_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", job)
+    name = job["metadata"]["name"]
+    wait_for(lambda: job_phase(custom, namespace, name) == "Running", TIMEOUT, what=f"Job {name} Running")
+    dump = control_plane.kubectl("get", "nodes,pods,vcjob,podgroups,queues,priorityclasses", "-A", "-o", "json")
+    path = tmp_path / "dump.json"
+    path.write_text(dump.stdout)
+    from scheduler.cycle import conf_from_text
+    from scheduler.sim.from_cluster import load_cluster_dump
+    from scheduler.sim.replay import replay
+
+    cluster, workload, _ = load_cluster_dump(path)
+    ours = [i for i in workload.items if i.manifest["metadata"].get("namespace") == namespace]
+    assert [i.name for i in ours] == [name]
+    result = replay(cluster, workload, conf_from_text((VOLCANO / CI_CONF).read_text()))
+    started = {run.key: run.started is not None for run in result.runs}
+    assert started[f"{namespace}/{name}"] is True
