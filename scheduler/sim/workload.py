@@ -30,6 +30,7 @@ import yaml
 from scheduler.api.resources import QuantityError, Resource
 from scheduler.jobs.schema import JOB_CRD, PODGROUP_CRD, QUEUE_CRD, schema_problems, unknown_fields
 from scheduler.jobs.validate import validate_job
+from scheduler.sim import workload_kinds as kinds
 from scheduler.sim.objects import node_object
 
 JOB_API = "batch.volcano.sh/v1alpha1"
@@ -263,21 +264,46 @@ def load_workload(path: str | Path) -> Workload:
     return workload_from_docs(source, raw_items, prefix)
 
 
+def _expanded(source: str, raw_items: list[Any], prefix: str, warnings: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The items, with Deployments, StatefulSets and CronJobs made into the Jobs the replay runs
+    (`workload_kinds`)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for i, raw in enumerate(raw_items):
+        where = f"{prefix}[{i}]"
+        doc = dict(_mapping(raw, source, where, "a Volcano Job, PodGroup or Queue manifest"))
+        kind = doc.get("kind", "Job")
+        label = f"{source}: {where} ({(doc.get('metadata') or {}).get('name')})"
+        try:
+            if kind in kinds.WORKLOADS:
+                job = kinds.from_workload(doc, where, label, warnings)
+                out.extend([(where, job)] if job is not None else [])
+            elif kind == "CronJob":
+                def number(value: Any, at: str) -> float:
+                    return _number(value, source, at)
+
+                starts = kinds.from_cronjob(doc, where, label, warnings, number)
+                out.extend((f"{where} start {k}", job) for k, job in enumerate(starts))
+            else:
+                out.append((where, doc))
+        except kinds.KindError as exc:
+            raise InputError(source, exc.where, exc.problem) from None
+    return out
+
+
 def workload_from_docs(source: str, raw_items: list[Any], prefix: str = "document",
                        warnings: list[str] | None = None) -> Workload:
     """Jobs, PodGroups (with `arrival` and `duration`) and Queues, checked as `load_workload` checks a file."""
     items: list[WorkItem] = []
     queues: list[dict[str, Any]] = []
     warnings = list(warnings or ())
-    for i, raw in enumerate(raw_items):
-        where = f"{prefix}[{i}]"
-        doc = dict(_mapping(raw, source, where, "a Volcano Job, PodGroup or Queue manifest"))
+    for where, doc in _expanded(source, raw_items, prefix, warnings):
         kind = doc.get("kind", "Job")
         if kind == "Queue":
             queues.append(_queue(doc, source, where, warnings))
             continue
         if kind not in ("Job", "PodGroup"):
-            raise InputError(source, f"{where}.kind", f"expected Job, PodGroup or Queue, got {kind!r}")
+            raise InputError(source, f"{where}.kind",
+                             f"expected Job, PodGroup, Queue, Deployment, StatefulSet or CronJob, got {kind!r}")
         arrival = _number(doc.pop("arrival", 0), source, f"{where}.arrival")
         duration = _number(doc.pop("duration", 60), source, f"{where}.duration")
         doc.setdefault("apiVersion", JOB_API if kind == "Job" else SCHED_API)

@@ -53,8 +53,8 @@ BAD = [
     Bad(
         "an unknown kind is named",
         GOOD_CLUSTER,
-        "jobs:\n- kind: Deployment\n  metadata: {name: d}\n",
-        ("jobs[0].kind", "Deployment"),
+        "jobs:\n- kind: DaemonSet\n  metadata: {name: d}\n",
+        ("jobs[0].kind", "DaemonSet"),
     ),
 ]
 

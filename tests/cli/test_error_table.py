@@ -101,7 +101,7 @@ CASES = [
         "seconds >= 0, got 'long'", workload=jobs(job(duration="long"))),
     # ---- shapes ---------------------------------------------------------------------------------------------
     sim("a kind the simulator does not replay", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].kind: expected Job, "
-        "PodGroup or Queue, got 'Deployment'", workload=jobs(job(kind="Deployment"))),
+        "PodGroup, Queue, Deployment, StatefulSet or CronJob, got 'DaemonSet'", workload=jobs(job(kind="DaemonSet"))),
     sim("a job without a name", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].metadata.name: expected a name",
         workload=jobs({**job(), "metadata": {}})),
     sim("the same job twice", 2, "volcano-py: error: {d}/workload.yaml: Job default/train appears twice",
