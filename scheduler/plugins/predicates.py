@@ -1,6 +1,8 @@
 """Layer `plugins`: `predicates` filters nodes a task may not use, whatever their free resources.
 
-Node readiness and cordoning, nodeSelector, required node affinity, and NoSchedule/NoExecute taints.
+Node readiness and cordoning, nodeSelector, required node affinity, NoSchedule/NoExecute taints, and what the
+pod's bound PersistentVolumeClaims require (their volumes' node affinity, zone and region: kube-scheduler's
+VolumeBinding and VolumeZone, resolved into `Constraints.volumes` when the snapshot is built, `api/volumes.py`).
 These depend only on the task's `Constraints` and the node, so the session evaluates them once per
 constraint set per cycle (identical pods of a gang share the answer). Resource fit, including the
 `pods` count, is checked by the actions against each node's idle resources (`resource_misfit`).
@@ -15,6 +17,10 @@ only those are evaluated dynamically (a known gap: a plain pod may join a node w
 affinity term no existing pod matches is satisfied when the pod matches it itself (the first pod of a group);
 a spread constraint counts matching pods of the pod's namespace per domain over the nodes its node affinity
 allows, and a node without the topology label fails a DoNotSchedule constraint.
+
+Claims still to bind (unbound, `WaitForFirstConsumer`) are matched to volumes or provisioning as pods are placed
+(`volume_binding.ClaimBinding`, served only when the snapshot has such claims); a committed gang's claims are
+handed to the adapter, which binds them before the gang's pods.
 
 A topologyKey's domains are the session's label domains (`api.topology`, the model the solver's tiers are built
 from too); the matching pods per domain are counted once and kept current through the session's event handler
@@ -38,6 +44,7 @@ from scheduler.framework.arrays import IntArray
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
 from scheduler.plugins.pod_counts import COUNTED, BoolArray, PlacedPods, SpreadSelection, TermSelection
+from scheduler.plugins.volume_binding import ClaimBinding
 
 # Static filters answer UnschedulableAndUnresolvable: no eviction on the node changes them (kube-scheduler's
 # node affinity, taint and node-unschedulable filters say the same, pkg/scheduler/framework/plugins/).
@@ -49,6 +56,9 @@ POD_ANTI_AFFINITY = unschedulable(R.NodeFilter(R.POD_ANTI_AFFINITY))
 EXISTING_ANTI_AFFINITY = unschedulable(R.NodeFilter(R.EXISTING_ANTI_AFFINITY))
 SPREAD = unschedulable(R.NodeFilter(R.TOPOLOGY_SPREAD))
 SPREAD_LABEL = unresolvable(R.NodeFilter(R.TOPOLOGY_SPREAD_LABEL))
+# kube-scheduler's VolumeBinding and VolumeZone answer UnschedulableAndUnresolvable: evictions free no volume.
+VOLUME_NODE_AFFINITY = unresolvable(R.NodeFilter(R.VOLUME_NODE_AFFINITY))
+VOLUME_ZONE = unresolvable(R.NodeFilter(R.VOLUME_ZONE))
 # Where `PodTopology.filter` rejects a node, the first reason (0: none).
 REJECTIONS = (SUCCESS, POD_ANTI_AFFINITY, EXISTING_ANTI_AFFINITY, POD_AFFINITY, SPREAD_LABEL, SPREAD)
 _ANTI, _EXISTING, _AFFINITY, _SPREAD_LABEL, _SPREAD = range(1, len(REJECTIONS))
@@ -70,7 +80,15 @@ def static_predicate(task: TaskInfo, node: NodeInfo) -> Status:
     if taint is not None:
         shown = f"{taint.key}: {taint.value}" if taint.value else taint.key
         return unresolvable(R.NodeFilter(R.TAINT_TOLERATION, shown))
+    volumes = constraints.volumes
+    if volumes is not None:  # a pod whose claims constrain nothing has None: no cost
+        conflict = volumes.node_conflict(labels)
+        if conflict is not None:
+            return _VOLUME_STATUS.get(conflict) or unresolvable(conflict)
     return SUCCESS
+
+
+_VOLUME_STATUS = {s.reasons[0]: s for s in (VOLUME_NODE_AFFINITY, VOLUME_ZONE)}
 
 
 # ---- inter-pod affinity and topology spread ---------------------------------------------------------------
@@ -188,3 +206,13 @@ class PredicatesPlugin(Plugin[NoArgs]):
         ssn.add_event_handler(EventHandler(allocate=topology.placed.changed, deallocate=topology.placed.changed))
         ssn.register(P.DYNAMIC_PREDICATE, topology.filter)
         ssn.register(P.DYNAMIC_NODE_ORDER, topology.score)
+        self.binding: ClaimBinding | None = None
+        if ssn.storage is not None and ssn.storage.binding:  # some pending pod has a claim to bind
+            self.binding = binding = ClaimBinding(ssn, ssn.storage)
+            ssn.register(P.DYNAMIC_PREDICATE, binding.filter)
+            ssn.add_event_handler(EventHandler(allocate=binding.placed_task, deallocate=binding.removed_task))
+            ssn.register(P.JOB_READY, binding.ready)
+
+    def on_session_close(self, ssn: SessionAPI) -> None:
+        if self.binding is not None:
+            self.binding.close(ssn)
