@@ -18,7 +18,7 @@ object with an event, the simulator refusing one when it is added. From those in
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scheduler.api.convert import group_of, implicit_job, plain_group_of, wants_gang
 from scheduler.api.job import JobInfo, TaskInfo
@@ -83,7 +83,10 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
         if node is not None:
             node.add_task(task)
     queues = {queue.name: queue for queue in inputs.queues}
-    return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), inputs.storage)
+    storage = inputs.storage
+    if storage is not None and claims is not None and claims.binding:  # the adapter's Storage is left as it is
+        storage = replace(storage, binding=True)
+    return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage)
 
 
 class ClaimResolver:
@@ -92,6 +95,7 @@ class ClaimResolver:
 
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
+        self.binding = False  # some pending pod has a claim to bind
         self._needs: dict[tuple[str, ...], VolumeNeeds | None] = {}
         self._made: dict[tuple[Constraints, VolumeNeeds], Constraints] = {}
 
@@ -102,7 +106,7 @@ class ClaimResolver:
         if needs is None:
             return task.constraints
         if needs.to_bind:
-            self.storage.binding = True
+            self.binding = True
         key = (task.constraints, needs)
         made = self._made.get(key)
         if made is None:
