@@ -23,6 +23,7 @@ _KINDS = {  # the collection in a GET path -> the kind stored
 class FakeApi:
     objects: dict[tuple[str, str, str], MutableObj] = field(default_factory=dict)
     writes: list[tuple[str, str, str, str]] = field(default_factory=list)  # (verb, kind, namespace, name)
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
     conflicts: int = 0  # how many replace_podgroup calls answer 409 first
     _uids: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)  # the controller creates a Job's pods at once
@@ -111,4 +112,21 @@ class FakeApi:
         return self.objects[("ConfigMap", namespace, name)]
 
     def event(self, involved: Mapping[str, Any], type_: str, reason: str, message: str, now: str) -> None:
-        pass
+        self.events.append((type_, reason, message))
+
+    def pvc(self, namespace: str, name: str) -> MutableObj | None:
+        obj = self.objects.get(("PersistentVolumeClaim", namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def create_pvc(self, pvc: Mapping[str, Any]) -> MutableObj | None:
+        return self.create(pvc)
+
+    def set_volume_claim_names(self, namespace: str, name: str, names: Mapping[int, str],
+                               resource_version: str) -> MutableObj:
+        job = self.objects[("Job", namespace, name)]
+        assert str(job["metadata"].get("resourceVersion") or "") == resource_version, "the Job changed meanwhile"
+        self.writes.append(("patch", "Job", namespace, name))
+        for index, claim in names.items():
+            job["spec"]["volumes"][index]["volumeClaimName"] = claim
+        job["metadata"]["resourceVersion"] = str(int(job["metadata"].get("resourceVersion") or 0) + 1)
+        return copy.deepcopy(job)
