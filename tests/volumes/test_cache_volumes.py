@@ -32,8 +32,9 @@ class FakeApiserver:
         self.refuse: int | None = None
         self.lock = threading.Lock()
 
-    def request(self, method: str, path: str, *, body: Any = None, content_type: str | None = None,
-                **_: Any) -> dict[str, Any]:
+    def request(
+        self, method: str, path: str, *, body: Any = None, content_type: str | None = None, **_: Any
+    ) -> dict[str, Any]:
         with self.lock:
             self.calls.append((method, path, copy.deepcopy(body)))
         if method == "PATCH" and self.refuse is not None:
@@ -54,8 +55,11 @@ def cache_with(*storage: dict[str, Any], pods: list[dict[str, Any]] = ()) -> tup
     cache = ClusterCache(None, {"volcano-py"}, "default", clock=lambda: NOW)
     server = FakeApiserver()
     cache.kube = server  # type: ignore[assignment]
-    kinds = {"PersistentVolume": cache.stores.volumes, "PersistentVolumeClaim": cache.stores.claims,
-             "StorageClass": cache.stores.storage_classes}
+    kinds = {
+        "PersistentVolume": cache.stores.volumes,
+        "PersistentVolumeClaim": cache.stores.claims,
+        "StorageClass": cache.stores.storage_classes,
+    }
     events = [(cache.queues, {"metadata": {"name": "default"}, "spec": {"weight": 1}})]
     events += [(cache.nodes, node_object(f"n{i}", cpu="8")) for i in range(3)]
     events += [(cache.pods, pod) for pod in pods]
@@ -75,8 +79,12 @@ def cache_with(*storage: dict[str, Any], pods: list[dict[str, Any]] = ()) -> tup
 
 
 def test_the_snapshot_carries_the_watched_storage_and_a_claims_volume_decides_the_node() -> None:
-    cache, _ = cache_with(storage_class("local"), volume("pv", node="n2"), claim("data", bound_to="pv"),
-                          pods=[pod_object("p", claims=["data"])])
+    cache, _ = cache_with(
+        storage_class("local"),
+        volume("pv", node="n2"),
+        claim("data", bound_to="pv"),
+        pods=[pod_object("p", claims=["data"])],
+    )
     snapshot = cache.snapshot()
     assert snapshot.storage is not None and set(snapshot.storage.claims) == {"default/data"}
     result = run_cycle(snapshot, builtin_default_conf())
@@ -87,8 +95,11 @@ def test_the_storage_is_read_again_only_when_a_storage_object_changed() -> None:
     cache, _ = cache_with(storage_class("local"), volume("pv"))
     first = cache.storage.storage()
     assert cache.storage.storage() is first
-    cache.watcher._on_event(cache.stores.claims, "ADDED", {**claim("new"), "metadata": {
-        "name": "new", "namespace": "default", "resourceVersion": "99"}})
+    cache.watcher._on_event(
+        cache.stores.claims,
+        "ADDED",
+        {**claim("new"), "metadata": {"name": "new", "namespace": "default", "resourceVersion": "99"}},
+    )
     second = cache.storage.storage()
     assert second is not first and second is not None and "default/new" in second.claims
 
@@ -126,25 +137,34 @@ def gang(*volumes: VolumeBind) -> CycleResult:
 
 
 def test_a_static_volume_gets_the_claim_in_its_claim_ref_before_the_pods_are_bound() -> None:
-    cache, server = cache_with(storage_class("local"), volume("pv", node="n1"), claim("data"),
-                               pods=[pod_object("j-0"), pod_object("j-1")])
+    cache, server = cache_with(
+        storage_class("local"), volume("pv", node="n1"), claim("data"), pods=[pod_object("j-0"), pod_object("j-1")]
+    )
     failed = cache.binder.wait(cache.binder.submit(gang(VolumeBind("default/data", "n1", "pv")), NOW))
     assert failed == {}
     methods = [(m, p) for m, p, _ in server.calls]
     assert methods[0] == ("PATCH", "/api/v1/persistentvolumes/pv")
     assert sorted(methods[1:]) == [("POST", f"/api/v1/namespaces/default/pods/j-{i}/binding") for i in range(2)]
     body = server.calls[0][2]
-    assert body["spec"]["claimRef"] == {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "default",
-                                        "name": "data", "uid": "uid-data", "resourceVersion": body["spec"]["claimRef"][
-                                            "resourceVersion"]}
+    assert body["spec"]["claimRef"] == {
+        "kind": "PersistentVolumeClaim",
+        "apiVersion": "v1",
+        "namespace": "default",
+        "name": "data",
+        "uid": "uid-data",
+        "resourceVersion": body["spec"]["claimRef"]["resourceVersion"],
+    }
     assert body["metadata"]["annotations"] == {BOUND_BY_CONTROLLER: "yes"}
     stored = cache.stores.volumes.objects["pv"]  # the answer is kept: the next cycle sees the volume taken
     assert stored["spec"]["claimRef"]["name"] == "data"
 
 
 def test_a_claim_to_provision_gets_the_selected_node() -> None:
-    cache, server = cache_with(storage_class("csi", provisioner="csi.example.com"), claim("data", storage_class="csi"),
-                               pods=[pod_object("j-0"), pod_object("j-1")])
+    cache, server = cache_with(
+        storage_class("csi", provisioner="csi.example.com"),
+        claim("data", storage_class="csi"),
+        pods=[pod_object("j-0"), pod_object("j-1")],
+    )
     cache.binder.wait(cache.binder.submit(gang(VolumeBind("default/data", "n1")), NOW))
     method, path, body = server.calls[0]
     assert (method, path) == ("PATCH", "/api/v1/namespaces/default/persistentvolumeclaims/data")
@@ -153,8 +173,9 @@ def test_a_claim_to_provision_gets_the_selected_node() -> None:
 
 def test_a_refused_volume_write_binds_none_of_the_gangs_pods() -> None:
     """The volume changed since the decision (409): the gang waits for the next cycle, none of it bound."""
-    cache, server = cache_with(storage_class("local"), volume("pv", node="n1"), claim("data"),
-                               pods=[pod_object("j-0"), pod_object("j-1")])
+    cache, server = cache_with(
+        storage_class("local"), volume("pv", node="n1"), claim("data"), pods=[pod_object("j-0"), pod_object("j-1")]
+    )
     server.refuse = 409
     failed = cache.binder.wait(cache.binder.submit(gang(VolumeBind("default/data", "n1", "pv")), NOW))
     assert failed == {"default/j": 2}
@@ -163,7 +184,11 @@ def test_a_refused_volume_write_binds_none_of_the_gangs_pods() -> None:
 
 
 def test_a_claim_bound_or_asked_for_already_is_not_written_again() -> None:
-    cache, server = cache_with(storage_class("local"), volume("pv", node="n1", claim="default/data"), claim("data"),
-                               pods=[pod_object("j-0"), pod_object("j-1")])
+    cache, server = cache_with(
+        storage_class("local"),
+        volume("pv", node="n1", claim="default/data"),
+        claim("data"),
+        pods=[pod_object("j-0"), pod_object("j-1")],
+    )
     cache.binder.wait(cache.binder.submit(gang(VolumeBind("default/data", "n1", "pv")), NOW))
     assert [m for m, _, _ in server.calls] == ["POST", "POST"]

@@ -49,19 +49,30 @@ def test_a_claim_takes_the_free_volume_whose_node_the_pod_can_use_and_is_bound_b
 
 
 def test_the_smallest_volume_that_holds_the_request_is_chosen() -> None:
-    c = add(nodes(), storage_class("local"), volume("big", size="100Gi"), volume("small", size="6Gi"),
-            volume("tiny", size="1Gi"), claim("data", size="5Gi"))
+    c = add(
+        nodes(),
+        storage_class("local"),
+        volume("big", size="100Gi"),
+        volume("small", size="6Gi"),
+        volume("tiny", size="1Gi"),
+        claim("data", size="5Gi"),
+    )
     c.job("j", replicas=1, claims=["data"])
     results = c.cycles(1)
     assert [v.volume for v in volume_binds(results)] == ["small"]
 
 
 def test_volumes_of_another_class_access_mode_or_already_claimed_are_not_candidates() -> None:
-    c = add(nodes(), storage_class("local"), storage_class("other"),
-            volume("other-class", storage_class="other", node="n0"),
-            volume("read-only-many", node="n1", modes=("ReadOnlyMany",)),
-            volume("claimed", node="n2", claim="default/someone-else"),
-            volume("free", node="n3"), claim("data"))
+    c = add(
+        nodes(),
+        storage_class("local"),
+        storage_class("other"),
+        volume("other-class", storage_class="other", node="n0"),
+        volume("read-only-many", node="n1", modes=("ReadOnlyMany",)),
+        volume("claimed", node="n2", claim="default/someone-else"),
+        volume("free", node="n3"),
+        claim("data"),
+    )
     c.job("j", replicas=1, claims=["data"])
     c.cycles(1)
     assert c.sim.bound("j") == {"j-0": "n3"}
@@ -70,8 +81,13 @@ def test_volumes_of_another_class_access_mode_or_already_claimed_are_not_candida
 def test_pods_sharing_one_claim_in_a_gang_use_one_volume() -> None:
     """Two free volumes on two nodes; the gang's two pods share the claim: both go where the first pod's volume
     is, and the claim is bound once."""
-    c = add(nodes(), storage_class("local"), volume("pv-n1", node="n1"), volume("pv-n2", node="n2"),
-            claim("shared", modes=("ReadWriteMany",)))
+    c = add(
+        nodes(),
+        storage_class("local"),
+        volume("pv-n1", node="n1"),
+        volume("pv-n2", node="n2"),
+        claim("shared", modes=("ReadWriteMany",)),
+    )
     for name in ("pv-n1", "pv-n2"):
         c.sim.storage.volume(name)["spec"]["accessModes"] = ["ReadWriteMany"]  # type: ignore[union-attr]
     c.job("j", replicas=2, claims=["shared"], cpu="1")
@@ -86,8 +102,9 @@ def test_two_claims_of_one_gang_never_take_the_same_volume() -> None:
     """One free volume, a gang of two pods with a claim each: the gang cannot be placed whole, and nothing is
     bound or annotated."""
     c = add(nodes(), storage_class("local"), volume("only"), claim("a"), claim("b"))
-    c.sim.add_podgroup({"metadata": {"name": "j", "namespace": "default"}, "spec": {"minMember": 2},
-                        "status": {"phase": "Inqueue"}})
+    c.sim.add_podgroup(
+        {"metadata": {"name": "j", "namespace": "default"}, "spec": {"minMember": 2}, "status": {"phase": "Inqueue"}}
+    )
     from scheduler.sim.objects import pod_object
 
     c.sim.add_pod(pod_object("j-0", group="j", claims=["a"]))
@@ -111,8 +128,15 @@ def test_a_volume_one_gang_takes_is_not_free_for_the_next_gang_of_the_cycle() ->
 
 
 def test_a_pod_with_two_claims_on_one_node_takes_two_volumes() -> None:
-    c = add(nodes(), storage_class("local"), volume("x", node="n1"), volume("y", node="n1"), volume("z", node="n2"),
-            claim("a"), claim("b"))
+    c = add(
+        nodes(),
+        storage_class("local"),
+        volume("x", node="n1"),
+        volume("y", node="n1"),
+        volume("z", node="n2"),
+        claim("a"),
+        claim("b"),
+    )
     c.job("j", replicas=1, claims=["a", "b"])
     results = c.cycles(1)
     assert c.sim.bound("j") == {"j-0": "n1"}
@@ -122,8 +146,13 @@ def test_a_pod_with_two_claims_on_one_node_takes_two_volumes() -> None:
 def test_a_volume_prebound_to_the_claim_is_the_claims_and_no_other() -> None:
     """A claimRef the scheduler wrote last cycle (or a user's pre-binding) which the PV controller has not completed
     yet: more pods of the claim go where that volume is."""
-    c = add(nodes(), storage_class("local"), volume("mine", node="n2", claim="default/data"),
-            volume("free", node="n0"), claim("data"))
+    c = add(
+        nodes(),
+        storage_class("local"),
+        volume("mine", node="n2", claim="default/data"),
+        volume("free", node="n0"),
+        claim("data"),
+    )
     c.sim.storage.volume("mine")["status"]["phase"] = "Available"  # type: ignore[union-attr]
     c.job("j", replicas=1, claims=["data"])
     c.cycles(1)
@@ -134,8 +163,9 @@ def test_a_volume_prebound_to_the_claim_is_the_claims_and_no_other() -> None:
 
 
 def test_a_class_that_provisions_gets_the_pods_node_as_the_claims_selected_node() -> None:
-    c = add(nodes(), storage_class("csi", provisioner="csi.example.com", zones=("b",)),
-            claim("data", storage_class="csi"))
+    c = add(
+        nodes(), storage_class("csi", provisioner="csi.example.com", zones=("b",)), claim("data", storage_class="csi")
+    )
     c.job("j", replicas=1, claims=["data"])
     results = c.cycles(1)
     (node,) = c.sim.bound("j").values()
@@ -175,8 +205,14 @@ def test_no_free_volume_and_no_provisioner_leaves_the_pod_pending_with_the_binde
 def test_a_gang_that_cannot_fit_whole_binds_no_claim_and_annotates_none() -> None:
     """The first pods of the gang found their volume and node, the last did not fit: the statement is discarded
     and neither the claim nor the volume is touched."""
-    c = add(nodes(count=2, cpu="4"), storage_class("csi", provisioner="csi.example.com"),
-            storage_class("local"), volume("pv", node="n0"), claim("static"), claim("dynamic", storage_class="csi"))
+    c = add(
+        nodes(count=2, cpu="4"),
+        storage_class("csi", provisioner="csi.example.com"),
+        storage_class("local"),
+        volume("pv", node="n0"),
+        claim("static"),
+        claim("dynamic", storage_class="csi"),
+    )
     c.job("j", replicas=3, claims=["static", "dynamic"], cpu="3")  # 3 x 3 cpu on two 4-cpu nodes
     results = c.cycles(3)
     assert c.sim.bound("j") == {}
@@ -191,11 +227,21 @@ def test_the_gang_placer_keeps_to_the_volumes_too() -> None:
     committed where its claims have no volume: the claim's pods share the one volume's node."""
     from scheduler.testing import conf_from_tiers
 
-    conf = conf_from_tiers(["priority", "gang"], [
-        "predicates", "proportion", "nodeorder",
-        {"name": "network-topology-aware", "arguments": {"solver.everyGang": True}}])
-    c = add(nodes(), storage_class("local"), volume("pv", node="n3", modes=("ReadWriteMany",)),
-            claim("data", modes=("ReadWriteMany",)))
+    conf = conf_from_tiers(
+        ["priority", "gang"],
+        [
+            "predicates",
+            "proportion",
+            "nodeorder",
+            {"name": "network-topology-aware", "arguments": {"solver.everyGang": True}},
+        ],
+    )
+    c = add(
+        nodes(),
+        storage_class("local"),
+        volume("pv", node="n3", modes=("ReadWriteMany",)),
+        claim("data", modes=("ReadWriteMany",)),
+    )
     c.job("j", replicas=2, claims=["data"], cpu="2")
     c.cycles(2, conf)
     assert set(c.sim.bound("j").values()) == {"n3"}

@@ -62,8 +62,9 @@ def test_a_bound_claims_volume_decides_the_nodes(case: Bound) -> None:
 
 def test_a_node_without_zone_labels_accepts_a_zoned_volume_as_kube_scheduler_does() -> None:
     """VolumeZone passes a node that has no zone or region label at all (a one-zone cluster)."""
-    c = with_storage(cluster().node("plain", cpu="8"), storage_class("local"), volume("pv", zone="b"),
-                     claim("data", bound_to="pv"))
+    c = with_storage(
+        cluster().node("plain", cpu="8"), storage_class("local"), volume("pv", zone="b"), claim("data", bound_to="pv")
+    )
     c.job("j", replicas=1, claims=["data"])
     c.cycles(2)
     assert c.sim.bound("j") == {"j-0": "plain"}
@@ -107,18 +108,30 @@ class Blocked:
 
 
 BLOCKED = [
-    Blocked("an Immediate claim not bound yet keeps the pod pending (kube-scheduler's rule)",
-            (storage_class("fast", mode="Immediate"), claim("data", storage_class="fast")),
-            NodeFilter(R.VOLUME_UNBOUND_IMMEDIATE, "data"),
-            'pod has unbound immediate PersistentVolumeClaims ("data")'),
-    Blocked("a claim without a class, not bound, is Immediate",
-            (claim("data", storage_class=None),), NodeFilter(R.VOLUME_UNBOUND_IMMEDIATE, "data"),
-            'pod has unbound immediate PersistentVolumeClaims ("data")'),
-    Blocked("a claim that does not exist", (storage_class("local"),), NodeFilter(R.VOLUME_CLAIM_MISSING, "data"),
-            'persistentvolumeclaim "data" not found'),
-    Blocked("a claim bound to a volume that does not exist", (claim("data", bound_to="gone"),),
-            NodeFilter(R.VOLUME_MISSING),
-            "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"),
+    Blocked(
+        "an Immediate claim not bound yet keeps the pod pending (kube-scheduler's rule)",
+        (storage_class("fast", mode="Immediate"), claim("data", storage_class="fast")),
+        NodeFilter(R.VOLUME_UNBOUND_IMMEDIATE, "data"),
+        'pod has unbound immediate PersistentVolumeClaims ("data")',
+    ),
+    Blocked(
+        "a claim without a class, not bound, is Immediate",
+        (claim("data", storage_class=None),),
+        NodeFilter(R.VOLUME_UNBOUND_IMMEDIATE, "data"),
+        'pod has unbound immediate PersistentVolumeClaims ("data")',
+    ),
+    Blocked(
+        "a claim that does not exist",
+        (storage_class("local"),),
+        NodeFilter(R.VOLUME_CLAIM_MISSING, "data"),
+        'persistentvolumeclaim "data" not found',
+    ),
+    Blocked(
+        "a claim bound to a volume that does not exist",
+        (claim("data", bound_to="gone"),),
+        NodeFilter(R.VOLUME_MISSING),
+        "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)",
+    ),
 ]
 
 
@@ -135,8 +148,12 @@ def test_a_claim_no_node_can_use_keeps_the_gang_pending_with_its_reason(case: Bl
 
 
 def test_an_immediate_claim_schedules_once_the_pv_controller_bound_it() -> None:
-    c = with_storage(zoned(), storage_class("fast", mode="Immediate"), volume("pv", storage_class="fast", zone="b"),
-                     claim("data", storage_class="fast"))
+    c = with_storage(
+        zoned(),
+        storage_class("fast", mode="Immediate"),
+        volume("pv", storage_class="fast", zone="b"),
+        claim("data", storage_class="fast"),
+    )
     c.job("j", replicas=1, claims=["data"])
     c.cycles(2)
     assert c.sim.bound("j") == {}
@@ -170,8 +187,9 @@ def test_the_zone_rule_reads_only_the_volume_zone_labels_of_the_node() -> None:
     pv = volume("pv", zone="a")
     from scheduler.api.volumes import Storage, claim_from_object, needs_of, volume_from_object
 
-    storage = Storage(volumes={"pv": volume_from_object(pv)},
-                      claims={"default/data": claim_from_object(claim("data", bound_to="pv"))})
+    storage = Storage(
+        volumes={"pv": volume_from_object(pv)}, claims={"default/data": claim_from_object(claim("data", bound_to="pv"))}
+    )
     needs = needs_of(("default/data",), storage)
     assert needs is not None
     assert needs.node_conflict(labels) is None
