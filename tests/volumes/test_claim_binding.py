@@ -197,6 +197,8 @@ def test_no_free_volume_and_no_provisioner_leaves_the_pod_pending_with_the_binde
     c.cycles(2)
     assert c.sim.bound("j") == {}
     assert node_filters(c.sim.reasons("j")) == {NodeFilter(R.VOLUME_BIND_CONFLICT)}
+    # The nodes have room: their free resources are not "fragmented", the volumes are what is missing.
+    assert [type(r) for r in c.sim.reasons("j")] == [R.GangNotReady, R.NodesUnavailable]
 
 
 # ---- only a committed gang's claims are bound ---------------------------------------------------------------

@@ -145,6 +145,8 @@ def test_a_claim_no_node_can_use_keeps_the_gang_pending_with_its_reason(case: Bl
     unavailable = next(r for r in c.sim.reasons("j") if isinstance(r, R.NodesUnavailable))
     assert [(f.filter, f.nodes) for f in unavailable.counts] == [(case.reason, 4)]
     assert render(case.reason) == case.message
+    # No node may be used: no resource is said to be short on "the 0 nodes they may use".
+    assert [type(r) for r in c.sim.reasons("j")] == [R.GangNotReady, R.NodesUnavailable]
 
 
 def test_an_immediate_claim_schedules_once_the_pv_controller_bound_it() -> None:
