@@ -69,7 +69,7 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
         if (manifest.get("spec") or {}).get("schedulerName", "default-scheduler") not in ours:
             others.append(task)
             continue
-        if task.claims and claims is not None and task.status is TaskStatus.PENDING:
+        if claims is not None and task.claims and task.status is TaskStatus.PENDING:
             task.constraints = claims.constraints(task)
         job = jobs.get(task.job) or gang_of(manifest, task, jobs, default_queue)
         if job is None:
