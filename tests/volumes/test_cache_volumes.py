@@ -192,3 +192,21 @@ def test_a_claim_bound_or_asked_for_already_is_not_written_again() -> None:
     )
     cache.binder.wait(cache.binder.submit(gang(VolumeBind("default/data", "n1", "pv")), NOW))
     assert [m for m, _, _ in server.calls] == ["POST", "POST"]
+
+
+def test_the_parse_cache_reads_a_pods_claims_also_when_it_skips_the_containers() -> None:
+    """Pods of one request shape are parsed from a stub without their containers; the claims are in the volumes,
+    which the stub keeps. A generic ephemeral volume's claim is `<pod>-<volume>`."""
+    from scheduler.cache.parse import ParseCache
+
+    parse = ParseCache(frozenset({"volcano-py"}), threading.Lock(), lambda *_: None)
+    first, second = pod_object("a", claims=["data"]), pod_object("b", claims=["data", "logs"])
+    second["spec"]["volumes"].append({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}})
+    second["spec"]["volumes"].append({"name": "config", "configMap": {"name": "c"}})
+    for i, pod in enumerate((first, second)):
+        pod["metadata"]["resourceVersion"] = str(i + 1)
+    tasks = [parse.task(p, {}) for p in (first, second)]
+    assert [t.claims if t else None for t in tasks] == [
+        ("default/data",),
+        ("default/b-scratch", "default/data", "default/logs"),
+    ]

@@ -247,3 +247,29 @@ def test_the_gang_placer_keeps_to_the_volumes_too() -> None:
     c.job("j", replicas=2, claims=["data"], cpu="2")
     c.cycles(2, conf)
     assert set(c.sim.bound("j").values()) == {"n3"}
+
+
+def test_a_gang_placer_that_gives_two_claims_one_volume_is_not_committed() -> None:
+    """The network-topology-aware plugin sizes each group of identical pods on its own; two pods with a claim each
+    both see the one free volume. Replayed, the second finds it taken: JobReady refuses the gang, nothing binds."""
+    from scheduler.sim.objects import pod_object
+    from scheduler.testing import conf_from_tiers
+
+    conf = conf_from_tiers(
+        ["priority", "gang"],
+        [
+            "predicates",
+            "proportion",
+            "nodeorder",
+            {"name": "network-topology-aware", "arguments": {"solver.everyGang": True}},
+        ],
+    )
+    c = add(nodes(), storage_class("local"), volume("only", node="n0"), claim("a"), claim("b"))
+    c.sim.add_podgroup(
+        {"metadata": {"name": "j", "namespace": "default"}, "spec": {"minMember": 2}, "status": {"phase": "Inqueue"}}
+    )
+    c.sim.add_pod(pod_object("j-0", group="j", claims=["a"]))
+    c.sim.add_pod(pod_object("j-1", group="j", claims=["b"]))
+    results = c.cycles(2, conf)
+    assert c.sim.bound("j") == {}
+    assert volume_binds(results) == []
