@@ -62,8 +62,15 @@ class Stores:
 
     @property
     def watched(self) -> tuple[Watched, ...]:
-        return (self.pods, self.nodes, self.podgroups, self.queues, self.priority_classes, self.hypernodes,
-                *self.storage)
+        return (
+            self.pods,
+            self.nodes,
+            self.podgroups,
+            self.queues,
+            self.priority_classes,
+            self.hypernodes,
+            *self.storage,
+        )
 
     @property
     def storage(self) -> tuple[Watched, Watched, Watched]:

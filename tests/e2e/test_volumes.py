@@ -37,8 +37,13 @@ def scheduler(control_plane):
 
 @pytest.fixture(scope="module")
 def controllers(control_plane, custom, scheduler, tmp_path_factory):
-    with running_controllers(control_plane, custom, tmp_path_factory.mktemp("controllers"),
-                             "--leader-elect-lease-name", "volcano-py-controllers-volumes") as ctl:
+    with running_controllers(
+        control_plane,
+        custom,
+        tmp_path_factory.mktemp("controllers"),
+        "--leader-elect-lease-name",
+        "volcano-py-controllers-volumes",
+    ) as ctl:
         yield ctl
 
 
@@ -75,29 +80,66 @@ def storage(api_client, core_v1, tag):
         @staticmethod
         def storage_class(name: str, mode: str = "WaitForFirstConsumer", provisioner: str = NO_PROVISIONER) -> str:
             full = f"{name}-{tag}"
-            storage_v1.create_storage_class({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-                                             "metadata": {"name": full}, "provisioner": provisioner,
-                                             "volumeBindingMode": mode})
+            storage_v1.create_storage_class(
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "StorageClass",
+                    "metadata": {"name": full},
+                    "provisioner": provisioner,
+                    "volumeBindingMode": mode,
+                }
+            )
             classes.append(full)
             return full
 
         @staticmethod
-        def volume(name: str, storage_class: str, *, node: str | None = None, zone: str | None = None,
-                   modes: tuple[str, ...] = ("ReadWriteOnce",), size: str = "1Gi") -> str:
+        def volume(
+            name: str,
+            storage_class: str,
+            *,
+            node: str | None = None,
+            zone: str | None = None,
+            modes: tuple[str, ...] = ("ReadWriteOnce",),
+            size: str = "1Gi",
+        ) -> str:
             full = f"{name}-{tag}"
-            spec: dict = {"storageClassName": storage_class, "capacity": {"storage": size},
-                          "accessModes": list(modes), "hostPath": {"path": f"/tmp/{full}"},
-                          "persistentVolumeReclaimPolicy": "Retain"}
+            spec: dict = {
+                "storageClassName": storage_class,
+                "capacity": {"storage": size},
+                "accessModes": list(modes),
+                "hostPath": {"path": f"/tmp/{full}"},
+                "persistentVolumeReclaimPolicy": "Retain",
+            }
             labels = {}
             if node:
-                spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
+                spec["nodeAffinity"] = {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+                                ]
+                            }
+                        ]
+                    }
+                }
             if zone:
                 labels[ZONE_LABEL] = zone
-                spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": ZONE_LABEL, "operator": "In", "values": [zone]}]}]}}
-            core_v1.create_persistent_volume({"apiVersion": "v1", "kind": "PersistentVolume",
-                                              "metadata": {"name": full, "labels": labels}, "spec": spec})
+                spec["nodeAffinity"] = {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": [zone]}]}
+                        ]
+                    }
+                }
+            core_v1.create_persistent_volume(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": full, "labels": labels},
+                    "spec": spec,
+                }
+            )
             volumes.append(full)
             return full
 
@@ -112,10 +154,19 @@ def storage(api_client, core_v1, tag):
 
 
 def claim(core_v1, namespace: str, name: str, storage_class: str, modes: tuple[str, ...] = ("ReadWriteOnce",)) -> None:
-    core_v1.create_namespaced_persistent_volume_claim(namespace, {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
-        "spec": {"storageClassName": storage_class, "accessModes": list(modes),
-                 "resources": {"requests": {"storage": "1Gi"}}}})
+    core_v1.create_namespaced_persistent_volume_claim(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name},
+            "spec": {
+                "storageClassName": storage_class,
+                "accessModes": list(modes),
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
 
 
 def read_claim(core_v1, namespace: str, name: str) -> dict:
@@ -129,29 +180,52 @@ def read_volume(core_v1, name: str) -> dict:
 
 def gang(custom, core_v1, namespace: str, name: str, size: int, tag: str, claim_name: str, cpu: str) -> None:
     """A PodGroup of `size` and its pods, all mounting `claim_name`, kept to this test's nodes."""
-    custom.create_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups", {
-        "apiVersion": f"{GROUP}/v1beta1", "kind": "PodGroup", "metadata": {"name": name},
-        "spec": {"minMember": size, "queue": "default"}})
+    custom.create_namespaced_custom_object(
+        GROUP,
+        "v1beta1",
+        namespace,
+        "podgroups",
+        {
+            "apiVersion": f"{GROUP}/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name},
+            "spec": {"minMember": size, "queue": "default"},
+        },
+    )
     for i in range(size):
-        core_v1.create_namespaced_pod(namespace, {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{name}-{i}", "annotations": {"scheduling.k8s.io/group-name": name}},
-            "spec": {"schedulerName": "volcano-py", "nodeSelector": {NODE_SET: tag},
-                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim_name}}],
-                     "containers": [{"name": "main", "image": "busybox",
-                                     "volumeMounts": [{"name": "data", "mountPath": "/data"}],
-                                     "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}})
+        core_v1.create_namespaced_pod(
+            namespace,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"{name}-{i}", "annotations": {"scheduling.k8s.io/group-name": name}},
+                "spec": {
+                    "schedulerName": "volcano-py",
+                    "nodeSelector": {NODE_SET: tag},
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim_name}}],
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                            "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
+                        }
+                    ],
+                },
+            },
+        )
 
 
 def bound(core_v1, namespace: str) -> dict[str, str]:
-    return {p.metadata.name: p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items
-            if p.spec.node_name}
+    return {p.metadata.name: p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items if p.spec.node_name}
 
 
 def unschedulable(custom, namespace: str, name: str) -> bool:
     pg = custom.get_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups", name)
-    return any(c.get("type") == "Unschedulable" and c.get("status") == "True"
-               for c in (pg.get("status") or {}).get("conditions") or ())
+    return any(
+        c.get("type") == "Unschedulable" and c.get("status") == "True"
+        for c in (pg.get("status") or {}).get("conditions") or ()
+    )
 
 
 def cycles_pass(scheduler, count: int) -> None:
@@ -168,20 +242,45 @@ def volume_binds_of(scheduler, claim_key: str) -> list:
 
 
 def test_a_job_with_a_volume_claim_gets_its_claim_and_runs_where_the_volume_is(
-        controllers, scheduler, custom, core_v1, namespace, nodes, storage, tag):
+    controllers, scheduler, custom, core_v1, namespace, nodes, storage, tag
+):
     nodes("a")
     target = nodes("b")
     local = storage.storage_class("local")
     pv = storage.volume("pv", local, node=target)
     container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
-    custom.create_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", {
-        "apiVersion": f"{BATCH}/v1alpha1", "kind": "Job", "metadata": {"name": "train"},
-        "spec": {"schedulerName": "volcano-py", "minAvailable": 2,
-                 "volumes": [{"mountPath": "/data", "volumeClaim": {
-                     "storageClassName": local, "accessModes": ["ReadWriteOnce"],
-                     "resources": {"requests": {"storage": "1Gi"}}}}],
-                 "tasks": [{"name": "w", "replicas": 2, "template": {"spec": {
-                     "nodeSelector": {NODE_SET: tag}, "containers": [container]}}}]}})
+    custom.create_namespaced_custom_object(
+        BATCH,
+        "v1alpha1",
+        namespace,
+        "jobs",
+        {
+            "apiVersion": f"{BATCH}/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "train"},
+            "spec": {
+                "schedulerName": "volcano-py",
+                "minAvailable": 2,
+                "volumes": [
+                    {
+                        "mountPath": "/data",
+                        "volumeClaim": {
+                            "storageClassName": local,
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": "1Gi"}},
+                        },
+                    }
+                ],
+                "tasks": [
+                    {
+                        "name": "w",
+                        "replicas": 2,
+                        "template": {"spec": {"nodeSelector": {NODE_SET: tag}, "containers": [container]}},
+                    }
+                ],
+            },
+        },
+    )
 
     def claim_name() -> str | None:
         job = custom.get_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", "train")
@@ -192,16 +291,28 @@ def test_a_job_with_a_volume_claim_gets_its_claim_and_runs_where_the_volume_is(
     job = custom.get_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", "train")
     pvc = read_claim(core_v1, namespace, name)
     assert [(r["kind"], r["name"], r["uid"], r.get("controller")) for r in pvc["metadata"]["ownerReferences"]] == [
-        ("Job", "train", job["metadata"]["uid"], True)]
+        ("Job", "train", job["metadata"]["uid"], True)
+    ]
     wait_for(lambda: len(bound(core_v1, namespace)) == 2, TIMEOUT, what="the job's two pods bound")
     assert set(bound(core_v1, namespace).values()) == {target}  # where the only free volume is
     for pod in core_v1.list_namespaced_pod(namespace).items:
         assert [v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim] == [name]
-    wait_for(lambda: read_claim(core_v1, namespace, name)["status"].get("phase") == "Bound", TIMEOUT,
-             what="the PV binder completing the scheduler's binding")
+    wait_for(
+        lambda: read_claim(core_v1, namespace, name)["status"].get("phase") == "Bound",
+        TIMEOUT,
+        what="the PV binder completing the scheduler's binding",
+    )
     assert read_claim(core_v1, namespace, name)["spec"]["volumeName"] == pv
-    wait_for(lambda: (custom.get_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", "train").get(
-        "status") or {}).get("state", {}).get("phase") == "Running", TIMEOUT, what="the job Running")
+    wait_for(
+        lambda: (
+            (custom.get_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", "train").get("status") or {})
+            .get("state", {})
+            .get("phase")
+            == "Running"
+        ),
+        TIMEOUT,
+        what="the job Running",
+    )
     status = custom.get_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", "train")["status"]
     assert status["controlledResources"][f"volume-pvc-{name}"] == name
 
@@ -209,23 +320,30 @@ def test_a_job_with_a_volume_claim_gets_its_claim_and_runs_where_the_volume_is(
 # ---- a bound claim's zone ---------------------------------------------------------------------------------
 
 
-def test_a_gang_whose_volume_is_in_one_zone_binds_only_there(scheduler, custom, core_v1, namespace, nodes,
-                                                              storage, tag):
+def test_a_gang_whose_volume_is_in_one_zone_binds_only_there(
+    scheduler, custom, core_v1, namespace, nodes, storage, tag
+):
     for suffix in ("a0", "a1"):
         nodes(suffix, zone="zone-a")
     in_b = {nodes(suffix, zone="zone-b") for suffix in ("b0", "b1")}
     immediate = storage.storage_class("immediate", mode="Immediate")
     storage.volume("pv", immediate, zone="zone-b", modes=("ReadWriteMany",))
     claim(core_v1, namespace, "data", immediate, modes=("ReadWriteMany",))
-    wait_for(lambda: read_claim(core_v1, namespace, "data")["status"].get("phase") == "Bound", TIMEOUT,
-             what="the PV binder binding the Immediate claim")
+    wait_for(
+        lambda: read_claim(core_v1, namespace, "data")["status"].get("phase") == "Bound",
+        TIMEOUT,
+        what="the PV binder binding the Immediate claim",
+    )
     gang(custom, core_v1, namespace, "zoned", 4, tag, "data", cpu="3")  # one pod per node's 4 cpu
     wait_for(lambda: unschedulable(custom, namespace, "zoned"), TIMEOUT, what="the 4-pod gang refused")
     assert bound(core_v1, namespace) == {}  # zone b has two nodes, the gang needs four
     custom.delete_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups", "zoned")
     gang(custom, core_v1, namespace, "fits", 2, tag, "data", cpu="3")
-    wait_for(lambda: len([p for p in bound(core_v1, namespace) if p.startswith("fits-")]) == 2, TIMEOUT,
-             what="the 2-pod gang bound")
+    wait_for(
+        lambda: len([p for p in bound(core_v1, namespace) if p.startswith("fits-")]) == 2,
+        TIMEOUT,
+        what="the 2-pod gang bound",
+    )
     assert {n for p, n in bound(core_v1, namespace).items() if p.startswith("fits-")} == in_b
 
 
@@ -233,7 +351,8 @@ def test_a_gang_whose_volume_is_in_one_zone_binds_only_there(scheduler, custom, 
 
 
 def test_a_static_wait_for_first_consumer_volume_is_bound_only_for_a_committed_gang(
-        scheduler, custom, core_v1, namespace, nodes, storage, tag):
+    scheduler, custom, core_v1, namespace, nodes, storage, tag
+):
     small = nodes("small", cpu="1")
     local = storage.storage_class("local")
     on_small = storage.volume("small", local, node=small)
@@ -251,13 +370,17 @@ def test_a_static_wait_for_first_consumer_volume_is_bound_only_for_a_committed_g
     wait_for(lambda: len(bound(core_v1, namespace)) == 2, TIMEOUT, what="the gang bound where a volume fits it")
     assert set(bound(core_v1, namespace).values()) == {big}
     assert [v.volume for v in volume_binds_of(scheduler, f"{namespace}/data")] == [on_big]
-    wait_for(lambda: read_claim(core_v1, namespace, "data")["spec"].get("volumeName") == on_big, TIMEOUT,
-             what="the PV binder completing the binding")
+    wait_for(
+        lambda: read_claim(core_v1, namespace, "data")["spec"].get("volumeName") == on_big,
+        TIMEOUT,
+        what="the PV binder completing the binding",
+    )
     assert not read_volume(core_v1, on_small)["spec"].get("claimRef")
 
 
 def test_a_claim_to_provision_gets_its_pods_node_only_once_the_gang_commits(
-        scheduler, custom, core_v1, namespace, nodes, storage, tag):
+    scheduler, custom, core_v1, namespace, nodes, storage, tag
+):
     for suffix in ("a", "b"):
         nodes(suffix, cpu="1")
     provisioned = storage.storage_class("csi", provisioner="csi.example.com")
