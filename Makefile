@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: venv demo test unit e2e lint bench clean chromium
+.PHONY: venv demo test unit e2e lint bench clean chromium promtool
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,7 @@ demo: venv
 	  --report $(DEMO_REPORT)
 	@echo "The report, with its plots: file://$(abspath $(DEMO_REPORT))/index.html"
 
-unit: venv lint chromium
+unit: venv lint chromium promtool helm-bin
 	$(BIN)/pytest -q -m "not e2e"
 
 # Debian's Chromium, which the report's rendering test (tests/report) opens the HTML report in. Installed once;
@@ -33,6 +33,16 @@ chromium:
 	@test -x $(CHROMIUM) || { $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
 	@test -x $(CHROMIUM) || { echo "make chromium: $(CHROMIUM) is still missing" >&2; exit 1; }
+
+# promtool, from Debian's prometheus package, which the alert rules' tests (tests/deploy) run: `promtool check
+# rules` and `promtool test rules`. Installed once, without the recommended node exporter; the tests fail, rather
+# than skip, without it. (The package also ships the Prometheus server's service, which a container's
+# policy-rc.d keeps from starting; on a machine with systemd, `systemctl disable --now prometheus` stops it.)
+PROMTOOL := /usr/bin/promtool
+promtool:
+	@test -x $(PROMTOOL) || { $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends prometheus; }
+	@test -x $(PROMTOOL) || { echo "make promtool: $(PROMTOOL) is still missing" >&2; exit 1; }
 
 e2e: venv cluster-bins helm-bin
 	VOLCANO_PY_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e

@@ -99,10 +99,21 @@ def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload]:
         print(f"openb: day {trace.start / 86400:g}: {len(trace.cluster.nodes)} nodes, {len(trace.workload.items)} "
               f"pods ({trace.alive_at_start} already running at its start)", file=sys.stderr)
         return trace.cluster, trace.workload
+    if args.from_cluster:
+        if args.cluster or args.workload:
+            raise InputError("simulate", "--from-cluster", "replaces CLUSTER and WORKLOAD: give one or the other")
+        from scheduler.sim.from_cluster import load_cluster_dump
+
+        spec, workload, taken = load_cluster_dump(args.from_cluster)
+        args.cluster = args.workload = args.from_cluster
+        print(f"from-cluster: {len(spec.nodes)} nodes, {len(workload.items)} jobs, {len(workload.queues)} queues; "
+              f"the dump was taken {taken:.0f}s after its first arrival", file=sys.stderr)
+        return spec, workload
     if args.openb_day is not None:
         raise InputError("simulate", "--openb-day", "needs --from-openb NODES.csv PODS.csv")
     if not args.cluster or not args.workload:
-        raise InputError("simulate", "", "expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv)")
+        raise InputError("simulate", "", "expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv, "
+                         "or --from-cluster FILE)")
     return load_cluster(args.cluster), load_workload(args.workload)
 
 
@@ -416,6 +427,8 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument("--from-openb", nargs=2, metavar=("NODES.csv", "PODS.csv"),
                      help="instead of CLUSTER and WORKLOAD: replay one day of the Alibaba openb trace")
     sim.add_argument("--openb-day", type=int, metavar="N", help="which day of the trace (default: its last whole day)")
+    sim.add_argument("--from-cluster", metavar="FILE", help="instead of CLUSTER and WORKLOAD: replay what `kubectl get "
+                     "nodes,pods,vcjob,podgroups,queues,priorityclasses -A -o json` printed")
     sim.add_argument("--conf", help="volcano-scheduler.conf to use (default: the built-in default)")
     sim.add_argument("--period", type=seconds(0, inclusive=False), default=1.0,
                      help="schedule period in seconds (default 1)")

@@ -4,10 +4,10 @@
 
 Each example file (with the Queue files beside it, as Volcano's docs apply them) is replayed on a cluster of
 4 nodes x 64 cpu, 256Gi, 8 GPUs, and each Job is reported as started (its minAvailable pods running) or not,
-with the scheduler's condition. Files whose kinds volcano-py does not serve (JobFlow, JobTemplate, Argo
-Workflows) and Volcano's deliberately invalid examples are listed with that reason. The control-plane side
-of the same check is `make conformance` (tools/conformance/). With --write, the table replaces the section
-between `<!-- examples:begin -->` and `<!-- examples:end -->` of the file.
+with the scheduler's condition. Files the simulator does not run (JobFlow and JobTemplate, whose Jobs the
+controllers make; Argo Workflows) and Volcano's deliberately invalid examples are listed with that reason. The
+control-plane side of the same check is tests/e2e/test_volcano_examples.py. With --write, the table replaces
+the section between `<!-- examples:begin -->` and `<!-- examples:end -->` of the file.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def run_file(root: Path, path: Path, conf_text: str, work: Path) -> list[Outcome
     if kinds & {"Workflow", "WorkflowTemplate"}:
         return [Outcome(rel, "-", False, "not run: an Argo Workflow, run by Argo's controller, not by a scheduler")]
     if kinds & {"JobFlow", "JobTemplate"}:
-        return [Outcome(rel, "-", False, "not run: flow.volcano.sh JobFlow/JobTemplate, not served yet (issue 19)")]
+        return [Outcome(rel, "-", False, "not run on the simulator: a JobFlow's Jobs are made by the controllers "
+                        "(tests/e2e/test_jobflow.py)")]
     queues = [d for q in sorted(path.parent.glob("*.yaml")) if q != path
               for d in yaml.safe_load_all(q.read_text()) if isinstance(d, dict) and d.get("kind") == "Queue"]
     workload = work / "workload.yaml"

@@ -163,7 +163,7 @@ class Allocate:
         was_ready = ssn.tiers.run(P.JOB_READY, job)
         if not was_ready and ssn.fit.known_to_fail(job):
             return
-        tasks = ssn.order.task_order(pending_tasks(job))
+        tasks = job.minimums_first(ssn.order.task_order(pending_tasks(job)))
         if not was_ready and ssn.tiers.has(P.PLACE_GANG):
             answer = ssn.tiers.run(P.PLACE_GANG, job, tasks)
             if not answer.status.abstained:
@@ -208,7 +208,7 @@ class Allocate:
             return
         declined = False
         if ssn.tiers.has(P.PLACE_GANG):
-            answer = ssn.tiers.run(P.PLACE_GANG, job, ssn.order.task_order(pending_tasks(job)))
+            answer = ssn.tiers.run(P.PLACE_GANG, job, job.minimums_first(ssn.order.task_order(pending_tasks(job))))
             if answer.status.ok:
                 self.replay_placement(ssn, queue, job, ssn.statement(), answer)
                 if job.is_ready():
@@ -227,10 +227,11 @@ class Allocate:
         if not answer.status.ok:
             ssn.results.hold(job, answer.status)
             return
-        # The placer groups identical tasks; replay in TaskOrder, so the tasks of every role come as pod-by-pod
-        # allocation would take them (a queue limit then falls on the extras, not on a role's minimum).
+        # The placer groups identical tasks; replay in TaskOrder, minimums first, so the tasks of every role come
+        # as pod-by-pod allocation would take them (a queue limit then falls on the extras, not on a minimum).
         where = {id(task): node for task, node in answer.assignments}
-        assignments = [(task, where[id(task)]) for task in ssn.order.task_order(task for task, _ in answer.assignments)]
+        ordered = job.minimums_first(ssn.order.task_order(task for task, _ in answer.assignments))
+        assignments = [(task, where[id(task)]) for task in ordered]
         for index, (task, node) in enumerate(assignments):
             allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
             if not allowed.ok:

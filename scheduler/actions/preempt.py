@@ -188,7 +188,7 @@ def preempt_job(ssn: Session, job: JobInfo, eligible: Eligible, point: P.Victims
                 admit: Callable[[TaskInfo], bool] | None = None,
                 queue_fits: Callable[[TaskInfo], bool] | None = None) -> bool:
     stmt = ssn.statement()
-    for task in ssn.order.task_order(pending_tasks(job)):
+    for task in job.minimums_first(ssn.order.task_order(pending_tasks(job))):
         if admit is not None and not admit(task):
             break
         if not make_room(ssn, stmt, task, point, eligible, verb, queue_fits):

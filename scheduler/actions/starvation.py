@@ -71,7 +71,7 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
             place: Any, placer_declined: bool) -> None:
     """Place `job` as far as it goes; commit it if ready, else keep it as a reservation (see the module doc)."""
     stmt = ssn.statement()
-    tasks = ssn.order.task_order(pending)
+    tasks = job.minimums_first(ssn.order.task_order(pending))
     missing: list[TaskInfo] = []
     for task in tasks:
         if not ssn.tiers.run(P.ALLOCATABLE, queue, task).ok:

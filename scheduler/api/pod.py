@@ -10,7 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scheduler.api.selectors import LabelSelector, NodeSelectorTerm, label_selector, node_selector_terms, requirements
+# The selectors live in api.selectors (api.volumes reads them too); they are re-exported here, where they were.
+from scheduler.api.selectors import LabelSelector as LabelSelector
+from scheduler.api.selectors import NodeSelectorTerm as NodeSelectorTerm
+from scheduler.api.selectors import Requirement as Requirement
+from scheduler.api.selectors import label_selector, node_selector_terms, requirements
 from scheduler.api.status import TaskStatus
 from scheduler.api.volumes import VolumeNeeds
 

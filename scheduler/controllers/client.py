@@ -20,6 +20,7 @@ log = logging.getLogger("volcano_py.controllers")
 JOBS = "/apis/batch.volcano.sh/v1alpha1"
 SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
 BUS = "/apis/bus.volcano.sh/v1alpha1"
+FLOW = "/apis/flow.volcano.sh/v1alpha1"
 JSON_PATCH = "application/json-patch+json"
 
 # Where each kind the controllers create lives, by apiVersion and kind.
@@ -30,6 +31,7 @@ _COLLECTIONS = {
     ("v1", "Secret"): "/api/v1/namespaces/{ns}/secrets",
     ("networking.k8s.io/v1", "NetworkPolicy"): "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): SCHEDULING + "/namespaces/{ns}/podgroups",
+    ("batch.volcano.sh/v1alpha1", "Job"): JOBS + "/namespaces/{ns}/jobs",  # a CronJob's and a JobFlow's Jobs
 }
 
 
@@ -153,6 +155,22 @@ class Api:
     def delete_podgroup(self, namespace: str, name: str) -> bool:
         return self.delete(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}")
 
+    def jobs(self, namespace: str) -> list[MutableObj]:
+        """Every Volcano Job of the namespace (a CronJob's are told by their controller reference, not a label)."""
+        items = self.kube.request("GET", f"{JOBS}/namespaces/{namespace}/jobs")
+        return list(items.get("items") or [])
+
+    # ---- cronjobs ------------------------------------------------------------------------------------------
+    def cronjob(self, namespace: str, name: str) -> MutableObj | None:
+        return self.get(f"{JOBS}/namespaces/{namespace}/cronjobs/{name}")
+
+    def replace_cronjob_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj:
+        """Write the whole status (a JSON patch `add` replaces it), so a key that became empty goes."""
+        return self.kube.request(
+            "PATCH", f"{JOBS}/namespaces/{namespace}/cronjobs/{name}/status",
+            body=[{"op": "add", "path": "/status", "value": dict(status)}], content_type=JSON_PATCH,
+        )
+
     # ---- queues and commands -------------------------------------------------------------------------------
     def queue(self, name: str) -> MutableObj | None:
         return self.get(f"{SCHEDULING}/queues/{name}")
@@ -165,6 +183,32 @@ class Api:
 
     def delete_command(self, namespace: str, name: str) -> bool:
         return self.delete(f"{BUS}/namespaces/{namespace}/commands/{name}")
+
+    # ---- job flows and job templates ---------------------------------------------------------------------------
+    def jobflow(self, namespace: str, name: str) -> MutableObj | None:
+        return self.get(f"{FLOW}/namespaces/{namespace}/jobflows/{name}")
+
+    def jobtemplate(self, namespace: str, name: str) -> MutableObj | None:
+        return self.get(f"{FLOW}/namespaces/{namespace}/jobtemplates/{name}")
+
+    def jobs_with_labels(self, namespace: str, labels: Mapping[str, str]) -> list[MutableObj]:
+        """The Volcano Jobs of a namespace that carry all `labels`."""
+        selector = quote(",".join(f"{k}={v}" for k, v in sorted(labels.items())))
+        items = self.kube.request("GET", f"{JOBS}/namespaces/{namespace}/jobs?labelSelector={selector}")
+        return list(items.get("items") or [])
+
+    def replace_jobflow_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj:
+        """The whole status, as Volcano's UpdateStatus writes it (a JSON patch `add` replaces it)."""
+        return self.kube.request(
+            "PATCH", f"{FLOW}/namespaces/{namespace}/jobflows/{name}/status",
+            body=[{"op": "add", "path": "/status", "value": dict(status)}], content_type=JSON_PATCH,
+        )
+
+    def replace_jobtemplate_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj:
+        return self.kube.request(
+            "PATCH", f"{FLOW}/namespaces/{namespace}/jobtemplates/{name}/status",
+            body=[{"op": "add", "path": "/status", "value": dict(status)}], content_type=JSON_PATCH,
+        )
 
     def event(self, involved: Mapping[str, Any], type_: str, reason: str, message: str, now: str) -> None:
         """Best effort: a Kubernetes Event about `involved` (an object's manifest)."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,9 @@ from scheduler.cache.kube import Kube
 from scheduler.cache.leader import LeaderConfig, LeaderElector
 from scheduler.controllers.client import Api
 from scheduler.controllers.command import CommandController
+from scheduler.controllers.cronjob import CronJobController
 from scheduler.controllers.job import JobController
+from scheduler.controllers.jobflow import JobFlowController
 from scheduler.controllers.podgroup import PodGroupController
 from scheduler.controllers.queue import QueueController
 from scheduler.jobs import keys
@@ -39,13 +42,19 @@ class Controllers:
     queues: QueueController
     commands: CommandController
     podgroups: PodGroupController
+    cronjobs: CronJobController
+    flows: JobFlowController
 
 
-def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool) -> Controllers:
+def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
+          clock: Callable[[], float] = time.time) -> Controllers:
+    """`clock`: the CronJob controller's (the e2e tests move it instead of waiting for the minute)."""
     scheduler_names = tuple(dict.fromkeys(scheduler_names))  # in order: the first is the default for a Job
     jobs = JobController(api, scheduler_names, claim_unnamed=claim_unnamed)
     queues = QueueController(api)
-    return Controllers(jobs, queues, CommandController(api, jobs, queues), PodGroupController(api, scheduler_names))
+    return Controllers(jobs, queues, CommandController(api, jobs, queues), PodGroupController(api, scheduler_names),
+                       CronJobController(api, jobs.claims, clock=clock),  # a CronJob is ours when its Jobs are
+                       JobFlowController(api, jobs.claims))
 
 
 def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
@@ -74,6 +83,15 @@ def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> k
     @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
     def job_event(event: dict[str, Any], **_: Any) -> None:
         controllers.jobs.on_job(event.get("type"), event["object"])
+
+    # A second handler on Jobs, so that one controller's failure never keeps the event from the other.
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
+    def cronjob_job_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.cronjobs.on_job(event.get("type"), event["object"])
+
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "cronjobs", registry=registry)  # type: ignore[misc, arg-type]
+    def cronjob_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.cronjobs.on_cronjob(event.get("type"), event["object"])
 
     @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.PRESENT}, registry=registry)  # type: ignore[misc, arg-type]
     def pod_event(event: dict[str, Any], **_: Any) -> None:
@@ -105,6 +123,19 @@ def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> k
     @kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)  # type: ignore[misc, arg-type]
     def command_event(event: dict[str, Any], **_: Any) -> None:
         controllers.commands.on_command(event.get("type"), event["object"])
+
+    # The JobFlow controller's own handler on Jobs: a failure of one controller never keeps the event from the other.
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
+    def jobflow_job_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.flows.on_job(event.get("type"), event["object"])
+
+    @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobflows", registry=registry)  # type: ignore[misc, arg-type]
+    def jobflow_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.flows.on_jobflow(event.get("type"), event["object"])
+
+    @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobtemplates", registry=registry)  # type: ignore[misc, arg-type]
+    def jobtemplate_event(event: dict[str, Any], **_: Any) -> None:
+        controllers.flows.on_jobtemplate(event.get("type"), event["object"])
 
     return registry
 
@@ -155,11 +186,14 @@ def run(
     stop: threading.Event,
     request_timeout: float = 30.0,
     workers: int = 16,
+    controllers: Controllers | None = None,
 ) -> int:
-    """Run until `stop` is set (0), or until the Lease is lost (1). `workers`: kopf's handler threads."""
+    """Run until `stop` is set (0), or until the Lease is lost (1). `workers`: kopf's handler threads;
+    `controllers`: ones built already (the e2e tests build them with a clock they move)."""
     kube = Kube(api_client, request_timeout=request_timeout)
     metrics.controllers()  # Volcano's controller families, on /metrics from the start
-    controllers = build(Api(kube), scheduler_names, claim_unnamed)
+    if controllers is None:
+        controllers = build(Api(kube), scheduler_names, claim_unnamed)
     lost, leaving = threading.Event(), threading.Event()
     elector = None
     if lease is not None:
@@ -181,9 +215,11 @@ def run(
     registry = registry_for(controllers, connection_info(api_client))
     log.info("volcano-py controllers for %s starting%s", ", ".join(sorted(scheduler_names)),
              " (also jobs that name no scheduler)" if claim_unnamed else "")
+    controllers.cronjobs.start()  # the CronJobs' due times: served only while this replica leads
     try:
         asyncio.run(_operate(registry, settings, stop))
     finally:
+        controllers.cronjobs.stop()
         controllers.jobs.timers.cancel_all()
         leaving.set()
         if elector is not None:

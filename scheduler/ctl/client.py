@@ -12,13 +12,15 @@ from urllib.parse import quote
 
 from scheduler.api.objects import MutableObj
 from scheduler.api.pod import GROUP_NAME_ANNOTATION
-from scheduler.cache.kube import Kube, KubeError
+from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError
 from scheduler.ctl.explain import Facts
 from scheduler.jobs import keys, podgroup_lookup_names
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1"
 SCHEDULING = "/apis/scheduling.volcano.sh/v1beta1"
 BUS = "/apis/bus.volcano.sh/v1alpha1"
+FLOW = "/apis/flow.volcano.sh/v1alpha1"
+CORE = "/api/v1"
 QUEUE_COMMAND_NAMESPACE = "default"
 
 
@@ -33,8 +35,18 @@ class Client:
     def get(self, path: str) -> MutableObj | None:
         return self.kube.get_or_none(path)
 
-    def items(self, path: str) -> list[MutableObj]:
-        return list((self.kube.request("GET", path) or {}).get("items") or [])
+    def items(self, path: str, query: dict[str, str] | None = None) -> list[MutableObj]:
+        return list((self.kube.request("GET", path, query=query) or {}).get("items") or [])
+
+    def create(self, path: str, body: MutableObj) -> MutableObj:
+        return self.kube.request("POST", path, body=body)
+
+    def merge_patch(self, path: str, patch: MutableObj) -> MutableObj:
+        return self.kube.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+
+    def delete(self, path: str) -> bool:
+        """DELETE with no options, as vcctl sends it; False when it was not there."""
+        return self.kube.delete(path)
 
     # ---- objects -------------------------------------------------------------------------------------------
     def job(self, namespace: str, name: str) -> MutableObj | None:
@@ -71,6 +83,13 @@ class Client:
             return self.items(f"/api/v1/namespaces/{namespace}/events?fieldSelector={selector}")
         except KubeError:
             return []
+
+    def pods(self, namespace: str | None, selector: str | None = None) -> list[MutableObj]:
+        path = f"{CORE}/namespaces/{namespace}/pods" if namespace else f"{CORE}/pods"
+        return self.items(path, {"labelSelector": selector} if selector else None)
+
+    def events(self, namespace: str) -> list[MutableObj]:
+        return self.items(f"{CORE}/namespaces/{namespace}/events")
 
     def delete_job(self, namespace: str, name: str) -> bool:
         return self.kube.delete(f"{JOBS}/namespaces/{namespace}/jobs/{name}", {"propagationPolicy": "Background"})

@@ -137,12 +137,13 @@ CONTROLLERS = FlagSet("controllers", (
          dest="worker_threads_for_queue"),
     Flag("worker-threads-for-gc", Kind.INT, "finished-job clean-up threads (added to the shared pool)",
          dest="worker_threads_for_gc"),
-    Flag("worker-threads-for-cronjob", Kind.INT, no_effect="volcano-py has no CronJob controller"),
+    Flag("worker-threads-for-cronjob", Kind.INT, no_effect="CronJobs are synced by one due-time thread and the "
+         "shared handler pool"),
     Flag("max-requeue-num", Kind.INT, no_effect="kopf retries handlers itself, without a requeue limit"),
     Flag("inherit-owner-annotations", Kind.BOOL, harmless=(True,),
          no_effect="pod groups always inherit their owner's volcano.sh/ annotations"),
-    Flag("controllers", Kind.LIST, no_effect="volcano-py always runs its job, queue, pod group and command "
-         "controllers"),
+    Flag("controllers", Kind.LIST, no_effect="volcano-py always runs its job, queue, pod group, command and "
+         "cronjob controllers"),
     Flag("scheduler-configs", Kind.LIST, no_effect=_SHARDING),
     Flag("sharding-configmap", Kind.STRING, no_effect=_SHARDING),
     Flag("sharding-configmap-namespace", Kind.STRING, no_effect=_SHARDING),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scheduler.api.decision import Status
+from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.messages import message
 from scheduler.api.node import NodeInfo
@@ -140,31 +140,35 @@ class FeasibilityCache:
         if not nodes or not self._tiers.has(P.DYNAMIC_PREDICATE):
             return nodes, Counter()
         statuses = self._tiers.run(P.DYNAMIC_PREDICATE, task, nodes)
-        rejected: Counter[NodeFilter] = Counter(node_filter(s) for s in statuses if not s.ok)
+        rejected: Counter[NodeFilter] = Counter(node_filter(s) for s in statuses if s.rejected)
         if self._trace:
             for node, status in zip(nodes, statuses, strict=True):
-                if not status.ok:
+                if status.rejected:
                     self._trace(f"task {task.name} (role {task.role or '-'}) rejected by node {node.name}: "
                                 f"{message(status)}")
-        return [n for n, s in zip(nodes, statuses, strict=True) if s.ok], rejected
+        return [n for n, s in zip(nodes, statuses, strict=True) if not s.rejected], rejected
 
     def _feasible_for(self, task: TaskInfo) -> _Feasible:
         cached = self._feasible.get(task.constraints)
         if cached is None:
-            nodes: list[NodeInfo] = []
-            indices: list[int] = []
+            node_list = self._node_list
+            statuses = self._tiers.run(P.PREDICATE, task, node_list)
+            success = Code.SUCCESS
+            indices = [i for i, s in enumerate(statuses) if s.code is success or not s.rejected]
+            nodes = [node_list[i] for i in indices]
             rejected: Counter[NodeFilter] = Counter()
-            predicate = self._tiers.runner(P.PREDICATE)
-            for i, node in enumerate(self._node_list):
-                status = predicate(task, node)
-                if not status.ok:
-                    rejected[node_filter(status)] += 1
-                    if self._trace:
-                        self._trace(f"task {task.name} (role {task.role or '-'}) rejected by node {node.name}: "
-                                    f"{message(status)}")
-                else:
-                    nodes.append(node)
-                    indices.append(i)
+            if len(indices) < len(statuses):
+                # A handful of distinct answers repeat over thousands of nodes: count them by identity.
+                distinct = dict(zip(map(id, statuses), statuses, strict=True))
+                for key, count in Counter(map(id, statuses)).items():
+                    status = distinct[key]
+                    if status.rejected:
+                        rejected[node_filter(status)] += count
+                if self._trace:
+                    for node, status in zip(node_list, statuses, strict=True):
+                        if status.rejected:
+                            self._trace(f"task {task.name} (role {task.role or '-'}) rejected by node {node.name}: "
+                                        f"{message(status)}")
             slot = np.full(len(self._node_list), -1, dtype=np.int64)
             slot[indices] = np.arange(len(indices))
             cached = _Feasible(nodes, np.array(indices, dtype=np.int64), rejected, slot)

@@ -39,10 +39,6 @@ class Ordering(Protocol[T_contra]):
     def __call__(self, a: T_contra, b: T_contra, /) -> int: ...
 
 
-class Predicate(Protocol):
-    def __call__(self, task: TaskInfo, node: NodeInfo, /) -> Status: ...
-
-
 class NodeScore(Protocol):
     def __call__(self, task: TaskInfo, node: NodeInfo, /) -> float: ...
 
@@ -152,15 +148,6 @@ def _node_stamper(plugin: str) -> Callable[[Status], Status]:
     return stamp
 
 
-def stamp_predicate(fn: Predicate, plugin: str) -> Predicate:
-    stamp = _node_stamper(plugin)
-
-    def run(task: TaskInfo, node: NodeInfo, /) -> Status:
-        return stamp(fn(task, node))
-
-    return run
-
-
 def stamp_queue_task(fn: QueueTaskDecision, plugin: str) -> QueueTaskDecision:
     def run(queue: QueueInfo, task: TaskInfo, /) -> Status:
         status = fn(queue, task)
@@ -173,7 +160,7 @@ def stamp_each(fn: NodesPredicate, plugin: str) -> NodesPredicate:
     stamp = _node_stamper(plugin)
 
     def run(task: TaskInfo, nodes: Sequence[NodeInfo], /) -> list[Status]:
-        return [stamp(s) for s in fn(task, nodes)]
+        return [s if s.code is Code.SUCCESS else stamp(s) for s in fn(task, nodes)]
 
     return run
 
@@ -210,7 +197,7 @@ def all_pass(tiers: Tiers[Callable[..., bool]], *args: object) -> bool:
 
 
 def first_rejection(tiers: Tiers[Callable[..., Status]], *args: object) -> Status:
-    """Predicates, JobValid and Allocatable: every plugin must pass; the first Status against is the answer."""
+    """JobValid and Allocatable: every plugin must pass; the first Status against is the answer."""
     for tier in tiers:
         for fn in tier:
             status = fn(*args)
@@ -239,7 +226,11 @@ def sum_score_arrays(tiers: Tiers[BatchScore], task: TaskInfo, arrays: NodeArray
 
 
 def rejections_per_node(tiers: Tiers[NodesPredicate], task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
-    """Dynamic predicates: each plugin returns one Status per node; the first rejection per node wins."""
+    """Node filters: each plugin returns one Status per node; the first rejection per node wins (an answer that
+    is not a rejection, SUCCESS or ABSTAIN, lets the node through)."""
+    fns = [fn for tier in tiers for fn in tier]
+    if len(fns) == 1:  # the usual case (predicates alone): its answer as it is
+        return fns[0](task, nodes)
     out: list[Status] = [SUCCESS] * len(nodes)
     for tier in tiers:
         for fn in tier:
@@ -339,7 +330,11 @@ class Point(Generic[F, R]):
 JOB_ORDER: Point[Ordering[JobInfo], int] = Point("job_order", "enableJobOrder", first_nonzero)
 QUEUE_ORDER: Point[Ordering[QueueInfo], int] = Point("queue_order", "enableQueueOrder", first_nonzero)
 TASK_ORDER: Point[Ordering[TaskInfo], int] = Point("task_order", "enableTaskOrder", first_nonzero)
-PREDICATE: Point[Predicate, Status] = Point("predicate", "enablePredicate", first_rejection, stamp_predicate)
+# Node filters that read only a task's constraints and the nodes' labels, taints, readiness and cordon: fn(task,
+# nodes) -> one Status per node. The session asks once per constraint set for all its nodes and keeps the answer
+# (across cycles too, `framework/memo.py`), so a plugin can answer for many nodes at once (predicates groups the
+# nodes by their taints and compares label columns).
+PREDICATE: Point[NodesPredicate, list[Status]] = Point("predicate", "enablePredicate", rejections_per_node, stamp_each)
 NODE_ORDER: Point[NodeScore, float] = Point("node_order", "enableNodeOrder", sum_scores)
 # The vectorised form of NODE_ORDER: fn(task, NodeArrays, candidate indices) -> float array. Scorers on the
 # hot path use it, so scoring 5,000 nodes is a few numpy expressions rather than 5,000 Python calls.

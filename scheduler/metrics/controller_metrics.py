@@ -16,8 +16,8 @@ from scheduler.metrics.scheduler_metrics import TASK_BUCKETS_MS
 log = logging.getLogger("volcano_py.metrics")
 
 
-# Volcano's controllers' families (pkg/controllers/metrics/*.go, pkg/controllers/job/state/metrics.go). Volcano's
-# jobflow_* counters are left out: volcano-py has no JobFlow controller (README.md, "Metrics").
+# Volcano's controllers' families (pkg/controllers/metrics/*.go, pkg/controllers/job/state/metrics.go,
+# pkg/controllers/jobflow/state/metrics.go).
 QUEUE_PODGROUP_PHASES = ("inqueue", "pending", "running", "unknown", "completed")  # status counts of a Queue
 
 
@@ -42,6 +42,15 @@ class ControllerMetrics:
         )
         self.declared["volcano_job_failed_phase_count"] = ("counter", job)
         self.failed = ExactNameCounter("volcano_job_failed_phase_count", "Times a Job reached Failed", job, registry=r)
+        flow = ("jobflow_namespace",)
+        self.declared["volcano_jobflow_succeed_phase_count"] = ("counter", flow)
+        self.jobflow_succeeded = ExactNameCounter(
+            "volcano_jobflow_succeed_phase_count", "Times a JobFlow of the namespace reached Succeed", flow, registry=r
+        )
+        self.declared["volcano_jobflow_failed_phase_count"] = ("counter", flow)
+        self.jobflow_failed = ExactNameCounter(
+            "volcano_jobflow_failed_phase_count", "Times a JobFlow of the namespace reached Failed", flow, registry=r
+        )
         name = "volcano_controller_job_to_pod_creation_latency_milliseconds"
         self.declared[name] = ("histogram", ())
         self.pod_creation = Histogram(
@@ -68,6 +77,13 @@ class ControllerMetrics:
     def remove_job(self, job: str, queue: str) -> None:
         self.completed.remove(job, queue)
         self.failed.remove(job, queue)
+
+    def record_jobflow_phase(self, namespace: str, phase: str) -> None:
+        """A JobFlow of `namespace` that entered `phase` (Volcano's UpdateJobFlowSucceed / UpdateJobFlowFailed)."""
+        if phase == "Succeed":
+            self.jobflow_succeeded.inc(namespace)
+        elif phase == "Failed":
+            self.jobflow_failed.inc(namespace)
 
     def record_pod_created(self, since_job_creation: float) -> None:
         self.pod_creation.observe(max(0.0, since_job_creation) * 1000.0)

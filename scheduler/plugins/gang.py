@@ -110,7 +110,7 @@ def gang_reasons(ssn: SessionAPI, job: JobInfo) -> tuple[R.Reason, ...]:
     gated = [t for t in job.with_status(TaskStatus.PENDING) if t.gated]
     if gated:
         parts.append(R.SchedulingGated(len(gated), gated[0].gated))
-    pending = ssn.task_order(job.placeable())
+    pending = job.minimums_first(ssn.task_order(job.placeable()))  # the tasks allocate takes first
     needed = pending[: max(0, job.min_available - ready)] or pending[:1]
     if needed:
         need = ZERO
@@ -130,8 +130,9 @@ def gang_reasons(ssn: SessionAPI, job: JobInfo) -> tuple[R.Reason, ...]:
             rows = [ssn.arrays.row[n] for n in names if n in ssn.arrays.row]
             idle = ssn.arrays.idle[np.ix_(np.array(rows, dtype=np.int64), positions)]
             largest = ssn.node_list[int(positions[np.lexsort(idle[::-1])[-1]])]
-            parts.append(R.Fragmented(R.amounts(need, names), R.amounts(largest.idle.clamp_zero(), names),
-                                      largest.name))
+            if not need <= largest.idle:  # one node that holds it all: the gang did not fail for fragmentation
+                parts.append(R.Fragmented(R.amounts(need, names), R.amounts(largest.idle.clamp_zero(), names),
+                                          largest.name))
     for role, (have, want) in sorted(job.roles_short().items()):
         parts.append(R.RoleNotReady(role, have, want))
     errors = ssn.fit_errors(job)

@@ -37,7 +37,7 @@ from scheduler.api import reasons as R
 from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
-from scheduler.api.pod import SpreadConstraint, host_ports_conflict
+from scheduler.api.pod import SpreadConstraint, Taint, host_ports_conflict
 from scheduler.api.topology import NO_DOMAIN, LabelDomains
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray
@@ -51,44 +51,90 @@ from scheduler.plugins.volume_binding import ClaimBinding
 NOT_READY = unresolvable(R.NodeFilter(R.NODE_NOT_READY))
 UNSCHEDULABLE = unresolvable(R.NodeFilter(R.NODE_UNSCHEDULABLE))
 AFFINITY = unresolvable(R.NodeFilter(R.NODE_AFFINITY))
+STATIC_ANSWERS = (SUCCESS, NOT_READY, UNSCHEDULABLE, AFFINITY)
+_NOT_READY, _UNSCHEDULABLE, _AFFINITY_REJECTED = range(1, len(STATIC_ANSWERS))
 POD_AFFINITY = unschedulable(R.NodeFilter(R.POD_AFFINITY))
 POD_ANTI_AFFINITY = unschedulable(R.NodeFilter(R.POD_ANTI_AFFINITY))
 EXISTING_ANTI_AFFINITY = unschedulable(R.NodeFilter(R.EXISTING_ANTI_AFFINITY))
 SPREAD = unschedulable(R.NodeFilter(R.TOPOLOGY_SPREAD))
 SPREAD_LABEL = unresolvable(R.NodeFilter(R.TOPOLOGY_SPREAD_LABEL))
-# kube-scheduler's VolumeBinding and VolumeZone answer UnschedulableAndUnresolvable: evictions free no volume.
-VOLUME_NODE_AFFINITY = unresolvable(R.NodeFilter(R.VOLUME_NODE_AFFINITY))
-VOLUME_ZONE = unresolvable(R.NodeFilter(R.VOLUME_ZONE))
 # Where `PodTopology.filter` rejects a node, the first reason (0: none).
 REJECTIONS = (SUCCESS, POD_ANTI_AFFINITY, EXISTING_ANTI_AFFINITY, POD_AFFINITY, SPREAD_LABEL, SPREAD)
 _ANTI, _EXISTING, _AFFINITY, _SPREAD_LABEL, _SPREAD = range(1, len(REJECTIONS))
 
 
-def static_predicate(task: TaskInfo, node: NodeInfo) -> Status:
-    if not node.ready:
-        return NOT_READY
-    if node.unschedulable:
-        return UNSCHEDULABLE
-    constraints = task.constraints
-    labels = node.labels
-    for key, value in constraints.node_selector:
-        if labels.get(key) != value:
-            return AFFINITY
-    if constraints.required_terms and not any(t.matches(labels, node.name) for t in constraints.required_terms):
-        return AFFINITY
-    taint = constraints.untolerated(node.taints)
-    if taint is not None:
-        shown = f"{taint.key}: {taint.value}" if taint.value else taint.key
-        return unresolvable(R.NodeFilter(R.TAINT_TOLERATION, shown))
-    volumes = constraints.volumes
-    if volumes is not None:  # a pod whose claims constrain nothing has None: no cost
-        conflict = volumes.node_conflict(labels)
-        if conflict is not None:
-            return _VOLUME_STATUS.get(conflict) or unresolvable(conflict)
-    return SUCCESS
+class StaticFilter:
+    """Readiness, cordon, nodeSelector, required node affinity, taints and the pod's bound volumes, for all nodes
+    at once.
 
+    The session asks once per constraint set with the same node list, so what is the same for every question is
+    computed on the first one: readiness and cordon per node, the nodes grouped by their taints (a cluster has
+    a handful of taint sets), and each label key's values as a column that a nodeSelector compares in one numpy
+    expression. Required node affinity terms (which may name the node) and what the pod's claims require
+    (`Constraints.volumes`, kube-scheduler's VolumeBinding and VolumeZone, which answer UnschedulableAndUnresolvable:
+    no eviction frees a volume) are matched per node that is still in.
+    A node's first failing check is its answer, in the order above (tests/plugins/test_static_filter.py holds
+    this against the per-node rule)."""
 
-_VOLUME_STATUS = {s.reasons[0]: s for s in (VOLUME_NODE_AFFINITY, VOLUME_ZONE)}
+    def __init__(self) -> None:
+        self._nodes: Sequence[NodeInfo] | None = None
+        self._base: IntArray = np.zeros(0, dtype=np.int64)
+        self._taints: list[tuple[tuple[Taint, ...], IntArray]] = []
+        self._columns: dict[str, np.ndarray] = {}
+
+    def _prepare(self, nodes: Sequence[NodeInfo]) -> None:
+        self._nodes, self._columns = nodes, {}
+        base = np.zeros(len(nodes), dtype=np.int64)
+        groups: dict[tuple[Taint, ...], list[int]] = {}
+        for i, node in enumerate(nodes):
+            if not node.ready:
+                base[i] = _NOT_READY
+            elif node.unschedulable:
+                base[i] = _UNSCHEDULABLE
+            if node.taints:
+                groups.setdefault(node.taints, []).append(i)
+        self._base = base
+        self._taints = [(taints, np.array(where, dtype=np.int64)) for taints, where in groups.items()]
+
+    def _column(self, key: str) -> np.ndarray:
+        column = self._columns.get(key)
+        if column is None:
+            assert self._nodes is not None
+            column = self._columns[key] = np.array([n.labels.get(key) for n in self._nodes], dtype=object)
+        return column
+
+    def __call__(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        if nodes is not self._nodes:
+            self._prepare(nodes)
+        constraints = task.constraints
+        rejection = self._base.copy()  # per node, an index into `answers` (0: it passes)
+        for key, value in constraints.node_selector:
+            rejection[(rejection == 0) & (self._column(key) != value)] = _AFFINITY_REJECTED
+        terms = constraints.required_terms
+        if terms:
+            for i in np.flatnonzero(rejection == 0).tolist():
+                node = nodes[i]
+                if not any(t.matches(node.labels, node.name) for t in terms):
+                    rejection[i] = _AFFINITY_REJECTED
+        answers = list(STATIC_ANSWERS)
+        for taints, where in self._taints:
+            taint = constraints.untolerated(taints)
+            if taint is not None:
+                shown = f"{taint.key}: {taint.value}" if taint.value else taint.key
+                answers.append(unresolvable(R.NodeFilter(R.TAINT_TOLERATION, shown)))
+                still_in = where[rejection[where] == 0]
+                rejection[still_in] = len(answers) - 1
+        volumes = constraints.volumes
+        if volumes is not None:  # a pod whose claims constrain nothing has None: no cost
+            found: dict[R.NodeFilter, int] = {}
+            for i in np.flatnonzero(rejection == 0).tolist():
+                conflict = volumes.node_conflict(nodes[i].labels)
+                if conflict is not None:
+                    if conflict not in found:
+                        found[conflict] = len(answers)
+                        answers.append(unresolvable(conflict))
+                    rejection[i] = found[conflict]
+        return [answers[r] for r in rejection.tolist()]
 
 
 # ---- inter-pod affinity and topology spread ---------------------------------------------------------------
@@ -200,7 +246,7 @@ class PredicatesPlugin(Plugin[NoArgs]):
     name = "predicates"
 
     def on_session_open(self, ssn: SessionAPI) -> None:
-        ssn.register(P.PREDICATE, static_predicate)
+        ssn.register(P.PREDICATE, StaticFilter())
         ssn.register(P.DYNAMIC_PREDICATE, host_port_filter)
         self.topology = topology = PodTopology(ssn)
         ssn.add_event_handler(EventHandler(allocate=topology.placed.changed, deallocate=topology.placed.changed))

@@ -130,8 +130,7 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         over_budget = self.spent_ms >= self.budget_ms
         if over_budget and not hard:
             return P.PLACE_BY_POD
-        need = max(0, job.min_available - job.ready_task_num())
-        attempts = [tasks] if need >= len(tasks) or need < 2 else [tasks, tasks[:need]]
+        attempts = self._subsets(job, tasks)
         problem: GangProblem | None = None
         for subset in attempts:
             built = self._problem(subset, max_tier, hard)
@@ -147,6 +146,24 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         if hard:
             return P.GangAnswer(unschedulable(self._why(problem, max_tier)))
         return P.PLACE_BY_POD
+
+    @staticmethod
+    def _subsets(job: JobInfo, tasks: list[TaskInfo]) -> list[list[TaskInfo]]:
+        """The task sets to try, largest first: every pending task; then just enough for the job's minimum,
+        in task order (allocate hands them minimums first, `JobInfo.minimums_first`); then just enough with the
+        smallest extras. Which extras matters: a gang whose first extras are large can fit with small ones, and
+        for requests of one resource (pods count alike) the smallest extras fit whenever any do."""
+        need = max(0, job.min_available - job.ready_task_num())
+        if need >= len(tasks) or need < 2:
+            return [tasks]
+        tasks = job.minimums_first(tasks)
+        required = sum(least - have for have, least in job.roles_short().values())
+        smallest = sorted(tasks[required:], key=lambda t: (t.resreq.get(GPU), t.resreq.cpu, t.resreq.memory))
+        attempts = [tasks, tasks[:need]]
+        by_size = tasks[:required] + smallest[: max(0, need - required)]
+        if [t.uid for t in by_size] != [t.uid for t in attempts[-1]]:
+            attempts.append(by_size)
+        return attempts
 
     def _solve(self, problem: GangProblem, greedy_only: bool) -> Placement | None:
         if greedy_only:

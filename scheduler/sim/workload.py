@@ -260,9 +260,15 @@ def load_workload(path: str | Path) -> Workload:
         prefix = "jobs"
     else:
         raw_items, prefix = docs, "document"
+    return workload_from_docs(source, raw_items, prefix)
+
+
+def workload_from_docs(source: str, raw_items: list[Any], prefix: str = "document",
+                       warnings: list[str] | None = None) -> Workload:
+    """Jobs, PodGroups (with `arrival` and `duration`) and Queues, checked as `load_workload` checks a file."""
     items: list[WorkItem] = []
     queues: list[dict[str, Any]] = []
-    warnings: list[str] = []
+    warnings = list(warnings or ())
     for i, raw in enumerate(raw_items):
         where = f"{prefix}[{i}]"
         doc = dict(_mapping(raw, source, where, "a Volcano Job, PodGroup or Queue manifest"))

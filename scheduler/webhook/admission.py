@@ -10,6 +10,9 @@ One deliberate difference: Volcano refuses a queue whose `status.state` is not y
 a moment ago has not reached until its controller writes it; volcano-py refuses only `Closed` and `Closing`
 queues, so `kubectl apply` of a queue and its Jobs in one file works (CONFORMANCE.md, deliberate differences).
 
+At `/jobflows/validate`, as Volcano's (pkg/webhooks/admission/jobflows/validate/validate_jobflow.go), a JobFlow
+whose `dependsOn.targets` name no flow of it, or form a cycle, is refused on create and update (not a DAG).
+
 Every answer names the field: `spec.queue: ...`, as the controllers' own validation does.
 """
 
@@ -24,6 +27,7 @@ from typing import Any
 
 from scheduler.api.objects import Obj
 from scheduler.jobs.expand import normalize_job
+from scheduler.jobs.flow import ProblemKind, spec_problems
 from scheduler.jobs.validate import validate_job
 
 ROOT_QUEUE = "root"
@@ -32,6 +36,9 @@ REFUSED_QUEUE_STATES = frozenset({"Closed", "Closing"})
 # Fields of a Job's spec an update may change (admit_job.go validateJobUpdate); per task, these two.
 MUTABLE_JOB_FIELDS = ("minAvailable", "priorityClassName")
 MUTABLE_TASK_FIELDS = ("replicas", "minAvailable")
+# What Volcano's /jobflows/validate refuses: a target that is no vertex of the graph, a graph that is not a DAG.
+# The other problems of a flow (a duplicate entry, an ignored probe) it admits; the controller tells them.
+REFUSED_FLOW_PROBLEMS = frozenset({ProblemKind.UNKNOWN_TARGET, ProblemKind.CYCLE})
 _MISSING = object()  # a spec field the Job does not have (None is a value a field may hold)
 
 
@@ -178,3 +185,11 @@ def review_job(review: Obj, queues: Queues) -> dict[str, Any]:
     request = review.get("request") or {}
     job = request.get("object") or {}
     return response(review, admit_job(str(request.get("operation", "")), job, request.get("oldObject"), queues))
+
+
+def admit_jobflow(jobflow: Obj) -> Decision:
+    return refuse([p.message() for p in spec_problems(jobflow) if p.kind in REFUSED_FLOW_PROBLEMS])
+
+
+def review_jobflow(review: Obj) -> dict[str, Any]:
+    return response(review, admit_jobflow((review.get("request") or {}).get("object") or {}))

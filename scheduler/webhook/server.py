@@ -1,10 +1,10 @@
 """Layer `webhook`: `volcano-py webhook`, the HTTPS server the apiserver calls for admission.
 
 It serves the paths of Volcano's vc-webhook-manager, so the webhook configurations of Volcano's chart work
-unchanged when it stands in for it. `/jobs/validate` makes the checks of `scheduler.webhook.admission` and
-`/jobs/mutate` writes Volcano's Job defaults; every other path Volcano serves is answered "allowed" (volcano-py
-applies those rules through its CRDs and controllers, docs/volcano-defaults.md), so a configuration that names
-it never blocks a request. An
+unchanged when it stands in for it. `/jobs/validate` makes the checks of `scheduler.webhook.admission`,
+`/jobs/mutate` writes Volcano's Job defaults and `/jobflows/validate` refuses a JobFlow that is not a DAG; every
+other path Volcano serves is answered "allowed" (volcano-py applies those rules through its CRDs and
+controllers, docs/volcano-defaults.md), so a configuration that names it never blocks a request. An
 unknown path is a 404. A request the server cannot decode is refused with the reason, never allowed blindly.
 """
 
@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.jobs.keys import DEFAULT_SCHEDULER
-from scheduler.webhook.admission import Decision, Queues, response, review_job, review_job_defaults
+from scheduler.webhook.admission import Decision, Queues, response, review_job, review_job_defaults, review_jobflow
 
 log = logging.getLogger("volcano_py.webhook")
 
@@ -55,14 +55,16 @@ def allow_all(review: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def handlers(queues: Queues, enabled: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER) -> dict[str, Handler]:
-    """The handler of each enabled path: ours for /jobs/validate and /jobs/mutate, "allowed" for Volcano's other
-    paths."""
+    """The handler of each enabled path: ours for /jobs/validate, /jobs/mutate and /jobflows/validate, "allowed"
+    for Volcano's other paths."""
     out: dict[str, Handler] = {}
     for path in enabled:
         if path == "/jobs/validate":
             out[path] = lambda review: review_job(review, queues)
         elif path == "/jobs/mutate":
             out[path] = lambda review: review_job_defaults(review, scheduler_name)
+        elif path == "/jobflows/validate":
+            out[path] = review_jobflow
         elif path in VOLCANO_PATHS:
             out[path] = allow_all
         else:

@@ -140,10 +140,11 @@ CASES = [
     sim("a trace's day without the trace", 2, "volcano-py: error: simulate: --openb-day: needs --from-openb "
         "NODES.csv PODS.csv", extra=("--openb-day", "3")),
     Case("no cluster and no trace", ("simulate",), 2,
-         "volcano-py: error: simulate: expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv)"),
+         "volcano-py: error: simulate: expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv, "
+         "or --from-cluster FILE)"),
     Case("a command nobody has", ("simulat",), 2, "volcano-py: error: argument command: invalid choice: 'simulat' "
-         "(choose from 'scheduler', 'controllers', 'webhook', 'simulate', 'conf', 'bench', 'explain', 'job', 'queue') "
-         "(see volcano-py --help)"),
+         "(choose from 'scheduler', 'controllers', 'webhook', 'simulate', 'conf', 'bench', 'explain', 'job', 'queue', "
+         "'pod', 'jobflow', 'jobtemplate', 'version') (see volcano-py --help)"),
 ]
 
 

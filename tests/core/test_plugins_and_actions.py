@@ -283,5 +283,5 @@ def test_the_session_stamps_the_plugin_that_rejected() -> None:
 
     task = next(iter(c.sim.pods.values())).task
     ssn = Session(c.sim.snapshot(), builtin_default_conf(), {"predicates": PredicatesPlugin})
-    status = ssn.tiers.run(P.PREDICATE, task, ssn.node_list[0])
+    status = ssn.tiers.run(P.PREDICATE, task, ssn.node_list)[0]
     assert status.reasons == (R.NodeFilter(R.NODE_AFFINITY),) and status.plugin == "predicates"

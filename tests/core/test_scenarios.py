@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from scheduler.api import reasons as R
 from scheduler.api.resources import GPU
-from scheduler.testing import cluster
+from scheduler.sim.objects import pod_object
+from scheduler.testing import cluster, node_filters
 
 
 def test_an_8_pod_gang_on_5_free_gpus_binds_nothing_and_says_what_is_short() -> None:
@@ -139,6 +140,24 @@ def test_a_gang_held_by_its_queue_is_not_called_fragmented() -> None:
     reasons = c.sim.reasons("j")
     assert R.QueueLimit("zero", R.DESERVED, GPU, limit_amount=0, total=1_000, requested=1_000) in reasons
     assert not any(isinstance(r, R.Fragmented) for r in reasons)
+
+
+def test_a_gang_one_node_could_hold_is_not_called_fragmented() -> None:
+    """Two pods that repel each other (required anti-affinity per host) on one node with room for both: the
+    node filter says why; "fragmented, the most on one node is 2 cpu" for a 2-cpu gang would be false."""
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "j"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    c = cluster().node("n1", cpu="2", labels={"kubernetes.io/hostname": "n1"})
+    c.sim.add_podgroup({"metadata": {"name": "j"}, "spec": {"minMember": 2, "queue": "default"}})
+    for i in range(2):
+        pod = pod_object(f"j-{i}", group="j", cpu="1", affinity=anti)
+        pod["metadata"].setdefault("labels", {})["app"] = "j"
+        c.sim.add_pod(pod)
+    c.cycle()
+    reasons = c.sim.reasons("j")
+    assert c.sim.bound("j") == {}
+    assert not any(isinstance(r, R.Fragmented) for r in reasons)
+    assert R.POD_ANTI_AFFINITY in {f.filter for f in node_filters(reasons)}
 
 
 def test_each_queue_reports_what_its_jobs_hold() -> None:

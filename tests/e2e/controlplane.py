@@ -922,6 +922,7 @@ def create_gpu_node(
     rack: str = "rack-0",
     nvlink_domain: str | None = None,
     taints: list | None = None,
+    ephemeral_storage: str | None = None,
 ):
     """Create a fake (kwok-managed) node with GPUs; capacity == allocatable. Returns the created V1Node.
 
@@ -932,6 +933,8 @@ def create_gpu_node(
     resources = {"cpu": str(cpu), "memory": str(memory), "pods": str(pods)}
     if gpus:
         resources[GPU_RESOURCE] = str(gpus)
+    if ephemeral_storage:
+        resources["ephemeral-storage"] = ephemeral_storage
     all_labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",

@@ -41,16 +41,18 @@ class RunningScheduler:
 
 @contextmanager
 def running_scheduler(
-    control_plane, *, conf: str | None = None, conf_dir: Path | None = None, name: str = "volcano-py-scheduler"
+    control_plane, *, conf: str | None = None, conf_dir: Path | None = None, name: str = "volcano-py-scheduler",
+    scheduler_names: tuple[str, ...] = ("volcano-py",),
 ) -> Iterator[RunningScheduler]:
-    """Run the scheduler until the block ends; `conf` is the text of a volcano-scheduler.conf."""
+    """Run the scheduler until the block ends; `conf` is the text of a volcano-scheduler.conf; it serves pods
+    that name one of `scheduler_names`."""
     conf_path = None
     if conf is not None:
         assert conf_dir is not None, "a conf needs a directory to live in"
         conf_path = conf_dir / "volcano-scheduler.conf"
         conf_path.write_text(conf)
     api = control_plane.api_client(connection_pool_maxsize=32)
-    cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
+    cache = ClusterCache(api, set(scheduler_names), "default", watch_timeout=20, request_timeout=15)
     loop = SchedulerLoop(cache, ConfWatcher(str(conf_path) if conf_path else None), period=0.2)
     running = RunningScheduler(loop, cache)
     apply = cache.apply

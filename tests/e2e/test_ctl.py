@@ -181,8 +181,9 @@ def test_job_suspend_and_resume_create_commands_the_controllers_run(control_plan
                                                                     namespace):
     create_job(custom, namespace, job_manifest("pausable", [cpu_task("worker", 2)]))
     wait_phase(custom, namespace, "pausable", "Running", running=2)
-    table = cli(control_plane, "job", "list", "-n", namespace)
-    assert table.splitlines()[1].split()[:4] == ["pausable", "Running", "2", "2"], table
+    table = cli(control_plane, "job", "list", "-n", namespace)  # Name Creation Phase JobType Replicas Min ...
+    row = table.splitlines()[1].split()
+    assert (row[0], row[2], row[3], row[4], row[5]) == ("pausable", "Running", "Batch", "2", "2"), table
 
     out = cli(control_plane, "job", "suspend", "pausable", "-n", namespace)
     assert "AbortJob" in out, out
@@ -215,11 +216,11 @@ def test_queue_close_holds_new_jobs_and_open_lets_them_run(control_plane, contro
     out = explained(control_plane, namespace, "late", "queue closed")
     assert pods(core_v1, namespace, "late") == []
 
-    row = cli(control_plane, "queue", "get", q).splitlines()[1].split()
+    row = cli(control_plane, "queue", "get", q, "-o", "wide").splitlines()[1].split()
     assert row[:3] == [q, "Closed", "-"] and row[7:10] == ["0", "4", "8"], row
     cli(control_plane, "queue", "open", q)
     wait_phase(custom, namespace, "late", "Running", running=2)
-    listing = cli(control_plane, "queue", "list")
+    listing = cli(control_plane, "queue", "list", "-o", "wide")
     assert "GPU-ALLOCATED" in listing.splitlines()[0] and q in listing, listing
     assert "kind: Queue" in cli(control_plane, "queue", "get", q, "-o", "yaml")
     assert out

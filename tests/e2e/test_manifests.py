@@ -1,12 +1,14 @@
 """Deployable and observable (issue 8): crds/ and manifests/ apply on a real apiserver with RBAC on; the scheduler
 and the controllers run as their ServiceAccounts and are refused what their roles do not grant; /metrics shows
-a workload; the Helm chart renders the manifests; the wheel the Dockerfile builds installs and runs.
+a workload; the wheel the Dockerfile builds installs and runs.
+
+That the Helm chart renders exactly these manifests, and the chart's values, schema, NOTES and alert rules, need
+no apiserver: tests/deploy/ checks them with helm and promtool in the unit run.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -25,26 +27,29 @@ from kubernetes import client
 
 MANIFESTS = REPO_ROOT / "manifests"
 CRDS = REPO_ROOT / "crds"
-CHART = REPO_ROOT / "charts" / "volcano-py"
 SYSTEM_NS = "volcano-py-system"
 GROUP = "scheduling.volcano.sh"
 TIMEOUT = 90
 NODE_SET = "volcano-py.test/node-set"
 
-# Only for the apply test: the Prometheus Operator is not installed here, so its PrometheusRule CRD is stubbed.
-PROMETHEUS_RULE_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "prometheusrules.monitoring.coreos.com"},
-    "spec": {
-        "group": "monitoring.coreos.com",
-        "names": {"kind": "PrometheusRule", "listKind": "PrometheusRuleList", "plural": "prometheusrules",
-                  "singular": "prometheusrule"},
-        "scope": "Namespaced",
-        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-            "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-    },
-}
+# Only for the apply test: the Prometheus Operator is not installed here, so the CRDs of its kinds that manifests/
+# holds (PrometheusRule in alerts.yaml, ServiceMonitor and PodMonitor in monitors.yaml) are stubbed.
+OPERATOR_KINDS = {"PrometheusRule": "prometheusrules", "ServiceMonitor": "servicemonitors", "PodMonitor": "podmonitors"}
+
+
+def operator_crd(kind: str, plural: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
+        },
+    }
 
 
 def manifest_objects() -> list[dict[str, Any]]:
@@ -101,10 +106,11 @@ def sample(text: str, name: str, **labels: str) -> float | None:
 @pytest.fixture(scope="module")
 def installed(control_plane, tmp_path_factory):
     """crds/ and manifests/ applied for real (after a server-side dry run of the same files)."""
-    stub = tmp_path_factory.mktemp("crd") / "prometheusrule-crd.yaml"
-    stub.write_text(yaml.safe_dump(PROMETHEUS_RULE_CRD))
+    stub = tmp_path_factory.mktemp("crd") / "monitoring-crds.yaml"
+    stub.write_text(yaml.safe_dump_all([operator_crd(kind, plural) for kind, plural in OPERATOR_KINDS.items()]))
     control_plane.kubectl("apply", "-f", str(stub))
-    control_plane.kubectl("wait", "--for=condition=Established", "crd/prometheusrules.monitoring.coreos.com",
+    control_plane.kubectl("wait", "--for=condition=Established",
+                          *[f"crd/{plural}.monitoring.coreos.com" for plural in OPERATOR_KINDS.values()],
                           "--timeout=60s")
     files = [x for p in [CRDS, *sorted(MANIFESTS.glob("*.yaml"))] for x in ("-f", str(p))]
     # A server dry run of a namespaced object needs its namespace to exist: the Namespace goes first, for real.
@@ -122,11 +128,14 @@ def test_every_crd_and_manifest_is_accepted_by_the_apiserver(installed, control_
     )
     assert dry.count("(server dry run)") == expected, dry
     assert len([line for line in applied.splitlines() if line.strip()]) == expected, applied
-    r = control_plane.kubectl("get", "deploy,sa,cm,svc,role,rolebinding,prometheusrule", "-n", SYSTEM_NS,
-                              "-o", "name")
+    r = control_plane.kubectl("get", "deploy,sa,cm,svc,role,rolebinding,pdb,prometheusrule,servicemonitor,podmonitor",
+                              "-n", SYSTEM_NS, "-o", "name")
     for name in ("deployment.apps/volcano-py-scheduler", "deployment.apps/volcano-py-controllers",
                  "serviceaccount/volcano-py-scheduler", "configmap/volcano-py-scheduler-configmap",
-                 "service/volcano-py-scheduler-metrics", "prometheusrule.monitoring.coreos.com/volcano-py"):
+                 "service/volcano-py-scheduler-metrics", "prometheusrule.monitoring.coreos.com/volcano-py",
+                 "poddisruptionbudget.policy/volcano-py-scheduler", "poddisruptionbudget.policy/volcano-py-controllers",
+                 "servicemonitor.monitoring.coreos.com/volcano-py-scheduler",
+                 "podmonitor.monitoring.coreos.com/volcano-py-controllers"):
         assert name in r.stdout
 
 
@@ -194,12 +203,25 @@ CAN_I = [
     ("volcano-py-controllers", "patch", "jobs.batch.volcano.sh/status", "default", True),
     ("volcano-py-controllers", "patch", "queues.scheduling.volcano.sh/status", "", True),
     ("volcano-py-controllers", "delete", "commands.bus.volcano.sh", "default", True),
+    ("volcano-py-controllers", "watch", "jobflows.flow.volcano.sh", "default", True),
+    ("volcano-py-controllers", "watch", "jobtemplates.flow.volcano.sh", "default", True),
+    ("volcano-py-controllers", "patch", "jobflows.flow.volcano.sh/status", "default", True),
+    ("volcano-py-controllers", "patch", "jobtemplates.flow.volcano.sh/status", "default", True),
+    ("volcano-py-controllers", "create", "jobs.batch.volcano.sh", "default", True),  # a JobFlow's Jobs
+    ("volcano-py-controllers", "delete", "jobs.batch.volcano.sh", "default", True),  # jobRetainPolicy: delete
+    ("volcano-py-controllers", "update", "jobflows.flow.volcano.sh", "default", False),
     ("volcano-py-controllers", "get", "replicasets.apps", "default", True),
     ("volcano-py-controllers", "watch", "replicasets.apps", "default", True),  # a PodGroup follows its workload
     ("volcano-py-controllers", "list", "statefulsets.apps", "default", True),
     ("volcano-py-controllers", "get", "jobs.batch", "default", True),
     ("volcano-py-controllers", "create", "persistentvolumeclaims", "default", True),  # a Job's volumeClaim
     ("volcano-py-controllers", "delete", "persistentvolumeclaims", "default", False),  # the garbage collector does
+    ("volcano-py-controllers", "create", "jobs.batch.volcano.sh", "default", True),  # a CronJob's Jobs
+    ("volcano-py-controllers", "delete", "jobs.batch.volcano.sh", "default", True),
+    ("volcano-py-controllers", "watch", "cronjobs.batch.volcano.sh", "default", True),
+    ("volcano-py-controllers", "patch", "cronjobs.batch.volcano.sh/status", "default", True),
+    ("volcano-py-controllers", "update", "cronjobs.batch.volcano.sh", "default", False),
+    ("volcano-py-controllers", "delete", "cronjobs.batch.volcano.sh", "default", False),
     ("volcano-py-controllers", "update", "deployments.apps", "default", False),
     ("volcano-py-controllers", "create", "pods/binding", "default", False),
     ("volcano-py-controllers", "patch", "podgroups.scheduling.volcano.sh/status", "default", False),
@@ -368,128 +390,6 @@ def test_controllers_run_as_their_service_account(installed, control_plane, tmp_
                 proc.wait()
     text = log_path.read_text()
     assert "forbidden" not in text.lower(), text[-3000:]
-
-
-# ---- Helm chart ------------------------------------------------------------------------------------------
-def _key(o: dict) -> tuple[str, str, str]:
-    return o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]
-
-
-def _objects(text: str) -> dict[tuple[str, str, str], dict]:
-    return {_key(o): o for o in yaml.safe_load_all(text) if o}
-
-
-def expected_chart_objects() -> dict[tuple[str, str, str], dict]:
-    objs = {_key(o): o for o in manifest_objects()}
-    for p in sorted(CRDS.glob("*.yaml")):
-        objs.update(_objects(p.read_text()))
-    return objs
-
-
-CHART_SETTINGS = {"createNamespace": True, "metrics.prometheusRule.enabled": True}
-
-
-def test_helm_template_renders_exactly_the_manifests():
-    helm = REPO_ROOT / ".bin" / "helm"
-    if not os.access(helm, os.X_OK):
-        pytest.skip("no .bin/helm: run `make helm-bin` (builds helm from the Go module proxy in ~1.5 min)")
-    sets = [x for k, v in CHART_SETTINGS.items() for x in ("--set", f"{k}={str(v).lower()}")]
-    r = subprocess.run([str(helm), "template", "volcano-py", str(CHART), "-n", SYSTEM_NS, "--include-crds", *sets],
-                       capture_output=True, text=True, check=True)
-    assert _objects(r.stdout) == expected_chart_objects()
-
-
-def test_the_charts_webhook_serves_a_certificate_its_configuration_trusts(tmp_path):
-    """webhook.enabled=true: the Secret's certificate is signed by the caBundle the apiserver is given and names
-    the Service's DNS name; the Deployment's arguments are ones `volcano-py webhook` honours; RBAC reads queues."""
-    import base64
-
-    from scheduler.flags import parse_webhook
-
-    helm = REPO_ROOT / ".bin" / "helm"
-    if not os.access(helm, os.X_OK):
-        pytest.skip("no .bin/helm: run `make helm-bin` (builds helm from the Go module proxy in ~1.5 min)")
-    r = subprocess.run([str(helm), "template", "volcano-py", str(CHART), "-n", SYSTEM_NS, "--set",
-                        "webhook.enabled=true"], capture_output=True, text=True, check=True)
-    objs = {(k[0], k[2]): o for k, o in _objects(r.stdout).items()}
-    secret = objs[("Secret", "volcano-py-webhook-tls")]
-    hook = objs[("ValidatingWebhookConfiguration", "volcano-py-validate-job")]["webhooks"][0]
-    (tmp_path / "ca.crt").write_bytes(base64.b64decode(hook["clientConfig"]["caBundle"]))
-    (tmp_path / "tls.crt").write_bytes(base64.b64decode(secret["data"]["tls.crt"]))
-    service = f"volcano-py-webhook.{SYSTEM_NS}.svc"
-    verify = subprocess.run(["openssl", "verify", "-CAfile", "ca.crt", "-verify_hostname", service, "tls.crt"],
-                            cwd=tmp_path, capture_output=True, text=True)
-    assert verify.returncode == 0, verify.stdout + verify.stderr
-    assert (hook["clientConfig"]["service"]["name"], hook["clientConfig"]["service"]["path"]) == (
-        "volcano-py-webhook", "/jobs/validate")
-    container = objs[("Deployment", "volcano-py-webhook")]["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"][0] == "webhook"
-    opts = parse_webhook(container["args"][1:])
-    assert (opts.ignored, opts.enabled_admission, opts.port) == ((), ("/jobs/validate",), 8443)
-    rules = objs[("ClusterRole", "volcano-py-webhook")]["rules"]
-    assert rules == [{"apiGroups": [GROUP], "resources": ["queues"], "verbs": ["get", "list"]}]
-
-
-def render_tiny(template: str, values: dict, namespace: str) -> str:
-    """The subset of Helm templating the chart uses, so the chart is checked where helm is not installed:
-    `.Release.Namespace`, `.Values.a.b`, `toYaml X | nindent N`, `X | nindent N`, `if .Values.x`/`end`."""
-
-    def lookup(expr: str) -> Any:
-        expr = expr.strip()
-        if expr == ".Release.Namespace":
-            return namespace
-        m = re.fullmatch(r'"([^"]*)"', expr)
-        if m:
-            return m.group(1)
-        value: Any = values
-        for part in expr.removeprefix(".Values.").split("."):
-            value = value[part]
-        return value
-
-    def action(m: re.Match) -> str:
-        body = m.group(2).strip()
-        pipe = [p.strip() for p in body.split("|")]
-        head, rest = pipe[0], pipe[1:]
-        value = yaml.safe_dump(lookup(head.removeprefix("toYaml ")), default_flow_style=False).rstrip("\n") \
-            if head.startswith("toYaml ") else lookup(head)
-        text = str(value).rstrip("\n") if not isinstance(value, bool) else str(value).lower()
-        for fn in rest:
-            n = int(fn.split()[1])
-            text = "\n" + "\n".join((" " * n + line) if line else line for line in text.split("\n"))
-        return text
-
-    out, stack = [], [True]
-    for line in template.splitlines(keepends=True):
-        m = re.fullmatch(r"\s*\{\{-? if (\S+) -?\}\}\s*", line)
-        if m:
-            stack.append(stack[-1] and bool(lookup(m.group(1))))
-            continue
-        if re.fullmatch(r"\s*\{\{-? end -?\}\}\s*", line):
-            stack.pop()
-            continue
-        if stack[-1]:
-            out.append(line)
-    text = "".join(out).replace('{{ "{{" }}', "\x00OPEN").replace('{{ "}}" }}', "\x00CLOSE")
-    # `{{-` trims the whitespace before it (the newline and indentation of the line it starts).
-    text = re.sub(r"(\s*)\{\{(-?)\s*(.*?)\s*-?\}\}", lambda m: (m.group(1) if not m.group(2) else "")
-                  + action(re.match(r"(.)(.*)", " " + m.group(3))), text)  # type: ignore[arg-type]
-    return text.replace("\x00OPEN", "{{").replace("\x00CLOSE", "}}")
-
-
-def test_chart_templates_are_the_manifests_without_helm():
-    values = yaml.safe_load((CHART / "values.yaml").read_text())
-    for dotted, v in CHART_SETTINGS.items():
-        *path, last = dotted.split(".")
-        d = values
-        for p in path:
-            d = d[p]
-        d[last] = v
-    rendered: dict[tuple[str, str, str], dict] = {}
-    for path in sorted((CHART / "templates").glob("*.yaml")):
-        rendered.update(_objects(render_tiny(path.read_text(), values, SYSTEM_NS)))
-    for path in sorted((CHART / "crds").glob("*.yaml")):
-        rendered.update(_objects(path.read_text()))
-    assert rendered == expected_chart_objects()
 
 
 # ---- the image's commands, without a container engine -----------------------------------------------------

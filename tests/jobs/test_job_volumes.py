@@ -151,8 +151,9 @@ def test_a_named_claim_that_does_not_exist_keeps_the_job_pending_without_a_podgr
     assert api.of_kind("PodGroup") == {}
     job = api.job("ns", "train")
     assert job is not None and job["status"]["state"]["phase"] == "Pending"
-    assert api.events == [
+    assert [(e["kind"], e["type"], e["reason"], e["message"]) for e in api.events] == [
         (
+            "Job",
             "Warning",
             PVC_ERROR,
             "Failed to create PVC, err: pvc later is not found, the job will be "
