@@ -10,21 +10,25 @@ object with an event, the simulator refusing one when it is added. From those in
 - where a pod is: its `nodeName`, or the node we bound it to a moment ago, which the watch has not shown yet
   (an assumed bind: never double-book);
 - pods of other schedulers only take node resources;
+- what a pending pod's PersistentVolumeClaims require of a node (`api.volumes.needs_of`, into its constraints),
+  when the adapter models volumes (`storage`), once per distinct set of claims;
 - the HyperNodes, passed on as served.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scheduler.api.convert import group_of, implicit_job, plain_group_of, wants_gang
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
-from scheduler.api.pod import status_of
+from scheduler.api.pod import Constraints, status_of, with_volumes
 from scheduler.api.queue import QueueInfo
 from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.status import TaskStatus
+from scheduler.api.volumes import Storage, VolumeNeeds, needs_of
 
 # A pod as the API serves it now, and its task as read once (`task_from_pod`): the builder clones the task and
 # never changes it. A plain pair: a snapshot builds 20,000 of them at 5,000 nodes.
@@ -43,6 +47,7 @@ class SnapshotInputs:
     now: float
     hypernodes: tuple[Obj, ...] = ()
     assumed: Mapping[str, str] = field(default_factory=dict)  # pod key -> node we bound it to, not seen yet
+    storage: Storage | None = None  # None: volumes are not modelled, claims are ignored
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +63,14 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
     jobs = {job.uid: job for job in inputs.podgroups}
     ours, assumed, default_queue = rules.scheduler_names, inputs.assumed, rules.default_queue
     others: list[TaskInfo] = []
+    claims = ClaimResolver(inputs.storage) if inputs.storage is not None else None
     for manifest, base in inputs.pods:
         task = current_task(manifest, base, assumed)
         if (manifest.get("spec") or {}).get("schedulerName", "default-scheduler") not in ours:
             others.append(task)
             continue
+        if claims is not None and task.claims and task.status is TaskStatus.PENDING:
+            task.constraints = claims.constraints(task)
         job = jobs.get(task.job) or gang_of(manifest, task, jobs, default_queue)
         if job is None:
             continue
@@ -75,7 +83,35 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
         if node is not None:
             node.add_task(task)
     queues = {queue.name: queue for queue in inputs.queues}
-    return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes))
+    storage = inputs.storage
+    if storage is not None and claims is not None and claims.binding:  # the adapter's Storage is left as it is
+        storage = replace(storage, binding=True)
+    return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage)
+
+
+class ClaimResolver:
+    """A pending pod's constraints with what its claims require, worked out once per distinct set of claims (the
+    pods of a gang that share one claim, or none of their own, share it)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.binding = False  # some pending pod has a claim to bind
+        self._needs: dict[tuple[str, ...], VolumeNeeds | None] = {}
+        self._made: dict[tuple[Constraints, VolumeNeeds], Constraints] = {}
+
+    def constraints(self, task: TaskInfo) -> Constraints:
+        if task.claims not in self._needs:
+            self._needs[task.claims] = needs_of(task.claims, self.storage)
+        needs = self._needs[task.claims]
+        if needs is None:
+            return task.constraints
+        if needs.to_bind:
+            self.binding = True
+        key = (task.constraints, needs)
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = with_volumes(task.constraints, needs)
+        return made
 
 
 def current_task(manifest: Obj, base: TaskInfo, assumed: Mapping[str, str]) -> TaskInfo:

@@ -23,6 +23,7 @@ from scheduler.api.pod import (
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import ZERO, Resource, pod_request, to_units
 from scheduler.api.status import PodGroupPhase, QueueState
+from scheduler.api.volumes import claims_of
 
 
 def key_of(obj: Obj) -> str:
@@ -92,6 +93,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
         index=task_index_of(meta),
         gated=first_gate(spec),
+        claims=claims_of(pod),
     )
 
 

@@ -37,6 +37,9 @@ class TaskInfo:
     # The first of the pod's `spec.schedulingGates` ("" if none): no scheduler may place it until they are removed
     # (Volcano's TaskInfo.SchGated, pkg/scheduler/api/job_info.go); it still counts as one of its job's pending tasks.
     gated: str = ""
+    # The keys (namespace/name) of the PersistentVolumeClaims its volumes use (`api.volumes.claims_of`); what they
+    # require of a node is resolved into `constraints.volumes` when a snapshot is built.
+    claims: tuple[str, ...] = ()
 
     @property
     def best_effort(self) -> bool:
@@ -60,6 +63,7 @@ class TaskInfo:
             self.annotations,
             self.index,
             self.gated,
+            self.claims,
         )
 
     def __repr__(self) -> str:

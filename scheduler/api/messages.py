@@ -153,6 +153,11 @@ _NODE_FILTERS = {  # kube-scheduler's wording (pkg/scheduler/framework/plugins/*
     R.NODE_UNSCHEDULABLE: "node(s) were unschedulable",
     R.NODE_AFFINITY: "node(s) didn't match Pod's node affinity/selector",
     R.NODE_PORTS: "node(s) didn't have free ports for the requested pod ports",
+    # volumebinding/binder.go ErrReason..., volumezone/volume_zone.go ErrReasonConflict
+    R.VOLUME_NODE_AFFINITY: "node(s) didn't match PersistentVolume's node affinity",
+    R.VOLUME_BIND_CONFLICT: "node(s) didn't find available persistent volumes to bind",
+    R.VOLUME_ZONE: "node(s) had no available volume zone",
+    R.VOLUME_MISSING: "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)",
     R.POD_AFFINITY: "node(s) didn't match pod affinity rules",
     R.POD_ANTI_AFFINITY: "node(s) didn't match pod anti-affinity rules",
     R.EXISTING_ANTI_AFFINITY: "node(s) didn't satisfy existing pods anti-affinity rules",
@@ -164,7 +169,18 @@ _NODE_FILTERS = {  # kube-scheduler's wording (pkg/scheduler/framework/plugins/*
 }
 
 
+# The claim a pod cannot use yet, in VolumeBinding's PreFilter wording (volumebinding/volume_binding.go).
+_CLAIM_FILTERS = {
+    R.VOLUME_UNBOUND_IMMEDIATE: 'pod has unbound immediate PersistentVolumeClaims ("{}")',
+    R.VOLUME_CLAIM_MISSING: 'persistentvolumeclaim "{}" not found',
+    R.VOLUME_CLAIM_DELETING: 'persistentvolumeclaim "{}" is being deleted',
+    R.VOLUME_CLAIM_LOST: 'persistentvolumeclaim "{}" bound to non-existent persistentvolume',
+}
+
+
 def _node_filter(r: R.NodeFilter) -> str:
+    if r.filter in _CLAIM_FILTERS:
+        return _CLAIM_FILTERS[r.filter].format(r.detail)
     if r.filter == R.TAINT_TOLERATION:
         return f"node(s) had untolerated taint {{{r.detail}}}"
     if r.filter == R.INSUFFICIENT:

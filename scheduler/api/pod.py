@@ -10,54 +10,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+# The selectors live in api.selectors (api.volumes reads them too); they are re-exported here, where they were.
+from scheduler.api.selectors import LabelSelector as LabelSelector
+from scheduler.api.selectors import NodeSelectorTerm as NodeSelectorTerm
+from scheduler.api.selectors import Requirement as Requirement
+from scheduler.api.selectors import label_selector, node_selector_terms, requirements
 from scheduler.api.status import TaskStatus
+from scheduler.api.volumes import VolumeNeeds
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
-
-
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    key: str
-    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        present = self.key in labels
-        value = labels.get(self.key)
-        op = self.operator
-        if op == "In":
-            return present and value in self.values
-        if op == "NotIn":
-            return not present or value not in self.values
-        if op == "Exists":
-            return present
-        if op == "DoesNotExist":
-            return not present
-        if op in ("Gt", "Lt") and present and self.values:
-            try:
-                left, right = int(value or ""), int(self.values[0])
-            except ValueError:
-                return False
-            return left > right if op == "Gt" else left < right
-        return False
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSelectorTerm:
-    """Requirements ANDed together; a term with none matches nothing (as in Kubernetes)."""
-
-    match_expressions: tuple[Requirement, ...] = ()
-    match_fields: tuple[Requirement, ...] = ()
-
-    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
-        if not self.match_expressions and not self.match_fields:
-            return False
-        fields = {"metadata.name": node_name}
-        return all(r.matches(labels) for r in self.match_expressions) and all(
-            r.matches(fields) for r in self.match_fields
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,19 +43,6 @@ class Toleration:
         if self.operator == "Exists":
             return not self.key or self.key == taint.key
         return self.key == taint.key and self.value == taint.value
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A metav1.LabelSelector: matchLabels and matchExpressions ANDed; an empty selector matches everything."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[Requirement, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(labels.get(k) == v for k, v in self.match_labels) and all(
-            r.matches(labels) for r in self.match_expressions
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,16 +92,25 @@ class Constraints:
     spread: tuple[SpreadConstraint, ...] = ()
     # (protocol, hostIP, hostPort) of the containers' ports that ask for a host port (kube-scheduler's NodePorts).
     host_ports: tuple[HostPort, ...] = ()
+    # What the pod's PersistentVolumeClaims require (`api.volumes`), set when a snapshot is built; None: no claim
+    # constrains the pod (no claims, or all bound to volumes any node may use), so it costs no check.
+    volumes: VolumeNeeds | None = None
     _hash: int = field(default=0, init=False, compare=False, repr=False)
+    _dynamic: bool = field(default=False, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash(self._fields()))
+        object.__setattr__(self, "_dynamic", bool(
+            self.pod_affinity or self.pod_anti_affinity or self.preferred_pod_affinity
+            or self.preferred_pod_anti_affinity or self.spread or self.host_ports
+            or (self.volumes is not None and self.volumes.to_bind)
+        ))
 
     def _fields(self) -> tuple[Any, ...]:
         return (
             self.node_selector, self.required_terms, self.tolerations, self.preferred, self.pod_affinity,
             self.pod_anti_affinity, self.preferred_pod_affinity, self.preferred_pod_anti_affinity, self.spread,
-            self.host_ports,
+            self.host_ports, self.volumes,
         )
 
     def __hash__(self) -> int:
@@ -159,10 +118,9 @@ class Constraints:
 
     @property
     def dynamic(self) -> bool:
-        return bool(
-            self.pod_affinity or self.pod_anti_affinity or self.preferred_pod_affinity
-            or self.preferred_pod_anti_affinity or self.spread or self.host_ports
-        )
+        """Terms that depend on where other pods are, or claims still to bind (which volumes the cycle's earlier
+        placements took): evaluated per placement. Computed once, as the session asks for every task placed."""
+        return self._dynamic
 
     def untolerated(self, taints: tuple[Taint, ...]) -> Taint | None:
         for taint in taints:
@@ -171,30 +129,12 @@ class Constraints:
         return None
 
 
-def _requirements(raw: object) -> tuple[Requirement, ...]:
-    out = []
-    for item in raw if isinstance(raw, list) else []:
-        if isinstance(item, Mapping):
-            out.append(
-                Requirement(
-                    str(item.get("key", "")),
-                    str(item.get("operator", "In")),
-                    tuple(str(v) for v in item.get("values") or ()),
-                )
-            )
-    return tuple(out)
-
-
 def constraints_of(spec: Mapping[str, Any]) -> Constraints:
     selector = spec.get("nodeSelector") or {}
     affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or {}
-    terms = tuple(
-        NodeSelectorTerm(_requirements(t.get("matchExpressions")), _requirements(t.get("matchFields")))
-        for t in affinity.get("nodeSelectorTerms") or ()
-        if isinstance(t, Mapping)
-    )
+    terms = node_selector_terms(affinity)
     tolerations = tuple(
         Toleration(
             str(t.get("key", "") or ""),
@@ -247,6 +187,12 @@ def with_host_ports(constraints: Constraints, ports: tuple[HostPort, ...]) -> Co
     return _SHARED.setdefault(made, made)
 
 
+def with_volumes(constraints: Constraints, volumes: VolumeNeeds | None) -> Constraints:
+    """`constraints` with what the pod's claims require (the shared instance)."""
+    made = replace(constraints, volumes=volumes)
+    return _SHARED.setdefault(made, made)
+
+
 def host_ports_conflict(wanted: tuple[HostPort, ...], used: tuple[HostPort, ...]) -> bool:
     """Two host ports clash on one node when protocol and port match and either listens on all addresses or both
     on the same one (kube-scheduler's NodePorts filter, pkg/scheduler/framework/plugins/nodeports)."""
@@ -262,19 +208,9 @@ def host_ports_conflict(wanted: tuple[HostPort, ...], used: tuple[HostPort, ...]
 _SHARED: weakref.WeakValueDictionary[Constraints, Constraints] = weakref.WeakValueDictionary()
 
 
-def _selector(raw: object) -> LabelSelector:
-    if not isinstance(raw, Mapping):
-        return LabelSelector()
-    labels = raw.get("matchLabels") or {}
-    return LabelSelector(
-        tuple(sorted((str(k), str(v)) for k, v in labels.items())) if isinstance(labels, Mapping) else (),
-        _requirements(raw.get("matchExpressions")),
-    )
-
-
 def _pod_term(raw: Mapping[str, Any]) -> PodAffinityTerm:
     return PodAffinityTerm(
-        _selector(raw.get("labelSelector")),
+        label_selector(raw.get("labelSelector")),
         str(raw.get("topologyKey") or ""),
         tuple(str(n) for n in raw.get("namespaces") or ()),
     )
@@ -303,7 +239,7 @@ def _spread(raw: object) -> tuple[SpreadConstraint, ...]:
             max(1, int(c.get("maxSkew", 1) or 1)),
             str(c.get("topologyKey") or ""),
             str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
-            _selector(c.get("labelSelector")),
+            label_selector(c.get("labelSelector")),
         )
         for c in raw
         if isinstance(c, Mapping)
@@ -311,7 +247,7 @@ def _spread(raw: object) -> tuple[SpreadConstraint, ...]:
 
 
 def _term(raw: Mapping[str, Any]) -> NodeSelectorTerm:
-    return NodeSelectorTerm(_requirements(raw.get("matchExpressions")), _requirements(raw.get("matchFields")))
+    return NodeSelectorTerm(requirements(raw.get("matchExpressions")), requirements(raw.get("matchFields")))
 
 
 def taints_of(node_spec: Mapping[str, Any]) -> tuple[Taint, ...]:

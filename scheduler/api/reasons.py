@@ -292,6 +292,15 @@ NODE_UNSCHEDULABLE = "NodeUnschedulable"
 NODE_AFFINITY = "NodeAffinity"
 TAINT_TOLERATION = "TaintToleration"  # detail: the taint, "key: value" or "key"
 NODE_PORTS = "NodePorts"
+# A pod's PersistentVolumeClaims (kube-scheduler's VolumeBinding and VolumeZone, `api/volumes.py`).
+VOLUME_NODE_AFFINITY = "VolumeNodeAffinityConflict"  # a bound claim's volume may not be used from the node
+VOLUME_BIND_CONFLICT = "VolumeBindingNoMatch"  # no free volume of the claim's class here, nor provisioning
+VOLUME_ZONE = "VolumeZone"  # a bound claim's volume is in another zone or region
+VOLUME_MISSING = "VolumePVNotExist"  # a claim is bound to a volume that does not exist
+VOLUME_UNBOUND_IMMEDIATE = "VolumeUnboundImmediateClaim"  # detail: the claim, unbound and not WaitForFirstConsumer
+VOLUME_CLAIM_MISSING = "VolumeClaimNotFound"  # detail: the claim
+VOLUME_CLAIM_DELETING = "VolumeClaimDeleting"  # detail: the claim
+VOLUME_CLAIM_LOST = "VolumeClaimLost"  # detail: the claim, whose volume is gone
 INSUFFICIENT = "Insufficient"  # detail: the resource
 TOO_MANY_PODS = "TooManyPods"
 POD_AFFINITY = "InterPodAffinity"

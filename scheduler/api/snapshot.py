@@ -16,6 +16,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.status import PodGroupPhase
+from scheduler.api.volumes import Storage
 
 
 @dataclass(slots=True)
@@ -25,14 +26,30 @@ class ClusterSnapshot:
     queues: dict[str, QueueInfo]
     now: float = 0.0
     hypernodes: tuple[Mapping[str, Any], ...] = ()  # topology.volcano.sh HyperNode objects, as served
+    # PersistentVolumes, claims and StorageClasses; None where volumes are not modelled (the simulator, unless
+    # given storage objects): pods' claims are then ignored.
+    storage: Storage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeBind:
+    """A claim the scheduler binds for a committed gang before its pods, as kube-scheduler's volume binder: to
+    `volume`, a PersistentVolume (its claimRef, which the PV controller completes), or with no volume for dynamic
+    provisioning on `node` (the claim's selected-node annotation)."""
+
+    claim: str  # namespace/name
+    node: str
+    volume: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class GangBind:
-    """All binds of one committed gang: sent together; if one fails the rest are not sent."""
+    """All binds of one committed gang: sent together; if one fails the rest are not sent. Its claims are bound
+    first; if that fails, none of its pods is bound."""
 
     job: str
     binds: tuple[tuple[str, str], ...]  # (task uid, node name)
+    volumes: tuple[VolumeBind, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

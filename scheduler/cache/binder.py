@@ -1,8 +1,10 @@
 """Layer `cache`: a cycle's committed gangs, bound through the API (pods/binding), every pod concurrently.
 
-A pod that carries bind annotations (deviceshare's cards) is annotated first, as a device plugin reads them when
-the pod starts. A bind that fails leaves its pod pending in the cache, so the next cycle retries it. A pod bound
-here is *assumed* on its node until the watch shows it there, so the next snapshot never double-books.
+A gang's claims to bind (`GangBind.volumes`) are bound first (`volumes.VolumeBinder`); its pods' binds wait for
+that and are not sent if it failed. A pod that carries bind annotations (deviceshare's cards) is annotated first,
+as a device plugin reads them when the pod starts. A bind that fails leaves its pod pending in the cache, so the
+next cycle retries it. A pod bound here is *assumed* on its node until the watch shows it there, so the next
+snapshot never double-books.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from scheduler.api.timestamps import parse_time
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError
 from scheduler.cache.store import Stores
+from scheduler.cache.volumes import VolumeBinder
 
 log = logging.getLogger("volcano_py.cache")
 
@@ -35,16 +38,22 @@ class Binder:
         self.pool = pool
         self.events = events
         self.may_write = may_write
+        self.volumes = VolumeBinder(kube, stores, may_write)
 
     def submit(self, result: CycleResult, now: float) -> Pending:
-        """Start every bind of every committed gang; events wait until `wait` has seen them all."""
+        """Start every bind of every committed gang; events wait until `wait` has seen them all. A gang's claims
+        are bound by a task submitted before its pods' binds, which wait for it: the pool runs tasks in the order
+        they were submitted, so a bind that waits never holds the worker its claims' task needs."""
         if result.binds:
             self.events.binds_done.clear()
-        return [
-            (gang, self.pool.submit(self.bind, task, node, now, result.annotations.get(task)))
-            for gang in result.binds
-            for task, node in gang.binds
-        ]
+        pending: Pending = []
+        for gang in result.binds:
+            claims = self.pool.submit(self.volumes.bind, gang) if gang.volumes else None
+            pending.extend(
+                (gang, self.pool.submit(self.bind, task, node, now, result.annotations.get(task), claims))
+                for task, node in gang.binds
+            )
+        return pending
 
     def wait(self, pending: Pending) -> dict[str, int]:
         """Failed binds by gang."""
@@ -57,7 +66,10 @@ class Binder:
             self.events.binds_done.set()
         return failed
 
-    def bind(self, task_key: str, node: str, now: float, annotations: Mapping[str, str] | None = None) -> bool:
+    def bind(self, task_key: str, node: str, now: float, annotations: Mapping[str, str] | None = None,
+             claims: Future[bool] | None = None) -> bool:
+        if claims is not None and not claims.result():
+            return False  # the gang's claims could not be bound: none of its pods is
         if not self.may_write():
             return False  # leadership lost while this cycle's binds were being sent
         namespace, name = task_key.split("/", 1)

@@ -1,12 +1,14 @@
 """Layer `cache`: the Kubernetes implementation of the cluster adapter (`snapshot`, `apply`), as one facade.
 
 Its parts, one job each:
-- `watch.Watcher`: list+watch threads keeping the latest pods, nodes, PodGroups, Queues, PriorityClasses and
-  HyperNodes as raw JSON in `store.Stores`;
-- `parse.ParseCache`: those objects read into infos, each pod once per resourceVersion;
+- `watch.Watcher`: list+watch threads keeping the latest pods, nodes, PodGroups, Queues, PriorityClasses,
+  HyperNodes, PersistentVolumes, PersistentVolumeClaims and StorageClasses as raw JSON in `store.Stores`;
+- `parse.ParseCache`: those objects read into infos, each pod once per resourceVersion; `volumes.StorageReader`
+  the storage objects, rebuilt only when one changed;
 - `adapter.snapshot.build_snapshot`: the snapshot, built by the same function the simulator calls;
-- `binder.Binder`, `evictor.Evictor`, `status_writer.StatusWriter`, `events.EventRecorder`: a cycle's decisions
-  carried back: binds, evictions, PodGroup / Queue / pod status, events.
+- `binder.Binder` (with `volumes.VolumeBinder` for a gang's claims), `evictor.Evictor`,
+  `status_writer.StatusWriter`, `events.EventRecorder`: a cycle's decisions carried back: claims and binds,
+  evictions, PodGroup / Queue / pod status, events.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.parse import ParseCache
 from scheduler.cache.status_writer import StatusWriter
 from scheduler.cache.store import PG_API, Stores, Watched
+from scheduler.cache.volumes import StorageReader
 from scheduler.cache.watch import Watcher
 
 log = logging.getLogger("volcano_py.cache")
@@ -70,6 +73,7 @@ class ClusterCache:
         )
         self.watcher = Watcher(kube, self.stores, self.parser, self._stop, watch_timeout=watch_timeout,
                                page_size=page_size)
+        self.storage = StorageReader(self.stores, self.parser.read)
         self.binder = Binder(kube, self.stores, self._pool, self.events, may_write, clock)
         self.evictor = Evictor(kube, self.stores, self._pool, self.events, may_write, eviction_grace_seconds)
         self.status_writer = StatusWriter(kube, self.stores, self._pool, self.scheduler_names, may_write, self._stop)
@@ -83,7 +87,7 @@ class ClusterCache:
     def kube(self, kube: Kube) -> None:
         """Every part talks to the API through the same client (tests put a fake one in)."""
         self._kube = kube
-        for part in (self.events, self.watcher, self.binder, self.evictor, self.status_writer):
+        for part in (self.events, self.watcher, self.binder, self.binder.volumes, self.evictor, self.status_writer):
             part.kube = kube
 
     @property
@@ -163,7 +167,8 @@ class ClusterCache:
         node_infos = self.parser.nodes(nodes)
         jobs = self.parser.podgroups(podgroups, pcs, self.default_queue)
         records = self.parser.pods(pods, pcs)
-        inputs = SnapshotInputs(node_infos, jobs, self.parser.queues(queues), records, now, hypernodes, assumed)
+        inputs = SnapshotInputs(node_infos, jobs, self.parser.queues(queues), records, now, hypernodes, assumed,
+                                self.storage.storage())
         return build_snapshot(inputs, self.rules)
 
     # ---- apply ------------------------------------------------------------------------------------------

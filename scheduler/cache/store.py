@@ -13,6 +13,7 @@ from scheduler.api.objects import MutableObj
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
 ASSUME_TTL = 60.0  # seconds an assumed bind waits for the watch to confirm it
+STORAGE_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
 
 
 @dataclass(slots=True)
@@ -24,12 +25,15 @@ class Watched:
     objects: dict[str, MutableObj] = field(default_factory=dict)
     resource_version: str | None = None
     synced: threading.Event = field(default_factory=threading.Event)
-    optional: bool = False  # a kind whose CRD may not be installed: absent counts as synced and empty
+    # A kind that may be absent (a CRD not installed: 404) or that the scheduler may not be allowed to read (403,
+    # an older ClusterRole): it then counts as synced and empty, `listed` stays False, and it is tried again later.
+    optional: bool = False
+    listed: bool = False  # a list succeeded: the objects are the cluster's
 
 
 @dataclass(slots=True)
 class Stores:
-    """The six watched kinds, the lock that guards them, and the binds the watch has not shown yet."""
+    """The watched kinds, the lock that guards them, and the binds the watch has not shown yet."""
 
     pods: Watched = field(default_factory=lambda: Watched("Pod", "/api/v1/pods"))
     nodes: Watched = field(default_factory=lambda: Watched("Node", "/api/v1/nodes"))
@@ -41,12 +45,36 @@ class Stores:
     hypernodes: Watched = field(
         default_factory=lambda: Watched("HyperNode", "/apis/topology.volcano.sh/v1alpha1/hypernodes", optional=True)
     )
+    # Watched always (cheap: a few objects per claim, read once per change, `cache/volumes.py`); without the RBAC
+    # to read them, the scheduler goes on without considering volumes.
+    volumes: Watched = field(
+        default_factory=lambda: Watched("PersistentVolume", "/api/v1/persistentvolumes", optional=True)
+    )
+    claims: Watched = field(
+        default_factory=lambda: Watched("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", optional=True)
+    )
+    storage_classes: Watched = field(
+        default_factory=lambda: Watched("StorageClass", "/apis/storage.k8s.io/v1/storageclasses", optional=True)
+    )
     lock: threading.Lock = field(default_factory=threading.Lock)
     assumed: dict[str, tuple[str, float]] = field(default_factory=dict)  # pod key -> (node, when) bound by us
+    storage_version: int = 0  # bumped on every change to the three storage kinds
 
     @property
     def watched(self) -> tuple[Watched, ...]:
-        return (self.pods, self.nodes, self.podgroups, self.queues, self.priority_classes, self.hypernodes)
+        return (
+            self.pods,
+            self.nodes,
+            self.podgroups,
+            self.queues,
+            self.priority_classes,
+            self.hypernodes,
+            *self.storage,
+        )
+
+    @property
+    def storage(self) -> tuple[Watched, Watched, Watched]:
+        return (self.volumes, self.claims, self.storage_classes)
 
     def expire_assumed(self, now: float) -> None:
         """Under the lock: forget binds the watch never confirmed (or whose pod is gone)."""

@@ -16,7 +16,7 @@ from scheduler.api.convert import key_of
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import Kube, KubeError, loads
 from scheduler.cache.parse import ParseCache
-from scheduler.cache.store import Stores, Watched, trim
+from scheduler.cache.store import STORAGE_KINDS, Stores, Watched, trim
 
 log = logging.getLogger("volcano_py.cache")
 
@@ -61,8 +61,11 @@ class Watcher:
                 if isinstance(exc, KubeError) and exc.status == 410:
                     w.resource_version = None
                     continue
-                if w.optional and isinstance(exc, KubeError) and exc.status == 404:
-                    w.synced.set()  # the CRD is not installed: nothing to watch; look again later
+                if w.optional and isinstance(exc, KubeError) and exc.status in (403, 404):
+                    if exc.status == 403 and not w.synced.is_set():
+                        log.warning("may not list %s (%s): going on without them; the scheduler's ClusterRole "
+                                    "should allow it (manifests/01-rbac-scheduler.yaml)", w.kind, exc)
+                    w.synced.set()  # the CRD is not installed, or not readable: nothing to watch; look again later
                     self._stop.wait(60.0)
                     continue
                 log.warning("watch %s failed (retrying in %.1fs): %s", w.kind, backoff, exc)
@@ -85,8 +88,11 @@ class Watcher:
             meta = page.get("metadata") or {}
         with self.stores.lock:
             w.objects = objects
+            w.listed = True
             if w is self.stores.priority_classes:
                 self.parser.priority_classes_changed(w.objects.values())
+            if w.kind in STORAGE_KINDS:
+                self.stores.storage_version += 1
         w.resource_version = str(meta.get("resourceVersion") or "")
         w.synced.set()
         log.debug("listed %d %s at resourceVersion %s", len(objects), w.kind, w.resource_version)
@@ -154,6 +160,8 @@ class Watcher:
                     self.stores.assumed.pop(key, None)
             if w is self.stores.priority_classes:
                 self.parser.priority_classes_changed(w.objects.values())
+            elif w.kind in STORAGE_KINDS:
+                self.stores.storage_version += 1
 
 
 _CONTINUE = re.compile(rb'"continue":"([^"]*)"')

@@ -92,6 +92,29 @@ class Api:
         body = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
         return self.delete(f"{JOBS}/namespaces/{namespace}/jobs/{name}", body)
 
+    def set_volume_claim_names(self, namespace: str, name: str, names: Mapping[int, str],
+                               resource_version: str) -> MutableObj:
+        """Write generated claim names into `spec.volumes[i].volumeClaimName`, if the Job is still at
+        `resource_version` (Volcano's controller updates the Job so, job_controller_actions.go)."""
+        ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion", "value": resource_version}]
+        ops += [{"op": "add", "path": f"/spec/volumes/{index}/volumeClaimName", "value": claim}
+                for index, claim in sorted(names.items())]
+        return self.kube.request("PATCH", f"{JOBS}/namespaces/{namespace}/jobs/{name}", body=ops,
+                                 content_type=JSON_PATCH)
+
+    def pvc(self, namespace: str, name: str) -> MutableObj | None:
+        return self.get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")
+
+    def create_pvc(self, pvc: Mapping[str, Any]) -> MutableObj | None:
+        """Create a PersistentVolumeClaim; None if one of that name exists."""
+        path = f"/api/v1/namespaces/{pvc['metadata']['namespace']}/persistentvolumeclaims"
+        try:
+            return self.kube.request("POST", path, body=pvc)
+        except KubeError as exc:
+            if exc.status == 409:
+                return None
+            raise
+
     def pods_of_job(self, namespace: str, job: str) -> list[MutableObj]:
         selector = quote(f"volcano.sh/job-name={job}")
         items = self.kube.request("GET", f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")

@@ -26,6 +26,7 @@ from typing import Any
 from scheduler import metrics
 from scheduler.api.objects import MutableObj
 from scheduler.api.timestamps import parse_time, rfc3339
+from scheduler.controllers.claims import JobClaims
 from scheduler.controllers.client import Api
 from scheduler.jobs import (
     Decision,
@@ -49,6 +50,7 @@ from scheduler.jobs import (
 from scheduler.jobs.bus import PolicyAction, PolicyEvent
 from scheduler.jobs.plugins import svc_configmap_name, svc_hosts, uses_svc
 from scheduler.jobs.state import FINISHED
+from scheduler.jobs.volumes import initiated, without_generated_names
 
 log = logging.getLogger("volcano_py.controllers.job")
 
@@ -167,6 +169,7 @@ class JobController:
         self.claim_unnamed = claim_unnamed or VOLCANO_SCHEDULER in self.scheduler_names
         self.clock = clock
         self.timers = Timers()
+        self.volume_claims = JobClaims(api, self.timers.arm, clock)  # the PersistentVolumeClaims of spec.volumes
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._views: dict[str, dict[str, _Seen]] = {}  # job key -> pod uid -> what we last saw of the pod
@@ -191,6 +194,7 @@ class JobController:
                 self._views.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)
                 self._locks.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)  # else one per Job ever seen
             self._plugin_objects.discard(str(meta.get("uid")))
+            self.volume_claims.forget(str(meta.get("uid")))
             self._hosts.pop(str(meta.get("uid")), None)
             self._waiting.pop(str(meta.get("uid")), None)
             queue = str((job.get("spec") or {}).get("queue") or "default")
@@ -254,10 +258,11 @@ class JobController:
         uid = str(job["metadata"]["uid"])
         if not (job.get("spec") or {}).get("schedulerName"):
             job.setdefault("spec", {})["schedulerName"] = self.default_scheduler  # its pods ask for our scheduler
-        errors = validate_job(job)
+        errors = validate_job(without_generated_names(job))
         if errors:
             self._reject(job, errors)
             return None
+        claims_missing = None if initiated(job) else self.volume_claims.ensure(job)  # first, as Volcano's
         spec = normalize_job(job)["spec"]
         pods = [p for p in self.api.pods_of_job(namespace, name) if owned_by(p, uid)]
         vanished = self._take_vanished(f"{namespace}/{name}", uid, pods)
@@ -277,6 +282,10 @@ class JobController:
         pg_phase = ((podgroup.get("status") or {}).get("phase") or "Pending") if podgroup is not None else None
         gate = pg_phase if (pods or self._queue_open(spec["queue"])) else None
         decision = decide(job, JobStatus.of(job), views, gate, event)
+        if claims_missing is not None:  # Pending, no PodGroup yet: Volcano's initiateJob stops there too
+            self._write_status(job, decision, event)
+            self.volume_claims.wait(job, claims_missing, lambda: self.reconcile(namespace, name))
+            return decision
         self._carry_out(job, decision, gate, podgroup, pods)
         self._write_status(job, decision, event)
         self._tell_waiting(job, uid, decision)

@@ -8,9 +8,11 @@ them (with the annotations plugins asked for) once the session closes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
-from scheduler.api.snapshot import Eviction, GangBind
+from scheduler.api.snapshot import Eviction, GangBind, VolumeBind
 from scheduler.api.status import TaskStatus
 from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.tiers import TierRunner
@@ -26,6 +28,7 @@ class StatementBackEnd:
         self._binds: dict[str, list[tuple[str, str]]] = {}
         self._evictions: list[Eviction] = []
         self._annotations: dict[str, dict[str, str]] = {}
+        self._volumes: dict[str, dict[VolumeBind, None]] = {}
 
     # ---- placements (undone in reverse by a discard) -------------------------------------------------
     def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
@@ -72,6 +75,10 @@ class StatementBackEnd:
         """Annotations the adapter writes on the pod before it binds it."""
         self._annotations.setdefault(task_uid, {}).update(annotations)
 
+    def bind_volumes(self, job_uid: str, volumes: Iterable[VolumeBind]) -> None:
+        """Claims to bind before the job's pods (asked for at close, for what a commit bound)."""
+        self._volumes.setdefault(job_uid, {}).update(dict.fromkeys(volumes))
+
     def got_binds(self, job_uid: str) -> bool:
         """Whether a commit this cycle bound any of the job's tasks."""
         return job_uid in self._binds
@@ -81,8 +88,8 @@ class StatementBackEnd:
         return [bind for binds in self._binds.values() for bind in binds]
 
     def gang_binds(self) -> list[GangBind]:
-        """The committed binds, one request per gang."""
-        return [GangBind(job, tuple(binds)) for job, binds in self._binds.items()]
+        """The committed binds, one request per gang, with the claims to bind first."""
+        return [GangBind(job, tuple(binds), tuple(self._volumes.get(job, ()))) for job, binds in self._binds.items()]
 
     def evictions(self) -> list[Eviction]:
         return list(self._evictions)

@@ -312,8 +312,9 @@ class FeasibilityCache:
         if self._memo is None or errors is None:
             return
         shapes = {t.constraints: t for t in pending}.values()
-        if any(t.constraints.dynamic for t in shapes):
-            return  # where other pods are matters to these: free resources alone do not decide
+        if any(t.constraints.dynamic or t.constraints.volumes is not None for t in shapes):
+            # Where other pods are matters to these, or a claim's binding: free resources alone do not decide.
+            return
         positions = np.unique(np.concatenate([self.feasible_indices(t) for t in shapes]))
         self._memo.record_failure(job, positions, errors.reasons, errors.task or (task.name if task else ""))
 

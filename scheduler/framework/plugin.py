@@ -18,7 +18,9 @@ from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
+from scheduler.api.snapshot import VolumeBind
 from scheduler.api.topology import NodeDomains
+from scheduler.api.volumes import Storage
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.backend import StatementBackEnd
@@ -40,13 +42,14 @@ class SessionAPI:
     """The session, as one plugin sees it (the session makes one per plugin, for the plugin's tier and option).
 
     Snapshot data, to read: `jobs` (by uid), `queues` (by name), `node_list` (by name), `hypernodes`, `now`,
-    `conf`; `arrays`, the nodes' resources as arrays in `node_list` order (the Statement keeps them current);
+    `conf`, `storage` (PersistentVolumes, claims and StorageClasses; None when volumes are not modelled);
+    `arrays`, the nodes' resources as arrays in `node_list` order (the Statement keeps them current);
     `domains`, the nodes' topology domains per label key, by the same positions (`api.topology`);
     `trace`, where a plugin may explain its decisions when the cycle is traced (None when it is not).
     """
 
     __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
-                 "_tier", "_option", "_tiers", "_order", "_fit", "_results", "_requests")
+                 "storage", "_tier", "_option", "_tiers", "_order", "_fit", "_results", "_requests")
 
     def __init__(
         self,
@@ -60,6 +63,7 @@ class SessionAPI:
         arrays: NodeArrays,
         domains: NodeDomains,
         trace: Callable[[str], None] | None,
+        storage: Storage | None,
         tier: int,
         option: PluginOption,
         tiers: TierRunner,
@@ -77,6 +81,7 @@ class SessionAPI:
         self.arrays = arrays
         self.domains = domains
         self.trace = trace
+        self.storage = storage
         self._tier = tier
         self._option = option
         self._tiers = tiers
@@ -165,6 +170,10 @@ class SessionAPI:
     def annotate(self, task_uid: str, annotations: dict[str, str]) -> None:
         """Annotations the adapter writes on the pod before it binds it."""
         self._requests.annotate(task_uid, annotations)
+
+    def bind_volumes(self, job_uid: str, volumes: Iterable[VolumeBind]) -> None:
+        """Claims the adapter binds for the job's committed gang before any of its pods (`GangBind.volumes`)."""
+        self._requests.bind_volumes(job_uid, volumes)
 
 
 class Plugin(Generic[ArgsT]):

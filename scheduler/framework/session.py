@@ -54,6 +54,7 @@ class Session:
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.now = snapshot.now
         self.hypernodes = snapshot.hypernodes
+        self.storage = snapshot.storage
         self.conf = conf
         self.trace = trace  # a sink for a traced cycle's explanations (`volcano-py simulate --trace`), or None
         self.timings: dict[str, float] = {}  # as CycleResult.timings
@@ -74,7 +75,8 @@ class Session:
     def _view_for(self, tier_index: int, plugin: Plugin[object]) -> SessionAPI:
         return SessionAPI(
             jobs=self.jobs, queues=self.queues, node_list=self.node_list, hypernodes=self.hypernodes, now=self.now,
-            conf=self.conf, arrays=self.arrays, domains=self.domains, trace=self.trace, tier=tier_index,
+            conf=self.conf, arrays=self.arrays, domains=self.domains, trace=self.trace, storage=self.storage,
+            tier=tier_index,
             option=plugin.option, tiers=self.tiers, order=self.order, fit=self.fit, results=self.results,
             requests=self._back_end,
         )

@@ -31,6 +31,7 @@ from scheduler.api.resources import PODS, ZERO
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
+from scheduler.framework.fit import FitErrors
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.framework.victims import gang_safe
 
@@ -91,6 +92,12 @@ def condition_reason(invalid: Status) -> str:
     return NOT_ENOUGH_PODS_OF_TASK if isinstance(first, R.TooFewTasks) and first.role else NOT_ENOUGH_TASKS
 
 
+def _short_somewhere(errors: FitErrors | None) -> bool:
+    """A node turned a task away for its free resources: only then can free resources be fragmented (not when a
+    filter such as a volume's or a host port's turned every node away)."""
+    return errors is not None and any(f.filter in (R.INSUFFICIENT, R.TOO_MANY_PODS) for f in errors.reasons)
+
+
 def gang_reasons(ssn: SessionAPI, job: JobInfo) -> tuple[R.Reason, ...]:
     """Volcano's '3/8 tasks in gang unschedulable: ...', then what held it: a gate's reasons, the resource that
     is short and by how much (or where it is fragmented), the roles short of their minimum, the node filters."""
@@ -114,12 +121,12 @@ def gang_reasons(ssn: SessionAPI, job: JobInfo) -> tuple[R.Reason, ...]:
         free = ssn.arrays.free_on(positions)
         short = need.shortfall(free)
         names = tuple(n for n, v in need.items() if v and n != PODS) or (PODS,)
-        if not short.is_zero():
+        if not short.is_zero() and positions.size:  # with no node to use, the node filters say it all
             parts.extend(
                 R.ResourceShortfall(n, need.get(n), free.get(n), R.NODES, len(needed), int(positions.size))
                 for n, v in short.items() if v
             )
-        elif positions.size and ssn.fit_errors(job) is not None:  # it was tried on nodes, not held by a gate
+        elif positions.size and _short_somewhere(ssn.fit_errors(job)):  # tried on nodes, and some were too full
             rows = [ssn.arrays.row[n] for n in names if n in ssn.arrays.row]
             idle = ssn.arrays.idle[np.ix_(np.array(rows, dtype=np.int64), positions)]
             largest = ssn.node_list[int(positions[np.lexsort(idle[::-1])[-1]])]

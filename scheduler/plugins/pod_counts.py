@@ -24,7 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.job import TaskInfo
-from scheduler.api.pod import LabelSelector, PodAffinityTerm
+from scheduler.api.pod import PodAffinityTerm
+from scheduler.api.selectors import LabelSelector
 from scheduler.api.status import TaskStatus
 from scheduler.api.topology import NO_DOMAIN, LabelDomains
 from scheduler.framework.arrays import IntArray

@@ -1,6 +1,8 @@
 """Layer `plugins`: `predicates` filters nodes a task may not use, whatever their free resources.
 
-Node readiness and cordoning, nodeSelector, required node affinity, and NoSchedule/NoExecute taints.
+Node readiness and cordoning, nodeSelector, required node affinity, NoSchedule/NoExecute taints, and what the
+pod's bound PersistentVolumeClaims require (their volumes' node affinity, zone and region: kube-scheduler's
+VolumeBinding and VolumeZone, resolved into `Constraints.volumes` when the snapshot is built, `api/volumes.py`).
 These depend only on the task's `Constraints` and the node, so the session evaluates them once per
 constraint set per cycle (identical pods of a gang share the answer). Resource fit, including the
 `pods` count, is checked by the actions against each node's idle resources (`resource_misfit`).
@@ -15,6 +17,10 @@ only those are evaluated dynamically (a known gap: a plain pod may join a node w
 affinity term no existing pod matches is satisfied when the pod matches it itself (the first pod of a group);
 a spread constraint counts matching pods of the pod's namespace per domain over the nodes its node affinity
 allows, and a node without the topology label fails a DoNotSchedule constraint.
+
+Claims still to bind (unbound, `WaitForFirstConsumer`) are matched to volumes or provisioning as pods are placed
+(`volume_binding.ClaimBinding`, served only when the snapshot has such claims); a committed gang's claims are
+handed to the adapter, which binds them before the gang's pods.
 
 A topologyKey's domains are the session's label domains (`api.topology`, the model the solver's tiers are built
 from too); the matching pods per domain are counted once and kept current through the session's event handler
@@ -38,6 +44,7 @@ from scheduler.framework.arrays import IntArray
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
 from scheduler.plugins.pod_counts import COUNTED, BoolArray, PlacedPods, SpreadSelection, TermSelection
+from scheduler.plugins.volume_binding import ClaimBinding
 
 # Static filters answer UnschedulableAndUnresolvable: no eviction on the node changes them (kube-scheduler's
 # node affinity, taint and node-unschedulable filters say the same, pkg/scheduler/framework/plugins/).
@@ -57,12 +64,15 @@ _ANTI, _EXISTING, _AFFINITY, _SPREAD_LABEL, _SPREAD = range(1, len(REJECTIONS))
 
 
 class StaticFilter:
-    """Readiness, cordon, nodeSelector, required node affinity and taints, for all nodes at once.
+    """Readiness, cordon, nodeSelector, required node affinity, taints and the pod's bound volumes, for all nodes
+    at once.
 
     The session asks once per constraint set with the same node list, so what is the same for every question is
     computed on the first one: readiness and cordon per node, the nodes grouped by their taints (a cluster has
     a handful of taint sets), and each label key's values as a column that a nodeSelector compares in one numpy
-    expression. Required node affinity terms (which may name the node) are matched per node that is still in.
+    expression. Required node affinity terms (which may name the node) and what the pod's claims require
+    (`Constraints.volumes`, kube-scheduler's VolumeBinding and VolumeZone, which answer UnschedulableAndUnresolvable:
+    no eviction frees a volume) are matched per node that is still in.
     A node's first failing check is its answer, in the order above (tests/plugins/test_static_filter.py holds
     this against the per-node rule)."""
 
@@ -114,6 +124,16 @@ class StaticFilter:
                 answers.append(unresolvable(R.NodeFilter(R.TAINT_TOLERATION, shown)))
                 still_in = where[rejection[where] == 0]
                 rejection[still_in] = len(answers) - 1
+        volumes = constraints.volumes
+        if volumes is not None:  # a pod whose claims constrain nothing has None: no cost
+            found: dict[R.NodeFilter, int] = {}
+            for i in np.flatnonzero(rejection == 0).tolist():
+                conflict = volumes.node_conflict(nodes[i].labels)
+                if conflict is not None:
+                    if conflict not in found:
+                        found[conflict] = len(answers)
+                        answers.append(unresolvable(conflict))
+                    rejection[i] = found[conflict]
         return [answers[r] for r in rejection.tolist()]
 
 
@@ -232,3 +252,13 @@ class PredicatesPlugin(Plugin[NoArgs]):
         ssn.add_event_handler(EventHandler(allocate=topology.placed.changed, deallocate=topology.placed.changed))
         ssn.register(P.DYNAMIC_PREDICATE, topology.filter)
         ssn.register(P.DYNAMIC_NODE_ORDER, topology.score)
+        self.binding: ClaimBinding | None = None
+        if ssn.storage is not None and ssn.storage.binding:  # some pending pod has a claim to bind
+            self.binding = binding = ClaimBinding(ssn, ssn.storage)
+            ssn.register(P.DYNAMIC_PREDICATE, binding.filter)
+            ssn.add_event_handler(EventHandler(allocate=binding.placed_task, deallocate=binding.removed_task))
+            ssn.register(P.JOB_READY, binding.ready)
+
+    def on_session_close(self, ssn: SessionAPI) -> None:
+        if self.binding is not None:
+            self.binding.close(ssn)

@@ -4,7 +4,8 @@ It holds pods, nodes, PodGroups, Queues and HyperNodes as Kubernetes-shaped obje
 `ClusterSnapshot` each cycle (built by `adapter.snapshot.build_snapshot`, the function the Kubernetes cache
 calls, so both decide gang membership alike) and applies the `CycleResult` (binds, evictions, status). It answers
 the partial-gang policy's questions (`adapter.partial.GangFacts`) from its objects and its simulated clock. Unit
-tests and the simulator run the real scheduling code against it.
+tests and the simulator run the real scheduling code against it. Volumes are modelled only when storage objects
+are added (`add_storage`, `sim/volumes.py`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reason
 from scheduler.api.resources import GPU, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, reasons_annotation
+from scheduler.sim.volumes import SimStorage
 from scheduler.solver.topology import from_hypernodes
 
 T = TypeVar("T")
@@ -78,6 +80,7 @@ class InMemoryCluster:
     events: list[tuple[float, Event]] = field(default_factory=list)
     bind_log: list[BoundRecord] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
+    storage: SimStorage | None = None  # PersistentVolumes, claims, StorageClasses; None: volumes not modelled
     _groups: dict[str, dict[str, None]] = field(default_factory=dict)  # PodGroup key -> its pods' keys, in order
 
     # ---- building the cluster -----------------------------------------------------------------------
@@ -111,6 +114,12 @@ class InMemoryCluster:
         name = _read("HyperNode", hypernode, validate)
         self.hypernodes[name] = manifest
         return name
+
+    def add_storage(self, obj: MutableObj) -> str:
+        """A PersistentVolume, PersistentVolumeClaim or StorageClass: from the first one on, pods' claims count."""
+        if self.storage is None:
+            self.storage = SimStorage()
+        return self.storage.add(obj)
 
     def add_priority_class(self, name: str, value: int) -> None:
         self.priority_classes[name] = value
@@ -182,6 +191,7 @@ class InMemoryCluster:
             pods=[(pod.manifest, pod.task) for pod in self.pods.values()],
             now=self.now,
             hypernodes=tuple(self.hypernodes.values()),
+            storage=self.storage.storage() if self.storage is not None else None,
         )
         return build_snapshot(inputs, AdapterRules(self.scheduler_names, self.default_queue))
 
@@ -202,6 +212,9 @@ class InMemoryCluster:
 
     def apply(self, result: CycleResult) -> None:
         for gang in result.binds:
+            if self.storage is not None:
+                for volume in gang.volumes:  # before the pods, as the cache binds them
+                    self.storage.bind(volume)
             for task_key, node in gang.binds:
                 pod = self.pods.get(task_key)
                 if pod is None:

@@ -64,6 +64,7 @@ def pod_object(
     tolerations: Sequence[Mapping[str, str]] = (),
     affinity: Mapping[str, Any] | None = None,
     scheduler_name: str = "volcano-py",
+    claims: Sequence[str] = (),
 ) -> MutableObj:
     quantities: dict[str, Any] = {}
     if cpu:
@@ -92,6 +93,8 @@ def pod_object(
         spec["tolerations"] = [dict(t) for t in tolerations]
     if affinity:
         spec["affinity"] = dict(affinity)
+    if claims:  # PersistentVolumeClaims by name, as volumes (mounted nowhere: the scheduler reads only the claims)
+        spec["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -69,6 +69,12 @@ KCM_CONTROLLERS = (
     # Deployments make ReplicaSets and ReplicaSets make pods (PodGroups for plain pods, test_plain_pods.py).
     "deployment-controller",
     "replicaset-controller",
+    # The PV binder completes the bindings the scheduler starts and binds Immediate claims (test_volumes.py); the
+    # protection controllers lift the finalizers the apiserver's StorageObjectInUseProtection admission puts on
+    # PersistentVolumes and claims, so a test's namespace and volumes can go.
+    "persistentvolume-binder-controller",
+    "persistentvolume-protection-controller",
+    "persistentvolumeclaim-protection-controller",
 )
 
 # ---------------------------------------------------------------------------------------------------------

@@ -103,8 +103,8 @@ INVALID = [
     ("task without containers", "Job", edit(valid_job(), _set("tasks.0.template.spec.containers", [])),
      "spec.tasks[0].template.spec.containers"),
     ("unknown job plugin", "Job", edit(valid_job(), _set("plugins.horovod", [])), "spec.plugins"),
-    ("volume with claim and claim name", "Job",
-     edit(valid_job(), _set("volumes.0.volumeClaim", {"accessModes": ["ReadWriteOnce"]})), "spec.volumes[0]"),
+    ("volume with neither claim nor claim name", "Job",  # both is the webhook's to refuse, at creation only
+     edit(valid_job(), _set("volumes.0", {"mountPath": "/data"})), "spec.volumes[0]"),
     ("minSuccess above the total replicas", "Job", edit(valid_job(), _set("minSuccess", 5)), "spec.minSuccess"),
     ("bad policy timeout", "Job",
      edit(valid_job(), _set("policies", [{"event": "PodFailed", "action": "AbortJob", "timeout": "soon"}])),

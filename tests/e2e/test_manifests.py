@@ -191,6 +191,13 @@ CAN_I = [
     ("volcano-py-scheduler", "update", "queues.scheduling.volcano.sh", "", False),
     ("volcano-py-scheduler", "update", "leases.coordination.k8s.io/volcano-py-controllers", SYSTEM_NS, False),
     ("volcano-py-scheduler", "create", "deployments.apps", SYSTEM_NS, False),
+    ("volcano-py-scheduler", "watch", "persistentvolumeclaims", "", True),  # volumes: read, and bound for a gang
+    ("volcano-py-scheduler", "patch", "persistentvolumes", "", True),
+    ("volcano-py-scheduler", "patch", "persistentvolumeclaims", "default", True),
+    ("volcano-py-scheduler", "list", "storageclasses.storage.k8s.io", "", True),
+    ("volcano-py-scheduler", "delete", "persistentvolumeclaims", "default", False),
+    ("volcano-py-scheduler", "update", "persistentvolumes", "", False),
+    ("volcano-py-scheduler", "patch", "storageclasses.storage.k8s.io", "", False),
     ("volcano-py-controllers", "create", "pods", "default", True),
     ("volcano-py-controllers", "create", "secrets", "default", True),
     ("volcano-py-controllers", "patch", "jobs.batch.volcano.sh/status", "default", True),
@@ -207,6 +214,8 @@ CAN_I = [
     ("volcano-py-controllers", "watch", "replicasets.apps", "default", True),  # a PodGroup follows its workload
     ("volcano-py-controllers", "list", "statefulsets.apps", "default", True),
     ("volcano-py-controllers", "get", "jobs.batch", "default", True),
+    ("volcano-py-controllers", "create", "persistentvolumeclaims", "default", True),  # a Job's volumeClaim
+    ("volcano-py-controllers", "delete", "persistentvolumeclaims", "default", False),  # the garbage collector does
     ("volcano-py-controllers", "create", "jobs.batch.volcano.sh", "default", True),  # a CronJob's Jobs
     ("volcano-py-controllers", "delete", "jobs.batch.volcano.sh", "default", True),
     ("volcano-py-controllers", "watch", "cronjobs.batch.volcano.sh", "default", True),

@@ -157,3 +157,21 @@ class FakeApi:
         cronjob = self.objects[("CronJob", namespace, name)]
         cronjob["status"] = copy.deepcopy(dict(status))
         return copy.deepcopy(cronjob)
+
+    # ---- PersistentVolumeClaims (the Job controller's claims) ------------------------------------------------
+    def pvc(self, namespace: str, name: str) -> MutableObj | None:
+        obj = self.objects.get(("PersistentVolumeClaim", namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def create_pvc(self, pvc: Mapping[str, Any]) -> MutableObj | None:
+        return self.create(pvc)
+
+    def set_volume_claim_names(self, namespace: str, name: str, names: Mapping[int, str],
+                               resource_version: str) -> MutableObj:
+        job = self.objects[("Job", namespace, name)]
+        assert str(job["metadata"].get("resourceVersion") or "") == resource_version, "the Job changed meanwhile"
+        self.writes.append(("patch", "Job", namespace, name))
+        for index, claim in names.items():
+            job["spec"]["volumes"][index]["volumeClaimName"] = claim
+        job["metadata"]["resourceVersion"] = str(int(job["metadata"].get("resourceVersion") or 0) + 1)
+        return copy.deepcopy(job)
