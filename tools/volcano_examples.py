@@ -60,7 +60,7 @@ def run_file(root: Path, path: Path, conf_text: str, work: Path) -> list[Outcome
         return [Outcome(rel, "-", False, "not run: an Argo Workflow, run by Argo's controller, not by a scheduler")]
     if kinds & {"JobFlow", "JobTemplate"}:
         return [Outcome(rel, "-", False, "not run on the simulator: a JobFlow's Jobs are made by the controllers "
-                        "(tests/e2e/test_jobflow.py)")]
+                        "(tests/e2e/test_jobflow_on_cluster.py)")]
     queues = [d for q in sorted(path.parent.glob("*.yaml")) if q != path
               for d in yaml.safe_load_all(q.read_text()) if isinstance(d, dict) and d.get("kind") == "Queue"]
     workload = work / "workload.yaml"
