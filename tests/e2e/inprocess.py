@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from controlplane import REPO_ROOT, wait_for
+from controlplane import REPO_ROOT, create_gpu_node, node_is_ready, wait_for
 from kubernetes import client
 
 from scheduler.api.snapshot import CycleResult
@@ -72,6 +72,20 @@ def running_scheduler(
         cache.stop()
         api.close()
     assert not thread.is_alive(), "the scheduler loop did not stop"
+
+
+@contextmanager
+def kwok_nodes(core_v1, names: list[str], **node: object) -> Iterator[list[str]]:
+    """kwok nodes (`create_gpu_node`'s keywords) for the block: Ready before it starts, deleted after it."""
+    for name in names:
+        create_gpu_node(core_v1, name, **node)
+    try:
+        for name in names:
+            wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
+        yield names
+    finally:
+        for name in names:
+            core_v1.delete_node(name)
 
 
 # ---- the controllers, as a process -------------------------------------------------------------------------

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import REPO_ROOT, create_gpu_node, node_is_ready, wait_for
-from inprocess import queue_status, running_scheduler
+from controlplane import REPO_ROOT, wait_for
+from inprocess import kwok_nodes, queue_status, running_scheduler
 from kubernetes import client
 from test_controllers import BATCH, TIMEOUT, finish, pods, wait_phase
 
@@ -69,11 +69,8 @@ def scheduler(control_plane):
 
 @pytest.fixture(scope="module")
 def node(control_plane, core_v1):
-    name = f"cron-{uuid.uuid4().hex[:6]}"
-    create_gpu_node(core_v1, name, gpus=0, cpu="16")
-    wait_for(lambda: node_is_ready(core_v1, name), TIMEOUT, what=f"node {name} Ready")
-    yield name
-    core_v1.delete_node(name)
+    with kwok_nodes(core_v1, [f"cron-{uuid.uuid4().hex[:6]}"], gpus=0, cpu="16") as (name,):
+        yield name
 
 
 @pytest.fixture(scope="module")

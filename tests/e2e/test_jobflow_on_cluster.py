@@ -13,8 +13,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from controlplane import COMPLETE_ANNOTATION, REPO_ROOT, create_gpu_node, node_is_ready, wait_for
-from inprocess import running_controllers, running_scheduler
+from controlplane import COMPLETE_ANNOTATION, REPO_ROOT, wait_for
+from inprocess import kwok_nodes, running_controllers, running_scheduler
 from kubernetes import client
 
 TIMEOUT = 60
@@ -43,11 +43,8 @@ def scheduler(control_plane):
 
 @pytest.fixture(scope="module")
 def node(control_plane, core_v1):
-    name = f"flow-{uuid.uuid4().hex[:6]}"
-    create_gpu_node(core_v1, name, gpus=0, cpu="64")
-    wait_for(lambda: node_is_ready(core_v1, name), TIMEOUT, what=f"node {name} Ready")
-    yield name
-    core_v1.delete_node(name)
+    with kwok_nodes(core_v1, [f"flow-{uuid.uuid4().hex[:6]}"], gpus=0, cpu="64") as (name,):
+        yield name
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from controlplane import REPO_ROOT, create_gpu_node, node_is_ready, wait_for
-from inprocess import queue_status, running_controllers, running_scheduler
+from controlplane import REPO_ROOT, wait_for
+from inprocess import kwok_nodes, queue_status, running_controllers, running_scheduler
 from kubernetes import client
 from test_controllers import BATCH, SCHED, TIMEOUT, pods, wait_phase
 
@@ -28,14 +28,8 @@ SMALL = ["-R", "cpu=100m,memory=64Mi", "-L", "cpu=100m,memory=64Mi"]
 
 @pytest.fixture(scope="module")
 def nodes(control_plane, core_v1):
-    names = [f"{TAG}-{i}" for i in range(2)]
-    for name in names:
-        create_gpu_node(core_v1, name, gpus=0, cpu="8", memory="32Gi")
-    for name in names:
-        wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
-    yield names
-    for name in names:
-        core_v1.delete_node(name)
+    with kwok_nodes(core_v1, [f"{TAG}-{i}" for i in range(2)], gpus=0, cpu="8", memory="32Gi") as names:
+        yield names
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import REPO_ROOT, create_gpu_node, node_is_ready, wait_for
-from inprocess import running_controllers, running_scheduler
+from controlplane import REPO_ROOT, wait_for
+from inprocess import kwok_nodes, running_controllers, running_scheduler
 from kubernetes import client
 
 sys.path.insert(0, str(REPO_ROOT / "tools"))
@@ -56,14 +56,10 @@ EXAMPLES = [p for p in example_files(VOLCANO) if runnable(p)] if (VOLCANO / "exa
 @pytest.fixture(scope="module")
 def example_nodes(control_plane, core_v1):
     tag = uuid.uuid4().hex[:6]
-    names = [f"ex-{tag}-{i}" for i in range(4)]
-    for name in names:
-        create_gpu_node(core_v1, name, gpus=8, cpu="64", memory="256Gi", ephemeral_storage="200Gi")  # as kind's
-    for name in names:
-        wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
-    yield names
-    for name in names:
-        core_v1.delete_node(name)
+    # Ephemeral storage, as kind's nodes have.
+    with kwok_nodes(core_v1, [f"ex-{tag}-{i}" for i in range(4)], gpus=8, cpu="64", memory="256Gi",
+                    ephemeral_storage="200Gi") as names:
+        yield names
 
 
 @pytest.fixture(scope="module")
