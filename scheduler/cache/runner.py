@@ -64,15 +64,18 @@ class ConfWatcher:
             self._report(digest, f"scheduler conf {self.path} rejected, keeping the last good one: {exc}")
             return self.conf
         self.conf, self._digest, self._bad_digest = conf, digest, None
+        metrics.observe_conf(loaded=True)
         for warning in conf.skipped:
             log.warning("scheduler conf: %s", warning)
         log.info("loaded scheduler conf %s (actions: %s)", self.path, ", ".join(conf.actions))
         return conf
 
     def _report(self, mark: str, message: str) -> None:
+        """One error line per bad file (not per cycle), and the stale-conf gauge up until a good file loads."""
         if mark != self._bad_digest:
             self._bad_digest = mark
             log.error("%s", message)
+            metrics.observe_conf(loaded=False)
 
 
 class SchedulerLoop:

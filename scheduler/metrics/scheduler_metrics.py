@@ -141,6 +141,15 @@ class SchedulerMetrics:
         self.unschedulable = self._gauge(
             "volcano_unschedule_job_count", "Gangs waiting after the last cycle (not admitted or short of pods)", ()
         )
+        # -- volcano-py's: the conf file (issue 22: a rejected reload must be visible, not only logged)
+        self.conf_stale = self._gauge(
+            "volcano_py_scheduler_conf_stale",
+            "1 while the scheduler conf file on disk is rejected (or unreadable) and the last good conf is in use", (),
+        )
+        self.conf_loads = self._exact_counter(
+            "volcano_py_scheduler_conf_loads_total", "Scheduler conf files read, by result (loaded, rejected)",
+            ("result",),
+        )
         # -- Volcano's, pkg/scheduler/metrics/job.go
         self.job_share = self._gauge(
             "volcano_job_share", "Dominant share of the cluster one job holds (drf's job share)", ("job_ns", "job_id")
@@ -366,6 +375,17 @@ def observe_cycle(
         default().record(sample_cycle(result, seconds, snapshot, snapshot_seconds=snapshot_seconds))
     except Exception:  # noqa: BLE001
         log.exception("recording cycle metrics failed")
+
+
+def observe_conf(loaded: bool) -> None:
+    """Called by the conf watcher for every conf file it read: loaded (in use now) or rejected (the last good
+    one stays in use, and the stale gauge says so until a good file is loaded). Never raises."""
+    try:
+        metrics = default()
+        metrics.conf_stale.set(0 if loaded else 1)
+        metrics.conf_loads.inc("loaded" if loaded else "rejected")
+    except Exception:  # noqa: BLE001
+        log.exception("recording conf metrics failed")
 
 
 def observe_cycle_error() -> None:
