@@ -222,3 +222,22 @@ def test_cli_scheduler_binds_a_lone_pod_and_stops_on_sigterm(
                 proc.wait()
     assert "scheduler stopped" in log_path.read_text()
     assert_no_overcommit(core_v1)
+
+
+def test_pods_asking_for_one_host_port_never_share_a_node(scheduler, core_v1, custom, namespace, node_set):
+    """Issue 19: three pods of a gang (minMember 2) that each ask for host port 9090, on two nodes: two bind,
+    one per node, and the third stays pending (kube-scheduler's NodePorts rule, which Volcano's predicates run)."""
+    nodes = {node_set(gpus=0), node_set(gpus=0)}
+    custom.create_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups", podgroup("ports", 2))
+    for i in range(3):
+        pod = gang_pod(f"ports-{i}", "ports", node_set.tag)
+        pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 9090, "protocol": "TCP"}]
+        core_v1.create_namespaced_pod(namespace, pod)
+    bound = wait_for(lambda: (b := bound_pods(core_v1, namespace)) and len(b) >= 2 and b, TIMEOUT,
+                     what="two of the pods bound")
+    assert len(bound) == 2 and set(bound.values()) == nodes
+    seen = len(scheduler.results)
+    wait_for(lambda: len(scheduler.results) >= seen + 3, TIMEOUT, what="three more cycles")
+    pods = core_v1.list_namespaced_pod(namespace).items
+    assert sorted(p.metadata.name for p in pods if not p.spec.node_name) == sorted({f"ports-{i}" for i in range(3)}
+                                                                                  - set(bound))
