@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.api.resources import QuantityError
 from scheduler.cache.leader import LeaderConfig
@@ -43,11 +43,12 @@ from scheduler.flags import (
     parse_webhook,
 )
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
-from scheduler.report.plots import ReportError
-from scheduler.sim.naive import per_pod_cycle
-from scheduler.sim.replay import Replay, Scheduler, replay
-from scheduler.sim.report import compare, render, to_json, totals
-from scheduler.sim.workload import ClusterSpec, InputError, Workload, load_cluster, load_workload
+from scheduler.report.errors import ReportError
+from scheduler.sim.errors import InputError
+
+if TYPE_CHECKING:
+    from scheduler.sim.replay import Replay, Scheduler
+    from scheduler.sim.workload import ClusterSpec, Workload
 
 USER_ERRORS = (InputError, ConfError, QuantityError, ReportError)
 def _conf(path: str | None) -> SchedulerConf:
@@ -55,6 +56,10 @@ def _conf(path: str | None) -> SchedulerConf:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    # The simulator is imported here, not at the top: the scheduler's start does not pay for it.
+    from scheduler.sim.naive import per_pod_cycle
+    from scheduler.sim.report import compare, render, to_json, totals
+
     if args.report:
         from scheduler.report.plots import require
 
@@ -88,6 +93,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload]:
     """CLUSTER and WORKLOAD, or one day of the openb trace (whose end becomes the horizon, unless one is given)."""
+    from scheduler.sim.workload import load_cluster, load_workload
+
     if args.from_openb:
         if args.cluster or args.workload:
             raise InputError("simulate", "--from-openb", "replaces CLUSTER and WORKLOAD: give one or the other")
@@ -122,6 +129,7 @@ def _replay(title: str, spec: ClusterSpec, workload: Workload, args: argparse.Na
     """One replay, with a progress bar on a terminal (plain lines every 10 s when stderr is not one): in jobs
     finished, or, when the replay stops at a horizon (a trace's window), in simulated seconds of it."""
     from scheduler.report.progress import Progress, duration
+    from scheduler.sim.replay import replay
 
     by_time = args.horizon is not None
     total, unit = (int(args.horizon), "simulated second") if by_time else (len(workload.items), "job")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scheduler.report.errors import ReportError
 from scheduler.report.series import Labelled, busy_queues, end_time, waits_by_queue
 from scheduler.sim.replay import Tick
 
@@ -21,10 +22,6 @@ if TYPE_CHECKING:
 
 WIDTH, HEIGHT, DPI = 1000, 500, 100
 INSTALL_HINT = "pip install 'volcano-py[report]'"
-
-
-class ReportError(RuntimeError):
-    """The report cannot be written (a user error: the extra is missing, DIR is not a writable folder)."""
 
 
 class MissingExtra(ReportError):

@@ -31,19 +31,11 @@ from scheduler.api.resources import QuantityError, Resource
 from scheduler.jobs.schema import JOB_CRD, PODGROUP_CRD, QUEUE_CRD, schema_problems, unknown_fields
 from scheduler.jobs.validate import validate_job
 from scheduler.sim import workload_kinds as kinds
+from scheduler.sim.errors import InputError
 from scheduler.sim.objects import node_object
 
 JOB_API = "batch.volcano.sh/v1alpha1"
 SCHED_API = "scheduling.volcano.sh/v1beta1"
-
-
-class InputError(ValueError):
-    """A user error in a simulator input: names the file, the field and what was expected."""
-
-    def __init__(self, source: str, where: str, problem: str, fields: tuple[str, ...] = ()) -> None:
-        super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}")
-        self.source, self.where, self.problem = source, where, problem
-        self.fields = fields  # the manifest fields at fault, when a schema check names them
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ import yaml
 
 from scheduler import cli
 from scheduler.cli import main
+from scheduler.sim import replay as sim_replay
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
 CLUSTER = "nodes:\n- {name: gpu, count: 2, gpu: 8}\n"
@@ -201,7 +202,7 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys
     def interrupted(*_: object, **__: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "replay", interrupted)
+    monkeypatch.setattr(sim_replay, "replay", interrupted)
     assert main(["simulate", str(EXAMPLES / "gpu-cluster.yaml"), str(EXAMPLES / "two-gangs.yaml")]) == 130
     assert capsys.readouterr().err == "volcano-py: interrupted\n"
 
@@ -211,7 +212,7 @@ def test_a_bug_is_one_line_and_exit_1_and_debug_shows_it(monkeypatch: pytest.Mon
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "replay", broken)
+    monkeypatch.setattr(sim_replay, "replay", broken)
     args = ["simulate", str(EXAMPLES / "gpu-cluster.yaml"), str(EXAMPLES / "two-gangs.yaml")]
     assert main(args) == 1
     assert capsys.readouterr().err == ("volcano-py: error: internal error: RuntimeError: boom (run again with --debug "
@@ -224,7 +225,7 @@ def test_a_missing_matplotlib_names_the_extra_before_any_replay(monkeypatch: pyt
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
     replays: list[object] = []
-    monkeypatch.setattr(cli, "replay", lambda *a, **k: replays.append(a))
+    monkeypatch.setattr(sim_replay, "replay", lambda *a, **k: replays.append(a))
     args = ["simulate", str(EXAMPLES / "gpu-cluster.yaml"), str(EXAMPLES / "two-gangs.yaml"), "--report", str(tmp_path)]
     assert main(args) == 2 and replays == []
     assert capsys.readouterr().err == ("volcano-py: error: --report needs matplotlib, which is not installed: "
