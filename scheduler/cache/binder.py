@@ -25,14 +25,18 @@ from scheduler.cache.volumes import VolumeBinder
 log = logging.getLogger("volcano_py.cache")
 
 Pending = list[tuple[GangBind, Future[bool]]]
+MIN_LEASE_LEFT = 1.0  # seconds: with less of the Lease certainly ours, a bind is not sent
 
 
 class Binder:
     def __init__(
         self, kube: Kube, stores: Stores, pool: ThreadPoolExecutor, events: EventRecorder,
         may_write: Callable[[], bool], clock: Callable[[], float] = time.time,
+        *, lease_left: Callable[[], float | None] = lambda: None, request_timeout: float = 15.0,
     ):
         self.clock = clock
+        self.lease_left = lease_left
+        self.request_timeout = request_timeout
         self.kube = kube
         self.stores = stores
         self.pool = pool
@@ -72,6 +76,11 @@ class Binder:
             return False  # the gang's claims could not be bound: none of its pods is
         if not self.may_write():
             return False  # leadership lost while this cycle's binds were being sent
+        timeout = self._fenced_timeout()
+        if timeout is None:
+            log.warning("bind %s skipped: the Lease may pass to another replica within %.1fs", task_key,
+                        MIN_LEASE_LEFT)
+            return False
         namespace, name = task_key.split("/", 1)
         prebind_started = time.monotonic()
         if annotations and not self._annotate(namespace, name, annotations):
@@ -84,7 +93,8 @@ class Binder:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:
-            self.kube.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body)
+            self.kube.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body,
+                              timeout=timeout)
         except KubeError as exc:
             if exc.status == 404:
                 log.info("pod %s was deleted before its bind: dropped", task_key)
@@ -103,6 +113,17 @@ class Binder:
                              bind_started - prebind_started if annotations else None)
         self.events.record("Pod", task_key, "Normal", "Scheduled", f"Successfully assigned {task_key} to {node}")
         return True
+
+    def _fenced_timeout(self) -> float | None:
+        """The bind request's timeout: no longer than the Lease is certainly ours, so a leader frozen past it (a
+        SIGSTOP, a long GC pause) cannot have a bind still in flight when a standby takes over; None when less
+        than MIN_LEASE_LEFT is left (the bind is not sent; the pod stays pending for the next leader)."""
+        left = self.lease_left()
+        if left is None:
+            return self.request_timeout
+        if left < MIN_LEASE_LEFT:
+            return None
+        return min(self.request_timeout, left)
 
     def _annotate(self, namespace: str, name: str, annotations: Mapping[str, str]) -> bool:
         """Write the pod's bind annotations (deviceshare's cards) first: a device plugin reads them at start."""

@@ -65,6 +65,9 @@ class ClusterCache:
         # Writes (binds, evictions, status) are sent only while this returns True: the leader-election guard.
         self.may_write: Callable[[], bool] = lambda: True
         may_write = lambda: self.may_write()  # noqa: E731 - read when called: the runner swaps the guard in
+        # Seconds the Lease is certainly ours (None: no leader election); binds are fenced by it (`Binder`).
+        self.lease_left: Callable[[], float | None] = lambda: None
+        lease_left = lambda: self.lease_left()  # noqa: E731 - likewise
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="volcano-py-api")
         self.events = EventRecorder(kube, self.stores, clock, self._instance, self._stop, event_workers)
         self.parser = ParseCache(
@@ -74,7 +77,8 @@ class ClusterCache:
         self.watcher = Watcher(kube, self.stores, self.parser, self._stop, watch_timeout=watch_timeout,
                                page_size=page_size)
         self.storage = StorageReader(self.stores, self.parser.read)
-        self.binder = Binder(kube, self.stores, self._pool, self.events, may_write, clock)
+        self.binder = Binder(kube, self.stores, self._pool, self.events, may_write, clock, lease_left=lease_left,
+                             request_timeout=request_timeout)
         self.evictor = Evictor(kube, self.stores, self._pool, self.events, may_write, eviction_grace_seconds)
         self.status_writer = StatusWriter(kube, self.stores, self._pool, self.scheduler_names, may_write, self._stop)
         self._kube = kube

@@ -103,6 +103,15 @@ class LeaderElector:
         renewed = self._renewed_at
         return renewed is not None and self.monotonic() - renewed < self.config.renew_deadline
 
+    def valid_for(self) -> float | None:
+        """Seconds before any other candidate may take the Lease over: `lease_duration` after our last renew
+        (a candidate counts it from when it saw that renew, which is no earlier), 0 when we hold nothing. The
+        binder caps each bind's request to this, and sends none when too little is left (the fence)."""
+        renewed = self._renewed_at
+        if renewed is None or not self.is_leader():
+            return 0.0
+        return max(0.0, renewed + self.config.lease_duration - self.monotonic())
+
     def wait_leader(self, timeout: float) -> bool:
         with self._changed:
             self._changed.wait_for(self.is_leader, timeout)

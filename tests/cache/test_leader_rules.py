@@ -171,3 +171,51 @@ def test_giving_up_evicts_owned_pods_and_marks_a_bare_gang_unknown():
     assert status.phase == PodGroupPhase.UNKNOWN
     assert [c.reason for c in status.conditions] == ["PartialGangTimeout"]
     assert {e.reason for e in result.events} == {"PartialGangTimeout"}
+
+
+# ---- the fence: a bind never outlives the Lease (issue 22: a frozen leader) -----------------------------------
+
+
+class RecordingKube:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, float | None]] = []
+
+    def request(self, method, path, *, body=None, timeout=None, **_):  # noqa: ANN001
+        self.sent.append((path, timeout))
+        return {}
+
+
+def binder_with(lease_left):  # noqa: ANN001
+    from concurrent.futures import ThreadPoolExecutor
+
+    from scheduler.cache.binder import Binder
+    from scheduler.cache.store import Stores
+
+    class NoEvents:
+        def record(self, *_: object) -> None: ...
+
+    kube = RecordingKube()
+    binder = Binder(kube, Stores(), ThreadPoolExecutor(1), NoEvents(), lambda: True,  # type: ignore[arg-type]
+                    lease_left=lease_left, request_timeout=30.0)
+    return kube, binder
+
+
+def test_the_lease_is_certainly_ours_for_a_lease_duration_after_our_last_renew():
+    kube, clock, a, b = electors()
+    assert a.valid_for() == 0.0  # holds nothing yet
+    a.try_acquire_or_renew()
+    clock.t += 4
+    assert a.valid_for() == pytest.approx(11.0)
+    kube.down = True  # a frozen or cut-off leader: no renew
+    clock.t += 6.1  # past the renew deadline: not the leader, nothing is ours
+    assert not a.is_leader() and a.valid_for() == 0.0
+
+
+@pytest.mark.parametrize(("left", "sent_timeout"), [(None, 30.0), (20.0, 20.0), (4.5, 4.5), (0.9, None)])
+def test_a_bind_is_sent_only_with_the_lease_left_and_never_waits_past_it(left, sent_timeout):
+    kube, binder = binder_with(lambda: left)
+    ok = binder.bind("ns/p", "n1", now=0.0)
+    if sent_timeout is None:
+        assert (ok, kube.sent) == (False, [])  # under a second left: not sent, the next leader binds it
+    else:
+        assert kube.sent == [("/api/v1/namespaces/ns/pods/p/binding", sent_timeout)]
