@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
 from collections.abc import Callable
 
@@ -116,6 +117,12 @@ class Failures:
         return bool(task.role) and task.role in self.roles or (task.constraints, task.resreq) in self.shapes
 
 
+class _Outcome(enum.Enum):
+    PLACED = "placed"  # committed (and perhaps requeued for its extras)
+    PIPELINED = "pipelined"  # kept as a pipelined statement, waiting for room being freed
+    FAILED = "failed"  # discarded
+
+
 class Allocate:
     name = "allocate"
 
@@ -159,16 +166,30 @@ class Allocate:
     def allocate_job(
         self, ssn: Session, queue: QueueInfo, job: JobInfo, requeue: Callable[[JobInfo], None]
     ) -> None:
-        stmt = ssn.statement()
         was_ready = ssn.tiers.run(P.JOB_READY, job)
         if not was_ready and ssn.fit.known_to_fail(job):
             return
-        tasks = job.minimums_first(ssn.order.task_order(pending_tasks(job)))
+        tasks = ssn.order.task_order(pending_tasks(job))
+        minimums_first = job.minimums_first(tasks)
         if not was_ready and ssn.tiers.has(P.PLACE_GANG):
-            answer = ssn.tiers.run(P.PLACE_GANG, job, tasks)
+            answer = ssn.tiers.run(P.PLACE_GANG, job, minimums_first)
             if not answer.status.abstained:
-                self.replay_placement(ssn, queue, job, stmt, answer, requeue)
+                self.replay_placement(ssn, queue, job, ssn.statement(), answer, requeue)
                 return
+        # Volcano's order first (TaskOrder alone), so a job Volcano places is placed as Volcano places it; only if
+        # that leaves the gang short, once more with each role's minimum first (`JobInfo.minimums_first`): the
+        # extras of one role may have taken the room another role's minimum needed (CONFORMANCE.md).
+        retry = not was_ready and [t.uid for t in minimums_first] != [t.uid for t in tasks]
+        if self._by_pod(ssn, queue, job, tasks, was_ready, requeue, remember=not retry) is _Outcome.FAILED and retry:
+            self._failed[job.uid] = Failures()
+            self._by_pod(ssn, queue, job, minimums_first, was_ready, requeue, remember=True)
+
+    def _by_pod(
+        self, ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskInfo], was_ready: bool,
+        requeue: Callable[[JobInfo], None], *, remember: bool,
+    ) -> _Outcome:
+        """Place `tasks` one by one in this order (Volcano's allocate loop, steps 3 and 4 of `execute`)."""
+        stmt = ssn.statement()
         failed = self._failed.setdefault(job.uid, Failures())
         for index, task in enumerate(tasks):
             if failed.covers(task):
@@ -180,7 +201,7 @@ class Allocate:
             node, pipelined = find_node(ssn, task)
             if node is None:
                 failed.add(task)
-                if not was_ready and not len(stmt):
+                if remember and not was_ready and not len(stmt):
                     ssn.fit.remember_failure(job, pending_tasks(job), task)
                 if job.can_continue_after_failure(failed.roles):
                     continue
@@ -193,14 +214,17 @@ class Allocate:
                 # 4. Ready with more to place (an elastic job): bind what it has, let other jobs go first.
                 stmt.commit()
                 requeue(job)
-                return
+                return _Outcome.PLACED
         # 4.
         if ssn.tiers.run(P.JOB_READY, job):
             stmt.commit()
-        elif ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
+            return _Outcome.PLACED
+        if ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
             stmt.discard()
-            if ssn.fit.errors(job) is not None:
+            if remember and ssn.fit.errors(job) is not None:
                 ssn.fit.remember_failure(job, pending_tasks(job), None)
+            return _Outcome.FAILED
+        return _Outcome.PIPELINED
 
     def reserve_job(self, ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
         """The starvation guard: a gang placer's placement if it has one, else place or reserve pod by pod."""

@@ -16,7 +16,8 @@ with what this cluster was given?":
 How long each runs: from the first of its pods' start to the last of their ends for one that finished (the
 containers' `finishedAt`, or a finished Volcano Job's last transition), until the dump for one still running
 (the latest time the dump mentions), and `DEFAULT_DURATION` for one that never started (the dump cannot say).
-Events the dump does not hold (retries, deletions, pods since garbage-collected) are not replayed.
+Events the dump does not hold (retries, deletions, pods since garbage-collected) are not replayed; volumes are
+not simulated (a Job's `spec.volumes` is dropped); an object the replay cannot read is left out with a warning.
 """
 
 from __future__ import annotations
@@ -181,8 +182,9 @@ def load_cluster_dump(path: str | Path) -> tuple[ClusterSpec, Workload, float]:
         phase = ((job.get("status") or {}).get("state") or {}).get("phase")
         if phase in FINISHED_JOB and end is None and start is not None:
             end = _time(((job.get("status") or {}).get("state") or {}).get("lastTransitionTime"))
-        manifest = {"apiVersion": JOB_API, "kind": "Job", "metadata": _clean_meta(job),
-                    "spec": copy.deepcopy(dict(job.get("spec") or {}))}
+        spec = copy.deepcopy(dict(job.get("spec") or {}))
+        spec.pop("volumes", None)  # not simulated; as stored they carry the controller's generated claim names
+        manifest = {"apiVersion": JOB_API, "kind": "Job", "metadata": _clean_meta(job), "spec": spec}
         arrival = (_time(job["metadata"].get("creationTimestamp")) or origin) - origin
         work.append({**manifest, "arrival": max(0.0, arrival), "duration": _duration(start, end, dumped)})
     groups = {_key(g): g for g in by_kind.get("PodGroup", ())}
@@ -218,7 +220,20 @@ def load_cluster_dump(path: str | Path) -> tuple[ClusterSpec, Workload, float]:
     if not work:
         raise InputError(source, "", "no Volcano Job, PodGroup of ours or bound pod in the dump: nothing to replay")
     warnings = [f"{source}: {kind}: not replayed ({len(by_kind[kind])} in the dump)" for kind in skipped]
-    workload = workload_from_docs(source, [*queues, *work], "item", warnings)
+    # One object the replay cannot read is left out with its reason, not the whole dump: a cluster holds what
+    # its controllers wrote (a Job's generated claim names beside its volumeClaim, say), not only what users did.
+    kept = []
+    for doc in [*queues, *work]:
+        try:
+            workload_from_docs(source, [doc], "item")
+        except InputError as exc:
+            name = f"{doc.get('kind')} {_key(doc) if doc.get('kind') != 'Queue' else doc['metadata']['name']}"
+            warnings.append(f"{source}: {name}: not replayed: {exc.problem}")
+            continue
+        kept.append(doc)
+    if not any(doc.get("kind") != "Queue" for doc in kept):
+        raise InputError(source, "", "nothing in the dump can be replayed: " + "; ".join(warnings[-3:]))
+    workload = workload_from_docs(source, kept, "item", warnings)
     cluster = ClusterSpec(nodes, (), classes)  # the queues are the workload's, checked as a file's are
     return cluster, workload, max(0.0, dumped - origin)
 

@@ -127,3 +127,19 @@ def test_simulate_from_cluster_exits_0_and_a_dump_without_nodes_is_one_line(dump
     assert err.value.where == "" and err.value.source == str(empty)
     assert main(["simulate", "--from-cluster", str(empty)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_an_object_the_replay_cannot_read_is_left_out_with_its_reason(tmp_path: Path) -> None:
+    """A cluster holds what its controllers wrote: a Job the replay cannot read (here minAvailable above its
+    replicas) is one warning naming it; the rest of the dump replays."""
+    bad = vcjob("broken", T0, 1, "Pending")
+    bad["spec"]["minAvailable"] = 5
+    volumes = vcjob("claims", T0, 1, "Pending")  # as the controller leaves it: generated name beside the claim
+    volumes["spec"]["volumes"] = [{"mountPath": "/data", "volumeClaimName": "claims-pvc-x",
+                                   "volumeClaim": {"accessModes": ["ReadWriteOnce"]}}]
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"kind": "List", "items": [node("n1"), vcjob("fine", T0, 1, "Pending"), bad, volumes]}))
+    _, workload, _ = load_cluster_dump(path)
+    assert sorted(i.name for i in workload.items) == ["claims", "fine"]
+    (warning,) = workload.warnings
+    assert warning.startswith(f"{path}: Job team/broken: not replayed: ")
