@@ -142,6 +142,19 @@ def gang_reasons(ssn: SessionAPI, job: JobInfo) -> tuple[R.Reason, ...]:
     return tuple(parts)
 
 
+def _held_by_releasing(job: JobInfo) -> bool:
+    """A gang short of its minimum only because members are still terminating on their nodes, with nothing left
+    to place: no Unschedulable condition (Volcano's shouldSkipUnschedulableForReleasing, plugins/gang/gang.go).
+    Any other gang that is not ready gets one, running members or not: a running gang that lost a member turns
+    Unknown (framework/session.go getPodGroupPhase), as jobseq's "Transform from running to unknown" expects."""
+    releasing = sum(1 for t in job.with_status(TaskStatus.RELEASING) if t.node_name)
+    if not releasing or job.count(TaskStatus.PENDING, TaskStatus.PIPELINED):
+        return False
+    scheduled = job.count(TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
+                          TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+    return scheduled + releasing >= job.min_available
+
+
 class GangPlugin(Plugin[NoArgs]):
     name = "gang"
 
@@ -187,8 +200,7 @@ class GangPlugin(Plugin[NoArgs]):
                 if ssn.got_binds(job.uid) or _was_unschedulable(job):
                     self._scheduled(ssn, job)
                 continue
-            # Allocated or pipelined tasks of a gang that is not ready are a reservation (the starvation guard).
-            if not job.count(TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED):
+            if _held_by_releasing(job):
                 continue
             invalid = valid(job)
             if not invalid.ok:
