@@ -147,7 +147,7 @@ def apply_pod_plugins(pod: Manifest, job: Mapping[str, Any], task_index: int, re
     if "tensorflow" in plugins:
         _tensorflow_on_pod(pod, job, task, replica_index, parse_flags(plugins["tensorflow"]))
     if "svc" in plugins:
-        _svc_on_pod(pod, job, task_index, replica_index)
+        _svc_on_pod(pod, job, task_index, replica_index, parse_flags(plugins["svc"]))
     if "ssh" in plugins:
         _ssh_on_pod(pod, job, parse_flags(plugins["ssh"]))
     if "mpi" in plugins:
@@ -160,8 +160,12 @@ def _env_on_pod(pod: Manifest, replica_index: int) -> None:
         _add_env(container, "VC_TASK_INDEX", str(replica_index))
 
 
-def _svc_on_pod(pod: Manifest, job: Mapping[str, Any], task_index: int, replica_index: int) -> None:
+def _svc_on_pod(pod: Manifest, job: Mapping[str, Any], task_index: int, replica_index: int,
+                flags: Mapping[str, str]) -> None:
     spec = pod["spec"]
+    # `--inject-hosts-env=false`: no VC_<TASK>_HOSTS / _NUM variables (a job of many tasks could exceed the
+    # environment's size); the hosts are still in the mounted ConfigMap (plugins/svc/svc.go, injectHostsEnv).
+    inject_hosts = _flag_bool(flags, "inject-hosts-env", True)
     spec.setdefault("hostname", pod["metadata"]["name"])
     spec.setdefault("subdomain", job_name(job))
     cm_name = svc_configmap_name(job)
@@ -173,7 +177,7 @@ def _svc_on_pod(pod: Manifest, job: Mapping[str, Any], task_index: int, replica_
         "RANK": str(global_rank(job, task_index, replica_index)),
     }
     for container in _containers(pod):
-        for task in _tasks(job):
+        for task in _tasks(job) if inject_hosts else ():
             for name in (f"VC_{_env_key(task['name']).upper()}_HOSTS", f"VC_{_env_key(task['name']).upper()}_NUM"):
                 _add_env(container, name, value_from={"configMapKeyRef": {"name": cm_name, "key": name}})
         for name, value in rendezvous.items():
