@@ -181,6 +181,13 @@ class Api:
             "PATCH", f"{SCHEDULING}/queues/{name}/status", body={"status": dict(status)}, content_type=MERGE_PATCH
         )
 
+    def annotate_queue(self, name: str, annotations: Mapping[str, str]) -> MutableObj:
+        """A merge patch of the Queue's annotations (the hierarchy's closed-by-parent mark)."""
+        return self.kube.request(
+            "PATCH", f"{SCHEDULING}/queues/{name}", body={"metadata": {"annotations": dict(annotations)}},
+            content_type=MERGE_PATCH,
+        )
+
     def delete_command(self, namespace: str, name: str) -> bool:
         return self.delete(f"{BUS}/namespaces/{namespace}/commands/{name}")
 

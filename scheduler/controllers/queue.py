@@ -7,6 +7,10 @@ PodGroups by phase (`pending`, `inqueue`, `running`, `unknown`, `completed`), wh
 State follows requests: an `OpenQueue`/`CloseQueue` Command, or `spec.state` when a user sets it (it then wins).
 A closed queue with PodGroups still in it is `Closing` until the last one goes; the scheduler admits nothing
 from a queue that is not Open, so its jobs create no pods.
+
+Hierarchical queues follow their parent as Volcano's queue controller has them (pkg/controllers/queue/
+queue_controller_action.go): closing a queue closes its open children, marking them `volcano.sh/closed-by-parent`;
+a queue whose parent is Closing or Closed is not opened; opening a queue reopens the children its closing closed.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from scheduler.controllers.client import Api
 log = logging.getLogger("volcano_py.controllers.queue")
 
 OPEN, CLOSING, CLOSED = "Open", "Closing", "Closed"
+CLOSED_BY_PARENT = "volcano.sh/closed-by-parent"
+ROOT = "root"
 COUNTED = {"Pending": "pending", "Inqueue": "inqueue", "Running": "running", "Unknown": "unknown",
            "Completed": "completed"}
 
@@ -52,6 +58,7 @@ class QueueController:
         self.api = api
         self._lock = threading.Lock()
         self._groups: dict[str, tuple[str, str]] = {}  # PodGroup key -> (queue, phase)
+        self._parents: dict[str, str] = {}  # queue name -> its spec.parent, as last seen (the hierarchy)
 
     def on_podgroup(self, kind: str | None, podgroup: MutableObj) -> None:
         meta = podgroup.get("metadata") or {}
@@ -68,24 +75,59 @@ class QueueController:
 
     def on_queue(self, kind: str | None, queue: MutableObj) -> None:
         name = str(queue["metadata"]["name"])
+        with self._lock:
+            if kind == "DELETED":
+                self._parents.pop(name, None)
+            else:
+                self._parents[name] = str((queue.get("spec") or {}).get("parent") or "")
         if kind == "DELETED":
             metrics.observe_controllers(lambda m: m.remove_queue(name))  # Volcano's DeleteQueueMetrics
         else:
             self.sync(name)
+
+    def _children(self, name: str) -> list[str]:
+        with self._lock:
+            return sorted(q for q, parent in self._parents.items() if parent == name)
+
+    def _parent_closed(self, queue: MutableObj) -> bool:
+        parent = str((queue.get("spec") or {}).get("parent") or "")
+        if not parent or parent == ROOT:
+            return False
+        above = self.api.queue(parent)
+        return above is not None and ((above.get("status") or {}).get("state") in (CLOSING, CLOSED))
 
     def phases(self, queue: str) -> list[str]:
         with self._lock:
             return [phase for q, phase in self._groups.values() if q == queue]
 
     def sync(self, name: str, request: str | None = None) -> dict[str, Any] | None:
-        """Bring the queue's state and counts up to date; `request` is a Command's Open or Close."""
+        """Bring the queue's state and counts up to date; `request` is a Command's Open or Close. Then its
+        children follow it (closed with it; reopened with it if its closing closed them)."""
+        wanted = self._sync_one(name, request)
+        if wanted is not None:
+            self._follow(name, wanted["state"])
+        return wanted
+
+    def _sync_one(self, name: str, request: str | None) -> dict[str, Any] | None:
+        queue = self.api.queue(name)
+        if queue is None:
+            return None
+        parent_closed = self._parent_closed(queue)
+        closed_by_parent = ((queue.get("metadata") or {}).get("annotations") or {}).get(CLOSED_BY_PARENT) == "true"
+        requested = request or (queue.get("spec") or {}).get("state")
+        if requested == OPEN and parent_closed:
+            log.warning("queue %s: not opened: its parent is closing or closed; open the parent first", name)
+            requested = None
+        elif requested is None and parent_closed and (queue.get("status") or {}).get("state") in (None, OPEN):
+            self.api.annotate_queue(name, {CLOSED_BY_PARENT: "true"})  # its parent closed while it was away
+            requested = CLOSED
+        elif requested is None and closed_by_parent and not parent_closed:
+            requested = OPEN  # the parent that closed it is open again
+        if requested == OPEN and closed_by_parent:
+            self.api.annotate_queue(name, {CLOSED_BY_PARENT: "false"})
         with self._lock:  # one writer of queue status at a time: counts and state move together
-            queue = self.api.queue(name)
-            if queue is None:
-                return None
             status = queue.get("status") or {}
             counts = podgroup_counts([phase for q, phase in self._groups.values() if q == name])
-            requested = request or (queue.get("spec") or {}).get("state")
             wanted = {"state": next_state(status.get("state"), requested, counts), **counts}
             metrics.observe_controllers(lambda m: m.record_queue(name, counts))  # Volcano's UpdateQueueMetrics
             if all(status.get(k) == v for k, v in wanted.items()):
@@ -94,3 +136,16 @@ class QueueController:
             if status.get("state") != wanted["state"]:
                 log.info("queue %s: %s -> %s", name, status.get("state") or "(none)", wanted["state"])
             return wanted
+
+    def _follow(self, name: str, state: str) -> None:
+        for child in self._children(name):
+            queue = self.api.queue(child)
+            if queue is None:
+                continue
+            child_state = (queue.get("status") or {}).get("state") or OPEN
+            marked = ((queue.get("metadata") or {}).get("annotations") or {}).get(CLOSED_BY_PARENT) == "true"
+            if state in (CLOSING, CLOSED) and child_state not in (CLOSING, CLOSED):
+                self.api.annotate_queue(child, {CLOSED_BY_PARENT: "true"})
+                self.sync(child, CLOSED)
+            elif state == OPEN and marked and child_state in (CLOSING, CLOSED):
+                self.sync(child, OPEN)

@@ -52,3 +52,42 @@ def test_a_closing_queue_admits_no_new_job_and_keeps_its_running_one() -> None:
     c.cycles(3)
     assert (len(c.sim.bound("running")), c.sim.bound("new")) == (2, {})
     assert c.sim.podgroup("new")["status"]["phase"] == "Pending"
+
+
+class Queues:
+    """Several stored Queues: the calls QueueController makes, with merge-patch semantics."""
+
+    def __init__(self, *queues: tuple[str, str]) -> None:  # (name, parent)
+        self.stored = {name: {"metadata": {"name": name, "annotations": {}}, "spec": {"parent": parent},
+                              "status": {"state": "Open"}} for name, parent in queues}
+
+    def queue(self, name: str) -> dict[str, Any] | None:
+        return self.stored.get(name)
+
+    def patch_queue_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        self.stored[name]["status"].update(status)
+        return self.stored[name]
+
+    def annotate_queue(self, name: str, annotations: dict[str, str]) -> dict[str, Any]:
+        self.stored[name]["metadata"]["annotations"].update(annotations)
+        return self.stored[name]
+
+    def state(self, name: str) -> str:
+        return str(self.stored[name]["status"]["state"])
+
+
+def test_hierarchical_queues_close_and_open_as_volcanos_jobseq_spec_has_them() -> None:
+    """Volcano's jobseq "Queue Command Close And Open With Hierarchical Queues": closing queue1 closes queue11;
+    opening queue11 while queue1 is closed leaves it Closed; opening queue1 opens it and what its closing closed."""
+    api = Queues(("root", ""), ("queue1", "root"), ("queue2", "root"), ("queue11", "queue1"))
+    ctl = QueueController(api)  # type: ignore[arg-type]
+    for name in api.stored:
+        ctl.on_queue("ADDED", api.stored[name])
+    ctl.sync("queue1", "Close")
+    assert [api.state(q) for q in ("queue1", "queue11", "queue2")] == ["Closed", "Closed", "Open"]
+    assert api.stored["queue11"]["metadata"]["annotations"]["volcano.sh/closed-by-parent"] == "true"
+    ctl.sync("queue11", "Open")
+    assert api.state("queue11") == "Closed"
+    ctl.sync("queue1", "Open")
+    assert [api.state(q) for q in ("queue1", "queue11")] == ["Open", "Open"]
+    assert api.stored["queue11"]["metadata"]["annotations"]["volcano.sh/closed-by-parent"] == "false"
