@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import os
 import signal
@@ -21,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scheduler.api.resources import QuantityError
 from scheduler.cache.leader import LeaderConfig
@@ -46,112 +45,15 @@ from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.report.errors import ReportError
 from scheduler.sim.errors import InputError
 
-if TYPE_CHECKING:
-    from scheduler.sim.replay import Replay, Scheduler
-    from scheduler.sim.workload import ClusterSpec, Workload
-
 USER_ERRORS = (InputError, ConfError, QuantityError, ReportError)
 def _conf(path: str | None) -> SchedulerConf:
     return load_conf(path) if path else builtin_default_conf()
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    # The simulator is imported here, not at the top: the scheduler's start does not pay for it.
-    from scheduler.sim.naive import per_pod_cycle
-    from scheduler.sim.report import compare, render, to_json, totals
+    from scheduler.simulate_cmd import simulate  # the simulator, imported only for this command
 
-    if args.report:
-        from scheduler.report.plots import require
-
-        require()  # a missing matplotlib is said before the replays run, not after
-    confs = [(args.conf or "built-in default", _conf(args.conf))]
-    confs += [(path, _conf(path)) for path in args.compare or ()]  # every conf is read before any replay
-    spec, workload = _inputs(args)
-    for name, conf in confs:
-        for warning in conf.skipped:
-            print(f"warning: {name}: {warning}", file=sys.stderr)
-    for warning in (*spec.warnings, *workload.warnings):
-        print(f"warning: {warning}", file=sys.stderr)
-    reports = []
-    for name, conf in confs:
-        title = "volcano-py (gang scheduling)" if len(confs) == 1 else f"volcano-py with {name}"
-        reports.append((title, _replay(title, spec, workload, args, conf=conf)))
-    if args.compare_per_pod:
-        title = "per-pod baseline (no gangs, like kube-scheduler)"
-        reports.append((title, _replay(title, spec, workload, args, scheduler=per_pod_cycle)))
-    if args.report:
-        _write_report(args, reports)
-    if args.json:
-        print(json.dumps({title: to_json(r) for title, r in reports}, indent=2))
-        return 0
-    text = "\n\n".join(render(r, title) for title, r in reports)
-    if len(reports) > 1:
-        text += "\n\n" + compare([(title, totals(r)) for title, r in reports])
-    print(text)
-    return 1 if any(totals(r).partial_gang_cycles for _, r in reports[: len(confs)]) else 0
-
-
-def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload]:
-    """CLUSTER and WORKLOAD, or one day of the openb trace (whose end becomes the horizon, unless one is given)."""
-    from scheduler.sim.workload import load_cluster, load_workload
-
-    if args.from_openb:
-        if args.cluster or args.workload:
-            raise InputError("simulate", "--from-openb", "replaces CLUSTER and WORKLOAD: give one or the other")
-        from scheduler.sim.openb import load_openb
-
-        trace = load_openb(Path(args.from_openb[0]), Path(args.from_openb[1]), day=args.openb_day)
-        args.horizon = trace.horizon if args.horizon is None else args.horizon
-        args.cluster, args.workload = args.from_openb[0], f"{args.from_openb[1]} (day {trace.start / 86400:g})"
-        print(f"openb: day {trace.start / 86400:g}: {len(trace.cluster.nodes)} nodes, {len(trace.workload.items)} "
-              f"pods ({trace.alive_at_start} already running at its start)", file=sys.stderr)
-        return trace.cluster, trace.workload
-    if args.from_cluster:
-        if args.cluster or args.workload:
-            raise InputError("simulate", "--from-cluster", "replaces CLUSTER and WORKLOAD: give one or the other")
-        from scheduler.sim.from_cluster import load_cluster_dump
-
-        spec, workload, taken = load_cluster_dump(args.from_cluster)
-        args.cluster = args.workload = args.from_cluster
-        print(f"from-cluster: {len(spec.nodes)} nodes, {len(workload.items)} jobs, {len(workload.queues)} queues; "
-              f"the dump was taken {taken:.0f}s after its first arrival", file=sys.stderr)
-        return spec, workload
-    if args.openb_day is not None:
-        raise InputError("simulate", "--openb-day", "needs --from-openb NODES.csv PODS.csv")
-    if not args.cluster or not args.workload:
-        raise InputError("simulate", "", "expected CLUSTER and WORKLOAD files (or --from-openb NODES.csv PODS.csv, "
-                         "or --from-cluster FILE)")
-    return load_cluster(args.cluster), load_workload(args.workload)
-
-
-def _replay(title: str, spec: ClusterSpec, workload: Workload, args: argparse.Namespace, *,
-            conf: SchedulerConf | None = None, scheduler: Scheduler | None = None) -> Replay:
-    """One replay, with a progress bar on a terminal (plain lines every 10 s when stderr is not one): in jobs
-    finished, or, when the replay stops at a horizon (a trace's window), in simulated seconds of it."""
-    from scheduler.report.progress import Progress, duration
-    from scheduler.sim.replay import replay
-
-    by_time = args.horizon is not None
-    total, unit = (int(args.horizon), "simulated second") if by_time else (len(workload.items), "job")
-    with Progress(f"simulate {title}", total, unit) as bar:
-        def tick(now: float, finished: int, jobs: int) -> None:
-            if by_time:
-                bar.update(min(total, int(now)), f"{finished}/{jobs} jobs finished")
-            else:
-                bar.update(finished, f"simulated {duration(now)}")
-
-        return replay(spec, workload, conf, scheduler=scheduler, period=args.period, horizon=args.horizon,
-                      progress=tick)
-
-
-def _write_report(args: argparse.Namespace, reports: list[tuple[str, Replay]]) -> None:
-    from scheduler.report.page import write
-    from scheduler.report.series import Labelled
-
-    runs = [Labelled(title, r) for title, r in reports]
-    written = write(Path(args.report), runs, subtitle=f"cluster {args.cluster}, workload {args.workload}")
-    print(f"report: {written.page} ({len(written.plots)} plots, {len(written.tables)} CSV files beside it; "
-          f"{written.seconds:.1f}s)", file=sys.stderr)
+    return simulate(args)
 
 
 def cmd_conf_check(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from scheduler.api.objects import MutableObj
 from scheduler.api.timestamps import parse_time, rfc3339
 from scheduler.controllers.claims import JobClaims
 from scheduler.controllers.client import Api
+from scheduler.controllers.podgroup_phases import PhaseTransitions
 from scheduler.jobs import (
     Decision,
     JobEvent,
@@ -176,7 +177,7 @@ class JobController:
         self._plugin_objects: set[str] = set()  # job uids whose plugin objects exist
         self._hosts: dict[str, dict[str, str]] = {}  # job uid -> the svc hosts data last seen in its ConfigMap
         self._waiting: dict[str, set[str]] = {}  # job uid -> tasks held back by dependsOn, as last told
-        self._podgroup_phases: dict[str, str] = {}  # PodGroup uid -> its phase as last seen (freed when deleted)
+        self._podgroup_phases = PhaseTransitions()  # for the Unknown event (podgroup_phases.py)
         # Creates a Job's pods concurrently. A failed create raises from `map` in pod order (creates not yet
         # started are cancelled) and the Job's next sync makes what is missing, as a sequential create did.
         self._pod_pool = ThreadPoolExecutor(max_workers=POD_CREATE_WORKERS, thread_name_prefix="pod-create")
@@ -227,21 +228,11 @@ class JobController:
         self.reconcile(str(meta["namespace"]), job, change=(before, after, seen.version))
 
     def on_podgroup(self, kind: str | None, podgroup: MutableObj) -> None:
-        """A PodGroup that turns Unknown (a running gang the scheduler cannot make whole again) raises the Job's
-        `Unknown` event, whose policy may restart it, as Volcano's updatePodGroup handler does
-        (pkg/controllers/job/job_controller_handler.go); the initial listing raises nothing."""
+        """A PodGroup that turns Unknown raises the Job's `Unknown` event, whose policy may restart it."""
         job = job_owner(podgroup)
-        if job is None:
-            return
-        uid = str(podgroup["metadata"].get("uid"))
-        phase = str((podgroup.get("status") or {}).get("phase") or "")
-        with self._guard:
-            before = self._podgroup_phases.pop(uid, None)
-            if kind != "DELETED":
-                self._podgroup_phases[uid] = phase
-        turned_unknown = kind == "MODIFIED" and phase == "Unknown" and before not in (None, "Unknown")
-        event = JobEvent(PolicyEvent.UNKNOWN) if turned_unknown else None
-        self.reconcile(str(podgroup["metadata"]["namespace"]), job, event=event)
+        if job is not None:
+            event = JobEvent(PolicyEvent.UNKNOWN) if self._podgroup_phases.turned_unknown(kind, podgroup) else None
+            self.reconcile(str(podgroup["metadata"]["namespace"]), job, event=event)
 
     # ---- reconcile -----------------------------------------------------------------------------------------
     def _lock(self, key: str) -> threading.Lock:
