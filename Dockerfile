@@ -1,18 +1,32 @@
-# volcano-py: `make image` (tools/image.mk). Stage 1 builds the wheel; stage 2 installs it into a slim Python
-# image and runs as a non-root user (uid 65532), so the manifests' runAsNonRoot and read-only root hold.
-FROM python:3.11-slim AS build
+# volcano-py: `make image` (tools/image.mk). Stage 1 builds the wheel; stage 2 installs the locked dependencies
+# (requirements.lock, every file by its sha256) and the wheel into a venv, and runs as a non-root user (uid 65532),
+# so the manifests' runAsNonRoot and read-only root hold.
+#
+# PYTHON_IMAGE is the public python:3.11-slim by default. Where registries cannot be reached, `make image-test`
+# builds a stand-in from Debian's packages (tools/image.sh base) and passes it here; both have python3 with venv.
+ARG PYTHON_IMAGE=python:3.11-slim
+
+FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
-RUN pip install --no-cache-dir build==1.2.2
+RUN python3 -m venv /opt/build && /opt/build/bin/pip install --no-cache-dir build==1.2.2
 COPY pyproject.toml README.md ./
 COPY scheduler ./scheduler
+# scheduler/crds is a link to ../crds: the wheel carries the CRD schemas the simulator checks against.
 COPY crds ./crds
-RUN python -m build --wheel --outdir /dist
+RUN /opt/build/bin/python -m build --wheel --outdir /dist
 
-FROM python:3.11-slim
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
-COPY --from=build /dist/*.whl /tmp/
-RUN pip install --no-cache-dir /tmp/*.whl && rm -f /tmp/*.whl \
+FROM ${PYTHON_IMAGE}
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PATH=/opt/volcano-py/bin:$PATH
+# The lock pins every runtime dependency by version and sha256 (--require-hashes, wheels only), so two builds
+# install the same files. It goes in before the wheel: a code change rebuilds only the last layers.
+COPY requirements.lock /tmp/requirements.lock
+RUN python3 -m venv /opt/volcano-py \
+ && pip install --no-cache-dir --require-hashes --only-binary=:all: --no-deps -r /tmp/requirements.lock \
+ && rm -f /tmp/requirements.lock \
  && groupadd --gid 65532 volcano && useradd --uid 65532 --gid 65532 --no-create-home --shell /sbin/nologin volcano
+# The wheel resolves nothing (--no-deps); pip check proves the locked set is whole for it.
+COPY --from=build /dist/*.whl /tmp/
+RUN pip install --no-cache-dir --no-deps /tmp/*.whl && pip check && rm -f /tmp/*.whl
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["volcano-py"]

@@ -65,7 +65,7 @@ clean:
 # The test control plane (kube-apiserver, etcd, kwok): targets cluster-bins and dev-cluster.
 include tools/cluster.mk
 
-# Container image (manifests issue): `make image` where a Docker engine runs.
+# Container image: `make image` (docker or podman), `make image-test` (podman, the image on the test control plane), `make lock`.
 -include tools/image.mk
 
 # Chaos and fuzz suites (reliability issue): `make chaos`, `make fuzz`.

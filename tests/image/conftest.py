@@ -1,0 +1,41 @@
+"""The image suite (`make image-test`): the built image runs as the scheduler and the controllers, in podman, against
+the test control plane.
+
+Every test here is marked ``e2e`` and ``image``: `make unit` deselects ``e2e``, `make e2e` collects only tests/e2e,
+and `make image-test` builds the image first and then runs `pytest -m image tests/image`. The image is
+$VOLCANO_PY_IMAGE; without it, or without podman, the tests fail naming what is missing (they never skip).
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "e2e"))  # the harness: controlplane.py and the e2e helpers
+
+from cluster_fixtures import api_client, control_plane, core_v1, custom  # noqa: E402, F401 - fixtures
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "image: the container image against a real control plane (make image-test)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.image)
+
+
+@pytest.fixture
+def namespace(core_v1, request):  # noqa: F811 - the fixture of that name
+    """A fresh namespace per test, deleted afterwards (the namespace controller empties it)."""
+    base = "".join(c if c.isalnum() else "-" for c in request.node.name.lower().removeprefix("test_"))[:20].strip("-")
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    core_v1.create_namespace({"metadata": {"name": name, "labels": {"volcano-py.test/e2e": "true"}}})
+    yield name
+    core_v1.delete_namespace(name)
