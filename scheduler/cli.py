@@ -25,7 +25,7 @@ from typing import Any
 from scheduler.api.resources import QuantityError
 from scheduler.cache.leader import LeaderConfig
 from scheduler.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, OneLineParser, one_line, quiet_stdout, seconds
-from scheduler.cycle import builtin_default_conf, load_conf
+from scheduler.cycle import load_conf, load_conf_or_default
 from scheduler.flags import (
     CONTROLLERS,
     SCHEDULER,
@@ -41,15 +41,11 @@ from scheduler.flags import (
     parse_scheduler,
     parse_webhook,
 )
-from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
+from scheduler.framework.conf import ConfError, describe_conf
 from scheduler.report.errors import ReportError
 from scheduler.sim.errors import InputError
 
 USER_ERRORS = (InputError, ConfError, QuantityError, ReportError)
-def _conf(path: str | None) -> SchedulerConf:
-    return load_conf(path) if path else builtin_default_conf()
-
-
 def cmd_simulate(args: argparse.Namespace) -> int:
     from scheduler.simulate_cmd import simulate  # the simulator, imported only for this command
 
@@ -57,7 +53,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_conf_check(args: argparse.Namespace) -> int:
-    conf = _conf(args.file)
+    conf = load_conf_or_default(args.file)
     print(describe_conf(conf))
     return 0
 

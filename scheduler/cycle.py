@@ -22,6 +22,11 @@ def builtin_default_conf() -> SchedulerConf:
     return default_conf(implemented_actions=ACTIONS.keys(), implemented_plugins=PLUGIN_ARGS)
 
 
+def load_conf_or_default(path: str | None) -> SchedulerConf:
+    """The conf file at `path` (`load_conf`), or the built-in default when no path is given."""
+    return load_conf(path) if path else builtin_default_conf()
+
+
 def conf_from_text(text: str, source: str = "<text>") -> SchedulerConf:
     """A volcano-scheduler.conf given as text, read against the built-in actions and plugins (each plugin's
     arguments parsed into its typed value: a bad one is a ConfError here)."""

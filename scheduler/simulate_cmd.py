@@ -10,17 +10,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scheduler.cycle import builtin_default_conf, load_conf
+from scheduler.cycle import load_conf_or_default
 from scheduler.framework.conf import SchedulerConf
 from scheduler.sim.errors import InputError
 
 if TYPE_CHECKING:
     from scheduler.sim.replay import Replay, Scheduler
     from scheduler.sim.workload import ClusterSpec, Workload
-
-
-def _conf(path: str | None) -> SchedulerConf:
-    return load_conf(path) if path else builtin_default_conf()
 
 
 def simulate(args: argparse.Namespace) -> int:
@@ -32,8 +28,8 @@ def simulate(args: argparse.Namespace) -> int:
         from scheduler.report.plots import require
 
         require()  # a missing matplotlib is said before the replays run, not after
-    confs = [(args.conf or "built-in default", _conf(args.conf))]
-    confs += [(path, _conf(path)) for path in args.compare or ()]  # every conf is read before any replay
+    confs = [(args.conf or "built-in default", load_conf_or_default(args.conf))]
+    confs += [(path, load_conf_or_default(path)) for path in args.compare or ()]  # every conf is read before any replay
     spec, workload = _inputs(args)
     for name, conf in confs:
         for warning in conf.skipped:

@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -147,3 +149,16 @@ def node_filters(reasons: Iterable[Reason]) -> set[NodeFilter]:
 
 def cluster() -> ClusterBuilder:
     return ClusterBuilder()
+
+
+# ---- the Volcano snapshot the oracle tests read ---------------------------------------------------------------
+VOLCANO_CI_CONF = "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf"
+
+
+def volcano_snapshot() -> Path:
+    """Volcano's source snapshot: $VOLCANO_SRC, else ../shared/peers/volcano beside the checkout, else the
+    machine's copy (/work/shared, as tools/conformance/build-volcano.sh defaults), so a clone anywhere finds it."""
+    if os.environ.get("VOLCANO_SRC"):
+        return Path(os.environ["VOLCANO_SRC"])
+    beside = Path(__file__).resolve().parents[2] / "shared" / "peers" / "volcano"
+    return beside if beside.exists() else Path("/work/shared/peers/volcano")

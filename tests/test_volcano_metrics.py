@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -30,18 +29,11 @@ from prometheus_client import CollectorRegistry
 from scheduler.api.resources import GPU
 from scheduler.cycle import run_cycle
 from scheduler.metrics import ControllerMetrics, SchedulerMetrics, exposition, sample_cycle
-from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
+from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers, volcano_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def volcano_snapshot() -> Path:
-    """Where the Volcano snapshot is: $VOLCANO_SRC, else ../shared beside the checkout, else the machine's copy
-    (/work/shared, as tools/conformance/build-volcano.sh defaults), so a clone anywhere finds it."""
-    if os.environ.get("VOLCANO_SRC"):
-        return Path(os.environ["VOLCANO_SRC"])
-    beside = ROOT.parent / "shared" / "peers" / "volcano"
-    return beside if beside.exists() else Path("/work/shared/peers/volcano")
 
 
 VOLCANO = volcano_snapshot()

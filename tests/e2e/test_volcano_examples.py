@@ -26,18 +26,10 @@ from kubernetes import client
 sys.path.insert(0, str(REPO_ROOT / "tools"))
 from volcano_examples import CI_CONF, example_files  # noqa: E402 - tools/ is not a package
 
+from scheduler.testing import volcano_snapshot  # noqa: E402
+
 BATCH, SCHED = "batch.volcano.sh", "scheduling.volcano.sh"
 TIMEOUT = 90
-
-
-def volcano_snapshot() -> Path:
-    """$VOLCANO_SRC, else ../shared beside the checkout, else the machine's copy (as tests/test_volcano_metrics.py)."""
-    import os
-
-    if os.environ.get("VOLCANO_SRC"):
-        return Path(os.environ["VOLCANO_SRC"])
-    beside = REPO_ROOT.parent / "shared" / "peers" / "volcano"
-    return beside if beside.exists() else Path("/work/shared/peers/volcano")
 
 
 VOLCANO = volcano_snapshot()

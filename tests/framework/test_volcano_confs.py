@@ -17,7 +17,6 @@ checkout, else /work/shared. Without it these tests fail and say so; they never 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,16 +42,12 @@ from scheduler.framework.volcano_args import (
     VOLCANO_PLUGIN_ARGS,
 )
 from scheduler.plugins.registry import PLUGINS
+from scheduler.testing import volcano_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the manifests are 9000 lines each
 
 
-def volcano_snapshot() -> Path:
-    if os.environ.get("VOLCANO_SRC"):
-        return Path(os.environ["VOLCANO_SRC"])
-    beside = ROOT.parent / "shared" / "peers" / "volcano"
-    return beside if beside.exists() else Path("/work/shared/peers/volcano")
 
 
 VOLCANO = volcano_snapshot()

@@ -30,16 +30,14 @@ from scheduler.api.resources import Resource
 from scheduler.cycle import builtin_default_conf, conf_from_text
 from scheduler.framework.conf import DEFAULT_TIERS
 from scheduler.jobs.expand import podgroup_for, pods_for
-from scheduler.testing import cluster, conf_from_tiers
+from scheduler.testing import VOLCANO_CI_CONF, cluster, conf_from_tiers, volcano_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 PRIORITIES = {"low": 10, "high": 1000}
 
 
 def volcano_ci_conf():
-    beside = ROOT.parent / "shared" / "peers" / "volcano"
-    snapshot = beside if beside.exists() else Path("/work/shared/peers/volcano")
-    path = snapshot / "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf"
+    path = volcano_snapshot() / VOLCANO_CI_CONF
     return conf_from_text(path.read_text(), source=str(path))
 
 

@@ -4,11 +4,9 @@ the tests move (no waiting: the due-time heap is run by hand with `run_due`)."""
 from __future__ import annotations
 
 import copy
-import os
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +19,7 @@ from scheduler.controllers.job import JobController
 from scheduler.jobs import cron
 from scheduler.jobs.cron import DeleteWhy
 from scheduler.jobs.cron_events import CronEvent, Reason
+from scheduler.testing import volcano_snapshot
 
 T0 = datetime(2025, 3, 11, 10, 0, tzinfo=UTC)  # the CronJobs' creation
 NS = "ns"
@@ -521,14 +520,6 @@ def test_an_aborted_job_stays_active() -> None:
 
 
 # ---- Volcano's example -----------------------------------------------------------------------------------------
-def volcano_snapshot() -> Path:
-    """$VOLCANO_SRC, else ../shared beside the checkout, else /work/shared (as tests/test_volcano_metrics.py)."""
-    if os.environ.get("VOLCANO_SRC"):
-        return Path(os.environ["VOLCANO_SRC"])
-    beside = Path(__file__).resolve().parents[3] / "shared" / "peers" / "volcano"
-    return beside if beside.exists() else Path("/work/shared/peers/volcano")
-
-
 def test_volcanos_example_makes_its_job_at_its_first_start() -> None:
     path = volcano_snapshot() / "example" / "cronjob" / "cronjob.yaml"
     assert path.exists(), f"{path} is missing: this test needs the Volcano snapshot"
