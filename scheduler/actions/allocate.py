@@ -179,7 +179,7 @@ class Allocate:
         # Volcano's order first (TaskOrder alone), so a job Volcano places is placed as Volcano places it; only if
         # that leaves the gang short, once more with each role's minimum first (`JobInfo.minimums_first`): the
         # extras of one role may have taken the room another role's minimum needed (CONFORMANCE.md).
-        retry = not was_ready and [t.uid for t in minimums_first] != [t.uid for t in tasks]
+        retry = not was_ready and minimums_first is not tasks
         if self._by_pod(ssn, queue, job, tasks, was_ready, requeue, remember=not retry) is _Outcome.FAILED and retry:
             self._failed[job.uid] = Failures()
             self._by_pod(ssn, queue, job, minimums_first, was_ready, requeue, remember=True)

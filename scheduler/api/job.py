@@ -5,7 +5,7 @@ These are mutable session infos: only a Statement (through the Session) changes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,26 +183,27 @@ class JobInfo:
             role: (counts[role], need) for role, need in self.min_task_member.items() if counts[role] < need
         }
 
-    def minimums_first(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+    def minimums_first(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
         """`tasks` (in TaskOrder) with the ones each role still needs for its minimum moved ahead of the rest,
         where task minimums apply; otherwise as given. Volcano takes tasks in TaskOrder alone, so a role's extra
         can take the room its minimum needed and the gang fails although it fits (a task t0 with minAvailable 0
         before t1 with minAvailable 1 on room for one pod); volcano-py meets the minimums first (CONFORMANCE.md,
-        differs on purpose; tests/fuzz/test_invariants.py finds such gangs)."""
-        ordered = list(tasks)
+        differs on purpose; tests/fuzz/test_invariants.py finds such gangs). `tasks` itself when nothing moves."""
         short = self.roles_short()
         if not short:
-            return ordered
+            return tasks
         missing = {role: need - have for role, (have, need) in short.items()}
         first: list[TaskInfo] = []
         rest: list[TaskInfo] = []
-        for task in ordered:
+        moved = False  # a needed task came after one that is not: the order changes
+        for task in tasks:
             if missing.get(task.role, 0) > 0 and not task.best_effort:
                 missing[task.role] -= 1
                 first.append(task)
+                moved = moved or bool(rest)
             else:
                 rest.append(task)
-        return first + rest
+        return first + rest if moved else tasks
 
     def task_ready(self) -> bool:
         return not self.roles_short(READY_STATUSES)

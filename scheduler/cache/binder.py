@@ -32,11 +32,10 @@ class Binder:
     def __init__(
         self, kube: Kube, stores: Stores, pool: ThreadPoolExecutor, events: EventRecorder,
         may_write: Callable[[], bool], clock: Callable[[], float] = time.time,
-        *, lease_left: Callable[[], float | None] = lambda: None, request_timeout: float = 15.0,
+        *, lease_left: Callable[[], float | None] = lambda: None,
     ):
         self.clock = clock
         self.lease_left = lease_left
-        self.request_timeout = request_timeout
         self.kube = kube
         self.stores = stores
         self.pool = pool
@@ -120,10 +119,10 @@ class Binder:
         than MIN_LEASE_LEFT is left (the bind is not sent; the pod stays pending for the next leader)."""
         left = self.lease_left()
         if left is None:
-            return self.request_timeout
+            return self.kube.request_timeout
         if left < MIN_LEASE_LEFT:
             return None
-        return min(self.request_timeout, left)
+        return min(self.kube.request_timeout, left)
 
     def _annotate(self, namespace: str, name: str, annotations: Mapping[str, str]) -> bool:
         """Write the pod's bind annotations (deviceshare's cards) first: a device plugin reads them at start."""

@@ -77,8 +77,7 @@ class ClusterCache:
         self.watcher = Watcher(kube, self.stores, self.parser, self._stop, watch_timeout=watch_timeout,
                                page_size=page_size)
         self.storage = StorageReader(self.stores, self.parser.read)
-        self.binder = Binder(kube, self.stores, self._pool, self.events, may_write, clock, lease_left=lease_left,
-                             request_timeout=request_timeout)
+        self.binder = Binder(kube, self.stores, self._pool, self.events, may_write, clock, lease_left=lease_left)
         self.evictor = Evictor(kube, self.stores, self._pool, self.events, may_write, eviction_grace_seconds)
         self.status_writer = StatusWriter(kube, self.stores, self._pool, self.scheduler_names, may_write, self._stop)
         self._kube = kube

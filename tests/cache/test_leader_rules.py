@@ -177,6 +177,8 @@ def test_giving_up_evicts_owned_pods_and_marks_a_bare_gang_unknown():
 
 
 class RecordingKube:
+    request_timeout = 30.0
+
     def __init__(self) -> None:
         self.sent: list[tuple[str, float | None]] = []
 
@@ -196,7 +198,7 @@ def binder_with(lease_left):  # noqa: ANN001
 
     kube = RecordingKube()
     binder = Binder(kube, Stores(), ThreadPoolExecutor(1), NoEvents(), lambda: True,  # type: ignore[arg-type]
-                    lease_left=lease_left, request_timeout=30.0)
+                    lease_left=lease_left)
     return kube, binder
 
 
