@@ -58,7 +58,9 @@ class QueueController:
         self.api = api
         self._lock = threading.Lock()
         self._groups: dict[str, tuple[str, str]] = {}  # PodGroup key -> (queue, phase)
-        self._parents: dict[str, str] = {}  # queue name -> its spec.parent, as last seen (the hierarchy)
+        # queue name -> (spec.parent, status.state) as last seen or written: the hierarchy, read without a GET per
+        # PodGroup event
+        self._queues: dict[str, tuple[str, str]] = {}
 
     def on_podgroup(self, kind: str | None, podgroup: MutableObj) -> None:
         meta = podgroup.get("metadata") or {}
@@ -77,9 +79,10 @@ class QueueController:
         name = str(queue["metadata"]["name"])
         with self._lock:
             if kind == "DELETED":
-                self._parents.pop(name, None)
+                self._queues.pop(name, None)
             else:
-                self._parents[name] = str((queue.get("spec") or {}).get("parent") or "")
+                self._queues[name] = (str((queue.get("spec") or {}).get("parent") or ""),
+                                      str((queue.get("status") or {}).get("state") or OPEN))
         if kind == "DELETED":
             metrics.observe_controllers(lambda m: m.remove_queue(name))  # Volcano's DeleteQueueMetrics
         else:
@@ -87,14 +90,15 @@ class QueueController:
 
     def _children(self, name: str) -> list[str]:
         with self._lock:
-            return sorted(q for q, parent in self._parents.items() if parent == name)
+            return sorted(q for q, (parent, _) in self._queues.items() if parent == name)
 
     def _parent_closed(self, queue: MutableObj) -> bool:
         parent = str((queue.get("spec") or {}).get("parent") or "")
         if not parent or parent == ROOT:
             return False
-        above = self.api.queue(parent)
-        return above is not None and ((above.get("status") or {}).get("state") in (CLOSING, CLOSED))
+        with self._lock:
+            seen = self._queues.get(parent)
+        return seen is not None and seen[1] in (CLOSING, CLOSED)
 
     def phases(self, queue: str) -> list[str]:
         with self._lock:
@@ -133,6 +137,8 @@ class QueueController:
             if all(status.get(k) == v for k, v in wanted.items()):
                 return wanted
             self.api.patch_queue_status(name, wanted)
+            if name in self._queues:
+                self._queues[name] = (self._queues[name][0], str(wanted["state"]))
             if status.get("state") != wanted["state"]:
                 log.info("queue %s: %s -> %s", name, status.get("state") or "(none)", wanted["state"])
             return wanted
