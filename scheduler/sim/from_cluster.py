@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -222,18 +223,20 @@ def load_cluster_dump(path: str | Path) -> tuple[ClusterSpec, Workload, float]:
     warnings = [f"{source}: {kind}: not replayed ({len(by_kind[kind])} in the dump)" for kind in skipped]
     # One object the replay cannot read is left out with its reason, not the whole dump: a cluster holds what
     # its controllers wrote (a Job's generated claim names beside its volumeClaim, say), not only what users did.
-    kept = []
-    for doc in [*queues, *work]:
+    kept = [*queues, *work]
+    while True:  # each pass drops the first object the checks refuse, if any (one pass for a clean dump)
         try:
-            workload_from_docs(source, [doc], "item")
+            workload = workload_from_docs(source, kept, "item", warnings)
+            break
         except InputError as exc:
-            name = f"{doc.get('kind')} {_key(doc) if doc.get('kind') != 'Queue' else doc['metadata']['name']}"
-            warnings.append(f"{source}: {name}: not replayed: {exc.problem}")
-            continue
-        kept.append(doc)
+            at = re.match(r"item\[(\d+)\]", exc.where)
+            if at is None:
+                raise
+            doc = kept.pop(int(at.group(1)))
+            name = _key(doc) if doc.get("kind") != "Queue" else doc["metadata"]["name"]
+            warnings.append(f"{source}: {doc.get('kind')} {name}: not replayed: {exc.problem}")
     if not any(doc.get("kind") != "Queue" for doc in kept):
         raise InputError(source, "", "nothing in the dump can be replayed: " + "; ".join(warnings[-3:]))
-    workload = workload_from_docs(source, kept, "item", warnings)
     cluster = ClusterSpec(nodes, (), classes)  # the queues are the workload's, checked as a file's are
     return cluster, workload, max(0.0, dumped - origin)
 
