@@ -267,6 +267,8 @@ def test_the_cache_observes_each_bind_it_sends():
     from scheduler.cache.cluster_cache import ClusterCache
 
     class Accepting:
+        request_timeout = 30.0  # as Kube has it (the binder's fence reads it)
+
         def request(self, method: str, path: str, **_: object) -> dict:
             return {}
 

@@ -26,6 +26,8 @@ class FakeApiserver:
     """Records every call; PATCHes of volumes and claims are applied to its copies (a merge patch of the keys the
     binder writes), or refused with `refuse` (an HTTP status) when set."""
 
+    request_timeout = 30.0  # as Kube has it (the binder's fence reads it)
+
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, Any]] = []
         self.objects: dict[str, dict[str, Any]] = {}
