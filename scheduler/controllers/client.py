@@ -81,12 +81,18 @@ class Api:
     def job(self, namespace: str, name: str) -> MutableObj | None:
         return self.get(f"{JOBS}/namespaces/{namespace}/jobs/{name}")
 
-    def replace_job_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj:
-        """Write the whole status (a JSON patch `add` replaces it), so counts of vanished tasks disappear."""
-        return self.kube.request(
-            "PATCH", f"{JOBS}/namespaces/{namespace}/jobs/{name}/status",
-            body=[{"op": "add", "path": "/status", "value": dict(status)}], content_type=JSON_PATCH,
-        )
+    def replace_job_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj | None:
+        """Write the whole status (a JSON patch `add` replaces it), so counts of vanished tasks disappear. None: the
+        Job was deleted since it was read (a JobFlow's retain policy, its namespace going), nothing to write."""
+        try:
+            return self.kube.request(
+                "PATCH", f"{JOBS}/namespaces/{namespace}/jobs/{name}/status",
+                body=[{"op": "add", "path": "/status", "value": dict(status)}], content_type=JSON_PATCH,
+            )
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
 
     def delete_job(self, namespace: str, name: str, uid: str) -> bool:
         body = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}

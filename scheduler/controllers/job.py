@@ -426,7 +426,8 @@ class JobController:
         status = job_status(job, decision, now, note)
         if status == (job.get("status") or {}):
             return
-        self.api.replace_job_status(meta["namespace"], meta["name"], status)
+        if self.api.replace_job_status(meta["namespace"], meta["name"], status) is None:
+            return
         if note:
             queue, key = str((job.get("spec") or {}).get("queue") or "default"), f"{meta['namespace']}/{meta['name']}"
             metrics.observe_controllers(lambda m: m.record_job_phase(key, queue, str(decision.phase)))
