@@ -4,8 +4,9 @@
 
 Each example file (with the Queue files beside it, as Volcano's docs apply them) is replayed on a cluster of
 4 nodes x 64 cpu, 256Gi, 8 GPUs, and each Job is reported as started (its minAvailable pods running) or not,
-with the scheduler's condition. Files the simulator does not run (JobFlow and JobTemplate, whose Jobs the
-controllers make; Argo Workflows) and Volcano's deliberately invalid examples are listed with that reason. The
+with the scheduler's condition. A CronJob's and a JobFlow's Jobs are made by their controllers in the replay (a
+JobFlow with the JobTemplates of its directory), over 15 simulated minutes. Files the simulator does not run (Argo
+Workflows) and Volcano's deliberately invalid examples are listed with that reason. The
 control-plane side of the same check is tests/e2e/test_volcano_examples.py. With --write, the table replaces
 the section between `<!-- examples:begin -->` and `<!-- examples:end -->` of the file.
 """
@@ -45,7 +46,7 @@ def example_files(root: Path) -> list[Path]:
         docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
         if any(d.get("kind") == "Job" and str(d.get("apiVersion", "")).startswith("batch.volcano.sh") for d in docs):
             files.append(path)
-        elif any(d.get("kind") in ("JobFlow", "JobTemplate", "Workflow", "WorkflowTemplate") for d in docs):
+        elif any(d.get("kind") in ("CronJob", "JobFlow", "Workflow", "WorkflowTemplate") for d in docs):
             files.append(path)
     return files
 
@@ -58,18 +59,16 @@ def run_file(root: Path, path: Path, conf_text: str, work: Path) -> list[Outcome
     kinds = {str(d.get("kind")) for d in docs}
     if kinds & {"Workflow", "WorkflowTemplate"}:
         return [Outcome(rel, "-", False, "not run: an Argo Workflow, run by Argo's controller, not by a scheduler")]
-    if kinds & {"JobFlow", "JobTemplate"}:
-        return [Outcome(rel, "-", False, "not run on the simulator: a JobFlow's Jobs are made by the controllers "
-                        "(tests/e2e/test_jobflow_on_cluster.py)")]
+    beside = ("Queue", "JobTemplate") if "JobFlow" in kinds else ("Queue",)
     queues = [d for q in sorted(path.parent.glob("*.yaml")) if q != path
-              for d in yaml.safe_load_all(q.read_text()) if isinstance(d, dict) and d.get("kind") == "Queue"]
+              for d in yaml.safe_load_all(q.read_text()) if isinstance(d, dict) and d.get("kind") in beside]
     workload = work / "workload.yaml"
     workload.write_text(yaml.safe_dump_all([*queues, *docs]))
     cluster = work / "cluster.yaml"
     cluster.write_text(yaml.safe_dump(CLUSTER))
     try:
         result = replay(load_cluster(cluster), load_workload(workload), conf_from_text(conf_text, source="ci.conf"),
-                        horizon=120)
+                        horizon=900 if kinds & {"CronJob", "JobFlow"} else 120)
     except InputError as error:
         return [Outcome(rel, "-", False, f"not run: {str(error).split(': ', 1)[-1]}")]
     outcomes = []

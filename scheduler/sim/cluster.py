@@ -156,6 +156,12 @@ class InMemoryCluster:
     def delete_pod(self, key: str) -> None:
         self.pods.pop(key, None)
 
+    def delete_podgroup(self, key: str) -> None:
+        """The PodGroup and its pods, as deleting their Job takes them (garbage collection by owner)."""
+        for pod in self._groups.pop(key, {}):
+            self.pods.pop(pod, None)
+        self.podgroups.pop(key, None)
+
     # ---- the kubelet's part -------------------------------------------------------------------------
     def start_bound_pods(self) -> list[str]:
         """Bound pods that are still Pending start Running (what a kubelet does)."""

@@ -1,6 +1,7 @@
 """Layer `sim`: replay a workload on the in-memory cluster with a simulated clock.
 
-Each tick: jobs arrive; the job controller (the same pure `scheduler.jobs` logic the real controllers run)
+Each tick: the CronJob and JobFlow controllers make the Jobs that are due (`controllers.py`); jobs arrive; the job
+controller (the same pure `scheduler.jobs` logic the real controllers run)
 creates PodGroups, and pods once their PodGroup is admitted; kubelets start bound pods; a job's pods finish
 `duration` seconds after its whole gang is running; then one scheduling cycle runs, followed, as in the
 scheduler's loop, by the partial-gang policy on the simulated clock. When a tick changes
@@ -27,6 +28,7 @@ from scheduler.jobs.expand import normalize_job, podgroup_for
 from scheduler.jobs.lifecycle import decide, desired_pods
 from scheduler.jobs.state import FINISHED, JobEvent, JobStatus, pod_view
 from scheduler.sim.cluster import InMemoryCluster
+from scheduler.sim.controllers import DELETED, controllers_of
 from scheduler.sim.workload import ClusterSpec, WorkItem, Workload
 
 Scheduler = Callable[[ClusterSnapshot], CycleResult]
@@ -168,6 +170,15 @@ class JobDriver:
             return True
         return False
 
+    def delete(self, run: JobRun, now: float) -> bool:
+        """A controller deleted the Job (CronJob's Replace, a JobFlow's retain policy): its PodGroup and pods go.
+        A finished Job's deletion changes nothing the replay shows; it keeps its phase."""
+        if run.ended is not None:
+            return False
+        self.cluster.delete_podgroup(run.key)
+        run.ended, run.phase = now, DELETED
+        return True
+
     def next_finish(self, run: JobRun) -> float | None:
         if run.started is None or run.ended is not None:
             return None
@@ -219,8 +230,10 @@ def replay(
         scheduler = volcano_py(cluster, conf, partial_gangs or PartialGangPolicy())
     driver = JobDriver(cluster)
     runs = sorted((_run_for(i) for i in workload.items), key=lambda r: (r.item.arrival, r.key))
-    last_arrival = max((r.item.arrival for r in runs), default=0.0)
-    limit = horizon if horizon is not None else last_arrival + 10 * sum(r.item.duration for r in runs) + 3600
+    controllers = controllers_of(workload)
+    last_arrival = max([r.item.arrival for r in runs] + [c.horizon() for c in controllers], default=0.0)
+    durations = sum(r.item.duration for r in runs) + sum(c.duration for c in workload.controlled)
+    limit = horizon if horizon is not None else last_arrival + 10 * durations + 3600
     by_key = {r.key: r for r in runs}
     total_gpu = cluster.total_gpus() or 1
     resource = _report_resource(cluster)
@@ -232,6 +245,14 @@ def replay(
     while True:
         cluster.now = now
         changed = False
+        for controller in controllers:  # the CronJob and JobFlow controllers, before the Job controller
+            created, doomed = controller.step(now, by_key)
+            for key in doomed:
+                changed |= driver.delete(by_key[key], now)
+            for item in created:
+                runs.append(new := _run_for(item))
+                by_key[new.key] = new
+                changed = True
         for run in runs:
             if not run.submitted and run.item.arrival <= now:
                 driver.submit(run)
@@ -266,9 +287,10 @@ def replay(
             utilisation.append((now, cluster.used_gpus() / total_gpu, busy / total_gpu))
         if progress is not None:
             progress(now, sum(1 for r in runs if r.ended is not None), len(runs))
-        if not active and all(r.submitted for r in runs):
+        wakes = [t for c in controllers if (t := c.wake(by_key, now)) is not None]
+        if not active and all(r.submitted for r in runs) and not wakes:
             break
-        upcoming = [r.item.arrival for r in runs if not r.submitted]
+        upcoming = [r.item.arrival for r in runs if not r.submitted] + wakes
         upcoming += [t for r in runs if (t := driver.next_finish(r)) is not None]
         if changed:
             now += period

@@ -28,10 +28,12 @@ from typing import Any
 import yaml
 
 from scheduler.api.resources import QuantityError, Resource
+from scheduler.jobs import flow
 from scheduler.jobs.schema import JOB_CRD, PODGROUP_CRD, QUEUE_CRD, schema_problems, unknown_fields
 from scheduler.jobs.validate import validate_job
 from scheduler.sim import workload_kinds as kinds
 from scheduler.sim.errors import InputError
+from scheduler.sim.items import Controlled, WorkItem
 from scheduler.sim.objects import node_object
 
 JOB_API = "batch.volcano.sh/v1alpha1"
@@ -48,25 +50,11 @@ class ClusterSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkItem:
-    manifest: dict[str, Any]
-    arrival: float
-    duration: float
-
-    @property
-    def kind(self) -> str:
-        return str(self.manifest.get("kind"))
-
-    @property
-    def name(self) -> str:
-        return str(self.manifest["metadata"]["name"])
-
-
-@dataclass(frozen=True, slots=True)
 class Workload:
     items: tuple[WorkItem, ...]
     queues: tuple[dict[str, Any], ...] = field(default=())
     warnings: tuple[str, ...] = ()  # unknown fields, each a line naming file and field
+    controlled: tuple[Controlled, ...] = ()  # CronJobs, JobFlows, JobTemplates: their controllers make Jobs
 
 
 def _read_yaml(path: str | Path, *, stream: bool) -> list[Any]:
@@ -256,25 +244,29 @@ def load_workload(path: str | Path) -> Workload:
     return workload_from_docs(source, raw_items, prefix)
 
 
-def _expanded(source: str, raw_items: list[Any], prefix: str, warnings: list[str]) -> list[tuple[str, dict[str, Any]]]:
-    """The items, with Deployments, StatefulSets and CronJobs made into the Jobs the replay runs
-    (`workload_kinds`)."""
+def _expanded(source: str, raw_items: list[Any], prefix: str, warnings: list[str],
+              controlled: list[tuple[str, Controlled]]) -> list[tuple[str, dict[str, Any]]]:
+    """The items, with Deployments and StatefulSets made into the Jobs the replay runs (`workload_kinds`);
+    CronJobs, JobFlows and JobTemplates go to `controlled`."""
     out: list[tuple[str, dict[str, Any]]] = []
+
     for i, raw in enumerate(raw_items):
         where = f"{prefix}[{i}]"
         doc = dict(_mapping(raw, source, where, "a Volcano Job, PodGroup or Queue manifest"))
         kind = doc.get("kind", "Job")
         label = f"{source}: {where} ({(doc.get('metadata') or {}).get('name')})"
+
+        def number(value: Any, at: str) -> float:
+            return _number(value, source, at)
+
         try:
             if kind in kinds.WORKLOADS:
                 job = kinds.from_workload(doc, where, label, warnings)
                 out.extend([(where, job)] if job is not None else [])
             elif kind == "CronJob":
-                def number(value: Any, at: str) -> float:
-                    return _number(value, source, at)
-
-                starts = kinds.from_cronjob(doc, where, label, warnings, number)
-                out.extend((f"{where} start {k}", job) for k, job in enumerate(starts))
+                controlled.append((where, kinds.cronjob_item(doc, where, number)))
+            elif kind in ("JobFlow", "JobTemplate"):
+                controlled.append((where, kinds.flow_item(doc, where, number)))
             else:
                 out.append((where, doc))
         except kinds.KindError as exc:
@@ -282,20 +274,68 @@ def _expanded(source: str, raw_items: list[Any], prefix: str, warnings: list[str
     return out
 
 
+def _check_job(doc: dict[str, Any], source: str, label: str, warnings: list[str], crd: str = JOB_CRD,
+               field_prefix: str = "") -> None:
+    """What the apiserver refuses (the CRD's types), then what Volcano's admission webhook refuses: one line
+    naming each field, before anything runs. A field the CRD does not name is warned about, as the apiserver
+    warns (and `kubectl apply --validate=strict` refuses): a misspelt `minAvailabel` must not pass silently.
+    (A PodGroup's unknown fields are not warned about: volcano-py reads the seed articles' `minAvailable` for
+    `minMember` and their `scheduleTimeoutSeconds`, which are not in Volcano's schema.)"""
+    wrong = schema_problems(doc, crd)
+    # The webhook's checks need the right types, and would repeat a bad value the schema named (replicas -1)
+    webhook = crd == JOB_CRD and not any(p.rule in _VALUE_RULES for p in wrong)
+    problems = [f"{field_prefix}{p}" for p in [*map(str, wrong), *(validate_job(doc) if webhook else [])]]
+    if problems:
+        raise InputError(source, label, "; ".join(problems), tuple(field_prefix + p.path for p in wrong))
+    if crd == JOB_CRD:
+        warnings.extend(f"{source}: {label}: {field_prefix}{p.path}: unknown field (ignored)"
+                        for p in unknown_fields(doc, crd))
+
+
+def _check_controlled(controlled: list[tuple[str, Controlled]], source: str, warnings: list[str]) -> None:
+    """A CronJob's and a JobTemplate's Job checked as a Job is; a JobFlow's entries name templates that exist
+    and targets among its entries, with no cycle (what the flow controller would report, refused up front)."""
+    templates = {(c.manifest["metadata"]["namespace"], c.name) for _, c in controlled if c.kind == "JobTemplate"}
+    for where, item in controlled:
+        label = f"{where} ({item.name})"
+        if item.kind == "CronJob":
+            _check_job(kinds.sample_job(item), source, label, warnings, field_prefix="spec.jobTemplate.")
+        elif item.kind == "JobTemplate":
+            _check_job(kinds.sample_job(item), source, label, warnings)
+        else:
+            problems = [p for p in flow.spec_problems(item.manifest) if p.kind != flow.ProblemKind.IGNORED_FIELD]
+            namespace = item.manifest["metadata"]["namespace"]
+            for step in flow.flow_steps(item.manifest):
+                if (namespace, step.name) not in templates:
+                    problems.append(flow.Problem(flow.ProblemKind.MISSING_TEMPLATE, f"{step.path}.name",
+                                                 (step.name, namespace, flow.job_name(item.manifest, step.name))))
+            if problems:
+                raise InputError(source, label, "; ".join(p.message() for p in problems),
+                                 tuple(p.field for p in problems))
+            warnings.extend(f"{source}: {label}: {p.message()}" for p in flow.spec_problems(item.manifest)
+                            if p.kind == flow.ProblemKind.IGNORED_FIELD)
+    names = [(c.kind, c.manifest["metadata"]["namespace"], c.name) for _, c in controlled]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise InputError(source, "", f"{duplicate[0]} {duplicate[1]}/{duplicate[2]} appears twice")
+
+
 def workload_from_docs(source: str, raw_items: list[Any], prefix: str = "document",
                        warnings: list[str] | None = None) -> Workload:
-    """Jobs, PodGroups (with `arrival` and `duration`) and Queues, checked as `load_workload` checks a file."""
+    """Jobs, PodGroups (with `arrival` and `duration`), Queues, and the objects whose controllers make Jobs,
+    checked as `load_workload` checks a file."""
     items: list[WorkItem] = []
     queues: list[dict[str, Any]] = []
     warnings = list(warnings or ())
-    for where, doc in _expanded(source, raw_items, prefix, warnings):
+    controlled: list[tuple[str, Controlled]] = []
+    for where, doc in _expanded(source, raw_items, prefix, warnings, controlled):
         kind = doc.get("kind", "Job")
         if kind == "Queue":
             queues.append(_queue(doc, source, where, warnings))
             continue
         if kind not in ("Job", "PodGroup"):
-            raise InputError(source, f"{where}.kind",
-                             f"expected Job, PodGroup, Queue, Deployment, StatefulSet or CronJob, got {kind!r}")
+            raise InputError(source, f"{where}.kind", f"expected Job, PodGroup, Queue, Deployment, StatefulSet, "
+                             f"CronJob, JobFlow or JobTemplate, got {kind!r}")
         arrival = _number(doc.pop("arrival", 0), source, f"{where}.arrival")
         duration = _number(doc.pop("duration", 60), source, f"{where}.duration")
         doc.setdefault("apiVersion", JOB_API if kind == "Job" else SCHED_API)
@@ -304,24 +344,11 @@ def workload_from_docs(source: str, raw_items: list[Any], prefix: str = "documen
         if not isinstance(meta, Mapping) or not meta.get("name"):
             raise InputError(source, f"{where}.metadata.name", "expected a name")
         doc["metadata"] = {"namespace": "default", **meta}
-        # What the apiserver refuses (the CRD's types), then what Volcano's admission webhook refuses: one line
-        # naming each field, before anything runs. A field the CRD does not name is warned about, as the apiserver
-        # warns (and `kubectl apply --validate=strict` refuses): a misspelt `minAvailabel` must not pass silently.
-        # (A PodGroup's unknown fields are not warned about: volcano-py reads the seed articles' `minAvailable`
-        # for `minMember` and their `scheduleTimeoutSeconds`, which are not in Volcano's schema.)
-        crd = JOB_CRD if kind == "Job" else PODGROUP_CRD
-        label = f"{where} ({meta['name']})"
-        wrong = schema_problems(doc, crd)
-        # The webhook's checks need the right types, and would repeat a bad value the schema named (replicas -1)
-        webhook = kind == "Job" and not any(p.rule in _VALUE_RULES for p in wrong)
-        problems = [*map(str, wrong), *(validate_job(doc) if webhook else [])]
-        if problems:
-            raise InputError(source, label, "; ".join(problems), tuple(p.path for p in wrong))
-        if kind == "Job":
-            warnings.extend(f"{source}: {label}: {p.path}: unknown field (ignored)" for p in unknown_fields(doc, crd))
+        _check_job(doc, source, f"{where} ({meta['name']})", warnings, JOB_CRD if kind == "Job" else PODGROUP_CRD)
         items.append(WorkItem(doc, arrival, duration))
+    _check_controlled(controlled, source, warnings)
     names = [(i.kind, i.manifest["metadata"]["namespace"], i.name) for i in items]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
         raise InputError(source, "", f"{duplicate[0]} {duplicate[1]}/{duplicate[2]} appears twice")
-    return Workload(tuple(items), tuple(queues), tuple(warnings))
+    return Workload(tuple(items), tuple(queues), tuple(warnings), tuple(c for _, c in controlled))

@@ -4,12 +4,16 @@
   controllers make one PodGroup per owner: `minMember` from the workload's `scheduling.volcano.sh/group-min-member`
   annotation (default 1), queue from `scheduling.volcano.sh/queue-name` (default `default`). Replayed as one
   Volcano Job of `replicas` pods of the template, running for the item's `duration` once up.
-- **CronJob** (batch.volcano.sh/v1alpha1): its schedule on the simulated clock, whose 0 is `EPOCH` (midnight
-  UTC, 2026-01-01): one Job from `jobTemplate` per start in [`arrival`, `until`) (`until` defaults to a day
-  after `arrival`), named as the controller names them (`<cronjob>-<minutes since the Unix epoch>`), each running
-  for `duration`. `suspend: true` starts none. `concurrencyPolicy: Forbid` skips a start while the previous Job's
-  `duration` since its start time has not passed (the replay cannot know when that Job really ends: it may have
-  waited for room); `Replace` is replayed as `Allow`, with a warning.
+- **CronJob** (batch.volcano.sh/v1alpha1), created at `arrival`: its controller runs in the replay
+  (`sim/controllers.py`) on the simulated clock, whose 0 is `EPOCH` (midnight UTC, 2026-01-01), with the real
+  controller's rules: a Job from `jobTemplate` per start after `arrival` and before `until` (default: a day after
+  `arrival`), named as the controller names them (`<cronjob>-<minutes since the Unix epoch>`), each running for
+  `duration` once its gang is up; `suspend`, `startingDeadlineSeconds`, the history limits, and
+  `concurrencyPolicy` against the Jobs as they are (Forbid waits while the last one has not finished, Replace
+  deletes it).
+- **JobFlow, JobTemplate** (flow.volcano.sh/v1alpha1): the flow, created at its `arrival`, makes each entry's Job
+  from its template once the Jobs it depends on have Completed; a Job made from a template runs for the
+  template's `duration`.
 
 A template that names no scheduler is given `volcano-py`'s (a Deployment's pods would otherwise go to
 kube-scheduler, which the simulator does not run), with a warning.
@@ -18,17 +22,19 @@ kube-scheduler, which the simulator does not run), with a warning.
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.api.convert import MIN_MEMBER_ANNOTATION, QUEUE_NAME_ANNOTATION
-from scheduler.jobs.cron import job_name, schedule_of
+from scheduler.jobs.cron import job_for, schedule_of
 from scheduler.jobs.cron_schedule import ScheduleError
+from scheduler.sim.items import Controlled
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 JOB_API = "batch.volcano.sh/v1alpha1"
+FLOW_API = "flow.volcano.sh/v1alpha1"
+CONTROLLED = ("CronJob", "JobFlow", "JobTemplate")
 WORKLOADS = ("Deployment", "StatefulSet")
-MAX_STARTS = 10_000
 OURS = ("volcano", "volcano-py")
 
 
@@ -80,41 +86,46 @@ def from_workload(doc: dict[str, Any], where: str, label: str, warnings: list[st
     }
 
 
-def from_cronjob(doc: dict[str, Any], where: str, label: str, warnings: list[str],
-                 number: Any) -> list[dict[str, Any]]:
-    """A CronJob as its Jobs' documents, one per start in [arrival, until). `number(value, where)` reads a
-    simulator time field as the workload reader does."""
+def cronjob_item(doc: dict[str, Any], where: str, number: Any) -> Controlled:
+    """A CronJob for its controller in the replay (`sim/controllers.py`); `number(value, where)` reads a
+    simulator time field as the workload reader does. Its schedule and template are checked here, once."""
     spec = doc.get("spec") or {}
     arrival = number(doc.get("arrival", 0), f"{where}.arrival")
     duration = number(doc.get("duration", 60), f"{where}.duration")
     until = number(doc.get("until", arrival + 86400), f"{where}.until")
     meta = doc.get("metadata") or {}
-    cronjob = {"metadata": {"name": meta.get("name"), "namespace": meta.get("namespace", "default")},
+    cronjob = {"apiVersion": JOB_API, "kind": "CronJob",
+               "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace", "default"),
+                            **{k: v for k, v in meta.items() if k in ("labels", "annotations")}},
                "spec": spec}
     try:
-        schedule = schedule_of(cronjob, UTC)
+        schedule_of(cronjob, UTC)
     except (ScheduleError, ValueError) as exc:
         raise KindError(f"{where}.spec.schedule", str(exc)) from None
-    if spec.get("suspend"):
-        return []
-    policy = spec.get("concurrencyPolicy", "Allow")
-    if policy == "Replace":
-        warnings.append(f"{label}: spec.concurrencyPolicy: Replace is replayed as Allow")
     template = spec.get("jobTemplate") or {}
     if not isinstance(template.get("spec"), dict):
         raise KindError(f"{where}.spec.jobTemplate.spec", "expected a Volcano Job spec")
-    docs: list[dict[str, Any]] = []
-    busy_until = -1.0
-    start = schedule.next_after(EPOCH + timedelta(seconds=arrival) - timedelta(seconds=1))
-    while start is not None and (at := (start - EPOCH).total_seconds()) < until:
-        if len(docs) >= MAX_STARTS:
-            raise KindError(f"{where}.until", f"more than {MAX_STARTS} starts before it: give an earlier until")
-        if policy != "Forbid" or at >= busy_until:
-            job = {"apiVersion": JOB_API, "kind": "Job", "arrival": at, "duration": duration,
-                   "metadata": {"name": job_name(cronjob, start), "namespace": cronjob["metadata"]["namespace"],
-                                "labels": dict((template.get("metadata") or {}).get("labels") or {})},
-                   "spec": copy.deepcopy(template["spec"])}
-            docs.append(job)
-            busy_until = at + duration
-        start = schedule.next_after(start)
-    return docs
+    return Controlled(cronjob, arrival, until, duration)
+
+
+def sample_job(item: Controlled) -> dict[str, Any]:
+    """The Job a CronJob's or JobTemplate's spec makes, to check it as a Job is checked."""
+    if item.kind == "CronJob":
+        return job_for({**item.manifest, "metadata": {**item.manifest["metadata"], "uid": "check"}}, EPOCH, UTC)
+    meta = item.manifest["metadata"]
+    return {"apiVersion": JOB_API, "kind": "Job", "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "spec": item.manifest.get("spec")}
+
+
+def flow_item(doc: dict[str, Any], where: str, number: Any) -> Controlled:
+    """A JobFlow (its `arrival`) or a JobTemplate (the `duration` of the Jobs made from it)."""
+    meta = dict(doc.get("metadata") or {})
+    if not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise KindError(f"{where}.metadata.name", "expected a name")
+    meta.setdefault("namespace", "default")
+    manifest = {"apiVersion": doc.get("apiVersion", FLOW_API), "kind": doc["kind"], "metadata": meta,
+                "spec": doc.get("spec") or {}}
+    if not isinstance(manifest["spec"], dict):
+        raise KindError(f"{where}.spec", "expected a mapping")
+    return Controlled(manifest, number(doc.get("arrival", 0), f"{where}.arrival"),
+                      duration=number(doc.get("duration", 60), f"{where}.duration"))

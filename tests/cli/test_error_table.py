@@ -102,7 +102,8 @@ CASES = [
         "seconds >= 0, got 'long'", workload=jobs(job(duration="long"))),
     # ---- shapes ---------------------------------------------------------------------------------------------
     sim("a kind the simulator does not replay", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].kind: expected Job, "
-        "PodGroup, Queue, Deployment, StatefulSet or CronJob, got 'DaemonSet'", workload=jobs(job(kind="DaemonSet"))),
+        "PodGroup, Queue, Deployment, StatefulSet, CronJob, JobFlow or JobTemplate, got 'DaemonSet'",
+        workload=jobs(job(kind="DaemonSet"))),
     sim("a job without a name", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].metadata.name: expected a name",
         workload=jobs({**job(), "metadata": {}})),
     sim("the same job twice", 2, "volcano-py: error: {d}/workload.yaml: Job default/train appears twice",
