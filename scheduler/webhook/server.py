@@ -2,7 +2,8 @@
 
 It serves the paths of Volcano's vc-webhook-manager, so the webhook configurations of Volcano's chart work
 unchanged when it stands in for it. `/jobs/validate` makes the checks of `scheduler.webhook.admission`,
-`/jobs/mutate` writes Volcano's Job defaults and `/jobflows/validate` refuses a JobFlow that is not a DAG; every
+`/jobs/mutate` writes Volcano's Job defaults, `/jobflows/validate` refuses a JobFlow that is not a DAG and
+`/cronjobs/validate` a CronJob whose schedule, time zone or name Volcano's refuses (`webhook/cronjobs.py`); every
 other path Volcano serves is answered "allowed" (volcano-py applies those rules through its CRDs and
 controllers, docs/volcano-defaults.md), so a configuration that names it never blocks a request. An
 unknown path is a 404. A request the server cannot decode is refused with the reason, never allowed blindly.
@@ -23,6 +24,7 @@ from urllib.parse import quote
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.jobs.keys import DEFAULT_SCHEDULER
 from scheduler.webhook.admission import Decision, Queues, response, review_job, review_job_defaults, review_jobflow
+from scheduler.webhook.cronjobs import review_cronjob
 
 log = logging.getLogger("volcano_py.webhook")
 
@@ -55,7 +57,8 @@ def allow_all(review: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def handlers(queues: Queues, enabled: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER) -> dict[str, Handler]:
-    """The handler of each enabled path: ours for /jobs/validate, /jobs/mutate and /jobflows/validate, "allowed"
+    """The handler of each enabled path: ours for /jobs/validate, /jobs/mutate, /jobflows/validate and
+    /cronjobs/validate, "allowed"
     for Volcano's other paths."""
     out: dict[str, Handler] = {}
     for path in enabled:
@@ -65,6 +68,8 @@ def handlers(queues: Queues, enabled: Iterable[str], scheduler_name: str = DEFAU
             out[path] = lambda review: review_job_defaults(review, scheduler_name)
         elif path == "/jobflows/validate":
             out[path] = review_jobflow
+        elif path == "/cronjobs/validate":
+            out[path] = review_cronjob
         elif path in VOLCANO_PATHS:
             out[path] = allow_all
         else:
