@@ -45,6 +45,12 @@ from scheduler.framework.conf import ConfError, describe_conf
 from scheduler.report.errors import ReportError
 from scheduler.sim.errors import InputError
 
+
+class KubeconfigError(Exception):
+    """No usable kubeconfig or in-cluster config: said in one line, exit 1 (no cluster to talk to, as the day-two
+    commands say it)."""
+
+
 USER_ERRORS = (InputError, ConfError, QuantityError, ReportError)
 def cmd_simulate(args: argparse.Namespace) -> int:
     from scheduler.simulate_cmd import simulate  # the simulator, imported only for this command
@@ -95,14 +101,21 @@ class _RateLimitedPool:
 
 
 def _api_client(opts: CommonOptions | WebhookOptions) -> Any:
+    import yaml
     from kubernetes import client, config
 
     cfg = client.Configuration()
     path = opts.kubeconfig or os.environ.get("KUBECONFIG")
-    if opts.kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        config.load_incluster_config(client_configuration=cfg)
-    else:
-        config.load_kube_config(config_file=path, client_configuration=cfg)
+    in_cluster = opts.kubeconfig is None and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    try:
+        if in_cluster:
+            config.load_incluster_config(client_configuration=cfg)
+        else:
+            config.load_kube_config(config_file=path, client_configuration=cfg)
+    except (config.ConfigException, OSError, ValueError, yaml.YAMLError) as exc:
+        where = "the in-cluster config" if in_cluster else f"the kubeconfig {path or '~/.kube/config'}"
+        detail = " ".join(str(exc).split())  # a YAML error's lines, in one
+        raise KubeconfigError(f"cannot load {where}: {detail}") from None
     if opts.master:  # Volcano's --master overrides the kubeconfig's server
         cfg.host = opts.master
     cfg.connection_pool_maxsize = 64
@@ -278,6 +291,9 @@ def run_component(command: str, argv: Sequence[str]) -> int:
     except (*USER_ERRORS, FlagError) as exc:
         print(f"volcano-py: error: {exc}", file=sys.stderr)
         return 2
+    except KubeconfigError as exc:
+        print(f"volcano-py {command}: error: {exc}", file=sys.stderr)
+        return 1
 
 
 def _version() -> str:

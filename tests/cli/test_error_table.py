@@ -185,6 +185,21 @@ def test_no_kubeconfig_is_one_line_and_exit_1(tmp_path: Path, monkeypatch: pytes
                     "~/.kube/config) and not running in a pod")
 
 
+@pytest.mark.parametrize("command", ["scheduler", "controllers"])
+@pytest.mark.parametrize(("text", "detail"), [
+    (None, "Invalid kube-config file. No configuration found."),
+    ("clusters: [", "while parsing a flow node expected the node content, but found '<stream end>' in"),
+])
+def test_a_component_without_a_usable_kubeconfig_is_one_line_and_exit_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, text: str | None, detail: str) -> None:
+    path = tmp_path / "kubeconfig"
+    if text is not None:
+        path.write_text(text)
+    assert main([command, "--kubeconfig", str(path)]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"volcano-py {command}: error: cannot load the kubeconfig {path}: {detail}")
+
+
 def test_an_unreachable_apiserver_is_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     port = _closed_port()
     kubeconfig = tmp_path / "kubeconfig"
