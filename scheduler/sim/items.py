@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
-class WorkItem:
+class _Manifest:
+    """The kind and name of an item's manifest."""
+
+    __slots__ = ()
     manifest: dict[str, Any]
-    arrival: float
-    duration: float
 
     @property
     def kind(self) -> str:
@@ -22,7 +22,14 @@ class WorkItem:
 
 
 @dataclass(frozen=True, slots=True)
-class Controlled:
+class WorkItem(_Manifest):
+    manifest: dict[str, Any]
+    arrival: float
+    duration: float
+
+
+@dataclass(frozen=True, slots=True)
+class Controlled(_Manifest):
     """A CronJob, JobFlow or JobTemplate: not placed itself; its controller in the replay (`sim/controllers.py`)
     makes the Jobs. `until` is a CronJob's last moment to start one, `duration` how long each Job runs (a
     CronJob's, a JobTemplate's)."""
@@ -31,11 +38,3 @@ class Controlled:
     arrival: float = 0.0
     until: float = 0.0
     duration: float = 60.0
-
-    @property
-    def kind(self) -> str:
-        return str(self.manifest.get("kind"))
-
-    @property
-    def name(self) -> str:
-        return str(self.manifest["metadata"]["name"])
