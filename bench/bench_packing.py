@@ -39,6 +39,7 @@ from scheduler.gpu.frag import (
     Shape,
     ShapeMix,
     devices_on,
+    frag_model,
     mix_for,
     models_of,
     score_nodes,
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 MIB = 2**20
 TRACE_DIR = Path("/work/shared/traces/openb")
 VARIANTS = ("default", "multigpu50", "gpushare40", "gpuspec10")
-BENCH_POLICIES = ("random", "bestfit", "binpack", "fgd", "fgd-bestfit", "fgd-weighted", "fgd-blend")
+BENCH_POLICIES = ("random", "bestfit", "binpack", "fgd", "fgd-bestfit", "fgd-weighted", "fgd-blend", "fgd-next")
 GRID = np.round(np.arange(0.0, 1.3001, 0.01), 2)
 
 
@@ -176,7 +177,7 @@ def run_once(
         requested_milli += shape.gpu_milli
         mix.observe(shape)
         if policy.startswith("fgd") and (frag is None or mix.seen in refresh):
-            frag = FragModel(arrays, mix.top())
+            frag = frag_model(policy, arrays, mix.top())
         fits = everyone[arrays.fit_mask(shape, everyone)]
         if fits.size:
             start = time.perf_counter()
@@ -214,7 +215,7 @@ def score_cost(
     cluster packed by `policy` to `load`, with the mix it learnt: (median, p99) for GPU shares and whole GPUs."""
     arrays, mix = gpu_arrays(nodes), mix_for(policy)
     run_once(policy, nodes, pods, seed, load=load, arrays=arrays, mix=mix)
-    frag = FragModel(arrays, mix.top()) if policy.startswith("fgd") else None
+    frag = frag_model(policy, arrays, mix.top()) if policy.startswith("fgd") else None
     everyone = np.arange(arrays.size)
     rng = np.random.default_rng(seed)
     out = {}

@@ -9,6 +9,11 @@ The node's expected fragmentation over a mix M of shapes with popularity p_m is 
 FGD places a pod on the node (and device) where F_n(M) grows least. M is the mix of shapes seen recently,
 never the future (see `ShapeMix`).
 
+FGD looks one pod ahead: a card left with r milli free counts r x (share of the mix too big for r). `fgd-next`
+adds the pods after that (`card_waste`): W(r) = (1 - P(r)) r + sum_{m: d_m <= r} p_m W(r - d_m), the milli a
+card with r free is expected to end with unused if pods keep arriving from the mix (P(r): the share of the mix
+that fits r). A share placed on a card with f free adds W(f - d) - W(f) of it, weighed by `LOOKAHEAD`.
+
 Everything here works on numpy arrays over all nodes at once: `GpuArrays` holds, per node, the free milli of
 each device (a node with fewer devices than the widest node has zeros in the tail), free CPU and memory, and
 the GPU model. The deviceshare plugin and the packing benchmark share these functions, so the benchmark
@@ -24,16 +29,18 @@ import numpy as np
 import numpy.typing as npt
 
 MILLI = 1000
-POLICIES = ("fgd", "fgd-bestfit", "fgd-weighted", "fgd-blend", "bestfit", "firstfit", "random")
-DEFAULT_POLICY = "fgd-blend"  # the deviceshare plugin's default (BENCHMARKS.md, issue 10)
+POLICIES = ("fgd", "fgd-bestfit", "fgd-weighted", "fgd-blend", "fgd-next", "bestfit", "firstfit", "random")
+DEFAULT_POLICY = "fgd-next"  # the deviceshare plugin's default (BENCHMARKS.md, issues 10 and 20)
 # How a policy weighs the shapes it has seen: by count (the paper's popularity), or by count x (GPUs the shape
 # asks for) to a power, which keeps rare large pods (8-GPU jobs) from being drowned by common small shares.
-MIX_WEIGHTING = {"fgd": "count", "fgd-bestfit": "count", "fgd-weighted": "sqrt-gpu", "fgd-blend": "gpu^0.3"}
+MIX_WEIGHTING = {
+    "fgd": "count", "fgd-bestfit": "count", "fgd-weighted": "sqrt-gpu", "fgd-blend": "gpu^0.3", "fgd-next": "count"
+}
 WEIGHTING_POWER = {"count": 0.0, "gpu^0.3": 0.3, "sqrt-gpu": 0.5}
 # The share of the seen weight the mix keeps (the FGD paper's "typical pods"); the rest count as if absent.
 # `fgd-blend` keeps every shape (up to `ShapeMix.max_shapes`): the rare small shares are the ones that fill
 # the gaps other shares leave, and leaving them out makes those gaps look dead.
-MIX_COVERAGE = {"fgd-blend": 1.0}
+MIX_COVERAGE = {"fgd-blend": 1.0, "fgd-next": 1.0}
 # The best-fit tie-break under FGD: small enough never to override a real difference in fragmentation
 # (the smallest one is p_m x 1 milli with p_m >= 1e-4 in practice), large enough to order equal ones.
 TIE = 1e-7
@@ -41,6 +48,12 @@ TIE = 1e-7
 # placement on an emptier node must save more than up to 50 milli of expected fragmentation to win. Tuned on
 # openb seeds 100..119 (30, 35, 50, 70, 100, 200 tried; BENCHMARKS.md), never on the reported seeds 0..9.
 BLEND = 50.0
+# `fgd-next` (issue 20): the blend at 70, plus, for a GPU share, the card-level waste to come (LOOKAHEAD x the
+# growth of W, see above; 0.3, 1, 3, 6, 12, 25 tried) and a card best fit (CARD_FIT milli per GPU the card keeps
+# free). Tuned on openb gpushare40 and default, seeds 100..109 (BENCHMARKS.md), never on the reported 0..9.
+BLENDS = {"fgd-blend": BLEND, "fgd-next": 70.0}
+LOOKAHEAD = {"fgd-next": 12.0}
+CARD_FIT = {"fgd-next": 50.0}
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -218,9 +231,10 @@ def mix_for(policy: str, half_life: float = 0.0) -> ShapeMix:
 class FragModel:
     """F_n(M) for every node, kept current as nodes change, and the growth of F_n(M) a placement causes."""
 
-    def __init__(self, arrays: GpuArrays, mix: Sequence[tuple[Shape, float]]) -> None:
+    def __init__(self, arrays: GpuArrays, mix: Sequence[tuple[Shape, float]], lookahead: float = 0.0) -> None:
         self.arrays = arrays
         self.mix = tuple(mix)
+        self.lookahead = lookahead
         shapes = [s for s, _ in self.mix]
         self.p = np.array([p for _, p in self.mix], dtype=np.float64)
         self.d = np.array([s.milli for s in shapes], dtype=np.int64)
@@ -233,6 +247,7 @@ class FragModel:
             if shapes
             else np.zeros((len(arrays.model_names), 0), dtype=bool)
         )
+        self.waste = card_waste(self.d, self.p) if lookahead else np.zeros(MILLI + 1)
         self.versions = arrays.version.copy()
         everyone = np.arange(arrays.size)
         self.cnt, self.low = self._terms(arrays.free)
@@ -303,6 +318,8 @@ class FragModel:
         low -= before[:, None] * (before[:, None] < d)
         grown = self._frag(nodes[row], cnt, low, total[row] - shape.milli, cpu[row], memory[row])
         grown -= self.frag[nodes[row]]
+        if self.lookahead:
+            grown += self.lookahead * (self.waste[after_dev] - self.waste[before])
         # Best device on each node: least growth, then the fullest device (best fit) on a tie.
         order = np.lexsort((before, np.round(grown, 9), row))
         head = order[np.r_[True, row[order][1:] != row[order][:-1]]]
@@ -311,6 +328,31 @@ class FragModel:
         growth[row[head]] = grown[head]
         chosen[row[head]] = device[head]
         return growth, chosen
+
+
+def card_waste(milli: IntArray, p: FloatArray) -> FloatArray:
+    """W(r) for r = 0..1000 (see the module docstring): the expected unused milli of a card with r free, if pods
+    of the mix (per-card demand `milli`, popularity `p`) keep coming and each goes on it when it fits."""
+    by_milli: dict[int, float] = {}
+    for d, q in zip(milli.tolist(), p.tolist(), strict=True):
+        if d > 0:
+            by_milli[d] = by_milli.get(d, 0.0) + q
+    demands = sorted(by_milli.items())
+    waste = [0.0] * (MILLI + 1)
+    for r in range(1, MILLI + 1):
+        fits = ahead = 0.0
+        for d, q in demands:
+            if d > r:
+                break
+            fits += q
+            ahead += q * waste[r - d]
+        waste[r] = (1.0 - fits) * r + ahead
+    return np.array(waste)
+
+
+def frag_model(policy: str, arrays: GpuArrays, mix: Sequence[tuple[Shape, float]]) -> FragModel:
+    """The fragmentation model `policy` scores with (with the card look-ahead for `fgd-next`)."""
+    return FragModel(arrays, mix, LOOKAHEAD.get(policy, 0.0))
 
 
 # ---- policies: one score per candidate node (higher is better) and the devices on the chosen node ------
@@ -353,8 +395,11 @@ def score_nodes(
         growth, device = frag.growth(shape, nodes)
         scores = -growth
         if policy != "fgd":
-            blend = BLEND if policy == "fgd-blend" else TIE
+            blend = BLENDS.get(policy, TIE)
             scores = scores + blend * bestfit_scores(arrays, shape, nodes, max_cpu, max_gpu)
+        if shape.is_share and policy in CARD_FIT:
+            kept = arrays.free[nodes, np.maximum(device, 0)] - shape.milli
+            scores = scores - CARD_FIT[policy] * kept / MILLI
         return Scored(scores, device if shape.is_share else None)
     raise ValueError(f"unknown GPU placement policy {policy!r}; expected one of {', '.join(POLICIES)}")
 

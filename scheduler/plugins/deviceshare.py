@@ -5,9 +5,12 @@ Each session the plugin builds per-node per-card state from the snapshot's bound
 handlers, so a gang placed pod by pod inside one cycle sees the cards its earlier pods took. It scores
 candidate nodes (BATCH_NODE_ORDER) with the policy of `scheduler.gpu.frag`:
 
-- `fgd-blend` (default): Fragmentation Gradient Descent (Weng et al., ATC 2023) over the mix of pod shapes
-  seen recently (every shape, weighted by GPUs asked to the power 0.3), plus a small best-fit term (worth up to
-  50 milli GPU of fragmentation growth) — the best policy on the openb trace (BENCHMARKS.md);
+- `fgd-next` (default): Fragmentation Gradient Descent (Weng et al., ATC 2023) over the mix of pod shapes
+  seen recently (every shape, counted by pods), plus, for a GPU share, the waste its card's remainder is
+  expected to end with as more pods of the mix come (`scheduler.gpu.frag.card_waste`, x12) and a card best fit,
+  plus a best-fit term worth up to 70 milli GPU of growth — the best policy on the openb trace (BENCHMARKS.md);
+- `fgd-blend`: FGD over every shape weighted by GPUs asked to the power 0.3, plus the best-fit term (up to 50
+  milli); the default before issue 20;
 - `fgd`: FGD as published; `fgd-bestfit`: FGD with best-fit tie-breaks; `fgd-weighted`: FGD over a mix
   weighted by sqrt(GPUs asked) with best-fit tie-breaks; `bestfit`, `firstfit`, `random`.
 
@@ -16,7 +19,7 @@ room for a share, too few idle cards for whole GPUs) scores UNFIT, far below any
 for each placed task are in `assignments` (task uid -> card indices) and `bind_annotations` gives the
 annotations to write at bind.
 
-Arguments: `deviceshare.policy` (fgd-blend), `deviceshare.weight` (1; the score is -100 x weight per GPU of
+Arguments: `deviceshare.policy` (fgd-next), `deviceshare.weight` (1; the score is -100 x weight per GPU of
 fragmentation growth, so one GPU of growth outweighs binpack's whole range), `deviceshare.halfLife` (pods
 after which a seen shape counts half; 0 = never forget; default 5000). An unknown policy, or a weight that is
 not finite, is a conf error; a negative weight is taken as it is, with a conf warning.
@@ -41,9 +44,9 @@ from scheduler.gpu.frag import (
     MILLI,
     MIX_WEIGHTING,
     POLICIES,
-    FragModel,
     Shape,
     ShapeMix,
+    frag_model,
     mix_for,
     score_nodes,
 )
@@ -93,7 +96,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         self.state, self.holders = node_state(ssn.node_list)
         self.assignments: dict[str, tuple[int, ...]] = {}
         self.observe_pending(seen)
-        self.frag = FragModel(self.state, self.mix.top()) if self.policy in MIX_WEIGHTING else None
+        self.frag = frag_model(self.policy, self.state, self.mix.top()) if self.policy in MIX_WEIGHTING else None
         self.rng = np.random.default_rng(0)
         if self.weight:
             ssn.register(P.BATCH_NODE_ORDER, self.scores)

@@ -92,8 +92,8 @@ PARSE_CASES = [
         overcommit-factor: 1.5
         overcommit-factor.nvidia.com/gpu: "1.0"
         """, OvercommitArgs(1.5, MappingProxyType({GPU: 1.0}))),
-    ParseCase("deviceshare without arguments scores with fgd-blend", "deviceshare", "",
-              DeviceShareArgs("fgd-blend", 1.0, 5000.0)),
+    ParseCase("deviceshare without arguments scores with fgd-next", "deviceshare", "",
+              DeviceShareArgs("fgd-next", 1.0, 5000.0)),
     ParseCase("deviceshare reads policy, weight and half-life", "deviceshare", """
         deviceshare.policy: bestfit
         deviceshare.weight: 0.5

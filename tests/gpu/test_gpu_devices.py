@@ -186,7 +186,8 @@ class Case:
 
 
 CASES = [
-    Case("FGD-blend (the default) keeps shares off the whole free node", "fgd-blend"),
+    Case("FGD-next (the default) keeps shares off the whole free node", "fgd-next"),
+    Case("FGD-blend keeps shares off the whole free node", "fgd-blend"),
     Case("FGD-weighted keeps shares off the whole free node", "fgd-weighted"),
     Case("best-fit keeps shares off the whole free node", "bestfit"),
 ]
