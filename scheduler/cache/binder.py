@@ -42,6 +42,9 @@ class Binder:
         self.events = events
         self.may_write = may_write
         self.volumes = VolumeBinder(kube, stores, may_write)
+        # With leader election: the Lease and our identity, on every Binding, for the apiserver's bind fence
+        # (manifests/07-bind-fence.yaml), which refuses a bind sent after another replica took the Lease over.
+        self.fence_annotations: dict[str, str] = {}
 
     def submit(self, result: CycleResult, now: float) -> Pending:
         """Start every bind of every committed gang; events wait until `wait` has seen them all. A gang's claims
@@ -73,8 +76,9 @@ class Binder:
              claims: Future[bool] | None = None) -> bool:
         if claims is not None and not claims.result():
             return False  # the gang's claims could not be bound: none of its pods is
-        if not self.may_write():
-            return False  # leadership lost while this cycle's binds were being sent
+        if not self.may_write():  # leadership lost while this cycle's binds were being sent
+            log.warning("bind %s skipped: not the leader any more", task_key)
+            return False
         timeout = self._fenced_timeout()
         if timeout is None:
             log.warning("bind %s skipped: the Lease may pass to another replica within %.1fs", task_key,
@@ -85,10 +89,13 @@ class Binder:
         if annotations and not self._annotate(namespace, name, annotations):
             return False
         bind_started = time.monotonic()
+        meta: dict[str, object] = {"name": name, "namespace": namespace}
+        if self.fence_annotations:
+            meta["annotations"] = dict(self.fence_annotations)
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:

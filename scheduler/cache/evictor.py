@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from scheduler.api.pod import GROUP_NAME_ANNOTATION
 from scheduler.api.snapshot import Eviction
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.kube import Kube, KubeError
@@ -38,6 +39,13 @@ class Evictor:
             if (pod.get("metadata") or {}).get("deletionTimestamp"):
                 return  # already terminating: the watch has shown our (or somebody's) delete
         namespace, name = task_key.split("/", 1)
+        # The events first, while the pod is still in the store (they name its uid; after the delete the watch
+        # may already have dropped it), as Volcano does (pkg/scheduler/cache/cache.go: defaultEvictor.Evict on
+        # the pod, SchedulerCache.Evict a Normal one on its PodGroup).
+        self.events.record("Pod", task_key, "Warning", "Evict", f"Pod is evicted: {reason}")
+        group = ((pod.get("metadata") or {}).get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+        if group:
+            self.events.record("PodGroup", f"{namespace}/{group}", "Normal", "Evict", reason)
         try:
             self.kube.request(
                 "DELETE",
@@ -50,5 +58,3 @@ class Evictor:
             return
         except Exception as exc:  # noqa: BLE001
             log.warning("evict %s failed: %s", task_key, exc)
-            return
-        self.events.record("Pod", task_key, "Warning", "Evict", f"Pod is evicted: {reason}")

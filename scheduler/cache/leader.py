@@ -35,6 +35,10 @@ from scheduler.cache.kube import Kube, KubeError
 log = logging.getLogger("volcano_py.leader")
 
 LEASE_API = "/apis/coordination.k8s.io/v1"
+# On every Binding a leader sends (the apiserver copies them onto the pod): the Lease it holds and its identity.
+# manifests/07-bind-fence.yaml has the apiserver refuse a bind whose sender the Lease no longer names.
+LEASE_ANNOTATION = "scheduling.volcano-py.io/lease"
+BOUND_BY_ANNOTATION = "scheduling.volcano-py.io/bound-by"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +115,10 @@ class LeaderElector:
         if renewed is None or not self.is_leader():
             return 0.0
         return max(0.0, renewed + self.config.lease_duration - self.monotonic())
+
+    def fence_annotations(self) -> dict[str, str]:
+        """What each of our Bindings carries for the apiserver's bind fence (manifests/07-bind-fence.yaml)."""
+        return {LEASE_ANNOTATION: f"{self.config.namespace}/{self.config.name}", BOUND_BY_ANNOTATION: self.identity}
 
     def wait_leader(self, timeout: float) -> bool:
         with self._changed:

@@ -144,6 +144,7 @@ class SchedulerLoop:
         if self.elector is not None:
             self.cache.may_write = self.elector.is_leader
             self.cache.lease_left = self.elector.valid_for
+            self.cache.binder.fence_annotations = self.elector.fence_annotations()
             self.elector.start()
         # Volcano's --resource-sync-timeout: 0 (or less) starts scheduling without waiting for the first lists.
         synced = self.cache.wait_synced(sync_timeout) if sync_timeout > 0 else True

@@ -221,3 +221,19 @@ def test_a_bind_is_sent_only_with_the_lease_left_and_never_waits_past_it(left, s
         assert (ok, kube.sent) == (False, [])  # under a second left: not sent, the next leader binds it
     else:
         assert kube.sent == [("/api/v1/namespaces/ns/pods/p/binding", sent_timeout)]
+
+
+def test_a_leaders_bindings_name_its_lease_and_itself_for_the_apiservers_fence():
+    """manifests/07-bind-fence.yaml refuses a bind whose sender the named Lease no longer holds."""
+    from scheduler.cache.leader import BOUND_BY_ANNOTATION, LEASE_ANNOTATION
+
+    kube, clock, a, _ = electors()
+    bodies: list[dict] = []
+    _, binder = binder_with(lambda: 10.0)
+    binder.kube.request = lambda method, path, *, body=None, timeout=None, **_: bodies.append(body) or {}
+    binder.bind("ns/p", "n1", now=0.0)  # no leader election: a plain Binding
+    binder.fence_annotations = a.fence_annotations()
+    binder.bind("ns/q", "n1", now=0.0)
+    assert "annotations" not in bodies[0]["metadata"]
+    assert bodies[1]["metadata"]["annotations"] == {
+        LEASE_ANNOTATION: f"{a.config.namespace}/{a.config.name}", BOUND_BY_ANNOTATION: a.identity}

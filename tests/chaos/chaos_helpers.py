@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from controlplane import GPU_RESOURCE, REPO_ROOT, create_gpu_node, node_is_ready, wait_for
+from controlplane import GPU_RESOURCE, create_gpu_node, node_is_ready, wait_for
+from processes import Process
+
+__all__ = ["Process"]  # the chaos tests import it from here
 
 ROUNDS = int(os.environ.get("VOLCANO_CHAOS_ROUNDS", "3"))  # kill -9 rounds: 3 in CI, 10 locally
 SEED = int(os.environ.get("VOLCANO_CHAOS_SEED", "11"))
@@ -24,39 +24,6 @@ CONF = (
     'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n'
     "- plugins:\n  - name: predicates\n  - name: proportion\n  - name: binpack\n"
 )
-
-
-class Process:
-    """`python -m scheduler.cli <command> ...` with its log in a file."""
-
-    def __init__(self, control_plane, log_dir: Path, name: str, command: str, *args: str):
-        self.name = name
-        self.log_path = log_dir / f"{name}.log"
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        cmd = [sys.executable, "-m", "scheduler.cli", command, "--kubeconfig", str(control_plane.kubeconfig), *args]
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        if self.alive():
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(TIMEOUT)
-        self._log.close()
-
-    def stop(self) -> int:
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._log.close()
-        return int(self.proc.returncode)
 
 
 def start_scheduler(control_plane, log_dir: Path, *args: str) -> Process:
