@@ -27,6 +27,7 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -142,7 +143,7 @@ def run_one(ctx: argparse.Namespace, contender: str, kind: str, pods: int, tag: 
     prefix = None
     if profile and contender == "volcano-py":
         prefix = [str(Path(sys.executable).with_name("py-spy")), "record", "--threads", "--format", "raw",
-                  "--rate", "200", "-o", str(profile), "--"]
+                  "--rate", "100", "-o", str(profile), "--"]
     c = start(contender, argv, ctx.workdir / f"{ns}.log", prefix)
     pid = target_pid(c, prefix is not None)
     res: dict = {"contender": contender, "namespace": ns, "pods": len(plain)}
@@ -156,6 +157,9 @@ def run_one(ctx: argparse.Namespace, contender: str, kind: str, pods: int, tag: 
         if contender == CEILING:
             c.proc.wait(60)
     finally:
+        if prefix and pid != c.pid and c.alive():  # py-spy writes its profile once the process it records exits
+            os.kill(pid, signal.SIGTERM)
+            c.proc.wait(60)
         rc = c.stop()
         watch.close()
     times = sorted(watch.bound.values())

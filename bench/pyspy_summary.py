@@ -16,16 +16,17 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-# (part, frame pattern): matched against "function (file:line)" frames, first match wins
+# (part, pattern): searched in the stack's frames joined by ";"; the first part that matches takes the sample
 PARTS = (
-    ("bind path (Binder: bind requests, their JSON, the fence)", re.compile(r"\(.*scheduler/cache/binder\.py")),
-    ("list decoding (Watcher._list/_pages: GET pages, JSON, parse)", re.compile(r"^_(list|pages|get) .*cache/watch\.py")),
-    ("watch decoding (Watcher._watch: stream, JSON, parse, store)", re.compile(r"^_watch .*cache/watch\.py")),
+    ("bind path (Binder: the bind requests, their JSON, the fence)", re.compile(r"scheduler/cache/binder\.py")),
     ("status writes and events (PodGroup status, Events)",
-     re.compile(r"cache/(status_writer|events|publish)\.py")),
+     re.compile(r"scheduler/cache/(status_writer|events|publish)\.py")),
+    ("list decoding (Watcher._list/_pages: the pages' GET, JSON, parse)",
+     re.compile(r"Watcher\._(list|pages)\b|_WorkItem\.run \([^;]*\);Kube\.request_bytes")),
+    ("watch decoding (Watcher._watch: the stream, JSON, parse, store)", re.compile(r"Watcher\._watch\b")),
     ("scheduling cycle (snapshot, session, actions, plugins)",
-     re.compile(r"scheduler/(cycle|framework|actions|plugins|solver|api)/|scheduler/cycle\.py|run_once ")),
-    ("start-up (imports, conf, first sync)", re.compile(r"^<module> |importlib|_find_and_load")),
+     re.compile(r"scheduler/(framework|actions|plugins|solver|api)/|scheduler/cycle\.py|\.run_once ")),
+    ("start-up (imports, conf)", re.compile(r"_find_and_load|importlib")),
 )
 OTHER = "other (HTTP client internals, threads idle in Python, metrics)"
 FRAME = re.compile(r"^(?P<fn>.+?) \((?P<file>[^()]*?):(?P<line>\d+)\)$")
@@ -62,7 +63,8 @@ def summarise(stacks: list[tuple[list[str], int]], top: int) -> str:
         thread = frames[0] if frames and frames[0].startswith(("thread", "process")) else "?"
         threads[thread] += count
         code = [f for f in frames if FRAME.match(f)]
-        part = next((name for name, pat in PARTS if any(pat.search(f) for f in code)), OTHER)
+        joined = ";".join(code)
+        part = next((name for name, pat in PARTS if pat.search(joined)), OTHER)
         parts[part] += count
         for f in {short(f) for f in code}:
             inclusive[f] += count
