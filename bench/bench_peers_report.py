@@ -46,13 +46,6 @@ def _fmt(v: object, digits: int = 2) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
-def _verdict(value: float | None, bound: float, at_least: bool) -> str:
-    if value is None:
-        return "not measured"
-    ok = value >= bound if at_least else value <= bound
-    return f"{value:.2f} ({'met' if ok else 'NOT met'})"
-
-
 def throughput_table(size: dict) -> list[str]:
     med = size["median"]
     lines = [f"**Throughput, {size['nodes']:,} nodes x {size['pods']:,} pods** (gangs of {size['gang']}; medians "
@@ -110,31 +103,44 @@ def restart_table(size: dict) -> list[str]:
     return lines
 
 
-def targets(report: dict) -> list[str]:
-    """Issue 20's targets, each as the ratio from this run and whether it is met."""
+def check(size: dict, what: str, value: float | None, bound: float, at_least: bool) -> dict:
+    met = None if value is None else (value >= bound if at_least else value <= bound)
+    return {"size": f"{size['nodes']:,} x {size['pods']:,}", "kind": size["kind"], "what": what, "value": value,
+            "bound": bound, "at_least": at_least, "met": met}
+
+
+def target_checks(report: dict) -> list[dict]:
+    """Issue 20's targets, each the ratio from this run's medians, its bound and whether it is met (None: one
+    side of the ratio was not measured)."""
     out = []
     for size in report["sizes"]:
-        med, label = size["median"], f"{size['nodes']:,} x {size['pods']:,}"
-        py = med.get("volcano-py", {})
-        vc, ceil = med.get("volcano", {}), med.get("ceiling", {})
+        med = size["median"]
+        py, vc, ceil = med.get("volcano-py", {}), med.get("volcano", {}), med.get("ceiling", {})
         if size["kind"] == "tp":
-            out.append(f"- {label}: volcano-py binds/s / ceiling >= 0.9: "
-                       f"{_verdict(ratio(py.get('binds_per_s'), ceil.get('binds_per_s')), 0.9, True)}")
+            out.append(check(size, "volcano-py binds/s / ceiling", ratio(py.get("binds_per_s"),
+                                                                          ceil.get("binds_per_s")), 0.9, True))
             if size["pods"] >= 10000:
-                out.append(f"- {label}: volcano-py binds/s / Volcano >= 2: "
-                           f"{_verdict(ratio(py.get('binds_per_s'), vc.get('binds_per_s')), 2.0, True)}")
-            out.append(f"- {label}: scheduler CPU per bind / Volcano <= 0.3: whole run "
-                       f"{_verdict(ratio(py.get('cpu_s_per_1000_binds'), vc.get('cpu_s_per_1000_binds')), 0.3, False)}"
-                       "; bind window "
-                       + _verdict(ratio(py.get("cpu_window_s_per_1000_binds"), vc.get("cpu_window_s_per_1000_binds")),
-                                  0.3, False))
-            partial = [m.get("partial_gangs_max") for m in (py, vc) if m.get("partial_gangs_max") is not None]
-            out.append(f"- {label}: partial gangs (must be 0): {max(partial) if partial else 'not measured'}")
+                out.append(check(size, "volcano-py binds/s / Volcano", ratio(py.get("binds_per_s"),
+                                                                              vc.get("binds_per_s")), 2.0, True))
+            for key, label in (("cpu_s_per_1000_binds", "whole run"), ("cpu_window_s_per_1000_binds", "bind window")):
+                out.append(check(size, f"scheduler CPU per bind / Volcano ({label})",
+                                 ratio(py.get(key), vc.get(key)), 0.3, False))
+            partial = [m["partial_gangs_max"] for m in (py, vc) if m.get("partial_gangs_max") is not None]
+            out.append(check(size, "partial gangs", float(max(partial)) if partial else None, 0.0, False))
         else:
-            first = ratio(py.get("start_to_first_bind_s"), vc.get("start_to_first_bind_s"))
-            out.append(f"- {label} restart: volcano-py start to first bind / Volcano <= 0.7: "
-                       f"{_verdict(first, 0.7, False)}")
+            out.append(check(size, "volcano-py start to first bind / Volcano",
+                             ratio(py.get("start_to_first_bind_s"), vc.get("start_to_first_bind_s")), 0.7, False))
     return out
+
+
+def targets(report: dict) -> list[str]:
+    lines = []
+    for c in target_checks(report):
+        verdict = "not measured" if c["met"] is None else f"{c['value']:.2f}, {'met' if c['met'] else 'NOT met'}"
+        kind = " (restart)" if c["kind"] == "restart" else ""
+        lines.append(f"- {c['size']}{kind}: {c['what']} {'>=' if c['at_least'] else '<='} {c['bound']:g}: "
+                     f"**{verdict}**")
+    return lines
 
 
 def markdown(report: dict) -> str:
