@@ -139,7 +139,7 @@ def run_one(ctx: argparse.Namespace, contender: str, kind: str, pods: int, tag: 
     server = {n: cp.procs[n].popen.pid for n in ("kube-apiserver", "etcd")}
     server_cpu0 = sum(cpu_seconds(p) for p in server.values())
     argv = argv_for(contender, cp, ctx.workdir, bindloop=ctx.bindloop, volcano=ctx.volcano, namespace=ns,
-                    workers=ctx.ceiling_workers)
+                    workers=ctx.ceiling_workers, http2=ctx.ceiling_http2)
     prefix = None
     if profile and contender == "volcano-py":
         prefix = [str(Path(sys.executable).with_name("py-spy")), "record", "--threads", "--format", "raw",
@@ -256,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", choices=(*SCHEDULERS, CEILING),
                     help="run only these contenders (repeatable; default all)")
     ap.add_argument("--ceiling-workers", type=int, default=64, help="goroutines of the Go bind loop")
+    ap.add_argument("--ceiling-http2", action="store_true",
+                    help="the bind loop on one HTTP/2 connection (client-go's default) instead of HTTP/1.1 over many")
     ap.add_argument("--timeout", type=float, default=300, help="seconds a contender may take to bind everything")
     ap.add_argument("--profile", action="store_true",
                     help="one more volcano-py run at --profile-size under py-spy (not counted in the medians)")

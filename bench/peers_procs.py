@@ -7,7 +7,8 @@ apiserver's bind ceiling.
                     defaults (no --scheduler-conf: DefaultSchedulerConf of pkg/scheduler/util.go, period 1 s,
                     QPS/burst 2,000 of cmd/scheduler/app/options/options.go)
     kube-scheduler  the control plane's own build (.bin/kube-scheduler), default profile, client QPS and burst 5,000
-    ceiling         bindloop bind: no scheduling, N goroutines, QPS unlimited
+    ceiling         bindloop bind: no scheduling, N goroutines, QPS unlimited, HTTP/1.1 over N connections (with
+                    --ceiling-http2: client-go's default, one HTTP/2 connection)
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class Contender:
 
 
 def argv_for(name: str, cp, workdir: Path, *, bindloop: str, volcano: str, namespace: str,
-             workers: int) -> list[str]:
+             workers: int, http2: bool = False) -> list[str]:
     """The command line of one contender against control plane `cp` (tests/e2e/controlplane.py)."""
     kc = str(cp.kubeconfig)
     if name == "volcano-py":
@@ -132,7 +133,8 @@ def argv_for(name: str, cp, workdir: Path, *, bindloop: str, volcano: str, names
                 f"--cert-dir={workdir / 'kube-scheduler-certs'}", "--leader-elect=false",
                 "--kube-api-qps=5000", "--kube-api-burst=5000", "--v=1"]
     if name == CEILING:
-        return [bindloop, f"-kubeconfig={kc}", f"-workers={workers}", "bind", f"-namespace={namespace}",
+        return [bindloop, f"-kubeconfig={kc}", f"-workers={workers}", f"-http1={str(not http2).lower()}", "bind",
+                f"-namespace={namespace}",
                 "-node-selector=bench=peers"]
     raise ValueError(name)
 

@@ -5,6 +5,9 @@
 //	bindloop -kubeconfig K -workers 64 bind -namespace NS [-node-selector type=bench]
 //	    list NS's pods without spec.nodeName, bind them round-robin onto the selected nodes with N goroutines,
 //	    QPS unlimited, protobuf on the wire (as kube-scheduler talks); print one JSON line.
+//	-http1 (the default) talks HTTP/1.1 over up to N connections, as volcano-py's urllib3 pool does; -http1=false
+//	    is client-go's default, every request a stream of one HTTP/2 connection (as kube-scheduler and Volcano
+//	    talk). On this machine one HTTP/2 connection gave the lower rate, so it is not the ceiling.
 //	bindloop -kubeconfig K -workers 64 create -f objects.jsonl
 //	    POST every line's {"path": ..., "body": {...}} as JSON; an object that already exists counts as created.
 //
@@ -18,6 +21,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -36,6 +40,7 @@ type result struct {
 	Done      int64   `json:"done"`
 	Errors    int64   `json:"errors"`
 	Workers   int     `json:"workers"`
+	HTTP1     bool    `json:"http1"`
 	Seconds   float64 `json:"seconds"`
 	PerSecond float64 `json:"per_s"`
 	ListS     float64 `json:"list_s,omitempty"`
@@ -47,13 +52,24 @@ func fail(format string, args ...any) {
 	os.Exit(2)
 }
 
-func restConfig(kubeconfig string, protobuf bool) *rest.Config {
+var http1 = flag.Bool("http1", true, "HTTP/1.1 over many connections instead of one HTTP/2 connection")
+
+func restConfig(kubeconfig string, protobuf bool, workers int) *rest.Config {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		fail("kubeconfig %s: %v", kubeconfig, err)
 	}
 	cfg.QPS = -1 // no client-side rate limit
 	cfg.Timeout = 60 * time.Second
+	if *http1 {
+		cfg.NextProtos = []string{"http/1.1"}
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			if t, ok := rt.(*http.Transport); ok {
+				t.MaxIdleConnsPerHost = workers // keep every worker's connection: no TLS handshake per request
+			}
+			return rt
+		}
+	}
 	if protobuf {
 		cfg.ContentType = "application/vnd.kubernetes.protobuf"
 		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
@@ -95,7 +111,7 @@ func bind(kubeconfig string, workers int, args []string) result {
 	if *ns == "" {
 		fail("bind: -namespace is required")
 	}
-	cs, err := kubernetes.NewForConfig(restConfig(kubeconfig, true))
+	cs, err := kubernetes.NewForConfig(restConfig(kubeconfig, true, workers))
 	if err != nil {
 		fail("client: %v", err)
 	}
@@ -123,7 +139,7 @@ func bind(kubeconfig string, workers int, args []string) result {
 	})
 	took := time.Since(start).Seconds()
 	done := int64(len(pods.Items)) - errs
-	return result{Mode: "bind", Done: done, Errors: errs, Workers: workers, Seconds: took,
+	return result{Mode: "bind", Done: done, Errors: errs, Workers: workers, HTTP1: *http1, Seconds: took,
 		PerSecond: float64(done) / max(took, 1e-9), ListS: listed.Seconds(), FirstErr: firstErr}
 }
 
@@ -154,7 +170,7 @@ func create(kubeconfig string, workers int, args []string) result {
 		fail("create: %s: %v", *file, err)
 	}
 	_ = f.Close()
-	cs, err := kubernetes.NewForConfig(restConfig(kubeconfig, false))
+	cs, err := kubernetes.NewForConfig(restConfig(kubeconfig, false, workers))
 	if err != nil {
 		fail("client: %v", err)
 	}
@@ -171,7 +187,7 @@ func create(kubeconfig string, workers int, args []string) result {
 	})
 	took := time.Since(start).Seconds()
 	done := int64(len(items)) - errs
-	return result{Mode: "create", Done: done, Errors: errs, Workers: workers, Seconds: took,
+	return result{Mode: "create", Done: done, Errors: errs, Workers: workers, HTTP1: *http1, Seconds: took,
 		PerSecond: float64(done) / max(took, 1e-9), FirstErr: firstErr}
 }
 
