@@ -142,8 +142,10 @@ def run_one(ctx: argparse.Namespace, contender: str, kind: str, pods: int, tag: 
                     workers=ctx.ceiling_workers, http2=ctx.ceiling_http2)
     prefix = None
     if profile and contender == "volcano-py":
-        prefix = [str(Path(sys.executable).with_name("py-spy")), "record", "--threads", "--format", "raw",
-                  "--rate", "100", "-o", str(profile), "--"]
+        # --gil: only samples of the thread holding the GIL, so the shares are of the Python CPU time, not of
+        # threads waiting on the apiserver; --nonblocking: do not pause the process at each sample
+        prefix = [str(Path(sys.executable).with_name("py-spy")), "record", "--threads", "--gil", "--nonblocking",
+                  "--format", "raw", "--rate", "100", "-o", str(profile), "--"]
     c = start(contender, argv, ctx.workdir / f"{ns}.log", prefix)
     pid = target_pid(c, prefix is not None)
     res: dict = {"contender": contender, "namespace": ns, "pods": len(plain)}
