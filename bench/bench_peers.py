@@ -187,7 +187,9 @@ def run_one(ctx: argparse.Namespace, contender: str, kind: str, pods: int, tag: 
     print(f"  {tag} {contender}: {n}/{len(plain)} bound, first {res['start_to_first_bind_s']:.2f}s, "
           f"last {res['start_to_last_bind_s']:.2f}s, {res['binds_per_s']} binds/s"
           + (f", CPU {res['cpu_s']}s, RSS {res['peak_rss_mib']:.0f} MiB" if "cpu_s" in res else ""), flush=True)
+    t0 = time.monotonic()
     cleanup(kube, ns)
+    res["cleanup_s"] = round(time.monotonic() - t0, 1)
     return res
 
 
