@@ -8,7 +8,7 @@ apiserver's bind ceiling.
                     QPS/burst 2,000 of cmd/scheduler/app/options/options.go)
     kube-scheduler  the control plane's own build (.bin/kube-scheduler), default profile, client QPS and burst 5,000
     ceiling         bindloop bind: no scheduling, N goroutines, QPS unlimited, HTTP/1.1 over N connections (with
-                    --ceiling-http2: client-go's default, one HTTP/2 connection)
+                    --ceiling-http2: client-go's default, one HTTP/2 connection; the same rate on this machine)
 """
 
 from __future__ import annotations
