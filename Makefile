@@ -72,3 +72,5 @@ include tools/cluster.mk
 -include tools/reliability.mk
 -include tools/conformance.mk
 -include tools/differential.mk
+# volcano-py against Volcano's scheduler and kube-scheduler on one control plane (issue 20): `make bench-peers`.
+-include tools/bench-peers.mk

@@ -7,6 +7,7 @@
 #   tools/conformance/build-volcano.sh --print-dir   # print the cache directory and exit
 #   tools/conformance/build-volcano.sh --download-only   # copy the snapshot and fetch its modules, no build
 #   SUITES="schedulingbase jobp" tools/conformance/build-volcano.sh   # only these suite binaries
+#   tools/conformance/build-volcano.sh --no-suites   # only the components (make bench-peers needs vc-scheduler)
 #
 # Environment:
 #   VOLCANO_SRC      the snapshot (default /work/shared/peers/volcano, read-only is fine: we build from a copy)
@@ -37,6 +38,9 @@ snapshot_key() { # tree hash: every file's path and sha256, plus the toolchain, 
 KEY="$(snapshot_key)"
 DIR="$CACHE_ROOT/$KEY"
 
+if [[ "${1:-}" == "--no-suites" ]]; then
+  SUITES=""
+fi
 if [[ "${1:-}" == "--print-dir" ]]; then
   echo "$DIR"
   exit 0

@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""`make bench-peers` (issue 20): volcano-py against Volcano's scheduler and kube-scheduler, with the apiserver's
+bind ceiling (a Go client-go loop, tools/k8s/bindloop) as the yardstick, all in one run.
+
+One control plane per size (etcd + kube-apiserver, no kube-controller-manager, no kwok: nodes are created Ready
+and nothing else writes to the cluster). Per round the contenders run one after another, in an order rotated
+every round, each on the same nodes and the same pods, created fresh before it starts and deleted after it stops:
+
+throughput  N nodes, P one-GPU pods (gangs of G with a PodGroup each for volcano-py and Volcano; plain pods for
+            kube-scheduler, which has no gangs here; plain pods bound by the ceiling), all created before the
+            process starts. Measured from process start: first and last bind (as a watch in this process sees
+            them), binds/s from first to last, scheduler CPU seconds (utime+stime, /proc) per 1,000 binds over the
+            whole run and over the bind window, peak RSS (VmHWM), gangs left partly bound when it stopped.
+restart     N nodes and P existing pods already bound (through spec.nodeName), one pending gang of G (one plain
+            pod for kube-scheduler): seconds from process start to the first bind and to the whole gang bound.
+
+    .venv/bin/python bench/bench_peers.py                       # the full run (all four sizes, 3 rounds)
+    .venv/bin/python bench/bench_peers.py --size tp:300x2000 --rounds 1 --only volcano-py --only ceiling
+
+Results: bench/results/peers-<date>.json and a markdown table (bench/bench_peers_report.py) on stdout and in
+bench/results/peers-<date>.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_live import BindWatch, create_namespace, node_body, pod_body, podgroup_body, raw_client  # noqa: E402
+from bench_peers_report import markdown, summarise  # noqa: E402
+from controlplane import ControlPlane, wait_for  # noqa: E402
+from peers_procs import (  # noqa: E402
+    CEILING,
+    GANG_SCHEDULERS,
+    REPO,
+    SCHEDULER_NAME,
+    SCHEDULERS,
+    argv_for,
+    bindloop_binary,
+    cpu_seconds,
+    load,
+    peak_rss_mib,
+    start,
+    target_pid,
+    volcano_scheduler_binary,
+)
+
+from scheduler.cache.kube import Kube  # noqa: E402
+
+PG_API = "/apis/scheduling.volcano.sh/v1beta1"
+DEFAULT_SIZES = ("tp:300x2000", "tp:1000x10000", "restart:2000x20000", "restart:5000x50000")
+
+
+def parse_size(text: str) -> tuple[str, int, int]:
+    try:
+        kind, dims = text.split(":")
+        nodes, pods = (int(x) for x in dims.split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size {text!r}: want tp:NODESxPODS or restart:NODESxPODS") from None
+    if kind not in ("tp", "restart") or nodes <= 0 or pods < 0:
+        raise argparse.ArgumentTypeError(f"size {text!r}: want tp:NODESxPODS or restart:NODESxPODS")
+    return kind, nodes, pods
+
+
+def open_queues(kube: Kube) -> None:
+    """The root and default queues, Open. Both schedulers create them if missing, but their state is written by
+    the queue controllers, which are not running here, and Volcano's proportion plugin only admits jobs of an
+    Open queue (pkg/scheduler/plugins/proportion/proportion.go); so the bench opens them itself."""
+    for name, reclaimable in (("root", False), ("default", True)):
+        kube.request("POST", f"{PG_API}/queues", body={
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+            "spec": {"weight": 1, "reclaimable": reclaimable}})
+        kube.request("PATCH", f"{PG_API}/queues/{name}/status", body={"status": {"state": "Open"}},
+                     content_type="application/merge-patch+json")
+
+
+def make_nodes(kube: Kube, bindloop: str, kubeconfig: str, workdir: Path, nodes: int, gpus: int) -> None:
+    lines = []
+    for i in range(nodes):
+        body = node_body(f"peer-{i}", gpus, ready=True)
+        body["metadata"]["labels"]["bench"] = "peers"
+        lines.append({"path": "/api/v1/nodes", "body": body})
+    load(bindloop, kubeconfig, lines, workdir, "nodes")
+    wait_for(lambda: node_count(kube) >= nodes, 120, interval=0.5, what="nodes listed")
+
+
+def node_count(kube: Kube) -> int:
+    return len(kube.request("GET", "/api/v1/nodes", query={"labelSelector": "bench=peers"}).get("items") or [])
+
+
+def pod_lines(ns: str, contender: str, pods: int, gang: int) -> tuple[list[dict], list[dict]]:
+    """(PodGroups, pods) for one contender: gangs of `gang` for the gang schedulers, plain pods otherwise."""
+    name = SCHEDULER_NAME[contender]
+    path = f"/api/v1/namespaces/{ns}/pods"
+    if contender not in GANG_SCHEDULERS:
+        return [], [{"path": path, "body": pod_body(f"p{i // gang}-{i % gang}", scheduler=name)} for i in range(pods)]
+    groups = [{"path": f"{PG_API}/namespaces/{ns}/podgroups", "body": podgroup_body(f"p{g}", gang)}
+              for g in range(-(-pods // gang))]
+    return groups, [{"path": path, "body": pod_body(f"p{i // gang}-{i % gang}", group=f"p{i // gang}", scheduler=name)}
+                    for i in range(pods)]
+
+
+def cleanup(kube: Kube, ns: str) -> None:
+    """Delete the run's pods at once (no kubelet here to finish a graceful delete) and its PodGroups."""
+    kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods", query={"gracePeriodSeconds": "0"}, timeout=300)
+    kube.request("DELETE", f"{PG_API}/namespaces/{ns}/podgroups", timeout=300)
+    wait_for(lambda: not kube.request("GET", f"/api/v1/namespaces/{ns}/pods", query={"limit": "1"}).get("items"),
+             300, interval=0.2, what=f"pods of {ns} gone")
+
+
+def partial_gangs(bound: dict[str, float], pods: int, gang: int) -> int:
+    counts: dict[str, int] = {}
+    for name in bound:
+        group = name.rsplit("-", 1)[0]
+        counts[group] = counts.get(group, 0) + 1
+    sizes = {f"p{g}": min(gang, pods - g * gang) for g in range(-(-pods // gang))}
+    return sum(1 for g, n in counts.items() if 0 < n < sizes.get(g, gang))
+
+
+def run_one(ctx: argparse.Namespace, contender: str, kind: str, pods: int, tag: str, profile: Path | None) -> dict:
+    """Create the pods, start the contender, measure until every pod is bound (or the timeout), stop, clean up."""
+    kube, cp = ctx.kube, ctx.cp
+    ns = f"{tag}-{contender}"
+    create_namespace(kube, ns)
+    groups, plain = pod_lines(ns, contender, pods, ctx.gang)
+    if groups:
+        load(ctx.bindloop, str(cp.kubeconfig), groups, ctx.workdir, f"{contender} podgroups")
+    load(ctx.bindloop, str(cp.kubeconfig), plain, ctx.workdir, f"{contender} pods")
+    watch = BindWatch(kube, ns)
+    server = {n: cp.procs[n].popen.pid for n in ("kube-apiserver", "etcd")}
+    server_cpu0 = sum(cpu_seconds(p) for p in server.values())
+    argv = argv_for(contender, cp, ctx.workdir, bindloop=ctx.bindloop, volcano=ctx.volcano, namespace=ns,
+                    workers=ctx.ceiling_workers, http2=ctx.ceiling_http2)
+    prefix = None
+    if profile and contender == "volcano-py":
+        # --gil: only samples of the thread holding the GIL, so the shares are of the Python CPU time, not of
+        # threads waiting on the apiserver; --nonblocking: do not pause the process at each sample
+        prefix = [str(Path(sys.executable).with_name("py-spy")), "record", "--threads", "--gil", "--nonblocking",
+                  "--format", "raw", "--rate", "100", "-o", str(profile), "--"]
+    c = start(contender, argv, ctx.workdir / f"{ns}.log", prefix)
+    pid = target_pid(c, prefix is not None)
+    res: dict = {"contender": contender, "namespace": ns, "pods": len(plain)}
+    try:
+        if not watch.wait(1, ctx.timeout):
+            raise SystemExit(f"{contender}: nothing bound in {ctx.timeout:.0f}s; log tail: {c.tail()}")
+        cpu_first = cpu_seconds(pid)
+        complete = watch.wait(len(plain), ctx.timeout)
+        cpu_last, rss = cpu_seconds(pid), peak_rss_mib(pid)
+        res["server_cpu_s"] = round(sum(cpu_seconds(p) for p in server.values()) - server_cpu0, 2)
+        if contender == CEILING:
+            c.proc.wait(60)
+    finally:
+        if prefix and pid != c.pid and c.alive():  # py-spy writes its profile once the process it records exits
+            os.kill(pid, signal.SIGTERM)
+            c.proc.wait(60)
+        rc = c.stop()
+        watch.close()
+    times = sorted(watch.bound.values())
+    first, last, n = times[0], times[-1], len(times)
+    res.update({
+        "bound": n, "complete": complete,
+        "start_to_first_bind_s": round(first - c.started, 3),
+        "start_to_last_bind_s": round(last - c.started, 3),
+        "binds_per_s": round((n - 1) / (last - first), 1) if n > 1 and last > first else None,
+        "partial_gangs": partial_gangs(watch.bound, pods, ctx.gang) if contender in GANG_SCHEDULERS else None,
+    })
+    if contender == CEILING:
+        out = c.log.read_text().strip().splitlines()
+        res["bindloop"] = json.loads(out[-1]) if out and out[-1].startswith("{") else {"exit": rc, "log": out[-5:]}
+    else:
+        res.update({"cpu_s": round(cpu_last, 2), "cpu_window_s": round(cpu_last - cpu_first, 2),
+                    "cpu_s_per_1000_binds": round(1000 * cpu_last / n, 3),
+                    "cpu_window_s_per_1000_binds": round(1000 * (cpu_last - cpu_first) / max(n - 1, 1), 3),
+                    "peak_rss_mib": round(rss, 1), "exit": rc})
+    if not complete:
+        res["log_tail"] = c.tail(8)
+    res["server_cpu_s_per_1000_binds"] = round(1000 * res["server_cpu_s"] / n, 3)
+    print(f"  {tag} {contender}: {n}/{len(plain)} bound, first {res['start_to_first_bind_s']:.2f}s, "
+          f"last {res['start_to_last_bind_s']:.2f}s, {res['binds_per_s']} binds/s"
+          + (f", CPU {res['cpu_s']}s, RSS {res['peak_rss_mib']:.0f} MiB" if "cpu_s" in res else ""), flush=True)
+    t0 = time.monotonic()
+    cleanup(kube, ns)
+    res["cleanup_s"] = round(time.monotonic() - t0, 1)
+    return res
+
+
+def run_size(ctx: argparse.Namespace, kind: str, nodes: int, pods: int) -> dict:
+    print(f"== {kind} {nodes} nodes x {pods} pods", flush=True)
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench-peers-{kind}-"))
+    cp = ControlPlane(controller_manager=False, kwok=False, fast=True,
+                      apiserver_args=("--delete-collection-workers=16",)).start()
+    ctx.cp, ctx.workdir = cp, workdir
+    t0 = time.monotonic()
+    try:
+        kube = ctx.kube = raw_client(str(cp.kubeconfig), 16)
+        open_queues(kube)
+        if kind == "tp":  # room for every pod at about the fill of 2,000 pods on 300 nodes of 8
+            gpus = 8 * max(1, -(-pods // int(nodes * 8 * 0.85)))
+            make_nodes(kube, ctx.bindloop, str(cp.kubeconfig), workdir, nodes, gpus)
+            contenders = [c for c in (*SCHEDULERS, CEILING) if c in ctx.only]
+            measured = pods
+        else:
+            make_nodes(kube, ctx.bindloop, str(cp.kubeconfig), workdir, nodes, 8)
+            create_namespace(kube, "existing")
+            per_node = -(-pods // nodes)
+            load(ctx.bindloop, str(cp.kubeconfig), [
+                {"path": "/api/v1/namespaces/existing/pods",
+                 "body": pod_body(f"e-{i}", node=f"peer-{i // per_node}", scheduler="default-scheduler", gpus=0)}
+                for i in range(pods)], workdir, "existing bound pods")
+            contenders = [c for c in SCHEDULERS if c in ctx.only]
+        runs = []
+        for r in range(ctx.rounds):
+            order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
+            for i, contender in enumerate(order):
+                count = measured if kind == "tp" else (ctx.gang if contender in GANG_SCHEDULERS else 1)
+                res = run_one(ctx, contender, kind, count, f"r{r}", None)
+                res.update({"round": r, "position": i})
+                runs.append(res)
+        profile = None
+        if ctx.profile and kind == "tp" and f"{nodes}x{pods}" == ctx.profile_size and "volcano-py" in contenders:
+            profile = ctx.results / f"peers-{ctx.stamp}-volcano-py-{nodes}x{pods}.pyspy.txt"
+            prof = run_one(ctx, "volcano-py", kind, measured, "prof", profile)
+            prof["profile"] = str(profile.relative_to(REPO))
+    finally:
+        cp.stop()
+    out = {"kind": kind, "nodes": nodes, "pods": pods, "gang": ctx.gang, "rounds": ctx.rounds, "runs": runs,
+           "wall_s": round(time.monotonic() - t0, 1)}
+    if profile:
+        out["profile_run"] = prof
+    out["median"] = summarise(runs)
+    return out
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                           cwd=REPO).stdout.strip()
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", dest="sizes", action="append", type=parse_size,
+                    help=f"tp:NODESxPODS or restart:NODESxPODS (repeatable; default {' '.join(DEFAULT_SIZES)})")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--gang", type=int, default=8)
+    ap.add_argument("--only", action="append", choices=(*SCHEDULERS, CEILING),
+                    help="run only these contenders (repeatable; default all)")
+    ap.add_argument("--ceiling-workers", type=int, default=64, help="goroutines of the Go bind loop")
+    ap.add_argument("--ceiling-http2", action="store_true",
+                    help="the bind loop on one HTTP/2 connection (client-go's default) instead of HTTP/1.1 over many")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds a contender may take to bind everything")
+    ap.add_argument("--profile", action="store_true",
+                    help="one more volcano-py run at --profile-size under py-spy (not counted in the medians)")
+    ap.add_argument("--profile-size", default="1000x10000")
+    ap.add_argument("--results", default=str(REPO / "bench" / "results"))
+    args = ap.parse_args(argv)
+    if args.rounds < 1 or args.gang < 1:
+        ap.error("--rounds and --gang must be at least 1")
+    args.sizes = args.sizes or [parse_size(s) for s in DEFAULT_SIZES]
+    args.only = set(args.only or (*SCHEDULERS, CEILING))
+    args.bindloop = bindloop_binary()
+    args.volcano = volcano_scheduler_binary() if "volcano" in args.only else ""
+    args.results = Path(args.results)
+    args.results.mkdir(parents=True, exist_ok=True)
+    args.stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M")
+    report: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "commit": commit(),
+                    "command": " ".join([os.path.basename(sys.executable), *sys.argv]), "cpus": os.cpu_count(),
+                    "uptime_before": uptime(), "sizes": []}
+    t0 = time.monotonic()
+    for kind, nodes, pods in args.sizes:
+        report["sizes"].append(run_size(args, kind, nodes, pods))
+    report["uptime_after"] = uptime()
+    report["wall_s"] = round(time.monotonic() - t0, 1)
+    path = args.results / f"peers-{args.stamp}.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    md = markdown(report)
+    path.with_suffix(".md").write_text(md)
+    print(md)
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

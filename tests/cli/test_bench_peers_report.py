@@ -1,0 +1,64 @@
+"""`make bench-peers`' arithmetic (bench/bench_peers_report.py, bench/bench_peers.py): medians over rounds, the
+partial-gang count, and the issue-20 targets judged on ratios of one run. The live run itself is `make bench-peers`,
+not part of `make test`."""
+
+from __future__ import annotations
+
+from scheduler.cli import bench_module
+
+report = bench_module("peers_report")
+peers = bench_module("peers")
+
+
+def run(contender: str, rnd: int, **values: object) -> dict:
+    return {"contender": contender, "round": rnd, "complete": True, **values}
+
+
+def test_medians_are_per_contender_and_partial_gangs_take_the_worst_round() -> None:
+    runs = [run("volcano-py", r, binds_per_s=b, partial_gangs=p) for r, (b, p) in enumerate([(300, 0), (100, 2),
+                                                                                             (200, 0)])]
+    runs.append(run("volcano", 0, binds_per_s=50, partial_gangs=0))
+    med = report.summarise(runs)
+    assert med["volcano-py"]["binds_per_s"] == 200
+    assert med["volcano-py"]["partial_gangs_max"] == 2
+    assert med["volcano-py"]["rounds"] == 3
+    assert med["volcano"]["binds_per_s"] == 50
+
+
+def test_targets_use_the_ratio_to_the_ceiling_and_to_volcano() -> None:
+    size = {"kind": "tp", "nodes": 1000, "pods": 10000, "median": {
+        "volcano-py": {"binds_per_s": 450.0, "cpu_s_per_1000_binds": 1.0, "cpu_window_s_per_1000_binds": 0.5,
+                       "partial_gangs_max": 0},
+        "volcano": {"binds_per_s": 200.0, "cpu_s_per_1000_binds": 2.0, "cpu_window_s_per_1000_binds": 2.0,
+                    "partial_gangs_max": 0},
+        "ceiling": {"binds_per_s": 600.0}}}
+    checks = {c["what"]: c for c in report.target_checks({"sizes": [size]})}
+    assert (checks["volcano-py binds/s / ceiling"]["value"], checks["volcano-py binds/s / ceiling"]["met"]) == (0.75,
+                                                                                                             False)
+    assert (checks["volcano-py binds/s / Volcano"]["value"], checks["volcano-py binds/s / Volcano"]["met"]) == (2.25,
+                                                                                                             True)
+    whole, window = (checks[f"scheduler CPU per bind / Volcano ({k})"] for k in ("whole run", "bind window"))
+    assert (whole["value"], whole["met"], window["value"], window["met"]) == (0.5, False, 0.25, True)
+    assert checks["partial gangs"]["met"] is True
+
+
+def test_a_target_with_one_side_unmeasured_is_neither_met_nor_missed() -> None:
+    size = {"kind": "restart", "nodes": 5000, "pods": 50000, "median": {"volcano-py": {"start_to_first_bind_s": 3.0}}}
+    (only,) = report.target_checks({"sizes": [size]})
+    assert (only["value"], only["met"]) == (None, None)
+
+
+def test_a_gang_with_some_but_not_all_pods_bound_is_partial() -> None:
+    bound = {f"p0-{j}": 0.0 for j in range(8)} | {"p1-0": 0.0, "p1-1": 0.0}
+    assert peers.partial_gangs(bound, pods=24, gang=8) == 1  # p0 whole, p1 partial, p2 untouched
+    assert peers.partial_gangs({"p2-0": 0.0, "p2-1": 0.0}, pods=18, gang=8) == 0  # the last gang has only 2 pods
+
+
+def test_a_bad_size_is_one_clear_error() -> None:
+    import argparse
+
+    import pytest
+
+    with pytest.raises(argparse.ArgumentTypeError, match="want tp:NODESxPODS"):
+        peers.parse_size("300x2000")
+    assert peers.parse_size("restart:5000x50000") == ("restart", 5000, 50000)

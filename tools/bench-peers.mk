@@ -1,0 +1,22 @@
+# `make bench-peers` (issue 20): volcano-py against Volcano's vc-scheduler and kube-scheduler, with a Go client-go
+# bind loop as the apiserver's ceiling, in one run. Included (optionally) from the top-level Makefile. Not part of
+# `make test`. See bench/bench_peers.py and BENCHMARKS.md.
+#
+#   make bench-peers                                   all four sizes, 3 rounds
+#   make bench-peers BENCH_PEERS_ARGS=--profile        and one more volcano-py run at 1,000 x 10,000 under py-spy
+#   make bench-peers BENCH_PEERS_ARGS='--size tp:300x2000 --rounds 1'
+#   HEAVY_LOCK=/tmp/volcano-py-heavy.lock              held by the Go builds and by the whole run ('' = none)
+.PHONY: bench-peers bench-peers-build
+
+HEAVY_LOCK ?= /tmp/volcano-py-heavy.lock
+BENCH_PEERS_ARGS ?=
+
+# Volcano's components (not its e2e suites) from the snapshot, and the bind loop from tools/k8s; both no-ops when
+# their cache already holds them.
+bench-peers-build: venv cluster-bins
+	@$(if $(HEAVY_LOCK),flock $(HEAVY_LOCK)) tools/conformance/build-volcano.sh --no-suites
+	@$(if $(HEAVY_LOCK),flock $(HEAVY_LOCK)) tools/build-bindloop.sh >/dev/null
+
+bench-peers: bench-peers-build
+	$(if $(findstring --profile,$(BENCH_PEERS_ARGS)),@test -x $(BIN)/py-spy || $(BIN)/pip install -q py-spy)
+	$(if $(HEAVY_LOCK),flock $(HEAVY_LOCK)) $(BIN)/python bench/bench_peers.py $(BENCH_PEERS_ARGS)
