@@ -126,8 +126,9 @@ class _Outcome(enum.Enum):
 class Allocate:
     name = "allocate"
 
-    def __init__(self) -> None:
+    def __init__(self, *, bulk: bool = True) -> None:
         self._failed: dict[str, Failures] = {}
+        self.bulk = bulk  # place runs of a gang's identical tasks at once where that gives the same binds
 
     def execute(self, ssn: Session) -> None:
         self._failed = {}
@@ -191,9 +192,22 @@ class Allocate:
         """Place `tasks` one by one in this order (Volcano's allocate loop, steps 3 and 4 of `execute`)."""
         stmt = ssn.statement()
         failed = self._failed.setdefault(job.uid, Failures())
-        for index, task in enumerate(tasks):
+        bulk = ssn.bulk if self.bulk and ssn.bulk.enabled and not was_ready else None
+        index = -1
+        while index + 1 < len(tasks):
+            index += 1
+            task = tasks[index]
             if failed.covers(task):
                 continue  # the same shape, or a task of a role that already fit nowhere this session
+            if bulk is not None:  # a run of identical tasks placed at once, as this loop would (framework/bulk.py)
+                placed, ready = bulk.place_run(stmt, queue, job, tasks, index)
+                if ready:
+                    stmt.commit()
+                    requeue(job)
+                    return _Outcome.PLACED
+                if placed:
+                    index += placed - 1
+                    continue
             allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
             if not allowed.ok:
                 ssn.results.hold(job, _over_share(allowed, queue, task), first=True)

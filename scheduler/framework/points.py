@@ -10,7 +10,7 @@ opinion" is `ABSTAIN` (votes, gang placement), an empty list ends a victims tier
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -82,6 +82,26 @@ class QueueTaskDecision(Protocol):
     def __call__(self, queue: QueueInfo, task: TaskInfo, /) -> Status: ...
 
 
+class QueueTaskCount(Protocol):
+    """Allocatable for `n` tasks of one job with one request, taken in turn, each counted as allocated once let
+    through: how many of the first of them the plugin lets through (fewer than `n` when it might stop one)."""
+
+    def __call__(self, queue: QueueInfo, task: TaskInfo, n: int, /) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CountedDecision:
+    """An ALLOCATABLE function in both forms: `one(queue, task)`, the answer for one task, and `many(queue, task,
+    n)`, how many of n identical tasks in a row `one` would let through (without any escape hatch `one` has for
+    a task no node could hold). The bulk placer (`framework/bulk.py`) places a gang's identical tasks with it."""
+
+    one: QueueTaskDecision
+    many: QueueTaskCount
+
+    def __call__(self, queue: QueueInfo, task: TaskInfo, /) -> Status:
+        return self.one(queue, task)
+
+
 class Victims(Protocol):
     """The candidates this plugin lets the preemptor take; an empty list ends the tier without an answer."""
 
@@ -100,6 +120,11 @@ class BatchScorer:
 
     many: BatchScore
     one: NodeScore
+    # Optional: `static(task, node)` -> a key such that `one(task, node)` depends on the node only through its
+    # resource accounting (allocatable, idle, used, no_cpu_request, no_memory_request) and this key, and on the
+    # task only through its request and constraints. With it, the bulk placer computes the scores a node takes as
+    # it fills once per (shape, resource state, key) instead of once per placed task.
+    static: Callable[[TaskInfo, NodeInfo], Hashable] | None = None
 
     def __call__(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray, /) -> FloatArray:
         return self.many(task, arrays, indices)
@@ -149,6 +174,9 @@ def _node_stamper(plugin: str) -> Callable[[Status], Status]:
 
 
 def stamp_queue_task(fn: QueueTaskDecision, plugin: str) -> QueueTaskDecision:
+    if isinstance(fn, CountedDecision):  # keep the counting form beside the stamped one
+        return CountedDecision(stamp_queue_task(fn.one, plugin), fn.many)
+
     def run(queue: QueueInfo, task: TaskInfo, /) -> Status:
         status = fn(queue, task)
         return status if status.ok else status.stamped(plugin)

@@ -26,6 +26,7 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.api.topology import NodeDomains
 from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.backend import StatementBackEnd
+from scheduler.framework.bulk import BulkPlacer
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.fit import FeasibilityCache
 from scheduler.framework.memo import CycleMemo
@@ -87,6 +88,7 @@ class Session:
             plugin.on_session_open(view)
             self.timings[f"plugin:{plugin.name}:OnSessionOpen"] = time.perf_counter() - started
         self.fit.scorers_registered()
+        self.bulk = BulkPlacer(self.node_list, self.arrays, self.tiers, self.fit)
 
     def statement(self) -> Statement:
         """A new Statement on this session: the only way an action places, pipelines or evicts."""

@@ -32,7 +32,8 @@ class DrfPlugin(Plugin[NoArgs]):
         self.shares: dict[str, Fraction] = {uid: share_of(r, self.total) for uid, r in self.allocated.items()}
         ssn.register(P.JOB_ORDER, self.job_order)
         ssn.register(P.PREEMPTABLE, self.preemptable)
-        ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated))
+        ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated,
+                                           allocate_many=self._allocated_many))
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         share_a, share_b = self._share(a.uid), self._share(b.uid)
@@ -58,6 +59,14 @@ class DrfPlugin(Plugin[NoArgs]):
 
     def _allocated(self, task: TaskInfo) -> None:
         self._change(task.job, without_pods(task.resreq))
+
+    def _allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
+        """`_allocated` for each of `tasks` (one job's, in the bulk placer's runs): the same sum, once per job."""
+        by_job: dict[str, list[TaskInfo]] = {}
+        for task in tasks:
+            by_job.setdefault(task.job, []).append(task)
+        for job, group in by_job.items():
+            self._change(job, Resource.total(without_pods(t.resreq) for t in group))
 
     def _deallocated(self, task: TaskInfo) -> None:
         self._change(task.job, Resource() - without_pods(task.resreq))

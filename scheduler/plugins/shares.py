@@ -333,6 +333,17 @@ class QueueBook:
             attr.allocated = attr.allocated + without_pods(task.resreq)
             attr.update_share()
 
+    def allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
+        """`allocated` for each of `tasks` (one job's, in the bulk placer's runs): the same sums, one per job."""
+        by_job: dict[str, list[TaskInfo]] = {}
+        for task in tasks:
+            by_job.setdefault(task.job, []).append(task)
+        for group in by_job.values():
+            held = Resource.total(without_pods(t.resreq) for t in group)
+            for attr in self._task_path(group[0]):
+                attr.allocated = attr.allocated + held
+                attr.update_share()
+
     def deallocated(self, task: TaskInfo) -> None:
         for attr in self._task_path(task):
             attr.allocated = attr.allocated - without_pods(task.resreq)
