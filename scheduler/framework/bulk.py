@@ -18,9 +18,10 @@ that holds by construction, and leaves everything else to the per-task loop:
   score, so that node stays the pick while its new score beats the best other node's (a tie goes to the node
   first in order); otherwise the pick is that other node. A node's scores as it fills are computed on a copy of
   its accounting, once per shape and resource state where every scorer gives its `static` key (`_ladder`).
-- JobReady is asked after every task but the last, as in the loop: the job's task statuses are current (the
-  nodes' accounting catches up when the node's tasks are settled, and JobReady reads none of it). A job that
-  turns ready with tasks left is committed by the caller, as the loop does.
+- JobReady is asked after every task but the last, as in the loop, except while a function's bound
+  (`points.BoundedCheck`: the gang's minAvailable not yet reached) says it cannot pass: the job's task statuses
+  are current (the nodes' accounting catches up when the node's tasks are settled, and JobReady reads none of
+  it). A job that turns ready with tasks left is committed by the caller, as the loop does.
 - A job already ready takes one task per turn: the loop does that alone. A task that fits no node now (to be
   pipelined or to fail) ends the run before it.
 """
@@ -78,6 +79,7 @@ class BulkPlacer:
         self._changes = arrays.changes
         self._fit = fit
         self._ready = tiers.runner(P.JOB_READY)
+        self._bounds = [fn.not_before for fn in tiers.functions(P.JOB_READY) if isinstance(fn, P.BoundedCheck)]
         allocatable = tiers.functions(P.ALLOCATABLE)
         self._counts: list[P.QueueTaskCount] = [fn.many for fn in allocatable if isinstance(fn, P.CountedDecision)]
         scorers = tiers.functions(P.BATCH_NODE_ORDER)
@@ -119,6 +121,8 @@ class BulkPlacer:
         changes = self._changes
         stop, last = start + allowed, len(tasks)
         at = start
+        # JobReady (all must pass) cannot pass before the largest bound: ask it only from there on.
+        ask_from = start + max((bound(job) for bound in self._bounds), default=0)
         while True:
             node = self._node_list[int(indices[best])]
             score = values[best]
@@ -132,7 +136,7 @@ class BulkPlacer:
                 stmt.allocate_begin(task, node)
                 placed.append(task)
                 at += 1
-                if at < last and self._ready(job):
+                if at < last and at >= ask_from and self._ready(job):
                     ready = True
                     break
                 if at == stop or score == NO_FIT or score < rival_score or (score == rival_score and rival < best):

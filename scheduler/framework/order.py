@@ -32,6 +32,10 @@ class Orderings:
 
     def task_order(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
         """The tasks sorted by TaskOrder; undecided, by `default_task_key`."""
+        fns = self._tiers.functions(P.TASK_ORDER)
+        if all(isinstance(fn, P.KeyedOrdering) for fn in fns):  # the same order, one key per task
+            keys = [fn.key for fn in fns if isinstance(fn, P.KeyedOrdering)]
+            return sorted(tasks, key=lambda t: (*(key(t) for key in keys), default_task_key(t)))
 
         def compare(a: TaskInfo, b: TaskInfo) -> int:
             decided = self._tiers.run(P.TASK_ORDER, a, b)

@@ -26,6 +26,7 @@ from scheduler.framework.arrays import IntArray, NodeArrays
 FloatArray = npt.NDArray[np.float64]
 F = TypeVar("F")
 R = TypeVar("R")
+T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
 Tiers = Sequence[Sequence[F]]
 
@@ -37,6 +38,19 @@ class Ordering(Protocol[T_contra]):
     """JobOrder, QueueOrder, TaskOrder: negative if `a` goes first, positive if `b` does, 0 for no opinion."""
 
     def __call__(self, a: T_contra, b: T_contra, /) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedOrdering(Generic[T]):
+    """An Ordering by a key: `a` first when key(a) < key(b), no opinion when equal. Sorting by a key costs one
+    call per item where a comparison function costs one per comparison: `Orderings.task_order` sorts by the
+    keys when every TaskOrder function has one (the same order: the tuple of keys, then the default key)."""
+
+    key: Callable[[T], int]
+
+    def __call__(self, a: T, b: T, /) -> int:
+        left, right = self.key(a), self.key(b)
+        return (left > right) - (left < right)
 
 
 class NodeScore(Protocol):
@@ -66,6 +80,18 @@ class JobDecision(Protocol):
 
 class JobCheck(Protocol):
     def __call__(self, job: JobInfo, /) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedCheck:
+    """A JOB_READY function with a bound: `not_before(job)` placements more are needed before `check` can pass
+    (0: it may pass now). Each placement counts one. The bulk placer asks JobReady only from there on."""
+
+    check: JobCheck
+    not_before: Callable[[JobInfo], int]
+
+    def __call__(self, job: JobInfo, /) -> bool:
+        return self.check(job)
 
 
 class QueueCheck(Protocol):

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from scheduler.framework.backend import StatementBackEnd
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per placed task, and a frozen one costs five times as much to make
 class Operation:
     kind: str  # allocate | pipeline | evict
     task: TaskInfo

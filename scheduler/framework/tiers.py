@@ -26,9 +26,10 @@ class EventHandler:
 
     allocate: Callable[[TaskInfo], None] | None = None
     deallocate: Callable[[TaskInfo], None] | None = None
-    # Optional: the effect of `allocate` for each of the tasks, in order. A handler that gives it says that nothing
-    # allocate asks while it places a run of a gang's identical tasks (JobReady, scores, predicates) reads what the
-    # handler keeps, so the bulk placer may tell it of a node's tasks once they are all placed (`framework/bulk.py`).
+    # Optional: the effect of `allocate` for each of the tasks, in order; they are one job's, with one request (a
+    # bulk run's tasks on one node). A handler that gives it says that nothing allocate asks while it places a run
+    # of a gang's identical tasks (JobReady, scores, predicates) reads what the handler keeps, so the bulk placer
+    # may tell it of a node's tasks once they are all placed (`framework/bulk.py`).
     allocate_many: Callable[[Sequence[TaskInfo]], None] | None = None
 
 
@@ -75,7 +76,8 @@ class TierRunner:
                 handler.allocate(task)
 
     def allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
-        """`allocated` for each of `tasks`, each handler told of all of them at once where it can be."""
+        """`allocated` for each of `tasks` (one job's, with one request), each handler told of all of them at once
+        where it can be."""
         for handler in self._handlers:
             if handler.allocate_many:
                 handler.allocate_many(tasks)

@@ -18,7 +18,7 @@ from scheduler.api.resources import Resource
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
-from scheduler.plugins.shares import cluster_total, share_of, without_pods
+from scheduler.plugins.shares import cluster_total, held_by, share_of, without_pods
 
 
 class DrfPlugin(Plugin[NoArgs]):
@@ -37,7 +37,8 @@ class DrfPlugin(Plugin[NoArgs]):
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         share_a, share_b = self._share(a.uid), self._share(b.uid)
-        return (share_a > share_b) - (share_a < share_b)
+        left, right = share_a.numerator * share_b.denominator, share_b.numerator * share_a.denominator  # exact
+        return (left > right) - (left < right)
 
     def _share(self, job: str) -> Fraction:
         share = self.shares.get(job)
@@ -61,12 +62,8 @@ class DrfPlugin(Plugin[NoArgs]):
         self._change(task.job, without_pods(task.resreq))
 
     def _allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
-        """`_allocated` for each of `tasks` (one job's, in the bulk placer's runs): the same sum, once per job."""
-        by_job: dict[str, list[TaskInfo]] = {}
-        for task in tasks:
-            by_job.setdefault(task.job, []).append(task)
-        for job, group in by_job.items():
-            self._change(job, Resource.total(without_pods(t.resreq) for t in group))
+        """`_allocated` for each of `tasks`, which are one job's with one request (`EventHandler.allocate_many`)."""
+        self._change(tasks[0].job, held_by(tasks))
 
     def _deallocated(self, task: TaskInfo) -> None:
         self._change(task.job, Resource() - without_pods(task.resreq))

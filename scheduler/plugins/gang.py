@@ -155,6 +155,12 @@ def _held_by_releasing(job: JobInfo) -> bool:
     return scheduled + releasing >= job.min_available
 
 
+def placements_to_ready(job: JobInfo) -> int:
+    """How many more tasks must be placed before the job can be ready: each placed task counts one towards
+    minAvailable (`JobInfo.count_ready`), which readiness needs first."""
+    return job.min_available - job.ready_task_num() - job.pending_best_effort_num()
+
+
 class GangPlugin(Plugin[NoArgs]):
     name = "gang"
 
@@ -188,7 +194,7 @@ class GangPlugin(Plugin[NoArgs]):
         ssn.register(P.RECLAIM_GUARD, guard)
         ssn.register(P.JOB_STARVING, starving)
         ssn.register(P.JOB_VALID, valid)
-        ssn.register(P.JOB_READY, ready)
+        ssn.register(P.JOB_READY, P.BoundedCheck(ready, placements_to_ready))
         ssn.register(P.JOB_PIPELINED, pipelined)
         ssn.register(P.JOB_ORDER, job_order)
 

@@ -19,14 +19,16 @@ def _higher_first(a: int, b: int) -> int:
     return -1 if a > b else (1 if a < b else 0)
 
 
+def _task_priority_key(task: TaskInfo) -> int:
+    """TaskOrder by priority, higher first."""
+    return -task.priority
+
+
 class PriorityPlugin(Plugin[NoArgs]):
     name = "priority"
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         def job_order(a: JobInfo, b: JobInfo) -> int:
-            return _higher_first(a.priority, b.priority)
-
-        def task_order(a: TaskInfo, b: TaskInfo) -> int:
             return _higher_first(a.priority, b.priority)
 
         def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
@@ -47,6 +49,6 @@ class PriorityPlugin(Plugin[NoArgs]):
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
         ssn.register(P.JOB_ORDER, job_order)
-        ssn.register(P.TASK_ORDER, task_order)
+        ssn.register(P.TASK_ORDER, P.KeyedOrdering(_task_priority_key))
         ssn.register(P.PREEMPTABLE, victims)
         ssn.register(P.JOB_STARVING, starving)

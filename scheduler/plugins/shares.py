@@ -45,6 +45,12 @@ def without_pods(resource: Resource) -> Resource:
     return Resource(resource.cpu, resource.memory, 0, resource.scalars) if resource.pods else resource
 
 
+def held_by(tasks: Sequence[TaskInfo]) -> Resource:
+    """What tasks with one request hold, without pods: the request times their number (a bulk run's tasks,
+    `EventHandler.allocate_many`); the same value as the sum."""
+    return without_pods(tasks[0].resreq).scale(len(tasks))
+
+
 def dimensions(resource: Resource) -> dict[str, int]:
     """The non-zero resources of `resource` other than pods."""
     return {name: units for name, units in resource.items() if units and name != PODS}
@@ -334,15 +340,11 @@ class QueueBook:
             attr.update_share()
 
     def allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
-        """`allocated` for each of `tasks` (one job's, in the bulk placer's runs): the same sums, one per job."""
-        by_job: dict[str, list[TaskInfo]] = {}
-        for task in tasks:
-            by_job.setdefault(task.job, []).append(task)
-        for group in by_job.values():
-            held = Resource.total(without_pods(t.resreq) for t in group)
-            for attr in self._task_path(group[0]):
-                attr.allocated = attr.allocated + held
-                attr.update_share()
+        """`allocated` for each of `tasks`, which are one job's with one request (`EventHandler.allocate_many`)."""
+        held = held_by(tasks)
+        for attr in self._task_path(tasks[0]):
+            attr.allocated = attr.allocated + held
+            attr.update_share()
 
     def deallocated(self, task: TaskInfo) -> None:
         for attr in self._task_path(task):
