@@ -9,7 +9,8 @@
    to the best-scoring node among those its predicates allow and whose idle resources hold it; failing that,
    it is pipelined onto a node whose releasing resources will hold it. A task that fits nowhere ends the job's
    turn unless the job can still become ready without its role (Volcano's `NeedContinueAllocating`,
-   pkg/scheduler/api/job_info.go); the rest of a failed role is skipped.
+   pkg/scheduler/api/job_info.go); the rest of a failed role is skipped. A run of the job's identical tasks
+   is placed at once where that makes the same binds as this loop does (`framework/bulk.py`).
 4. Commit the job's statement only if JobReady; keep it as a reservation if JobPipelined; otherwise discard.
    A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others.
 """

@@ -10,6 +10,8 @@ and composes the parts that work on them:
 - `results` (`results.py`): conditions, events, phases and queue shares, folded into the `CycleResult` at close.
 - the Statement's back end (`backend.py`), reached only through `statement()`: actions change the session only
   through a Statement.
+- `bulk` (`bulk.py`): places a run of a gang's identical tasks as allocate's per-task loop would, where the
+  conf's plugins allow it.
 
 Plugins see none of this directly: each gets a `SessionAPI` (`plugin.py`) when the session opens.
 """
