@@ -153,7 +153,8 @@ class Allocate:
         for job in jobs:
             if job not in partial and job not in starving:
                 by_queue.setdefault(job.queue, []).append(job)
-        for queue, job, requeue in round_robin(ssn, by_queue, skip_queue=lambda q: self._overused(ssn, q)):
+        for queue, job, requeue in round_robin(ssn, by_queue, skip_queue=lambda q: self._overused(ssn, q),
+                                               jobs_change_only_when_out=True):
             self.allocate_job(ssn, queue, job, requeue)
 
     @staticmethod

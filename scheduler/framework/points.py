@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -44,13 +44,15 @@ class Ordering(Protocol[T_contra]):
 class KeyedOrdering(Generic[T]):
     """An Ordering by a key: `a` first when key(a) < key(b), no opinion when equal. Sorting by a key costs one
     call per item where a comparison function costs one per comparison: `Orderings.task_order` sorts by the
-    keys when every TaskOrder function has one (the same order: the tuple of keys, then the default key)."""
+    keys when every TaskOrder function has one (the same order: the tuple of keys, then the default key), and
+    allocate's job heaps do where every JobOrder function has one (`Orderings.job_key`). The key reads only the
+    job's or task's own state."""
 
-    key: Callable[[T], int]
+    key: Callable[[T], Any]
 
     def __call__(self, a: T, b: T, /) -> int:
         left, right = self.key(a), self.key(b)
-        return (left > right) - (left < right)
+        return int(left > right) - int(left < right)
 
 
 class NodeScore(Protocol):

@@ -30,15 +30,14 @@ class DrfPlugin(Plugin[NoArgs]):
             uid: without_pods(job.allocated()) for uid, job in ssn.jobs.items()
         }
         self.shares: dict[str, Fraction] = {uid: share_of(r, self.total) for uid, r in self.allocated.items()}
-        ssn.register(P.JOB_ORDER, self.job_order)
+        ssn.register(P.JOB_ORDER, P.KeyedOrdering(self.job_share))
         ssn.register(P.PREEMPTABLE, self.preemptable)
         ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated,
                                            allocate_many=self._allocated_many))
 
-    def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        share_a, share_b = self._share(a.uid), self._share(b.uid)
-        left, right = share_a.numerator * share_b.denominator, share_b.numerator * share_a.denominator  # exact
-        return (left > right) - (left < right)
+    def job_share(self, job: JobInfo) -> Fraction:
+        """JobOrder's key: the lower dominant share first."""
+        return self._share(job.uid)
 
     def _share(self, job: str) -> Fraction:
         share = self.shares.get(job)

@@ -101,6 +101,8 @@ class PlacedPods:
 
     def changed_many(self, tasks: Sequence[TaskInfo]) -> None:
         """`changed` for each of `tasks`, in order."""
+        if self._at is None:
+            return  # as `changed`: nothing asked yet
         for task in tasks:
             self.changed(task)
 
