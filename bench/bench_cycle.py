@@ -1,6 +1,6 @@
 """Time one full scheduling cycle on seeded in-memory clusters (issue 9's benchmark).
 
-    .venv/bin/python bench/bench_cycle.py [--sizes 1000x5000,5000x20000] [--repeat 5] [--profile]
+    .venv/bin/python bench/bench_cycle.py [--sizes 1000x5000,5000x20000,10000x50000] [--repeat 5] [--profile]
 
 Nodes have 8 GPUs, 64 cpu, 512Gi; 10% are tainted; 20% of pods carry a node selector; pods come in gangs of
 1 to 64 one-GPU pods. Each repeat rebuilds the snapshot (as the scheduler does every period) and times
@@ -90,7 +90,7 @@ def p95(values: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="1000x5000,5000x20000")
+    parser.add_argument("--sizes", default="1000x5000,5000x20000,10000x50000")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--conf", help="a volcano-scheduler.conf (default: the built-in default)")

@@ -9,7 +9,8 @@
    to the best-scoring node among those its predicates allow and whose idle resources hold it; failing that,
    it is pipelined onto a node whose releasing resources will hold it. A task that fits nowhere ends the job's
    turn unless the job can still become ready without its role (Volcano's `NeedContinueAllocating`,
-   pkg/scheduler/api/job_info.go); the rest of a failed role is skipped.
+   pkg/scheduler/api/job_info.go); the rest of a failed role is skipped. A run of the job's identical tasks
+   is placed at once where that makes the same binds as this loop does (`framework/bulk.py`).
 4. Commit the job's statement only if JobReady; keep it as a reservation if JobPipelined; otherwise discard.
    A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others.
 """
@@ -126,8 +127,9 @@ class _Outcome(enum.Enum):
 class Allocate:
     name = "allocate"
 
-    def __init__(self) -> None:
+    def __init__(self, *, bulk: bool = True) -> None:
         self._failed: dict[str, Failures] = {}
+        self.bulk = bulk  # place runs of a gang's identical tasks at once where that gives the same binds
 
     def execute(self, ssn: Session) -> None:
         self._failed = {}
@@ -151,7 +153,8 @@ class Allocate:
         for job in jobs:
             if job not in partial and job not in starving:
                 by_queue.setdefault(job.queue, []).append(job)
-        for queue, job, requeue in round_robin(ssn, by_queue, skip_queue=lambda q: self._overused(ssn, q)):
+        for queue, job, requeue in round_robin(ssn, by_queue, skip_queue=lambda q: self._overused(ssn, q),
+                                               jobs_change_only_when_out=True):
             self.allocate_job(ssn, queue, job, requeue)
 
     @staticmethod
@@ -191,9 +194,22 @@ class Allocate:
         """Place `tasks` one by one in this order (Volcano's allocate loop, steps 3 and 4 of `execute`)."""
         stmt = ssn.statement()
         failed = self._failed.setdefault(job.uid, Failures())
-        for index, task in enumerate(tasks):
+        bulk = ssn.bulk if self.bulk and ssn.bulk.enabled and not was_ready else None
+        index = -1
+        while index + 1 < len(tasks):
+            index += 1
+            task = tasks[index]
             if failed.covers(task):
                 continue  # the same shape, or a task of a role that already fit nowhere this session
+            if bulk is not None:  # a run of identical tasks placed at once, as this loop would (framework/bulk.py)
+                placed, ready = bulk.place_run(stmt, queue, job, tasks, index)
+                if ready:
+                    stmt.commit()
+                    requeue(job)
+                    return _Outcome.PLACED
+                if placed:
+                    index += placed - 1
+                    continue
             allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
             if not allowed.ok:
                 ssn.results.hold(job, _over_share(allowed, queue, task), first=True)

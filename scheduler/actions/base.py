@@ -30,14 +30,37 @@ class _Ordered:
         return self.less(self.item, other.item)
 
 
+class _Keyed:
+    """Heap entry ordered by a key taken when pushed."""
+
+    __slots__ = ("item", "key")
+
+    def __init__(self, item: object, key: tuple[object, ...]) -> None:
+        self.item = item
+        self.key = key
+
+    def __lt__(self, other: _Keyed) -> bool:
+        return self.key < other.key
+
+
 class OrderedHeap:
-    def __init__(self, less: Callable[[object, object], bool], items: Iterable[object] = ()) -> None:
+    """A heap by a session `less`, or by `key` (taken when an item is pushed) where it gives the same order and
+    an item does not change while it is in the heap."""
+
+    def __init__(self, less: Callable[[object, object], bool], items: Iterable[object] = (),
+                 key: Callable[[object], tuple[object, ...]] | None = None) -> None:
         self._less = less
-        self._heap = [_Ordered(i, less) for i in items]
+        self._key = key
+        self._heap: list[_Ordered | _Keyed] = (
+            [_Ordered(i, less) for i in items] if key is None else [_Keyed(i, key(i)) for i in items]
+        )
         heapq.heapify(self._heap)
 
     def push(self, item: object) -> None:
-        heapq.heappush(self._heap, _Ordered(item, self._less))
+        if self._key is None:
+            heapq.heappush(self._heap, _Ordered(item, self._less))
+        else:
+            heapq.heappush(self._heap, _Keyed(item, self._key(item)))
 
     def pop(self) -> object:
         return heapq.heappop(self._heap).item
@@ -47,15 +70,20 @@ class OrderedHeap:
 
 
 def round_robin(
-    ssn: Session, jobs_by_queue: dict[str, list[JobInfo]], *, skip_queue: Callable[[QueueInfo], bool] | None = None
+    ssn: Session, jobs_by_queue: dict[str, list[JobInfo]], *, skip_queue: Callable[[QueueInfo], bool] | None = None,
+    jobs_change_only_when_out: bool = False,
 ) -> Iterator[tuple[QueueInfo, JobInfo, Callable[[JobInfo], None]]]:
     """Yield (queue, job, requeue) in Volcano's order: best queue first, its best job, then re-rank.
 
     Queue order is re-evaluated after every job, since a queue's share changes as it is given resources.
     `requeue(job)` puts a job back into its queue (an elastic job that wants more after becoming ready).
+    `jobs_change_only_when_out`: the caller changes a job only between its turn and its requeue (allocate does;
+    preempt and reclaim evict other jobs' tasks), so JobOrder's keys (`Orderings.job_key`), where every function
+    has one, are taken once per push instead of comparing the jobs through the plugins at every step.
     """
+    key = ssn.order.job_key() if jobs_change_only_when_out else None
     job_heaps: dict[str, OrderedHeap] = {
-        name: OrderedHeap(ssn.order.job_less, jobs)  # type: ignore[arg-type]
+        name: OrderedHeap(ssn.order.job_less, jobs, key)  # type: ignore[arg-type]
         for name, jobs in jobs_by_queue.items()
         if jobs and name in ssn.queues
     }

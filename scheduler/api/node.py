@@ -6,7 +6,7 @@ pipelined = promised to tasks that wait for releasing resources. future_idle = i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.api.job import TaskInfo
@@ -53,6 +53,24 @@ class NodeInfo:
         self._count_unrequested(task, 1)
         if task.status == TaskStatus.RELEASING:
             self.releasing = self.releasing + task.resreq
+
+    def add_tasks(self, tasks: Sequence[TaskInfo]) -> None:
+        """`add_task` for each of `tasks`, which share one request and one status (the bulk placer's run): the
+        accounting is done once, with the same result (integer sums)."""
+        first = tasks[0]
+        if len(tasks) == 1 or first.status not in OCCUPYING_STATUSES or first.status == TaskStatus.RELEASING:
+            for task in tasks:
+                self.add_task(task)
+            return
+        for task in tasks:
+            self.tasks[task.uid] = task
+        total = first.resreq.scale(len(tasks))
+        self.idle = self.idle - total
+        self.used = self.used + total
+        if not first.resreq.cpu:
+            self.no_cpu_request += len(tasks)
+        if not first.resreq.memory:
+            self.no_memory_request += len(tasks)
 
     def remove_task(self, task: TaskInfo) -> None:
         if self.tasks.pop(task.uid, None) is None:

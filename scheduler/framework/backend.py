@@ -8,7 +8,7 @@ them (with the annotations plugins asked for) once the session closes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
@@ -38,6 +38,17 @@ class StatementBackEnd:
         node.add_task(task)
         self._arrays.update(node)
         self._tiers.allocated(task)
+
+    def begin_place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
+        """The first half of `place`, for the bulk placer: the task's status and node only. `end_place` for the
+        tasks of one node does the rest once (the node's accounting, its arrays, the event handlers)."""
+        self._jobs[task.job].set_status(task, status)
+        task.node_name = node.name
+
+    def end_place(self, tasks: Sequence[TaskInfo], node: NodeInfo) -> None:
+        node.add_tasks(tasks)
+        self._arrays.update(node)
+        self._tiers.allocated_many(tasks)
 
     def unplace(self, task: TaskInfo) -> None:
         node = self._nodes.get(task.node_name)

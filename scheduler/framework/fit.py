@@ -217,6 +217,19 @@ class FeasibilityCache:
         """
         if self._tiers.has(P.NODE_ORDER) or task.constraints.dynamic:
             return self.pick_node(task, self.fitting_indices(task))
+        synced = self.shape_scores(task)
+        if synced is None:
+            return None
+        feasible, cached = synced
+        best = int(np.argmax(cached.values))
+        if cached.values[best] == -np.inf:
+            return None
+        return self._node_list[int(feasible.indices[best])]
+
+    def shape_scores(self, task: TaskInfo) -> tuple[_Feasible, _Scores] | None:
+        """The task's feasible nodes and its shape's cached masked scores over them, brought up to date (what
+        `place_best` takes the best of); None when the task has no feasible node. Only for a task `place_best`
+        caches scores for (no per-node scorer, no inter-pod terms)."""
         feasible = self._feasible_for(task)
         if feasible.indices.size == 0:
             return None
@@ -238,10 +251,7 @@ class FeasibilityCache:
                 slots = slots[slots >= 0]
                 if slots.size:
                     cached.values[slots] = self._masked_scores(task, feasible.indices[slots])
-        best = int(np.argmax(cached.values))
-        if cached.values[best] == -np.inf:
-            return None
-        return self._node_list[int(feasible.indices[best])]
+        return feasible, cached
 
     def best_node(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
         """The best-scoring of `nodes` (fitting or not: the caller chose them)."""
@@ -264,10 +274,15 @@ class FeasibilityCache:
 
     def _masked_score(self, task: TaskInfo, position: int) -> float:
         """`_masked_scores` for one node, in plain Python when every batch scorer has a scalar form."""
-        scalar = self._scalars
-        if scalar is None:
+        if self._scalars is None:
             return float(self._masked_scores(task, np.array([position], dtype=np.int64))[0])
-        node = self._node_list[position]
+        return self.scalar_score(task, self._node_list[position])
+
+    def scalar_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The masked score of the task on `node` (any NodeInfo, one of the session's or a copy) by the batch
+        scorers' scalar forms: -inf where the task does not fit. Only when every batch scorer has one."""
+        scalar = self._scalars
+        assert scalar is not None
         if not task.resreq <= node.idle:
             return -np.inf
         if not scalar:  # no scorer: the first fitting node in name order wins
@@ -276,6 +291,11 @@ class FeasibilityCache:
         for one in scalar:
             total += one(task, node)
         return total
+
+    @property
+    def scalar_scorers(self) -> list[Callable[..., float]] | None:
+        """The batch scorers' scalar forms in tier order (None: some scorer has none)."""
+        return self._scalars
 
     def _scalar_scorers(self) -> list[Callable[..., float]] | None:
         """The scalar forms of the batch scorers in tier order, or None if one of them has none."""

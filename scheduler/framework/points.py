@@ -10,9 +10,9 @@ opinion" is `ABSTAIN` (votes, gang placement), an empty list ends a victims tier
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,7 @@ from scheduler.framework.arrays import IntArray, NodeArrays
 FloatArray = npt.NDArray[np.float64]
 F = TypeVar("F")
 R = TypeVar("R")
+T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
 Tiers = Sequence[Sequence[F]]
 
@@ -37,6 +38,21 @@ class Ordering(Protocol[T_contra]):
     """JobOrder, QueueOrder, TaskOrder: negative if `a` goes first, positive if `b` does, 0 for no opinion."""
 
     def __call__(self, a: T_contra, b: T_contra, /) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedOrdering(Generic[T]):
+    """An Ordering by a key: `a` first when key(a) < key(b), no opinion when equal. Sorting by a key costs one
+    call per item where a comparison function costs one per comparison: `Orderings.task_order` sorts by the
+    keys when every TaskOrder function has one (the same order: the tuple of keys, then the default key), and
+    allocate's job heaps do where every JobOrder function has one (`Orderings.job_key`). The key reads only the
+    job's or task's own state."""
+
+    key: Callable[[T], Any]
+
+    def __call__(self, a: T, b: T, /) -> int:
+        left, right = self.key(a), self.key(b)
+        return int(left > right) - int(left < right)
 
 
 class NodeScore(Protocol):
@@ -68,6 +84,18 @@ class JobCheck(Protocol):
     def __call__(self, job: JobInfo, /) -> bool: ...
 
 
+@dataclass(frozen=True, slots=True)
+class BoundedCheck:
+    """A JOB_READY function with a bound: `not_before(job)` placements more are needed before `check` can pass
+    (0: it may pass now). Each placement counts one. The bulk placer asks JobReady only from there on."""
+
+    check: JobCheck
+    not_before: Callable[[JobInfo], int]
+
+    def __call__(self, job: JobInfo, /) -> bool:
+        return self.check(job)
+
+
 class QueueCheck(Protocol):
     def __call__(self, queue: QueueInfo, /) -> bool: ...
 
@@ -80,6 +108,26 @@ class QueueTaskDecision(Protocol):
     """Allocatable: may the queue take the task now? A rejection names the limit (`QueueLimit`)."""
 
     def __call__(self, queue: QueueInfo, task: TaskInfo, /) -> Status: ...
+
+
+class QueueTaskCount(Protocol):
+    """Allocatable for `n` tasks of one job with one request, taken in turn, each counted as allocated once let
+    through: how many of the first of them the plugin lets through (fewer than `n` when it might stop one)."""
+
+    def __call__(self, queue: QueueInfo, task: TaskInfo, n: int, /) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CountedDecision:
+    """An ALLOCATABLE function in both forms: `one(queue, task)`, the answer for one task, and `many(queue, task,
+    n)`, how many of n identical tasks in a row `one` would let through (without any escape hatch `one` has for
+    a task no node could hold). The bulk placer (`framework/bulk.py`) places a gang's identical tasks with it."""
+
+    one: QueueTaskDecision
+    many: QueueTaskCount
+
+    def __call__(self, queue: QueueInfo, task: TaskInfo, /) -> Status:
+        return self.one(queue, task)
 
 
 class Victims(Protocol):
@@ -100,6 +148,11 @@ class BatchScorer:
 
     many: BatchScore
     one: NodeScore
+    # Optional: `static(task, node)` -> a key such that `one(task, node)` depends on the node only through its
+    # resource accounting (allocatable, idle, used, no_cpu_request, no_memory_request) and this key, and on the
+    # task only through its request and constraints. With it, the bulk placer computes the scores a node takes as
+    # it fills once per (shape, resource state, key) instead of once per placed task.
+    static: Callable[[TaskInfo, NodeInfo], Hashable] | None = None
 
     def __call__(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray, /) -> FloatArray:
         return self.many(task, arrays, indices)
@@ -149,6 +202,9 @@ def _node_stamper(plugin: str) -> Callable[[Status], Status]:
 
 
 def stamp_queue_task(fn: QueueTaskDecision, plugin: str) -> QueueTaskDecision:
+    if isinstance(fn, CountedDecision):  # keep the counting form beside the stamped one
+        return CountedDecision(stamp_queue_task(fn.one, plugin), fn.many)
+
     def run(queue: QueueInfo, task: TaskInfo, /) -> Status:
         status = fn(queue, task)
         return status if status.ok else status.stamped(plugin)

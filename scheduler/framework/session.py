@@ -10,6 +10,8 @@ and composes the parts that work on them:
 - `results` (`results.py`): conditions, events, phases and queue shares, folded into the `CycleResult` at close.
 - the Statement's back end (`backend.py`), reached only through `statement()`: actions change the session only
   through a Statement.
+- `bulk` (`bulk.py`): places a run of a gang's identical tasks as allocate's per-task loop would, where the
+  conf's plugins allow it.
 
 Plugins see none of this directly: each gets a `SessionAPI` (`plugin.py`) when the session opens.
 """
@@ -26,6 +28,7 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.api.topology import NodeDomains
 from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.backend import StatementBackEnd
+from scheduler.framework.bulk import BulkPlacer
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.fit import FeasibilityCache
 from scheduler.framework.memo import CycleMemo
@@ -87,6 +90,7 @@ class Session:
             plugin.on_session_open(view)
             self.timings[f"plugin:{plugin.name}:OnSessionOpen"] = time.perf_counter() - started
         self.fit.scorers_registered()
+        self.bulk = BulkPlacer(self.node_list, self.arrays, self.tiers, self.fit)
 
     def statement(self) -> Statement:
         """A new Statement on this session: the only way an action places, pipelines or evicts."""

@@ -8,6 +8,7 @@ into eviction requests. Pipelined placements are reservations inside the session
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from scheduler.framework.backend import StatementBackEnd
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per placed task, and a frozen one costs five times as much to make
 class Operation:
     kind: str  # allocate | pipeline | evict
     task: TaskInfo
@@ -36,6 +37,16 @@ class Statement:
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         self.operations.append(Operation("allocate", task, node.name, task.status))
         self._back_end.place(task, node, TaskStatus.ALLOCATED)
+
+    def allocate_begin(self, task: TaskInfo, node: NodeInfo) -> None:
+        """`allocate`, for the bulk placer, in two halves: this records the operation and sets the task's status;
+        `allocate_end` settles the tasks of one node at once (their node, its arrays, the event handlers). Between
+        the two only JobReady is asked (`framework/bulk.py`)."""
+        self.operations.append(Operation("allocate", task, node.name, task.status))
+        self._back_end.begin_place(task, node, TaskStatus.ALLOCATED)
+
+    def allocate_end(self, tasks: Sequence[TaskInfo], node: NodeInfo) -> None:
+        self._back_end.end_place(tasks, node)
 
     def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
         self.operations.append(Operation("pipeline", task, node.name, task.status))

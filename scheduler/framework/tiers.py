@@ -8,7 +8,7 @@ each job the enqueue action admits.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -26,6 +26,11 @@ class EventHandler:
 
     allocate: Callable[[TaskInfo], None] | None = None
     deallocate: Callable[[TaskInfo], None] | None = None
+    # Optional: the effect of `allocate` for each of the tasks, in order; they are one job's, with one request (a
+    # bulk run's tasks on one node). A handler that gives it says that nothing allocate asks while it places a run
+    # of a gang's identical tasks (JobReady, scores, predicates) reads what the handler keeps, so the bulk placer
+    # may tell it of a node's tasks once they are all placed (`framework/bulk.py`).
+    allocate_many: Callable[[Sequence[TaskInfo]], None] | None = None
 
 
 class TierRunner:
@@ -69,6 +74,20 @@ class TierRunner:
         for handler in self._handlers:
             if handler.allocate:
                 handler.allocate(task)
+
+    def allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
+        """`allocated` for each of `tasks` (one job's, with one request), each handler told of all of them at once
+        where it can be."""
+        for handler in self._handlers:
+            if handler.allocate_many:
+                handler.allocate_many(tasks)
+            elif handler.allocate:
+                for task in tasks:
+                    handler.allocate(task)
+
+    def handlers_batched(self) -> bool:
+        """Whether every handler that hears placements may hear a run of them at once (`allocate_many`)."""
+        return all(h.allocate is None or h.allocate_many is not None for h in self._handlers)
 
     def deallocated(self, task: TaskInfo) -> None:
         """Tell the event handlers a Statement took `task` off its node (or marked it releasing)."""

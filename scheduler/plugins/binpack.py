@@ -74,7 +74,7 @@ class BinpackPlugin(Plugin[BinpackArgs]):
         self.weight = self.args.weight
         self.resource_weights = self.args.resource_weights
         if self.weight != 0:
-            ssn.register(P.BATCH_NODE_ORDER, P.BatchScorer(self.scores, self.score))
+            ssn.register(P.BATCH_NODE_ORDER, P.BatchScorer(self.scores, self.score, no_static_part))
 
     def _terms(self, task: TaskInfo) -> tuple[list[tuple[str, int, int]], int]:
         """(resource, request, weight) for each requested resource with a non-zero weight, and the sum of the
@@ -114,6 +114,11 @@ class BinpackPlugin(Plugin[BinpackArgs]):
     def _scaled(self, total: Num, weight_sum: int) -> Num:
         mean = total / weight_sum if weight_sum else total
         return mean * (MAX_NODE_SCORE * self.weight)
+
+
+def no_static_part(task: TaskInfo, node: NodeInfo) -> int:
+    """`score` reads the node's allocatable and used alone (`points.BatchScorer.static`)."""
+    return 0
 
 
 def share(request: int, weight: int, capacity: Num, used: Num) -> Num:

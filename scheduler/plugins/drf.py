@@ -18,7 +18,7 @@ from scheduler.api.resources import Resource
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
-from scheduler.plugins.shares import cluster_total, share_of, without_pods
+from scheduler.plugins.shares import cluster_total, held_by, share_of, without_pods
 
 
 class DrfPlugin(Plugin[NoArgs]):
@@ -30,13 +30,14 @@ class DrfPlugin(Plugin[NoArgs]):
             uid: without_pods(job.allocated()) for uid, job in ssn.jobs.items()
         }
         self.shares: dict[str, Fraction] = {uid: share_of(r, self.total) for uid, r in self.allocated.items()}
-        ssn.register(P.JOB_ORDER, self.job_order)
+        ssn.register(P.JOB_ORDER, P.KeyedOrdering(self.job_share))
         ssn.register(P.PREEMPTABLE, self.preemptable)
-        ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated))
+        ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated,
+                                           allocate_many=self._allocated_many))
 
-    def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        share_a, share_b = self._share(a.uid), self._share(b.uid)
-        return (share_a > share_b) - (share_a < share_b)
+    def job_share(self, job: JobInfo) -> Fraction:
+        """JobOrder's key: the lower dominant share first."""
+        return self._share(job.uid)
 
     def _share(self, job: str) -> Fraction:
         share = self.shares.get(job)
@@ -58,6 +59,10 @@ class DrfPlugin(Plugin[NoArgs]):
 
     def _allocated(self, task: TaskInfo) -> None:
         self._change(task.job, without_pods(task.resreq))
+
+    def _allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
+        """`_allocated` for each of `tasks`, which are one job's with one request (`EventHandler.allocate_many`)."""
+        self._change(tasks[0].job, held_by(tasks))
 
     def _deallocated(self, task: TaskInfo) -> None:
         self._change(task.job, Resource() - without_pods(task.resreq))

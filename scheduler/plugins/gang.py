@@ -155,6 +155,17 @@ def _held_by_releasing(job: JobInfo) -> bool:
     return scheduled + releasing >= job.min_available
 
 
+def placements_to_ready(job: JobInfo) -> int:
+    """How many more tasks must be placed before the job can be ready: each placed task counts one towards
+    minAvailable (`JobInfo.count_ready`), which readiness needs first."""
+    return job.min_available - job.ready_task_num() - job.pending_best_effort_num()
+
+
+def ready_last(job: JobInfo) -> bool:
+    """JobOrder's key: jobs not yet ready (by count) first, so minimums are met before extras."""
+    return job.count_ready()
+
+
 class GangPlugin(Plugin[NoArgs]):
     name = "gang"
 
@@ -164,12 +175,6 @@ class GangPlugin(Plugin[NoArgs]):
 
         def pipelined(job: JobInfo) -> Status:
             return SUCCESS if job.is_pipelined() else unschedulable(R.NotPipelined(job.min_available))
-
-        def job_order(a: JobInfo, b: JobInfo) -> int:
-            a_ready, b_ready = a.count_ready(), b.count_ready()
-            if a_ready == b_ready:
-                return 0
-            return 1 if a_ready else -1
 
         def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
             return gang_safe(candidates, ssn.jobs)
@@ -188,9 +193,9 @@ class GangPlugin(Plugin[NoArgs]):
         ssn.register(P.RECLAIM_GUARD, guard)
         ssn.register(P.JOB_STARVING, starving)
         ssn.register(P.JOB_VALID, valid)
-        ssn.register(P.JOB_READY, ready)
+        ssn.register(P.JOB_READY, P.BoundedCheck(ready, placements_to_ready))
         ssn.register(P.JOB_PIPELINED, pipelined)
-        ssn.register(P.JOB_ORDER, job_order)
+        ssn.register(P.JOB_ORDER, P.KeyedOrdering(ready_last))
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         for job in ssn.jobs.values():

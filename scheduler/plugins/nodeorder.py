@@ -165,7 +165,7 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
         self._most_intolerable: dict[Constraints, int] = {}
         self._static: dict[Constraints, np.ndarray] = {}
         if any((self.least, self.most, self.balanced, self.affinity, self.taint)):
-            ssn.register(P.BATCH_NODE_ORDER, P.BatchScorer(self.scores, self.score))
+            ssn.register(P.BATCH_NODE_ORDER, P.BatchScorer(self.scores, self.score, self.static_part))
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:
         request = task.resreq
@@ -181,6 +181,14 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
         if self.taint:
             total += self.taint * self.taint_toleration(task, node)
         return float(total)
+
+    def static_part(self, task: TaskInfo, node: NodeInfo) -> float:
+        """What `score` adds besides its resource terms (preferred affinity, PreferNoSchedule taints): fixed for
+        the session per constraint set and node, so `score` depends on the node only through its accounting and
+        this (`points.BatchScorer.static`)."""
+        if (self.affinity and task.constraints.preferred) or self.taint:
+            return float(self._static_scores(task)[self.ssn.arrays.position[node.name]])
+        return 0.0
 
     def taint_toleration(self, task: TaskInfo, node: NodeInfo) -> int:
         worst = self._most_intolerable.get(task.constraints)

@@ -17,7 +17,7 @@ without the label has no matching pods.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,6 +98,13 @@ class PlacedPods:
             self._record(before[0], before[1], -1)
         if now is not None:
             self._record(now[0], now[1], 1)
+
+    def changed_many(self, tasks: Sequence[TaskInfo]) -> None:
+        """`changed` for each of `tasks`, in order."""
+        if self._at is None:
+            return  # as `changed`: nothing asked yet
+        for task in tasks:
+            self.changed(task)
 
     def _counted(self, task: TaskInfo) -> tuple[int, TaskInfo] | None:
         position = self._position.get(task.node_name)

@@ -249,7 +249,10 @@ class PredicatesPlugin(Plugin[NoArgs]):
         ssn.register(P.PREDICATE, StaticFilter())
         ssn.register(P.DYNAMIC_PREDICATE, host_port_filter)
         self.topology = topology = PodTopology(ssn)
-        ssn.add_event_handler(EventHandler(allocate=topology.placed.changed, deallocate=topology.placed.changed))
+        # Read only for tasks with inter-pod terms, which the bulk placer leaves to the per-task loop: it may hear of
+        # a run's tasks once they are all on their node.
+        ssn.add_event_handler(EventHandler(allocate=topology.placed.changed, deallocate=topology.placed.changed,
+                                           allocate_many=topology.placed.changed_many))
         ssn.register(P.DYNAMIC_PREDICATE, topology.filter)
         ssn.register(P.DYNAMIC_NODE_ORDER, topology.score)
         self.binding: ClaimBinding | None = None

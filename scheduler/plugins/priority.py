@@ -15,20 +15,20 @@ from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin, SessionAPI
 
 
-def _higher_first(a: int, b: int) -> int:
-    return -1 if a > b else (1 if a < b else 0)
+def _task_priority_key(task: TaskInfo) -> int:
+    """TaskOrder by priority, higher first."""
+    return -task.priority
+
+
+def _job_priority_key(job: JobInfo) -> int:
+    """JobOrder by priority, higher first."""
+    return -job.priority
 
 
 class PriorityPlugin(Plugin[NoArgs]):
     name = "priority"
 
     def on_session_open(self, ssn: SessionAPI) -> None:
-        def job_order(a: JobInfo, b: JobInfo) -> int:
-            return _higher_first(a.priority, b.priority)
-
-        def task_order(a: TaskInfo, b: TaskInfo) -> int:
-            return _higher_first(a.priority, b.priority)
-
         def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
             job = ssn.jobs.get(preemptor.job)
             priority = job.priority if job is not None else preemptor.priority
@@ -46,7 +46,7 @@ class PriorityPlugin(Plugin[NoArgs]):
         def starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
-        ssn.register(P.JOB_ORDER, job_order)
-        ssn.register(P.TASK_ORDER, task_order)
+        ssn.register(P.JOB_ORDER, P.KeyedOrdering(_job_priority_key))
+        ssn.register(P.TASK_ORDER, P.KeyedOrdering(_task_priority_key))
         ssn.register(P.PREEMPTABLE, victims)
         ssn.register(P.JOB_STARVING, starving)

@@ -80,11 +80,12 @@ class ProportionPlugin(Plugin[NoArgs]):
 
         ssn.register(P.QUEUE_ORDER, self.queue_order)
         ssn.register(P.OVERUSED, self.overused)
-        ssn.register(P.ALLOCATABLE, self.allocatable)
+        ssn.register(P.ALLOCATABLE, P.CountedDecision(self.allocatable, self.allocatable_count))
         ssn.register(P.JOB_ENQUEUEABLE, self.enqueueable)
         ssn.register(P.PREEMPTIVE, self.preemptive)
         ssn.register(P.RECLAIMABLE, self.reclaimable)
-        ssn.add_event_handler(EventHandler(allocate=self.book.allocated, deallocate=self.book.deallocated))
+        ssn.add_event_handler(EventHandler(allocate=self.book.allocated, deallocate=self.book.deallocated,
+                                           allocate_many=self.book.allocated_many))
         ssn.on_job_enqueued(self.book.enqueued)
 
     def on_session_close(self, ssn: SessionAPI) -> None:
@@ -115,6 +116,17 @@ class ProportionPlugin(Plugin[NoArgs]):
             return SUCCESS
         name = next(n for n, units in request.items() if units > free.get(n))
         return unschedulable(task_limit(attr, DESERVED, name, attr.deserved.get(name), request))
+
+    def allocatable_count(self, queue: QueueInfo, task: TaskInfo, n: int) -> int:
+        """How many of n tasks like `task` in a row `allocatable` lets through by the share alone: the i-th (from
+        0) passes while allocated + (i + 1) x request stays within deserved on every resource it asks for."""
+        attr = self.book.fresh(queue.name)
+        if attr is None:
+            return n
+        for name, units in without_pods(task.resreq).items():
+            if units > 0:
+                n = min(n, max(0, (attr.deserved.get(name) - attr.allocated.get(name)) // units))
+        return n
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self.book.fresh(queue.name)

@@ -45,6 +45,12 @@ def without_pods(resource: Resource) -> Resource:
     return Resource(resource.cpu, resource.memory, 0, resource.scalars) if resource.pods else resource
 
 
+def held_by(tasks: Sequence[TaskInfo]) -> Resource:
+    """What tasks with one request hold, without pods: the request times their number (a bulk run's tasks,
+    `EventHandler.allocate_many`); the same value as the sum."""
+    return without_pods(tasks[0].resreq).scale(len(tasks))
+
+
 def dimensions(resource: Resource) -> dict[str, int]:
     """The non-zero resources of `resource` other than pods."""
     return {name: units for name, units in resource.items() if units and name != PODS}
@@ -331,6 +337,13 @@ class QueueBook:
     def allocated(self, task: TaskInfo) -> None:
         for attr in self._task_path(task):
             attr.allocated = attr.allocated + without_pods(task.resreq)
+            attr.update_share()
+
+    def allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
+        """`allocated` for each of `tasks`, which are one job's with one request (`EventHandler.allocate_many`)."""
+        held = held_by(tasks)
+        for attr in self._task_path(tasks[0]):
+            attr.allocated = attr.allocated + held
             attr.update_share()
 
     def deallocated(self, task: TaskInfo) -> None:
