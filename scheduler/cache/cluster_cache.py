@@ -18,7 +18,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,6 +36,25 @@ from scheduler.cache.volumes import StorageReader
 from scheduler.cache.watch import Watcher
 
 log = logging.getLogger("volcano_py.cache")
+
+
+class _Uids(Mapping[str, str]):
+    """Pod key -> UID, read from the snapshot's pod objects only for the pods bound (a cycle binds a few of many)."""
+
+    def __init__(self, pods: Mapping[str, Any]):
+        self._pods = pods
+
+    def __getitem__(self, key: str) -> str:
+        uid = ((self._pods[key] or {}).get("metadata") or {}).get("uid")
+        if not uid:
+            raise KeyError(key)
+        return str(uid)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._pods)
+
+    def __len__(self) -> int:
+        return len(self._pods)
 
 
 class ClusterCache:
@@ -81,6 +100,7 @@ class ClusterCache:
         self.evictor = Evictor(kube, self.stores, self._pool, self.events, may_write, eviction_grace_seconds)
         self.status_writer = StatusWriter(kube, self.stores, self._pool, self.scheduler_names, may_write, self._stop)
         self._kube = kube
+        self._snapshot_pods: dict[str, Any] = {}
 
     @property
     def kube(self) -> Kube:
@@ -159,7 +179,8 @@ class ClusterCache:
         now = self.clock()
         stores = self.stores
         with stores.lock:
-            pods = list(stores.pods.objects.values())
+            by_key = dict(stores.pods.objects)
+            pods = list(by_key.values())
             nodes = list(stores.nodes.objects.values())
             podgroups = list(stores.podgroups.objects.values())
             queues = list(stores.queues.objects.values())
@@ -170,6 +191,7 @@ class ClusterCache:
         node_infos = self.parser.nodes(nodes)
         jobs = self.parser.podgroups(podgroups, pcs, self.default_queue)
         records = self.parser.pods(pods, pcs)
+        self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
         inputs = SnapshotInputs(node_infos, jobs, self.parser.queues(queues), records, now, hypernodes, assumed,
                                 self.storage.storage())
         return build_snapshot(inputs, self.rules)
@@ -182,7 +204,7 @@ class ClusterCache:
             return
         # Every pod of every committed gang is bound concurrently; a failed bind leaves its pod pending in the
         # cache, so the next cycle retries it.
-        binds = self.binder.submit(result, now)
+        binds = self.binder.submit(result, now, _Uids(self._snapshot_pods))
         evictions = self.evictor.submit(result.evictions)
         failed = self.binder.wait(binds)
         for eviction in evictions:
