@@ -51,11 +51,12 @@ class Binder:
         # (manifests/07-bind-fence.yaml), which refuses a bind sent after another replica took the Lease over.
         self.fence_annotations: dict[str, str] = {}
 
-    def submit(self, result: CycleResult, now: float, uids: Mapping[str, str] | None = None) -> Pending:
+    def submit(self, result: CycleResult, now: float,
+               uid_of: Callable[[str], str | None] = lambda _: None) -> Pending:
         """Start every bind of every committed gang; events wait until `wait` has seen them all. A gang's claims
         are bound by a task submitted before its pods' binds, which wait for it: the pool runs tasks in the order
-        they were submitted, so a bind that waits never holds the worker its claims' task needs. `uids`: pod key ->
-        UID of the pods the cycle saw (its snapshot's)."""
+        they were submitted, so a bind that waits never holds the worker its claims' task needs. `uid_of(pod key)`:
+        the UID of the pod the cycle saw (its snapshot's)."""
         if result.binds:
             self.events.binds_done.clear()
         pending: Pending = []
@@ -63,7 +64,7 @@ class Binder:
             claims = self.pool.submit(self.volumes.bind, gang) if gang.volumes else None
             pending.extend(
                 (gang, self.pool.submit(self.bind, task, node, now, result.annotations.get(task), claims,
-                                        (uids or {}).get(task)))
+                                        uid_of(task)))
                 for task, node in gang.binds
             )
         return pending

@@ -18,7 +18,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,25 +36,6 @@ from scheduler.cache.volumes import StorageReader
 from scheduler.cache.watch import Watcher
 
 log = logging.getLogger("volcano_py.cache")
-
-
-class _Uids(Mapping[str, str]):
-    """Pod key -> UID, read from the snapshot's pod objects only for the pods bound (a cycle binds a few of many)."""
-
-    def __init__(self, pods: Mapping[str, Any]):
-        self._pods = pods
-
-    def __getitem__(self, key: str) -> str:
-        uid = ((self._pods[key] or {}).get("metadata") or {}).get("uid")
-        if not uid:
-            raise KeyError(key)
-        return str(uid)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._pods)
-
-    def __len__(self) -> int:
-        return len(self._pods)
 
 
 class ClusterCache:
@@ -204,7 +185,7 @@ class ClusterCache:
             return
         # Every pod of every committed gang is bound concurrently; a failed bind leaves its pod pending in the
         # cache, so the next cycle retries it.
-        binds = self.binder.submit(result, now, _Uids(self._snapshot_pods))
+        binds = self.binder.submit(result, now, self._snapshot_uid)
         evictions = self.evictor.submit(result.evictions)
         failed = self.binder.wait(binds)
         for eviction in evictions:
@@ -213,6 +194,11 @@ class ClusterCache:
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
         self.status_writer.write(result, now)
         self.events.emit(result.events)
+
+    def _snapshot_uid(self, pod_key: str) -> str | None:
+        """The UID of the pod of that key in the last snapshot: the one the cycle decided for."""
+        uid = ((self._snapshot_pods.get(pod_key) or {}).get("metadata") or {}).get("uid")
+        return str(uid) if uid else None
 
     # ---- what the runner and the partial-gang policy ask (adapter.partial.GangFacts) ----------------------
     def controller_owned(self, pod_key: str) -> bool:

@@ -36,6 +36,8 @@ class FakeKube:
         self.sent.append(("GET", path, None))
         return self.pod
 
+    def close_streams(self) -> None: ...
+
 
 class Events:
     def __init__(self) -> None:
@@ -88,3 +90,26 @@ def test_a_bind_without_an_answer_not_carried_out_fails(pod):
     b, stores, events = binder(kube)
     assert not b.bind("ns/p", "n1", now=7.0, uid="u1")
     assert stores.assumed == {} and events.recorded == []
+
+
+def test_the_cache_binds_the_uid_its_snapshot_saw_not_the_pod_recreated_since():
+    from scheduler.api.snapshot import CycleResult, GangBind
+    from scheduler.cache.cluster_cache import ClusterCache
+
+    def pod(uid: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "ns", "uid": uid, "resourceVersion": uid[1:]},
+                "spec": {"schedulerName": "volcano-py", "containers": [{"name": "c"}]}, "status": {"phase": "Pending"}}
+
+    cache = ClusterCache(None)
+    kube = FakeKube(KubeError(409, "POST", BIND, b"{}"))
+    cache.kube = kube  # type: ignore[assignment]
+    cache.pods.objects["ns/p"] = pod("u1")
+    cache.snapshot()
+    cache.pods.objects["ns/p"] = pod("u2")  # deleted and recreated under the same name, as the watch shows it
+    try:
+        cache.apply(CycleResult(binds=[GangBind("ns/p", (("ns/p", "n1"),))]))
+    finally:
+        cache.stop(timeout=1.0)
+    binds = [body for method, path, body in kube.sent if path == BIND]
+    assert [b["metadata"]["uid"] for b in binds] == ["u1"]
