@@ -114,6 +114,7 @@ class Rules:
         self.lock = threading.Lock()
         self.rules: list[Rule] = []
         self.seen: list[Seen] = []
+        self.cuts = 0  # watches cut by `CutWatch` (a rule fires when the watch starts, the cut comes later)
 
     def add(self, rule: Rule) -> Rule:
         with self.lock:
@@ -126,8 +127,11 @@ class Rules:
                 self.rules.remove(rule)
 
     def clear(self) -> None:
+        """No rules, nothing seen."""
         with self.lock:
             self.rules.clear()
+            self.seen.clear()
+            self.cuts = 0
 
     def decide(self, method: str, path: str, query: str) -> Action | None:
         """The action for one request (None: forward it untouched); counts the match and the fault."""
@@ -211,17 +215,17 @@ class FaultProxy(Rules):
                                               timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self._server_ctx)
         await site.start()
         self.port = self._runner.addresses[0][1]
 
     async def _stop(self) -> None:
+        if self._session is not None:
+            await self._session.close()  # first: ends the watches still streaming from the apiserver
         if self._runner is not None:
             await self._runner.cleanup()
-        if self._session is not None:
-            await self._session.close()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         method, path, query = request.method, request.path, request.query_string
@@ -240,11 +244,11 @@ class FaultProxy(Rules):
             seen(None, name)
             _reset(request)
             return web.Response(status=500)  # never sent: the connection is gone
+        body = await request.read()  # first: the client may give up while the request is held
         if isinstance(action, Delay) and not action.after:
-            await asyncio.sleep(action.seconds)
+            await asyncio.sleep(action.seconds)  # forwarded even if the client is gone: a request late in transit
         if isinstance(action, Hold):
             await asyncio.get_running_loop().run_in_executor(None, action.release.wait, action.timeout)
-        body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         assert self._session is not None
         try:
@@ -275,12 +279,16 @@ class FaultProxy(Rules):
                 if limit is not None and events >= limit:
                     await response.write(line[: max(1, len(line) // 2)])  # half an event, then the cut
                     _reset(request)
+                    with self.lock:
+                        self.cuts += 1
                     return response
                 await response.write(line)
                 events += line.endswith(b"\n")
             await response.write_eof()
         except (ConnectionResetError, aiohttp.ClientConnectionError):
             pass  # the client went away (its watch timed out or was closed)
+        except aiohttp.ClientError:
+            _reset(request)  # the apiserver's side broke off (e.g. restarted): so does the client's
         return response
 
 

@@ -175,6 +175,16 @@ def test_a_delayed_response_times_the_client_out_after_the_apiserver_did_the_wor
     assert upstream.calls == [("POST", BIND)]  # forwarded at once
 
 
+def test_a_delayed_request_still_arrives_after_the_client_gave_up(proxy):
+    proxy, upstream, http = proxy
+    proxy.add(Rule("POST", "binding$", Delay(0.6)))
+    with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+        http.request("POST", f"{proxy.url}{BIND}", body=b"{}", timeout=urllib3.Timeout(read=0.2))
+    assert upstream.calls == []
+    wait_for(lambda: upstream.calls == [("POST", BIND)], 10, what="the late request forwarded")
+    wait_for(lambda: [s.status for s in proxy.requests("POST", "binding$")] == [200], 10, what="it is recorded")
+
+
 def test_hold_forwards_once_released(proxy):
     proxy, upstream, http = proxy
     release = threading.Event()
@@ -200,4 +210,5 @@ def test_cut_watch_aborts_inside_the_event_after_the_kth(proxy):
     lines = got.split(b"\n")
     assert [json.loads(x)["object"]["n"] for x in lines[:-1]] == [0, 1]
     assert lines[-1] and not lines[-1].endswith(b"}")  # half of the third event
+    assert proxy.cuts == 1
     assert http.request("GET", f"{proxy.url}/api/v1/pods?watch=1").data.count(b"\n") == 5  # other rules: none
