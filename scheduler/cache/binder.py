@@ -5,6 +5,11 @@ that and are not sent if it failed. A pod that carries bind annotations (devices
 as a device plugin reads them when the pod starts. A bind that fails leaves its pod pending in the cache, so the
 next cycle retries it. A pod bound here is *assumed* on its node until the watch shows it there, so the next
 snapshot never double-books.
+
+A Binding names the UID of the pod the cycle decided for (as Volcano's do, pkg/scheduler/cache/cache.go), so a
+pod deleted and recreated under the same name since is not bound in its place: the apiserver refuses (409). A
+bind whose answer did not come back (a timeout, a dropped connection, a 5xx) may still have been carried out; the
+pod is read again, and if it is bound where it was sent the bind counts as done, not failed.
 """
 
 from __future__ import annotations
@@ -46,17 +51,20 @@ class Binder:
         # (manifests/07-bind-fence.yaml), which refuses a bind sent after another replica took the Lease over.
         self.fence_annotations: dict[str, str] = {}
 
-    def submit(self, result: CycleResult, now: float) -> Pending:
+    def submit(self, result: CycleResult, now: float,
+               uid_of: Callable[[str], str | None] = lambda _: None) -> Pending:
         """Start every bind of every committed gang; events wait until `wait` has seen them all. A gang's claims
         are bound by a task submitted before its pods' binds, which wait for it: the pool runs tasks in the order
-        they were submitted, so a bind that waits never holds the worker its claims' task needs."""
+        they were submitted, so a bind that waits never holds the worker its claims' task needs. `uid_of(pod key)`:
+        the UID of the pod the cycle saw (its snapshot's)."""
         if result.binds:
             self.events.binds_done.clear()
         pending: Pending = []
         for gang in result.binds:
             claims = self.pool.submit(self.volumes.bind, gang) if gang.volumes else None
             pending.extend(
-                (gang, self.pool.submit(self.bind, task, node, now, result.annotations.get(task), claims))
+                (gang, self.pool.submit(self.bind, task, node, now, result.annotations.get(task), claims,
+                                        uid_of(task)))
                 for task, node in gang.binds
             )
         return pending
@@ -73,7 +81,7 @@ class Binder:
         return failed
 
     def bind(self, task_key: str, node: str, now: float, annotations: Mapping[str, str] | None = None,
-             claims: Future[bool] | None = None) -> bool:
+             claims: Future[bool] | None = None, uid: str | None = None) -> bool:
         if claims is not None and not claims.result():
             return False  # the gang's claims could not be bound: none of its pods is
         if not self.may_write():  # leadership lost while this cycle's binds were being sent
@@ -89,27 +97,22 @@ class Binder:
         if annotations and not self._annotate(namespace, name, annotations):
             return False
         bind_started = time.monotonic()
-        meta: dict[str, object] = {"name": name, "namespace": namespace}
+        meta: dict[str, object] = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
         if self.fence_annotations:
             meta["annotations"] = dict(self.fence_annotations)
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": meta,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         try:
             self.kube.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body,
                               timeout=timeout)
-        except KubeError as exc:
-            if exc.status == 404:
+        except Exception as exc:  # noqa: BLE001 - the pod stays pending, retried next cycle
+            if isinstance(exc, KubeError) and exc.status == 404:
                 log.info("pod %s was deleted before its bind: dropped", task_key)
-            else:
+                return False
+            if (isinstance(exc, KubeError) and exc.status < 500) or not self._landed(namespace, name, node, uid):
                 log.warning("bind %s -> %s failed: %s", task_key, node, exc)
-            return False
-        except Exception as exc:  # noqa: BLE001 - network trouble: the pod stays pending, retried next cycle
-            log.warning("bind %s -> %s failed: %s", task_key, node, exc)
-            return False
+                return False
+            log.info("bind %s -> %s: no answer (%s), but the pod is bound there", task_key, node, exc)
         with self.stores.lock:
             pod = self.stores.pods.objects.get(task_key)
             if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
@@ -119,6 +122,15 @@ class Binder:
                              bind_started - prebind_started if annotations else None)
         self.events.record("Pod", task_key, "Normal", "Scheduled", f"Successfully assigned {task_key} to {node}")
         return True
+
+    def _landed(self, namespace: str, name: str, node: str, uid: str | None) -> bool:
+        """Whether a bind that got no answer was carried out: the pod (the same one) is bound to `node`."""
+        try:
+            pod = self.kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{name}")
+        except Exception:  # noqa: BLE001 - still unreachable: the bind counts as failed, the next cycle sees
+            return False
+        meta, spec = (pod or {}).get("metadata") or {}, (pod or {}).get("spec") or {}
+        return spec.get("nodeName") == node and (uid is None or meta.get("uid") == uid)
 
     def _fenced_timeout(self) -> float | None:
         """The bind request's timeout: no longer than the Lease is certainly ours, so a leader frozen past it (a

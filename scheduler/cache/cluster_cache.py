@@ -81,6 +81,7 @@ class ClusterCache:
         self.evictor = Evictor(kube, self.stores, self._pool, self.events, may_write, eviction_grace_seconds)
         self.status_writer = StatusWriter(kube, self.stores, self._pool, self.scheduler_names, may_write, self._stop)
         self._kube = kube
+        self._snapshot_pods: dict[str, Any] = {}
 
     @property
     def kube(self) -> Kube:
@@ -159,7 +160,8 @@ class ClusterCache:
         now = self.clock()
         stores = self.stores
         with stores.lock:
-            pods = list(stores.pods.objects.values())
+            by_key = dict(stores.pods.objects)
+            pods = list(by_key.values())
             nodes = list(stores.nodes.objects.values())
             podgroups = list(stores.podgroups.objects.values())
             queues = list(stores.queues.objects.values())
@@ -170,6 +172,7 @@ class ClusterCache:
         node_infos = self.parser.nodes(nodes)
         jobs = self.parser.podgroups(podgroups, pcs, self.default_queue)
         records = self.parser.pods(pods, pcs)
+        self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
         inputs = SnapshotInputs(node_infos, jobs, self.parser.queues(queues), records, now, hypernodes, assumed,
                                 self.storage.storage())
         return build_snapshot(inputs, self.rules)
@@ -182,7 +185,7 @@ class ClusterCache:
             return
         # Every pod of every committed gang is bound concurrently; a failed bind leaves its pod pending in the
         # cache, so the next cycle retries it.
-        binds = self.binder.submit(result, now)
+        binds = self.binder.submit(result, now, self._snapshot_uid)
         evictions = self.evictor.submit(result.evictions)
         failed = self.binder.wait(binds)
         for eviction in evictions:
@@ -191,6 +194,11 @@ class ClusterCache:
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
         self.status_writer.write(result, now)
         self.events.emit(result.events)
+
+    def _snapshot_uid(self, pod_key: str) -> str | None:
+        """The UID of the pod of that key in the last snapshot: the one the cycle decided for."""
+        uid = ((self._snapshot_pods.get(pod_key) or {}).get("metadata") or {}).get("uid")
+        return str(uid) if uid else None
 
     # ---- what the runner and the partial-gang policy ask (adapter.partial.GangFacts) ----------------------
     def controller_owned(self, pod_key: str) -> bool:

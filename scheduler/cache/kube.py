@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -34,6 +35,7 @@ except ImportError:  # pragma: no cover - depends on the environment
         return json.dumps(obj).encode()
 
 
+MAX_RETRIES = 10  # client-go's default maxRetries for a response that says Retry-After
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
@@ -48,6 +50,18 @@ class KubeError(Exception):
         except Exception:  # noqa: BLE001 - a non-JSON error body is shown as is
             pass
         super().__init__(f"{method} {path}: {status} {message}")
+
+
+def retry_after(status: int, header: str | None) -> float | None:
+    """Seconds to wait before sending a request again, when the response says so (429 or 5xx with an integer
+    `Retry-After`); None: not to be sent again."""
+    if not (status == 429 or status >= 500) or header is None:
+        return None
+    try:
+        seconds = int(header.strip())
+    except ValueError:
+        return None  # an HTTP date: the apiserver never sends one
+    return float(max(0, seconds))
 
 
 class Kube:
@@ -116,17 +130,29 @@ class Kube:
         content_type: str | None = None,
         timeout: float | None = None,
     ) -> bytes:
-        """One call whose body the caller parses (or looks into first): the raw response bytes."""
+        """One call whose body the caller parses (or looks into first): the raw response bytes.
+
+        A 429 (or 5xx) that carries `Retry-After` is sent again after that many seconds, up to MAX_RETRIES times
+        and never past `timeout` from the first send, as client-go does (rest/request.go, `checkWait`: the
+        apiserver's priority-and-fairness throttling says when to come back, and Volcano's binds go through it).
+        """
         seconds = self.request_timeout if timeout is None else timeout
-        timeout_ = urllib3.Timeout(connect=min(10.0, seconds), read=seconds)
-        resp = self._send(method, path, query=query, body=body, content_type=content_type, timeout=timeout_)
-        try:
-            data: bytes = resp.data
-        finally:
-            resp.release_conn()
-        if resp.status >= 400:
-            raise KubeError(resp.status, method, path, data)
-        return data
+        deadline = time.monotonic() + seconds
+        for attempt in range(MAX_RETRIES + 1):
+            left = max(0.001, deadline - time.monotonic())
+            timeout_ = urllib3.Timeout(connect=min(10.0, left), read=left)
+            resp = self._send(method, path, query=query, body=body, content_type=content_type, timeout=timeout_)
+            try:
+                data: bytes = resp.data
+            finally:
+                resp.release_conn()
+            if resp.status < 400:
+                return data
+            wait = retry_after(resp.status, resp.headers.get("Retry-After"))
+            if wait is None or attempt == MAX_RETRIES or time.monotonic() + wait >= deadline:
+                break
+            time.sleep(wait)  # the server said when; nothing else is waiting on this thread
+        raise KubeError(resp.status, method, path, data)
 
     def delete(self, path: str, body: Mapping[str, Any] | None = None) -> bool:
         """DELETE an object; False when it was already gone (404)."""

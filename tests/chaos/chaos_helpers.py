@@ -26,12 +26,13 @@ CONF = (
 )
 
 
-def start_scheduler(control_plane, log_dir: Path, *args: str) -> Process:
+def start_scheduler(control_plane, log_dir: Path, *args: str, kubeconfig=None) -> Process:
     conf = log_dir / "volcano-scheduler.conf"
     conf.write_text(CONF)
     name = f"s-{uuid.uuid4().hex[:6]}"
     return Process(control_plane, log_dir, name, "scheduler", "--scheduler-conf", str(conf),
-                   "--schedule-period", "200ms", "--log-level", "debug", "--leader-elect-identity", name, *args)
+                   "--schedule-period", "200ms", "--log-level", "debug", "--leader-elect-identity", name, *args,
+                   kubeconfig=kubeconfig)
 
 
 def make_nodes(core_v1, tag: str, count: int, gpus: int = 8) -> list[str]:

@@ -17,11 +17,12 @@ TIMEOUT = 90
 class Process:
     """`python -m scheduler.cli <command> ...` with its log in a file."""
 
-    def __init__(self, control_plane, log_dir: Path, name: str, command: str, *args: str):
+    def __init__(self, control_plane, log_dir: Path, name: str, command: str, *args: str, kubeconfig=None):
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        cmd = [sys.executable, "-m", "scheduler.cli", command, "--kubeconfig", str(control_plane.kubeconfig), *args]
+        kubeconfig = kubeconfig or control_plane.kubeconfig  # another one: e.g. through the fault proxy
+        cmd = [sys.executable, "-m", "scheduler.cli", command, "--kubeconfig", str(kubeconfig), *args]
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
 
     def log(self) -> str:
