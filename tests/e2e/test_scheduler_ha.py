@@ -7,8 +7,6 @@ namespace and nodes (pods select them), and its own Lease name, so tests never c
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import threading
@@ -19,6 +17,7 @@ from pathlib import Path
 import pytest
 from controlplane import GPU_RESOURCE, assert_no_overcommit, bind_pod, wait_for
 from kubernetes import client
+from processes import Process
 from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod, node_set, pg_status, podgroup
 
 __all__ = ["node_set"]  # fixtures used by the tests below
@@ -31,46 +30,20 @@ CONF = (
 LEASE_NS = "volcano-py-system"
 
 
-class SchedulerProcess:
-    """`python -m scheduler.cli scheduler ...` with its log in a file; killed at teardown if still alive."""
-
-    def __init__(self, control_plane, tmp_path: Path, name: str, *args: str):
-        self.name = name
-        self.log_path = tmp_path / f"{name}.log"
-        conf = tmp_path / "volcano-scheduler.conf"
-        conf.write_text(CONF)
-        cmd = [
-            sys.executable, "-m", "scheduler.cli", "scheduler", "--kubeconfig", str(control_plane.kubeconfig),
-            "--scheduler-conf", str(conf), "--schedule-period", "200ms", "--log-level", "debug",
-            "--leader-elect-identity", name, *args,
-        ]
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(TIMEOUT)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._log.close()
+def scheduler_process(control_plane, tmp_path: Path, name: str, *args: str) -> Process:
+    """`python -m scheduler.cli scheduler ...` as a replica named `name`, with its log in a file."""
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(CONF)
+    return Process(control_plane, tmp_path, name, "scheduler", "--scheduler-conf", str(conf),
+                   "--schedule-period", "200ms", "--log-level", "debug", "--leader-elect-identity", name, *args)
 
 
 @pytest.fixture
 def schedulers(control_plane, tmp_path):
-    started: list[SchedulerProcess] = []
+    started: list[Process] = []
 
-    def start(name: str, *args: str) -> SchedulerProcess:
-        s = SchedulerProcess(control_plane, tmp_path, name, *args)
+    def start(name: str, *args: str) -> Process:
+        s = scheduler_process(control_plane, tmp_path, name, *args)
         started.append(s)
         return s
 
