@@ -160,8 +160,7 @@ class ClusterCache:
         now = self.clock()
         stores = self.stores
         with stores.lock:
-            by_key = dict(stores.pods.objects)
-            pods = list(by_key.values())
+            by_key = dict(stores.pods.objects)  # one copy: the parser walks its values, the binds read UIDs
             nodes = list(stores.nodes.objects.values())
             podgroups = list(stores.podgroups.objects.values())
             queues = list(stores.queues.objects.values())
@@ -171,7 +170,7 @@ class ClusterCache:
             assumed = {key: node for key, (node, _) in stores.assumed.items()}
         node_infos = self.parser.nodes(nodes)
         jobs = self.parser.podgroups(podgroups, pcs, self.default_queue)
-        records = self.parser.pods(pods, pcs)
+        records = self.parser.pods(by_key.values(), pcs)
         self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
         inputs = SnapshotInputs(node_infos, jobs, self.parser.queues(queues), records, now, hypernodes, assumed,
                                 self.storage.storage())
