@@ -60,6 +60,15 @@ def job_object(run: RunView) -> dict[str, Any]:
     }
 
 
+def created(item: Controlled) -> dict[str, Any]:
+    """The object as the apiserver keeps it once created at its arrival: a uid and a creation time."""
+    manifest = copy.deepcopy(item.manifest)
+    meta = manifest["metadata"]
+    meta["uid"] = uid_of(item.kind, f"{meta['namespace']}/{meta['name']}")
+    meta["creationTimestamp"] = rfc3339(at(item.arrival).timestamp())
+    return manifest
+
+
 def uid_of(kind: str, key: str) -> str:
     return f"sim-{kind.lower()}-{key.replace('/', '-')}"
 
@@ -93,10 +102,7 @@ class CronController(_Watching):
 
     @classmethod
     def of(cls, item: Controlled) -> CronController:
-        manifest = copy.deepcopy(item.manifest)
-        meta = manifest["metadata"]
-        meta["uid"] = uid_of("CronJob", f"{meta['namespace']}/{meta['name']}")
-        meta["creationTimestamp"] = rfc3339(at(item.arrival).timestamp())
+        manifest = created(item)
         return cls(manifest, item.arrival, item.until, item.duration, look_again=item.arrival)
 
     def step(self, now: float, runs: Mapping[str, RunView]) -> tuple[list[WorkItem], list[str]]:
@@ -145,10 +151,7 @@ class FlowController(_Watching):
 
     @classmethod
     def of(cls, item: Controlled, templates: Mapping[str, Controlled]) -> FlowController:
-        manifest = copy.deepcopy(item.manifest)
-        meta = manifest["metadata"]
-        meta["uid"] = uid_of("JobFlow", f"{meta['namespace']}/{meta['name']}")
-        meta["creationTimestamp"] = rfc3339(at(item.arrival).timestamp())
+        manifest = created(item)
         names = flow.template_names(manifest)
         return cls(manifest, item.arrival, {n: templates[n].manifest for n in names},
                    {n: templates[n].duration for n in names})
