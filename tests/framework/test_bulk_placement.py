@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from scheduler.actions import ACTIONS
@@ -160,7 +160,11 @@ def run(workload: dict[str, Any], conf_name: str, allocate: type[Allocate], monk
 def test_bulk_runs_decide_as_the_per_task_loop(workload: dict[str, Any], conf_name: str) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         reference = run(workload, conf_name, PerTask, monkeypatch)
+        counts = _placed_in_runs(monkeypatch)
         bulk = run(workload, conf_name, Allocate, monkeypatch)
+    # A cluster where no run was placed compares the per-task loop with itself: it proves nothing, so only the
+    # clusters where the fast path placed something count as examples.
+    assume(any(counts))
     assert bulk == reference
 
 
