@@ -29,6 +29,7 @@ from scheduler.api.timestamps import parse_time, rfc3339
 from scheduler.controllers.claims import JobClaims
 from scheduler.controllers.client import Api
 from scheduler.controllers.podgroup_phases import PhaseTransitions
+from scheduler.controllers.timers import Retries, Timers
 from scheduler.jobs import (
     Decision,
     JobEvent,
@@ -110,43 +111,6 @@ def job_status(job: Mapping[str, Any], decision: Decision, now: float, note: str
     return status
 
 
-class Timers:
-    """One pending timer per (job, purpose); re-arming an armed timer keeps the earlier one."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._timers: dict[tuple[str, str], threading.Timer] = {}
-
-    def arm(self, key: str, purpose: str, delay: float, action: Callable[[], None]) -> None:
-        with self._lock:
-            if (key, purpose) in self._timers:
-                return
-
-            def fire() -> None:
-                with self._lock:
-                    self._timers.pop((key, purpose), None)
-                try:
-                    action()
-                except Exception:  # noqa: BLE001 - a timer must never kill its thread silently
-                    log.exception("timer %s for %s failed", purpose, key)
-
-            timer = threading.Timer(max(0.0, delay), fire)
-            timer.daemon = True
-            self._timers[(key, purpose)] = timer
-            timer.start()
-
-    def cancel(self, key: str) -> None:
-        with self._lock:
-            for k in [k for k in self._timers if k[0] == key]:
-                self._timers.pop(k).cancel()
-
-    def cancel_all(self) -> None:
-        with self._lock:
-            for timer in self._timers.values():
-                timer.cancel()
-            self._timers.clear()
-
-
 VOLCANO_SCHEDULER = "volcano"
 
 
@@ -170,6 +134,7 @@ class JobController:
         self.claim_unnamed = claim_unnamed or VOLCANO_SCHEDULER in self.scheduler_names
         self.clock = clock
         self.timers = Timers()
+        self.retries = Retries(self.timers)  # a sync that failed runs again (kopf does not retry watch handlers)
         self.volume_claims = JobClaims(api, self.timers.arm, clock)  # the PersistentVolumeClaims of spec.volumes
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
@@ -192,6 +157,7 @@ class JobController:
         meta = job.get("metadata") or {}
         if kind == "DELETED":
             self.timers.cancel(f"{meta.get('namespace')}/{meta.get('name')}")
+            self.retries.forget(f"{meta.get('namespace')}/{meta.get('name')}")
             with self._guard:
                 self._views.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)
                 self._locks.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)  # else one per Job ever seen
@@ -246,8 +212,13 @@ class JobController:
         event: JobEvent | None = None,
         change: tuple[PodView | None, PodView | None, int | None] | None = None,
     ) -> Decision | None:
-        with self._lock(f"{namespace}/{name}"):
-            return self._reconcile(namespace, name, event, change)
+        key = f"{namespace}/{name}"
+
+        def sync() -> Decision | None:
+            with self._lock(key):
+                return self._reconcile(namespace, name, event, change)
+
+        return self.retries.run(key, f"job {key}: sync failed", log, sync)
 
     def _reconcile(
         self,

@@ -33,6 +33,7 @@ from scheduler.api.pod import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY
 from scheduler.api.resources import ZERO, QuantityError, pod_request
 from scheduler.cache.kube import KubeError
 from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflict
+from scheduler.controllers.timers import Retries, Timers
 from scheduler.jobs import keys
 
 log = logging.getLogger("volcano_py.controllers.podgroup")
@@ -162,13 +163,17 @@ class PodGroupController:
         self.scheduler_names = frozenset(scheduler_names)
         self._lock = threading.Lock()
         self._made: set[str] = set()  # PodGroup keys known to exist
+        self.retries = Retries(Timers())  # a failed create runs again (kopf does not retry watch handlers)
 
     def on_pod(self, kind: str | None, pod: MutableObj) -> None:
         if kind == "DELETED" or not needs_podgroup(pod, self.scheduler_names):
             return
         namespace = str(pod["metadata"].get("namespace", "default"))
+        key = f"{namespace}/{plain_group_name(pod)}"
+        self.retries.run(key, f"podgroup {key} for plain pods", log, lambda: self._ensure(namespace, key, pod))
+
+    def _ensure(self, namespace: str, key: str, pod: MutableObj) -> None:
         name = plain_group_name(pod)
-        key = f"{namespace}/{name}"
         with self._lock:
             if key in self._made:
                 return

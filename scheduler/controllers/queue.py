@@ -24,6 +24,7 @@ from typing import Any
 from scheduler import metrics
 from scheduler.api.objects import MutableObj
 from scheduler.controllers.client import Api
+from scheduler.controllers.timers import Retries, Timers
 
 log = logging.getLogger("volcano_py.controllers.queue")
 
@@ -61,6 +62,7 @@ class QueueController:
         # queue name -> (spec.parent, status.state) as last seen or written: the hierarchy, read without a GET per
         # PodGroup event
         self._queues: dict[str, tuple[str, str]] = {}
+        self.retries = Retries(Timers())  # a failed status write runs again (kopf does not retry watch handlers)
 
     def on_podgroup(self, kind: str | None, podgroup: MutableObj) -> None:
         meta = podgroup.get("metadata") or {}
@@ -73,7 +75,7 @@ class QueueController:
                 self._groups[key] = (queue, phase)
         for name in {queue, old[0] if old else queue}:
             if old is None or old != (queue, phase) or kind == "DELETED":
-                self.sync(name)
+                self._sync_or_retry(name)
 
     def on_queue(self, kind: str | None, queue: MutableObj) -> None:
         name = str(queue["metadata"]["name"])
@@ -85,8 +87,12 @@ class QueueController:
                                       str((queue.get("status") or {}).get("state") or OPEN))
         if kind == "DELETED":
             metrics.observe_controllers(lambda m: m.remove_queue(name))  # Volcano's DeleteQueueMetrics
+            self.retries.forget(name)
         else:
-            self.sync(name)
+            self._sync_or_retry(name)
+
+    def _sync_or_retry(self, name: str) -> None:
+        self.retries.run(name, f"queue {name}: status sync failed", log, lambda: self.sync(name))
 
     def _children(self, name: str) -> list[str]:
         with self._lock:

@@ -139,7 +139,8 @@ CONTROLLERS = FlagSet("controllers", (
          dest="worker_threads_for_gc"),
     Flag("worker-threads-for-cronjob", Kind.INT, no_effect="CronJobs are synced by one due-time thread and the "
          "shared handler pool"),
-    Flag("max-requeue-num", Kind.INT, no_effect="kopf retries handlers itself, without a requeue limit"),
+    Flag("max-requeue-num", Kind.INT, no_effect="a failed sync is retried with backoff (0.5 s doubling to 30 "
+         "s) until it succeeds, without a requeue limit"),
     Flag("inherit-owner-annotations", Kind.BOOL, harmless=(True,),
          no_effect="pod groups always inherit their owner's volcano.sh/ annotations"),
     Flag("controllers", Kind.LIST, no_effect="volcano-py always runs its job, queue, pod group, command and "

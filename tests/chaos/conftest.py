@@ -32,6 +32,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.chaos)
 
 
+@pytest.fixture(scope="module")
+def proxied(control_plane, tmp_path_factory):  # noqa: F811 - the fixture of that name
+    """The fault proxy (fault_proxy.py) in front of the apiserver, and a kubeconfig pointing to it."""
+    from fault_proxy import proxy_for
+
+    proxy, kubeconfig = proxy_for(control_plane, tmp_path_factory.mktemp("fault-proxy"))
+    try:
+        yield proxy, kubeconfig
+    finally:
+        proxy.__exit__()
+
+
 @pytest.fixture
 def new_namespace(core_v1):  # noqa: F811 - the fixture of that name
     """Makes fresh namespaces (deleted afterwards)."""

@@ -31,19 +31,9 @@ from chaos_helpers import (
     start_scheduler,
 )
 from controlplane import GPU_RESOURCE, assert_no_overcommit, wait_for
-from fault_proxy import CutWatch, Delay, Hold, Respond, Rule, proxy_for
+from fault_proxy import CutWatch, Delay, Hold, Respond, Rule
 
 REQUEST_TIMEOUT = 2.0  # the scheduler's --request-timeout in the timeout test
-
-
-@pytest.fixture(scope="module")
-def proxied(control_plane, tmp_path_factory):
-    """The fault proxy in front of the apiserver, and a kubeconfig pointing to it."""
-    proxy, kubeconfig = proxy_for(control_plane, tmp_path_factory.mktemp("fault-proxy"))
-    try:
-        yield proxy, kubeconfig
-    finally:
-        proxy.__exit__()
 
 
 class Scene:

@@ -121,6 +121,7 @@ class FakeApi:
         return self.objects.pop(("Pod", namespace, name), None) is not None
 
     def replace_job_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> MutableObj:
+        self._maybe_fail("patch", "JobStatus")
         job = self.objects[("Job", namespace, name)]
         job["status"] = copy.deepcopy(dict(status))
         return job
