@@ -91,6 +91,7 @@ class _RateLimitedPool:
 
     def __init__(self, pool: Any, bucket: TokenBucket):
         self._pool, self._bucket = pool, bucket
+        self.inner, self.before_request = pool, bucket.take  # the lean transport takes a token per request too
 
     def request(self, *args: Any, **kwargs: Any) -> Any:
         self._bucket.take()

@@ -144,6 +144,7 @@ class ClusterCache:
         self._stop.set()
         self._kube.close_streams()
         self._pool.shutdown(wait=True)
+        self._kube.close()
         self.status_writer.close()
         self.events.close()
         deadline = time.monotonic() + timeout

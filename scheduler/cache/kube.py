@@ -16,6 +16,7 @@ from typing import Any
 import urllib3
 
 from scheduler.api.objects import MutableObj
+from scheduler.cache.http1 import Http1
 
 try:  # orjson parses pod lists 3-5x faster than json; optional, so a bare environment still works
     import orjson
@@ -64,6 +65,22 @@ def retry_after(status: int, header: str | None) -> float | None:
     return float(max(0, seconds))
 
 
+def lean_transport(api_client: Any) -> Http1 | None:
+    """The lean HTTP/1.1 transport (scheduler/cache/http1.py) to the client's server, for a plain urllib3 pool
+    (a client-side rate limit wrapping it, `before_request`, is kept); None for a proxy or anything else."""
+    pool = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    hook = getattr(pool, "before_request", None)
+    before = hook if callable(hook) else None
+    inner = getattr(pool, "inner", None) if before is not None else pool
+    cfg = getattr(api_client, "configuration", None)
+    if type(inner) is not urllib3.PoolManager or cfg is None:
+        return None
+    try:
+        return Http1.from_configuration(cfg, before)
+    except (OSError, ValueError):  # e.g. a CA file it cannot read: urllib3 will say what is wrong
+        return None
+
+
 class Kube:
     """Raw JSON calls: `request` for one response, `stream` for a watch."""
 
@@ -72,6 +89,7 @@ class Kube:
         self.request_timeout = request_timeout
         self._streams: set[Any] = set()
         self._streams_lock = threading.Lock()
+        self._http1 = lean_transport(api_client)
 
     def _prepare(
         self, method: str, path: str, query: Mapping[str, Any] | None, content_type: str | None
@@ -105,6 +123,25 @@ class Kube:
         return self.api.rest_client.pool_manager.request(
             method, url, body=payload, headers=headers, timeout=timeout, preload_content=False
         )
+
+    def _send_once(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
+                   content_type: str | None, seconds: float) -> Any:
+        """One request with the whole response read: over the lean transport when there is one."""
+        if self._http1 is not None:
+            if body is not None and content_type is None:
+                content_type = "application/json"
+            url, headers = self._prepare(method, path, query, content_type)
+            target = self._http1.path_of(url)
+            if target is not None:
+                return self._http1.request(method, target, headers, dumps(body) if body is not None else None,
+                                           seconds)
+        timeout = urllib3.Timeout(connect=min(10.0, seconds), read=seconds)
+        return self._send(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+
+    def close(self) -> None:
+        """Close the lean transport's idle connections (the official client's pool closes with it)."""
+        if self._http1 is not None:
+            self._http1.close()
 
     def request(
         self,
@@ -140,8 +177,7 @@ class Kube:
         deadline = time.monotonic() + seconds
         for attempt in range(MAX_RETRIES + 1):
             left = max(0.001, deadline - time.monotonic())
-            timeout_ = urllib3.Timeout(connect=min(10.0, left), read=left)
-            resp = self._send(method, path, query=query, body=body, content_type=content_type, timeout=timeout_)
+            resp = self._send_once(method, path, query, body, content_type, left)
             try:
                 data: bytes = resp.data
             finally:

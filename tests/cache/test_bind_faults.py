@@ -38,6 +38,8 @@ class FakeKube:
 
     def close_streams(self) -> None: ...
 
+    def close(self) -> None: ...
+
 
 class Events:
     def __init__(self) -> None:

@@ -210,8 +210,8 @@ def test_an_unreachable_apiserver_is_one_line_and_exit_1(tmp_path: Path, capsys:
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
     assert main(["job", "list", "--kubeconfig", str(kubeconfig), "--request-timeout", "2"]) == 1
     (line,) = capsys.readouterr().err.splitlines()
-    assert line == (f"volcano-py: error: cannot reach the apiserver: HTTPSConnection(host='127.0.0.1', port={port}): "
-                    "Failed to establish a new connection: [Errno 111] Connection refused")
+    assert line == (f"volcano-py: error: cannot reach the apiserver: 127.0.0.1:{port}: cannot connect: "
+                    "[Errno 111] Connection refused")
 
 
 def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
