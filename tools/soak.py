@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -312,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--duration, --job-period and --node-period must be positive, --nodes at least 2")
     args.warmup = (min(10.0, args.duration / 3) if args.warmup is None else args.warmup) * 60
     args.duration *= 60
+    # SIGTERM (a `kill`, make's job control) ends the run as Ctrl-C does: the `finally` blocks stop the scheduler,
+    # the controllers and the control plane instead of leaving them running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return run(args)
 
 
