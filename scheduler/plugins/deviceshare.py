@@ -8,6 +8,7 @@ candidate nodes (BATCH_NODE_ORDER) with the policy of `scheduler.gpu.frag`:
 - `fgd-next` (default): Fragmentation Gradient Descent (Weng et al., ATC 2023) over the mix of pod shapes
   seen recently (every shape, counted by pods), plus, for a GPU share, the waste its card's remainder is
   expected to end with as more pods of the mix come (`scheduler.gpu.frag.card_waste`, x12) and a card best fit,
+  plus the GPUs a node's cpu and memory left cannot serve at the mix's cpu and memory per GPU (`stranded`),
   plus a best-fit term worth up to 70 milli GPU of growth — the best policy on the openb trace (BENCHMARKS.md);
 - `fgd-blend`: FGD over every shape weighted by GPUs asked to the power 0.3, plus the best-fit term (up to 50
   milli); the default before issue 20;

@@ -1,5 +1,6 @@
-"""`fgd-next` (the default): FGD plus the waste a card's remainder is expected to end with (W), a card best fit
-and a blend of 70, over every shape seen, counted by pods."""
+"""`fgd-next` (the default): FGD plus the waste a card's remainder is expected to end with (W), a card best fit,
+the GPUs a node's cpu and memory cannot serve (stranded) and a blend of 70, over every shape seen, counted by
+pods."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from scheduler.gpu.frag import (
     DEFAULT_POLICY,
     LOOKAHEAD,
     MILLI,
+    STRAND,
     FragModel,
     GpuArrays,
     Shape,
@@ -96,3 +98,42 @@ def test_the_fgd_next_mix_counts_pods_and_keeps_every_shape():
     p = dict(mix.top())
     assert p[eight] == pytest.approx(p[rare]) == pytest.approx(0.01)
     assert p[one] == pytest.approx(0.98)
+
+
+def test_stranded_is_the_free_gpu_the_nodes_cpu_and_memory_cannot_serve_at_the_mixs_rate():
+    # The mix asks 10 cores and 40 units of memory per GPU: 1,000 milli cpu and 4 memory per 100 milli GPU.
+    mix = [(Shape(10_000, 40, 1, 1000), 0.5), (Shape(5_000, 20, 1, 500), 0.5)]
+    a = GpuArrays(
+        np.array([[1000, 1000], [1000, 1000], [1000, 0]]),
+        [5_000, 64_000, 64_000],
+        [10**6, 10**6, 20],
+        ["T4"] * 3,
+        [2, 2, 2],
+    )
+    frag = FragModel(a, mix, strand=1.0)
+    assert frag.cpu_per == pytest.approx(10.0) and frag.mem_per == pytest.approx(0.04)
+    # node 0: 5 cores serve 500 of 2,000 free milli; node 1: cpu for all; node 2: memory 20 serves 500 of 1,000.
+    stranded = frag.stranded(a.free.sum(axis=1), a.cpu, a.memory)
+    assert stranded == pytest.approx([1500.0, 0.0, 500.0])
+    plain = FragModel(a, mix)
+    assert frag.frag == pytest.approx(plain.frag + stranded)
+    assert frag_model("fgd-next", a, mix).strand == STRAND["fgd-next"] > 0
+    assert frag_model("fgd-blend", a, mix).strand == 0.0
+
+
+def test_stranding_sends_a_cpu_heavy_share_to_the_node_with_cpu_to_spare():
+    # Two idle two-card nodes, 24 and 104 cores. The mix: cpu-light 810 shares (3 cores) and cpu-heavy 470 ones
+    # (12 cores), 11.7 cores per GPU on average. A 470 share leaves both nodes able to run both shapes, so FGD
+    # sees the same growth on both (the 530 left on its card is too small for an 810); counting the GPU its cpu
+    # can no longer serve (12 cores left for 1,530 milli on the small node), it goes to the 104-core node.
+    a = GpuArrays(np.array([[1000, 1000], [1000, 1000]]), [24_000, 104_000], [10**6, 10**6], ["T4", "T4"], [2, 2])
+    light, heavy = Shape(3_000, 1, 1, 810), Shape(12_000, 1, 1, 470)
+    mix = [(light, 0.5), (heavy, 0.5)]
+    nodes = np.arange(2)
+    plain = FragModel(a, mix).growth(heavy, nodes)[0]
+    assert plain == pytest.approx([265.0, 265.0])
+    growth = FragModel(a, mix, strand=1.0).growth(heavy, nodes)[0]
+    assert growth[1] == pytest.approx(265.0)
+    assert growth[0] == pytest.approx(265.0 + 1530 - 12_000 * 640 / 7_500)
+    assert np.argmax(score_nodes("fgd-blend", a, heavy, nodes, frag_model("fgd-blend", a, mix)).scores) == 0
+    assert np.argmax(score_nodes("fgd-next", a, heavy, nodes, frag_model("fgd-next", a, mix)).scores) == 1
