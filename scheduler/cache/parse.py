@@ -48,6 +48,9 @@ class ParseCache:
         self.pcs: dict[str, int] = {}  # PriorityClass name -> value, rebuilt when one changes
         self._requests: dict[bytes, Resource] = {}  # a pod's resource fields (JSON) -> its request
         self.bad: set[tuple[str, str, str]] = set()  # (kind, key, resourceVersion) already logged as unreadable
+        # node name -> (resourceVersion, the node as read, with no tasks): a snapshot takes an empty copy of it
+        # (5,000 nodes read afresh each cycle cost ~40 ms of quantities and taints; copies a seventh of that)
+        self._nodes: dict[str, tuple[str, NodeInfo]] = {}
 
     # ---- on the watch threads ---------------------------------------------------------------------------
     def priority_classes_changed(self, objects: Iterable[MutableObj]) -> None:
@@ -76,7 +79,25 @@ class ParseCache:
 
     # ---- in the snapshot --------------------------------------------------------------------------------
     def nodes(self, objects: Iterable[MutableObj]) -> list[NodeInfo]:
-        return [node for obj in objects if (node := self.read("Node", obj, node_from_object)) is not None]
+        """Each node as of its resourceVersion; read again only when it changed. The cache keeps exactly the
+        nodes of this call (a deleted node is forgotten by the next snapshot)."""
+        kept: dict[str, tuple[str, NodeInfo]] = {}
+        out: list[NodeInfo] = []
+        for obj in objects:
+            meta = obj.get("metadata") or {}
+            name, rv = str(meta.get("name")), str(meta.get("resourceVersion") or "")
+            cached = self._nodes.get(name)
+            if rv and cached is not None and cached[0] == rv:
+                node: NodeInfo | None = cached[1]
+            else:
+                node = self.read("Node", obj, node_from_object)
+            if node is None:
+                continue
+            if rv:
+                kept[name] = (rv, node)
+            out.append(node.clone_empty())
+        self._nodes = kept
+        return out
 
     def podgroups(self, objects: Iterable[MutableObj], pcs: dict[str, int], default_queue: str) -> list[JobInfo]:
         jobs = []
