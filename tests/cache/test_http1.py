@@ -200,3 +200,18 @@ def test_a_proxy_or_a_stand_in_pool_keeps_the_official_clients_transport() -> No
     stand_in = type("Api", (), {"rest_client": type("Rest", (), {"pool_manager": object()})()})()
     assert lean_transport(stand_in) is None
     assert lean_transport(api_client("https://10.0.0.1:6443")) is not None
+
+
+def test_the_client_side_rate_limit_takes_a_token_for_each_lean_request(served) -> None:
+    from scheduler.cli import TokenBucket, _RateLimitedPool
+
+    server, _ = served(sized(200, b"{}"), sized(200, b"{}"))
+    api = api_client(server.url)
+    taken: list[int] = []
+    bucket = TokenBucket(1000.0, 10)
+    bucket.take = lambda: taken.append(1)  # type: ignore[method-assign]
+    api.rest_client.pool_manager = _RateLimitedPool(api.rest_client.pool_manager, bucket)
+    kube = Kube(api, request_timeout=5)
+    kube.request("GET", "/a")
+    kube.request("GET", "/b")
+    assert kube._http1 is not None and len(taken) == 2
