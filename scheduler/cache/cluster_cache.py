@@ -38,6 +38,21 @@ from scheduler.cache.watch import Watcher
 log = logging.getLogger("volcano_py.cache")
 
 
+def prestart(pool: ThreadPoolExecutor, workers: int) -> None:
+    """Make the pool start `workers` threads: each of `workers` tasks waits until all are running (a pool starts a
+    thread for a task only when none is idle)."""
+    barrier = threading.Barrier(workers)
+
+    def wait() -> None:
+        try:
+            barrier.wait(10.0)
+        except threading.BrokenBarrierError:
+            pass  # the pool is shutting down: nothing to wait for
+
+    for _ in range(workers):
+        pool.submit(wait)
+
+
 class ClusterCache:
     def __init__(
         self,
@@ -132,6 +147,11 @@ class ClusterCache:
     def start(self) -> ClusterCache:
         self.events.start()
         self.watcher.start()
+        # Every thread of the two bounded pools now, not at the first burst that needs it: a long-lived scheduler's
+        # thread count is then flat from the start (a soak tells a leak from a pool warming up), and the first
+        # large gang's binds do not wait for threads to be made.
+        prestart(self._pool, self._pool._max_workers)
+        prestart(self.status_writer.status_pool, self.status_writer.status_pool._max_workers)
         return self
 
     def wait_synced(self, timeout: float) -> bool:
