@@ -70,12 +70,18 @@ def test_pod_creates_that_fail_are_made_by_the_retry_and_no_pod_twice() -> None:
     assert ctl.retries.failures("ns/train") == 0 and ("ns/train", "retry") not in timers.armed
 
 
-def test_a_status_write_that_keeps_failing_is_retried_with_doubling_backoff_up_to_the_cap() -> None:
+def failing_status_writes(times: int) -> tuple[FakeApi, JobController, ManualTimers]:
+    """A one-pod Job synced once while its status writes fail `times` times in a row."""
     api = FakeApi()
     ctl, timers = controller(api)
     api.put("Job", job(1))
-    api.failures[("patch", "JobStatus")] = 9
+    api.failures[("patch", "JobStatus")] = times
     ctl.reconcile("ns", "train")
+    return api, ctl, timers
+
+
+def test_a_status_write_that_keeps_failing_is_retried_with_doubling_backoff_up_to_the_cap() -> None:
+    api, ctl, timers = failing_status_writes(9)
     delays = [timers.fire("ns/train", "retry") for _ in range(9)]
     assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, RETRY_MOST, RETRY_MOST, RETRY_MOST]
     assert api.objects[("Job", "ns", "train")]["status"]["state"]["phase"] == "Pending"  # the 10th write landed
@@ -83,11 +89,7 @@ def test_a_status_write_that_keeps_failing_is_retried_with_doubling_backoff_up_t
 
 
 def test_a_deleted_job_has_nothing_left_to_retry() -> None:
-    api = FakeApi()
-    ctl, timers = controller(api)
-    api.put("Job", job(1))
-    api.failures[("patch", "JobStatus")] = 1
-    ctl.reconcile("ns", "train")
+    api, ctl, timers = failing_status_writes(1)
     assert ("ns/train", "retry") in timers.armed
     ctl.on_job("DELETED", api.objects[("Job", "ns", "train")])
     assert timers.armed == {} and ctl.retries.failures("ns/train") == 0
