@@ -24,6 +24,7 @@ from scheduler.api.snapshot import CycleResult, GangBind
 from scheduler.api.timestamps import parse_time
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError
+from scheduler.cache.leader import BOUND_BY_ANNOTATION
 from scheduler.cache.store import Stores
 from scheduler.cache.volumes import VolumeBinder
 
@@ -130,6 +131,11 @@ class Binder:
         except Exception:  # noqa: BLE001 - still unreachable: the bind counts as failed, the next cycle sees
             return False
         meta, spec = (pod or {}).get("metadata") or {}, (pod or {}).get("spec") or {}
+        # With the fence on, the bind names its sender (copied onto the pod): a standby that took over and bound
+        # the pod to the same node did not carry out this bind.
+        sender = self.fence_annotations.get(BOUND_BY_ANNOTATION)
+        if sender is not None and (meta.get("annotations") or {}).get(BOUND_BY_ANNOTATION) != sender:
+            return False
         return spec.get("nodeName") == node and (uid is None or meta.get("uid") == uid)
 
     def _fenced_timeout(self) -> float | None:

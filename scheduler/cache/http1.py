@@ -187,10 +187,9 @@ class Http1:
         return response
 
     def _recv(self, conn: _Conn, deadline: float) -> bytes:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the apiserver did not answer in time")
-        conn.sock.settimeout(left)
+        # Past the deadline, what has arrived is still read (a process paused by SIGSTOP or a long GC wakes with
+        # the answer in the socket: it must see that answer, not a timeout); only an empty socket times out.
+        conn.sock.settimeout(max(0.001, deadline - time.monotonic()))
         return conn.sock.recv(262144)
 
     def _read(self, conn: _Conn, method: str, deadline: float) -> tuple[Response, bool]:

@@ -94,6 +94,22 @@ def test_a_bind_without_an_answer_not_carried_out_fails(pod):
     assert stores.assumed == {} and events.recorded == []
 
 
+@pytest.mark.parametrize(("bound_by", "counts"), [("me", True), ("standby", False), (None, False)])
+def test_with_the_fence_a_bind_without_an_answer_counts_only_if_this_replica_sent_it(bound_by, counts):
+    """The frozen-leader chaos test: a leader woken after a takeover found its pod bound to the node it wanted, by
+    the standby that had placed it the same way, and sent a second `Scheduled` event for it."""
+    from scheduler.cache.leader import BOUND_BY_ANNOTATION, LEASE_ANNOTATION
+
+    pod = bound_pod("n1", "u1")
+    if bound_by:
+        pod["metadata"]["annotations"] = {BOUND_BY_ANNOTATION: bound_by}
+    kube = FakeKube(TimeoutError("timed out"), pod)
+    b, stores, events = binder(kube)
+    b.fence_annotations = {LEASE_ANNOTATION: "ns/lease", BOUND_BY_ANNOTATION: "me"}
+    assert b.bind("ns/p", "n1", now=7.0, uid="u1") is counts
+    assert [e[3] for e in events.recorded] == (["Scheduled"] if counts else [])
+
+
 def test_the_cache_binds_the_uid_its_snapshot_saw_not_the_pod_recreated_since():
     from scheduler.api.snapshot import CycleResult, GangBind
     from scheduler.cache.cluster_cache import ClusterCache
