@@ -90,15 +90,14 @@ class _RateLimitedPool:
     """The client's connection pool, each request taking a token first (watches count once, at their start)."""
 
     def __init__(self, pool: Any, bucket: TokenBucket):
-        self._pool, self._bucket = pool, bucket
         self.inner, self.before_request = pool, bucket.take  # the lean transport takes a token per request too
 
     def request(self, *args: Any, **kwargs: Any) -> Any:
-        self._bucket.take()
-        return self._pool.request(*args, **kwargs)
+        self.before_request()
+        return self.inner.request(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._pool, name)
+        return getattr(self.inner, name)
 
 
 def _api_client(opts: CommonOptions | WebhookOptions) -> Any:

@@ -38,9 +38,10 @@ from scheduler.cache.watch import Watcher
 log = logging.getLogger("volcano_py.cache")
 
 
-def prestart(pool: ThreadPoolExecutor, workers: int) -> None:
-    """Make the pool start `workers` threads: each of `workers` tasks waits until all are running (a pool starts a
+def prestart(pool: ThreadPoolExecutor) -> None:
+    """Make the pool start all its threads: each of that many tasks waits until all are running (a pool starts a
     thread for a task only when none is idle)."""
+    workers = pool._max_workers
     barrier = threading.Barrier(workers)
 
     def wait() -> None:
@@ -150,8 +151,8 @@ class ClusterCache:
         # Every thread of the two bounded pools now, not at the first burst that needs it: a long-lived scheduler's
         # thread count is then flat from the start (a soak tells a leak from a pool warming up), and the first
         # large gang's binds do not wait for threads to be made.
-        prestart(self._pool, self._pool._max_workers)
-        prestart(self.status_writer.status_pool, self.status_writer.status_pool._max_workers)
+        prestart(self._pool)
+        prestart(self.status_writer.status_pool)
         return self
 
     def wait_synced(self, timeout: float) -> bool:

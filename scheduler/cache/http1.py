@@ -76,7 +76,6 @@ class Http1:
         self.host = parts.hostname or "localhost"
         self.port = parts.port or (443 if self.tls else 80)
         self.prefix = f"{parts.scheme}://{parts.netloc}"
-        self.base_path = parts.path.rstrip("/")
         self.host_header = parts.netloc.encode()
         self.context = context
         self.server_hostname = server_hostname or self.host
@@ -98,10 +97,10 @@ class Http1:
                 context.verify_mode = ssl.CERT_NONE
         return cls(cfg.host, context, cfg.tls_server_name or None, before_request)
 
-    def path_of(self, url: str) -> str | None:
-        """The request target of a full URL on this server (None: another server)."""
+    def path_of(self, url: str) -> str:
+        """The request target of a full URL on this server (the official client builds every URL on it)."""
         if not url.startswith(self.prefix):
-            return None
+            raise ValueError(f"{url} is not on {self.prefix}")
         return url[len(self.prefix):] or "/"
 
     # ---- connections -----------------------------------------------------------------------------------------

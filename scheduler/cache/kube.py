@@ -92,11 +92,12 @@ class Kube:
         self._http1 = lean_transport(api_client)
 
     def _prepare(
-        self, method: str, path: str, query: Mapping[str, Any] | None, content_type: str | None
-    ) -> tuple[str, dict[str, str]]:
+        self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str | None
+    ) -> tuple[str, dict[str, str], bytes | None]:
+        """The full URL, the headers (auth included) and the JSON payload of one request."""
         headers = {"Accept": "application/json"}
-        if content_type:
-            headers["Content-Type"] = content_type
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
         _, url, headers, _, _ = self.api.param_serialize(
             method,
             path,
@@ -104,39 +105,18 @@ class Kube:
             header_params=headers,
             auth_settings=["BearerToken"],
         )
-        return url, headers
+        return url, headers, dumps(body) if body is not None else None
 
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, Any] | None = None,
-        body: Any = None,
-        content_type: str | None = None,
-        timeout: urllib3.Timeout,
-    ) -> Any:
-        if body is not None and content_type is None:
-            content_type = "application/json"
-        url, headers = self._prepare(method, path, query, content_type)
-        payload = dumps(body) if body is not None else None
+    def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str | None,
+              seconds: float, *, stream: bool = False) -> Any:
+        """One request: over the lean transport (its answer read whole) unless it is a watch or there is none."""
+        url, headers, payload = self._prepare(method, path, query, body, content_type)
+        if self._http1 is not None and not stream:
+            return self._http1.request(method, self._http1.path_of(url), headers, payload, seconds)
+        timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout if stream else seconds), read=seconds)
         return self.api.rest_client.pool_manager.request(
             method, url, body=payload, headers=headers, timeout=timeout, preload_content=False
         )
-
-    def _send_once(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
-                   content_type: str | None, seconds: float) -> Any:
-        """One request with the whole response read: over the lean transport when there is one."""
-        if self._http1 is not None:
-            if body is not None and content_type is None:
-                content_type = "application/json"
-            url, headers = self._prepare(method, path, query, content_type)
-            target = self._http1.path_of(url)
-            if target is not None:
-                return self._http1.request(method, target, headers, dumps(body) if body is not None else None,
-                                           seconds)
-        timeout = urllib3.Timeout(connect=min(10.0, seconds), read=seconds)
-        return self._send(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
 
     def close(self) -> None:
         """Close the lean transport's idle connections (the official client's pool closes with it)."""
@@ -177,7 +157,7 @@ class Kube:
         deadline = time.monotonic() + seconds
         for attempt in range(MAX_RETRIES + 1):
             left = max(0.001, deadline - time.monotonic())
-            resp = self._send_once(method, path, query, body, content_type, left)
+            resp = self._send(method, path, query, body, content_type, left)
             try:
                 data: bytes = resp.data
             finally:
@@ -211,8 +191,7 @@ class Kube:
 
     def stream(self, path: str, query: Mapping[str, Any], read_timeout: float) -> Iterator[MutableObj]:
         """The events of a watch, one dict each; ends when the server closes the stream."""
-        timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout), read=read_timeout)
-        resp = self._send("GET", path, query=query, timeout=timeout)
+        resp = self._send("GET", path, query, None, None, read_timeout, stream=True)
         with self._streams_lock:
             self._streams.add(resp)
         try:

@@ -168,12 +168,12 @@ class PodGroupController:
     def on_pod(self, kind: str | None, pod: MutableObj) -> None:
         if kind == "DELETED" or not needs_podgroup(pod, self.scheduler_names):
             return
-        namespace = str(pod["metadata"].get("namespace", "default"))
-        key = f"{namespace}/{plain_group_name(pod)}"
-        self.retries.run(key, f"podgroup {key} for plain pods", log, lambda: self._ensure(namespace, key, pod))
+        namespace, name = str(pod["metadata"].get("namespace", "default")), plain_group_name(pod)
+        key = f"{namespace}/{name}"
+        self.retries.run(key, f"podgroup {key} for plain pods", log, lambda: self._ensure(namespace, name, pod))
 
-    def _ensure(self, namespace: str, key: str, pod: MutableObj) -> None:
-        name = plain_group_name(pod)
+    def _ensure(self, namespace: str, name: str, pod: MutableObj) -> None:
+        key = f"{namespace}/{name}"
         with self._lock:
             if key in self._made:
                 return

@@ -67,7 +67,7 @@ def test_the_api_pools_start_every_thread_at_once_so_the_thread_count_is_flat() 
 
     pool = ThreadPoolExecutor(max_workers=5)
     try:
-        prestart(pool, 5)
+        prestart(pool)
         assert len(pool._threads) == 5
         done = [pool.submit(lambda: threading.current_thread().name) for _ in range(20)]
         assert len({f.result(10) for f in done}) <= 5 and len(pool._threads) == 5
