@@ -25,7 +25,6 @@ from typing import Any
 from scheduler.api.resources import QuantityError
 from scheduler.cache.leader import LeaderConfig
 from scheduler.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, OneLineParser, one_line, quiet_stdout, seconds
-from scheduler.cycle import load_conf, load_conf_or_default
 from scheduler.flags import (
     CONTROLLERS,
     SCHEDULER,
@@ -59,6 +58,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_conf_check(args: argparse.Namespace) -> int:
+    from scheduler.cycle import load_conf_or_default
+
     conf = load_conf_or_default(args.file)
     print(describe_conf(conf))
     return 0
@@ -151,10 +152,6 @@ def _serve(opts: CommonOptions, ready: Callable[[], bool] = lambda: True) -> Non
 
 
 def cmd_scheduler(opts: SchedulerOptions) -> int:
-    from scheduler.cache.cluster_cache import ClusterCache
-    from scheduler.cache.leader import LeaderElector, ensure_namespace
-    from scheduler.cache.runner import ConfWatcher, SchedulerLoop
-
     level = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO}[opts.level]
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _log_ignored(opts)
@@ -163,31 +160,49 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
         # Volcano's scheduler.go: no conf file and no fallback to the default is fatal.
         raise FlagError("--disable-default-scheduler-config needs --scheduler-conf")
     _check_leader_durations(opts)
+    api = _api_client(opts)
+    # The pod and node lists start before the framework, the plugins and the cache are imported (a third of a
+    # second): the apiserver encodes them meanwhile, and the first cycle comes that much sooner after a restart.
+    from scheduler.cache.pages import PAGE_SIZE, prefetch
+
+    early = prefetch(api, PAGE_SIZE, opts.request_timeout)
+    try:
+        return _run_scheduler(opts, api, early, trace_log)
+    finally:
+        for pages in early.values():
+            pages.close()  # a no-op for those the cache read; ends those it never reached (a bad conf, say)
+        api.close()
+
+
+def _run_scheduler(opts: SchedulerOptions, api: Any, early: dict[str, Any], trace_log: logging.Logger) -> int:
+    from scheduler.cache.cluster_cache import ClusterCache
+    from scheduler.cache.leader import LeaderElector, ensure_namespace
+    from scheduler.cache.runner import ConfWatcher, SchedulerLoop
+    from scheduler.cycle import load_conf
+
     conf = ConfWatcher(opts.scheduler_conf)
     if opts.scheduler_conf:
         conf.conf = load_conf(opts.scheduler_conf)  # a bad file at startup is a user error (exit 2)
-    api = _api_client(opts)
     names = list(opts.scheduler_names)
     cache = ClusterCache(api, names, opts.default_queue, request_timeout=opts.request_timeout,
-                         identity=opts.leader_elect_identity)
-    elector = None
-    if opts.leader_elect:
-        lease = _leader_config(opts, ensure_namespace(cache.kube, opts.lease_namespace))
-        elector = LeaderElector(cache.kube, cache.identity, lease)
-    loop = SchedulerLoop(
-        cache, conf, period=opts.schedule_period, default_queue=opts.default_queue,
-        trace=trace_log.debug if opts.level == "trace" else None,
-        elector=elector, partial_gang_timeout=opts.partial_gang_timeout,
-    )
-    _serve(opts, ready=lambda: cache.wait_synced(0))  # /readyz once the caches synced (a standby is ready too)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: loop.stop())  # the cycle in progress finishes, then the loop exits
-    logging.getLogger("volcano_py.scheduler").info("volcano-py scheduler for %s starting", ", ".join(names))
+                         identity=opts.leader_elect_identity, prefetched=early)
     try:
+        elector = None
+        if opts.leader_elect:
+            lease = _leader_config(opts, ensure_namespace(cache.kube, opts.lease_namespace))
+            elector = LeaderElector(cache.kube, cache.identity, lease)
+        loop = SchedulerLoop(
+            cache, conf, period=opts.schedule_period, default_queue=opts.default_queue,
+            trace=trace_log.debug if opts.level == "trace" else None,
+            elector=elector, partial_gang_timeout=opts.partial_gang_timeout,
+        )
+        _serve(opts, ready=lambda: cache.wait_synced(0))  # /readyz once the caches synced (a standby is ready too)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: loop.stop())  # the cycle in progress finishes, then the loop exits
+        logging.getLogger("volcano_py.scheduler").info("volcano-py scheduler for %s starting", ", ".join(names))
         loop.run(sync_timeout=opts.resource_sync_timeout)
     finally:
         cache.stop()
-        api.close()
     return 0
 
 

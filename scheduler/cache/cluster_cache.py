@@ -29,6 +29,7 @@ from scheduler.cache.binder import Binder
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.evictor import Evictor
 from scheduler.cache.kube import Kube, KubeError
+from scheduler.cache.pages import PAGE_SIZE, Pages
 from scheduler.cache.parse import ParseCache
 from scheduler.cache.status_writer import StatusWriter
 from scheduler.cache.store import PG_API, Stores, Watched
@@ -62,13 +63,14 @@ class ClusterCache:
         default_queue: str = "default",
         *,
         watch_timeout: int = 60,
-        page_size: int = 1000,
+        page_size: int = PAGE_SIZE,
         request_timeout: float = 30.0,
         bind_workers: int = 16,
         eviction_grace_seconds: int = 30,
         clock: Callable[[], float] = time.time,
         identity: str | None = None,
         event_workers: int = 2,
+        prefetched: dict[str, Pages] | None = None,
     ):
         kube = Kube(api_client, request_timeout=request_timeout)
         self.scheduler_names = frozenset(scheduler_names)
@@ -91,7 +93,7 @@ class ClusterCache:
             lambda kind, key, message: self.events.record(kind, key, "Warning", "FailedToRead", message),
         )
         self.watcher = Watcher(kube, self.stores, self.parser, self._stop, watch_timeout=watch_timeout,
-                               page_size=page_size)
+                               page_size=page_size, prefetched=prefetched)
         self.storage = StorageReader(self.stores, self.parser.read)
         self.binder = Binder(kube, self.stores, self._pool, self.events, may_write, clock, lease_left=lease_left)
         self.evictor = Evictor(kube, self.stores, self._pool, self.events, may_write, eviction_grace_seconds)
@@ -163,6 +165,7 @@ class ClusterCache:
         if self.events.running():
             self.flush_events(min(timeout, 2.0))
         self._stop.set()
+        self.watcher.close_prefetched()
         self._kube.close_streams()
         self._pool.shutdown(wait=True)
         self._kube.close()

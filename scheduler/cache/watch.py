@@ -1,20 +1,20 @@
 """Layer `cache`: one thread per kind lists and watches it as raw JSON and keeps the latest objects in `Stores`.
 
-A list is paged and pipelined; a watch that fails is retried with backoff, and a watch position the apiserver
-no longer has (410 Gone) is relisted. Pods are read (`ParseCache.preparse`) on these threads as they arrive.
+A list is paged, its pages fetched ahead of their decoding (scheduler/cache/pages.py); a watch that fails is
+retried with backoff, and a watch position the apiserver no longer has (410 Gone) is relisted. Pods are read
+(`ParseCache.preparse`) on these threads as they arrive.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 
 from scheduler.api.convert import key_of
 from scheduler.api.objects import MutableObj
-from scheduler.cache.kube import Kube, KubeError, loads
+from scheduler.cache.kube import Kube, KubeError
+from scheduler.cache.pages import Pages
 from scheduler.cache.parse import ParseCache
 from scheduler.cache.store import STORAGE_KINDS, Stores, Watched, trim
 
@@ -28,7 +28,7 @@ class Gone(Exception):
 class Watcher:
     def __init__(
         self, kube: Kube, stores: Stores, parser: ParseCache, stop: threading.Event, *, watch_timeout: int,
-        page_size: int,
+        page_size: int, prefetched: dict[str, Pages] | None = None,
     ):
         self.kube = kube
         self.stores = stores
@@ -36,6 +36,7 @@ class Watcher:
         self._stop = stop
         self.watch_timeout = watch_timeout
         self.page_size = page_size
+        self.prefetched = dict(prefetched or {})  # path -> a first list already under way
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -43,6 +44,12 @@ class Watcher:
             t = threading.Thread(target=self._run, args=(w,), name=f"watch-{w.kind}", daemon=True)
             t.start()
             self.threads.append(t)
+
+    def close_prefetched(self) -> None:
+        """At shutdown: stop the early lists no watch thread took."""
+        for pages in self.prefetched.values():
+            pages.close()
+        self.prefetched.clear()
 
     def _run(self, w: Watched) -> None:
         backoff = 0.2
@@ -98,28 +105,10 @@ class Watcher:
         log.debug("listed %d %s at resourceVersion %s", len(objects), w.kind, w.resource_version)
 
     def _pages(self, path: str) -> Iterator[MutableObj]:
-        """A paged list (`limit`/`continue`), pipelined: the next page is requested as soon as its continue
-        token is read from the head of this one, so the apiserver serves it while this page is parsed."""
-        fetch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-page")
-        try:
-            def get(token: str | None) -> Future[bytes]:
-                query = {"limit": self.page_size, **({"continue": token} if token else {})}
-                return fetch.submit(self.kube.request_bytes, "GET", path, query=query)
-
-            future: Future[bytes] | None = get(None)
-            while future is not None:
-                data = future.result()
-                guess = _continue_token(data)
-                future = get(guess) if guess else None
-                page = loads(data)
-                token = (page.get("metadata") or {}).get("continue") or None
-                if token != guess:  # not where we looked: drop the prefetch, go on with the real token
-                    if future is not None:
-                        future.cancel()
-                    future = get(token) if token else None
-                yield page
-        finally:
-            fetch.shutdown(wait=True, cancel_futures=True)
+        """The list's pages, fetched ahead of this thread (scheduler/cache/pages.py); the first list of a kind
+        the process started before its cache existed (`prefetched`) takes those pages."""
+        early = self.prefetched.pop(path, None)
+        return iter(early if early is not None else Pages(self.kube, path, self.page_size).start())
 
     def _watch(self, w: Watched) -> None:
         query = {
@@ -162,15 +151,3 @@ class Watcher:
                 self.parser.priority_classes_changed(w.objects.values())
             elif w.kind in STORAGE_KINDS:
                 self.stores.storage_version += 1
-
-
-_CONTINUE = re.compile(rb'"continue":"([^"]*)"')
-
-
-def _continue_token(data: bytes) -> str | None:
-    """The list's continue token, read from the head of the raw response: the list's own metadata is the
-    first `"metadata":{...}` and holds no nested object."""
-    start = data.find(b'"metadata":{', 0, 4096)
-    end = data.find(b"}", start) if start >= 0 else -1
-    match = _CONTINUE.search(data, start, end) if end >= 0 else None
-    return match.group(1).decode() if match else None
