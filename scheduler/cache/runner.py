@@ -78,6 +78,9 @@ class ConfWatcher:
             metrics.observe_conf(loaded=False)
 
 
+SYNC_SLICE = 0.25  # seconds: how soon a stop is seen while the first lists are awaited
+
+
 class SchedulerLoop:
     def __init__(
         self,
@@ -147,10 +150,10 @@ class SchedulerLoop:
             self.cache.binder.fence_annotations = self.elector.fence_annotations()
             self.elector.start()
         # Volcano's --resource-sync-timeout: 0 (or less) starts scheduling without waiting for the first lists.
-        synced = self.cache.wait_synced(sync_timeout) if sync_timeout > 0 else True
+        synced = self._wait_synced(sync_timeout) if sync_timeout > 0 else True
         gc.freeze()
         gc.enable()
-        if not synced:
+        if not synced and not self.stopping.is_set():
             log.warning("caches not synced after %.0fs; scheduling with what is known", sync_timeout)
         queue_ensured = False
         try:
@@ -174,6 +177,18 @@ class SchedulerLoop:
             if self.elector is not None:
                 self.elector.stop(release=True)
         log.info("scheduler stopped after %d cycles", self.cycles)
+
+    def _wait_synced(self, timeout: float) -> bool:
+        """Wait for the first lists, in slices, so a stop (SIGTERM from the kubelet, whose grace period is shorter
+        than the sync timeout) ends the wait at once when the apiserver cannot be reached."""
+        deadline = time.monotonic() + timeout
+        while not self.stopping.is_set():
+            left = deadline - time.monotonic()
+            if self.cache.wait_synced(min(SYNC_SLICE, max(0.0, left))):
+                return True
+            if left <= SYNC_SLICE:
+                return False
+        return False
 
     def _ensure_default_queue(self) -> None:
         try:
