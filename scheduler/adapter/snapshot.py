@@ -62,13 +62,13 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
     nodes = {node.name: node for node in inputs.nodes}
     jobs = {job.uid: job for job in inputs.podgroups}
     ours, assumed, default_queue = rules.scheduler_names, inputs.assumed, rules.default_queue
-    others: list[TaskInfo] = []
+    others: list[PodRecord] = []
     claims = ClaimResolver(inputs.storage) if inputs.storage is not None else None
     for manifest, base in inputs.pods:
-        task = current_task(manifest, base, assumed)
         if (manifest.get("spec") or {}).get("schedulerName", "default-scheduler") not in ours:
-            others.append(task)
+            others.append((manifest, base))
             continue
+        task = current_task(manifest, base, assumed)
         if claims is not None and task.claims and task.status is TaskStatus.PENDING:
             task.constraints = claims.constraints(task)
         job = jobs.get(task.job) or gang_of(manifest, task, jobs, default_queue)
@@ -78,15 +78,30 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
         node = nodes.get(task.node_name)
         if node is not None:
             node.add_task(task)
-    for task in others:  # pods of other schedulers still use node resources
-        node = nodes.get(task.node_name)
-        if node is not None:
-            node.add_task(task)
+    account_others(nodes, jobs, others, assumed)
     queues = {queue.name: queue for queue in inputs.queues}
     storage = inputs.storage
     if storage is not None and claims is not None and claims.binding:  # the adapter's Storage is left as it is
         storage = replace(storage, binding=True)
     return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage)
+
+
+def account_others(
+    nodes: Mapping[str, NodeInfo], jobs: Mapping[str, JobInfo], others: Iterable[PodRecord],
+    assumed: Mapping[str, str],
+) -> None:
+    """Pods of other schedulers still use node resources. Most pods of a large cluster are these, made from a few
+    templates, so each run of them with one node, request and status is accounted at once; and a bound one whose
+    job is not in the snapshot is never changed by a session (no plan places it; victims are tasks of jobs), so
+    the task read at its resourceVersion is shared rather than copied."""
+    runs: dict[tuple[str, int, TaskStatus], list[TaskInfo]] = {}
+    for manifest, base in others:
+        task = base if base.node_name and base.job not in jobs else current_task(manifest, base, assumed)
+        runs.setdefault((task.node_name, id(task.resreq), task.status), []).append(task)
+    for (node_name, _, _), run in runs.items():
+        node = nodes.get(node_name)
+        if node is not None:
+            node.add_tasks(run)
 
 
 class ClaimResolver:

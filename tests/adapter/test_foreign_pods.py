@@ -1,0 +1,48 @@
+"""Pods of other schedulers in a snapshot (adapter/snapshot.py `account_others`): their node's accounting is what
+each pod's request adds up to, however they are grouped, and a session can never change the cache's copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.api.status import TaskStatus
+from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.sim.objects import node_object, pod_object
+
+
+def cache_with(pods: list[dict[str, Any]]) -> ClusterCache:
+    cache = ClusterCache(None, {"volcano-py"}, "default")
+    cache.watcher._on_event(cache.nodes, "ADDED", node_object("n1", cpu="64", memory="256Gi"))
+    cache.watcher._on_event(cache.podgroups, "ADDED", {
+        "metadata": {"name": "g", "namespace": "ns", "resourceVersion": "1"},
+        "spec": {"minMember": 1, "queue": "default"}})
+    for i, pod in enumerate(pods):
+        pod["metadata"]["resourceVersion"] = str(10 + i)
+        cache.watcher._on_event(cache.pods, "ADDED", pod)
+    return cache
+
+
+def bound(name: str, cpu: str, *, group: str | None = None, phase: str = "Running") -> dict[str, Any]:
+    pod = pod_object(name, namespace="ns", cpu=cpu, memory="1Gi", group=group)
+    pod["spec"]["schedulerName"] = "default-scheduler"
+    pod["spec"]["nodeName"] = "n1"
+    pod["status"] = {"phase": phase}
+    return pod
+
+
+def test_other_schedulers_pods_add_up_on_their_node() -> None:
+    pods = [bound(f"a{i}", "2") for i in range(5)] + [bound(f"b{i}", "500m") for i in range(3)]
+    pods.append(bound("done", "8", phase="Succeeded"))  # holds nothing
+    node = cache_with(pods).snapshot().nodes["n1"]
+    assert (node.used.cpu, node.used.memory) == (11500, 8 * 1024**3)
+    assert (node.idle.cpu, node.idle.memory) == (64000 - 11500, 256 * 1024**3 - 8 * 1024**3)
+    assert set(node.tasks) == {f"ns/{p['metadata']['name']}" for p in pods}
+    assert node.tasks["ns/done"].status is TaskStatus.SUCCEEDED
+
+
+def test_a_session_changing_an_other_schedulers_pod_of_our_job_leaves_the_cache_as_it_was() -> None:
+    cache = cache_with([bound("mine", "2", group="g"), bound("plain", "2")])
+    first = cache.snapshot().nodes["n1"].tasks
+    first["ns/mine"].status = TaskStatus.RELEASING  # what an eviction in a session does to a victim
+    again = cache.snapshot().nodes["n1"].tasks
+    assert (again["ns/mine"].status, again["ns/plain"].status) == (TaskStatus.RUNNING, TaskStatus.RUNNING)
