@@ -47,9 +47,8 @@ class Watcher:
 
     def close_prefetched(self) -> None:
         """At shutdown: stop the early lists no watch thread took."""
-        for pages in self.prefetched.values():
+        for pages in list(self.prefetched.values()):  # a watch thread may be taking one meanwhile
             pages.close()
-        self.prefetched.clear()
 
     def _run(self, w: Watched) -> None:
         backoff = 0.2
