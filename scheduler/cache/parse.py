@@ -15,7 +15,6 @@ from typing import Any
 
 from scheduler.adapter.snapshot import PodRecord
 from scheduler.api.convert import (
-    group_of,
     job_from_podgroup,
     key_of,
     node_from_object,
@@ -25,7 +24,15 @@ from scheduler.api.convert import (
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
-from scheduler.api.pod import Constraints, host_ports_of, is_preemptable, role_of, status_of, with_host_ports
+from scheduler.api.pod import (
+    GROUP_NAME_ANNOTATION,
+    Constraints,
+    host_ports_of,
+    is_preemptable,
+    role_of,
+    status_of,
+    with_host_ports,
+)
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.timestamps import parse_time
@@ -47,6 +54,7 @@ class ParseCache:
         self.parsed: dict[str, tuple[str, TaskInfo | None]] = {}  # pod key -> (resourceVersion, task)
         self.pcs: dict[str, int] = {}  # PriorityClass name -> value, rebuilt when one changes
         self._requests: dict[bytes, Resource] = {}  # a pod's resource fields (JSON) -> its request
+        self._times: dict[str, float] = {}  # creationTimestamp -> seconds since the epoch
         self.bad: set[tuple[str, str, str]] = set()  # (kind, key, resourceVersion) already logged as unreadable
         # node name -> (resourceVersion, the node as read, with no tasks): a snapshot takes an empty copy of it
         # (5,000 nodes read afresh each cycle cost ~40 ms of quantities and taints; copies a seventh of that)
@@ -68,7 +76,7 @@ class ParseCache:
         except Exception:  # noqa: BLE001
             return
         pcs = self.pcs
-        task = self._parse_task(obj, pcs)
+        task = self._parse_task(obj, pcs, key)
         with self.lock:
             if pcs is self.pcs:
                 self.parsed[key] = (rv, task)
@@ -137,7 +145,7 @@ class ParseCache:
         cached = self.parsed.get(key)
         if cached is not None and cached[0] == rv:
             return cached[1]
-        task = self._parse_task(obj, pcs)
+        task = self._parse_task(obj, pcs, key)
         self.parsed[key] = (rv, task)
         return task
 
@@ -155,11 +163,22 @@ class ParseCache:
             return None
 
     # ---- reading one pod --------------------------------------------------------------------------------
-    def _parse_task(self, obj: MutableObj, pcs: dict[str, int]) -> TaskInfo | None:
+    def _time(self, value: object) -> float:
+        """`parse_time`, once per distinct timestamp (pods made together share their second)."""
+        if not isinstance(value, str):
+            return parse_time(value)
+        seen = self._times.get(value)
+        if seen is None:
+            if len(self._times) > 50_000:
+                self._times.clear()
+            seen = self._times[value] = parse_time(value)
+        return seen
+
+    def _parse_task(self, obj: MutableObj, pcs: dict[str, int], key: str) -> TaskInfo | None:
         """`task_from_pod`, with the request computed once per distinct set of resource fields."""
         try:
             spec = obj.get("spec") or {}
-            created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+            created = self._time((obj.get("metadata") or {}).get("creationTimestamp"))
             shape: bytes | None = _request_shape(spec)
             foreign = spec.get("schedulerName", "default-scheduler") not in self.scheduler_names
         except Exception:  # noqa: BLE001 - a malformed object: task_from_pod below names the bad field
@@ -174,7 +193,7 @@ class ParseCache:
             return task  # type: ignore[no-any-return]
         if foreign:
             return self.read(  # type: ignore[no-any-return]
-                "Pod", obj, lambda o: _foreign_task(o, request, pcs, created)
+                "Pod", obj, lambda o: _foreign_task(o, key, request, pcs, created)
             )
         stub = {**obj, "spec": {k: v for k, v in spec.items() if k not in _REQUEST_FIELDS}}
         task = self.read("Pod", stub, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
@@ -186,19 +205,21 @@ class ParseCache:
         return task  # type: ignore[no-any-return]
 
 
-def _foreign_task(pod: MutableObj, request: Resource, pcs: dict[str, int], created: float) -> TaskInfo:
+def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, int], created: float) -> TaskInfo:
     """A pod of another scheduler: only what node accounting and victim selection read (no placement
-    constraints: we never place it). Most pods of a large cluster are these, so this must be cheap."""
+    constraints: we never place it). Most pods of a large cluster are these, so this must be cheap. `key` is
+    the pod's `key_of`."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     priority = spec.get("priority")
     if priority is None:
         priority = pcs.get(str(spec.get("priorityClassName") or ""), 0)
+    group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
     return TaskInfo(
-        uid=key_of(pod),
+        uid=key,
         name=str(meta.get("name")),
         namespace=str(meta.get("namespace", "default")),
-        job=group_of(pod),
+        job=f"{meta.get('namespace', 'default')}/{group}" if group else key,  # `group_of`, with the key known
         resreq=request,
         role=role_of(pod),
         status=status_of(pod),
@@ -221,7 +242,13 @@ def _ports_only(spec: MutableObj) -> Constraints:
 
 
 def _request_shape(spec: MutableObj) -> bytes:
-    """The fields that decide a pod's request, as one hashable key."""
+    """The fields that decide a pod's request, as one hashable key. A pod of one container and nothing else
+    that adds to its request (most pods) is keyed by that container's resources alone, a JSON object or `null`;
+    every other pod by a JSON array of all those fields, so the two kinds of key never meet."""
+    containers = spec.get("containers")
+    if (type(containers) is list and len(containers) == 1 and type(containers[0]) is dict
+            and not spec.get("initContainers") and spec.get("overhead") is None and spec.get("resources") is None):
+        return dumps(containers[0].get("resources"))
     return dumps(
         [
             [c.get("resources") for c in spec.get("containers") or ()],
