@@ -125,4 +125,4 @@ def continue_token(data: bytes) -> str | None:
     start = data.find(b'"metadata":{', 0, 4096)
     end = data.find(b"}", start) if start >= 0 else -1
     match = _CONTINUE.search(data, start, end) if end >= 0 else None
-    return match.group(1).decode() if match else None
+    return (match.group(1).decode() or None) if match else None  # an empty token, as none: the last page

@@ -107,5 +107,6 @@ def test_the_first_list_of_a_prefetched_kind_takes_its_pages_and_the_next_one_as
 def test_the_token_is_read_from_the_lists_own_metadata_only() -> None:
     assert continue_token(page(["a"], "abc=")) == "abc="
     assert continue_token(page(["a"], None)) is None
+    assert continue_token(page(["a"], "")) is None  # an empty token ends the list too
     nested = b'{"kind":"PodList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"continue":"x"}}]}'
     assert continue_token(nested) is None
