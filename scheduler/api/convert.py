@@ -32,11 +32,14 @@ def key_of(obj: Obj) -> str:
     return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
 
 
-def group_of(pod: Obj) -> str:
-    """The PodGroup key a pod belongs to: its group-name annotation, or a gang of one named after the pod."""
+def group_of(pod: Obj, key: str | None = None) -> str:
+    """The PodGroup key a pod belongs to: its group-name annotation, or a gang of one named after the pod (`key`,
+    its `key_of` when the caller has it already)."""
     meta = pod.get("metadata") or {}
     group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
-    return f"{meta.get('namespace', 'default')}/{group}" if group else key_of(pod)
+    if group:
+        return f"{meta.get('namespace', 'default')}/{group}"
+    return key if key is not None else key_of(pod)
 
 
 PLAIN_GROUP_PREFIX = "podgroup-"

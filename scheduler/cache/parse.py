@@ -15,6 +15,7 @@ from typing import Any
 
 from scheduler.adapter.snapshot import PodRecord
 from scheduler.api.convert import (
+    group_of,
     job_from_podgroup,
     key_of,
     node_from_object,
@@ -25,7 +26,6 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
 from scheduler.api.pod import (
-    GROUP_NAME_ANNOTATION,
     Constraints,
     host_ports_of,
     is_preemptable,
@@ -214,12 +214,11 @@ def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, i
     priority = spec.get("priority")
     if priority is None:
         priority = pcs.get(str(spec.get("priorityClassName") or ""), 0)
-    group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
     return TaskInfo(
         uid=key,
         name=str(meta.get("name")),
         namespace=str(meta.get("namespace", "default")),
-        job=f"{meta.get('namespace', 'default')}/{group}" if group else key,  # `group_of`, with the key known
+        job=group_of(pod, key),
         resreq=request,
         role=role_of(pod),
         status=status_of(pod),
