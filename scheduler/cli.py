@@ -169,28 +169,31 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
     # No cyclic collection until the first lists are in (SchedulerLoop.run freezes what they built, then enables
     # it): the imports below make almost no cyclic garbage, and collecting during them cost 20-60 ms a start.
     gc.disable()
+    api = kube = None
+    early: dict[str, Any] = {}
     try:
-        return _connect_and_run(opts, trace_log)
-    finally:
-        gc.enable()  # already, unless it ended before the first lists were in
+        api = _api_client(opts)
+        # The pod and node lists start before the framework, the plugins and the cache are imported (a third of
+        # a second): the apiserver encodes them meanwhile, and the first cycle comes that much sooner after a
+        # restart. They run on the client the cache then uses.
+        from scheduler.cache.kube import Kube
+        from scheduler.cache.pages import PAGE_SIZE, prefetch
 
-
-def _connect_and_run(opts: SchedulerOptions, trace_log: logging.Logger) -> int:
-    api = _api_client(opts)
-    # The pod and node lists start before the framework, the plugins and the cache are imported (a third of a
-    # second): the apiserver encodes them meanwhile, and the first cycle comes that much sooner after a restart.
-    from scheduler.cache.pages import PAGE_SIZE, prefetch
-
-    early = prefetch(api, PAGE_SIZE, opts.request_timeout)
-    try:
-        return _run_scheduler(opts, api, early, trace_log)
+        kube = Kube(api, request_timeout=opts.request_timeout)
+        early = prefetch(kube, PAGE_SIZE)
+        return _run_scheduler(opts, api, kube, early, trace_log)
     finally:
         for pages in early.values():
             pages.close()  # a no-op for those the cache read; ends those it never reached (a bad conf, say)
-        api.close()
+        if kube is not None:
+            kube.close()
+        if api is not None:
+            api.close()
+        gc.enable()  # already, unless it ended before the first lists were in
 
 
-def _run_scheduler(opts: SchedulerOptions, api: Any, early: dict[str, Any], trace_log: logging.Logger) -> int:
+def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str, Any],
+                   trace_log: logging.Logger) -> int:
     from scheduler.cache.cluster_cache import ClusterCache
     from scheduler.cache.leader import LeaderElector, ensure_namespace
     from scheduler.cache.runner import ConfWatcher, SchedulerLoop
@@ -201,7 +204,7 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, early: dict[str, Any], trac
         conf.conf = load_conf(opts.scheduler_conf)  # a bad file at startup is a user error (exit 2)
     names = list(opts.scheduler_names)
     cache = ClusterCache(api, names, opts.default_queue, request_timeout=opts.request_timeout,
-                         identity=opts.leader_elect_identity, prefetched=early)
+                         identity=opts.leader_elect_identity, prefetched=early, kube=kube)
     try:
         elector = None
         if opts.leader_elect:

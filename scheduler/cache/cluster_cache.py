@@ -71,8 +71,10 @@ class ClusterCache:
         identity: str | None = None,
         event_workers: int = 2,
         prefetched: dict[str, Pages] | None = None,
+        kube: Kube | None = None,
     ):
-        kube = Kube(api_client, request_timeout=request_timeout)
+        # `kube`: a client already made from `api_client` (the one the `prefetched` lists run on), or a new one.
+        kube = kube or Kube(api_client, request_timeout=request_timeout)
         self.scheduler_names = frozenset(scheduler_names)
         self.default_queue = default_queue
         self.rules = AdapterRules(self.scheduler_names, default_queue)

@@ -30,11 +30,10 @@ class Pages:
     watch loop retries the list); a page whose real continue token is not the one read from its head (never
     seen: tokens are base64) stops the fetcher, and the rest is fetched one page at a time from the real one."""
 
-    def __init__(self, kube: Kube, path: str, page_size: int, *, ahead: int = AHEAD, owned: bool = False):
+    def __init__(self, kube: Kube, path: str, page_size: int, *, ahead: int = AHEAD):
         self.kube = kube
         self.path = path
         self.page_size = page_size
-        self._owned = owned  # the Kube was made for this list alone: closed with it
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=ahead)
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._fetch, name=f"list-pages{path.replace('/', '-')}", daemon=True)
@@ -97,23 +96,14 @@ class Pages:
             yield page
 
     def close(self) -> None:
-        """Stop fetching (a page in flight is dropped); the list's own Kube closes its connections."""
+        """Stop fetching: a page in flight is dropped, a fetcher waiting for room in the queue sees it within
+        half a second (`_put`)."""
         self._stopped.set()
-        while True:  # unblock a fetcher waiting on a full queue
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                break
-        if self._owned:
-            self.kube.close()
 
 
-def prefetch(api_client: Any, page_size: int, request_timeout: float) -> dict[str, Pages]:
-    """Start the large lists now, each on a Kube of its own (closed when the list has been read)."""
-    return {
-        path: Pages(Kube(api_client, request_timeout=request_timeout), path, page_size, owned=True).start()
-        for path in PREFETCHED
-    }
+def prefetch(kube: Kube, page_size: int) -> dict[str, Pages]:
+    """Start the large lists now, on the Kube the cache will use (`ClusterCache(kube=...)`)."""
+    return {path: Pages(kube, path, page_size).start() for path in PREFETCHED}
 
 
 _CONTINUE = re.compile(rb'"continue":"([^"]*)"')

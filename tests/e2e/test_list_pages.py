@@ -34,9 +34,11 @@ def test_pages_fetched_ahead_hold_every_pod_once(control_plane, core_v1, namespa
 def test_a_cache_takes_the_pod_list_started_before_it(control_plane, core_v1, namespace):
     made = make_pods(core_v1, namespace)
     api = control_plane.api_client()
-    early = prefetch(api, 2, 15.0)
-    cache = ClusterCache(api, {"volcano-py"}, "default", page_size=2, prefetched=early).start()
+    kube = Kube(api, request_timeout=15.0)
+    early = prefetch(kube, 2)
+    cache = ClusterCache(api, {"volcano-py"}, "default", page_size=2, prefetched=early, kube=kube).start()
     try:
+        assert cache.kube is kube  # one client for the early lists and the cache
         assert cache.wait_synced(30)
         assert made <= set(cache.pods.objects)
         assert cache.watcher.prefetched == {}  # both early lists were taken
