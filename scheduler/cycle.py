@@ -54,6 +54,7 @@ def run_cycle(
         action = ACTIONS.get(name)
         if action is not None:
             started = time.perf_counter()
+            ssn.faults.action = name
             action().execute(ssn)
             ssn.timings[f"action:{name}"] = time.perf_counter() - started
     return ssn.close()

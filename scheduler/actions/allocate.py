@@ -21,7 +21,7 @@ import enum
 from collections import Counter
 from collections.abc import Callable
 
-from scheduler.actions.base import round_robin
+from scheduler.actions.base import guarded, round_robin
 from scheduler.actions.starvation import reserve, starving_gangs
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
@@ -51,17 +51,15 @@ def pending_tasks(job: JobInfo) -> list[TaskInfo]:
 
 
 def schedulable_jobs(ssn: Session) -> list[JobInfo]:
-    jobs = []
-    for job in ssn.jobs.values():
+    def schedulable(job: JobInfo) -> bool:
         if job.phase == PodGroupPhase.PENDING or not pending_tasks(job):
-            continue
+            return False
         if job.queue not in ssn.queues:
             ssn.results.hold(job, _held(Code.UNRESOLVABLE, QueueMissing(job.queue)))
-            continue
-        if not ssn.tiers.run(P.JOB_VALID, job).ok:
-            continue  # the gang plugin reports why at close
-        jobs.append(job)
-    return jobs
+            return False
+        return ssn.tiers.run(P.JOB_VALID, job).ok  # if not, the gang plugin reports why at close
+
+    return guarded(ssn, ssn.jobs.values(), schedulable)
 
 
 VETOED = NodeFilter(SCORE_VETO)
@@ -142,12 +140,15 @@ class Allocate:
                     ssn.results.set_phase(job, PodGroupPhase.INQUEUE)
         jobs = schedulable_jobs(ssn)
         # 2.
-        partial = [j for j in jobs if j.is_started() and not j.is_ready()]
+        partial = guarded(ssn, jobs, lambda j: j.is_started() and not j.is_ready())
         for job in sorted(partial, key=lambda j: (j.creation, j.uid)):
-            self.allocate_job(ssn, ssn.queues[job.queue], job, lambda _: None)
-        starving = starving_gangs(ssn, [j for j in jobs if j not in partial])
+            with ssn.guard(job):  # a plugin failing on this job costs this job alone (framework/faults.py)
+                self.allocate_job(ssn, ssn.queues[job.queue], job, lambda _: None)
+        starving = starving_gangs(ssn, [j for j in jobs if j not in partial and not ssn.faulted(j)])
         for job in starving:
-            self.reserve_job(ssn, ssn.queues[job.queue], job)
+            if not ssn.faulted(job):
+                with ssn.guard(job):
+                    self.reserve_job(ssn, ssn.queues[job.queue], job)
         # 3.
         by_queue: dict[str, list[JobInfo]] = {}
         for job in jobs:
@@ -155,7 +156,8 @@ class Allocate:
                 by_queue.setdefault(job.queue, []).append(job)
         for queue, job, requeue in round_robin(ssn, by_queue, skip_queue=lambda q: self._overused(ssn, q),
                                                jobs_change_only_when_out=True):
-            self.allocate_job(ssn, queue, job, requeue)
+            with ssn.guard(job):
+                self.allocate_job(ssn, queue, job, requeue)
 
     @staticmethod
     def _overused(ssn: Session, queue: QueueInfo) -> bool:

@@ -26,7 +26,9 @@ class Backfill:
             return -1 if ssn.order.job_less(a, b) else (1 if ssn.order.job_less(b, a) else 0)
 
         for job in sorted(jobs, key=functools.cmp_to_key(compare)):
-            self._backfill(ssn, job)
+            if not ssn.faulted(job):
+                with ssn.guard(job):  # a plugin failing on this job costs this job alone (framework/faults.py)
+                    self._backfill(ssn, job)
 
     def _backfill(self, ssn: Session, job: JobInfo) -> None:
         tasks = [t for t in job.with_status(TaskStatus.PENDING) if t.best_effort and not t.gated]

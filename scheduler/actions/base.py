@@ -69,11 +69,24 @@ class OrderedHeap:
         return len(self._heap)
 
 
+def guarded(ssn: Session, jobs: Iterable[JobInfo], keep: Callable[[JobInfo], bool]) -> list[JobInfo]:
+    """The jobs `keep` accepts, each asked under the job's guard: a job it raises for is faulted and left out."""
+    kept = []
+    for job in jobs:
+        if ssn.faulted(job):
+            continue
+        with ssn.guard(job):
+            if keep(job):
+                kept.append(job)
+    return kept
+
+
 def round_robin(
     ssn: Session, jobs_by_queue: dict[str, list[JobInfo]], *, skip_queue: Callable[[QueueInfo], bool] | None = None,
     jobs_change_only_when_out: bool = False,
 ) -> Iterator[tuple[QueueInfo, JobInfo, Callable[[JobInfo], None]]]:
-    """Yield (queue, job, requeue) in Volcano's order: best queue first, its best job, then re-rank.
+    """Yield (queue, job, requeue) in Volcano's order: best queue first, its best job, then re-rank. Faulted jobs
+    and queues are skipped (`framework/faults.py`); the caller runs each turn under `ssn.guard(job)`.
 
     Queue order is re-evaluated after every job, since a queue's share changes as it is given resources.
     `requeue(job)` puts a job back into its queue (an elastic job that wants more after becoming ready).
@@ -90,12 +103,21 @@ def round_robin(
     queues = OrderedHeap(ssn.order.queue_less, (ssn.queues[name] for name in job_heaps))  # type: ignore[arg-type]
     while len(queues):
         queue: QueueInfo = queues.pop()  # type: ignore[assignment]
-        if skip_queue is not None and skip_queue(queue):
+        if ssn.faults.queue_faulted(queue):
             continue
+        if skip_queue is not None:
+            try:
+                skipped = skip_queue(queue)
+            except Exception as exc:  # noqa: BLE001 - the queue alone is left out (framework/faults.py)
+                ssn.faults.queue(queue, exc)
+                continue
+            if skipped:
+                continue
         heap = job_heaps[queue.name]
         if not len(heap):
             continue
         job: JobInfo = heap.pop()  # type: ignore[assignment]
-        yield queue, job, heap.push
+        if not ssn.faulted(job):  # a job that failed earlier in the cycle has no more turns
+            yield queue, job, heap.push
         if len(heap):
             queues.push(queue)

@@ -12,6 +12,7 @@ from scheduler.actions.base import round_robin
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo
 from scheduler.api.messages import UNSCHEDULABLE, unschedulable_condition
+from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import QueueClosed, QueueMissing
 from scheduler.api.status import PodGroupPhase, QueueState
 from scheduler.framework import points as P
@@ -30,23 +31,28 @@ class Enqueue:
         # 1.
         pending: dict[str, list[JobInfo]] = {}
         for job in ssn.jobs.values():
-            if job.phase == PodGroupPhase.PENDING:
+            if job.phase == PodGroupPhase.PENDING and not ssn.faulted(job):
                 if job.queue not in ssn.queues:
                     hold(ssn, job, Status(Code.UNRESOLVABLE, (QueueMissing(job.queue),), Enqueue.name))
                     continue
                 pending.setdefault(job.queue, []).append(job)
         # 2.
         for queue, job, _ in round_robin(ssn, pending):
-            if queue.state != QueueState.OPEN:
-                hold(ssn, job, Status(Code.UNRESOLVABLE, (QueueClosed(queue.name, queue.state.value),), Enqueue.name))
-                continue
-            # 3.
-            verdict = ssn.tiers.run(P.JOB_ENQUEUEABLE, job)
-            if verdict.rejected:
-                hold(ssn, job, verdict)
-                continue
-            ssn.results.set_phase(job, PodGroupPhase.INQUEUE)
-            ssn.tiers.job_enqueued(job)
+            with ssn.guard(job):  # a plugin failing on this job costs this job alone (framework/faults.py)
+                self.enqueue_job(ssn, queue, job)
+
+    @staticmethod
+    def enqueue_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
+        if queue.state != QueueState.OPEN:
+            hold(ssn, job, Status(Code.UNRESOLVABLE, (QueueClosed(queue.name, queue.state.value),), Enqueue.name))
+            return
+        # 3.
+        verdict = ssn.tiers.run(P.JOB_ENQUEUEABLE, job)
+        if verdict.rejected:
+            hold(ssn, job, verdict)
+            return
+        ssn.results.set_phase(job, PodGroupPhase.INQUEUE)
+        ssn.tiers.job_enqueued(job)
 
 
 def hold(ssn: Session, job: JobInfo, status: Status) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from scheduler.actions.allocate import pending_tasks, schedulable_jobs
-from scheduler.actions.base import round_robin
+from scheduler.actions.base import guarded, round_robin
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -43,7 +43,7 @@ def topology_aware(ssn: Session) -> bool:
 
 
 def starving_jobs(ssn: Session) -> list[JobInfo]:
-    return [job for job in schedulable_jobs(ssn) if ssn.tiers.run(P.JOB_STARVING, job)]
+    return guarded(ssn, schedulable_jobs(ssn), lambda job: ssn.tiers.run(P.JOB_STARVING, job))
 
 
 def _offered(
@@ -208,7 +208,8 @@ class Preempt:
             by_queue.setdefault(job.queue, []).append(job)
         # 2.
         for queue, job, _ in round_robin(ssn, by_queue):
-            self.preempt_for(ssn, queue, job)
+            with ssn.guard(job):  # a plugin failing on this job costs this job alone (framework/faults.py)
+                self.preempt_for(ssn, queue, job)
 
     @staticmethod
     def preempt_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:

@@ -32,7 +32,8 @@ class Reclaim:
                 by_queue.setdefault(job.queue, []).append(job)
         # 2.
         for queue, job, _ in round_robin(ssn, by_queue, skip_queue=lambda q: bool(ssn.tiers.run(P.OVERUSED, q))):
-            self.reclaim_for(ssn, queue, job)
+            with ssn.guard(job):  # a plugin failing on this job costs this job alone (framework/faults.py)
+                self.reclaim_for(ssn, queue, job)
 
     @staticmethod
     def reclaim_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:

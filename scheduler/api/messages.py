@@ -99,6 +99,9 @@ def render(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by desig
                     "no node allows them")
         case R.TopologyNoFit(tier=tier):
             return f"the gang's tasks fit no node (hard mode, highestTierAllowed {tier})"
+        case R.PluginError(plugin=plugin, action=action, error=error, detail=detail):
+            return (f"plugin {plugin} failed in {action} on this job ({error}: {detail}); the job is left out of "
+                    "this cycle, every other job goes on")
     return reason.kind  # pragma: no cover - a new kind without a sentence yet still says what it is
 
 

@@ -385,13 +385,29 @@ class TopologyNoFit(Reason):
     tier: int
 
 
+# ---- faults --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PluginError(Reason):
+    """A plugin (or an action) raised while it handled this job (`plugin`: its name; `action`: the action, or
+    `OnSessionOpen`/`OnSessionClose`; `error`: the exception's type; `detail`: its message, cut short). The job is
+    left out of this cycle; every other job goes on (`framework/faults.py`)."""
+
+    kind: ClassVar[str] = "PluginError"
+    plugin: str
+    action: str
+    error: str
+    detail: str
+
+
 KINDS: dict[str, type[Reason]] = {
     cls.kind: cls
     for cls in (
         QueueMissing, QueueClosed, QueueNotLeaf, QueueParentMissing, QueueParentCycle, QueueLimit, QueueOverused,
         QueueShareExceeded, OvercommitLimit, GangNotReady, TooFewTasks, SchedulingGated, RoleNotReady,
         ResourceShortfall, Fragmented, NotPipelined, Reserving, PlacementStale, PartialGangTimeout, ScheduleTimeout,
-        NodeFilter, NodesUnavailable, TopologyLimit, TopologyNoNode, TopologyNoFit,
+        NodeFilter, NodesUnavailable, TopologyLimit, TopologyNoNode, TopologyNoFit, PluginError,
     )
 }
 

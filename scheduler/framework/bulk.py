@@ -131,17 +131,21 @@ class BulkPlacer:
             rival_score = values[rival]
             placed: list[TaskInfo] = []
             ready = False
-            for score in self._ladder(first, node, stop - at):  # the node's score for the next task
-                task = tasks[at]
-                stmt.allocate_begin(task, node)
-                placed.append(task)
-                at += 1
-                if at < last and at >= ask_from and self._ready(job):
-                    ready = True
-                    break
-                if at == stop or score == NO_FIT or score < rival_score or (score == rival_score and rival < best):
-                    break
-            stmt.allocate_end(placed, node)
+            try:
+                for score in self._ladder(first, node, stop - at):  # the node's score for the next task
+                    task = tasks[at]
+                    stmt.allocate_begin(task, node)
+                    placed.append(task)
+                    at += 1
+                    if at < last and at >= ask_from and self._ready(job):
+                        ready = True
+                        break
+                    if (at == stop or score == NO_FIT or score < rival_score
+                            or (score == rival_score and rival < best)):
+                        break
+            finally:  # a JobReady that raised leaves begun tasks: settle them, so the job's discard undoes them
+                if placed:
+                    stmt.allocate_end(placed, node)
             values[best] = score
             cached.synced = len(changes)  # the one change, this node's, is in the cache already
             if ready or at == stop:

@@ -57,6 +57,9 @@ class CycleMemo:
     failures: dict[str, Failure] = field(default_factory=dict)
     gained: Any = None  # per node: more idle than at the end of the last cycle (this cycle only)
     skipped: int = 0  # gangs skipped in the last cycle (for logs and tests)
+    # job uid (or "queue/<name>") -> (plugin, action, exception type) of the fault it had last cycle, so a fault
+    # that repeats every cycle is logged once (`faults.py`)
+    faults_logged: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     def begin(self, nodes: list[NodeInfo], conf: Any, idle: Any) -> dict[Any, Any]:
         """Called when a session opens; returns the feasible cache the session should use."""

@@ -5,39 +5,73 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.framework import points as P
+from scheduler.framework.faults import Faults
 from scheduler.framework.tiers import TierRunner
+
+T = TypeVar("T")
 
 
 class Orderings:
-    def __init__(self, tiers: TierRunner) -> None:
+    """A JobOrder (QueueOrder) function that raises for a job (queue) makes that job (queue) faulted, and a
+    faulted one orders after all others (`faults.py`): the heaps the actions build stay consistent, and the
+    others keep the order they have among themselves."""
+
+    def __init__(self, tiers: TierRunner, faults: Faults) -> None:
         self._tiers = tiers
+        self._faults = faults
 
     def job_less(self, a: JobInfo, b: JobInfo) -> bool:
         """JobOrder; undecided, the older job (then the smaller uid) goes first."""
-        decided = self._tiers.run(P.JOB_ORDER, a, b)
-        if decided:
-            return bool(decided < 0)
-        return (a.creation, a.uid) < (b.creation, b.uid)
+        faulted = self._faults.job_faulted
+        if not (faulted(a) or faulted(b)):
+            try:
+                decided = self._tiers.run(P.JOB_ORDER, a, b)
+            except Exception as exc:  # noqa: BLE001 - the job whose own order raises is faulted, see the class
+                for job in _culprits(lambda j: self._tiers.run(P.JOB_ORDER, j, j), (a, b)):
+                    self._faults.job(job, exc)
+            else:
+                if decided:
+                    return bool(decided < 0)
+        return (faulted(a), a.creation, a.uid) < (faulted(b), b.creation, b.uid)
 
     def job_key(self) -> Callable[[JobInfo], tuple[object, ...]] | None:
         """JobOrder as a key, when every JobOrder function is a `KeyedOrdering`: their keys in tier order, then
-        (creation, uid), which orders jobs exactly as `job_less` does while they do not change. None otherwise."""
+        (creation, uid), which orders jobs exactly as `job_less` does while they do not change. None otherwise.
+        A faulted job's key is (1, uid), after every other (0, ...)."""
         fns = self._tiers.functions(P.JOB_ORDER)
         keys = [fn.key for fn in fns if isinstance(fn, P.KeyedOrdering)]
         if len(keys) < len(fns):
             return None
-        return lambda job: (*(key(job) for key in keys), job.creation, job.uid)
+        faults = self._faults
+
+        def key_of(job: JobInfo) -> tuple[object, ...]:
+            if not faults.job_faulted(job):
+                try:
+                    return (0, *(key(job) for key in keys), job.creation, job.uid)
+                except Exception as exc:  # noqa: BLE001 - see the class
+                    faults.job(job, exc)
+            return (1, job.uid)
+
+        return key_of
 
     def queue_less(self, a: QueueInfo, b: QueueInfo) -> bool:
         """QueueOrder; undecided, the older queue (then the smaller name) goes first."""
-        decided = self._tiers.run(P.QUEUE_ORDER, a, b)
-        if decided:
-            return bool(decided < 0)
-        return (a.creation, a.name) < (b.creation, b.name)
+        faulted = self._faults.queue_faulted
+        if not (faulted(a) or faulted(b)):
+            try:
+                decided = self._tiers.run(P.QUEUE_ORDER, a, b)
+            except Exception as exc:  # noqa: BLE001 - see the class
+                for queue in _culprits(lambda q: self._tiers.run(P.QUEUE_ORDER, q, q), (a, b)):
+                    self._faults.queue(queue, exc)
+            else:
+                if decided:
+                    return bool(decided < 0)
+        return (faulted(a), a.creation, a.name) < (faulted(b), b.creation, b.name)
 
     def task_order(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
         """The tasks sorted by TaskOrder; undecided, by `default_task_key`."""
@@ -53,6 +87,17 @@ class Orderings:
             return -1 if default_task_key(a) < default_task_key(b) else 1
 
         return sorted(tasks, key=functools.cmp_to_key(compare))
+
+
+def _culprits(alone: Callable[[T], object], pair: tuple[T, T]) -> list[T]:
+    """Which of a pair whose comparison raised raises when compared with itself; both if neither does alone."""
+    found = []
+    for item in pair:
+        try:
+            alone(item)
+        except Exception:  # noqa: BLE001 - this is the question asked
+            found.append(item)
+    return found or list(pair)
 
 
 def default_task_key(task: TaskInfo) -> tuple[int, float, str]:

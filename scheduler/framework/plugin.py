@@ -26,6 +26,7 @@ from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.backend import StatementBackEnd
 from scheduler.framework.conf import PluginOption, SchedulerConf
 from scheduler.framework.conf_args import NO_ARGS, ArgReader, parse_unloaded
+from scheduler.framework.faults import Faults, JobGuard
 from scheduler.framework.fit import FeasibilityCache, FitErrors
 from scheduler.framework.order import Orderings
 from scheduler.framework.results import ResultsCollector
@@ -49,7 +50,7 @@ class SessionAPI:
     """
 
     __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
-                 "storage", "_tier", "_option", "_tiers", "_order", "_fit", "_results", "_requests")
+                 "storage", "_tier", "_option", "_tiers", "_order", "_fit", "_results", "_requests", "_faults")
 
     def __init__(
         self,
@@ -71,6 +72,7 @@ class SessionAPI:
         fit: FeasibilityCache,
         results: ResultsCollector,
         requests: StatementBackEnd,
+        faults: Faults,
     ) -> None:
         self.jobs = jobs
         self.queues = queues
@@ -89,6 +91,7 @@ class SessionAPI:
         self._fit = fit
         self._results = results
         self._requests = requests
+        self._faults = faults
 
     # ---- when the session opens ----------------------------------------------------------------------
     def register(self, point: P.Point[F, R], fn: F) -> None:
@@ -104,7 +107,16 @@ class SessionAPI:
         """Be told of every job the enqueue action admits this cycle."""
         self._tiers.on_job_enqueued(fn)
 
+    def guard(self, job: JobInfo) -> JobGuard:
+        """`with ssn.guard(job): ...` around the plugin's own work on one job (a per-job loop at open or close): an
+        exception there faults that job alone, as in the actions (`faults.py`)."""
+        return self._faults.guard(job)
+
     # ---- questions -----------------------------------------------------------------------------------
+    def faulted(self, job: JobInfo) -> bool:
+        """Whether a plugin or action failed on `job` this cycle (its condition then says so; leave it be)."""
+        return self._results.faulted(job)
+
     def task_order(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
         """The tasks in TaskOrder, as the actions take them."""
         return self._order.task_order(tasks)

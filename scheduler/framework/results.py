@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from scheduler.api.decision import Status
 from scheduler.api.job import Condition, JobInfo
+from scheduler.api.messages import unschedulable_condition
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import ZERO, Resource
 from scheduler.api.snapshot import CycleResult, Event, PodGroupStatus, QueueStatus
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework.backend import StatementBackEnd
+
+SCHEDULER_ERROR = "SchedulerError"  # the condition's and event's reason for a job a plugin failed on
 
 
 class ResultsCollector:
@@ -31,6 +34,7 @@ class ResultsCollector:
         self._published: dict[str, Status] = {}  # job uid -> the Status behind its Unschedulable condition
         self._shares: dict[str, tuple[Resource, float, bool]] = {}  # queue -> deserved, share, overused
         self._counters: dict[str, int] = {}  # for metrics, as CycleResult.counters
+        self._faults: dict[str, Status] = {}  # job uid -> the Error Status of a plugin that failed on it
 
     # ---- jobs -----------------------------------------------------------------------------------------
     def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
@@ -49,8 +53,16 @@ class ResultsCollector:
         self._gates[job.uid] = status
 
     def held(self, job: JobInfo) -> Status | None:
-        """Why a gate held the job this cycle (None: none did)."""
-        return self._gates.get(job.uid)
+        """Why a gate held the job this cycle (None: none did); a fault first."""
+        return self._faults.get(job.uid) or self._gates.get(job.uid)
+
+    def fault(self, job: JobInfo, status: Status) -> None:
+        """A plugin or action failed on `job` (`faults.py`): its condition at close says so, whatever else was
+        written for it."""
+        self._faults.setdefault(job.uid, status)
+
+    def faulted(self, job: JobInfo) -> bool:
+        return job.uid in self._faults
 
     def add_condition(self, job: JobInfo, condition: Condition) -> None:
         """A condition beside the Scheduled/Unschedulable one (e.g. `Timeout`); one per type."""
@@ -90,6 +102,12 @@ class ResultsCollector:
     # ---- close ----------------------------------------------------------------------------------------
     def close(self, requests: StatementBackEnd, timings: dict[str, float]) -> CycleResult:
         """The cycle's result: the committed requests, the events, and every status that changed."""
+        for uid, fault in self._faults.items():
+            job = self._jobs[uid]
+            condition = unschedulable_condition(SCHEDULER_ERROR, fault)
+            self.set_condition(job, condition, fault)
+            if condition not in job.conditions:
+                self.event("PodGroup", uid, "Warning", SCHEDULER_ERROR, condition.message)
         result = CycleResult(
             binds=requests.gang_binds(),
             evictions=requests.evictions(),

@@ -30,6 +30,7 @@ from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.backend import StatementBackEnd
 from scheduler.framework.bulk import BulkPlacer
 from scheduler.framework.conf import SchedulerConf
+from scheduler.framework.faults import CLOSE, OPEN, Faults, JobGuard
 from scheduler.framework.fit import FeasibilityCache
 from scheduler.framework.memo import CycleMemo
 from scheduler.framework.order import Orderings
@@ -62,9 +63,11 @@ class Session:
         self.trace = trace  # a sink for a traced cycle's explanations (`volcano-py simulate --trace`), or None
         self.timings: dict[str, float] = {}  # as CycleResult.timings
         self.tiers = TierRunner()
-        self.order = Orderings(self.tiers)
-        self.fit = FeasibilityCache(self.node_list, self.arrays, self.tiers, conf, memo=memo, trace=trace)
         self.results = ResultsCollector(self.jobs, self.queues)
+        # One job's failure costs that job alone (`faults.py`): actions run each job's turn under `guard(job)`.
+        self.faults = Faults(self.results, memo, self.tiers.plugin_modules, self._jobs_of_queue)
+        self.order = Orderings(self.tiers, self.faults)
+        self.fit = FeasibilityCache(self.node_list, self.arrays, self.tiers, conf, memo=memo, trace=trace)
         self._back_end = StatementBackEnd(self.jobs, self.nodes, self.arrays, self.tiers)
         self.plugins: list[tuple[int, Plugin[object]]] = []
         for tier_index, tier in enumerate(conf.tiers):
@@ -72,6 +75,7 @@ class Session:
                 factory = plugin_types.get(option.name)
                 if factory is not None:
                     self.plugins.append((tier_index, factory(option)))
+                    self.tiers.plugin_modules.setdefault(factory.__module__, option.name)
         self._views = [self._view_for(tier_index, plugin) for tier_index, plugin in self.plugins]
         self._open()
 
@@ -81,10 +85,14 @@ class Session:
             conf=self.conf, arrays=self.arrays, domains=self.domains, trace=self.trace, storage=self.storage,
             tier=tier_index,
             option=plugin.option, tiers=self.tiers, order=self.order, fit=self.fit, results=self.results,
-            requests=self._back_end,
+            requests=self._back_end, faults=self.faults,
         )
 
+    def _jobs_of_queue(self, queue: str) -> list[JobInfo]:
+        return [job for job in self.jobs.values() if job.queue == queue]
+
     def _open(self) -> None:
+        self.faults.action = OPEN
         for (_, plugin), view in zip(self.plugins, self._views, strict=True):
             started = time.perf_counter()
             plugin.on_session_open(view)
@@ -94,13 +102,26 @@ class Session:
 
     def statement(self) -> Statement:
         """A new Statement on this session: the only way an action places, pipelines or evicts."""
-        return Statement(self._back_end)
+        statement = Statement(self._back_end)
+        self.faults.opened(statement)  # discarded if the job's turn that opened it fails
+        return statement
+
+    def guard(self, job: JobInfo) -> JobGuard:
+        """`with ssn.guard(job): ...` around one job's turn in an action's per-job loop: an exception in it
+        faults that job alone (its statements discarded, an Error Status, left out of the rest of the cycle)."""
+        return self.faults.guard(job)
+
+    def faulted(self, job: JobInfo) -> bool:
+        """Whether a plugin or action failed on `job` this cycle: every action leaves it out from then on."""
+        return self.results.faulted(job)
 
     def close(self) -> CycleResult:
         """Let plugins write what they learned, and return the cycle's binds, evictions and status changes."""
         self.fit.close(self.jobs)
+        self.faults.action = CLOSE
         for (_, plugin), view in zip(self.plugins, self._views, strict=True):
             started = time.perf_counter()
             plugin.on_session_close(view)
             self.timings[f"plugin:{plugin.name}:OnSessionClose"] = time.perf_counter() - started
+        self.faults.close()
         return self.results.close(self._back_end, self.timings)

@@ -57,12 +57,21 @@ class Statement:
         self._back_end.mark_releasing(task)
 
     def discard(self) -> None:
+        """Undo every operation, in reverse. An undo that raises (a plugin's event handler failing on the job
+        being undone) does not stop the others: the nodes' accounting is undone first in each, and the first
+        error is raised once all are undone."""
+        failed: Exception | None = None
         for op in reversed(self.operations):
-            if op.kind == "evict":
-                self._back_end.unmark_releasing(op.task, op.previous)
-            else:
-                self._back_end.unplace(op.task)
+            try:
+                if op.kind == "evict":
+                    self._back_end.unmark_releasing(op.task, op.previous)
+                else:
+                    self._back_end.unplace(op.task)
+            except Exception as exc:  # noqa: BLE001 - see above
+                failed = failed or exc
         self.operations.clear()
+        if failed is not None:
+            raise failed
 
     def commit(self) -> None:
         for op in self.operations:

@@ -15,6 +15,7 @@ from typing import TypeVar, cast
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.framework import points as P
 from scheduler.framework.conf import PluginOption
+from scheduler.framework.faults import PluginFault, blame
 
 F = TypeVar("F")
 R = TypeVar("R")
@@ -38,6 +39,8 @@ class TierRunner:
         self._fns: dict[str, list[list[object]]] = {p.name: [] for p in P.ALL_POINTS}
         self._handlers: list[EventHandler] = []
         self._enqueued: list[Callable[[JobInfo], None]] = []
+        # plugin module -> plugin name, to name the plugin an exception came from (the session fills it)
+        self.plugin_modules: dict[str, str] = {}
 
     def register(self, point: P.Point[F, R], fn: F, *, tier: int, option: PluginOption) -> None:
         """Add a plugin's function to `tier`; honours the plugin's enableXxx switch for the point, and has the
@@ -52,12 +55,29 @@ class TierRunner:
         tiers[tier].append(fn)
 
     def run(self, point: P.Point[F, R], *args: object) -> R:
-        return point.combine(self._fns[point.name], *args)
+        """The point's answer; an exception from a plugin's function comes out as a `PluginFault` naming the
+        plugin, for the per-job guard that is running the turn (`faults.py`). (A `try` costs nothing until
+        something raises.)"""
+        try:
+            return point.combine(self._fns[point.name], *args)
+        except PluginFault:
+            raise
+        except Exception as exc:
+            raise PluginFault(blame(exc, self.plugin_modules) or point.name, exc) from exc
 
     def runner(self, point: P.Point[F, R]) -> Callable[..., R]:
         """`run` for one point, looked up once: for a loop that asks the same point thousands of times."""
-        fns, combine = self._fns[point.name], point.combine
-        return lambda *args: combine(fns, *args)
+        fns, combine, modules = self._fns[point.name], point.combine, self.plugin_modules
+
+        def run(*args: object) -> R:
+            try:
+                return combine(fns, *args)
+            except PluginFault:
+                raise
+            except Exception as exc:
+                raise PluginFault(blame(exc, modules) or point.name, exc) from exc
+
+        return run
 
     def has(self, point: P.Point[F, R]) -> bool:
         return any(self._fns[point.name])
@@ -71,29 +91,51 @@ class TierRunner:
 
     def allocated(self, task: TaskInfo) -> None:
         """Tell the event handlers a Statement placed `task` (or gave it back its place)."""
+        failed: Exception | None = None
         for handler in self._handlers:
             if handler.allocate:
-                handler.allocate(task)
+                try:
+                    handler.allocate(task)
+                except Exception as exc:  # noqa: BLE001 - the others hear it all the same, see `deallocated`
+                    failed = failed or exc
+        if failed is not None:
+            raise failed
 
     def allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
         """`allocated` for each of `tasks` (one job's, with one request), each handler told of all of them at once
         where it can be."""
+        failed: Exception | None = None
         for handler in self._handlers:
-            if handler.allocate_many:
-                handler.allocate_many(tasks)
-            elif handler.allocate:
-                for task in tasks:
-                    handler.allocate(task)
+            try:
+                if handler.allocate_many:
+                    handler.allocate_many(tasks)
+                elif handler.allocate:
+                    for task in tasks:
+                        handler.allocate(task)
+            except Exception as exc:  # noqa: BLE001 - the others hear it all the same, see `deallocated`
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
     def handlers_batched(self) -> bool:
         """Whether every handler that hears placements may hear a run of them at once (`allocate_many`)."""
         return all(h.allocate is None or h.allocate_many is not None for h in self._handlers)
 
     def deallocated(self, task: TaskInfo) -> None:
-        """Tell the event handlers a Statement took `task` off its node (or marked it releasing)."""
+        """Tell the event handlers a Statement took `task` off its node (or marked it releasing).
+
+        Every handler hears every placement and every removal, even when one of them raises (the first error
+        is raised after all have heard): a handler that missed a placement would count the job's queue short
+        once the failed job's statement is discarded, and so hurt the other jobs of that queue."""
+        failed: Exception | None = None
         for handler in self._handlers:
             if handler.deallocate:
-                handler.deallocate(task)
+                try:
+                    handler.deallocate(task)
+                except Exception as exc:  # noqa: BLE001 - as above
+                    failed = failed or exc
+        if failed is not None:
+            raise failed
 
     def on_job_enqueued(self, fn: Callable[[JobInfo], None]) -> None:
         self._enqueued.append(fn)

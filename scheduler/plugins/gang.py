@@ -183,7 +183,9 @@ class GangPlugin(Plugin[NoArgs]):
             return job.is_starving()
 
         for job in ssn.jobs.values():
-            check_timeout(ssn, job)
+            with ssn.guard(job):
+                check_timeout(ssn, job)
+
         def guard(candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
             return gang_safe(candidates, ssn.jobs, singles_may_go=True)
 
@@ -199,20 +201,24 @@ class GangPlugin(Plugin[NoArgs]):
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         for job in ssn.jobs.values():
-            if job.phase == PodGroupPhase.PENDING or not job.tasks:
-                continue
-            if job.count_ready():
-                if ssn.got_binds(job.uid) or _was_unschedulable(job):
-                    self._scheduled(ssn, job)
-                continue
-            if _held_by_releasing(job):
-                continue
-            invalid = valid(job)
-            if not invalid.ok:
-                self._unschedulable(ssn, job, condition_reason(invalid), invalid.stamped(self.name))
-            else:
-                status = Status(Code.UNSCHEDULABLE, gang_reasons(ssn, job), self.name)
-                self._unschedulable(ssn, job, NOT_ENOUGH_RESOURCES, status)
+            with ssn.guard(job):
+                self._close_job(ssn, job)
+
+    def _close_job(self, ssn: SessionAPI, job: JobInfo) -> None:
+        if job.phase == PodGroupPhase.PENDING or not job.tasks or ssn.faulted(job):
+            return
+        if job.count_ready():
+            if ssn.got_binds(job.uid) or _was_unschedulable(job):
+                self._scheduled(ssn, job)
+            return
+        if _held_by_releasing(job):
+            return
+        invalid = valid(job)
+        if not invalid.ok:
+            self._unschedulable(ssn, job, condition_reason(invalid), invalid.stamped(self.name))
+        else:
+            status = Status(Code.UNSCHEDULABLE, gang_reasons(ssn, job), self.name)
+            self._unschedulable(ssn, job, NOT_ENOUGH_RESOURCES, status)
 
     def _unschedulable(self, ssn: SessionAPI, job: JobInfo, reason: str, status: Status) -> None:
         condition = unschedulable_condition(reason, status)
