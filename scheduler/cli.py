@@ -149,12 +149,13 @@ def _check_leader_durations(opts: CommonOptions) -> None:
             raise FlagError(str(exc)) from None
 
 
-def _serve(opts: CommonOptions, ready: Callable[[], bool] = lambda: True) -> None:
+def _serve(opts: CommonOptions, ready: Callable[[], bool] = lambda: True,
+           healthy: Callable[[], bool] = lambda: True) -> None:
     if opts.serve_addresses:
         from scheduler import metrics
 
         for address in opts.serve_addresses:
-            metrics.serve(address, ready=ready)
+            metrics.serve(address, ready=ready, healthy=healthy)
 
 
 def cmd_scheduler(opts: SchedulerOptions) -> int:
@@ -215,7 +216,8 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
             trace=trace_log.debug if opts.level == "trace" else None,
             elector=elector, partial_gang_timeout=opts.partial_gang_timeout,
         )
-        _serve(opts, ready=lambda: cache.wait_synced(0))  # /readyz once the caches synced (a standby is ready too)
+        # /readyz once the caches synced (a standby is ready too); /healthz fails after failed or stuck cycles
+        _serve(opts, ready=lambda: cache.wait_synced(0), healthy=loop.healthy)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: loop.stop())  # the cycle in progress finishes, then the loop exits
         logging.getLogger("volcano_py.scheduler").info("volcano-py scheduler for %s starting", ", ".join(names))

@@ -79,6 +79,8 @@ class ConfWatcher:
 
 
 SYNC_SLICE = 0.25  # seconds: how soon a stop is seen while the first lists are awaited
+MAX_FAILED_CYCLES = 5  # whole cycles failed in a row before liveness fails (a restart may clear what one cannot)
+STUCK_PERIODS = 10  # liveness fails when no cycle completed within this many schedule periods
 
 
 class SchedulerLoop:
@@ -92,6 +94,7 @@ class SchedulerLoop:
         trace: Callable[[str], None] | None = None,
         elector: LeaderElector | None = None,
         partial_gang_timeout: float = 60.0,
+        max_failed_cycles: int = MAX_FAILED_CYCLES,
     ):
         self.cache = cache
         self.elector = elector
@@ -103,6 +106,19 @@ class SchedulerLoop:
         self.memo = CycleMemo()  # predicate answers and known-failing gangs, carried from cycle to cycle
         self.stopping = threading.Event()
         self.cycles = 0
+        self.max_failed_cycles = max_failed_cycles
+        self.failed_in_a_row = 0  # whole cycles that raised, in a row (a job's own fault is not one: faults.py)
+        self.cycling_since: float | None = None  # monotonic: when this replica last began or ended a cycle
+        self._last_failure: str | None = None
+
+    def healthy(self) -> bool:
+        """Liveness: false after `max_failed_cycles` failed cycles in a row, or when the replica should be
+        cycling (the leader, caches synced) and no cycle has ended within STUCK_PERIODS schedule periods (a
+        stuck cycle). A standby, or a replica still waiting for its first lists, is alive."""
+        if self.failed_in_a_row >= self.max_failed_cycles:
+            return False
+        since = self.cycling_since
+        return since is None or time.monotonic() - since <= STUCK_PERIODS * max(self.period, 0.1)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -159,24 +175,42 @@ class SchedulerLoop:
         try:
             while not self.stopping.is_set():
                 if self.elector is not None and not self.elector.is_leader():
+                    self.cycling_since = None  # a standby is not expected to cycle
                     self.elector.wait_leader(min(self.period, 0.5))  # standby: warm caches, no cycles
                     continue
                 if not queue_ensured:
                     self._ensure_default_queue()
                     queue_ensured = True
                 started = time.monotonic()
+                if self.cycling_since is None:
+                    self.cycling_since = started
                 try:
                     with collector_paused():
                         self.run_once()
-                except Exception:  # noqa: BLE001 - a bug in one cycle must not stop the scheduler
-                    log.exception("scheduling cycle failed")
-                    metrics.observe_cycle_error()
+                except Exception as exc:  # noqa: BLE001 - a bug in one cycle must not stop the scheduler
+                    self._cycle_failed(exc)
+                else:
+                    self.failed_in_a_row, self._last_failure = 0, None
+                self.cycling_since = time.monotonic()
+                metrics.observe_failed_cycles(self.failed_in_a_row)
                 collect_between_cycles()
                 self.stopping.wait(max(0.0, self.period - (time.monotonic() - started)))
         finally:
             if self.elector is not None:
                 self.elector.stop(release=True)
         log.info("scheduler stopped after %d cycles", self.cycles)
+
+    def _cycle_failed(self, exc: Exception) -> None:
+        """A whole cycle failed (what a job's guard could not catch: a plugin's OnSessionOpen as a whole, the
+        snapshot, the apply). One line, when the failure differs from the last one or every 60 in a row; the
+        traceback only with --v debug."""
+        self.failed_in_a_row += 1
+        metrics.observe_cycle_error()
+        what = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        if what != self._last_failure or self.failed_in_a_row % 60 == 0:
+            log.error("scheduling cycle failed (%d in a row; liveness fails at %d): %s", self.failed_in_a_row,
+                      self.max_failed_cycles, what, exc_info=log.isEnabledFor(logging.DEBUG))
+        self._last_failure = what
 
     def _wait_synced(self, timeout: float) -> bool:
         """Wait for the first lists, in slices, so a stop (SIGTERM from the kubelet, whose grace period is shorter

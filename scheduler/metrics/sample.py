@@ -15,6 +15,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.api.status import PodGroupPhase, TaskStatus
+from scheduler.framework.faults import JOB_ERRORS
 from scheduler.plugins.shares import cluster_total, dimensions, real_capability, reserved_by_admitted, without_pods
 
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
@@ -71,6 +72,7 @@ class CycleSample:
     pending_durations: tuple[float, ...] = ()  # seconds each gang started this cycle had waited
     open_session_ms: float | None = None  # snapshot + session open (plugins' OnSessionOpen)
     eviction_transactions: dict[str, int] = field(default_factory=dict)  # action -> committed statements
+    job_errors: dict[str, int] = field(default_factory=dict)  # plugin -> jobs it failed on this cycle
     jobs: tuple[JobSample, ...] | None = None  # None: no snapshot, the per-job series are left as they are
     now: float = 0.0
     assumed_ms: tuple[float, ...] = ()  # per task bound this cycle: from its creation to now
@@ -227,6 +229,7 @@ def sample_cycle(
         pending_durations=tuple(durations),
         open_session_ms=_open_session_ms(result, snapshot_seconds),
         eviction_transactions=_eviction_transactions(result),
+        job_errors={k.removeprefix(JOB_ERRORS): v for k, v in result.counters.items() if k.startswith(JOB_ERRORS)},
         jobs=tuple(job_samples) if snapshot is not None else None,
         now=now,
         assumed_ms=_assumed_ms(result, snapshot),

@@ -150,6 +150,16 @@ class SchedulerMetrics:
             "volcano_py_scheduler_conf_loads_total", "Scheduler conf files read, by result (loaded, rejected)",
             ("result",),
         )
+        # -- volcano-py's: faults isolated to one job (issue 31, scheduler/framework/faults.py)
+        self.job_errors = self._exact_counter(
+            "volcano_py_job_errors_total",
+            "Jobs a plugin (or an action) failed on, left out of their cycle while the others went on, by plugin",
+            ("plugin",),
+        )
+        self.failed_cycles = self._gauge(
+            "volcano_py_consecutive_failed_cycles",
+            "Scheduling cycles in a row that failed as a whole (liveness fails past --max-failed-cycles)", (),
+        )
         # -- Volcano's, pkg/scheduler/metrics/job.go
         self.job_share = self._gauge(
             "volcano_job_share", "Dominant share of the cluster one job holds (drf's job share)", ("job_ns", "job_id")
@@ -230,6 +240,9 @@ class SchedulerMetrics:
             self.preemption_attempts.inc()
         for action, count in sample.eviction_transactions.items():
             self.eviction_transactions.labels(action).inc(count)
+        for plugin, count in sample.job_errors.items():
+            self.job_errors.inc(plugin, amount=count)
+            self.attempts.labels(ERROR).inc(count)
         self.unschedulable.set(sample.unschedulable_jobs)
         for phase, count in sample.podgroup_phases.items():
             self.job_status.labels(phase).set(count)
@@ -390,6 +403,14 @@ def observe_conf(loaded: bool) -> None:
 
 def observe_cycle_error() -> None:
     default().record_error()
+
+
+def observe_failed_cycles(in_a_row: int) -> None:
+    """Whole cycles failed in a row (0 after a good one). Never raises."""
+    try:
+        default().failed_cycles.set(in_a_row)
+    except Exception:  # noqa: BLE001
+        log.exception("recording the failed-cycle gauge failed")
 
 
 def observe_bind(bind_seconds: float, since_creation: float | None, prebind_seconds: float | None = None) -> None:

@@ -36,7 +36,8 @@ class _Server6(_Server):
 
 class MetricsServer:
     """A small threaded HTTP server. `/readyz` is 200 once `ready()` is true (the caches have synced; with
-    leader election a standby is ready too, so it can take over at once), `/healthz` while the process serves."""
+    leader election a standby is ready too, so it can take over at once), `/healthz` and `/livez` while
+    `healthy()` is (the scheduler: not too many failed cycles in a row, no stuck cycle; `cache/runner.py`)."""
 
     def __init__(
         self,
@@ -94,7 +95,8 @@ def _check(probe: Callable[[], bool]) -> tuple[int, str, bytes]:
     return (200, "text/plain", b"ok\n") if ok else (503, "text/plain", b"not ready\n")
 
 
-def serve(address: str, *, ready: Callable[[], bool] = lambda: True) -> MetricsServer:
+def serve(address: str, *, ready: Callable[[], bool] = lambda: True,
+          healthy: Callable[[], bool] = lambda: True) -> MetricsServer:
     """Start serving the default registry on `address` (the CLI's --listen-address)."""
     default()
-    return MetricsServer(address, ready=ready).start()
+    return MetricsServer(address, ready=ready, healthy=healthy).start()
