@@ -67,17 +67,21 @@ class ClusterCache:
         request_timeout: float = 30.0,
         bind_workers: int = 16,
         eviction_grace_seconds: int = 30,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
+        local_clock: Callable[[], float] = time.time,
         identity: str | None = None,
         event_workers: int = 2,
         prefetched: dict[str, Pages] | None = None,
         kube: Kube | None = None,
     ):
         # `kube`: a client already made from `api_client` (the one the `prefetched` lists run on), or a new one.
-        kube = kube or Kube(api_client, request_timeout=request_timeout)
+        kube = kube or Kube(api_client, request_timeout=request_timeout, local_clock=local_clock)
         self.scheduler_names = frozenset(scheduler_names)
         self.default_queue = default_queue
         self.rules = AdapterRules(self.scheduler_names, default_queue)
+        # `now` for snapshots, binds and events: the apiserver's clock (cache/clock.py), so a timeout that starts
+        # at an object's creationTimestamp runs the same on a replica whose clock is off; `clock` for tests.
+        clock = clock or kube.clock.now
         self.clock = clock
         self.stores = Stores()
         self._stop = threading.Event()

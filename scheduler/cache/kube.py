@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import urllib3
 
 from scheduler.api.objects import MutableObj
+from scheduler.cache.clock import ApiClock
 from scheduler.cache.http1 import Http1
 
 try:  # orjson parses pod lists 3-5x faster than json; optional, so a bare environment still works
@@ -84,9 +85,12 @@ def lean_transport(api_client: Any) -> Http1 | None:
 class Kube:
     """Raw JSON calls: `request` for one response, `stream` for a watch."""
 
-    def __init__(self, api_client: Any, *, request_timeout: float = 30.0):
+    def __init__(self, api_client: Any, *, request_timeout: float = 30.0,
+                 local_clock: Callable[[], float] = time.time):
         self.api = api_client
         self.request_timeout = request_timeout
+        # The apiserver's clock, read from its answers' Date headers: the cache's `now` (cache/clock.py).
+        self.clock = ApiClock(local_clock)
         self._streams: set[Any] = set()
         self._streams_lock = threading.Lock()
         self._http1 = lean_transport(api_client)
@@ -157,11 +161,16 @@ class Kube:
         deadline = time.monotonic() + seconds
         for attempt in range(MAX_RETRIES + 1):
             left = max(0.001, deadline - time.monotonic())
+            clock = self.clock
+            sent = clock.local()
             resp = self._send(method, path, query, body, content_type, left)
             try:
                 data: bytes = resp.data
             finally:
                 resp.release_conn()
+            received = clock.local()
+            if clock.due(received):
+                clock.observe(resp.headers.get("Date"), sent, received)
             if resp.status < 400:
                 return data
             wait = retry_after(resp.status, resp.headers.get("Retry-After"))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -42,18 +43,22 @@ class RunningScheduler:
 @contextmanager
 def running_scheduler(
     control_plane, *, conf: str | None = None, conf_dir: Path | None = None, name: str = "volcano-py-scheduler",
-    scheduler_names: tuple[str, ...] = ("volcano-py",),
+    scheduler_names: tuple[str, ...] = ("volcano-py",), local_clock: Callable[[], float] = time.time,
+    partial_gang_timeout: float = 60.0,
 ) -> Iterator[RunningScheduler]:
     """Run the scheduler until the block ends; `conf` is the text of a volcano-scheduler.conf; it serves pods
-    that name one of `scheduler_names`."""
+    that name one of `scheduler_names`. `local_clock` stands for the scheduler machine's clock (a skewed one, to
+    test that timeouts run on the apiserver's)."""
     conf_path = None
     if conf is not None:
         assert conf_dir is not None, "a conf needs a directory to live in"
         conf_path = conf_dir / "volcano-scheduler.conf"
         conf_path.write_text(conf)
     api = control_plane.api_client(connection_pool_maxsize=32)
-    cache = ClusterCache(api, set(scheduler_names), "default", watch_timeout=20, request_timeout=15)
-    loop = SchedulerLoop(cache, ConfWatcher(str(conf_path) if conf_path else None), period=0.2)
+    cache = ClusterCache(api, set(scheduler_names), "default", watch_timeout=20, request_timeout=15,
+                         local_clock=local_clock)
+    loop = SchedulerLoop(cache, ConfWatcher(str(conf_path) if conf_path else None), period=0.2,
+                         partial_gang_timeout=partial_gang_timeout)
     running = RunningScheduler(loop, cache)
     apply = cache.apply
 
