@@ -26,6 +26,7 @@ from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.leader import LeaderElector
 from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, load_conf, run_cycle
 from scheduler.framework.conf import SchedulerConf
+from scheduler.framework.conf_yaml import MAX_CONF_BYTES
 from scheduler.framework.memo import CycleMemo
 
 log = logging.getLogger("volcano_py.scheduler")
@@ -49,6 +50,10 @@ class ConfWatcher:
             if stat.st_mtime == self._mtime:
                 return self.conf
             self._mtime = stat.st_mtime
+            if stat.st_size > MAX_CONF_BYTES:  # not read at all: it is no ConfigMap's value
+                self._report(f"size:{stat.st_size}:{stat.st_mtime}", f"scheduler conf {self.path} is "
+                             f"{stat.st_size} bytes, more than a ConfigMap holds; keeping the last good one")
+                return self.conf
             data = Path(self.path).read_bytes()
         except OSError as exc:
             self._report(

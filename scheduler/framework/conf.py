@@ -38,7 +38,7 @@ from scheduler.framework.conf_values import (
     Tier,
     closest,
 )
-from scheduler.framework.conf_yaml import CONFIGMAP_KEY, freeze, load_yaml, unwrap_configmap
+from scheduler.framework.conf_yaml import CONFIGMAP_KEY, MAX_CONF_BYTES, freeze, load_yaml, unwrap_configmap
 
 TOP_LEVEL_KEYS = ("actions", "tiers", "configurations", "metrics")
 PLUGIN_KEYS = ("name", "arguments")
@@ -300,6 +300,9 @@ def load_conf_file(
 ) -> SchedulerConf:
     source = str(path)
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_CONF_BYTES:
+            raise ConfError(source, "", f"the file is {size} bytes: more than a ConfigMap holds ({MAX_CONF_BYTES})")
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ConfError(source, "", f"cannot read the file: {err}") from None

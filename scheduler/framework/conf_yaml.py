@@ -15,10 +15,26 @@ import yaml
 from scheduler.framework.conf_values import ConfError
 
 CONFIGMAP_KEY = "volcano-scheduler.conf"
+# A conf is a ConfigMap's value, which Kubernetes caps at 1 MiB; anything larger is not one. Aliases are few in a
+# real conf; a "billion laughs" document expands a few of them into millions of nodes (freeze copies every one),
+# which Go's YAML decoder refuses too (yaml.v3 limits the alias expansion ratio).
+MAX_CONF_BYTES = 1 << 20
+MAX_ALIASES = 64
 
 
 class _StrictLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no type information
-    """SafeLoader that rejects a key given twice in one mapping, as Volcano's Go YAML decoder does."""
+    """SafeLoader that rejects a key given twice in one mapping, as Volcano's Go YAML decoder does, and more than
+    MAX_ALIASES aliases."""
+
+    _aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise yaml.composer.ComposerError(
+                    None, None, f"more than {MAX_ALIASES} aliases: not a scheduler conf", self.peek_event().start_mark)
+        return super().compose_node(parent, index)
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -43,6 +59,9 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 
 
 def load_yaml(text: str, source: str, what: str) -> Any:
+    if len(text) > MAX_CONF_BYTES:
+        raise ConfError(source, "", f"{what} is {len(text)} characters: more than a ConfigMap holds "
+                                    f"({MAX_CONF_BYTES} bytes)")
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as err:

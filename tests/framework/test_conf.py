@@ -490,3 +490,30 @@ def test_a_configmap_with_a_single_differently_named_conf_key_is_read(tmp_path: 
     assert conf.notes == ("read from key 'volcano-scheduler-ci.conf' of ConfigMap sched (a whole manifest "
                           "was given)",)
     assert plugin_names(conf) == [["gang"]]
+
+
+def test_a_billion_laughs_conf_is_refused_fast() -> None:
+    """Nine levels of nine aliases would expand to 9^9 nodes; more than 64 aliases is refused as it is read."""
+    import time
+
+    from scheduler.cycle import conf_from_text
+
+    lines = ['a0: &a0 ["lol"]']
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    text = "actions: enqueue\n" + "\n".join(lines) + "\n"
+    started = time.monotonic()
+    with pytest.raises(ConfError, match="more than 64 aliases"):
+        conf_from_text(text)
+    assert time.monotonic() - started < 2.0
+
+
+def test_a_conf_larger_than_a_configmap_is_refused(tmp_path: Path) -> None:
+    from scheduler.cycle import conf_from_text, load_conf
+
+    path = tmp_path / "big.conf"
+    path.write_text('actions: "enqueue, allocate"\n' + "#" * (1 << 20) + "\n")
+    with pytest.raises(ConfError, match="more than a ConfigMap holds"):
+        load_conf(str(path))
+    with pytest.raises(ConfError, match="more than a ConfigMap holds"):
+        conf_from_text(path.read_text())
