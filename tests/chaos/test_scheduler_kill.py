@@ -40,7 +40,7 @@ FIT = NODES * 8 // SIZE
 
 
 def one_round(round_: int, rng: random.Random, control_plane, core_v1, custom, namespace: str, tag: str,
-              log_dir) -> str:
+              log_dir) -> tuple[int, str]:
     gangs = {f"g{i:02d}": [f"g{i:02d}-{j}" for j in range(SIZE)] for i in range(GANGS)}
     create_gangs(core_v1, custom, namespace, tag, gangs)
     kill_at = rng.randint(1, FIT * SIZE - 1)  # pods bound when the kill lands
@@ -48,6 +48,7 @@ def one_round(round_: int, rng: random.Random, control_plane, core_v1, custom, n
     kill_when_bound(control_plane, namespace, kill_at, first)
     at_kill = gang_counts(bound_pods(core_v1, namespace), gangs)
     torn = partly_bound(at_kill, gangs)
+    assert sum(at_kill.values()) > 0, f"round {round_}: the kill landed before any bind: it tested nothing"
     killed = time.monotonic()
     second = start_scheduler(control_plane, log_dir)
 
@@ -69,8 +70,8 @@ def one_round(round_: int, rng: random.Random, control_plane, core_v1, custom, n
     assert_no_overcommit(core_v1)
     assert second.alive(), second.log()[-3000:]
     second.stop()
-    return (f"round {round_}: killed at {sum(at_kill.values())} bound pods ({len(torn)} gangs torn: {torn}); "
-            f"recovered in {recovery:.1f}s; {sum(c == SIZE for c in counts.values())} whole gangs")
+    return len(torn), (f"round {round_}: killed at {sum(at_kill.values())} bound pods ({len(torn)} gangs torn: "
+                       f"{torn}); recovered in {recovery:.1f}s; {sum(c == SIZE for c in counts.values())} whole gangs")
 
 
 def test_kill_9_while_binding_leaves_every_gang_whole_or_empty(control_plane, core_v1, custom, new_namespace,
@@ -79,12 +80,18 @@ def test_kill_9_while_binding_leaves_every_gang_whole_or_empty(control_plane, co
     tag = uuid.uuid4().hex[:6]
     nodes = make_nodes(core_v1, tag, NODES)
     report = []
+    torn = 0
     try:
         for round_ in range(ROUNDS):
             namespace = new_namespace(f"kill-{round_}")
-            report.append(one_round(round_, rng, control_plane, core_v1, custom, namespace, tag, tmp_path))
+            gangs_torn, line = one_round(round_, rng, control_plane, core_v1, custom, namespace, tag, tmp_path)
+            torn += gangs_torn
+            report.append(line)
             core_v1.delete_namespace(namespace)
             wait_no_pods_on(core_v1, nodes)
+        # The fault struck where it was meant to in some round: in the middle of a gang's binds (some, not all,
+        # of its pods bound when the scheduler died), the case the recovery is for.
+        assert torn, "no round killed the scheduler in the middle of a gang's binds:\n" + "\n".join(report)
     finally:
         print("\n" + "\n".join(report))
         for name in nodes:
