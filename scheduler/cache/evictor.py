@@ -11,8 +11,8 @@ A pod already terminating is left alone.
   (pkg/scheduler/cache/cache.go, defaultEvictor.Evict). A 409 is then told apart by reading the pod again: another
   uid (recreated) or no pod means nothing is evicted; the same uid (only its status or labels moved on) is
   patched again with the fresh resourceVersion, a few times at most.
-- The delete carries `preconditions.uid` (kube-scheduler's preemption does the same since 1.26,
-  pkg/scheduler/util DeletePod): a pod recreated between the condition and the delete answers 409 and lives.
+- The delete carries `preconditions.uid` (Volcano's and kube-scheduler's deletes, pkg/scheduler/util DeletePod,
+  name the pod only): a pod recreated between the condition and the delete answers 409 and lives.
 - A condition that could not be written for another reason (403, 5xx, a timeout) leaves the pod running, as in
   Volcano and kube-scheduler: the next cycle decides again.
 """
