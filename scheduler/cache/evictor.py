@@ -60,13 +60,25 @@ def _bounded_str(value: Any, limit: int) -> str | None:
     return value if isinstance(value, str) and 0 < len(value) <= limit else None
 
 
+def _meta(pod: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    meta = pod.get("metadata") if isinstance(pod, Mapping) else None
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _uid(pod: Mapping[str, Any] | None) -> Any:
+    return _meta(pod).get("uid")
+
+
+def _terminating(pod: Mapping[str, Any]) -> bool:
+    return bool(_meta(pod).get("deletionTimestamp"))
+
+
 def victim_of(task_key: str, pod: Mapping[str, Any]) -> Victim | str:
     """The victim's identity, or why it has none a request could safely carry (a typed reason, logged once)."""
     namespace, sep, name = task_key.partition("/")
     if not sep or not _bounded_str(namespace, MAX_NAME) or not _bounded_str(name, MAX_NAME):
         return "no namespace/name in the task key"
-    meta = pod.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
+    meta = _meta(pod)
     uid = _bounded_str(meta.get("uid"), MAX_UID)
     if uid is None:
         return "the cached pod has no readable metadata.uid"
@@ -80,16 +92,6 @@ def victim_of(task_key: str, pod: Mapping[str, Any]) -> Victim | str:
         _bounded_str(spec.get("schedulerName"), MAX_NAME) or "volcano-py",
         _bounded_str(annotations.get(GROUP_NAME_ANNOTATION), MAX_NAME),
     )
-
-
-def _uid(pod: Mapping[str, Any] | None) -> Any:
-    meta = (pod or {}).get("metadata")
-    return meta.get("uid") if isinstance(meta, Mapping) else None
-
-
-def _terminating(pod: Mapping[str, Any]) -> bool:
-    meta = pod.get("metadata")
-    return bool(meta.get("deletionTimestamp")) if isinstance(meta, Mapping) else False
 
 
 class Evictor:
@@ -190,7 +192,7 @@ class Evictor:
             if _terminating(fresh):
                 log.debug("evict %s: already terminating", task_key)
                 return False
-            fresh_rv = _bounded_str((fresh.get("metadata") or {}).get("resourceVersion"), MAX_RESOURCE_VERSION)
+            fresh_rv = _bounded_str(_meta(fresh).get("resourceVersion"), MAX_RESOURCE_VERSION)
             if failure.status != 409 or fresh_rv is None or attempt == CONFLICT_RETRIES:
                 log.warning("evict %s: DisruptionTarget condition not written, not evicted: %s", task_key, failure)
                 return False
