@@ -2,8 +2,9 @@
 never hits a pod recreated under the victim's name, and marks a victim it evicts `DisruptionTarget=True` (reason
 `PreemptionByScheduler`) before deleting it.
 
-The victims are bound to a node name no kubelet (and no kwok) serves: a graceful delete then leaves them terminating
-with their conditions readable, and nothing else changes them while a test runs.
+The evictor runs as the scheduler's ServiceAccount under the RBAC the manifests give it. The victims are bound to a
+node name no kubelet (and no kwok) serves: a graceful delete then leaves them terminating with their conditions
+readable, and nothing else changes them while a test runs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from controlplane import REPO_ROOT, wait_for
 from kubernetes import client
 
 from scheduler.cache.events import EventRecorder
@@ -36,9 +38,24 @@ class RacingKube(Kube):
         return super().request(method, path, **kwargs)
 
 
+@pytest.fixture(scope="module")
+def scheduler_client(control_plane):
+    """An API client that is the scheduler's ServiceAccount, with manifests/01-rbac-scheduler.yaml (the chart's rules
+    too) in force: the evictor's requests need no more than what is granted there."""
+    control_plane.kubectl("apply", "-f", str(REPO_ROOT / "manifests" / "00-namespace.yaml"),
+                          "-f", str(REPO_ROOT / "manifests" / "01-rbac-scheduler.yaml"))
+    kubeconfig = control_plane.kubeconfig_for_service_account("volcano-py-system", "volcano-py-scheduler")
+    wait_for(lambda: control_plane.kubectl("auth", "can-i", "patch", "pods", "--subresource=status",
+                                           kubeconfig=kubeconfig, check=False).stdout.strip() == "yes",
+             30, interval=0.5, what="the scheduler's RBAC in force")
+    api = control_plane.api_client(kubeconfig)
+    yield api
+    api.close()
+
+
 @pytest.fixture
-def evictor(api_client):
-    kube = RacingKube(api_client)
+def evictor(scheduler_client):
+    kube = RacingKube(scheduler_client)
     stores = Stores()
     events = EventRecorder(kube, stores, lambda: 0.0, "e2e", threading.Event())  # queued, not sent: not looked at
     pool = ThreadPoolExecutor(1)
