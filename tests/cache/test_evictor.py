@@ -303,3 +303,17 @@ def test_the_cache_evicts_the_uid_its_snapshot_saw_not_the_pod_recreated_since()
         "PATCH", {"uid": "u1", "resourceVersion": "5"})
     assert kube.sent[-1] == ("DELETE", POD, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 30,
                                              "preconditions": {"uid": "u1"}})
+
+
+def test_a_422_on_the_same_pod_is_not_retried(caplog: pytest.LogCaptureFixture) -> None:
+    """A refused patch that is not a conflict (the pod read again is the same one) is not sent again."""
+    kube, evictor, events = setup(pod("u1", "5"), pod("u1", "5"))
+    kube.fail_patch = KubeError(422, "PATCH", STATUS, b'{"message": "invalid"}')
+
+    with caplog.at_level(logging.WARNING, "volcano_py.cache"):
+        evictor.evict("ns/victim", "preempted by ns/high")
+
+    assert kube.calls() == [("PATCH", STATUS), ("GET", POD)]
+    assert kube.served is not None
+    assert sent_events(events) == []
+    assert len(caplog.records) == 1
