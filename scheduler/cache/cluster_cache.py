@@ -102,7 +102,10 @@ class ClusterCache:
                                page_size=page_size, prefetched=prefetched)
         self.storage = StorageReader(self.stores, self.parser.read)
         self.binder = Binder(kube, self.stores, self._pool, self.events, may_write, clock, lease_left=lease_left)
-        self.evictor = Evictor(kube, self.stores, self._pool, self.events, may_write, eviction_grace_seconds)
+        # An eviction names the pod the cycle decided for (its snapshot copy: uid and resourceVersion), not whatever
+        # the watch has put under that name since.
+        self.evictor = Evictor(kube, self.stores, self._pool, self.events, may_write, eviction_grace_seconds,
+                               decided=lambda key: self._snapshot_pods.get(key), clock=clock)
         self.status_writer = StatusWriter(kube, self.stores, self._pool, self.scheduler_names, may_write, self._stop)
         self._kube = kube
         self._snapshot_pods: dict[str, Any] = {}
