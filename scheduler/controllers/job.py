@@ -50,6 +50,7 @@ from scheduler.jobs import (
     validate_job,
 )
 from scheduler.jobs.bus import PolicyAction, PolicyEvent
+from scheduler.jobs.expand import MAX_JOB_PODS, size_problems
 from scheduler.jobs.plugins import svc_configmap_name, svc_hosts, uses_svc
 from scheduler.jobs.state import FINISHED
 from scheduler.jobs.volumes import initiated, without_generated_names
@@ -122,8 +123,10 @@ class JobController:
         *,
         claim_unnamed: bool = False,
         clock: Callable[[], float] = time.time,
+        max_pods: int = MAX_JOB_PODS,
     ):
         self.api = api
+        self.max_pods = max_pods  # a Job with more pods is refused before anything of it is built
         names = tuple(scheduler_names)
         self.scheduler_names = frozenset(names)
         # A claimed job that names no scheduler gets the first configured name, as Volcano's mutating webhook
@@ -233,7 +236,9 @@ class JobController:
         uid = str(job["metadata"]["uid"])
         if not (job.get("spec") or {}).get("schedulerName"):
             job.setdefault("spec", {})["schedulerName"] = self.default_scheduler  # its pods ask for our scheduler
-        errors = validate_job(without_generated_names(job))
+        # The size first, and alone: the other checks and the expansion cost time per replica, and a Job the
+        # webhook (when off) let through with `replicas: 2147483647` must fail at once, not hold this worker.
+        errors = size_problems(job, self.max_pods) or validate_job(without_generated_names(job))
         if errors:
             self._reject(job, errors)
             return None
@@ -433,9 +438,13 @@ class JobController:
         if state.get("phase") == Phase.FAILED:
             return
         now = rfc3339(self.clock())
+        conditions = [*((job.get("status") or {}).get("conditions") or []),
+                      {"status": str(Phase.FAILED), "lastTransitionTime": now}][-MAX_CONDITIONS:]
         status = {**(job.get("status") or {}),
                   "state": {"phase": str(Phase.FAILED), "reason": "InvalidJob", "message": "; ".join(errors),
-                            "lastTransitionTime": now}}
+                            "lastTransitionTime": now},
+                  "conditions": conditions}
+        log.warning("job %s/%s refused: %s", meta["namespace"], meta["name"], "; ".join(errors))
         self.api.replace_job_status(meta["namespace"], meta["name"], status)
         self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Warning",
                        "InvalidJob", "; ".join(errors), now)
