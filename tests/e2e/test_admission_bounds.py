@@ -214,6 +214,13 @@ def test_without_the_webhook_default_is_recreated_and_a_deleted_queue_is_said_on
                     TIMEOUT, what="a QueueNotFound condition on the Job")
     assert said[0]["message"] == (f"queue '{gone}' does not exist: none of the job's pods are created until a "
                                   "queue of that name does")
+    # and its PodGroup carries the scheduler's reason
+    def podgroup_says() -> list[str]:
+        groups = custom.list_namespaced_custom_object(SCHEDULING, "v1beta1", namespace, "podgroups")["items"]
+        return [c.get("message", "") for g in groups for c in (g.get("status") or {}).get("conditions") or []
+                if c.get("type") == "Unschedulable" and f"queue '{gone}' does not exist" in c.get("message", "")]
+
+    wait_for(podgroup_says, TIMEOUT, what="the PodGroup's Unschedulable condition naming the missing queue")
 
 
 def _uid(custom, name: str) -> str | None:
