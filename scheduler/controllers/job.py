@@ -496,18 +496,18 @@ class JobController:
         with self._guard:
             if self._notes.get(uid) == (reason, message):
                 return
+        if (last.get("reason"), last.get("message")) != (reason, message):
+            now = rfc3339(self.clock())
+            phase = str((status.get("state") or {}).get("phase") or Phase.PENDING)
+            conditions.append({"status": phase, "lastTransitionTime": now, "reason": reason, "message": message})
+            status["conditions"] = conditions[-MAX_CONDITIONS:]
+            log.warning("job %s/%s: %s: %s", meta["namespace"], meta["name"], reason, message)
+            if self.api.replace_job_status(meta["namespace"], meta["name"], status) is not None:  # raises: retried
+                job["status"] = status
+            self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Warning", reason,
+                           message, now)
+        with self._guard:  # said (now or before a restart): not again until the cause changes
             self._notes[uid] = (reason, message)
-        if (last.get("reason"), last.get("message")) == (reason, message):
-            return
-        now = rfc3339(self.clock())
-        phase = str((status.get("state") or {}).get("phase") or Phase.PENDING)
-        conditions.append({"status": phase, "lastTransitionTime": now, "reason": reason, "message": message})
-        status["conditions"] = conditions[-MAX_CONDITIONS:]
-        log.warning("job %s/%s: %s: %s", meta["namespace"], meta["name"], reason, message)
-        if self.api.replace_job_status(meta["namespace"], meta["name"], status) is not None:
-            job["status"] = status
-        self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Warning", reason,
-                       message, now)
 
     def _forget_note(self, uid: str, reason: str) -> None:
         """The cause is gone: the same cause later is said again."""

@@ -121,3 +121,21 @@ def test_a_job_whose_queue_does_not_exist_is_told_so_once() -> None:
         ("Warning", "QueueNotFound")]
     assert api.of_kind("Pod") == {}
     assert api.job("ns", "gpu")["status"]["state"]["phase"] == "Pending"  # type: ignore[index]
+
+
+def test_a_note_whose_status_write_failed_is_written_on_the_retry() -> None:
+    class NoQueues(FakeApi):
+        def queue(self, name: str) -> dict[str, Any] | None:
+            return None
+
+    api = NoQueues()
+    api.put("Job", gpu_job())
+    ctl, timers = controller(api)
+    ctl.reconcile("ns", "gpu")  # the first status write (phase Pending) succeeds
+    api.objects[("Job", "ns", "gpu")]["status"].pop("conditions", None)
+    ctl._notes.clear()  # as after a restart, with the note's write still to come
+    api.failures[("patch", "JobStatus")] = 1
+    ctl.reconcile("ns", "gpu")
+    assert notes(api) == []
+    timers.fire("ns/gpu", "retry")
+    assert [reason for reason, _ in notes(api)] == ["QueueNotFound"]
