@@ -438,9 +438,9 @@ class JobController:
             # Said on the Job (event and condition, once per distinct answer), then raised: `Retries` runs the
             # sync again with its backoff (0.5 s doubling to 30 s), never in a hot loop. The first failure in pod
             # order is named: the same refusal gives the same message whichever later creates were cancelled.
-            first, exc = failures[0]
-            self._note(job, FAILED_CREATE, f"Error creating pods: pod {first}: {_answer(exc)}")
-            raise exc
+            first, refused = failures[0]
+            self._note(job, FAILED_CREATE, f"Error creating pods: pod {first}: {_answer(refused)}")
+            raise refused
         self._forget_note(uid, FAILED_CREATE)
 
     def _write_status(self, job: MutableObj, decision: Decision, event: JobEvent) -> None:
