@@ -258,6 +258,8 @@ def cmd_controllers(opts: ControllerOptions) -> int:
 
 def cmd_webhook(opts: WebhookOptions) -> int:
     from scheduler.cache.kube import Kube
+    from scheduler.webhook.admission import Checks
+    from scheduler.webhook.podcheck import PodDryRun
     from scheduler.webhook.server import WebhookServer, handlers, kube_queues
 
     logging.basicConfig(level={"debug": logging.DEBUG, "info": logging.INFO}[opts.level],
@@ -266,10 +268,16 @@ def cmd_webhook(opts: WebhookOptions) -> int:
     if not opts.tls_cert_file or not opts.tls_private_key_file:
         raise FlagError("--tls-cert-file and --tls-private-key-file are required: the apiserver calls webhooks "
                         "over HTTPS only")
+    if opts.max_pods_per_job < 1:
+        raise FlagError(f"--max-pods-per-job: {opts.max_pods_per_job} must be at least 1")
     api = _api_client(opts)
+    kube = Kube(api)
+    checks = Checks(max_pods=opts.max_pods_per_job,
+                    pod_templates=PodDryRun(kube) if opts.pod_template_dry_run else None,
+                    queue_allocated_pods=opts.enable_queue_allocated_pods_check)
     try:
-        routes = handlers(kube_queues(Kube(api)), opts.enabled_admission,
-                          (opts.scheduler_names or ("volcano-py",))[0])
+        routes = handlers(kube_queues(kube), opts.enabled_admission,
+                          (opts.scheduler_names or ("volcano-py",))[0], checks)
     except ValueError as exc:
         raise FlagError(str(exc)) from None
     try:

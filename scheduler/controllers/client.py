@@ -181,6 +181,15 @@ class Api:
     def queue(self, name: str) -> MutableObj | None:
         return self.get(f"{SCHEDULING}/queues/{name}")
 
+    def create_queue(self, queue: Mapping[str, Any]) -> MutableObj | None:
+        """Create a Queue (cluster-scoped); None if one of that name exists."""
+        try:
+            return self.kube.request("POST", f"{SCHEDULING}/queues", body=queue)
+        except KubeError as exc:
+            if exc.status == 409:
+                return None
+            raise
+
     def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> MutableObj:
         """A merge patch of the given status keys only: `allocated` belongs to the scheduler."""
         return self.kube.request(

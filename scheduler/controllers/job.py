@@ -9,11 +9,18 @@ One lock per job serialises reconciles, so a decision always sees the status the
 A pod change becomes a lifecycle event through `pod_event` (PodFailed, PodEvicted, TaskCompleted, ...). The
 pod's `volcano.sh/job-version` annotation lets the lifecycle ignore pods of an earlier run (the ones a restart
 deletes). Policy timeouts and `ttlSecondsAfterFinished` are timers that re-enter `reconcile`.
+
+What keeps a Job from progressing is said on it (issue 31), once per distinct cause, as a Warning event and an
+entry of `status.conditions` carrying a reason and message (Volcano's conditions carry the phase only; the extra
+keys are ours): `FailedCreate` when the apiserver refuses its pods (Volcano's FailedCreatePodReason event,
+pkg/controllers/job/job_controller_actions.go syncJob), the sync then retried with backoff (`Retries`);
+`QueueNotFound` when its queue does not exist (deleted, say) and so none of its pods are created.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import threading
 import time
@@ -26,6 +33,7 @@ from typing import Any
 from scheduler import metrics
 from scheduler.api.objects import MutableObj
 from scheduler.api.timestamps import parse_time, rfc3339
+from scheduler.cache.kube import KubeError
 from scheduler.controllers.claims import JobClaims
 from scheduler.controllers.client import Api
 from scheduler.controllers.podgroup_phases import PhaseTransitions
@@ -50,6 +58,7 @@ from scheduler.jobs import (
     validate_job,
 )
 from scheduler.jobs.bus import PolicyAction, PolicyEvent
+from scheduler.jobs.expand import MAX_JOB_PODS, size_problems
 from scheduler.jobs.plugins import svc_configmap_name, svc_hosts, uses_svc
 from scheduler.jobs.state import FINISHED
 from scheduler.jobs.volumes import initiated, without_generated_names
@@ -59,6 +68,9 @@ log = logging.getLogger("volcano_py.controllers.job")
 EXECUTE_ACTION = "ExecuteAction"
 MAX_CONDITIONS = 32  # phase history kept in status.conditions
 POD_CREATE_WORKERS = 16  # pods of one Job created at once (Volcano: one goroutine per pod)
+FAILED_CREATE = "FailedCreate"  # Volcano's FailedCreatePodReason (pkg/controllers/job/constant.go)
+QUEUE_NOT_FOUND = "QueueNotFound"
+MAX_NOTE = 4096  # characters of a condition's message (Kubernetes' own messages are quoted, bounded)
 
 
 def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
@@ -114,6 +126,24 @@ def job_status(job: Mapping[str, Any], decision: Decision, now: float, note: str
 VOLCANO_SCHEDULER = "volcano"
 
 
+def _open(queue: Mapping[str, Any] | None) -> bool:
+    return queue is not None and ((queue.get("status") or {}).get("state") or "Open") == "Open"
+
+
+def _answer(exc: Exception) -> str:
+    """The apiserver's own message for a refused request (its Status `message`), else the error's text."""
+    if isinstance(exc, KubeError):
+        text = exc.body.decode("utf-8", "replace")
+        try:
+            parsed = json.loads(exc.body)
+        except ValueError:
+            return text
+        if isinstance(parsed, Mapping) and isinstance(parsed.get("message"), str):
+            return str(parsed["message"])
+        return text
+    return f"{type(exc).__name__}: {exc}"
+
+
 class JobController:
     def __init__(
         self,
@@ -122,8 +152,10 @@ class JobController:
         *,
         claim_unnamed: bool = False,
         clock: Callable[[], float] = time.time,
+        max_pods: int = MAX_JOB_PODS,
     ):
         self.api = api
+        self.max_pods = max_pods  # a Job with more pods is refused before anything of it is built
         names = tuple(scheduler_names)
         self.scheduler_names = frozenset(names)
         # A claimed job that names no scheduler gets the first configured name, as Volcano's mutating webhook
@@ -142,6 +174,7 @@ class JobController:
         self._plugin_objects: set[str] = set()  # job uids whose plugin objects exist
         self._hosts: dict[str, dict[str, str]] = {}  # job uid -> the svc hosts data last seen in its ConfigMap
         self._waiting: dict[str, set[str]] = {}  # job uid -> tasks held back by dependsOn, as last told
+        self._notes: dict[str, tuple[str, str]] = {}  # job uid -> the (reason, message) last said on it
         self._podgroup_phases = PhaseTransitions()  # for the Unknown event (podgroup_phases.py)
         # Creates a Job's pods concurrently. A failed create raises from `map` in pod order (creates not yet
         # started are cancelled) and the Job's next sync makes what is missing, as a sequential create did.
@@ -165,6 +198,8 @@ class JobController:
             self.volume_claims.forget(str(meta.get("uid")))
             self._hosts.pop(str(meta.get("uid")), None)
             self._waiting.pop(str(meta.get("uid")), None)
+            with self._guard:
+                self._notes.pop(str(meta.get("uid")), None)
             queue = str((job.get("spec") or {}).get("queue") or "default")
             metrics.observe_controllers(lambda m: m.remove_job(f"{meta.get('namespace')}/{meta.get('name')}", queue))
             return
@@ -233,7 +268,9 @@ class JobController:
         uid = str(job["metadata"]["uid"])
         if not (job.get("spec") or {}).get("schedulerName"):
             job.setdefault("spec", {})["schedulerName"] = self.default_scheduler  # its pods ask for our scheduler
-        errors = validate_job(without_generated_names(job))
+        # The size first, and alone: the other checks and the expansion cost time per replica, and a Job the
+        # webhook (when off) let through with `replicas: 2147483647` must fail at once, not hold this worker.
+        errors = size_problems(job, self.max_pods) or validate_job(without_generated_names(job))
         if errors:
             self._reject(job, errors)
             return None
@@ -255,7 +292,8 @@ class JobController:
             event = JobEvent()  # a deferred policy whose pod recovered meanwhile
         podgroup = self._find_podgroup(job)
         pg_phase = ((podgroup.get("status") or {}).get("phase") or "Pending") if podgroup is not None else None
-        gate = pg_phase if (pods or self._queue_open(spec["queue"])) else None
+        queue = None if pods else self.api.queue(spec["queue"])
+        gate = pg_phase if (pods or _open(queue)) else None
         decision = decide(job, JobStatus.of(job), views, gate, event)
         if claims_missing is not None:  # Pending, no PodGroup yet: Volcano's initiateJob stops there too
             self._write_status(job, decision, event)
@@ -263,6 +301,11 @@ class JobController:
             return decision
         self._carry_out(job, decision, gate, podgroup, pods)
         self._write_status(job, decision, event)
+        if not pods and queue is None and decision.phase not in FINISHED:
+            self._note(job, QUEUE_NOT_FOUND, f"queue {spec['queue']!r} does not exist: none of the job's pods are "
+                                             "created until a queue of that name does")
+        elif queue is not None:
+            self._forget_note(uid, QUEUE_NOT_FOUND)
         self._tell_waiting(job, uid, decision)
         self._arm_timers(job, decision)
         return decision
@@ -290,10 +333,6 @@ class JobController:
             gone = [u for u, s in of_job.items() if s.job_uid == job_uid and u not in present]
             taken = [of_job.pop(u) for u in gone]
         return taken[0] if taken else None
-
-    def _queue_open(self, queue_name: str) -> bool:
-        queue = self.api.queue(queue_name)
-        return queue is not None and ((queue.get("status") or {}).get("state") or "Open") == "Open"
 
     @staticmethod
     def _still_due(event: JobEvent, views: list[PodView]) -> bool:
@@ -380,10 +419,29 @@ class JobController:
         # All at once, as Volcano's controller creates a Job's pods (one goroutine each, then it waits for all:
         # pkg/controllers/job/job_controller_actions.go, syncJob): made one after another, a scheduling cycle
         # can run while a large Job is half created and give its room to a smaller, later one.
-        for created in self._pod_pool.map(self.api.create, wanted):
+        futures = [(pod["metadata"]["name"], self._pod_pool.submit(self.api.create, pod)) for pod in wanted]
+        failures: list[tuple[str, Exception]] = []
+        for pod_name, future in futures:
+            if future.cancelled():
+                continue
+            try:
+                created = future.result()
+            except (KubeError, OSError) as exc:
+                failures.append((pod_name, exc))
+                for _, later in futures:  # the creates not started yet: the next sync makes them
+                    later.cancel()
+                continue
             pod_created = parse_time(((created or {}).get("metadata") or {}).get("creationTimestamp"))
             if job_created and pod_created:  # volcano_controller_job_to_pod_creation_latency_milliseconds
                 metrics.observe_pod_created(pod_created - job_created)
+        if failures:
+            # Said on the Job (event and condition, once per distinct answer), then raised: `Retries` runs the
+            # sync again with its backoff (0.5 s doubling to 30 s), never in a hot loop. The first failure in pod
+            # order is named: the same refusal gives the same message whichever later creates were cancelled.
+            first, refused = failures[0]
+            self._note(job, FAILED_CREATE, f"Error creating pods: pod {first}: {_answer(refused)}")
+            raise refused
+        self._forget_note(uid, FAILED_CREATE)
 
     def _write_status(self, job: MutableObj, decision: Decision, event: JobEvent) -> None:
         meta = job["metadata"]
@@ -426,6 +484,37 @@ class JobController:
                                "TaskWaiting", f"task {task} {why} (dependsOn): its pods are not created yet",
                                rfc3339(self.clock()))
 
+    def _note(self, job: MutableObj, reason: str, message: str) -> None:
+        """Say on the Job why it does not progress: a condition (the phase, with `reason` and `message`) and a
+        Warning event, once per distinct (reason, message), even across restarts (the last condition is read)."""
+        meta = job["metadata"]
+        uid = str(meta["uid"])
+        message = message if len(message) <= MAX_NOTE else message[:MAX_NOTE] + "..."
+        status = dict(job.get("status") or {})
+        conditions = list(status.get("conditions") or [])
+        last = conditions[-1] if conditions and isinstance(conditions[-1], Mapping) else {}
+        with self._guard:
+            if self._notes.get(uid) == (reason, message):
+                return
+        if (last.get("reason"), last.get("message")) != (reason, message):
+            now = rfc3339(self.clock())
+            phase = str((status.get("state") or {}).get("phase") or Phase.PENDING)
+            conditions.append({"status": phase, "lastTransitionTime": now, "reason": reason, "message": message})
+            status["conditions"] = conditions[-MAX_CONDITIONS:]
+            log.warning("job %s/%s: %s: %s", meta["namespace"], meta["name"], reason, message)
+            if self.api.replace_job_status(meta["namespace"], meta["name"], status) is not None:  # raises: retried
+                job["status"] = status
+            self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Warning", reason,
+                           message, now)
+        with self._guard:  # said (now or before a restart): not again until the cause changes
+            self._notes[uid] = (reason, message)
+
+    def _forget_note(self, uid: str, reason: str) -> None:
+        """The cause is gone: the same cause later is said again."""
+        with self._guard:
+            if self._notes.get(uid, ("", ""))[0] == reason:
+                del self._notes[uid]
+
     def _reject(self, job: MutableObj, errors: list[str]) -> None:
         """A job the CRD's rules let through but the lifecycle cannot run (e.g. a dependsOn cycle)."""
         meta = job["metadata"]
@@ -433,9 +522,13 @@ class JobController:
         if state.get("phase") == Phase.FAILED:
             return
         now = rfc3339(self.clock())
+        conditions = [*((job.get("status") or {}).get("conditions") or []),
+                      {"status": str(Phase.FAILED), "lastTransitionTime": now}][-MAX_CONDITIONS:]
         status = {**(job.get("status") or {}),
                   "state": {"phase": str(Phase.FAILED), "reason": "InvalidJob", "message": "; ".join(errors),
-                            "lastTransitionTime": now}}
+                            "lastTransitionTime": now},
+                  "conditions": conditions}
+        log.warning("job %s/%s refused: %s", meta["namespace"], meta["name"], "; ".join(errors))
         self.api.replace_job_status(meta["namespace"], meta["name"], status)
         self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Warning",
                        "InvalidJob", "; ".join(errors), now)

@@ -11,6 +11,11 @@ from a queue that is not Open, so its jobs create no pods.
 Hierarchical queues follow their parent as Volcano's queue controller has them (pkg/controllers/queue/
 queue_controller_action.go): closing a queue closes its open children, marking them `volcano.sh/closed-by-parent`;
 a queue whose parent is Closing or Closed is not opened; opening a queue reopens the children its closing closed.
+
+The `default` queue is recreated whenever it is deleted (issue 31): jobs and PodGroups that name no queue go to it,
+and the webhook that refuses its deletion (Volcano's /queues/validate) may be off. The scheduler creates it at its
+start only. The PodGroups of any other deleted queue wait, and the scheduler tells why on each of them (its
+`QueueMissing` reason); the job controller gives their Jobs a `QueueNotFound` condition and event.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ log = logging.getLogger("volcano_py.controllers.queue")
 OPEN, CLOSING, CLOSED = "Open", "Closing", "Closed"
 CLOSED_BY_PARENT = "volcano.sh/closed-by-parent"
 ROOT = "root"
+DEFAULT = "default"
+# The `default` queue as the scheduler (cache.ensure_queue) and the chart (templates/default-queue.yaml) create it.
+DEFAULT_QUEUE_SPEC = {"weight": 1, "reclaimable": True}
 COUNTED = {"Pending": "pending", "Inqueue": "inqueue", "Running": "running", "Unknown": "unknown",
            "Completed": "completed"}
 
@@ -88,8 +96,17 @@ class QueueController:
         if kind == "DELETED":
             metrics.observe_controllers(lambda m: m.remove_queue(name))  # Volcano's DeleteQueueMetrics
             self.retries.forget(name)
+            if name == DEFAULT:
+                self.retries.run(name, f"queue {name}: recreate failed", log, self.recreate_default)
         else:
             self._sync_or_retry(name)
+
+    def recreate_default(self) -> None:
+        """The `default` queue was deleted: create it again (a no-op if someone already has)."""
+        body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": DEFAULT},
+                "spec": dict(DEFAULT_QUEUE_SPEC)}
+        if self.api.create_queue(body) is not None:
+            log.warning("queue %s was deleted; created it again (jobs that name no queue go to it)", DEFAULT)
 
     def _sync_or_retry(self, name: str) -> None:
         self.retries.run(name, f"queue {name}: status sync failed", log, lambda: self.sync(name))

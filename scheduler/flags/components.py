@@ -188,8 +188,13 @@ WEBHOOK = FlagSet("webhook", (
     Flag("webhook-url", Kind.STRING, no_effect=_CHART_INSTALLS),
     Flag("admission-conf", Kind.STRING, no_effect="volcano-py's webhook has no admission configuration"),
     Flag("graceful-shutdown-time", Kind.DURATION, no_effect="the server stops at once on SIGTERM"),
-    Flag("enable-queue-allocated-pods-check", Kind.BOOL, harmless=(False,),
-         no_effect="queue deletion is not checked by volcano-py's webhook"),
+    Flag("enable-queue-allocated-pods-check", Kind.BOOL, "/queues/validate also refuses deleting a queue whose "
+         "status.allocated counts pods", dest="enable_queue_allocated_pods_check", default=False),
+    Flag("max-pods-per-job", Kind.INT, "/jobs/validate refuses a Job with more pods than this, on create and update "
+         "(Kubernetes' Indexed Job limit; the CRD's ceiling too)", dest="max_pods_per_job", default=100_000),
+    Flag("pod-template-dry-run", Kind.BOOL, "/jobs/validate tries each task's pod with a server-side dry-run create "
+         "and refuses a Job whose pods Kubernetes refuses", dest="pod_template_dry_run", default=True,
+         negatable=True),
     Flag("max-queue-depth", Kind.INT, no_effect="queue depth is not checked by volcano-py's webhook"),
     Flag("enable-root-queue-protection", Kind.BOOL, harmless=(True,),
          no_effect="queue changes are not checked by volcano-py's webhook"),

@@ -164,6 +164,9 @@ class WebhookOptions:
     log_level: str | None
     version: bool
     verbosity: int | None
+    enable_queue_allocated_pods_check: bool
+    max_pods_per_job: int
+    pod_template_dry_run: bool
     ignored: tuple[Ignored, ...] = ()
 
     @property

@@ -98,6 +98,55 @@ def _default_task_min(task: Mapping[str, Any]) -> int:
     return int(task["replicas"])
 
 
+# ---------------------------------------------------------------------------------------------- size
+
+# The most pods one Job may have: Kubernetes' bound on an Indexed Job's parallelism (pkg/apis/batch/validation,
+# `maxParallelismForIndexedJob`). Building a Job's PodGroup and pods costs time and memory per replica, so a Job
+# past it (`replicas: 2147483647`) would hold the controller for hours; the CRD's CEL rules, the webhook
+# (--max-pods-per-job) and the controller (before any expansion) all refuse it. Volcano has no such bound.
+MAX_JOB_PODS = 100_000
+
+
+def _whole(value: object) -> int | None:
+    """An integer field's value, or None if it is not one (a bool, a string, a float): parsed once, here."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def size_problems(job: Mapping[str, Any], limit: int = MAX_JOB_PODS) -> list[str]:
+    """The Job's pod counts that exceed `limit` pods, one message per field, each naming it; [] if none.
+
+    Reads only the counts (never iterates over replicas), so it is safe on any Job, however large."""
+    spec = job.get("spec")
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("tasks"), list):
+        return []  # no tasks: validate_job says so
+    tasks = spec["tasks"]
+    problems, total = [], 0
+    for index, task in enumerate(tasks):
+        if not isinstance(task, Mapping):
+            problems.append(f"spec.tasks[{index}]: must be an object")
+            continue
+        for field in ("replicas", "minAvailable"):
+            raw = task.get(field)
+            value = _whole(raw)
+            if raw is not None and value is None:
+                problems.append(f"spec.tasks[{index}].{field}: {raw!r} is not an integer")
+            elif value is not None and value > limit:
+                problems.append(f"spec.tasks[{index}].{field}: {value} exceeds the limit of {limit} pods per Job")
+        replicas = _whole(task.get("replicas", keys.DEFAULT_TASK_REPLICAS))
+        total += max(replicas or 0, 0)
+    if total > limit and not any(".replicas:" in p for p in problems):
+        problems.append(f"spec.tasks: {total} pods in all (the sum of the replicas of its tasks) exceed the limit of "
+                        f"{limit} pods per Job")
+    for field in ("minAvailable", "minSuccess"):
+        raw = spec.get(field)
+        value = _whole(raw)
+        if raw is not None and value is None:
+            problems.append(f"spec.{field}: {raw!r} is not an integer")
+        elif value is not None and value > limit:
+            problems.append(f"spec.{field}: {value} exceeds the limit of {limit} pods per Job")
+    return problems
+
+
 def _tasks(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(job.get("spec", {}).get("tasks") or [])
 

@@ -13,6 +13,19 @@ queues, so `kubectl apply` of a queue and its Jobs in one file works (CONFORMANC
 At `/jobflows/validate`, as Volcano's (pkg/webhooks/admission/jobflows/validate/validate_jobflow.go), a JobFlow
 whose `dependsOn.targets` name no flow of it, or form a cycle, is refused on create and update (not a DAG).
 
+A Job's size is bounded (issue 31): more than --max-pods-per-job pods (100000 by default, Kubernetes' limit on an
+Indexed Job's parallelism; `scheduler.jobs.expand.MAX_JOB_PODS`) is refused on create and update, naming the field.
+Volcano has no such bound (CONFORMANCE.md). On create, each task's pod template is then tried by a server-side
+dry-run create of one pod (`scheduler.webhook.podcheck`), so what Kubernetes would refuse at pod creation (a
+fractional `nvidia.com/gpu`, an extended resource whose request differs from its limit) is refused here with
+Kubernetes' own message, as Volcano's webhook refuses a template Kubernetes' pod validation refuses
+(admit_job.go validateTaskTemplate).
+
+At `/queues/validate`, as Volcano's (pkg/webhooks/admission/queues/validate/validate_queue.go,
+validateQueueDeleting), deleting `default` or `root`, or a queue that has child queues, is refused; with
+--enable-queue-allocated-pods-check also a queue whose `status.allocated` still counts pods. Creates and updates of
+queues are the CRD's to check.
+
 Every answer names the field: `spec.queue: ...`, as the controllers' own validation does.
 """
 
@@ -26,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.objects import Obj
-from scheduler.jobs.expand import normalize_job
+from scheduler.jobs.expand import MAX_JOB_PODS, normalize_job, size_problems
 from scheduler.jobs.flow import ProblemKind, spec_problems
 from scheduler.jobs.validate import validate_job
 
@@ -69,12 +82,39 @@ class Queues:
     children: Callable[[str], Sequence[str]]
 
 
-def admit_job(operation: str, job: Obj, old: Obj | None, queues: Queues) -> Decision:
+# The problems with a Job's pod templates, by a dry-run create of one pod per task; [] when Kubernetes takes them
+# (or cannot be asked: the check never refuses for the apiserver's failure).
+PodTemplateCheck = Callable[[Obj], list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Checks:
+    """The webhook's configurable checks: the pod cap per Job, the pod templates' dry run (None: off), and
+    Volcano's --enable-queue-allocated-pods-check."""
+
+    max_pods: int = MAX_JOB_PODS
+    pod_templates: PodTemplateCheck | None = None
+    queue_allocated_pods: bool = False
+
+
+DEFAULT_CHECKS = Checks()
+
+
+def admit_job(operation: str, job: Obj, old: Obj | None, queues: Queues, checks: Checks = DEFAULT_CHECKS) -> Decision:
+    if operation not in ("CREATE", "UPDATE"):
+        return ALLOW  # DELETE and CONNECT are not registered; answering them is harmless
+    # The size alone first: it reads only the counts, and the other checks must never see an over-limit Job.
+    too_big = size_problems(job, checks.max_pods)
+    if too_big:
+        return refuse(too_big)
     if operation == "CREATE":
-        return refuse([*validate_job(job), *queue_problems(job, queues)])
-    if operation == "UPDATE" and old is not None:
+        problems = [*validate_job(job), *queue_problems(job, queues)]
+        if not problems and checks.pod_templates is not None:
+            problems = checks.pod_templates(job)  # only a Job otherwise admitted costs the apiserver a dry run
+        return refuse(problems)
+    if old is not None:
         return refuse(update_problems(old, job))
-    return ALLOW  # DELETE and CONNECT are not registered; answering them is harmless
+    return ALLOW
 
 
 def queue_problems(job: Obj, queues: Queues) -> list[str]:
@@ -181,10 +221,57 @@ def review_job_defaults(review: Obj, scheduler_name: str) -> dict[str, Any]:
     return answer
 
 
-def review_job(review: Obj, queues: Queues) -> dict[str, Any]:
+def review_job(review: Obj, queues: Queues, checks: Checks = DEFAULT_CHECKS) -> dict[str, Any]:
     request = review.get("request") or {}
     job = request.get("object") or {}
-    return response(review, admit_job(str(request.get("operation", "")), job, request.get("oldObject"), queues))
+    return response(review, admit_job(str(request.get("operation", "")), job, request.get("oldObject"), queues,
+                                      checks))
+
+
+# ---- queues ----------------------------------------------------------------------------------------------
+PROTECTED_QUEUES = (DEFAULT_QUEUE, ROOT_QUEUE)
+
+
+def admit_queue_delete(name: str, queue: Obj | None, queues: Queues, allocated_pods_check: bool = False) -> Decision:
+    """Deleting a queue, as Volcano's validateQueueDeleting decides it: never `default` nor `root`; not while it
+    has child queues; with `allocated_pods_check`, not while its status counts allocated pods. `queue` is the
+    object being deleted (the review's oldObject), when the apiserver sent it."""
+    if name in PROTECTED_QUEUES:
+        return refuse([f"metadata.name: the {name!r} queue cannot be deleted"])
+    if allocated_pods_check and queue is not None:
+        pods = _allocated_pods(queue)
+        if pods:
+            return refuse([f"status.allocated.pods: queue {name!r} cannot be deleted because it has {pods} "
+                           "allocated pods"])
+    children = sorted(queues.children(name))
+    if children:
+        return refuse([f"metadata.name: queue {name!r} cannot be deleted because it has {len(children)} child "
+                       f"queues: {', '.join(children)}"])
+    return ALLOW
+
+
+def _allocated_pods(queue: Obj) -> int:
+    """`status.allocated.pods` as a count (0 when absent or not a plain count: an unreadable value refuses nothing)."""
+    status = queue.get("status")
+    allocated = status.get("allocated") if isinstance(status, Mapping) else None
+    value = allocated.get("pods") if isinstance(allocated, Mapping) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(value, 0)
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
+        return int(value)
+    return 0
+
+
+def review_queue(review: Obj, queues: Queues, checks: Checks = DEFAULT_CHECKS) -> dict[str, Any]:
+    """`/queues/validate`: DELETE is judged; CREATE and UPDATE are allowed (the CRD's rules check them)."""
+    request = review.get("request") or {}
+    if request.get("operation") != "DELETE":
+        return response(review, ALLOW)
+    old = request.get("oldObject") if isinstance(request.get("oldObject"), Mapping) else None
+    name = request.get("name") or ((old or {}).get("metadata") or {}).get("name")
+    if not isinstance(name, str) or not name:
+        return response(review, refuse(["metadata.name: the review names no queue"]))
+    return response(review, admit_queue_delete(name, old, queues, checks.queue_allocated_pods))
 
 
 def admit_jobflow(jobflow: Obj) -> Decision:

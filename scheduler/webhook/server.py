@@ -23,7 +23,17 @@ from urllib.parse import quote
 
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.jobs.keys import DEFAULT_SCHEDULER
-from scheduler.webhook.admission import Decision, Queues, response, review_job, review_job_defaults, review_jobflow
+from scheduler.webhook.admission import (
+    DEFAULT_CHECKS,
+    Checks,
+    Decision,
+    Queues,
+    response,
+    review_job,
+    review_job_defaults,
+    review_jobflow,
+    review_queue,
+)
 from scheduler.webhook.cronjobs import review_cronjob
 
 log = logging.getLogger("volcano_py.webhook")
@@ -56,14 +66,16 @@ def allow_all(review: Mapping[str, Any]) -> dict[str, Any]:
     return response(review, Decision(True))
 
 
-def handlers(queues: Queues, enabled: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER) -> dict[str, Handler]:
-    """The handler of each enabled path: ours for /jobs/validate, /jobs/mutate, /jobflows/validate and
-    /cronjobs/validate, "allowed"
-    for Volcano's other paths."""
+def handlers(queues: Queues, enabled: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER,
+             checks: Checks = DEFAULT_CHECKS) -> dict[str, Handler]:
+    """The handler of each enabled path: ours for /jobs/validate, /jobs/mutate, /jobflows/validate,
+    /cronjobs/validate and /queues/validate, "allowed" for Volcano's other paths."""
     out: dict[str, Handler] = {}
     for path in enabled:
         if path == "/jobs/validate":
-            out[path] = lambda review: review_job(review, queues)
+            out[path] = lambda review: review_job(review, queues, checks)
+        elif path == "/queues/validate":
+            out[path] = lambda review: review_queue(review, queues, checks)
         elif path == "/jobs/mutate":
             out[path] = lambda review: review_job_defaults(review, scheduler_name)
         elif path == "/jobflows/validate":

@@ -109,6 +109,14 @@ INVALID = [
     ("bad policy timeout", "Job",
      edit(valid_job(), _set("policies", [{"event": "PodFailed", "action": "AbortJob", "timeout": "soon"}])),
      "spec.policies[0].timeout"),
+    # Pod counts past Kubernetes' Indexed Job parallelism limit (issue 31; Volcano has no bound)
+    ("task replicas 2147483647", "Job", edit(valid_job(), _set("tasks.1.replicas", 2147483647)),
+     "spec.tasks[1].replicas"),
+    ("more than 100000 pods in all", "Job",
+     edit(valid_job(), lambda s: [t.update(replicas=60_000) for t in s["tasks"]]),
+     "spec.tasks: Invalid value: the total replicas of its tasks must be"),
+    ("job minAvailable above 100000", "Job", edit(valid_job(), _set("minAvailable", 100_001)),
+     "spec.minAvailable"),
     ("queue weight 0", "Queue", edit(valid_queue(), _set("weight", 0)), "spec.weight"),
     ("queue weight above 65535", "Queue", edit(valid_queue(), _set("weight", 65536)), "spec.weight"),
     ("queue guarantee above capability", "Queue", edit(valid_queue(), _set("guarantee.resource.cpu", "101")),
@@ -136,6 +144,13 @@ def test_invalid_objects_are_rejected_naming_the_field(custom, namespace, case, 
         create(custom, namespace, kind, obj)
     assert info.value.status == 422, info.value.body
     assert field in info.value.body, info.value.body
+
+
+def test_a_job_of_exactly_100000_pods_is_accepted(custom, namespace):
+    """The bound is inclusive: 1 + 99999 replicas pass the CRD (no controller claims scheduler `nobody`)."""
+    job = edit(valid_job(), _set("tasks.1.replicas", 99_999))
+    job["spec"]["schedulerName"] = "nobody"
+    assert create(custom, namespace, "Job", job)["spec"]["tasks"][1]["replicas"] == 99_999
 
 
 def test_valid_objects_are_accepted_with_defaults_and_unknown_fields_kept(custom, namespace):
