@@ -25,6 +25,7 @@ import json
 import logging
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -185,6 +186,9 @@ class _Server(HTTPServer):
         except BaseException:
             self._release()  # socketserver closes the socket and reports the error
             raise
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # the accept loop's: one line, no traceback
+        log.warning("connection from %s: %s", client_address[0], sys.exc_info()[1])
 
     def _serve(self, sock: socket.socket, client_address: Any, accepted: float) -> None:
         conn = sock
