@@ -229,6 +229,7 @@ def test_reviews_and_healthz_answer_within_2s_under_hostile_connections(serve: C
         # 500 concurrent clients, each sending a review and keeping its connection open.
         burst = threading.Thread(target=lambda: loop.run_until_complete(
             _burst(port, tls, 500, hold, latencies, answered)), daemon=True)
+        threads.append(burst)
         burst.start()
         wait_for(lambda: len(answered) == 500, 60, "the 500 concurrent reviews to be answered")
         # Probes while all 560 connections are open at once.
@@ -243,6 +244,8 @@ def test_reviews_and_healthz_answer_within_2s_under_hostile_connections(serve: C
             sock.close()
         for thread in threads:
             thread.join(10)
+        if not loop.is_running():
+            loop.close()
     assert sorted(answered) == sorted(f"burst-{i}" for i in range(500))
     assert httpd.peak >= 560 and httpd.refused == 0
     errors = [r for r in prober.results if r[2]]
