@@ -6,18 +6,32 @@ unchanged when it stands in for it. `/jobs/validate` makes the checks of `schedu
 `/cronjobs/validate` a CronJob whose schedule, time zone or name Volcano's refuses (`webhook/cronjobs.py`); every
 other path Volcano serves is answered "allowed" (volcano-py applies those rules through its CRDs and
 controllers, docs/volcano-defaults.md), so a configuration that names it never blocks a request. An
-unknown path is a 404. A request the server cannot decode is refused with the reason, never allowed blindly.
+unknown path is a 404. A request the server cannot decode is refused with the reason, never allowed blindly;
+a handler that fails on an object refuses that object, naming the exception's type, and logs one line.
+
+No peer can stall the others (`Limits`): the accept loop only accepts; each connection's TLS handshake, reads
+and handler run on its own thread, with a deadline for the whole handshake, for a request's headers (the idle
+time of a kept-alive connection included) and for its body, so a peer that sends one byte a second is cut like
+one that sends nothing; at most `Limits.connections` are open at once, more are closed at accept; a body is at
+most MAX_BODY. The stdlib's server, not aiohttp (installed through kopf, not a dependency of ours): aiohttp
+offers no cap on connections and no deadline on a TLS handshake below 60 s without reaching into asyncio's
+server, while the stdlib's sockets give both directly and keep the answers and the paths as they were.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import socket
 import ssl
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 from urllib.parse import quote
 
@@ -90,27 +104,153 @@ def handlers(queues: Queues, enabled: Iterable[str], scheduler_name: str = DEFAU
     return out
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    routes: dict[str, Handler]
+@dataclass(frozen=True)
+class Limits:
+    """What one peer may hold of the server. Every connection gets its own thread, so a peer that stalls costs
+    that thread alone; each phase has a deadline for the whole phase (not per read, which a peer sending one byte
+    a second would never reach), and connections beyond `connections` are closed at accept."""
+
+    connections: int = 1024  # open at once, those still in their TLS handshake included
+    handshake: float = 5.0  # from accept to the end of the TLS handshake
+    headers: float = 10.0  # from the handshake or the last answer (a kept-alive connection's idle time) to the
+    #                        end of the next request's headers; Go's client drops an idle connection the server
+    #                        closed, and the apiserver retries a webhook call that met a closed connection
+    body: float = 10.0  # from the end of the headers to the end of the body
+    write: float = 10.0  # each send of an answer
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The connection's reads, each bounded by what is left of the deadline of the phase in progress."""
+
+    def __init__(self, sock: socket.socket, write_timeout: float):
+        self.sock = sock
+        self.write_timeout = write_timeout
+        self.deadline = time.monotonic()
+
+    def arm(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the peer took too long to send its request")
+        self.sock.settimeout(remaining)
+        try:
+            return self.sock.recv_into(buffer)
+        finally:
+            self.sock.settimeout(self.write_timeout)  # the answer's sends are bounded too
+
+
+def _content_length(value: str | None) -> int | None:
+    """The Content-Length header as a size no larger than MAX_BODY, or None."""
+    text = (value or "").strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 10):
+        return None
+    length = int(text)
+    return length if 0 < length <= MAX_BODY else None
+
+
+class _Server(HTTPServer):
+    """The accept loop only accepts: the TLS handshake, the reads and the handler run on the connection's own
+    thread, so no peer can stall it."""
+
+    request_queue_size = 1024  # the listen backlog: a burst of connections must not overflow it (SYN retries cost
+    #                            a client seconds)
+
+    def __init__(self, address: tuple[str, int], context: ssl.SSLContext, routes: dict[str, Handler],
+                 limits: Limits):
+        super().__init__(address, _Request)
+        self.context, self.routes, self.limits = context, routes, limits
+        self._lock = threading.Lock()
+        self.open = 0  # connections held now
+        self.peak = 0  # the most held at once
+        self.refused = 0  # connections closed at accept because `limits.connections` were open
+        self._refusals_logged = 0
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:  # on the accept loop: must not block
+        with self._lock:
+            if self.open >= self.limits.connections:
+                self.refused += 1
+                refused, log_it = self.refused, self.refused >= 2 * self._refusals_logged
+                if log_it:  # one line for the 1st, 2nd, 4th, 8th, ... refusal
+                    self._refusals_logged = refused
+            else:
+                self.open += 1
+                self.peak = max(self.peak, self.open)
+                return True
+        if log_it:
+            log.warning("%d connections open, the limit: closed a new one from %s (%d closed so far)",
+                        self.limits.connections, client_address[0], refused)
+        return False
+
+    def _release(self) -> None:
+        with self._lock:
+            self.open -= 1
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        accepted = time.monotonic()
+        try:
+            threading.Thread(target=self._serve, args=(request, client_address, accepted), name="webhook-conn",
+                             daemon=True).start()
+        except BaseException:
+            self._release()  # socketserver closes the socket and reports the error
+            raise
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # the accept loop's: one line, no traceback
+        log.warning("connection from %s: %s", client_address[0], sys.exc_info()[1])
+
+    def _serve(self, sock: socket.socket, client_address: Any, accepted: float) -> None:
+        conn = sock
+        try:
+            conn = tls = self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+            # CPython's handshake takes one deadline from the socket's timeout for all its reads and writes.
+            tls.settimeout(max(0.001, accepted + self.limits.handshake - time.monotonic()))
+            tls.do_handshake()
+            self.finish_request(tls, client_address)
+        except OSError as exc:  # a peer that stalls, drops or speaks no TLS (ssl.SSLError is an OSError)
+            log.debug("connection from %s: %s: %s", client_address[0], type(exc).__name__, exc)
+        except Exception as exc:  # a bug of ours: one line, and the connection alone is lost
+            log.warning("connection from %s failed: %s: %s", client_address[0], type(exc).__name__, exc)
+        finally:
+            self.shutdown_request(conn)
+            self._release()
 
 
 class _Request(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()
+        self.reader = _DeadlineReader(self.connection, self.server.limits.write)
+        self.rfile = io.BufferedReader(self.reader)
+        self.connection.settimeout(self.server.limits.write)
+
+    def handle_one_request(self) -> None:
+        self.reader.arm(self.server.limits.headers)  # a read past it raises TimeoutError: the stdlib closes
+        super().handle_one_request()
+
     def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
         path = self.path.split("?", 1)[0]
         handler = self.server.routes.get(path)
-        if handler is None:
-            self._send(HTTPStatus.NOT_FOUND, {"error": f"no admission webhook at {path}"})
+        if handler is None:  # the body is not read: the connection cannot carry another request
+            self._send(HTTPStatus.NOT_FOUND, {"error": f"no admission webhook at {path}"}, close=True)
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        if not 0 < length <= MAX_BODY:
-            self._send(HTTPStatus.BAD_REQUEST, {"error": "expected an AdmissionReview body"})
+        length = _content_length(self.headers.get("Content-Length"))
+        if length is None:
+            self._send(HTTPStatus.BAD_REQUEST, {"error": "expected an AdmissionReview body"}, close=True)
+            return
+        self.reader.arm(self.server.limits.body)
+        body = self.rfile.read(length)
+        if len(body) < length:  # the peer closed mid-body: nobody to answer
+            self.close_connection = True
             return
         try:
-            review = json.loads(self.rfile.read(length))
+            review = json.loads(body)
             if not isinstance(review, dict) or not isinstance(review.get("request"), dict):
                 raise ValueError("not an AdmissionReview")
         except ValueError as exc:
@@ -121,6 +261,10 @@ class _Request(BaseHTTPRequestHandler):
         except (KubeError, OSError) as exc:  # the apiserver was unreachable: refuse, say why, let it retry
             log.warning("%s: cannot read the cluster: %s", path, exc)
             answer = response(review, Decision(False, (f"volcano-py webhook cannot read the cluster: {exc}",)))
+        except Exception as exc:  # a handler failing on one object refuses that object, naming why; no traceback
+            log.error("%s: the review of %s failed: %s: %s", path, _described(review), type(exc).__name__, exc)
+            answer = response(review, Decision(False, (
+                f"volcano-py webhook could not review this object ({type(exc).__name__}); see its log",)))
         self._send(HTTPStatus.OK, answer)
 
     def do_GET(self) -> None:  # noqa: N802
@@ -129,11 +273,13 @@ class _Request(BaseHTTPRequestHandler):
         else:
             self._send(HTTPStatus.NOT_FOUND, {"error": "POST an AdmissionReview to an admission path"})
 
-    def _send(self, status: HTTPStatus, body: Mapping[str, Any]) -> None:
+    def _send(self, status: HTTPStatus, body: Mapping[str, Any], close: bool = False) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if close:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 
@@ -141,17 +287,25 @@ class _Request(BaseHTTPRequestHandler):
         log.debug(format, *args)
 
 
+def _described(review: Mapping[str, Any]) -> str:
+    request = review.get("request")
+    request = request if isinstance(request, dict) else {}
+    kind = request.get("kind")
+    kind = kind if isinstance(kind, dict) else {}
+    return f"{kind.get('kind', '?')} {request.get('namespace', '')}/{request.get('name', '')}"[:200]
+
+
 class WebhookServer:
     """The HTTPS server on (host, port) with the given certificate; `start()` serves on a daemon thread."""
 
-    def __init__(self, host: str, port: int, cert_file: str, key_file: str, routes: dict[str, Handler]):
+    def __init__(self, host: str, port: int, cert_file: str, key_file: str, routes: dict[str, Handler],
+                 limits: Limits = Limits()):  # noqa: B008 - frozen
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(cert_file, key_file)
-        self.httpd = _Server((host, port), _Request)
-        self.httpd.routes = routes
-        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="webhook", daemon=True)
+        self.httpd = _Server((host, port), context, routes, limits)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="webhook",
+                                       daemon=True)
 
     @property
     def port(self) -> int:
@@ -162,5 +316,6 @@ class WebhookServer:
         return self
 
     def stop(self) -> None:
+        """Stops accepting; connections still open end at their deadlines (their threads are daemons)."""
         self.httpd.shutdown()
         self.httpd.server_close()
