@@ -10,17 +10,12 @@ A pod change becomes a lifecycle event through `pod_event` (PodFailed, PodEvicte
 pod's `volcano.sh/job-version` annotation lets the lifecycle ignore pods of an earlier run (the ones a restart
 deletes). Policy timeouts and `ttlSecondsAfterFinished` are timers that re-enter `reconcile`.
 
-What keeps a Job from progressing is said on it (issue 31), once per distinct cause, as a Warning event and an
-entry of `status.conditions` carrying a reason and message (Volcano's conditions carry the phase only; the extra
-keys are ours): `FailedCreate` when the apiserver refuses its pods (Volcano's FailedCreatePodReason event,
-pkg/controllers/job/job_controller_actions.go syncJob), the sync then retried with backoff (`Retries`);
-`QueueNotFound` when its queue does not exist (deleted, say) and so none of its pods are created.
+What keeps a Job from progressing (its pods refused, its queue gone) is said on it: `job_notes.py`.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import threading
 import time
@@ -36,6 +31,7 @@ from scheduler.api.timestamps import parse_time, rfc3339
 from scheduler.cache.kube import KubeError
 from scheduler.controllers.claims import JobClaims
 from scheduler.controllers.client import Api
+from scheduler.controllers.job_notes import FAILED_CREATE, MAX_CONDITIONS, QUEUE_NOT_FOUND, JobNotes, answer_of
 from scheduler.controllers.podgroup_phases import PhaseTransitions
 from scheduler.controllers.timers import Retries, Timers
 from scheduler.jobs import (
@@ -43,7 +39,6 @@ from scheduler.jobs import (
     JobEvent,
     JobStatus,
     OpKind,
-    Phase,
     PodView,
     decide,
     desired_pods,
@@ -66,11 +61,7 @@ from scheduler.jobs.volumes import initiated, without_generated_names
 log = logging.getLogger("volcano_py.controllers.job")
 
 EXECUTE_ACTION = "ExecuteAction"
-MAX_CONDITIONS = 32  # phase history kept in status.conditions
 POD_CREATE_WORKERS = 16  # pods of one Job created at once (Volcano: one goroutine per pod)
-FAILED_CREATE = "FailedCreate"  # Volcano's FailedCreatePodReason (pkg/controllers/job/constant.go)
-QUEUE_NOT_FOUND = "QueueNotFound"
-MAX_NOTE = 4096  # characters of a condition's message (Kubernetes' own messages are quoted, bounded)
 
 
 def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
@@ -130,20 +121,6 @@ def _open(queue: Mapping[str, Any] | None) -> bool:
     return queue is not None and ((queue.get("status") or {}).get("state") or "Open") == "Open"
 
 
-def _answer(exc: Exception) -> str:
-    """The apiserver's own message for a refused request (its Status `message`), else the error's text."""
-    if isinstance(exc, KubeError):
-        text = exc.body.decode("utf-8", "replace")
-        try:
-            parsed = json.loads(exc.body)
-        except ValueError:
-            return text
-        if isinstance(parsed, Mapping) and isinstance(parsed.get("message"), str):
-            return str(parsed["message"])
-        return text
-    return f"{type(exc).__name__}: {exc}"
-
-
 class JobController:
     def __init__(
         self,
@@ -174,7 +151,7 @@ class JobController:
         self._plugin_objects: set[str] = set()  # job uids whose plugin objects exist
         self._hosts: dict[str, dict[str, str]] = {}  # job uid -> the svc hosts data last seen in its ConfigMap
         self._waiting: dict[str, set[str]] = {}  # job uid -> tasks held back by dependsOn, as last told
-        self._notes: dict[str, tuple[str, str]] = {}  # job uid -> the (reason, message) last said on it
+        self.notes = JobNotes(api, clock, self._guard)  # why a Job does not progress, said once per cause
         self._podgroup_phases = PhaseTransitions()  # for the Unknown event (podgroup_phases.py)
         # Creates a Job's pods concurrently. A failed create raises from `map` in pod order (creates not yet
         # started are cancelled) and the Job's next sync makes what is missing, as a sequential create did.
@@ -198,8 +175,7 @@ class JobController:
             self.volume_claims.forget(str(meta.get("uid")))
             self._hosts.pop(str(meta.get("uid")), None)
             self._waiting.pop(str(meta.get("uid")), None)
-            with self._guard:
-                self._notes.pop(str(meta.get("uid")), None)
+            self.notes.drop(str(meta.get("uid")))
             queue = str((job.get("spec") or {}).get("queue") or "default")
             metrics.observe_controllers(lambda m: m.remove_job(f"{meta.get('namespace')}/{meta.get('name')}", queue))
             return
@@ -272,7 +248,7 @@ class JobController:
         # webhook (when off) let through with `replicas: 2147483647` must fail at once, not hold this worker.
         errors = size_problems(job, self.max_pods) or validate_job(without_generated_names(job))
         if errors:
-            self._reject(job, errors)
+            self.notes.reject(job, errors)
             return None
         claims_missing = None if initiated(job) else self.volume_claims.ensure(job)  # first, as Volcano's
         spec = normalize_job(job)["spec"]
@@ -302,10 +278,10 @@ class JobController:
         self._carry_out(job, decision, gate, podgroup, pods)
         self._write_status(job, decision, event)
         if not pods and queue is None and decision.phase not in FINISHED:
-            self._note(job, QUEUE_NOT_FOUND, f"queue {spec['queue']!r} does not exist: none of the job's pods are "
+            self.notes.say(job, QUEUE_NOT_FOUND, f"queue {spec['queue']!r} does not exist: none of the job's pods are "
                                              "created until a queue of that name does")
         elif queue is not None:
-            self._forget_note(uid, QUEUE_NOT_FOUND)
+            self.notes.forget(uid, QUEUE_NOT_FOUND)
         self._tell_waiting(job, uid, decision)
         self._arm_timers(job, decision)
         return decision
@@ -439,9 +415,9 @@ class JobController:
             # sync again with its backoff (0.5 s doubling to 30 s), never in a hot loop. The first failure in pod
             # order is named: the same refusal gives the same message whichever later creates were cancelled.
             first, refused = failures[0]
-            self._note(job, FAILED_CREATE, f"Error creating pods: pod {first}: {_answer(refused)}")
+            self.notes.say(job, FAILED_CREATE, f"Error creating pods: pod {first}: {answer_of(refused)}")
             raise refused
-        self._forget_note(uid, FAILED_CREATE)
+        self.notes.forget(uid, FAILED_CREATE)
 
     def _write_status(self, job: MutableObj, decision: Decision, event: JobEvent) -> None:
         meta = job["metadata"]
@@ -483,55 +459,6 @@ class JobController:
                 self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Normal",
                                "TaskWaiting", f"task {task} {why} (dependsOn): its pods are not created yet",
                                rfc3339(self.clock()))
-
-    def _note(self, job: MutableObj, reason: str, message: str) -> None:
-        """Say on the Job why it does not progress: a condition (the phase, with `reason` and `message`) and a
-        Warning event, once per distinct (reason, message), even across restarts (the last condition is read)."""
-        meta = job["metadata"]
-        uid = str(meta["uid"])
-        message = message if len(message) <= MAX_NOTE else message[:MAX_NOTE] + "..."
-        status = dict(job.get("status") or {})
-        conditions = list(status.get("conditions") or [])
-        last = conditions[-1] if conditions and isinstance(conditions[-1], Mapping) else {}
-        with self._guard:
-            if self._notes.get(uid) == (reason, message):
-                return
-        if (last.get("reason"), last.get("message")) != (reason, message):
-            now = rfc3339(self.clock())
-            phase = str((status.get("state") or {}).get("phase") or Phase.PENDING)
-            conditions.append({"status": phase, "lastTransitionTime": now, "reason": reason, "message": message})
-            status["conditions"] = conditions[-MAX_CONDITIONS:]
-            log.warning("job %s/%s: %s: %s", meta["namespace"], meta["name"], reason, message)
-            if self.api.replace_job_status(meta["namespace"], meta["name"], status) is not None:  # raises: retried
-                job["status"] = status
-            self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Warning", reason,
-                           message, now)
-        with self._guard:  # said (now or before a restart): not again until the cause changes
-            self._notes[uid] = (reason, message)
-
-    def _forget_note(self, uid: str, reason: str) -> None:
-        """The cause is gone: the same cause later is said again."""
-        with self._guard:
-            if self._notes.get(uid, ("", ""))[0] == reason:
-                del self._notes[uid]
-
-    def _reject(self, job: MutableObj, errors: list[str]) -> None:
-        """A job the CRD's rules let through but the lifecycle cannot run (e.g. a dependsOn cycle)."""
-        meta = job["metadata"]
-        state = (job.get("status") or {}).get("state") or {}
-        if state.get("phase") == Phase.FAILED:
-            return
-        now = rfc3339(self.clock())
-        conditions = [*((job.get("status") or {}).get("conditions") or []),
-                      {"status": str(Phase.FAILED), "lastTransitionTime": now}][-MAX_CONDITIONS:]
-        status = {**(job.get("status") or {}),
-                  "state": {"phase": str(Phase.FAILED), "reason": "InvalidJob", "message": "; ".join(errors),
-                            "lastTransitionTime": now},
-                  "conditions": conditions}
-        log.warning("job %s/%s refused: %s", meta["namespace"], meta["name"], "; ".join(errors))
-        self.api.replace_job_status(meta["namespace"], meta["name"], status)
-        self.api.event({**job, "apiVersion": keys.JOB_API_VERSION, "kind": keys.JOB_KIND}, "Warning",
-                       "InvalidJob", "; ".join(errors), now)
 
     # ---- timers ------------------------------------------------------------------------------------------
     def _arm_timers(self, job: MutableObj, decision: Decision) -> None:

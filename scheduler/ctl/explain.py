@@ -51,6 +51,7 @@ class Gate(StrEnum):
     SCHEDULING_GATED = "scheduling gates"
     RESERVING = "reserving"
     PARTIAL = "partial gang given up"
+    SCHEDULER_ERROR = "scheduler error"
     NO_REASONS = "no structured reasons"
     WAITING = "waiting"
 
@@ -252,6 +253,11 @@ def from_reasons(base: Explanation, found: Sequence[R.Reason], queue: Obj | None
     """The gate of the first reason that names one, most specific first (a gate that held the job at enqueue or
     in its queue before any shortfall on nodes)."""
     head = _first(found, R.GangNotReady)
+    if (error := _first(found, R.PluginError)) is not None:  # it was left out of the cycle: nothing else counts
+        return _with(base, Gate.SCHEDULER_ERROR, render_reason(error), numbers=(
+            ("plugin", error.plugin), ("action", error.action), ("error", error.error)),
+            unblock=("look for a value in this job's PodGroup, pods or queue that the plugin could not handle "
+                     "(the scheduler's log names the job once) and correct it; if none, report the error",))
     if (leaf := _first(found, R.QueueNotLeaf)) is not None:
         children = ", ".join(leaf.children)
         return _with(base, Gate.QUEUE_NOT_LEAF, f"queue {leaf.queue} has child queues; jobs run in leaf queues "

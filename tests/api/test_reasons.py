@@ -63,6 +63,8 @@ SAMPLES = [
     Sample(R.TopologyLimit(2, "rack", GPU, GPU1000, 600_000, 400_000, "zone:z/rack:a"), Gate.TOPOLOGY),
     Sample(R.TopologyNoNode(1, "hypernode", GPU, 8000), Gate.TOPOLOGY),
     Sample(R.TopologyNoFit(1), Gate.TOPOLOGY),
+    Sample(R.PluginError("gang", "allocate", "OverflowError", "cannot convert float infinity to integer"),
+           Gate.SCHEDULER_ERROR),
 ]
 
 

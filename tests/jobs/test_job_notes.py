@@ -133,7 +133,7 @@ def test_a_note_whose_status_write_failed_is_written_on_the_retry() -> None:
     ctl, timers = controller(api)
     ctl.reconcile("ns", "gpu")  # the first status write (phase Pending) succeeds
     api.objects[("Job", "ns", "gpu")]["status"].pop("conditions", None)
-    ctl._notes.clear()  # as after a restart, with the note's write still to come
+    ctl.notes._said.clear()  # as after a restart, with the note's write still to come
     api.failures[("patch", "JobStatus")] = 1
     ctl.reconcile("ns", "gpu")
     assert notes(api) == []
