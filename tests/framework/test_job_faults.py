@@ -108,7 +108,7 @@ class PoisonPlugin(Plugin[NoArgs]):
 # never asks (backfill asks no queue; enqueue places nothing).
 JOB_POINTS = ("job_order", "job_order_keyed", "job_valid", "job_ready", "job_pipelined", "job_starving",
               "place_gang")
-TASK_POINTS = ("task_order", "predicate", "batch_node_order", "allocatable", "dynamic_predicate",
+TASK_POINTS = ("task_order", "predicate", "node_order", "batch_node_order", "allocatable", "dynamic_predicate",
                "dynamic_node_order", "event_handler")
 MATRIX: dict[str, tuple[str, ...]] = {
     "enqueue": ("job_order", "job_order_keyed", "queue_order", "job_enqueueable", "job_enqueued"),
