@@ -126,25 +126,25 @@ def size_problems(job: Mapping[str, Any], limit: int = MAX_JOB_PODS) -> list[str
             problems.append(f"spec.tasks[{index}]: must be an object")
             continue
         for field in ("replicas", "minAvailable"):
-            raw = task.get(field)
-            value = _whole(raw)
-            if raw is not None and value is None:
-                problems.append(f"spec.tasks[{index}].{field}: {raw!r} is not an integer")
-            elif value is not None and value > limit:
-                problems.append(f"spec.tasks[{index}].{field}: {value} exceeds the limit of {limit} pods per Job")
+            problems += _count_problem(f"spec.tasks[{index}].{field}", task.get(field), limit)
         replicas = _whole(task.get("replicas", keys.DEFAULT_TASK_REPLICAS))
         total += max(replicas or 0, 0)
     if total > limit and not any(".replicas:" in p for p in problems):
         problems.append(f"spec.tasks: {total} pods in all (the sum of the replicas of its tasks) exceed the limit of "
                         f"{limit} pods per Job")
     for field in ("minAvailable", "minSuccess"):
-        raw = spec.get(field)
-        value = _whole(raw)
-        if raw is not None and value is None:
-            problems.append(f"spec.{field}: {raw!r} is not an integer")
-        elif value is not None and value > limit:
-            problems.append(f"spec.{field}: {value} exceeds the limit of {limit} pods per Job")
+        problems += _count_problem(f"spec.{field}", spec.get(field), limit)
     return problems
+
+
+def _count_problem(path: str, raw: object, limit: int) -> list[str]:
+    """What is wrong with a count at `path` (absent is fine): not an integer, or above `limit`."""
+    value = _whole(raw)
+    if raw is not None and value is None:
+        return [f"{path}: {raw!r} is not an integer"]
+    if value is not None and value > limit:
+        return [f"{path}: {value} exceeds the limit of {limit} pods per Job"]
+    return []
 
 
 def _tasks(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:
