@@ -119,9 +119,12 @@ class Retries:
 
 
 def log_failure(logger: logging.Logger, what: str, exc: BaseException, delay: float) -> None:
-    """One line for an API error (the apiserver's answer, a refused or broken connection, a timeout); a
-    traceback for anything else, which is a bug."""
+    """One line: for an API error (the apiserver's answer, a refused or broken connection, a timeout), its
+    answer; for anything else, which is a bug or an object the controller cannot read, the exception's type and
+    message, the traceback only with debug logging (issue 31: no traceback reaches a user who did not ask)."""
     if isinstance(exc, (KubeError, OSError, urllib3.exceptions.HTTPError)):
         logger.warning("%s: %s; retrying in %.1f s", what, exc, delay)
     else:
-        logger.exception("%s; retrying in %.1f s", what, delay)
+        text = " ".join(str(exc).split())[:300]
+        logger.error("%s: %s: %s; retrying in %.1f s", what, type(exc).__name__, text, delay,
+                     exc_info=logger.isEnabledFor(logging.DEBUG))

@@ -4,9 +4,11 @@ so without the retry a Job whose pod creates failed would wait for an event that
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from fake_api import FakeApi
 
 from scheduler.controllers.job import JobController
@@ -93,3 +95,27 @@ def test_a_deleted_job_has_nothing_left_to_retry() -> None:
     assert ("ns/train", "retry") in timers.armed
     ctl.on_job("DELETED", api.objects[("Job", "ns", "train")])
     assert timers.armed == {} and ctl.retries.failures("ns/train") == 0
+
+
+def test_a_sync_that_fails_on_a_bug_is_one_line_without_debug_and_a_traceback_with_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 31: no traceback reaches a user who did not ask for it; with debug logging it does."""
+    from scheduler.controllers.timers import log_failure
+
+    logger = logging.getLogger("volcano_py.test.sync")
+    try:
+        int("x" * 10_000)  # an object the controller cannot read, say: a long message, cut short
+    except ValueError as exc:
+        failure = exc
+    logger.setLevel(logging.INFO)
+    with caplog.at_level(logging.INFO, logger=logger.name):
+        log_failure(logger, "sync of job ns/j failed", failure, 0.5)
+    (record,) = caplog.records
+    assert not record.exc_info and "ValueError" in record.getMessage() and len(record.getMessage()) < 500
+    caplog.clear()
+    logger.setLevel(logging.DEBUG)
+    with caplog.at_level(logging.DEBUG, logger=logger.name):
+        log_failure(logger, "sync of job ns/j failed", failure, 0.5)
+    (record,) = caplog.records
+    assert record.exc_info is not None and record.exc_info[1] is failure
