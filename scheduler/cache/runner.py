@@ -214,7 +214,7 @@ class SchedulerLoop:
         what = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         if what != self._last_failure or self.failed_in_a_row % 60 == 0:
             log.error("scheduling cycle failed (%d in a row; liveness fails at %d): %s", self.failed_in_a_row,
-                      self.max_failed_cycles, what, exc_info=log.isEnabledFor(logging.DEBUG))
+                      self.max_failed_cycles, what, exc_info=exc if log.isEnabledFor(logging.DEBUG) else None)
         self._last_failure = what
 
     def _wait_synced(self, timeout: float) -> bool:

@@ -127,4 +127,4 @@ def log_failure(logger: logging.Logger, what: str, exc: BaseException, delay: fl
     else:
         text = " ".join(str(exc).split())[:300]
         logger.error("%s: %s: %s; retrying in %.1f s", what, type(exc).__name__, text, delay,
-                     exc_info=logger.isEnabledFor(logging.DEBUG))
+                     exc_info=exc if logger.isEnabledFor(logging.DEBUG) else None)

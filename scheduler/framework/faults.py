@@ -148,7 +148,7 @@ class Faults:
         if self._memo is not None and self._memo.faults_logged.get(key) == mark:
             return  # the same fault as last cycle: logged once while it repeats, counted every time
         log.error("%s left out of this cycle: plugin %s failed in %s: %s: %s", what, status.plugin, reason.action,
-                  reason.error, reason.detail, exc_info=log.isEnabledFor(logging.DEBUG))
+                  reason.error, reason.detail, exc_info=exc if log.isEnabledFor(logging.DEBUG) else None)
 
     def close(self) -> None:
         """At session close: the memo keeps this cycle's faults, so the next cycle logs only new ones."""

@@ -112,7 +112,7 @@ def test_a_sync_that_fails_on_a_bug_is_one_line_without_debug_and_a_traceback_wi
     with caplog.at_level(logging.INFO, logger=logger.name):
         log_failure(logger, "sync of job ns/j failed", failure, 0.5)
     (record,) = caplog.records
-    assert not record.exc_info and "ValueError" in record.getMessage() and len(record.getMessage()) < 500
+    assert record.exc_info is None and "ValueError" in record.getMessage() and len(record.getMessage()) < 500
     caplog.clear()
     logger.setLevel(logging.DEBUG)
     with caplog.at_level(logging.DEBUG, logger=logger.name):
