@@ -172,6 +172,9 @@ def test_scheduler_manifest_flags_are_known_to_the_cli():
 CAN_I = [
     # (service account, verb, resource, namespace or "", allowed)
     ("volcano-py-scheduler", "create", "pods/binding", "default", True),
+    ("volcano-py-controllers", "get", "secrets", "default", False),  # the ssh plugin's Secret: create only
+    ("volcano-py-controllers", "list", "secrets", "default", False),
+    ("volcano-py-scheduler", "create", "podgroups.scheduling.volcano.sh", "default", False),
     ("volcano-py-scheduler", "delete", "pods", "default", True),
     ("volcano-py-scheduler", "patch", "pods", "default", True),
     ("volcano-py-scheduler", "patch", "pods/status", "default", True),
