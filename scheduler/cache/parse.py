@@ -14,11 +14,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from scheduler.adapter.snapshot import PodRecord
+from scheduler.api import fields as F
 from scheduler.api.convert import (
-    group_of,
+    hypernode_from_object,
     job_from_podgroup,
     key_of,
     node_from_object,
+    priority_of,
     queue_from_object,
     task_from_pod,
 )
@@ -26,6 +28,7 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
 from scheduler.api.pod import (
+    F_NODE_NAME,
     Constraints,
     host_ports_of,
     is_preemptable,
@@ -45,6 +48,13 @@ _REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")
 
 Unreadable = Callable[[str, str, str], None]  # (kind, key, message): an object skipped, first time
 
+F_PC_NAME = F.field("PriorityClass", "metadata.name")
+F_PC_VALUE = F.field("PriorityClass", "value")
+_POD_NAME, _POD_NAMESPACE = F.field("Pod", "metadata.name"), F.field("Pod", "metadata.namespace")
+_POD_LABELS, _POD_ANNOTATIONS = F.field("Pod", "metadata.labels"), F.field("Pod", "metadata.annotations")
+_POD_SCHEDULER = F.field("Pod", "spec.schedulerName")
+_POD_CREATED = F.field("Pod", "metadata.creationTimestamp")
+
 
 class ParseCache:
     def __init__(self, scheduler_names: frozenset[str], lock: threading.Lock, on_unreadable: Unreadable):
@@ -56,6 +66,9 @@ class ParseCache:
         self._requests: dict[bytes, Resource] = {}  # a pod's resource fields (JSON) -> its request
         self._times: dict[str, float] = {}  # creationTimestamp -> seconds since the epoch
         self.bad: set[tuple[str, str, str]] = set()  # (kind, key, resourceVersion) already logged as unreadable
+        # (kind, key) -> why a field of that object could not be read (api/fields.py), as of its last version read:
+        # the object left out (a reason with no fallback) or read with a safe default. Logged once per version.
+        self.problems: dict[tuple[str, str], tuple[F.FieldInvalid, ...]] = {}
         # node name -> (resourceVersion, the node as read, with no tasks): a snapshot takes an empty copy of it
         # (5,000 nodes read afresh each cycle cost ~40 ms of quantities and taints; copies a seventh of that)
         self._nodes: dict[str, tuple[str, NodeInfo]] = {}
@@ -63,7 +76,13 @@ class ParseCache:
     # ---- on the watch threads ---------------------------------------------------------------------------
     def priority_classes_changed(self, objects: Iterable[MutableObj]) -> None:
         """Under the lock: pods parsed with other priority values must be parsed again."""
-        pcs = {str((pc.get("metadata") or {}).get("name")): int(pc.get("value") or 0) for pc in objects}
+        pcs: dict[str, int] = {}
+        for pc in objects:
+            try:
+                name = F_PC_NAME.read((pc.get("metadata") or {}).get("name"), "?", None)
+                pcs[name] = F_PC_VALUE.read(pc.get("value"), name, None)
+            except (F.FieldError, AttributeError) as exc:  # one bad PriorityClass: its pods read priority 0
+                self.note("PriorityClass", key_of(pc) if isinstance(pc, dict) else "?", "", exc)
         if pcs != self.pcs:
             self.pcs = pcs
             self.parsed.clear()
@@ -98,7 +117,7 @@ class ParseCache:
             if rv and cached is not None and cached[0] == rv:
                 node: NodeInfo | None = cached[1]
             else:
-                node = self.read("Node", obj, node_from_object)
+                node = self.read("Node", obj, lambda o, sink: node_from_object(o, sink))
             if node is None:
                 continue
             if rv:
@@ -110,13 +129,10 @@ class ParseCache:
     def podgroups(self, objects: Iterable[MutableObj], pcs: dict[str, int], default_queue: str) -> list[JobInfo]:
         jobs = []
         for obj in objects:
-            created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
             job = self.read(
                 "PodGroup",
                 obj,
-                lambda o, c=created: job_from_podgroup(  # type: ignore[misc]
-                    o, priority_classes=pcs, default_queue=default_queue, creation=c
-                ),
+                lambda o, sink: job_from_podgroup(o, priority_classes=pcs, default_queue=default_queue, sink=sink),
             )
             if job is not None:
                 jobs.append(job)
@@ -132,11 +148,19 @@ class ParseCache:
     def queues(self, objects: Iterable[MutableObj]) -> list[QueueInfo]:
         out = []
         for obj in objects:
-            created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
-            queue = self.read("Queue", obj, lambda o, c=created: queue_from_object(o, creation=c))  # type: ignore[misc]
+            queue = self.read("Queue", obj, lambda o, sink: queue_from_object(o, sink=sink))
             if queue is not None:
                 out.append(queue)
         return out
+
+    def hypernodes(self, objects: Iterable[MutableObj]) -> tuple[MutableObj, ...]:
+        """The HyperNodes as the topology solver reads them, each field parsed; an unreadable one left out."""
+        out = []
+        for obj in objects:
+            hypernode = self.read("HyperNode", obj, lambda o, sink: hypernode_from_object(o, sink))
+            if hypernode is not None:
+                out.append(hypernode)
+        return tuple(out)
 
     def task(self, obj: MutableObj, pcs: dict[str, int]) -> TaskInfo | None:
         """The pod as read at its resourceVersion (shared: the snapshot builder clones it)."""
@@ -149,24 +173,54 @@ class ParseCache:
         self.parsed[key] = (rv, task)
         return task
 
-    def read(self, kind: str, obj: MutableObj, parse: Callable[[MutableObj], Any]) -> Any:
+    def read(self, kind: str, obj: MutableObj, parse: Callable[[MutableObj, list[F.FieldInvalid]], Any]) -> Any:
+        """`parse(obj, sink)`, its fields through the table (api/fields.py): a field read with a safe default is
+        reported to `sink`; one with none (FieldError), or any other failure, leaves the object out. Either way
+        the reasons are kept in `problems` and logged once per version of the object."""
+        sink: list[F.FieldInvalid] = []
         try:
-            return parse(obj)
+            made = parse(obj, sink)
         except Exception as exc:  # noqa: BLE001 - one unreadable object must never fail the whole cycle
-            meta = obj.get("metadata") or {}
-            mark = (kind, key_of(obj), str(meta.get("resourceVersion")))
-            if mark not in self.bad:
-                self.bad.add(mark)
-                log.warning("skipping %s %s: %s", kind, key_of(obj), exc)
-                if kind in ("Pod", "PodGroup"):  # namespaced: an event on the object says why it waits
-                    self.on_unreadable(kind, key_of(obj), f"volcano-py cannot read this {kind} and skips it: {exc}")
+            self.note(kind, _key(obj), _version(obj), exc, sink)
             return None
+        if sink:
+            self.note(kind, _key(obj), _version(obj), None, sink)
+        elif self.problems:
+            self.problems.pop((kind, _key(obj)), None)
+        return made
+
+    def note(self, kind: str, key: str, rv: str, exc: BaseException | None,
+             sink: list[F.FieldInvalid] | None = None) -> None:
+        """Keep why `kind` `key` was left out (`exc`) or read with defaults (`sink`); log it, and name it in an event
+        (Pods, PodGroups), once per version of the object."""
+        reasons = list(sink or ())
+        if isinstance(exc, F.FieldError):
+            reasons.append(exc.reason)
+        elif exc is not None:  # a reader's failure the table did not foresee: still a typed reason, and no traceback
+            reasons.append(F.FieldInvalid(kind, key, "?", f"cannot be read ({type(exc).__name__}: {str(exc)[:120]})",
+                                          ""))
+        self.problems[(kind, key)] = tuple(reasons)
+        mark = (kind, key, rv)
+        if mark in self.bad:
+            return
+        if len(self.bad) > 100_000:
+            self.bad.clear()
+        self.bad.add(mark)
+        text = "; ".join(F.describe(r) for r in reasons)
+        if exc is not None:
+            log.warning("skipping %s %s: %s", kind, key, text)
+            message = f"volcano-py cannot read this {kind} and skips it: {text}"
+        else:
+            log.warning("read %s %s with defaults: %s", kind, key, text)
+            message = f"volcano-py read this {kind} with defaults for fields it cannot read: {text}"
+        if kind in ("Pod", "PodGroup"):  # namespaced: an event on the object says why it waits
+            self.on_unreadable(kind, key, message)
 
     # ---- reading one pod --------------------------------------------------------------------------------
     def _time(self, value: object) -> float:
         """`parse_time`, once per distinct timestamp (pods made together share their second)."""
-        if not isinstance(value, str):
-            return parse_time(value)
+        if not isinstance(value, str) or len(value) > 64:
+            return 0.0
         seen = self._times.get(value)
         if seen is None:
             if len(self._times) > 50_000:
@@ -178,14 +232,22 @@ class ParseCache:
         """`task_from_pod`, with the request computed once per distinct set of resource fields."""
         try:
             spec = obj.get("spec") or {}
-            created = self._time((obj.get("metadata") or {}).get("creationTimestamp"))
+            stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+            created = self._time(stamp)
             shape: bytes | None = _request_shape(spec)
-            foreign = spec.get("schedulerName", "default-scheduler") not in self.scheduler_names
+            scheduler = spec.get("schedulerName", "default-scheduler")
+            foreign = (scheduler if type(scheduler) is str else "") not in self.scheduler_names
         except Exception:  # noqa: BLE001 - a malformed object: task_from_pod below names the bad field
-            spec, created, shape, foreign = {}, 0.0, None, False
+            spec, created, shape, foreign, stamp = {}, 0.0, None, False, None
+        reader = task_from_pod
+        if stamp and not created:  # unreadable: the pod reads as created at 0, and says so
+
+            def reader(o: MutableObj, **kwargs: Any) -> TaskInfo:
+                _POD_CREATED.refuse(stamp, "is not an RFC 3339 time", key, kwargs.get("sink"))
+                return task_from_pod(o, **kwargs)
         request = self._requests.get(shape) if shape is not None else None
         if request is None:
-            task = self.read("Pod", obj, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
+            task = self.read("Pod", obj, lambda o, sink: reader(o, priority_classes=pcs, creation=created, sink=sink))
             if task is not None and shape is not None:
                 if len(self._requests) > 50_000:
                     self._requests.clear()
@@ -193,51 +255,67 @@ class ParseCache:
             return task  # type: ignore[no-any-return]
         if foreign:
             return self.read(  # type: ignore[no-any-return]
-                "Pod", obj, lambda o: _foreign_task(o, key, request, pcs, created)
+                "Pod", obj, lambda o, sink: _foreign_task(o, key, request, pcs, created, sink)
             )
         stub = {**obj, "spec": {k: v for k, v in spec.items() if k not in _REQUEST_FIELDS}}
-        task = self.read("Pod", stub, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
+        task = self.read("Pod", stub, lambda o, sink: reader(o, priority_classes=pcs, creation=created, sink=sink))
         if task is not None:
             task.resreq = request
-            ports = host_ports_of(spec)  # in the containers the stub left out
+            ports = host_ports_of(spec, key)  # in the containers the stub left out (read and checked above)
             if ports:
                 task.constraints = with_host_ports(task.constraints, ports)
         return task  # type: ignore[no-any-return]
 
 
-def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, int], created: float) -> TaskInfo:
+def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, int], created: float,
+                  sink: list[F.FieldInvalid]) -> TaskInfo:
     """A pod of another scheduler: only what node accounting and victim selection read (no placement
     constraints: we never place it). Most pods of a large cluster are these, so this must be cheap. `key` is
-    the pod's `key_of`."""
+    the pod's `key_of`. Each field through the table, as `task_from_pod` reads it."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
-    priority = spec.get("priority")
-    if priority is None:
-        priority = pcs.get(str(spec.get("priorityClassName") or ""), 0)
+    name = _POD_NAME.read(meta.get("name"), key, sink)
+    namespace = _POD_NAMESPACE.read(meta.get("namespace"), key, sink)
+    labels = _POD_LABELS.read(meta.get("labels"), key, sink)
+    annotations = _POD_ANNOTATIONS.read(meta.get("annotations"), key, sink)
+    group = annotations.get(F.GROUP_NAME) if annotations else None
     return TaskInfo(
         uid=key,
-        name=str(meta.get("name")),
-        namespace=str(meta.get("namespace", "default")),
-        job=group_of(pod, key),
+        name=name,
+        namespace=namespace,
+        job=f"{namespace}/{F.field('Pod', f'metadata.annotations[{F.GROUP_NAME}]').read(group, key, sink)}"
+        if group else key,
         resreq=request,
-        role=role_of(pod),
+        role=role_of(annotations, labels, key, sink),
         status=status_of(pod),
-        node_name=str(spec.get("nodeName") or ""),
-        priority=int(priority or 0),
-        preemptable=is_preemptable(pod),
+        node_name=F_NODE_NAME.read(spec.get("nodeName"), key, sink),
+        priority=priority_of(spec, pcs, key, sink),
+        preemptable=is_preemptable(annotations, labels, key, sink),
         # Its host ports, the one constraint of another scheduler's pod that ours must respect (NodePorts).
-        constraints=_ports_only(spec),
+        constraints=_ports_only(spec, key),
         creation=created,
-        labels=dict(meta.get("labels") or {}),
+        labels=dict(labels),
     )
 
 
 _NO_CONSTRAINTS = Constraints()
 
 
-def _ports_only(spec: MutableObj) -> Constraints:
-    ports = host_ports_of(spec)
+def _ports_only(spec: MutableObj, key: str) -> Constraints:
+    ports = host_ports_of(spec, key)
     return Constraints(host_ports=ports) if ports else _NO_CONSTRAINTS
+
+
+def _key(obj: MutableObj) -> str:
+    try:
+        return key_of(obj)
+    except Exception:  # noqa: BLE001 - metadata that is not an object
+        return "?"
+
+
+def _version(obj: MutableObj) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("resourceVersion")) if isinstance(meta, dict) else ""
 
 
 def _request_shape(spec: MutableObj) -> bytes:
