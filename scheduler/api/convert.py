@@ -39,7 +39,7 @@ def group_of(pod: Obj, key: str | None = None) -> str:
     its `key_of` when the caller has it already)."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations")
-    group = annotations.get(GROUP_NAME_ANNOTATION) if type(annotations) is dict else None
+    group = annotations.get(GROUP_NAME_ANNOTATION) if isinstance(annotations, dict) else None
     if group:
         group = F_GROUP.read(group, "", None)
         return f"{meta.get('namespace', 'default')}/{group}"
@@ -64,6 +64,7 @@ F_PRIORITY_CLASS = F.field("Pod", "spec.priorityClassName")
 F_CONTAINERS = F.field("Pod", "spec.containers")
 F_POD_CONDITIONS = F.field("Pod", "status.conditions")
 F_VOLUMES = F.field("Pod", "spec.volumes")
+F_GPU = (F.field("Pod", f"metadata.annotations[{F.GPU_INDEX}]"), F.field("Pod", f"metadata.annotations[{F.GPU_SPEC}]"))
 
 
 _IDENTITY = {
@@ -80,7 +81,7 @@ def identity(kind: str, obj: Obj) -> tuple[str, str, str]:
     out (FieldError), since nothing else about it can be named."""
     name_field, ns_field = _IDENTITY[kind]
     meta = obj.get("metadata")
-    if type(meta) is not dict:
+    if not isinstance(meta, dict):
         raise F.FieldError(F.FieldInvalid(kind, "?", "metadata", "is not an object", F.show(meta)))
     name = name_field.read(meta.get("name"), "?", None)
     if name is None:
@@ -113,7 +114,7 @@ def plain_group_of(pod: Obj) -> str | None:
     The cache uses it only if that PodGroup exists, so pods are never rewritten after creation."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations")
-    if type(annotations) is dict and annotations.get(GROUP_NAME_ANNOTATION):
+    if isinstance(annotations, dict) and annotations.get(GROUP_NAME_ANNOTATION):
         return None
     return f"{meta.get('namespace', 'default')}/{plain_group_name(pod)}"
 
@@ -122,7 +123,7 @@ def wants_gang(pod: Obj) -> bool:
     """A plain pod that asks for a gang (group-min-member > 1): it waits for its PodGroup, never runs alone. An
     unreadable value asks for one (the safe reading: the pod waits)."""
     annotations = (pod.get("metadata") or {}).get("annotations")
-    value = annotations.get(MIN_MEMBER_ANNOTATION) if type(annotations) is dict else None
+    value = annotations.get(MIN_MEMBER_ANNOTATION) if isinstance(annotations, dict) else None
     return (F_MIN_MEMBER.read(value, "", None) or 1) > 1
 
 
@@ -134,12 +135,21 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
     name, namespace, key = identity("Pod", pod)
     meta = pod["metadata"]
     spec = pod.get("spec") or {}
-    if type(spec) is not dict:
+    if not isinstance(spec, dict):
         raise F.FieldError(F.FieldInvalid("Pod", key, "spec", "is not an object", F.show(spec)))
     labels = _POD_LABELS.read(meta.get("labels"), key, sink)
     annotations = _POD_ANNOTATIONS.read(meta.get("annotations"), key, sink)
     group = annotations.get(GROUP_NAME_ANNOTATION) if annotations else None
     volumes = spec.get("volumes")
+    if not group:  # what the snapshot builder reads of a plain pod (`plain_group_of`, `wants_gang`): checked here
+        F_POD_UID.read(meta.get("uid"), key, sink)
+        F_OWNERS.read(meta.get("ownerReferences"), key, sink)
+        F_MIN_MEMBER.read(annotations.get(MIN_MEMBER_ANNOTATION), key, sink)
+    if annotations:  # the deviceshare plugin's, bounded here (gpu/devices.py reads them off task.annotations)
+        for gpu_field in F_GPU:
+            value = annotations.get(gpu_field.path[-1])
+            if value is not None:
+                gpu_field.read(value, key, sink)
     return TaskInfo(
         uid=key,
         name=name,
@@ -147,7 +157,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         job=f"{namespace}/{F_GROUP.read(group, key, sink)}" if group else key,
         resreq=request_of(spec, key),
         role=role_of(annotations, labels, key, sink),
-        status=status_of(pod),
+        status=status_of(pod, key, sink),
         node_name=F_NODE_NAME.read(spec.get("nodeName"), key, sink),
         priority=priority_of(spec, priority_classes, key, sink),
         preemptable=is_preemptable(annotations, labels, key, sink),

@@ -259,7 +259,7 @@ def strings(max_key: int, max_value: int, max_total: int = 0) -> Parser:
     """A map of string to string (labels, annotations, a nodeSelector), bounded per key, per value and in all."""
 
     def parse(value: Any) -> dict[str, str]:
-        if type(value) is not dict:
+        if not isinstance(value, dict):
             if not isinstance(value, Mapping):
                 raise _wrong(value, "a map of string to string")
             value = dict(value)
@@ -325,7 +325,7 @@ def structure(check: Callable[[Any], Any], wanted: type = dict, *, walk: bool = 
     With `walk`, every string in it is bounded first (`bounded_tree`)."""
 
     def parse(value: Any) -> Any:
-        if not isinstance(value, wanted):
+        if not isinstance(value, wanted) or not isinstance(value, list | dict):
             raise _wrong(value, "a list" if wanted is list else "an object")
         if len(value) > LIST_MAX:
             raise Bad(f"has more than {LIST_MAX} entries")
@@ -363,6 +363,9 @@ class Field:
     fallback: Any  # REJECT, or the value used for a bad one (`fallback_text` says it for people)
     fallback_text: str = ""
     absent: Any = None  # the value of a missing field (also used for an explicit null)
+    # False: read only after a cycle, by the partial-gang policy, for the few pods of a partly bound gang; a bad
+    # value reads as the fallback there (no per-cycle log), and no reason is kept on the object.
+    edge: bool = True
 
     @property
     def name(self) -> str:
@@ -416,13 +419,15 @@ GPU_SPEC = "volcano-py.io/gpu-spec"
 _META = ("metadata",)
 
 
-def _meta_fields(kind: str, *, namespaced: bool) -> list[Field]:
+def _meta_fields(kind: str, *, namespaced: bool, labels: bool, created: bool = True) -> list[Field]:
     out = [
         Field(kind, (*_META, "name"), NAME, REJECT),
         Field(kind, (*_META, "resourceVersion"), text(64), ""),
-        Field(kind, (*_META, "creationTimestamp"), TIME, 0.0, "unknown (0)", 0.0),
-        Field(kind, (*_META, "labels"), LABELS, REJECT, absent={}),
     ]
+    if created:
+        out.append(Field(kind, (*_META, "creationTimestamp"), TIME, 0.0, "unknown (0)", 0.0))
+    if labels:
+        out.append(Field(kind, (*_META, "labels"), LABELS, REJECT, absent={}))
     if namespaced:
         out.append(Field(kind, (*_META, "namespace"), text(63, empty=False), REJECT, absent="default"))
     return out
@@ -461,7 +466,7 @@ QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
 
 FIELDS: tuple[Field, ...] = (
     # ---- Pod (cache/parse.py, convert.task_from_pod, the snapshot builder, the partial-gang policy)
-    *_meta_fields("Pod", namespaced=True),
+    *_meta_fields("Pod", namespaced=True, labels=True),
     Field("Pod", (*_META, "uid"), KEY_TEXT, ""),
     Field("Pod", (*_META, "deletionTimestamp"), TIME, 1.0, "being deleted"),
     Field("Pod", (*_META, "annotations"), ANNOTATIONS, REJECT, absent={}),
@@ -497,9 +502,10 @@ FIELDS: tuple[Field, ...] = (
     Field("Pod", ("spec", "schedulingGates"), _late("gates", list), "?", "gated (an unreadable gate)", ""),
     Field("Pod", ("spec", "volumes"), _late("volumes", list), REJECT, absent=()),
     Field("Pod", ("status", "phase"), enum(*POD_PHASES), "Unknown", "Unknown", "Pending"),
-    Field("Pod", ("status", "conditions"), _late("pod_conditions", list), None, "not known to be bound", None),
+    Field("Pod", ("status", "conditions"), _late("pod_conditions", list), None, "not known to be bound", None,
+          edge=False),
     # ---- PodGroup (convert.job_from_podgroup; gang's timeout, sla's waiting time)
-    *_meta_fields("PodGroup", namespaced=True),
+    *_meta_fields("PodGroup", namespaced=True, labels=False),
     Field("PodGroup", (*_META, "annotations"), ANNOTATIONS, REJECT, absent={}),
     Field("PodGroup", (*_META, "annotations", FALLBACK_MIN), integer(1, INT32, text=True), None,
           "no smaller minimum"),
@@ -520,7 +526,7 @@ FIELDS: tuple[Field, ...] = (
     Field("PodGroup", ("status", "succeeded"), integer(0, INT32), 0, "0", 0),
     Field("PodGroup", ("status", "failed"), integer(0, INT32), 0, "0", 0),
     # ---- Queue (convert.queue_from_object)
-    *_meta_fields("Queue", namespaced=False),
+    *_meta_fields("Queue", namespaced=False, labels=False),
     Field("Queue", ("spec", "weight"), integer(0, INT32), 1, "weight 1", 1),
     Field("Queue", ("spec", "capability"), QUANTITIES, REJECT),
     Field("Queue", ("spec", "guarantee", "resource"), QUANTITIES, REJECT, absent=ZERO),
@@ -531,7 +537,7 @@ FIELDS: tuple[Field, ...] = (
     Field("Queue", ("spec", "priority"), integer(-INT32 - 1, INT32), 0, "priority 0", 0),
     Field("Queue", ("spec", "parent"), KEY_TEXT, REJECT, absent=""),
     # ---- Node (convert.node_from_object)
-    *_meta_fields("Node", namespaced=False),
+    *_meta_fields("Node", namespaced=False, labels=True, created=False),
     Field("Node", ("status", "allocatable"), QUANTITIES, REJECT),
     Field("Node", ("status", "capacity"), QUANTITIES, REJECT),
     Field("Node", ("status", "conditions"), _late("node_conditions", list), False, "not ready", True),
@@ -539,10 +545,10 @@ FIELDS: tuple[Field, ...] = (
     Field("Node", ("spec", "unschedulable"), JSON_BOOL, True, "unschedulable", False),
     # ---- PriorityClass (cache/parse.py: the value a pod's or PodGroup's priorityClassName names)
     Field("PriorityClass", (*_META, "name"), NAME, REJECT),
+    Field("PriorityClass", (*_META, "resourceVersion"), text(64), ""),
     Field("PriorityClass", ("value",), integer(-INT32 - 1, 1_000_000_000), REJECT, absent=0),
     # ---- HyperNode (convert.hypernode_from_object; solver/topology.py reads what it returns)
-    Field("HyperNode", (*_META, "name"), NAME, REJECT),
-    Field("HyperNode", (*_META, "resourceVersion"), text(64), ""),
+    *_meta_fields("HyperNode", namespaced=False, labels=False, created=False),
     Field("HyperNode", ("spec", "tier"), integer(1, 64), REJECT, absent=1),
     Field("HyperNode", ("spec", "members"), _late("members", list), REJECT, absent=()),
 )

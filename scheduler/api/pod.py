@@ -269,10 +269,10 @@ def host_ports_of(spec: Mapping[str, Any], where: str = "") -> tuple[HostPort, .
     `ports[].hostPort` with their protocol, TCP by default, and hostIP, all addresses by default)."""
     found: list[HostPort] = []
     containers = spec.get("containers")
-    if type(containers) is not list:
+    if not isinstance(containers, list):
         return ()
     for container in containers:
-        if type(container) is dict:
+        if isinstance(container, dict):
             ports = container.get("ports")
             if ports is not None:
                 found.extend(F_PORTS.read(ports, where, None))
@@ -337,18 +337,19 @@ def taints_of(node_spec: Mapping[str, Any], where: str = "") -> tuple[Taint, ...
     return F_TAINTS.read(node_spec.get("taints"), where, None)  # type: ignore[no-any-return]
 
 
-def status_of(pod: Mapping[str, Any]) -> TaskStatus:
+def status_of(pod: Mapping[str, Any], where: str = "", sink: list[F.FieldInvalid] | None = None) -> TaskStatus:
     """Kubernetes pod state -> task status (Volcano's getTaskStatus). Reads phase, nodeName and
     deletionTimestamp through the table (a bad phase reads as Unknown, a bad deletionTimestamp as deleting)."""
     status = pod.get("status") or {}
-    phase = status.get("phase", "Pending") if type(status) is dict else None
+    phase = status.get("phase", "Pending") if isinstance(status, dict) else None
     if type(phase) is not str or phase not in _PHASES:
-        phase = F_PHASE.read(phase, "", None)
+        phase = F_PHASE.read(phase, where, sink)
     spec = pod.get("spec") or {}
-    node = spec.get("nodeName") if type(spec) is dict else None
+    node = spec.get("nodeName") if isinstance(spec, dict) else None
     bound = bool(node) and type(node) is str
     meta = pod.get("metadata") or {}
-    deleting = bool(meta.get("deletionTimestamp")) if type(meta) is dict else False
+    stamp = meta.get("deletionTimestamp") if isinstance(meta, dict) else None
+    deleting = stamp is not None and F_DELETION.read(stamp, where, sink) != 0.0
     if phase == "Running":
         return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
     if phase == "Pending":

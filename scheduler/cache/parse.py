@@ -78,11 +78,15 @@ class ParseCache:
         """Under the lock: pods parsed with other priority values must be parsed again."""
         pcs: dict[str, int] = {}
         for pc in objects:
+            sink: list[F.FieldInvalid] = []
+            rv = _version("PriorityClass", pc, sink)
+            if sink:
+                self.note("PriorityClass", _key(pc, "PriorityClass"), rv, None, sink)
             try:
                 name = F_PC_NAME.read((pc.get("metadata") or {}).get("name"), "?", None)
                 pcs[name] = F_PC_VALUE.read(pc.get("value"), name, None)
             except (F.FieldError, AttributeError) as exc:  # one bad PriorityClass: its pods read priority 0
-                self.note("PriorityClass", key_of(pc) if isinstance(pc, dict) else "?", "", exc)
+                self.note("PriorityClass", _key(pc, "PriorityClass"), _version("PriorityClass", pc), exc)
         if pcs != self.pcs:
             self.pcs = pcs
             self.parsed.clear()
@@ -91,7 +95,7 @@ class ParseCache:
         """Never raises (it runs on a watch thread): an unreadable pod is left to the snapshot to report."""
         try:
             key = key_of(obj)
-            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            rv = _version("Pod", obj)
         except Exception:  # noqa: BLE001
             return
         pcs = self.pcs
@@ -111,13 +115,12 @@ class ParseCache:
         kept: dict[str, tuple[str, NodeInfo]] = {}
         out: list[NodeInfo] = []
         for obj in objects:
-            meta = obj.get("metadata") or {}
-            name, rv = str(meta.get("name")), str(meta.get("resourceVersion") or "")
+            name, rv = _key(obj, "Node"), _version("Node", obj)
             cached = self._nodes.get(name)
             if rv and cached is not None and cached[0] == rv:
                 node: NodeInfo | None = cached[1]
             else:
-                node = self.read("Node", obj, lambda o, sink: node_from_object(o, sink))
+                node = self.read_fields("Node", obj, lambda o, sink: node_from_object(o, sink))
             if node is None:
                 continue
             if rv:
@@ -129,7 +132,7 @@ class ParseCache:
     def podgroups(self, objects: Iterable[MutableObj], pcs: dict[str, int], default_queue: str) -> list[JobInfo]:
         jobs = []
         for obj in objects:
-            job = self.read(
+            job = self.read_fields(
                 "PodGroup",
                 obj,
                 lambda o, sink: job_from_podgroup(o, priority_classes=pcs, default_queue=default_queue, sink=sink),
@@ -148,7 +151,7 @@ class ParseCache:
     def queues(self, objects: Iterable[MutableObj]) -> list[QueueInfo]:
         out = []
         for obj in objects:
-            queue = self.read("Queue", obj, lambda o, sink: queue_from_object(o, sink=sink))
+            queue = self.read_fields("Queue", obj, lambda o, sink: queue_from_object(o, sink=sink))
             if queue is not None:
                 out.append(queue)
         return out
@@ -157,15 +160,15 @@ class ParseCache:
         """The HyperNodes as the topology solver reads them, each field parsed; an unreadable one left out."""
         out = []
         for obj in objects:
-            hypernode = self.read("HyperNode", obj, lambda o, sink: hypernode_from_object(o, sink))
+            hypernode = self.read_fields("HyperNode", obj, lambda o, sink: hypernode_from_object(o, sink))
             if hypernode is not None:
                 out.append(hypernode)
         return tuple(out)
 
     def task(self, obj: MutableObj, pcs: dict[str, int]) -> TaskInfo | None:
         """The pod as read at its resourceVersion (shared: the snapshot builder clones it)."""
-        key = key_of(obj)
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        key = _key(obj)
+        rv = _version("Pod", obj)
         cached = self.parsed.get(key)
         if cached is not None and cached[0] == rv:
             return cached[1]
@@ -173,20 +176,27 @@ class ParseCache:
         self.parsed[key] = (rv, task)
         return task
 
-    def read(self, kind: str, obj: MutableObj, parse: Callable[[MutableObj, list[F.FieldInvalid]], Any]) -> Any:
+    def read(self, kind: str, obj: MutableObj, parse: Callable[[MutableObj], Any]) -> Any:
+        """`parse(obj)`, for a reader that reports no field of its own (the storage objects: volumes.py); None
+        when it cannot be read (logged once, as below)."""
+        return self.read_fields(kind, obj, lambda o, sink: parse(o))
+
+    def read_fields(self, kind: str, obj: MutableObj,
+                    parse: Callable[[MutableObj, list[F.FieldInvalid]], Any]) -> Any:
         """`parse(obj, sink)`, its fields through the table (api/fields.py): a field read with a safe default is
         reported to `sink`; one with none (FieldError), or any other failure, leaves the object out. Either way
         the reasons are kept in `problems` and logged once per version of the object."""
         sink: list[F.FieldInvalid] = []
+        rv = _version(kind, obj, sink)
         try:
             made = parse(obj, sink)
         except Exception as exc:  # noqa: BLE001 - one unreadable object must never fail the whole cycle
-            self.note(kind, _key(obj), _version(obj), exc, sink)
+            self.note(kind, _key(obj, kind), rv, exc, sink)
             return None
         if sink:
-            self.note(kind, _key(obj), _version(obj), None, sink)
+            self.note(kind, _key(obj, kind), rv, None, sink)
         elif self.problems:
-            self.problems.pop((kind, _key(obj)), None)
+            self.problems.pop((kind, _key(obj, kind)), None)
         return made
 
     def note(self, kind: str, key: str, rv: str, exc: BaseException | None,
@@ -230,41 +240,50 @@ class ParseCache:
 
     def _parse_task(self, obj: MutableObj, pcs: dict[str, int], key: str) -> TaskInfo | None:
         """`task_from_pod`, with the request computed once per distinct set of resource fields."""
+        early: list[F.FieldInvalid] = []
         try:
             spec = obj.get("spec") or {}
             stamp = (obj.get("metadata") or {}).get("creationTimestamp")
             created = self._time(stamp)
             shape: bytes | None = _request_shape(spec)
             scheduler = spec.get("schedulerName", "default-scheduler")
-            foreign = (scheduler if type(scheduler) is str else "") not in self.scheduler_names
+            if type(scheduler) is not str or len(scheduler) > F.NAME_MAX:
+                scheduler = _POD_SCHEDULER.refuse(scheduler, "is not a scheduler name", key, early)
+            foreign = scheduler not in self.scheduler_names
         except Exception:  # noqa: BLE001 - a malformed object: task_from_pod below names the bad field
             spec, created, shape, foreign, stamp = {}, 0.0, None, False, None
-        reader = task_from_pod
-        if stamp and not created:  # unreadable: the pod reads as created at 0, and says so
-
-            def reader(o: MutableObj, **kwargs: Any) -> TaskInfo:
-                _POD_CREATED.refuse(stamp, "is not an RFC 3339 time", key, kwargs.get("sink"))
-                return task_from_pod(o, **kwargs)
+        if stamp is not None and not created and stamp != "":  # unreadable: the pod reads as created at 0
+            _POD_CREATED.refuse(stamp, "is not an RFC 3339 time", key, early)
+        def reader(o: MutableObj, **kwargs: Any) -> TaskInfo:
+            if early:  # what was found above is reported with the rest of the pod's fields
+                kwargs["sink"].extend(early)
+            return task_from_pod(o, **kwargs)
         request = self._requests.get(shape) if shape is not None else None
         if request is None:
-            task = self.read("Pod", obj, lambda o, sink: reader(o, priority_classes=pcs, creation=created, sink=sink))
+            task = self.read_fields("Pod", obj,
+                                    lambda o, sink: reader(o, priority_classes=pcs, creation=created, sink=sink))
             if task is not None and shape is not None:
                 if len(self._requests) > 50_000:
                     self._requests.clear()
                 self._requests[shape] = task.resreq
             return task  # type: ignore[no-any-return]
         if foreign:
-            return self.read(  # type: ignore[no-any-return]
-                "Pod", obj, lambda o, sink: _foreign_task(o, key, request, pcs, created, sink)
-            )
+            def foreign_task(o: MutableObj, sink: list[F.FieldInvalid]) -> TaskInfo:
+                sink.extend(early)
+                return _foreign_task(o, key, request, pcs, created, sink)
+
+            return self.read_fields("Pod", obj, foreign_task)  # type: ignore[no-any-return]
         stub = {**obj, "spec": {k: v for k, v in spec.items() if k not in _REQUEST_FIELDS}}
-        task = self.read("Pod", stub, lambda o, sink: reader(o, priority_classes=pcs, creation=created, sink=sink))
-        if task is not None:
+
+        def from_stub(o: MutableObj, sink: list[F.FieldInvalid]) -> TaskInfo:
+            task = reader(o, priority_classes=pcs, creation=created, sink=sink)
             task.resreq = request
-            ports = host_ports_of(spec, key)  # in the containers the stub left out (read and checked above)
+            ports = host_ports_of(spec, key)  # in the containers the stub left out
             if ports:
                 task.constraints = with_host_ports(task.constraints, ports)
-        return task  # type: ignore[no-any-return]
+            return task
+
+        return self.read_fields("Pod", stub, from_stub)  # type: ignore[no-any-return]
 
 
 def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, int], created: float,
@@ -287,7 +306,7 @@ def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, i
         if group else key,
         resreq=request,
         role=role_of(annotations, labels, key, sink),
-        status=status_of(pod),
+        status=status_of(pod, key, sink),
         node_name=F_NODE_NAME.read(spec.get("nodeName"), key, sink),
         priority=priority_of(spec, pcs, key, sink),
         preemptable=is_preemptable(annotations, labels, key, sink),
@@ -306,16 +325,27 @@ def _ports_only(spec: MutableObj, key: str) -> Constraints:
     return Constraints(host_ports=ports) if ports else _NO_CONSTRAINTS
 
 
-def _key(obj: MutableObj) -> str:
+def _key(obj: MutableObj, kind: str = "Pod") -> str:
+    """The object's key, as the stores key it (a cluster-scoped kind: its name alone); "?" without metadata."""
     try:
-        return key_of(obj)
+        if kind in ("Pod", "PodGroup"):
+            return key_of(obj)
+        return str(obj["metadata"].get("name"))[: F.NAME_MAX + 1]
     except Exception:  # noqa: BLE001 - metadata that is not an object
         return "?"
 
 
-def _version(obj: MutableObj) -> str:
+_VERSIONS = {kind: F.field(kind, "metadata.resourceVersion")
+             for kind in ("Pod", "PodGroup", "Queue", "Node", "HyperNode", "PriorityClass")}
+
+
+def _version(kind: str, obj: MutableObj, sink: list[F.FieldInvalid] | None = None) -> str:
+    """The object's resourceVersion, read through the table ("" if unreadable: then it is logged once per key)."""
     meta = obj.get("metadata")
-    return str(meta.get("resourceVersion")) if isinstance(meta, dict) else ""
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if type(version) is str and len(version) <= 64:  # nearly always: spare the call
+        return version
+    return _VERSIONS[kind].read(version, _key(obj, kind), sink) or ""  # type: ignore[no-any-return]
 
 
 def _request_shape(spec: MutableObj) -> bytes:
