@@ -6,7 +6,6 @@ or Queue means the same thing to a unit test, the simulator and the production s
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -102,13 +101,6 @@ def plain_group_name(pod: Obj) -> str:
     return f"{PLAIN_GROUP_PREFIX}{owner if owner is not None else F_POD_UID.read(meta.get('uid'), '', None)}"
 
 
-def check_owners(raw: list[Any]) -> tuple[tuple[str, bool], ...]:
-    """`metadata.ownerReferences` as (uid, controller) pairs; an entry that is not an object is skipped."""
-    return tuple(
-        (str(r.get("uid")), r.get("controller") is True) for r in raw if isinstance(r, Mapping)
-    )
-
-
 def plain_group_of(pod: Obj) -> str | None:
     """The key of that PodGroup, for a pod that names none; None for a pod with a group-name annotation.
     The cache uses it only if that PodGroup exists, so pods are never rewritten after creation."""
@@ -171,21 +163,6 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
     )
 
 
-def check_volumes(raw: list[Any]) -> tuple[tuple[bool, str], ...]:
-    """`spec.volumes` as the claims they use: (True, claimName) for a `persistentVolumeClaim`, (False, volume
-    name) for a generic `ephemeral` volume, whose claim is `<pod>-<volume>` (`api.volumes.claims_of`)."""
-    out = []
-    for volume in raw:
-        if not isinstance(volume, Mapping):
-            continue
-        source = volume.get("persistentVolumeClaim")
-        if isinstance(source, Mapping):
-            out.append((True, F.KEY_TEXT.parse(source.get("claimName") or "")))
-        elif volume.get("ephemeral") is not None:
-            out.append((False, F.KEY_TEXT.parse(volume.get("name") or "")))
-    return tuple(out)
-
-
 def _claims(volumes: tuple[tuple[bool, str], ...], namespace: str, pod: str) -> tuple[str, ...]:
     if not volumes:
         return ()
@@ -212,27 +189,10 @@ def request_of(spec: Mapping[str, Any], where: str) -> Resource:
         raise F.FieldError(F.FieldInvalid("Pod", where, path, problem[:200], "")) from None
 
 
-def check_request(raw: Any) -> Resource:
-    """The table's parser for the fields of a pod's request: what `pod_request` makes of them alone."""
-    spec = {"containers": raw} if isinstance(raw, list) else {"resources": raw}
-    try:
-        return pod_request(spec)
-    except QuantityError as exc:
-        raise F.Bad(str(exc)[:200]) from None
-
-
 def first_gate(spec: Mapping[str, Any], where: str = "", sink: list[F.FieldInvalid] | None = None) -> str:
     """The name of the pod's first scheduling gate, "" when it has none."""
     gates = spec.get("schedulingGates")
     return F_GATES.read(gates, where, sink) if gates else ""  # type: ignore[no-any-return]
-
-
-def check_gates(raw: list[Any]) -> str:
-    if not raw:
-        return ""
-    first = raw[0]
-    name = first.get("name") if isinstance(first, Mapping) else None
-    return name if type(name) is str and name else "?"
 
 
 def task_index_of(annotations: Mapping[str, str], labels: Mapping[str, str], where: str = "",
@@ -247,29 +207,11 @@ def task_index_of(annotations: Mapping[str, str], labels: Mapping[str, str], whe
     return -1
 
 
-def check_pod_conditions(raw: list[Any]) -> float | None:
-    """When the pod was bound (its `PodScheduled=True` transition), None if it does not say."""
-    for c in raw:
-        if isinstance(c, Mapping) and c.get("type") == "PodScheduled" and c.get("status") == "True":
-            at = c.get("lastTransitionTime")
-            seconds = F.TIME.parse(at) if at is not None else 0.0
-            if seconds:
-                return seconds  # type: ignore[no-any-return]
-    return None
-
-
 F_NODE_LABELS = F.field("Node", "metadata.labels")
 F_ALLOCATABLE = F.field("Node", "status.allocatable")
 F_CAPACITY = F.field("Node", "status.capacity")
 F_NODE_CONDITIONS = F.field("Node", "status.conditions")
 F_UNSCHEDULABLE = F.field("Node", "spec.unschedulable")
-
-
-def check_node_conditions(raw: list[Any]) -> bool:
-    """Ready: a `Ready=True` condition; no conditions at all reads as ready (a node made by hand or a test)."""
-    if not raw:
-        return True
-    return any(isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True" for c in raw)
 
 
 def node_from_object(node: Obj, sink: list[F.FieldInvalid] | None = None) -> NodeInfo:
@@ -320,37 +262,6 @@ F_OVERRIDE = F.field("PodGroup", "status.minMemberOverride")
 F_COUNTS = tuple(F.field("PodGroup", f"status.{n}") for n in ("running", "succeeded", "failed"))
 
 
-def check_task_minimums(raw: Mapping[str, Any]) -> dict[str, int]:
-    count = F.integer(0, F.INT32)
-    out = {}
-    for k, v in raw.items():
-        if type(k) is not str or len(k) > F.NAME_MAX:
-            raise F.Bad(f"names a task that is no task name: {F.show(k)}")
-        out[k] = count.parse(v)
-    return out
-
-
-def check_conditions(raw: list[Any]) -> tuple[Condition, ...]:
-    return tuple(
-        Condition(str(c.get("type")), str(c.get("status")), str(c.get("reason", "")), str(c.get("message", "")))
-        for c in raw
-        if isinstance(c, Mapping)
-    )
-
-
-_TIER = F.integer(0, 64)
-
-
-def check_network_topology(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """`spec.networkTopology`: `mode` hard or soft (hard when absent), `highestTierAllowed` a tier (0..64)."""
-    mode = raw.get("mode", "hard")
-    if mode is not None and (type(mode) is not str or mode.lower() not in ("hard", "soft")):
-        raise F.Bad("mode is not hard or soft")
-    out: dict[str, Any] = {"mode": (mode or "hard").lower()}
-    allowed = raw.get("highestTierAllowed")
-    if allowed is not None:
-        out["highestTierAllowed"] = _TIER.parse(allowed)
-    return out
 
 
 def job_from_podgroup(
@@ -399,7 +310,7 @@ def job_from_podgroup(
         priority=priority,
         phase=PodGroupPhase.parse(F_PG_PHASE.read(status.get("phase"), key, sink)),
         creation=creation,
-        conditions=F_PG_CONDITIONS.read(status.get("conditions"), key, sink),
+        conditions=tuple(Condition(*c) for c in F_PG_CONDITIONS.read(status.get("conditions"), key, sink)),
         extra=extra,
         reported_counts=tuple(  # type: ignore[arg-type]
             f.read(status.get(f.path[-1]), key, sink) for f in F_COUNTS
@@ -475,37 +386,6 @@ def _zero_scalars(capability: object) -> frozenset[str]:
 
 F_TIER = F.field("HyperNode", "spec.tier")
 F_MEMBERS = F.field("HyperNode", "spec.members")
-_PATTERN_MAX = 1024
-
-
-def check_members(raw: list[Any]) -> list[dict[str, Any]]:
-    """`spec.members` of a HyperNode: each `type` Node or HyperNode and a selector, `exactMatch.name` or
-    `regexMatch.pattern` (a pattern that does not compile, or longer than 1 KiB, is refused)."""
-    out = []
-    for member in raw:
-        if not isinstance(member, Mapping):
-            raise F.Bad("has a member that is not an object")
-        kind = member.get("type", "Node")
-        if kind not in ("Node", "HyperNode"):
-            raise F.Bad("has a member whose type is not Node or HyperNode")
-        selector = member.get("selector") or {}
-        if not isinstance(selector, Mapping):
-            raise F.Bad("has a selector that is not an object")
-        exact = (selector.get("exactMatch") or {}).get("name") if selector.get("exactMatch") else None
-        pattern = (selector.get("regexMatch") or {}).get("pattern") if selector.get("regexMatch") else None
-        cleaned: dict[str, Any] = {}
-        if exact is not None:
-            cleaned["exactMatch"] = {"name": F.NAME.parse(exact)}
-        elif pattern is not None:
-            if type(pattern) is not str or len(pattern) > _PATTERN_MAX:
-                raise F.Bad("has a regexMatch pattern that is not a string of at most 1 KiB")
-            try:
-                re.compile(pattern)
-            except re.error:
-                raise F.Bad("has a regexMatch pattern that does not compile") from None
-            cleaned["regexMatch"] = {"pattern": pattern}
-        out.append({"type": kind, "selector": cleaned})
-    return out
 
 
 def hypernode_from_object(hypernode: Obj, sink: list[F.FieldInvalid] | None = None) -> Obj:

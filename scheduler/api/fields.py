@@ -22,388 +22,126 @@ the table does not list.
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar, Final
-
-from scheduler.api.reasons import Reason
-from scheduler.api.resources import ZERO, QuantityError, Resource
-from scheduler.durations import parse_seconds
-
-INT32: Final = 2**31 - 1
-NAME_MAX: Final = 253  # a DNS subdomain: object names, node names, label-key prefixes
-LABEL_KEY_MAX: Final = 317  # prefix (253) + "/" + name (63)
-LABEL_VALUE_MAX: Final = 63
-ANNOTATIONS_MAX: Final = 256 * 1024  # Kubernetes' TotalAnnotationSizeLimitB, keys and values together
-TEXT_MAX: Final = 4096  # a condition's message, a free-form string the scheduler keeps
-MAP_ITEMS_MAX: Final = 4096
-LIST_MAX: Final = 4096
-DURATION_MAX: Final = 10 * 365 * 86400.0  # ten years, in seconds
-TIMEOUT_MAX: Final = 366 * 86400.0
-
-
-# ---- the reason ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FieldInvalid(Reason):
-    """A field of an object that the scheduler cannot read: `fallback` says what it used instead, or "" when
-    the object is left out (no default is safe for that field)."""
-
-    kind: ClassVar[str] = "FieldInvalid"
-    object_kind: str  # Pod, PodGroup, Queue, Node, HyperNode
-    name: str  # the object's namespace/name
-    path: str  # the field, as the table names it
-    problem: str
-    value: str  # the value, shown short
-    fallback: str = ""
-
-
-def describe(reason: FieldInvalid) -> str:
-    """The sentence for people (an event, a log line)."""
-    head = f"{reason.object_kind} {reason.name}: {reason.path} {reason.value}: {reason.problem}"
-    if reason.fallback:
-        return f"{head}; read as {reason.fallback}"
-    return f"{head}; the {reason.object_kind} is left out until it is fixed"
-
-
-class Bad(ValueError):
-    """A parser's refusal: the message says what is wrong with the value (never the value in full)."""
-
-
-class FieldError(ValueError):
-    """An object left out: a field with no safe default could not be read."""
-
-    def __init__(self, reason: FieldInvalid) -> None:
-        super().__init__(describe(reason))
-        self.reason = reason
-
-
-def show(value: object) -> str:
-    """A value as a reason quotes it: its type for a container, its first 40 characters otherwise."""
-    if isinstance(value, Mapping):
-        return f"(a map of {len(value)})"
-    if isinstance(value, list | tuple):
-        return f"(a list of {len(value)})"
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:37]}...({len(text)} characters)"
-
-
-# ---- parsers -----------------------------------------------------------------------------------------------
-# Each takes the raw value (never None: an absent field is the reader's `absent`) and returns the parsed one or
-# raises Bad. `kind`, `lo`, `hi` and `max_len` describe what a parser accepts (the property test reads them).
-
-
-_ASCII_INT = re.compile(r"[+-]?[0-9]{1,19}")
-
-
-@dataclass(frozen=True, slots=True)
-class Parser:
-    kind: str  # int, float, bool, text, duration, time, quantities, strings, enum, object
-    parse: Callable[[Any], Any]
-    lo: float = -math.inf
-    hi: float = math.inf
-    max_len: int = 0
-    text: bool = False  # an int/float written as text (an annotation)
-
-
-def _wrong(value: object, wanted: str) -> Bad:
-    return Bad(f"expected {wanted}, got {type(value).__name__}")
-
-
-def integer(lo: int, hi: int, *, text: bool = False) -> Parser:
-    """A JSON integer (an integral float too, as YAML writes one), or with `text` a decimal string of ASCII
-    digits as Go's strconv.Atoi reads one (`١٢` is no number to Go, though it is to Python's int)."""
-
-    def parse(value: Any) -> int:
-        if text:
-            if type(value) is not str:
-                raise _wrong(value, "a decimal integer as text")
-            if _ASCII_INT.fullmatch(value) is None:
-                raise Bad("is not a decimal integer")
-            number = int(value)
-        elif type(value) is int:
-            number = value
-        elif type(value) is float:
-            if not math.isfinite(value) or not value.is_integer():
-                raise Bad("is not a whole finite number")
-            number = int(value)
-        else:
-            raise _wrong(value, "an integer")
-        if not lo <= number <= hi:
-            raise Bad(f"is out of range [{lo}, {hi}]")
-        return number
-
-    return Parser("int", parse, lo, hi, text=text)
-
-
-def number(lo: float, hi: float, *, low_open: bool = True) -> Parser:
-    """A finite JSON number in (lo, hi] (`low_open`) or [lo, hi]."""
-
-    def parse(value: Any) -> float:
-        if type(value) is not int and type(value) is not float:
-            raise _wrong(value, "a number")
-        if type(value) is int and abs(value) > 2**53:
-            raise Bad(f"is out of range ({lo:g}, {hi:g}]")
-        result = float(value)
-        if not math.isfinite(result):
-            raise Bad("is not finite")
-        if result > hi or result < lo or (low_open and result == lo):
-            raise Bad(f"is out of range ({lo:g}, {hi:g}]" if low_open else f"is out of range [{lo:g}, {hi:g}]")
-        return result
-
-    return Parser("float", parse, lo, hi)
-
-
-_TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))
-_FALSE = frozenset(("0", "f", "F", "FALSE", "false", "False"))
-
-
-def parse_bool(value: object) -> bool:
-    """Go's `strconv.ParseBool`: exactly these twelve spellings; anything else is an error."""
-    if type(value) is str:
-        if value in _TRUE:
-            return True
-        if value in _FALSE:
-            return False
-        raise Bad("is not a boolean (1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False)")
-    raise _wrong(value, "a boolean as text")
-
-
-GO_BOOL: Final = Parser("bool", parse_bool, text=True)
-
-
-def _json_bool(value: Any) -> bool:
-    if type(value) is not bool:
-        raise _wrong(value, "true or false")
-    return value
-
-
-JSON_BOOL: Final = Parser("bool", _json_bool)
-
-
-def text(max_len: int, *, empty: bool = True) -> Parser:
-    def parse(value: Any) -> str:
-        if type(value) is not str:
-            raise _wrong(value, "a string")
-        if len(value) > max_len:
-            raise Bad(f"is longer than {max_len} characters")
-        if not empty and not value:
-            raise Bad("is empty")
-        return value
-
-    return Parser("text", parse, max_len=max_len)
-
-
-def duration(hi: float) -> Parser:
-    """A Go duration (`90s`, `1h30m`) or a plain number of seconds, positive and at most `hi` seconds."""
-
-    def parse(value: Any) -> float:
-        if type(value) is not str:
-            raise _wrong(value, "a duration such as 90s or 1h")
-        if len(value) > 64 or not value.isascii():
-            raise Bad("is not a duration such as 90s or 1h")
-        try:
-            seconds = parse_seconds(value)
-        except ValueError:
-            raise Bad("is not a duration such as 90s or 1h") from None
-        if not math.isfinite(seconds) or not 0 < seconds <= hi:
-            raise Bad(f"is out of range (0s, {hi:g}s]")
-        return seconds
-
-    return Parser("duration", parse, 0, hi, max_len=64, text=True)
-
-
-def _timestamp(value: Any) -> float:
-    from scheduler.api.timestamps import parse_time  # noqa: PLC0415 - timestamps imports nothing of ours
-
-    if type(value) is not str:
-        raise _wrong(value, "an RFC 3339 time")
-    if len(value) > 64:
-        raise Bad("is not an RFC 3339 time")
-    seconds = parse_time(value)
-    if not seconds and value:
-        raise Bad("is not an RFC 3339 time")
-    return seconds
-
-
-TIME: Final = Parser("time", _timestamp, max_len=64)
-
-
-def _quantities(value: Any) -> Resource:
-    if not isinstance(value, Mapping):
-        raise _wrong(value, "a map of resource name to quantity")
-    if len(value) > 128:
-        raise Bad("names more than 128 resources")
-    for name in value:
-        if type(name) is not str or not name or len(name) > LABEL_KEY_MAX:
-            raise Bad(f"names a resource that is no resource name: {show(name)}")
-    try:
-        return Resource.from_quantities(value, field="")
-    except QuantityError as exc:
-        raise Bad(str(exc).removeprefix(".").removeprefix(": ")) from None
-
-
-QUANTITIES: Final = Parser("quantities", _quantities)
-
-
-def _bad_entry(k: object, v: object, max_key: int, max_value: int) -> str:
-    if type(k) is not str or type(v) is not str:
-        return f"has a {type(k if type(k) is not str else v).__name__} where a string belongs"
-    return f"has an entry longer than {max_key if len(k) > max_key else max_value} characters"
-
-
-def strings(max_key: int, max_value: int, max_total: int = 0) -> Parser:
-    """A map of string to string (labels, annotations, a nodeSelector), bounded per key, per value and in all."""
-
-    def parse(value: Any) -> dict[str, str]:
-        if not isinstance(value, dict):
-            if not isinstance(value, Mapping):
-                raise _wrong(value, "a map of string to string")
-            value = dict(value)
-        if len(value) > MAP_ITEMS_MAX:
-            raise Bad(f"has more than {MAP_ITEMS_MAX} entries")
-        for k, v in value.items():  # the hot path: every pod's labels and annotations
-            if type(k) is not str or type(v) is not str or len(k) > max_key or len(v) > max_value:
-                raise Bad(_bad_entry(k, v, max_key, max_value))
-        if max_total and sum(map(len, value)) + sum(map(len, value.values())) > max_total:
-            raise Bad(f"is larger than {max_total} bytes in all")
-        return value
-
-    return Parser("strings", parse, max_len=max_value)
-
-
-def enum(*values: str) -> Parser:
-    allowed = frozenset(values)
-
-    def parse(value: Any) -> str:
-        if type(value) is not str or value not in allowed:
-            raise Bad(f"is not one of {', '.join(sorted(allowed))}")
-        return value
-
-    return Parser("enum", parse, max_len=max(len(v) for v in values))
-
-
-def bounded_tree(value: Any, depth: int = 0) -> int:
-    """Raise Bad unless every string in `value` is at most TEXT_MAX long, every number finite and not above
-    2^63, and the tree at most 12 deep; returns how many values it holds (at most 20,000 in all)."""
-    if depth > 12:
-        raise Bad("is nested too deeply")
-    kind = type(value)
-    if kind is str:
-        if len(value) > TEXT_MAX:
-            raise Bad(f"holds a string longer than {TEXT_MAX} characters")
-        return 1
-    if kind is dict:
-        count = 1
-        for k, v in value.items():
-            count += bounded_tree(k, depth + 1) + bounded_tree(v, depth + 1)
-    elif kind is list:
-        count = 1
-        for v in value:
-            count += bounded_tree(v, depth + 1)
-    elif kind is float:
-        if not math.isfinite(value):
-            raise Bad("holds a number that is not finite")
-        return 1
-    elif kind is int:
-        if abs(value) > 2**63:
-            raise Bad("holds a number out of range")
-        return 1
-    else:
-        return 1
-    if count > 20_000:
-        raise Bad("is too large")
-    return count
-
-
-def structure(check: Callable[[Any], Any], wanted: type = dict, *, walk: bool = True) -> Parser:
-    """A nested structure read by a dedicated function (`check`), which raises Bad for what it refuses; any
-    other exception it raises is a bug in the reader, turned into Bad so one object never fails the cycle.
-    With `walk`, every string in it is bounded first (`bounded_tree`)."""
-
-    def parse(value: Any) -> Any:
-        if not isinstance(value, wanted) or not isinstance(value, list | dict):
-            raise _wrong(value, "a list" if wanted is list else "an object")
-        if len(value) > LIST_MAX:
-            raise Bad(f"has more than {LIST_MAX} entries")
-        if walk:
-            bounded_tree(value)
-        try:
-            return check(value)
-        except Bad:
-            raise
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
-            raise Bad(f"cannot be read ({type(exc).__name__}: {str(exc)[:80]})") from None
-
-    return Parser("object", parse)
-
-
-# ---- the table -------------------------------------------------------------------------------------------
-
-
-class _Reject:
-    def __repr__(self) -> str:
-        return "REJECT"
-
-
-REJECT: Final = _Reject()  # no default is safe: the object is left out
-
-
-@dataclass(frozen=True, slots=True)
-class Field:
-    """One field path the scheduler reads, its parser, and what a bad value becomes. `path` steps are keys; `*`
-    is any list item or any map key (a structure read whole by its parser is one entry, at its root)."""
-
-    kind: str
-    path: tuple[str, ...]
-    parser: Parser
-    fallback: Any  # REJECT, or the value used for a bad one (`fallback_text` says it for people)
-    fallback_text: str = ""
-    absent: Any = None  # the value of a missing field (also used for an explicit null)
-    # False: read only after a cycle, by the partial-gang policy, for the few pods of a partly bound gang; a bad
-    # value reads as the fallback there (no per-cycle log), and no reason is kept on the object.
-    edge: bool = True
-
-    @property
-    def name(self) -> str:
-        return dotted(self.path)
-
-    def read(self, value: Any, where: str, sink: list[FieldInvalid] | None) -> Any:
-        """The parsed value, `absent` for None; a bad one is reported to `sink` and read as the fallback, or
-        raises FieldError when the object must be left out."""
-        if value is None:
-            return self.absent
-        try:
-            return self.parser.parse(value)
-        except Bad as bad:
-            return self.refuse(value, str(bad), where, sink)
-
-    def refuse(self, value: Any, problem: str, where: str, sink: list[FieldInvalid] | None) -> Any:
-        rejected = self.fallback is REJECT
-        reason = FieldInvalid(self.kind, where, self.name, problem, show(value),
-                              "" if rejected else (self.fallback_text or repr(self.fallback)))
-        if rejected:
-            raise FieldError(reason)
-        if sink is not None:
-            sink.append(reason)
-        return self.fallback
-
-
-def dotted(path: Iterable[str]) -> str:
-    out = ""
-    for step in path:
-        out += f"[{step}]" if not (step.isalnum() or step == "*") else (f".{step}" if out else step)
-    return out
-
-
-NAME = text(NAME_MAX, empty=False)
-LABELS = strings(LABEL_KEY_MAX, LABEL_VALUE_MAX)
-ANNOTATIONS = strings(LABEL_KEY_MAX, ANNOTATIONS_MAX, ANNOTATIONS_MAX)
-KEY_TEXT = text(NAME_MAX)
-FREE_TEXT = text(TEXT_MAX)
+# The parsers, the reason and `Field` live in api/field_parsers.py; re-exported here, so readers import one module.
+from scheduler.api import field_readers as _readers  # noqa: F401 - registers the structure readers the table names
+from scheduler.api.field_parsers import (
+    ANNOTATIONS as ANNOTATIONS,
+)
+from scheduler.api.field_parsers import (
+    ANNOTATIONS_MAX as ANNOTATIONS_MAX,
+)
+from scheduler.api.field_parsers import (
+    DURATION_MAX as DURATION_MAX,
+)
+from scheduler.api.field_parsers import (
+    FREE_TEXT as FREE_TEXT,
+)
+from scheduler.api.field_parsers import (
+    GO_BOOL as GO_BOOL,
+)
+from scheduler.api.field_parsers import (  # noqa: F401
+    INT32 as INT32,
+)
+from scheduler.api.field_parsers import (
+    JSON_BOOL as JSON_BOOL,
+)
+from scheduler.api.field_parsers import (
+    KEY_TEXT as KEY_TEXT,
+)
+from scheduler.api.field_parsers import (
+    LABEL_KEY_MAX as LABEL_KEY_MAX,
+)
+from scheduler.api.field_parsers import (
+    LABEL_VALUE_MAX as LABEL_VALUE_MAX,
+)
+from scheduler.api.field_parsers import (
+    LABELS as LABELS,
+)
+from scheduler.api.field_parsers import (
+    LIST_MAX as LIST_MAX,
+)
+from scheduler.api.field_parsers import (
+    MAP_ITEMS_MAX as MAP_ITEMS_MAX,
+)
+from scheduler.api.field_parsers import (
+    NAME as NAME,
+)
+from scheduler.api.field_parsers import (
+    NAME_MAX as NAME_MAX,
+)
+from scheduler.api.field_parsers import (
+    QUANTITIES as QUANTITIES,
+)
+from scheduler.api.field_parsers import (
+    REJECT as REJECT,
+)
+from scheduler.api.field_parsers import (
+    TEXT_MAX as TEXT_MAX,
+)
+from scheduler.api.field_parsers import (
+    TIME as TIME,
+)
+from scheduler.api.field_parsers import (
+    TIMEOUT_MAX as TIMEOUT_MAX,
+)
+from scheduler.api.field_parsers import (
+    Bad as Bad,
+)
+from scheduler.api.field_parsers import (
+    Field as Field,
+)
+from scheduler.api.field_parsers import (
+    FieldError as FieldError,
+)
+from scheduler.api.field_parsers import (
+    FieldInvalid as FieldInvalid,
+)
+from scheduler.api.field_parsers import (
+    Parser as Parser,
+)
+from scheduler.api.field_parsers import (
+    bounded_tree as bounded_tree,
+)
+from scheduler.api.field_parsers import (
+    describe as describe,
+)
+from scheduler.api.field_parsers import (
+    dotted as dotted,
+)
+from scheduler.api.field_parsers import (
+    duration as duration,
+)
+from scheduler.api.field_parsers import (
+    enum as enum,
+)
+from scheduler.api.field_parsers import (
+    integer as integer,
+)
+from scheduler.api.field_parsers import (
+    number as number,
+)
+from scheduler.api.field_parsers import (
+    parse_bool as parse_bool,
+)
+from scheduler.api.field_parsers import (
+    register as register,
+)
+from scheduler.api.field_parsers import (
+    registered as registered,
+)
+from scheduler.api.field_parsers import (
+    show as show,
+)
+from scheduler.api.field_parsers import (
+    strings as strings,
+)
+from scheduler.api.field_parsers import (
+    structure as structure,
+)
+from scheduler.api.field_parsers import (
+    text as text,
+)
+from scheduler.api.resources import ZERO
 
 # Annotation and label keys (the constants live with their readers; repeated here as the table's keys).
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -433,33 +171,6 @@ def _meta_fields(kind: str, *, namespaced: bool, labels: bool, created: bool = T
     return out
 
 
-_CHECKS: dict[str, Callable[[Any], Any]] = {}
-
-
-def _checks() -> dict[str, Callable[[Any], Any]]:
-    """The structure readers, imported late (they import this module)."""
-    if _CHECKS:
-        return _CHECKS
-    from scheduler.api import convert, pod  # noqa: PLC0415
-
-    _CHECKS.update({
-        "affinity": pod.check_affinity, "tolerations": pod.check_tolerations, "spread": pod.check_spread,
-        "ports": pod.check_ports, "volumes": convert.check_volumes, "owners": convert.check_owners,
-        "gates": convert.check_gates, "conditions": convert.check_conditions, "taints": pod.check_taints,
-        "node_conditions": convert.check_node_conditions, "topology": convert.check_network_topology,
-        "members": convert.check_members, "task_minimums": convert.check_task_minimums,
-        "pod_conditions": convert.check_pod_conditions, "request": convert.check_request,
-    })
-    return _CHECKS
-
-
-def _late(name: str, wanted: type = dict, *, walk: bool = True) -> Parser:
-    def check(value: Any) -> Any:
-        return (_CHECKS or _checks())[name](value)
-
-    return structure(check, wanted, walk=walk)
-
-
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 PG_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed")
 QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
@@ -483,26 +194,26 @@ FIELDS: tuple[Field, ...] = (
     Field("Pod", (*_META, "labels", TASK_INDEX), integer(0, INT32, text=True), -1, "no index"),
     Field("Pod", (*_META, "annotations", GPU_INDEX), text(1024), "", "no cards recorded"),
     Field("Pod", (*_META, "annotations", GPU_SPEC), text(1024), "", "any GPU model"),
-    Field("Pod", (*_META, "ownerReferences"), _late("owners", list), (), "no owner (never evicted to be recreated)",
-          ()),
+    Field("Pod", (*_META, "ownerReferences"), registered("owners", list), (),
+          "no owner (never evicted to be recreated)", ()),
     Field("Pod", ("spec", "schedulerName"), KEY_TEXT, "", "another scheduler's", "default-scheduler"),
     Field("Pod", ("spec", "nodeName"), KEY_TEXT, REJECT, absent=""),
     Field("Pod", ("spec", "priority"), integer(-INT32 - 1, 1_000_000_000), 0, "priority 0"),
     Field("Pod", ("spec", "priorityClassName"), KEY_TEXT, "", "no priority class", ""),
     # The request: containers' and init containers' resources (and restartPolicy), overhead, pod-level resources.
-    Field("Pod", ("spec", "containers"), _late("request", list, walk=False), REJECT, absent=[]),
-    Field("Pod", ("spec", "initContainers"), _late("request", list, walk=False), REJECT, absent=[]),
-    Field("Pod", ("spec", "containers", "*", "ports"), _late("ports", list), REJECT, absent=()),
+    Field("Pod", ("spec", "containers"), registered("request", list, walk=False), REJECT, absent=[]),
+    Field("Pod", ("spec", "initContainers"), registered("request", list, walk=False), REJECT, absent=[]),
+    Field("Pod", ("spec", "containers", "*", "ports"), registered("ports", list), REJECT, absent=()),
     Field("Pod", ("spec", "overhead"), QUANTITIES, REJECT, absent=ZERO),
-    Field("Pod", ("spec", "resources"), _late("request", walk=False), REJECT),
+    Field("Pod", ("spec", "resources"), registered("request", walk=False), REJECT),
     Field("Pod", ("spec", "nodeSelector"), LABELS, REJECT, absent={}),
-    Field("Pod", ("spec", "affinity"), _late("affinity"), REJECT),
-    Field("Pod", ("spec", "tolerations"), _late("tolerations", list), REJECT, absent=()),
-    Field("Pod", ("spec", "topologySpreadConstraints"), _late("spread", list), REJECT, absent=()),
-    Field("Pod", ("spec", "schedulingGates"), _late("gates", list), "?", "gated (an unreadable gate)", ""),
-    Field("Pod", ("spec", "volumes"), _late("volumes", list), REJECT, absent=()),
+    Field("Pod", ("spec", "affinity"), registered("affinity"), REJECT),
+    Field("Pod", ("spec", "tolerations"), registered("tolerations", list), REJECT, absent=()),
+    Field("Pod", ("spec", "topologySpreadConstraints"), registered("spread", list), REJECT, absent=()),
+    Field("Pod", ("spec", "schedulingGates"), registered("gates", list), "?", "gated (an unreadable gate)", ""),
+    Field("Pod", ("spec", "volumes"), registered("volumes", list), REJECT, absent=()),
     Field("Pod", ("status", "phase"), enum(*POD_PHASES), "Unknown", "Unknown", "Pending"),
-    Field("Pod", ("status", "conditions"), _late("pod_conditions", list), None, "not known to be bound", None,
+    Field("Pod", ("status", "conditions"), registered("pod_conditions", list), None, "not known to be bound", None,
           edge=False),
     # ---- PodGroup (convert.job_from_podgroup; gang's timeout, sla's waiting time)
     *_meta_fields("PodGroup", namespaced=True, labels=False),
@@ -514,13 +225,13 @@ FIELDS: tuple[Field, ...] = (
     Field("PodGroup", ("spec", "minMember"), integer(0, INT32), REJECT),
     Field("PodGroup", ("spec", "minAvailable"), integer(0, INT32), REJECT, absent=1),
     Field("PodGroup", ("spec", "minResources"), QUANTITIES, REJECT),
-    Field("PodGroup", ("spec", "minTaskMember"), _late("task_minimums"), REJECT, absent={}),
+    Field("PodGroup", ("spec", "minTaskMember"), registered("task_minimums"), REJECT, absent={}),
     Field("PodGroup", ("spec", "queue"), KEY_TEXT, REJECT, absent=""),
     Field("PodGroup", ("spec", "priorityClassName"), KEY_TEXT, "", "no priority class", ""),
-    Field("PodGroup", ("spec", "networkTopology"), _late("topology"), REJECT),
+    Field("PodGroup", ("spec", "networkTopology"), registered("topology"), REJECT),
     Field("PodGroup", ("spec", "scheduleTimeoutSeconds"), number(0, TIMEOUT_MAX), None, "no timeout"),
     Field("PodGroup", ("status", "phase"), enum(*PG_PHASES), "Pending", "Pending", "Pending"),
-    Field("PodGroup", ("status", "conditions"), _late("conditions", list), (), "no conditions", ()),
+    Field("PodGroup", ("status", "conditions"), registered("conditions", list), (), "no conditions", ()),
     Field("PodGroup", ("status", "minMemberOverride"), integer(1, INT32), None, "no override"),
     Field("PodGroup", ("status", "running"), integer(0, INT32), 0, "0", 0),
     Field("PodGroup", ("status", "succeeded"), integer(0, INT32), 0, "0", 0),
@@ -540,8 +251,8 @@ FIELDS: tuple[Field, ...] = (
     *_meta_fields("Node", namespaced=False, labels=True, created=False),
     Field("Node", ("status", "allocatable"), QUANTITIES, REJECT),
     Field("Node", ("status", "capacity"), QUANTITIES, REJECT),
-    Field("Node", ("status", "conditions"), _late("node_conditions", list), False, "not ready", True),
-    Field("Node", ("spec", "taints"), _late("taints", list), REJECT, absent=()),
+    Field("Node", ("status", "conditions"), registered("node_conditions", list), False, "not ready", True),
+    Field("Node", ("spec", "taints"), registered("taints", list), REJECT, absent=()),
     Field("Node", ("spec", "unschedulable"), JSON_BOOL, True, "unschedulable", False),
     # ---- PriorityClass (cache/parse.py: the value a pod's or PodGroup's priorityClassName names)
     Field("PriorityClass", (*_META, "name"), NAME, REJECT),
@@ -550,7 +261,7 @@ FIELDS: tuple[Field, ...] = (
     # ---- HyperNode (convert.hypernode_from_object; solver/topology.py reads what it returns)
     *_meta_fields("HyperNode", namespaced=False, labels=False, created=False),
     Field("HyperNode", ("spec", "tier"), integer(1, 64), REJECT, absent=1),
-    Field("HyperNode", ("spec", "members"), _late("members", list), REJECT, absent=()),
+    Field("HyperNode", ("spec", "members"), registered("members", list), REJECT, absent=()),
 )
 
 _BY_NAME: dict[tuple[str, str], Field] = {(f.kind, f.name): f for f in FIELDS}

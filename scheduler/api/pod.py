@@ -390,3 +390,8 @@ def is_preemptable(annotations: Mapping[str, str], labels: Mapping[str, str], wh
         if value is not None:
             return F_PREEMPTABLE_LABEL.read(value, where, sink)  # type: ignore[no-any-return]
     return True
+
+
+for _name, _check in (("affinity", check_affinity), ("tolerations", check_tolerations), ("spread", check_spread),
+                      ("ports", check_ports), ("taints", check_taints)):
+    F.register(_name, _check)
