@@ -87,8 +87,9 @@ def identity(kind: str, obj: Obj) -> tuple[str, str, str]:
         raise F.FieldError(F.FieldInvalid(kind, "?", name_field.name, "is missing", "null"))
     if ns_field is None:
         return name, "", name
-    namespace = ns_field.read(meta.get("namespace"), name, None)
-    return name, namespace, f"{namespace}/{name}"
+    raw = meta.get("namespace")
+    namespace = ns_field.read(raw, name, None)
+    return name, namespace, f"{namespace}/{name}" if raw else name  # `key_of`: no namespace, the name alone
 
 
 def plain_group_name(pod: Obj) -> str:
@@ -124,8 +125,13 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
     """Every field through the table (api/fields.py): a bad one is reported to `sink` and read as its safe
     default, or raises FieldError (a request Kubernetes would reject, a constraint that cannot be read) and the
     caller skips that pod with an event."""
-    name, namespace, key = identity("Pod", pod)
-    meta = pod["metadata"]
+    raw_meta = pod.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if type(name) is str and type(namespace) is str and 0 < len(name) <= F.NAME_MAX and 0 < len(namespace) <= 63:
+        key = f"{namespace}/{name}"  # valid, as nearly always: spare the calls
+    else:
+        name, namespace, key = identity("Pod", pod)
     spec = pod.get("spec") or {}
     if not isinstance(spec, dict):
         raise F.FieldError(F.FieldInvalid("Pod", key, "spec", "is not an object", F.show(spec)))
@@ -133,6 +139,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
     annotations = _POD_ANNOTATIONS.read(meta.get("annotations"), key, sink)
     group = annotations.get(GROUP_NAME_ANNOTATION) if annotations else None
     volumes = spec.get("volumes")
+    node_name = spec.get("nodeName", "")
     if not group:  # what the snapshot builder reads of a plain pod (`plain_group_of`, `wants_gang`): checked here
         F_POD_UID.read(meta.get("uid"), key, sink)
         F_OWNERS.read(meta.get("ownerReferences"), key, sink)
@@ -150,7 +157,8 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         resreq=request_of(spec, key),
         role=role_of(annotations, labels, key, sink),
         status=status_of(pod, key, sink),
-        node_name=F_NODE_NAME.read(spec.get("nodeName"), key, sink),
+        node_name=node_name if type(node_name) is str and len(node_name) <= F.NAME_MAX
+        else F_NODE_NAME.read(node_name, key, sink),
         priority=priority_of(spec, priority_classes, key, sink),
         preemptable=is_preemptable(annotations, labels, key, sink),
         constraints=constraints_of(spec, key, sink),
@@ -172,6 +180,8 @@ def _claims(volumes: tuple[tuple[bool, str], ...], namespace: str, pod: str) -> 
 def priority_of(spec: Mapping[str, Any], priority_classes: Mapping[str, int] | None, where: str = "",
                 sink: list[F.FieldInvalid] | None = None) -> int:
     priority = spec.get("priority")
+    if type(priority) is int and -(2**31) <= priority <= 1_000_000_000:  # valid, spare the call
+        return priority
     if priority is not None:
         return F_PRIORITY.read(priority, where, sink)  # type: ignore[no-any-return]
     if priority_classes is None:

@@ -251,10 +251,12 @@ def strings(max_key: int, max_value: int, max_total: int = 0) -> Parser:
             value = dict(value)
         if len(value) > MAP_ITEMS_MAX:
             raise Bad(f"has more than {MAP_ITEMS_MAX} entries")
-        for k, v in value.items():  # the hot path: every pod's labels and annotations
+        total = 0
+        for k, v in value.items():  # the hot path: every pod's labels and annotations (a loop is fastest here)
             if type(k) is not str or type(v) is not str or len(k) > max_key or len(v) > max_value:
                 raise Bad(_bad_entry(k, v, max_key, max_value))
-        if max_total and sum(map(len, value)) + sum(map(len, value.values())) > max_total:
+            total += len(k) + len(v)
+        if max_total and total > max_total:
             raise Bad(f"is larger than {max_total} bytes in all")
         return value
 

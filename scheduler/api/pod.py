@@ -371,6 +371,8 @@ def role_of(annotations: Mapping[str, str], labels: Mapping[str, str], where: st
     """The pod's task name (`volcano.sh/task-spec`), from its parsed annotations, else its labels."""
     value = annotations.get(TASK_SPEC_KEY)
     if value:
+        if type(value) is str and len(value) <= F.NAME_MAX:  # valid: spare the call
+            return value
         return F_TASK_SPEC.read(value, where, sink)  # type: ignore[no-any-return]
     value = labels.get(TASK_SPEC_KEY)
     return (F_TASK_SPEC_LABEL.read(value, where, sink) or "") if value else ""

@@ -54,6 +54,7 @@ _POD_NAME, _POD_NAMESPACE = F.field("Pod", "metadata.name"), F.field("Pod", "met
 _POD_LABELS, _POD_ANNOTATIONS = F.field("Pod", "metadata.labels"), F.field("Pod", "metadata.annotations")
 _POD_SCHEDULER = F.field("Pod", "spec.schedulerName")
 _POD_CREATED = F.field("Pod", "metadata.creationTimestamp")
+_POD_GROUP = F.field("Pod", f"metadata.annotations[{F.GROUP_NAME}]")
 
 
 class ParseCache:
@@ -181,12 +182,12 @@ class ParseCache:
         when it cannot be read (logged once, as below)."""
         return self.read_fields(kind, obj, lambda o, sink: parse(o))
 
-    def read_fields(self, kind: str, obj: MutableObj,
-                    parse: Callable[[MutableObj, list[F.FieldInvalid]], Any]) -> Any:
+    def read_fields(self, kind: str, obj: MutableObj, parse: Callable[[MutableObj, list[F.FieldInvalid]], Any],
+                    early: list[F.FieldInvalid] | None = None) -> Any:
         """`parse(obj, sink)`, its fields through the table (api/fields.py): a field read with a safe default is
         reported to `sink`; one with none (FieldError), or any other failure, leaves the object out. Either way
         the reasons are kept in `problems` and logged once per version of the object."""
-        sink: list[F.FieldInvalid] = []
+        sink: list[F.FieldInvalid] = early if early is not None else []  # `early`: found before, by the caller
         rv = _version(kind, obj, sink)
         try:
             made = parse(obj, sink)
@@ -254,36 +255,29 @@ class ParseCache:
             spec, created, shape, foreign, stamp = {}, 0.0, None, False, None
         if stamp is not None and not created and stamp != "":  # unreadable: the pod reads as created at 0
             _POD_CREATED.refuse(stamp, "is not an RFC 3339 time", key, early)
-        def reader(o: MutableObj, **kwargs: Any) -> TaskInfo:
-            if early:  # what was found above is reported with the rest of the pod's fields
-                kwargs["sink"].extend(early)
-            return task_from_pod(o, **kwargs)
         request = self._requests.get(shape) if shape is not None else None
         if request is None:
-            task = self.read_fields("Pod", obj,
-                                    lambda o, sink: reader(o, priority_classes=pcs, creation=created, sink=sink))
+            task = self.read_fields(
+                "Pod", obj, lambda o, sink: task_from_pod(o, priority_classes=pcs, creation=created, sink=sink), early)
             if task is not None and shape is not None:
                 if len(self._requests) > 50_000:
                     self._requests.clear()
                 self._requests[shape] = task.resreq
             return task  # type: ignore[no-any-return]
         if foreign:
-            def foreign_task(o: MutableObj, sink: list[F.FieldInvalid]) -> TaskInfo:
-                sink.extend(early)
-                return _foreign_task(o, key, request, pcs, created, sink)
-
-            return self.read_fields("Pod", obj, foreign_task)  # type: ignore[no-any-return]
+            return self.read_fields(  # type: ignore[no-any-return]
+                "Pod", obj, lambda o, sink: _foreign_task(o, key, request, pcs, created, sink), early)
         stub = {**obj, "spec": {k: v for k, v in spec.items() if k not in _REQUEST_FIELDS}}
 
         def from_stub(o: MutableObj, sink: list[F.FieldInvalid]) -> TaskInfo:
-            task = reader(o, priority_classes=pcs, creation=created, sink=sink)
+            task = task_from_pod(o, priority_classes=pcs, creation=created, sink=sink)
             task.resreq = request
             ports = host_ports_of(spec, key)  # in the containers the stub left out
             if ports:
                 task.constraints = with_host_ports(task.constraints, ports)
             return task
 
-        return self.read_fields("Pod", stub, from_stub)  # type: ignore[no-any-return]
+        return self.read_fields("Pod", stub, from_stub, early)  # type: ignore[no-any-return]
 
 
 def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, int], created: float,
@@ -293,21 +287,26 @@ def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, i
     the pod's `key_of`. Each field through the table, as `task_from_pod` reads it."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
-    name = _POD_NAME.read(meta.get("name"), key, sink)
-    namespace = _POD_NAMESPACE.read(meta.get("namespace"), key, sink)
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if not (type(name) is str and 0 < len(name) <= F.NAME_MAX):  # (each such test spares the call when valid)
+        name = _POD_NAME.read(name, key, sink)
+    if not (type(namespace) is str and 0 < len(namespace) <= 63):
+        namespace = _POD_NAMESPACE.read(namespace, key, sink)
     labels = _POD_LABELS.read(meta.get("labels"), key, sink)
     annotations = _POD_ANNOTATIONS.read(meta.get("annotations"), key, sink)
     group = annotations.get(F.GROUP_NAME) if annotations else None
+    node_name = spec.get("nodeName")
+    if not (type(node_name) is str and len(node_name) <= F.NAME_MAX):
+        node_name = F_NODE_NAME.read(node_name, key, sink)
     return TaskInfo(
         uid=key,
         name=name,
         namespace=namespace,
-        job=f"{namespace}/{F.field('Pod', f'metadata.annotations[{F.GROUP_NAME}]').read(group, key, sink)}"
-        if group else key,
+        job=f"{namespace}/{_POD_GROUP.read(group, key, sink)}" if group else key,
         resreq=request,
         role=role_of(annotations, labels, key, sink),
         status=status_of(pod, key, sink),
-        node_name=F_NODE_NAME.read(spec.get("nodeName"), key, sink),
+        node_name=node_name,
         priority=priority_of(spec, pcs, key, sink),
         preemptable=is_preemptable(annotations, labels, key, sink),
         # Its host ports, the one constraint of another scheduler's pod that ours must respect (NodePorts).
