@@ -108,6 +108,7 @@ class ParseCache:
     def forget(self, key: str) -> None:
         """Under the lock: the pod was deleted."""
         self.parsed.pop(key, None)
+        self.problems.pop(("Pod", key), None)
 
     # ---- in the snapshot --------------------------------------------------------------------------------
     def nodes(self, objects: Iterable[MutableObj]) -> list[NodeInfo]:
@@ -210,6 +211,8 @@ class ParseCache:
         elif exc is not None:  # a reader's failure the table did not foresee: still a typed reason, and no traceback
             reasons.append(F.FieldInvalid(kind, key, "?", f"cannot be read ({type(exc).__name__}: {str(exc)[:120]})",
                                           ""))
+        if len(self.problems) > 100_000:  # objects deleted with a problem are forgotten in bulk (pods one by one)
+            self.problems.clear()
         self.problems[(kind, key)] = tuple(reasons)
         mark = (kind, key, rv)
         if mark in self.bad:

@@ -132,7 +132,10 @@ def accepted(field: F.Field, value: Any) -> bool | None:
             return None  # an empty or zero resource list reads as none
         return False  # none of the hostile values is a map of quantities
     if p.kind == "strings":
-        return value == {"k": "v"}  # every other hostile value is no map of strings
+        return isinstance(value, dict) and all(
+            type(k) is str and type(v) is str and len(k) <= F.LABEL_KEY_MAX and len(v) <= p.max_len
+            for k, v in value.items()
+        )
     if p.kind == "object":
         if value in ([], {}, "", 0, False):
             return None
