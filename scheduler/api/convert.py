@@ -325,7 +325,7 @@ def job_from_podgroup(
         reported_counts=tuple(  # type: ignore[arg-type]
             f.read(status.get(f.path[-1]), key, sink) for f in F_COUNTS
         ),
-        schedule_timeout=F_TIMEOUT.read(spec.get("scheduleTimeoutSeconds"), key, sink),
+        schedule_timeout=F_TIMEOUT.read(spec.get("scheduleTimeoutSeconds"), key, sink) or None,  # 0: none
         fallback_min=F_FALLBACK.read(annotations.get(F.FALLBACK_MIN), key, sink) if annotations else None,
         sla_waiting=F_SLA.read(annotations.get(F.SLA_WAITING) or None, key, sink) if annotations else None,
     )

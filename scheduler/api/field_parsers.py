@@ -125,19 +125,19 @@ def integer(lo: int, hi: int, *, text: bool = False) -> Parser:
     return Parser("int", parse, lo, hi, text=text)
 
 
-def number(lo: float, hi: float, *, low_open: bool = True) -> Parser:
-    """A finite JSON number in (lo, hi] (`low_open`) or [lo, hi]."""
+def number(lo: float, hi: float) -> Parser:
+    """A finite JSON number in [lo, hi]."""
 
     def parse(value: Any) -> float:
         if type(value) is not int and type(value) is not float:
             raise _wrong(value, "a number")
         if type(value) is int and abs(value) > 2**53:
-            raise Bad(f"is out of range ({lo:g}, {hi:g}]")
+            raise Bad(f"is out of range [{lo:g}, {hi:g}]")
         result = float(value)
         if not math.isfinite(result):
             raise Bad("is not finite")
-        if result > hi or result < lo or (low_open and result == lo):
-            raise Bad(f"is out of range ({lo:g}, {hi:g}]" if low_open else f"is out of range [{lo:g}, {hi:g}]")
+        if not lo <= result <= hi:
+            raise Bad(f"is out of range [{lo:g}, {hi:g}]")
         return result
 
     return Parser("float", parse, lo, hi)

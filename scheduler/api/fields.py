@@ -229,7 +229,8 @@ FIELDS: tuple[Field, ...] = (
     Field("PodGroup", ("spec", "queue"), KEY_TEXT, REJECT, absent=""),
     Field("PodGroup", ("spec", "priorityClassName"), KEY_TEXT, "", "no priority class", ""),
     Field("PodGroup", ("spec", "networkTopology"), registered("topology"), REJECT),
-    Field("PodGroup", ("spec", "scheduleTimeoutSeconds"), number(0, TIMEOUT_MAX), None, "no timeout"),
+    Field("PodGroup", ("spec", "scheduleTimeoutSeconds"), number(0, TIMEOUT_MAX), None,
+          "no timeout"),  # 0: no timeout
     Field("PodGroup", ("status", "phase"), enum(*PG_PHASES), "Pending", "Pending", "Pending"),
     Field("PodGroup", ("status", "conditions"), registered("conditions", list), (), "no conditions", ()),
     Field("PodGroup", ("status", "minMemberOverride"), integer(1, INT32), None, "no override"),

@@ -410,3 +410,11 @@ def test_a_bad_field_is_logged_once_per_object_not_per_cycle(caplog: pytest.LogC
         (job,) = cache.podgroups([pg], {}, "default")
         assert job.sla_waiting is None
     assert len([r for r in caplog.records if "bad/bad" in r.getMessage()]) == 1
+
+
+def test_a_schedule_timeout_of_0_means_none_without_a_reason() -> None:
+    bad = {"metadata": {"name": "bad", "namespace": "bad"},
+           "spec": {"minMember": 2, "queue": "default", "scheduleTimeoutSeconds": 0}, "status": {"phase": "Inqueue"}}
+    cache, snapshot = _cluster(bad)
+    assert snapshot.jobs["bad/bad"].schedule_timeout is None
+    assert ("PodGroup", "bad/bad") not in cache.problems

@@ -113,7 +113,7 @@ def accepted(field: F.Field, value: Any) -> bool | None:
             return math.isfinite(value) and value.is_integer() and p.lo <= value <= p.hi
         return type(value) is int and p.lo <= value <= p.hi
     if p.kind == "float":
-        return type(value) in (int, float) and math.isfinite(value) and p.lo < value <= p.hi
+        return type(value) in (int, float) and math.isfinite(value) and p.lo <= value <= p.hi
     if p.kind == "bool":
         if p.text:
             return value in ("1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False") \
