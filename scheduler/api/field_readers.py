@@ -72,13 +72,19 @@ def check_task_minimums(raw: Mapping[str, Any]) -> dict[str, int]:
 
 
 def check_conditions(raw: list[Any]) -> tuple[tuple[str, str, str, str], ...]:
-    """A PodGroup's `status.conditions` as (type, status, reason, message); an entry that is not an object is
-    skipped (api/convert.py makes them Conditions)."""
-    return tuple(
-        (str(c.get("type")), str(c.get("status")), str(c.get("reason", "")), str(c.get("message", "")))
-        for c in raw
-        if isinstance(c, Mapping)
-    )
+    """A PodGroup's `status.conditions` as (type, status, reason, message), each a string of at most TEXT_MAX
+    (read every cycle, so checked here field by field rather than by walking the whole list); an entry that is
+    not an object is skipped (api/convert.py makes them Conditions)."""
+    out = []
+    for c in raw:
+        if not isinstance(c, Mapping):
+            continue
+        row = (c.get("type"), c.get("status"), c.get("reason", ""), c.get("message", ""))
+        for value in row:
+            if type(value) is not str or len(value) > P.TEXT_MAX:
+                raise P.Bad(f"has a condition field that is not a string of at most {P.TEXT_MAX} characters")
+        out.append(row)
+    return tuple(out)  # type: ignore[arg-type]
 
 
 def check_network_topology(raw: Mapping[str, Any]) -> dict[str, Any]:

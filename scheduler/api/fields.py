@@ -232,7 +232,7 @@ FIELDS: tuple[Field, ...] = (
     Field("PodGroup", ("spec", "scheduleTimeoutSeconds"), number(0, TIMEOUT_MAX), None,
           "no timeout"),  # 0: no timeout
     Field("PodGroup", ("status", "phase"), enum(*PG_PHASES), "Pending", "Pending", "Pending"),
-    Field("PodGroup", ("status", "conditions"), registered("conditions", list), (), "no conditions", ()),
+    Field("PodGroup", ("status", "conditions"), registered("conditions", list, walk=False), (), "no conditions", ()),
     Field("PodGroup", ("status", "minMemberOverride"), integer(1, INT32), None, "no override"),
     Field("PodGroup", ("status", "running"), integer(0, INT32), 0, "0", 0),
     Field("PodGroup", ("status", "succeeded"), integer(0, INT32), 0, "0", 0),
