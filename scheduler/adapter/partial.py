@@ -23,13 +23,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from scheduler.api.convert import F_OWNERS, F_POD_CONDITIONS
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo
 from scheduler.api.messages import UNSCHEDULABLE, render, unschedulable_condition
 from scheduler.api.reasons import PartialGangTimeout
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, Eviction, PodGroupStatus
 from scheduler.api.status import PodGroupPhase, TaskStatus
-from scheduler.api.timestamps import parse_time
 
 REASON = "PartialGangTimeout"
 # Kubernetes timestamps are whole seconds, truncated: an event stamped 10:00:00 happened before 10:00:01. Count
@@ -50,19 +50,19 @@ class GangFacts(Protocol):
 
 
 def owned_by_controller(pod: Mapping[str, Any]) -> bool:
-    """The pod has an ownerReference with `controller: true` (a controller recreates it if evicted)."""
-    refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
-    return any(isinstance(r, dict) and r.get("controller") is True for r in refs)
+    """The pod has an ownerReference with `controller: true` (a controller recreates it if evicted); read
+    through the table (api/fields.py), an unreadable list reading as no owner."""
+    meta = pod.get("metadata")
+    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    return any(controller for _, controller in F_OWNERS.read(refs, "", None))
 
 
 def bound_since(pod: Mapping[str, Any]) -> float | None:
-    """When the pod was bound, as the pod says: its `PodScheduled=True` transition; None if it does not say."""
-    for c in (pod.get("status") or {}).get("conditions") or ():
-        if c.get("type") == "PodScheduled" and c.get("status") == "True":
-            at = parse_time(c.get("lastTransitionTime"))
-            if at:
-                return at
-    return None
+    """When the pod was bound, as the pod says: its `PodScheduled=True` transition; None if it does not say (or
+    its conditions cannot be read: api/fields.py)."""
+    status = pod.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return F_POD_CONDITIONS.read(conditions, "", None)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,7 +65,8 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
     others: list[PodRecord] = []
     claims = ClaimResolver(inputs.storage) if inputs.storage is not None else None
     for manifest, base in inputs.pods:
-        if (manifest.get("spec") or {}).get("schedulerName", "default-scheduler") not in ours:
+        scheduler = (manifest.get("spec") or {}).get("schedulerName", "default-scheduler")
+        if type(scheduler) is not str or scheduler not in ours:  # api/fields.py: an unreadable name is not ours
             others.append((manifest, base))
             continue
         task = current_task(manifest, base, assumed)

@@ -9,21 +9,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.api import fields as F
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
 from scheduler.api.pod import (
+    F_NODE_NAME,
+    F_TAINTS,
     GROUP_NAME_ANNOTATION,
     constraints_of,
     is_preemptable,
     role_of,
     status_of,
-    taints_of,
 )
 from scheduler.api.queue import QueueInfo
-from scheduler.api.resources import ZERO, Resource, pod_request, to_units
+from scheduler.api.resources import ZERO, QuantityError, Resource, pod_request, to_units
 from scheduler.api.status import PodGroupPhase, QueueState
-from scheduler.api.volumes import claims_of
 
 
 def key_of(obj: Obj) -> str:
@@ -36,8 +37,10 @@ def group_of(pod: Obj, key: str | None = None) -> str:
     """The PodGroup key a pod belongs to: its group-name annotation, or a gang of one named after the pod (`key`,
     its `key_of` when the caller has it already)."""
     meta = pod.get("metadata") or {}
-    group = (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+    annotations = meta.get("annotations")
+    group = annotations.get(GROUP_NAME_ANNOTATION) if isinstance(annotations, dict) else None
     if group:
+        group = F_GROUP.read(group, "", None)
         return f"{meta.get('namespace', 'default')}/{group}"
     return key if key is not None else key_of(pod)
 
@@ -47,159 +50,285 @@ MIN_MEMBER_ANNOTATION = "scheduling.volcano.sh/group-min-member"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 TASK_INDEX_KEY = "volcano.sh/task-index"  # set by the job controller on every pod of a Job
 
+# The fields this module reads (api/fields.py lists them all, with their parsers and bounds).
+F_GROUP = F.field("Pod", f"metadata.annotations[{GROUP_NAME_ANNOTATION}]")
+F_MIN_MEMBER = F.field("Pod", f"metadata.annotations[{MIN_MEMBER_ANNOTATION}]")
+F_POD_UID = F.field("Pod", "metadata.uid")
+F_OWNERS = F.field("Pod", "metadata.ownerReferences")
+F_TASK_INDEX = F.field("Pod", f"metadata.annotations[{TASK_INDEX_KEY}]")
+F_TASK_INDEX_LABEL = F.field("Pod", f"metadata.labels[{TASK_INDEX_KEY}]")
+F_GATES = F.field("Pod", "spec.schedulingGates")
+F_PRIORITY = F.field("Pod", "spec.priority")
+F_PRIORITY_CLASS = F.field("Pod", "spec.priorityClassName")
+F_CONTAINERS = F.field("Pod", "spec.containers")
+F_POD_CONDITIONS = F.field("Pod", "status.conditions")
+F_VOLUMES = F.field("Pod", "spec.volumes")
+F_GPU = (F.field("Pod", f"metadata.annotations[{F.GPU_INDEX}]"), F.field("Pod", f"metadata.annotations[{F.GPU_SPEC}]"))
+
+
+_IDENTITY = {
+    kind: (F.field(kind, "metadata.name"),
+           F.field(kind, "metadata.namespace") if kind in ("Pod", "PodGroup") else None)
+    for kind in ("Pod", "PodGroup", "Queue", "Node", "HyperNode")
+}
+_POD_ANNOTATIONS = F.field("Pod", "metadata.annotations")
+_POD_LABELS = F.field("Pod", "metadata.labels")
+
+
+def identity(kind: str, obj: Obj) -> tuple[str, str, str]:
+    """(name, namespace, key) read through the table: an object without a readable name or namespace is left
+    out (FieldError), since nothing else about it can be named."""
+    name_field, ns_field = _IDENTITY[kind]
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise F.FieldError(F.FieldInvalid(kind, "?", "metadata", "is not an object", F.show(meta)))
+    name = name_field.read(meta.get("name"), "?", None)
+    if name is None:
+        raise F.FieldError(F.FieldInvalid(kind, "?", name_field.name, "is missing", "null"))
+    if ns_field is None:
+        return name, "", name
+    raw = meta.get("namespace")
+    namespace = ns_field.read(raw, name, None)
+    return name, namespace, f"{namespace}/{name}" if raw else name  # `key_of`: no namespace, the name alone
+
 
 def plain_group_name(pod: Obj) -> str:
     """The PodGroup the controllers make for a pod with no group-name annotation (Volcano's name):
     `podgroup-<uid of its controller owner>` (one per ReplicaSet, StatefulSet, batch Job...), else
     `podgroup-<pod uid>`."""
     meta = pod.get("metadata") or {}
-    owner = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
-    return f"{PLAIN_GROUP_PREFIX}{(owner or meta).get('uid')}"
+    owners = F_OWNERS.read(meta.get("ownerReferences"), "", None)
+    owner = next((uid for uid, controller in owners if controller), None)
+    return f"{PLAIN_GROUP_PREFIX}{owner if owner is not None else F_POD_UID.read(meta.get('uid'), '', None)}"
 
 
 def plain_group_of(pod: Obj) -> str | None:
     """The key of that PodGroup, for a pod that names none; None for a pod with a group-name annotation.
     The cache uses it only if that PodGroup exists, so pods are never rewritten after creation."""
     meta = pod.get("metadata") or {}
-    if (meta.get("annotations") or {}).get(GROUP_NAME_ANNOTATION):
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict) and annotations.get(GROUP_NAME_ANNOTATION):
         return None
     return f"{meta.get('namespace', 'default')}/{plain_group_name(pod)}"
 
 
 def wants_gang(pod: Obj) -> bool:
-    """A plain pod that asks for a gang (group-min-member > 1): it waits for its PodGroup, never runs alone."""
-    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(MIN_MEMBER_ANNOTATION)
-    return (_positive_int(value) or 1) > 1
+    """A plain pod that asks for a gang (group-min-member > 1): it waits for its PodGroup, never runs alone. An
+    unreadable value asks for one (the safe reading: the pod waits)."""
+    annotations = (pod.get("metadata") or {}).get("annotations")
+    value = annotations.get(MIN_MEMBER_ANNOTATION) if isinstance(annotations, dict) else None
+    return (F_MIN_MEMBER.read(value, "", None) or 1) > 1
 
 
-def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None, creation: float = 0.0) -> TaskInfo:
-    """Raises QuantityError for a request Kubernetes would reject; the caller skips that pod with an event."""
-    meta = pod.get("metadata") or {}
+def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None, creation: float = 0.0,
+                  sink: list[F.FieldInvalid] | None = None) -> TaskInfo:
+    """Every field through the table (api/fields.py): a bad one is reported to `sink` and read as its safe
+    default, or raises FieldError (a request Kubernetes would reject, a constraint that cannot be read) and the
+    caller skips that pod with an event."""
+    raw_meta = pod.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if type(name) is str and type(namespace) is str and 0 < len(name) <= F.NAME_MAX and 0 < len(namespace) <= 63:
+        key = f"{namespace}/{name}"  # valid, as nearly always: spare the calls
+    else:
+        name, namespace, key = identity("Pod", pod)
     spec = pod.get("spec") or {}
-    priority = spec.get("priority")
-    if priority is None and priority_classes is not None:
-        priority = priority_classes.get(str(spec.get("priorityClassName") or ""), 0)
+    if not isinstance(spec, dict):
+        raise F.FieldError(F.FieldInvalid("Pod", key, "spec", "is not an object", F.show(spec)))
+    labels = _POD_LABELS.read(meta.get("labels"), key, sink)
+    annotations = _POD_ANNOTATIONS.read(meta.get("annotations"), key, sink)
+    group = annotations.get(GROUP_NAME_ANNOTATION) if annotations else None
+    volumes = spec.get("volumes")
+    node_name = spec.get("nodeName", "")
+    if not group:  # what the snapshot builder reads of a plain pod (`plain_group_of`, `wants_gang`): checked here
+        F_POD_UID.read(meta.get("uid"), key, sink)
+        F_OWNERS.read(meta.get("ownerReferences"), key, sink)
+        F_MIN_MEMBER.read(annotations.get(MIN_MEMBER_ANNOTATION), key, sink)
+    if annotations:  # the deviceshare plugin's, bounded here (gpu/devices.py reads them off task.annotations)
+        for gpu_field in F_GPU:
+            value = annotations.get(gpu_field.path[-1])
+            if value is not None:
+                gpu_field.read(value, key, sink)
     return TaskInfo(
-        uid=key_of(pod),
-        name=str(meta.get("name")),
-        namespace=str(meta.get("namespace", "default")),
-        job=group_of(pod),
-        resreq=pod_request(spec, field=f"pod {key_of(pod)}: spec"),
-        role=role_of(pod),
-        status=status_of(pod),
-        node_name=str(spec.get("nodeName") or ""),
-        priority=int(priority or 0),
-        preemptable=is_preemptable(pod),
-        constraints=constraints_of(spec),
+        uid=key,
+        name=name,
+        namespace=namespace,
+        job=f"{namespace}/{F_GROUP.read(group, key, sink)}" if group else key,
+        resreq=request_of(spec, key),
+        role=role_of(annotations, labels, key, sink),
+        status=status_of(pod, key, sink),
+        node_name=node_name if type(node_name) is str and len(node_name) <= F.NAME_MAX
+        else F_NODE_NAME.read(node_name, key, sink),
+        priority=priority_of(spec, priority_classes, key, sink),
+        preemptable=is_preemptable(annotations, labels, key, sink),
+        constraints=constraints_of(spec, key, sink),
         creation=creation,
-        labels=dict(meta.get("labels") or {}),
-        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
-        index=task_index_of(meta),
-        gated=first_gate(spec),
-        claims=claims_of(pod),
+        labels=dict(labels),
+        annotations=dict(annotations),
+        index=task_index_of(annotations, labels, key, sink),
+        gated=first_gate(spec, key, sink),
+        claims=_claims(F_VOLUMES.read(volumes, key, sink), namespace, name) if volumes is not None else (),
     )
 
 
-def first_gate(spec: Mapping[str, Any]) -> str:
+def _claims(volumes: tuple[tuple[bool, str], ...], namespace: str, pod: str) -> tuple[str, ...]:
+    if not volumes:
+        return ()
+    return tuple(sorted({f"{namespace}/{name if claim else f'{pod}-{name}'}" for claim, name in volumes}))
+
+
+def priority_of(spec: Mapping[str, Any], priority_classes: Mapping[str, int] | None, where: str = "",
+                sink: list[F.FieldInvalid] | None = None) -> int:
+    priority = spec.get("priority")
+    if type(priority) is int and -(2**31) <= priority <= 1_000_000_000:  # valid, spare the call
+        return priority
+    if priority is not None:
+        return F_PRIORITY.read(priority, where, sink)  # type: ignore[no-any-return]
+    if priority_classes is None:
+        return 0
+    return priority_classes.get(F_PRIORITY_CLASS.read(spec.get("priorityClassName"), where, sink), 0)
+
+
+def request_of(spec: Mapping[str, Any], where: str) -> Resource:
+    """The pod's request (`pod_request`); a quantity Kubernetes would reject leaves the pod out (FieldError
+    naming the field)."""
+    try:
+        return pod_request(spec, field="spec")
+    except QuantityError as exc:
+        path, _, problem = str(exc).partition(": ")
+        raise F.FieldError(F.FieldInvalid("Pod", where, path, problem[:200], "")) from None
+
+
+def first_gate(spec: Mapping[str, Any], where: str = "", sink: list[F.FieldInvalid] | None = None) -> str:
     """The name of the pod's first scheduling gate, "" when it has none."""
-    gates = spec.get("schedulingGates") or ()
-    return str((gates[0] or {}).get("name") or "?") if gates else ""
+    gates = spec.get("schedulingGates")
+    return F_GATES.read(gates, where, sink) if gates else ""  # type: ignore[no-any-return]
 
 
-def task_index_of(meta: Mapping[str, Any]) -> int:
+def task_index_of(annotations: Mapping[str, str], labels: Mapping[str, str], where: str = "",
+                  sink: list[F.FieldInvalid] | None = None) -> int:
     """The pod's index within its task, from Volcano's annotation (or label) `volcano.sh/task-index`; -1 if none."""
-    for source in (meta.get("annotations") or {}, meta.get("labels") or {}):
-        value = source.get(TASK_INDEX_KEY)
-        if value is not None:
-            try:
-                return int(str(value))
-            except ValueError:
-                return -1
+    value = annotations.get(TASK_INDEX_KEY)
+    if value is not None:
+        return F_TASK_INDEX.read(value, where, sink)  # type: ignore[no-any-return]
+    value = labels.get(TASK_INDEX_KEY)
+    if value is not None:
+        return F_TASK_INDEX_LABEL.read(value, where, sink)  # type: ignore[no-any-return]
     return -1
 
 
-def node_from_object(node: Obj) -> NodeInfo:
-    meta = node.get("metadata") or {}
-    spec = node.get("spec") or {}
-    status = node.get("status") or {}
-    allocatable = status.get("allocatable") or status.get("capacity") or {}
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
-    ) if status.get("conditions") else True
+F_NODE_LABELS = F.field("Node", "metadata.labels")
+F_ALLOCATABLE = F.field("Node", "status.allocatable")
+F_CAPACITY = F.field("Node", "status.capacity")
+F_NODE_CONDITIONS = F.field("Node", "status.conditions")
+F_UNSCHEDULABLE = F.field("Node", "spec.unschedulable")
+
+
+def node_from_object(node: Obj, sink: list[F.FieldInvalid] | None = None) -> NodeInfo:
+    name, _, key = identity("Node", node)
+    meta = node["metadata"]
+    spec = _part(node, "spec", "Node", key)
+    status = _part(node, "status", "Node", key)
+    raw = status.get("allocatable")
+    allocatable = F_ALLOCATABLE.read(raw, key, sink) if raw else F_CAPACITY.read(status.get("capacity"), key, sink)
     return NodeInfo(
-        name=str(meta.get("name")),
-        allocatable=Resource.from_quantities(allocatable, field=f"node {meta.get('name')}: status.allocatable"),
-        labels=dict(meta.get("labels") or {}),
-        taints=taints_of(spec),
-        unschedulable=bool(spec.get("unschedulable")),
-        ready=ready,
+        name=name,
+        allocatable=allocatable if allocatable is not None else ZERO,
+        labels=dict(F_NODE_LABELS.read(meta.get("labels"), key, sink)),
+        taints=F_TAINTS.read(spec.get("taints"), key, sink),
+        unschedulable=F_UNSCHEDULABLE.read(spec.get("unschedulable"), key, sink),
+        ready=F_NODE_CONDITIONS.read(status.get("conditions"), key, sink),
     )
+
+
+def _part(obj: Obj, part: str, kind: str, key: str) -> Mapping[str, Any]:
+    value = obj.get(part)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise F.FieldError(F.FieldInvalid(kind, key, part, "is not an object", F.show(value)))
+    return value
 
 
 # minResources keys that are ResourceQuota usage, not node resources (`count/pods`, `requests.cpu`,
 # `limits.memory`): Volcano's job controller writes them (pkg/controllers/util/util.go GetPodQuotaUsage).
 QUOTA_ONLY = ("count/", "requests.", "limits.")
 
+F_PG_CREATED = F.field("PodGroup", "metadata.creationTimestamp")
+F_PG_ANNOTATIONS = F.field("PodGroup", "metadata.annotations")
+F_FALLBACK = F.field("PodGroup", f"metadata.annotations[{F.FALLBACK_MIN}]")
+F_SLA = F.field("PodGroup", f"metadata.annotations[{F.SLA_WAITING}]")
+F_MIN_MEMBER_PG = F.field("PodGroup", "spec.minMember")
+F_MIN_AVAILABLE = F.field("PodGroup", "spec.minAvailable")
+F_MIN_RESOURCES = F.field("PodGroup", "spec.minResources")
+F_MIN_TASK_MEMBER = F.field("PodGroup", "spec.minTaskMember")
+F_QUEUE = F.field("PodGroup", "spec.queue")
+F_PG_PRIORITY_CLASS = F.field("PodGroup", "spec.priorityClassName")
+F_TOPOLOGY = F.field("PodGroup", "spec.networkTopology")
+F_TIMEOUT = F.field("PodGroup", "spec.scheduleTimeoutSeconds")
+F_PG_PHASE = F.field("PodGroup", "status.phase")
+F_PG_CONDITIONS = F.field("PodGroup", "status.conditions")
+F_OVERRIDE = F.field("PodGroup", "status.minMemberOverride")
+F_COUNTS = tuple(F.field("PodGroup", f"status.{n}") for n in ("running", "succeeded", "failed"))
+
+
+
 
 def job_from_podgroup(
     pg: Obj, *, priority_classes: Mapping[str, int] | None = None, default_queue: str = "default",
-    creation: float = 0.0,
+    creation: float | None = None, sink: list[F.FieldInvalid] | None = None,
 ) -> JobInfo:
-    meta = pg.get("metadata") or {}
-    spec = pg.get("spec") or {}
-    status = pg.get("status") or {}
+    name, namespace, key = identity("PodGroup", pg)
+    meta = pg["metadata"]
+    spec = _part(pg, "spec", "PodGroup", key)
+    status = _part(pg, "status", "PodGroup", key)
+    if creation is None:
+        creation = F_PG_CREATED.read(meta.get("creationTimestamp"), key, sink)
     # Seed 000 writes `minAvailable` and `minResources.requests`: read them as minMember / minResources.
-    min_member = spec.get("minMember", spec.get("minAvailable", 1))
+    raw_min = spec.get("minMember")
+    min_member = (F_MIN_MEMBER_PG.read(raw_min, key, sink) if raw_min is not None
+                  else F_MIN_AVAILABLE.read(spec.get("minAvailable"), key, sink))
     raw_min_resources = spec.get("minResources")
     if isinstance(raw_min_resources, Mapping) and isinstance(raw_min_resources.get("requests"), Mapping):
         raw_min_resources = raw_min_resources["requests"]
     if isinstance(raw_min_resources, Mapping):  # Volcano's job controller adds ResourceQuota usage keys
         raw_min_resources = {k: v for k, v in raw_min_resources.items() if not str(k).startswith(QUOTA_ONLY)}
-    min_resources = (
-        Resource.from_quantities(raw_min_resources, field=f"podgroup {key_of(pg)}: spec.minResources")
-        if raw_min_resources
-        else None
-    )
+    min_resources = F_MIN_RESOURCES.read(raw_min_resources, key, sink) if raw_min_resources else None
     priority = 0
     if priority_classes is not None:
-        priority = priority_classes.get(str(spec.get("priorityClassName") or ""), 0)
-    conditions = tuple(
-        Condition(str(c.get("type")), str(c.get("status")), str(c.get("reason", "")), str(c.get("message", "")))
-        for c in status.get("conditions") or ()
-        if isinstance(c, Mapping)
-    )
-    extra: dict[str, Any] = {k: spec[k] for k in ("networkTopology", "scheduleTimeoutSeconds") if k in spec}
-    annotations = meta.get("annotations")
-    if isinstance(annotations, Mapping) and annotations:
-        extra["annotations"] = {str(k): str(v) for k, v in annotations.items()}
-    override = _positive_int(status.get("minMemberOverride"))
-    if override is not None and override < int(min_member):
+        priority = priority_classes.get(F_PG_PRIORITY_CLASS.read(spec.get("priorityClassName"), key, sink), 0)
+    extra: dict[str, Any] = {}
+    topology = F_TOPOLOGY.read(spec.get("networkTopology"), key, sink)
+    if topology is not None:
+        extra["networkTopology"] = topology
+    annotations = F_PG_ANNOTATIONS.read(meta.get("annotations"), key, sink)
+    if annotations:
+        extra["annotations"] = dict(annotations)
+    override = F_OVERRIDE.read(status.get("minMemberOverride"), key, sink)
+    if override is not None and override < min_member:
         # A gang that timed out retries with the smaller minimum its owner asked for; the spec stays as written.
         extra["minMemberOverride"] = override
         min_member = override
     return JobInfo(
-        uid=key_of(pg),
-        name=str(meta.get("name")),
-        namespace=str(meta.get("namespace", "default")),
-        queue=str(spec.get("queue") or default_queue),
-        min_available=int(min_member),
-        min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
+        uid=key,
+        name=name,
+        namespace=namespace,
+        queue=F_QUEUE.read(spec.get("queue"), key, sink) or default_queue,
+        min_available=min_member,
+        min_task_member=F_MIN_TASK_MEMBER.read(spec.get("minTaskMember"), key, sink),
         min_resources=min_resources,
         priority=priority,
-        phase=PodGroupPhase.parse(status.get("phase", "Pending")),
+        phase=PodGroupPhase.parse(F_PG_PHASE.read(status.get("phase"), key, sink)),
         creation=creation,
-        conditions=conditions,
+        conditions=tuple(Condition(*c) for c in F_PG_CONDITIONS.read(status.get("conditions"), key, sink)),
         extra=extra,
-        reported_counts=(int(status.get("running", 0)), int(status.get("succeeded", 0)), int(status.get("failed", 0))),
+        reported_counts=tuple(  # type: ignore[arg-type]
+            f.read(status.get(f.path[-1]), key, sink) for f in F_COUNTS
+        ),
+        schedule_timeout=F_TIMEOUT.read(spec.get("scheduleTimeoutSeconds"), key, sink) or None,  # 0: none
+        fallback_min=F_FALLBACK.read(annotations.get(F.FALLBACK_MIN), key, sink) if annotations else None,
+        sla_waiting=F_SLA.read(annotations.get(F.SLA_WAITING) or None, key, sink) if annotations else None,
     )
-
-
-def _positive_int(value: object) -> int | None:
-    try:
-        number = int(str(value))
-    except ValueError:
-        return None
-    return number if number > 0 else None
 
 
 def implicit_job(task: TaskInfo, *, default_queue: str, queue: str | None = None) -> JobInfo:
@@ -216,28 +345,42 @@ def implicit_job(task: TaskInfo, *, default_queue: str, queue: str | None = None
     )
 
 
-def queue_from_object(queue: Obj, *, creation: float = 0.0) -> QueueInfo:
-    meta = queue.get("metadata") or {}
-    spec = queue.get("spec") or {}
-    status = queue.get("status") or {}
-    name = str(meta.get("name"))
+F_QUEUE_CREATED = F.field("Queue", "metadata.creationTimestamp")
+F_WEIGHT = F.field("Queue", "spec.weight")
+F_CAPABILITY = F.field("Queue", "spec.capability")
+F_GUARANTEE = F.field("Queue", "spec.guarantee.resource")
+F_DESERVED = F.field("Queue", "spec.deserved")
+F_STATE = F.field("Queue", "spec.state")
+F_STATUS_STATE = F.field("Queue", "status.state")
+F_RECLAIMABLE = F.field("Queue", "spec.reclaimable")
+F_QUEUE_PRIORITY = F.field("Queue", "spec.priority")
+F_PARENT = F.field("Queue", "spec.parent")
+
+
+def queue_from_object(queue: Obj, *, creation: float | None = None,
+                      sink: list[F.FieldInvalid] | None = None) -> QueueInfo:
+    name, _, key = identity("Queue", queue)
+    meta = queue["metadata"]
+    spec = _part(queue, "spec", "Queue", key)
+    status = _part(queue, "status", "Queue", key)
+    if creation is None:
+        creation = F_QUEUE_CREATED.read(meta.get("creationTimestamp"), key, sink)
     capability = spec.get("capability")
-    guarantee = (spec.get("guarantee") or {}).get("resource")
+    guarantee = _part(spec, "guarantee", "Queue", key).get("resource")
     deserved = spec.get("deserved")
+    state = F_STATUS_STATE.read(status.get("state"), key, sink) or F_STATE.read(spec.get("state"), key, sink)
     return QueueInfo(
         name=name,
-        weight=int(spec.get("weight", 1) or 1),
-        capability=Resource.from_quantities(capability, field=f"queue {name}: spec.capability") if capability else None,
-        guarantee=Resource.from_quantities(guarantee, field=f"queue {name}: spec.guarantee.resource")
-        if guarantee
-        else ZERO,
-        state=QueueState.parse(status.get("state", spec.get("state", "Open"))),
-        reclaimable=bool(spec.get("reclaimable", True)),
-        priority=int(spec.get("priority", 0) or 0),
+        weight=F_WEIGHT.read(spec.get("weight"), key, sink) or 1,
+        capability=F_CAPABILITY.read(capability, key, sink) if capability else None,
+        guarantee=F_GUARANTEE.read(guarantee, key, sink) if guarantee else ZERO,
+        state=QueueState.parse(state),
+        reclaimable=F_RECLAIMABLE.read(spec.get("reclaimable"), key, sink),
+        priority=F_QUEUE_PRIORITY.read(spec.get("priority"), key, sink),
         creation=creation,
         capability_zero=_zero_scalars(capability),
-        deserved=Resource.from_quantities(deserved, field=f"queue {name}: spec.deserved") if deserved else None,
-        parent=str(spec.get("parent") or ""),
+        deserved=F_DESERVED.read(deserved, key, sink) if deserved else None,
+        parent=F_PARENT.read(spec.get("parent"), key, sink),
     )
 
 
@@ -249,3 +392,18 @@ def _zero_scalars(capability: object) -> frozenset[str]:
         str(name) for name, value in capability.items()
         if str(name) not in ("cpu", "memory", "pods") and to_units(str(name), value) == 0
     )
+
+
+F_TIER = F.field("HyperNode", "spec.tier")
+F_MEMBERS = F.field("HyperNode", "spec.members")
+
+
+def hypernode_from_object(hypernode: Obj, sink: list[F.FieldInvalid] | None = None) -> Obj:
+    """The HyperNode, each field the topology solver reads (`solver/topology.py`: `metadata.name`, `spec.tier`,
+    `spec.members`) checked against its bounds; raises FieldError for one that cannot be read. The object is
+    passed on as served (the simulator passes the same), so the solver reads only checked values."""
+    _, _, key = identity("HyperNode", hypernode)
+    spec = _part(hypernode, "spec", "HyperNode", key)
+    F_TIER.read(spec.get("tier"), key, sink)
+    F_MEMBERS.read(spec.get("members"), key, sink)
+    return hypernode

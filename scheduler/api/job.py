@@ -97,6 +97,11 @@ class JobInfo:
     conditions: tuple[Condition, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)  # plugin-specific spec fields (networkTopology, ...)
     reported_counts: tuple[int, int, int] = (0, 0, 0)  # status.running/succeeded/failed as last written
+    # Parsed once when the PodGroup is read (api/fields.py): seconds, a count, seconds; None when not set or
+    # unreadable (the reason is with the cache).
+    schedule_timeout: float | None = None  # spec.scheduleTimeoutSeconds
+    fallback_min: int | None = None  # annotation volcano-py.io/fallback-min-available
+    sla_waiting: float | None = None  # annotation sla-waiting-time
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     pending_best_effort: int = 0  # these two are kept in step by add_task/set_status:
@@ -280,6 +285,9 @@ class JobInfo:
             self.conditions,
             self.extra,
             self.reported_counts,
+            self.schedule_timeout,
+            self.fallback_min,
+            self.sla_waiting,
         )
         for task in self.tasks.values():
             copy.add_task(task.clone())

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from scheduler.api import fields as F
+
 # The selectors live in api.selectors (api.volumes reads them too); they are re-exported here, where they were.
 from scheduler.api.selectors import LabelSelector as LabelSelector
 from scheduler.api.selectors import NodeSelectorTerm as NodeSelectorTerm
@@ -129,56 +131,152 @@ class Constraints:
         return None
 
 
-def constraints_of(spec: Mapping[str, Any]) -> Constraints:
-    selector = spec.get("nodeSelector") or {}
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = node_selector_terms(affinity)
-    tolerations = tuple(
+# The fields this module reads (api/fields.py lists them all).
+F_NODE_SELECTOR = F.field("Pod", "spec.nodeSelector")
+F_AFFINITY = F.field("Pod", "spec.affinity")
+F_TOLERATIONS = F.field("Pod", "spec.tolerations")
+F_SPREAD = F.field("Pod", "spec.topologySpreadConstraints")
+F_PORTS = F.field("Pod", "spec.containers.*.ports")
+F_TASK_SPEC = F.field("Pod", f"metadata.annotations[{TASK_SPEC_KEY}]")
+F_TASK_SPEC_LABEL = F.field("Pod", f"metadata.labels[{TASK_SPEC_KEY}]")
+F_PREEMPTABLE = F.field("Pod", f"metadata.annotations[{PREEMPTABLE_KEY}]")
+F_PREEMPTABLE_LABEL = F.field("Pod", f"metadata.labels[{PREEMPTABLE_KEY}]")
+F_PHASE = F.field("Pod", "status.phase")
+F_DELETION = F.field("Pod", "metadata.deletionTimestamp")
+F_NODE_NAME = F.field("Pod", "spec.nodeName")
+F_TAINTS = F.field("Node", "spec.taints")
+
+_NO_AFFINITY: Affinity = ((), (), (), (), (), ())
+
+
+def constraints_of(spec: Mapping[str, Any], where: str = "", sink: list[F.FieldInvalid] | None = None) -> Constraints:
+    """The pod's placement constraints, each field read through the table (raises FieldError for one that
+    cannot be read: a constraint is never dropped)."""
+    get = spec.get
+    raw = get("nodeSelector")  # (each `is not None` below only spares the call for an absent field)
+    selector = F_NODE_SELECTOR.read(raw, where, sink) if raw is not None else None
+    raw = get("affinity")
+    affinity = (F_AFFINITY.read(raw, where, sink) if raw is not None else None) or _NO_AFFINITY
+    raw = get("tolerations")
+    tolerations = F_TOLERATIONS.read(raw, where, sink) if raw is not None else ()
+    raw = get("topologySpreadConstraints")
+    made = Constraints(
+        tuple(sorted(selector.items())) if selector else (),
+        affinity[0], tolerations, affinity[1], affinity[2], affinity[3], affinity[4], affinity[5],
+        F_SPREAD.read(raw, where, sink) if raw is not None else (),
+        host_ports_of(spec, where),
+    )
+    return _SHARED.setdefault(made, made)
+
+
+# required node terms, preferred (weight, term), pod affinity, pod anti-affinity, and their preferred ones
+Affinity = tuple[
+    tuple[NodeSelectorTerm, ...], tuple[tuple[int, NodeSelectorTerm], ...], tuple[PodAffinityTerm, ...],
+    tuple[PodAffinityTerm, ...], tuple[tuple[int, PodAffinityTerm], ...], tuple[tuple[int, PodAffinityTerm], ...],
+]
+_WEIGHT = F.integer(0, 100)  # Kubernetes: a preferred term's weight is 1..100 (0 read as no preference)
+_SKEW = F.integer(1, F.INT32)
+_PORT = F.integer(1, 65535)
+
+
+def _weight(preferred: Mapping[str, Any]) -> int:
+    weight = preferred.get("weight")
+    return 0 if weight is None else _WEIGHT.parse(weight)  # type: ignore[no-any-return]
+
+
+def _mapping(value: object, what: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise F.Bad(f"{what} is not an object")
+    return value
+
+
+def _items(value: object, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise F.Bad(f"{what} is not a list")
+    return value
+
+
+def check_affinity(raw: Mapping[str, Any]) -> Affinity:
+    """`spec.affinity`: node affinity (required terms, preferred weighted terms), pod (anti-)affinity."""
+    node = _mapping(raw.get("nodeAffinity"), "nodeAffinity")
+    required = _mapping(node.get("requiredDuringSchedulingIgnoredDuringExecution"), "nodeAffinity.required")
+    terms = node_selector_terms(required)
+    preferred = tuple(
+        (_weight(p), _term(_mapping(p.get("preference"), "preference")))
+        for p in _items(node.get("preferredDuringSchedulingIgnoredDuringExecution"), "nodeAffinity.preferred")
+        if isinstance(p, Mapping)
+    )
+    affinity_terms = _pod_terms(raw.get("podAffinity"))
+    anti_terms = _pod_terms(raw.get("podAntiAffinity"))
+    return terms, preferred, affinity_terms[0], anti_terms[0], affinity_terms[1], anti_terms[1]
+
+
+def check_tolerations(raw: list[Any]) -> tuple[Toleration, ...]:
+    return tuple(
         Toleration(
             str(t.get("key", "") or ""),
             str(t.get("operator", "Equal") or "Equal"),
             str(t.get("value", "") or ""),
             str(t.get("effect", "") or ""),
         )
-        for t in spec.get("tolerations") or ()
+        for t in raw
         if isinstance(t, Mapping)
     )
-    preferred = tuple(
-        (int(p.get("weight", 0) or 0), _term(p.get("preference") or {}))
-        for p in ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def check_ports(raw: list[Any]) -> tuple[HostPort, ...]:
+    """A container's `ports`: those with a `hostPort` (1..65535), with their protocol and host IP."""
+    found = []
+    for port in raw:
+        if not isinstance(port, Mapping):
+            raise F.Bad("has a port that is not an object")
+        host_port = port.get("hostPort")
+        if host_port is not None and host_port != 0:
+            found.append((str(port.get("protocol") or "TCP"), str(port.get("hostIP") or ""), _PORT.parse(host_port)))
+    return tuple(found)
+
+
+def check_taints(raw: list[Any]) -> tuple[Taint, ...]:
+    return tuple(
+        Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))
+        for t in raw
+        if isinstance(t, Mapping)
+    )
+
+
+def check_spread(raw: list[Any]) -> tuple[SpreadConstraint, ...]:
+    return tuple(
+        SpreadConstraint(
+            _SKEW.parse(c.get("maxSkew")) if c.get("maxSkew") is not None else 1,
+            str(c.get("topologyKey") or ""),
+            str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
+            label_selector(c.get("labelSelector")),
         )
-        or ()
-        if isinstance(p, Mapping)
+        for c in raw
+        if isinstance(c, Mapping)
     )
-    node_selector = tuple(sorted((str(k), str(v)) for k, v in selector.items()))
-    raw_affinity = spec.get("affinity") or {}
-    affinity_terms = _pod_terms(raw_affinity.get("podAffinity"))
-    anti_terms = _pod_terms(raw_affinity.get("podAntiAffinity"))
-    made = Constraints(
-        node_selector, terms, tolerations, preferred,
-        affinity_terms[0], anti_terms[0], affinity_terms[1], anti_terms[1],
-        _spread(spec.get("topologySpreadConstraints")),
-        host_ports_of(spec),
-    )
-    return _SHARED.setdefault(made, made)
 
 
 _ANY_IP = ("", "0.0.0.0")  # noqa: S104 - a host IP as Kubernetes spells "all addresses", not a bind
 
 
-def host_ports_of(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+def host_ports_of(spec: Mapping[str, Any], where: str = "") -> tuple[HostPort, ...]:
     """The host ports a pod's containers ask for, as kube-scheduler's NodePorts plugin reads them (containers'
     `ports[].hostPort` with their protocol, TCP by default, and hostIP, all addresses by default)."""
-    found = []
-    for container in spec.get("containers") or ():
-        for port in (container or {}).get("ports") or ():
-            host_port = (port or {}).get("hostPort")
-            if isinstance(host_port, int) and host_port > 0:
-                found.append((str(port.get("protocol") or "TCP"), str(port.get("hostIP") or ""), host_port))
-    return tuple(sorted(set(found)))
+    found: list[HostPort] = []
+    containers = spec.get("containers")
+    if not isinstance(containers, list):
+        return ()
+    for container in containers:
+        if isinstance(container, dict):
+            ports = container.get("ports")
+            if ports is not None:
+                found.extend(F_PORTS.read(ports, where, None))
+    return tuple(sorted(set(found))) if found else ()
 
 
 def with_host_ports(constraints: Constraints, ports: tuple[HostPort, ...]) -> Constraints:
@@ -212,58 +310,46 @@ def _pod_term(raw: Mapping[str, Any]) -> PodAffinityTerm:
     return PodAffinityTerm(
         label_selector(raw.get("labelSelector")),
         str(raw.get("topologyKey") or ""),
-        tuple(str(n) for n in raw.get("namespaces") or ()),
+        tuple(str(n) for n in _items(raw.get("namespaces"), "namespaces")),
     )
 
 
 def _pod_terms(raw: object) -> tuple[tuple[PodAffinityTerm, ...], tuple[tuple[int, PodAffinityTerm], ...]]:
     """(required terms, preferred (weight, term)) of a podAffinity or podAntiAffinity block."""
-    if not isinstance(raw, Mapping):
-        return (), ()
+    block = _mapping(raw, "pod affinity")
     required = tuple(
-        _pod_term(t) for t in raw.get("requiredDuringSchedulingIgnoredDuringExecution") or () if isinstance(t, Mapping)
+        _pod_term(t) for t in _items(block.get("requiredDuringSchedulingIgnoredDuringExecution"), "required")
+        if isinstance(t, Mapping)
     )
     preferred = tuple(
-        (int(p.get("weight", 0) or 0), _pod_term(p.get("podAffinityTerm") or {}))
-        for p in raw.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        (_weight(p), _pod_term(_mapping(p.get("podAffinityTerm"), "podAffinityTerm")))
+        for p in _items(block.get("preferredDuringSchedulingIgnoredDuringExecution"), "preferred")
         if isinstance(p, Mapping)
     )
     return required, preferred
-
-
-def _spread(raw: object) -> tuple[SpreadConstraint, ...]:
-    if not isinstance(raw, list):
-        return ()
-    return tuple(
-        SpreadConstraint(
-            max(1, int(c.get("maxSkew", 1) or 1)),
-            str(c.get("topologyKey") or ""),
-            str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
-            label_selector(c.get("labelSelector")),
-        )
-        for c in raw
-        if isinstance(c, Mapping)
-    )
 
 
 def _term(raw: Mapping[str, Any]) -> NodeSelectorTerm:
     return NodeSelectorTerm(requirements(raw.get("matchExpressions")), requirements(raw.get("matchFields")))
 
 
-def taints_of(node_spec: Mapping[str, Any]) -> tuple[Taint, ...]:
-    return tuple(
-        Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))
-        for t in node_spec.get("taints") or ()
-        if isinstance(t, Mapping)
-    )
+def taints_of(node_spec: Mapping[str, Any], where: str = "") -> tuple[Taint, ...]:
+    return F_TAINTS.read(node_spec.get("taints"), where, None)  # type: ignore[no-any-return]
 
 
-def status_of(pod: Mapping[str, Any]) -> TaskStatus:
-    """Kubernetes pod state -> task status (Volcano's getTaskStatus)."""
+def status_of(pod: Mapping[str, Any], where: str = "", sink: list[F.FieldInvalid] | None = None) -> TaskStatus:
+    """Kubernetes pod state -> task status (Volcano's getTaskStatus). Reads phase, nodeName and
+    deletionTimestamp through the table (a bad phase reads as Unknown, a bad deletionTimestamp as deleting)."""
     status = pod.get("status") or {}
-    phase = status.get("phase", "Pending")
-    bound = bool((pod.get("spec") or {}).get("nodeName"))
-    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    phase = status.get("phase", "Pending") if isinstance(status, dict) else None
+    if type(phase) is not str or phase not in _PHASES:
+        phase = F_PHASE.read(phase, where, sink)
+    spec = pod.get("spec") or {}
+    node = spec.get("nodeName") if isinstance(spec, dict) else None
+    bound = bool(node) and type(node) is str
+    meta = pod.get("metadata") or {}
+    stamp = meta.get("deletionTimestamp") if isinstance(meta, dict) else None
+    deleting = stamp is not None and F_DELETION.read(stamp, where, sink) != 0.0
     if phase == "Running":
         return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
     if phase == "Pending":
@@ -277,13 +363,37 @@ def status_of(pod: Mapping[str, Any]) -> TaskStatus:
     return TaskStatus.UNKNOWN
 
 
-def role_of(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
-    annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
-    return str(annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY) or "")
+_PHASES = frozenset(F.POD_PHASES)
 
 
-def is_preemptable(pod: Mapping[str, Any]) -> bool:
-    meta = pod.get("metadata") or {}
-    value = (meta.get("annotations") or {}).get(PREEMPTABLE_KEY) or (meta.get("labels") or {}).get(PREEMPTABLE_KEY)
-    return str(value).lower() != "false"
+def role_of(annotations: Mapping[str, str], labels: Mapping[str, str], where: str = "",
+            sink: list[F.FieldInvalid] | None = None) -> str:
+    """The pod's task name (`volcano.sh/task-spec`), from its parsed annotations, else its labels."""
+    value = annotations.get(TASK_SPEC_KEY)
+    if value:
+        if type(value) is str and len(value) <= F.NAME_MAX:  # valid: spare the call
+            return value
+        return F_TASK_SPEC.read(value, where, sink)  # type: ignore[no-any-return]
+    value = labels.get(TASK_SPEC_KEY)
+    return (F_TASK_SPEC_LABEL.read(value, where, sink) or "") if value else ""
+
+
+def is_preemptable(annotations: Mapping[str, str], labels: Mapping[str, str], where: str = "",
+                   sink: list[F.FieldInvalid] | None = None) -> bool:
+    """Volcano's GetPodPreemptable (pkg/scheduler/api/pod_info.go), from the pod's parsed annotations and labels:
+    the annotation if present (even empty), else the label, each read as Go's strconv.ParseBool; a value it
+    refuses leaves the pod protected (false); neither present: preemptable."""
+    if annotations:
+        value = annotations.get(PREEMPTABLE_KEY)
+        if value is not None:
+            return F_PREEMPTABLE.read(value, where, sink)  # type: ignore[no-any-return]
+    if labels:
+        value = labels.get(PREEMPTABLE_KEY)
+        if value is not None:
+            return F_PREEMPTABLE_LABEL.read(value, where, sink)  # type: ignore[no-any-return]
+    return True
+
+
+for _name, _check in (("affinity", check_affinity), ("tolerations", check_tolerations), ("spread", check_spread),
+                      ("ports", check_ports), ("taints", check_taints)):
+    F.register(_name, _check)

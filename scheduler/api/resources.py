@@ -33,7 +33,8 @@ _DECIMAL = {
     "E": Decimal("1e18"),
 }
 _QUANTITY = re.compile(
-    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$",
+    re.ASCII,  # \d is 0-9 only: Kubernetes refuses "١٢" (Arabic-Indic digits), which Python's \d would take as 12
 )
 # Kubernetes caps quantities far below this; anything larger is a typo, not a cluster.
 _MAX_ABS = Decimal(2) ** 63

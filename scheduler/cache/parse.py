@@ -14,11 +14,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from scheduler.adapter.snapshot import PodRecord
+from scheduler.api import fields as F
 from scheduler.api.convert import (
-    group_of,
+    hypernode_from_object,
     job_from_podgroup,
     key_of,
     node_from_object,
+    priority_of,
     queue_from_object,
     task_from_pod,
 )
@@ -26,6 +28,7 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
 from scheduler.api.pod import (
+    F_NODE_NAME,
     Constraints,
     host_ports_of,
     is_preemptable,
@@ -45,6 +48,14 @@ _REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")
 
 Unreadable = Callable[[str, str, str], None]  # (kind, key, message): an object skipped, first time
 
+F_PC_NAME = F.field("PriorityClass", "metadata.name")
+F_PC_VALUE = F.field("PriorityClass", "value")
+_POD_NAME, _POD_NAMESPACE = F.field("Pod", "metadata.name"), F.field("Pod", "metadata.namespace")
+_POD_LABELS, _POD_ANNOTATIONS = F.field("Pod", "metadata.labels"), F.field("Pod", "metadata.annotations")
+_POD_SCHEDULER = F.field("Pod", "spec.schedulerName")
+_POD_CREATED = F.field("Pod", "metadata.creationTimestamp")
+_POD_GROUP = F.field("Pod", f"metadata.annotations[{F.GROUP_NAME}]")
+
 
 class ParseCache:
     def __init__(self, scheduler_names: frozenset[str], lock: threading.Lock, on_unreadable: Unreadable):
@@ -56,6 +67,9 @@ class ParseCache:
         self._requests: dict[bytes, Resource] = {}  # a pod's resource fields (JSON) -> its request
         self._times: dict[str, float] = {}  # creationTimestamp -> seconds since the epoch
         self.bad: set[tuple[str, str, str]] = set()  # (kind, key, resourceVersion) already logged as unreadable
+        # (kind, key) -> why a field of that object could not be read (api/fields.py), as of its last version read:
+        # the object left out (a reason with no fallback) or read with a safe default. Logged once per version.
+        self.problems: dict[tuple[str, str], tuple[F.FieldInvalid, ...]] = {}
         # node name -> (resourceVersion, the node as read, with no tasks): a snapshot takes an empty copy of it
         # (5,000 nodes read afresh each cycle cost ~40 ms of quantities and taints; copies a seventh of that)
         self._nodes: dict[str, tuple[str, NodeInfo]] = {}
@@ -63,7 +77,17 @@ class ParseCache:
     # ---- on the watch threads ---------------------------------------------------------------------------
     def priority_classes_changed(self, objects: Iterable[MutableObj]) -> None:
         """Under the lock: pods parsed with other priority values must be parsed again."""
-        pcs = {str((pc.get("metadata") or {}).get("name")): int(pc.get("value") or 0) for pc in objects}
+        pcs: dict[str, int] = {}
+        for pc in objects:
+            sink: list[F.FieldInvalid] = []
+            rv = _version("PriorityClass", pc, sink)
+            if sink:
+                self.note("PriorityClass", _key(pc, "PriorityClass"), rv, None, sink)
+            try:
+                name = F_PC_NAME.read((pc.get("metadata") or {}).get("name"), "?", None)
+                pcs[name] = F_PC_VALUE.read(pc.get("value"), name, None)
+            except (F.FieldError, AttributeError) as exc:  # one bad PriorityClass: its pods read priority 0
+                self.note("PriorityClass", _key(pc, "PriorityClass"), _version("PriorityClass", pc), exc)
         if pcs != self.pcs:
             self.pcs = pcs
             self.parsed.clear()
@@ -72,7 +96,7 @@ class ParseCache:
         """Never raises (it runs on a watch thread): an unreadable pod is left to the snapshot to report."""
         try:
             key = key_of(obj)
-            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            rv = _version("Pod", obj)
         except Exception:  # noqa: BLE001
             return
         pcs = self.pcs
@@ -84,6 +108,7 @@ class ParseCache:
     def forget(self, key: str) -> None:
         """Under the lock: the pod was deleted."""
         self.parsed.pop(key, None)
+        self.problems.pop(("Pod", key), None)
 
     # ---- in the snapshot --------------------------------------------------------------------------------
     def nodes(self, objects: Iterable[MutableObj]) -> list[NodeInfo]:
@@ -92,13 +117,12 @@ class ParseCache:
         kept: dict[str, tuple[str, NodeInfo]] = {}
         out: list[NodeInfo] = []
         for obj in objects:
-            meta = obj.get("metadata") or {}
-            name, rv = str(meta.get("name")), str(meta.get("resourceVersion") or "")
+            name, rv = _key(obj, "Node"), _version("Node", obj)
             cached = self._nodes.get(name)
             if rv and cached is not None and cached[0] == rv:
                 node: NodeInfo | None = cached[1]
             else:
-                node = self.read("Node", obj, node_from_object)
+                node = self.read_fields("Node", obj, lambda o, sink: node_from_object(o, sink))
             if node is None:
                 continue
             if rv:
@@ -110,13 +134,10 @@ class ParseCache:
     def podgroups(self, objects: Iterable[MutableObj], pcs: dict[str, int], default_queue: str) -> list[JobInfo]:
         jobs = []
         for obj in objects:
-            created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
-            job = self.read(
+            job = self.read_fields(
                 "PodGroup",
                 obj,
-                lambda o, c=created: job_from_podgroup(  # type: ignore[misc]
-                    o, priority_classes=pcs, default_queue=default_queue, creation=c
-                ),
+                lambda o, sink: job_from_podgroup(o, priority_classes=pcs, default_queue=default_queue, sink=sink),
             )
             if job is not None:
                 jobs.append(job)
@@ -132,16 +153,24 @@ class ParseCache:
     def queues(self, objects: Iterable[MutableObj]) -> list[QueueInfo]:
         out = []
         for obj in objects:
-            created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
-            queue = self.read("Queue", obj, lambda o, c=created: queue_from_object(o, creation=c))  # type: ignore[misc]
+            queue = self.read_fields("Queue", obj, lambda o, sink: queue_from_object(o, sink=sink))
             if queue is not None:
                 out.append(queue)
         return out
 
+    def hypernodes(self, objects: Iterable[MutableObj]) -> tuple[MutableObj, ...]:
+        """The HyperNodes as the topology solver reads them, each field parsed; an unreadable one left out."""
+        out = []
+        for obj in objects:
+            hypernode = self.read_fields("HyperNode", obj, lambda o, sink: hypernode_from_object(o, sink))
+            if hypernode is not None:
+                out.append(hypernode)
+        return tuple(out)
+
     def task(self, obj: MutableObj, pcs: dict[str, int]) -> TaskInfo | None:
         """The pod as read at its resourceVersion (shared: the snapshot builder clones it)."""
-        key = key_of(obj)
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        key = _key(obj)
+        rv = _version("Pod", obj)
         cached = self.parsed.get(key)
         if cached is not None and cached[0] == rv:
             return cached[1]
@@ -150,23 +179,62 @@ class ParseCache:
         return task
 
     def read(self, kind: str, obj: MutableObj, parse: Callable[[MutableObj], Any]) -> Any:
+        """`parse(obj)`, for a reader that reports no field of its own (the storage objects: volumes.py); None
+        when it cannot be read (logged once, as below)."""
+        return self.read_fields(kind, obj, lambda o, sink: parse(o))
+
+    def read_fields(self, kind: str, obj: MutableObj, parse: Callable[[MutableObj, list[F.FieldInvalid]], Any],
+                    early: list[F.FieldInvalid] | None = None) -> Any:
+        """`parse(obj, sink)`, its fields through the table (api/fields.py): a field read with a safe default is
+        reported to `sink`; one with none (FieldError), or any other failure, leaves the object out. Either way
+        the reasons are kept in `problems` and logged once per version of the object."""
+        sink: list[F.FieldInvalid] = early if early is not None else []  # `early`: found before, by the caller
+        rv = _version(kind, obj, sink)
         try:
-            return parse(obj)
+            made = parse(obj, sink)
         except Exception as exc:  # noqa: BLE001 - one unreadable object must never fail the whole cycle
-            meta = obj.get("metadata") or {}
-            mark = (kind, key_of(obj), str(meta.get("resourceVersion")))
-            if mark not in self.bad:
-                self.bad.add(mark)
-                log.warning("skipping %s %s: %s", kind, key_of(obj), exc)
-                if kind in ("Pod", "PodGroup"):  # namespaced: an event on the object says why it waits
-                    self.on_unreadable(kind, key_of(obj), f"volcano-py cannot read this {kind} and skips it: {exc}")
+            self.note(kind, _key(obj, kind), rv, exc, sink)
             return None
+        if sink:
+            self.note(kind, _key(obj, kind), rv, None, sink)
+        elif self.problems:
+            self.problems.pop((kind, _key(obj, kind)), None)
+        return made
+
+    def note(self, kind: str, key: str, rv: str, exc: BaseException | None,
+             sink: list[F.FieldInvalid] | None = None) -> None:
+        """Keep why `kind` `key` was left out (`exc`) or read with defaults (`sink`); log it, and name it in an event
+        (Pods, PodGroups), once per version of the object."""
+        reasons = list(sink or ())
+        if isinstance(exc, F.FieldError):
+            reasons.append(exc.reason)
+        elif exc is not None:  # a reader's failure the table did not foresee: still a typed reason, and no traceback
+            reasons.append(F.FieldInvalid(kind, key, "?", f"cannot be read ({type(exc).__name__}: {str(exc)[:120]})",
+                                          ""))
+        if len(self.problems) > 100_000:  # objects deleted with a problem are forgotten in bulk (pods one by one)
+            self.problems.clear()
+        self.problems[(kind, key)] = tuple(reasons)
+        mark = (kind, key, rv)
+        if mark in self.bad:
+            return
+        if len(self.bad) > 100_000:
+            self.bad.clear()
+        self.bad.add(mark)
+        text = "; ".join(F.describe(r) for r in reasons)
+        if exc is not None:
+            log.warning("skipping %s %s: %s", kind, key, text)
+            message = f"volcano-py cannot read this {kind} and skips it: {text}"
+        else:
+            log.warning("read %s %s with defaults: %s", kind, key, text)
+            message = f"volcano-py read this {kind} with defaults for fields it cannot read: {text}"
+        if kind in ("Pod", "PodGroup"):  # namespaced: an event on the object says why it waits
+            self.on_unreadable(kind, key, message)
 
     # ---- reading one pod --------------------------------------------------------------------------------
     def _time(self, value: object) -> float:
         """`parse_time`, once per distinct timestamp (pods made together share their second)."""
-        if not isinstance(value, str):
-            return parse_time(value)
+        if not isinstance(value, str) or len(value) > 64:
+            return 0.0
         seen = self._times.get(value)
         if seen is None:
             if len(self._times) > 50_000:
@@ -176,68 +244,110 @@ class ParseCache:
 
     def _parse_task(self, obj: MutableObj, pcs: dict[str, int], key: str) -> TaskInfo | None:
         """`task_from_pod`, with the request computed once per distinct set of resource fields."""
+        early: list[F.FieldInvalid] = []
         try:
             spec = obj.get("spec") or {}
-            created = self._time((obj.get("metadata") or {}).get("creationTimestamp"))
+            stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+            created = self._time(stamp)
             shape: bytes | None = _request_shape(spec)
-            foreign = spec.get("schedulerName", "default-scheduler") not in self.scheduler_names
+            scheduler = spec.get("schedulerName", "default-scheduler")
+            if type(scheduler) is not str or len(scheduler) > F.NAME_MAX:
+                scheduler = _POD_SCHEDULER.refuse(scheduler, "is not a scheduler name", key, early)
+            foreign = scheduler not in self.scheduler_names
         except Exception:  # noqa: BLE001 - a malformed object: task_from_pod below names the bad field
-            spec, created, shape, foreign = {}, 0.0, None, False
+            spec, created, shape, foreign, stamp = {}, 0.0, None, False, None
+        if stamp is not None and not created and stamp != "":  # unreadable: the pod reads as created at 0
+            _POD_CREATED.refuse(stamp, "is not an RFC 3339 time", key, early)
         request = self._requests.get(shape) if shape is not None else None
         if request is None:
-            task = self.read("Pod", obj, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
+            task = self.read_fields(
+                "Pod", obj, lambda o, sink: task_from_pod(o, priority_classes=pcs, creation=created, sink=sink), early)
             if task is not None and shape is not None:
                 if len(self._requests) > 50_000:
                     self._requests.clear()
                 self._requests[shape] = task.resreq
             return task  # type: ignore[no-any-return]
         if foreign:
-            return self.read(  # type: ignore[no-any-return]
-                "Pod", obj, lambda o: _foreign_task(o, key, request, pcs, created)
-            )
+            return self.read_fields(  # type: ignore[no-any-return]
+                "Pod", obj, lambda o, sink: _foreign_task(o, key, request, pcs, created, sink), early)
         stub = {**obj, "spec": {k: v for k, v in spec.items() if k not in _REQUEST_FIELDS}}
-        task = self.read("Pod", stub, lambda o: task_from_pod(o, priority_classes=pcs, creation=created))
-        if task is not None:
+
+        def from_stub(o: MutableObj, sink: list[F.FieldInvalid]) -> TaskInfo:
+            task = task_from_pod(o, priority_classes=pcs, creation=created, sink=sink)
             task.resreq = request
-            ports = host_ports_of(spec)  # in the containers the stub left out
+            ports = host_ports_of(spec, key)  # in the containers the stub left out
             if ports:
                 task.constraints = with_host_ports(task.constraints, ports)
-        return task  # type: ignore[no-any-return]
+            return task
+
+        return self.read_fields("Pod", stub, from_stub, early)  # type: ignore[no-any-return]
 
 
-def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, int], created: float) -> TaskInfo:
+def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, int], created: float,
+                  sink: list[F.FieldInvalid]) -> TaskInfo:
     """A pod of another scheduler: only what node accounting and victim selection read (no placement
     constraints: we never place it). Most pods of a large cluster are these, so this must be cheap. `key` is
-    the pod's `key_of`."""
+    the pod's `key_of`. Each field through the table, as `task_from_pod` reads it."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
-    priority = spec.get("priority")
-    if priority is None:
-        priority = pcs.get(str(spec.get("priorityClassName") or ""), 0)
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if not (type(name) is str and 0 < len(name) <= F.NAME_MAX):  # (each such test spares the call when valid)
+        name = _POD_NAME.read(name, key, sink)
+    if not (type(namespace) is str and 0 < len(namespace) <= 63):
+        namespace = _POD_NAMESPACE.read(namespace, key, sink)
+    labels = _POD_LABELS.read(meta.get("labels"), key, sink)
+    annotations = _POD_ANNOTATIONS.read(meta.get("annotations"), key, sink)
+    group = annotations.get(F.GROUP_NAME) if annotations else None
+    node_name = spec.get("nodeName")
+    if not (type(node_name) is str and len(node_name) <= F.NAME_MAX):
+        node_name = F_NODE_NAME.read(node_name, key, sink)
     return TaskInfo(
         uid=key,
-        name=str(meta.get("name")),
-        namespace=str(meta.get("namespace", "default")),
-        job=group_of(pod, key),
+        name=name,
+        namespace=namespace,
+        job=f"{namespace}/{_POD_GROUP.read(group, key, sink)}" if group else key,
         resreq=request,
-        role=role_of(pod),
-        status=status_of(pod),
-        node_name=str(spec.get("nodeName") or ""),
-        priority=int(priority or 0),
-        preemptable=is_preemptable(pod),
+        role=role_of(annotations, labels, key, sink),
+        status=status_of(pod, key, sink),
+        node_name=node_name,
+        priority=priority_of(spec, pcs, key, sink),
+        preemptable=is_preemptable(annotations, labels, key, sink),
         # Its host ports, the one constraint of another scheduler's pod that ours must respect (NodePorts).
-        constraints=_ports_only(spec),
+        constraints=_ports_only(spec, key),
         creation=created,
-        labels=dict(meta.get("labels") or {}),
+        labels=dict(labels),
     )
 
 
 _NO_CONSTRAINTS = Constraints()
 
 
-def _ports_only(spec: MutableObj) -> Constraints:
-    ports = host_ports_of(spec)
+def _ports_only(spec: MutableObj, key: str) -> Constraints:
+    ports = host_ports_of(spec, key)
     return Constraints(host_ports=ports) if ports else _NO_CONSTRAINTS
+
+
+def _key(obj: MutableObj, kind: str = "Pod") -> str:
+    """The object's key, as the stores key it (a cluster-scoped kind: its name alone); "?" without metadata."""
+    try:
+        if kind in ("Pod", "PodGroup"):
+            return key_of(obj)
+        return str(obj["metadata"].get("name"))[: F.NAME_MAX + 1]
+    except Exception:  # noqa: BLE001 - metadata that is not an object
+        return "?"
+
+
+_VERSIONS = {kind: F.field(kind, "metadata.resourceVersion")
+             for kind in ("Pod", "PodGroup", "Queue", "Node", "HyperNode", "PriorityClass")}
+
+
+def _version(kind: str, obj: MutableObj, sink: list[F.FieldInvalid] | None = None) -> str:
+    """The object's resourceVersion, read through the table ("" if unreadable: then it is logged once per key)."""
+    meta = obj.get("metadata")
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if type(version) is str and len(version) <= 64:  # nearly always: spare the call
+        return version
+    return _VERSIONS[kind].read(version, _key(obj, kind), sink) or ""  # type: ignore[no-any-return]
 
 
 def _request_shape(spec: MutableObj) -> bytes:

@@ -26,7 +26,8 @@ import numpy as np
 from scheduler.api import reasons as R
 from scheduler.api.decision import SUCCESS, Code, Status, unresolvable, unschedulable
 from scheduler.api.job import Condition, JobInfo, TaskInfo
-from scheduler.api.messages import FALLBACK_ANNOTATION, UNSCHEDULABLE, render, unschedulable_condition
+from scheduler.api.messages import FALLBACK_ANNOTATION as FALLBACK_ANNOTATION  # re-exported, as before
+from scheduler.api.messages import UNSCHEDULABLE, render, unschedulable_condition
 from scheduler.api.resources import PODS, ZERO
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
@@ -43,27 +44,18 @@ TIMEOUT = "Timeout"
 TIMEOUT_REASON = "ScheduleTimeout"
 
 
-def _seconds(value: object) -> float | None:
-    try:
-        number = float(str(value))
-    except ValueError:
-        return None
-    return number if number > 0 else None
-
-
 def check_timeout(ssn: SessionAPI, job: JobInfo) -> None:
     """Past its scheduleTimeoutSeconds unplaced: say so once, and fall back to the smaller minimum if asked."""
-    timeout = _seconds(job.extra.get("scheduleTimeoutSeconds"))
+    timeout = job.schedule_timeout  # parsed and bounded when the PodGroup was read (api/fields.py)
     if timeout is None or job.is_started() or job.is_ready() or not job.tasks:
         return
     waited = ssn.now - job.creation
     if waited < timeout:
         return
-    annotations = job.extra.get("annotations") or {}
-    fallback = _seconds(annotations.get(FALLBACK_ANNOTATION))
-    if fallback is not None and int(fallback) < job.min_available:
-        reason = R.ScheduleTimeout(timeout, waited, job.min_available, int(fallback))
-        ssn.override_min_member(job, int(fallback))
+    fallback = job.fallback_min
+    if fallback is not None and fallback < job.min_available:
+        reason = R.ScheduleTimeout(timeout, waited, job.min_available, fallback)
+        ssn.override_min_member(job, fallback)
     elif any(c.type == TIMEOUT for c in job.conditions):
         return
     else:

@@ -13,7 +13,6 @@ has no SLA and this plugin has no opinion on it.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from scheduler.api.decision import ABSTAIN, SUCCESS, Status
@@ -23,7 +22,6 @@ from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.jobs.policies import parse_duration
 
-log = logging.getLogger("volcano_py.plugins.sla")
 WAITING_TIME = "sla-waiting-time"
 
 
@@ -56,17 +54,10 @@ class SlaPlugin(Plugin[SlaArgs]):
         ssn.register(P.JOB_PIPELINED, self.permit_when_overdue)
 
     def waiting_time(self, job: JobInfo) -> float | None:
-        own = (job.extra.get("annotations") or {}).get(WAITING_TIME)
-        if own:
-            try:
-                seconds = parse_duration(own)
-            except ValueError:
-                log.warning("job %s: annotation %s=%r is not a duration; using the plugin's", job.uid,
-                            WAITING_TIME, own)
-            else:
-                if seconds > 0:
-                    return seconds
-        return self.default
+        # The annotation was parsed (a positive, bounded Go duration) when the PodGroup was read; an unreadable
+        # one was reported then, once, and reads as None: the plugin's own waiting time applies.
+        own = job.sla_waiting
+        return own if own is not None else self.default
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         wait_a, wait_b = self.waiting_time(a), self.waiting_time(b)

@@ -24,7 +24,8 @@ def test_an_unchanged_node_is_not_read_again_and_each_snapshot_gets_its_own_copy
 
     reads: list[str] = []
     real = parse.node_from_object
-    monkeypatch.setattr(parse, "node_from_object", lambda obj: reads.append(obj["metadata"]["name"]) or real(obj))
+    monkeypatch.setattr(parse, "node_from_object",
+                        lambda obj, sink=None: reads.append(obj["metadata"]["name"]) or real(obj, sink))
     cache = parser()
     (first,) = cache.nodes([node("a", "1")])
     first.add_task(TaskInfo("u1", "p", "ns", "j", Resource.from_quantities({"cpu": "2"}), node_name="a"))

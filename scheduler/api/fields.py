@@ -1,0 +1,278 @@
+"""Layer `api`: every field the scheduler reads from an object, in one table, each with its parser and bounds.
+
+A field is parsed once, at the cache's edge (`cache/parse.py`, through `api/convert.py` and `api/pod.py`), into
+the typed fields of the infos; plugins read those, never the raw object. What a user may write in a Pod, a
+PodGroup, a Queue, a Node or a HyperNode is hostile until parsed: a number is finite and bounded, a string is
+bounded in length, a boolean is one of Go's `strconv.ParseBool` spellings, a duration is Go's, a quantity goes
+through the quantity parser (`api/resources.py`, itself bounded). The scheduler reads no batch.volcano.sh Job:
+what a Job says to the scheduler (`sla-waiting-time`, the fallback minimum) reaches it on the Job's PodGroup.
+
+A value that does not parse gives a `FieldInvalid` reason (typed, with the field's path) and either
+
+- a safe default (`Field.fallback`): the one that protects others, e.g. a pod whose `volcano.sh/preemptable`
+  cannot be read is protected, as in Volcano (pkg/scheduler/api/pod_info.go `GetPodPreemptable`); or
+- where no default is safe (`REJECT`: a Node whose allocatable cannot be read, a Queue whose capability is
+  garbage, a PodGroup whose minMember is not a count), the object is left out with that reason and everything
+  else goes on (`FieldError`, which the cache catches per object).
+
+Readers name the fields they read through `field(kind, path)`, so a reader of a field missing from the table
+fails at import; tests/api/test_fields.py records every key a reader touches on a live object and fails on one
+the table does not list.
+"""
+
+from __future__ import annotations
+
+# The parsers, the reason and `Field` live in api/field_parsers.py; re-exported here, so readers import one module.
+from scheduler.api import field_readers as _readers  # noqa: F401 - registers the structure readers the table names
+from scheduler.api.field_parsers import (
+    ANNOTATIONS as ANNOTATIONS,
+)
+from scheduler.api.field_parsers import (
+    ANNOTATIONS_MAX as ANNOTATIONS_MAX,
+)
+from scheduler.api.field_parsers import (
+    DURATION_MAX as DURATION_MAX,
+)
+from scheduler.api.field_parsers import (
+    FREE_TEXT as FREE_TEXT,
+)
+from scheduler.api.field_parsers import (
+    GO_BOOL as GO_BOOL,
+)
+from scheduler.api.field_parsers import (  # noqa: F401
+    INT32 as INT32,
+)
+from scheduler.api.field_parsers import (
+    JSON_BOOL as JSON_BOOL,
+)
+from scheduler.api.field_parsers import (
+    KEY_TEXT as KEY_TEXT,
+)
+from scheduler.api.field_parsers import (
+    LABEL_KEY_MAX as LABEL_KEY_MAX,
+)
+from scheduler.api.field_parsers import (
+    LABEL_VALUE_MAX as LABEL_VALUE_MAX,
+)
+from scheduler.api.field_parsers import (
+    LABELS as LABELS,
+)
+from scheduler.api.field_parsers import (
+    LIST_MAX as LIST_MAX,
+)
+from scheduler.api.field_parsers import (
+    MAP_ITEMS_MAX as MAP_ITEMS_MAX,
+)
+from scheduler.api.field_parsers import (
+    NAME as NAME,
+)
+from scheduler.api.field_parsers import (
+    NAME_MAX as NAME_MAX,
+)
+from scheduler.api.field_parsers import (
+    QUANTITIES as QUANTITIES,
+)
+from scheduler.api.field_parsers import (
+    REJECT as REJECT,
+)
+from scheduler.api.field_parsers import (
+    TEXT_MAX as TEXT_MAX,
+)
+from scheduler.api.field_parsers import (
+    TIME as TIME,
+)
+from scheduler.api.field_parsers import (
+    TIMEOUT_MAX as TIMEOUT_MAX,
+)
+from scheduler.api.field_parsers import (
+    Bad as Bad,
+)
+from scheduler.api.field_parsers import (
+    Field as Field,
+)
+from scheduler.api.field_parsers import (
+    FieldError as FieldError,
+)
+from scheduler.api.field_parsers import (
+    FieldInvalid as FieldInvalid,
+)
+from scheduler.api.field_parsers import (
+    Parser as Parser,
+)
+from scheduler.api.field_parsers import (
+    bounded_tree as bounded_tree,
+)
+from scheduler.api.field_parsers import (
+    describe as describe,
+)
+from scheduler.api.field_parsers import (
+    dotted as dotted,
+)
+from scheduler.api.field_parsers import (
+    duration as duration,
+)
+from scheduler.api.field_parsers import (
+    enum as enum,
+)
+from scheduler.api.field_parsers import (
+    integer as integer,
+)
+from scheduler.api.field_parsers import (
+    number as number,
+)
+from scheduler.api.field_parsers import (
+    parse_bool as parse_bool,
+)
+from scheduler.api.field_parsers import (
+    register as register,
+)
+from scheduler.api.field_parsers import (
+    registered as registered,
+)
+from scheduler.api.field_parsers import (
+    show as show,
+)
+from scheduler.api.field_parsers import (
+    strings as strings,
+)
+from scheduler.api.field_parsers import (
+    structure as structure,
+)
+from scheduler.api.field_parsers import (
+    text as text,
+)
+from scheduler.api.resources import ZERO
+
+# Annotation and label keys (the constants live with their readers; repeated here as the table's keys).
+GROUP_NAME = "scheduling.k8s.io/group-name"
+MIN_MEMBER = "scheduling.volcano.sh/group-min-member"
+TASK_SPEC = "volcano.sh/task-spec"
+TASK_INDEX = "volcano.sh/task-index"
+PREEMPTABLE = "volcano.sh/preemptable"
+FALLBACK_MIN = "volcano-py.io/fallback-min-available"
+SLA_WAITING = "sla-waiting-time"
+GPU_INDEX = "volcano.sh/gpu-index"
+GPU_SPEC = "volcano-py.io/gpu-spec"
+
+_META = ("metadata",)
+
+
+def _meta_fields(kind: str, *, namespaced: bool, labels: bool, created: bool = True) -> list[Field]:
+    out = [
+        Field(kind, (*_META, "name"), NAME, REJECT),
+        Field(kind, (*_META, "resourceVersion"), text(64), ""),
+    ]
+    if created:
+        out.append(Field(kind, (*_META, "creationTimestamp"), TIME, 0.0, "unknown (0)", 0.0))
+    if labels:
+        out.append(Field(kind, (*_META, "labels"), LABELS, REJECT, absent={}))
+    if namespaced:
+        out.append(Field(kind, (*_META, "namespace"), text(63, empty=False), REJECT, absent="default"))
+    return out
+
+
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+PG_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed")
+QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
+
+FIELDS: tuple[Field, ...] = (
+    # ---- Pod (cache/parse.py, convert.task_from_pod, the snapshot builder, the partial-gang policy)
+    *_meta_fields("Pod", namespaced=True, labels=True),
+    Field("Pod", (*_META, "uid"), KEY_TEXT, ""),
+    Field("Pod", (*_META, "deletionTimestamp"), TIME, 1.0, "being deleted"),
+    Field("Pod", (*_META, "annotations"), ANNOTATIONS, REJECT, absent={}),
+    Field("Pod", (*_META, "annotations", GROUP_NAME), NAME, REJECT),
+    Field("Pod", (*_META, "annotations", MIN_MEMBER), integer(1, INT32, text=True), 2,
+          "a gang (the pod waits for its PodGroup)"),
+    Field("Pod", (*_META, "annotations", TASK_SPEC), KEY_TEXT, "", "no task"),
+    Field("Pod", (*_META, "labels", TASK_SPEC), KEY_TEXT, "", "no task"),
+    # Volcano: pkg/scheduler/api/pod_info.go GetPodPreemptable; the annotation first, then the label; a value
+    # strconv.ParseBool refuses leaves the pod protected.
+    Field("Pod", (*_META, "annotations", PREEMPTABLE), GO_BOOL, False, "not preemptable (protected)"),
+    Field("Pod", (*_META, "labels", PREEMPTABLE), GO_BOOL, False, "not preemptable (protected)"),
+    Field("Pod", (*_META, "annotations", TASK_INDEX), integer(0, INT32, text=True), -1, "no index"),
+    Field("Pod", (*_META, "labels", TASK_INDEX), integer(0, INT32, text=True), -1, "no index"),
+    Field("Pod", (*_META, "annotations", GPU_INDEX), text(1024), "", "no cards recorded"),
+    Field("Pod", (*_META, "annotations", GPU_SPEC), text(1024), "", "any GPU model"),
+    Field("Pod", (*_META, "ownerReferences"), registered("owners", list), (),
+          "no owner (never evicted to be recreated)", ()),
+    Field("Pod", ("spec", "schedulerName"), KEY_TEXT, "", "another scheduler's", "default-scheduler"),
+    Field("Pod", ("spec", "nodeName"), KEY_TEXT, REJECT, absent=""),
+    Field("Pod", ("spec", "priority"), integer(-INT32 - 1, 1_000_000_000), 0, "priority 0"),
+    Field("Pod", ("spec", "priorityClassName"), KEY_TEXT, "", "no priority class", ""),
+    # The request: containers' and init containers' resources (and restartPolicy), overhead, pod-level resources.
+    Field("Pod", ("spec", "containers"), registered("request", list, walk=False), REJECT, absent=[]),
+    Field("Pod", ("spec", "initContainers"), registered("request", list, walk=False), REJECT, absent=[]),
+    Field("Pod", ("spec", "containers", "*", "ports"), registered("ports", list), REJECT, absent=()),
+    Field("Pod", ("spec", "overhead"), QUANTITIES, REJECT, absent=ZERO),
+    Field("Pod", ("spec", "resources"), registered("request", walk=False), REJECT),
+    Field("Pod", ("spec", "nodeSelector"), LABELS, REJECT, absent={}),
+    Field("Pod", ("spec", "affinity"), registered("affinity"), REJECT),
+    Field("Pod", ("spec", "tolerations"), registered("tolerations", list), REJECT, absent=()),
+    Field("Pod", ("spec", "topologySpreadConstraints"), registered("spread", list), REJECT, absent=()),
+    Field("Pod", ("spec", "schedulingGates"), registered("gates", list), "?", "gated (an unreadable gate)", ""),
+    Field("Pod", ("spec", "volumes"), registered("volumes", list), REJECT, absent=()),
+    Field("Pod", ("status", "phase"), enum(*POD_PHASES), "Unknown", "Unknown", "Pending"),
+    Field("Pod", ("status", "conditions"), registered("pod_conditions", list), None, "not known to be bound", None,
+          edge=False),
+    # ---- PodGroup (convert.job_from_podgroup; gang's timeout, sla's waiting time)
+    *_meta_fields("PodGroup", namespaced=True, labels=False),
+    Field("PodGroup", (*_META, "annotations"), ANNOTATIONS, REJECT, absent={}),
+    Field("PodGroup", (*_META, "annotations", FALLBACK_MIN), integer(1, INT32, text=True), None,
+          "no smaller minimum"),
+    Field("PodGroup", (*_META, "annotations", SLA_WAITING), duration(DURATION_MAX), None,
+          "the sla plugin's waiting time"),
+    Field("PodGroup", ("spec", "minMember"), integer(0, INT32), REJECT),
+    Field("PodGroup", ("spec", "minAvailable"), integer(0, INT32), REJECT, absent=1),
+    Field("PodGroup", ("spec", "minResources"), QUANTITIES, REJECT),
+    Field("PodGroup", ("spec", "minTaskMember"), registered("task_minimums"), REJECT, absent={}),
+    Field("PodGroup", ("spec", "queue"), KEY_TEXT, REJECT, absent=""),
+    Field("PodGroup", ("spec", "priorityClassName"), KEY_TEXT, "", "no priority class", ""),
+    Field("PodGroup", ("spec", "networkTopology"), registered("topology"), REJECT),
+    Field("PodGroup", ("spec", "scheduleTimeoutSeconds"), number(0, TIMEOUT_MAX), None,
+          "no timeout"),  # 0: no timeout
+    Field("PodGroup", ("status", "phase"), enum(*PG_PHASES), "Pending", "Pending", "Pending"),
+    Field("PodGroup", ("status", "conditions"), registered("conditions", list, walk=False), (), "no conditions", ()),
+    Field("PodGroup", ("status", "minMemberOverride"), integer(1, INT32), None, "no override"),
+    Field("PodGroup", ("status", "running"), integer(0, INT32), 0, "0", 0),
+    Field("PodGroup", ("status", "succeeded"), integer(0, INT32), 0, "0", 0),
+    Field("PodGroup", ("status", "failed"), integer(0, INT32), 0, "0", 0),
+    # ---- Queue (convert.queue_from_object)
+    *_meta_fields("Queue", namespaced=False, labels=False),
+    Field("Queue", ("spec", "weight"), integer(0, INT32), 1, "weight 1", 1),
+    Field("Queue", ("spec", "capability"), QUANTITIES, REJECT),
+    Field("Queue", ("spec", "guarantee", "resource"), QUANTITIES, REJECT, absent=ZERO),
+    Field("Queue", ("spec", "deserved"), QUANTITIES, REJECT),
+    Field("Queue", ("spec", "state"), enum(*QUEUE_STATES), "Closed", "Closed", "Open"),
+    Field("Queue", ("status", "state"), enum(*QUEUE_STATES), "Closed", "Closed"),
+    Field("Queue", ("spec", "reclaimable"), JSON_BOOL, False, "not reclaimable", True),
+    Field("Queue", ("spec", "priority"), integer(-INT32 - 1, INT32), 0, "priority 0", 0),
+    Field("Queue", ("spec", "parent"), KEY_TEXT, REJECT, absent=""),
+    # ---- Node (convert.node_from_object)
+    *_meta_fields("Node", namespaced=False, labels=True, created=False),
+    Field("Node", ("status", "allocatable"), QUANTITIES, REJECT),
+    Field("Node", ("status", "capacity"), QUANTITIES, REJECT),
+    Field("Node", ("status", "conditions"), registered("node_conditions", list), False, "not ready", True),
+    Field("Node", ("spec", "taints"), registered("taints", list), REJECT, absent=()),
+    Field("Node", ("spec", "unschedulable"), JSON_BOOL, True, "unschedulable", False),
+    # ---- PriorityClass (cache/parse.py: the value a pod's or PodGroup's priorityClassName names)
+    Field("PriorityClass", (*_META, "name"), NAME, REJECT),
+    Field("PriorityClass", (*_META, "resourceVersion"), text(64), ""),
+    Field("PriorityClass", ("value",), integer(-INT32 - 1, 1_000_000_000), REJECT, absent=0),
+    # ---- HyperNode (convert.hypernode_from_object; solver/topology.py reads what it returns)
+    *_meta_fields("HyperNode", namespaced=False, labels=False, created=False),
+    Field("HyperNode", ("spec", "tier"), integer(1, 64), REJECT, absent=1),
+    Field("HyperNode", ("spec", "members"), registered("members", list), REJECT, absent=()),
+)
+
+_BY_NAME: dict[tuple[str, str], Field] = {(f.kind, f.name): f for f in FIELDS}
+assert len(_BY_NAME) == len(FIELDS), "a field listed twice"  # noqa: S101 - a table bug, at import
+
+
+def field(kind: str, name: str) -> Field:
+    """The table's entry; a reader asking for a field the table does not list fails (KeyError) at import."""
+    return _BY_NAME[(kind, name)]
+
+
+def fields_of(kind: str) -> tuple[Field, ...]:
+    return tuple(f for f in FIELDS if f.kind == kind)
