@@ -202,7 +202,7 @@ def request_of(spec: Mapping[str, Any], where: str) -> Resource:
 def first_gate(spec: Mapping[str, Any], where: str = "", sink: list[F.FieldInvalid] | None = None) -> str:
     """The name of the pod's first scheduling gate, "" when it has none."""
     gates = spec.get("schedulingGates")
-    return F_GATES.read(gates, where, sink) if gates else ""  # type: ignore[no-any-return]
+    return F_GATES.read(gates, where, sink) if gates else ""
 
 
 def task_index_of(annotations: Mapping[str, str], labels: Mapping[str, str], where: str = "",
@@ -322,7 +322,7 @@ def job_from_podgroup(
         creation=creation,
         conditions=tuple(Condition(*c) for c in F_PG_CONDITIONS.read(status.get("conditions"), key, sink)),
         extra=extra,
-        reported_counts=tuple(  # type: ignore[arg-type]
+        reported_counts=tuple(
             f.read(status.get(f.path[-1]), key, sink) for f in F_COUNTS
         ),
         schedule_timeout=F_TIMEOUT.read(spec.get("scheduleTimeoutSeconds"), key, sink) or None,  # 0: none

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import re
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
-from scheduler.api.reasons import Reason
+from scheduler.api.reasons import FieldInvalid
 from scheduler.api.resources import QuantityError, Resource
 from scheduler.durations import parse_seconds
 
@@ -31,20 +32,6 @@ TIMEOUT_MAX: Final = 366 * 86400.0
 
 
 # ---- the reason ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FieldInvalid(Reason):
-    """A field of an object that the scheduler cannot read: `fallback` says what it used instead, or "" when
-    the object is left out (no default is safe for that field)."""
-
-    kind: ClassVar[str] = "FieldInvalid"
-    object_kind: str  # Pod, PodGroup, Queue, Node, HyperNode
-    name: str  # the object's namespace/name
-    path: str  # the field, as the table names it
-    problem: str
-    value: str  # the value, shown short
-    fallback: str = ""
 
 
 def describe(reason: FieldInvalid) -> str:
@@ -258,7 +245,7 @@ def strings(max_key: int, max_value: int, max_total: int = 0) -> Parser:
             total += len(k) + len(v)
         if max_total and total > max_total:
             raise Bad(f"is larger than {max_total} bytes in all")
-        return value
+        return typing.cast(dict[str, str], value)
 
     return Parser("strings", parse, max_len=max_value)
 

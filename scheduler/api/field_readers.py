@@ -50,7 +50,7 @@ def check_pod_conditions(raw: list[Any]) -> float | None:
             at = c.get("lastTransitionTime")
             seconds = P.TIME.parse(at) if at is not None else 0.0
             if seconds:
-                return seconds  # type: ignore[no-any-return]
+                return seconds
     return None
 
 

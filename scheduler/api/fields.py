@@ -94,9 +94,6 @@ from scheduler.api.field_parsers import (
     FieldError as FieldError,
 )
 from scheduler.api.field_parsers import (
-    FieldInvalid as FieldInvalid,
-)
-from scheduler.api.field_parsers import (
     Parser as Parser,
 )
 from scheduler.api.field_parsers import (
@@ -141,6 +138,7 @@ from scheduler.api.field_parsers import (
 from scheduler.api.field_parsers import (
     text as text,
 )
+from scheduler.api.reasons import FieldInvalid as FieldInvalid
 from scheduler.api.resources import ZERO
 
 # Annotation and label keys (the constants live with their readers; repeated here as the table's keys).

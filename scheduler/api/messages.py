@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from scheduler.api import reasons as R
 from scheduler.api.decision import Status
+from scheduler.api.field_parsers import describe as describe_field
 from scheduler.api.job import Condition
 from scheduler.api.resources import display_amount
 
@@ -99,6 +100,8 @@ def render(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by desig
                     "no node allows them")
         case R.TopologyNoFit(tier=tier):
             return f"the gang's tasks fit no node (hard mode, highestTierAllowed {tier})"
+        case R.FieldInvalid():
+            return describe_field(reason)
         case R.PluginError(plugin=plugin, action=action, error=error, detail=detail):
             return (f"plugin {plugin} failed in {action} on this job ({error}: {detail}); the job is left out of "
                     "this cycle, every other job goes on")

@@ -181,7 +181,7 @@ _PORT = F.integer(1, 65535)
 
 def _weight(preferred: Mapping[str, Any]) -> int:
     weight = preferred.get("weight")
-    return 0 if weight is None else _WEIGHT.parse(weight)  # type: ignore[no-any-return]
+    return 0 if weight is None else _WEIGHT.parse(weight)
 
 
 def _mapping(value: object, what: str) -> Mapping[str, Any]:

@@ -11,16 +11,15 @@ Sentences are made from reasons in one place, `api/messages.py`; nothing parses 
 
 from __future__ import annotations
 
-import dataclasses
-import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from scheduler.api.reason_codec import Amounts as Amounts
+from scheduler.api.reason_codec import JsonObject as JsonObject
+from scheduler.api.reason_codec import ReasonError as ReasonError
+from scheduler.api.reason_codec import decode_object, encode_object
 from scheduler.api.resources import PODS, Resource
-
-Amounts = tuple[tuple[str, int], ...]
-JsonObject = dict[str, Any]
 
 
 def amounts(resource: Resource, names: Iterable[str] | None = None) -> Amounts:
@@ -37,7 +36,7 @@ class Reason:
     kind: ClassVar[str] = ""
 
     def to_json(self) -> JsonObject:
-        return {"kind": self.kind, **_encode_object(self)}
+        return {"kind": self.kind, **encode_object(self)}
 
 
 # ---- queues ---------------------------------------------------------------------------------------------
@@ -401,6 +400,20 @@ class PluginError(Reason):
     detail: str
 
 
+@dataclass(frozen=True, slots=True)
+class FieldInvalid(Reason):
+    """A field of an object that the scheduler cannot read (`api/fields.py`): `fallback` says what it used
+    instead, or "" when the object is left out (no default is safe for that field)."""
+
+    kind: ClassVar[str] = "FieldInvalid"
+    object_kind: str  # Pod, PodGroup, Queue, Node, HyperNode
+    name: str  # the object's namespace/name
+    path: str  # the field, as the table names it
+    problem: str
+    value: str  # the value, shown short
+    fallback: str = ""
+
+
 KINDS: dict[str, type[Reason]] = {
     cls.kind: cls
     for cls in (
@@ -408,88 +421,14 @@ KINDS: dict[str, type[Reason]] = {
         QueueShareExceeded, OvercommitLimit, GangNotReady, TooFewTasks, SchedulingGated, RoleNotReady,
         ResourceShortfall, Fragmented, NotPipelined, Reserving, PlacementStale, PartialGangTimeout, ScheduleTimeout,
         NodeFilter, NodesUnavailable, TopologyLimit, TopologyNoNode, TopologyNoFit, PluginError,
+        FieldInvalid,
     )
 }
-
-
-class ReasonError(ValueError):
-    """A published reason this version cannot read (an unknown kind, a missing or mistyped field)."""
 
 
 def from_json(obj: Mapping[str, Any]) -> Reason:
     cls = KINDS.get(str(obj.get("kind")))
     if cls is None:
         raise ReasonError(f"unknown reason kind {obj.get('kind')!r}")
-    reason: Reason = _decode_object(cls, obj)
+    reason: Reason = decode_object(cls, obj)
     return reason
-
-
-# ---- JSON, exact -------------------------------------------------------------------------------------------
-
-
-def _encode_object(obj: Any) -> JsonObject:
-    """The fields of a reason (or a value nested in one), by their declared types; a nested object carries no
-    `kind`: its field's type says what it is."""
-    hints = _hints(type(obj))
-    return {f.name: _encode(hints[f.name], getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-
-
-def _encode(hint: Any, value: Any) -> Any:
-    if hint == Amounts:
-        return {name: units for name, units in value}
-    if dataclasses.is_dataclass(value):
-        return _encode_object(value)
-    if isinstance(value, tuple):
-        item = typing.get_args(hint)[0]
-        return [_encode(item, v) for v in value]
-    return value
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    hints = _HINTS.get(cls)
-    if hints is None:
-        hints = _HINTS[cls] = typing.get_type_hints(cls)
-    return hints
-
-
-def _decode_object(cls: type[Any], obj: Mapping[str, Any]) -> Any:
-    hints = _hints(cls)
-    values = {}
-    for f in dataclasses.fields(cls):
-        if f.name in obj:
-            values[f.name] = _decode(hints[f.name], obj[f.name], f.name)
-        elif f.default is dataclasses.MISSING:
-            raise ReasonError(f"{getattr(cls, 'kind', cls.__name__)}: missing field {f.name!r}")
-    return cls(**values)
-
-
-def _decode(hint: Any, value: Any, name: str) -> Any:
-    if hint is bool or hint is str:
-        if not isinstance(value, hint):
-            raise ReasonError(f"{name}: expected {hint.__name__}, got {value!r}")
-        return value
-    if hint is int:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ReasonError(f"{name}: expected an integer, got {value!r}")
-        return value
-    if hint is float:
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise ReasonError(f"{name}: expected a number, got {value!r}")
-        return float(value)
-    if hint == Amounts:
-        if not isinstance(value, Mapping):
-            raise ReasonError(f"{name}: expected a map of resource to units, got {value!r}")
-        return tuple((str(k), _decode(int, v, f"{name}.{k}")) for k, v in value.items())
-    if isinstance(hint, type) and (issubclass(hint, Reason) or hint is FilterCount):
-        if not isinstance(value, Mapping):
-            raise ReasonError(f"{name}: expected an object, got {value!r}")
-        return _decode_object(hint, value)
-    if typing.get_origin(hint) is tuple:
-        item = typing.get_args(hint)[0]
-        if not isinstance(value, list):
-            raise ReasonError(f"{name}: expected a list, got {value!r}")
-        return tuple(_decode(item, v, name) for v in value)
-    raise ReasonError(f"{name}: cannot read a field of type {hint!r}")  # pragma: no cover - a bug in a new reason

@@ -65,6 +65,8 @@ SAMPLES = [
     Sample(R.TopologyNoFit(1), Gate.TOPOLOGY),
     Sample(R.PluginError("gang", "allocate", "OverflowError", "cannot convert float infinity to integer"),
            Gate.SCHEDULER_ERROR),
+    Sample(R.FieldInvalid("PodGroup", "ml/train", "metadata.annotations[volcano-py.io/fallback-min-available]",
+                          "not a whole number in 0..2147483647", "'1e999'", "no smaller minimum"), Gate.WAITING),
 ]
 
 
