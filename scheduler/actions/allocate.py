@@ -21,7 +21,7 @@ import enum
 from collections import Counter
 from collections.abc import Callable
 
-from scheduler.actions.base import guarded, round_robin
+from scheduler.actions.base import guarded, queue_missing, round_robin
 from scheduler.actions.starvation import reserve, starving_gangs
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
@@ -32,7 +32,6 @@ from scheduler.api.reasons import (
     SCORE_VETO,
     NodeFilter,
     PlacementStale,
-    QueueMissing,
     QueueOverused,
     QueueShareExceeded,
     Reason,
@@ -55,7 +54,7 @@ def schedulable_jobs(ssn: Session) -> list[JobInfo]:
         if job.phase == PodGroupPhase.PENDING or not pending_tasks(job):
             return False
         if job.queue not in ssn.queues:
-            ssn.results.hold(job, _held(Code.UNRESOLVABLE, QueueMissing(job.queue)))
+            ssn.results.hold(job, queue_missing(ssn, job, Allocate.name))
             return False
         return ssn.tiers.run(P.JOB_VALID, job).ok  # if not, the gang plugin reports why at close
 

@@ -6,8 +6,10 @@ import heapq
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
+from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import QueueMissing
 from scheduler.framework.session import Session
 
 
@@ -67,6 +69,14 @@ class OrderedHeap:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+def queue_missing(ssn: Session, job: JobInfo, action: str) -> Status:
+    """Why `job` waits when its queue is not in the session: the queue's fields that could not be read, if it
+    exists but was left out; else that it does not exist."""
+    unreadable = ssn.unreadable_queues.get(job.queue)
+    reasons = unreadable if unreadable else (QueueMissing(job.queue),)
+    return Status(Code.UNRESOLVABLE, tuple(reasons), action)
 
 
 def guarded(ssn: Session, jobs: Iterable[JobInfo], keep: Callable[[JobInfo], bool]) -> list[JobInfo]:

@@ -8,12 +8,12 @@
 
 from __future__ import annotations
 
-from scheduler.actions.base import round_robin
+from scheduler.actions.base import queue_missing, round_robin
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo
 from scheduler.api.messages import UNSCHEDULABLE, unschedulable_condition
 from scheduler.api.queue import QueueInfo
-from scheduler.api.reasons import QueueClosed, QueueMissing
+from scheduler.api.reasons import QueueClosed
 from scheduler.api.status import PodGroupPhase, QueueState
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
@@ -33,7 +33,7 @@ class Enqueue:
         for job in ssn.jobs.values():
             if job.phase == PodGroupPhase.PENDING and not ssn.faulted(job):
                 if job.queue not in ssn.queues:
-                    hold(ssn, job, Status(Code.UNRESOLVABLE, (QueueMissing(job.queue),), Enqueue.name))
+                    hold(ssn, job, queue_missing(ssn, job, Enqueue.name))
                     continue
                 pending.setdefault(job.queue, []).append(job)
         # 2.

@@ -26,6 +26,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
 from scheduler.api.pod import Constraints, status_of, with_volumes
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import Reason
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.status import TaskStatus
 from scheduler.api.volumes import Storage, VolumeNeeds, needs_of
@@ -48,6 +49,7 @@ class SnapshotInputs:
     hypernodes: tuple[Obj, ...] = ()
     assumed: Mapping[str, str] = field(default_factory=dict)  # pod key -> node we bound it to, not seen yet
     storage: Storage | None = None  # None: volumes are not modelled, claims are ignored
+    unreadable_queues: Mapping[str, tuple[Reason, ...]] = field(default_factory=dict)  # left out, and why
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,8 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
     storage = inputs.storage
     if storage is not None and claims is not None and claims.binding:  # the adapter's Storage is left as it is
         storage = replace(storage, binding=True)
-    return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage)
+    return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage,
+                           dict(inputs.unreadable_queues))
 
 
 def account_others(

@@ -14,6 +14,7 @@ from scheduler.api.decision import REASONS_ANNOTATION, Status, publish
 from scheduler.api.job import Condition, JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import Reason
 from scheduler.api.resources import Resource
 from scheduler.api.status import PodGroupPhase
 from scheduler.api.volumes import Storage
@@ -29,6 +30,8 @@ class ClusterSnapshot:
     # PersistentVolumes, claims and StorageClasses; None where volumes are not modelled (the simulator, unless
     # given storage objects): pods' claims are then ignored.
     storage: Storage | None = None
+    # Queues left out because a field could not be read (api/fields.py), by name: why, for the jobs that name them
+    unreadable_queues: Mapping[str, tuple[Reason, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -206,8 +206,9 @@ class ClusterCache:
         jobs = self.parser.podgroups(podgroups, pcs, self.default_queue)
         records = self.parser.pods(by_key.values(), pcs)
         self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
-        inputs = SnapshotInputs(node_infos, jobs, self.parser.queues(queues), records, now,
-                                self.parser.hypernodes(hypernodes), assumed, self.storage.storage())
+        queue_infos, unreadable = self.parser.queues(queues)
+        inputs = SnapshotInputs(node_infos, jobs, queue_infos, records, now, self.parser.hypernodes(hypernodes),
+                                assumed, self.storage.storage(), unreadable)
         return build_snapshot(inputs, self.rules)
 
     # ---- apply ------------------------------------------------------------------------------------------

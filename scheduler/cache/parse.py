@@ -150,13 +150,18 @@ class ParseCache:
             if task is not None:
                 yield obj, task
 
-    def queues(self, objects: Iterable[MutableObj]) -> list[QueueInfo]:
-        out = []
+    def queues(self, objects: Iterable[MutableObj]) -> tuple[list[QueueInfo], dict[str, tuple[F.FieldInvalid, ...]]]:
+        """The Queues that can be read, and why each of the others was left out (by name): the jobs that name
+        one wait with that reason rather than "queue does not exist"."""
+        out, left_out = [], {}
         for obj in objects:
             queue = self.read_fields("Queue", obj, lambda o, sink: queue_from_object(o, sink=sink))
             if queue is not None:
                 out.append(queue)
-        return out
+            else:
+                key = _key(obj, "Queue")
+                left_out[key] = self.problems.get(("Queue", key), ())
+        return out, left_out
 
     def hypernodes(self, objects: Iterable[MutableObj]) -> tuple[MutableObj, ...]:
         """The HyperNodes as the topology solver reads them, each field parsed; an unreadable one left out."""

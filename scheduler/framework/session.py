@@ -59,6 +59,7 @@ class Session:
         self.now = snapshot.now
         self.hypernodes = snapshot.hypernodes
         self.storage = snapshot.storage
+        self.unreadable_queues = snapshot.unreadable_queues  # queues left out, and why (their jobs wait with it)
         self.conf = conf
         self.trace = trace  # a sink for a traced cycle's explanations (`volcano-py simulate --trace`), or None
         self.timings: dict[str, float] = {}  # as CycleResult.timings

@@ -367,7 +367,7 @@ def _cluster(bad_pg: dict[str, Any]) -> tuple[ParseCache, Any]:
     pods += [pod_object(f"bad-{i}", namespace="bad", group="bad", gpu=2) for i in range(2)]
     for i, pod in enumerate(pods):
         pod["metadata"].update(resourceVersion=str(i + 1), creationTimestamp="2026-01-01T00:00:00Z")
-    queues = cache.queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
+    queues, _ = cache.queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
     snapshot = build_snapshot(
         SnapshotInputs(nodes, jobs, queues, list(cache.pods(pods, {})), now=1_800_000_000.0),
         AdapterRules(frozenset({"volcano-py"})))

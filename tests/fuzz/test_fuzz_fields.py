@@ -166,9 +166,10 @@ def run(kind: str, bad: dict[str, Any]) -> tuple[ParseCache, set[str]]:
     cache.priority_classes_changed(pcs)
     for pod in pods:
         cache.preparse(pod)  # as the watch thread does
+    queue_infos, unreadable = cache.queues(queues)
     inputs = SnapshotInputs(cache.nodes(nodes), cache.podgroups(podgroups, cache.pcs, "default"),
-                            cache.queues(queues), list(cache.pods(pods, cache.pcs)), NOW,
-                            cache.hypernodes(hypernodes))
+                            queue_infos, list(cache.pods(pods, cache.pcs)), NOW,
+                            cache.hypernodes(hypernodes), unreadable_queues=unreadable)
     snapshot = build_snapshot(inputs, AdapterRules(frozenset({"volcano-py"})))
     result = run_cycle(snapshot, CONF)
     return cache, {task for gang in result.binds for task, _ in gang.binds}
@@ -213,3 +214,35 @@ def test_each_field_refuses_hostile_values_without_stopping_the_cycle(field: F.F
 def test_any_json_value_in_any_field_leaves_the_healthy_gang_placed(field: F.Field, value: Any) -> None:
     bad = put(prepared(field), field.path, value)
     check(field, bad, value)
+
+
+def test_a_job_in_a_queue_left_out_waits_with_the_queues_reason_not_queue_missing() -> None:
+    """A Queue whose capability cannot be read is left out (no default is safe for a limit): its jobs wait with
+    the field that could not be read, named, instead of "queue does not exist"; the other queue's gang binds."""
+    from scheduler.api.reasons import FieldInvalid, QueueMissing
+
+    cache = ParseCache(frozenset({"volcano-py"}), threading.Lock(), lambda *_: None)
+    nodes = [node_object(f"n{i}", gpu=8) for i in range(2)]
+    queues = [{"metadata": {"name": "default", "resourceVersion": "1"}, "spec": {"weight": 1}},
+              {"metadata": {"name": "broken", "resourceVersion": "2"},
+               "spec": {"weight": 1, "capability": {"nvidia.com/gpu": "1e999"}}}]
+    podgroups = [{"metadata": {"name": g, "namespace": "ns", "resourceVersion": str(3 + i),
+                               "creationTimestamp": "2026-01-01T00:00:00Z"},
+                  "spec": {"minMember": 2, "queue": q}, "status": {"phase": "Inqueue"}}
+                 for i, (g, q) in enumerate((("ok", "default"), ("stuck", "broken")))]
+    pods = [pod_object(f"{g}-{i}", namespace="ns", group=g, gpu=1) for g in ("ok", "stuck") for i in range(2)]
+    for i, pod in enumerate(pods):
+        pod["metadata"].update(resourceVersion=str(10 + i), creationTimestamp="2026-01-01T00:00:00Z")
+    queue_infos, unreadable = cache.queues(queues)
+    assert [q.name for q in queue_infos] == ["default"] and set(unreadable) == {"broken"}
+    inputs = SnapshotInputs(cache.nodes(nodes), cache.podgroups(podgroups, {}, "default"), queue_infos,
+                            list(cache.pods(pods, {})), NOW, unreadable_queues=unreadable)
+    result = run_cycle(build_snapshot(inputs, AdapterRules(frozenset({"volcano-py"}))), CONF)
+    assert {gang.job for gang in result.binds} == {"ns/ok"}
+    status = next(s for s in result.podgroups if s.job == "ns/stuck")
+    assert status.decision is not None and status.decision.rejected
+    reasons = status.decision.reasons
+    assert not any(isinstance(r, QueueMissing) for r in reasons)
+    (field,) = [r for r in reasons if isinstance(r, FieldInvalid)]
+    assert (field.object_kind, field.name, field.fallback) == ("Queue", "broken", "")
+    assert "capability" in field.path
