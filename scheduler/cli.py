@@ -161,7 +161,7 @@ def _metrics_tls(opts: CommonOptions) -> ssl.SSLContext | None:
 
     try:
         return tls_context(opts.metrics_cert_file, opts.metrics_key_file)
-    except (OSError, ssl.SSLError) as exc:
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError; a name cryptography refuses a ValueError
         raise FlagError(f"--metrics-secure: cannot load {opts.metrics_cert_file or 'a self-signed certificate'}: "
                         f"{exc}") from None
 

@@ -91,7 +91,7 @@ def self_signed(name: str = "volcano-py-metrics", days: int = 365) -> tuple[byte
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
-    names = sorted({name, "localhost", socket.gethostname()})
+    names = sorted(n for n in {name, "localhost", socket.gethostname()} if n and n.isascii())
     cert = (
         x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
         .serial_number(x509.random_serial_number())
