@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Before anything imports numpy: one OpenBLAS thread. Loading numpy otherwise starts a pool of BLAS threads,
 # about 60 ms of a restart here (`import numpy` 105-120 ms -> 51-56 ms on 2 cores), for matrix products our
@@ -49,6 +49,9 @@ from scheduler.flags import (
 from scheduler.framework.conf import ConfError, describe_conf
 from scheduler.report.errors import ReportError
 from scheduler.sim.errors import InputError
+
+if TYPE_CHECKING:  # the metrics server is imported only by the commands that serve it
+    from scheduler.metrics.server import ServingCert
 
 
 class KubeconfigError(Exception):
@@ -149,7 +152,7 @@ def _check_leader_durations(opts: CommonOptions) -> None:
             raise FlagError(str(exc)) from None
 
 
-def _metrics_tls(opts: CommonOptions) -> ssl.SSLContext | None:
+def _metrics_tls(opts: CommonOptions) -> ServingCert | None:
     """The TLS context of --metrics-secure, None without it; a bad combination or file is a user error (exit 2),
     found before anything connects."""
     problem = opts.metrics_tls_problem()
@@ -166,7 +169,7 @@ def _metrics_tls(opts: CommonOptions) -> ssl.SSLContext | None:
                         f"{exc}") from None
 
 
-def _serve(opts: CommonOptions, api: Any, tls: ssl.SSLContext | None, ready: Callable[[], bool] = lambda: True,
+def _serve(opts: CommonOptions, api: Any, tls: ServingCert | None, ready: Callable[[], bool] = lambda: True,
            healthy: Callable[[], bool] = lambda: True) -> None:
     """Serve /metrics and the probes on each address; with --metrics-secure (`tls`) the metrics address serves
     HTTPS and asks the apiserver who may read /metrics (TokenReview, SubjectAccessReview, `metrics/auth.py`)."""
@@ -225,7 +228,7 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
 
 
 def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str, Any],
-                   trace_log: logging.Logger, tls: ssl.SSLContext | None = None) -> int:
+                   trace_log: logging.Logger, tls: ServingCert | None = None) -> int:
     from scheduler.cache.cluster_cache import ClusterCache
     from scheduler.cache.leader import LeaderElector, ensure_namespace
     from scheduler.cache.runner import ConfWatcher, SchedulerLoop

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from cryptography import x509
 
 from scheduler.metrics.auth import (
     ACCESS_REVIEWS,
@@ -314,5 +315,36 @@ def test_a_probes_only_server_serves_no_metrics():
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5)
         assert refused.value.code == 404
+    finally:
+        server.stop()
+
+
+def served_name(port: int) -> str:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, ctx.wrap_socket(raw) as tls:
+        der = tls.getpeercert(binary_form=True)
+    return str(x509.load_der_x509_certificate(der).subject.rfc4514_string())
+
+
+def test_a_renewed_certificate_is_served_and_a_half_written_one_is_not(tmp_path, reviews):
+    crt, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    for path, data in zip((crt, key), self_signed("first.example"), strict=True):
+        path.write_bytes(data)
+    server = MetricsServer("127.0.0.1:0", tls=tls_context(str(crt), str(key)), auth=MetricsAuth(reviews.post)).start()
+    try:
+        assert served_name(server.port) == "CN=first.example"
+        second_crt, second_key = self_signed("second.example")
+        crt.write_bytes(second_crt)  # renewal half-written: the new certificate, the old key
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:  # re-checked once a second: the mismatched pair is never served
+            assert served_name(server.port) == "CN=first.example"
+            time.sleep(0.2)
+        key.write_bytes(second_key)
+        deadline = time.monotonic() + 5
+        while served_name(server.port) != "CN=second.example" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert served_name(server.port) == "CN=second.example"
     finally:
         server.stop()

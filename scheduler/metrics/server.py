@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import ssl
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -36,14 +38,14 @@ class _Server(ThreadingHTTPServer):
     one peer that opens a connection and sends nothing would stall every probe) within `timeout`."""
 
     daemon_threads = True
-    tls: ssl.SSLContext | None = None
+    tls: ServingCert | None = None
     timeout_s: float = 10.0
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         if self.tls is None:
             super().finish_request(request, client_address)
             return
-        conn = self.tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+        conn = self.tls.context().wrap_socket(request, server_side=True, do_handshake_on_connect=False)
         try:
             conn.settimeout(self.timeout_s)  # CPython's handshake: one deadline for all its reads and writes
             conn.do_handshake()
@@ -61,22 +63,74 @@ class _Server6(_Server):
     address_family = socket.AF_INET6
 
 
-def tls_context(cert_file: str | None, key_file: str | None) -> ssl.SSLContext:
-    """The server context of `--metrics-secure`: the given certificate and key, or (neither given) a self-signed
-    certificate made now, as controller-runtime's secure metrics serve one when given no certificate."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    if cert_file and key_file:
-        context.load_cert_chain(cert_file, key_file)
+class ServingCert:
+    """The certificate `--metrics-secure` serves. Files given are read again when they change (cert-manager and
+    the kubelet's Secret volumes replace them in place; controller-runtime's certwatcher does the same), checked at
+    most once every `recheck` seconds on a new connection; a pair that does not load (a half-written renewal) keeps
+    the previous certificate and is tried again. Without files: a self-signed certificate made once, at start."""
+
+    def __init__(self, cert_file: str | None, key_file: str | None, *, recheck: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic):
+        given = bool(cert_file and key_file)
+        self.cert_file: str | None = cert_file if given else None
+        self.key_file: str | None = key_file if given else None
+        self.recheck, self.clock = recheck, clock
+        self._lock = threading.Lock()
+        self._checked = clock()
+        self._signature = self._stat()
+        self._context = self._load()  # a bad file here is the caller's error to report (the CLI: exit 2)
+        self._failed: tuple[object, ...] | None = None
+
+    def _stat(self) -> tuple[object, ...]:
+        if self.cert_file is None or self.key_file is None:
+            return ()
+        out: list[object] = []
+        for path in (self.cert_file, self.key_file):
+            st = os.stat(path)
+            out += [st.st_ino, st.st_mtime_ns, st.st_size]
+        return tuple(out)
+
+    def _load(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if self.cert_file is not None and self.key_file is not None:
+            context.load_cert_chain(self.cert_file, self.key_file)
+            return context
+        cert, key = self_signed()
+        with tempfile.TemporaryDirectory(prefix="volcano-py-metrics-") as tmp:  # load_cert_chain reads files only
+            cert_path, key_path = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+            key_path.touch(0o600)
+            key_path.write_bytes(key)
+            cert_path.write_bytes(cert)
+            context.load_cert_chain(str(cert_path), str(key_path))
         return context
-    cert, key = self_signed()
-    with tempfile.TemporaryDirectory(prefix="volcano-py-metrics-") as tmp:  # load_cert_chain reads files only
-        cert_path, key_path = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-        key_path.touch(0o600)
-        key_path.write_bytes(key)
-        cert_path.write_bytes(cert)
-        context.load_cert_chain(str(cert_path), str(key_path))
-    return context
+
+    def context(self) -> ssl.SSLContext:
+        if self.cert_file is None:
+            return self._context
+        with self._lock:
+            now = self.clock()
+            if now - self._checked < self.recheck:
+                return self._context
+            self._checked = now
+            signature: tuple[object, ...] = ("unreadable",)
+            try:
+                signature = self._stat()
+                if signature != self._signature and signature != self._failed:
+                    self._context, self._signature = self._load(), signature
+                    log.info("--metrics-secure: serving the renewed certificate %s", self.cert_file)
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                if signature != self._failed:
+                    log.warning("--metrics-secure: cannot load %s (%s: %s); still serving the previous certificate",
+                                self.cert_file, type(exc).__name__, exc)
+                self._failed = signature
+            return self._context
+
+
+def tls_context(cert_file: str | None, key_file: str | None) -> ServingCert:
+    """The certificate of `--metrics-secure`: the given certificate and key, or (neither given) a self-signed
+    certificate made now, as controller-runtime's secure metrics serve one when given no certificate."""
+    return ServingCert(cert_file, key_file)
 
 
 def self_signed(name: str = "volcano-py-metrics", days: int = 365) -> tuple[bytes, bytes]:
@@ -122,7 +176,7 @@ class MetricsServer:
         registry: CollectorRegistry | None = None,
         ready: Callable[[], bool] = lambda: True,
         healthy: Callable[[], bool] = lambda: True,
-        tls: ssl.SSLContext | None = None,
+        tls: ServingCert | None = None,
         auth: MetricsAuth | None = None,
         metrics: bool = True,
         timeout: float = 10.0,
@@ -199,7 +253,7 @@ def _check(probe: Callable[[], bool]) -> tuple[int, str, bytes]:
 
 
 def serve(address: str, *, ready: Callable[[], bool] = lambda: True,
-          healthy: Callable[[], bool] = lambda: True, tls: ssl.SSLContext | None = None,
+          healthy: Callable[[], bool] = lambda: True, tls: ServingCert | None = None,
           auth: MetricsAuth | None = None, metrics: bool = True) -> MetricsServer:
     """Start serving the default registry on `address` (the CLI's --listen-address)."""
     default()
