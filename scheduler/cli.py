@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Before anything imports numpy: one OpenBLAS thread. Loading numpy otherwise starts a pool of BLAS threads,
 # about 60 ms of a restart here (`import numpy` 105-120 ms -> 51-56 ms on 2 cores), for matrix products our
@@ -49,6 +49,9 @@ from scheduler.flags import (
 from scheduler.framework.conf import ConfError, describe_conf
 from scheduler.report.errors import ReportError
 from scheduler.sim.errors import InputError
+
+if TYPE_CHECKING:  # the metrics server is imported only by the commands that serve it
+    from scheduler.metrics.server import ServingCert
 
 
 class KubeconfigError(Exception):
@@ -149,13 +152,43 @@ def _check_leader_durations(opts: CommonOptions) -> None:
             raise FlagError(str(exc)) from None
 
 
-def _serve(opts: CommonOptions, ready: Callable[[], bool] = lambda: True,
-           healthy: Callable[[], bool] = lambda: True) -> None:
-    if opts.serve_addresses:
-        from scheduler import metrics
+def _metrics_tls(opts: CommonOptions) -> ServingCert | None:
+    """The TLS context of --metrics-secure, None without it; a bad combination or file is a user error (exit 2),
+    found before anything connects."""
+    problem = opts.metrics_tls_problem()
+    if problem is not None:
+        raise FlagError(problem)
+    if not opts.metrics_secure:
+        return None
+    from scheduler.metrics.server import tls_context
 
-        for address in opts.serve_addresses:
-            metrics.serve(address, ready=ready, healthy=healthy)
+    try:
+        return tls_context(opts.metrics_cert_file, opts.metrics_key_file)
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError; a name cryptography refuses a ValueError
+        raise FlagError(f"--metrics-secure: cannot load {opts.metrics_cert_file or 'a self-signed certificate'}: "
+                        f"{exc}") from None
+
+
+def _serve(opts: CommonOptions, api: Any, tls: ServingCert | None, ready: Callable[[], bool] = lambda: True,
+           healthy: Callable[[], bool] = lambda: True) -> None:
+    """Serve /metrics and the probes on each address; with --metrics-secure (`tls`) the metrics address serves
+    HTTPS and asks the apiserver who may read /metrics (TokenReview, SubjectAccessReview, `metrics/auth.py`)."""
+    if not opts.serve_addresses:
+        return
+    from scheduler import metrics
+
+    auth = None
+    if tls is not None:
+        from scheduler.cache.kube import Kube
+        from scheduler.metrics.auth import MetricsAuth
+
+        reviews = Kube(api, request_timeout=10.0)  # its own connections: a review never waits behind a list
+        auth = MetricsAuth(lambda path, body: reviews.request("POST", path, body=body))
+    for address, secure in opts.serving:
+        if secure:
+            metrics.serve(address, ready=ready, healthy=healthy, tls=tls, auth=auth)
+        else:  # beside a secure metrics address, Volcano's health address serves the probes alone
+            metrics.serve(address, ready=ready, healthy=healthy, metrics=not opts.metrics_secure)
 
 
 def cmd_scheduler(opts: SchedulerOptions) -> int:
@@ -167,6 +200,7 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
         # Volcano's scheduler.go: no conf file and no fallback to the default is fatal.
         raise FlagError("--disable-default-scheduler-config needs --scheduler-conf")
     _check_leader_durations(opts)
+    tls = _metrics_tls(opts)
     # No cyclic collection until the first lists are in (SchedulerLoop.run freezes what they built, then enables
     # it): the imports below make almost no cyclic garbage, and collecting during them cost 20-60 ms a start.
     gc.disable()
@@ -182,7 +216,7 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
 
         kube = Kube(api, request_timeout=opts.request_timeout)
         early = prefetch(kube, PAGE_SIZE)
-        return _run_scheduler(opts, api, kube, early, trace_log)
+        return _run_scheduler(opts, api, kube, early, trace_log, tls)
     finally:
         for pages in early.values():
             pages.close()  # a no-op for those the cache read; ends those it never reached (a bad conf, say)
@@ -194,7 +228,7 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
 
 
 def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str, Any],
-                   trace_log: logging.Logger) -> int:
+                   trace_log: logging.Logger, tls: ServingCert | None = None) -> int:
     from scheduler.cache.cluster_cache import ClusterCache
     from scheduler.cache.leader import LeaderElector, ensure_namespace
     from scheduler.cache.runner import ConfWatcher, SchedulerLoop
@@ -217,7 +251,7 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
             elector=elector, partial_gang_timeout=opts.partial_gang_timeout,
         )
         # /readyz once the caches synced (a standby is ready too); /healthz fails after failed or stuck cycles
-        _serve(opts, ready=lambda: cache.wait_synced(0), healthy=loop.healthy)
+        _serve(opts, api, tls, ready=lambda: cache.wait_synced(0), healthy=loop.healthy)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: loop.stop())  # the cycle in progress finishes, then the loop exits
         logging.getLogger("volcano_py.scheduler").info("volcano-py scheduler for %s starting", ", ".join(names))
@@ -240,6 +274,7 @@ def cmd_controllers(opts: ControllerOptions) -> int:
         logging.getLogger(noisy).setLevel(logging.DEBUG if opts.library_debug else logging.WARNING)
     _log_ignored(opts)
     _check_leader_durations(opts)
+    tls = _metrics_tls(opts)
     api = _api_client(opts)
     identity = opts.leader_elect_identity or f"{socket.gethostname()}-{os.getpid()}"
     lease = None
@@ -248,7 +283,7 @@ def cmd_controllers(opts: ControllerOptions) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    _serve(opts)  # /metrics, /healthz, /readyz for the Deployment's probes (a standby is ready too)
+    _serve(opts, api, tls)  # /metrics, /healthz, /readyz for the Deployment's probes (a standby is ready too)
     try:
         return run(api, scheduler_names=opts.scheduler_names, claim_unnamed=opts.claim_unnamed,
                    lease=lease, identity=identity, stop=stop, workers=opts.workers)
@@ -285,14 +320,12 @@ def cmd_webhook(opts: WebhookOptions) -> int:
     except (OSError, ssl.SSLError) as exc:
         raise FlagError(f"cannot serve on {opts.listen_address or '*'}:{opts.port} with "
                         f"{opts.tls_cert_file}: {exc}") from None
-    if opts.enable_healthz:
-        from scheduler import metrics
-
-        metrics.serve(opts.healthz_address)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
+    if opts.enable_healthz:
+        _serve_webhook_health(opts.healthz_address, server)
     logging.getLogger("volcano_py.webhook").info("volcano-py webhook serving %s on port %d",
                                                  ", ".join(routes), server.port)
     try:
@@ -301,6 +334,16 @@ def cmd_webhook(opts: WebhookOptions) -> int:
         server.stop()
         api.close()
     return 0
+
+
+def _serve_webhook_health(address: str, server: Any) -> Any:
+    """--enable-healthz: /healthz (and /readyz, the chart's readiness) 200 only while the admission server
+    itself answers a TLS GET /healthz (`webhook/health.py`), not merely while this plain server runs."""
+    from scheduler import metrics
+    from scheduler.webhook.health import AdmissionHealth
+
+    health = AdmissionHealth(server.thread, server.httpd.server_address)
+    return metrics.serve(address, ready=health, healthy=health)
 
 
 def _log_ignored(opts: CommonOptions | WebhookOptions) -> None:

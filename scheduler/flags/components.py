@@ -55,6 +55,15 @@ def _common_flags(*, names_help: str, qps: float, burst: int, listen: str, lease
              default=":11251"),
         Flag("enable-healthz", Kind.BOOL, "serve /healthz (and /readyz) on --healthz-address", dest="enable_healthz",
              default=False),
+        # volcano-py's own (Volcano serves its metrics over plain HTTP); not Volcano's --tls-cert-file, which
+        # serves Volcano's health address and which volcano-py accepts without effect.
+        Flag("metrics-secure", Kind.BOOL, "serve --listen-address over HTTPS, /metrics only to a bearer token that "
+             "Kubernetes authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview), as "
+             "controller-runtime's secure metrics; the probes stay open, and --healthz-address serves them alone",
+             dest="metrics_secure", default=False),
+        Flag("metrics-cert-file", Kind.STRING, "the certificate --metrics-secure serves (PEM, with its chain; "
+             "default: a self-signed one made at start)", dest="metrics_cert_file"),
+        Flag("metrics-key-file", Kind.STRING, "the key of --metrics-cert-file", dest="metrics_key_file"),
         Flag("leader-elect", Kind.BOOL, "act only while holding the coordination.k8s.io Lease (run 2+ replicas)",
              dest="leader_elect", default=leader_elect, negatable=True),
         Flag("leader-elect-namespace", Kind.STRING, "namespace of the Lease (created if missing)",

@@ -41,6 +41,9 @@ class CommonOptions:
     enable_metrics: bool | None
     healthz_address: str
     enable_healthz: bool
+    metrics_secure: bool
+    metrics_cert_file: str | None
+    metrics_key_file: str | None
     leader_elect: bool
     leader_elect_namespace: str
     lock_object_namespace: str
@@ -70,11 +73,33 @@ class CommonOptions:
         volcano-py's `--listen-address` alone serves; Volcano's `--enable-metrics` serves on its default
         address; `--enable-metrics=false` serves no metrics address; `--enable-healthz` adds Volcano's
         health address (cmd/*/app/server.go)."""
-        metrics_on = self.enable_metrics if self.enable_metrics is not None else self.listen_address is not None
-        addresses = [self.listen_address or self._DEFAULT_LISTEN] if metrics_on else []
+        addresses = [self.metrics_address] if self.metrics_address is not None else []
         if self.enable_healthz and self.healthz_address not in addresses:
             addresses.append(self.healthz_address)
         return tuple(addresses)
+
+    @property
+    def metrics_address(self) -> str | None:
+        """The address that serves /metrics, None for none."""
+        metrics_on = self.enable_metrics if self.enable_metrics is not None else self.listen_address is not None
+        return (self.listen_address or self._DEFAULT_LISTEN) if metrics_on else None
+
+    @property
+    def serving(self) -> tuple[tuple[str, bool], ...]:
+        """(address, secure) for each of `serve_addresses`. With --metrics-secure the metrics address serves
+        HTTPS and guards /metrics; any other address (Volcano's health address) serves the probes alone, in plain
+        HTTP, never an unguarded /metrics."""
+        return tuple((a, self.metrics_secure and a == self.metrics_address) for a in self.serve_addresses)
+
+    def metrics_tls_problem(self) -> str | None:
+        """Why the --metrics-* flags do not go together, None when they do."""
+        if (self.metrics_cert_file is None) != (self.metrics_key_file is None):
+            return "--metrics-cert-file and --metrics-key-file go together"
+        if self.metrics_cert_file is not None and not self.metrics_secure:
+            return "--metrics-cert-file needs --metrics-secure"
+        if self.metrics_secure and not any(secure for _, secure in self.serving):
+            return "--metrics-secure needs a metrics address (--listen-address or --enable-metrics)"
+        return None
 
     @property
     def rate_limit(self) -> tuple[float, int] | None:

@@ -80,3 +80,12 @@ render the Queue.
 true
 {{- end -}}
 {{- end }}
+
+{{/*
+The name of the scheduler's and the controllers' metrics port: https-metrics when metrics.secure serves it over
+TLS (a mesh reads the protocol from the name: an http- port carrying TLS would be parsed as HTTP), else
+http-metrics.
+*/}}
+{{- define "volcano-py.metricsPortName" -}}
+{{- if .Values.metrics.secure }}https-metrics{{ else }}http-metrics{{ end }}
+{{- end }}
