@@ -1,7 +1,7 @@
 """`/metrics` over TLS with Kubernetes authentication and authorization (`--metrics-secure`, issue 31), as
 controller-runtime's secure metrics: a TokenReview for the bearer token, a SubjectAccessReview for `get` on the
 path; 401 without a token or with one the apiserver does not authenticate, 403 for a user it does not authorize,
-500 when a review cannot be made. The apiserver is a fake here (`Reviews`); tests/e2e/test_metrics_secure.py
+500 when a review cannot be made. The apiserver is a fake here (`Reviews`); tests/e2e/test_metrics_secure_on_cluster.py
 asks a real one."""
 
 from __future__ import annotations
