@@ -1,0 +1,81 @@
+"""The controllers killed mid-sync (issue 31): SIGKILL `volcano-py controllers` while a Job's pods are created.
+
+The controllers talk to the apiserver through the fault proxy (fault_proxy.py), which lets the first K pod
+creates of the Job through and holds the others: the process is killed with some of its Job's pods created and
+the creates of the others in flight. Those held creates are then released (a dead process's requests still in
+transit land after it died), and the controllers are started again. Each test asserts that the kill struck
+mid-sync (K creates answered, the rest not), then: the Job ends with exactly its N pods, each created once (no
+pod deleted and made again, no extra pod), all Running, and the Job Running.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from chaos_helpers import TIMEOUT, Process, list_pods, make_nodes, start_scheduler
+from controlplane import wait_for
+from fault_proxy import Hold, Rule
+from test_controller_faults import BATCH, alive_without_traceback, job_manifest, job_state, running_pods
+
+N, K = 8, 3
+
+
+@pytest.fixture
+def world(control_plane, proxied, core_v1, new_namespace, tmp_path):
+    proxy, kubeconfig = proxied
+    proxy.clear()
+    scheduler = start_scheduler(control_plane, tmp_path)
+    tag = uuid.uuid4().hex[:6]
+    nodes = make_nodes(core_v1, tag, 1)
+    started: list[Process] = []
+
+    def controllers(name: str) -> Process:
+        proc = Process(control_plane, tmp_path, name, "controllers", "--no-leader-elect", kubeconfig=kubeconfig)
+        started.append(proc)
+        return proc
+
+    try:
+        yield proxy, controllers, new_namespace("ctl-killed"), tag
+    finally:
+        proxy.clear()
+        for proc in started:
+            proc.stop()
+        scheduler.stop()
+        for name in nodes:
+            core_v1.delete_node(name)
+
+
+def test_controllers_killed_while_a_jobs_pods_are_created_end_with_each_pod_once(world, core_v1, custom):
+    proxy, controllers, ns, tag = world
+    creates = rf"^/api/v1/namespaces/{ns}/pods$"
+    release = threading.Event()
+    held = proxy.add(Rule("POST", creates, Hold(release, timeout=TIMEOUT), skip=K))
+    first = controllers("controllers")
+    custom.create_namespaced_custom_object(BATCH, "v1alpha1", ns, "jobs", job_manifest("train", tag, N))
+    try:
+        answered = lambda: [s.status for s in proxy.requests("POST", creates)]  # noqa: E731
+        wait_for(lambda: answered().count(201) == K and held.fired >= 1, TIMEOUT, interval=0.05,
+                 what=f"{K} pod creates answered, the next held")
+        before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in list_pods(core_v1, ns)}
+        first.kill()
+        assert answered() == [201] * K, answered()  # struck mid-sync: K created, the others in flight
+        assert len(before) == K
+        in_flight = held.fired
+    finally:
+        release.set()  # the dead process's creates still in transit land now
+    proxy.remove(held)
+    second = controllers("controllers-restarted")
+    names = [f"train-worker-{i}" for i in range(N)]
+    wait_for(lambda: running_pods(core_v1, ns) == names, TIMEOUT, interval=0.2, what=f"the job's {N} pods running")
+    wait_for(lambda: (job_state(custom, ns, "train").get("state") or {}).get("phase") == "Running", TIMEOUT,
+             what="the job Running")
+    pods = list_pods(core_v1, ns)
+    assert sorted(p["metadata"]["name"] for p in pods) == names  # exactly N, none extra
+    assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods if p["metadata"]["name"] in before} == before
+    statuses = answered()
+    assert statuses.count(201) == N, statuses  # each pod created once; the others' creates answered 409
+    assert custom.get_namespaced_custom_object(BATCH, "v1alpha1", ns, "jobs", "train")["metadata"]["name"]
+    alive_without_traceback(second)
+    print(f"\nkilled with {K}/{N} pods created and {in_flight} creates held; pod creates answered: {statuses}")
