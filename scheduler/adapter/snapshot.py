@@ -76,6 +76,8 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
             task.constraints = claims.constraints(task)
         job = jobs.get(task.job) or gang_of(manifest, task, jobs, default_queue)
         if job is None:
+            if task.node_name:  # bound, its PodGroup gone (or not seen yet): it still uses its node, as in
+                others.append((manifest, base))  # Volcano's cache (pkg/scheduler/cache/event_handlers.go addTask)
             continue
         job.add_task(task)
         node = nodes.get(task.node_name)

@@ -46,3 +46,21 @@ def test_a_session_changing_an_other_schedulers_pod_of_our_job_leaves_the_cache_
     first["ns/mine"].status = TaskStatus.RELEASING  # what an eviction in a session does to a victim
     again = cache.snapshot().nodes["n1"].tasks
     assert (again["ns/mine"].status, again["ns/plain"].status) == (TaskStatus.RUNNING, TaskStatus.RUNNING)
+
+
+def test_our_bound_pod_whose_podgroup_is_gone_still_uses_its_node() -> None:
+    """Deleting a PodGroup under its running gang (anyone may delete their own) must not free the gang's GPUs
+    for another gang while its pods still run: they are charged to their node as any pod with a nodeName, as in
+    Volcano's cache (pkg/scheduler/cache/event_handlers.go addTask). Found by tests/chaos/test_mid_bind_faults.py:
+    9 GPUs bound on an 8-GPU node."""
+    cache = ClusterCache(None, {"volcano-py"}, "default")
+    cache.watcher._on_event(cache.nodes, "ADDED", node_object("n1", gpu=8))
+    for i in range(4):
+        pod = pod_object(f"gone-{i}", namespace="ns", group="gone", gpu=2)
+        pod["spec"]["nodeName"] = "n1"
+        pod["status"] = {"phase": "Running"}
+        pod["metadata"]["resourceVersion"] = str(10 + i)
+        cache.watcher._on_event(cache.pods, "ADDED", pod)
+    node = cache.snapshot().nodes["n1"]
+    assert node.idle.get("nvidia.com/gpu") == 0
+    assert {f"ns/gone-{i}" for i in range(4)} <= set(node.tasks)
