@@ -17,7 +17,6 @@ import signal
 import ssl
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from scheduler.api.resources import QuantityError
+from scheduler.cache.client import KubeconfigError, api_client
 from scheduler.cache.leader import LeaderConfig
 from scheduler.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, OneLineParser, one_line, quiet_stdout, seconds
 from scheduler.flags import (
@@ -54,11 +54,6 @@ if TYPE_CHECKING:  # the metrics server is imported only by the commands that se
     from scheduler.metrics.server import ServingCert
 
 
-class KubeconfigError(Exception):
-    """No usable kubeconfig or in-cluster config: said in one line, exit 1 (no cluster to talk to, as the day-two
-    commands say it)."""
-
-
 USER_ERRORS = (InputError, ConfError, QuantityError, ReportError)
 def cmd_simulate(args: argparse.Namespace) -> int:
     from scheduler.simulate_cmd import simulate  # the simulator, imported only for this command
@@ -74,66 +69,8 @@ def cmd_conf_check(args: argparse.Namespace) -> int:
     return 0
 
 
-class TokenBucket:
-    """client-go's client-side rate limit (flowcontrol.NewTokenBucketRateLimiter): up to `burst` requests at
-    once, refilled at `qps` a second; `take()` waits for a token."""
-
-    def __init__(self, qps: float, burst: int, *, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
-        self.qps, self.burst = qps, max(1, burst)
-        self.clock, self.sleep = clock, sleep
-        self._tokens, self._at = float(self.burst), clock()
-        self._lock = threading.Lock()
-
-    def take(self) -> None:
-        with self._lock:  # a token is reserved under the lock; the wait for it happens outside
-            now = self.clock()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
-            self._at = now
-            self._tokens -= 1.0
-            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
-        if wait > 0:
-            self.sleep(wait)
-
-
-class _RateLimitedPool:
-    """The client's connection pool, each request taking a token first (watches count once, at their start)."""
-
-    def __init__(self, pool: Any, bucket: TokenBucket):
-        self.inner, self.before_request = pool, bucket.take  # the lean transport takes a token per request too
-
-    def request(self, *args: Any, **kwargs: Any) -> Any:
-        self.before_request()
-        return self.inner.request(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def _api_client(opts: CommonOptions | WebhookOptions) -> Any:
-    import yaml
-    from kubernetes import client, config
-
-    cfg = client.Configuration()
-    path = opts.kubeconfig or os.environ.get("KUBECONFIG")
-    in_cluster = opts.kubeconfig is None and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
-    try:
-        if in_cluster:
-            config.load_incluster_config(client_configuration=cfg)
-        else:
-            config.load_kube_config(config_file=path, client_configuration=cfg)
-    except (config.ConfigException, OSError, ValueError, yaml.YAMLError) as exc:
-        where = "the in-cluster config" if in_cluster else f"the kubeconfig {path or '~/.kube/config'}"
-        detail = " ".join(str(exc).split())  # a YAML error's lines, in one
-        raise KubeconfigError(f"cannot load {where}: {detail}") from None
-    if opts.master:  # Volcano's --master overrides the kubeconfig's server
-        cfg.host = opts.master
-    cfg.connection_pool_maxsize = 64
-    api = client.ApiClient(cfg)
-    if opts.rate_limit is not None:
-        limited = _RateLimitedPool(api.rest_client.pool_manager, TokenBucket(*opts.rate_limit))
-        api.rest_client.pool_manager = limited  # type: ignore[assignment]  # Kube calls only .request
-    return api
+    return api_client(opts.kubeconfig, master=opts.master, rate_limit=opts.rate_limit)
 
 
 def _leader_config(opts: CommonOptions, namespace: str) -> LeaderConfig:

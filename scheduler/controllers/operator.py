@@ -73,12 +73,14 @@ def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
     settings.execution.max_workers = workers
 
 
-def registry_for(controllers: Controllers, connection: kopf.ConnectionInfo) -> kopf.OperatorRegistry:
+def registry_for(controllers: Controllers, connection: Callable[[], kopf.ConnectionInfo]) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)  # type: ignore[misc, arg-type]
     def login(**_: Any) -> kopf.ConnectionInfo:
-        return connection
+        # Read again at each login: kopf logs in again when the apiserver answers 401, and by then a rotated
+        # token has been read into the client's configuration (cache/client.py).
+        return connection()
 
     @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
     def job_event(event: dict[str, Any], **_: Any) -> None:
@@ -212,7 +214,7 @@ def run(
             return 0
     settings = kopf.OperatorSettings()
     configure(settings, workers=workers)
-    registry = registry_for(controllers, connection_info(api_client))
+    registry = registry_for(controllers, lambda: connection_info(api_client))
     log.info("volcano-py controllers for %s starting%s", ", ".join(sorted(scheduler_names)),
              " (also jobs that name no scheduler)" if claim_unnamed else "")
     controllers.cronjobs.start()  # the CronJobs' due times: served only while this replica leads

@@ -203,7 +203,7 @@ def test_a_proxy_or_a_stand_in_pool_keeps_the_official_clients_transport() -> No
 
 
 def test_the_client_side_rate_limit_takes_a_token_for_each_lean_request(served) -> None:
-    from scheduler.cli import TokenBucket, _RateLimitedPool
+    from scheduler.cache.client import TokenBucket, _RateLimitedPool
 
     server, _ = served(sized(200, b"{}"), sized(200, b"{}"))
     api = api_client(server.url)

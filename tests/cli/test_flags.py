@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scheduler.cli import TokenBucket, main
+from scheduler.cache.client import TokenBucket
+from scheduler.cli import main
 from scheduler.flags import (
     CONTROLLERS,
     SCHEDULER,
