@@ -5,13 +5,13 @@
 #   make fuzz    hypothesis over everything a user writes, VOLCANO_FUZZ_EXAMPLES examples per target (10,000).
 #   make fuzz-api  hostile Pods, PodGroups, Volcano Jobs and Queues (1 to 5 fields each gone wrong) created on a real
 #                control plane while a normal gang is scheduled in another namespace (issue 31, tests/fuzz_api):
-#                VOLCANO_FUZZ_API_EXAMPLES examples (200; each ~15 s). Fixed seed; VOLCANO_FUZZ_RANDOM=1 draws afresh.
+#                VOLCANO_FUZZ_API_EXAMPLES examples (200; each ~6 s). Fixed seed; VOLCANO_FUZZ_RANDOM=1 draws afresh.
 #   make soak    SOAK_MINUTES (60) of Jobs and nodes coming and going on the test control plane: the scheduler's
 #                and controllers' RSS and threads flat after warm-up, no partial gang, no over-commit. Not in
 #                `make test`. SOAK_ARGS passes more flags (tools/soak.py --help).
 #
 # CI: `make test` also runs `chaos` with the default 3 rounds (about 2-3 minutes on 2 cores; the budget is 8), and
-# `fuzz-api-ci`: the API fuzz with its fixed seed and 6 examples (about 2-3 minutes, its own control plane).
+# `fuzz-api-ci`: the API fuzz with its fixed seed and 12 examples (about 2 minutes, its own control plane).
 # The fuzz targets already run under `make unit` with ~100 examples each (tests/fuzz is not marked e2e).
 
 .PHONY: chaos fuzz fuzz-api fuzz-api-ci soak
@@ -31,7 +31,7 @@ fuzz: venv
 fuzz-api: venv cluster-bins
 	VOLCANO_PY_E2E_REQUIRE=1 VOLCANO_FUZZ_API_EXAMPLES=$(VOLCANO_FUZZ_API_EXAMPLES) $(BIN)/pytest -q -s -m fuzz_api tests/fuzz_api
 
-# The fixed seed, 6 examples (the test's default): what `make test` runs.
+# The fixed seed, 12 examples (the test's default): what `make test` runs.
 fuzz-api-ci: venv cluster-bins
 	VOLCANO_PY_E2E_REQUIRE=1 $(BIN)/pytest -q -s -m fuzz_api tests/fuzz_api
 

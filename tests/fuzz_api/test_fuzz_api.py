@@ -40,7 +40,7 @@ from hostile_objects import pod as pod_base
 from hypothesis import HealthCheck, Phase, given, settings
 from processes import Process
 
-EXAMPLES = int(os.environ.get("VOLCANO_FUZZ_API_EXAMPLES", "6"))
+EXAMPLES = int(os.environ.get("VOLCANO_FUZZ_API_EXAMPLES", "12"))
 FUZZ_API = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -128,6 +128,7 @@ class Rig:
         self.tally = Tally()
         self.queues: list[str] = []
         self.uids: dict[str, str] = {}  # uid -> what the fuzz created under it, to read the processes' logs
+        self.sent: dict[str, str] = {}  # "Kind namespace/name" -> the hostile object as sent (a reproducer)
         wait_for(lambda: self.cycles() > 0, TIMEOUT, what="the scheduler's first cycle")
         wait_for(self._default_queue_open, TIMEOUT, what="the controllers up (the default queue Open)")
 
@@ -182,6 +183,14 @@ class Rig:
 
     def stop_processes(self) -> None:
         """SIGTERM both: each must exit 0 within Kubernetes' default grace period, whatever it was handed."""
+        for group, version, plural in (("scheduling.volcano.sh", "v1beta1", "podgroups"),
+                                       ("batch.volcano.sh", "v1alpha1", "jobs")):
+            try:  # the uids of what the controllers made (a Job's PodGroup), to read their log by
+                for obj in self.custom.list_cluster_custom_object(group, version, plural)["items"]:
+                    m = obj["metadata"]
+                    self.uids.setdefault(m["uid"], f"{obj['kind']} {m.get('namespace')}/{m['name']}")
+            except Exception:  # noqa: BLE001 - only to name things in a report
+                pass
         for proc in (self.controllers, self.scheduler):
             if proc.proc.returncode is None:
                 proc.proc.send_signal(signal.SIGTERM)
@@ -192,7 +201,7 @@ class Rig:
                 code = proc.stop()
                 if code != 0:
                     text = proc.log()
-                    named = {uid: what for uid, what in self.uids.items() if uid in text}
+                    named = {uid: f"{what} {self.sent.get(what, '')}" for uid, what in self.uids.items() if uid in text}
                     self.tally.violate(f"the {proc.name} exited {code} on SIGTERM", None,
                                        f"{text[-3000:]}\nuids in the log: {named}")
 
@@ -349,6 +358,7 @@ def run_example(rig: Rig, batch: list[tuple[str, list]]) -> None:
                     tally.violate(f"{kind} create answered {status}", h, message)
                 continue
             tally.created[kind] += 1
+            rig.sent[f"{kind} {hostile_ns}/{name}"] = h.reproducer()
             tally.paths_through |= {(kind, p) for p in h.paths()}
             if kind == "Queue":
                 rig.queues.append(name)
