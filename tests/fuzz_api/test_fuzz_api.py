@@ -371,7 +371,11 @@ def run_example(rig: Rig, batch: list[tuple[str, list]]) -> None:
 
         as_job = index % 2 == 1
         create_normal_gang(rig, normal_ns, as_job)
-        wait_for(lambda: len(pods_of(rig, normal_ns)) == 2, TIMEOUT, what="the normal gang's 2 pods exist")
+        try:
+            wait_for(lambda: len(pods_of(rig, normal_ns)) == 2, TIMEOUT, what="the normal gang's 2 pods exist")
+        except AssertionError:
+            tally.violate("the normal gang's pods were never created", None, f"{context}\n{rig.logs_tail()}")
+            return
         pods_at = rig.cycles()
         try:
             wait_for(lambda: all(p["spec"].get("nodeName") for p in pods_of(rig, normal_ns)), TIMEOUT,
@@ -384,7 +388,12 @@ def run_example(rig: Rig, batch: list[tuple[str, list]]) -> None:
             tally.violate("the normal gang never bound", None, f"{context}\n{rig.logs_tail()}")
 
         # Watch OBSERVE_CYCLES cycles, then each hostile object addressed to volcano-py must have its reason.
-        rig.wait_cycles(first_cycle, OBSERVE_CYCLES)
+        try:
+            rig.wait_cycles(first_cycle, OBSERVE_CYCLES)
+        except AssertionError:
+            tally.violate(f"the scheduler ran fewer than {OBSERVE_CYCLES} cycles in {TIMEOUT} s", None,
+                          f"{context}\n{rig.logs_tail()}")
+            return
         judged = [h for h in through if (obj := stored(rig, h, hostile_ns)) and addressed_to_us(h, obj)]
         missing: list[Hostile] = []
 
