@@ -50,6 +50,8 @@ def selection(path: str) -> list[str]:
         return ["-m", "e2e"]
     if path.startswith("tests/chaos/"):
         return ["-m", "chaos"]
+    if path.startswith("tests/fuzz_api/"):
+        return ["-m", "fuzz_api"]
     return ["-m", "not e2e"]
 
 

@@ -65,6 +65,7 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
     jobs = {job.uid: job for job in inputs.podgroups}
     ours, assumed, default_queue = rules.scheduler_names, inputs.assumed, rules.default_queue
     others: list[PodRecord] = []
+    orphans: list[tuple[str, str, float]] = []
     claims = ClaimResolver(inputs.storage) if inputs.storage is not None else None
     for manifest, base in inputs.pods:
         scheduler = (manifest.get("spec") or {}).get("schedulerName", "default-scheduler")
@@ -78,6 +79,8 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
         if job is None:
             if task.node_name:  # bound, its PodGroup gone (or not seen yet): it still uses its node, as in
                 others.append((manifest, base))  # Volcano's cache (pkg/scheduler/cache/event_handlers.go addTask)
+            elif task.status is TaskStatus.PENDING:
+                orphans.append((task.uid, task.job.partition("/")[2] or task.job, task.creation))
             continue
         job.add_task(task)
         node = nodes.get(task.node_name)
@@ -89,7 +92,7 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
     if storage is not None and claims is not None and claims.binding:  # the adapter's Storage is left as it is
         storage = replace(storage, binding=True)
     return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage,
-                           dict(inputs.unreadable_queues))
+                           dict(inputs.unreadable_queues), tuple(orphans))
 
 
 def account_others(

@@ -32,6 +32,9 @@ class ClusterSnapshot:
     storage: Storage | None = None
     # Queues left out because a field could not be read (api/fields.py), by name: why, for the jobs that name them
     unreadable_queues: Mapping[str, tuple[Reason, ...]] = field(default_factory=dict)
+    # Our pending pods that name a PodGroup that does not exist: (pod key, PodGroup name, pod creation); the cache
+    # says so on the pod once it has waited a while (a controller makes the PodGroup first, so it is rare).
+    orphans: tuple[tuple[str, str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

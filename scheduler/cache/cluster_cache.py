@@ -55,6 +55,9 @@ def prestart(pool: ThreadPoolExecutor) -> None:
         pool.submit(wait)
 
 
+ORPHAN_GRACE = 10.0  # seconds a pod may wait for the PodGroup it names before it is told it does not exist
+
+
 class ClusterCache:
     def __init__(
         self,
@@ -209,7 +212,13 @@ class ClusterCache:
         queue_infos, unreadable = self.parser.queues(queues)
         inputs = SnapshotInputs(node_infos, jobs, queue_infos, records, now, self.parser.hypernodes(hypernodes),
                                 assumed, self.storage.storage(), unreadable)
-        return build_snapshot(inputs, self.rules)
+        snapshot = build_snapshot(inputs, self.rules)
+        for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
+            if created and now - created >= ORPHAN_GRACE:
+                self.events.record("Pod", pod, "Warning", "PodGroupNotFound",
+                                   f"PodGroup {group} does not exist: the pod is not scheduled until it does "
+                                   "(its annotation scheduling.k8s.io/group-name names it)")
+        return snapshot
 
     # ---- apply ------------------------------------------------------------------------------------------
     def apply(self, result: CycleResult) -> None:

@@ -64,3 +64,28 @@ def test_our_bound_pod_whose_podgroup_is_gone_still_uses_its_node() -> None:
     node = cache.snapshot().nodes["n1"]
     assert node.idle.get("nvidia.com/gpu") == 0
     assert {f"ns/gone-{i}" for i in range(4)} <= set(node.tasks)
+
+
+def test_a_pod_naming_a_podgroup_that_does_not_exist_is_told_so_once_it_has_waited() -> None:
+    """A pending pod whose group-name annotation names no PodGroup is not scheduled (Volcano only logs it, at
+    V(4)); volcano-py says so on the pod with one Warning event, once it has waited ORPHAN_GRACE (a controller
+    makes the PodGroup first, so a pod that waits that long is someone's mistake)."""
+    from scheduler.cache.cluster_cache import ORPHAN_GRACE
+
+    now = [1_800_000_000.0]
+    cache = ClusterCache(None, {"volcano-py"}, "default", clock=lambda: now[0])
+    sent: list[tuple[str, str, str, str]] = []
+    cache.events.record = lambda kind, key, type_, reason, message: sent.append((kind, key, reason, message))
+    cache.watcher._on_event(cache.nodes, "ADDED", node_object("n1", gpu=8))
+    pod = pod_object("lost", namespace="ns", group="nowhere", gpu=1)
+    pod["metadata"].update(resourceVersion="5", creationTimestamp="2027-01-15T08:00:00Z")
+    cache.watcher._on_event(cache.pods, "ADDED", pod)
+    created = cache.snapshot().orphans[0][2]
+    now[0] = created + 1.0
+    snapshot = cache.snapshot()
+    assert [(o[0], o[1]) for o in snapshot.orphans] == [("ns/lost", "nowhere")]
+    assert sent == []  # too soon: its PodGroup may be on its way
+    now[0] = created + ORPHAN_GRACE
+    cache.snapshot()
+    ((kind, key, reason, message),) = sent
+    assert (kind, key, reason) == ("Pod", "ns/lost", "PodGroupNotFound") and "nowhere" in message
