@@ -66,9 +66,10 @@ class ParseCache:
         self.pcs: dict[str, int] = {}  # PriorityClass name -> value, rebuilt when one changes
         self._requests: dict[bytes, Resource] = {}  # a pod's resource fields (JSON) -> its request
         self._times: dict[str, float] = {}  # creationTimestamp -> seconds since the epoch
-        self.bad: set[tuple[str, str, str]] = set()  # (kind, key, resourceVersion) already logged as unreadable
+        # (kind, key, its reasons) already logged: once per object and problem, whatever its version
+        self.bad: set[tuple[str, str, tuple[F.FieldInvalid, ...]]] = set()
         # (kind, key) -> why a field of that object could not be read (api/fields.py), as of its last version read:
-        # the object left out (a reason with no fallback) or read with a safe default. Logged once per version.
+        # the object left out (a reason with no fallback) or read with a safe default. Logged once per problem.
         self.problems: dict[tuple[str, str], tuple[F.FieldInvalid, ...]] = {}
         # node name -> (resourceVersion, the node as read, with no tasks): a snapshot takes an empty copy of it
         # (5,000 nodes read afresh each cycle cost ~40 ms of quantities and taints; copies a seventh of that)
@@ -192,7 +193,7 @@ class ParseCache:
                     early: list[F.FieldInvalid] | None = None) -> Any:
         """`parse(obj, sink)`, its fields through the table (api/fields.py): a field read with a safe default is
         reported to `sink`; one with none (FieldError), or any other failure, leaves the object out. Either way
-        the reasons are kept in `problems` and logged once per version of the object."""
+        the reasons are kept in `problems` and logged once per object and problem."""
         sink: list[F.FieldInvalid] = early if early is not None else []  # `early`: found before, by the caller
         rv = _version(kind, obj, sink)
         try:
@@ -209,7 +210,7 @@ class ParseCache:
     def note(self, kind: str, key: str, rv: str, exc: BaseException | None,
              sink: list[F.FieldInvalid] | None = None) -> None:
         """Keep why `kind` `key` was left out (`exc`) or read with defaults (`sink`); log it, and name it in an event
-        (Pods, PodGroups), once per version of the object."""
+        (Pods, PodGroups), once per object and problem."""
         reasons = list(sink or ())
         if isinstance(exc, F.FieldError):
             reasons.append(exc.reason)
@@ -219,7 +220,9 @@ class ParseCache:
         if len(self.problems) > 100_000:  # objects deleted with a problem are forgotten in bulk (pods one by one)
             self.problems.clear()
         self.problems[(kind, key)] = tuple(reasons)
-        mark = (kind, key, rv)
+        # Once per object and problem, not per version: a pod's version changes as it is bound and starts, and the
+        # same bad field said again each time is noise (make fuzz-api: 3 lines in 200 ms for one annotation).
+        mark = (kind, key, tuple(reasons))
         if mark in self.bad:
             return
         if len(self.bad) > 100_000:

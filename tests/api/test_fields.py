@@ -406,10 +406,14 @@ def test_a_bad_field_is_logged_once_per_object_not_per_cycle(caplog: pytest.LogC
     cache = _cache()
     pg = {"metadata": {"name": "bad", "namespace": "bad", "resourceVersion": "1",
                        "annotations": {F.SLA_WAITING: "forever"}}, "spec": {"minMember": 1, "queue": "q"}}
-    for _ in range(5):
+    for version in range(5):  # as a PodGroup's status is written every few cycles: new versions, same problem
+        pg["metadata"]["resourceVersion"] = str(version + 1)
         (job,) = cache.podgroups([pg], {}, "default")
         assert job.sla_waiting is None
     assert len([r for r in caplog.records if "bad/bad" in r.getMessage()]) == 1
+    pg["metadata"]["annotations"][F.SLA_WAITING] = "never"  # another problem: said again
+    cache.podgroups([pg], {}, "default")
+    assert len([r for r in caplog.records if "bad/bad" in r.getMessage()]) == 2
 
 
 def test_a_schedule_timeout_of_0_means_none_without_a_reason() -> None:
