@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from chaos_helpers import TIMEOUT
 from controlplane import REPO_ROOT, free_port, wait_for
-from test_webhook import BATCH, SCHEDULING, _healthy, job
+from test_webhook import BATCH, SCHEDULING, _healthy, job, job_hook
 
 
 class Webhook:
@@ -78,14 +78,7 @@ def routed(control_plane, api_client, new_namespace, tmp_path, request):
     ca_bundle = base64.b64encode(control_plane.serving_ca.crt.read_bytes()).decode()
 
     def webhook(kind: str, operations: list[str]) -> dict:
-        return {
-            "name": f"{kind}job.volcano.sh",
-            "clientConfig": {"url": f"https://127.0.0.1:{hook.port}/jobs/{kind}", "caBundle": ca_bundle},
-            "rules": [{"operations": operations, "apiGroups": [BATCH], "apiVersions": ["v1alpha1"],
-                       "resources": ["jobs"]}],
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-            "failurePolicy": policy, "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 5,
-        }
+        return job_hook(kind, operations, hook.port, ca_bundle, ns, policy=policy, timeout=5)
 
     admission.create_mutating_webhook_configuration({"metadata": {"name": name},
                                                       "webhooks": [webhook("mutate", ["CREATE"])]})

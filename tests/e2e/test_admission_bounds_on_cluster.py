@@ -17,7 +17,7 @@ import pytest
 from controlplane import REPO_ROOT, free_port, wait_for
 from inprocess import kwok_nodes, queue_status, running_controllers, running_scheduler
 from kubernetes import client
-from test_webhook import _healthy
+from test_webhook import _healthy, job_hook
 
 BATCH, SCHEDULING = "batch.volcano.sh", "scheduling.volcano.sh"
 TIMEOUT = 60
@@ -79,12 +79,8 @@ def webhook(control_plane, kubeconfig, api_client, namespace, tmp_path: Path) ->
     admission = client.AdmissionregistrationV1Api(api_client)
     name = f"volcano-py-bounds-{uuid.uuid4().hex[:6]}"
     ca_bundle = base64.b64encode(control_plane.serving_ca.crt.read_bytes()).decode()
-    jobs = {"name": "validatejob.volcano-py.io",
-            "clientConfig": {"url": f"https://127.0.0.1:{port}/jobs/validate", "caBundle": ca_bundle},
-            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [BATCH], "apiVersions": ["v1alpha1"],
-                       "resources": ["jobs"]}],
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 10}
+    jobs = {**job_hook("validate", ["CREATE", "UPDATE"], port, ca_bundle, namespace),
+            "name": "validatejob.volcano-py.io"}
     queues = {"name": "validatequeue.volcano-py.io",
               "clientConfig": {"url": f"https://127.0.0.1:{port}/queues/validate", "caBundle": ca_bundle},
               "rules": [{"operations": ["DELETE"], "apiGroups": [SCHEDULING], "apiVersions": ["v1beta1"],

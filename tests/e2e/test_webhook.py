@@ -20,6 +20,19 @@ BATCH, SCHEDULING = "batch.volcano.sh", "scheduling.volcano.sh"
 TIMEOUT = 60
 
 
+def job_hook(kind: str, operations: list[str], port: int, ca_bundle: str, namespace: str, *,
+             policy: str = "Fail", timeout: int = 10) -> dict:
+    """A webhook entry sending this namespace's Volcano Jobs to the loopback webhook's /jobs/<kind>."""
+    return {
+        "name": f"{kind}job.volcano.sh",
+        "clientConfig": {"url": f"https://127.0.0.1:{port}/jobs/{kind}", "caBundle": ca_bundle},
+        "rules": [{"operations": operations, "apiGroups": [BATCH], "apiVersions": ["v1alpha1"],
+                   "resources": ["jobs"]}],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "failurePolicy": policy, "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": timeout,
+    }
+
+
 def _healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:
@@ -46,14 +59,7 @@ def webhook(control_plane, kubeconfig, api_client, namespace, tmp_path: Path) ->
     ca_bundle = base64.b64encode(control_plane.serving_ca.crt.read_bytes()).decode()
 
     def hook(kind: str, operations: list[str]) -> dict:
-        return {
-            "name": f"{kind}job.volcano.sh",
-            "clientConfig": {"url": f"https://127.0.0.1:{port}/jobs/{kind}", "caBundle": ca_bundle},
-            "rules": [{"operations": operations, "apiGroups": [BATCH], "apiVersions": ["v1alpha1"],
-                       "resources": ["jobs"]}],
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 10,
-        }
+        return job_hook(kind, operations, port, ca_bundle, namespace)
 
     try:
         wait_for(lambda: proc.poll() is None and _healthy(f"http://127.0.0.1:{health}/healthz"), TIMEOUT,
