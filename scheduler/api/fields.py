@@ -196,7 +196,9 @@ FIELDS: tuple[Field, ...] = (
           "no owner (never evicted to be recreated)", ()),
     Field("Pod", ("spec", "schedulerName"), KEY_TEXT, "", "another scheduler's", "default-scheduler"),
     Field("Pod", ("spec", "nodeName"), KEY_TEXT, REJECT, absent=""),
-    Field("Pod", ("spec", "priority"), integer(-INT32 - 1, 1_000_000_000), 0, "priority 0"),
+    # int32, as the API stores it: the system classes (system-node-critical 2,000,001,000) pass the 1e9 that
+    # bounds classes users define (pkg/apis/scheduling: HighestUserDefinablePriority, SystemCriticalPriority).
+    Field("Pod", ("spec", "priority"), integer(-INT32 - 1, INT32), 0, "priority 0"),
     Field("Pod", ("spec", "priorityClassName"), KEY_TEXT, "", "no priority class", ""),
     # The request: containers' and init containers' resources (and restartPolicy), overhead, pod-level resources.
     Field("Pod", ("spec", "containers"), registered("request", list, walk=False), REJECT, absent=[]),
@@ -256,7 +258,7 @@ FIELDS: tuple[Field, ...] = (
     # ---- PriorityClass (cache/parse.py: the value a pod's or PodGroup's priorityClassName names)
     Field("PriorityClass", (*_META, "name"), NAME, REJECT),
     Field("PriorityClass", (*_META, "resourceVersion"), text(64), ""),
-    Field("PriorityClass", ("value",), integer(-INT32 - 1, 1_000_000_000), REJECT, absent=0),
+    Field("PriorityClass", ("value",), integer(-INT32 - 1, INT32), REJECT, absent=0),  # system classes: 2e9+
     # ---- HyperNode (convert.hypernode_from_object; solver/topology.py reads what it returns)
     *_meta_fields("HyperNode", namespaced=False, labels=False, created=False),
     Field("HyperNode", ("spec", "tier"), integer(1, 64), REJECT, absent=1),

@@ -422,3 +422,13 @@ def test_a_schedule_timeout_of_0_means_none_without_a_reason() -> None:
     cache, snapshot = _cluster(bad)
     assert snapshot.jobs["bad/bad"].schedule_timeout is None
     assert ("PodGroup", "bad/bad") not in cache.problems
+
+
+def test_the_system_priority_classes_are_read() -> None:
+    """system-node-critical is 2,000,001,000, above the 1e9 users may define: an int32, read as it is (the chaos
+    suite's scheduler logged both system classes as out of range and left them out)."""
+    cache = _cache()
+    cache.priority_classes_changed([{"metadata": {"name": "system-node-critical"}, "value": 2_000_001_000},
+                                    {"metadata": {"name": "system-cluster-critical"}, "value": 2_000_000_000}])
+    assert cache.pcs == {"system-node-critical": 2_000_001_000, "system-cluster-critical": 2_000_000_000}
+    assert not cache.problems
