@@ -55,7 +55,7 @@ def prestart(pool: ThreadPoolExecutor) -> None:
         pool.submit(wait)
 
 
-ORPHAN_GRACE = 10.0  # seconds a pod may wait for the PodGroup it names before it is told it does not exist
+ORPHAN_GRACE = 3.0  # seconds a pod may wait for the PodGroup it names before it is told it does not exist
 
 
 class ClusterCache:

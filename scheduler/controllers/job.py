@@ -416,6 +416,7 @@ class JobController:
             # order is named: the same refusal gives the same message whichever later creates were cancelled.
             first, refused = failures[0]
             self.notes.say(job, FAILED_CREATE, f"Error creating pods: pod {first}: {answer_of(refused)}")
+            setattr(refused, "noted", True)  # noqa: B010 - said on the Job: its retries log at debug only
             raise refused
         self.notes.forget(uid, FAILED_CREATE)
 

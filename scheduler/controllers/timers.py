@@ -122,7 +122,9 @@ def log_failure(logger: logging.Logger, what: str, exc: BaseException, delay: fl
     """One line: for an API error (the apiserver's answer, a refused or broken connection, a timeout), its
     answer; for anything else, which is a bug or an object the controller cannot read, the exception's type and
     message, the traceback only with debug logging (issue 31: no traceback reaches a user who did not ask)."""
-    if isinstance(exc, (KubeError, OSError, urllib3.exceptions.HTTPError)):
+    if getattr(exc, "noted", False):  # already said on the object (a condition and an event), once
+        logger.debug("%s: %s; retrying in %.1f s", what, exc, delay)
+    elif isinstance(exc, (KubeError, OSError, urllib3.exceptions.HTTPError)):
         logger.warning("%s: %s; retrying in %.1f s", what, exc, delay)
     else:
         text = " ".join(str(exc).split())[:300]

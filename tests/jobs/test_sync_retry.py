@@ -119,3 +119,19 @@ def test_a_sync_that_fails_on_a_bug_is_one_line_without_debug_and_a_traceback_wi
         log_failure(logger, "sync of job ns/j failed", failure, 0.5)
     (record,) = caplog.records
     assert record.exc_info is not None and record.exc_info[1] is failure
+
+
+def test_a_failure_already_said_on_the_job_retries_at_debug_only(caplog: pytest.LogCaptureFixture) -> None:
+    """A refused pod create is said on the Job once (a FailedCreate condition and event, and one line): its
+    retries do not say it again at warning level (make fuzz-api: 7 lines for one Job in 20 cycles)."""
+    from scheduler.cache.kube import KubeError
+    from scheduler.controllers.timers import log_failure
+
+    logger = logging.getLogger("volcano_py.test.noted")
+    logger.setLevel(logging.DEBUG)
+    refused = KubeError(422, "POST", "/api/v1/namespaces/ns/pods", b'{"message": "must be an integer"}')
+    refused.noted = True  # type: ignore[attr-defined]
+    with caplog.at_level(logging.DEBUG, logger=logger.name):
+        log_failure(logger, "sync of job ns/j failed", refused, 0.5)
+        log_failure(logger, "sync of job ns/j failed", KubeError(500, "POST", "/x", b""), 0.5)
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG, logging.WARNING]
