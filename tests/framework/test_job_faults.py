@@ -73,7 +73,7 @@ class PoisonPlugin(Plugin[NoArgs]):
             "reclaim_guard": (P.RECLAIM_GUARD, lambda cands, t: task_bad(t) or list(cands)),
             "job_starving": (P.JOB_STARVING, lambda j: job_bad(j) or True),
             "place_gang": (P.PLACE_GANG, lambda j, tasks: job_bad(j) or P.PLACE_BY_POD),
-            "preemptive": (P.PREEMPTIVE, lambda q, t: task_bad(t) or True),
+            "preemptive": (P.PREEMPTIVE, lambda q, request: queue_bad(q) or True),
             "dynamic_predicate": (P.DYNAMIC_PREDICATE, lambda t, nodes: task_bad(t) or [SUCCESS] * len(nodes)),
             "dynamic_node_order": (P.DYNAMIC_NODE_ORDER, lambda t, nodes: task_bad(t) or [0.0] * len(nodes)),
         }
@@ -120,7 +120,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "reclaim": ("job_order", "queue_order", "overused", "job_valid", "job_starving", "task_order", "predicate",
                 "reclaimable", "reclaim_guard", "preemptive", "allocatable", "job_pipelined", "event_handler"),
 }
-QUEUE_POINTS = {"queue_order", "overused"}
+QUEUE_POINTS = {"queue_order", "overused", "preemptive"}  # preemptive: (queue, a summed request)
 SEEDS = (1, 2, 3)
 
 ANTI_AFFINITY = {"podAntiAffinity": {
