@@ -132,11 +132,15 @@ ANTI_AFFINITY = {"podAntiAffinity": {
 }}
 
 
-def conf_for(action: str) -> SchedulerConf:
-    """The default tiers with the poison plugin first, and the one action under test."""
+def conf_for(action: str, point: str = "") -> SchedulerConf:
+    """The default tiers with the poison plugin first, and the one action under test. For preempt, capacity
+    (no limits declared) stands in for proportion: preempt asks the queue's Allocatable (Volcano's
+    preemptorFitsOnNode), and proportion's deserved shares depend on every queue's requests, so the poisoned job
+    would change its neighbours' answers (and a full queue's, its own) whether or not a plugin fails."""
+    shares = "capacity" if action == "preempt" else "proportion"
     return conf_from_tiers(
         ["poison", "priority", "gang", "conformance"],
-        ["drf", "predicates", "proportion", "nodeorder", "binpack"],
+        ["drf", "predicates", shares, "nodeorder", "binpack"],
         actions=action,
     )
 
@@ -209,7 +213,7 @@ def test_a_plugin_raising_for_one_job_costs_that_job_alone(
     poison: type[PoisonPlugin], monkeypatch: pytest.MonkeyPatch, action: str, point: str, seed: int
 ) -> None:
     c = workload(seed, action, point)
-    conf = conf_for(action)
+    conf = conf_for(action, point)
     target = next(job for job in c.sim.snapshot().jobs.values() if job.name == POISON_GROUP)
     monkeypatch.setattr(poison, "point", point)
     monkeypatch.setattr(poison, "target", "nobody")
