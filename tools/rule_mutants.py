@@ -1,0 +1,108 @@
+"""Switch each rule off and show that its test fails: one mutation of the code per rule, in a scratch copy.
+
+    .venv/bin/python tools/rule_mutants.py              # every rule
+    .venv/bin/python tools/rule_mutants.py maxDomains   # the rules whose name contains this
+
+For each rule: the mutation is applied to a fresh `git worktree` of HEAD (the checkout is never touched), the
+rule's test is run there, and the first assertion line of its failure is printed. A mutation whose test still
+passes is reported as NOT PINNED and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    rule: str
+    path: str
+    old: str
+    new: str
+    test: str
+
+
+GE = "scheduler/actions/gang_evict.py"
+T_GE = "tests/preemption/test_gang_evict.py"
+MUTANTS = [
+    Mutant("allowWholeBundle: false keeps safe bundles only", GE,
+           "return [b for b in valid if b.kind == BundleKind.SAFE or self.allow_whole]", "return valid",
+           f"{T_GE}::test_without_whole_bundles_a_rigid_gang_is_never_broken"),
+    Mutant("safe bundles before whole ones", "scheduler/actions/bundles.py",
+           "        if a.kind != b.kind:\n            return -1 if a.kind < b.kind else 1\n", "",
+           f"{T_GE}::test_safe_bundles_go_before_whole_ones"),
+    Mutant("role minimums keep a role out of the safe bundle", "scheduler/actions/bundles.py",
+           "if job.min_available >= job.task_min_total():", "if False:",
+           f"{T_GE}::test_role_minimums_keep_a_role_out_of_the_safe_bundle"),
+    Mutant("gangpreempt takes only from lower-priority jobs", GE,
+           "and preemptor.priority > owner.priority)", ")",
+           f"{T_GE}::test_an_equal_priority_gang_is_never_a_victim"),
+    Mutant("a plan is kept only if the preemptor is then pipelined", GE,
+           "        stmt.rollback(mark)\n        return False\n", "        return False\n",
+           f"{T_GE}::test_the_predicate_error_cache_changes_the_plan"),
+    Mutant("a PodGroup's volcano.sh/preemptable: false protects it", GE,
+           'or owner.extra.get("preemptable") is False ', "",
+           f"{T_GE}::test_a_podgroup_marked_not_preemptable_is_never_a_gang_victim"),
+    Mutant("predicateErrorCacheEnable (per job and role)", GE,
+           "cached = self.error_cache and bool(task.role) and key in turned_away", "cached = False",
+           f"{T_GE}::test_the_predicate_error_cache_changes_the_plan"),
+    Mutant("maxDomains bounds the domains searched", GE,
+           "return found[: self.max_domains]", "return found",
+           f"{T_GE}::test_max_domains_bounds_where_a_hard_topology_gang_looks"),
+    Mutant("gangreclaim takes only from reclaimable queues", GE,
+           "return victim_queue is not None and victim_queue.reclaimable", "return victim_queue is not None",
+           f"{T_GE}::test_gangreclaim_never_takes_from_a_queue_that_is_not_reclaimable"),
+    Mutant("capacity's Evictable keeps a queue's deserved share (gangreclaim)", "scheduler/plugins/capacity.py",
+           "        if ctx.kind == EvictionKind.GANG_PREEMPT:\n            return list(candidates)\n",
+           "        return list(candidates)\n",
+           f"{T_GE}::test_capacity_protects_a_deserved_share_only_where_its_tier_is_asked"),
+    Mutant("UnifiedEvictable: an empty intersection lets the next plugin answer whole",
+           "scheduler/framework/evictable.py",
+           "agreed = [t for t in agreed if t.uid in kept] or None", "agreed = [t for t in agreed if t.uid in kept]",
+           "tests/framework/test_evictable.py::test_after_an_empty_intersection_the_next_plugin_answers_whole"),
+    Mutant("legacy preempt: the queue's Allocatable is part of 'the preemptor fits'",
+           "scheduler/actions/preempt.py",
+           "return (ssn.tiers.run(P.ALLOCATABLE, queue, preemptor).ok and preemptor.resreq <= node.future_idle()",
+           "return (preemptor.resreq <= node.future_idle()",
+           "tests/preemption/test_preempt_volcano_order.py"),
+]
+
+
+def run(mutant: Mutant, python: str) -> tuple[bool, str]:
+    with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(tree), "HEAD"], check=True)
+        try:
+            target = tree / mutant.path
+            text = target.read_text()
+            if mutant.old not in text:
+                return False, f"the mutation no longer applies to {mutant.path}: update tools/rule_mutants.py"
+            target.write_text(text.replace(mutant.old, mutant.new, 1))
+            proc = subprocess.run([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", mutant.test],
+                                  cwd=tree, capture_output=True, text=True, env={"PYTHONPATH": str(tree),
+                                                                                  "PATH": "/usr/bin:/bin"})
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("E ")]
+            return proc.returncode != 0, (lines[0] if lines else proc.stdout.strip().splitlines()[-1])
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
+
+
+def main(argv: list[str]) -> int:
+    python = str(REPO / ".venv" / "bin" / "python")
+    chosen = [m for m in MUTANTS if not argv or any(a in m.rule for a in argv)]
+    unpinned = 0
+    for mutant in chosen:
+        failed, line = run(mutant, python)
+        unpinned += not failed
+        print(f"{'pinned    ' if failed else 'NOT PINNED'}  {mutant.rule}\n            {mutant.test}\n            {line}")
+    return 1 if unpinned else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
