@@ -26,6 +26,7 @@ class Mutant:
     old: str
     new: str
     test: str
+    more: tuple[tuple[str, str], ...] = ()  # further (old, new) edits of the same file
 
 
 GE = "scheduler/actions/gang_evict.py"
@@ -45,7 +46,8 @@ MUTANTS = [
            f"{T_GE}::test_an_equal_priority_gang_is_never_a_victim"),
     Mutant("a plan is kept only if the preemptor is then pipelined", GE,
            "        stmt.rollback(mark)\n        return False\n", "        return False\n",
-           f"{T_GE}::test_the_predicate_error_cache_changes_the_plan"),
+           f"{T_GE}::test_the_predicate_error_cache_changes_the_plan",
+           (("if ssn.tiers.run(P.JOB_PIPELINED, job).rejected:  # 6.", "if False:"),)),
     Mutant("a PodGroup's volcano.sh/preemptable: false protects it", GE,
            'or owner.extra.get("preemptable") is False ', "",
            f"{T_GE}::test_a_podgroup_marked_not_preemptable_is_never_a_gang_victim"),
@@ -83,7 +85,13 @@ def run(mutant: Mutant, python: str) -> tuple[bool, str]:
             text = target.read_text()
             if mutant.old not in text:
                 return False, f"the mutation no longer applies to {mutant.path}: update tools/rule_mutants.py"
-            target.write_text(text.replace(mutant.old, mutant.new, 1))
+            for old, _ in mutant.more:
+                if old not in text:
+                    return False, f"the mutation no longer applies to {mutant.path}: update tools/rule_mutants.py"
+            text = text.replace(mutant.old, mutant.new, 1)
+            for old, new in mutant.more:
+                text = text.replace(old, new, 1)
+            target.write_text(text)
             proc = subprocess.run([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", mutant.test],
                                   cwd=tree, capture_output=True, text=True, env={"PYTHONPATH": str(tree),
                                                                                   "PATH": "/usr/bin:/bin"})
