@@ -108,7 +108,8 @@ def main(argv: list[str]) -> int:
     for mutant in chosen:
         failed, line = run(mutant, python)
         unpinned += not failed
-        print(f"{'pinned    ' if failed else 'NOT PINNED'}  {mutant.rule}\n            {mutant.test}\n            {line}")
+        verdict = "pinned    " if failed else "NOT PINNED"
+        print(f"{verdict}  {mutant.rule}\n            {mutant.test}\n            {line}")
     return 1 if unpinned else 0
 
 
