@@ -49,7 +49,7 @@ PACKAGES=(
   netbase=6.4
   tzdata=2026f-0+deb12u1
 )
-LOCK="$REPO/tools/image-base.lock"
+LOCK="${VOLCANO_PY_IMAGE_BASE_LOCK:-$REPO/tools/image-base.lock}"  # another lock: for trying the check
 SNAPSHOT_HOST=http://snapshot.debian.org/archive
 CURRENT_HOST=http://deb.debian.org
 # The three archives, as "<archive path> <suite>"; the URL in front is the snapshot's or the current mirror's.
