@@ -2,9 +2,18 @@
 # (requirements.lock, every file by its sha256) and the wheel into a venv, and runs as a non-root user (uid 65532),
 # so the manifests' runAsNonRoot and read-only root hold.
 #
-# PYTHON_IMAGE is the public python:3.11-slim by default. Where registries cannot be reached, `make image-test`
-# builds a stand-in from Debian's packages (tools/image.sh base) and passes it here; both have python3 with venv.
-ARG PYTHON_IMAGE=python:3.11-slim
+# PYTHON_IMAGE is the public python:3.11-slim-bookworm by default (bookworm named: the bare 3.11-slim tag follows
+# Debian's newest release, trixie now). Where registries cannot be reached, `make image-test` builds a stand-in from
+# Debian's packages (tools/image.sh base: bookworm at a pinned snapshot, every package at the version of
+# tools/image-base.lock) and passes it here; both have python3 with venv.
+#
+# The public base is pinned by digest only where the digest was verified against the registry. The line below says
+# which: `verified YYYY-MM-DD` (then the ARG default is that digest), or `UNVERIFIED` (then the default stays the
+# tag). Verify and pin as docs/image.md says.
+# base-digest: python:3.11-slim-bookworm@sha256:0bee7276f83efd4a1ee05bbbf4281d95ed28e079220a9457f25a93e3f1e3c31b UNVERIFIED
+#   (the multi-platform index recorded for this tag by docker-library/repo-info, build of 2026-08-25; no container
+#   registry answers on the machine this was written on, so it was not checked against Docker Hub)
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src

@@ -1,10 +1,12 @@
 # Container image, its lock, and Helm (included from the Makefile).
 #   make image           build $(IMAGE) from the Dockerfile: docker where its daemon answers, else podman; on
-#                        $(IMAGE_BASE) (python:3.11-slim), or IMAGE_BASE=debian: a base built from Debian's packages
+#                        $(IMAGE_BASE) (python:3.11-slim-bookworm), or IMAGE_BASE=debian: a base built from Debian's packages
 #   make image-test      build $(IMAGE_TEST) on the Debian-built base with podman (layers cached), then run it as the
 #                        scheduler and as the controllers against the test control plane (tests/image)
 #   make image-tools     apt-get install podman, runc and mmdebstrap where missing
-#   make image-base      build the Debian base (cached outside the checkout, keyed by its recipe) and import it
+#   make image-base      build the Debian base (cached outside the checkout, keyed by its recipe and lock) at the
+#                        versions of tools/image-base.lock, fail if its rootfs differs from the lock, import it
+#   make image-base-lock rewrite tools/image-base.lock from what Debian's mirror serves now (a full base build)
 #   make image-check     build the wheel and install it into a fresh venv, as the Dockerfile does (no engine needed)
 #   make lock            write requirements.lock (pip-compile, every file hashed) from pyproject.toml's dependencies;
 #                        keeps the current pins unless pyproject needs others (UPGRADE=1: the newest of everything)
@@ -12,10 +14,10 @@
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE ?= ghcr.io/volcano-py/volcano-py:$(VERSION)
 IMAGE_TEST ?= localhost/volcano-py:$(VERSION)-debian
-IMAGE_BASE ?= python:3.11-slim
+IMAGE_BASE ?= python:3.11-slim-bookworm
 HELM_VERSION ?= v3.22.0
 
-.PHONY: image image-test image-tools image-base image-check lock helm-bin
+.PHONY: image image-test image-tools image-base image-base-lock image-check lock helm-bin
 
 image:
 ifeq ($(IMAGE_BASE),debian)
@@ -34,6 +36,9 @@ image-tools:
 
 image-base: image-tools
 	@tools/image.sh base
+
+image-base-lock: image-tools
+	@tools/image.sh lock
 
 image-test: venv cluster-bins image-tools
 	@base=$$(tools/image.sh base) && tools/image.sh preflight "$$base" && tools/image.sh build $(IMAGE_TEST) "$$base"

@@ -1,9 +1,10 @@
 """The image suite (`make image-test`): the built image runs as the scheduler and the controllers, in podman, against
 the test control plane.
 
-Every test here is marked ``e2e`` and ``image``: `make unit` deselects ``e2e``, `make e2e` collects only tests/e2e,
-and `make image-test` builds the image first and then runs `pytest -m image tests/image`. The image is
-$VOLCANO_PY_IMAGE; without it, or without podman, the tests fail naming what is missing (they never skip).
+Every test of the container modules below is marked ``e2e`` and ``image``: `make unit` deselects ``e2e``, `make e2e`
+collects only tests/e2e, and `make image-test` builds the image first and then runs `pytest -m image tests/image`. The
+image is $VOLCANO_PY_IMAGE; without it, or without podman, the tests fail naming what is missing (they never skip).
+The other modules here read the image's recipe, lock and Dockerfile without building anything: they are unit tests.
 """
 
 from __future__ import annotations
@@ -24,9 +25,13 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "image: the container image against a real control plane (make image-test)")
 
 
+CONTAINER_MODULES = {"test_image.py"}  # the modules that run the built image
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if HERE in Path(str(item.fspath)).resolve().parents:
+        path = Path(str(item.fspath)).resolve()
+        if path.parent == HERE and path.name in CONTAINER_MODULES:
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.image)
 
