@@ -196,7 +196,7 @@ def go_duration(max_len: int) -> Parser:
     def parse(value: Any) -> float:
         if type(value) is not str:
             raise _wrong(value, "a Go duration such as 90s or 1h")
-        if len(value) > max_len or not value.isascii():
+        if len(value) > max_len or not value.replace("µ", "").replace("μ", "").isascii():  # Go's digits are ASCII
             raise Bad("is not a Go duration such as 90s or 1h")
         try:
             return parse_go_duration(value) / SECOND
