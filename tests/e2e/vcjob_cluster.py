@@ -37,13 +37,13 @@ tiers:
 
 
 @pytest.fixture
-def vcjob_cluster(control_plane, core_v1, custom, namespace, tmp_path):
+def vcjob_cluster(control_plane, core_v1, custom, namespace, tmp_path, request):
     """Nodes of this test, its Queues and PriorityClasses, and the scheduler and controllers as processes;
-    all gone afterwards."""
+    all gone afterwards. The scheduler's conf is CONF, or the text a test gives it (`indirect` parametrize)."""
     tag = uuid.uuid4().hex[:6]
     made = {"nodes": [], "queues": [], "classes": []}
     conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(CONF)
+    conf.write_text(getattr(request, "param", CONF))
     scheduler = Process(control_plane, tmp_path, "scheduler", "scheduler", "--scheduler-conf", str(conf),
                         "--schedule-period", "200ms", "--log-level", "debug")
     controllers = Process(control_plane, tmp_path, "controllers", "controllers", "--no-leader-elect")
@@ -74,6 +74,10 @@ def vcjob_cluster(control_plane, core_v1, custom, namespace, tmp_path):
             made["classes"].append(name)
             return name
 
+        @property
+        def tag(self) -> str:
+            return tag
+
         def job(self, name: str, queue: str, tasks: list[dict], min_available: int, **spec) -> None:
             for t in tasks:
                 t["template"]["spec"]["nodeSelector"] = {NODE_SET: tag}
@@ -101,11 +105,12 @@ def vcjob_cluster(control_plane, core_v1, custom, namespace, tmp_path):
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def task(name: str, replicas: int, *, min_available: int | None = None, annotations: dict | None = None) -> dict:
+def task(name: str, replicas: int, *, min_available: int | None = None, annotations: dict | None = None,
+         labels: dict | None = None) -> dict:
     container = {"name": "main", "image": "busybox", "resources": {
         "requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {GPU_RESOURCE: "1"}}}
     spec = {"name": name, "replicas": replicas, "template": {
-        "metadata": {"annotations": annotations or {}},
+        "metadata": {"annotations": annotations or {}, "labels": labels or {}},
         "spec": {"terminationGracePeriodSeconds": 0, "containers": [container]}}}
     if min_available is not None:
         spec["minAvailable"] = min_available
