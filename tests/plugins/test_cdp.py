@@ -113,7 +113,8 @@ def build(seed: int, *, cdp: bool) -> tuple[ClusterBuilder, dict[str, float | No
     for key, pod in c.sim.pods.items():
         task = pod.task
         assert task.scheduled_at == pod.bound_at or task.cooldown is None
-        ends[key] = task.scheduled_at + task.cooldown if task.cooldown is not None and task.scheduled_at else None
+        ends[key] = (task.scheduled_at + task.cooldown
+                     if task.cooldown is not None and task.scheduled_at is not None else None)
     return c, ends
 
 
@@ -139,3 +140,46 @@ def test_with_cdp_no_pod_is_evicted_within_its_cooldown_and_without_it_some_are(
         now, ends, evicted = preempt(seed, cdp=False)
         within_without += any((end := ends[key]) is not None and end > now for key in evicted)
     assert within_without >= 5, within_without
+
+
+def _reclaim_conf(*, cdp: bool) -> SchedulerConf:
+    # The starvation guard off: a gang waiting past its threshold would reserve (pipeline) instead of reclaiming.
+    return conf_from_tiers(["priority", "gang", "conformance", *(["cdp"] if cdp else [])],
+                           [{"name": "drf", "enablePreemptable": False}, "predicates",
+                            {"name": "proportion", "enableReclaimable": False}, "nodeorder"],
+                           actions="enqueue, allocate, reclaim, backfill",
+                           configurations={"allocate": {"starvationThresholdSeconds": -1}})
+
+
+def _filled(conf: SchedulerConf) -> ClusterBuilder:
+    c = cluster().node("n0", gpu=4)
+    c.queue("batch").queue("team")
+    c.sim.add_podgroup({"metadata": {"name": "fill", "namespace": "default"},
+                        "spec": {"minMember": 1, "queue": "batch"}})
+    for i in range(4):
+        pod = pod_object(f"fill-{i}", group="fill", gpu=1)
+        pod["metadata"]["labels"] = {KEY: "1h"}
+        c.sim.add_pod(pod)
+    c.cycle(conf)
+    return c
+
+
+def test_reclaim_waits_for_the_cooldown_to_end() -> None:
+    """A queue's pods, each with a one-hour cooldown (label): another queue's job arriving a minute after they
+    were bound reclaims nothing with cdp until the hour is over; without cdp it reclaims at once."""
+    c = _filled(_reclaim_conf(cdp=True))
+    bound = c.sim.pods["default/fill-0"].bound_at
+    assert bound is not None
+    c.sim.now = bound + 60.0
+    c.job("late", queue="team", replicas=2, min_available=2, gpu=1)
+    c.cycles(3, _reclaim_conf(cdp=True))
+    assert c.sim.evicted == []
+    c.sim.now = bound + 3600.0  # scheduled + 1h is not after now: the cooldown is over
+    c.cycle(_reclaim_conf(cdp=True))
+    assert len(c.sim.evicted) == 2
+
+    c = _filled(_reclaim_conf(cdp=False))
+    c.sim.now += 60.0
+    c.job("late", queue="team", replicas=2, min_available=2, gpu=1)
+    c.cycle(_reclaim_conf(cdp=False))
+    assert len(c.sim.evicted) == 2

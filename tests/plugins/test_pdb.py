@@ -251,3 +251,33 @@ def test_a_pdb_the_simulator_cannot_compute_is_refused_by_name(tmp_path: Path) -
         c.sim.add_pdb({"metadata": {"name": "pct"}, "spec": {"minAvailable": "50%"}})
     with pytest.raises(ValueError, match="spec.selector"):
         c.sim.add_pdb({"metadata": {"name": "bad"}, "spec": {"selector": {"matchExpressions": [{"key": "a"}]}}})
+
+
+def reclaim_conf(*, pdb: bool) -> SchedulerConf:
+    """pdb in the first tier; proportion's Reclaimable off, so no later tier answers what pdb refused (with it on,
+    proportion's tier would decide once pdb offers nothing: Volcano's tier rule, framework/points.py)."""
+    first: list[Any] = ["priority", "gang", "conformance"]
+    if pdb:
+        first.append("pdb")
+    return conf_from_tiers(first, [{"name": "drf", "enablePreemptable": False}, "predicates",
+                                   {"name": "proportion", "enableReclaimable": False}, "nodeorder"],
+                           actions="enqueue, allocate, reclaim, backfill")
+
+
+def test_reclaim_keeps_within_the_budget_too() -> None:
+    c = cluster().node("n0", gpu=4)
+    c.queue("batch").queue("team")
+    c.sim.add_podgroup({"metadata": {"name": "fill", "namespace": "default"},
+                        "spec": {"minMember": 1, "queue": "batch"}})
+    for i in range(4):
+        pod = pod_object(f"fill-{i}", group="fill", gpu=1)
+        pod["metadata"]["labels"] = {"app": "db" if i < 3 else "web"}
+        c.sim.add_pod(pod)
+        c.sim.now += 1
+    c.sim.add_pdb({"metadata": {"name": "db"}, "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "db"}}}})
+    c.cycle(reclaim_conf(pdb=True))
+    c.job("late", queue="team", replicas=2, min_available=2, gpu=1)
+    c.cycles(3, reclaim_conf(pdb=True))
+    assert c.sim.evicted == [], "the web pod alone cannot make room for two; db's three are its minimum"
+    c.cycles(2, reclaim_conf(pdb=False))
+    assert len(c.sim.evicted) == 2 and len(c.sim.bound("late")) == 2
