@@ -86,8 +86,12 @@ def budget_from_object(obj: Mapping[str, Any], sink: list[F.FieldInvalid] | None
     namespace = F_NAMESPACE.read(meta.get("namespace"), name, sink)
     key = f"{namespace}/{name}"
     spec, status = obj.get("spec"), obj.get("status")
-    spec = spec if isinstance(spec, Mapping) else {}
-    status = status if isinstance(status, Mapping) else {}
+    if spec is not None and not isinstance(spec, Mapping):  # what is under it reads as unreadable, with reasons
+        return DisruptionBudget(namespace, name, F_SELECTOR.refuse(spec, "spec is not an object", key, sink),
+                                0, frozenset())
+    if status is not None and not isinstance(status, Mapping):
+        status = {"disruptionsAllowed": F_ALLOWED.refuse(status, "status is not an object", key, sink)}
+    spec, status = spec or {}, status or {}
     return DisruptionBudget(
         namespace=namespace,
         name=name,

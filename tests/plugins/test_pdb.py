@@ -26,6 +26,7 @@ from scheduler.api.job import TaskInfo
 from scheduler.api.resources import Resource
 from scheduler.api.selectors import LabelSelector, Requirement
 from scheduler.cache.parse import ParseCache
+from scheduler.cycle import conf_from_text
 from scheduler.framework.conf import SchedulerConf
 from scheduler.plugins.pdb import within_budgets
 from scheduler.sim.replay import replay
@@ -108,6 +109,24 @@ def test_status_is_bounded_and_a_bad_value_protects() -> None:
     assert budget_from_object(_pdb_object({"matchLabels": {"app": "a"}}), sink).allowed == 0  # no status yet
     bad = budget_from_object(_pdb_object({"matchLabels": {"app": "a"}}, {"disruptionsAllowed": 2**40}), sink)
     assert bad.allowed == 0 and [r.path for r in sink] == ["status.disruptionsAllowed"]
+
+
+def test_a_spec_or_status_that_is_no_object_protects_with_a_reason() -> None:
+    sink: list[F.FieldInvalid] = []
+    bad = budget_from_object({"metadata": {"name": "p", "namespace": "ns"}, "spec": "x"}, sink)
+    assert (bad.selector, bad.allowed) == (None, 0) and [r.path for r in sink] == ["spec.selector"]
+    sink.clear()
+    bad = budget_from_object({"metadata": {"name": "p", "namespace": "ns"},
+                              "spec": {"selector": {"matchLabels": {"app": "a"}}}, "status": ["x"]}, sink)
+    assert bad.allowed == 0 and [r.path for r in sink] == ["status.disruptionsAllowed"]
+
+
+def test_a_volcano_conf_naming_pdb_and_cdp_loads_them() -> None:
+    loaded = conf_from_text("actions: \"enqueue, allocate, preempt, reclaim, backfill\"\ntiers:\n- plugins: "
+                            "[{name: priority}, {name: gang}, {name: conformance}, {name: pdb}, {name: cdp}]\n",
+                            source="volcano.conf")
+    assert tuple(loaded.skipped) == ()  # they were skipped ("a Volcano plugin volcano-py does not implement")
+    assert [p.name for p in loaded.tiers[0].plugins] == ["priority", "gang", "conformance", "pdb", "cdp"]
 
 
 def test_the_cache_reads_pdbs_and_logs_a_bad_one_once() -> None:
