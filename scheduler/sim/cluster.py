@@ -132,14 +132,9 @@ class InMemoryCluster:
 
         def validate() -> str:
             manifest.setdefault("metadata", {}).setdefault("namespace", "default")
-            sink: list[Any] = []
-            budget_from_object(manifest, sink)
-            if sink:
-                raise ValueError(describe(sink[0]))
-            minimum = (manifest.get("spec") or {}).get("minAvailable")
-            if minimum is not None and (type(minimum) is not int or minimum < 0):
-                raise ValueError(f"PodDisruptionBudget {key_of(manifest)}: spec.minAvailable: the simulator computes "
-                                 f"disruptionsAllowed for a whole number only, got {minimum!r} (give status instead)")
+            problem = pdb_problem(manifest)
+            if problem:
+                raise ValueError(f"PodDisruptionBudget {key_of(manifest)}: {problem}")
             return key_of(manifest)
 
         key = _read("PodDisruptionBudget", pdb, validate)
@@ -362,6 +357,23 @@ class InMemoryCluster:
 
     def allocated_by_queue(self) -> Mapping[str, Resource]:
         return dict(self.queue_allocated)
+
+
+def pdb_problem(manifest: Mapping[str, Any]) -> str | None:
+    """Why the simulator cannot take this PodDisruptionBudget (a field that cannot be read, a minAvailable it
+    cannot compute a status for), or None."""
+    sink: list[Any] = []
+    try:
+        budget_from_object(manifest, sink)
+    except ValueError as exc:  # FieldError: no readable name or namespace
+        return str(exc)
+    if sink:
+        return describe(sink[0])
+    minimum = (manifest.get("spec") or {}).get("minAvailable")
+    if minimum is not None and (type(minimum) is not int or minimum < 0):
+        return (f"spec.minAvailable: the simulator computes disruptionsAllowed for a whole number only, got "
+                f"{minimum!r} (give status.disruptionsAllowed instead)")
+    return None
 
 
 def _read(kind: str, obj: Any, parse: Callable[[], T]) -> T:

@@ -34,6 +34,7 @@ from scheduler.jobs import flow
 from scheduler.jobs.schema import JOB_CRD, PODGROUP_CRD, QUEUE_CRD, schema_problems, unknown_fields
 from scheduler.jobs.validate import validate_job
 from scheduler.sim import workload_kinds as kinds
+from scheduler.sim.cluster import pdb_problem
 from scheduler.sim.errors import InputError
 from scheduler.sim.items import Controlled, WorkItem
 from scheduler.sim.objects import node_object
@@ -136,6 +137,12 @@ def load_cluster(path: str | Path) -> ClusterSpec:
         dict(_mapping(p, source, f"podDisruptionBudgets[{i}]", "a PodDisruptionBudget manifest"))
         for i, p in enumerate(raw_pdbs)
     )
+    for i, pdb in enumerate(pdbs):
+        meta = pdb.get("metadata")
+        meta = {"namespace": "default", **(meta if isinstance(meta, Mapping) else {})}
+        problem = pdb_problem({**pdb, "metadata": meta})
+        if problem:
+            raise InputError(source, f"podDisruptionBudgets[{i}]", problem)
     return ClusterSpec(tuple(nodes), queues, dict(classes), hypernodes, tuple(warnings), pdbs)
 
 

@@ -29,6 +29,7 @@ from scheduler.cache.parse import ParseCache
 from scheduler.cycle import conf_from_text
 from scheduler.framework.conf import SchedulerConf
 from scheduler.plugins.pdb import within_budgets
+from scheduler.sim.errors import InputError
 from scheduler.sim.replay import replay
 from scheduler.sim.workload import load_cluster, load_workload
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers, pod_object
@@ -265,6 +266,12 @@ def test_a_cluster_file_pdb_protects_pods_in_a_replay(tmp_path: Path) -> None:
 
 
 def test_a_pdb_the_simulator_cannot_compute_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump({"nodes": [{"name": "n", "gpu": 1}], "podDisruptionBudgets": [
+        {"metadata": {"name": "ok"}, "spec": {"minAvailable": 1}},
+        {"metadata": ["x"], "spec": {"minAvailable": "50%"}}]}))
+    with pytest.raises(InputError, match=r"podDisruptionBudgets\[1\]: .*metadata.name"):
+        load_cluster(path)
     c = cluster()
     with pytest.raises(ValueError, match="spec.minAvailable"):
         c.sim.add_pdb({"metadata": {"name": "pct"}, "spec": {"minAvailable": "50%"}})
