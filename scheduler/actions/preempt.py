@@ -14,6 +14,9 @@
    not need are given back, highest priority first.
 3. Commit the Statement only if the job is then pipelined (JobPipelined): evictions happen only together with
    the preemptor's placement. Otherwise discard it, and nothing is evicted.
+
+A pending task with `preemptionPolicy: Never` is skipped in both preempt and reclaim (it may still be placed by
+allocate where there is room); its job's other tasks go on. Volcano checks this in these two legacy actions only.
 """
 
 from __future__ import annotations
@@ -197,6 +200,10 @@ def preempt_job(ssn: Session, job: JobInfo, eligible: Eligible, point: P.Victims
                 queue_fits: Callable[[TaskInfo], bool] | None = None) -> bool:
     stmt = ssn.statement()
     for task in job.minimums_first(ssn.order.task_order(pending_tasks(job))):
+        if task.preempt_never:
+            # `preemptionPolicy: Never`: this task evicts no one; the job's other tasks still may (Volcano checks
+            # it per task, first: actions/preempt/preempt.go taskEligibleToPreempt, actions/reclaim/reclaim.go).
+            continue
         if admit is not None and not admit(task):
             break
         if not make_room(ssn, stmt, task, point, eligible, verb, queue_fits):
@@ -252,7 +259,7 @@ def preemptor_tasks(job: JobInfo) -> list[TaskInfo]:
 
 def may_preempt(task: TaskInfo) -> bool:
     """Volcano's taskEligibleToPreempt: a pod whose preemptionPolicy is Never does not preempt."""
-    return True
+    return not task.preempt_never
 
 
 def _victim_filter(task: TaskInfo, same: Callable[[TaskInfo], bool]) -> Eligible:

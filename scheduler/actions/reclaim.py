@@ -8,6 +8,7 @@
    a reason to reclaim back: no ping-pong), never non-preemptable pods, never a gang broken below minAvailable;
    lowest priority first. Evictions and the reclaimer's pipelined placement share one Statement, committed only
    if the job is pipelined, else discarded.
+A task with `preemptionPolicy: Never` reclaims nothing (skipped before Preemptive, as in Volcano's reclaim.go).
 """
 
 from __future__ import annotations

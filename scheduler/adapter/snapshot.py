@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from scheduler.api.convert import group_of, implicit_job, plain_group_of, wants_gang
+from scheduler.api.disruption import DisruptionBudget
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
@@ -50,6 +51,7 @@ class SnapshotInputs:
     assumed: Mapping[str, str] = field(default_factory=dict)  # pod key -> node we bound it to, not seen yet
     storage: Storage | None = None  # None: volumes are not modelled, claims are ignored
     unreadable_queues: Mapping[str, tuple[Reason, ...]] = field(default_factory=dict)  # left out, and why
+    disruption_budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets, parsed (api/disruption.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +94,7 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
     if storage is not None and claims is not None and claims.binding:  # the adapter's Storage is left as it is
         storage = replace(storage, binding=True)
     return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage,
-                           dict(inputs.unreadable_queues), tuple(orphans))
+                           dict(inputs.unreadable_queues), tuple(orphans), tuple(inputs.disruption_budgets))
 
 
 def account_others(

@@ -63,6 +63,9 @@ F_PRIORITY_CLASS = F.field("Pod", "spec.priorityClassName")
 F_CONTAINERS = F.field("Pod", "spec.containers")
 F_POD_CONDITIONS = F.field("Pod", "status.conditions")
 F_VOLUMES = F.field("Pod", "spec.volumes")
+F_PREEMPTION_POLICY = F.field("Pod", "spec.preemptionPolicy")
+F_COOLDOWN_LABEL = F.field("Pod", f"metadata.labels[{F.COOLDOWN}]")
+F_COOLDOWN = F.field("Pod", f"metadata.annotations[{F.COOLDOWN}]")
 F_GPU = (F.field("Pod", f"metadata.annotations[{F.GPU_INDEX}]"), F.field("Pod", f"metadata.annotations[{F.GPU_SPEC}]"))
 
 
@@ -144,6 +147,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         F_POD_UID.read(meta.get("uid"), key, sink)
         F_OWNERS.read(meta.get("ownerReferences"), key, sink)
         F_MIN_MEMBER.read(annotations.get(MIN_MEMBER_ANNOTATION), key, sink)
+    cooldown = cooldown_of(labels, annotations, key, sink)
     if annotations:  # the deviceshare plugin's, bounded here (gpu/devices.py reads them off task.annotations)
         for gpu_field in F_GPU:
             value = annotations.get(gpu_field.path[-1])
@@ -168,7 +172,39 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         index=task_index_of(annotations, labels, key, sink),
         gated=first_gate(spec, key, sink),
         claims=_claims(F_VOLUMES.read(volumes, key, sink), namespace, name) if volumes is not None else (),
+        preempt_never=preempts_never(spec, key, sink),
+        cooldown=cooldown,
+        scheduled_at=scheduled_at_of(pod, key, sink) if cooldown is not None else None,
     )
+
+
+def preempts_never(spec: Mapping[str, Any], where: str = "", sink: list[F.FieldInvalid] | None = None) -> bool:
+    policy = spec.get("preemptionPolicy")
+    if policy is None or policy == "PreemptLowerPriority":  # nearly always: spare the call
+        return False
+    return F_PREEMPTION_POLICY.read(policy, where, sink) == "Never"  # type: ignore[no-any-return]
+
+
+def cooldown_of(labels: Mapping[str, str], annotations: Mapping[str, str], where: str = "",
+                sink: list[F.FieldInvalid] | None = None) -> float | None:
+    """The cdp plugin's cooldown in seconds: the label if present (even unreadable), else the annotation, as
+    Volcano's podCooldownTime (pkg/scheduler/plugins/cdp/cdp.go); None when neither says one Go reads."""
+    if labels:
+        value = labels.get(F.COOLDOWN)
+        if value is not None:
+            return F_COOLDOWN_LABEL.read(value, where, sink)  # type: ignore[no-any-return]
+    if annotations:
+        value = annotations.get(F.COOLDOWN)
+        if value is not None:
+            return F_COOLDOWN.read(value, where, sink)  # type: ignore[no-any-return]
+    return None
+
+
+def scheduled_at_of(pod: Obj, where: str = "", sink: list[F.FieldInvalid] | None = None) -> float | None:
+    """When the pod was bound: its `PodScheduled=True` condition's lastTransitionTime; None if it does not say."""
+    status = pod.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return F_POD_CONDITIONS.read(conditions, where, sink)  # type: ignore[no-any-return]
 
 
 def _claims(volumes: tuple[tuple[bool, str], ...], namespace: str, pod: str) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from scheduler.api.reasons import FieldInvalid
 from scheduler.api.resources import QuantityError, Resource
-from scheduler.durations import parse_seconds
+from scheduler.durations import SECOND, DurationError, parse_go_duration, parse_seconds
 
 INT32: Final = 2**31 - 1
 NAME_MAX: Final = 253  # a DNS subdomain: object names, node names, label-key prefixes
@@ -187,6 +187,23 @@ def duration(hi: float) -> Parser:
         return seconds
 
     return Parser("duration", parse, 0, hi, max_len=64, text=True)
+
+
+def go_duration(max_len: int) -> Parser:
+    """A Go duration as `time.ParseDuration` reads it (`90s`, `1h30m`, `-5m`, `0`; no plain number), in seconds.
+    Any sign: Go's int64 of nanoseconds bounds it (about 292 years either way). `max_len` bounds the text."""
+
+    def parse(value: Any) -> float:
+        if type(value) is not str:
+            raise _wrong(value, "a Go duration such as 90s or 1h")
+        if len(value) > max_len or not value.replace("µ", "").replace("μ", "").isascii():  # Go's digits are ASCII
+            raise Bad("is not a Go duration such as 90s or 1h")
+        try:
+            return parse_go_duration(value) / SECOND
+        except DurationError:
+            raise Bad("is not a Go duration such as 90s or 1h") from None
+
+    return Parser("duration", parse, -(2.0**63) / SECOND, (2.0**63 - 1) / SECOND, max_len=max_len, text=True)
 
 
 def _timestamp(value: Any) -> float:

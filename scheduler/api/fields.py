@@ -112,6 +112,9 @@ from scheduler.api.field_parsers import (
     enum as enum,
 )
 from scheduler.api.field_parsers import (
+    go_duration as go_duration,
+)
+from scheduler.api.field_parsers import (
     integer as integer,
 )
 from scheduler.api.field_parsers import (
@@ -151,6 +154,7 @@ FALLBACK_MIN = "volcano-py.io/fallback-min-available"
 SLA_WAITING = "sla-waiting-time"
 GPU_INDEX = "volcano.sh/gpu-index"
 GPU_SPEC = "volcano-py.io/gpu-spec"
+COOLDOWN = "volcano.sh/cooldown-time"  # the cdp plugin's (volcano.sh/apis scheduling/v1beta1 CooldownTime)
 
 _META = ("metadata",)
 
@@ -213,8 +217,16 @@ FIELDS: tuple[Field, ...] = (
     Field("Pod", ("spec", "schedulingGates"), registered("gates", list), "?", "gated (an unreadable gate)", ""),
     Field("Pod", ("spec", "volumes"), registered("volumes", list), REJECT, absent=()),
     Field("Pod", ("status", "phase"), enum(*POD_PHASES), "Unknown", "Unknown", "Pending"),
+    # Read at the edge only for a pod with a cooldown (below); for the others, after a cycle (partial gangs).
     Field("Pod", ("status", "conditions"), registered("pod_conditions", list), None, "not known to be bound", None,
           edge=False),
+    # The cdp plugin's cooldown: a Go duration, the label before the annotation; a value Go's time.ParseDuration
+    # refuses leaves the pod without one, as Volcano (pkg/scheduler/plugins/cdp/cdp.go podCooldownTime).
+    Field("Pod", (*_META, "labels", COOLDOWN), go_duration(LABEL_VALUE_MAX), None, "no cooldown (not protected)"),
+    Field("Pod", (*_META, "annotations", COOLDOWN), go_duration(256), None, "no cooldown (not protected)"),
+    # Kubernetes allows these two only; a value it would refuse reads as Never (the reading that evicts no one).
+    Field("Pod", ("spec", "preemptionPolicy"), enum("Never", "PreemptLowerPriority"), "Never",
+          "Never (does not preempt)", "PreemptLowerPriority"),
     # ---- PodGroup (convert.job_from_podgroup; gang's timeout, sla's waiting time)
     *_meta_fields("PodGroup", namespaced=True, labels=False),
     Field("PodGroup", (*_META, "annotations"), ANNOTATIONS, REJECT, absent={}),
@@ -264,6 +276,13 @@ FIELDS: tuple[Field, ...] = (
     Field("PriorityClass", (*_META, "name"), NAME, REJECT),
     Field("PriorityClass", (*_META, "resourceVersion"), text(64), ""),
     Field("PriorityClass", ("value",), integer(-INT32 - 1, INT32), REJECT, absent=0),  # system classes: 2e9+
+    # ---- PodDisruptionBudget, policy/v1 (api/disruption.py; the pdb plugin)
+    *_meta_fields("PodDisruptionBudget", namespaced=True, labels=False, created=False),
+    Field("PodDisruptionBudget", ("spec", "selector"), registered("pdb_selector"), None,
+          "matches no pod (as Volcano skips a PDB whose selector it cannot read)"),
+    Field("PodDisruptionBudget", ("status", "disruptionsAllowed"), integer(0, INT32), 0, "0 (protects its pods)", 0),
+    Field("PodDisruptionBudget", ("status", "disruptedPods"), registered("disrupted_pods"), frozenset(),
+          "no pod counted as disrupted already", frozenset()),
     # ---- HyperNode (convert.hypernode_from_object; solver/topology.py reads what it returns)
     *_meta_fields("HyperNode", namespaced=False, labels=False, created=False),
     Field("HyperNode", ("spec", "tier"), integer(1, 64), REJECT, absent=1),

@@ -40,6 +40,13 @@ class TaskInfo:
     # The keys (namespace/name) of the PersistentVolumeClaims its volumes use (`api.volumes.claims_of`); what they
     # require of a node is resolved into `constraints.volumes` when a snapshot is built.
     claims: tuple[str, ...] = ()
+    # `spec.preemptionPolicy: Never`: the legacy preempt and reclaim actions never evict for this task (Volcano:
+    # actions/preempt/preempt.go taskEligibleToPreempt, actions/reclaim/reclaim.go).
+    preempt_never: bool = False
+    # The cdp plugin's cooldown (`volcano.sh/cooldown-time`, seconds, any sign; None: none or unreadable), and when
+    # the pod was bound (its `PodScheduled=True` transition; read only for a pod with a cooldown; None: not known).
+    cooldown: float | None = None
+    scheduled_at: float | None = None
 
     @property
     def best_effort(self) -> bool:
@@ -64,6 +71,9 @@ class TaskInfo:
             self.index,
             self.gated,
             self.claims,
+            self.preempt_never,
+            self.cooldown,
+            self.scheduled_at,
         )
 
     def __repr__(self) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scheduler.api.decision import REASONS_ANNOTATION, Status, publish
+from scheduler.api.disruption import DisruptionBudget
 from scheduler.api.job import Condition, JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -35,6 +36,8 @@ class ClusterSnapshot:
     # Our pending pods that name a PodGroup that does not exist: (pod key, PodGroup name, pod creation); the cache
     # says so on the pod once it has waited a while (a controller makes the PodGroup first, so it is rare).
     orphans: tuple[tuple[str, str, float], ...] = ()
+    # PodDisruptionBudgets (policy/v1), each field parsed (`api/disruption.py`); the pdb plugin reads them.
+    disruption_budgets: tuple[DisruptionBudget, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from scheduler.api.convert import (
     queue_from_object,
     task_from_pod,
 )
+from scheduler.api.disruption import DisruptionBudget, budget_from_object
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
@@ -171,6 +172,16 @@ class ParseCache:
             hypernode = self.read_fields("HyperNode", obj, lambda o, sink: hypernode_from_object(o, sink))
             if hypernode is not None:
                 out.append(hypernode)
+        return tuple(out)
+
+    def disruption_budgets(self, objects: Iterable[MutableObj]) -> tuple[DisruptionBudget, ...]:
+        """The PodDisruptionBudgets, each field parsed (a few objects: read afresh each cycle); one whose name
+        cannot be read is left out, a bad field read as its safe default (api/fields.py), logged once."""
+        out = []
+        for obj in objects:
+            budget = self.read_fields("PodDisruptionBudget", obj, lambda o, sink: budget_from_object(o, sink))
+            if budget is not None:
+                out.append(budget)
         return tuple(out)
 
     def task(self, obj: MutableObj, pcs: dict[str, int]) -> TaskInfo | None:
@@ -338,7 +349,7 @@ def _ports_only(spec: MutableObj, key: str) -> Constraints:
 def _key(obj: MutableObj, kind: str = "Pod") -> str:
     """The object's key, as the stores key it (a cluster-scoped kind: its name alone); "?" without metadata."""
     try:
-        if kind in ("Pod", "PodGroup"):
+        if kind in ("Pod", "PodGroup", "PodDisruptionBudget"):
             return key_of(obj)
         return str(obj["metadata"].get("name"))[: F.NAME_MAX + 1]
     except Exception:  # noqa: BLE001 - metadata that is not an object
@@ -346,7 +357,7 @@ def _key(obj: MutableObj, kind: str = "Pod") -> str:
 
 
 _VERSIONS = {kind: F.field(kind, "metadata.resourceVersion")
-             for kind in ("Pod", "PodGroup", "Queue", "Node", "HyperNode", "PriorityClass")}
+             for kind in ("Pod", "PodGroup", "Queue", "Node", "HyperNode", "PriorityClass", "PodDisruptionBudget")}
 
 
 def _version(kind: str, obj: MutableObj, sink: list[F.FieldInvalid] | None = None) -> str:

@@ -56,6 +56,10 @@ class Stores:
     storage_classes: Watched = field(
         default_factory=lambda: Watched("StorageClass", "/apis/storage.k8s.io/v1/storageclasses", optional=True)
     )
+    # For the pdb plugin; optional, as the storage kinds: without the RBAC to read them, no PDB protects a pod.
+    disruption_budgets: Watched = field(
+        default_factory=lambda: Watched("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", optional=True)
+    )
     lock: threading.Lock = field(default_factory=threading.Lock)
     assumed: dict[str, tuple[str, float]] = field(default_factory=dict)  # pod key -> (node, when) bound by us
     storage_version: int = 0  # bumped on every change to the three storage kinds
@@ -70,6 +74,7 @@ class Stores:
             self.priority_classes,
             self.hypernodes,
             *self.storage,
+            self.disruption_budgets,
         )
 
     @property

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from scheduler.api.decision import Status
+from scheduler.api.disruption import DisruptionBudget
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -44,13 +45,15 @@ class SessionAPI:
 
     Snapshot data, to read: `jobs` (by uid), `queues` (by name), `node_list` (by name), `hypernodes`, `now`,
     `conf`, `storage` (PersistentVolumes, claims and StorageClasses; None when volumes are not modelled);
+    `disruption_budgets`, the PodDisruptionBudgets (`api.disruption`), each field parsed;
     `arrays`, the nodes' resources as arrays in `node_list` order (the Statement keeps them current);
     `domains`, the nodes' topology domains per label key, by the same positions (`api.topology`);
     `trace`, where a plugin may explain its decisions when the cycle is traced (None when it is not).
     """
 
     __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
-                 "storage", "_tier", "_option", "_tiers", "_order", "_fit", "_results", "_requests", "_faults")
+                 "storage", "disruption_budgets", "_tier", "_option", "_tiers", "_order", "_fit", "_results",
+                 "_requests", "_faults")
 
     def __init__(
         self,
@@ -65,6 +68,7 @@ class SessionAPI:
         domains: NodeDomains,
         trace: Callable[[str], None] | None,
         storage: Storage | None,
+        disruption_budgets: tuple[DisruptionBudget, ...] = (),
         tier: int,
         option: PluginOption,
         tiers: TierRunner,
@@ -84,6 +88,7 @@ class SessionAPI:
         self.domains = domains
         self.trace = trace
         self.storage = storage
+        self.disruption_budgets = disruption_budgets
         self._tier = tier
         self._option = option
         self._tiers = tiers

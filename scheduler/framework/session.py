@@ -59,6 +59,7 @@ class Session:
         self.now = snapshot.now
         self.hypernodes = snapshot.hypernodes
         self.storage = snapshot.storage
+        self.disruption_budgets = snapshot.disruption_budgets
         self.unreadable_queues = snapshot.unreadable_queues  # queues left out, and why (their jobs wait with it)
         self.conf = conf
         self.trace = trace  # a sink for a traced cycle's explanations (`volcano-py simulate --trace`), or None
@@ -84,6 +85,7 @@ class Session:
         return SessionAPI(
             jobs=self.jobs, queues=self.queues, node_list=self.node_list, hypernodes=self.hypernodes, now=self.now,
             conf=self.conf, arrays=self.arrays, domains=self.domains, trace=self.trace, storage=self.storage,
+            disruption_budgets=self.disruption_budgets,
             tier=tier_index,
             option=plugin.option, tiers=self.tiers, order=self.order, fit=self.fit, results=self.results,
             requests=self._back_end, faults=self.faults,

@@ -25,6 +25,8 @@ VOLCANO_PLUGIN_ARGS: Mapping[str, frozenset[str]] = MappingProxyType({
     # capacity/capacity.go: DynamicResourceAllocationEnable, DRAConsumableCapacityEnable, ancestorReclaimLevelKey
     "capacity": frozenset({"capacity.DynamicResourceAllocationEnable", "capacity.DRAConsumableCapacityEnable",
                            "ancestorReclaimLevel"}),
+    # cdp/cdp.go reads no argument
+    "cdp": frozenset(),
     # conformance/conformance.go reads no argument
     "conformance": frozenset(),
     # deviceshare/deviceshare.go: GPUSharingPredicate, GPUNumberPredicate, NodeLockEnable, VGPUEnable,
@@ -54,6 +56,8 @@ VOLCANO_PLUGIN_ARGS: Mapping[str, frozenset[str]] = MappingProxyType({
         "nodeaffinity.weight", "podaffinity.weight", "leastrequested.weight", "mostrequested.weight",
         "balancedresource.weight", "tainttoleration.weight", "imagelocality.weight", "podtopologyspread.weight",
     }),
+    # pdb/pdb.go keeps its arguments but reads none
+    "pdb": frozenset(),
     # overcommit/overcommit.go: overCommitFactor
     "overcommit": frozenset({"overcommit-factor"}),
     # predicates/predicates.go: NodeAffinityEnable, NodePortsEnable, TaintTolerationEnable, PodAffinityEnable,

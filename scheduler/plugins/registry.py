@@ -6,12 +6,14 @@ from scheduler.framework.conf_args import ArgsParser
 from scheduler.framework.plugin import Plugin
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.capacity import CapacityPlugin
+from scheduler.plugins.cdp import CdpPlugin
 from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.overcommit import OvercommitPlugin
+from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
@@ -34,6 +36,8 @@ PLUGINS: dict[str, type[Plugin[object]]] = {
         BinpackPlugin,
         DeviceSharePlugin,
         NetworkTopologyAwarePlugin,
+        PdbPlugin,
+        CdpPlugin,
     )
 }
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
@@ -26,6 +26,8 @@ from scheduler.api.convert import (
     task_from_pod,
 )
 from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
+from scheduler.api.disruption import DisruptionBudget, budget_from_object
+from scheduler.api.fields import describe
 from scheduler.api.job import Condition, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
@@ -81,6 +83,7 @@ class InMemoryCluster:
     bind_log: list[BoundRecord] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
     storage: SimStorage | None = None  # PersistentVolumes, claims, StorageClasses; None: volumes not modelled
+    pdbs: dict[str, MutableObj] = field(default_factory=dict)  # PodDisruptionBudgets by namespace/name
     _groups: dict[str, dict[str, None]] = field(default_factory=dict)  # PodGroup key -> its pods' keys, in order
 
     # ---- building the cluster -----------------------------------------------------------------------
@@ -120,6 +123,36 @@ class InMemoryCluster:
         if self.storage is None:
             self.storage = SimStorage()
         return self.storage.add(obj)
+
+    def add_pdb(self, pdb: MutableObj) -> str:
+        """A PodDisruptionBudget (policy/v1). With an integer `spec.minAvailable`, its `disruptionsAllowed` is
+        computed each cycle as the disruption controller computes it for one (its selected pods that are Running,
+        less minAvailable, at least 0); otherwise its `status` is taken as given and never changes."""
+        manifest = copy.deepcopy(pdb)
+
+        def validate() -> str:
+            manifest.setdefault("metadata", {}).setdefault("namespace", "default")
+            problem = pdb_problem(manifest)
+            if problem:
+                raise ValueError(f"PodDisruptionBudget {key_of(manifest)}: {problem}")
+            return key_of(manifest)
+
+        key = _read("PodDisruptionBudget", pdb, validate)
+        self.pdbs[key] = manifest
+        return key
+
+    def disruption_budgets(self) -> tuple[DisruptionBudget, ...]:
+        out = []
+        for manifest in self.pdbs.values():
+            budget = budget_from_object(manifest)
+            minimum = (manifest.get("spec") or {}).get("minAvailable")
+            if type(minimum) is int:
+                healthy = sum(1 for pod in self.pods.values()
+                              if pod.manifest["status"].get("phase") == "Running"
+                              and budget.selects(pod.task.namespace, pod.task.labels))
+                budget = replace(budget, allowed=max(0, healthy - minimum))
+            out.append(budget)
+        return tuple(out)
 
     def add_priority_class(self, name: str, value: int) -> None:
         self.priority_classes[name] = value
@@ -198,6 +231,7 @@ class InMemoryCluster:
             now=self.now,
             hypernodes=tuple(self.hypernodes.values()),
             storage=self.storage.storage() if self.storage is not None else None,
+            disruption_budgets=self.disruption_budgets() if self.pdbs else (),
         )
         return build_snapshot(inputs, AdapterRules(self.scheduler_names, self.default_queue))
 
@@ -229,6 +263,8 @@ class InMemoryCluster:
                     pod.manifest["metadata"].setdefault("annotations", {}).update(result.annotations[task_key])
                 pod.manifest["spec"]["nodeName"] = node
                 pod.bound_at = self.now
+                if pod.task.cooldown is not None:  # its PodScheduled time, which the cdp plugin reads
+                    pod.task.scheduled_at = self.now
                 self.bind_log.append(BoundRecord(self.now, gang.job, task_key, node))
         for eviction in result.evictions:
             if eviction.task in self.pods:
@@ -321,6 +357,23 @@ class InMemoryCluster:
 
     def allocated_by_queue(self) -> Mapping[str, Resource]:
         return dict(self.queue_allocated)
+
+
+def pdb_problem(manifest: Mapping[str, Any]) -> str | None:
+    """Why the simulator cannot take this PodDisruptionBudget (a field that cannot be read, a minAvailable it
+    cannot compute a status for), or None."""
+    sink: list[Any] = []
+    try:
+        budget_from_object(manifest, sink)
+    except ValueError as exc:  # FieldError: no readable name or namespace
+        return str(exc)
+    if sink:
+        return describe(sink[0])
+    minimum = (manifest.get("spec") or {}).get("minAvailable")
+    if minimum is not None and (type(minimum) is not int or minimum < 0):
+        return (f"spec.minAvailable: the simulator computes disruptionsAllowed for a whole number only, got "
+                f"{minimum!r} (give status.disruptionsAllowed instead)")
+    return None
 
 
 def _read(kind: str, obj: Any, parse: Callable[[], T]) -> T:

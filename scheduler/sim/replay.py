@@ -83,6 +83,8 @@ def build_cluster(spec: ClusterSpec, workload: Workload) -> InMemoryCluster:
         cluster.add_node(node)
     for hypernode in spec.hypernodes:
         cluster.add_hypernode(hypernode)
+    for pdb in spec.pdbs:
+        cluster.add_pdb(pdb)
     for queue in (*spec.queues, *workload.queues):
         cluster.add_queue(queue)
     if "default" not in cluster.queues:

@@ -8,6 +8,8 @@ Cluster file:
     priorityClasses: {high: 1000}
     hyperNodes:                 # topology.volcano.sh HyperNode manifests, as a user would apply them
     - {metadata: {name: rack-1}, spec: {tier: 1, members: [{type: Node, selector: {regexMatch: {pattern: "^gpu-"}}}]}}
+    podDisruptionBudgets:       # policy/v1 PodDisruptionBudgets (the pdb plugin); an integer spec.minAvailable has
+    - {metadata: {name: db}, spec: {minAvailable: 2, selector: {matchLabels: {app: db}}}}  # its status computed
 
 Workload file: either `jobs:` (a list), or a YAML stream of manifests. Each item is a Volcano Job
 (`batch.volcano.sh/v1alpha1`), a PodGroup or a Queue exactly as a user would apply it, plus two simulator
@@ -32,6 +34,7 @@ from scheduler.jobs import flow
 from scheduler.jobs.schema import JOB_CRD, PODGROUP_CRD, QUEUE_CRD, schema_problems, unknown_fields
 from scheduler.jobs.validate import validate_job
 from scheduler.sim import workload_kinds as kinds
+from scheduler.sim.cluster import pdb_problem
 from scheduler.sim.errors import InputError
 from scheduler.sim.items import Controlled, WorkItem
 from scheduler.sim.objects import node_object
@@ -47,6 +50,7 @@ class ClusterSpec:
     priority_classes: Mapping[str, int]
     hypernodes: tuple[dict[str, Any], ...] = ()
     warnings: tuple[str, ...] = ()  # unknown fields, each a line naming file and field
+    pdbs: tuple[dict[str, Any], ...] = ()  # PodDisruptionBudget manifests
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +95,11 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     source = str(path)
     docs = _read_yaml(path, stream=False)
     root = _mapping(docs[0] if docs else None, source, "", "a mapping with `nodes:`")
-    unknown = set(root) - {"nodes", "queues", "priorityClasses", "hyperNodes"}
+    unknown = set(root) - {"nodes", "queues", "priorityClasses", "hyperNodes", "podDisruptionBudgets"}
     if unknown:
         raise InputError(
-            source, sorted(unknown)[0], "unknown key (expected nodes, queues, priorityClasses, hyperNodes)"
+            source, sorted(unknown)[0],
+            "unknown key (expected nodes, queues, priorityClasses, hyperNodes, podDisruptionBudgets)",
         )
     raw_nodes = root.get("nodes")
     if not isinstance(raw_nodes, list) or not raw_nodes:
@@ -125,7 +130,20 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     hypernodes = tuple(
         dict(_mapping(h, source, f"hyperNodes[{i}]", "a HyperNode manifest")) for i, h in enumerate(raw_hypernodes)
     )
-    return ClusterSpec(tuple(nodes), queues, dict(classes), hypernodes, tuple(warnings))
+    raw_pdbs = root.get("podDisruptionBudgets") or []
+    if not isinstance(raw_pdbs, list):
+        raise InputError(source, "podDisruptionBudgets", "expected a list of PodDisruptionBudget manifests")
+    pdbs = tuple(
+        dict(_mapping(p, source, f"podDisruptionBudgets[{i}]", "a PodDisruptionBudget manifest"))
+        for i, p in enumerate(raw_pdbs)
+    )
+    for i, pdb in enumerate(pdbs):
+        meta = pdb.get("metadata")
+        meta = {"namespace": "default", **(meta if isinstance(meta, Mapping) else {})}
+        problem = pdb_problem({**pdb, "metadata": meta})
+        if problem:
+            raise InputError(source, f"podDisruptionBudgets[{i}]", problem)
+    return ClusterSpec(tuple(nodes), queues, dict(classes), hypernodes, tuple(warnings), pdbs)
 
 
 _NODE_KEYS = {"name", "count", "cpu", "memory", "gpu", "pods", "labels", "taints", "resources", "unschedulable"}

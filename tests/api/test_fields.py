@@ -21,6 +21,7 @@ from scheduler.api.convert import (
     task_from_pod,
     wants_gang,
 )
+from scheduler.api.disruption import budget_from_object
 from scheduler.api.pod import PREEMPTABLE_KEY
 from scheduler.cache.parse import ParseCache
 from scheduler.cycle import builtin_default_conf, run_cycle
@@ -125,11 +126,11 @@ def full_pod(name: str = "p", *, scheduler: str = "volcano-py", group: str | Non
                 ownerReferences=[{"uid": "o-1", "controller": True}], labels={"app": "x", F.TASK_SPEC: "w"})
     meta.setdefault("annotations", {}).update({
         F.TASK_SPEC: "w", F.TASK_INDEX: "3", PREEMPTABLE_KEY: "false", F.MIN_MEMBER: "2",
-        GPU_INDEX: "0", GPU_SPEC: "A100",
+        GPU_INDEX: "0", GPU_SPEC: "A100", F.COOLDOWN: "2m",
     })
     spec = pod["spec"]
     spec["schedulerName"] = scheduler
-    spec.update(priority=5, priorityClassName="high", schedulingGates=[{"name": "g1"}],
+    spec.update(priority=5, priorityClassName="high", preemptionPolicy="Never", schedulingGates=[{"name": "g1"}],
                 volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}, {"name": "e", "ephemeral": {}}],
                 initContainers=[{"name": "i", "resources": {"requests": {"cpu": "1"}}, "restartPolicy": "Always"}],
                 overhead={"cpu": "10m"}, resources={"requests": {"cpu": "2"}},
@@ -190,6 +191,13 @@ def full_hypernode() -> dict[str, Any]:
                                             {"type": "Node", "selector": {"regexMatch": {"pattern": "^n"}}}]}}
 
 
+def full_pdb() -> dict[str, Any]:
+    return {"metadata": {"name": "db", "namespace": "ns", "resourceVersion": "1"},
+            "spec": {"selector": {"matchLabels": {"app": "db"},
+                                  "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]}},
+            "status": {"disruptionsAllowed": 1, "disruptedPods": {"db-0": "2026-01-01T00:00:00Z"}}}
+
+
 def record(obj: dict[str, Any], read: Any) -> set[Path]:
     rec = Recorder()
     try:
@@ -225,6 +233,7 @@ READERS = {
     "Node": [node_from_object, lambda o: _cache().nodes([o])],
     "HyperNode": [hypernode_from_object, lambda o: _cache().hypernodes([o])],
     "PriorityClass": [lambda o: _cache().priority_classes_changed([o])],
+    "PodDisruptionBudget": [budget_from_object, lambda o: _cache().disruption_budgets([o])],
 }
 def _samples(kind: str) -> list[dict[str, Any]]:
     """Objects of `kind` that, between them, set every field a reader of `kind` may read."""
@@ -236,6 +245,8 @@ def _samples(kind: str) -> list[dict[str, Any]]:
         return [full_podgroup(), seed]
     if kind == "PriorityClass":
         return [{"metadata": {"name": "high"}, "value": 10}]
+    if kind == "PodDisruptionBudget":
+        return [full_pdb()]
     if kind == "Queue":
         stateless = full_queue()  # no status: the spec's state is read
         del stateless["status"]
@@ -254,7 +265,7 @@ def _pods() -> list[dict[str, Any]]:
     plain["metadata"]["annotations"].pop("scheduling.k8s.io/group-name", None)
     label_only = full_pod("l")
     label_only["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "g"}
-    label_only["metadata"]["labels"].update({PREEMPTABLE_KEY: "true", F.TASK_INDEX: "1"})
+    label_only["metadata"]["labels"].update({PREEMPTABLE_KEY: "true", F.TASK_INDEX: "1", F.COOLDOWN: "1m"})
     orphan = full_pod("o", group=None)  # no owner and no priority: its uid names its PodGroup, its class its priority
     del orphan["metadata"]["ownerReferences"], orphan["spec"]["priority"]
     orphan["metadata"]["annotations"].pop("scheduling.k8s.io/group-name", None)

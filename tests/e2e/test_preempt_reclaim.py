@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 from controlplane import assert_no_overcommit, wait_for
+from kubernetes import client
 from vcjob_cluster import (
+    CONF,
+    SCHED,
     TIMEOUT,
     evicted_uids,
     job_status,
@@ -154,4 +157,55 @@ def test_a_high_priority_rigid_gang_preempts_a_whole_rigid_gang_at_once(vcjob_cl
              what="low's pods recreated by its Job controller")
     assert running(core_v1, namespace, "low") == {}, "low waits whole: never partly bound"
     print(f"high Running {took:.1f} s after it was created (victims' grace 0 s, schedule period 0.2 s)")
+
+# ---------------------------------------------------------------------------------------------- pdb
+
+# The same conf with Volcano's pdb plugin beside priority, gang and conformance.
+PDB_CONF = CONF.replace("  - name: conformance\n", "  - name: conformance\n  - name: pdb\n", 1)
+
+
+def considered(custom, namespace: str, job: str) -> bool:
+    """The scheduler ran a cycle (its preempt included) with the job's PodGroup Inqueue and not placed: the
+    status it wrote at the cycle's end says Inqueue with an Unschedulable condition."""
+    items = custom.list_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups")["items"]
+    for pg in items:
+        if any(o.get("name") == job for o in pg["metadata"].get("ownerReferences") or ()):
+            status = pg.get("status") or {}
+            return status.get("phase") == "Inqueue" and any(
+                c.get("type") == "Unschedulable" for c in status.get("conditions") or ())
+    return False
+
+
+@pytest.mark.parametrize("vcjob_cluster", [PDB_CONF], indirect=True, ids=["pdb"])
+def test_a_pdb_with_no_disruption_allowed_keeps_its_pods_from_preempt_until_it_allows_one(
+    vcjob_cluster, core_v1, custom, namespace
+):
+    """1 node x 2 GPUs. `guarded` (2 pods, minAvailable 1, low priority) runs under a PodDisruptionBudget whose
+    status allows no disruption (no disruption controller runs here: the status is what the test writes).
+    `urgent` (1 pod, high priority) arrives: the scheduler considers it and evicts nothing. The PDB's status then
+    allows one disruption: preempt evicts one pod of `guarded` and `urgent` runs."""
+    policy = client.PolicyV1Api(core_v1.api_client)
+    app = f"guarded-{vcjob_cluster.tag}"
+    policy.create_namespaced_pod_disruption_budget(namespace, {
+        "metadata": {"name": "guarded"}, "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": app}}}})
+    vcjob_cluster.nodes(1, gpus=2)
+    queue = vcjob_cluster.queue("pdb")
+    low, high = (vcjob_cluster.priority_class(n, v) for n, v in (("low", 10), ("high", 99)))
+    vcjob_cluster.job("guarded", queue, [task("worker", 2, min_available=1, labels={"app": app})], 1,
+                      priorityClassName=low)
+    guarded = wait_running(core_v1, namespace, "guarded", 2)
+
+    vcjob_cluster.job("urgent", queue, [task("worker", 1)], 1, priorityClassName=high)
+    wait_for(lambda: considered(custom, namespace, "urgent"), TIMEOUT, interval=0.2,
+             what="urgent considered by a cycle")
+    assert evicted_uids(core_v1, namespace) == set()
+    assert set(running(core_v1, namespace, "guarded")) == set(guarded)
+    assert running(core_v1, namespace, "urgent") == {}
+
+    policy.patch_namespaced_pod_disruption_budget_status("guarded", namespace, {"status": {
+        "disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2}})
+    wait_running(core_v1, namespace, "urgent", 1)
+    victims = wait_for(lambda: evicted_uids(core_v1, namespace), TIMEOUT, interval=0.2, what="an Evict event")
+    assert len(victims) == 1 and victims <= set(guarded), victims
+    policy.delete_namespaced_pod_disruption_budget("guarded", namespace)
     assert_no_overcommit(core_v1)

@@ -39,12 +39,13 @@ tiers:
 @pytest.fixture
 def vcjob_cluster(request, control_plane, core_v1, custom, namespace, tmp_path):
     """Nodes of this test, its Queues and PriorityClasses, and the scheduler and controllers as processes;
-    all gone afterwards. The scheduler's conf is CONF unless the test is marked `scheduler_conf(text)`."""
+    all gone afterwards. The scheduler's conf is CONF, or the text a test gives it: a `scheduler_conf(text)`
+    marker, or an `indirect` parametrize."""
     tag = uuid.uuid4().hex[:6]
     made = {"nodes": [], "queues": [], "classes": []}
     conf = tmp_path / "volcano-scheduler.conf"
     marker = request.node.get_closest_marker("scheduler_conf")
-    conf.write_text(marker.args[0] if marker else CONF)
+    conf.write_text(marker.args[0] if marker else getattr(request, "param", CONF))
     scheduler = Process(control_plane, tmp_path, "scheduler", "scheduler", "--scheduler-conf", str(conf),
                         "--schedule-period", "200ms", "--log-level", "debug")
     controllers = Process(control_plane, tmp_path, "controllers", "controllers", "--no-leader-elect")
@@ -75,6 +76,10 @@ def vcjob_cluster(request, control_plane, core_v1, custom, namespace, tmp_path):
             made["classes"].append(name)
             return name
 
+        @property
+        def tag(self) -> str:
+            return tag
+
         def job(self, name: str, queue: str, tasks: list[dict], min_available: int, **spec) -> None:
             for t in tasks:
                 t["template"]["spec"]["nodeSelector"] = {NODE_SET: tag}
@@ -102,11 +107,12 @@ def vcjob_cluster(request, control_plane, core_v1, custom, namespace, tmp_path):
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def task(name: str, replicas: int, *, min_available: int | None = None, annotations: dict | None = None) -> dict:
+def task(name: str, replicas: int, *, min_available: int | None = None, annotations: dict | None = None,
+         labels: dict | None = None) -> dict:
     container = {"name": "main", "image": "busybox", "resources": {
         "requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {GPU_RESOURCE: "1"}}}
     spec = {"name": name, "replicas": replicas, "template": {
-        "metadata": {"annotations": annotations or {}},
+        "metadata": {"annotations": annotations or {}, "labels": labels or {}},
         "spec": {"terminationGracePeriodSeconds": 0, "containers": [container]}}}
     if min_available is not None:
         spec["minAvailable"] = min_available

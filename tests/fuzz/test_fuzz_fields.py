@@ -60,6 +60,10 @@ def base(kind: str) -> dict[str, Any]:
     if kind == "HyperNode":
         return {"metadata": {"name": "bad", "resourceVersion": "1"},
                 "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "good-0"}}}]}}
+    if kind == "PodDisruptionBudget":
+        return {"metadata": {"name": "bad", "namespace": "bad", "resourceVersion": "1"},
+                "spec": {"selector": {"matchLabels": {"app": "x"}}},
+                "status": {"disruptionsAllowed": 1, "disruptedPods": {"p": "2026-01-01T00:00:00Z"}}}
     return {"metadata": {"name": "bad", "resourceVersion": "1"}, "value": 10}  # PriorityClass
 
 
@@ -159,8 +163,9 @@ def run(kind: str, bad: dict[str, Any]) -> tuple[ParseCache, set[str]]:
     queues = [{"metadata": {"name": "default"}, "spec": {"weight": 1}}]
     hypernodes: list[dict[str, Any]] = []
     pcs = [{"metadata": {"name": "high"}, "value": 5}]
+    pdbs: list[dict[str, Any]] = []
     {"Pod": pods, "PodGroup": podgroups, "Queue": queues, "Node": nodes, "HyperNode": hypernodes,
-     "PriorityClass": pcs}[kind].append(bad)
+     "PriorityClass": pcs, "PodDisruptionBudget": pdbs}[kind].append(bad)
     if kind == "Pod":  # its PodGroup, so that the pod is scheduled as it would be
         podgroups.append({"metadata": {"name": "bad", "namespace": "bad"}, "spec": {"minMember": 1}})
     cache.priority_classes_changed(pcs)
@@ -169,7 +174,8 @@ def run(kind: str, bad: dict[str, Any]) -> tuple[ParseCache, set[str]]:
     queue_infos, unreadable = cache.queues(queues)
     inputs = SnapshotInputs(cache.nodes(nodes), cache.podgroups(podgroups, cache.pcs, "default"),
                             queue_infos, list(cache.pods(pods, cache.pcs)), NOW,
-                            cache.hypernodes(hypernodes), unreadable_queues=unreadable)
+                            cache.hypernodes(hypernodes), unreadable_queues=unreadable,
+                            disruption_budgets=cache.disruption_budgets(pdbs))
     snapshot = build_snapshot(inputs, AdapterRules(frozenset({"volcano-py"})))
     result = run_cycle(snapshot, CONF)
     return cache, {task for gang in result.binds for task, _ in gang.binds}
