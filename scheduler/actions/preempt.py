@@ -26,11 +26,15 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import ZERO
+from scheduler.api.snapshot import EvictCause
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import as_bool
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.victims import running_candidates, victim_order
+
+ACTIONS = {"preempted": "preempt", "reclaimed": "reclaim"}  # the verb a plan is told with -> its action's name
+LEGACY_RULE = "lowest priority first"  # the victims' order of the legacy actions (framework/victims.py)
 
 Eligible = Callable[[TaskInfo], bool]
 
@@ -164,8 +168,14 @@ def make_room(
         return False
     _, _, node, victims = best
     job = ssn.jobs[preemptor.job]
+    action = ACTIONS.get(verb, verb)
     for victim in victims:
-        stmt.evict(victim, f"{verb} by {job.uid} (priority {job.priority}) for its task {preemptor.uid}")
+        owner = ssn.jobs.get(victim.job)
+        # The victim's gang is broken when, without this pod, fewer than its minimum are ready (a victim is ready
+        # until the Statement marks it releasing, so earlier evictions of this plan already count).
+        broken = owner is not None and owner.ready_task_num() - 1 < owner.min_available
+        stmt.evict(victim, f"{verb} by {job.uid} (priority {job.priority}) for its task {preemptor.uid}",
+                   EvictCause(action, job.uid, LEGACY_RULE, breaks_gang=broken))
     stmt.pipeline(preemptor, node)
     return True
 

@@ -301,7 +301,8 @@ def test_the_cache_evicts_the_uid_its_snapshot_saw_not_the_pod_recreated_since()
         cache.stop(timeout=1.0)
     assert [(m, body["metadata"]) for m, _, body in kube.sent if m == "PATCH"][0] == (
         "PATCH", {"uid": "u1", "resourceVersion": "5"})
-    assert kube.sent[-1] == ("DELETE", POD, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 30,
+    # No gracePeriodSeconds: the pod's own terminationGracePeriodSeconds applies, as Volcano's DeleteOptions{}.
+    assert kube.sent[-1] == ("DELETE", POD, {"apiVersion": "v1", "kind": "DeleteOptions",
                                              "preconditions": {"uid": "u1"}})
 
 
