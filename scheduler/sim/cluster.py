@@ -32,13 +32,13 @@ from scheduler.api.convert import (
     task_from_pod,
 )
 from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
+from scheduler.api.evictions import POD_NOTICE
 from scheduler.api.job import Condition, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reason
 from scheduler.api.resources import GPU, Resource
-from scheduler.api.evictions import POD_NOTICE
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, EvictCause, Eviction, reasons_annotation
 from scheduler.api.timestamps import rfc3339
 from scheduler.sim.volumes import SimStorage

@@ -1,12 +1,14 @@
 """Layer `sim`: the replay report — a row per job, with why it waited, and the totals that matter for a GPU cluster.
 
-The rows and totals are values (`JobRow`, `EvictionRow`, `Totals`): the text table, `simulate --json` and the HTML report
-(`scheduler/report/`) are all made from them. A job that waited or never started carries the last `Status` the
-scheduler published for it; the table renders it with `api/messages.py`, the JSON carries it as kind and fields.
+The rows and totals are values (`JobRow`, `EvictionRow`, `Totals`): the text table, `simulate --json` and the
+HTML report (`scheduler/report/`) are all made from them. A job that waited or never started carries the last
+`Status` the scheduler published for it; the table renders it with `api/messages.py`, the JSON carries it as kind
+and fields. Each eviction is a row too: which job lost which tasks, to whom, under which action and rule.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -227,7 +229,7 @@ def _tasks(tasks: tuple[str, ...]) -> str:
     return ",".join(tasks) if len(tasks) <= 3 else f"{len(tasks)} pods: {tasks[0]} .. {tasks[-1]}"
 
 
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
