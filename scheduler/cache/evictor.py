@@ -242,10 +242,10 @@ class Evictor:
             log.warning("evict %s: not evicted: %s", task_key, victim)
             return
         log.info("evict %s: notice ran out; deleting", task_key)
-        if not _disruption_target(current) and not self._mark_disruption_target(
-                task_key, victim, "its eviction notice ran out"):
-            return  # the condition given with the notice did not land, and cannot now: the next apply tries again
-        self._delete(task_key, victim)
+        if (not _disruption_target(current) and not self._mark_disruption_target(
+                task_key, victim, "its eviction notice ran out")) or not self._delete(task_key, victim):
+            with self.stores.lock:  # not written (the pod is still there, the same): the next apply tries again
+                self._noticed.setdefault(task_key, (self.clock(), uid))
 
     def _mark_disruption_target(self, task_key: str, victim: Victim, reason: str, *, fresh: bool = False) -> bool:
         """Write `DisruptionTarget=True` on the victim; False: the pod is not to be deleted (gone, recreated,
@@ -317,7 +317,8 @@ class Evictor:
             log.debug("evict %s: deleted before its DisruptionTarget condition", task_key)
         return fresh
 
-    def _delete(self, task_key: str, victim: Victim) -> None:
+    def _delete(self, task_key: str, victim: Victim) -> bool:
+        """The delete; False only when it failed and the pod may still be there (worth another try)."""
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": victim.uid}}
         if self.grace_seconds is not None:  # else the pod's own terminationGracePeriodSeconds, as Volcano's delete
             body["gracePeriodSeconds"] = self.grace_seconds
@@ -330,8 +331,11 @@ class Evictor:
                 log.info("evict %s: not deleted: recreated since uid %s was marked", task_key, victim.uid)
             else:
                 log.warning("evict %s failed: %s", task_key, exc)
+                return False
         except Exception as exc:  # noqa: BLE001
             log.warning("evict %s failed: %s", task_key, exc)
+            return False
+        return True
 
 
 def noticed_until(task_key: str, pod: Mapping[str, Any]) -> tuple[float, str] | None:

@@ -52,6 +52,7 @@ class FakePods:
         self.sent: list[tuple[str, str, Any]] = []
         self.before: Callable[[str, str], None] = lambda method, path: None
         self.fail_patch: KubeError | None = None
+        self.fail_delete: KubeError | None = None
 
     def bump(self) -> None:
         assert self.served is not None
@@ -83,6 +84,9 @@ class FakePods:
                 meta.setdefault("annotations", {}).update(sent_meta.get("annotations") or {})
             self.bump()
             return copy.deepcopy(self.served)
+        if method == "DELETE" and self.fail_delete is not None:
+            failure, self.fail_delete = self.fail_delete, None
+            raise failure
         if method == "DELETE":
             wanted = ((body or {}).get("preconditions") or {}).get("uid")
             if wanted is not None and wanted != meta["uid"]:
@@ -467,3 +471,15 @@ def test_a_notice_that_cannot_be_written_leaves_the_pod_alone(caplog: pytest.Log
     wait(evictor.due())
     assert "DELETE" not in [m for m, _ in kube.calls()]
     assert len(caplog.records) == 1
+
+
+def test_a_due_delete_that_failed_is_sent_again_at_the_next_apply() -> None:
+    kube, evictor, clock = noticed()
+    with kube.stores.lock:
+        kube.stores.pods.objects["ns/victim"] = copy.deepcopy(kube.served)
+    kube.fail_delete = KubeError(503, "DELETE", POD, b'{"message": "unavailable"}')
+    clock.now += 20
+    wait(evictor.due())
+    assert kube.served is not None, "the first delete failed"
+    wait(evictor.due())
+    assert kube.served is None and [m for m, _ in kube.calls()].count("DELETE") == 2
