@@ -195,8 +195,9 @@ FIELDS: tuple[Field, ...] = (
     Field("Pod", (*_META, "labels", TASK_INDEX), integer(0, INT32, text=True), -1, "no index"),
     Field("Pod", (*_META, "annotations", GPU_INDEX), text(1024), "", "no cards recorded"),
     Field("Pod", (*_META, "annotations", GPU_SPEC), text(1024), "", "any GPU model"),
-    # A victim under notice is releasing (api/pod.py status_of); an unreadable deadline reads as due now.
-    Field("Pod", (*_META, "annotations", POD_EVICTION_NOTICE), TIME, 1.0, "notice due now"),
+    # A victim under notice is releasing (api/pod.py status_of); the evictor reads the deadline (not at the edge:
+    # an unreadable one is due now, logged by the evictor).
+    Field("Pod", (*_META, "annotations", POD_EVICTION_NOTICE), TIME, 1.0, "notice due now", edge=False),
     Field("Pod", (*_META, "ownerReferences"), registered("owners", list), (),
           "no owner (never evicted to be recreated)", ()),
     Field("Pod", ("spec", "schedulerName"), KEY_TEXT, "", "another scheduler's", "default-scheduler"),
