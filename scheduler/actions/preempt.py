@@ -41,6 +41,9 @@ from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.victims import running_candidates, victim_order
 
+ACTIONS = {"preempted": "preempt", "reclaimed": "reclaim"}  # the verb a plan is told with -> its action's name
+LEGACY_RULE = "lowest priority first"  # the victims' order of the legacy actions (framework/victims.py)
+
 Eligible = Callable[[TaskInfo], bool]
 PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})  # Volcano's PreemptableStatus
 
@@ -174,8 +177,14 @@ def make_room(
         return False
     _, _, node, victims = best
     job = ssn.jobs[preemptor.job]
+    action = ACTIONS.get(verb, verb)
     for victim in victims:
-        stmt.evict(victim, f"{verb} by {job.uid} (priority {job.priority}) for its task {preemptor.uid}")
+        owner = ssn.jobs.get(victim.job)
+        # The victim's gang is broken when, without this pod, fewer than its minimum are ready (a victim is ready
+        # until the Statement marks it releasing, so earlier evictions of this plan already count).
+        broken = owner is not None and owner.ready_task_num() - 1 < owner.min_available
+        stmt.evict(victim, f"{verb} by {job.uid} (priority {job.priority}) for its task {preemptor.uid}",
+                   EvictCause(action, job.uid, LEGACY_RULE, breaks_gang=broken))
     stmt.pipeline(preemptor, node)
     return True
 
@@ -351,7 +360,7 @@ def normal_preempt(ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: T
             owner = ssn.jobs.get(victim.job)
             breaks = owner is not None and owner.ready_task_num() <= owner.min_available
             stmt.evict(victim, f"preempted by {job.uid} (priority {job.priority}) for its task {preemptor.uid}",
-                       EvictCause("preempt", job.uid, "lowest priority first", breaks_gang=breaks))
+                       EvictCause("preempt", job.uid, LEGACY_RULE, breaks_gang=breaks))
         if fits(node):
             stmt.pipeline(preemptor, node)
             return True

@@ -28,7 +28,7 @@ from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo
 from scheduler.api.messages import UNSCHEDULABLE, render, unschedulable_condition
 from scheduler.api.reasons import PartialGangTimeout
-from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, Eviction, PodGroupStatus
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, EvictCause, Eviction, PodGroupStatus
 from scheduler.api.status import PodGroupPhase, TaskStatus
 
 REASON = "PartialGangTimeout"
@@ -123,8 +123,10 @@ def give_up(
             f"gang partly bound ({gang.ready}/{gang.min_available} pods) for more than {timeout:g}s "
             "and cannot be completed"
         )
+        cause = EvictCause("partial-gang", gang.job, "partly bound past its timeout", breaks_gang=True)
         for task, node in evict:
-            result.evictions.append(Eviction(gang.job, task, node, f"{head}: evicted so its controller recreates it"))
+            result.evictions.append(Eviction(gang.job, task, node, f"{head}: evicted so its controller recreates it",
+                                             cause))
         if evict:
             evicted = PartialGangTimeout(gang.ready, gang.min_available, timeout, len(evict), 0)
             result.events.append(Event("PodGroup", gang.job, "Warning", REASON, render(evicted)))

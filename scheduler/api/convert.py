@@ -406,6 +406,8 @@ F_STATUS_STATE = F.field("Queue", "status.state")
 F_RECLAIMABLE = F.field("Queue", "spec.reclaimable")
 F_QUEUE_PRIORITY = F.field("Queue", "spec.priority")
 F_PARENT = F.field("Queue", "spec.parent")
+F_QUEUE_ANNOTATIONS = F.field("Queue", "metadata.annotations")
+F_NOTICE = F.field("Queue", f"metadata.annotations[{F.EVICTION_NOTICE}]")
 
 
 def queue_from_object(queue: Obj, *, creation: float | None = None,
@@ -420,6 +422,7 @@ def queue_from_object(queue: Obj, *, creation: float | None = None,
     guarantee = _part(spec, "guarantee", "Queue", key).get("resource")
     deserved = spec.get("deserved")
     state = F_STATUS_STATE.read(status.get("state"), key, sink) or F_STATE.read(spec.get("state"), key, sink)
+    annotations = F_QUEUE_ANNOTATIONS.read(meta.get("annotations"), key, sink)
     return QueueInfo(
         name=name,
         weight=F_WEIGHT.read(spec.get("weight"), key, sink) or 1,
@@ -432,6 +435,7 @@ def queue_from_object(queue: Obj, *, creation: float | None = None,
         capability_zero=_zero_scalars(capability),
         deserved=F_DESERVED.read(deserved, key, sink) if deserved else None,
         parent=F_PARENT.read(spec.get("parent"), key, sink),
+        eviction_notice=F_NOTICE.read(annotations.get(F.EVICTION_NOTICE), key, sink) if annotations else 0.0,
     )
 
 

@@ -155,6 +155,9 @@ SLA_WAITING = "sla-waiting-time"
 GPU_INDEX = "volcano.sh/gpu-index"
 GPU_SPEC = "volcano-py.io/gpu-spec"
 COOLDOWN = "volcano.sh/cooldown-time"  # the cdp plugin's (volcano.sh/apis scheduling/v1beta1 CooldownTime)
+EVICTION_NOTICE = "volcano-py.io/eviction-notice"  # on a Queue (api/evictions.py)
+POD_EVICTION_NOTICE = "scheduling.volcano-py.io/eviction-notice"  # on a victim given notice (api/evictions.py)
+NOTICE_MAX = 3600.0  # an hour: a checkpoint takes minutes; a longer notice holds the preemptor back too long
 
 _META = ("metadata",)
 
@@ -196,6 +199,9 @@ FIELDS: tuple[Field, ...] = (
     Field("Pod", (*_META, "labels", TASK_INDEX), integer(0, INT32, text=True), -1, "no index"),
     Field("Pod", (*_META, "annotations", GPU_INDEX), text(1024), "", "no cards recorded"),
     Field("Pod", (*_META, "annotations", GPU_SPEC), text(1024), "", "any GPU model"),
+    # A victim under notice is releasing (api/pod.py status_of); the evictor reads the deadline (not at the edge:
+    # an unreadable one is due now, logged by the evictor).
+    Field("Pod", (*_META, "annotations", POD_EVICTION_NOTICE), TIME, 1.0, "notice due now", edge=False),
     Field("Pod", (*_META, "ownerReferences"), registered("owners", list), (),
           "no owner (never evicted to be recreated)", ()),
     Field("Pod", ("spec", "schedulerName"), KEY_TEXT, "", "another scheduler's", "default-scheduler"),
@@ -265,6 +271,8 @@ FIELDS: tuple[Field, ...] = (
     Field("Queue", ("spec", "reclaimable"), JSON_BOOL, False, "not reclaimable", True),
     Field("Queue", ("spec", "priority"), integer(-INT32 - 1, INT32), 0, "priority 0", 0),
     Field("Queue", ("spec", "parent"), KEY_TEXT, REJECT, absent=""),
+    Field("Queue", (*_META, "annotations"), ANNOTATIONS, {}, "no annotations read", {}),
+    Field("Queue", (*_META, "annotations", EVICTION_NOTICE), duration(NOTICE_MAX), 0.0, "no eviction notice", 0.0),
     # ---- Node (convert.node_from_object)
     *_meta_fields("Node", namespaced=False, labels=True, created=False),
     Field("Node", ("status", "allocatable"), QUANTITIES, REJECT),

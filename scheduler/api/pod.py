@@ -339,7 +339,8 @@ def taints_of(node_spec: Mapping[str, Any], where: str = "") -> tuple[Taint, ...
 
 def status_of(pod: Mapping[str, Any], where: str = "", sink: list[F.FieldInvalid] | None = None) -> TaskStatus:
     """Kubernetes pod state -> task status (Volcano's getTaskStatus). Reads phase, nodeName and
-    deletionTimestamp through the table (a bad phase reads as Unknown, a bad deletionTimestamp as deleting)."""
+    deletionTimestamp through the table (a bad phase reads as Unknown, a bad deletionTimestamp as deleting); a
+    pod under an eviction notice reads as deleting."""
     status = pod.get("status") or {}
     phase = status.get("phase", "Pending") if isinstance(status, dict) else None
     if type(phase) is not str or phase not in _PHASES:
@@ -350,6 +351,11 @@ def status_of(pod: Mapping[str, Any], where: str = "", sink: list[F.FieldInvalid
     meta = pod.get("metadata") or {}
     stamp = meta.get("deletionTimestamp") if isinstance(meta, dict) else None
     deleting = stamp is not None and F_DELETION.read(stamp, where, sink) != 0.0
+    if not deleting and isinstance(meta, dict):
+        # A victim given notice (api/evictions.py) is on its way out as a terminating pod is: its room is the
+        # preemptor's (pipelined onto it), and it is not chosen again. The deadline is the evictor's to read.
+        annotations = meta.get("annotations")
+        deleting = isinstance(annotations, dict) and F.POD_EVICTION_NOTICE in annotations
     if phase == "Running":
         return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
     if phase == "Pending":

@@ -23,6 +23,9 @@ class QueueInfo:
     capability_zero: frozenset[str] = frozenset()
     deserved: Resource | None = None  # `spec.deserved`: the share the `capacity` plugin gives (proportion ignores it)
     parent: str = ""  # `spec.parent`, for capacity with enableHierarchy ("" is the root queue's child)
+    # Seconds a victim of this queue is warned before its eviction (annotation volcano-py.io/eviction-notice,
+    # api/evictions.py); 0: evicted at once, as in Volcano.
+    eviction_notice: float = 0.0
 
     def clone(self) -> QueueInfo:
         return QueueInfo(
@@ -37,6 +40,7 @@ class QueueInfo:
             self.capability_zero,
             self.deserved,
             self.parent,
+            self.eviction_notice,
         )
 
     def __repr__(self) -> str:

@@ -80,6 +80,8 @@ class Eviction:
     node: str
     reason: str
     cause: EvictCause | None = None
+    # Seconds the victim is warned before its delete: its queue's eviction notice (api/evictions.py); 0: none.
+    notice: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

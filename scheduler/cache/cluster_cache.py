@@ -70,7 +70,7 @@ class ClusterCache:
         page_size: int = PAGE_SIZE,
         request_timeout: float = 30.0,
         bind_workers: int = 16,
-        eviction_grace_seconds: int = 30,
+        eviction_grace_seconds: int | None = None,  # None: each pod's own terminationGracePeriodSeconds
         clock: Callable[[], float] | None = None,
         local_clock: Callable[[], float] = time.time,
         identity: str | None = None,
@@ -232,7 +232,7 @@ class ClusterCache:
         # Every pod of every committed gang is bound concurrently; a failed bind leaves its pod pending in the
         # cache, so the next cycle retries it.
         binds = self.binder.submit(result, now, self._snapshot_uid)
-        evictions = self.evictor.submit(result.evictions)
+        evictions = self.evictor.submit(result.evictions) + self.evictor.due()
         failed = self.binder.wait(binds)
         for eviction in evictions:
             eviction.result()

@@ -74,7 +74,9 @@ class EventRecorder:
                       if m[1] in (self.stores.pods if m[0] == "Pod" else self.stores.podgroups).objects}
         self._prune_at = 2 * len(self._sent)
 
-    def record(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
+    def record(self, kind: str, key: str, type_: str, reason: str, message: str,
+               annotations: dict[str, str] | None = None) -> None:
+        """Queue an event (once); `annotations` go on the Event's metadata (what `explain` reads as data)."""
         mark = (kind, key, type_, reason, message)
         with self.stores.lock:
             if mark in self._sent:
@@ -93,7 +95,8 @@ class EventRecorder:
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "metadata": {"generateName": f"{name}.", "namespace": namespace,
+                         **({"annotations": annotations} if annotations else {})},
             "involvedObject": {
                 "apiVersion": api_version,
                 "kind": kind,

@@ -132,8 +132,17 @@ class Client:
         in_queue = [pg for pg in self.podgroups() if str((pg.get("spec") or {}).get("queue") or "default")
                     == queue_name]
         events = self.events_about(namespace, "PodGroup", podgroup_name) if podgroup is not None else []
+        evicted = self.evict_events(namespace) if podgroup is not None else []
         return Facts(target=target, namespace=namespace, job=job, podgroup=podgroup, queue=queue,
-                     queue_podgroups=in_queue, priorities=self.priorities(), events=events)
+                     queue_podgroups=in_queue, priorities=self.priorities(), events=events, pod_evictions=evicted)
+
+    def evict_events(self, namespace: str) -> list[MutableObj]:
+        """The namespace's `Evict` events on pods (the scheduler's, with the cause annotated: ctl/explain.py)."""
+        selector = quote("involvedObject.kind=Pod,reason=Evict")
+        try:
+            return self.items(f"/api/v1/namespaces/{namespace}/events?fieldSelector={selector}")
+        except KubeError:
+            return []
 
 
     def _podgroup_of(self, namespace: str, names: tuple[str, ...], job: MutableObj | None) -> MutableObj | None:

@@ -7,7 +7,7 @@ scheduler publishes on the PodGroup as JSON (the annotation `scheduling.volcano-
 gang's shortfall, network-topology-aware's best domain), cross-checked with the Queue object, so the command
 needs only read access to the API, from any machine. The condition's message is shown as the scheduler wrote it
 and never parsed: a PodGroup without the annotation (written by an older scheduler) is said to have no
-structured reasons.
+structured reasons. The evictions a job suffered or caused: from the events' causes (ctl/explain_evictions.py).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from scheduler.api.messages import render as render_reason
 from scheduler.api.messages import show, show_amounts
 from scheduler.api.objects import Obj
 from scheduler.api.reasons import ReasonError
+from scheduler.ctl.explain_evictions import EvictionSeen, eviction_line, evictions_seen
 from scheduler.jobs.expand import depends_on
 
 ReasonT = TypeVar("ReasonT", bound=R.Reason)
@@ -68,6 +69,7 @@ class Facts:
     queue_podgroups: Sequence[Obj] = ()
     priorities: Mapping[str, int] = field(default_factory=dict)
     events: Sequence[Obj] = ()
+    pod_evictions: Sequence[Obj] = ()  # the namespace's `Evict` events on pods (the cause is in an annotation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,7 @@ class Explanation:
     rank: tuple[int, int] | None = None
     published: str = ""
     reasons: tuple[R.Reason, ...] = ()  # what the scheduler published, as it published it
+    evictions: tuple[EvictionSeen, ...] = ()
 
 
 # ---- reading the objects -------------------------------------------------------------------------------
@@ -152,7 +155,10 @@ def explain(facts: Facts) -> Explanation:
     """Which gate holds the job, the numbers behind it, what would unblock it and its place in its queue."""
     ex = holding_gate(facts)
     context = context_numbers(facts)
-    return _with(ex, ex.gate, ex.summary, numbers=ex.numbers + context) if context else ex
+    ex = _with(ex, ex.gate, ex.summary, numbers=ex.numbers + context) if context else ex
+    seen = evictions_seen(f"{facts.namespace}/{_name(facts.podgroup)}", facts.pod_evictions, facts.events) \
+        if facts.podgroup is not None else ()
+    return _with(ex, ex.gate, ex.summary, evictions=seen) if seen else ex
 
 
 def context_numbers(facts: Facts) -> tuple[tuple[str, str], ...]:
@@ -479,6 +485,7 @@ def render(ex: Explanation) -> str:
         lines += [f"         {u}" for u in ex.unblock[1:]]
     if ex.published:
         lines.append(f"published: {ex.published}")
+    lines += [eviction_line(e) for e in ex.evictions]
     return "\n".join(lines)
 
 
@@ -486,4 +493,7 @@ def to_dict(ex: Explanation) -> dict[str, Any]:
     return {"target": ex.target, "phase": ex.phase, "queue": ex.queue, "gate": str(ex.gate),
             "summary": ex.summary, "numbers": dict(ex.numbers), "unblock": list(ex.unblock),
             "rank": list(ex.rank) if ex.rank else None, "published": ex.published,
-            "reasons": [r.to_json() for r in ex.reasons]}
+            "reasons": [r.to_json() for r in ex.reasons],
+            "evictions": [{"time": e.time, "side": "caused" if e.caused else "suffered", "pod": e.pod, "job": e.job,
+                           "action": e.action, "by": e.by, "rule": e.rule, "breaksGang": e.breaks_gang}
+                          for e in ex.evictions]}

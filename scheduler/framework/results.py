@@ -9,12 +9,14 @@ status.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from scheduler.api.decision import Status
 from scheduler.api.job import Condition, JobInfo
 from scheduler.api.messages import unschedulable_condition
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import ZERO, Resource
-from scheduler.api.snapshot import CycleResult, Event, PodGroupStatus, QueueStatus
+from scheduler.api.snapshot import CycleResult, Event, Eviction, PodGroupStatus, QueueStatus
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework.backend import StatementBackEnd
 
@@ -100,6 +102,13 @@ class ResultsCollector:
         return totals
 
     # ---- close ----------------------------------------------------------------------------------------
+    def _with_notice(self, eviction: Eviction) -> Eviction:
+        """The eviction with its victim's queue's notice (api/evictions.py), which the evictor gives first."""
+        job = self._jobs.get(eviction.job)
+        queue = self._queues.get(job.queue) if job is not None else None
+        notice = queue.eviction_notice if queue is not None else 0.0
+        return replace(eviction, notice=notice) if notice else eviction
+
     def close(self, requests: StatementBackEnd, timings: dict[str, float]) -> CycleResult:
         """The cycle's result: the committed requests, the events, and every status that changed."""
         for uid, fault in self._faults.items():
@@ -110,7 +119,7 @@ class ResultsCollector:
                 self.event("PodGroup", uid, "Warning", SCHEDULER_ERROR, condition.message)
         result = CycleResult(
             binds=requests.gang_binds(),
-            evictions=requests.evictions(),
+            evictions=[self._with_notice(e) for e in requests.evictions()],
             events=list(self._events),
             timings=timings,
             counters=self._counters,

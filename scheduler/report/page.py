@@ -16,7 +16,7 @@ from pathlib import Path
 
 from scheduler.report.plots import Plot, ReportError, colours, draw_all, require
 from scheduler.report.series import Labelled, write_jobs, write_queues, write_ticks
-from scheduler.sim.report import Totals
+from scheduler.sim.report import Totals, eviction_rows
 
 PAGE = "index.html"
 
@@ -94,6 +94,19 @@ def _jobs_table(run: Labelled) -> str:
     return f'<table class="jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
+def _evictions_table(run: Labelled) -> str:
+    """Each eviction of the replay: when, which job lost which tasks on which nodes, to whom, under which action
+    and rule, and whether its gang was broken."""
+    head = "".join(f"<th>{h}</th>" for h in ("time", "job", "tasks", "nodes", "by", "action", "rule",
+                                             "gang broken"))
+    body = "".join(
+        f'<tr data-broken="{str(e.breaks_gang).lower()}"><td>{_t(e.time)}</td><td>{_e(e.job)}</td>'
+        f"<td>{_e(', '.join(e.tasks))}</td><td>{_e(', '.join(e.nodes))}</td><td>{_e(e.by or '-')}</td>"
+        f"<td>{_e(e.action or '-')}</td><td>{_e(e.rule)}</td><td>{'yes' if e.breaks_gang else 'no'}</td></tr>"
+        for e in eviction_rows(run.replay))
+    return f'<table class="evictions"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
 def _figure(plot: Plot) -> str:
     data = base64.b64encode(plot.path.read_bytes()).decode("ascii")
     return (f'<figure id="{_e(plot.name)}"><h2>{_e(plot.title)}</h2>'
@@ -129,6 +142,12 @@ window.addEventListener("load", function () {
 def render(runs: Sequence[Labelled], plots: Sequence[Plot], *, subtitle: str = "") -> str:
     jobs = "".join(f"<details{' open' if len(runs) == 1 else ''}><summary>jobs: {_e(run.title)}</summary>"
                    f"{_jobs_table(run)}</details>" for run in runs)
+    evicting = [run for run in runs if run.replay.cluster.eviction_log]
+    evictions = "".join(f"<details open><summary>evictions: {_e(run.title)}</summary>{_evictions_table(run)}"
+                        "</details>" for run in evicting)
+    if evictions:
+        evictions = ("<h2>Evictions</h2><p>Which job lost which tasks, to whom, under which action and rule, and "
+                     f"whether its gang was broken.</p>{evictions}")
     tables = ", ".join(f'<a href="{name}">{name}</a>' for name in ("jobs.csv", "ticks.csv", "queues.csv"))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>volcano-py simulation report</title>
@@ -142,6 +161,7 @@ def render(runs: Sequence[Labelled], plots: Sequence[Plot], *, subtitle: str = "
 <p>The reason is the scheduler's last word on a job while it waited. The same rows, and the series behind the
 plots, are in {tables} beside this page.</p>
 {jobs}
+{evictions}
 <script>{_SCRIPT}</script>
 </body></html>
 """

@@ -6,6 +6,12 @@ calls, so both decide gang membership alike) and applies the `CycleResult` (bind
 the partial-gang policy's questions (`adapter.partial.GangFacts`) from its objects and its simulated clock. Unit
 tests and the simulator run the real scheduling code against it. Volumes are modelled only when storage objects
 are added (`add_storage`, `sim/volumes.py`).
+
+With `graceful` (the replay sets it), an eviction is modelled as Kubernetes carries it out: the victim is given
+its queue's eviction notice first (annotated, still running), then deleted: it is terminating, still on its
+node, for its `terminationGracePeriodSeconds` (30 by default, as Kubernetes), and gone after; `reap` returns the
+pods gone so the job controller can react. Without it (unit tests' harness) a victim is gone at once. Either
+way each eviction is recorded with its cause (`eviction_log`).
 """
 
 from __future__ import annotations
@@ -28,18 +34,22 @@ from scheduler.api.convert import (
 from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
 from scheduler.api.disruption import DisruptionBudget, budget_from_object
 from scheduler.api.fields import describe
+from scheduler.api.evictions import POD_NOTICE
 from scheduler.api.job import Condition, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reason
 from scheduler.api.resources import GPU, Resource
-from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, reasons_annotation
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, EvictCause, Eviction, reasons_annotation
+from scheduler.api.timestamps import rfc3339
 from scheduler.sim.volumes import SimStorage
 from scheduler.solver.topology import from_hypernodes
 
 T = TypeVar("T")
 DEFAULT_SCHEDULER_NAMES = frozenset({"volcano-py", "volcano"})
+DEFAULT_GRACE = 30.0  # seconds: Kubernetes' default terminationGracePeriodSeconds
+MAX_GRACE = 86_400  # a day: a larger value is refused when the pod is added
 
 
 @dataclass(slots=True)
@@ -50,6 +60,9 @@ class SimPod:
     bound_at: float | None = None
     started_at: float | None = None
     finished_at: float | None = None
+    grace: float = DEFAULT_GRACE  # spec.terminationGracePeriodSeconds
+    delete_at: float | None = None  # evicted: when its delete is sent (after its notice, if any)
+    gone_at: float | None = None  # deleted: when it is gone (after its grace period)
 
 
 @dataclass(slots=True)
@@ -67,6 +80,21 @@ class BoundRecord:
     node: str
 
 
+@dataclass(frozen=True, slots=True)
+class EvictionRecord:
+    """One pod evicted: when, of which job, on which node, why (`cause`: None for an eviction that gave none),
+    and when its delete went out and it was gone (None: not yet)."""
+
+    time: float
+    job: str
+    task: str
+    node: str
+    reason: str
+    cause: EvictCause | None
+    notice: float
+    grace: float
+
+
 @dataclass(slots=True)
 class InMemoryCluster:
     scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES
@@ -82,6 +110,8 @@ class InMemoryCluster:
     events: list[tuple[float, Event]] = field(default_factory=list)
     bind_log: list[BoundRecord] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
+    eviction_log: list[EvictionRecord] = field(default_factory=list)
+    graceful: bool = False  # model eviction notices and grace periods (the replay); else a victim goes at once
     storage: SimStorage | None = None  # PersistentVolumes, claims, StorageClasses; None: volumes not modelled
     pdbs: dict[str, MutableObj] = field(default_factory=dict)  # PodDisruptionBudgets by namespace/name
     _groups: dict[str, dict[str, None]] = field(default_factory=dict)  # PodGroup key -> its pods' keys, in order
@@ -182,7 +212,7 @@ class InMemoryCluster:
             return task_from_pod(manifest, priority_classes=self.priority_classes, creation=self.now)
 
         task = _read("Pod", pod, parse)
-        self.pods[task.uid] = SimPod(manifest, task, self.now)
+        self.pods[task.uid] = SimPod(manifest, task, self.now, grace=_grace(manifest))
         self._groups.setdefault(group_of(manifest), {})[task.uid] = None
         return task.uid
 
@@ -267,9 +297,7 @@ class InMemoryCluster:
                     pod.task.scheduled_at = self.now
                 self.bind_log.append(BoundRecord(self.now, gang.job, task_key, node))
         for eviction in result.evictions:
-            if eviction.task in self.pods:
-                self.evicted.append(eviction.task)
-                self.pods.pop(eviction.task)
+            self._evict(eviction)
         for status in result.podgroups:
             pg = self.podgroups.get(status.job)
             if pg is None:
@@ -291,6 +319,45 @@ class InMemoryCluster:
         for queue in result.queues:
             self.queue_allocated[queue.queue] = queue.allocated
         self.events.extend((self.now, e) for e in result.events)
+
+    def _evict(self, eviction: Eviction) -> None:
+        pod = self.pods.get(eviction.task)
+        if pod is None or pod.delete_at is not None:
+            return  # gone, or already on its way out
+        self.evicted.append(eviction.task)
+        self.eviction_log.append(EvictionRecord(self.now, eviction.job, eviction.task, eviction.node,
+                                                eviction.reason, eviction.cause,
+                                                eviction.notice if self.graceful else 0.0,
+                                                pod.grace if self.graceful else 0.0))
+        if not self.graceful:
+            self.pods.pop(eviction.task)
+            return
+        pod.delete_at = self.now + eviction.notice
+        if eviction.notice:  # annotated as the evictor does: the snapshot reads it as releasing (api/pod.py)
+            pod.manifest["metadata"].setdefault("annotations", {})[POD_NOTICE] = rfc3339(pod.delete_at)
+        self._delete_due(pod)
+
+    def _delete_due(self, pod: SimPod) -> None:
+        if pod.gone_at is None and pod.delete_at is not None and pod.delete_at <= self.now:
+            pod.manifest["metadata"]["deletionTimestamp"] = rfc3339(max(self.now, 1.0))
+            pod.gone_at = pod.delete_at + pod.grace
+
+    def reap(self) -> list[SimPod]:
+        """Evicted pods whose notice ran out are deleted; those whose grace period ran out are gone (returned)."""
+        gone = []
+        for key, pod in list(self.pods.items()):
+            if pod.delete_at is None:
+                continue
+            self._delete_due(pod)
+            if pod.gone_at is not None and pod.gone_at <= self.now:
+                gone.append(self.pods.pop(key))
+        return gone
+
+    def next_reap(self) -> float | None:
+        """When an evicted pod is next deleted or gone (None: none pending)."""
+        times = [t for p in self.pods.values() for t in (p.delete_at, p.gone_at)
+                 if t is not None and t > self.now]
+        return min(times, default=None)
 
     # ---- queries for tests and reports --------------------------------------------------------------
     def pods_of(self, group: str) -> list[SimPod]:
@@ -386,6 +453,17 @@ def _read(kind: str, obj: Any, parse: Callable[[], T]) -> T:
         meta = obj.get("metadata") if isinstance(obj, Mapping) else None
         name = meta.get("name") if isinstance(meta, Mapping) else None
         raise ValueError(f"{kind} {name!r} cannot be read: {type(exc).__name__}: {exc}") from exc
+
+
+def _grace(pod: MutableObj) -> float:
+    """The pod's `terminationGracePeriodSeconds` (Kubernetes' 30 when absent), bounded."""
+    value = pod["spec"].get("terminationGracePeriodSeconds")
+    if value is None:
+        return DEFAULT_GRACE
+    if type(value) is not int or not 0 <= value <= MAX_GRACE:
+        raise ValueError(f"pod {key_of(pod)}: spec.terminationGracePeriodSeconds: expected an integer in "
+                         f"[0, {MAX_GRACE}], got {value!r}")
+    return float(value)
 
 
 def _condition_dict(c: Condition, now: float) -> MutableObj:

@@ -7,6 +7,13 @@ creates PodGroups, and pods once their PodGroup is admitted; kubelets start boun
 scheduler's loop, by the partial-gang policy on the simulated clock. When a tick changes
 nothing, the clock jumps to the next arrival or completion, so a day-long trace replays in seconds.
 
+Evictions are carried out as Kubernetes does (`InMemoryCluster.graceful`): a victim keeps its node through its
+queue's notice and its grace period. Once it is gone, the job controller hears of it as Volcano's does
+(pkg/controllers/job/job_controller_handler.go deletePod: a `PodEvicted` event, whose default action, with no
+`policies` naming it, is SyncJob: the pod is recreated; `RestartJob` and the others as the Job says). A gang
+that falls below its minimum stops working: once whole again it runs its whole `duration` again (the replay
+assumes no checkpoint), so an evicted job ends later.
+
 Each tick records what the report plots (`Tick`): GPUs held and GPUs held by running gangs, and per queue the
 share of the cluster it holds beside the share it deserves. Each waiting job keeps the last `Status` the
 scheduler published for it, so a job that waited or never started says why.
@@ -18,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduler.adapter.partial import PartialGangPolicy
+from scheduler.api.convert import group_of
 from scheduler.api.decision import Status
 from scheduler.api.resources import CPU, GPU
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
@@ -26,8 +34,9 @@ from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
 from scheduler.jobs.expand import normalize_job, podgroup_for
 from scheduler.jobs.lifecycle import decide, desired_pods
+from scheduler.jobs.policies import pod_event
 from scheduler.jobs.state import FINISHED, JobEvent, JobStatus, pod_view
-from scheduler.sim.cluster import InMemoryCluster
+from scheduler.sim.cluster import InMemoryCluster, SimPod
 from scheduler.sim.controllers import DELETED, controllers_of
 from scheduler.sim.workload import ClusterSpec, WorkItem, Workload
 
@@ -42,7 +51,9 @@ class JobRun:
     pods: int = 0
     status: JobStatus = field(default_factory=JobStatus)
     submitted: bool = False
-    started: float | None = None  # the whole gang (minAvailable pods) is running
+    started: float | None = None  # the whole gang (minAvailable pods) first ran
+    running_since: float | None = None  # ... runs now, since (None: not whole now)
+    interrupted: int = 0  # times the gang fell below its minimum while running (evictions)
     ended: float | None = None
     phase: str = "Waiting"
     decision: Status | None = None  # the last Status the scheduler published while the job waited
@@ -76,7 +87,7 @@ class Replay:
 
 
 def build_cluster(spec: ClusterSpec, workload: Workload) -> InMemoryCluster:
-    cluster = InMemoryCluster()
+    cluster = InMemoryCluster(graceful=True)
     for name, value in spec.priority_classes.items():
         cluster.add_priority_class(name, value)
     for node in spec.nodes:
@@ -130,14 +141,22 @@ class JobDriver:
         run.submitted = True
         run.phase = "Pending"
 
-    def sync(self, run: JobRun, now: float) -> bool:
+    def gone(self, run: JobRun, pod: SimPod, now: float) -> bool:
+        """An evicted pod of the run is gone: Volcano's job controller raises PodEvicted for it (the Job's
+        `policies` pick the action; none: SyncJob, which recreates it)."""
+        if run.item.kind != "Job" or run.status.phase in FINISHED:
+            return False
+        views = [pod_view(p.manifest) for p in self.cluster.pods_of(run.key)]
+        return self.sync(run, now, pod_event(run.item.manifest, pod_view(pod.manifest), None, views))
+
+    def sync(self, run: JobRun, now: float, event: JobEvent | None = None) -> bool:
         """Carry out the lifecycle's decision for a Volcano Job; True if anything changed."""
         if run.item.kind != "Job" or run.status.phase in FINISHED:
             return False
         job = normalize_job(run.item.manifest)
         pods = self.cluster.pods_of(run.key)
         pg_phase = self.cluster.podgroup(run.key).get("status", {}).get("phase")
-        decision = decide(job, run.status, [pod_view(p.manifest) for p in pods], pg_phase, JobEvent())
+        decision = decide(job, run.status, [pod_view(p.manifest) for p in pods], pg_phase, event or JobEvent())
         changed = False
         existing = {p.task.name for p in pods}
         wanted = set(decision.pods_to_create())
@@ -159,12 +178,21 @@ class JobDriver:
     def progress(self, run: JobRun, now: float) -> bool:
         """Note when the gang is up; finish its pods `duration` after that."""
         pods = self.cluster.pods_of(run.key)
-        running = [p for p in pods if p.manifest["status"]["phase"] == "Running"]
-        if run.started is None and running and len(running) >= run.min_available:
-            run.started = now
+        # A pod on its way out (deleted, in its grace period) does no work; one under notice still does.
+        running = [p for p in pods if p.manifest["status"]["phase"] == "Running" and p.gone_at is None]
+        whole = bool(running) and len(running) >= run.min_available
+        if run.running_since is not None and not whole:
+            run.running_since = None  # the gang was broken: its work is lost
+            run.interrupted += 1
+            return True
+        if run.running_since is None and whole:
+            run.running_since = now
+            if run.started is None:
+                run.started = now
             if run.item.kind != "Job":
                 run.phase = "Running"
-        if run.started is not None and now >= run.started + run.item.duration and running:
+        since = run.running_since
+        if since is not None and now >= since + run.item.duration and running:
             for pod in running:
                 self.cluster.finish_pod(pod.task.uid)
             if run.item.kind != "Job":
@@ -182,9 +210,9 @@ class JobDriver:
         return True
 
     def next_finish(self, run: JobRun) -> float | None:
-        if run.started is None or run.ended is not None:
+        if run.running_since is None or run.ended is not None:
             return None
-        return run.started + run.item.duration
+        return run.running_since + run.item.duration
 
 
 def _report_resource(cluster: InMemoryCluster) -> str:
@@ -205,7 +233,7 @@ def _tick(cluster: InMemoryCluster, active: list[JobRun], result: CycleResult, r
     for run in active:
         used = cluster.used(resource, run.key)
         held[run.queue] = held.get(run.queue, 0) + used
-        if run.started is not None:
+        if run.running_since is not None:
             busy += used
     deserved = _deserved(cluster, result, resource)
     queues = tuple((q, units / total, deserved[q] / total if q in deserved else None) for q, units in held.items())
@@ -255,6 +283,11 @@ def replay(
                 runs.append(new := _run_for(item))
                 by_key[new.key] = new
                 changed = True
+        for pod in cluster.reap():  # evicted pods whose notice and grace period ran out
+            gone_from = by_key.get(group_of(pod.manifest))
+            changed = True
+            if gone_from is not None and gone_from.ended is None:
+                driver.gone(gone_from, pod, now)
         for run in runs:
             if not run.submitted and run.item.arrival <= now:
                 driver.submit(run)
@@ -285,7 +318,7 @@ def replay(
         if resource == GPU:  # the same shares: counted once
             utilisation.append((now, tick.held, tick.busy))
         else:
-            busy = sum(cluster.used_gpus(r.key) for r in active if r.started is not None)
+            busy = sum(cluster.used_gpus(r.key) for r in active if r.running_since is not None)
             utilisation.append((now, cluster.used_gpus() / total_gpu, busy / total_gpu))
         if progress is not None:
             progress(now, sum(1 for r in runs if r.ended is not None), len(runs))
@@ -294,6 +327,7 @@ def replay(
             break
         upcoming = [r.item.arrival for r in runs if not r.submitted] + wakes
         upcoming += [t for r in runs if (t := driver.next_finish(r)) is not None]
+        upcoming += [t for t in (cluster.next_reap(),) if t is not None]
         if changed:
             now += period
         elif upcoming:

@@ -1,17 +1,20 @@
 """Layer `sim`: the replay report — a row per job, with why it waited, and the totals that matter for a GPU cluster.
 
-The rows and totals are values (`JobRow`, `Totals`): the text table, `simulate --json` and the HTML report
-(`scheduler/report/`) are all made from them. A job that waited or never started carries the last `Status` the
-scheduler published for it; the table renders it with `api/messages.py`, the JSON carries it as kind and fields.
+The rows and totals are values (`JobRow`, `EvictionRow`, `Totals`): the text table, `simulate --json` and the
+HTML report (`scheduler/report/`) are all made from them. A job that waited or never started carries the last
+`Status` the scheduler published for it; the table renders it with `api/messages.py`, the JSON carries it as kind
+and fields. Each eviction is a row too: which job lost which tasks, to whom, under which action and rule.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from scheduler.api.decision import Status
 from scheduler.api.messages import message
+from scheduler.sim.cluster import EvictionRecord
 from scheduler.sim.replay import Replay
 
 
@@ -27,6 +30,8 @@ class JobRow:
     pods: int
     phase: str
     decision: Status | None  # the scheduler's last word on the job while it waited
+    room: tuple[float, str, int] | None = None  # (first time, action, pods) of evictions made for it before it ran
+    interrupted: int = 0  # times its gang was broken by evictions while it ran
 
     @property
     def wait(self) -> float | None:
@@ -38,8 +43,14 @@ class JobRow:
 
     @property
     def reason(self) -> str:
-        """The decision rendered for people ("" when the scheduler published none)."""
-        return message(self.decision) if self.decision is not None else ""
+        """The decision rendered for people ("" when the scheduler published none); for a job room was made for,
+        that it then waited for its victims to go (their notice and grace period)."""
+        said = message(self.decision) if self.decision is not None else ""
+        if self.room is None:
+            return said
+        at, action, pods = self.room
+        return f"{action} evicted {pods} pods for it at {at:g}s; it waited for them to go" + (
+            f" (before: {said})" if said else "")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,10 +58,25 @@ class JobRow:
             "arrival": self.arrival, "started": self.started, "ended": self.ended, "wait": self.wait,
             "pods": self.pods, "phase": self.phase, "never_started": self.never_started,
             "decision": self.decision.to_json() if self.decision is not None else None,
+            "room_made": {"time": self.room[0], "action": self.room[1], "pods": self.room[2]} if self.room else None,
+            "interrupted": self.interrupted,
         }
 
 
+def _room(replay: Replay) -> dict[str, tuple[float, str, int]]:
+    """Per job: the first evictions made for it (time, action, pods at that time)."""
+    out: dict[str, tuple[float, str, int]] = {}
+    for e in replay.cluster.eviction_log:
+        if e.cause is None or e.cause.by == e.job:
+            continue
+        at, action, pods = out.get(e.cause.by, (e.time, e.cause.action, 0))
+        if at == e.time:
+            out[e.cause.by] = (at, action, pods + 1)
+    return out
+
+
 def job_rows(replay: Replay) -> list[JobRow]:
+    room = _room(replay)
     return [
         JobRow(
             name=r.item.name,
@@ -63,8 +89,47 @@ def job_rows(replay: Replay) -> list[JobRow]:
             pods=len(replay.cluster.pods_of(r.key)) or r.pods,
             phase=r.phase,
             decision=r.decision,
+            room=room[r.key] if r.key in room and (r.started is None or r.started >= room[r.key][0]) else None,
+            interrupted=r.interrupted,
         )
         for r in replay.runs
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionRow:
+    """The pods one job lost at one time for one cause: to whom (`by`, the job room was made for), under which
+    action and rule, and whether its gang was broken."""
+
+    time: float
+    job: str
+    tasks: tuple[str, ...]  # pod names
+    nodes: tuple[str, ...]
+    by: str
+    action: str
+    rule: str
+    breaks_gang: bool
+    notice: float
+    grace: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"time": self.time, "job": self.job, "tasks": list(self.tasks), "nodes": list(self.nodes),
+                "by": self.by, "action": self.action, "rule": self.rule, "breaks_gang": self.breaks_gang,
+                "notice": self.notice, "grace": self.grace}
+
+
+def eviction_rows(replay: Replay) -> list[EvictionRow]:
+    """The cluster's eviction log, one row per (time, victim job, cause)."""
+    groups: dict[tuple[Any, ...], list[EvictionRecord]] = {}
+    for e in replay.cluster.eviction_log:
+        c = e.cause
+        key = (e.time, e.job, c.by if c else "", c.action if c else "", c.rule if c else e.reason,
+               c.breaks_gang if c else False, e.notice, e.grace)
+        groups.setdefault(key, []).append(e)
+    return [
+        EvictionRow(time, job, tuple(e.task.split("/", 1)[-1] for e in records),
+                    tuple(dict.fromkeys(e.node for e in records)), by, action, rule, broken, notice, grace)
+        for (time, job, by, action, rule, broken, notice, grace), records in groups.items()
     ]
 
 
@@ -116,7 +181,8 @@ def totals(replay: Replay) -> Totals:
 
 def to_json(replay: Replay) -> dict[str, Any]:
     """`simulate --json` for one replay: the totals, and every job with the scheduler's reasons as data."""
-    return {**asdict(totals(replay)), "jobs": [row.to_json() for row in job_rows(replay)]}
+    return {**asdict(totals(replay)), "jobs": [row.to_json() for row in job_rows(replay)],
+            "evictions": [row.to_json() for row in eviction_rows(replay)]}
 
 
 def _t(value: float | None) -> str:
@@ -139,9 +205,13 @@ def render(replay: Replay, title: str) -> str:
                 row.reason or "-",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [f"== {title} =="]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines = [f"== {title} ==", *_table(rows)]
+    evictions = eviction_rows(replay)
+    if evictions:
+        lines += ["", "evictions:", *_table([
+            ("TIME", "JOB", "TASKS", "NODES", "BY", "ACTION", "RULE", "GANG BROKEN"),
+            *[(_t(e.time), e.job, _tasks(e.tasks), ",".join(e.nodes), e.by or "-", e.action or "-", e.rule,
+               "yes" if e.breaks_gang else "no") for e in evictions]])]
     t = totals(replay)
     lines.append("")
     never = f"  ({t.never_started} never started)" if t.never_started else ""
@@ -153,6 +223,15 @@ def render(replay: Replay, title: str) -> str:
     stalled = "  (STALLED: remaining jobs can never start)" if t.stalled else ""
     lines.append(f"simulated time           {t.makespan:g}s{stalled}")
     return "\n".join(lines)
+
+
+def _tasks(tasks: tuple[str, ...]) -> str:
+    return ",".join(tasks) if len(tasks) <= 3 else f"{len(tasks)} pods: {tasks[0]} .. {tasks[-1]}"
+
+
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
 def compare(rows: list[tuple[str, Totals]]) -> str:

@@ -169,7 +169,8 @@ def full_podgroup() -> dict[str, Any]:
 
 def full_queue() -> dict[str, Any]:
     return {
-        "metadata": {"name": "q", "resourceVersion": "1", "labels": {}, "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "metadata": {"name": "q", "resourceVersion": "1", "labels": {}, "creationTimestamp": "2026-01-01T00:00:00Z",
+                     "annotations": {"volcano-py.io/eviction-notice": "2m"}},
         "spec": {"weight": 2, "capability": {"cpu": "8", "nvidia.com/gpu": "0"},
                  "guarantee": {"resource": {"cpu": "1"}}, "deserved": {"cpu": "4"}, "state": "Open",
                  "reclaimable": True, "priority": 1, "parent": "root"},

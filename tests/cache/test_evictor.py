@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.api.snapshot import CycleResult, Eviction
+from scheduler.api.evictions import POD_CAUSE, POD_NOTICE, read_cause
+from scheduler.api.snapshot import CycleResult, EvictCause, Eviction
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.evictor import CONFLICT_RETRIES, Evictor
 from scheduler.cache.kube import STRATEGIC_PATCH, KubeError
@@ -51,6 +52,7 @@ class FakePods:
         self.sent: list[tuple[str, str, Any]] = []
         self.before: Callable[[str, str], None] = lambda method, path: None
         self.fail_patch: KubeError | None = None
+        self.fail_delete: KubeError | None = None
 
     def bump(self) -> None:
         assert self.served is not None
@@ -74,11 +76,17 @@ class FakePods:
                 raise KubeError(409, method, path, b'{"message": "the object has been modified"}')
             if "uid" in sent_meta and sent_meta["uid"] != meta["uid"]:
                 raise KubeError(422, method, path, b'{"message": "metadata.uid: field is immutable"}')
-            conditions = [c for c in self.served["status"].get("conditions", [])
-                          if c["type"] not in {c2["type"] for c2 in body["status"]["conditions"]}]
-            self.served["status"]["conditions"] = conditions + body["status"]["conditions"]
+            if path.endswith("/status"):
+                conditions = [c for c in self.served["status"].get("conditions", [])
+                              if c["type"] not in {c2["type"] for c2 in body["status"]["conditions"]}]
+                self.served["status"]["conditions"] = conditions + body["status"]["conditions"]
+            else:  # the eviction notice: annotations merged into the pod's
+                meta.setdefault("annotations", {}).update(sent_meta.get("annotations") or {})
             self.bump()
             return copy.deepcopy(self.served)
+        if method == "DELETE" and self.fail_delete is not None:
+            failure, self.fail_delete = self.fail_delete, None
+            raise failure
         if method == "DELETE":
             wanted = ((body or {}).get("preconditions") or {}).get("uid")
             if wanted is not None and wanted != meta["uid"]:
@@ -301,7 +309,8 @@ def test_the_cache_evicts_the_uid_its_snapshot_saw_not_the_pod_recreated_since()
         cache.stop(timeout=1.0)
     assert [(m, body["metadata"]) for m, _, body in kube.sent if m == "PATCH"][0] == (
         "PATCH", {"uid": "u1", "resourceVersion": "5"})
-    assert kube.sent[-1] == ("DELETE", POD, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 30,
+    # No gracePeriodSeconds: the pod's own terminationGracePeriodSeconds applies, as Volcano's DeleteOptions{}.
+    assert kube.sent[-1] == ("DELETE", POD, {"apiVersion": "v1", "kind": "DeleteOptions",
                                              "preconditions": {"uid": "u1"}})
 
 
@@ -317,3 +326,160 @@ def test_a_422_on_the_same_pod_is_not_retried(caplog: pytest.LogCaptureFixture) 
     assert kube.served is not None
     assert sent_events(events) == []
     assert len(caplog.records) == 1
+
+
+# ---- the cause, the grace period and the eviction notice (issue 32) -------------------------------------------
+
+CAUSE = EvictCause("gangpreempt", "ns/high", "whole bundle", breaks_gang=True)
+
+
+def test_the_cause_is_in_the_condition_message_and_annotated_on_the_events() -> None:
+    kube, evictor, events = setup(pod("u1", "5"), pod("u1", "5"))
+    kube.stores.podgroups.objects["ns/high"] = {"metadata": {"name": "high", "namespace": "ns", "uid": "hi-uid"}}
+
+    evictor.evict("ns/victim", "preempted by ns/high", CAUSE)
+
+    condition = kube.sent[0][2]["status"]["conditions"][0]
+    assert condition["message"] == ("volcano-py: preempted by ns/high (gangpreempt for ns/high, whole bundle, "
+                                    "gang broken)")
+    sent = [events.queue.get_nowait() for _ in range(events.queue.qsize())]
+    assert [(e["involvedObject"]["kind"], e["reason"]) for e in sent] == [
+        ("Pod", "Evict"), ("PodGroup", "Evict"), ("PodGroup", "EvictedForJob")]
+    assert sent[2]["involvedObject"]["uid"] == "hi-uid"
+    for event in sent:
+        assert read_cause(event["metadata"]["annotations"][POD_CAUSE]) == (CAUSE, "ns/victim", "ns/low")
+
+
+def test_without_an_override_the_delete_leaves_the_grace_period_to_the_pod() -> None:
+    kube, evictor, _ = setup(pod("u1", "5"), pod("u1", "5"))
+    evictor.grace_seconds = None
+
+    evictor.evict("ns/victim", "preempted by ns/high")
+
+    assert kube.sent[-1] == ("DELETE", POD, {"apiVersion": "v1", "kind": "DeleteOptions",
+                                             "preconditions": {"uid": "u1"}})
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def noticed(notice: float = 20.0) -> tuple[FakePods, Evictor, Clock]:
+    kube, evictor, _ = setup(pod("u1", "5"), pod("u1", "5"))
+    clock = Clock(1_000_000.0)
+    evictor.clock = clock
+    evictor.evict("ns/victim", "preempted by ns/high", CAUSE, notice)
+    return kube, evictor, clock
+
+
+def wait(futures: list[Any]) -> None:
+    for future in futures:
+        future.result(timeout=10)
+
+
+def test_a_notice_annotates_the_victim_and_writes_the_condition_but_does_not_delete() -> None:
+    kube, evictor, _ = noticed()
+
+    assert kube.calls() == [("PATCH", POD), ("PATCH", STATUS)]
+    annotate = kube.sent[0][2]
+    assert annotate["metadata"]["uid"] == "u1" and annotate["metadata"]["resourceVersion"] == "5"
+    assert annotate["metadata"]["annotations"][POD_NOTICE] == "1970-01-12T13:47:00Z"  # 1,000,020 s
+    assert read_cause(annotate["metadata"]["annotations"][POD_CAUSE]) == (CAUSE, "ns/victim", "ns/low")
+    assert kube.served is not None and kube.served["status"]["conditions"][0]["type"] == "DisruptionTarget"
+
+
+def test_the_noticed_victim_is_deleted_once_its_deadline_passed_not_before() -> None:
+    kube, evictor, clock = noticed()
+    with kube.stores.lock:
+        kube.stores.pods.objects["ns/victim"] = copy.deepcopy(kube.served)
+
+    clock.now += 19
+    wait(evictor.due())
+    assert [m for m, _ in kube.calls()].count("DELETE") == 0
+    clock.now += 1
+    wait(evictor.due())
+    assert kube.sent[-1] == ("DELETE", POD, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 30,
+                                             "preconditions": {"uid": "u1"}})
+    assert [m for m, _ in kube.calls()].count("PATCH") == 2, "the condition given with the notice is not rewritten"
+
+
+def test_a_restarted_scheduler_reads_the_deadline_from_the_pod() -> None:
+    """The annotation is the state: a new evictor (a restart, or another leader) deletes what the old one noticed,
+    when it is due, and nothing earlier."""
+    kube, _, clock = noticed()
+    assert kube.served is not None
+    stores = Stores()
+    stores.pods.objects["ns/victim"] = copy.deepcopy(kube.served)
+    kube.stores = stores
+    events = EventRecorder(kube, stores, lambda: 0.0, "test", threading.Event())  # type: ignore[arg-type]
+    fresh = Evictor(kube, stores, ThreadPoolExecutor(1), events, lambda: True, None,  # type: ignore[arg-type]
+                    clock=clock)
+    sent = len(kube.sent)
+    clock.now += 10
+    wait(fresh.due())
+    assert len(kube.sent) == sent
+    clock.now += 10
+    wait(fresh.due())
+    assert kube.sent[-1] == ("DELETE", POD, {"apiVersion": "v1", "kind": "DeleteOptions",
+                                             "preconditions": {"uid": "u1"}})
+
+
+def test_a_noticed_pod_recreated_under_its_name_is_not_deleted() -> None:
+    kube, evictor, clock = noticed()
+    with kube.stores.lock:
+        kube.stores.pods.objects["ns/victim"] = pod("u2", "9")
+    kube.served = pod("u2", "9")
+    clock.now += 60
+    wait(evictor.due())
+    assert "DELETE" not in [m for m, _ in kube.calls()]
+
+
+def test_a_standby_deletes_nothing_and_reads_the_pods_again_once_it_leads() -> None:
+    kube, evictor, clock = noticed()
+    with kube.stores.lock:
+        kube.stores.pods.objects["ns/victim"] = copy.deepcopy(kube.served)
+    leading = False
+    evictor.may_write = lambda: leading
+    clock.now += 60
+    assert evictor.due() == []
+    leading = True
+    wait(evictor.due())
+    assert kube.calls()[-1] == ("DELETE", POD)
+
+
+def test_an_unreadable_deadline_is_due_now_with_one_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    victim = pod("u1", "5")
+    victim["metadata"]["annotations"][POD_NOTICE] = "next tuesday"
+    kube, evictor, _ = setup(victim, victim)
+    with caplog.at_level(logging.WARNING, "volcano_py.cache"):
+        wait(evictor.due())
+    assert kube.calls()[-1] == ("DELETE", POD)
+    assert [r.getMessage() for r in caplog.records if "notice" in r.getMessage()] != []
+    assert len(caplog.records) == 1
+
+
+def test_a_notice_that_cannot_be_written_leaves_the_pod_alone(caplog: pytest.LogCaptureFixture) -> None:
+    kube, evictor, _ = setup(pod("u1", "5"), pod("u1", "5"))
+    kube.fail_patch = KubeError(403, "PATCH", POD, b'{"message": "forbidden"}')
+    with caplog.at_level(logging.WARNING, "volcano_py.cache"):
+        evictor.evict("ns/victim", "preempted by ns/high", CAUSE, 20.0)
+    assert kube.calls() == [("PATCH", POD)]
+    wait(evictor.due())
+    assert "DELETE" not in [m for m, _ in kube.calls()]
+    assert len(caplog.records) == 1
+
+
+def test_a_due_delete_that_failed_is_sent_again_at_the_next_apply() -> None:
+    kube, evictor, clock = noticed()
+    with kube.stores.lock:
+        kube.stores.pods.objects["ns/victim"] = copy.deepcopy(kube.served)
+    kube.fail_delete = KubeError(503, "DELETE", POD, b'{"message": "unavailable"}')
+    clock.now += 20
+    wait(evictor.due())
+    assert kube.served is not None, "the first delete failed"
+    wait(evictor.due())
+    assert kube.served is None and [m for m, _ in kube.calls()].count("DELETE") == 2

@@ -177,3 +177,35 @@ def test_render_fits_one_screen() -> None:
     assert len(text.splitlines()) <= 24
     assert text.startswith("job ml/train: Pending in queue team-a")
     assert "#1 of 1 waiting" in text
+
+
+# ---- evictions (issue 32): from the events' cause annotation --------------------------------------------------
+
+def _evict_event(reason: str, kind: str, name: str, cause: str, at: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": "ml", "annotations": {"scheduling.volcano-py.io/eviction-cause": cause}},
+            "involvedObject": {"kind": kind, "name": name, "namespace": "ml"}, "reason": reason,
+            "type": "Normal" if kind == "PodGroup" else "Warning", "message": "as written", "lastTimestamp": at}
+
+
+def test_explain_shows_the_evictions_a_job_suffered_and_caused() -> None:
+    from scheduler.api.evictions import cause_json
+    from scheduler.api.snapshot import EvictCause
+    from scheduler.ctl.explain import to_dict
+
+    by_high = EvictCause("gangpreempt", "ml/high", "whole bundle", breaks_gang=True)
+    on_low = cause_json(by_high, "ml/low-0", "ml/low")
+    other = cause_json(EvictCause("reclaim", "ml/x", "lowest priority first"), "ml/y-0", "ml/y")
+    pod_events = [_evict_event("Evict", "Pod", "low-0", on_low, "2026-01-01T00:00:12Z"),
+                  _evict_event("Evict", "Pod", "y-0", other, "2026-01-01T00:00:13Z"),
+                  _evict_event("Evict", "Pod", "bad", "{not json", "2026-01-01T00:00:14Z")]
+    low = explain(Facts("job ml/low", "ml", podgroup=podgroup("low", phase="Running", condition=False),
+                        queue=queue(), pod_evictions=pod_events))
+    assert [(e.caused, e.pod, e.by, e.rule, e.breaks_gang) for e in low.evictions] == [
+        (False, "ml/low-0", "ml/high", "whole bundle", True)]
+    assert "evicted:  2026-01-01T00:00:12Z pod ml/low-0 (gangpreempt for ml/high, whole bundle, gang broken)" \
+        in render(low)
+    caused = [_evict_event("EvictedForJob", "PodGroup", "high", on_low, "2026-01-01T00:00:12Z")]
+    high = explain(Facts("job ml/high", "ml", podgroup=podgroup("high", phase="Running", condition=False),
+                         queue=queue(), events=caused, pod_evictions=pod_events))
+    assert [(e.caused, e.pod, e.job) for e in high.evictions] == [(True, "ml/low-0", "ml/low")]
+    assert to_dict(high)["evictions"][0]["side"] == "caused"

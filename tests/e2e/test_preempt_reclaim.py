@@ -12,14 +12,17 @@ namespace, nodes (pods select them), Queues and PriorityClasses.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from controlplane import assert_no_overcommit, wait_for
+from controlplane import REPO_ROOT, assert_no_overcommit, wait_for
 from kubernetes import client
 from vcjob_cluster import (
+    BATCH,
     CONF,
     SCHED,
     TIMEOUT,
@@ -32,6 +35,9 @@ from vcjob_cluster import (
     vcjob_cluster,
     wait_running,
 )
+
+from scheduler.api.evictions import POD_CAUSE, POD_NOTICE, read_cause
+from scheduler.api.timestamps import parse_time
 
 __all__ = ["vcjob_cluster"]  # the fixture
 REPO = Path(__file__).resolve().parents[2]
@@ -209,3 +215,68 @@ def test_a_pdb_with_no_disruption_allowed_keeps_its_pods_from_preempt_until_it_a
     assert len(victims) == 1 and victims <= set(guarded), victims
     policy.delete_namespaced_pod_disruption_budget("guarded", namespace)
     assert_no_overcommit(core_v1)
+
+# ---------------------------------------------------------------------------------------------- eviction notice
+
+
+def test_a_queue_notice_annotates_the_victims_and_deletes_them_only_once_it_ran_out(
+    vcjob_cluster, core_v1, custom, namespace, control_plane
+):
+    """1 node x 4 GPUs; queue `notice` annotated `volcano-py.io/eviction-notice: 8s`. `low` (4 pods, minAvailable 1)
+    fills it; `high` (2 pods, minAvailable 2, higher priority) preempts 2 of them. The victims are first annotated
+    with the deadline and the cause and marked DisruptionTarget, still running, while high waits; they are deleted
+    only once the deadline passed, and high then runs. explain shows both sides."""
+    notice = 8
+    vcjob_cluster.nodes(1, gpus=4)
+    queue = vcjob_cluster.queue("notice", annotations={"volcano-py.io/eviction-notice": f"{notice}s"})
+    low, high = (vcjob_cluster.priority_class(n, v) for n, v in (("low", 10), ("high", 99)))
+    vcjob_cluster.job("low", queue, [task("worker", 4, min_available=1)], 1, priorityClassName=low)
+    wait_running(core_v1, namespace, "low", 4)
+
+    vcjob_cluster.job("high", queue, [task("worker", 2)], 2, priorityClassName=high)
+
+    def noticed() -> list[dict]:
+        return [p for p in pods_of(core_v1, namespace, "low")
+                if POD_NOTICE in (p["metadata"].get("annotations") or {})]
+
+    victims = wait_for(lambda: (v := noticed()) and len(v) == 2 and v, TIMEOUT, interval=0.2,
+                       what="2 victims given notice")
+    high_group = job_podgroup(custom, namespace, "high")
+    deadlines = {parse_time(v["metadata"]["annotations"][POD_NOTICE]) for v in victims}
+    (deadline,) = deadlines  # one plan, one deadline
+    for victim in victims:
+        assert victim["metadata"].get("deletionTimestamp") is None, "deleted before its notice ran out"
+        assert victim["status"]["phase"] == "Running"
+        read = read_cause(victim["metadata"]["annotations"][POD_CAUSE])
+        assert read is not None
+        cause, pod, _ = read
+        assert (cause.action, cause.by, cause.breaks_gang) == ("preempt", f"{namespace}/{high_group}", False)
+        assert pod == f"{namespace}/{victim['metadata']['name']}"
+        condition = next(c for c in victim["status"].get("conditions") or () if c["type"] == "DisruptionTarget")
+        assert (condition["status"], condition["reason"]) == ("True", "PreemptionByScheduler")
+        assert "preempt for" in condition["message"]
+    assert running(core_v1, namespace, "high") == {}, "high runs before the victims went"
+
+    wait_running(core_v1, namespace, "high", 2)
+    assert time.time() >= deadline - 1, "high ran before the notice ran out"  # whole seconds on the apiserver
+    assert {v["metadata"]["uid"] for v in victims}.isdisjoint(running(core_v1, namespace, "low"))
+
+    def explained(name: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "scheduler.cli", "explain", name, "-n", namespace,
+                               "--kubeconfig", str(control_plane.kubeconfig)], capture_output=True, text=True,
+                              cwd=REPO_ROOT, timeout=TIMEOUT)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    out = wait_for(lambda: (o := explained("low")) and o.count("evicted:  ") == 2 and o, TIMEOUT, interval=0.5,
+                   what="explain low lists its 2 evictions")
+    assert "lowest priority first" in out
+    wait_for(lambda: explained("high").count("evicted for it: ") == 2, TIMEOUT, interval=0.5,
+             what="explain high lists the 2 evictions made for it")
+    assert_no_overcommit(core_v1)
+
+
+def job_podgroup(custom, namespace: str, job: str) -> str:
+    """The PodGroup the Job controller made for `job` (`<job>-<uid>`)."""
+    uid = custom.get_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", job)["metadata"]["uid"]
+    return f"{job}-{uid}"

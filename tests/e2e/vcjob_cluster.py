@@ -60,10 +60,11 @@ def vcjob_cluster(request, control_plane, core_v1, custom, namespace, tmp_path):
                 wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
             return names
 
-        def queue(self, base: str, weight: int = 1) -> str:
+        def queue(self, base: str, weight: int = 1, annotations: dict[str, str] | None = None) -> str:
             name = f"{base}-{tag}"
             custom.create_cluster_custom_object(SCHED, "v1beta1", "queues", {
-                "apiVersion": f"{SCHED}/v1beta1", "kind": "Queue", "metadata": {"name": name},
+                "apiVersion": f"{SCHED}/v1beta1", "kind": "Queue",
+                "metadata": {"name": name, "annotations": annotations or {}},
                 "spec": {"weight": weight, "reclaimable": True}})
             made["queues"].append(name)
             wait_for(lambda: queue_state(custom, name) == "Open", TIMEOUT, what=f"queue {name} Open")
