@@ -33,8 +33,8 @@ from scheduler.api.convert import (
 )
 from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
 from scheduler.api.disruption import DisruptionBudget, budget_from_object
-from scheduler.api.fields import describe
 from scheduler.api.evictions import POD_NOTICE
+from scheduler.api.fields import describe
 from scheduler.api.job import Condition, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
