@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
@@ -198,8 +199,9 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         left, right = self.book.fresh(a), self.book.fresh(b)
         if left is None or right is None:
             return 0
-        if left.share != right.share:
-            return -1 if left.share < right.share else 1
+        share_a, share_b = capacity_share(left), capacity_share(right)
+        if share_a != share_b:
+            return -1 if share_a < share_b else 1
         deserves_a, deserves_b = not left.deserved.is_zero(), not right.deserved.is_zero()
         return (deserves_b - deserves_a) if deserves_a != deserves_b else 0
 
@@ -299,6 +301,13 @@ class CapacityPlugin(Plugin[CapacityArgs]):
 
         left, right = level(a.name, preemptor.name), level(b.name, preemptor.name)
         return 0 if left == right else (-1 if left > right else 1)
+
+
+def capacity_share(attr: QueueAttr) -> Fraction:
+    """capacity's share (Volcano's updateQueueAttrShare, plugins/capacity/capacity.go): a queue that deserves
+    nothing is best-effort, share 1 whatever it holds, so it goes after every queue below its deserved share
+    (the tie then goes to the queue that deserves something). proportion's share stays 0 there."""
+    return attr.share if dimensions(attr.deserved) else Fraction(1)
 
 
 def may_take(attr: QueueAttr, held: Resource, task: TaskInfo, reclaimer: TaskInfo) -> bool:
