@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from scheduler.actions.base import guarded, queue_missing, round_robin
+from scheduler.actions.domain_reserve import reserve_in_domain
 from scheduler.actions.starvation import reserve, starving_gangs
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
@@ -178,6 +179,8 @@ class Allocate:
         if not was_ready and ssn.tiers.has(P.PLACE_GANG):
             answer = ssn.tiers.run(P.PLACE_GANG, job, minimums_first)
             if not answer.status.abstained:
+                if not answer.status.ok and reserve_in_domain(ssn, queue, job, tasks):
+                    return  # kept as a reservation on room being released (`domain_reserve.py`)
                 self.replay_placement(ssn, queue, job, ssn.statement(), answer, requeue)
                 return
         # Volcano's order first (TaskOrder alone), so a job Volcano places is placed as Volcano places it; only if

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from scheduler.actions.allocate import pending_tasks
 from scheduler.actions.base import guarded
 from scheduler.actions.bundles import Bundle, BundleKind, allowed_bundles, job_bundles, sort_bundles
+from scheduler.actions.domain_reserve import hard_topology
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -237,12 +238,6 @@ class GangEviction:
                 if best is not None:
                     return best
         return None
-
-
-def hard_topology(job: JobInfo) -> bool:
-    topology = job.extra.get("networkTopology")
-    return isinstance(topology, dict) and topology.get("mode", "hard") == "hard" \
-        and topology.get("highestTierAllowed") is not None
 
 
 def _cmp_key(less: Callable[[T, T], bool]) -> Callable[[T], Any]:

@@ -250,3 +250,29 @@ def test_capacity_protects_a_deserved_share_only_where_its_tier_is_asked(conf: S
     run(c, conf)
     assert (len(c.sim.evicted) == 8) is reclaimed
     assert (len(c.sim.bound("mine")) == 4) is reclaimed
+
+
+def test_a_hard_topology_gang_waits_on_its_victims_room_instead_of_evicting_a_second_domain() -> None:
+    """While the victims terminate (30 s grace here), the preemptor is reserved on the room they release, in
+    their domain, as Volcano's allocate pipelines onto future idle; so gangpreempt does not see it starving
+    again and evicts no other domain (differential preemption seeds 8, 12: twice Volcano's evictions)."""
+    conf = gang_conf(gangpreempt={"maxDomains": 4}, topology=True)
+    c = cluster().priority_class("low", 10).priority_class("high", 1000)
+    for domain in "abcd":
+        c.nodes(f"{domain}-", 1, gpu=4, cpu="64", memory="256Gi")
+        c.hypernode(f"hn-{domain}", 1, [f"{domain}-0"])
+    c.sim.graceful = True
+    c.job("low", replicas=16, gpu=1, priority_class="low")
+    run(c, conf, cycles=1)
+    assert len(c.sim.bound("low")) == 16
+    c.sim.add_podgroup({"metadata": {"name": "high", "namespace": "default"},
+                        "spec": {"minMember": 4, "priorityClassName": "high",
+                                 "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}})
+    for i in range(4):
+        c.sim.add_pod(pod_object(f"high-{i}", group="high", gpu=1, priority_class="high"))
+    evicted: list[str] = []
+    for _ in range(40):  # 40 one-second cycles: past the victims' 30 s grace period
+        evicted.extend(e.task for e in c.cycle(conf).evictions)
+        c.sim.reap()  # terminated victims go (the replay's loop does this)
+    assert len(evicted) == 4, "the whole bundle is low's pods in one domain (its node), taken once"
+    assert len(c.sim.bound("high")) == 4
