@@ -73,6 +73,12 @@ MUTANTS = [
            "return (ssn.tiers.run(P.ALLOCATABLE, queue, preemptor).ok and preemptor.resreq <= node.future_idle()",
            "return (preemptor.resreq <= node.future_idle()",
            "tests/preemption/test_preempt_volcano_order.py"),
+    Mutant("capacity: a queue that deserves nothing has share 1", "scheduler/plugins/capacity.py",
+           "return attr.share if dimensions(attr.deserved) else Fraction(1)", "return attr.share",
+           "tests/plugins/test_capacity_best_effort_share.py"),
+    Mutant("a hard-topology preemptor is reserved on its victims' releasing room", "scheduler/actions/allocate.py",
+           "if not answer.status.ok and reserve_in_domain(", "if False and reserve_in_domain(",
+           f"{T_GE}::test_a_hard_topology_gang_waits_on_its_victims_room_instead_of_evicting_a_second_domain"),
 ]
 
 
