@@ -143,6 +143,7 @@ class Design:
     deserved: dict[str, int] = field(default_factory=dict)  # queue -> units (capacity plugin)
     guarantee: dict[str, int] = field(default_factory=dict)
     not_reclaimable: set[str] = field(default_factory=set)
+    anchors: list[str] = field(default_factory=list)  # queues holding a 1-pod job that may not be evicted
     domains: int = 0  # tier-1 HyperNodes (topology scenario)
     nodes_per_domain: int = 0
     highest_tier: int = 0
@@ -298,12 +299,16 @@ def generate(seed: int) -> PreemptionWorkload:
         n_nodes = rng.randint(2, 4)
         total = n_nodes * k
         qa, qb = f"{p}-qa", f"{p}-qb"
-        victim_units = rng.randint(max(2, total // 2 + 1), total)
+        # qa keeps a job that may not be evicted (the anchor): with qa's share above zero after the eviction,
+        # allocate serves qb (share 0) first. Without it both shares are 0, the queue order falls to creation
+        # time and UID, and Volcano can give the freed nodes back to the victim and evict again, cycle after
+        # cycle (seen: 440 evictions in 60 s).
+        victim_units = rng.randint(max(2, total // 2), total - 1)
         victim = _victim(rng, f"{p}-v0", _kind(rng), qa, PRIORITIES["low1"], victim_units,
                          preemptable=rng.random() >= 0.06)
         qa_deserved = rng.randint(1, victim_units - 1)
         qb_deserved = total - qa_deserved
-        idle = total - victim_units
+        idle = total - victim_units - 1
         pre_units = rng.randint(idle + 1, max(idle + 1, min(qb_deserved, total)))
         if rng.random() < 0.08:
             pre_units = min(total, qb_deserved + 1)  # asks more than its deserved share: not preemptive
@@ -311,12 +316,13 @@ def generate(seed: int) -> PreemptionWorkload:
         not_reclaimable = {qa} if rng.random() < 0.06 else set()
         design = Design("reclaim", k, n_nodes, f"job/{p}-hi", qb, PRIORITIES[rng.choice(["high", "low2"])],
                         pre_units, [victim], deserved={qa: qa_deserved, qb: qb_deserved}, guarantee=guarantee,
-                        not_reclaimable=not_reclaimable)
+                        not_reclaimable=not_reclaimable, anchors=[qa])
     else:
         n_nodes = rng.randint(2, 4)
         total = n_nodes * k
         q0 = f"{p}-q0"
-        left = total - rng.choice([0, 0, 1])
+        bystander = rng.random() < 0.15
+        left = total - rng.choice([0, 0, 1]) - bystander
         n_victims = min(rng.choice([1, 2, 2, 3]), left // 2)
         prios = sorted(rng.sample(low, n_victims))
         victims = []
@@ -327,17 +333,20 @@ def generate(seed: int) -> PreemptionWorkload:
                                    preemptable=rng.random() >= 0.05))
             left -= units
         deserved = {q0: total}
-        bystander = rng.random() < 0.15 and left == 0 and victims[-1].replicas >= 3
-        if bystander:  # the last victim moves to a queue with no deserved share: gangreclaim may take from it
+        anchors = []
+        if bystander:
+            # The last victim moves to a queue with no deserved share, next to an anchor: gangreclaim, which runs
+            # before gangpreempt, may take from it (reclaim ignores priority).
             v = victims[-1]
             victims[-1] = VictimDesign(v.key, v.kind, f"{p}-qx", v.priority, v.tasks, v.min_available,
                                        v.preemptable)
             deserved = {q0: total, f"{p}-qx": 0}
-        idle = total - sum(v.replicas for v in victims)
+            anchors = [f"{p}-qx"]
+        idle = total - sum(v.replicas for v in victims) - len(anchors)
         pre_prio = PRIORITIES["high"] if rng.random() >= 0.15 else PRIORITIES["mid"]
         pre_units = rng.randint(idle + 1, total)
         design = Design("preempt", k, n_nodes, f"job/{p}-hi", q0, pre_prio, pre_units, victims,
-                        deserved=deserved)
+                        deserved=deserved, anchors=anchors)
 
     # ---- objects ---------------------------------------------------------------------------------------------
     nodes = []
@@ -359,13 +368,16 @@ def generate(seed: int) -> PreemptionWorkload:
                            "spec": {"tier": 2, "members": [
                                {"type": "HyperNode", "selector": {"exactMatch": {"name": f"{p}-s{d}"}}}
                                for d in range(design.domains)]}})
-    queue_names = sorted({design.preemptor_queue, *(v.queue for v in design.victims)})
+    queue_names = sorted({design.preemptor_queue, *(v.queue for v in design.victims), *design.anchors})
     queues = [_queue(q, unit, design.deserved.get(q), design.guarantee.get(q, 0), q not in design.not_reclaimable)
               for q in queue_names]
-    used_prios = sorted({design.preemptor_priority, *(v.priority for v in design.victims)})
+    used_prios = sorted({design.preemptor_priority, *(v.priority for v in design.victims),
+                         *([PRIORITIES["low1"]] if design.anchors else [])})
     priority_classes = [_pc(p, pcs[v]) for v in used_prios]
     gangs = [_job(v.key.split("/", 1)[1], v.queue, 0, f"{p}-{pcs[v.priority]}", unit, v.tasks, v.min_available,
                   preemptable=v.preemptable) for v in design.victims]
+    gangs += [_job(f"{p}-anchor{i}", q, 0, f"{p}-{pcs[PRIORITIES['low1']]}", unit, (("worker", 1, None),), 1,
+                   preemptable=False) for i, q in enumerate(design.anchors)]
     gangs.append(_job(design.preemptor.split("/", 1)[1], design.preemptor_queue, 1,
                       f"{p}-{pcs[design.preemptor_priority]}", unit, (("worker", design.preemptor_units, None),),
                       design.preemptor_units, topology=design.highest_tier or None))
@@ -397,7 +409,7 @@ def predict(wl: PreemptionWorkload) -> Prediction:
     per_domain_units = d.nodes_per_domain * d.units_per_node if d.scenario == "topology" else d.nodes * d.units_per_node
     if d.preemptor_units > per_domain_units:
         return none
-    idle = per_domain_units - sum(
+    idle = per_domain_units - len(d.anchors) - sum(
         (d.nodes_per_domain * d.units_per_node if d.scenario == "topology" else v.replicas) for v in d.victims)
     if idle >= d.preemptor_units:
         return Prediction({}, frozenset(), True)
@@ -412,17 +424,15 @@ def predict(wl: PreemptionWorkload) -> Prediction:
         else:
             cands = [v for v in d.victims if v.queue != d.preemptor_queue and v.queue not in d.not_reclaimable
                      and v.preemptable]
+        # Capacity's guarantee/deserved filter (its UnifiedEvictable) sits in tier 2; the tier-1 plugins
+        # (priority, gang, conformance) permit every candidate and session_plugins.go UnifiedEvictable returns the
+        # first tier's answer, so under this conf it is never asked.
         for v in cands:
             local = per_domain_units if d.scenario == "topology" else v.replicas
-            allowed = local
-            deserved = d.deserved.get(v.queue)
-            if deserved is not None and deserved > 0:
-                allowed = max(0, min(local, v.replicas - deserved,
-                                     v.replicas - d.guarantee.get(v.queue, 0)))
             safe, whole = _bundles(v, local)
             if safe:
-                order.append((v, "safe", min(safe, allowed)))
-            if whole and allowed >= safe + whole:
+                order.append((v, "safe", safe))
+            if whole:
                 order.append((v, "whole", whole))
         got = _take(order, need)
         if got is not None:
