@@ -6,6 +6,7 @@ from scheduler.actions.allocate import Allocate
 from scheduler.actions.backfill import Backfill
 from scheduler.actions.base import Action
 from scheduler.actions.enqueue import Enqueue
+from scheduler.actions.gang_evict import GangPreempt, GangReclaim
 from scheduler.actions.preempt import Preempt
 from scheduler.actions.reclaim import Reclaim
 
@@ -15,4 +16,6 @@ ACTIONS: dict[str, type[Action]] = {
     Backfill.name: Backfill,
     Preempt.name: Preempt,
     Reclaim.name: Reclaim,
+    GangPreempt.name: GangPreempt,
+    GangReclaim.name: GangReclaim,
 }

@@ -18,21 +18,28 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from scheduler.actions.allocate import pending_tasks, schedulable_jobs
 from scheduler.actions.base import guarded, round_robin
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.resources import ZERO
+from scheduler.api.resources import ZERO, Resource
+from scheduler.api.snapshot import EvictCause
+from scheduler.api.status import TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import as_bool
+from scheduler.framework.order import default_task_key
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.victims import running_candidates, victim_order
 
 Eligible = Callable[[TaskInfo], bool]
+PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})  # Volcano's PreemptableStatus
 
 
 TOPOLOGY_AWARE = "enableTopologyAwarePreemption"  # preempt's configurations argument, as Volcano's
@@ -170,9 +177,10 @@ def make_room(
     return True
 
 
-def commit_or_discard(ssn: Session, stmt: Statement, job: JobInfo, reason: str) -> bool:
+def commit_or_discard(ssn: Session, stmt: Statement, job: JobInfo, reason: str, *,
+                      require_pipelined: bool = True) -> bool:
     """Commit only if the job is pipelined now; announce each eviction on the victim pod."""
-    if not len(stmt) or ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
+    if not len(stmt) or require_pipelined and ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
         stmt.discard()
         return False
     evicted = [op for op in stmt.operations if op.kind == "evict"]
@@ -199,23 +207,146 @@ def preempt_job(ssn: Session, job: JobInfo, eligible: Eligible, point: P.Victims
 
 
 class Preempt:
+    """Volcano's legacy preempt (pkg/scheduler/actions/preempt/preempt.go, Execute): see the module doc."""
+
     name = "preempt"
 
     def execute(self, ssn: Session) -> None:
         # 1.
         by_queue: dict[str, list[JobInfo]] = {}
         for job in starving_jobs(ssn):
+            if job.extra.get("networkTopology"):  # Volcano: "jobs containing networkTopology do not support
+                continue  # preemption" (volcano-sh/volcano#4374); gangpreempt serves them
             by_queue.setdefault(job.queue, []).append(job)
         # 2.
         for queue, job, _ in round_robin(ssn, by_queue):
             with ssn.guard(job):  # a plugin failing on this job costs this job alone (framework/faults.py)
                 self.preempt_for(ssn, queue, job)
+        # 4. within a job, queue by queue (Volcano runs it after each queue's jobs)
+        for name, jobs in by_queue.items():
+            for job in jobs:
+                with ssn.guard(job):
+                    within_job(ssn, ssn.queues[name], job)
 
     @staticmethod
     def preempt_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
-        def eligible(victim: TaskInfo) -> bool:
-            owner = ssn.jobs.get(victim.job)
-            return owner is not None and owner.queue == queue.name and owner.uid != job.uid
+        if topology_aware(ssn):
+            def eligible(victim: TaskInfo) -> bool:
+                owner = ssn.jobs.get(victim.job)
+                return owner is not None and owner.queue == queue.name and owner.uid != job.uid
 
+            return preempt_job(ssn, job, eligible, P.PREEMPTABLE, "preempted", "Preempted")
         # 3.
-        return preempt_job(ssn, job, eligible, P.PREEMPTABLE, "preempted", "Preempted")
+        stmt = ssn.statement()
+        for task in ssn.order.task_order(preemptor_tasks(job)):
+            if not ssn.tiers.run(P.JOB_STARVING, job):
+                break
+            normal_preempt(ssn, stmt, queue, task, other_jobs_of_queue(ssn, job, task))
+        return commit_or_discard(ssn, stmt, job, "Preempted")
+
+
+def preemptor_tasks(job: JobInfo) -> list[TaskInfo]:
+    """The job's pending tasks that are not scheduling-gated (Volcano takes BestEffort ones too)."""
+    return [t for t in job.with_status(TaskStatus.PENDING) if not t.gated]
+
+
+def may_preempt(task: TaskInfo) -> bool:
+    """Volcano's taskEligibleToPreempt: a pod whose preemptionPolicy is Never does not preempt."""
+    return True
+
+
+def _victim_filter(task: TaskInfo, same: Callable[[TaskInfo], bool]) -> Eligible:
+    def eligible(victim: TaskInfo) -> bool:
+        return (victim.status in PREEMPTABLE_STATUSES and victim.preemptable
+                and not (task.best_effort and not victim.best_effort) and same(victim))
+    return eligible
+
+
+def other_jobs_of_queue(ssn: Session, job: JobInfo, task: TaskInfo) -> Eligible:
+    def same(victim: TaskInfo) -> bool:
+        owner = ssn.jobs.get(victim.job)
+        return owner is not None and owner.queue == job.queue and owner.uid != job.uid
+    return _victim_filter(task, same)
+
+
+def within_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
+    """Volcano's "preemption between tasks within a job": each pending task, in TaskOrder, may evict the job's
+    own tasks the victim plugins allow (priority: of a lower task priority); one Statement per task, kept only
+    if the task was placed; the first task that cannot be placed ends the job's turn."""
+    for task in ssn.order.task_order(preemptor_tasks(job)):
+        stmt = ssn.statement()
+        if not normal_preempt(ssn, stmt, queue, task, _victim_filter(task, lambda v: v.job == job.uid)):
+            stmt.discard()
+            break
+        commit_or_discard(ssn, stmt, job, "Preempted", require_pipelined=False)
+
+
+def volcano_victim_order(ssn: Session, victims: Sequence[TaskInfo]) -> list[TaskInfo]:
+    """Volcano's BuildVictimsPriorityQueue (framework/session_plugins.go): tasks of one job in reverse TaskOrder;
+    of two jobs, reverse JobOrder as the plugins decide it (no creation fallback), then reverse TaskOrder."""
+    def task_less(a: TaskInfo, b: TaskInfo) -> bool:
+        decided = ssn.tiers.run(P.TASK_ORDER, a, b)
+        if decided:
+            return decided < 0
+        return default_task_key(a) < default_task_key(b)
+
+    def first(a: TaskInfo, b: TaskInfo) -> bool:
+        if a.job != b.job:
+            ja, jb = ssn.jobs.get(a.job), ssn.jobs.get(b.job)
+            if ja is None or jb is None:
+                return ja is None and jb is not None or (ja is None and jb is None and not task_less(a, b))
+            decided = ssn.tiers.run(P.JOB_ORDER, ja, jb)
+            if decided:
+                return decided > 0
+        return not task_less(a, b)
+
+    def compare(a: TaskInfo, b: TaskInfo) -> int:
+        return -1 if first(a, b) else (1 if first(b, a) else 0)
+
+    return sorted(victims, key=functools.cmp_to_key(compare))
+
+
+def normal_preempt(ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: TaskInfo,
+                   eligible: Eligible) -> bool:
+    """Volcano's normalPreempt: the feasible nodes by score, best first; on each, the victims the plugins offer
+    (in victim order) must be able to make room at all (ValidateVictims); they are evicted one by one until the
+    preemptor fits (its queue's Allocatable, the node's future idle, the node's predicates), and it is pipelined
+    there. A node where it does not fit is given back; the first node where it fits wins."""
+    if not may_preempt(preemptor):
+        return False
+    nodes = ssn.fit.feasible_nodes(preemptor)
+    if not nodes:
+        return False
+    position = ssn.arrays.position
+    scores = ssn.fit.node_scores(preemptor, np.fromiter((position[n.name] for n in nodes), dtype=np.int64,
+                                                        count=len(nodes)))
+    ranked = [n for _, _, n in sorted(zip((-s for s in scores.tolist()), (n.name for n in nodes), nodes,
+                                          strict=True), key=lambda x: (x[0], x[1]))]
+    job = ssn.jobs[preemptor.job]
+
+    def fits(node: NodeInfo) -> bool:
+        return (ssn.tiers.run(P.ALLOCATABLE, queue, preemptor).ok and preemptor.resreq <= node.future_idle()
+                and (not preemptor.constraints.dynamic
+                     or ssn.tiers.run(P.DYNAMIC_PREDICATE, preemptor, [node])[0].ok))
+
+    for node in ranked:
+        candidates = volcano_victim_order(ssn, [t for t in node.tasks.values() if eligible(t)])
+        offered: list[TaskInfo] = []
+        if candidates:
+            agreed = {id(t) for t in ssn.tiers.run(P.PREEMPTABLE, preemptor, candidates)}
+            offered = ssn.tiers.run(P.PREEMPT_GUARD, [t for t in candidates if id(t) in agreed], preemptor)
+        if not preemptor.resreq <= node.future_idle() + Resource.total(v.resreq for v in offered):
+            continue  # ValidateVictims
+        mark = stmt.mark()
+        for victim in offered:
+            if fits(node):
+                break
+            owner = ssn.jobs.get(victim.job)
+            breaks = owner is not None and owner.ready_task_num() <= owner.min_available
+            stmt.evict(victim, f"preempted by {job.uid} (priority {job.priority}) for its task {preemptor.uid}",
+                       EvictCause("preempt", job.uid, "lowest priority first", breaks_gang=breaks))
+        if fits(node):
+            stmt.pipeline(preemptor, node)
+            return True
+        stmt.rollback(mark)
+    return False

@@ -46,7 +46,7 @@ class Reclaim:
             return victim_queue is not None and victim_queue.reclaimable
 
         def admit(task: TaskInfo) -> bool:
-            return bool(ssn.tiers.has(P.PREEMPTIVE) and ssn.tiers.run(P.PREEMPTIVE, queue, task))
+            return bool(ssn.tiers.has(P.PREEMPTIVE) and ssn.tiers.run(P.PREEMPTIVE, queue, task.resreq))
 
         def queue_fits(task: TaskInfo) -> bool:
             return ssn.tiers.run(P.ALLOCATABLE, queue, task).ok

@@ -266,6 +266,8 @@ F_QUEUE = F.field("PodGroup", "spec.queue")
 F_PG_PRIORITY_CLASS = F.field("PodGroup", "spec.priorityClassName")
 F_TOPOLOGY = F.field("PodGroup", "spec.networkTopology")
 F_TIMEOUT = F.field("PodGroup", "spec.scheduleTimeoutSeconds")
+F_PG_PREEMPTABLE = F.field("PodGroup", f"metadata.annotations[{F.PREEMPTABLE}]")
+F_PG_PREEMPTABLE_LABEL = F.field("PodGroup", f"metadata.labels[{F.PREEMPTABLE}]")
 F_PG_PHASE = F.field("PodGroup", "status.phase")
 F_PG_CONDITIONS = F.field("PodGroup", "status.conditions")
 F_OVERRIDE = F.field("PodGroup", "status.minMemberOverride")
@@ -304,6 +306,9 @@ def job_from_podgroup(
     annotations = F_PG_ANNOTATIONS.read(meta.get("annotations"), key, sink)
     if annotations:
         extra["annotations"] = dict(annotations)
+    preemptable = _group_preemptable(annotations, meta.get("labels"), key, sink)
+    if preemptable is not None:
+        extra["preemptable"] = preemptable
     override = F_OVERRIDE.read(status.get("minMemberOverride"), key, sink)
     if override is not None and override < min_member:
         # A gang that timed out retries with the smaller minimum its owner asked for; the spec stays as written.
@@ -329,6 +334,16 @@ def job_from_podgroup(
         fallback_min=F_FALLBACK.read(annotations.get(F.FALLBACK_MIN), key, sink) if annotations else None,
         sla_waiting=F_SLA.read(annotations.get(F.SLA_WAITING) or None, key, sink) if annotations else None,
     )
+
+
+def _group_preemptable(annotations: Mapping[str, str] | None, labels: object, key: str,
+                        sink: list[F.FieldInvalid] | None) -> bool | None:
+    """The PodGroup's `volcano.sh/preemptable`, annotation before label; None when neither is set."""
+    if annotations and F.PREEMPTABLE in annotations:
+        return bool(F_PG_PREEMPTABLE.read(annotations[F.PREEMPTABLE], key, sink))
+    if isinstance(labels, Mapping) and F.PREEMPTABLE in labels:
+        return bool(F_PG_PREEMPTABLE_LABEL.read(labels[F.PREEMPTABLE], key, sink))
+    return None
 
 
 def implicit_job(task: TaskInfo, *, default_queue: str, queue: str | None = None) -> JobInfo:

@@ -222,6 +222,11 @@ FIELDS: tuple[Field, ...] = (
           "no smaller minimum"),
     Field("PodGroup", (*_META, "annotations", SLA_WAITING), duration(DURATION_MAX), None,
           "the sla plugin's waiting time"),
+    # Volcano: pkg/scheduler/api/job_info.go extractPreemptable; the annotation first, then the label; a value
+    # strconv.ParseBool refuses: not preemptable. Read by gangpreempt/gangreclaim only (utils.go,
+    # IsJobPreemptableForGangEviction): absent, the gang's tasks may be victims.
+    Field("PodGroup", (*_META, "annotations", PREEMPTABLE), GO_BOOL, False, "not preemptable by gang eviction"),
+    Field("PodGroup", (*_META, "labels", PREEMPTABLE), GO_BOOL, False, "not preemptable by gang eviction"),
     Field("PodGroup", ("spec", "minMember"), integer(0, INT32), REJECT),
     Field("PodGroup", ("spec", "minAvailable"), integer(0, INT32), REJECT, absent=1),
     Field("PodGroup", ("spec", "minResources"), QUANTITIES, REJECT),

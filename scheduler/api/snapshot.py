@@ -59,11 +59,24 @@ class GangBind:
 
 
 @dataclass(frozen=True, slots=True)
+class EvictCause:
+    """Why a task is evicted, as data (the report, `explain` and the simulator show it): the action, the job the
+    room is made for, the rule that chose the victim (e.g. `safe bundle`, `whole bundle`, `lowest priority
+    first`), and whether the eviction leaves the victim's gang below its minimum."""
+
+    action: str
+    by: str
+    rule: str
+    breaks_gang: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Eviction:
     job: str
     task: str
     node: str
     reason: str
+    cause: EvictCause | None = None
 
 
 @dataclass(frozen=True, slots=True)

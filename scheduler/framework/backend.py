@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
-from scheduler.api.snapshot import Eviction, GangBind, VolumeBind
+from scheduler.api.snapshot import EvictCause, Eviction, GangBind, VolumeBind
 from scheduler.api.status import TaskStatus
 from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.tiers import TierRunner
@@ -79,8 +79,8 @@ class StatementBackEnd:
     def record_bind(self, task: TaskInfo, node: str) -> None:
         self._binds.setdefault(task.job, []).append((task.uid, node))
 
-    def record_eviction(self, task: TaskInfo, reason: str) -> None:
-        self._evictions.append(Eviction(task.job, task.uid, task.node_name, reason))
+    def record_eviction(self, task: TaskInfo, reason: str, cause: EvictCause | None = None) -> None:
+        self._evictions.append(Eviction(task.job, task.uid, task.node_name, reason, cause))
 
     def annotate(self, task_uid: str, annotations: dict[str, str]) -> None:
         """Annotations the adapter writes on the pod before it binds it."""

@@ -21,7 +21,9 @@ from scheduler.api.decision import ABSTAIN, SUCCESS, Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import Resource
 from scheduler.framework.arrays import IntArray, NodeArrays
+from scheduler.framework.evictable import Evictable, EvictDomains, first_domains, unified_victims
 
 FloatArray = npt.NDArray[np.float64]
 F = TypeVar("F")
@@ -100,8 +102,12 @@ class QueueCheck(Protocol):
     def __call__(self, queue: QueueInfo, /) -> bool: ...
 
 
-class QueueTaskCheck(Protocol):
-    def __call__(self, queue: QueueInfo, task: TaskInfo, /) -> bool: ...
+class QueueRequestCheck(Protocol):
+    def __call__(self, queue: QueueInfo, request: Resource, /) -> bool: ...
+
+
+class VictimQueueOrdering(Protocol):
+    def __call__(self, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo, /) -> int: ...
 
 
 class QueueTaskDecision(Protocol):
@@ -409,9 +415,17 @@ VictimsPoint = Point[Victims, list[TaskInfo]]
 PREEMPTABLE: VictimsPoint = Point("preemptable", "enablePreemptable", tier_victims)
 RECLAIMABLE: VictimsPoint = Point("reclaimable", "enableReclaimable", tier_victims)
 JOB_STARVING: Point[JobCheck, bool] = Point("job_starving", "enableJobStarving", first_tier_all)
-# fn(queue, task) -> bool: may the queue take this task by evicting other queues' tasks (reclaim)? Strict: no
+# fn(queue, request) -> bool: may the queue take `request` (one task's, or a gang's pending tasks' summed, as
+# Volcano's PreemptiveFn sums its candidates) by evicting other queues' tasks (reclaim, gangreclaim)? Strict: no
 # escape hatch for tasks that fit nowhere, since reclaim exists for exactly those.
-PREEMPTIVE: Point[QueueTaskCheck, bool] = Point("preemptive", "enablePreemptive", all_pass)
+PREEMPTIVE: Point[QueueRequestCheck, bool] = Point("preemptive", "enablePreemptive", all_pass)
+# Gang-aware eviction's victim filter (`evictable.py`): no switch, Volcano's UnifiedEvictable tier rule.
+EVICTABLE: Point[Evictable, list[TaskInfo]] = Point("evictable", None, unified_victims)
+# The domains a gang with a hard network topology looks for victims in, widest first (`evictable.py`).
+EVICT_DOMAINS: Point[EvictDomains, object] = Point("evict_domains", "enabledHyperNodeGradient", first_domains)
+# fn(a, b, preemptor's queue) -> int: which victim queue gangreclaim takes from first (capacity: the one nearest
+# the reclaimer in the queue tree); 0 for no opinion (then the reverse of QueueOrder).
+VICTIM_QUEUE_ORDER: Point[VictimQueueOrdering, int] = Point("victim_queue_order", None, first_nonzero)
 # Victim guards: fn(candidates, preemptor) -> the candidates this plugin lets go, applied after the tier vote
 # whatever tier answered. Volcano's tier rule lets a later tier evict what an earlier tier's plugin protected
 # (a plugin that offers no victim ends its tier without an answer): with gang in tier 1 and drf in tier 2, a
@@ -450,6 +464,9 @@ ALL_POINTS: tuple[Point[object, object], ...] = (  # type: ignore[assignment]
     JOB_STARVING,
     PLACE_GANG,
     PREEMPTIVE,
+    EVICTABLE,
+    EVICT_DOMAINS,
+    VICTIM_QUEUE_ORDER,
     DYNAMIC_PREDICATE,
     DYNAMIC_NODE_ORDER,
 )

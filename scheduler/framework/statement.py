@@ -17,6 +17,7 @@ from scheduler.api.status import TaskStatus
 if TYPE_CHECKING:
     from scheduler.api.job import TaskInfo
     from scheduler.api.node import NodeInfo
+    from scheduler.api.snapshot import EvictCause
     from scheduler.framework.backend import StatementBackEnd
 
 
@@ -27,6 +28,7 @@ class Operation:
     node: str
     previous: TaskStatus
     reason: str = ""
+    cause: EvictCause | None = None
 
 
 class Statement:
@@ -52,16 +54,25 @@ class Statement:
         self.operations.append(Operation("pipeline", task, node.name, task.status))
         self._back_end.place(task, node, TaskStatus.PIPELINED)
 
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        self.operations.append(Operation("evict", task, task.node_name, task.status, reason))
+    def evict(self, task: TaskInfo, reason: str, cause: EvictCause | None = None) -> None:
+        self.operations.append(Operation("evict", task, task.node_name, task.status, reason, cause))
         self._back_end.mark_releasing(task)
+
+    def mark(self) -> int:
+        """A point to `rollback` to: what was done so far stays, what is done after it can be undone alone."""
+        return len(self.operations)
 
     def discard(self) -> None:
         """Undo every operation, in reverse. An undo that raises (a plugin's event handler failing on the job
         being undone) does not stop the others: the nodes' accounting is undone first in each, and the first
         error is raised once all are undone."""
+        self.rollback(0)
+
+    def rollback(self, mark: int) -> None:
+        """Undo the operations made since `mark`, in reverse, as `discard` undoes them all."""
         failed: Exception | None = None
-        for op in reversed(self.operations):
+        undone, self.operations = self.operations[mark:], self.operations[:mark]
+        for op in reversed(undone):
             try:
                 if op.kind == "evict":
                     self._back_end.unmark_releasing(op.task, op.previous)
@@ -69,7 +80,6 @@ class Statement:
                     self._back_end.unplace(op.task)
             except Exception as exc:  # noqa: BLE001 - see above
                 failed = failed or exc
-        self.operations.clear()
         if failed is not None:
             raise failed
 
@@ -78,7 +88,7 @@ class Statement:
             if op.kind == "allocate":
                 self._back_end.record_bind(op.task, op.node)
             elif op.kind == "evict":
-                self._back_end.record_eviction(op.task, op.reason)
+                self._back_end.record_eviction(op.task, op.reason, op.cause)
         self.operations.clear()
 
     def __len__(self) -> int:

@@ -42,6 +42,7 @@ from scheduler.api.reasons import QueueNotLeaf, QueueParentCycle, QueueParentMis
 from scheduler.api.resources import CPU, MEMORY, Resource
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import ArgReader
+from scheduler.framework.evictable import EvictionContext, EvictionKind
 from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
 from scheduler.plugins.shares import QueueAttr, QueueBook, dimensions, without_pods
 
@@ -161,6 +162,8 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         ssn.register(P.JOB_ENQUEUEABLE, self.enqueueable)
         ssn.register(P.PREEMPTIVE, self.preemptive)
         ssn.register(P.RECLAIMABLE, self.reclaimable)
+        ssn.register(P.EVICTABLE, self.evictable)
+        ssn.register(P.VICTIM_QUEUE_ORDER, self.victim_queue_order)
         ssn.add_event_handler(EventHandler(allocate=self.book.allocated, deallocate=self.book.deallocated))
         ssn.on_job_enqueued(self.book.enqueued)
 
@@ -232,18 +235,70 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         over = [reason for attr in self.book.path(job.queue) for reason in self.book.over_limit(attr, job)]
         return unschedulable(*over) if over else SUCCESS
 
-    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def preemptive(self, queue: QueueInfo, request: Resource) -> bool:
         attr = self.book.fresh(queue.name)
         if attr is None:
             return False
-        after = attr.allocated + without_pods(task.resreq)
-        asked = dimensions(task.resreq)
+        after = attr.allocated + without_pods(request)
+        asked = dimensions(request)
         if any(after.get(name) > attr.limit[name] for name in asked if name in attr.limit):
             return False
         return any(attr.deserved.get(name) and after.get(name) <= attr.deserved.get(name) for name in asked)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         return self.book.reclaimable(reclaimer, candidates, may_take)
+
+    def evictable(self, ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
+        """Gang eviction (Volcano's capacity UnifiedEvictableFn, plugins/capacity/capacity.go): gangpreempt stays
+        inside one queue, so capacity lets every candidate go; gangreclaim takes a task only if its queue keeps
+        its guarantee without it (on every resource the guarantee names) and, unless the task asks for nothing
+        the queue deserves, the queue holds more than it deserves on a resource the task asks for. Each victim
+        counts as gone for the next. A broken queue tree refuses every candidate."""
+        if ctx.kind == EvictionKind.GANG_PREEMPT:
+            return list(candidates)
+        if self.tree is not None and self.tree.broken:
+            return []
+        held: dict[str, Resource] = {}
+        victims = []
+        for task in candidates:
+            job = self.ssn.jobs.get(task.job)
+            attr = self.book.fresh(job.queue) if job is not None else None
+            if attr is None:
+                continue
+            allocated = held.get(attr.queue.name, attr.allocated)
+            request = without_pods(task.resreq)
+            after = allocated - request
+            guarantee = dimensions(without_pods(attr.queue.guarantee))
+            if any(after.get(name) < units for name, units in guarantee.items()):
+                continue
+            deserved = dimensions(attr.deserved)
+            asked = dimensions(request)
+            if any(name in deserved for name in asked) and not any(
+                    allocated.get(name) > deserved[name] for name in asked if name in deserved):
+                continue
+            held[attr.queue.name] = after
+            victims.append(task)
+        return victims
+
+    def victim_queue_order(self, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo) -> int:
+        """gangreclaim takes first from the queue that shares the deeper ancestor with the reclaimer's queue
+        (Volcano's capacity VictimQueueOrderFn); no opinion for flat queues."""
+        tree = self.tree
+        if tree is None or not all(q.name in tree.ancestors for q in (a, b, preemptor)):
+            return 0
+
+        def level(x: str, y: str) -> int:
+            path_x = [*reversed(tree.ancestors[x]), x]
+            path_y = [*reversed(tree.ancestors[y]), y]
+            shared = 0
+            for i, (u, v) in enumerate(zip(path_x, path_y, strict=False)):
+                if u != v:
+                    break
+                shared = i
+            return shared
+
+        left, right = level(a.name, preemptor.name), level(b.name, preemptor.name)
+        return 0 if left == right else (-1 if left > right else 1)
 
 
 def may_take(attr: QueueAttr, held: Resource, task: TaskInfo, reclaimer: TaskInfo) -> bool:

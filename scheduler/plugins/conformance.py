@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from scheduler.api.job import TaskInfo
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
+from scheduler.framework.evictable import EvictionContext
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.framework.victims import is_critical
 
@@ -26,3 +27,9 @@ class ConformancePlugin(Plugin[NoArgs]):
         ssn.register(P.RECLAIMABLE, victims)
         ssn.register(P.PREEMPT_GUARD, guard)
         ssn.register(P.RECLAIM_GUARD, guard)
+        ssn.register(P.EVICTABLE, self.evictable)
+
+    @staticmethod
+    def evictable(ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Gang eviction: the same protection (Volcano's conformance UnifiedEvictableFn)."""
+        return [t for t in candidates if not is_critical(t)]

@@ -7,6 +7,7 @@ where those apply: only then does allocate commit. Task minimums apply only when
 least their sum (so an elastic job, minAvailable below its replicas, is held to minAvailable alone).
 JobPipelined: counting reservations on releasing resources, the same would be met.
 JobOrder: jobs not yet ready (by count) go first, so minimums are met before extras.
+Evictable (gangpreempt, gangreclaim): every candidate; the actions' bundles keep the gang rule.
 Preemptable/Reclaimable: a victim's job keeps minAvailable ready tasks, and (a guard, see points.py) no later
 tier may take it below that either; `enablePreemptable: false` / `enableReclaimable: false` switch both off.
 JobStarving: ready + waiting < minAvailable (BestEffort tasks not counted) wants victims.
@@ -32,6 +33,7 @@ from scheduler.api.resources import PODS, ZERO
 from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
+from scheduler.framework.evictable import EvictionContext
 from scheduler.framework.fit import FitErrors
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.framework.victims import gang_safe
@@ -161,6 +163,12 @@ def ready_last(job: JobInfo) -> bool:
 class GangPlugin(Plugin[NoArgs]):
     name = "gang"
 
+    @staticmethod
+    def evictable(ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Gang eviction lets every candidate go: the actions' bundles (safe ones keep minAvailable, whole ones
+        are taken whole) carry the gang rule (Volcano's gang UnifiedEvictableFn, plugins/gang/gang.go)."""
+        return list(candidates)
+
     def on_session_open(self, ssn: SessionAPI) -> None:
         def ready(job: JobInfo) -> bool:
             return job.is_ready()
@@ -185,6 +193,7 @@ class GangPlugin(Plugin[NoArgs]):
         ssn.register(P.RECLAIMABLE, victims)
         ssn.register(P.PREEMPT_GUARD, guard)
         ssn.register(P.RECLAIM_GUARD, guard)
+        ssn.register(P.EVICTABLE, self.evictable)
         ssn.register(P.JOB_STARVING, starving)
         ssn.register(P.JOB_VALID, valid)
         ssn.register(P.JOB_READY, P.BoundedCheck(ready, placements_to_ready))

@@ -2,6 +2,7 @@
 
 Preemptable: a task of another job may be evicted only for a job of strictly higher priority (within
 one job, only for a task of strictly higher priority), so equal priorities never evict each other.
+Evictable (gangpreempt): only a lower-priority job's tasks; gangreclaim is not priority's to judge.
 JobStarving: an admitted job with fewer tasks placed or waiting than it has (an elastic job short of replicas).
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
+from scheduler.framework.evictable import EvictionContext, EvictionKind
 from scheduler.framework.plugin import Plugin, SessionAPI
 
 
@@ -50,3 +52,14 @@ class PriorityPlugin(Plugin[NoArgs]):
         ssn.register(P.TASK_ORDER, P.KeyedOrdering(_task_priority_key))
         ssn.register(P.PREEMPTABLE, victims)
         ssn.register(P.JOB_STARVING, starving)
+        self.ssn = ssn
+        ssn.register(P.EVICTABLE, self.evictable)
+
+    def evictable(self, ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Gang eviction (Volcano's priority UnifiedEvictableFn, plugins/priority/priority.go): gangpreempt takes
+        only tasks of a job of lower priority than the preemptor's; gangreclaim is about fair shares, so priority
+        lets every candidate go."""
+        if ctx.kind == EvictionKind.GANG_RECLAIM:
+            return list(candidates)
+        jobs = self.ssn.jobs
+        return [t for t in candidates if t.job in jobs and jobs[t.job].priority < ctx.job.priority]

@@ -128,12 +128,12 @@ class ProportionPlugin(Plugin[NoArgs]):
                 n = min(n, max(0, (attr.deserved.get(name) - attr.allocated.get(name)) // units))
         return n
 
-    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def preemptive(self, queue: QueueInfo, request: Resource) -> bool:
         attr = self.book.fresh(queue.name)
         if attr is None:
             return False
-        after = attr.allocated + without_pods(task.resreq)
-        return all(after.get(name) <= attr.deserved.get(name) for name in dimensions(task.resreq))
+        after = attr.allocated + without_pods(request)
+        return all(after.get(name) <= attr.deserved.get(name) for name in dimensions(request))
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         return self.book.reclaimable(reclaimer, candidates, may_take)

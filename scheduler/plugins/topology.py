@@ -36,11 +36,13 @@ import numpy as np
 from scheduler.api.decision import SUCCESS, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.reasons import Reason, TopologyLimit, TopologyNoFit, TopologyNoNode
-from scheduler.api.resources import CPU, GPU
+from scheduler.api.resources import CPU, GPU, ZERO, Resource
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray
 from scheduler.framework.conf_args import ArgReader
+from scheduler.framework.evictable import CLUSTER_DOMAIN, Domain
 from scheduler.framework.plugin import Plugin, SessionAPI
+from scheduler.plugins.shares import without_pods
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
 from scheduler.solver.greedy import topology_greedy
 from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes
@@ -50,6 +52,8 @@ EVERY_GANG = "solver.everyGang"
 CYCLE_BUDGET = "solver.cycleBudgetMs"
 WORKERS = "solver.workers"
 HYPERNODES = "topology.hypernodes"
+EVICT_MAX = "hypernode.gradient.evict.max-hypernodes"  # Volcano's argument, default 8
+DEFAULT_EVICT_MAX = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,7 @@ class TopologyArgs:
     # `solver.everyGang: true` volcano-py places every gang of 2+ tasks whole, preferring low tiers.
     every_gang: bool = False
     hypernodes: tuple[Mapping[str, Any], ...] = ()  # used when the session has no HyperNodes of its own
+    evict_max: int = DEFAULT_EVICT_MAX  # at most this many domains to look for victims in (gang eviction)
 
 
 def _hypernodes(reader: ArgReader) -> tuple[Mapping[str, Any], ...]:
@@ -89,8 +94,9 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
             rack=reader.string("topology.rackLabel", defaults.rack),
             nvlink=(nvlink,) if nvlink else defaults.nvlink,
         )
+        evict_max = reader.integer(EVICT_MAX, DEFAULT_EVICT_MAX)
         return TopologyArgs(time_limit, budget, workers, labels, reader.boolean(EVERY_GANG, False),
-                            _hypernodes(reader))
+                            _hypernodes(reader), evict_max if evict_max > 0 else DEFAULT_EVICT_MAX)
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
@@ -103,6 +109,45 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         self._topology: Topology | None = None
         self._members: list[list[TaskInfo]] = []
         ssn.register(P.PLACE_GANG, self.place_gang)
+        ssn.register(P.EVICT_DOMAINS, self.evict_domains)
+
+    # ---- EVICT_DOMAINS ----------------------------------------------------------------------------------
+    def evict_domains(self, job: JobInfo) -> list[Domain]:
+        """Where gangpreempt and gangreclaim look for a job with a hard network topology (Volcano's
+        HyperNodeGradientForJobFn with PurposeEvict, plugins/network-topology-aware): every domain of tiers 1 up to
+        highestTierAllowed whose nodes' allocatable holds the job's minResources, lower tiers first and each tier
+        by name, then the whole list reversed (widest first) and cut to `hypernode.gradient.evict.max-hypernodes`
+        (taking each tier's last ones). Any other job: the whole cluster. (Volcano walks a tier's HyperNodes in
+        Go map order; by name is ours.)"""
+        spec: Mapping[str, Any] | None = job.extra.get("networkTopology")
+        everything = Domain(CLUSTER_DOMAIN, -1, frozenset(n.name for n in self.ssn.node_list))
+        if not spec or str(spec.get("mode", "hard")).lower() == "soft" or spec.get("highestTierAllowed") is None:
+            return [everything]
+        topo = self.topology
+        highest = min(int(spec["highestTierAllowed"]), topo.top - 1)
+        need = without_pods(job.min_resources or ZERO)
+        gradients: list[list[Domain]] = []
+        for tier in range(1, highest + 1):
+            members: dict[int, list[int]] = {}
+            for index, domain_id in enumerate(topo.domain[tier].tolist()):
+                members.setdefault(int(domain_id), []).append(index)
+            row = []
+            for domain_id, indices in members.items():
+                name = topo.domain_names[tier][domain_id]
+                if name.startswith("node:"):  # no HyperNode of this tier above the node
+                    continue
+                nodes = [self.ssn.node_list[i] for i in indices]
+                if need <= without_pods(Resource.total(n.allocatable for n in nodes)):
+                    row.append(Domain(name, tier, frozenset(n.name for n in nodes)))
+            if row:
+                gradients.append(sorted(row, key=lambda d: d.name))
+        out: list[Domain] = []
+        for row in reversed(gradients):
+            room = self.args.evict_max - len(out)
+            if room <= 0:
+                break
+            out.extend(row[-room:] if len(row) > room else row)
+        return out
 
     @property
     def topology(self) -> Topology:

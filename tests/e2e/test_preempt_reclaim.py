@@ -12,8 +12,11 @@ namespace, nodes (pods select them), Queues and PriorityClasses.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from pathlib import Path
 
+import pytest
 from controlplane import assert_no_overcommit, wait_for
 from vcjob_cluster import (
     TIMEOUT,
@@ -28,6 +31,7 @@ from vcjob_cluster import (
 )
 
 __all__ = ["vcjob_cluster"]  # the fixture
+REPO = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------------------------------------- preempt
 
@@ -116,4 +120,38 @@ def test_a_starved_queue_reclaims_from_an_overused_one_down_to_its_deserved_shar
              what="hog's evicted pods recreated")
     assert set(running(core_v1, namespace, "late")) == set(late)
     assert evicted_uids(core_v1, namespace) == victims
+    assert_no_overcommit(core_v1)
+
+
+# ---------------------------------------------------------------------------------------------- gang eviction
+
+GANG_EVICTION_CONF = (REPO / "examples" / "sim" / "gang-eviction.conf").read_text()
+
+
+@pytest.mark.scheduler_conf(GANG_EVICTION_CONF)
+def test_a_high_priority_rigid_gang_preempts_a_whole_rigid_gang_at_once(vcjob_cluster, core_v1, custom, namespace):
+    """Issue 32's case on the real apiserver, under Volcano's gang-eviction conf: 2 nodes x 4 GPUs, `low` (8 x 1
+    GPU, minAvailable 8, priority 10) fills them; `high` (4 x 1 GPU, minAvailable 4, priority 1000) arrives.
+    gangpreempt evicts low's whole bundle (a rigid gang has no safe one), every eviction with a DisruptionTarget
+    condition first, and high runs; low's pods, recreated by its Job controller, wait whole (never partly
+    bound): 4 GPUs are left for its 8."""
+    vcjob_cluster.nodes(2, gpus=4)
+    queue = vcjob_cluster.queue("gangs")
+    low, high = (vcjob_cluster.priority_class(n, v) for n, v in (("low", 10), ("high", 1000)))
+    vcjob_cluster.job("low", queue, [task("worker", 8)], 8, priorityClassName=low)
+    low_pods = wait_running(core_v1, namespace, "low", 8)
+
+    started = time.monotonic()
+    vcjob_cluster.job("high", queue, [task("worker", 4)], 4, priorityClassName=high)
+    wait_running(core_v1, namespace, "high", 4)
+    took = time.monotonic() - started
+    victims = wait_for(lambda: (v := evicted_uids(core_v1, namespace)) and len(v) >= 8 and v, TIMEOUT,
+                       interval=0.2, what="8 Evict events")
+    assert victims == set(low_pods), "low's whole bundle, and nothing else"
+    messages = {e["message"] for e in scheduler_events(core_v1, namespace, "Preempted")}
+    assert messages and all("whole bundle" in m for m in messages), messages
+    wait_for(lambda: len(pods_of(core_v1, namespace, "low")) == 8, TIMEOUT, interval=0.2,
+             what="low's pods recreated by its Job controller")
+    assert running(core_v1, namespace, "low") == {}, "low waits whole: never partly bound"
+    print(f"high Running {took:.1f} s after it was created (victims' grace 0 s, schedule period 0.2 s)")
     assert_no_overcommit(core_v1)

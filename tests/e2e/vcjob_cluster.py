@@ -37,13 +37,14 @@ tiers:
 
 
 @pytest.fixture
-def vcjob_cluster(control_plane, core_v1, custom, namespace, tmp_path):
+def vcjob_cluster(request, control_plane, core_v1, custom, namespace, tmp_path):
     """Nodes of this test, its Queues and PriorityClasses, and the scheduler and controllers as processes;
-    all gone afterwards."""
+    all gone afterwards. The scheduler's conf is CONF unless the test is marked `scheduler_conf(text)`."""
     tag = uuid.uuid4().hex[:6]
     made = {"nodes": [], "queues": [], "classes": []}
     conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(CONF)
+    marker = request.node.get_closest_marker("scheduler_conf")
+    conf.write_text(marker.args[0] if marker else CONF)
     scheduler = Process(control_plane, tmp_path, "scheduler", "scheduler", "--scheduler-conf", str(conf),
                         "--schedule-period", "200ms", "--log-level", "debug")
     controllers = Process(control_plane, tmp_path, "controllers", "controllers", "--no-leader-elect")

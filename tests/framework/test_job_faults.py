@@ -73,7 +73,7 @@ class PoisonPlugin(Plugin[NoArgs]):
             "reclaim_guard": (P.RECLAIM_GUARD, lambda cands, t: task_bad(t) or list(cands)),
             "job_starving": (P.JOB_STARVING, lambda j: job_bad(j) or True),
             "place_gang": (P.PLACE_GANG, lambda j, tasks: job_bad(j) or P.PLACE_BY_POD),
-            "preemptive": (P.PREEMPTIVE, lambda q, t: task_bad(t) or True),
+            "preemptive": (P.PREEMPTIVE, lambda q, request: queue_bad(q) or True),
             "dynamic_predicate": (P.DYNAMIC_PREDICATE, lambda t, nodes: task_bad(t) or [SUCCESS] * len(nodes)),
             "dynamic_node_order": (P.DYNAMIC_NODE_ORDER, lambda t, nodes: task_bad(t) or [0.0] * len(nodes)),
         }
@@ -120,7 +120,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "reclaim": ("job_order", "queue_order", "overused", "job_valid", "job_starving", "task_order", "predicate",
                 "reclaimable", "reclaim_guard", "preemptive", "allocatable", "job_pipelined", "event_handler"),
 }
-QUEUE_POINTS = {"queue_order", "overused"}
+QUEUE_POINTS = {"queue_order", "overused", "preemptive"}  # preemptive: (queue, a summed request)
 SEEDS = (1, 2, 3)
 
 ANTI_AFFINITY = {"podAntiAffinity": {
@@ -132,11 +132,15 @@ ANTI_AFFINITY = {"podAntiAffinity": {
 }}
 
 
-def conf_for(action: str) -> SchedulerConf:
-    """The default tiers with the poison plugin first, and the one action under test."""
+def conf_for(action: str, point: str = "") -> SchedulerConf:
+    """The default tiers with the poison plugin first, and the one action under test. For preempt, capacity
+    (no limits declared) stands in for proportion: preempt asks the queue's Allocatable (Volcano's
+    preemptorFitsOnNode), and proportion's deserved shares depend on every queue's requests, so the poisoned job
+    would change its neighbours' answers (and a full queue's, its own) whether or not a plugin fails."""
+    shares = "capacity" if action == "preempt" else "proportion"
     return conf_from_tiers(
         ["poison", "priority", "gang", "conformance"],
-        ["drf", "predicates", "proportion", "nodeorder", "binpack"],
+        ["drf", "predicates", shares, "nodeorder", "binpack"],
         actions=action,
     )
 
@@ -209,7 +213,7 @@ def test_a_plugin_raising_for_one_job_costs_that_job_alone(
     poison: type[PoisonPlugin], monkeypatch: pytest.MonkeyPatch, action: str, point: str, seed: int
 ) -> None:
     c = workload(seed, action, point)
-    conf = conf_for(action)
+    conf = conf_for(action, point)
     target = next(job for job in c.sim.snapshot().jobs.values() if job.name == POISON_GROUP)
     monkeypatch.setattr(poison, "point", point)
     monkeypatch.setattr(poison, "target", "nobody")

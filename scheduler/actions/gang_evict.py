@@ -1,0 +1,297 @@
+"""Layer `actions`: `gangpreempt` and `gangreclaim` — a starving gang takes room from whole bundles of victims.
+
+Volcano's gang-aware eviction (pkg/scheduler/actions/gangpreempt/gangpreempt.go, gangreclaim/gangreclaim.go,
+actions/utils/{bundle,simulate,util}.go), rule by rule:
+
+1. Preemptors: jobs that left Pending, that JobValid accepts, whose queue exists, and that JobStarving calls
+   starving. Queues are visited in QueueOrder (gangreclaim skips an overused queue), their preemptors in
+   JobOrder; each gets one Statement.
+2. What it needs: its pending tasks (not gated, requesting something) in TaskOrder, summed. gangreclaim first
+   asks Preemptive whether the queue may take that much at all.
+3. Where: the domains the `network-topology-aware` plugin gives a job with a hard network topology (HyperNodes
+   of its allowed tiers that could hold its minResources, widest first, at most
+   `hypernode.gradient.evict.max-hypernodes` of them), at most `maxDomains` (an argument, default 8); any other
+   job looks at the whole cluster.
+4. Victims, per domain: the running tasks there (gangpreempt: Bound or Running; gangreclaim: Running) that are
+   preemptable, of a job whose PodGroup is not marked `volcano.sh/preemptable: false`, other than the preemptor:
+   gangpreempt: of the preemptor's queue and of a lower-priority job; gangreclaim: of another queue that is
+   reclaimable. They form bundles (`bundles.py`), sorted; the EVICTABLE plugins (`framework/evictable.py`) filter
+   the flattened candidates; a whole bundle survives only whole; with `allowWholeBundle: false` whole bundles are
+   dropped.
+5. Bundles are added in order until the domain's idle plus releasing resources plus what they free hold the need;
+   from then on, after each bundle, a plan is tried: the victims are evicted and each pending task is pipelined
+   onto the best node of the domain that its predicates allow and whose future idle holds it (those whose idle
+   holds it first), under Allocatable. Every task must find a node, and the job must then be pipelined. With
+   allocate's `predicateErrorCacheEnable` (default true), a node that turned away one task of a role is not
+   asked again for the role's other tasks in that plan. A failed plan is undone; the first that works is kept.
+6. The Statement is committed only if the job is pipelined; otherwise discarded.
+
+Not modelled: sub-groups (volcano-py has none yet, issue 34) and a partly placed job's allocated HyperNode.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from scheduler.actions.allocate import pending_tasks
+from scheduler.actions.base import guarded
+from scheduler.actions.bundles import Bundle, BundleKind, allowed_bundles, job_bundles, sort_bundles
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import Resource
+from scheduler.api.snapshot import EvictCause
+from scheduler.api.status import PodGroupPhase, TaskStatus
+from scheduler.framework import points as P
+from scheduler.framework.conf_args import as_bool
+from scheduler.framework.evictable import CLUSTER_DOMAIN, Domain, EvictionContext, EvictionKind
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
+
+MAX_DOMAINS = "maxDomains"
+ALLOW_WHOLE_BUNDLE = "allowWholeBundle"
+PREDICATE_ERROR_CACHE = "predicateErrorCacheEnable"  # an `allocate` argument, honoured here too
+DEFAULT_MAX_DOMAINS = 8
+T = TypeVar("T")
+PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})  # Volcano's PreemptableStatus
+
+
+def _int_arg(raw: object, default: int) -> int:
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        return default
+    return value if 0 < value <= 1_000_000 else default
+
+
+class GangEviction:
+    """What gangpreempt and gangreclaim share; a subclass says whose tasks are candidates and how victim jobs
+    are ordered."""
+
+    name = ""
+    kind = EvictionKind.GANG_PREEMPT
+    verb = ""
+    event_reason = ""
+
+    def execute(self, ssn: Session) -> None:
+        args = ssn.conf.configurations.get(self.name) or {}
+        self.max_domains = _int_arg(args.get(MAX_DOMAINS), DEFAULT_MAX_DOMAINS)
+        whole = as_bool(args.get(ALLOW_WHOLE_BUNDLE))
+        self.allow_whole = True if whole is None else whole
+        cache = as_bool((ssn.conf.configurations.get("allocate") or {}).get(PREDICATE_ERROR_CACHE))
+        self.error_cache = True if cache is None else cache
+        # 1.
+        queues: dict[str, QueueInfo] = {}
+        preemptors: dict[str, list[JobInfo]] = {}
+
+        def consider(job: JobInfo) -> bool:
+            if job.phase == PodGroupPhase.PENDING or ssn.tiers.run(P.JOB_VALID, job).rejected:
+                return False
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                return False
+            queues[queue.name] = queue
+            return bool(ssn.tiers.run(P.JOB_STARVING, job))
+
+        for job in guarded(ssn, ssn.jobs.values(), consider):
+            preemptors.setdefault(job.queue, []).append(job)
+        for queue in sorted(queues.values(), key=_cmp_key(ssn.order.queue_less)):
+            if self.skip_queue(ssn, queue):
+                continue
+            for job in sorted(preemptors.get(queue.name, ()), key=_cmp_key(ssn.order.job_less)):
+                with ssn.guard(job):
+                    self.evict_for(ssn, queue, job)
+
+    def skip_queue(self, ssn: Session, queue: QueueInfo) -> bool:
+        return False
+
+    def admits(self, ssn: Session, queue: QueueInfo, need: Resource) -> bool:
+        return True
+
+    def candidate(self, ssn: Session, preemptor: JobInfo, task: TaskInfo, owner: JobInfo) -> bool:
+        raise NotImplementedError
+
+    def victim_first(self, ssn: Session, preemptor: JobInfo) -> Callable[[JobInfo, JobInfo], bool]:
+        raise NotImplementedError
+
+    # ---- one preemptor -------------------------------------------------------------------------------
+    def evict_for(self, ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
+        stmt = ssn.statement()
+        self.plan(ssn, stmt, queue, job)
+        if ssn.tiers.run(P.JOB_PIPELINED, job).rejected:  # 6.
+            stmt.discard()
+            return False
+        evicted = [op for op in stmt.operations if op.kind == "evict"]
+        stmt.commit()
+        if evicted:  # volcano_eviction_transactions_total, as Volcano's RegisterEvictionTransaction
+            ssn.results.count(f"eviction_transactions:{self.event_reason}")
+        for op in evicted:
+            ssn.results.event("Pod", op.task.uid, "Warning", self.event_reason, op.reason)
+        return bool(evicted)
+
+    def plan(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo) -> None:
+        # 2.
+        pending = [t for t in ssn.order.task_order(pending_tasks(job)) if not t.resreq.is_zero()]
+        if not pending:
+            return
+        need = Resource.total(t.resreq for t in pending)
+        if not self.admits(ssn, queue, need):
+            return
+        # 3.
+        for domain in self.domains(ssn, job):
+            nodes = [ssn.nodes[name] for name in sorted(domain.nodes) if name in ssn.nodes]
+            if not nodes:
+                continue
+            bundles = self.bundles(ssn, job, need, domain, nodes)
+            if not bundles:
+                continue
+            room = Resource.total(n.idle + n.releasing for n in nodes)
+            chosen: list[tuple[TaskInfo, Bundle]] = []
+            for bundle in bundles:  # 5.
+                chosen.extend((t, bundle) for t in bundle.tasks)
+                if not need <= room + Resource.total(t.resreq for t, _ in chosen):
+                    continue
+                if self.try_plan(ssn, stmt, queue, job, pending, nodes, chosen):
+                    return
+
+    def domains(self, ssn: Session, job: JobInfo) -> list[Domain]:
+        everything = Domain(CLUSTER_DOMAIN, -1, frozenset(ssn.nodes))
+        found = ssn.tiers.run(P.EVICT_DOMAINS, job) if ssn.tiers.has(P.EVICT_DOMAINS) else None
+        if not isinstance(found, list):
+            return [everything]
+        if not found and not hard_topology(job):
+            found = [everything]
+        return found[: self.max_domains]
+
+    def bundles(self, ssn: Session, job: JobInfo, need: Resource, domain: Domain,
+                nodes: Sequence[NodeInfo]) -> list[Bundle]:
+        """4."""
+        by_job: dict[str, list[TaskInfo]] = {}
+        for node in nodes:
+            for task in node.tasks.values():
+                owner = ssn.jobs.get(task.job)
+                if (owner is None or not task.preemptable or owner.uid == job.uid
+                        or owner.extra.get("preemptable") is False or not self.candidate(ssn, job, task, owner)):
+                    continue
+                by_job.setdefault(owner.uid, []).append(task)
+        bundles = [b for uid, tasks in by_job.items() for b in job_bundles(ssn.jobs[uid], tasks)]
+        if not bundles:
+            return []
+        first = self.victim_first(ssn, job)
+        ordered = sort_bundles(bundles, need, first)
+        ctx = EvictionContext(self.kind, job, domain.name)
+        allowed = {t.uid for t in ssn.tiers.run(P.EVICTABLE, ctx, [t for b in ordered for t in b.tasks])}
+        if not allowed:
+            return []
+        valid = sort_bundles(allowed_bundles(ordered, allowed), need, first)
+        return [b for b in valid if b.kind == BundleKind.SAFE or self.allow_whole]
+
+    def try_plan(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo],
+                 nodes: Sequence[NodeInfo], victims: list[tuple[TaskInfo, Bundle]]) -> bool:
+        """Evict `victims` and pipeline every pending task in the domain; undone unless the job is then
+        pipelined (Volcano's BuildNominationPlanInDomain)."""
+        mark = stmt.mark()
+        reason = f"{self.verb} by {job.uid} (priority {job.priority})"
+        for victim, bundle in victims:
+            rule = "whole bundle" if bundle.kind == BundleKind.WHOLE else "safe bundle"
+            cause = EvictCause(self.name, job.uid, rule, breaks_gang=bundle.kind == BundleKind.WHOLE)
+            stmt.evict(victim, f"{reason}: {rule} of {bundle.job.uid}", cause)
+        allowed = {n.name for n in nodes}
+        turned_away: dict[tuple[str, str], set[str]] = {}
+        placed = 0
+        for task in pending:
+            if not ssn.tiers.run(P.ALLOCATABLE, queue, task).ok:
+                break
+            node = self.best_node(ssn, task, allowed, turned_away)
+            if node is None:
+                break
+            stmt.pipeline(task, node)
+            placed += 1
+        else:
+            if placed and not ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
+                return True
+        stmt.rollback(mark)
+        return False
+
+    def best_node(self, ssn: Session, task: TaskInfo, allowed: set[str],
+                  turned_away: dict[tuple[str, str], set[str]]) -> NodeInfo | None:
+        key = (task.job, task.role)
+        cached = self.error_cache and bool(task.role) and key in turned_away
+        skip = turned_away.get(key, set()) if cached else set()
+        idle: list[NodeInfo] = []
+        future: list[NodeInfo] = []
+        for node in ssn.fit.feasible_nodes(task):
+            if node.name not in allowed or node.name in skip:
+                continue
+            if task.resreq <= node.idle:
+                idle.append(node)
+            elif task.resreq <= node.future_idle():
+                future.append(node)
+            elif task.role:
+                turned_away.setdefault(key, set()).add(node.name)
+        for group in (idle, future):
+            if group:
+                best = ssn.fit.best_node(task, group)
+                if best is not None:
+                    return best
+        return None
+
+
+def hard_topology(job: JobInfo) -> bool:
+    topology = job.extra.get("networkTopology")
+    return isinstance(topology, dict) and topology.get("mode", "hard") == "hard" \
+        and topology.get("highestTierAllowed") is not None
+
+
+def _cmp_key(less: Callable[[T, T], bool]) -> Callable[[T], Any]:
+    """A sort key from a strict `less` (Volcano's priority queues pop by such functions)."""
+    return functools.cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
+
+
+class GangPreempt(GangEviction):
+    name = "gangpreempt"
+    kind = EvictionKind.GANG_PREEMPT
+    verb = "preempted"
+    event_reason = "Preempted"
+
+    def candidate(self, ssn: Session, preemptor: JobInfo, task: TaskInfo, owner: JobInfo) -> bool:
+        return (task.status in PREEMPTABLE_STATUSES and owner.queue == preemptor.queue
+                and preemptor.priority > owner.priority)
+
+    def victim_first(self, ssn: Session, preemptor: JobInfo) -> Callable[[JobInfo, JobInfo], bool]:
+        return lambda a, b: not ssn.order.job_less(a, b)  # the reverse of JobOrder
+
+
+class GangReclaim(GangEviction):
+    name = "gangreclaim"
+    kind = EvictionKind.GANG_RECLAIM
+    verb = "reclaimed"
+    event_reason = "Reclaimed"
+
+    def skip_queue(self, ssn: Session, queue: QueueInfo) -> bool:
+        return bool(ssn.tiers.run(P.OVERUSED, queue))
+
+    def admits(self, ssn: Session, queue: QueueInfo, need: Resource) -> bool:
+        return not ssn.tiers.has(P.PREEMPTIVE) or bool(ssn.tiers.run(P.PREEMPTIVE, queue, need))
+
+    def candidate(self, ssn: Session, preemptor: JobInfo, task: TaskInfo, owner: JobInfo) -> bool:
+        if task.status != TaskStatus.RUNNING or owner.queue == preemptor.queue:
+            return False
+        victim_queue = ssn.queues.get(owner.queue)
+        return victim_queue is not None and victim_queue.reclaimable
+
+    def victim_first(self, ssn: Session, preemptor: JobInfo) -> Callable[[JobInfo, JobInfo], bool]:
+        mine = ssn.queues[preemptor.queue]
+
+        def first(a: JobInfo, b: JobInfo) -> bool:
+            qa, qb = ssn.queues.get(a.queue), ssn.queues.get(b.queue)
+            if qa is None or qb is None or qa.name == qb.name:
+                return False
+            decided = ssn.tiers.run(P.VICTIM_QUEUE_ORDER, qa, qb, mine)
+            if decided:
+                return decided < 0
+            return not ssn.order.queue_less(qa, qb)
+
+        return first

@@ -1,0 +1,96 @@
+"""Layer `framework`: the victim filter of gang-aware eviction (`gangpreempt`, `gangreclaim`), and the domains a
+gang looks for victims in.
+
+Volcano asks one question of its plugins for both gang actions, UnifiedEvictable (pkg/scheduler/framework/
+session_plugins.go, api/types.go `EvictionContext`): given who evicts (the preemptor or reclaimer job), for which
+kind of eviction, inside which domain, which of these candidate tasks may go? A plugin answers with the tasks it
+allows, or abstains. Its tier rule, which `unified_victims` follows:
+
+- tiers in order; inside a tier, the plugins in order, each asked with the same candidates;
+- a plugin that abstains is skipped; one that allows none ends the tier with no answer;
+- the answer so far is intersected with each plugin's; an empty intersection leaves no answer so far, so the
+  next plugin's answer is taken whole (Volcano keeps a nil slice there);
+- the first tier with an answer gives it; no tier with one: no victims.
+
+No enableXxx switch turns a plugin's function off at this point: Volcano's UnifiedEvictable asks every plugin
+that registered one (gang, priority, capacity, conformance). The legacy switches (enablePreemptable,
+enableReclaimable) apply to the legacy `preempt` and `reclaim` only.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from scheduler.api.job import JobInfo, TaskInfo
+
+CLUSTER_DOMAIN = "<cluster>"  # the domain that holds every node (Volcano's ClusterTopHyperNode)
+
+
+class EvictionKind(enum.Enum):
+    GANG_PREEMPT = "gangpreempt"
+    GANG_RECLAIM = "gangreclaim"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionContext:
+    """Who asks for victims: the action's kind, the job that would take their place, and the domain searched."""
+
+    kind: EvictionKind
+    job: JobInfo
+    domain: str = CLUSTER_DOMAIN
+
+
+class Evictable(Protocol):
+    """fn(context, candidates) -> the candidates the plugin allows (in the order given), or None to abstain."""
+
+    def __call__(self, ctx: EvictionContext, candidates: Sequence[TaskInfo], /) -> list[TaskInfo] | None: ...
+
+
+def unified_victims(tiers: Sequence[Sequence[Evictable]], ctx: EvictionContext,
+                    candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+    """The tier rule of Volcano's Session.UnifiedEvictable (see the module doc), in the candidates' order."""
+    for tier in tiers:
+        agreed: list[TaskInfo] | None = None
+        for fn in tier:
+            allowed = fn(ctx, candidates)
+            if allowed is None:
+                continue
+            if not allowed:
+                agreed = None
+                break
+            if agreed is None:
+                agreed = list(allowed)
+            else:
+                kept = {t.uid for t in allowed}
+                agreed = [t for t in agreed if t.uid in kept] or None
+        if agreed is not None:
+            return agreed
+    return []
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """Where a gang looks for victims and room: a HyperNode (its name, tier and nodes) or the whole cluster."""
+
+    name: str
+    tier: int
+    nodes: frozenset[str]
+
+
+class EvictDomains(Protocol):
+    """fn(job) -> the domains to search for `job`, in order, widest first (Volcano's HyperNodeGradientForJobFn
+    with PurposeEvict, flattened); an empty list when the job's topology allows none."""
+
+    def __call__(self, job: JobInfo, /) -> list[Domain]: ...
+
+
+def first_domains(tiers: Sequence[Sequence[EvictDomains]], job: JobInfo) -> list[Domain] | None:
+    """The first plugin that registered a domain function decides (Volcano: the first plugin with
+    HyperNodeGradientForJobFn); None when none did."""
+    for tier in tiers:
+        for fn in tier:
+            return fn(job)
+    return None
