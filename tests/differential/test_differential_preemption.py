@@ -180,3 +180,22 @@ def test_the_conf_is_volcanos_gang_eviction_conf_with_max_domains():
     plugins = {p["name"]: p for t in conf["tiers"] for p in t["plugins"]}
     assert "capacity" in plugins and "proportion" not in plugins
     assert plugins["gang"]["enablePreemptable"] is False and plugins["drf"]["enablePreemptable"] is False
+
+
+def test_a_victim_queue_other_than_the_preemptors_keeps_an_unevictable_anchor():
+    """Without it the victim queue's share can drop to 0 with the reclaimer's, the queue order falls to creation
+    time and UID, and Volcano hands the freed nodes back to the victim and evicts again (a loop)."""
+    anchored = 0
+    for s in SEEDS:
+        wl = generate(s)
+        d = wl.design
+        if d.scenario == "topology":
+            continue
+        other = {v.queue for v in d.victims} - {d.preemptor_queue}
+        assert set(d.anchors) == other
+        for q in other:
+            anchored += 1
+            (anchor,) = [g for g in wl.gangs if g.queue == q and g.name.startswith(f"p{s}-anchor")]
+            meta = anchor.manifests[0]["spec"]["tasks"][0]["template"]["metadata"]
+            assert anchor.replicas == 1 and meta["annotations"]["volcano.sh/preemptable"] == "false"
+    assert anchored >= 60

@@ -57,6 +57,7 @@ PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 # docs/design/gang-aware-eviction-design.md is not in the snapshot); the tiers follow
 # installer/helm/chart/volcano/config/volcano-scheduler-ci.conf with proportion replaced by capacity, and the
 # `configurations` entries are the arguments gangpreempt.go / gangreclaim.go parse (maxDomains, allowWholeBundle).
+# It is examples/sim/gang-eviction.conf plus those arguments and network-topology-aware.
 GANG_EVICTION_CONF = f"""actions: "allocate, backfill, gangreclaim, gangpreempt"
 configurations:
 - name: gangpreempt
@@ -79,6 +80,7 @@ tiers:
   - name: predicates
   - name: capacity
   - name: nodeorder
+  - name: binpack
   - name: network-topology-aware
 """
 
