@@ -129,13 +129,14 @@ def test_report_prints_coverage_time_and_differences_and_rewrites_only_its_own_s
         (tmp_path / side).mkdir()
         (tmp_path / side / "3.json").write_text(json.dumps(_record(3, o)))
         (tmp_path / side / "4.json").write_text(json.dumps(_record(4, idle)))
-        (tmp_path / side / "_side.json").write_text(json.dumps({"seconds": 600.0, "workloads": 2}))
+        for seed in (3, 4):  # a run made in two chunks: the time is their sum
+            (tmp_path / side / f"_side-{seed}-{seed}.json").write_text(json.dumps({"seconds": 300.0, "workloads": 1}))
     text, md = preemption_report.build(tmp_path, [3, 4], command="make differential FAMILY=preemption")
     assert "workloads compared: 2; in full agreement: **1** (50.0%)" in md
     assert "Volcano evicted: 1 (target 120, scaled 1)" in md
     assert "a whole bundle (a victim gang broken): 1 (target 40" in md
     assert "**does not count** (2 workloads < 200" in md
-    assert "run 10.0 min for 2 workloads" in md
+    assert "run 10.0 min for 2 workloads in 2 chunks" in md
     assert f"{victim.key} evicted: Volcano 2, volcano-py 0" in md and f"{victim.key} broken: Volcano True" in md
     assert "### seed 3" in text and wl.describe()[0] in text and "gangpreempt" in text
 

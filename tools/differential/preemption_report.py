@@ -47,11 +47,12 @@ def _side_time(run_dir: Path, side: str, records: dict[int, dict]) -> str:
     secs = sorted(r["seconds"] for r in records.values() if "seconds" in r)
     if not secs:
         return f"{side}: -"
-    f = run_dir / side / "_side.json"
+    # one file per invocation (a run of 200 may be made in chunks): their sum is the side's run time
+    chunks = [json.loads(f.read_text()) for f in sorted((run_dir / side).glob("_side*.json"))]
     wall = ""
-    if f.exists():
-        info = json.loads(f.read_text())
-        wall = f", run {info['seconds'] / 60:.1f} min for {info['workloads']} workloads"
+    if chunks:
+        minutes, n = sum(c["seconds"] for c in chunks) / 60, sum(c["workloads"] for c in chunks)
+        wall = f", run {minutes:.1f} min for {n} workloads" + (f" in {len(chunks)} chunks" if len(chunks) > 1 else "")
     return (f"{side}: mean {sum(secs) / len(secs):.1f}s, median {secs[len(secs) // 2]:.1f}s, max {secs[-1]:.1f}s "
             f"per workload{wall}")
 

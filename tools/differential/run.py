@@ -530,7 +530,7 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
             if "error" not in rec:
                 log(f"{side}: [{i + 1}/{len(seeds)}] seed {seed}: {rec['seconds']:.1f}s {rec['phases']}"
                     + ("" if rec["settled"] else " (NOT settled)"))
-        (out / "_side.json").write_text(json.dumps(
+        (out / f"_side-{seeds[0]}-{seeds[-1]}.json").write_text(json.dumps(
             {"side": side, "family": family, "workloads": len(seeds), "seconds": round(time.monotonic() - t_side, 1)}))
     finally:
         if s:
