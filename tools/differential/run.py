@@ -530,6 +530,10 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
             if "error" not in rec:
                 log(f"{side}: [{i + 1}/{len(seeds)}] seed {seed}: {rec['seconds']:.1f}s {rec['phases']}"
                     + ("" if rec["settled"] else " (NOT settled)"))
+        for old in out.glob("_side-*.json"):  # an earlier run of these seeds: its time is not this run's
+            lo, _, hi = old.stem.removeprefix("_side-").partition("-")
+            if lo.isdigit() and hi.isdigit() and int(lo) <= seeds[-1] and seeds[0] <= int(hi):
+                old.unlink()
         (out / f"_side-{seeds[0]}-{seeds[-1]}.json").write_text(json.dumps(
             {"side": side, "family": family, "workloads": len(seeds), "seconds": round(time.monotonic() - t_side, 1)}))
     finally:
