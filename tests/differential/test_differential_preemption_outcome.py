@@ -131,9 +131,13 @@ def test_report_prints_coverage_time_and_differences_and_rewrites_only_its_own_s
         (tmp_path / side / "4.json").write_text(json.dumps(_record(4, idle)))
         for seed in (3, 4):  # a run made in two chunks: the time is their sum
             (tmp_path / side / f"_side-{seed}-{seed}.json").write_text(json.dumps({"seconds": 300.0, "workloads": 1}))
-    text, md = preemption_report.build(tmp_path, [3, 4], command="make differential FAMILY=preemption")
+    # Volcano's side alone ran seed 5: it counts for coverage, not for agreement
+    v5 = generate(5).gangs[0].key
+    (tmp_path / "volcano" / "5.json").write_text(json.dumps(_record(5, {**idle, "evicted": {v5: 1}})))
+    text, md = preemption_report.build(tmp_path, [3, 4, 5], command="make differential FAMILY=preemption")
     assert "workloads compared: 2; in full agreement: **1** (50.0%)" in md
-    assert "Volcano evicted: 1 (target 120, scaled 1)" in md
+    assert "not run on both sides: 1 (5)" in md
+    assert "over the 3 workloads it ran" in md and "Volcano evicted: 2 (target 120, scaled 2)" in md
     assert "a whole bundle (a victim gang broken): 1 (target 40" in md
     assert "**does not count** (2 workloads < 200" in md
     assert "run 10.0 min for 2 workloads in 2 chunks" in md
