@@ -598,6 +598,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conformance-md", default=str(REPO / "CONFORMANCE.md"))
     p.add_argument("--command", default="make differential", help="the command the report names")
     args = p.parse_args(argv)
+    if args.family == "preemption" and args.command == "make differential":
+        args.command = "make differential FAMILY=preemption"
     if args.deadline is None:
         args.deadline = 30.0 if args.family == "preemption" else 60.0
 
