@@ -6,6 +6,9 @@
 #   make differential DIFF_WORKLOADS=5 DIFF_SEED=100
 #   make differential RERUN=17                 one workload again (report in ~/.cache/volcano-py/differential/rerun-17)
 #   make differential DIFF_ARGS='--only-side volcano-py --schedule-period 0.5'
+#   make differential FAMILY=preemption        the gang-eviction family (issue 32: tools/differential/preemption.py,
+#                                              Volcano's gang-eviction conf), its own CONFORMANCE.md section
+#   make differential FAMILY=preemption DIFF_WORKLOADS=20 DIFF_SEED=1
 #
 # Volcano's binaries come from tools/conformance/build-volcano.sh (built when missing, without the e2e suites).
 .PHONY: differential differential-build
@@ -14,6 +17,7 @@ DIFF_WORKLOADS ?= 200
 DIFF_SEED ?= 1
 RERUN ?=
 DIFF_ARGS ?=
+FAMILY ?= random
 HEAVY_LOCK ?= /tmp/volcano-py-heavy.lock
 
 differential-build: cluster-bins
@@ -21,9 +25,9 @@ differential-build: cluster-bins
 		SUITES=" " $(if $(HEAVY_LOCK),flock $(HEAVY_LOCK)) tools/conformance/build-volcano.sh
 
 differential: venv helm-bin differential-build
-	cd tools && HEAVY_LOCK=$(HEAVY_LOCK) ../$(BIN)/python -m differential.run \
+	cd tools && HEAVY_LOCK=$(HEAVY_LOCK) ../$(BIN)/python -m differential.run --family $(FAMILY) \
 		$(if $(RERUN),$(foreach s,$(RERUN),--rerun $(s)),--workloads $(DIFF_WORKLOADS) --seed $(DIFF_SEED)) \
-		--command 'make differential$(if $(RERUN), RERUN="$(RERUN)",$(if $(filter-out 200,$(DIFF_WORKLOADS)), DIFF_WORKLOADS=$(DIFF_WORKLOADS))$(if $(filter-out 1,$(DIFF_SEED)), DIFF_SEED=$(DIFF_SEED)))' \
+		--command 'make differential$(if $(filter-out random,$(FAMILY)), FAMILY=$(FAMILY))$(if $(RERUN), RERUN="$(RERUN)",$(if $(filter-out 200,$(DIFF_WORKLOADS)), DIFF_WORKLOADS=$(DIFF_WORKLOADS))$(if $(filter-out 1,$(DIFF_SEED)), DIFF_SEED=$(DIFF_SEED)))' \
 		$(DIFF_ARGS)
 
 # The quick check: Volcano's recorded outcomes of the last `make differential` against volcano-py's simulator

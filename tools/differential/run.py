@@ -34,6 +34,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -42,14 +43,22 @@ REPO = TOOLS.parent
 sys.path.insert(0, str(TOOLS / "conformance"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-from . import report  # noqa: E402
+from . import preemption, preemption_report, report, workloads  # noqa: E402
 from .outcome import outcome  # noqa: E402
-from .workloads import NAMESPACE, ZONE_LABEL, Gang, Workload, generate  # noqa: E402
+from .preemption_outcome import EvictionLog  # noqa: E402
+from .workloads import NAMESPACE, ZONE_LABEL, Gang, Workload  # noqa: E402
 
 SIDES = ("volcano", "volcano-py")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "volcano-py"
 RESULTS = Path(os.environ.get("VOLCANO_PY_DIFFERENTIAL_RESULTS") or CACHE / "differential")
 CI_CONF = "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf"
+# The families: `random` (workloads.py, Volcano's CI conf) and `preemption` (preemption.py, issue 32: Volcano's
+# gang-eviction conf, evictions and broken gangs compared too).
+FAMILIES = ("random", "preemption")
+
+
+def generate(seed: int, family: str = "random") -> Workload:
+    return preemption.generate(seed) if family == "preemption" else workloads.generate(seed)
 
 
 def log(msg: str) -> None:
@@ -93,6 +102,9 @@ class Cluster:
     def nodes(self) -> list[dict]:
         return self._json(self.core.list_node(label_selector=ZONE_LABEL, _preload_content=False))["items"]
 
+    def hypernodes(self) -> list[dict]:
+        return self.custom_list(*preemption.HYPERNODE_API, namespaced=False)
+
     def create(self, m: dict) -> None:
         kind = m["kind"]
         if kind == "Pod":
@@ -107,6 +119,8 @@ class Cluster:
             self.custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", NAMESPACE, "podgroups", m)
         elif kind == "Job":
             self.custom.create_namespaced_custom_object("batch.volcano.sh", "v1alpha1", NAMESPACE, "jobs", m)
+        elif kind == "HyperNode":
+            self.custom.create_cluster_custom_object(*preemption.HYPERNODE_API, m)
         else:
             raise ValueError(kind)
 
@@ -207,6 +221,8 @@ def cleanup(c: Cluster, wl: Workload, timeout: float = 60) -> None:
         return not any(left)
 
     poll(emptied, timeout, 0.25, "jobs, podgroups and pods deleted")
+    for h in getattr(wl, "hypernodes", []):
+        quietly(c.custom.delete_cluster_custom_object, *preemption.HYPERNODE_API, h["metadata"]["name"])
     for n in wl.nodes:
         quietly(c.core.delete_node, n["metadata"]["name"], _preload_content=False)
     for q in wl.queue_names:
@@ -220,9 +236,79 @@ def cleanup(c: Cluster, wl: Workload, timeout: float = 60) -> None:
         for q in queues:  # a queue's deletion can be refused while the scheduler still counts pods in it
             quietly(c.custom.delete_cluster_custom_object, "scheduling.volcano.sh", "v1beta1", "queues",
                     q["metadata"]["name"])
-        return not c.nodes() and not queues
+        hyper = {h["metadata"]["name"] for h in getattr(wl, "hypernodes", [])}
+        left = hyper and {h["metadata"]["name"] for h in c.hypernodes()} & hyper
+        return not c.nodes() and not queues and not left
 
-    poll(gone, timeout, 0.25, "nodes and queues deleted")
+    poll(gone, timeout, 0.25, "nodes, queues and hypernodes deleted")
+
+
+class PodWatch:
+    """The namespace's pod events, in order, fed to an EvictionLog from a thread (a pod the scheduler evicts with
+    a zero grace period is gone within milliseconds: only a watch sees its DisruptionTarget condition)."""
+
+    def __init__(self, c: Cluster, evictions: EvictionLog):
+        self.c, self.evictions = c, evictions
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.error: str | None = None
+        self._list()
+        self.thread = threading.Thread(target=self._run, name="pod-watch", daemon=True)
+        self.thread.start()
+
+    def _list(self) -> None:
+        pods = self.c._json(self.c.core.list_namespaced_pod(NAMESPACE, _preload_content=False))
+        self.rv = pods["metadata"]["resourceVersion"]
+        with self.lock:
+            self.evictions.seed(pods["items"])
+
+    def _run(self) -> None:
+        from kubernetes import watch
+        from kubernetes.client.rest import ApiException
+
+        while not self.stopping.is_set():
+            w = watch.Watch()
+            try:
+                for ev in w.stream(self.c.core.list_namespaced_pod, NAMESPACE, resource_version=self.rv,
+                                   timeout_seconds=1, allow_watch_bookmarks=True, deserialize=False):
+                    obj = ev.get("object") or {}
+                    self.rv = (obj.get("metadata") or {}).get("resourceVersion") or self.rv
+                    if ev.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                        with self.lock:
+                            self.evictions.feed(ev["type"], obj)
+            except ApiException as e:
+                if e.status == 410:  # expired: list again (evictions are counted once per UID)
+                    self._list()
+                    continue
+                self.error = f"pod watch: {e.status} {e.reason}"
+                return
+            except Exception as e:  # noqa: BLE001 - recorded with the workload
+                self.error = f"pod watch: {type(e).__name__}: {e}"
+                return
+
+    def stop(self) -> dict:
+        self.stopping.set()
+        self.thread.join(timeout=10)
+        with self.lock:
+            out = self.evictions.result()
+        if self.error:
+            out["watch_error"] = self.error
+        return out
+
+
+def bound_per_task(c: Cluster, wl: Workload) -> dict[str, dict[str, int]]:
+    """Live bound pods per gang and task (the state wave 1 meets)."""
+    from .outcome import gang_of_pod, is_bound
+    from .preemption_outcome import task_of_pod
+
+    out: dict[str, dict[str, int]] = {}
+    for pod in c.pods():
+        gang = gang_of_pod(pod, wl)
+        if gang and is_bound(pod):
+            task = task_of_pod(pod, gang.split("/", 1)[1])
+            out.setdefault(gang, {}).setdefault(task, 0)
+            out[gang][task] += 1
+    return out
 
 
 def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: str, sched: Scheduler) -> dict:
@@ -245,12 +331,22 @@ def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: 
                    for x in (n.get("status") or {}).get("conditions") or [])
 
     poll(lambda: sum(map(ready, c.nodes())) == len(wl.nodes), 30, 0.1, "nodes Ready")
+    hypernodes = getattr(wl, "hypernodes", [])
+    for h in hypernodes:
+        c.create(h)
+    if hypernodes:
+        wanted = {h["metadata"]["name"] for h in hypernodes}
+        poll(lambda: wanted <= {h["metadata"]["name"] for h in c.hypernodes()}, 30, 0.1, "hypernodes")
+    watcher = PodWatch(c, EvictionLog(wl)) if isinstance(wl, preemption.PreemptionWorkload) else None
+    before: dict = {}
     phases["setup"] = time.monotonic() - t0
     settled = True
     waves = wl.waves()
     for i, gangs in enumerate(waves):
         if not gangs:
             continue
+        if i > 0 and watcher is not None and not before:
+            before = bound_per_task(c, wl)
         if i == 0 and gate == "restart":
             # Enqueue and allocate each see the whole wave at once: the scheduler is down while the gangs are
             # submitted (until every PodGroup exists, Jobs' made by the controllers), runs under the gate until the
@@ -279,6 +375,10 @@ def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: 
         settled &= ok
     pods, pgs, jobs = c.pods(), c.podgroups(), c.jobs()
     queues = {q["metadata"]["name"]: q.get("status") or {} for q in c.queues() if q["metadata"]["name"] in names}
+    result = outcome(wl, pods, pgs, jobs)
+    if watcher is not None:
+        result.update(watcher.stop())
+        result["before"] = before
     t1 = time.monotonic()
     cleanup(c, wl)
     phases["cleanup"] = time.monotonic() - t1
@@ -287,7 +387,7 @@ def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: 
         "settled": settled,
         "seconds": round(time.monotonic() - t0, 2),
         "phases": {k: round(v, 2) for k, v in phases.items()},
-        "outcome": outcome(wl, pods, pgs, jobs),
+        "outcome": result,
         "observed": {
             "pods": sorted(
                 [p["metadata"]["name"], p["spec"].get("nodeName"), (p.get("status") or {}).get("phase")] for p in pods
@@ -377,7 +477,7 @@ def ensure_default_queue(c: Cluster) -> None:
 
 
 def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: float, gate: str,
-             period: float | None) -> int:
+             period: float | None, family: str = "random") -> int:
     import harness
     from controlplane import ControlPlane
     from kubernetes import client
@@ -398,8 +498,12 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
         work.mkdir()
         conf_dir = cp.dir / "volcano.scheduler"
         conf_dir.mkdir()
-        shutil.copy(build.src / CI_CONF if (build.src / CI_CONF).exists() else Path(
-            "/work/shared/peers/volcano") / CI_CONF, conf_dir / harness.CI_CONF_KEY)
+        if family == "preemption":
+            (conf_dir / harness.CI_CONF_KEY).write_text(preemption.GANG_EVICTION_CONF)
+        else:
+            shutil.copy(build.src / CI_CONF if (build.src / CI_CONF).exists() else Path(
+                "/work/shared/peers/volcano") / CI_CONF, conf_dir / harness.CI_CONF_KEY)
+        t_side = time.monotonic()
         s, sched = start_side(side, cp, build, work, conf_dir, period)
         c = Cluster(api)
         ensure_default_queue(c)
@@ -408,7 +512,7 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
             dead = s.check_alive()
             if dead:
                 raise RuntimeError("; ".join(dead))
-            wl = generate(seed)
+            wl = generate(seed, family)
             try:
                 rec = run_workload(c, wl, quiet, deadline, gate, sched)
             except Exception as exc:  # one workload's failure is recorded, the run goes on
@@ -426,6 +530,12 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
             if "error" not in rec:
                 log(f"{side}: [{i + 1}/{len(seeds)}] seed {seed}: {rec['seconds']:.1f}s {rec['phases']}"
                     + ("" if rec["settled"] else " (NOT settled)"))
+        for old in out.glob("_side-*.json"):  # an earlier run of these seeds: its time is not this run's
+            lo, _, hi = old.stem.removeprefix("_side-").partition("-")
+            if lo.isdigit() and hi.isdigit() and int(lo) <= seeds[-1] and seeds[0] <= int(hi):
+                old.unlink()
+        (out / f"_side-{seeds[0]}-{seeds[-1]}.json").write_text(json.dumps(
+            {"side": side, "family": family, "workloads": len(seeds), "seconds": round(time.monotonic() - t_side, 1)}))
     finally:
         if s:
             s.stop()
@@ -448,6 +558,7 @@ def run_children(args, sides: list[str], run_name: str, seeds: list[int], rerun:
     base += [f"--rerun={x}" for x in seeds] if (rerun or args.rerun) else [
         f"--seed={args.seed}", f"--workloads={args.workloads}"]
     base.append(f"--gate={args.gate}")
+    base.append(f"--family={args.family}")
     env = dict(os.environ, PYTHONPATH=str(TOOLS) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     procs = []
     for side in sides:
@@ -459,13 +570,18 @@ def run_children(args, sides: list[str], run_name: str, seeds: list[int], rerun:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--family", choices=FAMILIES, default="random",
+                   help="random: workloads.py under Volcano's CI conf; preemption: preemption.py under Volcano's "
+                        "gang-eviction conf (issue 32)")
     p.add_argument("--workloads", type=int, default=200)
     p.add_argument("--seed", type=int, default=1, help="first workload seed (seeds are SEED .. SEED+N-1)")
     p.add_argument("--rerun", type=int, action="append", help="only this workload seed (repeatable)")
     p.add_argument("--only-side", choices=SIDES, action="append", help="run only this side (repeatable)")
     p.add_argument("--run", default=None, help="run directory name (default: derived from the seeds)")
     p.add_argument("--quiet", type=float, default=2.0, help="seconds without change that count as settled")
-    p.add_argument("--deadline", type=float, default=60.0, help="settle deadline per wave, seconds")
+    p.add_argument("--deadline", type=float, default=None,
+                   help="settle deadline per wave, seconds (default 60; 30 for the preemption family, where a "
+                        "workload that does not settle is evicting in a loop)")
     p.add_argument("--schedule-period", type=float, default=0.5,
                    help="both schedulers' --schedule-period in seconds (0: their default, 1s); the CI conf sets none")
     p.add_argument("--gate", choices=("restart", "patch", "none"), default="restart",
@@ -482,16 +598,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conformance-md", default=str(REPO / "CONFORMANCE.md"))
     p.add_argument("--command", default="make differential", help="the command the report names")
     args = p.parse_args(argv)
+    if args.family == "preemption" and args.command == "make differential":
+        args.command = "make differential FAMILY=preemption"
+    if args.deadline is None:
+        args.deadline = 30.0 if args.family == "preemption" else 60.0
 
     seeds = args.rerun or list(range(args.seed, args.seed + args.workloads))
     run_name = args.run or (f"rerun-{'-'.join(map(str, seeds))}" if args.rerun else f"seed{args.seed}-n{len(seeds)}")
+    if args.family == "preemption" and not args.run:
+        run_name = f"preemption-{run_name}"
     run_dir = RESULTS / run_name
     sides = args.only_side or list(SIDES)
 
     if args.child:
         (side,) = sides
         return 1 if run_side(side, seeds, run_dir / side, args.quiet, args.deadline, args.gate,
-                             args.schedule_period) else 0
+                             args.schedule_period, args.family) else 0
 
     if not args.report_only:
         import harness
@@ -504,14 +626,24 @@ def main(argv: list[str] | None = None) -> int:
             log(f"sides {sides} done in {time.monotonic() - t0:.0f}s (exit {rcs})")
             if set(sides) == set(SIDES):
                 for k in range(1, args.confirm + 1):
-                    _, diffs, _, _ = report.summarize(load_side(run_dir, "volcano", seeds),
-                                                      load_side(run_dir, "volcano-py", seeds), seeds)
+                    if args.family == "preemption":
+                        diffs = preemption_report.differences(run_dir, seeds)
+                    else:
+                        _, diffs, _, _ = report.summarize(load_side(run_dir, "volcano", seeds),
+                                                          load_side(run_dir, "volcano-py", seeds), seeds)
                     differing = sorted({d.seed for d in diffs})
                     if not differing:
                         break
                     log(f"confirm {k}/{args.confirm}: rerunning {len(differing)} differing workloads")
                     run_children(args, sides, f"{run_name}/confirm-{k}", differing, rerun=True)
-    if set(sides) != set(SIDES):
+    if set(sides) != set(SIDES) and not args.report_only:
+        return 0
+    if args.family == "preemption":
+        text, md = preemption_report.build(run_dir, seeds, command=args.command)
+        (run_dir / "report.md").write_text(text)
+        print(text)
+        if not args.rerun and Path(args.conformance_md).exists():
+            preemption_report.rewrite_section(Path(args.conformance_md), md)
         return 0
     text, md = report.build(run_dir, seeds, command=args.command)
     (run_dir / "report.md").write_text(text)
