@@ -2,8 +2,8 @@
 
 1. Take the jobs that left Pending and have pending tasks; drop (with a condition) those JobValid rejects.
    Without `enqueue` in the actions, every Pending job is moved to Inqueue first, as in Volcano.
-2. Gangs found partly bound (a crash between binds, a failed bind) go first, ahead of queue order, so the
-   resources they already hold are put to use. Then gangs that waited past `starvationThresholdSeconds` reserve
+2. Gangs found partly bound that never ran whole (a crash between binds, a failed bind) go first, ahead of
+   queue order, so the resources they already hold are put to use. Then gangs that waited past `starvationThresholdSeconds` reserve
    what they need (the starvation guard, `actions/starvation.py`).
 3. Visit queues by QueueOrder (skipping overused ones), jobs by JobOrder, tasks by TaskOrder. Each task goes
    to the best-scoring node among those its predicates allow and whose idle resources hold it; failing that,
@@ -140,7 +140,11 @@ class Allocate:
                     ssn.results.set_phase(job, PodGroupPhase.INQUEUE)
         jobs = schedulable_jobs(ssn)
         # 2.
-        partial = guarded(ssn, jobs, lambda j: j.is_started() and not j.is_ready())
+        # Only a gang that never ran whole (a crash or a failed bind between its binds): one that ran and lost
+        # pods (an eviction broke it) waits its turn in JobOrder, as in Volcano, or it would take back the room
+        # just made for its preemptor (differential preemption seeds 8, 12, ...: a second domain evicted).
+        partial = guarded(ssn, jobs, lambda j: j.is_started() and not j.is_ready()
+                          and j.phase not in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN))
         for job in sorted(partial, key=lambda j: (j.creation, j.uid)):
             with ssn.guard(job):  # a plugin failing on this job costs this job alone (framework/faults.py)
                 self.allocate_job(ssn, ssn.queues[job.queue], job, lambda _: None)

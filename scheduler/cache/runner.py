@@ -139,6 +139,9 @@ class SchedulerLoop:
         self.cycles += 1
         metrics.observe_cycle(result, time.monotonic() - started, snapshot, snapshot_seconds=snapshot_seconds)
         binds = sum(len(g.binds) for g in result.binds)
+        for eviction in result.evictions:  # one line each: who lost which pod, to whom, under which rule
+            log.info("cycle %d: evicting %s (job %s) on %s: %s", self.cycles, eviction.task, eviction.job,
+                     eviction.node, eviction.reason)
         if binds or result.evictions:
             log.info(
                 "cycle %d: %d jobs %d nodes; bound %d pods in %d gangs, evicted %d (%.3fs + apply %.3fs)",

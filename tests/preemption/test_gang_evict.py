@@ -276,3 +276,30 @@ def test_a_hard_topology_gang_waits_on_its_victims_room_instead_of_evicting_a_se
         c.sim.reap()  # terminated victims go (the replay's loop does this)
     assert len(evicted) == 4, "the whole bundle is low's pods in one domain (its node), taken once"
     assert len(c.sim.bound("high")) == 4
+
+
+def test_a_gang_broken_by_eviction_does_not_take_back_its_preemptors_room() -> None:
+    """The victim's pods, recreated by its controller, wait their turn in JobOrder (Volcano has no precedence
+    for partly bound gangs): the higher-priority preemptor binds in the room made for it, and no second domain
+    is evicted (differential preemption seeds 8, 12, ...: twice Volcano's evictions, or a loop)."""
+    conf = gang_conf(topology=True)
+    c = cluster().priority_class("low", 10).priority_class("high", 1000)
+    for i in range(4):
+        c.node(f"n{i}", cpu="4", memory="4000Mi")
+        c.hypernode(f"hn-{i}", 1, [f"n{i}"])
+    c.job("v0", replicas=16, cpu="1", memory="1000Mi", priority_class="low")
+    c.cycle(conf)
+    c.sim.add_podgroup({"metadata": {"name": "hi", "namespace": "default"},
+                        "spec": {"minMember": 4, "priorityClassName": "high",
+                                 "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}})
+    for i in range(4):
+        c.sim.add_pod(pod_object(f"hi-{i}", group="hi", cpu="1", memory="1000Mi", priority_class="high"))
+    evicted: list[str] = []
+    for _ in range(4):
+        result = c.cycle(conf)
+        evicted.extend(e.task for e in result.evictions)
+        for e in result.evictions:  # the victim's controller recreates each evicted pod
+            c.sim.add_pod(pod_object(e.task.split("/", 1)[1], group="v0", cpu="1", memory="1000Mi",
+                                     priority_class="low"))
+    assert len(evicted) == 4
+    assert len(c.sim.bound("hi")) == 4 and len(c.sim.bound("v0")) == 12
