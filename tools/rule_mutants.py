@@ -79,6 +79,9 @@ MUTANTS = [
     Mutant("a hard-topology preemptor is reserved on its victims' releasing room", "scheduler/actions/allocate.py",
            "if not answer.status.ok and reserve_in_domain(", "if False and reserve_in_domain(",
            f"{T_GE}::test_a_hard_topology_gang_waits_on_its_victims_room_instead_of_evicting_a_second_domain"),
+    Mutant("a gang broken by eviction waits its turn in JobOrder", "scheduler/actions/allocate.py",
+           "and j.phase not in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN))", ")",
+           f"{T_GE}::test_a_gang_broken_by_eviction_does_not_take_back_its_preemptors_room"),
 ]
 
 
