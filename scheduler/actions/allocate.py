@@ -3,8 +3,8 @@
 1. Take the jobs that left Pending and have pending tasks; drop (with a condition) those JobValid rejects.
    Without `enqueue` in the actions, every Pending job is moved to Inqueue first, as in Volcano.
 2. Gangs found partly bound that never ran whole (a crash between binds, a failed bind) go first, ahead of
-   queue order, so the resources they already hold are put to use. Then gangs that waited past `starvationThresholdSeconds` reserve
-   what they need (the starvation guard, `actions/starvation.py`).
+   queue order, so the resources they already hold are put to use. Then gangs that waited past
+   `starvationThresholdSeconds` reserve what they need (the starvation guard, `actions/starvation.py`).
 3. Visit queues by QueueOrder (skipping overused ones), jobs by JobOrder, tasks by TaskOrder. Each task goes
    to the best-scoring node among those its predicates allow and whose idle resources hold it; failing that,
    it is pipelined onto a node whose releasing resources will hold it. A task that fits nowhere ends the job's
