@@ -54,6 +54,7 @@ class JobRun:
     started: float | None = None  # the whole gang (minAvailable pods) first ran
     running_since: float | None = None  # ... runs now, since (None: not whole now)
     interrupted: int = 0  # times the gang fell below its minimum while running (evictions)
+    done: bool = False  # the gang ran its whole duration: a pod of it that runs later finishes at once
     ended: float | None = None
     phase: str = "Waiting"
     decision: Status | None = None  # the last Status the scheduler published while the job waited
@@ -180,6 +181,10 @@ class JobDriver:
         pods = self.cluster.pods_of(run.key)
         # A pod on its way out (deleted, in its grace period) does no work; one under notice still does.
         running = [p for p in pods if p.manifest["status"]["phase"] == "Running" and p.gone_at is None]
+        if run.done:  # an elastic job's extras, bound after its work was done: nothing left to do
+            for pod in running:
+                self.cluster.finish_pod(pod.task.uid)
+            return bool(running)
         whole = bool(running) and len(running) >= run.min_available
         if run.running_since is not None and not whole:
             run.running_since = None  # the gang was broken: its work is lost
@@ -193,6 +198,7 @@ class JobDriver:
                 run.phase = "Running"
         since = run.running_since
         if since is not None and now >= since + run.item.duration and running:
+            run.done = True  # its pods leaving now is the work ending, not the gang breaking
             for pod in running:
                 self.cluster.finish_pod(pod.task.uid)
             if run.item.kind != "Job":
