@@ -47,7 +47,7 @@ MUTANTS = [
     Mutant("a plan is kept only if the preemptor is then pipelined", GE,
            "        stmt.rollback(mark)\n        return False\n", "        return False\n",
            f"{T_GE}::test_the_predicate_error_cache_changes_the_plan",
-           (("if ssn.tiers.run(P.JOB_PIPELINED, job).rejected:  # 6.", "if False:"),)),
+           (("return commit_or_discard(ssn, stmt, job, self.event_reason)", "stmt.commit()\n        return True"),)),
     Mutant("a PodGroup's volcano.sh/preemptable: false protects it", GE,
            'or owner.extra.get("preemptable") is False ', "",
            f"{T_GE}::test_a_podgroup_marked_not_preemptable_is_never_a_gang_victim"),

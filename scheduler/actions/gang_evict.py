@@ -39,6 +39,7 @@ from scheduler.actions.allocate import pending_tasks
 from scheduler.actions.base import guarded
 from scheduler.actions.bundles import Bundle, BundleKind, allowed_bundles, job_bundles, sort_bundles
 from scheduler.actions.domain_reserve import hard_topology
+from scheduler.actions.preempt import commit_or_discard
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -121,16 +122,7 @@ class GangEviction:
     def evict_for(self, ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
         stmt = ssn.statement()
         self.plan(ssn, stmt, queue, job)
-        if ssn.tiers.run(P.JOB_PIPELINED, job).rejected:  # 6.
-            stmt.discard()
-            return False
-        evicted = [op for op in stmt.operations if op.kind == "evict"]
-        stmt.commit()
-        if evicted:  # volcano_eviction_transactions_total, as Volcano's RegisterEvictionTransaction
-            ssn.results.count(f"eviction_transactions:{self.event_reason}")
-        for op in evicted:
-            ssn.results.event("Pod", op.task.uid, "Warning", self.event_reason, op.reason)
-        return bool(evicted)
+        return commit_or_discard(ssn, stmt, job, self.event_reason)  # 6.: kept only if the job is pipelined
 
     def plan(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo) -> None:
         # 2.
@@ -152,7 +144,8 @@ class GangEviction:
             chosen: list[tuple[TaskInfo, Bundle]] = []
             for bundle in bundles:  # 5.
                 chosen.extend((t, bundle) for t in bundle.tasks)
-                if not need <= room + Resource.total(t.resreq for t, _ in chosen):
+                room = room + bundle.local  # what the bundles chosen so far free, kept as a running sum
+                if not need <= room:
                     continue
                 if self.try_plan(ssn, stmt, queue, job, pending, nodes, chosen):
                     return
