@@ -10,7 +10,7 @@
    it is pipelined onto a node whose releasing resources will hold it. A task that fits nowhere ends the job's
    turn unless the job can still become ready without its role (Volcano's `NeedContinueAllocating`,
    pkg/scheduler/api/job_info.go); the rest of a failed role is skipped. A run of the job's identical tasks
-   is placed at once where that makes the same binds as this loop does (`framework/bulk.py`).
+   is placed at once where that makes the same binds as this loop does (`bulk.py`).
 4. Commit the job's statement only if JobReady; keep it as a reservation if JobPipelined; otherwise discard.
    A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others.
 """
@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from scheduler.actions.base import guarded, queue_missing, round_robin
+from scheduler.actions.bulk import BulkPlacer
 from scheduler.actions.domain_reserve import reserve_in_domain
 from scheduler.actions.starvation import reserve, starving_gangs
 from scheduler.api.decision import Code, Status
@@ -128,9 +129,12 @@ class Allocate:
     def __init__(self, *, bulk: bool = True) -> None:
         self._failed: dict[str, Failures] = {}
         self.bulk = bulk  # place runs of a gang's identical tasks at once where that gives the same binds
+        self._placer: BulkPlacer | None = None
 
     def execute(self, ssn: Session) -> None:
         self._failed = {}
+        placer = BulkPlacer(ssn.node_list, ssn.arrays, ssn.tiers, ssn.fit) if self.bulk else None
+        self._placer = placer if placer is not None and placer.enabled else None
         # 1.
         if "enqueue" not in ssn.conf.actions:
             # Without an enqueue action nothing would ever admit a job: Volcano's allocate moves every Pending
@@ -202,14 +206,14 @@ class Allocate:
         """Place `tasks` one by one in this order (Volcano's allocate loop, steps 3 and 4 of `execute`)."""
         stmt = ssn.statement()
         failed = self._failed.setdefault(job.uid, Failures())
-        bulk = ssn.bulk if self.bulk and ssn.bulk.enabled and not was_ready else None
+        bulk = self._placer if not was_ready else None
         index = -1
         while index + 1 < len(tasks):
             index += 1
             task = tasks[index]
             if failed.covers(task):
                 continue  # the same shape, or a task of a role that already fit nowhere this session
-            if bulk is not None:  # a run of identical tasks placed at once, as this loop would (framework/bulk.py)
+            if bulk is not None:  # a run of identical tasks placed at once, as this loop would (bulk.py)
                 placed, ready = bulk.place_run(stmt, queue, job, tasks, index)
                 if ready:
                     stmt.commit()
