@@ -9,6 +9,7 @@ from pathlib import Path
 
 import grimp
 import networkx as nx
+import yaml
 
 import scheduler
 from scheduler.framework.session import Session
@@ -78,3 +79,11 @@ def test_docs_architecture_says_how_to_add_each_kind_of_part() -> None:
         entry = next((line for line in section.split("\n- ") if line.startswith(f"**{part}**")), None)
         assert entry is not None, f"docs/architecture.md does not say how to add {part}"
         assert re.search(r"`scheduler/[\w/]+\.py`", entry), f"{part} names no file to copy"
+
+
+def test_the_pre_commit_hook_runs_make_lint() -> None:
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    hooks = [h for repo in config["repos"] for h in repo["hooks"]]
+    assert [(h["entry"], h["language"], h["pass_filenames"]) for h in hooks] == [("make lint", "system", False)]
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^lint: ", makefile, re.M), "the Makefile has no lint target for the hook to run"
