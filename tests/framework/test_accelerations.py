@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 from scheduler import cycle
+from scheduler.actions import ACTIONS
 from scheduler.actions import bulk as bulk_module
+from scheduler.actions.allocate import Allocate
 from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, conf_from_text
 from scheduler.framework.conf import SchedulerConf
@@ -115,3 +117,31 @@ def test_every_plugin_decides_the_same_with_and_without_its_accelerations(monkey
         assert fast == plain, f"seed {seed} under {name}: decisions differ with the accelerations"
         accelerated += took_fast_path
     assert accelerated >= WORKLOADS // 2, f"the accelerated path was taken in {accelerated} of {WORKLOADS}"
+
+
+class _Forgetful(dict[str, Any]):
+    """A map that keeps nothing: allocate sorts a ready job's pending tasks afresh at each of its turns."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        pass
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return default
+
+
+class SortEachTurn(Allocate):
+    def allocate_job(self, *args: Any) -> None:
+        self._ready = _Forgetful()
+        super().allocate_job(*args)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sorting_a_ready_jobs_tasks_once_decides_as_sorting_at_each_turn(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """allocate sorts a ready (elastic) job's tasks once and skips the placed ones at its later turns
+    (`actions/allocate.py`, `_ReadyOrder`): the same decisions as sorting again at every turn."""
+    conf = CONFS[sorted(CONFS)[seed % len(CONFS)]]
+    once = run(seed, conf, accelerate=True)
+    monkeypatch.setitem(ACTIONS, "allocate", SortEachTurn)
+    assert run(seed, conf, accelerate=True) == once
