@@ -116,7 +116,7 @@ class BinpackScorer:
         return TaskInfo("t", "t", "bench", "bench", Resource.of(shape.cpu, shape.memory * MIB, 1, scalars))
 
     def scores(self, shape: Shape, nodes: np.ndarray) -> np.ndarray:
-        return np.asarray(self.plugin.scores(self.task(shape), self.arrays, nodes), dtype=float)
+        return np.asarray(self.plugin.batch_node_order(self.task(shape), self.arrays, nodes), dtype=float)
 
     def place(self, node: int, shape: Shape) -> None:
         info = self.infos[node]

@@ -14,6 +14,8 @@ from scheduler.actions import ACTIONS
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.framework.conf import SchedulerConf, default_conf, load_conf_file, parse_conf
 from scheduler.framework.memo import CycleMemo
+from scheduler.framework.runtime import BulkBlocker
+from scheduler.framework.runtime import bulk_blockers as runtime_blockers
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGIN_ARGS, PLUGINS
 
@@ -45,10 +47,12 @@ def run_cycle(
     *,
     trace: Callable[[str], None] | None = None,
     memo: CycleMemo | None = None,
+    accelerate: bool = True,
 ) -> CycleResult:
-    """One cycle. Pass the same `memo` to every cycle to carry predicate results and known-failing gangs."""
+    """One cycle. Pass the same `memo` to every cycle to carry predicate results and known-failing gangs.
+    `accelerate=False` runs the plugins' plain methods alone (the same decisions, slower: for tests)."""
     opening = time.perf_counter()
-    ssn = Session(snapshot, conf, PLUGINS, trace=trace, memo=memo)
+    ssn = Session(snapshot, conf, PLUGINS, trace=trace, memo=memo, accelerate=accelerate)
     ssn.timings["session:open"] = time.perf_counter() - opening  # volcano_open_session_duration_milliseconds
     for name in conf.actions:
         action = ACTIONS.get(name)
@@ -58,6 +62,13 @@ def run_cycle(
             action().execute(ssn)
             ssn.timings[f"action:{name}"] = time.perf_counter() - started
     return ssn.close()
+
+
+def bulk_blockers(conf: SchedulerConf) -> list[BulkBlocker]:
+    """The conf's plugins that turn bulk placement off (`framework/runtime.py`)."""
+    named = [(option.name, PLUGINS[option.name]) for tier in conf.tiers for option in tier.plugins
+             if option.name in PLUGINS]
+    return runtime_blockers(named)
 
 
 @contextmanager

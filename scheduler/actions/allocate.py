@@ -10,7 +10,7 @@
    it is pipelined onto a node whose releasing resources will hold it. A task that fits nowhere ends the job's
    turn unless the job can still become ready without its role (Volcano's `NeedContinueAllocating`,
    pkg/scheduler/api/job_info.go); the rest of a failed role is skipped. A run of the job's identical tasks
-   is placed at once where that makes the same binds as this loop does (`framework/bulk.py`).
+   is placed at once where that makes the same binds as this loop does (`bulk.py`).
 4. Commit the job's statement only if JobReady; keep it as a reservation if JobPipelined; otherwise discard.
    A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others.
 """
@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from scheduler.actions.base import guarded, queue_missing, round_robin
+from scheduler.actions.bulk import BulkPlacer
 from scheduler.actions.domain_reserve import reserve_in_domain
 from scheduler.actions.starvation import reserve, starving_gangs
 from scheduler.api.decision import Code, Status
@@ -39,7 +40,7 @@ from scheduler.api.reasons import (
     amounts,
     resource_misfit,
 )
-from scheduler.api.status import PodGroupPhase
+from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.fit import FitErrors
 from scheduler.framework.session import Session
@@ -116,6 +117,25 @@ class Failures:
         return bool(task.role) and task.role in self.roles or (task.constraints, task.resreq) in self.shapes
 
 
+class _ReadyOrder:
+    """A ready job's pending tasks in TaskOrder, sorted once in the action (Volcano's allocate keeps each job's
+    task queue across the job's turns: actions/allocate/allocate.go), for the turns that place one task each.
+    A ready job's tasks only leave PENDING (placed and committed) while allocate runs, so the placed ones are
+    skipped where they stand: `start` is past the leading ones, `left` counts the pending ones (without it, every
+    turn of a 100,000-pod elastic job sorted all its pending tasks again)."""
+
+    __slots__ = ("tasks", "start", "left")
+
+    def __init__(self, tasks: list[TaskInfo]) -> None:
+        self.tasks, self.start, self.left = tasks, 0, len(tasks)
+
+    def advance(self) -> None:
+        tasks, start = self.tasks, self.start
+        while start < len(tasks) and tasks[start].status is not TaskStatus.PENDING:
+            start += 1
+        self.start = start
+
+
 class _Outcome(enum.Enum):
     PLACED = "placed"  # committed (and perhaps requeued for its extras)
     PIPELINED = "pipelined"  # kept as a pipelined statement, waiting for room being freed
@@ -127,10 +147,14 @@ class Allocate:
 
     def __init__(self, *, bulk: bool = True) -> None:
         self._failed: dict[str, Failures] = {}
+        self._ready: dict[str, _ReadyOrder] = {}
         self.bulk = bulk  # place runs of a gang's identical tasks at once where that gives the same binds
+        self._placer: BulkPlacer | None = None
 
     def execute(self, ssn: Session) -> None:
-        self._failed = {}
+        self._failed, self._ready = {}, {}
+        placer = BulkPlacer(ssn.node_list, ssn.arrays, ssn.tiers, ssn.fit) if self.bulk else None
+        self._placer = placer if placer is not None and placer.enabled else None
         # 1.
         if "enqueue" not in ssn.conf.actions:
             # Without an enqueue action nothing would ever admit a job: Volcano's allocate moves every Pending
@@ -176,7 +200,14 @@ class Allocate:
         self, ssn: Session, queue: QueueInfo, job: JobInfo, requeue: Callable[[JobInfo], None]
     ) -> None:
         was_ready = ssn.tiers.run(P.JOB_READY, job)
-        if not was_ready and ssn.fit.known_to_fail(job):
+        if was_ready:  # one task per turn, in the order taken at its first ready turn
+            order = self._ready.get(job.uid)
+            if order is None:
+                order = self._ready[job.uid] = _ReadyOrder(ssn.order.task_order(pending_tasks(job)))
+            order.advance()
+            self._by_pod(ssn, queue, job, order.tasks, True, requeue, remember=True, ready=order)
+            return
+        if ssn.fit.known_to_fail(job):
             return
         tasks = ssn.order.task_order(pending_tasks(job))
         minimums_first = job.minimums_first(tasks)
@@ -197,21 +228,27 @@ class Allocate:
 
     def _by_pod(
         self, ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskInfo], was_ready: bool,
-        requeue: Callable[[JobInfo], None], *, remember: bool,
+        requeue: Callable[[JobInfo], None], *, remember: bool, ready: _ReadyOrder | None = None,
     ) -> _Outcome:
-        """Place `tasks` one by one in this order (Volcano's allocate loop, steps 3 and 4 of `execute`)."""
+        """Place `tasks` one by one in this order (Volcano's allocate loop, steps 3 and 4 of `execute`); for a
+        ready job, `ready` holds them from its first turn (placed ones skipped, `left` the pending count)."""
         stmt = ssn.statement()
         failed = self._failed.setdefault(job.uid, Failures())
-        bulk = ssn.bulk if self.bulk and ssn.bulk.enabled and not was_ready else None
-        index = -1
+        bulk = self._placer if not was_ready else None
+        index = -1 if ready is None else ready.start - 1
+        seen = 0  # pending tasks met so far (a ready job's list holds placed ones too)
         while index + 1 < len(tasks):
             index += 1
             task = tasks[index]
+            if ready is not None:
+                if task.status is not TaskStatus.PENDING:
+                    continue
+                seen += 1
             if failed.covers(task):
                 continue  # the same shape, or a task of a role that already fit nowhere this session
-            if bulk is not None:  # a run of identical tasks placed at once, as this loop would (framework/bulk.py)
-                placed, ready = bulk.place_run(stmt, queue, job, tasks, index)
-                if ready:
+            if bulk is not None:  # a run of identical tasks placed at once, as this loop would (bulk.py)
+                placed, turned_ready = bulk.place_run(stmt, queue, job, tasks, index)
+                if turned_ready:
                     stmt.commit()
                     requeue(job)
                     return _Outcome.PLACED
@@ -234,7 +271,12 @@ class Allocate:
                 stmt.pipeline(task, node)
             else:
                 stmt.allocate(task, node)
-            if index + 1 < len(tasks) and (was_ready or ssn.tiers.run(P.JOB_READY, job)):
+            if ready is not None:
+                more = seen < ready.left
+                ready.left -= 1
+            else:
+                more = index + 1 < len(tasks)
+            if more and (was_ready or ssn.tiers.run(P.JOB_READY, job)):
                 # 4. Ready with more to place (an elastic job): bind what it has, let other jobs go first.
                 stmt.commit()
                 requeue(job)

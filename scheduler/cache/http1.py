@@ -45,7 +45,7 @@ class Response:
 class _Headers(dict[str, str]):
     """Response headers by lower-case name; `get` takes any case, as urllib3's does."""
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         return super().get(key.lower(), default)
 
 

@@ -139,7 +139,7 @@ class Kube:
     ) -> MutableObj:
         """One call; `timeout` (seconds, default `request_timeout`) bounds the connect and the read."""
         data = self.request_bytes(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
-        return loads(data) if data else {}  # type: ignore[no-any-return]
+        return loads(data) if data else {}
 
     def request_bytes(
         self,

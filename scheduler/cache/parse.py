@@ -366,7 +366,7 @@ def _version(kind: str, obj: MutableObj, sink: list[F.FieldInvalid] | None = Non
     version = meta.get("resourceVersion") if isinstance(meta, dict) else None
     if type(version) is str and len(version) <= 64:  # nearly always: spare the call
         return version
-    return _VERSIONS[kind].read(version, _key(obj, kind), sink) or ""  # type: ignore[no-any-return]
+    return _VERSIONS[kind].read(version, _key(obj, kind), sink) or ""
 
 
 def _request_shape(spec: MutableObj) -> bytes:

@@ -24,10 +24,18 @@ from scheduler.adapter.partial import PartialGangPolicy
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.leader import LeaderElector
-from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, load_conf, run_cycle
+from scheduler.cycle import (
+    builtin_default_conf,
+    bulk_blockers,
+    collect_between_cycles,
+    collector_paused,
+    load_conf,
+    run_cycle,
+)
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.conf_yaml import MAX_CONF_BYTES
 from scheduler.framework.memo import CycleMemo
+from scheduler.framework.runtime import describe
 
 log = logging.getLogger("volcano_py.scheduler")
 
@@ -73,6 +81,10 @@ class ConfWatcher:
         for warning in conf.skipped:
             log.warning("scheduler conf: %s", warning)
         log.info("loaded scheduler conf %s (actions: %s)", self.path, ", ".join(conf.actions))
+        blockers = bulk_blockers(conf)
+        if blockers:  # once per conf load: a gang's identical pods are placed one by one under this conf
+            log.info("scheduler conf: bulk placement off (%s); gangs are placed pod by pod", describe(blockers))
+        metrics.observe_bulk_blockers(sorted({b.plugin for b in blockers}))
         return conf
 
     def _report(self, mark: str, message: str) -> None:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from scheduler.adapter.podgroup_status import status_body
 from scheduler.api.convert import group_of, plain_group_of
-from scheduler.api.job import Condition
 from scheduler.api.objects import MutableObj
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult, PodGroupStatus
@@ -66,15 +66,7 @@ class StatusWriter:
         if pg is None:
             return  # an implicit gang of one has no PodGroup object
         current = pg.get("status") or {}
-        wanted = {
-            "phase": status.phase.value,
-            "running": status.running,
-            "succeeded": status.succeeded,
-            "failed": status.failed,
-            "conditions": _conditions(status.conditions, current.get("conditions") or [], now),
-        }
-        if status.min_member_override is not None:
-            wanted["minMemberOverride"] = status.min_member_override
+        wanted = status_body(status, current, now)
         publish_reasons(self.kube, status, pg)
         if all(_same(current.get(k), v) for k, v in wanted.items()):
             return
@@ -224,34 +216,6 @@ class StatusWriter:
             current = self.stores.pods.objects.get(key)
             if current is not None and resource_version(updated) > resource_version(current):
                 self.stores.pods.objects[key] = updated
-
-
-def _conditions(new: tuple[Condition, ...], old: list[MutableObj], now: float) -> list[MutableObj]:
-    """Conditions as the API stores them; a condition that did not change keeps its lastTransitionTime."""
-    by_type = {c.get("type"): c for c in old if isinstance(c, dict)}
-    out = []
-    for c in new:
-        previous = by_type.get(c.type) or {}
-        same = (
-            previous.get("status") == c.status
-            and previous.get("reason") == c.reason
-            and (previous.get("message") == c.message)
-        )
-        when = (
-            previous.get("lastTransitionTime")
-            if same and previous.get("lastTransitionTime")
-            else rfc3339(now)
-        )
-        out.append(
-            {
-                "type": c.type,
-                "status": c.status,
-                "reason": c.reason,
-                "message": c.message,
-                "lastTransitionTime": when,
-            }
-        )
-    return out
 
 
 def _same(current: Any, wanted: Any) -> bool:

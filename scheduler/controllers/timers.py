@@ -93,7 +93,7 @@ class Retries:
             pending = self._pending.setdefault(key, [])
             if len(pending) < PENDING_MOST:
                 pending.append(again)
-        delay = min(self.first * 2**count, self.most)
+        delay = float(min(self.first * 2**count, self.most))
         self.timers.arm(key, "retry", delay, lambda: self._run(key))
         return delay
 

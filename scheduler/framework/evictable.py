@@ -4,7 +4,7 @@ gang looks for victims in.
 Volcano asks one question of its plugins for both gang actions, UnifiedEvictable (pkg/scheduler/framework/
 session_plugins.go, api/types.go `EvictionContext`): given who evicts (the preemptor or reclaimer job), for which
 kind of eviction, inside which domain, which of these candidate tasks may go? A plugin answers with the tasks it
-allows, or abstains. Its tier rule, which `unified_victims` follows:
+allows, or abstains. Its tier rule, which `combine.unified_victims` follows:
 
 - tiers in order; inside a tier, the plugins in order, each asked with the same candidates;
 - a plugin that abstains is skipped; one that allows none ends the tier with no answer;
@@ -49,28 +49,6 @@ class Evictable(Protocol):
     def __call__(self, ctx: EvictionContext, candidates: Sequence[TaskInfo], /) -> list[TaskInfo] | None: ...
 
 
-def unified_victims(tiers: Sequence[Sequence[Evictable]], ctx: EvictionContext,
-                    candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-    """The tier rule of Volcano's Session.UnifiedEvictable (see the module doc), in the candidates' order."""
-    for tier in tiers:
-        agreed: list[TaskInfo] | None = None
-        for fn in tier:
-            allowed = fn(ctx, candidates)
-            if allowed is None:
-                continue
-            if not allowed:
-                agreed = None
-                break
-            if agreed is None:
-                agreed = list(allowed)
-            else:
-                kept = {t.uid for t in allowed}
-                agreed = [t for t in agreed if t.uid in kept] or None
-        if agreed is not None:
-            return agreed
-    return []
-
-
 @dataclass(frozen=True, slots=True)
 class Domain:
     """Where a gang looks for victims and room: a HyperNode (its name, tier and nodes) or the whole cluster."""
@@ -85,12 +63,3 @@ class EvictDomains(Protocol):
     with PurposeEvict, flattened); an empty list when the job's topology allows none."""
 
     def __call__(self, job: JobInfo, /) -> list[Domain]: ...
-
-
-def first_domains(tiers: Sequence[Sequence[EvictDomains]], job: JobInfo) -> list[Domain] | None:
-    """The first plugin that registered a domain function decides (Volcano: the first plugin with
-    HyperNodeGradientForJobFn); None when none did."""
-    for tier in tiers:
-        for fn in tier:
-            return fn(job)
-    return None

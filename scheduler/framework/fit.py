@@ -176,12 +176,9 @@ class FeasibilityCache:
         return cached
 
     # ---- the best of them -----------------------------------------------------------------------------
-    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
-        return float(self._tiers.run(P.NODE_ORDER, task, node))
-
     def node_scores(self, task: TaskInfo, indices: IntArray) -> P.FloatArray:
         """The configured scorers' sum for the task on each node at `indices` as the nodes are now (batch scorers,
-        any per-node scorer, and the dynamic ones for a task with inter-pod terms); -inf where a scorer vetoes
+        and the dynamic ones for a task with inter-pod terms); -inf where a scorer vetoes
         the node. Allocate ranks a task's nodes by it, and the gang placer a placement's nodes."""
         scores = np.zeros(indices.size)
         if indices.size == 0:
@@ -189,8 +186,6 @@ class FeasibilityCache:
         tiers = self._tiers
         if tiers.has(P.BATCH_NODE_ORDER):
             scores = scores + tiers.run(P.BATCH_NODE_ORDER, task, self._arrays, indices)
-        if tiers.has(P.NODE_ORDER):
-            scores = scores + np.fromiter((self.node_score(task, self._node_list[i]) for i in indices), float)
         if task.constraints.dynamic and tiers.has(P.DYNAMIC_NODE_ORDER):
             scores = scores + np.asarray(
                 tiers.run(P.DYNAMIC_NODE_ORDER, task, [self._node_list[i] for i in indices]), dtype=float
@@ -212,10 +207,10 @@ class FeasibilityCache:
 
         Batch scores depend only on the task's request and constraints and on the nodes' arrays, so they are
         cached per task shape, masked where the task does not fit, and brought up to date from the log of
-        nodes that changed since (mostly the one node the gang's previous task went to). Per-node scorers,
-        if any plugin registers one, are not cached.
+        nodes that changed since (mostly the one node the gang's previous task went to). A task with inter-pod
+        terms is scored afresh (its dynamic scores depend on where other pods are).
         """
-        if self._tiers.has(P.NODE_ORDER) or task.constraints.dynamic:
+        if task.constraints.dynamic:
             return self.pick_node(task, self.fitting_indices(task))
         synced = self.shape_scores(task)
         if synced is None:
@@ -229,7 +224,7 @@ class FeasibilityCache:
     def shape_scores(self, task: TaskInfo) -> tuple[_Feasible, _Scores] | None:
         """The task's feasible nodes and its shape's cached masked scores over them, brought up to date (what
         `place_best` takes the best of); None when the task has no feasible node. Only for a task `place_best`
-        caches scores for (no per-node scorer, no inter-pod terms)."""
+        caches scores for (no inter-pod terms)."""
         feasible = self._feasible_for(task)
         if feasible.indices.size == 0:
             return None

@@ -2,9 +2,9 @@
 sees it.
 
 A plugin gets a `SessionAPI` when a session opens, and the same one when it closes. Through it, it reads the
-snapshot, registers functions at extension points (`points.py`) and hooks, asks which nodes a task may go to,
-and writes what it learned (conditions, events, queue shares). It cannot place tasks (only actions do, through
-a Statement) nor run the extension points. Every member is listed here, with what it is for: a plugin needs
+snapshot, asks which nodes a task may go to, and writes what it learned (conditions, events, queue shares). It
+cannot place tasks (only actions do, through a Statement) nor run the extension points: what it serves, it serves
+as methods the runtime finds (`runtime.py`). Every member is listed here, with what it is for: a plugin needs
 nothing else of the session.
 """
 
@@ -31,17 +31,14 @@ from scheduler.framework.faults import Faults, JobGuard
 from scheduler.framework.fit import FeasibilityCache, FitErrors
 from scheduler.framework.order import Orderings
 from scheduler.framework.results import ResultsCollector
-from scheduler.framework.tiers import EventHandler, TierRunner
 
-__all__ = ["EventHandler", "Plugin", "SessionAPI"]
+__all__ = ["Plugin", "SessionAPI"]
 
-F = TypeVar("F")
-R = TypeVar("R")
 ArgsT = TypeVar("ArgsT", covariant=True)
 
 
 class SessionAPI:
-    """The session, as one plugin sees it (the session makes one per plugin, for the plugin's tier and option).
+    """The session, as a plugin sees it (one per session, shared by its plugins).
 
     Snapshot data, to read: `jobs` (by uid), `queues` (by name), `node_list` (by name), `hypernodes`, `now`,
     `conf`, `storage` (PersistentVolumes, claims and StorageClasses; None when volumes are not modelled);
@@ -52,7 +49,7 @@ class SessionAPI:
     """
 
     __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
-                 "storage", "disruption_budgets", "_tier", "_option", "_tiers", "_order", "_fit", "_results",
+                 "storage", "disruption_budgets", "_order", "_fit", "_results",
                  "_requests", "_faults")
 
     def __init__(
@@ -69,9 +66,6 @@ class SessionAPI:
         trace: Callable[[str], None] | None,
         storage: Storage | None,
         disruption_budgets: tuple[DisruptionBudget, ...] = (),
-        tier: int,
-        option: PluginOption,
-        tiers: TierRunner,
         order: Orderings,
         fit: FeasibilityCache,
         results: ResultsCollector,
@@ -89,29 +83,13 @@ class SessionAPI:
         self.trace = trace
         self.storage = storage
         self.disruption_budgets = disruption_budgets
-        self._tier = tier
-        self._option = option
-        self._tiers = tiers
         self._order = order
         self._fit = fit
         self._results = results
         self._requests = requests
         self._faults = faults
 
-    # ---- when the session opens ----------------------------------------------------------------------
-    def register(self, point: P.Point[F, R], fn: F) -> None:
-        """Serve `point` with `fn`, in this plugin's tier; a point the plugin's enableXxx switch turns off is
-        ignored, and a rejection `fn` returns names the plugin."""
-        self._tiers.register(point, fn, tier=self._tier, option=self._option)
-
-    def add_event_handler(self, handler: EventHandler) -> None:
-        """Be told of every task a Statement places or takes back (to keep per-node or per-queue state)."""
-        self._tiers.add_event_handler(handler)
-
-    def on_job_enqueued(self, fn: Callable[[JobInfo], None]) -> None:
-        """Be told of every job the enqueue action admits this cycle."""
-        self._tiers.on_job_enqueued(fn)
-
+    # ---- a plugin's own per-job work ------------------------------------------------------------------
     def guard(self, job: JobInfo) -> JobGuard:
         """`with ssn.guard(job): ...` around the plugin's own work on one job (a per-job loop at open or close): an
         exception there faults that job alone, as in the actions (`faults.py`)."""
@@ -194,7 +172,11 @@ class SessionAPI:
 
 
 class Plugin(Generic[ArgsT]):
-    """A plugin registers functions at extension points when a session opens, and may write at close.
+    """A plugin serves extension points with methods named after them (`job_order`, `job_valid`, `preemptable`,
+    ...: `points.py`), hears placements through the hooks `on_allocate`, `on_deallocate` and `on_job_enqueued`,
+    and may give accelerations beside its plain methods; the runtime (`runtime.py`) finds them and registers
+    them in the plugin's tier when a session opens. `on_session_open` keeps per-session state; `on_session_close`
+    writes what the plugin learned.
 
     `ArgsT` is the frozen value of its arguments, parsed once when the conf is loaded (`parse_args`) and read in
     `on_session_open` as `self.args`. A plugin without arguments is a `Plugin[NoArgs]`.
@@ -215,6 +197,11 @@ class Plugin(Generic[ArgsT]):
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         pass
+
+    def inactive_points(self) -> frozenset[str]:
+        """Points (or hooks) this plugin implements but does not serve this session, asked after
+        `on_session_open` (e.g. a scorer whose weight is 0, a volume filter when volumes are not modelled)."""
+        return frozenset()
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         pass

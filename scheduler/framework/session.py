@@ -10,8 +10,6 @@ and composes the parts that work on them:
 - `results` (`results.py`): conditions, events, phases and queue shares, folded into the `CycleResult` at close.
 - the Statement's back end (`backend.py`), reached only through `statement()`: actions change the session only
   through a Statement.
-- `bulk` (`bulk.py`): places a run of a gang's identical tasks as allocate's per-task loop would, where the
-  conf's plugins allow it.
 
 Plugins see none of this directly: each gets a `SessionAPI` (`plugin.py`) when the session opens.
 """
@@ -28,7 +26,6 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.api.topology import NodeDomains
 from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.backend import StatementBackEnd
-from scheduler.framework.bulk import BulkPlacer
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.faults import CLOSE, OPEN, Faults, JobGuard
 from scheduler.framework.fit import FeasibilityCache
@@ -36,6 +33,7 @@ from scheduler.framework.memo import CycleMemo
 from scheduler.framework.order import Orderings
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.framework.results import ResultsCollector
+from scheduler.framework.runtime import serve
 from scheduler.framework.statement import Statement
 from scheduler.framework.tiers import TierRunner
 
@@ -49,6 +47,7 @@ class Session:
         *,
         trace: Callable[[str], None] | None = None,
         memo: CycleMemo | None = None,
+        accelerate: bool = True,
     ) -> None:
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
         self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.name)
@@ -71,6 +70,7 @@ class Session:
         self.order = Orderings(self.tiers, self.faults)
         self.fit = FeasibilityCache(self.node_list, self.arrays, self.tiers, conf, memo=memo, trace=trace)
         self._back_end = StatementBackEnd(self.jobs, self.nodes, self.arrays, self.tiers)
+        self.accelerate = accelerate  # build the plugins' accelerations (off: the plain methods alone, same answers)
         self.plugins: list[tuple[int, Plugin[object]]] = []
         for tier_index, tier in enumerate(conf.tiers):
             for option in tier.plugins:
@@ -78,16 +78,14 @@ class Session:
                 if factory is not None:
                     self.plugins.append((tier_index, factory(option)))
                     self.tiers.plugin_modules.setdefault(factory.__module__, option.name)
-        self._views = [self._view_for(tier_index, plugin) for tier_index, plugin in self.plugins]
+        self._view = self._make_view()
         self._open()
 
-    def _view_for(self, tier_index: int, plugin: Plugin[object]) -> SessionAPI:
+    def _make_view(self) -> SessionAPI:
         return SessionAPI(
             jobs=self.jobs, queues=self.queues, node_list=self.node_list, hypernodes=self.hypernodes, now=self.now,
             conf=self.conf, arrays=self.arrays, domains=self.domains, trace=self.trace, storage=self.storage,
-            disruption_budgets=self.disruption_budgets,
-            tier=tier_index,
-            option=plugin.option, tiers=self.tiers, order=self.order, fit=self.fit, results=self.results,
+            disruption_budgets=self.disruption_budgets, order=self.order, fit=self.fit, results=self.results,
             requests=self._back_end, faults=self.faults,
         )
 
@@ -96,12 +94,12 @@ class Session:
 
     def _open(self) -> None:
         self.faults.action = OPEN
-        for (_, plugin), view in zip(self.plugins, self._views, strict=True):
+        for tier_index, plugin in self.plugins:
             started = time.perf_counter()
-            plugin.on_session_open(view)
+            plugin.on_session_open(self._view)
+            serve(plugin, self.tiers, tier=tier_index, option=plugin.option, accelerate=self.accelerate)
             self.timings[f"plugin:{plugin.name}:OnSessionOpen"] = time.perf_counter() - started
         self.fit.scorers_registered()
-        self.bulk = BulkPlacer(self.node_list, self.arrays, self.tiers, self.fit)
 
     def statement(self) -> Statement:
         """A new Statement on this session: the only way an action places, pipelines or evicts."""
@@ -122,9 +120,9 @@ class Session:
         """Let plugins write what they learned, and return the cycle's binds, evictions and status changes."""
         self.fit.close(self.jobs)
         self.faults.action = CLOSE
-        for (_, plugin), view in zip(self.plugins, self._views, strict=True):
+        for _, plugin in self.plugins:
             started = time.perf_counter()
-            plugin.on_session_close(view)
+            plugin.on_session_close(self._view)
             self.timings[f"plugin:{plugin.name}:OnSessionClose"] = time.perf_counter() - started
         self.faults.close()
         return self.results.close(self._back_end, self.timings)

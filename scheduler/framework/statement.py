@@ -43,7 +43,7 @@ class Statement:
     def allocate_begin(self, task: TaskInfo, node: NodeInfo) -> None:
         """`allocate`, for the bulk placer, in two halves: this records the operation and sets the task's status;
         `allocate_end` settles the tasks of one node at once (their node, its arrays, the event handlers). Between
-        the two only JobReady is asked (`framework/bulk.py`)."""
+        the two only JobReady is asked (`actions/bulk.py`)."""
         self.operations.append(Operation("allocate", task, node.name, task.status))
         self._back_end.begin_place(task, node, TaskStatus.ALLOCATED)
 

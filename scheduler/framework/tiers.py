@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import ParamSpec, TypeVar, cast
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.framework import points as P
@@ -19,6 +19,7 @@ from scheduler.framework.faults import PluginFault, blame
 
 F = TypeVar("F")
 R = TypeVar("R")
+A = ParamSpec("A")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +31,7 @@ class EventHandler:
     # Optional: the effect of `allocate` for each of the tasks, in order; they are one job's, with one request (a
     # bulk run's tasks on one node). A handler that gives it says that nothing allocate asks while it places a run
     # of a gang's identical tasks (JobReady, scores, predicates) reads what the handler keeps, so the bulk placer
-    # may tell it of a node's tasks once they are all placed (`framework/bulk.py`).
+    # may tell it of a node's tasks once they are all placed (`actions/bulk.py`).
     allocate_many: Callable[[Sequence[TaskInfo]], None] | None = None
 
 
@@ -42,7 +43,7 @@ class TierRunner:
         # plugin module -> plugin name, to name the plugin an exception came from (the session fills it)
         self.plugin_modules: dict[str, str] = {}
 
-    def register(self, point: P.Point[F, R], fn: F, *, tier: int, option: PluginOption) -> None:
+    def register(self, point: P.Point[F, A, R], fn: F, *, tier: int, option: PluginOption) -> None:
         """Add a plugin's function to `tier`; honours the plugin's enableXxx switch for the point, and has the
         plugin's Statuses name it."""
         if point.switch is not None and not option.enabled(point.switch):
@@ -54,24 +55,24 @@ class TierRunner:
             tiers.append([])
         tiers[tier].append(fn)
 
-    def run(self, point: P.Point[F, R], *args: object) -> R:
+    def run(self, point: P.Point[F, A, R], *args: A.args, **kwargs: A.kwargs) -> R:
         """The point's answer; an exception from a plugin's function comes out as a `PluginFault` naming the
         plugin, for the per-job guard that is running the turn (`faults.py`). (A `try` costs nothing until
         something raises.)"""
         try:
-            return point.combine(self._fns[point.name], *args)
+            return point.combine(self._tiers_of(point), *args, **kwargs)
         except PluginFault:
             raise
         except Exception as exc:
             raise PluginFault(blame(exc, self.plugin_modules) or point.name, exc) from exc
 
-    def runner(self, point: P.Point[F, R]) -> Callable[..., R]:
+    def runner(self, point: P.Point[F, A, R]) -> Callable[A, R]:
         """`run` for one point, looked up once: for a loop that asks the same point thousands of times."""
-        fns, combine, modules = self._fns[point.name], point.combine, self.plugin_modules
+        fns, combine, modules = self._tiers_of(point), point.combine, self.plugin_modules
 
-        def run(*args: object) -> R:
+        def run(*args: A.args, **kwargs: A.kwargs) -> R:
             try:
-                return combine(fns, *args)
+                return combine(fns, *args, **kwargs)
             except PluginFault:
                 raise
             except Exception as exc:
@@ -79,12 +80,16 @@ class TierRunner:
 
         return run
 
-    def has(self, point: P.Point[F, R]) -> bool:
+    def _tiers_of(self, point: P.Point[F, A, R]) -> list[list[F]]:
+        """What plugins serve `point`, tier by tier: the methods registered with it, so of its type F."""
+        return cast("list[list[F]]", self._fns[point.name])
+
+    def has(self, point: P.Point[F, A, R]) -> bool:
         return any(self._fns[point.name])
 
-    def functions(self, point: P.Point[F, R]) -> list[F]:
+    def functions(self, point: P.Point[F, A, R]) -> list[F]:
         """The functions registered at `point`, in tier order."""
-        return [cast(F, fn) for tier in self._fns[point.name] for fn in tier]
+        return [fn for tier in self._tiers_of(point) for fn in tier]
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self._handlers.append(handler)

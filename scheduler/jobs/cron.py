@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from enum import StrEnum
 from typing import Any
 
+from scheduler.api.timestamps import format_datetime, parse_datetime
 from scheduler.jobs import keys
 from scheduler.jobs.cron_events import CronEvent, Reason
 from scheduler.jobs.cron_schedule import (
@@ -72,17 +73,8 @@ class CronDecision:
 
 
 # ---- reading the objects -------------------------------------------------------------------------------------
-def parse_timestamp(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
-    except ValueError:
-        return None
-
-
-def timestamp(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+parse_timestamp = parse_datetime  # one reader of timestamps (`api/timestamps.py`)
+timestamp = format_datetime
 
 
 def job_phase(job: Mapping[str, Any]) -> str:

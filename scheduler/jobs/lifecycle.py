@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from scheduler.api.timestamps import parse_datetime
 from scheduler.jobs.bus import PolicyAction
 from scheduler.jobs.expand import depends_on, expected_pod_names, normalize_job, pod_for
 from scheduler.jobs.policies import select_action
@@ -362,8 +363,7 @@ def expired(job: Mapping[str, Any], now: datetime, finished_at: datetime | None 
     if finished_at is None:
         if status.phase not in FINISHED:
             return False
-        stamp = ((job.get("status") or {}).get("state") or {}).get("lastTransitionTime")
-        if not stamp:
+        finished_at = parse_datetime(((job.get("status") or {}).get("state") or {}).get("lastTransitionTime"))
+        if finished_at is None:  # missing or unreadable: never counted as expired
             return False
-        finished_at = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
     return now >= finished_at + timedelta(seconds=int(ttl))

@@ -35,6 +35,7 @@ from scheduler.metrics.scheduler_metrics import (
     SchedulerMetrics,
     default,
     observe_bind,
+    observe_bulk_blockers,
     observe_conf,
     observe_cycle,
     observe_cycle_error,
@@ -45,6 +46,6 @@ from scheduler.metrics.server import MetricsServer, parse_address, serve
 __all__ = [
     "PER_JOB_LABELS", "ControllerMetrics", "CycleSample", "ExactNameCounter", "JobSample", "MetricsServer",
     "QueueSample", "SchedulerMetrics", "controllers", "default", "exponential_buckets_range", "exposition",
-    "observe_bind", "observe_conf", "observe_controllers", "observe_cycle", "observe_cycle_error",
-    "observe_failed_cycles", "observe_pod_created", "parse_address", "sample_cycle", "serve",
+    "observe_bind", "observe_bulk_blockers", "observe_conf", "observe_controllers", "observe_cycle",
+    "observe_cycle_error", "observe_failed_cycles", "observe_pod_created", "parse_address", "sample_cycle", "serve",
 ]

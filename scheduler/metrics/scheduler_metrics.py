@@ -150,6 +150,12 @@ class SchedulerMetrics:
             "volcano_py_scheduler_conf_loads_total", "Scheduler conf files read, by result (loaded, rejected)",
             ("result",),
         )
+        # -- volcano-py's: plugins of the conf in use that turn bulk placement off (framework/runtime.py)
+        self.bulk_off = self._gauge(
+            "volcano_py_bulk_placement_off",
+            "1 for each plugin of the conf in use that serves a point without the acceleration bulk placement needs "
+            "(a gang's identical pods are then placed one by one)", ("plugin",),
+        )
         # -- volcano-py's: faults isolated to one job (issue 31, scheduler/framework/faults.py)
         self.job_errors = self._exact_counter(
             "volcano_py_job_errors_total",
@@ -399,6 +405,18 @@ def observe_conf(loaded: bool) -> None:
         metrics.conf_loads.inc("loaded" if loaded else "rejected")
     except Exception:  # noqa: BLE001
         log.exception("recording conf metrics failed")
+
+
+def observe_bulk_blockers(plugins: Iterable[str]) -> None:
+    """The plugins of the conf just loaded that turn bulk placement off (none: the gauge is cleared). Never
+    raises."""
+    try:
+        gauge = default().bulk_off
+        gauge.clear()
+        for plugin in plugins:
+            gauge.labels(plugin).set(1)
+    except Exception:  # noqa: BLE001
+        log.exception("recording bulk placement metrics failed")
 
 
 def observe_cycle_error() -> None:

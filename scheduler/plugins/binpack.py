@@ -24,7 +24,6 @@ import numpy as np
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.resources import CPU, GPU, MEMORY, PODS
-from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
@@ -73,8 +72,9 @@ class BinpackPlugin(Plugin[BinpackArgs]):
         self.ssn = ssn
         self.weight = self.args.weight
         self.resource_weights = self.args.resource_weights
-        if self.weight != 0:
-            ssn.register(P.BATCH_NODE_ORDER, P.BatchScorer(self.scores, self.score, no_static_part))
+
+    def inactive_points(self) -> frozenset[str]:
+        return frozenset() if self.weight != 0 else frozenset({"batch_node_order"})
 
     def _terms(self, task: TaskInfo) -> tuple[list[tuple[str, int, int]], int]:
         """(resource, request, weight) for each requested resource with a non-zero weight, and the sum of the
@@ -89,7 +89,7 @@ class BinpackPlugin(Plugin[BinpackArgs]):
                 terms.append((name, request, weight))
         return terms, weight_sum
 
-    def score(self, task: TaskInfo, node: NodeInfo) -> float:
+    def batch_node_order_one(self, task: TaskInfo, node: NodeInfo) -> float:
         """The score for one node, in plain Python (the session rescoring the node a task just went to)."""
         terms, weight_sum = self._terms(task)
         total: Num = 0.0
@@ -97,11 +97,11 @@ class BinpackPlugin(Plugin[BinpackArgs]):
             total += share(request, weight, node.allocatable.get(name), node.used.get(name))
         return float(self._scaled(total, weight_sum))
 
-    def scores(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> np.ndarray:
-        """`score` for every candidate at once, by the same formula (the form the session calls on the hot
-        path)."""
+    def batch_node_order(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> np.ndarray:
+        """`batch_node_order_one` for every candidate at once, by the same formula (the form the session calls on
+        the hot path)."""
         if indices.size <= FEW:  # numpy's per-call cost beats its speed below a handful of nodes
-            return np.array([self.score(task, self.ssn.node_list[i]) for i in indices])
+            return np.array([self.batch_node_order_one(task, self.ssn.node_list[i]) for i in indices])
         terms, weight_sum = self._terms(task)
         total = np.zeros(indices.size)
         for name, request, weight in terms:
@@ -111,14 +111,13 @@ class BinpackPlugin(Plugin[BinpackArgs]):
                 total = total + share(request, weight, capacity, capacity - arrays.idle[row, indices])
         return np.asarray(self._scaled(total, weight_sum))
 
+    def batch_node_order_static(self, task: TaskInfo, node: NodeInfo) -> int:
+        """The score reads the node's allocatable and used alone (`points.BatchScorer.static`)."""
+        return 0
+
     def _scaled(self, total: Num, weight_sum: int) -> Num:
         mean = total / weight_sum if weight_sum else total
         return mean * (MAX_NODE_SCORE * self.weight)
-
-
-def no_static_part(task: TaskInfo, node: NodeInfo) -> int:
-    """`score` reads the node's allocatable and used alone (`points.BatchScorer.static`)."""
-    return 0
 
 
 def share(request: int, weight: int, capacity: Num, used: Num) -> Num:

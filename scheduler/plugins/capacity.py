@@ -41,10 +41,9 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import QueueNotLeaf, QueueParentCycle, QueueParentMissing, Reason
 from scheduler.api.resources import CPU, MEMORY, Resource
-from scheduler.framework import points as P
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.evictable import EvictionContext, EvictionKind
-from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.shares import QueueAttr, QueueBook, dimensions, without_pods
 
 ROOT = "root"
@@ -158,18 +157,21 @@ class CapacityPlugin(Plugin[CapacityArgs]):
             self.book.path = self.tree.path
         self.book.count_jobs()
 
-        ssn.register(P.QUEUE_ORDER, self.queue_order)
-        ssn.register(P.ALLOCATABLE, self.allocatable)
-        ssn.register(P.JOB_ENQUEUEABLE, self.enqueueable)
-        ssn.register(P.PREEMPTIVE, self.preemptive)
-        ssn.register(P.RECLAIMABLE, self.reclaimable)
-        ssn.register(P.EVICTABLE, self.evictable)
-        ssn.register(P.VICTIM_QUEUE_ORDER, self.victim_queue_order)
-        ssn.add_event_handler(EventHandler(allocate=self.book.allocated, deallocate=self.book.deallocated))
-        ssn.on_job_enqueued(self.book.enqueued)
-
     def on_session_close(self, ssn: SessionAPI) -> None:
-        self.book.publish(self.overused)
+        self.book.publish(self._overused)
+
+    # ---- hooks: the queues' allocated resources follow every placement ---------------------------------------
+    def on_allocate(self, task: TaskInfo) -> None:
+        self.book.allocated(task)
+
+    def on_allocate_many(self, tasks: Sequence[TaskInfo]) -> None:
+        self.book.allocated_many(tasks)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self.book.deallocated(task)
+
+    def on_job_enqueued(self, job: JobInfo) -> None:
+        self.book.enqueued(job)
 
     def _deserve(self, book: QueueBook) -> None:
         """Declared deserved shares; with the hierarchy, root deserves what its children do."""
@@ -178,7 +180,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
             book.attrs[ROOT].deserved = Resource.total(
                 book.attrs[c].deserved for c in self.tree.children.get(ROOT, []))
 
-    def overused(self, queue: QueueInfo) -> bool:
+    def _overused(self, queue: QueueInfo) -> bool:
         """Above its deserved share (share > 1), for the queue metrics only: capacity never stops a queue there."""
         attr = self.book.fresh(queue.name)
         return attr is not None and attr.share > 1
@@ -226,7 +228,28 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 return unschedulable(self.book.task_over_limit(attr, over[0], request))
         return SUCCESS
 
-    def enqueueable(self, job: JobInfo) -> Status:
+    def allocatable_count(self, queue: QueueInfo, task: TaskInfo, n: int) -> int:
+        """How many of n tasks like `task` in a row `allocatable` lets through without its escape hatch (a task no
+        node could hold): the i-th (from 0) passes while every queue on the path stays within its capability
+        with allocated + (i + 1) x request, on every resource the task asks for."""
+        tree = self.tree
+        if tree is not None and (queue.name in tree.broken or not tree.leaf(queue.name)):
+            return 0
+        self.book.fresh(queue.name)
+        request = without_pods(task.resreq)
+        asked = dimensions(task.resreq)
+        for attr in self.book.path(queue.name):
+            for name in asked:
+                if name not in attr.limit:
+                    continue
+                room, units = attr.limit[name] - attr.allocated.get(name), request.get(name)
+                if units > 0:
+                    n = min(n, max(0, room // units))
+                elif room < 0:
+                    n = 0
+        return n
+
+    def job_enqueueable(self, job: JobInfo) -> Status:
         tree = self.tree
         if tree is not None and job.queue in tree.broken:
             return unresolvable(tree.broken[job.queue])

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 from scheduler.api.job import TaskInfo
 from scheduler.api.status import TaskStatus
-from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin, SessionAPI
 
@@ -34,10 +33,10 @@ class CdpPlugin(Plugin[NoArgs]):
     name = "cdp"
 
     def on_session_open(self, ssn: SessionAPI) -> None:
-        now = ssn.now
+        self.now = ssn.now
 
-        def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-            return [t for t in candidates if not cooling_down(t, now)]
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return [t for t in candidates if not cooling_down(t, self.now)]
 
-        ssn.register(P.PREEMPTABLE, victims)
-        ssn.register(P.RECLAIMABLE, victims)
+    def reclaimable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return [t for t in candidates if not cooling_down(t, self.now)]

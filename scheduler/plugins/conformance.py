@@ -6,28 +6,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler.api.job import TaskInfo
-from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.evictable import EvictionContext
-from scheduler.framework.plugin import Plugin, SessionAPI
+from scheduler.framework.plugin import Plugin
 from scheduler.framework.victims import is_critical
 
 
 class ConformancePlugin(Plugin[NoArgs]):
     name = "conformance"
 
-    def on_session_open(self, ssn: SessionAPI) -> None:
-        def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-            return [t for t in candidates if not is_critical(t)]
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return [t for t in candidates if not is_critical(t)]
 
-        def guard(candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
-            return victims(preemptor, candidates)
+    def reclaimable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return [t for t in candidates if not is_critical(t)]
 
-        ssn.register(P.PREEMPTABLE, victims)
-        ssn.register(P.RECLAIMABLE, victims)
-        ssn.register(P.PREEMPT_GUARD, guard)
-        ssn.register(P.RECLAIM_GUARD, guard)
-        ssn.register(P.EVICTABLE, self.evictable)
+    def preempt_guard(self, candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
+        return [t for t in candidates if not is_critical(t)]
+
+    def reclaim_guard(self, candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
+        return [t for t in candidates if not is_critical(t)]
 
     @staticmethod
     def evictable(ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:

@@ -35,10 +35,9 @@ import numpy as np
 
 from scheduler.api.job import TaskInfo
 from scheduler.api.status import TaskStatus
-from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf_args import ArgReader
-from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.gpu.devices import bind_annotations, choose_devices, node_state, shape_on, wants_gpu
 from scheduler.gpu.frag import (
     DEFAULT_POLICY,
@@ -96,14 +95,14 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         self.mix, seen = shared_mix(self.policy, self.args.half_life)
         self.state, self.holders = node_state(ssn.node_list)
         self.assignments: dict[str, tuple[int, ...]] = {}
-        self.observe_pending(seen)
+        self._observe_pending(seen)
         self.frag = frag_model(self.policy, self.state, self.mix.top()) if self.policy in MIX_WEIGHTING else None
         self.rng = np.random.default_rng(0)
-        if self.weight:
-            ssn.register(P.BATCH_NODE_ORDER, self.scores)
-        ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_deallocate))
 
-    def observe_pending(self, seen: OrderedDict[str, None]) -> None:
+    def inactive_points(self) -> frozenset[str]:
+        return frozenset() if self.weight else frozenset({"batch_node_order"})
+
+    def _observe_pending(self, seen: OrderedDict[str, None]) -> None:
         """Add each pending task's shape to the mix once (by uid): the mix holds what arrived, not the future."""
         for job in self.ssn.jobs.values():
             for task in job.tasks.values():
@@ -112,11 +111,11 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
                 seen[task.uid] = None
                 if len(seen) > SEEN_LIMIT:
                     seen.popitem(last=False)
-                shape = self.nominal_shape(task)
+                shape = self._nominal_shape(task)
                 if shape is not None:
                     self.mix.observe(shape)
 
-    def nominal_shape(self, task: TaskInfo) -> Shape | None:
+    def _nominal_shape(self, task: TaskInfo) -> Shape | None:
         """The task's shape on the first node with cards (memory-based shares depend on the card size)."""
         for node in self.ssn.node_list:
             if self.state.devices[self.ssn.arrays.position[node.name]]:
@@ -124,11 +123,11 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         return None
 
     # ---- scoring -----------------------------------------------------------------------------------
-    def scores(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> np.ndarray:
+    def batch_node_order(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> np.ndarray:
         out = np.zeros(indices.size)
         if not wants_gpu(task) and self.frag is None:
             return out
-        for key, rows in self.by_shape(task, indices).items():
+        for key, rows in self._by_shape(task, indices).items():
             nodes = indices[rows]
             if key is None:
                 out[rows] = UNFIT
@@ -137,14 +136,14 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
             out[rows[~fits]] = UNFIT
             if fits.any():
                 scored = score_nodes(self.policy, self.state, key, nodes[fits], self.frag, self.rng)
-                out[rows[fits]] = scored.scores * self.scale()
+                out[rows[fits]] = scored.scores * self._scale()
         return out
 
-    def scale(self) -> float:
+    def _scale(self) -> float:
         """FGD growth is in GPU milli: -100 points per GPU of growth. Other policies score in 0..1-ish."""
         return self.weight * (100.0 / MILLI if self.frag is not None else 100.0)
 
-    def by_shape(self, task: TaskInfo, indices: IntArray) -> dict[Shape | None, np.ndarray]:
+    def _by_shape(self, task: TaskInfo, indices: IntArray) -> dict[Shape | None, np.ndarray]:
         """Candidate rows grouped by the task's shape there (a memory share differs with the card size)."""
         groups: dict[Shape | None, list[int]] = {}
         sizes: dict[int, Shape | None] = {}
@@ -175,7 +174,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
                 self.state.free[index, card] -= shape.milli
             self.holders[task.uid] = (index, shape, cards)
             self.assignments[task.uid] = cards
-        self.sync_node(index)
+        self._sync_node(index)
 
     def on_deallocate(self, task: TaskInfo) -> None:
         held = self.holders.get(task.uid)
@@ -183,16 +182,16 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         if held is None:
             index = self.ssn.arrays.position.get(task.node_name)
             if index is not None:
-                self.sync_node(index)
+                self._sync_node(index)
             return
         index, shape, cards = held
         for card in cards:
             self.state.free[index, card] += shape.milli
         if task.status == TaskStatus.PENDING:  # undone: forget it; releasing keeps its record to come back
             del self.holders[task.uid]
-        self.sync_node(index)
+        self._sync_node(index)
 
-    def sync_node(self, index: int) -> None:
+    def _sync_node(self, index: int) -> None:
         idle = self.ssn.node_list[index].idle
         self.state.cpu[index], self.state.memory[index] = idle.cpu, idle.memory
         self.state.version[index] += 1
@@ -202,14 +201,14 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         """The cards chosen for every pod bound this cycle go on the pod, for Volcano's GPU device plugin."""
         now_ns = int(ssn.now * 1_000_000_000)
         for task_uid, _ in ssn.committed_binds():
-            annotations = self.annotations_for_uid(task_uid, now_ns)
+            annotations = self._annotations_for_uid(task_uid, now_ns)
             if annotations:
                 ssn.annotate(task_uid, annotations)
 
-    def annotations_for(self, task: TaskInfo, now_ns: int) -> dict[str, str]:
-        return self.annotations_for_uid(task.uid, now_ns)
+    def _annotations_for(self, task: TaskInfo, now_ns: int) -> dict[str, str]:
+        return self._annotations_for_uid(task.uid, now_ns)
 
-    def annotations_for_uid(self, task_uid: str, now_ns: int) -> dict[str, str]:
+    def _annotations_for_uid(self, task_uid: str, now_ns: int) -> dict[str, str]:
         """The bind annotations of a task this session placed (its recorded cards); {} for a task without."""
         cards = self.assignments.get(task_uid)
         if not cards:

@@ -17,7 +17,7 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.resources import Resource
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.shares import cluster_total, held_by, share_of, without_pods
 
 
@@ -30,12 +30,11 @@ class DrfPlugin(Plugin[NoArgs]):
             uid: without_pods(job.allocated()) for uid, job in ssn.jobs.items()
         }
         self.shares: dict[str, Fraction] = {uid: share_of(r, self.total) for uid, r in self.allocated.items()}
-        ssn.register(P.JOB_ORDER, P.KeyedOrdering(self.job_share))
-        ssn.register(P.PREEMPTABLE, self.preemptable)
-        ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._deallocated,
-                                           allocate_many=self._allocated_many))
 
-    def job_share(self, job: JobInfo) -> Fraction:
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        return P.compare(self._share(a.uid), self._share(b.uid))
+
+    def job_order_key(self, job: JobInfo) -> Fraction:
         """JobOrder's key: the lower dominant share first."""
         return self._share(job.uid)
 
@@ -57,14 +56,14 @@ class DrfPlugin(Plugin[NoArgs]):
                 victims.append(task)
         return victims
 
-    def _allocated(self, task: TaskInfo) -> None:
+    def on_allocate(self, task: TaskInfo) -> None:
         self._change(task.job, without_pods(task.resreq))
 
-    def _allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
-        """`_allocated` for each of `tasks`, which are one job's with one request (`EventHandler.allocate_many`)."""
+    def on_allocate_many(self, tasks: Sequence[TaskInfo]) -> None:
+        """`on_allocate` for each of `tasks`, which are one job's with one request (`EventHandler.allocate_many`)."""
         self._change(tasks[0].job, held_by(tasks))
 
-    def _deallocated(self, task: TaskInfo) -> None:
+    def on_deallocate(self, task: TaskInfo) -> None:
         self._change(task.job, Resource() - without_pods(task.resreq))
 
     def _change(self, job: str, delta: Resource) -> None:

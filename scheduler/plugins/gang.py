@@ -170,35 +170,45 @@ class GangPlugin(Plugin[NoArgs]):
         return list(candidates)
 
     def on_session_open(self, ssn: SessionAPI) -> None:
-        def ready(job: JobInfo) -> bool:
-            return job.is_ready()
-
-        def pipelined(job: JobInfo) -> Status:
-            return SUCCESS if job.is_pipelined() else unschedulable(R.NotPipelined(job.min_available))
-
-        def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-            return gang_safe(candidates, ssn.jobs)
-
-        def starving(job: JobInfo) -> bool:
-            return job.is_starving()
-
+        self.jobs = ssn.jobs
         for job in ssn.jobs.values():
             with ssn.guard(job):
                 check_timeout(ssn, job)
 
-        def guard(candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
-            return gang_safe(candidates, ssn.jobs, singles_may_go=True)
+    # ---- extension points ------------------------------------------------------------------------------------
+    def job_valid(self, job: JobInfo) -> Status:
+        return valid(job)
 
-        ssn.register(P.PREEMPTABLE, victims)
-        ssn.register(P.RECLAIMABLE, victims)
-        ssn.register(P.PREEMPT_GUARD, guard)
-        ssn.register(P.RECLAIM_GUARD, guard)
-        ssn.register(P.EVICTABLE, self.evictable)
-        ssn.register(P.JOB_STARVING, starving)
-        ssn.register(P.JOB_VALID, valid)
-        ssn.register(P.JOB_READY, P.BoundedCheck(ready, placements_to_ready))
-        ssn.register(P.JOB_PIPELINED, pipelined)
-        ssn.register(P.JOB_ORDER, P.KeyedOrdering(ready_last))
+    def job_ready(self, job: JobInfo) -> bool:
+        return job.is_ready()
+
+    def job_ready_bound(self, job: JobInfo) -> int:
+        """How many more placements before `job_ready` can pass (`points.BoundedCheck`)."""
+        return placements_to_ready(job)
+
+    def job_pipelined(self, job: JobInfo) -> Status:
+        return SUCCESS if job.is_pipelined() else unschedulable(R.NotPipelined(job.min_available))
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return job.is_starving()
+
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        return P.compare(ready_last(a), ready_last(b))
+
+    def job_order_key(self, job: JobInfo) -> bool:
+        return ready_last(job)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return gang_safe(candidates, self.jobs)
+
+    def reclaimable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return gang_safe(candidates, self.jobs)
+
+    def preempt_guard(self, candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
+        return gang_safe(candidates, self.jobs, singles_may_go=True)
+
+    def reclaim_guard(self, candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
+        return gang_safe(candidates, self.jobs, singles_may_go=True)
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         for job in ssn.jobs.values():

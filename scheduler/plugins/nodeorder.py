@@ -26,7 +26,6 @@ from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.pod import Constraints, Taint
 from scheduler.api.resources import CPU, GPU, MEMORY, Resource
-from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
@@ -164,10 +163,12 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
         self.affinity, self.taint = args.affinity, args.taint
         self._most_intolerable: dict[Constraints, int] = {}
         self._static: dict[Constraints, np.ndarray] = {}
-        if any((self.least, self.most, self.balanced, self.affinity, self.taint)):
-            ssn.register(P.BATCH_NODE_ORDER, P.BatchScorer(self.scores, self.score, self.static_part))
 
-    def score(self, task: TaskInfo, node: NodeInfo) -> float:
+    def inactive_points(self) -> frozenset[str]:
+        weighed = any((self.least, self.most, self.balanced, self.affinity, self.taint))
+        return frozenset() if weighed else frozenset({"batch_node_order"})
+
+    def batch_node_order_one(self, task: TaskInfo, node: NodeInfo) -> float:
         request = task.resreq
         total = 0
         if self.least:
@@ -179,10 +180,10 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
         if self.affinity and task.constraints.preferred:
             total += self.affinity * preferred_affinity(task.constraints, node)
         if self.taint:
-            total += self.taint * self.taint_toleration(task, node)
+            total += self.taint * self._taint_toleration(task, node)
         return float(total)
 
-    def static_part(self, task: TaskInfo, node: NodeInfo) -> float:
+    def batch_node_order_static(self, task: TaskInfo, node: NodeInfo) -> float:
         """What `score` adds besides its resource terms (preferred affinity, PreferNoSchedule taints): fixed for
         the session per constraint set and node, so `score` depends on the node only through its accounting and
         this (`points.BatchScorer.static`)."""
@@ -190,7 +191,7 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
             return float(self._static_scores(task)[self.ssn.arrays.position[node.name]])
         return 0.0
 
-    def taint_toleration(self, task: TaskInfo, node: NodeInfo) -> int:
+    def _taint_toleration(self, task: TaskInfo, node: NodeInfo) -> int:
         worst = self._most_intolerable.get(task.constraints)
         if worst is None:
             worst = max(
@@ -204,9 +205,9 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
         return MAX_NODE_SCORE - count * MAX_NODE_SCORE // worst
 
     # ---- the vectorised form the session calls on the hot path ----------------------------------------
-    def scores(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> np.ndarray:
+    def batch_node_order(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> np.ndarray:
         if indices.size <= FEW:  # numpy's per-call cost beats its speed below a handful of nodes
-            return np.array([self.score(task, self.ssn.node_list[i]) for i in indices], dtype=float)
+            return np.array([self.batch_node_order_one(task, self.ssn.node_list[i]) for i in indices], dtype=float)
         request = task.resreq
         total = np.zeros(indices.size)
         if self.least or self.most:
@@ -258,6 +259,6 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
                 if self.affinity and task.constraints.preferred:
                     cached[i] += self.affinity * preferred_affinity(task.constraints, node)
                 if self.taint:
-                    cached[i] += self.taint * self.taint_toleration(task, node)
+                    cached[i] += self.taint * self._taint_toleration(task, node)
             self._static[task.constraints] = cached
         return cached

@@ -29,7 +29,6 @@ from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo
 from scheduler.api.reasons import OvercommitLimit
 from scheduler.api.resources import ZERO
-from scheduler.framework import points as P
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.shares import (
@@ -72,7 +71,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         factors = {key[len(prefix):]: _factor(reader, key) for key in reader.keys() if key.startswith(prefix)}
         return OvercommitArgs(default, MappingProxyType(factors))
 
-    def factor(self, resource: str) -> float:
+    def _factor(self, resource: str) -> float:
         return self.args.factor(resource)
 
     def on_session_open(self, ssn: SessionAPI) -> None:
@@ -84,14 +83,12 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         self.admitted = ZERO
         for job in ssn.jobs.values():
             self.admitted = self.admitted + reserved_by_admitted(job)
-        ssn.register(P.JOB_ENQUEUEABLE, self.enqueueable)
-        ssn.on_job_enqueued(self._enqueued)
 
-    def capacity(self, resource: str) -> int:
+    def _capacity(self, resource: str) -> int:
         """The cluster's allocatable of `resource` times its factor, rounded down, in integer units."""
-        return math.floor(self.total.get(resource) * Fraction(str(self.factor(resource))))
+        return math.floor(self.total.get(resource) * Fraction(str(self._factor(resource))))
 
-    def enqueueable(self, job: JobInfo) -> Status:
+    def job_enqueueable(self, job: JobInfo) -> Status:
         if job.min_resources is None:
             return SUCCESS
         minimum = without_pods(job.min_resources)
@@ -99,17 +96,17 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         freeable = None
         for name, units in dimensions(minimum).items():
             need = self.used.get(name) + self.admitted.get(name) + units
-            capacity = self.capacity(name)
+            capacity = self._capacity(name)
             if need > capacity:
                 if freeable is None:
                     freeable = preemptable_for(self.ssn, job) + reclaimable_for(self.ssn, job)
                 need = max(units, need - freeable.get(name))
             if need > capacity:
-                over.append(OvercommitLimit(name, self.total.get(name), self.factor(name), capacity,
+                over.append(OvercommitLimit(name, self.total.get(name), self._factor(name), capacity,
                                             self.used.get(name), self.admitted.get(name), units, need))
         return unschedulable(*over) if over else SUCCESS
 
-    def _enqueued(self, job: JobInfo) -> None:
+    def on_job_enqueued(self, job: JobInfo) -> None:
         self.admitted = self.admitted + reserved_by_admitted(job)
 
 

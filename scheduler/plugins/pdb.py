@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 from scheduler.api.disruption import DisruptionBudget
 from scheduler.api.job import TaskInfo
-from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin, SessionAPI
 
@@ -30,13 +29,13 @@ class PdbPlugin(Plugin[NoArgs]):
     name = "pdb"
 
     def on_session_open(self, ssn: SessionAPI) -> None:
-        budgets = ssn.disruption_budgets
+        self.budgets = ssn.disruption_budgets
 
-        def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-            return within_budgets(budgets, candidates)
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return within_budgets(self.budgets, candidates)
 
-        ssn.register(P.PREEMPTABLE, victims)
-        ssn.register(P.RECLAIMABLE, victims)
+    def reclaimable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return within_budgets(self.budgets, candidates)
 
 
 def within_budgets(budgets: Sequence[DisruptionBudget], candidates: Sequence[TaskInfo]) -> list[TaskInfo]:

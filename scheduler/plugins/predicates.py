@@ -29,20 +29,21 @@ from too); the matching pods per domain are counted once and kept current throug
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from scheduler.api import reasons as R
 from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
-from scheduler.api.job import TaskInfo
+from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.pod import SpreadConstraint, Taint, host_ports_conflict
 from scheduler.api.topology import NO_DOMAIN, LabelDomains
+from scheduler.framework import combine as C
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.pod_counts import COUNTED, BoolArray, PlacedPods, SpreadSelection, TermSelection
 from scheduler.plugins.volume_binding import ClaimBinding
 
@@ -246,22 +247,57 @@ class PredicatesPlugin(Plugin[NoArgs]):
     name = "predicates"
 
     def on_session_open(self, ssn: SessionAPI) -> None:
-        ssn.register(P.PREDICATE, StaticFilter())
-        ssn.register(P.DYNAMIC_PREDICATE, host_port_filter)
-        self.topology = topology = PodTopology(ssn)
-        # Read only for tasks with inter-pod terms, which the bulk placer leaves to the per-task loop: it may hear of
-        # a run's tasks once they are all on their node.
-        ssn.add_event_handler(EventHandler(allocate=topology.placed.changed, deallocate=topology.placed.changed,
-                                           allocate_many=topology.placed.changed_many))
-        ssn.register(P.DYNAMIC_PREDICATE, topology.filter)
-        ssn.register(P.DYNAMIC_NODE_ORDER, topology.score)
+        self._static = StaticFilter()
+        self._topology = PodTopology(ssn)
         self.binding: ClaimBinding | None = None
+        self._dynamic: list[P.NodesPredicate] = [host_port_filter, self._topology.filter]
         if ssn.storage is not None and ssn.storage.binding:  # some pending pod has a claim to bind
-            self.binding = binding = ClaimBinding(ssn, ssn.storage)
-            ssn.register(P.DYNAMIC_PREDICATE, binding.filter)
-            ssn.add_event_handler(EventHandler(allocate=binding.placed_task, deallocate=binding.removed_task))
-            ssn.register(P.JOB_READY, binding.ready)
+            self.binding = ClaimBinding(ssn, ssn.storage)
+            self._dynamic.append(self.binding.filter)
+
+    def inactive_points(self) -> frozenset[str]:
+        # With claims to bind, JobReady waits for them, and the binding hears each placement on its own (no run of
+        # placements at once: bulk placement stays off that session).
+        return frozenset({"job_ready"}) if self.binding is None else frozenset({"on_allocate_many"})
+
+    # ---- extension points ------------------------------------------------------------------------------------
+    def predicate(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        return self._static(task, nodes)
+
+    def dynamic_predicate(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        """Host ports, inter-pod (anti-)affinity and topology spread, and claims to bind: the first rejection per
+        node, in that order."""
+        return C.rejections_per_node((self._dynamic,), task, nodes)
+
+    def dynamic_node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float]:
+        return self._topology.score(task, nodes)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return self.binding is None or self.binding.ready(job)
+
+    # ---- hooks: where pods are (inter-pod terms) and which claims they take ----------------------------------
+    def on_allocate(self, task: TaskInfo) -> None:
+        binding = self.binding
+        _all_hear(self._topology.placed.changed, binding.placed_task if binding is not None else None, task)
+
+    def on_allocate_many(self, tasks: Sequence[TaskInfo]) -> None:
+        # Read only for tasks with inter-pod terms, which the bulk placer leaves to the per-task loop: it may hear
+        # of a run's tasks once they are all on their node.
+        self._topology.placed.changed_many(tasks)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        binding = self.binding
+        _all_hear(self._topology.placed.changed, binding.removed_task if binding is not None else None, task)
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         if self.binding is not None:
             self.binding.close(ssn)
+
+
+def _all_hear(first: Callable[[TaskInfo], None], second: Callable[[TaskInfo], None] | None, task: TaskInfo) -> None:
+    """Both hear the placement even when the first raises (then its error is raised after)."""
+    try:
+        first(task)
+    finally:
+        if second is not None:
+            second(task)

@@ -31,29 +31,38 @@ class PriorityPlugin(Plugin[NoArgs]):
     name = "priority"
 
     def on_session_open(self, ssn: SessionAPI) -> None:
-        def victims(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-            job = ssn.jobs.get(preemptor.job)
-            priority = job.priority if job is not None else preemptor.priority
-            out = []
-            for task in candidates:
-                if task.job == preemptor.job:
-                    if task.priority < preemptor.priority:
-                        out.append(task)
-                    continue
-                owner = ssn.jobs.get(task.job)
-                if owner is not None and owner.priority < priority:
-                    out.append(task)
-            return out
-
-        def starving(job: JobInfo) -> bool:
-            return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
-
-        ssn.register(P.JOB_ORDER, P.KeyedOrdering(_job_priority_key))
-        ssn.register(P.TASK_ORDER, P.KeyedOrdering(_task_priority_key))
-        ssn.register(P.PREEMPTABLE, victims)
-        ssn.register(P.JOB_STARVING, starving)
         self.ssn = ssn
-        ssn.register(P.EVICTABLE, self.evictable)
+
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        return P.compare(_job_priority_key(a), _job_priority_key(b))
+
+    def job_order_key(self, job: JobInfo) -> int:
+        return _job_priority_key(job)
+
+    def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
+        return P.compare(_task_priority_key(a), _task_priority_key(b))
+
+    def task_order_key(self, task: TaskInfo) -> int:
+        return _task_priority_key(task)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Tasks of lower-priority jobs, and lower-priority tasks of the preemptor's own job."""
+        jobs = self.ssn.jobs
+        job = jobs.get(preemptor.job)
+        priority = job.priority if job is not None else preemptor.priority
+        out = []
+        for task in candidates:
+            if task.job == preemptor.job:
+                if task.priority < preemptor.priority:
+                    out.append(task)
+                continue
+            owner = jobs.get(task.job)
+            if owner is not None and owner.priority < priority:
+                out.append(task)
+        return out
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
     def evictable(self, ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Gang eviction (Volcano's priority UnifiedEvictableFn, plugins/priority/priority.go): gangpreempt takes

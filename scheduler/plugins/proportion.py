@@ -43,9 +43,8 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import DESERVED
 from scheduler.api.resources import CPU, MEMORY, Resource
-from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.shares import (
     QueueAttr,
     QueueBook,
@@ -78,18 +77,21 @@ class ProportionPlugin(Plugin[NoArgs]):
         self.book = QueueBook(ssn, water_fill)
         self.book.count_jobs()
 
-        ssn.register(P.QUEUE_ORDER, self.queue_order)
-        ssn.register(P.OVERUSED, self.overused)
-        ssn.register(P.ALLOCATABLE, P.CountedDecision(self.allocatable, self.allocatable_count))
-        ssn.register(P.JOB_ENQUEUEABLE, self.enqueueable)
-        ssn.register(P.PREEMPTIVE, self.preemptive)
-        ssn.register(P.RECLAIMABLE, self.reclaimable)
-        ssn.add_event_handler(EventHandler(allocate=self.book.allocated, deallocate=self.book.deallocated,
-                                           allocate_many=self.book.allocated_many))
-        ssn.on_job_enqueued(self.book.enqueued)
-
     def on_session_close(self, ssn: SessionAPI) -> None:
         self.book.publish(self.overused)
+
+    # -- hooks: the queues' allocated resources follow every placement ----------------------------------
+    def on_allocate(self, task: TaskInfo) -> None:
+        self.book.allocated(task)
+
+    def on_allocate_many(self, tasks: Sequence[TaskInfo]) -> None:
+        self.book.allocated_many(tasks)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self.book.deallocated(task)
+
+    def on_job_enqueued(self, job: JobInfo) -> None:
+        self.book.enqueued(job)
 
     # -- extension points ---------------------------------------------------------------------------
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
@@ -138,7 +140,7 @@ class ProportionPlugin(Plugin[NoArgs]):
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         return self.book.reclaimable(reclaimer, candidates, may_take)
 
-    def enqueueable(self, job: JobInfo) -> Status:
+    def job_enqueueable(self, job: JobInfo) -> Status:
         attr = self.book.attr(job.queue)
         if attr is None or job.min_resources is None:
             return SUCCESS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scheduler.framework.conf_args import ArgsParser
 from scheduler.framework.plugin import Plugin
+from scheduler.framework.runtime import check_plugin_class
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.cdp import CdpPlugin
@@ -40,6 +41,9 @@ PLUGINS: dict[str, type[Plugin[object]]] = {
         CdpPlugin,
     )
 }
+
+for _plugin in PLUGINS.values():  # a misspelt point or a stray public method fails here, at import
+    check_plugin_class(_plugin)
 
 # What the conf loader calls once per plugin entry, when a file is loaded (scheduler.framework.conf_args).
 PLUGIN_ARGS: dict[str, ArgsParser] = {name: plugin.parse_args for name, plugin in PLUGINS.items()}

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from scheduler.api.decision import ABSTAIN, SUCCESS, Status
 from scheduler.api.job import JobInfo
-from scheduler.framework import points as P
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.jobs.policies import parse_duration
@@ -49,25 +48,28 @@ class SlaPlugin(Plugin[SlaArgs]):
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.default = self.args.waiting_time
-        ssn.register(P.JOB_ORDER, self.job_order)
-        ssn.register(P.JOB_ENQUEUEABLE, self.permit_when_overdue)
-        ssn.register(P.JOB_PIPELINED, self.permit_when_overdue)
 
-    def waiting_time(self, job: JobInfo) -> float | None:
+    def _waiting_time(self, job: JobInfo) -> float | None:
         # The annotation was parsed (a positive, bounded Go duration) when the PodGroup was read; an unreadable
         # one was reported then, once, and reads as None: the plugin's own waiting time applies.
         own = job.sla_waiting
         return own if own is not None else self.default
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        wait_a, wait_b = self.waiting_time(a), self.waiting_time(b)
+        wait_a, wait_b = self._waiting_time(a), self._waiting_time(b)
         if wait_a is None or wait_b is None:
             return 0 if wait_a is None and wait_b is None else (1 if wait_a is None else -1)
         due_a, due_b = a.creation + wait_a, b.creation + wait_b
         return (due_a > due_b) - (due_a < due_b)
 
-    def permit_when_overdue(self, job: JobInfo) -> Status:
-        waiting = self.waiting_time(job)
+    def job_enqueueable(self, job: JobInfo) -> Status:
+        return self._permit_when_overdue(job)
+
+    def job_pipelined(self, job: JobInfo) -> Status:
+        return self._permit_when_overdue(job)
+
+    def _permit_when_overdue(self, job: JobInfo) -> Status:
+        waiting = self._waiting_time(job)
         if waiting is None or self.ssn.now - job.creation < waiting:
             return ABSTAIN
         return SUCCESS

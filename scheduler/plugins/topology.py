@@ -108,8 +108,6 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         self.spent_ms = 0.0
         self._topology: Topology | None = None
         self._members: list[list[TaskInfo]] = []
-        ssn.register(P.PLACE_GANG, self.place_gang)
-        ssn.register(P.EVICT_DOMAINS, self.evict_domains)
 
     # ---- EVICT_DOMAINS ----------------------------------------------------------------------------------
     def evict_domains(self, job: JobInfo) -> list[Domain]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
+from scheduler.adapter.podgroup_status import status_body
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.convert import (
     group_of,
@@ -35,7 +36,7 @@ from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
 from scheduler.api.disruption import DisruptionBudget, budget_from_object
 from scheduler.api.evictions import POD_NOTICE
 from scheduler.api.fields import describe
-from scheduler.api.job import Condition, TaskInfo
+from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
 from scheduler.api.queue import QueueInfo
@@ -303,11 +304,7 @@ class InMemoryCluster:
             if pg is None:
                 continue
             st = pg.manifest.setdefault("status", {})
-            st["phase"] = status.phase.value
-            st["running"], st["succeeded"], st["failed"] = status.running, status.succeeded, status.failed
-            st["conditions"] = [_condition_dict(c, self.now) for c in status.conditions]
-            if status.min_member_override is not None:
-                st["minMemberOverride"] = status.min_member_override
+            st.update(status_body(status, st, self.now))  # as the scheduler writes it (adapter/podgroup_status.py)
             patch = reasons_annotation(status, pg.manifest.get("metadata", {}).get("annotations"))
             if patch is not None:
                 annotations = pg.manifest.setdefault("metadata", {}).setdefault("annotations", {})
@@ -464,8 +461,4 @@ def _grace(pod: MutableObj) -> float:
         raise ValueError(f"pod {key_of(pod)}: spec.terminationGracePeriodSeconds: expected an integer in "
                          f"[0, {MAX_GRACE}], got {value!r}")
     return float(value)
-
-
-def _condition_dict(c: Condition, now: float) -> MutableObj:
-    return {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message, "lastTransitionTime": now}
 

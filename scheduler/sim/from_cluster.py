@@ -26,12 +26,12 @@ import copy
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from scheduler.api.timestamps import parse_datetime
 from scheduler.sim.workload import JOB_API, ClusterSpec, InputError, Workload, workload_from_docs
 
 DEFAULT_DURATION = 3600.0
@@ -44,12 +44,8 @@ _KNOWN_KINDS = _CLUSTER_KINDS | {"Pod", "Job", "PodGroup"}
 
 
 def _time(value: Any) -> float | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    parsed = parse_datetime(value)
+    return None if parsed is None else parsed.timestamp()
 
 
 def _items(source: str, docs: Iterable[Any]) -> list[dict[str, Any]]:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from scheduler.api import reasons as R
 from scheduler.api.decision import ABSTAIN as ABSTAIN_
-from scheduler.api.decision import SUCCESS, Status, unschedulable
+from scheduler.api.decision import SUCCESS, unschedulable
 from scheduler.api.job import TaskInfo
 from scheduler.api.reasons import NotPipelined
 from scheduler.api.resources import Resource
@@ -213,65 +213,7 @@ def test_a_discarded_statement_restores_every_node_and_task() -> None:
 PERMIT, ABSTAIN, REJECT = SUCCESS, ABSTAIN_, unschedulable(NotPipelined(2))
 
 
-@dataclass(frozen=True)
-class VoteCase:
-    name: str
-    tiers: tuple[tuple[Status, ...], ...]
-    permitted: bool
-
-
-VOTES = [
-    VoteCase("no opinion permits", ((),), True),
-    VoteCase("a reject in the same tier as a permit rejects", ((PERMIT, REJECT),), False),
-    VoteCase("a reject in a higher tier rejects", ((REJECT,), (PERMIT,)), False),
-    VoteCase("abstentions permit", ((ABSTAIN, ABSTAIN),), True),
-    VoteCase("a tier that permits decides before a lower tier is asked", ((PERMIT,), (REJECT,)), True),
-]
-
-
-@pytest.mark.parametrize("case", VOTES, ids=lambda c: c.name)
-def test_vote_combiner(case: VoteCase) -> None:
-    tiers = [[(lambda _job, v=v: v) for v in tier] for tier in case.tiers]
-    answer = P.votes(tiers, None)  # type: ignore[arg-type]
-    assert answer.ok is case.permitted
-    if not case.permitted:
-        assert answer.reasons == (NotPipelined(2),)
-
-
-@dataclass(frozen=True)
-class OrderCase:
-    name: str
-    answers: tuple[tuple[int, ...], ...]
-    expected: int
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-ORDERS = [
-    OrderCase("the first plugin with an opinion decides", ((0, -1), (1,)), -1),
-    OrderCase("no opinion is zero", ((0,), (0,)), 0),
-]
-
-
-@pytest.mark.parametrize("case", ORDERS, ids=lambda c: c.name)
-def test_first_nonzero_combiner(case: OrderCase) -> None:
-    tiers = [[(lambda a=a: a) for a in tier] for tier in case.answers]
-    assert P.first_nonzero(tiers) == case.expected
-
-
-# ---- Status combiners and the plugin stamp ---------------------------------------------------------------
-def test_the_first_rejection_wins_and_abstentions_are_no_answer() -> None:
-    no_node = unschedulable(R.NodeFilter(R.NODE_AFFINITY))
-    tiers = [[lambda *_: ABSTAIN_, lambda *_: SUCCESS], [lambda *_: no_node, lambda *_: unschedulable()]]
-    assert P.first_rejection(tiers) is no_node
-    assert P.first_rejection([[lambda *_: ABSTAIN_]]).ok
-
-
-def test_a_gang_placer_that_abstains_leaves_the_gang_to_pod_by_pod_allocation() -> None:
-    stuck = P.GangAnswer(unschedulable(R.TopologyNoFit(1)))
-    assert P.first_placement([[lambda *_: P.PLACE_BY_POD]], None, []) is P.PLACE_BY_POD  # type: ignore[arg-type]
-    assert P.first_placement([[lambda *_: P.PLACE_BY_POD, lambda *_: stuck]], None, []) is stuck  # type: ignore[arg-type]
-
-
+# ---- the plugin stamp (the combiners: tests/framework/test_combiners.py) --------------------------------
 def test_the_session_stamps_the_plugin_that_rejected() -> None:
     c = cluster().node("n1", gpu=1).job("j", gpu=1, node_selector={"pool": "none"})
     c.cycle()

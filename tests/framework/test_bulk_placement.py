@@ -1,4 +1,4 @@
-"""Bulk placement (`scheduler/framework/bulk.py`) makes exactly the decisions of the per-task loop.
+"""Bulk placement (`scheduler/actions/bulk.py`) makes exactly the decisions of the per-task loop.
 
 The property: on random clusters (nodes of several sizes, PreferNoSchedule and NoSchedule taints, zones; queues
 with weights and capabilities, so a queue's share stops a gang part way; gangs of identical pods, elastic ones,
@@ -19,12 +19,18 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from scheduler.actions import ACTIONS
+from scheduler.actions import bulk as bulk_module
 from scheduler.actions.allocate import Allocate
+from scheduler.api.decision import SUCCESS, Status
+from scheduler.api.job import TaskInfo
+from scheduler.api.queue import QueueInfo
 from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, conf_from_text
-from scheduler.framework import bulk as bulk_module
 from scheduler.framework.conf import DEFAULT_TIERS
+from scheduler.framework.conf_args import NoArgs
+from scheduler.framework.plugin import Plugin
 from scheduler.jobs.expand import podgroup_for, pods_for
+from scheduler.plugins.registry import PLUGIN_ARGS, PLUGINS
 from scheduler.sim.objects import pod_object
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
 
@@ -193,11 +199,41 @@ def test_a_gang_of_identical_pods_is_placed_in_runs(monkeypatch: pytest.MonkeyPa
     assert nodes == ["n0"] * 8 + ["n1"] * 8
 
 
-def test_no_runs_where_a_plugin_lacks_the_forms(monkeypatch: pytest.MonkeyPatch) -> None:
-    """capacity's Allocatable has no counting form and its handler no allocate_many: every task goes one by
-    one, and the gang is still placed."""
-    counts = _placed_in_runs(monkeypatch)
+def test_capacity_places_a_gang_in_runs_as_pod_by_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    """capacity gives Allocatable's count and on_allocate_many: Volcano's gang-eviction conf (which uses it) places
+    a gang's identical pods in runs, with the per-task loop's binds, and stops a run at the queue's capability."""
     conf = conf_from_tiers(("priority", "gang"), ("drf", "predicates", "capacity", "nodeorder", "binpack"))
+
+    def gang(c: ClusterBuilder) -> ClusterBuilder:
+        c.queue("capped", capability={"nvidia.com/gpu": "6"})
+        c.job("gang", replicas=10, gpu=1, cpu="1", memory="4Gi", min_available=4, queue="capped")
+        return c
+
+    counts = _placed_in_runs(monkeypatch)
+    bulk = gang(cluster().nodes("n", 2, cpu="8", memory="64Gi", gpu=8)).cycle(conf)
+    assert counts and sum(counts) >= 4, counts  # placed in runs
+    with pytest.MonkeyPatch.context() as inner:
+        inner.setattr(bulk_module.BulkPlacer, "place_run", lambda *_args: (0, False))
+        loop = gang(cluster().nodes("n", 2, cpu="8", memory="64Gi", gpu=8)).cycle(conf)
+    bound = [(g.job, g.binds) for g in bulk.binds]
+    assert bound == [(g.job, g.binds) for g in loop.binds]
+    assert sum(len(b) for _, b in bound) == 6  # the queue's capability: 6 GPUs
+
+
+def test_no_runs_where_a_plugin_lacks_the_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin that serves Allocatable without its count turns runs off: every task goes one by one, and the
+    gang is still placed."""
+
+    class Plain(Plugin[NoArgs]):
+        name = "plain"
+
+        def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
+            return SUCCESS
+
+    monkeypatch.setitem(PLUGINS, "plain", Plain)
+    monkeypatch.setitem(PLUGIN_ARGS, "plain", Plain.parse_args)
+    counts = _placed_in_runs(monkeypatch)
+    conf = conf_from_tiers(("priority", "gang"), ("drf", "predicates", "plain", "nodeorder", "binpack"))
     c = cluster().nodes("n", 2, cpu="8", memory="64Gi", gpu=8)
     c.job("gang", replicas=10, gpu=1, cpu="1", memory="4Gi")
     result = c.cycle(conf)

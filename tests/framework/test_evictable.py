@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.resources import Resource
-from scheduler.framework.evictable import EvictionContext, EvictionKind, unified_victims
+from scheduler.framework.combine import unified_victims
+from scheduler.framework.evictable import EvictionContext, EvictionKind
 
 TASKS = [TaskInfo(f"t{i}", f"t{i}", "default", "default/j", Resource.of(1000)) for i in range(4)]
 CTX = EvictionContext(EvictionKind.GANG_PREEMPT, JobInfo("default/p", "p", "default", "default"))

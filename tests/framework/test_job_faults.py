@@ -11,24 +11,29 @@ poisons the job's queue, which holds it alone: the queue is left out with it.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
 from scheduler import cycle
-from scheduler.api.decision import ABSTAIN, SUCCESS, Code
+from scheduler.api.decision import ABSTAIN, SUCCESS, Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import PluginError
+from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult
 from scheduler.framework import points as P
+from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.faults import JOB_ERRORS
 from scheduler.framework.memo import CycleMemo
-from scheduler.framework.plugin import EventHandler, Plugin, SessionAPI
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.framework.results import SCHEDULER_ERROR
+from scheduler.framework.runtime import KNOWN, LIFECYCLE
 from scheduler.plugins.registry import PLUGIN_ARGS, PLUGINS
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
 
@@ -51,39 +56,82 @@ class PoisonPlugin(Plugin[NoArgs]):
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.live = True
-        job_bad, task_bad = self._job_bad, self._task_bad
-        queue_bad = self._queue_bad
-        fns: dict[str, tuple[P.Point[Any, Any], Any]] = {
-            "job_order": (P.JOB_ORDER, lambda a, b: 0 if not (job_bad(a) or job_bad(b)) else 0),
-            "job_order_keyed": (P.JOB_ORDER, P.KeyedOrdering(lambda j: job_bad(j) and 0)),
-            "queue_order": (P.QUEUE_ORDER, lambda a, b: 0 if not (queue_bad(a) or queue_bad(b)) else 0),
-            "task_order": (P.TASK_ORDER, lambda a, b: 0 if not (task_bad(a) or task_bad(b)) else 0),
-            "predicate": (P.PREDICATE, lambda t, nodes: task_bad(t) or [SUCCESS] * len(nodes)),
-            "node_order": (P.NODE_ORDER, lambda t, n: task_bad(t) or 0.0),
-            "batch_node_order": (P.BATCH_NODE_ORDER, lambda t, arrays, idx: task_bad(t) or np.zeros(idx.size)),
-            "job_valid": (P.JOB_VALID, lambda j: job_bad(j) or SUCCESS),
-            "job_ready": (P.JOB_READY, lambda j: job_bad(j) or True),
-            "job_pipelined": (P.JOB_PIPELINED, lambda j: job_bad(j) or ABSTAIN),
-            "job_enqueueable": (P.JOB_ENQUEUEABLE, lambda j: job_bad(j) or ABSTAIN),
-            "allocatable": (P.ALLOCATABLE, lambda q, t: task_bad(t) or SUCCESS),
-            "overused": (P.OVERUSED, lambda q: queue_bad(q) and False),
-            "preemptable": (P.PREEMPTABLE, lambda t, cands: task_bad(t) or list(cands)),
-            "reclaimable": (P.RECLAIMABLE, lambda t, cands: task_bad(t) or list(cands)),
-            "preempt_guard": (P.PREEMPT_GUARD, lambda cands, t: task_bad(t) or list(cands)),
-            "reclaim_guard": (P.RECLAIM_GUARD, lambda cands, t: task_bad(t) or list(cands)),
-            "job_starving": (P.JOB_STARVING, lambda j: job_bad(j) or True),
-            "place_gang": (P.PLACE_GANG, lambda j, tasks: job_bad(j) or P.PLACE_BY_POD),
-            "preemptive": (P.PREEMPTIVE, lambda q, request: queue_bad(q) or True),
-            "dynamic_predicate": (P.DYNAMIC_PREDICATE, lambda t, nodes: task_bad(t) or [SUCCESS] * len(nodes)),
-            "dynamic_node_order": (P.DYNAMIC_NODE_ORDER, lambda t, nodes: task_bad(t) or [0.0] * len(nodes)),
-        }
-        if self.point == "event_handler":
-            ssn.add_event_handler(EventHandler(allocate=lambda t: task_bad(t) and None))
-        elif self.point == "job_enqueued":
-            ssn.on_job_enqueued(lambda j: job_bad(j) and None)
-        else:
-            point, fn = fns[self.point]
-            ssn.register(point, fn)
+
+    def inactive_points(self) -> frozenset[str]:
+        """Every point but the one under test (the keyed job order: the plain one with its key)."""
+        serving = {"job_order_keyed": {"job_order", "job_order_key"}, "event_handler": {"on_allocate"},
+                   "job_enqueued": {"on_job_enqueued"}}.get(self.point, {self.point})
+        return frozenset(SERVED - serving)
+
+    # one method per point (and hook), each neutral unless it meets the poisoned job, task or queue
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        return 0 if not (self._job_bad(a) or self._job_bad(b)) else 0
+
+    def job_order_key(self, job: JobInfo) -> int:
+        return 0 if not self._job_bad(job) else 0
+
+    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+        return 0 if not (self._queue_bad(a) or self._queue_bad(b)) else 0
+
+    def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
+        return 0 if not (self._task_bad(a) or self._task_bad(b)) else 0
+
+    def predicate(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        return [SUCCESS] * len(nodes) if not self._task_bad(task) else []
+
+    def batch_node_order(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> P.FloatArray:
+        return np.zeros(indices.size) if not self._task_bad(task) else np.zeros(0)
+
+    def job_valid(self, job: JobInfo) -> Status:
+        return SUCCESS if not self._job_bad(job) else SUCCESS
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return not self._job_bad(job)
+
+    def job_pipelined(self, job: JobInfo) -> Status:
+        return ABSTAIN if not self._job_bad(job) else ABSTAIN
+
+    def job_enqueueable(self, job: JobInfo) -> Status:
+        return ABSTAIN if not self._job_bad(job) else ABSTAIN
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
+        return SUCCESS if not self._task_bad(task) else SUCCESS
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return self._queue_bad(queue)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return list(candidates) if not self._task_bad(preemptor) else []
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return list(candidates) if not self._task_bad(reclaimer) else []
+
+    def preempt_guard(self, candidates: Sequence[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
+        return list(candidates) if not self._task_bad(preemptor) else []
+
+    def reclaim_guard(self, candidates: Sequence[TaskInfo], reclaimer: TaskInfo) -> list[TaskInfo]:
+        return list(candidates) if not self._task_bad(reclaimer) else []
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return not self._job_bad(job)
+
+    def place_gang(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> P.GangAnswer:
+        return P.PLACE_BY_POD if not self._job_bad(job) else P.PLACE_BY_POD
+
+    def preemptive(self, queue: QueueInfo, request: Resource) -> bool:
+        return not self._queue_bad(queue)
+
+    def dynamic_predicate(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        return [SUCCESS] * len(nodes) if not self._task_bad(task) else []
+
+    def dynamic_node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float]:
+        return [0.0] * len(nodes) if not self._task_bad(task) else []
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        self._task_bad(task)
+
+    def on_job_enqueued(self, job: JobInfo) -> None:
+        self._job_bad(job)
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         self.live = False  # raise in the actions only, so each test knows which action met the fault
@@ -104,11 +152,13 @@ class PoisonPlugin(Plugin[NoArgs]):
         return False
 
 
+SERVED = frozenset(name for name in dir(PoisonPlugin) if not name.startswith("_")) & KNOWN - LIFECYCLE
+
 # Which points each action asks about a job (or its tasks, or its queue). A pair missing here is one the action
 # never asks (backfill asks no queue; enqueue places nothing).
 JOB_POINTS = ("job_order", "job_order_keyed", "job_valid", "job_ready", "job_pipelined", "job_starving",
               "place_gang")
-TASK_POINTS = ("task_order", "predicate", "node_order", "batch_node_order", "allocatable", "dynamic_predicate",
+TASK_POINTS = ("task_order", "predicate", "batch_node_order", "allocatable", "dynamic_predicate",
                "dynamic_node_order", "event_handler")
 MATRIX: dict[str, tuple[str, ...]] = {
     "enqueue": ("job_order", "job_order_keyed", "queue_order", "job_enqueueable", "job_enqueued"),

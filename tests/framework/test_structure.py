@@ -4,10 +4,12 @@ their jobs, and no module of `scheduler` imports itself back through others."""
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
 import grimp
 import networkx as nx
+import yaml
 
 import scheduler
 from scheduler.framework.session import Session
@@ -56,3 +58,32 @@ def test_no_module_is_over_500_lines() -> None:
     root = Path(scheduler.__file__).parent
     sizes = {str(p.relative_to(root.parent)): len(p.read_text().splitlines()) for p in sorted(root.rglob("*.py"))}
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+ROOT = Path(scheduler.__file__).parent.parent
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def test_every_file_docs_architecture_names_exists() -> None:
+    """docs/architecture.md stays true: each module it names (`scheduler/...`, `framework/...`, `tests/...`) is
+    there, so a move without the doc's update fails here."""
+    text = ARCHITECTURE.read_text()
+    named = set(re.findall(r"`((?:[\w.-]+/)+[\w.-]+\.py)", text))
+    missing = sorted(p for p in named if not (ROOT / p).exists() and not (ROOT / "scheduler" / p).exists())
+    assert named and not missing, f"docs/architecture.md names files that do not exist: {missing}"
+
+
+def test_docs_architecture_says_how_to_add_each_kind_of_part() -> None:
+    section = ARCHITECTURE.read_text().split("## How to add", 1)[1].split("\n## ", 1)[0]
+    for part in ("A plugin.", "An extension point.", "An action.", "A controller.", "A CLI command."):
+        entry = next((line for line in section.split("\n- ") if line.startswith(f"**{part}**")), None)
+        assert entry is not None, f"docs/architecture.md does not say how to add {part}"
+        assert re.search(r"`scheduler/[\w/]+\.py`", entry), f"{part} names no file to copy"
+
+
+def test_the_pre_commit_hook_runs_make_lint() -> None:
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    hooks = [h for repo in config["repos"] for h in repo["hooks"]]
+    assert [(h["entry"], h["language"], h["pass_filenames"]) for h in hooks] == [("make lint", "system", False)]
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^lint: ", makefile, re.M), "the Makefile has no lint target for the hook to run"

@@ -221,3 +221,18 @@ def test_policy_timeouts_read_go_durations() -> None:
     assert [parse_duration(t) for t in ("1m30s", "2h", ".5s", "300ms", "90")] == [90.0, 7200.0, 0.5, 0.3, 90.0]
     with pytest.raises(ValueError):
         parse_duration("1.5.5s")
+
+
+@pytest.mark.parametrize("stamp", ["yesterday", "2024-13-01T00:00:00Z", 17, "", "2" * 100_000])
+def test_an_unreadable_finish_time_never_expires_a_job_and_never_raises(stamp: object) -> None:
+    """lastTransitionTime is written by anyone who can patch a Job's status: an unreadable one reads as missing."""
+    j = job([("w", 1)], ttlSecondsAfterFinished=60)
+    j["status"] = {"state": {"phase": "Completed", "lastTransitionTime": stamp}}
+    assert not expired(j, datetime(2030, 1, 1, tzinfo=UTC))
+
+
+def test_a_finish_time_without_an_offset_is_utc() -> None:
+    j = job([("w", 1)], ttlSecondsAfterFinished=60)
+    j["status"] = {"state": {"phase": "Completed", "lastTransitionTime": "2024-01-01T00:00:00"}}
+    assert not expired(j, datetime(2024, 1, 1, 0, 0, 59, tzinfo=UTC))
+    assert expired(j, datetime(2024, 1, 1, 0, 1, 0, tzinfo=UTC))

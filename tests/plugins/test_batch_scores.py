@@ -47,8 +47,8 @@ def test_batch_scores_equal_per_node_scores(seed: int, probe: str) -> None:
     task = next(iter(ssn.jobs["default/probe"].tasks.values()))
     indices = np.arange(len(ssn.node_list))
     for plugin in (p for _, p in ssn.plugins if isinstance(p, (BinpackPlugin, NodeOrderPlugin))):
-        batch = plugin.scores(task, ssn.arrays, indices)
-        single = [plugin.score(task, node) for node in ssn.node_list]
+        batch = plugin.batch_node_order(task, ssn.arrays, indices)
+        single = [plugin.batch_node_order_one(task, node) for node in ssn.node_list]
         assert np.allclose(batch, single), plugin.name
 
 

@@ -52,7 +52,7 @@ def session(seed: int) -> Session:
 
 
 def placed_pods(ssn: Session) -> PlacedPods:
-    return next(p for _, p in ssn.plugins if isinstance(p, PredicatesPlugin)).topology.placed
+    return next(p for _, p in ssn.plugins if isinstance(p, PredicatesPlugin))._topology.placed
 
 
 def recount(ssn: Session, selection: Selection, me: TaskInfo) -> Counter[str]:

@@ -1,9 +1,10 @@
-"""Layer `framework`: bulk placement — a run of a gang's identical tasks, placed as the per-task loop places them.
+"""Layer `actions`: bulk placement — a run of a gang's identical tasks, placed as the per-task loop places them.
 
-allocate takes a gang's tasks one by one (actions/allocate.py, after Volcano's allocate loop): ask Allocatable,
-take the best node from the shape's cached scores, place the task through the Statement (the node's accounting,
-its arrays, every event handler), ask JobReady, and rescore the node the task took before the next task. For
-consecutive tasks of one job with the same request, constraints and role, `BulkPlacer.place_run` does the node
+allocate takes a gang's tasks one by one (`allocate.py`, beside this module, after Volcano's allocate loop):
+ask Allocatable, take the best node from the shape's cached scores, place the task through the Statement (the
+node's accounting, its arrays, every event handler), ask JobReady, and rescore the node the task took before the
+next task. For consecutive tasks of one job with the same request, constraints and role, `BulkPlacer.place_run`
+does the node
 work once per node instead of once per task, and makes the same binds in the same order. It applies only where
 that holds by construction, and leaves everything else to the per-task loop:
 
@@ -12,7 +13,7 @@ that holds by construction, and leaves everything else to the per-task loop:
   about the next task itself (with its escape hatch, its reasons).
 - Event handlers: every handler gives `allocate_many`, by which it says that nothing asked in the middle of a run
   reads what it keeps; it hears of a node's tasks once they are placed, with the same total effect.
-- Scores: no per-node scorer and no inter-pod terms (as `FeasibilityCache.place_best` requires), and every batch
+- Scores: no inter-pod terms (as `FeasibilityCache.place_best` requires), and every batch
   scorer has its scalar form, which the loop uses to rescore the node the previous task took. The pick is the
   loop's: the first node in the cache with the highest score. After a task, only the node it took has a new
   score, so that node stays the pick while its new score beats the best other node's (a tie goes to the node
@@ -90,7 +91,6 @@ class BulkPlacer:
         self.enabled = (
             len(self._counts) == len(allocatable)
             and tiers.handlers_batched()
-            and not tiers.has(P.NODE_ORDER)
             and fit.scalar_scorers is not None
         )
         self._ladders: dict[Hashable, list[float]] = {}

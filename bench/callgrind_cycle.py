@@ -1,0 +1,97 @@
+"""Count the instructions of one scheduling cycle with valgrind's callgrind: the same count whatever else the
+machine does, so two trees can be compared on a noisy machine (BENCHMARKS.md).
+
+    .venv/bin/python bench/callgrind_cycle.py [--size 5000x20000] [--conf bench/gang-only.conf] [--tree DIR]
+
+The cluster is built as bench_cycle builds it and frozen with the instrumentation off; a two-function C helper
+(compiled once with the system's callgrind.h, loaded with ctypes) zeroes the counters and starts them just before
+the cycle (snapshot, session, actions, close) and stops and dumps them just after, so only the cycle is counted.
+`--tree DIR` counts another checkout's code (a worktree of an earlier commit) with this script.
+Prints one line: `<conf> <size> <instructions>`. Needs valgrind and a C compiler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HELPER_C = r"""
+#include <valgrind/callgrind.h>
+void cg_start(void) { CALLGRIND_ZERO_STATS; CALLGRIND_START_INSTRUMENTATION; }
+void cg_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; CALLGRIND_DUMP_STATS_AT("cycle"); }
+"""
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "volcano-py" / "callgrind"
+
+
+def helper() -> Path:
+    """The shared library with cg_start/cg_stop, compiled once."""
+    lib = CACHE / "cg_helper.so"
+    if not lib.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        source = CACHE / "cg_helper.c"
+        source.write_text(HELPER_C)
+        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib), str(source)], check=True)
+    return lib
+
+
+def inner(size: str, conf_path: str | None) -> None:
+    """Under valgrind: build, freeze, count one cycle."""
+    from bench.bench_cycle import build
+    from scheduler.cycle import builtin_default_conf, load_conf, run_cycle
+
+    nodes, pods = (int(x) for x in size.split("x"))
+    conf = load_conf(conf_path) if conf_path else builtin_default_conf()
+    sim = build(nodes, pods)
+    gc.collect()
+    gc.freeze()
+    gc.disable()  # as the scheduler runs a cycle (`cycle.collector_paused`)
+    lib = ctypes.CDLL(str(helper()))
+    lib.cg_start()
+    run_cycle(sim.snapshot(), conf)
+    lib.cg_stop()
+
+
+def count(size: str, conf: str | None, tree: Path) -> int:
+    helper()
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{Path(__file__).parents[1]}")
+        cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}/cg.out",
+               sys.executable, "-c",
+               "import sys; sys.path.insert(0, sys.argv[1]); "
+               "from bench.callgrind_cycle import inner; inner(sys.argv[2], sys.argv[3] or None)",
+               str(tree), size, conf or ""]
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        totals = []
+        for name in glob.glob(f"{out}/cg.out*"):
+            text = Path(name).read_text(errors="replace")
+            if "Trigger: Client Request: cycle" not in text.split("\nevents:", 1)[0]:
+                continue  # the dump at exit, not the cycle's
+            found = re.search(r"^totals: (\d+)", text, re.M)
+            if found:
+                totals.append(int(found.group(1)))
+        if len(totals) != 1:
+            raise SystemExit(f"expected one dump of the cycle, found {len(totals)}")
+        return totals[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", default="5000x20000", help="nodes x pods, as bench_cycle (default 5000x20000)")
+    parser.add_argument("--conf", help="a volcano-scheduler.conf (default: the built-in default)")
+    parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1],
+                        help="the checkout whose scheduler is counted (default: this one)")
+    args = parser.parse_args()
+    conf = str(Path(args.conf).resolve()) if args.conf else None
+    print(f"{args.conf or 'default'} {args.size} {count(args.size, conf, args.tree.resolve())}")
+
+
+if __name__ == "__main__":
+    main()
