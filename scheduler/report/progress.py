@@ -1,10 +1,16 @@
 """Layer `report`: how far a long command has got — a bar with rate and ETA on a terminal, plain lines otherwise.
 
 On a terminal, a tqdm bar (it appears only once the command has run `delay` seconds, so a quick command prints
-nothing). When stderr is a file or a pipe (CI logs, `2> log`), a bar's carriage returns would make a mess: one
-plain line every `interval` seconds instead, and a last one at the end if any was printed, with the same numbers:
+nothing). When stderr is a file or a pipe (CI logs, `2> log`), a bar's carriage returns would make a mess: plain
+lines instead, the first once `delay` has passed and then one every `interval` seconds, and a last one at the end
+if any was printed, with the same numbers:
 
     simulate volcano-py (gang scheduling): 120/381 jobs (31%), 2.4 jobs/s, ETA 1m49s, simulated 3h12m
+
+A heartbeat thread (every `heartbeat` seconds) redraws the bar and prints the plain lines even while the work
+does not call `update` — a long cluster build or one long scheduling cycle — so the line never sits still for
+longer than that; `stage(text)` says what the work is doing meanwhile (issue 38: a 100,000-replica replay
+printed nothing for 90 s, then "0/1 jobs" until it ended).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -41,12 +48,14 @@ class Progress:
     """`update(done, detail)` as the work goes; `close()` (or the `with` block's end) when it is over."""
 
     def __init__(self, label: str, total: int, unit: str, *, stream: TextIO | None = None, interval: float = 10.0,
-                 delay: float = 1.0, clock: Clock = time.monotonic, tty: bool | None = None) -> None:
+                 delay: float = 1.0, clock: Clock = time.monotonic, tty: bool | None = None,
+                 heartbeat: float | None = None) -> None:
         self.label, self.total, self.unit = label, total, unit
         self.stream = stream if stream is not None else sys.stderr
-        self.interval, self.clock = interval, clock
+        self.interval, self.delay, self.clock = interval, delay, clock
         self.started = self._last = clock()
         self.done, self.detail, self.lines = 0, "", 0
+        self._lock = threading.Lock()
         is_tty = tty if tty is not None else bool(getattr(self.stream, "isatty", lambda: False)())
         self._bar: Any = None
         if is_tty:
@@ -55,16 +64,48 @@ class Progress:
             sized = _columns(self.stream) > 0  # a terminal of no width (some ptys): tqdm would draw nothing
             self._bar = tqdm(total=total, desc=label, unit=unit, file=self.stream, delay=delay, leave=False,
                              dynamic_ncols=sized, ncols=None if sized else 100, nrows=None if sized else 24)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if heartbeat:
+            self._thread = threading.Thread(target=self._beat, args=(heartbeat,), name="progress", daemon=True)
+            self._thread.start()
+
+    def _beat(self, every: float) -> None:
+        while not self._stop.wait(every):
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Redraw the bar, or print the plain line if one is due (the heartbeat calls it)."""
+        with self._lock:
+            if self._bar is not None:
+                if self.clock() - self.started >= self.delay:
+                    self._bar.refresh()
+                return
+            self._maybe_line()
+
+    def stage(self, text: str) -> None:
+        """What the work is doing now (building the cluster, creating pods, cycle N), shown beside the count."""
+        with self._lock:
+            self.detail = text
+            if self._bar is not None:
+                self._bar.set_postfix_str(text, refresh=False)
 
     def update(self, done: int, detail: str = "") -> None:
-        self.done, self.detail = done, detail
-        if self._bar is not None:
+        with self._lock:
+            self.done = done
             if detail:
-                self._bar.set_postfix_str(detail, refresh=False)
-            self._bar.update(done - self._bar.n)
-            return
+                self.detail = detail
+            if self._bar is not None:
+                if detail:
+                    self._bar.set_postfix_str(detail, refresh=False)
+                self._bar.update(done - self._bar.n)
+                return
+            self._maybe_line()
+
+    def _maybe_line(self) -> None:
         now = self.clock()
-        if now - self._last >= self.interval:
+        due = now - self.started >= self.delay if not self.lines else now - self._last >= self.interval
+        if due:
             self._last = now
             self._line(now)
 
@@ -73,11 +114,14 @@ class Progress:
         elapsed = (self.clock() if now is None else now) - self.started
         rate = self.done / elapsed if elapsed > 0 else 0.0
         parts = [f"{self.done}/{self.total} {self.unit}s" + (f" ({self.done / self.total:.0%})" if self.total else "")]
-        parts.append(f"{rate:.3g} {self.unit}s/s")
+        if self.done:
+            parts.append(f"{rate:.3g} {self.unit}s/s")
         if self.done >= self.total:
             parts.append(f"done in {duration(elapsed)}")
         elif rate > 0:
             parts.append(f"ETA {duration((self.total - self.done) / rate)}")
+        else:
+            parts.append(f"{duration(elapsed)} so far")
         if self.detail:
             parts.append(self.detail)
         return f"{self.label}: " + ", ".join(parts)
@@ -89,11 +133,16 @@ class Progress:
     def close(self, *, final: bool = True) -> None:
         """End the bar; in plain mode, a last line if any line was printed (not after an error: its own line
         follows)."""
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
-        elif self.lines and final:
-            self._line(self.clock())
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        with self._lock:
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
+            elif self.lines and final:
+                self._line(self.clock())
 
     def __enter__(self) -> Progress:
         return self
