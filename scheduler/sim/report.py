@@ -65,7 +65,8 @@ class JobRow:
             "decision": self.decision.to_json() if self.decision is not None else None,
             "room_made": {"time": self.room[0], "action": self.room[1], "pods": self.room[2]} if self.room else None,
             "interrupted": self.interrupted, "bound_at_end": self.bound, "min_available": self.min_available,
-            "said": [{"since": at, "decision": status.to_json(), "message": message(status)} for at, status in self.said],
+            "said": [{"since": at, "decision": status.to_json(), "message": message(status)}
+                     for at, status in self.said],
         }
 
     @property
