@@ -114,6 +114,6 @@ def _write_report(args: argparse.Namespace, reports: list[tuple[str, Replay]]) -
 
     runs = [Labelled(title, r) for title, r in reports]
     written = write(Path(args.report), runs, subtitle=f"cluster {args.cluster}, workload {args.workload}",
-                    confs=[args.conf or "built-in default", *(args.compare or ())])
+                    confs=[args.conf or "built-in default", *(args.compare or ())], command=args.argv)
     print(f"report: {written.page} ({len(written.plots)} plots, {len(written.tables)} CSV files beside it; "
           f"{written.seconds:.1f}s)", file=sys.stderr)
