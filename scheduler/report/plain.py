@@ -49,6 +49,8 @@ def plain(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by design
                     f"{n} of its {tasks} pods found no room.")
         case R.TooFewTasks(valid=valid, needed=needed):
             return f"It has {valid} pods but needs {needed} to run as a gang, so it can never start as written."
+        case R.RoleNotReady(role=role, ready=ready, needed=needed):
+            return f"Its task {role} had {ready} of the {needed} pods it needs ready."
         case R.SchedulingGated(tasks=n, gate=gate):
             return f"{n} of its pods are held by the scheduling gate {gate} until it is removed."
         case R.ResourceShortfall(resource=res, needed=needed, free=free):
@@ -72,7 +74,14 @@ def plain(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by design
 
 
 def plain_status(status: Status) -> str:
-    return " ".join(plain(r) for r in status.reasons) or message(status)
+    """The status's reasons as sentences, each ending with a full stop, repeated ones said once."""
+    said = dict.fromkeys(_sentence(plain(r)) for r in status.reasons)
+    return " ".join(said) or message(status)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if not text or text[-1] in ".!?)" else f"{text}."
 
 
 @dataclass(frozen=True, slots=True)

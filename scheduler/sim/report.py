@@ -54,7 +54,7 @@ class JobRow:
         if self.room is None:
             return said
         at, action, pods = self.room
-        return f"{action} evicted {pods} pods for it at {at:g}s; it waited for them to go" + (
+        return f"{action} evicted {pods} pods for it at {show_time(at)}; it waited for them to go" + (
             f" (before: {said})" if said else "")
 
     def to_json(self) -> dict[str, Any]:
