@@ -164,7 +164,7 @@ h1 { font-size: 20px; margin: 12px 0 4px; } h2 { font-size: 17px; margin: 18px 0
 h3 { font-size: 14px; margin: 10px 0 2px; } .sub, .note, .more { color: #555; font-weight: normal; }
 .note { font-size: 13px; margin: 2px 0 6px; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 0 12px; margin: 0 0 6px; font-size: 13px; }
-dl.meta dt { color: #555; } dl.meta dd { margin: 0; overflow-wrap: anywhere; }
+dl.meta dt { color: #555; } dl.meta dd { margin: 0; overflow-wrap: break-word; }
 dl.meta dd:last-of-type { font-family: ui-monospace, monospace; font-size: 12px; }
 header { border-bottom: 1px solid #ccc; padding-bottom: 4px; }
 ol.jobs { list-style: none; padding: 0; margin: 0; }
