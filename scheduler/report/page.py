@@ -94,8 +94,9 @@ def _totals_table(runs: Sequence[Labelled], swatches: Sequence[str]) -> str:
     ts: list[Totals] = common_window([run.totals for run in runs])
     line("jobs finished", [f"{t.finished}/{t.jobs}" for t in ts])
     line("never started", [str(t.never_started) for t in ts])
-    line("GPUs held (mean)", [f"{t.gpu_held:.1%}" for t in ts])
-    line("GPUs doing work (mean)", [f"{t.gpu_utilisation:.1%}" for t in ts])
+    what = ts[0].what if ts else "GPUs"
+    line(f"{what} held (mean)", [f"{t.gpu_held:.1%}" for t in ts])
+    line(f"{what} doing work (mean)", [f"{t.gpu_utilisation:.1%}" for t in ts])
     line("wait mean", [mean_text(t) for t in ts])
     line("wait p95", [p95_text(t) for t in ts])
     line("cycles with a partly bound gang", [f"{t.partial_gang_cycles} of {t.cycles}" for t in ts])

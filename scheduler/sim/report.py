@@ -153,7 +153,7 @@ class Totals:
     jobs: int
     finished: int
     never_started: int
-    gpu_held: float  # time-weighted mean share of the cluster's GPUs held by pods
+    gpu_held: float  # time-weighted mean share of the cluster's `resource` (its GPUs) held by pods
     gpu_utilisation: float  # ... held by gangs that are running (a pod waiting for its siblings does no work)
     mean_wait: float | None
     p95_wait: float | None
@@ -165,6 +165,11 @@ class Totals:
     # two replays of one workload compare over the same window (a stalled replay keeps holding what it held).
     window: tuple[float, float] = (0.0, 0.0)
     last: tuple[float, float] = (0.0, 0.0)  # (held, doing work) at the last sample
+    resource: str = "nvidia.com/gpu"  # what the shares are of: GPUs, or cpu on a cluster without GPUs
+
+    @property
+    def what(self) -> str:
+        return "GPUs" if self.resource.endswith("gpu") else self.resource
 
     def over(self, until: float) -> Totals:
         start, end = self.window
@@ -186,7 +191,8 @@ def _p95(values: list[float]) -> float | None:
 
 def totals(replay: Replay) -> Totals:
     waits = [r.started - r.item.arrival for r in replay.runs if r.started is not None]
-    samples = replay.utilisation
+    # The shares of the replay's resource (the GPUs; cpu on a cluster without GPUs, where GPU shares are all 0)
+    samples = [(t.time, t.held, t.busy) for t in replay.ticks] if replay.ticks else replay.utilisation
     held = busy = 0.0
     for (t0, h0, b0), (t1, _, _) in zip(samples, samples[1:], strict=False):
         held += h0 * (t1 - t0)
@@ -206,6 +212,7 @@ def totals(replay: Replay) -> Totals:
         stalled=replay.stalled,
         window=(samples[0][0], samples[-1][0]) if samples else (0.0, 0.0),
         last=(samples[-1][1], samples[-1][2]) if samples else (0.0, 0.0),
+        resource=replay.resource if replay.ticks else "nvidia.com/gpu",
     )
 
 
@@ -281,8 +288,8 @@ def render(replay: Replay, title: str) -> str:
     lines.append("")
     never = f"  ({t.never_started} never started)" if t.never_started else ""
     lines.append(f"jobs finished            {t.finished}/{t.jobs}{never}")
-    lines.append(f"GPUs held (mean)         {t.gpu_held:.1%}")
-    lines.append(f"GPUs doing work (mean)   {t.gpu_utilisation:.1%}   (held by gangs that are running)")
+    lines.append(f"{t.what + ' held (mean)':<25}{t.gpu_held:.1%}")
+    lines.append(f"{t.what + ' doing work (mean)':<25}{t.gpu_utilisation:.1%}   (held by gangs that are running)")
     lines.append(f"wait mean / p95          {mean_text(t)} / {p95_text(t)}")
     lines.append(f"cycles with a partly bound gang  {t.partial_gang_cycles} of {t.cycles}")
     stalled = "  (STALLED: remaining jobs can never start)" if t.stalled else ""
@@ -319,8 +326,8 @@ def compare(rows: list[tuple[str, Totals]]) -> str:
     same = common_window([t for _, t in rows])
     lines = [
         ("jobs finished", [f"{t.finished}/{t.jobs}" for t in same]),
-        ("GPUs held (mean)", [pct(t.gpu_held) for t in same]),
-        ("GPUs doing work (mean)", [pct(t.gpu_utilisation) for t in same]),
+        (f"{same[0].what if same else 'GPUs'} held (mean)", [pct(t.gpu_held) for t in same]),
+        (f"{same[0].what if same else 'GPUs'} doing work (mean)", [pct(t.gpu_utilisation) for t in same]),
         ("wait mean", [mean_text(t) for t in same]),
         ("wait p95", [p95_text(t) for t in same]),
         ("cycles with a partly bound gang", [str(t.partial_gang_cycles) for t in same]),
@@ -333,7 +340,7 @@ def compare(rows: list[tuple[str, Totals]]) -> str:
     out += [f"[{i + 1}] {title}" for i, (title, _) in enumerate(rows)]
     if same:
         start, end = same[0].window
-        out.append(f"(GPU shares: means over the same window, {show_time(start)} to {show_time(end)}; a stalled "
-                   "replay keeps holding what it held)")
+        out.append(f"(shares of the {same[0].what}: means over the same window, {show_time(start)} to "
+                   f"{show_time(end)}; a stalled replay keeps holding what it held)")
     out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
     return "\n".join(out)

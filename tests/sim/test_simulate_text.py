@@ -136,3 +136,18 @@ def test_an_empty_workload_is_one_line_and_exit_2(tmp_path: Path, text: str,
     captured = capsys.readouterr()
     assert captured.out == ""
     assert len(captured.err.splitlines()) == 1 and "no jobs to replay" in captured.err
+
+
+def test_a_cluster_without_gpus_reports_its_cpu_shares(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "c.yaml").write_text("nodes:\n- {name: cpu, count: 2, cpu: 8}\n")
+    (tmp_path / "w.yaml").write_text(
+        "jobs:\n- {kind: Job, metadata: {name: etl}, duration: 30, spec: {minAvailable: 2, tasks: [{name: w, "
+        "replicas: 2, template: {spec: {containers: [{name: c, image: x, resources: {requests: {cpu: '6'}}}]}}}]}}\n")
+    outcome = replay(load_cluster(tmp_path / "c.yaml"), load_workload(tmp_path / "w.yaml"), builtin_default_conf())
+    t = totals(outcome)
+    assert t.resource == "cpu" and t.what == "cpu"
+    # 12 of the 16 cores held while the gang runs its 30 s: the share is 0.75 of the running stretch, not 0.
+    running = [tick for tick in outcome.ticks if tick.busy]
+    assert running and {tick.busy for tick in running} == {0.75} and t.gpu_utilisation > 0
+    text = render(outcome, "cpu")
+    assert "cpu held (mean)" in text and "GPUs" not in text
