@@ -337,9 +337,9 @@ def replay(
                 changed |= driver.progress(run, now)
                 changed |= driver.sync(run, now)
         changed |= bool(cluster.start_bound_pods())
-        stage(f"cycle {cycles + 1} at {format_duration(now)} simulated: scheduling")
+        stage(f"cycle {cycles + 1} at {format_duration(now)}: scheduling")
         result = scheduler(cluster.snapshot())
-        stage(f"cycle {cycles + 1} at {format_duration(now)} simulated: binding {len(result.binds)} gangs")
+        stage(f"cycle {cycles + 1} at {format_duration(now)}: binding {len(result.binds)} gangs")
         phases_before = {k: pg.manifest["status"].get("phase") for k, pg in cluster.podgroups.items()}
         cluster.apply(result)
         for status in result.podgroups:
