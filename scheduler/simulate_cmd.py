@@ -92,12 +92,12 @@ def _replay(title: str, spec: ClusterSpec, workload: Workload, args: argparse.Na
             conf: SchedulerConf | None = None, scheduler: Scheduler | None = None) -> Replay:
     """One replay, with a progress bar on a terminal (plain lines every 10 s when stderr is not one): in jobs
     finished, or, when the replay stops at a horizon (a trace's window), in simulated seconds of it."""
-    from scheduler.report.progress import Progress, duration
+    from scheduler.report.progress import Progress, duration, process_age
     from scheduler.sim.replay import replay
 
     by_time = args.horizon is not None
     total, unit = (int(args.horizon), "simulated second") if by_time else (len(workload.items), "job")
-    with Progress(f"simulate {title}", total, unit, heartbeat=1.0) as bar:
+    with Progress(f"simulate {title}", total, unit, heartbeat=1.0, age=process_age()) as bar:
         def tick(now: float, finished: int, jobs: int) -> None:
             if by_time:
                 bar.update(min(total, int(now)), f"{finished}/{jobs} jobs finished")

@@ -7,6 +7,10 @@ if any was printed, with the same numbers:
 
     simulate volcano-py (gang scheduling): 120/381 jobs (31%), 2.4 jobs/s, ETA 1m49s, simulated 3h12m
 
+With `age` (the seconds the process had already run, `process_age()` for a command), `delay` counts from the
+process's start rather than from the bar's: a command that spent a second reading its inputs shows its first line
+as soon as the bar exists (after `SHOWN_AFTER` of its own, so a bar that is over at once stays silent).
+
 A heartbeat thread (every `heartbeat` seconds) redraws the bar and prints the plain lines even while the work
 does not call `update` — a long cluster build or one long scheduling cycle — so the line never sits still for
 longer than that; `stage(text)` says what the work is doing meanwhile (issue 38: a 100,000-replica replay
@@ -25,6 +29,19 @@ from types import TracebackType
 from typing import Any, TextIO
 
 Clock = Callable[[], float]
+SHOWN_AFTER = 0.25  # seconds of its own a bar runs before it shows, when `age` brings its delay forward
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (Linux: /proc), or None where that cannot be read."""
+    try:
+        with open("/proc/self/stat") as f:
+            after_name = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - int(after_name[19]) / os.sysconf("SC_CLK_TCK"))  # field 22: starttime
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def duration(seconds: float) -> str:
@@ -49,11 +66,13 @@ class Progress:
 
     def __init__(self, label: str, total: int, unit: str, *, stream: TextIO | None = None, interval: float = 10.0,
                  delay: float = 1.0, clock: Clock = time.monotonic, tty: bool | None = None,
-                 heartbeat: float | None = None) -> None:
+                 heartbeat: float | None = None, age: float | None = None) -> None:
         self.label, self.total, self.unit = label, total, unit
         self.stream = stream if stream is not None else sys.stderr
         self.interval, self.delay, self.clock = interval, delay, clock
         self.started = self._last = clock()
+        # When the first line is due: `delay` after the bar's start, or after the process's when its age is known
+        self.due = self.started + (delay if age is None else max(min(delay, SHOWN_AFTER), delay - age))
         self.done, self.detail, self.lines = 0, "", 0
         self._lock = threading.Lock()
         is_tty = tty if tty is not None else bool(getattr(self.stream, "isatty", lambda: False)())
@@ -62,7 +81,8 @@ class Progress:
             from tqdm import tqdm
 
             sized = _columns(self.stream) > 0  # a terminal of no width (some ptys): tqdm would draw nothing
-            self._bar = tqdm(total=total, desc=label, unit=unit, file=self.stream, delay=delay, leave=False,
+            self._bar = tqdm(total=total, desc=label, unit=unit, file=self.stream, delay=self.due - self.started,
+                             leave=False,
                              dynamic_ncols=sized, ncols=None if sized else 100, nrows=None if sized else 24)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -71,14 +91,17 @@ class Progress:
             self._thread.start()
 
     def _beat(self, every: float) -> None:
-        while not self._stop.wait(every):
+        while not self._stop.wait(every if self.lines or self._shown() else max(0.01, self.due - self.clock())):
             self.refresh()
+
+    def _shown(self) -> bool:
+        return self._bar is not None and self.clock() >= self.due
 
     def refresh(self) -> None:
         """Redraw the bar, or print the plain line if one is due (the heartbeat calls it)."""
         with self._lock:
             if self._bar is not None:
-                if self.clock() - self.started >= self.delay:
+                if self.clock() >= self.due:
                     self._bar.refresh()
                 return
             self._maybe_line()
@@ -104,7 +127,7 @@ class Progress:
 
     def _maybe_line(self) -> None:
         now = self.clock()
-        due = now - self.started >= self.delay if not self.lines else now - self._last >= self.interval
+        due = now >= self.due if not self.lines else now - self._last >= self.interval
         if due:
             self._last = now
             self._line(now)

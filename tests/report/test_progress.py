@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from scheduler.cycle import builtin_default_conf
 from scheduler.report.progress import Progress, duration
 from scheduler.sim.replay import replay
@@ -132,3 +134,22 @@ def test_a_replay_says_how_far_the_pod_expansion_of_a_wide_job_has_got(tmp_path:
            stage=stages.append)
     creating = [s for s in stages if s.startswith("creating the pods of default/wide")]
     assert creating == [f"creating the pods of default/wide: {n}/2500" for n in (0, 1000, 2000)]
+
+
+def test_a_bar_made_late_in_a_commands_life_shows_soon_after_it_starts() -> None:
+    """The delay counts from the process's start when its age is given: a command that spent 0.9 s reading its
+    inputs shows its first line 0.25 s into the replay, not 1 s (issue 38: progress within the first second)."""
+    from scheduler.report.progress import SHOWN_AFTER, process_age
+
+    clock, out = FakeClock(), io.StringIO()
+    bar = Progress("simulate", 10, "job", stream=out, delay=1.0, clock=clock, tty=False, age=0.9)
+    clock.now = SHOWN_AFTER - 0.01
+    bar.update(1)
+    assert out.getvalue() == ""  # a bar over at once stays silent
+    clock.now = SHOWN_AFTER
+    bar.update(2)
+    assert out.getvalue().startswith("simulate: 2/10 jobs")
+    young = Progress("simulate", 10, "job", stream=io.StringIO(), delay=1.0, clock=clock, tty=False, age=0.2)
+    assert young.due - young.started == pytest.approx(0.8)  # what is left of the command's first second
+    age = process_age()
+    assert age is not None and 0 < age < 24 * 3600  # this test's own process, on Linux
