@@ -427,6 +427,7 @@ def _dispatch(argv: list[str]) -> int:
     if len(argv) > 1 and argv[0] == "bench" and argv[1] in BENCHES:
         return run_bench(argv[1], argv[2:])
     args = parser().parse_args(argv)
+    args.argv = ("volcano-py", *argv)  # the command as given, for what records it (simulate's report header)
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers, not at exit

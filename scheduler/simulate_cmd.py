@@ -92,12 +92,12 @@ def _replay(title: str, spec: ClusterSpec, workload: Workload, args: argparse.Na
             conf: SchedulerConf | None = None, scheduler: Scheduler | None = None) -> Replay:
     """One replay, with a progress bar on a terminal (plain lines every 10 s when stderr is not one): in jobs
     finished, or, when the replay stops at a horizon (a trace's window), in simulated seconds of it."""
-    from scheduler.report.progress import Progress, duration
+    from scheduler.report.progress import Progress, duration, process_age
     from scheduler.sim.replay import replay
 
     by_time = args.horizon is not None
     total, unit = (int(args.horizon), "simulated second") if by_time else (len(workload.items), "job")
-    with Progress(f"simulate {title}", total, unit) as bar:
+    with Progress(f"simulate {title}", total, unit, heartbeat=1.0, age=process_age()) as bar:
         def tick(now: float, finished: int, jobs: int) -> None:
             if by_time:
                 bar.update(min(total, int(now)), f"{finished}/{jobs} jobs finished")
@@ -105,7 +105,7 @@ def _replay(title: str, spec: ClusterSpec, workload: Workload, args: argparse.Na
                 bar.update(finished, f"simulated {duration(now)}")
 
         return replay(spec, workload, conf, scheduler=scheduler, period=args.period, horizon=args.horizon,
-                      progress=tick)
+                      progress=tick, stage=bar.stage)
 
 
 def _write_report(args: argparse.Namespace, reports: list[tuple[str, Replay]]) -> None:
@@ -113,6 +113,7 @@ def _write_report(args: argparse.Namespace, reports: list[tuple[str, Replay]]) -
     from scheduler.report.series import Labelled
 
     runs = [Labelled(title, r) for title, r in reports]
-    written = write(Path(args.report), runs, subtitle=f"cluster {args.cluster}, workload {args.workload}")
+    written = write(Path(args.report), runs, subtitle=f"cluster {args.cluster}, workload {args.workload}",
+                    confs=[args.conf or "built-in default", *(args.compare or ())], command=args.argv)
     print(f"report: {written.page} ({len(written.plots)} plots, {len(written.tables)} CSV files beside it; "
           f"{written.seconds:.1f}s)", file=sys.stderr)

@@ -1,14 +1,21 @@
 """Layer `report`: `simulate --report DIR` — one self-contained HTML page, its PNGs and CSVs.
 
-The page embeds every plot as a `data:` URI, so the one file can be mailed or attached to a ticket. A small
-script marks the page when the browser has decoded every image (`<body data-plots-loaded="true">`, each image's
-`data-natural-width`/`-height`), which is what the rendering test reads back from headless Chromium.
+The page answers "why did my job wait?" first: a header (the confs, volcano-py's version, the date, the command
+line), then each job of each replay on one time axis with the reason of every stretch of its wait
+(`timeline.py`), then the totals (their shares over one window for every replay), the plots and the tables. No
+reason sits in a folded element. The page embeds every plot as a `data:` URI, so the one file can be mailed or
+attached to a ticket. A small script marks the page when the browser has decoded every image
+(`<body data-plots-loaded="true">`, each image's `data-natural-width`/`-height`), which is what the rendering
+test reads back from headless Chromium.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import html
+import shlex
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,9 +23,11 @@ from pathlib import Path
 
 from scheduler.report.plots import Plot, ReportError, colours, draw_all, require
 from scheduler.report.series import Labelled, write_jobs, write_queues, write_ticks
-from scheduler.sim.report import Totals, eviction_rows
+from scheduler.report.timeline import section
+from scheduler.sim.report import Totals, common_window, eviction_rows, mean_text, p95_text, show_time, wait_text
 
 PAGE = "index.html"
+JOB_ROWS = 500  # rows of each replay's jobs table on the page; jobs.csv has every one
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +38,30 @@ class Written:
     seconds: float  # wall time spent on the report (the replays not counted)
 
 
-def write(directory: Path, runs: Sequence[Labelled], *, subtitle: str = "") -> Written:
+@dataclass(frozen=True, slots=True)
+class Header:
+    """What the report was made from: the confs, volcano-py's version, when, and the command line."""
+
+    confs: tuple[str, ...] = ()
+    inputs: str = ""
+    command: tuple[str, ...] = ()
+    version: str = ""
+    date: str = ""
+
+
+def header(confs: Sequence[str] = (), inputs: str = "", command: Sequence[str] | None = None) -> Header:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("volcano-py")
+    except PackageNotFoundError:  # run from a clone without installing
+        ours = "unknown (not installed)"
+    argv = tuple(command) if command is not None else ("volcano-py", *sys.argv[1:])
+    return Header(tuple(confs), inputs, argv, ours, f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
+
+
+def write(directory: Path, runs: Sequence[Labelled], *, subtitle: str = "",
+          confs: Sequence[str] = ("built-in default",), command: Sequence[str] | None = None) -> Written:
     """Write the report of `runs` (one workload's replays, one per conf) into `directory`."""
     require()
     started = time.perf_counter()
@@ -41,7 +73,7 @@ def write(directory: Path, runs: Sequence[Labelled], *, subtitle: str = "") -> W
     tables = (write_jobs(directory / "jobs.csv", runs), write_ticks(directory / "ticks.csv", runs),
               write_queues(directory / "queues.csv", runs))
     page = directory / PAGE
-    page.write_text(render(runs, plots, subtitle=subtitle))
+    page.write_text(render(runs, plots, head=header(confs, subtitle, command)))
     return Written(page, plots, tables, time.perf_counter() - started)
 
 
@@ -49,49 +81,53 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _t(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}s"
-
-
 def _hex(colour: tuple[float, ...]) -> str:
     return "#" + "".join(f"{round(255 * c):02x}" for c in colour[:3])
 
 
-def _totals_table(runs: Sequence[Labelled]) -> str:
+def _totals_table(runs: Sequence[Labelled], swatches: Sequence[str]) -> str:
     rows: list[tuple[str, ...]] = []
 
     def line(label: str, cells: Sequence[str]) -> None:
         rows.append((label, *cells))
 
-    ts: list[Totals] = [run.totals for run in runs]
+    ts: list[Totals] = common_window([run.totals for run in runs])
     line("jobs finished", [f"{t.finished}/{t.jobs}" for t in ts])
     line("never started", [str(t.never_started) for t in ts])
-    line("GPUs held (mean)", [f"{t.gpu_held:.1%}" for t in ts])
-    line("GPUs doing work (mean)", [f"{t.gpu_utilisation:.1%}" for t in ts])
-    line("wait mean", [_t(t.mean_wait) for t in ts])
-    line("wait p95", [_t(t.p95_wait) for t in ts])
+    what = ts[0].what if ts else "GPUs"
+    line(f"{what} held (mean)", [f"{t.gpu_held:.1%}" for t in ts])
+    line(f"{what} doing work (mean)", [f"{t.gpu_utilisation:.1%}" for t in ts])
+    line("wait mean", [mean_text(t) for t in ts])
+    line("wait p95", [p95_text(t) for t in ts])
     line("cycles with a partly bound gang", [f"{t.partial_gang_cycles} of {t.cycles}" for t in ts])
-    line("simulated time", [f"{t.makespan:g}s" + (" (stalled)" if t.stalled else "") for t in ts])
-    head = "".join(f'<th><span class="swatch" style="background:{_hex(c)}"></span>{_e(run.title)}</th>'
-                   for run, c in zip(runs, colours(len(runs)), strict=True))
+    line("simulated time", [show_time(t.makespan) + (" (stalled)" if t.stalled else "") for t in ts])
+    head = "".join(f'<th><span class="swatch" style="background:{c}"></span>{_e(run.title)}</th>'
+                   for run, c in zip(runs, swatches, strict=True))
     body = "".join("<tr>" + f"<th>{_e(r[0])}</th>" + "".join(f"<td>{_e(c)}</td>" for c in r[1:]) + "</tr>"
                    for r in rows)
-    return f'<table class="totals"><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>'
+    start, end = ts[0].window if ts else (0.0, 0.0)
+    note = (f'<p class="note">The shares are means over the same window for every run, {_e(show_time(start))} to '
+            f"{_e(show_time(end))}: a run that stalled keeps holding what it held (it would, for ever).</p>")
+    return (f'<h2>Totals</h2>{note}<table class="totals"><thead><tr><th></th>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
 
 
 def _jobs_table(run: Labelled) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("job", "queue", "arrival", "wait", "start", "end", "pods", "phase",
                                              "reason"))
     body = []
-    for row in run.rows:
+    for row in run.rows[:JOB_ROWS]:
         phase = f"{row.phase} (never started)" if row.never_started else row.phase
         kinds = " ".join(r.kind for r in row.decision.reasons) if row.decision else ""
         body.append(
             f'<tr data-reasons="{_e(kinds)}"><td>{_e(row.name)}</td><td>{_e(row.queue)}</td>'
-            f"<td>{_t(row.arrival)}</td><td>{_t(row.wait)}</td><td>{_t(row.started)}</td><td>{_t(row.ended)}</td>"
-            f"<td>{row.pods}</td><td>{_e(phase)}</td><td>{_e(row.reason or '-')}</td></tr>"
+            f"<td>{show_time(row.arrival)}</td><td>{_e(wait_text(row, run.replay))}</td>"
+            f"<td>{show_time(row.started)}</td><td>{show_time(row.ended)}</td>"
+            f"<td>{_e(row.bound_text)}</td><td>{_e(phase)}</td><td>{_e(row.reason or '-')}</td></tr>"
         )
-    return f'<table class="jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    more = (f'<p class="more">{len(run.rows) - JOB_ROWS} more rows in jobs.csv.</p>'
+            if len(run.rows) > JOB_ROWS else "")
+    return f'<table class="jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{more}'
 
 
 def _evictions_table(run: Labelled) -> str:
@@ -100,7 +136,7 @@ def _evictions_table(run: Labelled) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("time", "job", "tasks", "nodes", "by", "action", "rule",
                                              "gang broken"))
     body = "".join(
-        f'<tr data-broken="{str(e.breaks_gang).lower()}"><td>{_t(e.time)}</td><td>{_e(e.job)}</td>'
+        f'<tr data-broken="{str(e.breaks_gang).lower()}"><td>{show_time(e.time)}</td><td>{_e(e.job)}</td>'
         f"<td>{_e(', '.join(e.tasks))}</td><td>{_e(', '.join(e.nodes))}</td><td>{_e(e.by or '-')}</td>"
         f"<td>{_e(e.action or '-')}</td><td>{_e(e.rule)}</td><td>{'yes' if e.breaks_gang else 'no'}</td></tr>"
         for e in eviction_rows(run.replay))
@@ -114,14 +150,46 @@ def _figure(plot: Plot) -> str:
             f'src="data:image/png;base64,{data}"><figcaption>{_e(plot.caption)}</figcaption></figure>')
 
 
+def _header(h: Header) -> str:
+    rows = [("confs" if len(h.confs) > 1 else "conf", ", ".join(h.confs) or "built-in default"),
+            ("inputs", h.inputs), ("volcano-py", h.version), ("made", h.date),
+            ("command", shlex.join(h.command))]
+    cells = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows if v)
+    return (f'<header id="report-header"><h1>volcano-py simulation report</h1><dl class="meta">{cells}</dl>'
+            "</header>")
+
+
 _STYLE = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 1060px; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; } th, td { padding: 2px 10px; text-align: left; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0 auto; padding: 0 16px; max-width: 1060px; color: #222; }
+h1 { font-size: 20px; margin: 12px 0 4px; } h2 { font-size: 17px; margin: 18px 0 6px; }
+h3 { font-size: 14px; margin: 10px 0 2px; } .sub, .note, .more { color: #555; font-weight: normal; }
+.note { font-size: 13px; margin: 2px 0 6px; }
+dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 0 12px; margin: 0 0 6px; font-size: 13px; }
+dl.meta dt { color: #555; } dl.meta dd { margin: 0; overflow-wrap: break-word; }
+dl.meta dd:last-of-type { font-family: ui-monospace, monospace; font-size: 12px; }
+header { border-bottom: 1px solid #ccc; padding-bottom: 4px; }
+ol.jobs { list-style: none; padding: 0; margin: 0; }
+li.job { padding: 2px 0; border-top: 1px solid #eee; display: grid; grid-template-columns: 40% 60%;
+  align-items: center; }
+li.job .head { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; padding-right: 8px; }
+.story { color: #333; margin-left: 6px; } li.job ul.periods { grid-column: 1 / 3; }
+.bar { position: relative; height: 10px; background: #f2f2f2; }
+.axis-row { display: grid; grid-template-columns: 40% 60%; } .axis-row .axis { grid-column: 2; }
+.seg { position: absolute; top: 0; bottom: 0; } .seg.run { opacity: 0.9; }
+.seg.wait { background: repeating-linear-gradient(135deg, #d9a441 0 3px, #f6e2b8 3px 7px); }
+.axis { position: relative; height: 14px; font-size: 11px; color: #666; margin-top: 2px; }
+.axis span { position: absolute; transform: translateX(-50%); } .axis span:first-child { transform: none; }
+.axis span:last-child:not(:first-child) { transform: translateX(-100%); }
+ul.periods { margin: 0; padding-left: 18px; } li.wait-reason { margin: 1px 0; }
+.when { font-weight: 600; white-space: nowrap; margin-right: 4px; }
+.said { display: block; color: #666; font-size: 12px; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
+table { border-collapse: collapse; margin: 0.5em 0; } th, td { padding: 2px 10px; text-align: left; }
 thead th { border-bottom: 1px solid #999; } tbody tr:nth-child(even) { background: #f4f4f4; }
 table.jobs td:last-child { font-size: 12px; max-width: 480px; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 6px; }
-figure { margin: 2em 0; } img { max-width: 100%; height: auto; border: 1px solid #ddd; }
-figcaption { color: #555; font-size: 13px; } details { margin: 1em 0; }
+figure { margin: 1.5em 0; } img { max-width: 100%; height: auto; border: 1px solid #ddd; }
+figcaption { color: #555; font-size: 13px; }
 """
 
 # Sets what the rendering test reads back: every image decoded, with its natural size.
@@ -139,27 +207,27 @@ window.addEventListener("load", function () {
 """
 
 
-def render(runs: Sequence[Labelled], plots: Sequence[Plot], *, subtitle: str = "") -> str:
-    jobs = "".join(f"<details{' open' if len(runs) == 1 else ''}><summary>jobs: {_e(run.title)}</summary>"
-                   f"{_jobs_table(run)}</details>" for run in runs)
+def render(runs: Sequence[Labelled], plots: Sequence[Plot], *, head: Header | None = None) -> str:
+    swatches = [_hex(c) for c in colours(len(runs))]
+    jobs = "".join(f"<h3>jobs: {_e(run.title)}</h3>{_jobs_table(run)}" for run in runs)
     evicting = [run for run in runs if run.replay.cluster.eviction_log]
-    evictions = "".join(f"<details open><summary>evictions: {_e(run.title)}</summary>{_evictions_table(run)}"
-                        "</details>" for run in evicting)
+    evictions = "".join(f"<h3>evictions: {_e(run.title)}</h3>{_evictions_table(run)}" for run in evicting)
     if evictions:
         evictions = ("<h2>Evictions</h2><p>Which job lost which tasks, to whom, under which action and rule, and "
                      f"whether its gang was broken.</p>{evictions}")
     tables = ", ".join(f'<a href="{name}">{name}</a>' for name in ("jobs.csv", "ticks.csv", "queues.csv"))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>volcano-py simulation report</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <style>{_STYLE}</style></head>
 <body data-plots-loaded="pending">
-<h1>volcano-py simulation report</h1>
-<p>{_e(subtitle)}</p>
-{_totals_table(runs)}
+{_header(head or header())}
+{section(runs, swatches)}
+{_totals_table(runs, swatches)}
 {"".join(_figure(p) for p in plots)}
 <h2>Jobs</h2>
-<p>The reason is the scheduler's last word on a job while it waited. The same rows, and the series behind the
-plots, are in {tables} beside this page.</p>
+<p>The reason is the scheduler's last word on a job before it first ran, in its own wording. The same rows, and
+the series behind the plots, are in {tables} beside this page.</p>
 {jobs}
 {evictions}
 <script>{_SCRIPT}</script>

@@ -83,9 +83,15 @@ def _what(runs: Sequence[Labelled]) -> str:
     return "GPUs" if runs and runs[0].replay.resource.endswith("gpu") else "cpu"
 
 
-def _legend(ax: Axes, **kwargs: Any) -> None:
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small", **kwargs)
+def _legend(fig: Figure) -> None:
+    """One legend for the figure, below its plots: never over the data (issue 38: it hid the curves)."""
+    seen: dict[str, Any] = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, handle)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=min(2, len(seen)),
+                   fontsize="small", frameon=False)
 
 
 def utilisation(runs: Sequence[Labelled], path: Path) -> Plot:
@@ -103,8 +109,9 @@ def utilisation(runs: Sequence[Labelled], path: Path) -> Plot:
     what = _what(runs)
     ax.set(xlabel=f"simulated time ({unit})", ylabel=f"% of the cluster's {what}", ylim=(0, 105),
            title=f"{what} allocated (solid) and doing work in running gangs (dashed)")
+    ax.set_xlim(0, end_time(runs) / scale)
     ax.grid(alpha=0.3)
-    _legend(ax, loc="lower right")
+    _legend(fig)
     return Plot(f"{what} allocated and doing work",
                 f"Share of the cluster's {what} held by bound pods (solid) and by gangs whose whole minimum "
                 "runs (dashed): the gap is held by pods waiting for their siblings. A replay that stalled (no job "
@@ -120,9 +127,11 @@ def _ticks(run: Labelled, end: float) -> list[Tick]:
 
 
 def _grid(fig: Figure, n: int) -> list[Axes]:
+    """One panel per queue, all on the same axes (shared x and y), so queues compare at a glance."""
     cols = 1 if n == 1 else 2
     rows = -(-n // cols)
-    return [fig.add_subplot(rows, cols, i + 1) for i in range(n)]
+    first = fig.add_subplot(rows, cols, 1)
+    return [first, *(fig.add_subplot(rows, cols, i + 1, sharex=first, sharey=first) for i in range(1, n))]
 
 
 def queue_shares(runs: Sequence[Labelled], path: Path) -> Plot:
@@ -144,10 +153,10 @@ def queue_shares(runs: Sequence[Labelled], path: Path) -> Plot:
                         label=f"{run.title}: deserved")
             ax.step(times, held, where="post", color=colour, label=f"{run.title}: held")
         ax.set_title(f"queue {queue}", fontsize="medium")
-        ax.set(ylim=(0, 105), xlabel=f"simulated time ({unit})", ylabel="% of cluster")
+        ax.set(ylim=(0, 105), xlim=(0, end_time(runs) / scale), xlabel=f"simulated time ({unit})",
+               ylabel="% of cluster")
         ax.grid(alpha=0.3)
-    handles, labels = fig.axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(2, len(labels)), fontsize="small")
+    _legend(fig)
     what = _what(runs)
     return Plot(f"Per-queue share of {what}",
                 f"Each queue's share of the cluster's {what} (solid) against its deserved share (dotted; proportion "
@@ -171,9 +180,10 @@ def waits(runs: Sequence[Labelled], path: Path) -> Plot:
             ax.step([0.0, *values, right], [0.0, *steps, steps[-1] if steps else 0.0], where="post", color=colour,
                     label=f"{run.title} ({len(values)}/{jobs} started)")
         ax.set_title(f"queue {queue}", fontsize="medium")
-        ax.set(ylim=(0, 105), xlabel=f"wait ({unit})", ylabel="% of the queue's jobs")
+        ax.set(ylim=(0, 105), xlim=(0, max(longest, 1.0) / scale * 1.02), xlabel=f"wait ({unit})",
+               ylabel="% of the queue's jobs")
         ax.grid(alpha=0.3)
-        _legend(ax, loc="lower right")
+    _legend(fig)
     return Plot("Wait time per queue",
                 "Share of each queue's jobs that had started within a given wait (from arrival to the whole "
                 "minimum running); a curve that stays below 100% has jobs that never started.", _save(fig, path))
@@ -200,8 +210,9 @@ def gantt(runs: Sequence[Labelled], path: Path) -> Plot:
         ax.set_yticks(range(len(names)), names, fontsize="small")
     else:
         ax.set_ylabel(f"{len(names)} jobs, in arrival order")
+    ax.set_xlim(0, end_time(runs) / scale)
     ax.grid(axis="x", alpha=0.3)
-    _legend(ax, loc="lower right")
+    _legend(fig)
     return Plot("Gangs over time",
                 "Each job's wait (pale, from arrival until its whole minimum runs; to the right edge if it never "
                 "started) and run (solid).", _save(fig, path))

@@ -30,6 +30,7 @@ from scheduler.api.decision import Status
 from scheduler.api.resources import CPU, GPU
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cycle import run_cycle
+from scheduler.durations import format_duration
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
 from scheduler.jobs.expand import normalize_job, podgroup_for
@@ -58,6 +59,21 @@ class JobRun:
     ended: float | None = None
     phase: str = "Waiting"
     decision: Status | None = None  # the last Status the scheduler published while the job waited
+    # Every change of what the scheduler said while the job was not running whole: (since, Status). A new entry
+    # when the reasons' kinds change; the same kinds with new numbers update the last entry in place.
+    said: list[tuple[float, Status]] = field(default_factory=list)
+    bound: int = 0  # pods holding a node at the replay's end (not finished, not gone)
+
+    def hear(self, now: float, status: Status) -> None:
+        """What the scheduler said of the job this cycle, while it waited (before it first ran, or again after its
+        gang was broken: `decision` keeps the word before it first ran)."""
+        if self.started is None:
+            self.decision = status
+        kinds = [r.kind for r in status.reasons]
+        if self.said and [r.kind for r in self.said[-1][1].reasons] == kinds:
+            self.said[-1] = (self.said[-1][0], status)
+        else:
+            self.said.append((now, status))
 
     @property
     def queue(self) -> str:
@@ -87,11 +103,22 @@ class Replay:
     resource: str = GPU  # what the shares are of: GPUs, or cpu on a cluster without GPUs
 
 
-def build_cluster(spec: ClusterSpec, workload: Workload) -> InMemoryCluster:
+Stage = Callable[[str], None]  # what the replay is doing now, for the progress line (cluster build, pods, cycle N)
+STAGE_EVERY = 1000  # nodes added, or pods created, between two stage calls
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def build_cluster(spec: ClusterSpec, workload: Workload, stage: Stage = _quiet) -> InMemoryCluster:
     cluster = InMemoryCluster(graceful=True)
     for name, value in spec.priority_classes.items():
         cluster.add_priority_class(name, value)
-    for node in spec.nodes:
+    nodes = len(spec.nodes)
+    for i, node in enumerate(spec.nodes):
+        if not i % STAGE_EVERY:
+            stage(f"building the cluster: {i}/{nodes} nodes")
         cluster.add_node(node)
     for hypernode in spec.hypernodes:
         cluster.add_hypernode(hypernode)
@@ -130,8 +157,9 @@ def _run_for(item: WorkItem) -> JobRun:
 class JobDriver:
     """The job controller and kubelets of the simulated cluster."""
 
-    def __init__(self, cluster: InMemoryCluster) -> None:
+    def __init__(self, cluster: InMemoryCluster, stage: Stage = _quiet) -> None:
         self.cluster = cluster
+        self.stage = stage
 
     def submit(self, run: JobRun) -> None:
         manifest = run.item.manifest
@@ -161,9 +189,13 @@ class JobDriver:
         changed = False
         existing = {p.task.name for p in pods}
         wanted = set(decision.pods_to_create())
+        created = 0
         for pod in desired_pods(job, pg_phase, existing):
             if pod["metadata"]["name"] in wanted:
-                self.cluster.add_pod(pod)
+                if not created % STAGE_EVERY and len(wanted) > STAGE_EVERY:
+                    self.stage(f"creating the pods of {run.key}: {created}/{len(wanted)}")
+                self.cluster.add_pod(pod, owned=True)  # made just now by desired_pods, for the cluster alone
+                created += 1
                 changed = True
         for name in decision.pods_to_delete():
             self.cluster.delete_pod(f"{run.key.split('/')[0]}/{name}")
@@ -256,15 +288,17 @@ def replay(
     horizon: float | None = None,
     partial_gangs: PartialGangPolicy | None = None,
     progress: Callable[[float, int, int], None] | None = None,
+    stage: Stage = _quiet,
 ) -> Replay:
     """Replay `workload`; `scheduler` defaults to volcano-py's cycle with `conf`, followed by `partial_gangs`
     (the scheduler's default timeout unless given) as the scheduler's loop runs it. `progress(now, finished, jobs)`
-    is called after every cycle."""
-    cluster = build_cluster(spec, workload)
+    is called after every cycle; `stage(text)` as the replay goes from one step to the next (the cluster build,
+    the pods a job controller creates, each cycle), so a long step says what it is."""
+    cluster = build_cluster(spec, workload, stage)
     if scheduler is None:
         assert conf is not None
         scheduler = volcano_py(cluster, conf, partial_gangs or PartialGangPolicy())
-    driver = JobDriver(cluster)
+    driver = JobDriver(cluster, stage)
     runs = sorted((_run_for(i) for i in workload.items), key=lambda r: (r.item.arrival, r.key))
     controllers = controllers_of(workload)
     last_arrival = max([r.item.arrival for r in runs] + [c.horizon() for c in controllers], default=0.0)
@@ -303,13 +337,15 @@ def replay(
                 changed |= driver.progress(run, now)
                 changed |= driver.sync(run, now)
         changed |= bool(cluster.start_bound_pods())
+        stage(f"cycle {cycles + 1} at {format_duration(now)}: scheduling")
         result = scheduler(cluster.snapshot())
+        stage(f"cycle {cycles + 1} at {format_duration(now)}: binding {len(result.binds)} gangs")
         phases_before = {k: pg.manifest["status"].get("phase") for k, pg in cluster.podgroups.items()}
         cluster.apply(result)
         for status in result.podgroups:
             waiting = by_key.get(status.job)
-            if waiting is not None and status.decision is not None and waiting.started is None:
-                waiting.decision = status.decision
+            if waiting is not None and status.decision is not None and waiting.running_since is None:
+                waiting.hear(now, status.decision)
         cycles += 1
         partial += bool(cluster.partially_bound_gangs())
         changed |= bool(result.binds or result.evictions) or any(
@@ -346,4 +382,7 @@ def replay(
         if now > limit:
             stalled = any(r.started is None for r in runs)
             break
+    for run in runs:
+        run.bound = sum(1 for p in cluster.pods_of(run.key) if p.gone_at is None and p.manifest["spec"].get(
+            "nodeName") and p.manifest["status"]["phase"] in ("Pending", "Running"))
     return Replay(cluster, runs, utilisation, partial, cycles, now, stalled, ticks, resource)

@@ -22,10 +22,10 @@ or value is an error (`InputError`, naming the field); a field the schema does n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -38,6 +38,8 @@ from scheduler.sim.cluster import pdb_problem
 from scheduler.sim.errors import InputError
 from scheduler.sim.items import Controlled, WorkItem
 from scheduler.sim.objects import node_object
+
+T = TypeVar("T")
 
 JOB_API = "batch.volcano.sh/v1alpha1"
 SCHED_API = "scheduling.volcano.sh/v1beta1"
@@ -91,6 +93,16 @@ def _number(value: Any, source: str, where: str, *, minimum: float = 0.0) -> flo
 # ---- cluster ---------------------------------------------------------------------------------------------
 
 
+def _first_repeat(names: Sequence[T]) -> T | None:
+    """The first name seen twice, in one pass (`names.count` per name took 2 s on 10,000 nodes)."""
+    seen: set[T] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def load_cluster(path: str | Path) -> ClusterSpec:
     source = str(path)
     docs = _read_yaml(path, stream=False)
@@ -108,7 +120,7 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     for i, raw in enumerate(raw_nodes):
         nodes.extend(_node_pool(_mapping(raw, source, f"nodes[{i}]", "a node"), source, f"nodes[{i}]"))
     names = [n["metadata"]["name"] for n in nodes]
-    duplicate = next((n for n in names if names.count(n) > 1), None)
+    duplicate = _first_repeat(names)
     if duplicate:
         raise InputError(source, "nodes", f"node name {duplicate!r} is used twice")
     warnings: list[str] = []
@@ -259,7 +271,13 @@ def load_workload(path: str | Path) -> Workload:
         prefix = "jobs"
     else:
         raw_items, prefix = docs, "document"
-    return workload_from_docs(source, raw_items, prefix)
+    workload = workload_from_docs(source, raw_items, prefix)
+    if not workload.items and not workload.controlled:
+        # An error, not a quiet exit 0: in CI an empty workload is a generator's or a path's mistake, and a replay
+        # of nothing would pass every check made on its output.
+        raise InputError(source, "", "no jobs to replay: the workload holds no Volcano Job, PodGroup, Deployment, "
+                         "StatefulSet, CronJob or JobFlow (a list under `jobs:`, or one manifest per document)")
+    return workload
 
 
 def _expanded(source: str, raw_items: list[Any], prefix: str, warnings: list[str],
@@ -333,7 +351,7 @@ def _check_controlled(controlled: list[tuple[str, Controlled]], source: str, war
             warnings.extend(f"{source}: {label}: {p.message()}" for p in flow.spec_problems(item.manifest)
                             if p.kind == flow.ProblemKind.IGNORED_FIELD)
     names = [(c.kind, c.manifest["metadata"]["namespace"], c.name) for _, c in controlled]
-    duplicate = next((n for n in names if names.count(n) > 1), None)
+    duplicate = _first_repeat(names)
     if duplicate:
         raise InputError(source, "", f"{duplicate[0]} {duplicate[1]}/{duplicate[2]} appears twice")
 
@@ -366,7 +384,7 @@ def workload_from_docs(source: str, raw_items: list[Any], prefix: str = "documen
         items.append(WorkItem(doc, arrival, duration))
     _check_controlled(controlled, source, warnings)
     names = [(i.kind, i.manifest["metadata"]["namespace"], i.name) for i in items]
-    duplicate = next((n for n in names if names.count(n) > 1), None)
+    duplicate = _first_repeat(names)
     if duplicate:
         raise InputError(source, "", f"{duplicate[0]} {duplicate[1]}/{duplicate[2]} appears twice")
     return Workload(tuple(items), tuple(queues), tuple(warnings), tuple(c for _, c in controlled))

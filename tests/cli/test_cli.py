@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from scheduler.cli import main
+from scheduler.durations import parse_go_duration
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
 GOOD_CLUSTER = "nodes:\n- {name: n, gpu: 8}\n"
@@ -114,7 +115,8 @@ def test_simulate_compares_two_confs_side_by_side(tmp_path: Path, capsys: pytest
     partial = next(line for line in table if line.startswith("cycles with a partly bound gang")).split()
     wait = next(line for line in table if line.startswith("wait mean")).split()
     assert partial[-2] == "0" and int(partial[-1]) > 0
-    assert float(wait[-2].rstrip("s")) < float(wait[-1].rstrip("s"))  # gangs held GPUs while waiting for siblings
+    # gangs held GPUs while waiting for siblings (waits print in the duration grammar: `3m24s`)
+    assert parse_go_duration(wait[-2]) < parse_go_duration(wait[-1])
 
     assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
