@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -73,71 +73,76 @@ def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
     settings.execution.max_workers = workers
 
 
+def _body(event: kopf.RawEvent) -> dict[str, Any]:
+    """The object of a watch event, as the controllers read it (a plain dict decoded from JSON)."""
+    return cast(dict[str, Any], event["object"])
+
+
 def registry_for(controllers: Controllers, connection: Callable[[], kopf.ConnectionInfo]) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
-    @kopf.on.login(registry=registry)  # type: ignore[misc, arg-type]
+    @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
         # Read again at each login: kopf logs in again when the apiserver answers 401, and by then a rotated
         # token has been read into the client's configuration (cache/client.py).
         return connection()
 
-    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
-    def job_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.jobs.on_job(event.get("type"), event["object"])
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)
+    def job_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.jobs.on_job(event.get("type"), _body(event))
 
     # A second handler on Jobs, so that one controller's failure never keeps the event from the other.
-    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
-    def cronjob_job_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.cronjobs.on_job(event.get("type"), event["object"])
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)
+    def cronjob_job_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.cronjobs.on_job(event.get("type"), _body(event))
 
-    @kopf.on.event("batch.volcano.sh", "v1alpha1", "cronjobs", registry=registry)  # type: ignore[misc, arg-type]
-    def cronjob_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.cronjobs.on_cronjob(event.get("type"), event["object"])
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "cronjobs", registry=registry)
+    def cronjob_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.cronjobs.on_cronjob(event.get("type"), _body(event))
 
-    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.PRESENT}, registry=registry)  # type: ignore[misc, arg-type]
-    def pod_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.jobs.on_pod(event.get("type"), event["object"])
+    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.PRESENT}, registry=registry)
+    def pod_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.jobs.on_pod(event.get("type"), _body(event))
 
-    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.ABSENT}, registry=registry)  # type: ignore[misc, arg-type]
-    def plain_pod_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.podgroups.on_pod(event.get("type"), event["object"])
+    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.ABSENT}, registry=registry)
+    def plain_pod_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.podgroups.on_pod(event.get("type"), _body(event))
 
     # A plain pods' PodGroup follows its workload (Volcano's pg controller watches these two too).
-    @kopf.on.event("apps", "v1", "replicasets", registry=registry)  # type: ignore[misc, arg-type]
-    def replicaset_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.podgroups.on_workload(event.get("type"), event["object"])
+    @kopf.on.event("apps", "v1", "replicasets", registry=registry)
+    def replicaset_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.podgroups.on_workload(event.get("type"), _body(event))
 
-    @kopf.on.event("apps", "v1", "statefulsets", registry=registry)  # type: ignore[misc, arg-type]
-    def statefulset_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.podgroups.on_workload(event.get("type"), event["object"], statefulset=True)
+    @kopf.on.event("apps", "v1", "statefulsets", registry=registry)
+    def statefulset_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.podgroups.on_workload(event.get("type"), _body(event), statefulset=True)
 
-    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)  # type: ignore[misc, arg-type]
-    def podgroup_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.podgroups.on_podgroup(event.get("type"), event["object"])
-        controllers.queues.on_podgroup(event.get("type"), event["object"])
-        controllers.jobs.on_podgroup(event.get("type"), event["object"])
+    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)
+    def podgroup_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.podgroups.on_podgroup(event.get("type"), _body(event))
+        controllers.queues.on_podgroup(event.get("type"), _body(event))
+        controllers.jobs.on_podgroup(event.get("type"), _body(event))
 
-    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "queues", registry=registry)  # type: ignore[misc, arg-type]
-    def queue_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.queues.on_queue(event.get("type"), event["object"])
+    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "queues", registry=registry)
+    def queue_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.queues.on_queue(event.get("type"), _body(event))
 
-    @kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)  # type: ignore[misc, arg-type]
-    def command_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.commands.on_command(event.get("type"), event["object"])
+    @kopf.on.event("bus.volcano.sh", "v1alpha1", "commands", registry=registry)
+    def command_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.commands.on_command(event.get("type"), _body(event))
 
     # The JobFlow controller's own handler on Jobs: a failure of one controller never keeps the event from the other.
-    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)  # type: ignore[misc, arg-type]
-    def jobflow_job_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.flows.on_job(event.get("type"), event["object"])
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)
+    def jobflow_job_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.flows.on_job(event.get("type"), _body(event))
 
-    @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobflows", registry=registry)  # type: ignore[misc, arg-type]
-    def jobflow_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.flows.on_jobflow(event.get("type"), event["object"])
+    @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobflows", registry=registry)
+    def jobflow_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.flows.on_jobflow(event.get("type"), _body(event))
 
-    @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobtemplates", registry=registry)  # type: ignore[misc, arg-type]
-    def jobtemplate_event(event: dict[str, Any], **_: Any) -> None:
-        controllers.flows.on_jobtemplate(event.get("type"), event["object"])
+    @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobtemplates", registry=registry)
+    def jobtemplate_event(event: kopf.RawEvent, **_: Any) -> None:
+        controllers.flows.on_jobtemplate(event.get("type"), _body(event))
 
     return registry
 

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scheduler.report.plots import Plot, ReportError, colours, draw_all, require
+from scheduler.report.errors import ReportError
+from scheduler.report.plots import Plot, colours, draw_all, require
 from scheduler.report.series import Labelled, write_jobs, write_queues, write_ticks
 from scheduler.report.timeline import section
 from scheduler.sim.report import Totals, common_window, eviction_rows, mean_text, p95_text, show_time, wait_text

@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 from scheduler.api.timestamps import rfc3339
 from scheduler.jobs import cron, flow
-from scheduler.sim.workload import Controlled, WorkItem, Workload
+from scheduler.sim.items import Controlled, WorkItem
+from scheduler.sim.workload import Workload
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # the simulated clock's 0, as in workload_kinds
 DELETED = "Deleted"  # the phase the replay gives a run a controller deleted while it was not finished

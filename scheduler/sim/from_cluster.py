@@ -32,7 +32,8 @@ from typing import Any
 import yaml
 
 from scheduler.api.timestamps import parse_datetime
-from scheduler.sim.workload import JOB_API, ClusterSpec, InputError, Workload, workload_from_docs
+from scheduler.sim.errors import InputError
+from scheduler.sim.workload import JOB_API, ClusterSpec, Workload, workload_from_docs
 
 DEFAULT_DURATION = 3600.0
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scheduler.sim.errors import InputError
+from scheduler.sim.items import WorkItem
 from scheduler.sim.objects import node_object
-from scheduler.sim.workload import JOB_API, ClusterSpec, InputError, WorkItem, Workload
+from scheduler.sim.workload import JOB_API, ClusterSpec, Workload
 
 DAY = 86400.0
 MODEL_LABEL = "nvidia.com/gpu.product"  # the label NVIDIA's GPU feature discovery sets

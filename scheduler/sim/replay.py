@@ -39,7 +39,8 @@ from scheduler.jobs.policies import pod_event
 from scheduler.jobs.state import FINISHED, JobEvent, JobStatus, pod_view
 from scheduler.sim.cluster import InMemoryCluster, SimPod
 from scheduler.sim.controllers import DELETED, controllers_of
-from scheduler.sim.workload import ClusterSpec, WorkItem, Workload
+from scheduler.sim.items import WorkItem
+from scheduler.sim.workload import ClusterSpec, Workload
 
 Scheduler = Callable[[ClusterSnapshot], CycleResult]
 
