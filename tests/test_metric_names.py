@@ -10,6 +10,7 @@ call of each controller metric; Volcano's families are read from the snapshot's 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 from test_alerts import alert_rules, dashboard_exprs, grafana_to_promql, selected_metrics
@@ -109,3 +110,9 @@ def test_the_alerts_and_the_dashboard_use_no_deprecated_name() -> None:
     used |= {bare(n) for expr in dashboard_exprs() for n in selected_metrics(grafana_to_promql(expr))}
     assert used & DEPRECATED_NAMES.keys() == set()
     assert {"volcano_py_queue_oldest_pending_podgroup_seconds", "volcano_py_queue_allocated_gpu"} <= used
+
+
+def test_docs_metrics_lists_every_renamed_family() -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "metrics.md").read_text()
+    rows = set(re.findall(r"^\| `(volcano_\w+)` \| `(volcano_py_\w+)` \|$", text, flags=re.MULTILINE))
+    assert rows == set(DEPRECATED_NAMES.items())

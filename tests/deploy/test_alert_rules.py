@@ -115,3 +115,9 @@ def test_the_conf_and_controllers_alerts_are_there() -> None:
     exprs = {r["alert"]: r["expr"] for g in prometheus_rule()["spec"]["groups"] for r in g["rules"]}
     assert "volcano_py_scheduler_conf_stale" in exprs["VolcanoPySchedulerConfRejected"]
     assert 'job=~".*volcano-py-controllers.*"' in exprs["VolcanoPyControllersDown"]
+
+
+def test_docs_metrics_lists_every_alert_with_its_runbook_link() -> None:
+    text = (ROOT / "docs" / "metrics.md").read_text()
+    links = dict(re.findall(r"^\| \[(\w+)\]\(runbooks\.md#([\w-]+)\) \|", text, flags=re.MULTILINE))
+    assert links == {name: github_anchor(name) for name in alert_names()}
