@@ -1,7 +1,9 @@
-"""The alert rules and the Grafana dashboard are valid PromQL over metrics the scheduler exports.
+"""The alert rules and the Grafana dashboard are valid PromQL over metrics the scheduler and the controllers export,
+and the dashboard has a panel on every family of the controllers.
 
 No Prometheus runs here, so each expression is parsed (promql-parser, a port of Prometheus's own grammar) and
-every metric it selects must be a name in the exposition text of `SchedulerMetrics` (a family's name, with a
+every metric it selects must be a name in the exposition text of `SchedulerMetrics` and `ControllerMetrics`
+(a family's name, with a
 histogram's suffixes), or Prometheus's own `up`. A renamed metric or a typo in a rule fails here rather than as
 an alert that never fires.
 """
@@ -17,7 +19,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from scheduler.metrics import SchedulerMetrics, exposition
+from scheduler.metrics import ControllerMetrics, SchedulerMetrics, exposition
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMETHEUS_OWN = {"up"}
@@ -29,6 +31,7 @@ def exported() -> set[str]:
     with a histogram's suffixes, whether or not the family has series yet."""
     registry = CollectorRegistry()
     SchedulerMetrics(registry)
+    ControllerMetrics(registry)
     names: set[str] = set()
     for line in exposition(registry).decode().splitlines():
         if line.startswith("# TYPE "):
@@ -97,3 +100,12 @@ def test_a_misspelt_metric_or_broken_expression_is_caught() -> None:
     with pytest.raises(ValueError):
         promql_parser.parse("sum by (le (rate(x[5m]))")
 
+
+
+def test_every_controllers_family_has_a_dashboard_panel() -> None:
+    registry = CollectorRegistry()
+    declared = ControllerMetrics(registry).declared
+    used = {name for expr in dashboard_exprs() for name in selected_metrics(grafana_to_promql(expr))}
+    missing = sorted(f for f, (kind, _) in declared.items()
+                     if not ({f} | {f + s for s in SUFFIXES.get(kind, ())}) & used)
+    assert missing == []

@@ -71,14 +71,14 @@ def test_registry_has_volcano_names_and_values(gpu_cluster):
     assert value(registry, "volcano_schedule_attempts_total", result="unschedulable") == 1
     assert value(registry, "volcano_schedule_attempts_total", result="error") == 0
     assert value(registry, "volcano_unschedule_job_count") == 1
-    assert value(registry, "volcano_queue_allocated_gpu", queue_name="team-a") == 8
-    assert value(registry, "volcano_queue_pending_gpu", queue_name="team-b") == 8
-    assert value(registry, "volcano_queue_pending_gpu", queue_name="team-a") == 0
+    assert value(registry, "volcano_py_queue_allocated_gpu", queue_name="team-a") == 8
+    assert value(registry, "volcano_py_queue_pending_gpu", queue_name="team-b") == 8
+    assert value(registry, "volcano_py_queue_pending_gpu", queue_name="team-a") == 0
     assert value(registry, "volcano_queue_allocated_scalar_resources", queue_name="team-a", resource=GPU) == 8000
     assert value(registry, "volcano_queue_allocated_scalar_resources", queue_name="team-b", resource=GPU) == 0
     assert value(registry, "volcano_queue_allocated_milli_cpu", queue_name="team-a") == 8000
     assert value(registry, "volcano_queue_capacity_scalar_resources", queue_name="team-a", resource=GPU) == 16000
-    assert value(registry, "volcano_job_status_count", status="Inqueue") is not None
+    assert value(registry, "volcano_py_job_status_count", status="Inqueue") is not None
     assert value(registry, "volcano_pod_preemption_victims") == 0
 
 
@@ -106,9 +106,9 @@ def test_a_gang_started_after_waiting_observes_its_pending_duration():
     assert sample.pending_durations == (120.0,)
     registry = CollectorRegistry()
     SchedulerMetrics(registry).record(sample)
-    assert value(registry, "volcano_podgroup_pending_duration_seconds_count") == 1
-    assert value(registry, "volcano_podgroup_pending_duration_seconds_bucket", le="120.0") == 1
-    assert value(registry, "volcano_podgroup_pending_duration_seconds_bucket", le="60.0") == 0
+    assert value(registry, "volcano_py_podgroup_pending_duration_seconds_count") == 1
+    assert value(registry, "volcano_py_podgroup_pending_duration_seconds_bucket", le="120.0") == 1
+    assert value(registry, "volcano_py_podgroup_pending_duration_seconds_bucket", le="60.0") == 0
 
 
 def test_evictions_set_the_victims_gauge_and_errors_count():
@@ -132,7 +132,7 @@ def test_evictions_set_the_victims_gauge_and_errors_count():
     assert value(registry, "volcano_schedule_attempts_total", result="scheduled") == 1
     assert value(registry, "volcano_schedule_attempts_total", result="error") == 1
     assert value(registry, "volcano_action_scheduling_latency_milliseconds_sum", action="allocate") == 2.0
-    assert value(registry, "volcano_queue_allocated_gpu", queue_name="q") == 1.5
+    assert value(registry, "volcano_py_queue_allocated_gpu", queue_name="q") == 1.5
     assert value(registry, "volcano_queue_allocated_milli_cpu", queue_name="q") == 500
 
 
@@ -144,8 +144,8 @@ def test_a_deleted_queue_and_a_released_resource_lose_their_series():
     assert value(registry, "volcano_queue_allocated_scalar_resources", queue_name="gone", resource=foo) == 2000
     m.record(sample_cycle(CycleResult(queues=[QueueStatus("kept", Resource())]), 0.0))
     assert value(registry, "volcano_queue_allocated_scalar_resources", queue_name="gone", resource=foo) is None
-    assert value(registry, "volcano_queue_allocated_gpu", queue_name="gone") is None
-    assert value(registry, "volcano_queue_allocated_gpu", queue_name="kept") == 0
+    assert value(registry, "volcano_py_queue_allocated_gpu", queue_name="gone") is None
+    assert value(registry, "volcano_py_queue_allocated_gpu", queue_name="kept") == 0
 
 
 def test_labels_never_name_a_pod_and_name_a_job_only_in_volcanos_per_job_families(gpu_cluster):

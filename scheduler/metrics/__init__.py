@@ -7,9 +7,11 @@ resource arithmetic.
 Every family Volcano's scheduler exports (`pkg/scheduler/metrics/*.go`) is here with Volcano's name, type,
 labels and buckets, so Volcano's dashboards carry over (tests/test_volcano_metrics.py checks against the
 source): latencies in milliseconds, cpu in millicores, memory in bytes, and scalar resources (GPUs, ...) in
-milli-units as Volcano's `ScalarResources` hold them (8 GPUs = 8000). What Volcano lacks is added in seconds
-(`volcano_podgroup_pending_duration_seconds`) or whole units (`volcano_queue_allocated_gpu`,
-`volcano_queue_pending_gpu`, the names users search for). Labels are bounded (queue, action, plugin, resource,
+milli-units as Volcano's `ScalarResources` hold them (8 GPUs = 8000). What Volcano lacks is volcano-py's own,
+named `volcano_py_...` (a `volcano_` name is always Volcano's family), in seconds
+(`volcano_py_podgroup_pending_duration_seconds`) or whole units (`volcano_py_queue_allocated_gpu`,
+`volcano_py_queue_pending_gpu`); five of them keep their old `volcano_` names for one release, deprecated
+(`deprecated.py`). Labels are bounded (queue, action, plugin, resource,
 result, status, stage) except in Volcano's per-job families, which name the job as Volcano's do and are
 removed with it.
 
@@ -29,6 +31,7 @@ from scheduler.metrics.controller_metrics import (
     observe_controllers,
     observe_pod_created,
 )
+from scheduler.metrics.deprecated import DEPRECATED_NAMES
 from scheduler.metrics.sample import CycleSample, JobSample, QueueSample, sample_cycle
 from scheduler.metrics.scheduler_metrics import (
     PER_JOB_LABELS,
@@ -44,8 +47,8 @@ from scheduler.metrics.scheduler_metrics import (
 from scheduler.metrics.server import MetricsServer, parse_address, serve
 
 __all__ = [
-    "PER_JOB_LABELS", "ControllerMetrics", "CycleSample", "ExactNameCounter", "JobSample", "MetricsServer",
-    "QueueSample", "SchedulerMetrics", "controllers", "default", "exponential_buckets_range", "exposition",
-    "observe_bind", "observe_bulk_blockers", "observe_conf", "observe_controllers", "observe_cycle",
+    "DEPRECATED_NAMES", "PER_JOB_LABELS", "ControllerMetrics", "CycleSample", "ExactNameCounter", "JobSample",
+    "MetricsServer", "QueueSample", "SchedulerMetrics", "controllers", "default", "exponential_buckets_range",
+    "exposition", "observe_bind", "observe_bulk_blockers", "observe_conf", "observe_controllers", "observe_cycle",
     "observe_cycle_error", "observe_failed_cycles", "observe_pod_created", "parse_address", "sample_cycle", "serve",
 ]

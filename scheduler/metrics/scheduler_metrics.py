@@ -17,6 +17,7 @@ from prometheus_client import Counter as PromCounter
 from scheduler.api.resources import GPU, MEMORY, PODS, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.metrics.client_golang import ExactNameCounter, exponential_buckets_range
+from scheduler.metrics.deprecated import WithDeprecatedName
 from scheduler.metrics.sample import ERROR, SCHEDULED, UNSCHEDULABLE, CycleSample, JobSample, QueueSample, sample_cycle
 
 log = logging.getLogger("volcano_py.metrics")
@@ -173,19 +174,19 @@ class SchedulerMetrics:
         self.job_retries = self._exact_counter(
             "volcano_job_retry_counts", "Cycles that closed with the gang not ready", ("job_id",)
         )
-        # -- volcano-py's own
-        self.job_status = self._gauge(
-            "volcano_job_status_count", "PodGroups by phase after the last cycle", ("status",)
+        # -- volcano-py's own, under volcano_py_ (and, for one release, their old volcano_ names: deprecated.py)
+        self.job_status = self._renamed_gauge(
+            "volcano_py_job_status_count", "PodGroups by phase after the last cycle", ("status",)
         )
+        pending_help = "Seconds from a PodGroup's creation to the cycle that bound its gang"
         self.pending_duration = Histogram(
-            "volcano_podgroup_pending_duration_seconds",
-            "Seconds from a PodGroup's creation to the cycle that bound its gang",
-            buckets=PENDING_BUCKETS_S,
-            registry=r,
+            "volcano_py_podgroup_pending_duration_seconds", pending_help, buckets=PENDING_BUCKETS_S, registry=None
         )
-        self.declared["volcano_podgroup_pending_duration_seconds"] = ("histogram", ())
-        self.oldest_pending = self._gauge(
-            "volcano_queue_oldest_pending_podgroup_seconds",
+        WithDeprecatedName(self.pending_duration, "volcano_py_podgroup_pending_duration_seconds", "histogram",
+                           pending_help, registry=r)
+        self.declared["volcano_py_podgroup_pending_duration_seconds"] = ("histogram", ())
+        self.oldest_pending = self._renamed_gauge(
+            "volcano_py_queue_oldest_pending_podgroup_seconds",
             "How long the oldest waiting gang of a queue has waited, in seconds (0: none waits)", q,
         )
         # -- Volcano's, pkg/scheduler/metrics/queue.go
@@ -208,8 +209,10 @@ class SchedulerMetrics:
         self._queue_gauge(
             "volcano_queue_overused", "1 when a queue has reached its deserved share on every resource", q
         )
-        self._queue_gauge("volcano_queue_allocated_gpu", "GPUs (nvidia.com/gpu) allocated to one queue", q)
-        self._queue_gauge("volcano_queue_pending_gpu", "GPUs (nvidia.com/gpu) requested by one queue's waiting pods", q)
+        for kind, text in (("allocated", "allocated to"), ("pending", "requested by the waiting pods of")):
+            self.queue_gauges[f"volcano_py_queue_{kind}_gpu"] = self._renamed_gauge(
+                f"volcano_py_queue_{kind}_gpu", f"GPUs (nvidia.com/gpu) {text} one queue", q
+            )
         self._series: dict[str, set[tuple[str, ...]]] = {}
         self._jobs: dict[str, JobSample] = {}  # uid -> the job's labels, for its series' removal
         self._watched: set[str] = set()  # pending task uids whose Watched latency was observed
@@ -221,6 +224,13 @@ class SchedulerMetrics:
     def _gauge(self, name: str, help_text: str, labels: tuple[str, ...]) -> Gauge:
         self.declared[name] = ("gauge", labels)
         return Gauge(name, help_text, labels, registry=self.registry)
+
+    def _renamed_gauge(self, name: str, help_text: str, labels: tuple[str, ...]) -> Gauge:
+        """One of volcano-py's own gauges, also exported under its deprecated old name."""
+        self.declared[name] = ("gauge", labels)
+        gauge = Gauge(name, help_text, labels, registry=None)
+        WithDeprecatedName(gauge, name, "gauge", help_text, registry=self.registry)
+        return gauge
 
     def _exact_counter(self, name: str, help_text: str, labels: tuple[str, ...]) -> ExactNameCounter:
         self.declared[name] = ("counter", labels)
@@ -352,8 +362,8 @@ class SchedulerMetrics:
                 put("volcano_queue_overused", 1.0 if qs.overused else 0.0, qs.queue)
             if qs.weight is not None:
                 put("volcano_queue_weight", qs.weight, qs.queue)
-            put("volcano_queue_allocated_gpu", qs.allocated.get(GPU) / 1000.0, qs.queue)
-            put("volcano_queue_pending_gpu", qs.pending.get(GPU) / 1000.0, qs.queue)
+            put("volcano_py_queue_allocated_gpu", qs.allocated.get(GPU) / 1000.0, qs.queue)
+            put("volcano_py_queue_pending_gpu", qs.pending.get(GPU) / 1000.0, qs.queue)
             self.oldest_pending.labels(qs.queue).set(qs.oldest_pending_seconds)
             seen.setdefault("oldest", set()).add((qs.queue,))
         # A series last cycle had and this one lacks (a deleted queue, a resource no longer held) goes away.

@@ -20,6 +20,7 @@ VALUES = {
     "defaults": {},
     "everything on": ALL_ON,
     "no default queue": {"defaultQueue": {"create": False}},
+    "other names": ALL_ON | {"fullnameOverride": "batch"},
 }
 
 

@@ -327,8 +327,8 @@ def test_scheduler_as_its_service_account_schedules_a_gang_and_reports_metrics(
                 status, text = http_get(f"{base}/metrics")
                 ok = (
                     status == 200
-                    and sample(text, "volcano_queue_allocated_gpu", queue_name=gpu_queue) == 4
-                    and sample(text, "volcano_queue_pending_gpu", queue_name=gpu_queue) == 8
+                    and sample(text, "volcano_py_queue_allocated_gpu", queue_name=gpu_queue) == 4
+                    and sample(text, "volcano_py_queue_pending_gpu", queue_name=gpu_queue) == 8
                     and (sample(text, "volcano_schedule_attempts_total", result="unschedulable") or 0) >= 1
                 )
                 return text if ok else None
@@ -342,11 +342,13 @@ def test_scheduler_as_its_service_account_schedules_a_gang_and_reports_metrics(
             assert (sample(text, "volcano_plugin_scheduling_latency_milliseconds_count", plugin="gang",
                                OnSession="OnSessionOpen") or 0) >= 1
             assert (sample(text, "volcano_unschedule_job_count") or 0) >= 1
-            assert sample(text, "volcano_queue_oldest_pending_podgroup_seconds", queue_name=gpu_queue) is not None
+            assert sample(text, "volcano_py_queue_oldest_pending_podgroup_seconds", queue_name=gpu_queue) is not None
             assert sample(text, "volcano_queue_share", queue_name=gpu_queue) is not None
-            assert (sample(text, "volcano_podgroup_pending_duration_seconds_count") or 0) >= 1
-            assert (sample(text, "volcano_job_status_count", status="Running") or 0) + (
-                sample(text, "volcano_job_status_count", status="Inqueue") or 0) >= 1
+            assert (sample(text, "volcano_py_podgroup_pending_duration_seconds_count") or 0) >= 1
+            assert (sample(text, "volcano_py_job_status_count", status="Running") or 0) + (
+                sample(text, "volcano_py_job_status_count", status="Inqueue") or 0) >= 1
+            # The renamed families' deprecated names carry the same value, for one release (docs/metrics.md).
+            assert sample(text, "volcano_queue_allocated_gpu", queue_name=gpu_queue) == 4
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(TIMEOUT) == 0, log_path.read_text()
         finally:

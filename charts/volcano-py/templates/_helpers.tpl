@@ -89,3 +89,82 @@ http-metrics.
 {{- define "volcano-py.metricsPortName" -}}
 {{- if .Values.metrics.secure }}https-metrics{{ else }}http-metrics{{ end }}
 {{- end }}
+
+{{/*
+The prefix of every object's name: <prefix>-scheduler, <prefix>-controllers, <prefix>-webhook, ... and of the
+pods' app.kubernetes.io/name labels (so two releases in one cluster select only their own pods).
+  fullnameOverride: that;
+  nameOverride: <release>-<nameOverride>, or the release name alone when it contains nameOverride (Helm's usual
+    rule);
+  neither: volcano-py, whatever the release is called (the names every install had before these values).
+At most 40 characters, so <prefix>-scheduler-metrics is a valid Service name (63).
+*/}}
+{{- define "volcano-py.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else if .Values.nameOverride -}}
+{{- if contains .Values.nameOverride .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Values.nameOverride | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- else -}}
+volcano-py
+{{- end -}}
+{{- end }}
+
+{{/*
+A component's pod template metadata: its labels (app.kubernetes.io/name and part-of, which the selectors,
+anti-affinity and PodDisruptionBudget use and which podLabels cannot replace, then the component's podLabels over
+the chart-wide ones) and annotations (the component's podAnnotations over the chart-wide ones, then `extra`, the
+chart's own such as a checksum). Called with
+  dict "root" $ "component" .Values.<component> "name" "<the pods' app.kubernetes.io/name>" ["extra" dict]
+*/}}
+{{- define "volcano-py.podMetadata" -}}
+{{- $root := .root -}}
+{{- $own := dict "app.kubernetes.io/name" .name "app.kubernetes.io/part-of" "volcano-py" -}}
+{{- $labels := merge $own (deepCopy (.component.podLabels | default dict)) (deepCopy ($root.Values.podLabels | default dict)) -}}
+{{- $annotations := merge (deepCopy (.extra | default dict)) (deepCopy (.component.podAnnotations | default dict)) (deepCopy ($root.Values.podAnnotations | default dict)) -}}
+labels:
+{{- toYaml $labels | nindent 2 }}
+{{- with $annotations }}
+annotations:
+{{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+A component's pod securityContext and its container's: the chart-wide podSecurityContext and
+containerSecurityContext (values.yaml holds the defaults: non-root uid 65532, RuntimeDefault seccomp, no privilege
+escalation, a read-only root filesystem, no capabilities) with the component's own merged over them, key by key.
+A key set to null in the values removes it (e.g. runAsUser where the platform assigns one, as OpenShift does).
+Called with dict "root" $ "component" .Values.<component>.
+*/}}
+{{- define "volcano-py.podSecurityContext" -}}
+{{- toYaml (mergeOverwrite (deepCopy (.root.Values.podSecurityContext | default dict)) (deepCopy (.component.podSecurityContext | default dict))) }}
+{{- end }}
+
+{{- define "volcano-py.containerSecurityContext" -}}
+{{- toYaml (mergeOverwrite (deepCopy (.root.Values.containerSecurityContext | default dict)) (deepCopy (.component.containerSecurityContext | default dict))) }}
+{{- end }}
+
+{{/*
+The arguments every component takes from its values, after the chart's own: --log-level and --kube-api-qps /
+--kube-api-burst when set (null leaves the component's default: info, and no client-side rate limit), then
+extraArgs as given (a flag the chart also sets, given again there, wins: the last one counts). Called with the
+component's values; renders list items.
+*/}}
+{{- define "volcano-py.componentArgs" -}}
+{{- if not (kindIs "invalid" .logLevel) }}
+- --log-level={{ .logLevel }}
+{{- end }}
+{{- if not (kindIs "invalid" .kubeApiQps) }}
+- --kube-api-qps={{ .kubeApiQps }}
+{{- end }}
+{{- if not (kindIs "invalid" .kubeApiBurst) }}
+- --kube-api-burst={{ .kubeApiBurst }}
+{{- end }}
+{{- range .extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
