@@ -118,8 +118,8 @@ def expand(arg: str, env: dict[str, str]) -> str:
     return re.sub(r"\$\$|\$\((\w+)\)", lambda m: "$" if m[0] == "$$" else env.get(m[1], m[0]), arg)
 
 
-def raw(call, *args) -> dict:
-    return json.loads(call(*args, _preload_content=False).data)
+def raw(call, *args, **kwargs) -> dict:
+    return json.loads(call(*args, **kwargs, _preload_content=False).data)
 
 
 @dataclass
@@ -221,13 +221,13 @@ def kubelet(cp: ControlPlane, core, apps, deployment: str, run_flags: list[str],
 
 
 # ---- the test --------------------------------------------------------------------------------------------------
-def podgroup(custom, name: str) -> dict:
-    try:
-        return custom.get_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "default", "podgroups", name)
-    except client.ApiException as e:
-        if e.status == 404:
-            return {}
-        raise
+def job_podgroup(custom, job: str) -> dict:
+    """The PodGroup the Job controls (named `<job>-<uid>`, as Volcano names it); {} while there is none."""
+    groups = custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "default", "podgroups")["items"]
+    owned = [g for g in groups if any(o.get("kind") == "Job" and o.get("name") == job and o.get("controller")
+                                      for o in g["metadata"].get("ownerReferences") or [])]
+    assert len(owned) <= 1, [g["metadata"]["name"] for g in owned]
+    return owned[0] if owned else {}
 
 
 def job_pods(core, job: str) -> list[dict]:
@@ -271,12 +271,12 @@ def test_the_readme_install_runs_as_written_and_binds_the_first_gang(route, buil
         bound_by = {p["metadata"]["name"]: p["metadata"].get("annotations", {}).get(
             "scheduling.volcano-py.io/bound-by") for p in pods}
         assert bound_by == {f"first-gang-worker-{i}": scheduler.pod_name for i in range(3)}
-        wait_for(lambda: (podgroup(custom, "first-gang").get("status") or {}).get("phase") == "Running", TIMEOUT,
+        wait_for(lambda: (job_podgroup(custom, "first-gang").get("status") or {}).get("phase") == "Running", TIMEOUT,
                  what="PodGroup first-gang Running")
 
         shell.run("waiting-gang")
         wait_for(lambda: any(c.get("type") == "Unschedulable" and c.get("status") == "True"
-                             for c in (podgroup(custom, "too-big").get("status") or {}).get("conditions") or []),
+                             for c in (job_podgroup(custom, "too-big").get("status") or {}).get("conditions") or []),
                  TIMEOUT, what="PodGroup too-big's Unschedulable condition")
         assert [p["metadata"]["name"] for p in job_pods(core, "too-big") if p["spec"].get("nodeName")] == []
         out = shell.run("explain", timeout=60)
