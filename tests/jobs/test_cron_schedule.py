@@ -96,7 +96,7 @@ STARTS = [
         at(2025, 3, 11),
         [at(2025, 3, 11, 13), at(2025, 3, 12, 13)],
     ),
-    # cronsim follows Debian cron at DST changes (documented in the module and in README's CronJob section).
+    # cronsim follows Debian cron at DST changes (documented in the module and in docs/controllers.md, CronJobs).
     Starts(
         "a start in the hour a DST change skips runs at the jump",
         "TZ=America/New_York 30 2 * * *",

@@ -1,5 +1,5 @@
-"""A workload whose Jobs have `spec.volumes` replays: the simulator does not model volumes (README, *The
-simulator*), so a claim, named or to be created, neither crashes the replay nor keeps a job from running."""
+"""A workload whose Jobs have `spec.volumes` replays: the simulator does not model volumes
+(docs/simulator.md), so a claim, named or to be created, neither crashes the replay nor keeps a job from running."""
 
 from __future__ import annotations
 
