@@ -30,7 +30,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from scheduler.api.resources import QuantityError
 from scheduler.cache.client import KubeconfigError, api_client
 from scheduler.cache.leader import LeaderConfig
-from scheduler.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, OneLineParser, one_line, quiet_stdout, seconds
+from scheduler.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, OneLineParser, one_line, quiet_stdout
+from scheduler.durations import Seconds
 from scheduler.flags import (
     CONTROLLERS,
     SCHEDULER,
@@ -376,10 +377,10 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument("--from-cluster", metavar="FILE", help="instead of CLUSTER and WORKLOAD: replay what `kubectl get "
                      "nodes,pods,vcjob,podgroups,queues,priorityclasses -A -o json` printed")
     sim.add_argument("--conf", help="volcano-scheduler.conf to use (default: the built-in default)")
-    sim.add_argument("--period", type=seconds(0, inclusive=False), default=1.0,
-                     help="schedule period in seconds (default 1)")
-    sim.add_argument("--horizon", type=seconds(0, inclusive=True), default=None,
-                     help="stop the replay at this simulated time")
+    sim.add_argument("--period", type=Seconds(0, inclusive=False), default=1.0, metavar="DURATION",
+                     help="schedule period (a Go duration, 500ms or 1s, or seconds; default 1s)")
+    sim.add_argument("--horizon", type=Seconds(0), default=None, metavar="DURATION",
+                     help="stop the replay at this simulated time (a Go duration, 10m or 2h, or seconds)")
     sim.add_argument("--compare", action="append", metavar="CONF",
                      help="also replay with this volcano-scheduler.conf (or ConfigMap manifest) and compare; "
                      "may be given more than once")

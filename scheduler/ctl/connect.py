@@ -16,6 +16,7 @@ from collections.abc import Callable
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.ctl.client import Client
 from scheduler.ctl.exits import EXIT_FAILURE, EXIT_USER
+from scheduler.durations import Seconds
 
 
 class NoCluster(Exception):
@@ -110,7 +111,8 @@ def common(p: argparse.ArgumentParser, *, namespace: bool = True, output: tuple[
     as vcctl: not the kubeconfig context's)."""
     p.add_argument("-k", "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
     p.add_argument("-s", "--master", help="the address of the apiserver (overrides the kubeconfig's)")
-    p.add_argument("--request-timeout", type=float, default=30.0, help="seconds per API request (default 30)")
+    p.add_argument("--request-timeout", type=Seconds(0, inclusive=False), default=30.0, metavar="DURATION",
+                   help="how long one API request may take (a Go duration, 5s or 1m, or seconds; default 30s)")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     if namespace:
         p.add_argument("-n", "--namespace", default="default", help="the namespace (default: default)")
