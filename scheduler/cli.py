@@ -47,7 +47,7 @@ from scheduler.flags import (
     parse_scheduler,
     parse_webhook,
 )
-from scheduler.framework.conf import ConfError, describe_conf
+from scheduler.framework.conf import ConfError
 from scheduler.report.errors import ReportError
 from scheduler.sim.errors import InputError
 
@@ -56,6 +56,8 @@ if TYPE_CHECKING:  # the metrics server is imported only by the commands that se
 
 
 USER_ERRORS = (InputError, ConfError, QuantityError, ReportError)
+EXIT_WARNINGS = 1  # `conf check --strict` on a conf that loads with warnings (a conf that does not load: 2)
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from scheduler.simulate_cmd import simulate  # the simulator, imported only for this command
 
@@ -63,10 +65,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_conf_check(args: argparse.Namespace) -> int:
-    from scheduler.cycle import load_conf_or_default
+    from scheduler.conf_check import check, render_json, render_text
 
-    conf = load_conf_or_default(args.file)
-    print(describe_conf(conf))
+    checked = check(args.file)
+    if args.output == "json":
+        sys.stdout.write(render_json(checked))
+    else:
+        print(render_text(checked))  # a blank line after, as before
+    if args.strict and checked.warnings:
+        print(f"volcano-py: conf check --strict: {len(checked.warnings)} warning(s)", file=sys.stderr)
+        return EXIT_WARNINGS
     return 0
 
 
@@ -393,8 +401,16 @@ def parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=cmd_simulate)
     conf = sub.add_parser("conf", help="scheduler configuration tools")
     conf_sub = conf.add_subparsers(dest="conf_command", required=True)
-    check = conf_sub.add_parser("check", help="print what a volcano-scheduler.conf would use, skip and reject")
+    check = conf_sub.add_parser("check", help="print what a volcano-scheduler.conf would use, skip and reject",
+                                description="Read a volcano-scheduler.conf (or a ConfigMap manifest holding one) as "
+                                "the scheduler would, and print the actions, the plugins of each tier with their "
+                                "arguments, and every warning: keys and values the scheduler would ignore, action "
+                                "arguments included. Exit 2 if the scheduler would refuse the file; with --strict, "
+                                "exit 1 if it has warnings (for CI).")
     check.add_argument("file", nargs="?", help="the conf file (default: show the built-in default)")
+    check.add_argument("--strict", action="store_true", help="exit 1 when there is any warning")
+    check.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                       help="text (default) or json: the conf as read, and the warnings")
     check.add_argument("--debug", action="store_true", help="show the traceback of an error")
     check.set_defaults(func=cmd_conf_check)
     bench = sub.add_parser("bench", help="benchmarks (from a clone: they live in bench/, beside scheduler/)")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scheduler.conf_check import action_warnings
 from scheduler.cycle import load_conf_or_default
 from scheduler.framework.conf import SchedulerConf
 from scheduler.sim.errors import InputError
@@ -32,7 +33,7 @@ def simulate(args: argparse.Namespace) -> int:
     confs += [(path, load_conf_or_default(path)) for path in args.compare or ()]  # every conf is read before any replay
     spec, workload = _inputs(args)
     for name, conf in confs:
-        for warning in conf.skipped:
+        for warning in (*conf.skipped, *(w.render() for w in action_warnings(conf))):
             print(f"warning: {name}: {warning}", file=sys.stderr)
     for warning in (*spec.warnings, *workload.warnings):
         print(f"warning: {warning}", file=sys.stderr)
