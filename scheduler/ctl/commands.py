@@ -51,7 +51,10 @@ def cmd_version(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: Any) -> None:
     """`explain`, `job`, `queue`, `pod`, `jobflow`, `jobtemplate` and `version` under the `volcano-py` command."""
-    ex = sub.add_parser("explain", help="why a Volcano Job, PodGroup or pod is waiting, and what would unblock it")
+    ex = sub.add_parser("explain", help="why a Volcano Job, PodGroup or pod is waiting, and what would unblock it",
+                        description="Say why a Volcano Job, PodGroup or pod is waiting (the gate that holds it, "
+                        "with its numbers: the queue's share, the free resources, the gang's size) and what would "
+                        "unblock it, from what the scheduler publishes on the PodGroup and its events.")
     ex.add_argument("name", help="a Volcano Job, a PodGroup or a pod")
     common(ex, output=("json", "yaml"))
     ex.set_defaults(func=reporting(cmd_explain))

@@ -303,10 +303,16 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any) -> None:
-    job = sub.add_parser("job", help="run, list, view, suspend, resume or delete Volcano Jobs (vcctl job)")
+    job = sub.add_parser("job", help="run, list, view, suspend, resume or delete Volcano Jobs (vcctl job)",
+                         description="Day-two commands for Volcano Jobs (batch.volcano.sh/v1alpha1), with vcctl "
+                         "job's flags and tables: run one from flags or a YAML file, list, view, suspend, resume, "
+                         "delete.")
     jobs = job.add_subparsers(dest="job_command", required=True)
 
-    run = jobs.add_parser("run", help="run job by parameters from the command line")
+    run = jobs.add_parser("run", help="run job by parameters from the command line",
+                          description="Create a Volcano Job from flags (one task of --replicas pods, at least "
+                          "--min of them together) or from a YAML file (-f). It names volcano-py's scheduler unless "
+                          "-S says otherwise, and warns when no scheduler in the cluster claims that name.")
     common(run)
     run.add_argument("-N", "--name", default="", help="the name of job")
     run.add_argument("-i", "--image", default="busybox", help="the container image of job (default busybox)")
@@ -334,7 +340,9 @@ def add_parsers(sub: Any) -> None:
     run.add_argument("-f", "--filename", default="", help="the yaml file of job")
     run.set_defaults(func=reporting(cmd_run))
 
-    lst = jobs.add_parser("list", help="list job information")
+    lst = jobs.add_parser("list", help="list job information",
+                          description="List the Volcano Jobs of a namespace (-A: of all) in vcctl's table; -o for "
+                          "kubectl's formats, -l to select by label, --watch to follow changes.")
     common(lst, output=("json", "yaml", "wide"))
     all_namespaces(lst, "jobs")
     lst.add_argument("-q", "--queue", default="", help="list job with specified queue name")

@@ -216,7 +216,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any) -> None:
-    pod = sub.add_parser("pod", help="list the pods of Volcano Jobs (vcctl pod)")
+    pod = sub.add_parser("pod", help="list the pods of Volcano Jobs (vcctl pod)",
+                         description="List the pods of Volcano Jobs (all, one job's with -j, or one queue's with "
+                         "-q) in kubectl's pod columns, as vcctl pod list.")
     pods = pod.add_subparsers(dest="pod_command", required=True)
     lst = pods.add_parser("list", help="list pod information created by vcjob")
     common(lst, output=("json", "yaml"))

@@ -195,7 +195,10 @@ def _show(queues: list[MutableObj], client: Client, output: str | None, listing:
 
 
 def add_parsers(sub: Any) -> None:
-    queue = sub.add_parser("queue", help="create, delete, operate, get or list Queues (vcctl queue)")
+    queue = sub.add_parser("queue", help="create, delete, operate, get or list Queues (vcctl queue)",
+                           description="Day-two commands for Queues (scheduling.volcano.sh/v1beta1), with vcctl "
+                           "queue's flags and tables: create, delete, open or close, change the weight, get, list. "
+                           "Here -n is the queue's name: Queues have no namespace.")
     queues = queue.add_subparsers(dest="queue_command", required=True)
 
     create = queues.add_parser("create", help="creates queue")

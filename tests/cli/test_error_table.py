@@ -148,7 +148,7 @@ CASES = [
          "or --from-cluster FILE)"),
     Case("a command nobody has", ("simulat",), 2, "volcano-py: error: argument command: invalid choice: 'simulat' "
          "(choose from 'scheduler', 'controllers', 'webhook', 'simulate', 'conf', 'bench', 'explain', 'job', 'queue', "
-         "'pod', 'jobflow', 'jobtemplate', 'version') (see volcano-py --help)"),
+         "'pod', 'jobflow', 'jobtemplate', 'version', 'completion') (see volcano-py --help)"),
 ]
 
 
