@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from scheduler.conf_check import action_warnings
 from scheduler.cycle import load_conf_or_default
+from scheduler.durations import format_duration
 from scheduler.framework.conf import SchedulerConf
 from scheduler.sim.errors import InputError
 
@@ -79,7 +80,7 @@ def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload]:
         spec, workload, taken = load_cluster_dump(args.from_cluster)
         args.cluster = args.workload = args.from_cluster
         print(f"from-cluster: {len(spec.nodes)} nodes, {len(workload.items)} jobs, {len(workload.queues)} queues; "
-              f"the dump was taken {taken:.0f}s after its first arrival", file=sys.stderr)
+              f"the dump was taken {format_duration(round(taken))} after its first arrival", file=sys.stderr)
         return spec, workload
     if args.openb_day is not None:
         raise InputError("simulate", "--openb-day", "needs --from-openb NODES.csv PODS.csv")
@@ -116,4 +117,4 @@ def _write_report(args: argparse.Namespace, reports: list[tuple[str, Replay]]) -
     runs = [Labelled(title, r) for title, r in reports]
     written = write(Path(args.report), runs, subtitle=f"cluster {args.cluster}, workload {args.workload}")
     print(f"report: {written.page} ({len(written.plots)} plots, {len(written.tables)} CSV files beside it; "
-          f"{written.seconds:.1f}s)", file=sys.stderr)
+          f"{format_duration(round(written.seconds, 1))})", file=sys.stderr)

@@ -113,3 +113,25 @@ def test_the_sla_waiting_time_of_a_conf_is_a_go_duration() -> None:
                           "      sla-waiting-time: 1m30s\n")
     (sla,) = [p for t in conf.tiers for p in t.plugins if p.name == "sla"]
     assert sla.args.waiting_time == 90.0  # type: ignore[attr-defined]
+
+
+def test_simulate_prints_durations_in_the_one_grammar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from scheduler.cli import main
+
+    def vcjob(name: str, created: str) -> dict[str, object]:
+        return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                "metadata": {"name": name, "namespace": "t", "creationTimestamp": created},
+                "spec": {"minAvailable": 1, "tasks": [{"name": "w", "replicas": 1, "template": {"spec": {
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+                "status": {"state": {"phase": "Pending", "lastTransitionTime": created}}}
+
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"kind": "List", "items": [
+        node, vcjob("a", "2026-11-30T10:00:00Z"), vcjob("b", "2026-11-30T11:01:30Z")]}))
+    assert main(["simulate", "--from-cluster", str(dump), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "the dump was taken 1h1m30s after its first arrival" in err
