@@ -46,7 +46,11 @@ def cmd_conf_check(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
+    p = OneLineParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes, "
+                      "compatible with Volcano's Job, Queue and PodGroup. On a cluster it runs as `scheduler`, "
+                      "`controllers` and `webhook`; `simulate` replays a workload without a cluster; `explain` "
+                      "says why a job waits; `job`, `queue`, `pod`, `jobflow` and `jobtemplate` are vcctl's "
+                      "day-two commands with kubectl's flags. `volcano-py COMMAND --help` says more.")
     sub = p.add_subparsers(dest="command", required=True)
     # Listed for `volcano-py --help`; their Go-style flags are parsed by run_component (scheduler/flags).
     sub.add_parser("scheduler", add_help=False, help="run the scheduler against a Kubernetes cluster "

@@ -112,3 +112,16 @@ def test_simulate_warns_of_bad_action_arguments_too(tmp_path: Path, capsys: pyte
 
     (warning,) = action_warnings(load_conf(conf(tmp_path, BAD_VALUE)))
     assert (warning.action, warning.key, warning.value) == ("allocate", "starvationThresholdSeconds", "abc")
+
+
+def test_the_scheduler_logs_bad_action_arguments_when_it_loads_the_conf(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from scheduler.cache.runner import ConfWatcher
+
+    with caplog.at_level(logging.WARNING, logger="volcano_py.scheduler"):
+        loaded = ConfWatcher(conf(tmp_path, BAD_VALUE)).current()
+    assert loaded.configurations["allocate"]["starvationThresholdSeconds"] == "abc"
+    (line,) = [r.getMessage() for r in caplog.records if "starvationThresholdSeconds" in r.getMessage()]
+    assert line.startswith("scheduler conf: configurations (allocate)") and "uses 300 (the default)" in line
