@@ -22,6 +22,7 @@ from scheduler.framework.conf_args import as_bool
 from scheduler.framework.conf_values import closest
 from scheduler.framework.conf_yaml import MAX_CONF_BYTES
 
+UNSUPPORTED = "not supported by volcano-py"
 Reader = Callable[[Any], Any]  # the value as the action reads it; raises ValueError when it cannot
 
 
@@ -95,6 +96,8 @@ class ArgWarning:
 
     def render(self) -> str:
         where = f"configurations ({self.action})"
+        if self.problem == UNSUPPORTED:
+            return f"{where} argument {self.key!r}: not supported by volcano-py; ignored: {self.using}"
         if self.problem == "unknown argument":
             hint = f" (did you mean {self.suggestion!r}?)" if self.suggestion else ""
             return f"{where} argument {self.key!r}: not an argument of {self.action}{hint}; ignored: {self.using}"
@@ -121,12 +124,15 @@ def action_warnings(conf: SchedulerConf) -> list[ArgWarning]:
                          and specs[meant].default is not None else f"{action} runs without it")
                 warnings.append(ArgWarning(action, key, value, "unknown argument", meant, using))
                 continue
+            if not spec.honoured:  # as the loader says of a plugin argument volcano-py does not read
+                warnings.append(ArgWarning(action, key, value, UNSUPPORTED, "",
+                                           f"volcano-py's {action} does not read it (Volcano's does)"))
+                continue
             try:
                 spec.read(value)
             except (ValueError, TypeError):
-                using = (f"{action} uses {_shown(spec.default)} (the default)" if spec.default is not None
-                         else f"{action} uses Volcano's default")
-                warnings.append(ArgWarning(action, key, value, spec.expects, "", using))
+                warnings.append(ArgWarning(action, key, value, spec.expects, "",
+                                           f"{action} uses {_shown(spec.default)} (the default)"))
     return warnings
 
 

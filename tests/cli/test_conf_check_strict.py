@@ -125,3 +125,13 @@ def test_the_scheduler_logs_bad_action_arguments_when_it_loads_the_conf(
     assert loaded.configurations["allocate"]["starvationThresholdSeconds"] == "abc"
     (line,) = [r.getMessage() for r in caplog.records if "starvationThresholdSeconds" in r.getMessage()]
     assert line.startswith("scheduler conf: configurations (allocate)") and "uses 300 (the default)" in line
+
+
+def test_an_argument_only_volcanos_action_reads_is_a_warning_saying_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = ("configurations:\n- name: preempt\n  arguments:\n    minCandidateNodesPercentage: 10\n")
+    _, out, _ = run(capsys, conf(tmp_path, text), "-o", "json")
+    (warning,) = json.loads(out)["argumentWarnings"]
+    assert (warning["action"], warning["key"], warning["problem"]) == (
+        "preempt", "minCandidateNodesPercentage", "not supported by volcano-py")
+    assert warning["using"] == "volcano-py's preempt does not read it (Volcano's does)"
