@@ -25,9 +25,18 @@ from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import KubeError
 from scheduler.ctl import connect
 from scheduler.ctl.client import FLOW
-from scheduler.ctl.connect import UsageError, all_namespaces, api_message, common, label_selector, reporting
+from scheduler.ctl.connect import (
+    UsageError,
+    all_namespaces,
+    api_message,
+    common,
+    label_selector,
+    reporting,
+    watch_flag,
+)
 from scheduler.ctl.gofmt import since
-from scheduler.ctl.output import is_object_format, print_objects
+from scheduler.ctl.output import is_object_format, print_objects, render_objects
+from scheduler.ctl.watching import watch
 
 COLUMN_SPACING = 4
 NO_RESOURCES = "No resources found"
@@ -165,15 +174,22 @@ def cmd_get(kind: Kind, args: argparse.Namespace) -> int:
 
 
 def cmd_list(kind: Kind, args: argparse.Namespace) -> int:
-    objects = connect.client(args).listing(kind.path(None if args.all_namespaces else args.namespace),
-                                           args.label_selector).items
+    client = connect.client(args)
+    path = kind.path(None if args.all_namespaces else args.namespace)
+    listed = client.listing(path, args.label_selector)
     if is_object_format(args.output):
-        print_objects(objects, args.output, kind.resource)
-        return 0
-    if not objects:
+        print_objects(listed.items, args.output, kind.resource)
+    elif not listed.items and not args.watch:
         print(NO_RESOURCES)
-        return 0
-    sys.stdout.write(table(kind, objects, time.time()))
+    else:
+        sys.stdout.write(table(kind, listed.items, time.time()))
+    if args.watch:
+        def row(obj: MutableObj) -> str:
+            if is_object_format(args.output):
+                return render_objects(obj, args.output, kind.resource)
+            return table(kind, [obj], time.time()).split("\n", 1)[1]
+
+        watch(client, path, args.label_selector, listed.resource_version, row)
     return 0
 
 
@@ -217,6 +233,7 @@ def add_parsers(sub: Any) -> None:
             if verb == "list":
                 all_namespaces(p, f"{kind.words}s")
                 label_selector(p)
+                watch_flag(p)
             if verb == "describe":
                 p.add_argument(
                     "-o",
