@@ -127,7 +127,7 @@ def _unreachable(exc: BaseException, args: argparse.Namespace) -> str | None:
     """The one line for an apiserver that cannot be reached (refused, no such host, TLS, timeout), else None."""
     from urllib3.exceptions import HTTPError
 
-    if isinstance(exc, TimeoutError) or "timed out" in str(exc).lower():
+    if isinstance(exc, TimeoutError) or (isinstance(exc, HTTPError | OSError) and "timed out" in str(exc).lower()):
         limit = format_duration(float(getattr(args, "request_timeout", 0) or 0))
         return (f"the apiserver did not answer within {limit} (--request-timeout); it may be overloaded or "
                 f"hung: check it (kubectl get --raw /readyz) or try again with a longer --request-timeout")
