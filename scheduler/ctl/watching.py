@@ -27,6 +27,7 @@ def watch(client: Client, path: str, selector: str | None, version: str, row: Ca
           *, rounds: int | None = None) -> None:
     """Print `row(object)` for each change of the objects at `path` after `version`; for ever, or `rounds`
     watches (tests)."""
+    sys.stdout.flush()  # the list, before waiting for changes (stdout to a pipe is block-buffered)
     done = 0
     while rounds is None or done < rounds:
         done += 1

@@ -49,3 +49,31 @@ def test_a_watch_error_other_than_410_ends_the_command() -> None:
     kube = Streams([[{"type": "ERROR", "object": {"code": 403, "message": "forbidden"}}]], {})
     with pytest.raises(KubeError):
         watch(Client(kube), "/apis/x/v1/things", None, "1", lambda o: "", rounds=1)
+
+
+def test_the_list_is_out_before_the_watch_waits() -> None:
+    """stdout to a pipe is block-buffered: the list printed before the watch must be flushed, or a reader sees
+    nothing until the first change."""
+    import sys
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.flushed = False
+
+        def write(self, text: str) -> int:
+            return len(text)
+
+        def flush(self) -> None:
+            self.flushed = True
+
+    class Waits(Streams):
+        def stream(self, path: str, query: dict[str, str], read_timeout: float) -> Any:
+            assert recorder.flushed, "the watch waits with the list still in the buffer"
+            yield from ()
+
+    recorder = Recorder()
+    saved, sys.stdout = sys.stdout, recorder  # type: ignore[assignment]
+    try:
+        watch(Client(Waits([], {})), "/apis/x/v1/things", None, "1", lambda o: "", rounds=1)
+    finally:
+        sys.stdout = saved

@@ -68,7 +68,9 @@ def test_watch_prints_each_change_until_interrupted(context_kubeconfig, custom, 
     reader.start()
     try:
         custom.create_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", vcjob("watched"))
-        wait_for(lambda: "job.batch.volcano.sh/watched\n" in lines, timeout=TIMEOUT, what="the ADDED line")
+        wait_for(lambda: "job.batch.volcano.sh/watched\n" in lines or proc.poll() is not None, timeout=TIMEOUT,
+                 what="the ADDED line")
+        assert proc.poll() is None, proc.stderr.read()
         custom.patch_namespaced_custom_object(BATCH, "v1alpha1", namespace, "jobs", "watched",
                                               {"metadata": {"labels": {"touched": "yes"}}})
         wait_for(lambda: lines.count("job.batch.volcano.sh/watched\n") >= 2, timeout=TIMEOUT,
@@ -124,7 +126,12 @@ def without_the_jobtemplate_crd(control_plane, api_client):
     finally:
         manifest = REPO_ROOT / "crds" / "flow.volcano.sh_jobtemplates.yaml"
         control_plane.kubectl("apply", "--server-side", "-f", str(manifest))
-        control_plane.kubectl("wait", "--for=condition=Established", f"crd/{crd}", f"--timeout={TIMEOUT}s")
+
+        def established() -> bool:
+            conditions = ext.read_custom_resource_definition(crd).status.conditions or ()
+            return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+        wait_for(established, timeout=TIMEOUT, what=f"{crd} established again")
 
 
 def test_a_missing_crd_is_one_line_saying_how_to_install_it(control_plane, namespace, without_the_jobtemplate_crd):
