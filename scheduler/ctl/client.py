@@ -75,16 +75,19 @@ class Client:
         self.kube = kube
 
     def get(self, path: str) -> MutableObj | None:
-        """The object; None when it does not exist; MissingCRD when its kind is not served at all."""
-        try:
-            return self.kube.request("GET", path)
-        except KubeError as exc:
-            if exc.status != 404:
+        return self.kube.get_or_none(path)
+
+    def require_served(self, *paths: str) -> None:
+        """MissingCRD when one of these lists is not served: its CRD is not installed (a GET of one object says
+        404 either way)."""
+        for path in paths:
+            try:
+                self.kube.request("GET", path, query={"limit": "1"})
+            except KubeError as exc:
+                crd = missing_crd(exc)
+                if crd is not None:
+                    raise crd from None
                 raise
-            crd = missing_crd(exc)
-            if crd is not None:
-                raise crd from None
-            return None
 
     def items(self, path: str, query: dict[str, str] | None = None) -> list[MutableObj]:
         return list((self.kube.request("GET", path, query=query) or {}).get("items") or [])
@@ -176,6 +179,8 @@ class Client:
             if podgroup is None:
                 pod = self.pod(namespace, name)
                 if pod is None:
+                    self.require_served(f"{JOBS}/namespaces/{namespace}/jobs",
+                                        f"{SCHEDULING}/namespaces/{namespace}/podgroups")
                     raise NotFound(f"no Job, PodGroup or pod named {name} in namespace {namespace}")
                 target = f"pod {namespace}/{name}"
                 podgroup_names = (pod_group_name(pod),)

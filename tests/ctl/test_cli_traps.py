@@ -135,3 +135,21 @@ def test_a_404_of_a_missing_object_is_not_a_missing_crd() -> None:
             "details": {"name": "x", "group": "batch.volcano.sh", "kind": "jobs"}, "code": 404}
     assert missing_crd(KubeError(404, "GET", f"{PATH}/x", json.dumps(body).encode())) is None
     assert missing_crd(KubeError(404, "GET", "/api/v1/namespaces/default/pods/x", b"404 page not found")) is None
+
+
+def test_explain_on_a_cluster_without_the_crds_says_so() -> None:
+    """explain reads objects one by one, each a 404 whether or not its CRD is there: when it finds nothing, it
+    asks whether the lists are served before saying the name is unknown."""
+    from scheduler.ctl.client import Client, MissingCRD
+
+    class NoVolcano:
+        def get_or_none(self, path: str) -> None:
+            return None
+
+        def request(self, method: str, path: str, **_: object) -> dict[str, object]:
+            if "volcano.sh" in path:
+                raise KubeError(404, method, path, b"404 page not found\n")
+            return {"items": []}
+
+    with pytest.raises(MissingCRD, match="no jobs.batch.volcano.sh CRD"):
+        Client(NoVolcano()).facts("default", "train")  # type: ignore[arg-type]
