@@ -8,7 +8,6 @@ killed command). Never a traceback, unless `--debug` asks for it.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
 import logging
@@ -30,7 +29,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from scheduler.api.resources import QuantityError
 from scheduler.cache.client import KubeconfigError, api_client
 from scheduler.cache.leader import LeaderConfig
-from scheduler.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, OneLineParser, one_line, quiet_stdout, seconds
+from scheduler.cli_parser import BENCHES, parser
+from scheduler.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, one_line, quiet_stdout
 from scheduler.flags import (
     CONTROLLERS,
     SCHEDULER,
@@ -46,7 +46,7 @@ from scheduler.flags import (
     parse_scheduler,
     parse_webhook,
 )
-from scheduler.framework.conf import ConfError, describe_conf
+from scheduler.framework.conf import ConfError
 from scheduler.report.errors import ReportError
 from scheduler.sim.errors import InputError
 
@@ -55,19 +55,6 @@ if TYPE_CHECKING:  # the metrics server is imported only by the commands that se
 
 
 USER_ERRORS = (InputError, ConfError, QuantityError, ReportError)
-def cmd_simulate(args: argparse.Namespace) -> int:
-    from scheduler.simulate_cmd import simulate  # the simulator, imported only for this command
-
-    return simulate(args)
-
-
-def cmd_conf_check(args: argparse.Namespace) -> int:
-    from scheduler.cycle import load_conf_or_default
-
-    conf = load_conf_or_default(args.file)
-    print(describe_conf(conf))
-    return 0
-
 
 def _api_client(opts: CommonOptions | WebhookOptions) -> Any:
     return api_client(opts.kubeconfig, master=opts.master, rate_limit=opts.rate_limit)
@@ -330,7 +317,6 @@ def _version() -> str:
 
 
 # The benchmarks `volcano-py bench NAME` runs: bench/bench_NAME.py of the clone this package was loaded from.
-BENCHES = {"packing": "the FGD paper's GPU packing benchmark on the openb trace"}
 BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
 
 
@@ -355,55 +341,6 @@ def run_bench(name: str, argv: Sequence[str]) -> int:
         print(f"volcano-py: error: {exc}", file=sys.stderr)
         return 2
     return int(module.main(list(argv)))
-
-
-def parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="volcano-py", description="A gang-scheduling batch scheduler for Kubernetes.")
-    sub = p.add_subparsers(dest="command", required=True)
-    # Listed for `volcano-py --help`; their Go-style flags are parsed by run_component (scheduler/flags).
-    sub.add_parser("scheduler", add_help=False, help="run the scheduler against a Kubernetes cluster "
-                   "(takes Volcano's vc-scheduler flags too)")
-    sub.add_parser("controllers", add_help=False, help="run the Job, Queue and Command controllers (kopf; takes "
-                   "Volcano's vc-controller-manager flags too)")
-    sub.add_parser("webhook", add_help=False, help="serve the admission webhook (takes Volcano's "
-                   "vc-webhook-manager flags too)")
-    sim = sub.add_parser("simulate", help="replay a workload on an in-memory cluster")
-    sim.add_argument("cluster", nargs="?", help="cluster YAML (nodes, node pools, queues, priorityClasses)")
-    sim.add_argument("workload", nargs="?", help="workload YAML (Volcano Jobs / PodGroups with arrival and duration)")
-    sim.add_argument("--from-openb", nargs=2, metavar=("NODES.csv", "PODS.csv"),
-                     help="instead of CLUSTER and WORKLOAD: replay one day of the Alibaba openb trace")
-    sim.add_argument("--openb-day", type=int, metavar="N", help="which day of the trace (default: its last whole day)")
-    sim.add_argument("--from-cluster", metavar="FILE", help="instead of CLUSTER and WORKLOAD: replay what `kubectl get "
-                     "nodes,pods,vcjob,podgroups,queues,priorityclasses -A -o json` printed")
-    sim.add_argument("--conf", help="volcano-scheduler.conf to use (default: the built-in default)")
-    sim.add_argument("--period", type=seconds(0, inclusive=False), default=1.0,
-                     help="schedule period in seconds (default 1)")
-    sim.add_argument("--horizon", type=seconds(0, inclusive=True), default=None,
-                     help="stop the replay at this simulated time")
-    sim.add_argument("--compare", action="append", metavar="CONF",
-                     help="also replay with this volcano-scheduler.conf (or ConfigMap manifest) and compare; "
-                     "may be given more than once")
-    sim.add_argument("--compare-per-pod", action="store_true", help="also replay with a per-pod scheduler")
-    sim.add_argument("--json", action="store_true", help="print the totals and every job (with the scheduler's "
-                     "reasons as data) as JSON")
-    sim.add_argument("--report", metavar="DIR", help="write an HTML report with plots, and CSVs, into DIR "
-                     "(needs matplotlib: pip install 'volcano-py[report]')")
-    sim.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    sim.set_defaults(func=cmd_simulate)
-    conf = sub.add_parser("conf", help="scheduler configuration tools")
-    conf_sub = conf.add_subparsers(dest="conf_command", required=True)
-    check = conf_sub.add_parser("check", help="print what a volcano-scheduler.conf would use, skip and reject")
-    check.add_argument("file", nargs="?", help="the conf file (default: show the built-in default)")
-    check.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    check.set_defaults(func=cmd_conf_check)
-    bench = sub.add_parser("bench", help="benchmarks (from a clone: they live in bench/, beside scheduler/)")
-    bench_sub = bench.add_subparsers(dest="bench_command", required=True)
-    for name, text in BENCHES.items():  # listed for `volcano-py bench --help`; run_bench parses their flags
-        bench_sub.add_parser(name, add_help=False, help=text)
-    from scheduler.ctl.commands import add_parsers as add_day_two_parsers  # explain, job, queue
-
-    add_day_two_parsers(sub)
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:

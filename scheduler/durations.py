@@ -112,3 +112,28 @@ def format_duration(seconds: float) -> str:
     if hours:
         text = f"{hours}h{text}"
     return sign + text
+
+
+class Seconds:
+    """The argparse `type` of every duration option of the command line: `parse_seconds` (a Go duration, or a
+    plain number of seconds as before) with a lower bound. One class, so a test can find every duration option
+    by its type and know it reads the one grammar."""
+
+    def __init__(self, minimum: float = 0.0, *, inclusive: bool = True) -> None:
+        self.minimum, self.inclusive = minimum, inclusive
+        self.__name__ = "duration"  # argparse names the type in its errors: "invalid duration value: 'x'"
+
+    def __call__(self, text: str) -> float:
+        import argparse  # only the command line needs it
+
+        try:
+            value = parse_seconds(text)
+        except DurationError as exc:
+            raise argparse.ArgumentTypeError(f"{exc} (expected e.g. 30s, 1m30s or a number of seconds)") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"expected a finite duration, got {text!r}")
+        if not (value >= self.minimum if self.inclusive else value > self.minimum):
+            bound = ">=" if self.inclusive else ">"
+            raise argparse.ArgumentTypeError(f"expected a duration {bound} {format_duration(self.minimum)}, "
+                                             f"got {text!r}")
+        return value

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scheduler.conf_check import action_warnings
 from scheduler.cycle import load_conf_or_default
+from scheduler.durations import format_duration
 from scheduler.framework.conf import SchedulerConf
 from scheduler.sim.errors import InputError
 
@@ -32,7 +34,7 @@ def simulate(args: argparse.Namespace) -> int:
     confs += [(path, load_conf_or_default(path)) for path in args.compare or ()]  # every conf is read before any replay
     spec, workload = _inputs(args)
     for name, conf in confs:
-        for warning in conf.skipped:
+        for warning in (*conf.skipped, *(w.render() for w in action_warnings(conf))):
             print(f"warning: {name}: {warning}", file=sys.stderr)
     for warning in (*spec.warnings, *workload.warnings):
         print(f"warning: {warning}", file=sys.stderr)
@@ -78,7 +80,7 @@ def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload]:
         spec, workload, taken = load_cluster_dump(args.from_cluster)
         args.cluster = args.workload = args.from_cluster
         print(f"from-cluster: {len(spec.nodes)} nodes, {len(workload.items)} jobs, {len(workload.queues)} queues; "
-              f"the dump was taken {taken:.0f}s after its first arrival", file=sys.stderr)
+              f"the dump was taken {format_duration(round(taken))} after its first arrival", file=sys.stderr)
         return spec, workload
     if args.openb_day is not None:
         raise InputError("simulate", "--openb-day", "needs --from-openb NODES.csv PODS.csv")
@@ -116,4 +118,4 @@ def _write_report(args: argparse.Namespace, reports: list[tuple[str, Replay]]) -
     written = write(Path(args.report), runs, subtitle=f"cluster {args.cluster}, workload {args.workload}",
                     confs=[args.conf or "built-in default", *(args.compare or ())], command=args.argv)
     print(f"report: {written.page} ({len(written.plots)} plots, {len(written.tables)} CSV files beside it; "
-          f"{written.seconds:.1f}s)", file=sys.stderr)
+          f"{format_duration(round(written.seconds, 1))})", file=sys.stderr)

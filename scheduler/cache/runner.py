@@ -24,6 +24,7 @@ from scheduler.adapter.partial import PartialGangPolicy
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.leader import LeaderElector
+from scheduler.conf_check import action_warnings  # the actions' arguments, checked as conf check does
 from scheduler.cycle import (
     builtin_default_conf,
     bulk_blockers,
@@ -78,7 +79,7 @@ class ConfWatcher:
             return self.conf
         self.conf, self._digest, self._bad_digest = conf, digest, None
         metrics.observe_conf(loaded=True)
-        for warning in conf.skipped:
+        for warning in (*conf.skipped, *(w.render() for w in action_warnings(conf))):
             log.warning("scheduler conf: %s", warning)
         log.info("loaded scheduler conf %s (actions: %s)", self.path, ", ".join(conf.actions))
         blockers = bulk_blockers(conf)

@@ -11,12 +11,15 @@ import logging
 import threading
 from collections.abc import Iterator
 
+import urllib3
+
 from scheduler.api.convert import key_of
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.pages import Pages
 from scheduler.cache.parse import ParseCache
 from scheduler.cache.store import STORAGE_KINDS, Stores, Watched, trim
+from scheduler.retry import Backoff, Outage
 
 log = logging.getLogger("volcano_py.cache")
 
@@ -38,6 +41,7 @@ class Watcher:
         self.page_size = page_size
         self.prefetched = dict(prefetched or {})  # path -> a first list already under way
         self.threads: list[threading.Thread] = []
+        self.outage = Outage(log)
 
     def start(self) -> None:
         for w in self.stores.watched:
@@ -51,13 +55,14 @@ class Watcher:
             pages.close()
 
     def _run(self, w: Watched) -> None:
-        backoff = 0.2
+        backoff = Backoff(0.2, 30.0)  # jittered: the kinds' threads do not retry in lockstep (scheduler/retry.py)
         while not self._stop.is_set():
             try:
                 if w.resource_version is None:
                     self._list(w)
+                    self.outage.recovered()
                 self._watch(w)
-                backoff = 0.2
+                backoff.reset()
             except Gone:
                 log.info("watch %s: resourceVersion too old, relisting", w.kind)
                 w.resource_version = None
@@ -74,9 +79,12 @@ class Watcher:
                     w.synced.set()  # the CRD is not installed, or not readable: nothing to watch; look again later
                     self._stop.wait(60.0)
                     continue
-                log.warning("watch %s failed (retrying in %.1fs): %s", w.kind, backoff, exc)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 30.0)
+                delay = backoff.next()
+                if isinstance(exc, OSError | urllib3.exceptions.HTTPError):  # no answer: one warning for all kinds
+                    self.outage.failed(f"watch {w.kind}", exc, delay)
+                else:  # the apiserver answered, with an error about this kind
+                    log.warning("watch %s failed (retrying in %.1fs): %s", w.kind, delay, exc)
+                self._stop.wait(delay)
 
     def _list(self, w: Watched) -> None:
         pods = w is self.stores.pods
@@ -119,6 +127,8 @@ class Watcher:
         for event in self.kube.stream(w.path, query, read_timeout=self.watch_timeout + 15):
             if self._stop.is_set():
                 return
+            if self.outage.failing:
+                self.outage.recovered()
             kind, obj = event.get("type"), event.get("object") or {}
             if kind == "ERROR":
                 if obj.get("code") == 410:

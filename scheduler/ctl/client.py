@@ -7,6 +7,9 @@ controller ownerReference and `target`, in the Job's namespace (a Queue's Comman
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -28,6 +31,45 @@ class NotFound(LookupError):
     pass
 
 
+class MissingCRD(Exception):
+    """The apiserver does not serve a Volcano resource the command needs: its CRD is not installed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    items: list[MutableObj]
+    resource_version: str  # where a watch of the same path starts
+
+
+_RESOURCE = re.compile(r"/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/(?:namespaces/[^/]+/)?(?P<plural>[a-z0-9-]+)")
+_OBJECT_NOT_FOUND = re.compile(r'\S+ "[^"]*" not found')
+
+
+def missing_crd(exc: KubeError) -> MissingCRD | None:
+    """A 404 on a Volcano group's path that names no object: the resource type is not served, its CRD is not
+    installed. (An object that does not exist is a 404 too, whose Status names it: `jobs... "x" not found`.)"""
+    if exc.status != 404:
+        return None
+    parts = str(exc).split(" ", 2)
+    match = _RESOURCE.match(parts[1]) if len(parts) > 1 else None
+    if match is None or not match["group"].endswith("volcano.sh"):
+        return None
+    try:
+        status = json.loads(exc.body)
+    except ValueError:
+        status = None  # "404 page not found": the whole group is not served
+    if isinstance(status, dict):
+        details = status.get("details")
+        if (isinstance(details, dict) and details.get("name")) or _OBJECT_NOT_FOUND.fullmatch(
+                str(status.get("message") or "")):
+            return None
+    crd = f"{match['plural']}.{match['group']}"
+    return MissingCRD(f"the cluster has no {crd} CRD ({match['group']}/{match['version']} {match['plural']} is not "
+                      "served): install volcano-py's CRDs with `kubectl apply --server-side -f crds/` from a "
+                      f"volcano-py clone (this one is crds/{match['group']}_{match['plural']}.yaml), or the Helm "
+                      "chart charts/volcano-py, which carries them")
+
+
 class Client:
     def __init__(self, kube: Kube):
         self.kube = kube
@@ -35,8 +77,25 @@ class Client:
     def get(self, path: str) -> MutableObj | None:
         return self.kube.get_or_none(path)
 
+    def require_served(self, *paths: str) -> None:
+        """MissingCRD when one of these lists is not served: its CRD is not installed (a GET of one object says
+        404 either way)."""
+        for path in paths:
+            try:
+                self.kube.request("GET", path, query={"limit": "1"})
+            except KubeError as exc:
+                crd = missing_crd(exc)
+                if crd is not None:
+                    raise crd from None
+                raise
+
     def items(self, path: str, query: dict[str, str] | None = None) -> list[MutableObj]:
         return list((self.kube.request("GET", path, query=query) or {}).get("items") or [])
+
+    def listing(self, path: str, selector: str | None = None) -> Listing:
+        """A list (of the objects whose labels match `selector`, when given) and its resourceVersion."""
+        doc = self.kube.request("GET", path, query={"labelSelector": selector} if selector else None) or {}
+        return Listing(list(doc.get("items") or []), str((doc.get("metadata") or {}).get("resourceVersion") or ""))
 
     def create(self, path: str, body: MutableObj) -> MutableObj:
         return self.kube.request("POST", path, body=body)
@@ -120,6 +179,8 @@ class Client:
             if podgroup is None:
                 pod = self.pod(namespace, name)
                 if pod is None:
+                    self.require_served(f"{JOBS}/namespaces/{namespace}/jobs",
+                                        f"{SCHEDULING}/namespaces/{namespace}/podgroups")
                     raise NotFound(f"no Job, PodGroup or pod named {name} in namespace {namespace}")
                 target = f"pod {namespace}/{name}"
                 podgroup_names = (pod_group_name(pod),)

@@ -15,6 +15,7 @@ from scheduler.ctl import connect, flows, jobs, pods, queues
 from scheduler.ctl.client import NotFound
 from scheduler.ctl.connect import NoCluster, common, reporting
 from scheduler.ctl.explain import explain, render, to_dict
+from scheduler.ctl.output import is_object_format, print_objects
 from scheduler.ctl.tables import dump, job_table, queue_table
 
 __all__ = ["NoCluster", "add_parsers", "dump", "job_table", "queue_table"]
@@ -27,13 +28,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except NotFound as exc:
         print(f"volcano-py: error: {exc}", file=sys.stderr)
         return 1
-    print(
-        json.dumps(to_dict(ex), indent=2)
-        if args.output == "json"
-        else dump(to_dict(ex), "yaml")
-        if args.output == "yaml"
-        else render(ex)
-    )
+    if args.output == "json":
+        print(json.dumps(to_dict(ex), indent=2))
+    elif args.output == "name":
+        print(ex.target.replace(" ", "/", 1))  # job/ns/name, podgroup/ns/name or pod/ns/name
+    elif is_object_format(args.output):
+        print_objects(to_dict(ex), args.output, "explain")
+    else:
+        print(render(ex))
     return 0
 
 
@@ -49,7 +51,10 @@ def cmd_version(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: Any) -> None:
     """`explain`, `job`, `queue`, `pod`, `jobflow`, `jobtemplate` and `version` under the `volcano-py` command."""
-    ex = sub.add_parser("explain", help="why a Volcano Job, PodGroup or pod is waiting, and what would unblock it")
+    ex = sub.add_parser("explain", help="why a Volcano Job, PodGroup or pod is waiting, and what would unblock it",
+                        description="Say why a Volcano Job, PodGroup or pod is waiting (the gate that holds it, "
+                        "with its numbers: the queue's share, the free resources, the gang's size) and what would "
+                        "unblock it, from what the scheduler publishes on the PodGroup and its events.")
     ex.add_argument("name", help="a Volcano Job, a PodGroup or a pod")
     common(ex, output=("json", "yaml"))
     ex.set_defaults(func=reporting(cmd_explain))

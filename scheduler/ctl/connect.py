@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 
 from scheduler.cache.kube import Kube, KubeError
-from scheduler.ctl.client import Client
+from scheduler.ctl.client import Client, MissingCRD, missing_crd
 from scheduler.ctl.exits import EXIT_FAILURE, EXIT_USER
+from scheduler.ctl.waiting import WaitingKube
+from scheduler.durations import Seconds, format_duration
 
 
 class NoCluster(Exception):
@@ -26,17 +29,66 @@ class UsageError(Exception):
     """A flag or file the command cannot use (vcctl's `... must be specified` errors): exit 2."""
 
 
+def kubeconfig_path(args: argparse.Namespace) -> str:
+    """The kubeconfig file a command reads, for its messages: `--kubeconfig`, else the first of `$KUBECONFIG`,
+    else ~/.kube/config."""
+    given = getattr(args, "kubeconfig", None) or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    return str(given or os.path.expanduser("~/.kube/config"))
+
+
+def _config_file(args: argparse.Namespace) -> str:
+    """What the kubeconfig loader reads: `--kubeconfig`, else `$KUBECONFIG` as it is now (a list of files is
+    merged), else ~/.kube/config. (The loader's own default is `$KUBECONFIG` as it was when it was imported.)"""
+    return str(getattr(args, "kubeconfig", None) or os.environ.get("KUBECONFIG") or "~/.kube/config")
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """A YAML error in one line: what is wrong and where (`expected ',' or '}' at line 5`)."""
+    import yaml
+
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return f"{exc.problem or exc.context or 'invalid YAML'}{where}"
+    return " ".join(str(exc).split())
+
+
+def context_namespace(args: argparse.Namespace) -> str | None:
+    """The namespace of the kubeconfig context a command uses (`--context`, else the current one), as kubectl
+    takes its default namespace; None when there is no kubeconfig or the context names none."""
+    from kubernetes import config
+
+    try:
+        contexts, current = config.list_kube_config_contexts(_config_file(args))
+    except Exception:  # noqa: BLE001 - no or a bad kubeconfig: connecting says what is wrong
+        return None
+    wanted = getattr(args, "context", None)
+    chosen = next((c for c in contexts or () if c.get("name") == wanted), None) if wanted else current
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return str(namespace) if isinstance(namespace, str) and namespace else None
+
+
+def resolve_namespace(args: argparse.Namespace) -> None:
+    """`-n` when given, else the context's namespace, else `default`."""
+    if hasattr(args, "namespace") and args.namespace is None:
+        args.namespace = context_namespace(args) or "default"
+
+
 def kube(args: argparse.Namespace) -> Kube:
+    import yaml
     from kubernetes import client as k8s
     from kubernetes import config
 
     cfg = k8s.Configuration()
     master = getattr(args, "master", None)
+    context = getattr(args, "context", None)
     try:
-        config.load_kube_config(config_file=args.kubeconfig, client_configuration=cfg)
-    except (config.ConfigException, OSError) as exc:
-        if args.kubeconfig:
-            raise NoCluster(f"kubeconfig {args.kubeconfig}: {exc}") from exc
+        config.load_kube_config(config_file=_config_file(args), context=context, client_configuration=cfg)
+    except yaml.YAMLError as exc:
+        raise UsageError(f"kubeconfig {kubeconfig_path(args)} is not valid YAML: {_yaml_problem(exc)}") from None
+    except (config.ConfigException, OSError, ValueError, TypeError, AttributeError) as exc:
+        if args.kubeconfig or context:
+            raise NoCluster(f"kubeconfig {kubeconfig_path(args)}: {' '.join(str(exc).split())}") from exc
         if not master:
             try:
                 config.load_incluster_config(client_configuration=cfg)
@@ -47,7 +99,15 @@ def kube(args: argparse.Namespace) -> Kube:
                 ) from exc
     if master:
         cfg.host = master.rstrip("/")
-    return Kube(k8s.ApiClient(cfg), request_timeout=args.request_timeout)
+        loader_hook = cfg.refresh_api_key_hook  # the kubeconfig loader's, which sets the kubeconfig's server again
+
+        def keep_master(configuration: object) -> None:
+            if loader_hook is not None:
+                loader_hook(configuration)
+            configuration.host = master.rstrip("/")  # type: ignore[attr-defined]
+
+        cfg.refresh_api_key_hook = keep_master  # type: ignore[assignment]
+    return WaitingKube(k8s.ApiClient(cfg), request_timeout=args.request_timeout)
 
 
 def client(args: argparse.Namespace) -> Client:
@@ -63,11 +123,15 @@ def api_message(exc: KubeError) -> str:
     return str(message) if message else str(exc)
 
 
-def _unreachable(exc: BaseException) -> str | None:
+def _unreachable(exc: BaseException, args: argparse.Namespace) -> str | None:
     """The one line for an apiserver that cannot be reached (refused, no such host, TLS, timeout), else None."""
     from urllib3.exceptions import HTTPError
 
-    if isinstance(exc, HTTPError | ConnectionError | TimeoutError):
+    if isinstance(exc, TimeoutError) or (isinstance(exc, HTTPError | OSError) and "timed out" in str(exc).lower()):
+        limit = format_duration(float(getattr(args, "request_timeout", 0) or 0))
+        return (f"the apiserver did not answer within {limit} (--request-timeout); it may be overloaded or "
+                f"hung: check it (kubectl get --raw /readyz) or try again with a longer --request-timeout")
+    if isinstance(exc, HTTPError | ConnectionError):
         reason = getattr(exc, "reason", None) or exc
         return f"cannot reach the apiserver: {reason}"
     return None
@@ -83,6 +147,7 @@ def reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
 
     def wrapped(args: argparse.Namespace) -> int:
         try:
+            resolve_namespace(args)
             return run(args)
         except UsageError as exc:
             if getattr(args, "debug", False):
@@ -91,13 +156,14 @@ def reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
         except KubeError as exc:
             if getattr(args, "debug", False):
                 raise
-            return fail(api_message(exc))
-        except NoCluster as exc:
+            crd = missing_crd(exc)
+            return fail(str(crd) if crd is not None else api_message(exc))
+        except (NoCluster, MissingCRD) as exc:
             if getattr(args, "debug", False):
                 raise
             return fail(str(exc))
         except Exception as exc:
-            line = _unreachable(exc)
+            line = _unreachable(exc, args)
             if line is None or getattr(args, "debug", False):
                 raise
             return fail(line)
@@ -106,22 +172,37 @@ def reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
 
 
 def common(p: argparse.ArgumentParser, *, namespace: bool = True, output: tuple[str, ...] = ()) -> None:
-    """vcctl's common flags (`-k/--kubeconfig`, `-s/--master`), ours, and `-n/--namespace` (default `default`,
-    as vcctl: not the kubeconfig context's)."""
+    """vcctl's common flags (`-k/--kubeconfig`, `-s/--master`), kubectl's `--context`, ours, `-n/--namespace`
+    (default: the kubeconfig context's namespace, else `default`, as kubectl), and `-o` when the command prints
+    objects (`output`: the formats it has beside name, json, yaml and jsonpath, e.g. `wide`)."""
     p.add_argument("-k", "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+    p.add_argument("--context", help="the kubeconfig context to use (default: its current-context)")
     p.add_argument("-s", "--master", help="the address of the apiserver (overrides the kubeconfig's)")
-    p.add_argument("--request-timeout", type=float, default=30.0, help="seconds per API request (default 30)")
+    p.add_argument("--request-timeout", type=Seconds(0, inclusive=False), default=30.0, metavar="DURATION",
+                   help="how long one API request may take (a Go duration, 5s or 1m, or seconds; default 30s)")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     if namespace:
-        p.add_argument("-n", "--namespace", default="default", help="the namespace (default: default)")
+        p.add_argument("-n", "--namespace", default=None,
+                       help="the namespace (default: the kubeconfig context's, else default)")
     if output:
-        p.add_argument(
-            "-o",
-            "--output",
-            choices=output,
-            default=None,
-            help="print the objects (json, yaml) or more columns (wide) instead of vcctl's table",
-        )
+        from scheduler.ctl.output import output_type
+
+        tables = tuple(o for o in output if o not in ("json", "yaml"))
+        formats = ", ".join(["name", "json", "yaml", "jsonpath=TEMPLATE", *tables])
+        p.add_argument("-o", "--output", type=output_type(tables), default=None, metavar="FORMAT",
+                       help=f"print {formats} instead of the table (jsonpath as kubectl's: "
+                       "jsonpath='{.items[*].metadata.name}')")
+
+
+def label_selector(p: argparse.ArgumentParser) -> None:
+    """kubectl's `-l`: only the objects whose labels match, selected by the apiserver."""
+    p.add_argument("-l", "--label-selector", dest="label_selector", default=None, metavar="SELECTOR",
+                   help="only objects whose labels match, as kubectl's -l (app=x,tier!=db, env in (a,b))")
+
+
+def watch_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-w", "--watch", action="store_true",
+                   help="after the list, print each change as it happens (until Ctrl-C), as kubectl's --watch")
 
 
 def go_bool(text: str) -> bool:

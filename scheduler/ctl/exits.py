@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from typing import NoReturn
 
 EXIT_USER, EXIT_FAILURE, EXIT_PIPE, EXIT_INTERRUPTED = 2, 1, 141, 130
@@ -21,20 +20,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USER, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def seconds(minimum: float, *, inclusive: bool) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-        if not (value >= minimum if inclusive else value > minimum) or value != value or value == float("inf"):
-            bound = ">=" if inclusive else ">"
-            raise argparse.ArgumentTypeError(f"expected a number of seconds {bound} {minimum:g}, got {text!r}")
-        return value
-
-    return parse
 
 
 def one_line(exc: Exception, user_errors: tuple[type[Exception], ...]) -> tuple[str, int]:

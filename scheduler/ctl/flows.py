@@ -25,8 +25,18 @@ from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import KubeError
 from scheduler.ctl import connect
 from scheduler.ctl.client import FLOW
-from scheduler.ctl.connect import UsageError, all_namespaces, api_message, common, reporting
+from scheduler.ctl.connect import (
+    UsageError,
+    all_namespaces,
+    api_message,
+    common,
+    label_selector,
+    reporting,
+    watch_flag,
+)
 from scheduler.ctl.gofmt import since
+from scheduler.ctl.output import is_object_format, print_objects, render_objects
+from scheduler.ctl.watching import watch
 
 COLUMN_SPACING = 4
 NO_RESOURCES = "No resources found"
@@ -39,6 +49,11 @@ class Kind:
     plural: str  # jobflows
     words: str  # how vcctl's messages name it: "jobflow", "job template"
     phase: bool  # jobflow tables have Phase and Age; jobtemplate tables have neither
+
+    @property
+    def resource(self) -> str:
+        """kubectl's name of the kind, for `-o name`."""
+        return f"{self.command}.flow.volcano.sh"
 
     def path(self, namespace: str | None, name: str = "") -> str:
         base = f"{FLOW}/namespaces/{namespace}/{self.plural}" if namespace else f"{FLOW}/{self.plural}"
@@ -151,16 +166,30 @@ def cmd_get(kind: Kind, args: argparse.Namespace) -> int:
     if not args.name:
         raise UsageError(f"name is mandatory to get the particular {kind.words} details")
     obj = connect.client(args).kube.request("GET", kind.path(args.namespace, args.name))
+    if is_object_format(args.output):
+        print_objects(obj, args.output, kind.resource)
+        return 0
     sys.stdout.write(table(kind, [obj], time.time()))
     return 0
 
 
 def cmd_list(kind: Kind, args: argparse.Namespace) -> int:
-    objects = connect.client(args).items(kind.path(None if args.all_namespaces else args.namespace))
-    if not objects:
+    client = connect.client(args)
+    path = kind.path(None if args.all_namespaces else args.namespace)
+    listed = client.listing(path, args.label_selector)
+    if is_object_format(args.output):
+        print_objects(listed.items, args.output, kind.resource)
+    elif not listed.items and not args.watch:
         print(NO_RESOURCES)
-        return 0
-    sys.stdout.write(table(kind, objects, time.time()))
+    else:
+        sys.stdout.write(table(kind, listed.items, time.time()))
+    if args.watch:
+        def row(obj: MutableObj) -> str:
+            if is_object_format(args.output):
+                return render_objects(obj, args.output, kind.resource)
+            return table(kind, [obj], time.time()).split("\n", 1)[1]
+
+        watch(client, path, args.label_selector, listed.resource_version, row)
     return 0
 
 
@@ -192,8 +221,9 @@ def add_parsers(sub: Any) -> None:
             "describe": (f"describe a {kind.words}", cmd_describe),
         }
         for verb, (help_, run) in specs.items():
-            p = verbs.add_parser(verb, help=help_)
-            common(p, namespace=verb != "create")
+            p = verbs.add_parser(verb, help=help_, description=f"{help_[0].upper()}{help_[1:]} "
+                                 f"({kind.kind}, flow.volcano.sh/v1alpha1), as vcctl {kind.command} {verb}.")
+            common(p, namespace=verb != "create", output=("json", "yaml") if verb in ("get", "list") else ())
             if verb in ("get", "delete", "describe"):
                 p.add_argument(*name, dest="name", default="", help=f"the name of {kind.words}")
             if verb in ("create", "delete"):
@@ -202,6 +232,8 @@ def add_parsers(sub: Any) -> None:
                 )
             if verb == "list":
                 all_namespaces(p, f"{kind.words}s")
+                label_selector(p)
+                watch_flag(p)
             if verb == "describe":
                 p.add_argument(
                     "-o",

@@ -21,14 +21,27 @@ from scheduler.api.objects import MutableObj
 from scheduler.api.resources import QuantityError
 from scheduler.ctl import connect
 from scheduler.ctl.client import JOBS
-from scheduler.ctl.connect import UsageError, all_namespaces, common, name_of, positional_or_flag, reporting
+from scheduler.ctl.connect import (
+    UsageError,
+    all_namespaces,
+    common,
+    label_selector,
+    name_of,
+    positional_or_flag,
+    reporting,
+    watch_flag,
+)
 from scheduler.ctl.gofmt import canonical_quantity, go_int, local_date, pad
 from scheduler.ctl.jobview import render_job
-from scheduler.ctl.tables import dump, job_table
+from scheduler.ctl.output import is_object_format, print_objects, render_objects
+from scheduler.ctl.schedulers import VOLCANO_PY_DEFAULT, claims, unclaimed_warning
+from scheduler.ctl.tables import job_table
+from scheduler.ctl.watching import watch
 
 JOB_TYPE_LABEL = "volcano.sh/job-type"  # v1alpha1.JobTypeKey
 TEMPLATE_LABEL = "job.volcano.sh"  # pkg/cli/job/run.go: jobName
 NO_RESOURCES = "No resources found"
+JOB_RESOURCE = "job.batch.volcano.sh"
 
 
 # ---- run (pure) ---------------------------------------------------------------------------------------------
@@ -210,24 +223,43 @@ def cmd_run(args: argparse.Namespace) -> int:
             args.name, args.namespace, args.image, args.min, args.replicas, requests, limits, args.scheduler
         )
     )
-    created = connect.client(args).create(f"{JOBS}/namespaces/{args.namespace}/jobs", job)
-    print(f"run job {_meta(created).get('name', '')} successfully")
+    client = connect.client(args)
+    created = client.create(f"{JOBS}/namespaces/{args.namespace}/jobs", job)
+    name = str(_meta(created).get("name", ""))
+    print(f"run job {name} successfully")
+    scheduler = (created.get("spec") or {}).get("schedulerName")
+    if scheduler:
+        warning = unclaimed_warning(str(scheduler), claims(client), f"{args.namespace}/{name}")
+        if warning is not None:
+            print(warning, file=sys.stderr)
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     everywhere = args.all_namespaces
-    jobs = select(
-        connect.client(args).jobs(None if everywhere else args.namespace), args.queue, args.scheduler, args.selector
-    )
-    if args.output in ("json", "yaml"):
-        print(dump(jobs, args.output))
-    elif not jobs:
+    client = connect.client(args)
+    path = f"{JOBS}/jobs" if everywhere else f"{JOBS}/namespaces/{args.namespace}/jobs"
+    listed = client.listing(path, args.label_selector)
+    jobs = select(listed.items, args.queue, args.scheduler, args.selector)
+    if is_object_format(args.output):
+        print_objects(jobs, args.output, JOB_RESOURCE)
+    elif not jobs and not args.watch:
         print(NO_RESOURCES)
     elif args.output == "wide":
         print(job_table(jobs, time.time(), everywhere))
     else:
         sys.stdout.write(list_table(jobs, everywhere))
+    if args.watch:
+        def row(job: MutableObj) -> str:
+            if not select([job], args.queue, args.scheduler, args.selector):
+                return ""
+            if is_object_format(args.output):
+                return render_objects(job, args.output, JOB_RESOURCE)
+            if args.output == "wide":
+                return job_table([job], time.time(), everywhere).split("\n", 1)[1] + "\n"
+            return list_table([job], everywhere).split("\n", 1)[1]
+
+        watch(client, path, args.label_selector, listed.resource_version, row)
     return 0
 
 
@@ -235,8 +267,8 @@ def cmd_view(args: argparse.Namespace) -> int:
     name = name_of(args, "job name (specified by --name or -N) is mandatory to view a particular job")
     client = connect.client(args)
     job = client.kube.request("GET", f"{JOBS}/namespaces/{args.namespace}/jobs/{name}")
-    if args.output in ("json", "yaml"):
-        print(dump(job, args.output))
+    if is_object_format(args.output):
+        print_objects(job, args.output, JOB_RESOURCE)
         return 0
     events = [e for e in client.events(args.namespace) if str(_meta(e).get("name", "")).startswith(f"{name}.")]
     sys.stdout.write(render_job(job, events, time.time()))
@@ -271,10 +303,16 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any) -> None:
-    job = sub.add_parser("job", help="run, list, view, suspend, resume or delete Volcano Jobs (vcctl job)")
+    job = sub.add_parser("job", help="run, list, view, suspend, resume or delete Volcano Jobs (vcctl job)",
+                         description="Day-two commands for Volcano Jobs (batch.volcano.sh/v1alpha1), with vcctl "
+                         "job's flags and tables: run one from flags or a YAML file, list, view, suspend, resume, "
+                         "delete.")
     jobs = job.add_subparsers(dest="job_command", required=True)
 
-    run = jobs.add_parser("run", help="run job by parameters from the command line")
+    run = jobs.add_parser("run", help="run job by parameters from the command line",
+                          description="Create a Volcano Job from flags (one task of --replicas pods, at least "
+                          "--min of them together) or from a YAML file (-f). It names volcano-py's scheduler unless "
+                          "-S says otherwise, and warns when no scheduler in the cluster claims that name.")
     common(run)
     run.add_argument("-N", "--name", default="", help="the name of job")
     run.add_argument("-i", "--image", default="busybox", help="the container image of job (default busybox)")
@@ -295,19 +333,24 @@ def add_parsers(sub: Any) -> None:
     run.add_argument(
         "-S",
         "--scheduler",
-        default="volcano",
-        help="the scheduler for this job (default volcano, as vcctl; volcano-py runs it when started "
-        "with --scheduler-name volcano)",
+        default=VOLCANO_PY_DEFAULT,
+        help="the scheduler for this job (default volcano-py, the name volcano-py's scheduler claims; vcctl's "
+        "default is volcano, Volcano's scheduler)",
     )
     run.add_argument("-f", "--filename", default="", help="the yaml file of job")
     run.set_defaults(func=reporting(cmd_run))
 
-    lst = jobs.add_parser("list", help="list job information")
+    lst = jobs.add_parser("list", help="list job information",
+                          description="List the Volcano Jobs of a namespace (-A: of all) in vcctl's table; -o for "
+                          "kubectl's formats, -l to select by label, --watch to follow changes.")
     common(lst, output=("json", "yaml", "wide"))
     all_namespaces(lst, "jobs")
     lst.add_argument("-q", "--queue", default="", help="list job with specified queue name")
     lst.add_argument("-S", "--scheduler", default="", help="list job with specified scheduler name")
-    lst.add_argument("--selector", default="", help="fuzzy matching jobName")
+    lst.add_argument("--selector", default="", help="fuzzy matching jobName (vcctl's: a part of the name; for "
+                     "labels use -l)")
+    label_selector(lst)
+    watch_flag(lst)
     lst.set_defaults(func=reporting(cmd_list))
 
     view = jobs.add_parser("view", help="show job information")

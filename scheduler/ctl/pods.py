@@ -17,9 +17,11 @@ from typing import Any
 
 from scheduler.api.objects import MutableObj
 from scheduler.ctl import connect
-from scheduler.ctl.connect import UsageError, all_namespaces, common, reporting
+from scheduler.ctl.client import CORE
+from scheduler.ctl.connect import UsageError, all_namespaces, common, label_selector, reporting, watch_flag
 from scheduler.ctl.gofmt import go_int, parse_time, since
-from scheduler.ctl.tables import dump
+from scheduler.ctl.output import is_object_format, print_objects, render_objects
+from scheduler.ctl.watching import watch
 from scheduler.jobs import keys
 
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # schedulingv1beta1.QueueNameAnnotationKey
@@ -177,32 +179,52 @@ def pod_table(pods: Sequence[MutableObj], now: float, with_namespace: bool) -> s
 # ---- command (I/O) --------------------------------------------------------------------------------------------
 
 
+def _selector(args: argparse.Namespace) -> str | None:
+    """What the apiserver selects: the job's pods (`-j`), else every Job pod unless `-q` looks at all pods; and
+    `-l` on top."""
+    base = f"{keys.JOB_NAME} in ({args.job})" if args.job else None if args.queue else keys.JOB_NAME
+    return ",".join(s for s in (base, args.label_selector) if s) or None
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     client = connect.client(args)
     namespace = None if args.all_namespaces else args.namespace
+    path = f"{CORE}/namespaces/{namespace}/pods" if namespace else f"{CORE}/pods"
+    listed = client.listing(path, _selector(args))
+    pods = listed.items
     if args.job:
-        pods = client.pods(namespace, f"{keys.JOB_NAME} in ({args.job})")
         if args.queue and not job_matches_queue(pods, args.queue):
             raise UsageError(f"the input vcjob {args.job} does not match the queue {args.queue}")
     elif args.queue:
-        pods = in_queue(client.pods(namespace), args.queue)
-    else:
-        pods = client.pods(namespace, keys.JOB_NAME)
-    if args.output in ("json", "yaml"):
-        print(dump(sorted(pods, key=_key), args.output))
-    elif not pods:
+        pods = in_queue(pods, args.queue)
+    if is_object_format(args.output):
+        print_objects(sorted(pods, key=_key), args.output, "pod")
+    elif not pods and not args.watch:
         print(NO_RESOURCES)
     else:
         sys.stdout.write(pod_table(pods, time.time(), args.all_namespaces))
+    if args.watch:
+        def row(pod: MutableObj) -> str:
+            if args.queue and not args.job and not in_queue([pod], args.queue):
+                return ""
+            if is_object_format(args.output):
+                return render_objects(pod, args.output, "pod")
+            return pod_table([pod], time.time(), args.all_namespaces).split("\n", 1)[1]
+
+        watch(client, path, _selector(args), listed.resource_version, row)
     return 0
 
 
 def add_parsers(sub: Any) -> None:
-    pod = sub.add_parser("pod", help="list the pods of Volcano Jobs (vcctl pod)")
+    pod = sub.add_parser("pod", help="list the pods of Volcano Jobs (vcctl pod)",
+                         description="List the pods of Volcano Jobs (all, one job's with -j, or one queue's with "
+                         "-q) in kubectl's pod columns, as vcctl pod list.")
     pods = pod.add_subparsers(dest="pod_command", required=True)
     lst = pods.add_parser("list", help="list pod information created by vcjob")
     common(lst, output=("json", "yaml"))
     all_namespaces(lst, "pods")
     lst.add_argument("-j", "--job", default="", help="list pod with specified job name")
     lst.add_argument("-q", "--queue", default="", help="list pod with specified queue name")
+    label_selector(lst)
+    watch_flag(lst)
     lst.set_defaults(func=reporting(cmd_list))

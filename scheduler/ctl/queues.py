@@ -21,15 +21,18 @@ from typing import Any
 from scheduler.api.objects import MutableObj
 from scheduler.ctl import connect
 from scheduler.ctl.client import QUEUE_COMMAND_NAMESPACE, SCHEDULING, Client
-from scheduler.ctl.connect import UsageError, common, name_of, positional_or_flag, reporting
+from scheduler.ctl.connect import UsageError, common, label_selector, name_of, positional_or_flag, reporting, watch_flag
 from scheduler.ctl.gofmt import go_int, pad
-from scheduler.ctl.tables import dump, queue_table
+from scheduler.ctl.output import is_object_format, print_objects, render_objects
+from scheduler.ctl.tables import queue_table
+from scheduler.ctl.watching import watch
 
 HEADER = ("Name", "Weight", "State", "Parent", "Inqueue", "Pending", "Running", "Unknown", "Completed")
 WIDTHS = (25, 8, 8, 8, 8, 8, 8, 8, 8)  # pkg/cli/queue/list.go PrintQueues: %-25s then %-8s each
 PHASES = ("Inqueue", "Pending", "Running", "Unknown", "Completed")
 ACTIONS = {"open": "OpenQueue", "close": "CloseQueue"}
 NO_RESOURCES = "No resources found"
+QUEUE_RESOURCE = "queue.scheduling.volcano.sh"
 
 
 # ---- pure -------------------------------------------------------------------------------------------------
@@ -159,16 +162,28 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     client = connect.client(args)
-    queues = client.queues()
-    if not queues and args.output not in ("json", "yaml"):
+    path = f"{SCHEDULING}/queues"
+    listed = client.listing(path, args.label_selector)
+    if not listed.items and not is_object_format(args.output):
         print(NO_RESOURCES)
-        return 0
-    return _show(queues, client, args.output, listing=True)
+    else:
+        _show(listed.items, client, args.output, listing=True)
+    if args.watch:
+        def row(queue: MutableObj) -> str:
+            if is_object_format(args.output):
+                return render_objects(queue, args.output, QUEUE_RESOURCE)
+            if args.output == "wide":
+                return queue_table([queue], time.time()).split("\n", 1)[1] + "\n"
+            return queue_table_vc([queue], podgroup_counts(client.podgroups())).split("\n", 1)[1]
+
+        watch(client, path, args.label_selector, listed.resource_version, row)
+    return 0
 
 
 def _show(queues: list[MutableObj], client: Client, output: str | None, listing: bool = False) -> int:
-    if output in ("json", "yaml"):
-        print(dump(queues if listing else queues[0], output))
+    if is_object_format(output):
+        assert output is not None
+        print_objects(queues if listing else queues[0], output, QUEUE_RESOURCE)
     elif output == "wide":
         print(queue_table(queues, time.time()))
     else:
@@ -180,7 +195,10 @@ def _show(queues: list[MutableObj], client: Client, output: str | None, listing:
 
 
 def add_parsers(sub: Any) -> None:
-    queue = sub.add_parser("queue", help="create, delete, operate, get or list Queues (vcctl queue)")
+    queue = sub.add_parser("queue", help="create, delete, operate, get or list Queues (vcctl queue)",
+                           description="Day-two commands for Queues (scheduling.volcano.sh/v1beta1), with vcctl "
+                           "queue's flags and tables: create, delete, open or close, change the weight, get, list. "
+                           "Here -n is the queue's name: Queues have no namespace.")
     queues = queue.add_subparsers(dest="queue_command", required=True)
 
     create = queues.add_parser("create", help="creates queue")
@@ -208,6 +226,9 @@ def add_parsers(sub: Any) -> None:
         common(p, namespace=False, output=("json", "yaml", "wide"))
         if verb == "get":
             positional_or_flag(p, ("-n", "--name"), "the name of queue")
+        else:
+            label_selector(p)
+            watch_flag(p)
         p.set_defaults(func=reporting(cmd_get if verb == "get" else cmd_list))
 
     for action in ACTIONS:

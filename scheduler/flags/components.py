@@ -126,7 +126,10 @@ SCHEDULER = FlagSet("scheduler", (
     Flag("gate-removal-worker-num", Kind.INT, no_effect="volcano-py does not remove scheduling gates"),
     Flag("scheduler-sharding-mode", Kind.STRING, harmless=("none",), no_effect="volcano-py does not shard nodes"),
     Flag("scheduler-sharding-name", Kind.STRING, no_effect="volcano-py does not shard nodes"),
-))
+), description="Run the gang scheduler against a Kubernetes cluster: every period it reads the cluster's pods, "
+   "PodGroups, Queues and nodes, runs the actions and plugins of the volcano-scheduler.conf, and binds the pods of "
+   "each gang all at once or not at all. It schedules pods whose schedulerName it claims (--scheduler-name). It "
+   "takes the flags of Volcano's vc-scheduler, so a Volcano Deployment's args run unchanged.")
 
 _SHARDING = "volcano-py has no sharding controller"
 
@@ -159,7 +162,9 @@ CONTROLLERS = FlagSet("controllers", (
     Flag("sharding-configmap-namespace", Kind.STRING, no_effect=_SHARDING),
     Flag("shard-sync-period", Kind.DURATION, no_effect=_SHARDING),
     Flag("enable-node-event-trigger", Kind.BOOL, no_effect=_SHARDING),
-))
+), description="Run the controllers of Volcano's CRDs: Jobs (their pods and PodGroups), Queues, Commands, "
+   "CronJobs and JobFlows, for the Jobs whose schedulerName they claim. Takes the flags of Volcano's "
+   "vc-controller-manager.")
 
 
 # The paths Volcano's webhook manager enables by default (cmd/webhook-manager/app/options/options.go).
@@ -208,4 +213,6 @@ WEBHOOK = FlagSet("webhook", (
     Flag("enable-root-queue-protection", Kind.BOOL, harmless=(True,),
          no_effect="queue changes are not checked by volcano-py's webhook"),
     *_klog_flags(),
-))
+), description="Serve the admission webhook that checks and defaults Volcano Jobs, Queues, PodGroups and pods "
+   "before the apiserver stores them (HTTPS only; the chart installs the webhook configurations). Takes the flags "
+   "of Volcano's vc-webhook-manager.")

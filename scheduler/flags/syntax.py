@@ -11,6 +11,7 @@ a flag nobody has is an error naming it and the closest known one.
 from __future__ import annotations
 
 import difflib
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -84,6 +85,7 @@ class Parsed:
 class FlagSet:
     command: str
     flags: tuple[Flag, ...]
+    description: str = ""  # what the command is for: the head of its --help
     _index: dict[str, Flag] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -153,15 +155,30 @@ class FlagSet:
                          suggestion=close[0] if close else None)
 
     def usage(self) -> str:
-        lines = [f"Usage of volcano-py {self.command}:"]
-        for flag in sorted(self.flags, key=lambda f: (not f.honoured, f.name)):  # what works first
-            spellings = (flag.name, *flag.aliases, *((f"no-{flag.name}",) if flag.negatable else ()))
-            names = ", ".join(f"--{n}" for n in spellings)
-            kind = "" if flag.kind is Kind.BOOL else f" {flag.kind.value}"
-            text = flag.help if flag.honoured else f"no effect in volcano-py: {flag.no_effect}"
-            default = _show_default(flag)
-            lines.append(f"  {names}{kind}\n        {text}{default}")
+        """--help: what the command is for, the flags that work, then Volcano's flags that have no effect in
+        volcano-py under one heading."""
+        lines = [f"Usage: volcano-py {self.command} [flags]", ""]
+        if self.description:
+            lines += [*textwrap.wrap(self.description, 100), ""]
+        honoured = sorted((f for f in self.flags if f.honoured), key=lambda f: f.name)
+        ignored = sorted((f for f in self.flags if not f.honoured), key=lambda f: f.name)
+        lines.append("Flags:")
+        lines += [self._entry(flag, flag.help) for flag in honoured]
+        if ignored:
+            lines += ["", f"{COMPATIBILITY_HEADING}:"]
+            lines += [self._entry(flag, flag.no_effect) for flag in ignored]
         return "\n".join(lines) + "\n"
+
+    @staticmethod
+    def _entry(flag: Flag, text: str) -> str:
+        spellings = (flag.name, *flag.aliases, *((f"no-{flag.name}",) if flag.negatable else ()))
+        names = ", ".join(f"--{n}" for n in spellings)
+        kind = "" if flag.kind is Kind.BOOL else f" {flag.kind.value}"
+        return f"  {names}{kind}\n        {text}{_show_default(flag) if flag.honoured else ''}"
+
+
+COMPATIBILITY_HEADING = ("Volcano compatibility flags (accepted so that Volcano's Deployment args run unchanged; "
+                         "no effect in volcano-py, one warning each when given)")
 
 
 def normalize(name: str) -> str:

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import yaml
 
 from scheduler.api.resources import QuantityError, Resource
+from scheduler.durations import DurationError, format_duration, parse_seconds
 from scheduler.jobs import flow
 from scheduler.jobs.schema import JOB_CRD, PODGROUP_CRD, QUEUE_CRD, schema_problems, unknown_fields
 from scheduler.jobs.validate import validate_job
@@ -85,9 +86,20 @@ def _mapping(value: Any, source: str, where: str, expected: str) -> Mapping[str,
 
 
 def _number(value: Any, source: str, where: str, *, minimum: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-        raise InputError(source, where, f"expected a number of seconds >= {minimum:g}, got {value!r}")
-    return float(value)
+    """A time in seconds: a number, or a Go duration (`90s`, `1h30m`), the grammar of every duration volcano-py
+    reads (scheduler/durations.py)."""
+    seconds = None
+    if isinstance(value, str):
+        try:
+            seconds = parse_seconds(value)
+        except DurationError:
+            seconds = None
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    if seconds is None or seconds != seconds or seconds < minimum or seconds == float("inf"):
+        raise InputError(source, where, f"expected a duration >= {format_duration(minimum)} (e.g. 90s, 1h30m, "
+                                        f"or a number of seconds), got {value!r}")
+    return seconds
 
 
 # ---- cluster ---------------------------------------------------------------------------------------------

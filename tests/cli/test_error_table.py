@@ -97,10 +97,10 @@ CASES = [
         "less than the minimum of 0", workload=jobs(job(task={"replicas": -1}))),
     sim("minAvailable as a string", 2, "volcano-py: error: {d}/workload.yaml: jobs[0] (train): spec.minAvailable: '2' "
         "is not of type 'integer'", workload=jobs(job(minAvailable="2"))),
-    sim("a negative arrival", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].arrival: expected a number of seconds "
-        ">= 0, got -5", workload=jobs(job(arrival=-5))),
-    sim("a duration in words", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].duration: expected a number of "
-        "seconds >= 0, got 'long'", workload=jobs(job(duration="long"))),
+    sim("a negative arrival", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].arrival: expected a duration >= 0s "
+        "(e.g. 90s, 1h30m, or a number of seconds), got -5", workload=jobs(job(arrival=-5))),
+    sim("a duration in words", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].duration: expected a duration >= "
+        "0s (e.g. 90s, 1h30m, or a number of seconds), got 'long'", workload=jobs(job(duration="long"))),
     # ---- shapes ---------------------------------------------------------------------------------------------
     sim("a kind the simulator does not replay", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].kind: expected Job, "
         "PodGroup, Queue, Deployment, StatefulSet, CronJob, JobFlow or JobTemplate, got 'DaemonSet'",
@@ -126,10 +126,11 @@ CASES = [
     Case("conf check of a conf that is not YAML", ("conf", "check", "{d}/bad.conf"), 2,
          "volcano-py: error: {d}/bad.conf: invalid YAML in the file at line 1: mapping values are not allowed here",
          {"bad.conf": "actions: a: b: c\n"}),
-    sim("a negative period", 2, "volcano-py simulate: error: argument --period: expected a number of seconds > 0, got "
+    sim("a negative period", 2, "volcano-py simulate: error: argument --period: expected a duration > 0s, got "
         "'-1' (see volcano-py simulate --help)", extra=("--period", "-1")),
-    sim("a period in words", 2, "volcano-py simulate: error: argument --period: expected a number of seconds, got "
-        "'soon' (see volcano-py simulate --help)", extra=("--period", "soon")),
+    sim("a period in words", 2, "volcano-py simulate: error: argument --period: time: invalid duration "
+        "'soon' (expected e.g. 30s, 1m30s or a number of seconds) (see volcano-py simulate --help)",
+        extra=("--period", "soon")),
     sim("a report folder that is a file", 2, "volcano-py: error: --report {d}/cluster.yaml: cannot make the folder "
         "(File exists)", extra=("--report", "{d}/cluster.yaml")),
     Case("a trace and a cluster file at once", ("simulate", "{ex}/gpu-cluster.yaml", "--from-openb", "{d}/n.csv",
@@ -147,7 +148,7 @@ CASES = [
          "or --from-cluster FILE)"),
     Case("a command nobody has", ("simulat",), 2, "volcano-py: error: argument command: invalid choice: 'simulat' "
          "(choose from 'scheduler', 'controllers', 'webhook', 'simulate', 'conf', 'bench', 'explain', 'job', 'queue', "
-         "'pod', 'jobflow', 'jobtemplate', 'version') (see volcano-py --help)"),
+         "'pod', 'jobflow', 'jobtemplate', 'version', 'completion') (see volcano-py --help)"),
 ]
 
 

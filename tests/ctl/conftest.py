@@ -39,6 +39,7 @@ def vcctl(
 
     def run(*args: str, objects: list[dict[str, Any]] = ()) -> tuple[Run, Stub]:  # type: ignore[assignment]
         stub = Stub(list(objects))
+        monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")  # the default namespace is `default`
         monkeypatch.setattr(connect, "kube", lambda _args: StubKube(stub))
         capsys.readouterr()
         try:

@@ -36,7 +36,7 @@ def created(stub: Any) -> dict[str, Any]:
 # ---- run ------------------------------------------------------------------------------------------------
 
 
-def test_run_with_the_defaults_creates_vcctls_job(vcctl: Any) -> None:
+def test_run_with_the_defaults_creates_vcctls_job_for_volcano_pys_scheduler(vcctl: Any) -> None:
     run, stub = vcctl("job", "run", "-N", "demo")
     assert run.code == 0 and run.out == "run job demo successfully\n"
     container = {
@@ -51,7 +51,7 @@ def test_run_with_the_defaults_creates_vcctls_job(vcctl: Any) -> None:
         "metadata": {"name": "demo", "namespace": "default"},
         "spec": {
             "minAvailable": 1,
-            "schedulerName": "volcano",
+            "schedulerName": "volcano-py",  # vcctl's default is volcano, Volcano's scheduler (issue 38)
             "tasks": [
                 {
                     "replicas": 1,
