@@ -349,7 +349,7 @@ def waiting_on_depends(job: Obj | None) -> list[tuple[str, list[tuple[str, int, 
 
 
 def _with(base: Explanation, gate: Gate, summary: str, **changes: Any) -> Explanation:
-    fields = {name: getattr(base, name) for name in Explanation.__slots__}  # type: ignore[attr-defined]
+    fields = {name: getattr(base, name) for name in Explanation.__slots__}
     fields.update(gate=gate, summary=summary, **changes)
     return Explanation(**fields)
 

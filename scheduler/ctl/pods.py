@@ -164,7 +164,7 @@ def _later(current: str | None, candidate: str | None) -> str | None:
 def _condition_true(status: MutableObj, kind: str) -> bool:
     for condition in status.get("conditions") or ():
         if condition.get("type") == kind:
-            return condition.get("status") == "True"
+            return bool(condition.get("status") == "True")
     return False
 
 
