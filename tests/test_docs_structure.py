@@ -20,12 +20,8 @@ from readme_blocks import ReadmeBlockError, install_blocks  # noqa: E402
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-# Pages of issue 38 that other branches write (the chart's metrics and alerts); the README links them already.
-# Once they are merged this set is empty and every link must resolve.
-WRITTEN_ON_OTHER_BRANCHES = {DOCS / "metrics.md", DOCS / "runbooks.md"}
-# docs/architecture.md is rewritten by the lead to hold the design notes that lived outside the repository; the
-# history is kept verbatim, issue numbers and all.
-NOT_USER_DOCS = {DOCS / "architecture.md", DOCS / "benchmarks-history.md"}
+# The benchmarks' history is kept verbatim, issue numbers and all.
+NOT_USER_DOCS = {DOCS / "benchmarks-history.md"}
 
 
 def user_docs() -> list[Path]:
@@ -106,8 +102,6 @@ def test_every_relative_link_of_the_readme_and_docs_resolves():
     for page in [README, *sorted(DOCS.glob("*.md"))]:
         for target, anchor in relative_links(page):
             dest = (page.parent / target).resolve() if target else page
-            if dest in WRITTEN_ON_OTHER_BRANCHES:
-                continue
             if not dest.exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target} is missing")
             elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
