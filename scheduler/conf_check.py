@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from scheduler.actions.starvation import parse_threshold
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.framework.conf_args import as_bool
 from scheduler.framework.conf_values import closest
@@ -24,15 +25,6 @@ from scheduler.framework.conf_yaml import MAX_CONF_BYTES
 
 UNSUPPORTED = "not supported by volcano-py"
 Reader = Callable[[Any], Any]  # the value as the action reads it; raises ValueError when it cannot
-
-
-def _number(raw: Any) -> float:
-    if isinstance(raw, bool):
-        raise ValueError
-    value = float(str(raw))  # actions/starvation.py: float(str(raw)); a negative value turns the guard off
-    if value != value:
-        raise ValueError
-    return value
 
 
 def _bool(raw: Any) -> bool:
@@ -71,7 +63,8 @@ _INT = ArgSpec(_count(0, 1 << 31), None, "a whole number >= 0", honoured=False)
 ACTION_ARGS: Mapping[str, Mapping[str, ArgSpec]] = {
     "enqueue": {},
     "allocate": {"predicateErrorCacheEnable": _CACHE,
-                 "starvationThresholdSeconds": ArgSpec(_number, 300.0, "a number of seconds (negative: off)")},
+                 "starvationThresholdSeconds": ArgSpec(parse_threshold, 300.0,
+                                                       "a duration such as 5m or a number of seconds (negative: off)")},
     "backfill": {"predicateErrorCacheEnable": _VOLCANO_CACHE},
     "reclaim": {"predicateErrorCacheEnable": _VOLCANO_CACHE},
     "preempt": {"predicateErrorCacheEnable": _VOLCANO_CACHE,

@@ -24,6 +24,7 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reserving
+from scheduler.durations import parse_seconds
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
 
@@ -31,11 +32,20 @@ THRESHOLD_ARG = "starvationThresholdSeconds"
 DEFAULT_THRESHOLD = 300.0
 
 
+def parse_threshold(raw: object) -> float:
+    """`starvationThresholdSeconds` in the one duration grammar (`scheduler/durations.py`): a Go duration such as
+    `5m`, or a plain number of seconds; negative turns the guard off. A ValueError names what is wrong."""
+    value = parse_seconds(raw)
+    if value != value:  # NaN
+        raise ValueError(f"not a duration: {raw!r}")
+    return value
+
+
 def threshold(arguments: Mapping[str, Any]) -> float | None:
-    """The configured threshold in seconds, or None when the guard is off."""
-    raw = arguments.get(THRESHOLD_ARG, DEFAULT_THRESHOLD)
+    """The configured threshold in seconds, or None when the guard is off (an unreadable value: the default,
+    which `conf check` and the conf loader name)."""
     try:
-        value = float(str(raw))
+        value = parse_threshold(arguments.get(THRESHOLD_ARG, DEFAULT_THRESHOLD))
     except ValueError:
         return DEFAULT_THRESHOLD
     return None if value < 0 else value

@@ -13,7 +13,7 @@
   decision was made on, so a volume another claim took meanwhile is refused (409) rather than given twice. What
   the apiserver answers goes into the store, so the next cycle sees the claim taken before its watch event.
   Unlike kube-scheduler, the binder does not wait for the PV controller or the provisioner to finish before the
-  pods are bound (the kubelet waits for the volume); see README, *Volumes*.
+  pods are bound (the kubelet waits for the volume); see docs/volumes.md.
 """
 
 from __future__ import annotations

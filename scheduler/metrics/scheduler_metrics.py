@@ -48,7 +48,7 @@ def scalar_items(resource: Resource) -> Iterable[tuple[str, int]]:
 
 
 
-# Volcano's families that volcano-py leaves without series, and why (README.md, "Metrics", says the same):
+# Volcano's families that volcano-py leaves without series, and why (docs/metrics.md says the same):
 #  - volcano_scheduling_stage_duration_milliseconds{stage="Predicate"|"Scoring"}: volcano-py filters and
 #    scores a whole gang on arrays at once, so there is no per-task predicate or scoring step to time; its
 #    PreBind and Bind stages are observed by the cache when it binds.

@@ -1,7 +1,7 @@
 """Layer `sim`: PersistentVolumes, claims and StorageClasses in the in-memory cluster.
 
 Volumes are modelled only when a test gives the cluster such objects (`InMemoryCluster.add_storage`); a replayed
-workload has none, and its pods' claims are then ignored (README, *The simulator*). A committed gang's claims are
+workload has none, and its pods' claims are then ignored (docs/simulator.md). A committed gang's claims are
 bound before its pods, as the Kubernetes cache binds them, with the PV controller's part done at once: a static
 binding binds both objects, a claim to provision gets the `volume.kubernetes.io/selected-node` annotation (no
 provisioner runs here, so it stays unbound).

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 from preemption_confs import make_conf
 
+from scheduler.actions.starvation import DEFAULT_THRESHOLD, THRESHOLD_ARG, threshold
 from scheduler.api.reasons import Reserving
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
@@ -86,3 +87,10 @@ def test_a_reservation_holds_its_nodes_and_small_jobs_fit_around_it() -> None:
         c.sim.finish_pod(key)
     c.cycle(conf)
     assert len(c.sim.bound("big")) == 4
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("5m", 300.0), ("90s", 90.0), (60, 60.0), ("120", 120.0),
+                                              ("-1s", None), (-1, None), ("abc", DEFAULT_THRESHOLD),
+                                              ("5 minutes", DEFAULT_THRESHOLD), (True, DEFAULT_THRESHOLD)])
+def test_the_threshold_reads_the_one_duration_grammar(raw: object, seconds: float | None) -> None:
+    assert threshold({THRESHOLD_ARG: raw}) == seconds

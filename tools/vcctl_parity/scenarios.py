@@ -18,7 +18,7 @@ class Scenario:
     args: list[str]
     objects: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
-    exact: bool = True  # False: a difference we know of and keep (the README says which); not recorded
+    exact: bool = True  # False: a difference we know of and keep (docs/operations.md says which); not recorded
     failure: bool = False  # the command fails: vcctl says so on stdout, volcano-py on stderr; stdout not compared
 
 
