@@ -17,30 +17,43 @@ from scheduler.framework.conf import SchedulerConf
 from scheduler.sim.errors import InputError
 
 if TYPE_CHECKING:
+    from scheduler.report.progress import Progress
     from scheduler.sim.replay import Replay, Scheduler
     from scheduler.sim.workload import ClusterSpec, Workload
 
 
+FIRST_LINE = 0.8  # seconds from the process's start: the first progress line of a long replay comes within 1 s
+
+
 def simulate(args: argparse.Namespace) -> int:
-    # The simulator is imported here, not at the top: the scheduler's start does not pay for it.
-    from scheduler.sim.naive import per_pod_cycle
-    from scheduler.sim.report import compare, render, to_json, totals
+    from scheduler.report.progress import Progress, process_age
 
-    if args.report:
-        from scheduler.report.plots import require
-
-        require()  # a missing matplotlib is said before the replays run, not after
-    confs = [(args.conf or "built-in default", load_conf_or_default(args.conf))]
-    confs += [(path, load_conf_or_default(path)) for path in args.compare or ()]  # every conf is read before any replay
-    spec, workload = _inputs(args)
-    for name, conf in confs:
-        for warning in (*conf.skipped, *(w.render() for w in action_warnings(conf))):
-            print(f"warning: {name}: {warning}", file=sys.stderr)
-    for warning in (*spec.warnings, *workload.warnings):
-        print(f"warning: {warning}", file=sys.stderr)
+    names = [args.conf or "built-in default", *(args.compare or ())]
+    titles = ["volcano-py (gang scheduling)" if len(names) == 1 else f"volcano-py with {name}" for name in names]
     reports = []
-    for name, conf in confs:
-        title = "volcano-py (gang scheduling)" if len(confs) == 1 else f"volcano-py with {name}"
+    # One bar from the start to the end of the first replay: on a large input the first line comes within a
+    # second of the process's start (the simulator's import, the inputs and the cluster build included).
+    with Progress(f"simulate {titles[0]}", 1, "job", heartbeat=0.25, age=process_age(), delay=FIRST_LINE) as bar:
+        bar.stage("loading the simulator")
+        # The simulator is imported here, not at the top: the scheduler's start does not pay for it.
+        from scheduler.sim.naive import per_pod_cycle
+        from scheduler.sim.report import compare, render, to_json, totals
+
+        if args.report:
+            from scheduler.report.plots import require
+
+            require()  # a missing matplotlib is said before the replays run, not after
+        confs = [(name, load_conf_or_default(None if name == "built-in default" and not args.conf else name))
+                 for name in names]  # every conf is read before any replay
+        bar.stage("reading the cluster and the workload")
+        spec, workload = _inputs(args)
+        for name, conf in confs:
+            for warning in (*conf.skipped, *(w.render() for w in action_warnings(conf))):
+                print(f"warning: {name}: {warning}", file=sys.stderr)
+        for warning in (*spec.warnings, *workload.warnings):
+            print(f"warning: {warning}", file=sys.stderr)
+        reports.append((titles[0], _replay(titles[0], spec, workload, args, conf=confs[0][1], bar=bar)))
+    for title, (_, conf) in zip(titles[1:], confs[1:], strict=True):
         reports.append((title, _replay(title, spec, workload, args, conf=conf)))
     if args.compare_per_pod:
         title = "per-pod baseline (no gangs, like kube-scheduler)"
@@ -91,23 +104,29 @@ def _inputs(args: argparse.Namespace) -> tuple[ClusterSpec, Workload]:
 
 
 def _replay(title: str, spec: ClusterSpec, workload: Workload, args: argparse.Namespace, *,
-            conf: SchedulerConf | None = None, scheduler: Scheduler | None = None) -> Replay:
+            conf: SchedulerConf | None = None, scheduler: Scheduler | None = None,
+            bar: Progress | None = None) -> Replay:
     """One replay, with a progress bar on a terminal (plain lines every 10 s when stderr is not one): in jobs
-    finished, or, when the replay stops at a horizon (a trace's window), in simulated seconds of it."""
+    finished, or, when the replay stops at a horizon (a trace's window), in simulated seconds of it. `bar`: one
+    already shown (the first replay's, opened before the inputs were read)."""
     from scheduler.report.progress import Progress, duration, process_age
     from scheduler.sim.replay import replay
 
     by_time = args.horizon is not None
     total, unit = (int(args.horizon), "simulated second") if by_time else (len(workload.items), "job")
-    with Progress(f"simulate {title}", total, unit, heartbeat=1.0, age=process_age()) as bar:
-        def tick(now: float, finished: int, jobs: int) -> None:
-            if by_time:
-                bar.update(min(total, int(now)), f"{finished}/{jobs} jobs finished")
-            else:
-                bar.update(finished, f"simulated {duration(now)}")
+    if bar is None:
+        with Progress(f"simulate {title}", total, unit, heartbeat=0.25, age=process_age(), delay=FIRST_LINE) as own:
+            return _replay(title, spec, workload, args, conf=conf, scheduler=scheduler, bar=own)
+    bar.retotal(total, unit)
 
-        return replay(spec, workload, conf, scheduler=scheduler, period=args.period, horizon=args.horizon,
-                      progress=tick, stage=bar.stage)
+    def tick(now: float, finished: int, jobs: int) -> None:
+        if by_time:
+            bar.update(min(total, int(now)), f"{finished}/{jobs} jobs finished")
+        else:
+            bar.update(finished, f"simulated {duration(now)}")
+
+    return replay(spec, workload, conf, scheduler=scheduler, period=args.period, horizon=args.horizon,
+                  progress=tick, stage=bar.stage)
 
 
 def _write_report(args: argparse.Namespace, reports: list[tuple[str, Replay]]) -> None:

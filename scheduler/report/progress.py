@@ -106,6 +106,13 @@ class Progress:
                 return
             self._maybe_line()
 
+    def retotal(self, total: int, unit: str) -> None:
+        """Count to `total` `unit`s from now on (a bar opened before the work's size was known)."""
+        with self._lock:
+            self.total, self.unit = total, unit
+            if self._bar is not None:
+                self._bar.total, self._bar.unit = total, unit
+
     def stage(self, text: str) -> None:
         """What the work is doing now (building the cluster, creating pods, cycle N), shown beside the count."""
         with self._lock:
