@@ -99,11 +99,14 @@ class Period:
 PIPELINE = 5.0  # seconds from arrival before the scheduler's first word that are not shown as a stretch apart
 QUICK = "Admitted, placed and started without a hold-up (the controller, one scheduling period, the pods' start)."
 NOTHING_SAID = "Waiting to be admitted and placed; the scheduler gave no reason for this stretch."
+BROKEN = ("Its gang was broken: evictions took it below its minimum while it ran, its work since the last start "
+          "was lost, and it waited to run whole again.")
 
 
 def periods(row: JobRow, end: float) -> list[Period]:
     """The job's first wait (arrival to its whole gang running; to `end` if it never started), cut where what
-    the scheduler said changed; evictions made room for it are a period of their own."""
+    the scheduler said changed; evictions made room for it are a period of their own. Then each later wait (its
+    gang broken by evictions while it ran, until it ran whole again), cut the same way."""
     stop = row.started
     until = stop if stop is not None else end
     marks: list[tuple[float, str, str, str]] = []
@@ -128,6 +131,13 @@ def periods(row: JobRow, end: float) -> list[Period]:
     for i, (at, why, said, kinds) in enumerate(marks):
         nxt = marks[i + 1][0] if i + 1 < len(marks) else stop
         out.append(Period(max(at, row.arrival), nxt, why, said, kinds))
+    for broke, again in row.rewaits:  # each later wait: the gang broken by evictions, until it ran whole again
+        out.append(Period(broke, again, BROKEN, "", "GangBroken"))
+        inside = [(at, status) for at, status in row.said if at >= broke and (again is None or at < again)]
+        for i, (at, status) in enumerate(inside):
+            nxt = inside[i + 1][0] if i + 1 < len(inside) else again
+            out.append(Period(at, nxt, plain_status(status), message(status),
+                              " ".join(r.kind for r in status.reasons)))
     return out
 
 

@@ -24,8 +24,9 @@ def _e(text: object) -> str:
 
 
 def waited(row: JobRow) -> bool:
-    """The job was held up: it never started, or the scheduler gave a reason, or room was made for it."""
-    return (row.started is None and row.ended is None) or bool(row.said) or row.room is not None
+    """The job was held up: it never started, the scheduler gave a reason, room was made for it, or its gang was
+    broken later."""
+    return (row.started is None and row.ended is None) or bool(row.said) or row.room is not None or bool(row.rewaits)
 
 
 def _order(rows: Sequence[JobRow], end: float) -> list[JobRow]:
@@ -53,6 +54,11 @@ def _bar(row: JobRow, end: float, colour: str) -> str:
         segments.append(f'<span class="seg run" style="left:{_pct(row.started, end)};'
                         f'width:calc({_pct(stop, end)} - {_pct(row.started, end)});background:{colour}" '
                         f'title="running {show_time(row.started)} to {show_time(stop)}"></span>')
+        for broke, again in row.rewaits:  # a later wait, drawn over the run: its gang broken by evictions
+            until_again = again if again is not None else stop
+            segments.append(f'<span class="seg wait" style="left:{_pct(broke, end)};'
+                            f'width:calc({_pct(until_again, end)} - {_pct(broke, end)})" '
+                            f'title="waiting again {show_time(broke)} to {show_time(until_again)}"></span>')
     return f'<div class="bar" aria-hidden="true">{"".join(segments)}</div>'
 
 

@@ -56,6 +56,8 @@ class JobRun:
     started: float | None = None  # the whole gang (minAvailable pods) first ran
     running_since: float | None = None  # ... runs now, since (None: not whole now)
     interrupted: int = 0  # times the gang fell below its minimum while running (evictions)
+    # Each later wait: (the gang broke, it ran whole again; None: it did not by the end)
+    rewaits: list[tuple[float, float | None]] = field(default_factory=list)
     done: bool = False  # the gang ran its whole duration: a pod of it that runs later finishes at once
     ended: float | None = None
     phase: str = "Waiting"
@@ -222,11 +224,14 @@ class JobDriver:
         if run.running_since is not None and not whole:
             run.running_since = None  # the gang was broken: its work is lost
             run.interrupted += 1
+            run.rewaits.append((now, None))
             return True
         if run.running_since is None and whole:
             run.running_since = now
             if run.started is None:
                 run.started = now
+            elif run.rewaits and run.rewaits[-1][1] is None:
+                run.rewaits[-1] = (run.rewaits[-1][0], now)
             if run.item.kind != "Job":
                 run.phase = "Running"
         since = run.running_since

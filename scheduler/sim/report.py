@@ -37,6 +37,7 @@ class JobRow:
     bound: int = 0  # pods holding a node at the replay's end
     min_available: int = 0
     said: tuple[tuple[float, Status], ...] = ()  # (since, what the scheduler said) while it was not running whole
+    rewaits: tuple[tuple[float, float | None], ...] = ()  # later waits: (its gang broke, it ran whole again)
 
     @property
     def wait(self) -> float | None:
@@ -67,6 +68,7 @@ class JobRow:
             "interrupted": self.interrupted, "bound_at_end": self.bound, "min_available": self.min_available,
             "said": [{"since": at, "decision": status.to_json(), "message": message(status)}
                      for at, status in self.said],
+            "rewaits": [{"broken": start, "running_again": end} for start, end in self.rewaits],
         }
 
     @property
@@ -106,6 +108,7 @@ def job_rows(replay: Replay) -> list[JobRow]:
             bound=r.bound,
             min_available=r.min_available,
             said=tuple(r.said),
+            rewaits=tuple(r.rewaits),
         )
         for r in replay.runs
     ]
