@@ -82,6 +82,29 @@ MUTANTS = [
     Mutant("a gang broken by eviction waits its turn in JobOrder", "scheduler/actions/allocate.py",
            "and j.phase not in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN))", ")",
            f"{T_GE}::test_a_gang_broken_by_eviction_does_not_take_back_its_preemptors_room"),
+    Mutant("pdb: a pod in status.disruptedPods does not count against its budget", "scheduler/plugins/pdb.py",
+           "or task.name in pdb.disrupted:", ":",
+           "tests/plugins/test_pdb.py::test_no_budget_loses_more_than_it_allows_and_disrupted_pods_do_not_count"),
+    Mutant("pdb: each victim takes one from every matching budget", "scheduler/plugins/pdb.py",
+           "            left[i] -= 1\n", "",
+           "tests/plugins/test_pdb.py::test_no_budget_loses_more_than_it_allows_and_disrupted_pods_do_not_count"),
+    Mutant("cdp: a Running pod is protected until PodScheduled + volcano.sh/cooldown-time", "scheduler/plugins/cdp.py",
+           "and task.scheduled_at + task.cooldown > now", "and False",
+           "tests/plugins/test_cdp.py::test_protection_ends_at_scheduled_plus_cooldown_and_needs_running"),
+    Mutant("preemptionPolicy: Never preempts no one (preempt and reclaim)", "scheduler/actions/preempt.py",
+           "return not task.preempt_never", "return True",
+           "tests/preemption/test_preemption_policy.py::"
+           "test_no_eviction_is_made_for_a_never_pod_and_without_the_field_there_are"),
+    Mutant("an eviction writes DisruptionTarget (PreemptionByScheduler) before the delete", "scheduler/cache/evictor.py",
+           '"reason": PREEMPTION_BY_SCHEDULER,', '"reason": "Evicted",',
+           "tests/cache/test_evictor.py::"
+           "test_the_condition_is_written_first_then_the_pod_is_deleted_with_its_uid_as_precondition"),
+    Mutant("the delete leaves the grace period to the pod", "scheduler/cache/evictor.py",
+           "        if self.grace_seconds is not None:  # else the pod's own terminationGracePeriodSeconds, as Volcano's "
+           "delete\n"
+           "            body[\"gracePeriodSeconds\"] = self.grace_seconds\n",
+           "        body[\"gracePeriodSeconds\"] = self.grace_seconds or 0\n",
+           "tests/cache/test_evictor.py::test_without_an_override_the_delete_leaves_the_grace_period_to_the_pod"),
 ]
 
 
