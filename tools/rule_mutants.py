@@ -95,13 +95,14 @@ MUTANTS = [
            "return not task.preempt_never", "return True",
            "tests/preemption/test_preemption_policy.py::"
            "test_no_eviction_is_made_for_a_never_pod_and_without_the_field_there_are"),
-    Mutant("an eviction writes DisruptionTarget (PreemptionByScheduler) before the delete", "scheduler/cache/evictor.py",
+    Mutant("an eviction writes DisruptionTarget (PreemptionByScheduler) before the delete",
+           "scheduler/cache/evictor.py",
            '"reason": PREEMPTION_BY_SCHEDULER,', '"reason": "Evicted",',
            "tests/cache/test_evictor.py::"
            "test_the_condition_is_written_first_then_the_pod_is_deleted_with_its_uid_as_precondition"),
     Mutant("the delete leaves the grace period to the pod", "scheduler/cache/evictor.py",
-           "        if self.grace_seconds is not None:  # else the pod's own terminationGracePeriodSeconds, as Volcano's "
-           "delete\n"
+           "        if self.grace_seconds is not None:  # else the pod's own terminationGracePeriodSeconds, "
+           "as Volcano's delete\n"
            "            body[\"gracePeriodSeconds\"] = self.grace_seconds\n",
            "        body[\"gracePeriodSeconds\"] = self.grace_seconds or 0\n",
            "tests/cache/test_evictor.py::test_without_an_override_the_delete_leaves_the_grace_period_to_the_pod"),
