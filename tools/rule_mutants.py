@@ -84,7 +84,7 @@ MUTANTS = [
            f"{T_GE}::test_a_gang_broken_by_eviction_does_not_take_back_its_preemptors_room"),
     Mutant("pdb: a pod in status.disruptedPods does not count against its budget", "scheduler/plugins/pdb.py",
            "or task.name in pdb.disrupted:", ":",
-           "tests/plugins/test_pdb.py::test_no_budget_loses_more_than_it_allows_and_disrupted_pods_do_not_count"),
+           "tests/plugins/test_pdb.py::test_a_pod_in_disrupted_pods_is_not_counted_again"),
     Mutant("pdb: each victim takes one from every matching budget", "scheduler/plugins/pdb.py",
            "            left[i] -= 1\n", "",
            "tests/plugins/test_pdb.py::test_no_budget_loses_more_than_it_allows_and_disrupted_pods_do_not_count"),

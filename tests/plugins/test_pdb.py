@@ -76,6 +76,16 @@ def test_no_budget_loses_more_than_it_allows_and_disrupted_pods_do_not_count(
             assert task in kept
 
 
+def test_a_pod_in_disrupted_pods_is_not_counted_again() -> None:
+    """The API counted a pod in status.disruptedPods already: with no disruption left, it may still go, and it
+    takes nothing from the budget for the next candidate (Volcano's pdb plugin, plugins/pdb/pdb.go)."""
+    counted, fresh = _task(0, "ns", "a"), _task(1, "ns", "a")
+    pdb = DisruptionBudget("ns", "pdb-a", LabelSelector(match_labels=(("app", "a"),)), 1, frozenset({"p0"}))
+    assert within_budgets([pdb], [counted, fresh]) == [counted, fresh]
+    none_left = DisruptionBudget("ns", "pdb-a", LabelSelector(match_labels=(("app", "a"),)), 0, frozenset({"p0"}))
+    assert within_budgets([none_left], [counted, fresh]) == [counted]
+
+
 def test_the_first_candidates_take_the_budget_in_the_order_given() -> None:
     tasks = [_task(i, "ns", "a") for i in range(4)]
     pdb = DisruptionBudget("ns", "pdb", LabelSelector(match_labels=(("app", "a"),)), 2, frozenset({"p0"}))
