@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,14 @@ from scheduler.framework.arrays import IntArray, NodeArrays
 
 FloatArray = npt.NDArray[np.float64]
 T = TypeVar("T")
+K = TypeVar("K", bound="Comparable")
+
+
+class Comparable(Protocol):
+    """A key an ordering sorts by (a number, a Fraction, a bool)."""
+
+    def __lt__(self: K, other: K, /) -> bool: ...
+
 T_contra = TypeVar("T_contra", contravariant=True)
 
 
@@ -43,16 +51,16 @@ class KeyedOrdering(Generic[T]):
     allocate's job heaps do where every JobOrder function has one (`Orderings.job_key`). The key reads only the
     job's or task's own state."""
 
-    key: Callable[[T], Any]
+    key: Callable[[T], Comparable]
 
     def __call__(self, a: T, b: T, /) -> int:
         return compare(self.key(a), self.key(b))
 
 
-def compare(left: Any, right: Any) -> int:
+def compare(left: Comparable, right: Comparable) -> int:
     """An Ordering's answer from two keys: -1 when `left` goes first (smaller), 1 when `right` does, 0 if equal.
     A plugin's plain `job_order(a, b)` is `compare(self.job_order_key(a), self.job_order_key(b))`."""
-    return int(left > right) - int(left < right)
+    return int(right < left) - int(left < right)
 
 
 class NodeScore(Protocol):
