@@ -43,8 +43,8 @@ from scheduler.api.reasons import QueueNotLeaf, QueueParentCycle, QueueParentMis
 from scheduler.api.resources import CPU, MEMORY, Resource
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.evictable import EvictionContext, EvictionKind
-from scheduler.framework.plugin import Plugin, SessionAPI
-from scheduler.plugins.shares import QueueAttr, QueueBook, dimensions, without_pods
+from scheduler.framework.plugin import SessionAPI
+from scheduler.plugins.shares import QueueAttr, QueueBook, QueueSharePlugin, dimensions, without_pods
 
 ROOT = "root"
 HIERARCHY = "enableHierarchy"
@@ -142,7 +142,7 @@ def declared_deserved(book: QueueBook) -> None:
         attr.deserved = Resource.of(units.pop(CPU, 0), units.pop(MEMORY, 0), 0, units)
 
 
-class CapacityPlugin(Plugin[CapacityArgs]):
+class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
     name = "capacity"
 
     @classmethod
@@ -159,19 +159,6 @@ class CapacityPlugin(Plugin[CapacityArgs]):
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         self.book.publish(self._overused)
-
-    # ---- hooks: the queues' allocated resources follow every placement ---------------------------------------
-    def on_allocate(self, task: TaskInfo) -> None:
-        self.book.allocated(task)
-
-    def on_allocate_many(self, tasks: Sequence[TaskInfo]) -> None:
-        self.book.allocated_many(tasks)
-
-    def on_deallocate(self, task: TaskInfo) -> None:
-        self.book.deallocated(task)
-
-    def on_job_enqueued(self, job: JobInfo) -> None:
-        self.book.enqueued(job)
 
     def _deserve(self, book: QueueBook) -> None:
         """Declared deserved shares; with the hierarchy, root deserves what its children do."""

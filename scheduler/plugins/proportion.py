@@ -44,11 +44,12 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import DESERVED
 from scheduler.api.resources import CPU, MEMORY, Resource
 from scheduler.framework.conf_args import NoArgs
-from scheduler.framework.plugin import Plugin, SessionAPI
+from scheduler.framework.plugin import SessionAPI
 from scheduler.plugins.shares import (
     QueueAttr,
     QueueBook,
     QueueDemand,
+    QueueSharePlugin,
     deserved_shares,
     dimensions,
     real_capability,
@@ -69,7 +70,7 @@ def water_fill(book: QueueBook) -> None:
         book.attrs[name].deserved = deserved
 
 
-class ProportionPlugin(Plugin[NoArgs]):
+class ProportionPlugin(QueueSharePlugin[NoArgs]):
     name = "proportion"
 
     def on_session_open(self, ssn: SessionAPI) -> None:
@@ -79,19 +80,6 @@ class ProportionPlugin(Plugin[NoArgs]):
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         self.book.publish(self.overused)
-
-    # -- hooks: the queues' allocated resources follow every placement ----------------------------------
-    def on_allocate(self, task: TaskInfo) -> None:
-        self.book.allocated(task)
-
-    def on_allocate_many(self, tasks: Sequence[TaskInfo]) -> None:
-        self.book.allocated_many(tasks)
-
-    def on_deallocate(self, task: TaskInfo) -> None:
-        self.book.deallocated(task)
-
-    def on_job_enqueued(self, job: JobInfo) -> None:
-        self.book.enqueued(job)
 
     # -- extension points ---------------------------------------------------------------------------
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TypeVar
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
@@ -29,7 +30,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import CAPABILITY, PARENT_CAPABILITY, REAL_CAPABILITY, QueueLimit
 from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.status import PodGroupPhase, TaskStatus
-from scheduler.framework.plugin import SessionAPI
+from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.framework.victims import gang_safe, is_critical, running_candidates, victim_order
 
 # Water-filling converges in a few rounds; integer crumbs can only shrink. This is a guard, not a tuning knob.
@@ -437,3 +438,25 @@ class QueueBook:
                 left[attr.queue.name] = held - without_pods(task.resreq)
                 victims.append(task)
         return victims
+
+
+ArgsT = TypeVar("ArgsT", covariant=True)
+
+
+class QueueSharePlugin(Plugin[ArgsT]):
+    """The base of proportion and capacity: the hooks that keep their `QueueBook` (`self.book`, made in their
+    `on_session_open`) current with every placement and every job the enqueue action admits."""
+
+    book: QueueBook
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        self.book.allocated(task)
+
+    def on_allocate_many(self, tasks: Sequence[TaskInfo]) -> None:
+        self.book.allocated_many(tasks)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self.book.deallocated(task)
+
+    def on_job_enqueued(self, job: JobInfo) -> None:
+        self.book.enqueued(job)
