@@ -29,6 +29,7 @@ from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.messages import render
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import (
     SCORE_VETO,
@@ -40,7 +41,6 @@ from scheduler.api.reasons import (
     amounts,
     resource_misfit,
 )
-from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.fit import FitErrors
 from scheduler.framework.session import Session

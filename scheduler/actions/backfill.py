@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 
 from scheduler.api.job import JobInfo
+from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.reasons import NO_FEASIBLE_NODE, TOO_MANY_PODS, NodeFilter
-from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
 

@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.phases import READY_STATUSES, TaskStatus
 from scheduler.api.resources import PODS, ZERO, Resource
-from scheduler.api.status import READY_STATUSES, TaskStatus
 
 
 class BundleKind(enum.IntEnum):

@@ -12,9 +12,9 @@ from scheduler.actions.base import queue_missing, round_robin
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo
 from scheduler.api.messages import UNSCHEDULABLE, unschedulable_condition
+from scheduler.api.phases import PodGroupPhase, QueueState
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import QueueClosed
-from scheduler.api.status import PodGroupPhase, QueueState
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
 

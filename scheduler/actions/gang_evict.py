@@ -42,10 +42,10 @@ from scheduler.actions.domain_reserve import hard_topology
 from scheduler.actions.preempt import commit_or_discard
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import EvictCause
-from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import as_bool
 from scheduler.framework.evictable import CLUSTER_DOMAIN, Domain, EvictionContext, EvictionKind

@@ -30,10 +30,10 @@ from scheduler.actions.allocate import pending_tasks, schedulable_jobs
 from scheduler.actions.base import guarded, round_robin
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import ZERO, Resource
 from scheduler.api.snapshot import EvictCause
-from scheduler.api.status import TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import as_bool
 from scheduler.framework.order import default_task_key

@@ -16,8 +16,8 @@ from __future__ import annotations
 from scheduler.actions.base import round_robin
 from scheduler.actions.preempt import preempt_job, starving_jobs
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.phases import QueueState
 from scheduler.api.queue import QueueInfo
-from scheduler.api.status import QueueState
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
 

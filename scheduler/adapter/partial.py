@@ -27,9 +27,9 @@ from scheduler.api.convert import F_OWNERS, F_POD_CONDITIONS
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo
 from scheduler.api.messages import UNSCHEDULABLE, render, unschedulable_condition
+from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.reasons import PartialGangTimeout
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, EvictCause, Eviction, PodGroupStatus
-from scheduler.api.status import PodGroupPhase, TaskStatus
 
 REASON = "PartialGangTimeout"
 # Kubernetes timestamps are whole seconds, truncated: an event stamped 10:00:00 happened before 10:00:01. Count

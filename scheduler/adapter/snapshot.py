@@ -25,11 +25,11 @@ from scheduler.api.disruption import DisruptionBudget
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
+from scheduler.api.phases import TaskStatus
 from scheduler.api.pod import Constraints, status_of, with_volumes
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reason
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.status import TaskStatus
 from scheduler.api.volumes import Storage, VolumeNeeds, needs_of
 
 # A pod as the API serves it now, and its task as read once (`task_from_pod`): the builder clones the task and

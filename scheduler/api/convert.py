@@ -13,6 +13,7 @@ from scheduler.api import fields as F
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
+from scheduler.api.phases import PodGroupPhase, QueueState
 from scheduler.api.pod import (
     F_NODE_NAME,
     F_TAINTS,
@@ -24,7 +25,6 @@ from scheduler.api.pod import (
 )
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import ZERO, QuantityError, Resource, pod_request, to_units
-from scheduler.api.status import PodGroupPhase, QueueState
 
 
 def key_of(obj: Obj) -> str:

@@ -9,9 +9,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.api.phases import READY_STATUSES, PodGroupPhase, TaskStatus
 from scheduler.api.pod import Constraints
 from scheduler.api.resources import Resource
-from scheduler.api.status import READY_STATUSES, PodGroupPhase, TaskStatus
 
 # Tasks that still count towards their gang (Volcano's ValidTaskNum and CheckTaskValid).
 VALID_STATUSES = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}

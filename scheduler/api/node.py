@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.api.job import TaskInfo
+from scheduler.api.phases import OCCUPYING_STATUSES, TaskStatus
 from scheduler.api.pod import Taint
 from scheduler.api.resources import ZERO, Resource
-from scheduler.api.status import OCCUPYING_STATUSES, TaskStatus
 
 
 @dataclass(slots=True, eq=False)

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scheduler.api import fields as F
+from scheduler.api.phases import TaskStatus
 
 # The selectors live in api.selectors (api.volumes reads them too); they are re-exported here, where they were.
 from scheduler.api.selectors import LabelSelector as LabelSelector
 from scheduler.api.selectors import NodeSelectorTerm as NodeSelectorTerm
 from scheduler.api.selectors import Requirement as Requirement
 from scheduler.api.selectors import label_selector, node_selector_terms, requirements
-from scheduler.api.status import TaskStatus
 from scheduler.api.volumes import VolumeNeeds
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scheduler.api.phases import QueueState
 from scheduler.api.resources import ZERO, Resource
-from scheduler.api.status import QueueState
 
 
 @dataclass(slots=True, eq=False)

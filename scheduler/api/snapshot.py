@@ -14,10 +14,10 @@ from scheduler.api.decision import REASONS_ANNOTATION, Status, publish
 from scheduler.api.disruption import DisruptionBudget
 from scheduler.api.job import Condition, JobInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import PodGroupPhase
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reason
 from scheduler.api.resources import Resource
-from scheduler.api.status import PodGroupPhase
 from scheduler.api.volumes import Storage
 
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.snapshot import EvictCause, Eviction, GangBind, VolumeBind
-from scheduler.api.status import TaskStatus
 from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.tiers import TierRunner
 

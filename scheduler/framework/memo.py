@@ -23,8 +23,8 @@ import numpy as np
 
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.reasons import NodeFilter
-from scheduler.api.status import TaskStatus
 
 
 def node_statics(nodes: list[NodeInfo]) -> tuple[Any, ...]:

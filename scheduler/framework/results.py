@@ -14,10 +14,10 @@ from dataclasses import replace
 from scheduler.api.decision import Status
 from scheduler.api.job import Condition, JobInfo
 from scheduler.api.messages import unschedulable_condition
+from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import ZERO, Resource
 from scheduler.api.snapshot import CycleResult, Event, Eviction, PodGroupStatus, QueueStatus
-from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework.backend import StatementBackEnd
 
 SCHEDULER_ERROR = "SchedulerError"  # the condition's and event's reason for a job a plugin failed on

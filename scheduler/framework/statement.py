@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from scheduler.api.status import TaskStatus
+from scheduler.api.phases import TaskStatus
 
 if TYPE_CHECKING:
     from scheduler.api.job import TaskInfo

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from scheduler.api.job import JobInfo, TaskInfo
-from scheduler.api.status import TaskStatus
+from scheduler.api.phases import TaskStatus
 
 SYSTEM_NAMESPACE = "kube-system"
 # system-cluster-critical is 2000000000, system-node-critical 2000001000.

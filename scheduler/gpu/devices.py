@@ -21,8 +21,8 @@ import numpy as np
 
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import OCCUPYING_STATUSES
 from scheduler.api.resources import GPU
-from scheduler.api.status import OCCUPYING_STATUSES
 from scheduler.gpu.frag import (
     DEFAULT_POLICY,
     MILLI,

@@ -11,10 +11,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from scheduler.api.job import JobInfo
+from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
-from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework.faults import JOB_ERRORS
 from scheduler.plugins.shares import cluster_total, dimensions, real_capability, reserved_by_admitted, without_pods
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler.api.job import TaskInfo
-from scheduler.api.status import TaskStatus
+from scheduler.api.phases import TaskStatus
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin, SessionAPI
 

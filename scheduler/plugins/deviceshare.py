@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scheduler.api.job import TaskInfo
-from scheduler.api.status import TaskStatus
+from scheduler.api.phases import TaskStatus
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI

@@ -29,8 +29,8 @@ from scheduler.api.decision import SUCCESS, Code, Status, unresolvable, unschedu
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.messages import FALLBACK_ANNOTATION as FALLBACK_ANNOTATION  # re-exported, as before
 from scheduler.api.messages import UNSCHEDULABLE, render, unschedulable_condition
+from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.resources import PODS, ZERO
-from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.evictable import EvictionContext

@@ -24,9 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.job import TaskInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.pod import PodAffinityTerm
 from scheduler.api.selectors import LabelSelector
-from scheduler.api.status import TaskStatus
 from scheduler.api.topology import NO_DOMAIN, LabelDomains
 from scheduler.framework.arrays import IntArray
 from scheduler.framework.plugin import SessionAPI

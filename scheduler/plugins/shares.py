@@ -26,10 +26,10 @@ from typing import TypeVar
 
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import CAPABILITY, PARENT_CAPABILITY, REAL_CAPABILITY, QueueLimit
 from scheduler.api.resources import CPU, MEMORY, PODS, ZERO, Resource
-from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.framework.victims import gang_safe, is_critical, running_candidates, victim_order
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from scheduler.api import reasons as R
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, GangBind, PodGroupStatus
-from scheduler.api.status import PodGroupPhase, TaskStatus
 
 PLUGIN = "per-pod"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api.status import TaskStatus
+from scheduler.api.phases import TaskStatus
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.sim.objects import node_object, pod_object
 

@@ -14,8 +14,8 @@ import pytest
 from snapshot_values import result_value
 
 from scheduler.adapter.partial import REASON, PartialGangPolicy
+from scheduler.api.phases import PodGroupPhase
 from scheduler.api.snapshot import CycleResult
-from scheduler.api.status import PodGroupPhase
 from scheduler.api.timestamps import rfc3339
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.runner import ConfWatcher, SchedulerLoop

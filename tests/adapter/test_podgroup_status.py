@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from scheduler.adapter.podgroup_status import status_body
 from scheduler.api.job import Condition
+from scheduler.api.phases import PodGroupPhase
 from scheduler.api.snapshot import PodGroupStatus
-from scheduler.api.status import PodGroupPhase
 from scheduler.api.timestamps import rfc3339
 from scheduler.testing import cluster
 

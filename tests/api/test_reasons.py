@@ -12,10 +12,10 @@ from scheduler.api import reasons as R
 from scheduler.api.decision import REASONS_ANNOTATION, Code, Status, publish, read_published
 from scheduler.api.job import Condition
 from scheduler.api.messages import message, render
+from scheduler.api.phases import PodGroupPhase
 from scheduler.api.reasons import ReasonError
 from scheduler.api.resources import GPU, MEMORY, display_amount, to_units
 from scheduler.api.snapshot import PodGroupStatus, reasons_annotation
-from scheduler.api.status import PodGroupPhase
 from scheduler.ctl.explain import Facts, Gate, explain
 from scheduler.testing import cluster
 

@@ -14,9 +14,9 @@ import pytest
 
 from scheduler.adapter.partial import give_up, overdue_partial_gangs
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult
-from scheduler.api.status import PodGroupPhase, TaskStatus
 from scheduler.cache.kube import KubeError
 from scheduler.cache.leader import LeaderConfig, LeaderElector
 

@@ -260,8 +260,8 @@ def podgroup_crd_with_status(api_client, custom, namespace):
 
 def test_the_scheduler_writes_podgroup_status_on_either_crd(control_plane, custom, namespace,
                                                             podgroup_crd_with_status):
+    from scheduler.api.phases import PodGroupPhase
     from scheduler.api.snapshot import PodGroupStatus
-    from scheduler.api.status import PodGroupPhase
     from scheduler.cache.cluster_cache import ClusterCache
 
     api = control_plane.api_client()

@@ -10,10 +10,10 @@ import pytest
 
 from scheduler.api.decision import REASONS_ANNOTATION, Code, Status, read_published
 from scheduler.api.job import Condition
+from scheduler.api.phases import PodGroupPhase
 from scheduler.api.reasons import ResourceShortfall
 from scheduler.api.resources import GPU
 from scheduler.api.snapshot import PodGroupStatus
-from scheduler.api.status import PodGroupPhase
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.kube import KubeError
 

@@ -16,7 +16,7 @@ import pytest
 
 from scheduler.api import fields as F
 from scheduler.api.convert import task_from_pod
-from scheduler.api.status import TaskStatus
+from scheduler.api.phases import TaskStatus
 from scheduler.framework.conf import SchedulerConf
 from scheduler.plugins.cdp import cooling_down
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers, pod_object

@@ -9,8 +9,8 @@ import pytest
 
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.resources import GPU, Resource
-from scheduler.api.status import TaskStatus
 from scheduler.framework.conf import SchedulerConf
 from scheduler.plugins.nodeorder import balanced_allocation, least_requested
 from scheduler.testing import cluster, conf_from_tiers

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from scheduler.api.job import TaskInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.pod import LabelSelector, PodAffinityTerm
-from scheduler.api.status import TaskStatus
 from scheduler.cycle import builtin_default_conf
 from scheduler.framework.session import Session
 from scheduler.plugins.pod_counts import COUNTED, PlacedPods, Selection, SpreadSelection, TermSelection

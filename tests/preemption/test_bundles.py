@@ -6,8 +6,8 @@ import math
 
 from scheduler.actions.bundles import BundleKind, allowed_bundles, job_bundles, roi, sort_bundles
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.resources import GPU, Resource
-from scheduler.api.status import TaskStatus
 
 
 def job(name: str, running: int, min_available: int, gpu: int = 1, *, roles: dict[str, int] | None = None,

@@ -114,8 +114,8 @@ def test_a_replay_says_how_far_the_pod_expansion_of_a_wide_job_has_got(tmp_path:
     100,000-replica job sat at "0/1 jobs" through its expansion)."""
     import yaml
 
+    from scheduler.api.phases import PodGroupPhase
     from scheduler.api.snapshot import ClusterSnapshot, CycleResult, PodGroupStatus
-    from scheduler.api.status import PodGroupPhase
 
     def admit_only(snapshot: ClusterSnapshot) -> CycleResult:  # admits the PodGroup, binds nothing
         result = CycleResult()

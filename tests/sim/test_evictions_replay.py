@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from scheduler.api.evictions import POD_NOTICE
+from scheduler.api.phases import TaskStatus
 from scheduler.api.snapshot import CycleResult, Eviction
-from scheduler.api.status import TaskStatus
 from scheduler.cli import main
 from scheduler.cycle import load_conf_or_default
 from scheduler.report.page import render as render_page
