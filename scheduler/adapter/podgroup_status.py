@@ -7,7 +7,6 @@ Volcano's scheduler keeps it, pkg/scheduler/api/job_info.go) and minMemberOverri
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from scheduler.api.job import Condition
 from scheduler.api.objects import MutableObj
@@ -15,9 +14,10 @@ from scheduler.api.snapshot import PodGroupStatus
 from scheduler.api.timestamps import rfc3339
 
 
-def status_body(status: PodGroupStatus, current: Mapping[str, Any], now: float) -> MutableObj:
-    """The status to write, given the PodGroup's `current` status and the time of the cycle."""
-    conditions = current.get("conditions")
+def status_body(status: PodGroupStatus, current: object, now: float) -> MutableObj:
+    """The status to write, given the PodGroup's `current` status (anything: a hand-edited PodGroup may hold a
+    string there; it is then written over) and the time of the cycle."""
+    conditions = current.get("conditions") if isinstance(current, Mapping) else None
     body: MutableObj = {
         "phase": status.phase.value,
         "running": status.running,

@@ -21,15 +21,18 @@ def parse_datetime(value: object) -> datetime | None:
         return None
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except (ValueError, OverflowError):  # year 1 with a positive offset, year 9999 with a negative one
         return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def parse_time(value: object) -> float:
     """Seconds since the epoch; 0.0 for a missing or unreadable timestamp."""
     parsed = parse_datetime(value)
-    return 0.0 if parsed is None else parsed.timestamp()
+    try:
+        return 0.0 if parsed is None else parsed.timestamp()
+    except (OverflowError, ValueError):  # a platform whose time_t cannot hold it
+        return 0.0
 
 
 def format_datetime(t: datetime) -> str:

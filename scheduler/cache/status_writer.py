@@ -65,7 +65,8 @@ class StatusWriter:
             pg = self.stores.podgroups.objects.get(status.job)
         if pg is None:
             return  # an implicit gang of one has no PodGroup object
-        current = pg.get("status") or {}
+        stored = pg.get("status")
+        current = stored if isinstance(stored, dict) else {}
         wanted = status_body(status, current, now)
         publish_reasons(self.kube, status, pg)
         if all(_same(current.get(k), v) for k, v in wanted.items()):

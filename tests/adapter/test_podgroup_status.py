@@ -26,6 +26,12 @@ def test_an_unchanged_condition_keeps_its_transition_time_and_a_changed_one_take
     assert changed["conditions"][0]["lastTransitionTime"] == rfc3339(3000.0)
 
 
+def test_a_status_that_is_not_an_object_is_written_over() -> None:
+    for stored in ("Running", None, [1, 2], 7):
+        body = status_body(status(WAITING), stored, 5.0)
+        assert body["conditions"][0]["lastTransitionTime"] == rfc3339(5.0) and body["phase"] == "Inqueue"
+
+
 def test_a_hostile_stored_time_is_replaced_not_kept() -> None:
     stored = {"conditions": [{"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
                               "message": "0/1 nodes are available", "lastTransitionTime": {"a": 1}}], "phase": 3}

@@ -223,7 +223,8 @@ def test_policy_timeouts_read_go_durations() -> None:
         parse_duration("1.5.5s")
 
 
-@pytest.mark.parametrize("stamp", ["yesterday", "2024-13-01T00:00:00Z", 17, "", "2" * 100_000])
+@pytest.mark.parametrize("stamp", ["yesterday", "2024-13-01T00:00:00Z", 17, "", "2" * 100_000,
+                                   "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
 def test_an_unreadable_finish_time_never_expires_a_job_and_never_raises(stamp: object) -> None:
     """lastTransitionTime is written by anyone who can patch a Job's status: an unreadable one reads as missing."""
     j = job([("w", 1)], ttlSecondsAfterFinished=60)
