@@ -28,7 +28,8 @@ FIRST_LINE = 0.8  # seconds from the process's start: the first progress line of
 def simulate(args: argparse.Namespace) -> int:
     from scheduler.report.progress import Progress, process_age
 
-    names = [args.conf or "built-in default", *(args.compare or ())]
+    paths: list[str | None] = [args.conf, *(args.compare or ())]
+    names = [path or "built-in default" for path in paths]
     titles = ["volcano-py (gang scheduling)" if len(names) == 1 else f"volcano-py with {name}" for name in names]
     reports = []
     # One bar from the start to the end of the first replay: on a large input the first line comes within a
@@ -43,8 +44,7 @@ def simulate(args: argparse.Namespace) -> int:
             from scheduler.report.plots import require
 
             require()  # a missing matplotlib is said before the replays run, not after
-        confs = [(name, load_conf_or_default(None if name == "built-in default" and not args.conf else name))
-                 for name in names]  # every conf is read before any replay
+        confs = [(name, load_conf_or_default(path)) for name, path in zip(names, paths, strict=True)]  # all, first
         bar.stage("reading the cluster and the workload")
         spec, workload = _inputs(args)
         for name, conf in confs:
