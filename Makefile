@@ -11,6 +11,11 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	@# The checkout's own helpers (the e2e harness, the tools, the benchmarks) importable by name from the venv's
+	@# python, so no script or test edits sys.path before its imports: one .pth file, dev-only.
+	$(BIN)/python -c 'import pathlib, sysconfig; root = pathlib.Path.cwd(); \
+	  dirs = ["", "tests/e2e", "tests/chaos", "tests/jobs", "tests/ctl", "tests/fuzz", "tools", "tools/conformance", "bench"]; \
+	  pathlib.Path(sysconfig.get_paths()["purelib"], "volcano_py_dev.pth").write_text("".join(f"{root / d}\n" for d in dirs))'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 venv: $(STAMP)

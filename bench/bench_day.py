@@ -27,21 +27,20 @@ import csv
 import math
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from scheduler.cycle import builtin_default_conf, conf_from_text
+from scheduler.framework.conf import SchedulerConf
+from scheduler.sim.replay import Replay, replay
+from scheduler.sim.report import totals
+from scheduler.sim.workload import load_cluster, load_workload
 
-from scheduler.cycle import builtin_default_conf, conf_from_text  # noqa: E402
-from scheduler.framework.conf import SchedulerConf  # noqa: E402
-from scheduler.sim.replay import Replay, replay  # noqa: E402
-from scheduler.sim.report import totals  # noqa: E402
-from scheduler.sim.workload import load_cluster, load_workload  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 DAY = 24 * 3600
 RACK_LABEL = "volcano.sh/rack"
@@ -227,10 +226,10 @@ def _sample(samples: list[tuple[float, float, float]], grid: list[int]) -> list[
 
 
 def _plot(grid: list[int], sampled: dict[str, list[float]], rows: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib  # noqa: PLC0415
+    import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 4), dpi=100)
     hours = [t / 3600 for t in grid]

@@ -31,14 +31,14 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from controlplane import ControlPlane, wait_for
+from kubernetes import client, config
+
+from scheduler.cache.kube import TRANSPORT_ERRORS, Kube, KubeError
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-from controlplane import ControlPlane, wait_for  # noqa: E402
-from kubernetes import client, config  # noqa: E402
 
-from scheduler.cache.kube import Kube, KubeError  # noqa: E402
 
 GPU = "nvidia.com/gpu"
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
@@ -184,7 +184,7 @@ class BindWatch:
                             self.lock.notify_all()
                     if self.stop:
                         return
-            except Exception as exc:  # noqa: BLE001
+            except TRANSPORT_ERRORS as exc:
                 if not self.stop:
                     print(f"  watch restarted: {exc}", flush=True)
 
@@ -200,7 +200,8 @@ class BindWatch:
 def start_scheduler(kubeconfig: str, log_path: Path, *extra: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "scheduler.cli", "scheduler", "--kubeconfig", kubeconfig,
            "--schedule-period", "200ms", *extra]
-    return subprocess.Popen(cmd, stdout=open(log_path, "wb"), stderr=subprocess.STDOUT, cwd=REPO)  # noqa: SIM115
+    with open(log_path, "wb") as log:  # the child keeps its own descriptor of the file
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
 
 
 def stop(proc: subprocess.Popen) -> None:

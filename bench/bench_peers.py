@@ -34,11 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_live import BindWatch, create_namespace, node_body, pod_body, podgroup_body, raw_client  # noqa: E402
-from bench_peers_report import markdown, summarise  # noqa: E402
-from controlplane import ControlPlane, wait_for  # noqa: E402
-from peers_procs import (  # noqa: E402
+from bench_live import BindWatch, create_namespace, node_body, pod_body, podgroup_body, raw_client
+from bench_peers_report import markdown, summarise
+from controlplane import ControlPlane, wait_for
+from peers_procs import (
     CEILING,
     GANG_SCHEDULERS,
     REPO,
@@ -54,7 +53,7 @@ from peers_procs import (  # noqa: E402
     volcano_scheduler_binary,
 )
 
-from scheduler.cache.kube import Kube  # noqa: E402
+from scheduler.cache.kube import Kube
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
 DEFAULT_SIZES = ("tp:300x2000", "tp:1000x10000", "restart:2000x20000", "restart:5000x50000")

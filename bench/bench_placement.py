@@ -315,9 +315,9 @@ def cycle_times(sizes: str, repeat: int) -> None:
     """Full cycles of bench_cycle.py's clusters (gangs of 1..64 one-GPU pods) with the plugin in the conf:
     the cycle budget (`solver.cycleBudgetMs`, 500) bounds what the solver adds."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from bench_cycle import build, one_cycle  # noqa: PLC0415
+    from bench_cycle import build, one_cycle
 
-    from scheduler.cycle import conf_from_text  # noqa: PLC0415
+    from scheduler.cycle import conf_from_text
 
     conf = conf_from_text(CYCLE_CONF, source="bench")
     for size in sizes.split(","):

@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import yaml
 
@@ -70,7 +71,12 @@ def run(cluster: Path, workload: Path, profile: str | None,
     else:
         command += ["-c", RUN]
     command += ["simulate", str(cluster), str(workload)]
-    out_file = tempfile.TemporaryFile(mode="w+")  # stdout to a file: only the reader thread reads the stderr pipe
+    with tempfile.TemporaryFile(mode="w+") as out_file:  # stdout to a file: only the reader thread reads stderr
+        return _watch(command, env, out_file, timeout)
+
+
+def _watch(command: list[str], env: dict[str, str], out_file: IO[str],
+           timeout: float) -> tuple[float, list[tuple[float, str]], int | None, str]:
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=out_file, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     lines: list[tuple[float, str]] = []

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg.connection_pool_maxsize = args.threads
             k = Kube(client.ApiClient(cfg))
             if not lean:
-                k._http1 = None  # noqa: SLF001 - the transport every call used before
+                k._http1 = None
             return k
 
         local = threading.local()

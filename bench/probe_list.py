@@ -8,20 +8,19 @@ import gc
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+from bench_live import create_namespace, pod_body, raw_client
+from bench_peers import make_nodes
+from controlplane import ControlPlane
+from peers_procs import bindloop_binary, load
+
+from scheduler.cache.kube import loads
 
 gc.disable()
-from pathlib import Path  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
-sys.path.insert(0, str(REPO))
-from bench_live import create_namespace, pod_body, raw_client  # noqa: E402
-from bench_peers import make_nodes  # noqa: E402
-from controlplane import ControlPlane  # noqa: E402
-from peers_procs import bindloop_binary, load  # noqa: E402
 
-from scheduler.cache.kube import loads  # noqa: E402
 
 nodes, pods = int(sys.argv[1]), int(sys.argv[2])
 bl = bindloop_binary()

@@ -11,14 +11,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_live import BindWatch, create_namespace, pod_body, raw_client
+from bench_peers import cleanup, make_nodes, pod_lines
+from controlplane import ControlPlane
+from peers_procs import argv_for, bindloop_binary, load, start, volcano_scheduler_binary
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
-sys.path.insert(0, str(REPO))
-from bench_live import BindWatch, create_namespace, pod_body, raw_client  # noqa: E402
-from bench_peers import cleanup, make_nodes, pod_lines  # noqa: E402
-from controlplane import ControlPlane  # noqa: E402
-from peers_procs import argv_for, bindloop_binary, load, start, volcano_scheduler_binary  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--nodes", type=int, default=2000)

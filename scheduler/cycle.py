@@ -14,8 +14,7 @@ from scheduler.actions import ACTIONS
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.framework.conf import SchedulerConf, default_conf, load_conf_file, parse_conf
 from scheduler.framework.memo import CycleMemo
-from scheduler.framework.runtime import BulkBlocker
-from scheduler.framework.runtime import bulk_blockers as runtime_blockers
+from scheduler.framework.runtime import BulkBlocker, bulk_blockers as runtime_blockers
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGIN_ARGS, PLUGINS
 

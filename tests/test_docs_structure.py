@@ -7,16 +7,14 @@ each give their command, date, commit, load and the history section behind them.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from readme_blocks import ReadmeBlockError, install_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
-from readme_blocks import ReadmeBlockError, install_blocks  # noqa: E402
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"

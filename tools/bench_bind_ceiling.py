@@ -29,10 +29,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
-
-from controlplane import ControlPlane, create_gpu_node, node_is_ready, wait_for  # noqa: E402
-from kubernetes import client, config  # noqa: E402
+from controlplane import ControlPlane, create_gpu_node, node_is_ready, wait_for
+from kubernetes import client, config
 
 MODES = ("model-serial", "model-threads", "raw-serial", "raw-threads")
 
@@ -85,7 +83,7 @@ def run_mode(api, mode, ns, n, threads, nodes, wait_running=True):
     def create(name):
         if raw:
             r = core.create_namespaced_pod(ns, pod_dict(name), _preload_content=False)
-            r.data  # noqa: B018 - the body must be read (not parsed) before the connection is reused
+            _ = r.data  # the body must be read (not parsed) before the connection is reused
             r.release_conn()
         else:
             core.create_namespaced_pod(ns, pod_model(name))
@@ -101,7 +99,7 @@ def run_mode(api, mode, ns, n, threads, nodes, wait_running=True):
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node},
             }
             r = core.create_namespaced_pod_binding(name, ns, body, _preload_content=False)
-            r.data  # noqa: B018
+            _ = r.data
             r.release_conn()
         else:
             body = client.V1Binding(
@@ -111,7 +109,7 @@ def run_mode(api, mode, ns, n, threads, nodes, wait_running=True):
             # The generated client cannot deserialize the returned Status into V1Binding (it raises on the
             # missing "target"); the model path still pays for building and serializing the request models.
             r = core.create_namespaced_pod_binding(name, ns, body, _preload_content=False)
-            r.data  # noqa: B018 - read the body like a normal call would
+            _ = r.data  # read the body like a normal call would
             r.release_conn()
 
     def run(fn, items):

@@ -14,9 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
-
-from controlplane import ControlPlane, create_gpu_node, node_is_ready, wait_for  # noqa: E402
+from controlplane import ControlPlane, create_gpu_node, node_is_ready, wait_for
 
 
 def main(argv=None) -> int:

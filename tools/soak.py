@@ -32,9 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
-
-from controlplane import (  # noqa: E402
+from controlplane import (
     COMPLETE_ANNOTATION,
     GPU_RESOURCE,
     ControlPlane,
@@ -43,7 +41,7 @@ from controlplane import (  # noqa: E402
     node_is_ready,
     wait_for,
 )
-from processes import Process  # noqa: E402
+from processes import Process
 
 NAMESPACE = "soak"
 BATCH = "batch.volcano.sh"

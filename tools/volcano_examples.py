@@ -44,9 +44,9 @@ def example_files(root: Path) -> list[Path]:
     files = []
     for path in sorted((root / "example").rglob("*.yaml")):
         docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
-        if any(d.get("kind") == "Job" and str(d.get("apiVersion", "")).startswith("batch.volcano.sh") for d in docs):
-            files.append(path)
-        elif any(d.get("kind") in ("CronJob", "JobFlow", "Workflow", "WorkflowTemplate") for d in docs):
+        volcano_job = any(d.get("kind") == "Job" and str(d.get("apiVersion", "")).startswith("batch.volcano.sh")
+                          for d in docs)
+        if volcano_job or any(d.get("kind") in ("CronJob", "JobFlow", "Workflow", "WorkflowTemplate") for d in docs):
             files.append(path)
     return files
 

@@ -10,6 +10,7 @@ from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import QueueMissing
+from scheduler.framework.faults import attempt
 from scheduler.framework.session import Session
 
 
@@ -116,9 +117,8 @@ def round_robin(
         if ssn.faults.queue_faulted(queue):
             continue
         if skip_queue is not None:
-            try:
-                skipped = skip_queue(queue)
-            except Exception as exc:  # noqa: BLE001 - the queue alone is left out (framework/faults.py)
+            skipped, exc = attempt(skip_queue, queue)
+            if exc is not None:  # the queue alone is left out (framework/faults.py)
                 ssn.faults.queue(queue, exc)
                 continue
             if skipped:

@@ -194,7 +194,6 @@ class GangEviction:
             stmt.evict(victim, f"{reason}: {rule} of {bundle.job.uid}", cause)
         allowed = {n.name for n in nodes}
         turned_away: dict[tuple[str, str], set[str]] = {}
-        placed = 0
         for task in pending:
             if not ssn.tiers.run(P.ALLOCATABLE, queue, task).ok:
                 break
@@ -202,9 +201,8 @@ class GangEviction:
             if node is None:
                 break
             stmt.pipeline(task, node)
-            placed += 1
-        else:
-            if placed and not ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
+        else:  # every pending task was pipelined
+            if pending and not ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
                 return True
         stmt.rollback(mark)
         return False

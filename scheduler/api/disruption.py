@@ -40,27 +40,27 @@ class DisruptionBudget:
 
 
 def check_selector(raw: Mapping[str, Any]) -> LabelSelector | None:
-    """A policy/v1 selector as LabelSelectorAsSelector reads it: None (matches nothing) when empty; Bad when it
-    would fail (an operator it does not know, values where none belong or none where some do)."""
+    """A policy/v1 selector as LabelSelectorAsSelector reads it: None (matches nothing) when empty;
+    BadValueError when it would fail (an operator it does not know, values where none belong or none where some do)."""
     labels = raw.get("matchLabels")
     match_labels = F.LABELS.parse(labels) if labels is not None else {}
     expressions = raw.get("matchExpressions")
     if expressions is not None and not isinstance(expressions, list):
-        raise F.Bad("matchExpressions is not a list")
+        raise F.BadValueError("matchExpressions is not a list")
     requirements = []
     for item in expressions or ():
         if not isinstance(item, Mapping):
-            raise F.Bad("has a matchExpression that is not an object")
+            raise F.BadValueError("has a matchExpression that is not an object")
         key, operator, values = item.get("key"), item.get("operator"), item.get("values")
         if type(key) is not str or not key or len(key) > F.LABEL_KEY_MAX:
-            raise F.Bad(f"has a matchExpression whose key is no label key: {F.show(key)}")
+            raise F.BadValueError(f"has a matchExpression whose key is no label key: {F.show(key)}")
         if operator not in _OPERATORS:
-            raise F.Bad(f"has an operator that is not In, NotIn, Exists or DoesNotExist: {F.show(operator)}")
+            raise F.BadValueError(f"has an operator that is not In, NotIn, Exists or DoesNotExist: {F.show(operator)}")
         values = values if values is not None else []
         if not isinstance(values, list) or any(type(v) is not str or len(v) > F.LABEL_VALUE_MAX for v in values):
-            raise F.Bad("has matchExpression values that are not label values")
+            raise F.BadValueError("has matchExpression values that are not label values")
         if bool(values) != _OPERATORS[operator]:
-            raise F.Bad(f"has {operator} with {'no values' if not values else 'values'}")
+            raise F.BadValueError(f"has {operator} with {'no values' if not values else 'values'}")
         requirements.append(Requirement(key, operator, tuple(values)))
     if not match_labels and not requirements:
         return None
@@ -71,7 +71,7 @@ def check_disrupted(raw: Mapping[str, Any]) -> frozenset[str]:
     """The pod names of `status.disruptedPods` (the times beside them are not read)."""
     names = frozenset(raw)
     if any(type(n) is not str or len(n) > F.NAME_MAX for n in names):
-        raise F.Bad("names a pod that is no pod name")
+        raise F.BadValueError("names a pod that is no pod name")
     return names
 
 

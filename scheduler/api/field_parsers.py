@@ -1,6 +1,7 @@
 """Layer `api`: the parsers of the field table (`api/fields.py`), the reason a bad field gives, and `Field`.
 
-Each parser takes a raw value from an object and returns it parsed and bounded, or raises `Bad`. A `Field` is one
+Each parser takes a raw value from an object and returns it parsed and bounded, or raises `BadValueError`.
+A `Field` is one
 row of the table: a path, its parser, and what a bad value becomes (a safe default, or `REJECT`: the object is
 left out with a `FieldError`). Readers of nested structures (affinity, taints, members...) register here under a
 name (`register`), so the table can name them without importing the readers.
@@ -42,7 +43,7 @@ def describe(reason: FieldInvalid) -> str:
     return f"{head}; the {reason.object_kind} is left out until it is fixed"
 
 
-class Bad(ValueError):
+class BadValueError(ValueError):
     """A parser's refusal: the message says what is wrong with the value (never the value in full)."""
 
 
@@ -66,7 +67,7 @@ def show(value: object) -> str:
 
 # ---- parsers -----------------------------------------------------------------------------------------------
 # Each takes the raw value (never None: an absent field is the reader's `absent`) and returns the parsed one or
-# raises Bad. `kind`, `lo`, `hi` and `max_len` describe what a parser accepts (the property test reads them).
+# raises BadValueError. `kind`, `lo`, `hi` and `max_len` describe what a parser accepts (the property test reads them).
 
 
 _ASCII_INT = re.compile(r"[+-]?[0-9]{1,19}")
@@ -82,8 +83,8 @@ class Parser:
     text: bool = False  # an int/float written as text (an annotation)
 
 
-def _wrong(value: object, wanted: str) -> Bad:
-    return Bad(f"expected {wanted}, got {type(value).__name__}")
+def _wrong(value: object, wanted: str) -> BadValueError:
+    return BadValueError(f"expected {wanted}, got {type(value).__name__}")
 
 
 def integer(lo: int, hi: int, *, text: bool = False) -> Parser:
@@ -95,18 +96,18 @@ def integer(lo: int, hi: int, *, text: bool = False) -> Parser:
             if type(value) is not str:
                 raise _wrong(value, "a decimal integer as text")
             if _ASCII_INT.fullmatch(value) is None:
-                raise Bad("is not a decimal integer")
+                raise BadValueError("is not a decimal integer")
             number = int(value)
         elif type(value) is int:
             number = value
         elif type(value) is float:
             if not math.isfinite(value) or not value.is_integer():
-                raise Bad("is not a whole finite number")
+                raise BadValueError("is not a whole finite number")
             number = int(value)
         else:
             raise _wrong(value, "an integer")
         if not lo <= number <= hi:
-            raise Bad(f"is out of range [{lo}, {hi}]")
+            raise BadValueError(f"is out of range [{lo}, {hi}]")
         return number
 
     return Parser("int", parse, lo, hi, text=text)
@@ -119,12 +120,12 @@ def number(lo: float, hi: float) -> Parser:
         if type(value) is not int and type(value) is not float:
             raise _wrong(value, "a number")
         if type(value) is int and abs(value) > 2**53:
-            raise Bad(f"is out of range [{lo:g}, {hi:g}]")
+            raise BadValueError(f"is out of range [{lo:g}, {hi:g}]")
         result = float(value)
         if not math.isfinite(result):
-            raise Bad("is not finite")
+            raise BadValueError("is not finite")
         if not lo <= result <= hi:
-            raise Bad(f"is out of range [{lo:g}, {hi:g}]")
+            raise BadValueError(f"is out of range [{lo:g}, {hi:g}]")
         return result
 
     return Parser("float", parse, lo, hi)
@@ -141,7 +142,7 @@ def parse_bool(value: object) -> bool:
             return True
         if value in _FALSE:
             return False
-        raise Bad("is not a boolean (1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False)")
+        raise BadValueError("is not a boolean (1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False)")
     raise _wrong(value, "a boolean as text")
 
 
@@ -162,9 +163,9 @@ def text(max_len: int, *, empty: bool = True) -> Parser:
         if type(value) is not str:
             raise _wrong(value, "a string")
         if len(value) > max_len:
-            raise Bad(f"is longer than {max_len} characters")
+            raise BadValueError(f"is longer than {max_len} characters")
         if not empty and not value:
-            raise Bad("is empty")
+            raise BadValueError("is empty")
         return value
 
     return Parser("text", parse, max_len=max_len)
@@ -177,13 +178,13 @@ def duration(hi: float) -> Parser:
         if type(value) is not str:
             raise _wrong(value, "a duration such as 90s or 1h")
         if len(value) > 64 or not value.isascii():
-            raise Bad("is not a duration such as 90s or 1h")
+            raise BadValueError("is not a duration such as 90s or 1h")
         try:
             seconds = parse_seconds(value)
         except ValueError:
-            raise Bad("is not a duration such as 90s or 1h") from None
+            raise BadValueError("is not a duration such as 90s or 1h") from None
         if not math.isfinite(seconds) or not 0 < seconds <= hi:
-            raise Bad(f"is out of range (0s, {hi:g}s]")
+            raise BadValueError(f"is out of range (0s, {hi:g}s]")
         return seconds
 
     return Parser("duration", parse, 0, hi, max_len=64, text=True)
@@ -197,25 +198,25 @@ def go_duration(max_len: int) -> Parser:
         if type(value) is not str:
             raise _wrong(value, "a Go duration such as 90s or 1h")
         if len(value) > max_len or not value.replace("µ", "").replace("μ", "").isascii():  # Go's digits are ASCII
-            raise Bad("is not a Go duration such as 90s or 1h")
+            raise BadValueError("is not a Go duration such as 90s or 1h")
         try:
             return parse_go_duration(value) / SECOND
         except DurationError:
-            raise Bad("is not a Go duration such as 90s or 1h") from None
+            raise BadValueError("is not a Go duration such as 90s or 1h") from None
 
     return Parser("duration", parse, -(2.0**63) / SECOND, (2.0**63 - 1) / SECOND, max_len=max_len, text=True)
 
 
 def _timestamp(value: Any) -> float:
-    from scheduler.api.timestamps import parse_time  # noqa: PLC0415 - timestamps imports nothing of ours
+    from scheduler.api.timestamps import parse_time
 
     if type(value) is not str:
         raise _wrong(value, "an RFC 3339 time")
     if len(value) > 64:
-        raise Bad("is not an RFC 3339 time")
+        raise BadValueError("is not an RFC 3339 time")
     seconds = parse_time(value)
     if not seconds and value:
-        raise Bad("is not an RFC 3339 time")
+        raise BadValueError("is not an RFC 3339 time")
     return seconds
 
 
@@ -226,14 +227,14 @@ def _quantities(value: Any) -> Resource:
     if not isinstance(value, Mapping):
         raise _wrong(value, "a map of resource name to quantity")
     if len(value) > 128:
-        raise Bad("names more than 128 resources")
+        raise BadValueError("names more than 128 resources")
     for name in value:
         if type(name) is not str or not name or len(name) > LABEL_KEY_MAX:
-            raise Bad(f"names a resource that is no resource name: {show(name)}")
+            raise BadValueError(f"names a resource that is no resource name: {show(name)}")
     try:
         return Resource.from_quantities(value, field="")
     except QuantityError as exc:
-        raise Bad(str(exc).removeprefix(".").removeprefix(": ")) from None
+        raise BadValueError(str(exc).removeprefix(".").removeprefix(": ")) from None
 
 
 QUANTITIES: Final = Parser("quantities", _quantities)
@@ -254,14 +255,14 @@ def strings(max_key: int, max_value: int, max_total: int = 0) -> Parser:
                 raise _wrong(value, "a map of string to string")
             value = dict(value)
         if len(value) > MAP_ITEMS_MAX:
-            raise Bad(f"has more than {MAP_ITEMS_MAX} entries")
+            raise BadValueError(f"has more than {MAP_ITEMS_MAX} entries")
         total = 0
         for k, v in value.items():  # the hot path: every pod's labels and annotations (a loop is fastest here)
             if type(k) is not str or type(v) is not str or len(k) > max_key or len(v) > max_value:
-                raise Bad(_bad_entry(k, v, max_key, max_value))
+                raise BadValueError(_bad_entry(k, v, max_key, max_value))
             total += len(k) + len(v)
         if max_total and total > max_total:
-            raise Bad(f"is larger than {max_total} bytes in all")
+            raise BadValueError(f"is larger than {max_total} bytes in all")
         return typing.cast(dict[str, str], value)
 
     return Parser("strings", parse, max_len=max_value)
@@ -272,21 +273,21 @@ def enum(*values: str) -> Parser:
 
     def parse(value: Any) -> str:
         if type(value) is not str or value not in allowed:
-            raise Bad(f"is not one of {', '.join(sorted(allowed))}")
+            raise BadValueError(f"is not one of {', '.join(sorted(allowed))}")
         return value
 
     return Parser("enum", parse, max_len=max(len(v) for v in values))
 
 
 def bounded_tree(value: Any, depth: int = 0) -> int:
-    """Raise Bad unless every string in `value` is at most TEXT_MAX long, every number finite and not above
+    """Raise BadValueError unless every string in `value` is at most TEXT_MAX long, every number finite and not above
     2^63, and the tree at most 12 deep; returns how many values it holds (at most 20,000 in all)."""
     if depth > 12:
-        raise Bad("is nested too deeply")
+        raise BadValueError("is nested too deeply")
     kind = type(value)
     if kind is str:
         if len(value) > TEXT_MAX:
-            raise Bad(f"holds a string longer than {TEXT_MAX} characters")
+            raise BadValueError(f"holds a string longer than {TEXT_MAX} characters")
         return 1
     if kind is dict:
         count = 1
@@ -298,37 +299,37 @@ def bounded_tree(value: Any, depth: int = 0) -> int:
             count += bounded_tree(v, depth + 1)
     elif kind is float:
         if not math.isfinite(value):
-            raise Bad("holds a number that is not finite")
+            raise BadValueError("holds a number that is not finite")
         return 1
     elif kind is int:
         if abs(value) > 2**63:
-            raise Bad("holds a number out of range")
+            raise BadValueError("holds a number out of range")
         return 1
     else:
         return 1
     if count > 20_000:
-        raise Bad("is too large")
+        raise BadValueError("is too large")
     return count
 
 
 def structure(check: Callable[[Any], Any], wanted: type = dict, *, walk: bool = True) -> Parser:
-    """A nested structure read by a dedicated function (`check`), which raises Bad for what it refuses; any
-    other exception it raises is a bug in the reader, turned into Bad so one object never fails the cycle.
+    """A nested structure read by a dedicated function (`check`), which raises BadValueError for what it refuses; any
+    other exception it raises is a bug in the reader, turned into BadValueError so one object never fails the cycle.
     With `walk`, every string in it is bounded first (`bounded_tree`)."""
 
     def parse(value: Any) -> Any:
         if not isinstance(value, wanted) or not isinstance(value, list | dict):
             raise _wrong(value, "a list" if wanted is list else "an object")
         if len(value) > LIST_MAX:
-            raise Bad(f"has more than {LIST_MAX} entries")
+            raise BadValueError(f"has more than {LIST_MAX} entries")
         if walk:
             bounded_tree(value)
         try:
             return check(value)
-        except Bad:
+        except BadValueError:
             raise
         except (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
-            raise Bad(f"cannot be read ({type(exc).__name__}: {str(exc)[:80]})") from None
+            raise BadValueError(f"cannot be read ({type(exc).__name__}: {str(exc)[:80]})") from None
 
     return Parser("object", parse)
 
@@ -370,7 +371,7 @@ class Field:
             return self.absent
         try:
             return self.parser.parse(value)
-        except Bad as bad:
+        except BadValueError as bad:
             return self.refuse(value, str(bad), where, sink)
 
     def refuse(self, value: Any, problem: str, where: str, sink: list[FieldInvalid] | None) -> Any:

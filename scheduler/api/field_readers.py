@@ -1,7 +1,8 @@
 """Layer `api`: the readers of nested structures the field table names (api/fields.py), registered by name.
 
 Each takes a value already checked for its type and bounded (`field_parsers.structure`) and returns what the infos
-keep, or raises `Bad`. The pod's placement structures (affinity, tolerations, spread, ports, taints) are read in
+keep, or raises `BadValueError`.
+The pod's placement structures (affinity, tolerations, spread, ports, taints) are read in
 api/pod.py, next to the types they make, and registered there.
 """
 
@@ -12,8 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api import field_parsers as P
-from scheduler.api.resources import ZERO as ZERO
-from scheduler.api.resources import QuantityError, Resource, pod_request
+from scheduler.api.resources import ZERO as ZERO, QuantityError, Resource, pod_request
 
 _TIER = P.integer(0, 64)
 _PATTERN_MAX = 1024
@@ -32,7 +32,7 @@ def check_request(raw: Any) -> Resource:
     try:
         return pod_request(spec)
     except QuantityError as exc:
-        raise P.Bad(str(exc)[:200]) from None
+        raise P.BadValueError(str(exc)[:200]) from None
 
 
 def check_gates(raw: list[Any]) -> str:
@@ -66,7 +66,7 @@ def check_task_minimums(raw: Mapping[str, Any]) -> dict[str, int]:
     out = {}
     for k, v in raw.items():
         if type(k) is not str or len(k) > P.NAME_MAX:
-            raise P.Bad(f"names a task that is no task name: {P.show(k)}")
+            raise P.BadValueError(f"names a task that is no task name: {P.show(k)}")
         out[k] = count.parse(v)
     return out
 
@@ -82,7 +82,7 @@ def check_conditions(raw: list[Any]) -> tuple[tuple[str, str, str, str], ...]:
         row = (c.get("type"), c.get("status"), c.get("reason", ""), c.get("message", ""))
         for value in row:
             if type(value) is not str or len(value) > P.TEXT_MAX:
-                raise P.Bad(f"has a condition field that is not a string of at most {P.TEXT_MAX} characters")
+                raise P.BadValueError(f"has a condition field that is not a string of at most {P.TEXT_MAX} characters")
         out.append(row)
     return tuple(out)  # type: ignore[arg-type]
 
@@ -91,7 +91,7 @@ def check_network_topology(raw: Mapping[str, Any]) -> dict[str, Any]:
     """`spec.networkTopology`: `mode` hard or soft (hard when absent), `highestTierAllowed` a tier (0..64)."""
     mode = raw.get("mode", "hard")
     if mode is not None and (type(mode) is not str or mode.lower() not in ("hard", "soft")):
-        raise P.Bad("mode is not hard or soft")
+        raise P.BadValueError("mode is not hard or soft")
     out: dict[str, Any] = {"mode": (mode or "hard").lower()}
     allowed = raw.get("highestTierAllowed")
     if allowed is not None:
@@ -105,13 +105,13 @@ def check_members(raw: list[Any]) -> list[dict[str, Any]]:
     out = []
     for member in raw:
         if not isinstance(member, Mapping):
-            raise P.Bad("has a member that is not an object")
+            raise P.BadValueError("has a member that is not an object")
         kind = member.get("type", "Node")
         if kind not in ("Node", "HyperNode"):
-            raise P.Bad("has a member whose type is not Node or HyperNode")
+            raise P.BadValueError("has a member whose type is not Node or HyperNode")
         selector = member.get("selector") or {}
         if not isinstance(selector, Mapping):
-            raise P.Bad("has a selector that is not an object")
+            raise P.BadValueError("has a selector that is not an object")
         exact = (selector.get("exactMatch") or {}).get("name") if selector.get("exactMatch") else None
         pattern = (selector.get("regexMatch") or {}).get("pattern") if selector.get("regexMatch") else None
         cleaned: dict[str, Any] = {}
@@ -119,11 +119,11 @@ def check_members(raw: list[Any]) -> list[dict[str, Any]]:
             cleaned["exactMatch"] = {"name": P.NAME.parse(exact)}
         elif pattern is not None:
             if type(pattern) is not str or len(pattern) > _PATTERN_MAX:
-                raise P.Bad("has a regexMatch pattern that is not a string of at most 1 KiB")
+                raise P.BadValueError("has a regexMatch pattern that is not a string of at most 1 KiB")
             try:
                 re.compile(pattern)
             except re.error:
-                raise P.Bad("has a regexMatch pattern that does not compile") from None
+                raise P.BadValueError("has a regexMatch pattern that does not compile") from None
             cleaned["regexMatch"] = {"pattern": pattern}
         out.append({"type": kind, "selector": cleaned})
     return out
@@ -144,10 +144,12 @@ def check_volumes(raw: list[Any]) -> tuple[tuple[bool, str], ...]:
     return tuple(out)
 
 
-for _name, _check in (
-    ("owners", check_owners), ("request", check_request), ("gates", check_gates),
-    ("pod_conditions", check_pod_conditions), ("node_conditions", check_node_conditions),
-    ("task_minimums", check_task_minimums), ("conditions", check_conditions),
-    ("topology", check_network_topology), ("members", check_members), ("volumes", check_volumes),
-):
-    P.register(_name, _check)
+def register_all() -> None:
+    """Register each reader under the name the field table (api/fields.py) gives it; fields.py calls this once."""
+    for name, check in (
+        ("owners", check_owners), ("request", check_request), ("gates", check_gates),
+        ("pod_conditions", check_pod_conditions), ("node_conditions", check_node_conditions),
+        ("task_minimums", check_task_minimums), ("conditions", check_conditions),
+        ("topology", check_network_topology), ("members", check_members), ("volumes", check_volumes),
+    ):
+        P.register(name, check)

@@ -23,126 +23,52 @@ the table does not list.
 from __future__ import annotations
 
 # The parsers, the reason and `Field` live in api/field_parsers.py; re-exported here, so readers import one module.
-from scheduler.api import field_readers as _readers  # noqa: F401 - registers the structure readers the table names
+from scheduler.api import field_readers as _readers
 from scheduler.api.field_parsers import (
     ANNOTATIONS as ANNOTATIONS,
-)
-from scheduler.api.field_parsers import (
     ANNOTATIONS_MAX as ANNOTATIONS_MAX,
-)
-from scheduler.api.field_parsers import (
     DURATION_MAX as DURATION_MAX,
-)
-from scheduler.api.field_parsers import (
     FREE_TEXT as FREE_TEXT,
-)
-from scheduler.api.field_parsers import (
     GO_BOOL as GO_BOOL,
-)
-from scheduler.api.field_parsers import (  # noqa: F401
     INT32 as INT32,
-)
-from scheduler.api.field_parsers import (
     JSON_BOOL as JSON_BOOL,
-)
-from scheduler.api.field_parsers import (
     KEY_TEXT as KEY_TEXT,
-)
-from scheduler.api.field_parsers import (
     LABEL_KEY_MAX as LABEL_KEY_MAX,
-)
-from scheduler.api.field_parsers import (
     LABEL_VALUE_MAX as LABEL_VALUE_MAX,
-)
-from scheduler.api.field_parsers import (
     LABELS as LABELS,
-)
-from scheduler.api.field_parsers import (
     LIST_MAX as LIST_MAX,
-)
-from scheduler.api.field_parsers import (
     MAP_ITEMS_MAX as MAP_ITEMS_MAX,
-)
-from scheduler.api.field_parsers import (
     NAME as NAME,
-)
-from scheduler.api.field_parsers import (
     NAME_MAX as NAME_MAX,
-)
-from scheduler.api.field_parsers import (
     QUANTITIES as QUANTITIES,
-)
-from scheduler.api.field_parsers import (
     REJECT as REJECT,
-)
-from scheduler.api.field_parsers import (
     TEXT_MAX as TEXT_MAX,
-)
-from scheduler.api.field_parsers import (
     TIME as TIME,
-)
-from scheduler.api.field_parsers import (
     TIMEOUT_MAX as TIMEOUT_MAX,
-)
-from scheduler.api.field_parsers import (
-    Bad as Bad,
-)
-from scheduler.api.field_parsers import (
+    BadValueError as BadValueError,
     Field as Field,
-)
-from scheduler.api.field_parsers import (
     FieldError as FieldError,
-)
-from scheduler.api.field_parsers import (
     Parser as Parser,
-)
-from scheduler.api.field_parsers import (
     bounded_tree as bounded_tree,
-)
-from scheduler.api.field_parsers import (
     describe as describe,
-)
-from scheduler.api.field_parsers import (
     dotted as dotted,
-)
-from scheduler.api.field_parsers import (
     duration as duration,
-)
-from scheduler.api.field_parsers import (
     enum as enum,
-)
-from scheduler.api.field_parsers import (
     go_duration as go_duration,
-)
-from scheduler.api.field_parsers import (
     integer as integer,
-)
-from scheduler.api.field_parsers import (
     number as number,
-)
-from scheduler.api.field_parsers import (
     parse_bool as parse_bool,
-)
-from scheduler.api.field_parsers import (
     register as register,
-)
-from scheduler.api.field_parsers import (
     registered as registered,
-)
-from scheduler.api.field_parsers import (
     show as show,
-)
-from scheduler.api.field_parsers import (
     strings as strings,
-)
-from scheduler.api.field_parsers import (
     structure as structure,
-)
-from scheduler.api.field_parsers import (
     text as text,
 )
 from scheduler.api.reasons import FieldInvalid as FieldInvalid
 from scheduler.api.resources import ZERO
+
+_readers.register_all()  # the structure readers the table names
 
 # Annotation and label keys (the constants live with their readers; repeated here as the table's keys).
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -298,7 +224,8 @@ FIELDS: tuple[Field, ...] = (
 )
 
 _BY_NAME: dict[tuple[str, str], Field] = {(f.kind, f.name): f for f in FIELDS}
-assert len(_BY_NAME) == len(FIELDS), "a field listed twice"  # noqa: S101 - a table bug, at import
+if len(_BY_NAME) != len(FIELDS):  # a table bug, at import
+    raise AssertionError("a field listed twice")
 
 
 def field(kind: str, name: str) -> Field:

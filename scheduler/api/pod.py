@@ -14,10 +14,14 @@ from scheduler.api import fields as F
 from scheduler.api.phases import TaskStatus
 
 # The selectors live in api.selectors (api.volumes reads them too); they are re-exported here, where they were.
-from scheduler.api.selectors import LabelSelector as LabelSelector
-from scheduler.api.selectors import NodeSelectorTerm as NodeSelectorTerm
-from scheduler.api.selectors import Requirement as Requirement
-from scheduler.api.selectors import label_selector, node_selector_terms, requirements
+from scheduler.api.selectors import (
+    LabelSelector as LabelSelector,
+    NodeSelectorTerm as NodeSelectorTerm,
+    Requirement as Requirement,
+    label_selector,
+    node_selector_terms,
+    requirements,
+)
 from scheduler.api.volumes import VolumeNeeds
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -188,7 +192,7 @@ def _mapping(value: object, what: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise F.Bad(f"{what} is not an object")
+        raise F.BadValueError(f"{what} is not an object")
     return value
 
 
@@ -196,7 +200,7 @@ def _items(value: object, what: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise F.Bad(f"{what} is not a list")
+        raise F.BadValueError(f"{what} is not a list")
     return value
 
 
@@ -233,7 +237,7 @@ def check_ports(raw: list[Any]) -> tuple[HostPort, ...]:
     found = []
     for port in raw:
         if not isinstance(port, Mapping):
-            raise F.Bad("has a port that is not an object")
+            raise F.BadValueError("has a port that is not an object")
         host_port = port.get("hostPort")
         if host_port is not None and host_port != 0:
             found.append((str(port.get("protocol") or "TCP"), str(port.get("hostIP") or ""), _PORT.parse(host_port)))
@@ -261,7 +265,7 @@ def check_spread(raw: list[Any]) -> tuple[SpreadConstraint, ...]:
     )
 
 
-_ANY_IP = ("", "0.0.0.0")  # noqa: S104 - a host IP as Kubernetes spells "all addresses", not a bind
+_ANY_IP = ("", "0.0.0.0")  # a host IP as Kubernetes spells "all addresses" (not a bind)
 
 
 def host_ports_of(spec: Mapping[str, Any], where: str = "") -> tuple[HostPort, ...]:

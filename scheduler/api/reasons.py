@@ -15,10 +15,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from scheduler.api.reason_codec import Amounts as Amounts
-from scheduler.api.reason_codec import JsonObject as JsonObject
-from scheduler.api.reason_codec import ReasonError as ReasonError
-from scheduler.api.reason_codec import decode_object, encode_object
+from scheduler.api.reason_codec import (
+    Amounts as Amounts,
+    JsonObject as JsonObject,
+    ReasonError as ReasonError,
+    decode_object,
+    encode_object,
+)
 from scheduler.api.resources import PODS, Resource
 
 

@@ -23,7 +23,7 @@ from scheduler import metrics
 from scheduler.api.snapshot import CycleResult, GangBind
 from scheduler.api.timestamps import parse_time
 from scheduler.cache.events import EventRecorder
-from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError
+from scheduler.cache.kube import MERGE_PATCH, TRANSPORT_ERRORS, Kube, KubeError
 from scheduler.cache.leader import BOUND_BY_ANNOTATION
 from scheduler.cache.store import Stores
 from scheduler.cache.volumes import VolumeBinder
@@ -106,7 +106,7 @@ class Binder:
         try:
             self.kube.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body,
                               timeout=timeout)
-        except Exception as exc:  # noqa: BLE001 - the pod stays pending, retried next cycle
+        except TRANSPORT_ERRORS as exc:  # the pod stays pending, retried next cycle
             if isinstance(exc, KubeError) and exc.status == 404:
                 log.info("pod %s was deleted before its bind: dropped", task_key)
                 return False
@@ -128,7 +128,7 @@ class Binder:
         """Whether a bind that got no answer was carried out: the pod (the same one) is bound to `node`."""
         try:
             pod = self.kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{name}")
-        except Exception:  # noqa: BLE001 - still unreachable: the bind counts as failed, the next cycle sees
+        except TRANSPORT_ERRORS:  # still unreachable: the bind counts as failed, the next cycle sees
             return False
         meta, spec = (pod or {}).get("metadata") or {}, (pod or {}).get("spec") or {}
         # With the fence on, the bind names its sender (copied onto the pod): a standby that took over and bound
@@ -156,7 +156,7 @@ class Binder:
                 "PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}",
                 body={"metadata": {"annotations": dict(annotations)}}, content_type=MERGE_PATCH,
             )
-        except Exception as exc:  # noqa: BLE001 - the pod stays pending and is retried next cycle
+        except TRANSPORT_ERRORS as exc:  # the pod stays pending and is retried next cycle
             log.warning("annotating %s/%s before its bind failed: %s", namespace, name, exc)
             return False
         return True

@@ -14,6 +14,7 @@ Its parts, one job each:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -47,10 +48,8 @@ def prestart(pool: ThreadPoolExecutor) -> None:
     barrier = threading.Barrier(workers)
 
     def wait() -> None:
-        try:
+        with contextlib.suppress(threading.BrokenBarrierError):  # the pool is shutting down: nothing to wait for
             barrier.wait(10.0)
-        except threading.BrokenBarrierError:
-            pass  # the pool is shutting down: nothing to wait for
 
     for _ in range(workers):
         pool.submit(wait)
@@ -92,10 +91,16 @@ class ClusterCache:
         self._instance = identity or f"{socket.gethostname()}-{os.getpid()}"
         # Writes (binds, evictions, status) are sent only while this returns True: the leader-election guard.
         self.may_write: Callable[[], bool] = lambda: True
-        may_write = lambda: self.may_write()  # noqa: E731 - read when called: the runner swaps the guard in
+
+        def may_write() -> bool:  # read when called: the runner swaps the guard in
+            return self.may_write()
+
         # Seconds the Lease is certainly ours (None: no leader election); binds are fenced by it (`Binder`).
         self.lease_left: Callable[[], float | None] = lambda: None
-        lease_left = lambda: self.lease_left()  # noqa: E731 - likewise
+
+        def lease_left() -> float | None:  # likewise
+            return self.lease_left()
+
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="volcano-py-api")
         self.events = EventRecorder(kube, self.stores, clock, self._instance, self._stop, event_workers)
         self.parser = ParseCache(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from scheduler.api.objects import MutableObj
 from scheduler.api.snapshot import Event
 from scheduler.api.timestamps import rfc3339
-from scheduler.cache.kube import Kube
+from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
 from scheduler.cache.store import Stores
 
 log = logging.getLogger("volcano_py.cache")
@@ -125,7 +125,7 @@ class EventRecorder:
                     return
                 namespace = body["metadata"]["namespace"]
                 self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
-            except Exception as exc:  # noqa: BLE001 - an event is best effort
+            except TRANSPORT_ERRORS as exc:  # an event is best effort
                 log.debug("event not written: %s", exc)
             finally:
                 self.queue.task_done()

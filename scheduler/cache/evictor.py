@@ -45,7 +45,7 @@ from scheduler.api.pod import GROUP_NAME_ANNOTATION
 from scheduler.api.snapshot import EvictCause, Eviction
 from scheduler.api.timestamps import rfc3339
 from scheduler.cache.events import EventRecorder
-from scheduler.cache.kube import STRATEGIC_PATCH, Kube, KubeError
+from scheduler.cache.kube import STRATEGIC_PATCH, TRANSPORT_ERRORS, Kube, KubeError
 from scheduler.cache.store import Stores
 
 log = logging.getLogger("volcano_py.cache")
@@ -286,7 +286,7 @@ class Evictor:
                     log.warning("evict %s: %s not written, not evicted: %s", task_key, what, exc)
                     return None
                 failure = exc
-            except Exception as exc:  # noqa: BLE001
+            except TRANSPORT_ERRORS as exc:
                 log.warning("evict %s: %s not written, not evicted: %s", task_key, what, exc)
                 return None
             fresh = self._read(task_key, victim)
@@ -310,7 +310,7 @@ class Evictor:
         """The pod as it is now; None (logged) when gone or unreadable."""
         try:
             fresh = self.kube.get_or_none(f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}")
-        except Exception as exc:  # noqa: BLE001
+        except TRANSPORT_ERRORS as exc:
             log.warning("evict %s: not evicted: reading the pod after a conflict failed: %s", task_key, exc)
             return None
         if fresh is None:
@@ -332,7 +332,7 @@ class Evictor:
             else:
                 log.warning("evict %s failed: %s", task_key, exc)
                 return False
-        except Exception as exc:  # noqa: BLE001
+        except TRANSPORT_ERRORS as exc:
             log.warning("evict %s failed: %s", task_key, exc)
             return False
         return True

@@ -17,6 +17,7 @@ never reached it); a timeout per request. Proxies, compression, HTTP/2 and watch
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import threading
@@ -49,7 +50,7 @@ class _Headers(dict[str, str]):
         return super().get(key.lower(), default)
 
 
-class _Broken(ConnectionError):
+class _BrokenConnectionError(ConnectionError):
     """The connection ended before any byte of the answer: on a reused connection, send again."""
 
 
@@ -60,10 +61,8 @@ class _Conn:
         self.sock, self.buf, self.used = sock, b"", time.monotonic()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass
 
 
 class Http1:
@@ -163,7 +162,7 @@ class Http1:
         if conn is not None:
             try:
                 return self._exchange(conn, method, message, deadline)
-            except _Broken:
+            except _BrokenConnectionError:
                 pass  # closed by the server while idle: the request never got there; send it on a new one
         conn = self._connect(max(0.001, deadline - time.monotonic()))
         return self._exchange(conn, method, message, deadline)
@@ -174,7 +173,7 @@ class Http1:
             try:
                 conn.sock.sendall(message)
             except (BrokenPipeError, ConnectionResetError) as exc:
-                raise _Broken(str(exc)) from exc
+                raise _BrokenConnectionError(str(exc)) from exc
             response, keep = self._read(conn, method, deadline)
         except BaseException:
             conn.close()
@@ -199,11 +198,11 @@ class Http1:
                 chunk = self._recv(conn, deadline)
             except ConnectionResetError as exc:
                 if not buf:
-                    raise _Broken(str(exc)) from exc
+                    raise _BrokenConnectionError(str(exc)) from exc
                 raise
             if not chunk:
                 if not buf:
-                    raise _Broken("the connection closed before the answer")
+                    raise _BrokenConnectionError("the connection closed before the answer")
                 raise ConnectionError("the connection closed inside the answer's headers")
             buf += chunk
             if len(buf) > MAX_HEADER_BYTES:

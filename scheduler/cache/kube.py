@@ -7,6 +7,7 @@ receives plain JSON. Authentication (bearer token or client certificate) and TLS
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -48,10 +49,18 @@ class KubeError(Exception):
         self.body = body
         message = body.decode("utf-8", "replace")
         try:
-            message = str(loads(body).get("message", message))
-        except Exception:  # noqa: BLE001 - a non-JSON error body is shown as is
-            pass
+            decoded = loads(body)
+        except ValueError:  # a non-JSON error body is shown as is
+            decoded = None
+        if isinstance(decoded, dict):
+            message = str(decoded.get("message", message))
         super().__init__(f"{method} {path}: {status} {message}")
+
+
+# What a call to the apiserver raises when it fails for a reason outside our code: an error status (KubeError), the
+# network (OSError, urllib3's own errors) or an answer that is not JSON (ValueError; orjson's error is one). Callers
+# that retry catch these; anything else is a bug, which the cycle's guard logs with its traceback.
+TRANSPORT_ERRORS: tuple[type[Exception], ...] = (KubeError, OSError, urllib3.exceptions.HTTPError, ValueError)
 
 
 def retry_after(status: int, header: str | None) -> float | None:
@@ -223,7 +232,5 @@ class Kube:
         with self._streams_lock:
             streams = list(self._streams)
         for resp in streams:
-            try:
+            with contextlib.suppress(OSError, urllib3.exceptions.HTTPError):  # already closed
                 resp.shutdown()
-            except Exception:  # noqa: BLE001 - already closed
-                pass

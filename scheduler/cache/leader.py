@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.api.objects import MutableObj
-from scheduler.cache.kube import Kube, KubeError
+from scheduler.cache.kube import TRANSPORT_ERRORS, Kube, KubeError
 
 log = logging.getLogger("volcano_py.leader")
 
@@ -175,7 +175,7 @@ class LeaderElector:
                 log.warning("leader election: cannot read the Lease: %s", exc)
                 return False
             return self._create(now_mono, now)
-        except Exception as exc:  # noqa: BLE001 - network trouble: not renewed this round
+        except TRANSPORT_ERRORS as exc:  # network trouble: not renewed this round
             log.warning("leader election: cannot read the Lease: %s", exc)
             return False
         spec = lease.get("spec") or {}
@@ -229,7 +229,7 @@ class LeaderElector:
             else:
                 log.warning("leader election: cannot write the Lease: %s", exc)
             return False
-        except Exception as exc:  # noqa: BLE001
+        except TRANSPORT_ERRORS as exc:
             log.warning("leader election: cannot write the Lease: %s", exc)
             return False
         # The clock starts when the write was *sent*: a slow response must not stretch our term.
@@ -260,7 +260,7 @@ class LeaderElector:
             self.kube.request("PUT", self.path, body=body, timeout=self._timeout())
             self._renewed_at = None
             log.info("leader election: released the Lease")
-        except Exception as exc:  # noqa: BLE001 - the lease then simply expires
+        except TRANSPORT_ERRORS as exc:  # the lease then simply expires
             log.warning("leader election: cannot release the Lease: %s", exc)
 
     def _timeout(self) -> float:

@@ -9,6 +9,7 @@ the transport, for that reason.
 
 from __future__ import annotations
 
+import logging
 import queue
 import re
 import threading
@@ -17,6 +18,8 @@ from typing import Any
 
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import Kube, loads
+
+log = logging.getLogger("volcano_py.cache")
 
 # The two lists that are large in a large cluster; the others are a few objects each.
 PREFETCHED = ("/api/v1/pods", "/api/v1/nodes")
@@ -63,7 +66,8 @@ class Pages:
                 token = continue_token(data)
                 if not self._put((data, token)) or token is None:
                     break
-        except BaseException as exc:  # noqa: BLE001 - handed to the reader, who decides
+        except BaseException as exc:  # handed to the reader, who decides
+            log.debug("listing pages stopped: %s", exc, exc_info=True)
             self._put(exc)
             return
         self._put(_END)

@@ -99,7 +99,8 @@ class ParseCache:
         try:
             key = key_of(obj)
             rv = _version("Pod", obj)
-        except Exception:  # noqa: BLE001
+        except Exception:
+            log.debug("preparse: an unreadable pod, left to the snapshot to report", exc_info=True)
             return
         pcs = self.pcs
         task = self._parse_task(obj, pcs, key)
@@ -209,7 +210,8 @@ class ParseCache:
         rv = _version(kind, obj, sink)
         try:
             made = parse(obj, sink)
-        except Exception as exc:  # noqa: BLE001 - one unreadable object must never fail the whole cycle
+        except Exception as exc:  # one unreadable object must never fail the whole cycle
+            log.debug("%s: the traceback of the failure noted above", kind, exc_info=True)
             self.note(kind, _key(obj, kind), rv, exc, sink)
             return None
         if sink:
@@ -273,7 +275,8 @@ class ParseCache:
             if type(scheduler) is not str or len(scheduler) > F.NAME_MAX:
                 scheduler = _POD_SCHEDULER.refuse(scheduler, "is not a scheduler name", key, early)
             foreign = scheduler not in self.scheduler_names
-        except Exception:  # noqa: BLE001 - a malformed object: task_from_pod below names the bad field
+        except Exception:  # a malformed object: task_from_pod below names the bad field
+            log.debug("pod %s: read as malformed", key, exc_info=True)
             spec, created, shape, foreign, stamp = {}, 0.0, None, False, None
         if stamp is not None and not created and stamp != "":  # unreadable: the pod reads as created at 0
             _POD_CREATED.refuse(stamp, "is not an RFC 3339 time", key, early)
@@ -352,7 +355,8 @@ def _key(obj: MutableObj, kind: str = "Pod") -> str:
         if kind in ("Pod", "PodGroup", "PodDisruptionBudget"):
             return key_of(obj)
         return str(obj["metadata"].get("name"))[: F.NAME_MAX + 1]
-    except Exception:  # noqa: BLE001 - metadata that is not an object
+    except Exception:  # metadata that is not an object
+        log.debug("an object whose metadata is not an object", exc_info=True)
         return "?"
 
 

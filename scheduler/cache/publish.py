@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api.snapshot import PodGroupStatus, reasons_annotation
-from scheduler.cache.kube import MERGE_PATCH, Kube
+from scheduler.cache.kube import MERGE_PATCH, TRANSPORT_ERRORS, Kube
 
 log = logging.getLogger("volcano_py.cache")
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/{name}"
@@ -28,5 +28,5 @@ def publish_reasons(kube: Kube, status: PodGroupStatus, podgroup: Mapping[str, A
     try:
         kube.request("PATCH", PODGROUPS.format(namespace=namespace, name=name),
                      body={"metadata": {"annotations": patch}}, content_type=MERGE_PATCH)
-    except Exception as exc:  # noqa: BLE001 - network trouble or a deleted PodGroup: the status write says which
+    except TRANSPORT_ERRORS as exc:  # network trouble or a deleted PodGroup: the status write says which
         log.warning("annotating PodGroup %s with its reasons failed: %s", status.job, exc)

@@ -23,6 +23,7 @@ from scheduler import metrics
 from scheduler.adapter.partial import PartialGangPolicy
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.kube import TRANSPORT_ERRORS
 from scheduler.cache.leader import LeaderElector
 from scheduler.conf_check import action_warnings  # the actions' arguments, checked as conf check does
 from scheduler.cycle import (
@@ -74,7 +75,8 @@ class ConfWatcher:
             return self.conf
         try:
             conf = load_conf(self.path)
-        except Exception as exc:  # noqa: BLE001 - any bad file keeps the last good config
+        except Exception as exc:  # any bad file keeps the last good config
+            log.debug("scheduler conf %s: the traceback", self.path, exc_info=True)
             self._report(digest, f"scheduler conf {self.path} rejected, keeping the last good one: {exc}")
             return self.conf
         self.conf, self._digest, self._bad_digest = conf, digest, None
@@ -208,7 +210,8 @@ class SchedulerLoop:
                 try:
                     with collector_paused():
                         self.run_once()
-                except Exception as exc:  # noqa: BLE001 - a bug in one cycle must not stop the scheduler
+                except Exception as exc:  # a bug in one cycle must not stop the scheduler
+                    log.debug("the failed cycle's traceback", exc_info=True)
                     self._cycle_failed(exc)
                 else:
                     self.failed_in_a_row, self._last_failure = 0, None
@@ -223,14 +226,14 @@ class SchedulerLoop:
 
     def _cycle_failed(self, exc: Exception) -> None:
         """A whole cycle failed (what a job's guard could not catch: a plugin's OnSessionOpen as a whole, the
-        snapshot, the apply). One line, when the failure differs from the last one or every 60 in a row; the
-        traceback only with --v debug."""
+        snapshot, the apply). One line, when the failure differs from the last one or every 60 in a row (its
+        traceback is logged at debug level where it was caught)."""
         self.failed_in_a_row += 1
         metrics.observe_cycle_error()
         what = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         if what != self._last_failure or self.failed_in_a_row % 60 == 0:
             log.error("scheduling cycle failed (%d in a row; liveness fails at %d): %s", self.failed_in_a_row,
-                      self.max_failed_cycles, what, exc_info=exc if log.isEnabledFor(logging.DEBUG) else None)
+                      self.max_failed_cycles, what)
         self._last_failure = what
 
     def _wait_synced(self, timeout: float) -> bool:
@@ -248,5 +251,5 @@ class SchedulerLoop:
     def _ensure_default_queue(self) -> None:
         try:
             self.cache.ensure_queue(self.default_queue)
-        except Exception as exc:  # noqa: BLE001 - e.g. no RBAC to create Queues: schedule anyway
+        except TRANSPORT_ERRORS as exc:  # e.g. no RBAC to create Queues: schedule anyway
             log.warning("cannot ensure Queue %s exists: %s", self.default_queue, exc)

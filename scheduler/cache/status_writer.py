@@ -19,7 +19,7 @@ from scheduler.api.objects import MutableObj
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult, PodGroupStatus
 from scheduler.api.timestamps import rfc3339
-from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, Kube, KubeError
+from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, TRANSPORT_ERRORS, Kube, KubeError
 from scheduler.cache.publish import publish_reasons
 from scheduler.cache.store import PG_API, Stores, resource_version, trim
 
@@ -74,7 +74,7 @@ class StatusWriter:
         namespace, name = status.job.split("/", 1)
         try:
             updated = self._patch_podgroup_status(namespace, name, wanted)
-        except Exception as exc:  # noqa: BLE001 - retried next cycle (the status still differs)
+        except TRANSPORT_ERRORS as exc:  # retried next cycle (the status still differs)
             log.warning("patch PodGroup %s status failed: %s", status.job, exc)
             return
         trim(updated)
@@ -132,7 +132,7 @@ class StatusWriter:
                     body={"status": {"allocated": allocated}},
                     content_type=MERGE_PATCH,
                 )
-            except Exception as exc:  # noqa: BLE001
+            except TRANSPORT_ERRORS as exc:
                 log.warning("patch Queue %s status failed: %s", q.queue, exc)
                 continue
             with self.stores.lock:
@@ -206,7 +206,7 @@ class StatusWriter:
                 body={"status": {"conditions": [condition]}},
                 content_type=STRATEGIC_PATCH,
             )
-        except Exception as exc:  # noqa: BLE001
+        except TRANSPORT_ERRORS as exc:
             with self.stores.lock:
                 self._condition_sent.pop(key, None)  # retried next cycle
             if not (isinstance(exc, KubeError) and exc.status == 404):

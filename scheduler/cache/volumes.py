@@ -33,7 +33,7 @@ from scheduler.api.volumes import (
     class_from_object,
     volume_from_object,
 )
-from scheduler.cache.kube import MERGE_PATCH, Kube
+from scheduler.cache.kube import MERGE_PATCH, TRANSPORT_ERRORS, Kube
 from scheduler.cache.store import Stores, resource_version, trim
 
 log = logging.getLogger("volcano_py.cache")
@@ -110,7 +110,7 @@ class VolumeBinder:
                 return False
             try:
                 done = self._bind(volume)
-            except Exception as exc:  # noqa: BLE001 - a conflict or network trouble: retried next cycle
+            except TRANSPORT_ERRORS as exc:  # a conflict or network trouble: retried next cycle
                 log.warning("gang %s: binding claim %s failed, its pods are not bound: %s", gang.job, volume.claim, exc)
                 return False
             if not done:

@@ -24,7 +24,7 @@ from scheduler.retry import Backoff, Outage
 log = logging.getLogger("volcano_py.cache")
 
 
-class Gone(Exception):
+class GoneError(Exception):
     """The watch position is too old (410): relist."""
 
 
@@ -63,10 +63,11 @@ class Watcher:
                     self.outage.recovered()
                 self._watch(w)
                 backoff.reset()
-            except Gone:
+            except GoneError:
                 log.info("watch %s: resourceVersion too old, relisting", w.kind)
                 w.resource_version = None
-            except Exception as exc:  # noqa: BLE001 - any I/O error: back off and retry, never die
+            except Exception as exc:  # any I/O error: back off and retry, never die
+                log.debug("watch %s failed", w.kind, exc_info=True)
                 if self._stop.is_set():
                     return
                 if isinstance(exc, KubeError) and exc.status == 410:
@@ -132,7 +133,7 @@ class Watcher:
             kind, obj = event.get("type"), event.get("object") or {}
             if kind == "ERROR":
                 if obj.get("code") == 410:
-                    raise Gone()
+                    raise GoneError()
                 raise RuntimeError(f"watch error: {obj.get('message')}")
             rv = (obj.get("metadata") or {}).get("resourceVersion")
             if kind != "BOOKMARK":

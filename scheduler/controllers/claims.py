@@ -67,7 +67,7 @@ class JobClaims:
                 if name not in found and self.api.pvc(namespace, name) is None:
                     return f"pvc {name} is not found, the job will be in the Pending state until the PVC is created"
                 found.add(name)
-        except (KubeError, ClaimTaken) as exc:
+        except (KubeError, ClaimTakenError) as exc:
             return str(exc)
         job.setdefault("status", {})["controlledResources"] = controlled_resources(job)
         self._told.pop(uid, None)
@@ -80,7 +80,7 @@ class JobClaims:
             if self.api.pvc(namespace, name) is None:
                 break
         if self.api.create_pvc(claim_manifest(job, index, name)) is None:
-            raise ClaimTaken(f"pvc {name} was created meanwhile by someone else")
+            raise ClaimTakenError(f"pvc {name} was created meanwhile by someone else")
         log.info("job %s/%s: created PersistentVolumeClaim %s", namespace, job["metadata"]["name"], name)
         return name
 
@@ -106,5 +106,5 @@ class JobClaims:
         self._told.pop(uid, None)
 
 
-class ClaimTaken(Exception):
+class ClaimTakenError(Exception):
     """A generated name was taken between the look and the create: the next try picks another."""

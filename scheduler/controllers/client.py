@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from scheduler.api.objects import MutableObj
-from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError
+from scheduler.cache.kube import MERGE_PATCH, TRANSPORT_ERRORS, Kube, KubeError
 
 log = logging.getLogger("volcano_py.controllers")
 
@@ -46,7 +46,7 @@ def namespace_terminating(exc: KubeError) -> bool:
     return any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)
 
 
-class PodGroupConflict(Exception):
+class PodGroupConflictError(Exception):
     """The PodGroup changed since it was read (HTTP 409): read it again."""
 
 
@@ -145,7 +145,7 @@ class Api:
                                      body=dict(podgroup))
         except KubeError as exc:
             if exc.status == 409:
-                raise PodGroupConflict(meta["name"]) from exc
+                raise PodGroupConflictError(meta["name"]) from exc
             raise
 
     def pods(self, namespace: str, labels: Mapping[str, str]) -> list[MutableObj]:
@@ -249,5 +249,5 @@ class Api:
         }
         try:
             self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
-        except Exception as exc:  # noqa: BLE001 - an event is best effort
+        except TRANSPORT_ERRORS as exc:  # an event is best effort
             log.debug("event not written: %s", exc)

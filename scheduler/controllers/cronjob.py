@@ -173,7 +173,7 @@ class CronJobController:
         key = f"{namespace}/{name}"
         try:
             decision = self._sync(namespace, name)
-        except Exception as exc:  # noqa: BLE001 - I/O (or a bug): retried later, never a crash loop
+        except Exception as exc:  # I/O (or a bug): retried later, never a crash loop
             failures = self._failures.get(key, 0) + 1
             self._failures[key] = failures
             delay = min(RETRY_MAX, RETRY_FIRST * 2 ** (failures - 1))

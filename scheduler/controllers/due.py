@@ -65,7 +65,7 @@ class DueTimes:
         for key in keys:
             try:
                 self.action(key)
-            except Exception:  # noqa: BLE001 - one CronJob's failure must not stop the others' starts
+            except Exception:  # one CronJob's failure must not stop the others' starts
                 log.exception("due action for %s failed", key)
         return keys
 

@@ -33,7 +33,7 @@ from scheduler.controllers.claims import JobClaims
 from scheduler.controllers.client import Api
 from scheduler.controllers.job_notes import FAILED_CREATE, MAX_CONDITIONS, QUEUE_NOT_FOUND, JobNotes, answer_of
 from scheduler.controllers.podgroup_phases import PhaseTransitions
-from scheduler.controllers.timers import Retries, Timers
+from scheduler.controllers.timers import AlreadySaidError, Retries, Timers
 from scheduler.jobs import (
     Decision,
     JobEvent,
@@ -416,8 +416,7 @@ class JobController:
             # order is named: the same refusal gives the same message whichever later creates were cancelled.
             first, refused = failures[0]
             self.notes.say(job, FAILED_CREATE, f"Error creating pods: pod {first}: {answer_of(refused)}")
-            setattr(refused, "noted", True)  # noqa: B010 - said on the Job: its retries log at debug only
-            raise refused
+            raise AlreadySaidError(str(refused)) from refused  # said on the Job: its retries log at debug only
         self.notes.forget(uid, FAILED_CREATE)
 
     def _write_status(self, job: MutableObj, decision: Decision, event: JobEvent) -> None:

@@ -32,7 +32,7 @@ from scheduler.api.objects import MutableObj
 from scheduler.api.pod import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY
 from scheduler.api.resources import ZERO, QuantityError, pod_request
 from scheduler.cache.kube import KubeError
-from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflict
+from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflictError
 from scheduler.controllers.timers import Retries, Timers
 from scheduler.jobs import keys
 
@@ -231,7 +231,7 @@ class PodGroupController:
                 break
             try:
                 self.api.replace_podgroup(updated)
-            except PodGroupConflict:
+            except PodGroupConflictError:
                 continue
             log.info("podgroup %s/%s follows its workload: %s", namespace, name, updated["spec"])
             break

@@ -45,7 +45,7 @@ class Timers:
                     self._timers.pop((key, purpose), None)
                 try:
                     action()
-                except Exception:  # noqa: BLE001 - a timer must never kill its thread silently
+                except Exception:  # a timer must never kill its thread silently
                     log.exception("timer %s for %s failed", purpose, key)
 
             timer = threading.Timer(max(0.0, delay), fire)
@@ -78,7 +78,8 @@ class Retries:
         """`sync()`; if it raises, it is logged (`what` failed) and run again after the key's backoff: None."""
         try:
             result = sync()
-        except Exception as exc:  # noqa: BLE001 - kopf would only log it: the sync runs again with backoff
+        except Exception as exc:  # kopf would only log it: the sync runs again with backoff
+            log.debug("%s failed", what, exc_info=True)
             delay = self.failed(key, lambda: self.run(key, what, logger, sync))
             log_failure(logger, what, exc, delay)
             return None
@@ -118,11 +119,16 @@ class Retries:
             again()
 
 
+class AlreadySaidError(Exception):
+    """A failure already said on the object it concerns (a condition and an event, once): its retries log at debug
+    only. The failure itself is the `__cause__`."""
+
+
 def log_failure(logger: logging.Logger, what: str, exc: BaseException, delay: float) -> None:
     """One line: for an API error (the apiserver's answer, a refused or broken connection, a timeout), its
     answer; for anything else, which is a bug or an object the controller cannot read, the exception's type and
     message, the traceback only with debug logging (issue 31: no traceback reaches a user who did not ask)."""
-    if getattr(exc, "noted", False):  # already said on the object (a condition and an event), once
+    if isinstance(exc, AlreadySaidError):  # already said on the object (a condition and an event), once
         logger.debug("%s: %s; retrying in %.1f s", what, exc, delay)
     elif isinstance(exc, (KubeError, OSError, urllib3.exceptions.HTTPError)):
         logger.warning("%s: %s; retrying in %.1f s", what, exc, delay)

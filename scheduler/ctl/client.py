@@ -27,11 +27,11 @@ CORE = "/api/v1"
 QUEUE_COMMAND_NAMESPACE = "default"
 
 
-class NotFound(LookupError):
+class NotFoundError(LookupError):
     pass
 
 
-class MissingCRD(Exception):
+class MissingCRDError(Exception):
     """The apiserver does not serve a Volcano resource the command needs: its CRD is not installed."""
 
 
@@ -45,7 +45,7 @@ _RESOURCE = re.compile(r"/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/(?:namespaces
 _OBJECT_NOT_FOUND = re.compile(r'\S+ "[^"]*" not found')
 
 
-def missing_crd(exc: KubeError) -> MissingCRD | None:
+def missing_crd(exc: KubeError) -> MissingCRDError | None:
     """A 404 on a Volcano group's path that names no object: the resource type is not served, its CRD is not
     installed. (An object that does not exist is a 404 too, whose Status names it: `jobs... "x" not found`.)"""
     if exc.status != 404:
@@ -64,7 +64,8 @@ def missing_crd(exc: KubeError) -> MissingCRD | None:
                 str(status.get("message") or "")):
             return None
     crd = f"{match['plural']}.{match['group']}"
-    return MissingCRD(f"the cluster has no {crd} CRD ({match['group']}/{match['version']} {match['plural']} is not "
+    return MissingCRDError(f"the cluster has no {crd} CRD "
+                           f"({match['group']}/{match['version']} {match['plural']} is not "
                       "served): install volcano-py's CRDs with `kubectl apply --server-side -f crds/` from a "
                       f"volcano-py clone (this one is crds/{match['group']}_{match['plural']}.yaml), or the Helm "
                       "chart charts/volcano-py, which carries them")
@@ -78,7 +79,7 @@ class Client:
         return self.kube.get_or_none(path)
 
     def require_served(self, *paths: str) -> None:
-        """MissingCRD when one of these lists is not served: its CRD is not installed (a GET of one object says
+        """MissingCRDError when one of these lists is not served: its CRD is not installed (a GET of one object says
         404 either way)."""
         for path in paths:
             try:
@@ -181,7 +182,7 @@ class Client:
                 if pod is None:
                     self.require_served(f"{JOBS}/namespaces/{namespace}/jobs",
                                         f"{SCHEDULING}/namespaces/{namespace}/podgroups")
-                    raise NotFound(f"no Job, PodGroup or pod named {name} in namespace {namespace}")
+                    raise NotFoundError(f"no Job, PodGroup or pod named {name} in namespace {namespace}")
                 target = f"pod {namespace}/{name}"
                 podgroup_names = (pod_group_name(pod),)
                 job_name = ((pod.get("metadata") or {}).get("labels") or {}).get(keys.JOB_NAME)

@@ -12,20 +12,20 @@ import sys
 from typing import Any
 
 from scheduler.ctl import connect, flows, jobs, pods, queues
-from scheduler.ctl.client import NotFound
-from scheduler.ctl.connect import NoCluster, common, reporting
+from scheduler.ctl.client import NotFoundError
+from scheduler.ctl.connect import NoClusterError, common, reporting
 from scheduler.ctl.explain import explain, render, to_dict
 from scheduler.ctl.output import is_object_format, print_objects
 from scheduler.ctl.tables import dump, job_table, queue_table
 
-__all__ = ["NoCluster", "add_parsers", "dump", "job_table", "queue_table"]
+__all__ = ["NoClusterError", "add_parsers", "dump", "job_table", "queue_table"]
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     client = connect.client(args)
     try:
         ex = explain(client.facts(args.namespace, args.name))
-    except NotFound as exc:
+    except NotFoundError as exc:
         print(f"volcano-py: error: {exc}", file=sys.stderr)
         return 1
     if args.output == "json":

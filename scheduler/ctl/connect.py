@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
 
 from scheduler.cache.kube import Kube, KubeError
-from scheduler.ctl.client import Client, MissingCRD, missing_crd
+from scheduler.ctl.client import Client, MissingCRDError, missing_crd
 from scheduler.ctl.exits import EXIT_FAILURE, EXIT_USER
 from scheduler.ctl.waiting import WaitingKube
 from scheduler.durations import Seconds, format_duration
 
+log = logging.getLogger("volcano_py.ctl")
 
-class NoCluster(Exception):
+
+class NoClusterError(Exception):
     """Neither a kubeconfig nor an in-cluster service account says where the apiserver is."""
 
 
@@ -60,7 +63,8 @@ def context_namespace(args: argparse.Namespace) -> str | None:
 
     try:
         contexts, current = config.list_kube_config_contexts(_config_file(args))
-    except Exception:  # noqa: BLE001 - no or a bad kubeconfig: connecting says what is wrong
+    except Exception:  # no or a bad kubeconfig: connecting says what is wrong
+        log.debug("no kubeconfig context read", exc_info=True)
         return None
     wanted = getattr(args, "context", None)
     chosen = next((c for c in contexts or () if c.get("name") == wanted), None) if wanted else current
@@ -76,8 +80,7 @@ def resolve_namespace(args: argparse.Namespace) -> None:
 
 def kube(args: argparse.Namespace) -> Kube:
     import yaml
-    from kubernetes import client as k8s
-    from kubernetes import config
+    from kubernetes import client as k8s, config
 
     cfg = k8s.Configuration()
     master = getattr(args, "master", None)
@@ -88,12 +91,12 @@ def kube(args: argparse.Namespace) -> Kube:
         raise UsageError(f"kubeconfig {kubeconfig_path(args)} is not valid YAML: {_yaml_problem(exc)}") from None
     except (config.ConfigException, OSError, ValueError, TypeError, AttributeError) as exc:
         if args.kubeconfig or context:
-            raise NoCluster(f"kubeconfig {kubeconfig_path(args)}: {' '.join(str(exc).split())}") from exc
+            raise NoClusterError(f"kubeconfig {kubeconfig_path(args)}: {' '.join(str(exc).split())}") from exc
         if not master:
             try:
                 config.load_incluster_config(client_configuration=cfg)
             except config.ConfigException:
-                raise NoCluster(
+                raise NoClusterError(
                     "no cluster to talk to: no kubeconfig (--kubeconfig, $KUBECONFIG or "
                     "~/.kube/config) and not running in a pod"
                 ) from exc
@@ -158,7 +161,7 @@ def reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
                 raise
             crd = missing_crd(exc)
             return fail(str(crd) if crd is not None else api_message(exc))
-        except (NoCluster, MissingCRD) as exc:
+        except (NoClusterError, MissingCRDError) as exc:
             if getattr(args, "debug", False):
                 raise
             return fail(str(exc))

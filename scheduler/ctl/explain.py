@@ -19,8 +19,7 @@ from typing import Any, TypeVar
 
 from scheduler.api import reasons as R
 from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
-from scheduler.api.messages import render as render_reason
-from scheduler.api.messages import show, show_amounts
+from scheduler.api.messages import render as render_reason, show, show_amounts
 from scheduler.api.objects import Obj
 from scheduler.api.reasons import ReasonError
 from scheduler.ctl.explain_evictions import EvictionSeen, eviction_line, evictions_seen
@@ -109,9 +108,11 @@ def unschedulable(podgroup: Obj | None) -> Obj | None:
 
 
 def latest_warning(events: Sequence[Obj]) -> Obj | None:
+    def stamp(e: Obj) -> str:
+        return str(e.get("lastTimestamp") or e.get("eventTime") or (e.get("metadata") or {}).get("creationTimestamp")
+                   or "")
+
     warnings = [e for e in events if e.get("type") == "Warning"]
-    stamp = lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or  # noqa: E731
-                          (e.get("metadata") or {}).get("creationTimestamp") or "")
     return max(warnings, key=stamp) if warnings else None
 
 

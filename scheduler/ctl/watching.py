@@ -19,7 +19,7 @@ WATCH_SECONDS = 300  # the apiserver ends each watch after this long; it is star
 CHANGES = ("ADDED", "MODIFIED", "DELETED")
 
 
-class _Gone(Exception):
+class _GoneError(Exception):
     pass
 
 
@@ -39,7 +39,7 @@ def watch(client: Client, path: str, selector: str | None, version: str, row: Ca
         try:
             for event in client.kube.stream(path, query, read_timeout=WATCH_SECONDS + 30):
                 version = _print(event, row) or version
-        except (KubeError, _Gone) as exc:
+        except (KubeError, _GoneError) as exc:
             if isinstance(exc, KubeError) and exc.status != 410:
                 raise
             listed = client.listing(path, selector)
@@ -54,7 +54,7 @@ def _print(event: MutableObj, row: Callable[[MutableObj], str]) -> str:
     kind, obj = event.get("type"), event.get("object") or {}
     if kind == "ERROR":
         if obj.get("code") == 410:
-            raise _Gone
+            raise _GoneError
         raise KubeError(int(obj.get("code") or 500), "WATCH", "", str(obj.get("message") or "").encode())
     if kind in CHANGES:
         text = row(obj)

@@ -128,7 +128,7 @@ class ArgReader:
     asked: set[str] = field(default_factory=set)
     asked_switches: set[str] = field(default_factory=set)
 
-    def keys(self) -> Iterator[str]:
+    def names(self) -> Iterator[str]:
         """The argument keys as written; a key is asked for when it is read, not when it is listed."""
         return iter(self.option.arguments)
 

@@ -3,7 +3,7 @@
 An exception raised while a plugin or an action handles one job is caught where the session hands out work job
 by job, never at the call sites in between:
 
-- the tier runner (`TierRunner.run`) turns an exception from a plugin's function into a `PluginFault` that names
+- the tier runner (`TierRunner.run`) turns an exception from a plugin's function into a `PluginFaultError` that names
   the plugin (the innermost run that saw it: a plugin calling the session, which asks another point, names the
   plugin that raised);
 - each action's per-job loop, and a plugin's own per-job loop at open or close, runs the job's turn under
@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Protocol
+from typing import ParamSpec, Protocol, TypeVar
 
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo
@@ -40,6 +40,34 @@ log = logging.getLogger("volcano_py.scheduler")
 DETAIL_LIMIT = 200  # characters of the exception's message kept in the reason (a message can be a 1 MiB value)
 JOB_ERRORS = "job_errors:"  # + the plugin: a CycleResult counter, exported as volcano_py_job_errors_total{plugin}
 OPEN, CLOSE = "OnSessionOpen", "OnSessionClose"
+
+
+Args = ParamSpec("Args")
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+def attempt(fn: Callable[Args, R], *args: Args.args, **kwargs: Args.kwargs) -> tuple[R | None, Exception | None]:
+    """`fn(*args, **kwargs)` as (its result, None), or (None, the exception it raised).
+
+    The one place the framework catches whatever a plugin's code raises; every guard above (the orderings, the
+    event handlers, the undo of a Statement, a queue's Overused) asks through it and turns the exception into
+    an Error status for the job or queue it belongs to. KeyboardInterrupt and SystemExit pass through.
+    """
+    try:
+        return fn(*args, **kwargs), None
+    except Exception as exc:  # noqa: BLE001 - the framework's one catch-all: the callers make it a Status
+        return None, exc
+
+
+def for_each(fn: Callable[[T], object], items: Iterable[T]) -> None:
+    """`fn(item)` for every item, even when some raise: the first exception is raised once all have run."""
+    first: Exception | None = None
+    for item in items:
+        _, exc = attempt(fn, item)
+        first = first or exc
+    if first is not None:
+        raise first
 
 
 class Sink(Protocol):
@@ -59,7 +87,7 @@ class Undoable(Protocol):
     def discard(self) -> None: ...
 
 
-class PluginFault(Exception):
+class PluginFaultError(Exception):
     """An exception from a plugin's function at an extension point, with the plugin named."""
 
     def __init__(self, plugin: str, error: BaseException) -> None:
@@ -111,7 +139,7 @@ class Faults:
 
     # ---- recording -------------------------------------------------------------------------------------
     def status_for(self, exc: BaseException) -> Status:
-        if isinstance(exc, PluginFault):
+        if isinstance(exc, PluginFaultError):
             plugin, error = exc.plugin, exc.error
         else:
             plugin, error = blame(exc, self._modules) or self.action, exc
@@ -173,9 +201,8 @@ class Faults:
         self._depth -= 1
         if exc is not None:
             for statement in reversed(self._statements[mark:]):
-                try:
-                    statement.discard()
-                except Exception as undo:  # noqa: BLE001 - the job is faulted already; keep undoing the rest
+                _, undo = attempt(statement.discard)  # the job is faulted already; keep undoing the rest
+                if undo is not None:
                     log.error("discarding job %s's statement after its fault failed too: %s", job.uid, undo)
             self.job(job, exc)
         del self._statements[mark:]

@@ -10,7 +10,7 @@ from typing import TypeVar
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.framework import points as P
-from scheduler.framework.faults import Faults
+from scheduler.framework.faults import Faults, attempt
 from scheduler.framework.tiers import TierRunner
 
 T = TypeVar("T")
@@ -29,14 +29,12 @@ class Orderings:
         """JobOrder; undecided, the older job (then the smaller uid) goes first."""
         faulted = self._faults.job_faulted
         if not (faulted(a) or faulted(b)):
-            try:
-                decided = self._tiers.run(P.JOB_ORDER, a, b)
-            except Exception as exc:  # noqa: BLE001 - the job whose own order raises is faulted, see the class
+            decided, exc = attempt(self._tiers.run, P.JOB_ORDER, a, b)
+            if exc is not None:  # the job whose own order raises is faulted, see the class
                 for job in _culprits(lambda j: self._tiers.run(P.JOB_ORDER, j, j), (a, b)):
                     self._faults.job(job, exc)
-            else:
-                if decided:
-                    return bool(decided < 0)
+            elif decided:
+                return bool(decided < 0)
         return (faulted(a), a.creation, a.uid) < (faulted(b), b.creation, b.uid)
 
     def job_key(self) -> Callable[[JobInfo], tuple[object, ...]] | None:
@@ -51,10 +49,11 @@ class Orderings:
 
         def key_of(job: JobInfo) -> tuple[object, ...]:
             if not faults.job_faulted(job):
-                try:
-                    return (0, *(key(job) for key in keys), job.creation, job.uid)
-                except Exception as exc:  # noqa: BLE001 - see the class
-                    faults.job(job, exc)
+                made, exc = attempt(lambda: (0, *(key(job) for key in keys), job.creation, job.uid))
+                if exc is not None:
+                    faults.job(job, exc)  # see the class
+                elif made is not None:
+                    return made
             return (1, job.uid)
 
         return key_of
@@ -63,14 +62,12 @@ class Orderings:
         """QueueOrder; undecided, the older queue (then the smaller name) goes first."""
         faulted = self._faults.queue_faulted
         if not (faulted(a) or faulted(b)):
-            try:
-                decided = self._tiers.run(P.QUEUE_ORDER, a, b)
-            except Exception as exc:  # noqa: BLE001 - see the class
+            decided, exc = attempt(self._tiers.run, P.QUEUE_ORDER, a, b)
+            if exc is not None:  # see the class
                 for queue in _culprits(lambda q: self._tiers.run(P.QUEUE_ORDER, q, q), (a, b)):
                     self._faults.queue(queue, exc)
-            else:
-                if decided:
-                    return bool(decided < 0)
+            elif decided:
+                return bool(decided < 0)
         return (faulted(a), a.creation, a.name) < (faulted(b), b.creation, b.name)
 
     def task_order(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
@@ -91,12 +88,7 @@ class Orderings:
 
 def _culprits(alone: Callable[[T], object], pair: tuple[T, T]) -> list[T]:
     """Which of a pair whose comparison raised raises when compared with itself; both if neither does alone."""
-    found = []
-    for item in pair:
-        try:
-            alone(item)
-        except Exception:  # noqa: BLE001 - this is the question asked
-            found.append(item)
+    found = [item for item in pair if attempt(alone, item)[1] is not None]
     return found or list(pair)
 
 

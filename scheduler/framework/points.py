@@ -22,73 +22,29 @@ from scheduler.api.resources import Resource
 from scheduler.framework import combine as C
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.evictable import Domain, Evictable, EvictDomains, EvictionContext
-from scheduler.framework.forms import (
-    PLACE_BY_POD as PLACE_BY_POD,
-)
 from scheduler.framework.forms import (  # re-exported: plugins and actions name them as points.X
+    PLACE_BY_POD as PLACE_BY_POD,
     BatchScore as BatchScore,
-)
-from scheduler.framework.forms import (
     BatchScorer as BatchScorer,
-)
-from scheduler.framework.forms import (
     BoundedCheck as BoundedCheck,
-)
-from scheduler.framework.forms import (
     CountedDecision as CountedDecision,
-)
-from scheduler.framework.forms import (
     FloatArray as FloatArray,
-)
-from scheduler.framework.forms import (
     GangAnswer as GangAnswer,
-)
-from scheduler.framework.forms import (
     GangPlacer as GangPlacer,
-)
-from scheduler.framework.forms import (
     JobCheck as JobCheck,
-)
-from scheduler.framework.forms import (
     JobDecision as JobDecision,
-)
-from scheduler.framework.forms import (
     KeyedOrdering as KeyedOrdering,
-)
-from scheduler.framework.forms import (
     NodeScore as NodeScore,
-)
-from scheduler.framework.forms import (
     NodesPredicate as NodesPredicate,
-)
-from scheduler.framework.forms import (
     NodesScore as NodesScore,
-)
-from scheduler.framework.forms import (
     Ordering as Ordering,
-)
-from scheduler.framework.forms import (
     QueueCheck as QueueCheck,
-)
-from scheduler.framework.forms import (
     QueueRequestCheck as QueueRequestCheck,
-)
-from scheduler.framework.forms import (
     QueueTaskCount as QueueTaskCount,
-)
-from scheduler.framework.forms import (
     QueueTaskDecision as QueueTaskDecision,
-)
-from scheduler.framework.forms import (
     VictimGuard as VictimGuard,
-)
-from scheduler.framework.forms import (
     VictimQueueOrdering as VictimQueueOrdering,
-)
-from scheduler.framework.forms import (
     Victims as Victims,
-)
-from scheduler.framework.forms import (
     compare as compare,
 )
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.api.phases import TaskStatus
+from scheduler.framework.faults import for_each
 
 if TYPE_CHECKING:
     from scheduler.api.job import TaskInfo
@@ -70,18 +71,14 @@ class Statement:
 
     def rollback(self, mark: int) -> None:
         """Undo the operations made since `mark`, in reverse, as `discard` undoes them all."""
-        failed: Exception | None = None
         undone, self.operations = self.operations[mark:], self.operations[:mark]
-        for op in reversed(undone):
-            try:
-                if op.kind == "evict":
-                    self._back_end.unmark_releasing(op.task, op.previous)
-                else:
-                    self._back_end.unplace(op.task)
-            except Exception as exc:  # noqa: BLE001 - see above
-                failed = failed or exc
-        if failed is not None:
-            raise failed
+        for_each(self._undo, reversed(undone))
+
+    def _undo(self, op: Operation) -> None:
+        if op.kind == "evict":
+            self._back_end.unmark_releasing(op.task, op.previous)
+        else:
+            self._back_end.unplace(op.task)
 
     def commit(self) -> None:
         for op in self.operations:

@@ -15,7 +15,7 @@ from typing import ParamSpec, TypeVar, cast
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.framework import points as P
 from scheduler.framework.conf import PluginOption
-from scheduler.framework.faults import PluginFault, blame
+from scheduler.framework.faults import PluginFaultError, blame, for_each
 
 F = TypeVar("F")
 R = TypeVar("R")
@@ -56,15 +56,15 @@ class TierRunner:
         tiers[tier].append(fn)
 
     def run(self, point: P.Point[F, A, R], *args: A.args, **kwargs: A.kwargs) -> R:
-        """The point's answer; an exception from a plugin's function comes out as a `PluginFault` naming the
+        """The point's answer; an exception from a plugin's function comes out as a `PluginFaultError` naming the
         plugin, for the per-job guard that is running the turn (`faults.py`). (A `try` costs nothing until
         something raises.)"""
         try:
             return point.combine(self._tiers_of(point), *args, **kwargs)
-        except PluginFault:
+        except PluginFaultError:
             raise
         except Exception as exc:
-            raise PluginFault(blame(exc, self.plugin_modules) or point.name, exc) from exc
+            raise PluginFaultError(blame(exc, self.plugin_modules) or point.name, exc) from exc
 
     def runner(self, point: P.Point[F, A, R]) -> Callable[A, R]:
         """`run` for one point, looked up once: for a loop that asks the same point thousands of times."""
@@ -73,10 +73,10 @@ class TierRunner:
         def run(*args: A.args, **kwargs: A.kwargs) -> R:
             try:
                 return combine(fns, *args, **kwargs)
-            except PluginFault:
+            except PluginFaultError:
                 raise
             except Exception as exc:
-                raise PluginFault(blame(exc, modules) or point.name, exc) from exc
+                raise PluginFaultError(blame(exc, modules) or point.name, exc) from exc
 
         return run
 
@@ -96,31 +96,19 @@ class TierRunner:
 
     def allocated(self, task: TaskInfo) -> None:
         """Tell the event handlers a Statement placed `task` (or gave it back its place)."""
-        failed: Exception | None = None
-        for handler in self._handlers:
-            if handler.allocate:
-                try:
-                    handler.allocate(task)
-                except Exception as exc:  # noqa: BLE001 - the others hear it all the same, see `deallocated`
-                    failed = failed or exc
-        if failed is not None:
-            raise failed
+        for_each(lambda allocate: allocate(task), [h.allocate for h in self._handlers if h.allocate])
 
     def allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
         """`allocated` for each of `tasks` (one job's, with one request), each handler told of all of them at once
         where it can be."""
-        failed: Exception | None = None
-        for handler in self._handlers:
-            try:
-                if handler.allocate_many:
-                    handler.allocate_many(tasks)
-                elif handler.allocate:
-                    for task in tasks:
-                        handler.allocate(task)
-            except Exception as exc:  # noqa: BLE001 - the others hear it all the same, see `deallocated`
-                failed = failed or exc
-        if failed is not None:
-            raise failed
+        def tell(handler: EventHandler) -> None:
+            if handler.allocate_many:
+                handler.allocate_many(tasks)
+            elif handler.allocate:
+                for task in tasks:
+                    handler.allocate(task)
+
+        for_each(tell, self._handlers)
 
     def handlers_batched(self) -> bool:
         """Whether every handler that hears placements may hear a run of them at once (`allocate_many`)."""
@@ -132,15 +120,7 @@ class TierRunner:
         Every handler hears every placement and every removal, even when one of them raises (the first error
         is raised after all have heard): a handler that missed a placement would count the job's queue short
         once the failed job's statement is discarded, and so hurt the other jobs of that queue."""
-        failed: Exception | None = None
-        for handler in self._handlers:
-            if handler.deallocate:
-                try:
-                    handler.deallocate(task)
-                except Exception as exc:  # noqa: BLE001 - as above
-                    failed = failed or exc
-        if failed is not None:
-            raise failed
+        for_each(lambda deallocate: deallocate(task), [h.deallocate for h in self._handlers if h.deallocate])
 
     def on_job_enqueued(self, fn: Callable[[JobInfo], None]) -> None:
         self._enqueued.append(fn)

@@ -207,8 +207,7 @@ def min_resources(job: Mapping[str, Any], priority_values: Mapping[str, int] | N
 
 def sum_limits(specs: list[Mapping[str, Any]]) -> Resource:
     """The summed limits of the pods (containers summed, the larger of that and any init container)."""
-    from scheduler.api.resources import ZERO
-    from scheduler.api.resources import Resource as Res
+    from scheduler.api.resources import ZERO, Resource as Res
 
     total = ZERO
     for spec in specs:

@@ -210,9 +210,10 @@ class MetricsAuth:
             if not found or decision is None:
                 decision = parse_access_review(self._post(ACCESS_REVIEWS, access_review(user, path, verb)))
                 self.decisions.put((user, path, verb), decision)
-        except _Busy:
+        except _BusyError:
             return Verdict(503, "too many authentication reviews in progress")
-        except Exception as exc:  # noqa: BLE001 - the apiserver unreachable or a bad answer: 500, said once here
+        except Exception as exc:  # the apiserver unreachable or a bad answer: 500, said once here
+            log.debug("%s for %s: the traceback", stage, path, exc_info=True)
             log.warning("%s for %s failed: %s: %s", stage, path, type(exc).__name__, exc)
             return Verdict(500, f"{stage} failed")
         allowed, reason = decision
@@ -223,7 +224,7 @@ class MetricsAuth:
 
     def _post(self, path: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         if not self._inflight.acquire(timeout=self.wait):
-            raise _Busy
+            raise _BusyError
         try:
             self.calls += 1
             return self.post(path, body)
@@ -231,5 +232,5 @@ class MetricsAuth:
             self._inflight.release()
 
 
-class _Busy(Exception):
+class _BusyError(Exception):
     pass

@@ -107,7 +107,7 @@ def observe_controllers(record: Callable[[ControllerMetrics], None]) -> None:
     """Called by the controllers with what to record. Never raises: metrics must not stop a reconcile."""
     try:
         record(controllers())
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("recording controller metrics failed")
 
 

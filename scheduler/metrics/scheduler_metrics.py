@@ -11,8 +11,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
-from prometheus_client import REGISTRY, CollectorRegistry, Gauge, Histogram
-from prometheus_client import Counter as PromCounter
+from prometheus_client import REGISTRY, CollectorRegistry, Counter as PromCounter, Gauge, Histogram
 
 from scheduler.api.resources import GPU, MEMORY, PODS, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
@@ -402,7 +401,7 @@ def observe_cycle(
     """Called by the scheduling loop after every cycle. Never raises: metrics must not stop scheduling."""
     try:
         default().record(sample_cycle(result, seconds, snapshot, snapshot_seconds=snapshot_seconds))
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("recording cycle metrics failed")
 
 
@@ -413,7 +412,7 @@ def observe_conf(loaded: bool) -> None:
         metrics = default()
         metrics.conf_stale.set(0 if loaded else 1)
         metrics.conf_loads.inc("loaded" if loaded else "rejected")
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("recording conf metrics failed")
 
 
@@ -425,7 +424,7 @@ def observe_bulk_blockers(plugins: Iterable[str]) -> None:
         gauge.clear()
         for plugin in plugins:
             gauge.labels(plugin).set(1)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("recording bulk placement metrics failed")
 
 
@@ -437,7 +436,7 @@ def observe_failed_cycles(in_a_row: int) -> None:
     """Whole cycles failed in a row (0 after a good one). Never raises."""
     try:
         default().failed_cycles.set(in_a_row)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("recording the failed-cycle gauge failed")
 
 
@@ -445,5 +444,5 @@ def observe_bind(bind_seconds: float, since_creation: float | None, prebind_seco
     """Called by the cache's binder for every pod it bound. Never raises."""
     try:
         default().record_bind(bind_seconds, since_creation, prebind_seconds)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("recording bind metrics failed")

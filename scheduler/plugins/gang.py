@@ -27,8 +27,12 @@ import numpy as np
 from scheduler.api import reasons as R
 from scheduler.api.decision import SUCCESS, Code, Status, unresolvable, unschedulable
 from scheduler.api.job import Condition, JobInfo, TaskInfo
-from scheduler.api.messages import FALLBACK_ANNOTATION as FALLBACK_ANNOTATION  # re-exported, as before
-from scheduler.api.messages import UNSCHEDULABLE, render, unschedulable_condition
+from scheduler.api.messages import (
+    FALLBACK_ANNOTATION as FALLBACK_ANNOTATION,  # re-exported, as before
+    UNSCHEDULABLE,
+    render,
+    unschedulable_condition,
+)
 from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.resources import PODS, ZERO
 from scheduler.framework import points as P

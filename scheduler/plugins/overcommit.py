@@ -68,7 +68,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
     def parse_args(cls, reader: ArgReader) -> OvercommitArgs:
         default = _factor(reader, FACTOR)
         prefix = f"{FACTOR}."
-        factors = {key[len(prefix):]: _factor(reader, key) for key in reader.keys() if key.startswith(prefix)}
+        factors = {key[len(prefix):]: _factor(reader, key) for key in reader.names() if key.startswith(prefix)}
         return OvercommitArgs(default, MappingProxyType(factors))
 
     def _factor(self, resource: str) -> float:

@@ -39,8 +39,7 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.pod import SpreadConstraint, Taint, host_ports_conflict
 from scheduler.api.topology import NO_DOMAIN, LabelDomains
-from scheduler.framework import combine as C
-from scheduler.framework import points as P
+from scheduler.framework import combine as C, points as P
 from scheduler.framework.arrays import IntArray
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin, SessionAPI

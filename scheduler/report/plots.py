@@ -24,7 +24,7 @@ WIDTH, HEIGHT, DPI = 1000, 500, 100
 INSTALL_HINT = "pip install 'volcano-py[report]'"
 
 
-class MissingExtra(ReportError):
+class MissingExtraError(ReportError):
     """The report needs matplotlib, which is the optional extra `report`."""
 
 
@@ -32,7 +32,7 @@ def require() -> None:
     try:
         import matplotlib
     except ImportError:
-        raise MissingExtra(f"--report needs matplotlib, which is not installed: {INSTALL_HINT}") from None
+        raise MissingExtraError(f"--report needs matplotlib, which is not installed: {INSTALL_HINT}") from None
     matplotlib.use("Agg", force=True)
 
 

@@ -38,7 +38,7 @@ from scheduler.jobs.lifecycle import decide, desired_pods
 from scheduler.jobs.policies import pod_event
 from scheduler.jobs.state import FINISHED, JobEvent, JobStatus, pod_view
 from scheduler.sim.cluster import InMemoryCluster, SimPod
-from scheduler.sim.controllers import DELETED, controllers_of
+from scheduler.sim.controllers import DELETED, Controller, controllers_of
 from scheduler.sim.items import WorkItem
 from scheduler.sim.workload import ClusterSpec, Workload
 
@@ -284,6 +284,35 @@ def _tick(cluster: InMemoryCluster, active: list[JobRun], result: CycleResult, r
     return Tick(cluster.now, cluster.used(resource) / total, busy / total, queues)
 
 
+def _before_cycle(cluster: InMemoryCluster, driver: JobDriver, controllers: list[Controller], runs: list[JobRun],
+                  by_key: dict[str, JobRun], now: float) -> bool:
+    """What happens at `now` before the scheduler's cycle: the controllers act, evicted pods go, jobs that arrived
+    are submitted, running ones progress. Whether anything changed."""
+    changed = False
+    for controller in controllers:  # the CronJob and JobFlow controllers, before the Job controller
+        created, doomed = controller.step(now, by_key)
+        for key in doomed:
+            changed |= driver.delete(by_key[key], now)
+        for item in created:
+            runs.append(new := _run_for(item))
+            by_key[new.key] = new
+            changed = True
+    for pod in cluster.reap():  # evicted pods whose notice and grace period ran out
+        gone_from = by_key.get(group_of(pod.manifest))
+        changed = True
+        if gone_from is not None and gone_from.ended is None:
+            driver.gone(gone_from, pod, now)
+    for run in runs:
+        if not run.submitted and run.item.arrival <= now:
+            driver.submit(run)
+            changed = True
+    for run in runs:
+        if run.submitted and run.ended is None:
+            changed |= driver.progress(run, now)
+            changed |= driver.sync(run, now)
+    return changed | bool(cluster.start_bound_pods())
+
+
 def replay(
     spec: ClusterSpec,
     workload: Workload,
@@ -320,29 +349,7 @@ def replay(
     now, stalled = 0.0, False
     while True:
         cluster.now = now
-        changed = False
-        for controller in controllers:  # the CronJob and JobFlow controllers, before the Job controller
-            created, doomed = controller.step(now, by_key)
-            for key in doomed:
-                changed |= driver.delete(by_key[key], now)
-            for item in created:
-                runs.append(new := _run_for(item))
-                by_key[new.key] = new
-                changed = True
-        for pod in cluster.reap():  # evicted pods whose notice and grace period ran out
-            gone_from = by_key.get(group_of(pod.manifest))
-            changed = True
-            if gone_from is not None and gone_from.ended is None:
-                driver.gone(gone_from, pod, now)
-        for run in runs:
-            if not run.submitted and run.item.arrival <= now:
-                driver.submit(run)
-                changed = True
-        for run in runs:
-            if run.submitted and run.ended is None:
-                changed |= driver.progress(run, now)
-                changed |= driver.sync(run, now)
-        changed |= bool(cluster.start_bound_pods())
+        changed = _before_cycle(cluster, driver, controllers, runs, by_key, now)
         stage(f"cycle {cycles + 1} at {format_duration(now)}: scheduling")
         result = scheduler(cluster.snapshot())
         stage(f"cycle {cycles + 1} at {format_duration(now)}: binding {len(result.binds)} gangs")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +36,7 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from scheduler.solver.domains import by_fewest_parts, meets_lower_bounds, packable, relevant_nodes
-from scheduler.solver.evaluate import GPU_MILLI, UNPLACED, GangProblem, Placement, Score, evaluate, used_nodes
+from scheduler.solver.evaluate import GPU_MILLI, UNPLACED, GangProblem, Group, Placement, Score, evaluate, used_nodes
 from scheduler.solver.greedy import feasible_domains, per_pod_binpack, topology_greedy
 from scheduler.solver.local import improve
 from scheduler.solver.seating import SEAT_MODEL_S, coarsen, refine
@@ -189,6 +189,24 @@ def _patterns(free: IntArray, requests: list[IntArray], limits: list[int]) -> It
     yield from walk(0, free, ())
 
 
+def _class_patterns(groups: Sequence[Group], dims: IntArray, capped: IntArray, member: IntArray, first: IntArray,
+                    classes: int) -> list[list[tuple[int, ...]]] | None:
+    """Per class of identical nodes, the ways one of its nodes can hold tasks of each group; None past
+    MAX_PATTERNS in all."""
+    requests = [g.request[dims] for g in groups]
+    patterns: list[list[tuple[int, ...]]] = []
+    total = 0
+    for c in range(classes):
+        node = first[c]
+        limits = [g.count if member[i, node] else 0 for i, g in enumerate(groups)]
+        found = list(itertools.islice(_patterns(capped[:, node], requests, limits), MAX_PATTERNS - total + 1))
+        total += len(found)
+        if total > MAX_PATTERNS:
+            return None
+        patterns.append(found)
+    return patterns
+
+
 def _solve_domain(
     problem: GangProblem,
     tier: int,
@@ -217,19 +235,11 @@ def _solve_domain(
     classes, first, inverse, counts = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
     # 2. Packing patterns per class.
-    requests = [g.request[dims] for g in groups]
     gpu_requests = [int(g.request[gpu]) if gpu is not None else 0 for g in groups]
-    patterns: list[list[tuple[int, ...]]] = []
-    total = 0
-    for c in range(classes.shape[0]):
-        node = first[c]
-        limits = [g.count if member[i, node] else 0 for i, g in enumerate(groups)]
-        found = list(itertools.islice(_patterns(capped[:, node], requests, limits), MAX_PATTERNS - total + 1))
-        total += len(found)
-        if total > MAX_PATTERNS:
-            stats.status = "too large"
-            return None
-        patterns.append(found)
+    patterns = _class_patterns(groups, dims, capped, member, first, classes.shape[0])
+    if patterns is None:
+        stats.status = "too large"
+        return None
     # 3. Model.
     model = cp_model.CpModel()
     y: dict[tuple[int, int], cp_model.IntVar] = {}
@@ -286,7 +296,7 @@ def _solve_domain(
     solver.parameters.num_workers = workers
     stats.models += 1
     stats.classes += int(classes.shape[0])
-    stats.patterns += total
+    stats.patterns += sum(len(found) for found in patterns)
     proven = True
     if domain_vars:
         model.minimize(spread)

@@ -80,7 +80,8 @@ class PodDryRun:
     def __call__(self, job: Mapping[str, Any]) -> list[str]:
         try:
             pods = template_pods(job)
-        except Exception as exc:  # noqa: BLE001 - a template we cannot build is the controller's to report
+        except Exception as exc:  # a template we cannot build is the controller's to report
+            log.debug("building a Job's pods failed", exc_info=True)
             self._once("build", "cannot build a pod from a Job's template to dry-run it (%s: %s); not checked",
                        type(exc).__name__, exc)
             return []

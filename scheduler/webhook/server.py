@@ -213,6 +213,7 @@ class _Server(HTTPServer):
         except OSError as exc:  # a peer that stalls, drops or speaks no TLS (ssl.SSLError is an OSError)
             log.debug("connection from %s: %s: %s", client_address[0], type(exc).__name__, exc)
         except Exception as exc:  # a bug of ours: one line, and the connection alone is lost
+            log.debug("connection from %s: the traceback", client_address[0], exc_info=True)
             log.warning("connection from %s failed: %s: %s", client_address[0], type(exc).__name__, exc)
         finally:
             self.shutdown_request(conn)
@@ -234,7 +235,7 @@ class _Request(BaseHTTPRequestHandler):
         self.reader.arm(self.server.limits.headers)  # a read past it raises TimeoutError: the stdlib closes
         super().handle_one_request()
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
         handler = self.server.routes.get(path)
         if handler is None:  # the body is not read: the connection cannot carry another request
@@ -262,12 +263,13 @@ class _Request(BaseHTTPRequestHandler):
             log.warning("%s: cannot read the cluster: %s", path, exc)
             answer = response(review, Decision(False, (f"volcano-py webhook cannot read the cluster: {exc}",)))
         except Exception as exc:  # a handler failing on one object refuses that object, naming why; no traceback
+            log.debug("%s: the traceback", path, exc_info=True)
             log.error("%s: the review of %s failed: %s: %s", path, _described(review), type(exc).__name__, exc)
             answer = response(review, Decision(False, (
                 f"volcano-py webhook could not review this object ({type(exc).__name__}); see its log",)))
         self._send(HTTPStatus.OK, answer)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path.split("?", 1)[0] in ("/healthz", "/readyz"):
             self._send(HTTPStatus.OK, {"status": "ok"})
         else:
@@ -283,8 +285,8 @@ class _Request(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
-        log.debug(format, *args)
+    def log_message(self, fmt: str, *args: Any) -> None:  # http.server's access log, at debug level
+        log.debug(fmt, *args)
 
 
 def _described(review: Mapping[str, Any]) -> str:
@@ -299,7 +301,7 @@ class WebhookServer:
     """The HTTPS server on (host, port) with the given certificate; `start()` serves on a daemon thread."""
 
     def __init__(self, host: str, port: int, cert_file: str, key_file: str, routes: dict[str, Handler],
-                 limits: Limits = Limits()):  # noqa: B008 - frozen
+                 limits: Limits = Limits()):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(cert_file, key_file)

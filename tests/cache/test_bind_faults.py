@@ -26,7 +26,7 @@ class FakeKube:
         self.bind_answer, self.pod = bind_answer, pod
         self.sent: list[tuple[str, str, dict | None]] = []
 
-    def request(self, method, path, *, body=None, **_):  # noqa: ANN001
+    def request(self, method, path, *, body=None, **_):
         self.sent.append((method, path, body))
         if path == BIND and self.bind_answer is not None:
             raise self.bind_answer

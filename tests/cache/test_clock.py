@@ -9,8 +9,7 @@ import random
 from email.utils import formatdate
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from scheduler.cache.clock import ApiClock, read_date
 

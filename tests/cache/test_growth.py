@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-import sys
 import threading
-from pathlib import Path
+
+from fake_api import FakeApi
 
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.store import Stores
 from scheduler.controllers.job import JobController
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jobs"))
-from fake_api import FakeApi  # noqa: E402
 
 
 def test_events_about_vanished_objects_are_forgotten_past_the_limit() -> None:

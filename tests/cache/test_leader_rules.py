@@ -29,7 +29,7 @@ class FakeKube:
         self.rv = 0
         self.down = False
 
-    def request(self, method, path, *, body=None, timeout=None, **_):  # noqa: ANN001
+    def request(self, method, path, *, body=None, timeout=None, **_):
         if self.down:
             raise OSError("connection refused")
         if method == "GET":
@@ -116,7 +116,7 @@ def test_of_two_candidates_with_the_same_read_only_one_wins():
     expired = copy.deepcopy(kube.lease)
     real = kube.request
 
-    def both_read_the_expired_lease(method, path, **kw):  # noqa: ANN001
+    def both_read_the_expired_lease(method, path, **kw):
         return copy.deepcopy(expired) if method == "GET" else real(method, path, **kw)
 
     kube.request = both_read_the_expired_lease  # type: ignore[method-assign]
@@ -182,12 +182,12 @@ class RecordingKube:
     def __init__(self) -> None:
         self.sent: list[tuple[str, float | None]] = []
 
-    def request(self, method, path, *, body=None, timeout=None, **_):  # noqa: ANN001
+    def request(self, method, path, *, body=None, timeout=None, **_):
         self.sent.append((path, timeout))
         return {}
 
 
-def binder_with(lease_left):  # noqa: ANN001
+def binder_with(lease_left):
     from concurrent.futures import ThreadPoolExecutor
 
     from scheduler.cache.binder import Binder

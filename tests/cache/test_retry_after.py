@@ -22,7 +22,7 @@ class Pool:
     def __init__(self, answers: list[Response]):
         self.answers, self.timeouts = answers, []
 
-    def request(self, method, url, *, timeout, **_):  # noqa: ANN001
+    def request(self, method, url, *, timeout, **_):
         self.timeouts.append(timeout.read_timeout)
         return self.answers.pop(0)
 
@@ -33,7 +33,7 @@ class Api:
     def __init__(self, pool: Pool):
         self.rest_client = type("Rest", (), {"pool_manager": pool})()
 
-    def param_serialize(self, method, path, **_):  # noqa: ANN001
+    def param_serialize(self, method, path, **_):
         return method, f"https://apiserver{path}", {}, None, None
 
 

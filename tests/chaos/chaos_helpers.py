@@ -76,7 +76,7 @@ def retrying(call, what: str, timeout: float = TIMEOUT):
                 return None
             if time.monotonic() > deadline:
                 raise AssertionError(f"{what}: {exc}") from exc
-        except Exception as exc:  # noqa: BLE001 - connection refused while the apiserver restarts
+        except Exception as exc:  # connection refused while the apiserver restarts
             if time.monotonic() > deadline:
                 raise AssertionError(f"{what}: {exc}") from exc
         time.sleep(0.2)  # retry interval of a client, not a synchronisation

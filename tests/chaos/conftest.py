@@ -9,16 +9,15 @@ Repetitions: VOLCANO_CHAOS_ROUNDS (default 3, as in CI; 10 locally), VOLCANO_CHA
 
 from __future__ import annotations
 
-import sys
+import contextlib
 import uuid
 from pathlib import Path
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "e2e"))  # the harness: controlplane.py and the e2e helpers
 
-from cluster_fixtures import api_client, control_plane, core_v1, custom  # noqa: E402, F401 - fixtures
 
 
 def pytest_configure(config):
@@ -33,7 +32,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="module")
-def proxied(control_plane, tmp_path_factory):  # noqa: F811 - the fixture of that name
+def proxied(control_plane, tmp_path_factory):
     """The fault proxy (fault_proxy.py) in front of the apiserver, and a kubeconfig pointing to it."""
     from fault_proxy import proxy_for
 
@@ -45,7 +44,7 @@ def proxied(control_plane, tmp_path_factory):  # noqa: F811 - the fixture of tha
 
 
 @pytest.fixture
-def new_namespace(core_v1):  # noqa: F811 - the fixture of that name
+def new_namespace(core_v1):
     """Makes fresh namespaces (deleted afterwards)."""
     made: list[str] = []
 
@@ -57,7 +56,5 @@ def new_namespace(core_v1):  # noqa: F811 - the fixture of that name
 
     yield make
     for name in made:
-        try:
+        with contextlib.suppress(ApiException):  # already gone
             core_v1.delete_namespace(name)
-        except Exception:  # noqa: BLE001 - best effort cleanup
-            pass

@@ -59,7 +59,9 @@ def test_controllers_killed_while_a_jobs_pods_are_created_end_with_each_pod_once
     first = controllers("controllers")
     custom.create_namespaced_custom_object(BATCH, "v1alpha1", ns, "jobs", job_manifest("train", tag, N))
     names = [f"train-worker-{i}" for i in range(N)]
-    answered = lambda: [s.status for s in proxy.requests("POST", creates)]  # noqa: E731
+    def answered() -> list[int]:
+        return [s.status for s in proxy.requests("POST", creates)]
+
     try:
         wait_for(lambda: answered().count(201) == K and held.fired == N - K, TIMEOUT, interval=0.05,
                  what=f"{K} pod creates answered, the other {N - K} held")

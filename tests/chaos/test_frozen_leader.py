@@ -47,6 +47,7 @@ from chaos_helpers import (
 from controlplane import REPO_ROOT, assert_no_overcommit, wait_for
 from kubernetes import client
 
+from scheduler.cache.kube import TRANSPORT_ERRORS
 from scheduler.cache.leader import BOUND_BY_ANNOTATION
 
 LEASE_NS = "volcano-py-system"
@@ -95,7 +96,7 @@ class History:
                     if event.get("type") in ("ADDED", "MODIFIED"):
                         on_object(obj)
                     rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
-            except Exception:  # noqa: BLE001 - closed at stop(), or a broken stream: resume from rv
+            except TRANSPORT_ERRORS:  # closed at stop(), or a broken stream: resume from rv
                 if self._stop.is_set():
                     return
 

@@ -11,6 +11,7 @@ webhook's work resumes when it is back. Each case first asserts the fault struck
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import subprocess
 import sys
@@ -89,10 +90,8 @@ def routed(control_plane, api_client, new_namespace, tmp_path, request):
     finally:
         for delete in (admission.delete_validating_webhook_configuration,
                        admission.delete_mutating_webhook_configuration):
-            try:
+            with contextlib.suppress(client.ApiException):
                 delete(name)
-            except client.ApiException:
-                pass
         hook.stop()
 
 

@@ -252,7 +252,7 @@ def test_a_missing_matplotlib_names_the_extra_before_any_replay(monkeypatch: pyt
 
 def test_a_closed_output_pipe_ends_quietly() -> None:
     """`volcano-py simulate ... | head -1`: the reader is gone before we write (its end is closed before we
-    start), so the first write fails; the command ends with 141 and says nothing."""
+    start), so the first write fails; the command ends with 141 and says nothing of it."""
     read, write = os.pipe()
     os.close(read)
     try:
@@ -262,4 +262,7 @@ def test_a_closed_output_pipe_ends_quietly() -> None:
             env={**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])})
     finally:
         os.close(write)
-    assert (done.returncode, done.stderr) == (141, "")
+    # Nothing about the pipe: on a slow machine the only lines are the progress reporter's (simulate_cmd.py's
+    # first line comes 0.8 s after start, to stderr, before the result is written).
+    assert done.returncode == 141
+    assert [line for line in done.stderr.splitlines() if not line.startswith("simulate ")] == []

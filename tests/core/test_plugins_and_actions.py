@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from scheduler.api import reasons as R
-from scheduler.api.decision import ABSTAIN as ABSTAIN_
-from scheduler.api.decision import SUCCESS, unschedulable
+from scheduler.api.decision import ABSTAIN as ABSTAIN_, SUCCESS, unschedulable
 from scheduler.api.job import TaskInfo
 from scheduler.api.reasons import NotPipelined
 from scheduler.api.resources import Resource

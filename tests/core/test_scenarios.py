@@ -120,7 +120,7 @@ def test_per_role_minimums_must_all_be_met_when_min_member_covers_them() -> None
     c.sim.add_pod(pod_object("ps-1", group="ps", role="ps", gpu=1))
     c.cycle()
     assert c.sim.bound("ps") == {}
-    assert "NotEnoughPodsOfTask" == c.sim.condition("ps")["reason"]  # type: ignore[index]
+    assert c.sim.condition("ps")["reason"] == "NotEnoughPodsOfTask"  # type: ignore[index]
     c.sim.add_pod(pod_object("worker-1", group="ps", role="worker", gpu=1))
     c.cycle()
     assert len(c.sim.bound("ps")) == 4

@@ -140,7 +140,7 @@ def test_a_404_of_a_missing_object_is_not_a_missing_crd() -> None:
 def test_explain_on_a_cluster_without_the_crds_says_so() -> None:
     """explain reads objects one by one, each a 404 whether or not its CRD is there: when it finds nothing, it
     asks whether the lists are served before saying the name is unknown."""
-    from scheduler.ctl.client import Client, MissingCRD
+    from scheduler.ctl.client import Client, MissingCRDError
 
     class NoVolcano:
         def get_or_none(self, path: str) -> None:
@@ -151,5 +151,5 @@ def test_explain_on_a_cluster_without_the_crds_says_so() -> None:
                 raise KubeError(404, method, path, b"404 page not found\n")
             return {"items": []}
 
-    with pytest.raises(MissingCRD, match="no jobs.batch.volcano.sh CRD"):
+    with pytest.raises(MissingCRDError, match="no jobs.batch.volcano.sh CRD"):
         Client(NoVolcano()).facts("default", "train")  # type: ignore[arg-type]

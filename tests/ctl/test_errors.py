@@ -11,7 +11,7 @@ import pytest
 
 from scheduler.cli import main, parser
 from scheduler.ctl import connect
-from scheduler.ctl.commands import NoCluster
+from scheduler.ctl.commands import NoClusterError
 
 
 def _closed_port() -> int:
@@ -73,7 +73,7 @@ def test_an_apiserver_that_refuses_is_one_line(
 def test_debug_shows_the_error_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    with pytest.raises(NoCluster):
+    with pytest.raises(NoClusterError):
         main(["queue", "list", "--debug"])
 
 

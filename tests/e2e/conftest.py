@@ -10,7 +10,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import api_client, control_plane, core_v1, custom, kubeconfig  # noqa: F401 - fixtures
+from controlplane import create_gpu_node, node_is_ready, wait_for
+from test_scheduler import NODE_SET, TIMEOUT
 
 HERE = Path(__file__).resolve().parent
 
@@ -22,7 +23,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-def namespace(core_v1, request):  # noqa: F811 - the fixture of that name
+def namespace(core_v1, request):
     """A fresh namespace per test, deleted afterwards (the namespace controller empties it)."""
     # <= 27 chars, so kubeconfig_for_service_account(namespace, <14-char name>) fits in a certificate.
     base = "".join(c if c.isalnum() else "-" for c in request.node.name.lower().removeprefix("test_"))
@@ -31,3 +32,22 @@ def namespace(core_v1, request):  # noqa: F811 - the fixture of that name
     core_v1.create_namespace({"metadata": {"name": name, "labels": {"volcano-py.test/e2e": "true"}}})
     yield name
     core_v1.delete_namespace(name)
+
+
+@pytest.fixture
+def node_set(core_v1):
+    """A label value unique to this test; make_node() creates nodes carrying it, deleted afterwards."""
+    tag = uuid.uuid4().hex[:8]
+    created: list[str] = []
+
+    def make_node(gpus: int) -> str:
+        name = f"sched-{tag}-{len(created)}"
+        create_gpu_node(core_v1, name, gpus=gpus, labels={NODE_SET: tag})
+        created.append(name)
+        wait_for(lambda: node_is_ready(core_v1, name), TIMEOUT, what=f"node {name} Ready")
+        return name
+
+    make_node.tag = tag  # type: ignore[attr-defined]
+    yield make_node
+    for name in created:
+        core_v1.delete_node(name)

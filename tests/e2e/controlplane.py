@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -412,27 +413,25 @@ class _CA:
 
 def _die_with_parent() -> None:
     """preexec_fn: SIGKILL the child when the Python process dies, even by SIGKILL (Linux prctl)."""
-    try:
-        import ctypes
+    import ctypes
 
+    with contextlib.suppress(OSError, AttributeError):  # no such libc, or no prctl in it: not Linux
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
 
 
 class _Proc:
     def __init__(self, name: str, argv: list[str], log_path: Path, env=None):
         self.name, self.argv, self.log_path = name, argv, log_path
-        self._log = open(log_path, "wb")
-        self.popen = subprocess.Popen(
-            argv,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            env=env,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-        )
+        with open(log_path, "wb") as log:  # the child keeps its own descriptor of the file
+            self.popen = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=env,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            )
 
     def alive(self) -> bool:
         return self.popen.poll() is None
@@ -454,7 +453,6 @@ class _Proc:
                 self.popen.wait(5)
             except ProcessLookupError:
                 pass
-        self._log.close()
 
 
 def _http_ok(url: str, ctx: ssl.SSLContext | None = None, timeout: float = 2.0) -> bool:
@@ -587,10 +585,7 @@ class ControlPlane:
                 p.stop()
         if not self.keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
-        try:
-            atexit.unregister(self.stop)
-        except Exception:
-            pass
+        atexit.unregister(self.stop)
 
     def restart(self, name: str, *, kill: bool = True, down_for: float = 0.0) -> float:
         """Stop one component (SIGKILL, or SIGTERM if not ``kill``) and start it again with the same command line:

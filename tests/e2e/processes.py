@@ -20,10 +20,10 @@ class Process:
     def __init__(self, control_plane, log_dir: Path, name: str, command: str, *args: str, kubeconfig=None):
         self.name = name
         self.log_path = log_dir / f"{name}.log"
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         kubeconfig = kubeconfig or control_plane.kubeconfig  # another one: e.g. through the fault proxy
         cmd = [sys.executable, "-m", "scheduler.cli", command, "--kubeconfig", str(kubeconfig), *args]
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+        with open(self.log_path, "wb") as log:  # the child keeps its own descriptor of the file
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -35,7 +35,6 @@ class Process:
         if self.alive():
             os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait(TIMEOUT)
-        self._log.close()
 
     def freeze(self) -> None:
         """SIGSTOP: the process stops where it is (threads, sockets and all), as in a long GC pause or a VM
@@ -53,5 +52,4 @@ class Process:
                 self.proc.wait(TIMEOUT)
             except subprocess.TimeoutExpired:
                 self.kill()
-        self._log.close()
         return int(self.proc.returncode)

@@ -6,6 +6,7 @@ recreate `default` when it is deleted, and tell the Job of a deleted queue that 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import subprocess
 import sys
@@ -93,10 +94,8 @@ def webhook(control_plane, kubeconfig, api_client, namespace, tmp_path: Path) ->
         admission.create_validating_webhook_configuration({"metadata": {"name": name}, "webhooks": [jobs, queues]})
         yield
     finally:
-        try:
+        with contextlib.suppress(client.ApiException):
             admission.delete_validating_webhook_configuration(name)
-        except client.ApiException:
-            pass
         proc.terminate()
         assert proc.wait(TIMEOUT) == 0, log.read_text(errors="replace")
     assert "Traceback" not in log.read_text(errors="replace")

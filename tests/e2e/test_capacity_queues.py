@@ -6,14 +6,7 @@ from __future__ import annotations
 import pytest
 from controlplane import wait_for
 from inprocess import running_scheduler
-from test_scheduler import (  # noqa: F401 - fixtures
-    GROUP,
-    TIMEOUT,
-    bound_pods,
-    gang_pod,
-    node_set,
-    unschedulable,
-)
+from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod, unschedulable
 
 CONF = """actions: "enqueue, allocate, backfill"
 tiers:
@@ -43,7 +36,7 @@ def scheduler(control_plane, tmp_path):
         yield running
 
 
-def test_a_team_queue_is_held_to_its_org_capability(scheduler, core_v1, custom, namespace, node_set):  # noqa: F811
+def test_a_team_queue_is_held_to_its_org_capability(scheduler, core_v1, custom, namespace, node_set):
     for _ in range(2):
         node_set(gpus=2)
     tag = node_set.tag

@@ -14,7 +14,7 @@ import uuid
 import pytest
 from controlplane import bind_pod, wait_for
 from inprocess import running_scheduler
-from test_scheduler import NODE_SET, gang_pod, node_set, podgroup  # noqa: F401 - node_set is a fixture
+from test_scheduler import gang_pod, podgroup
 
 from scheduler.adapter.partial import REASON
 
@@ -28,7 +28,7 @@ def given_up(core_v1, namespace: str) -> bool:
 
 @pytest.mark.parametrize(("skew", "timeout"), [(60.0, 15.0), (-60.0, 5.0)], ids=["ahead-60s", "behind-60s"])
 def test_a_partial_gang_timeout_runs_on_the_apiservers_clock(
-    control_plane, core_v1, custom, namespace, node_set, skew: float, timeout: float  # noqa: F811
+    control_plane, core_v1, custom, namespace, node_set, skew: float, timeout: float
 ) -> None:
     node = node_set(gpus=2)
     group = f"g-{uuid.uuid4().hex[:6]}"

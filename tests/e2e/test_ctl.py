@@ -25,10 +25,8 @@ from test_controllers import (
     job_manifest,
     job_podgroup_name,
     pods,
-    wait_phase,
-)
-from test_controllers import (
     task as cpu_task,
+    wait_phase,
 )
 
 GPU = "nvidia.com/gpu"

@@ -10,10 +10,9 @@ import json
 import signal
 import subprocess
 import sys
-import uuid
 
 import pytest
-from controlplane import GPU_RESOURCE, assert_no_overcommit, create_gpu_node, node_is_ready, wait_for
+from controlplane import GPU_RESOURCE, assert_no_overcommit, wait_for
 from inprocess import running_scheduler
 
 from scheduler.api.decision import REASONS_ANNOTATION, read_published
@@ -29,24 +28,6 @@ def scheduler(control_plane):
     with running_scheduler(control_plane) as running:
         yield running
 
-
-@pytest.fixture
-def node_set(core_v1):
-    """A label value unique to this test; make_node() creates nodes carrying it, deleted afterwards."""
-    tag = uuid.uuid4().hex[:8]
-    created: list[str] = []
-
-    def make_node(gpus: int) -> str:
-        name = f"sched-{tag}-{len(created)}"
-        create_gpu_node(core_v1, name, gpus=gpus, labels={NODE_SET: tag})
-        created.append(name)
-        wait_for(lambda: node_is_ready(core_v1, name), TIMEOUT, what=f"node {name} Ready")
-        return name
-
-    make_node.tag = tag  # type: ignore[attr-defined]
-    yield make_node
-    for name in created:
-        core_v1.delete_node(name)
 
 
 def podgroup(name: str, min_member: int) -> dict:

@@ -18,9 +18,7 @@ import pytest
 from controlplane import GPU_RESOURCE, assert_no_overcommit, bind_pod, wait_for
 from kubernetes import client
 from processes import Process
-from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod, node_set, pg_status, podgroup
-
-__all__ = ["node_set"]  # fixtures used by the tests below
+from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod, pg_status, podgroup
 
 REPO = Path(__file__).resolve().parents[2]
 CONF = (

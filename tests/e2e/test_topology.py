@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from controlplane import wait_for
 from inprocess import running_scheduler
-from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod, node_set  # noqa: F401 - fixtures
+from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod
 
 CONF = """actions: "enqueue, allocate, backfill"
 tiers:
@@ -35,7 +35,7 @@ def hypernode(name: str, members: list[str]) -> dict:
     }
 
 
-def test_a_hard_mode_gang_stays_inside_one_hypernode(topology_scheduler, core_v1, custom, namespace, node_set):  # noqa: F811
+def test_a_hard_mode_gang_stays_inside_one_hypernode(topology_scheduler, core_v1, custom, namespace, node_set):
     """Four 4-GPU nodes that share one rack label, split by HyperNodes into two tier-1 domains. The first
     domain has a GPU taken, so a hard-mode gang of 2 x 4 GPUs must take both nodes of the second; by labels
     alone any two free nodes would do."""
@@ -75,7 +75,7 @@ tiers:
 """
 
 
-def test_a_gpu_pod_is_bound_with_the_card_it_was_given(control_plane, tmp_path, core_v1, namespace, node_set):  # noqa: F811
+def test_a_gpu_pod_is_bound_with_the_card_it_was_given(control_plane, tmp_path, core_v1, namespace, node_set):
     """deviceshare's chosen card reaches the pod as volcano.sh/gpu-index before the pod is bound (the API
     takes only whole nvidia.com/gpu; shares use volcano.sh/gpu-memory, covered on the in-memory cluster)."""
     with running_scheduler(control_plane, conf=DEVICESHARE_CONF, conf_dir=tmp_path):

@@ -13,20 +13,17 @@ controllers make, run in their own modules (test_jobflow_on_cluster.py, test_cro
 from __future__ import annotations
 
 import copy
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import REPO_ROOT, wait_for
+from controlplane import wait_for
 from inprocess import kwok_nodes, running_controllers, running_scheduler
 from kubernetes import client
+from volcano_examples import CI_CONF, example_files
 
-sys.path.insert(0, str(REPO_ROOT / "tools"))
-from volcano_examples import CI_CONF, example_files  # noqa: E402 - tools/ is not a package
-
-from scheduler.testing import volcano_snapshot  # noqa: E402
+from scheduler.testing import volcano_snapshot
 
 BATCH, SCHED = "batch.volcano.sh", "scheduling.volcano.sh"
 TIMEOUT = 90
@@ -57,12 +54,14 @@ def example_nodes(control_plane, core_v1):
 @pytest.fixture(scope="module")
 def volcano_components(control_plane, custom, example_nodes, tmp_path_factory):
     conf = (VOLCANO / CI_CONF).read_text()
-    with running_scheduler(control_plane, conf=conf, conf_dir=tmp_path_factory.mktemp("conf"),
-                           name="volcano-py-as-volcano", scheduler_names=("volcano",)) as scheduler:
-        with running_controllers(control_plane, custom, tmp_path_factory.mktemp("controllers"),
-                                 "--scheduler-name", "volcano",
-                                 "--leader-elect-lease-name", "volcano-py-controllers-examples"):
-            yield scheduler
+    with (
+        running_scheduler(control_plane, conf=conf, conf_dir=tmp_path_factory.mktemp("conf"),
+                          name="volcano-py-as-volcano", scheduler_names=("volcano",)) as scheduler,
+        running_controllers(control_plane, custom, tmp_path_factory.mktemp("controllers"),
+                            "--scheduler-name", "volcano",
+                            "--leader-elect-lease-name", "volcano-py-controllers-examples"),
+    ):
+        yield scheduler
 
 
 def documents(path: Path) -> list[dict]:

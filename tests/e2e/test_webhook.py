@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import subprocess
 import sys
@@ -72,10 +73,8 @@ def webhook(control_plane, kubeconfig, api_client, namespace, tmp_path: Path) ->
     finally:
         for delete in (admission.delete_validating_webhook_configuration,
                        admission.delete_mutating_webhook_configuration):
-            try:
+            with contextlib.suppress(client.ApiException):
                 delete(name)
-            except client.ApiException:
-                pass
         proc.terminate()
         assert proc.wait(TIMEOUT) == 0, log.read_text(errors="replace")
 

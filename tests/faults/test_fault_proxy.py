@@ -8,18 +8,13 @@ import datetime
 import ipaddress
 import json
 import ssl
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 import urllib3
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "chaos"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-
-from controlplane import wait_for  # noqa: E402 - a module of helpers; nothing starts on import
-from fault_proxy import CutWatch, Delay, FaultProxy, Hold, Reset, Respond, Rule, Rules  # noqa: E402
+from controlplane import wait_for
+from fault_proxy import CutWatch, Delay, FaultProxy, Hold, Reset, Respond, Rule, Rules
 
 
 def test_the_first_rule_that_matches_and_has_faults_left_decides():

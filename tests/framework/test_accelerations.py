@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 
 from scheduler import cycle
-from scheduler.actions import ACTIONS
-from scheduler.actions import bulk as bulk_module
+from scheduler.actions import ACTIONS, bulk as bulk_module
 from scheduler.actions.allocate import Allocate
 from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, conf_from_text

@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from scheduler.actions import ACTIONS
-from scheduler.actions import bulk as bulk_module
+from scheduler.actions import ACTIONS, bulk as bulk_module
 from scheduler.actions.allocate import Allocate
 from scheduler.api.decision import SUCCESS, Status
 from scheduler.api.job import TaskInfo

@@ -16,8 +16,7 @@ from scheduler.api.decision import ABSTAIN, SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.resources import Resource
-from scheduler.framework import combine as C
-from scheduler.framework import points as P
+from scheduler.framework import combine as C, points as P
 from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.evictable import Domain
 

@@ -13,7 +13,7 @@ TASKS = [TaskInfo(f"t{i}", f"t{i}", "default", "default/j", Resource.of(1000)) f
 CTX = EvictionContext(EvictionKind.GANG_PREEMPT, JobInfo("default/p", "p", "default", "default"))
 
 
-def allow(*indices: int):  # noqa: ANN201 - a test double's factory
+def allow(*indices: int):
     def fn(ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         return [t for t in candidates if int(t.uid[1:]) in indices]
     return fn

@@ -41,7 +41,7 @@ POISON_GROUP = "poison"
 POISON_QUEUE = "qp"  # holds the poisoned job alone, for the queue-level points
 
 
-class Poisoned(Exception):
+class PoisonedError(Exception):
     pass
 
 
@@ -138,17 +138,17 @@ class PoisonPlugin(Plugin[NoArgs]):
 
     def _job_bad(self, job: JobInfo) -> bool:
         if self.live and job.uid == self.target:
-            raise Poisoned(f"job {job.uid} poisoned")
+            raise PoisonedError(f"job {job.uid} poisoned")
         return False
 
     def _task_bad(self, task: TaskInfo) -> bool:
         if self.live and task.job == self.target:
-            raise Poisoned(f"task {task.name} poisoned")
+            raise PoisonedError(f"task {task.name} poisoned")
         return False
 
     def _queue_bad(self, queue: QueueInfo) -> bool:
         if self.live and queue.name == self.target_queue:
-            raise Poisoned(f"queue {queue.name} poisoned")
+            raise PoisonedError(f"queue {queue.name} poisoned")
         return False
 
 
@@ -278,7 +278,7 @@ def test_a_plugin_raising_for_one_job_costs_that_job_alone(
     assert status.decision.code is Code.ERROR
     (reason,) = status.decision.reasons
     assert isinstance(reason, PluginError)
-    assert (reason.plugin, reason.action, reason.error) == ("poison", action, "Poisoned")
+    assert (reason.plugin, reason.action, reason.error) == ("poison", action, "PoisonedError")
     assert any(c.reason == SCHEDULER_ERROR and c.type == "Unschedulable" for c in status.conditions)
     assert not any(g.job == target.uid for g in result.binds)
     assert result.counters.get(JOB_ERRORS + "poison", 0) >= 1
@@ -312,7 +312,7 @@ def test_a_fault_that_repeats_is_logged_once(poison: type[PoisonPlugin], monkeyp
         results = [cycle.run_cycle(c.sim.snapshot(), conf, memo=memo) for _ in range(5)]
     lines = [r for r in caplog.records if target.uid in r.getMessage()]
     assert len(lines) == 1, [r.getMessage() for r in lines]
-    assert "poison" in lines[0].getMessage() and "Poisoned" in lines[0].getMessage()
+    assert "poison" in lines[0].getMessage() and "PoisonedError" in lines[0].getMessage()
     assert [r.counters.get(JOB_ERRORS + "poison") for r in results] == [1] * 5
 
 

@@ -6,8 +6,7 @@ import copy
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 
 SUFFIXES = ["", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "u", "n", "e3", "E-2",
             "e99999", "e-99999", "i", "K", "mi"]

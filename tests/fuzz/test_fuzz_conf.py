@@ -8,8 +8,7 @@ parsed into typed values by parse_conf; a bad one it let through would fail ever
 from __future__ import annotations
 
 import yaml
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from strategies import FUZZ, json_values
 
 from scheduler.actions import ACTIONS

@@ -18,8 +18,7 @@ import threading
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from strategies import FUZZ, json_values
 
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
@@ -183,7 +182,7 @@ def run(kind: str, bad: dict[str, Any]) -> tuple[ParseCache, set[str]]:
 
 def check(field: F.Field, bad: dict[str, Any], value: Any) -> None:
     cache, placed = run(field.kind, bad)
-    assert GOOD <= placed, f"{field.kind} {field.name}={F.show(value)}: the healthy gang was not placed ({placed})"
+    assert placed >= GOOD, f"{field.kind} {field.name}={F.show(value)}: the healthy gang was not placed ({placed})"
     verdict = accepted(field, value)
     key = P._key(bad, field.kind)
     reasons = cache.problems.get((field.kind, key), ())
@@ -210,7 +209,7 @@ def test_each_field_refuses_hostile_values_without_stopping_the_cycle(field: F.F
         if field.parser.kind in ("quantities", "strings"):  # and as one entry's value
             bad = put(obj, (*field.path, "cpu" if field.parser.kind == "quantities" else "app"), value)
             cache, placed = run(field.kind, bad)
-            assert GOOD <= placed, f"{field.name}.*={F.show(value)}: the healthy gang was not placed"
+            assert placed >= GOOD, f"{field.name}.*={F.show(value)}: the healthy gang was not placed"
             if inner_refused(field, value) and field.edge:
                 assert cache.problems.get((field.kind, P._key(bad, field.kind))), (field.name, F.show(value))
 

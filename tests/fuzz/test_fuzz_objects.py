@@ -15,8 +15,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from strategies import FUZZ, json_values, quantity_text, set_path
 
 from scheduler.api.pod import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, TASK_SPEC_KEY

@@ -6,8 +6,7 @@ never anything else: that is what lets the cache skip one bad object instead of 
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from strategies import FUZZ, json_values, quantity_text, resource_maps, scalars
 
 from scheduler.api.resources import QuantityError, Resource, parse_quantity, pod_request

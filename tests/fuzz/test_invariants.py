@@ -22,8 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from strategies import FUZZ
 
 from scheduler.api.resources import Resource

@@ -7,16 +7,11 @@ starts its own control plane (one for the whole run; each example gets its own n
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
-for helper_dir in ("e2e", "chaos", "fuzz"):  # the harness, the chaos helpers, the fuzz strategies
-    sys.path.insert(0, str(HERE.parent / helper_dir))
-
-from cluster_fixtures import api_client, control_plane, core_v1, custom  # noqa: E402, F401 - fixtures
 
 
 def pytest_configure(config):

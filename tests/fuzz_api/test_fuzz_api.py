@@ -21,6 +21,7 @@ afresh.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -35,9 +36,9 @@ from pathlib import Path
 import pytest
 import urllib3
 from controlplane import GPU_RESOURCE, create_gpu_node, free_port, node_is_ready, wait_for
-from hostile_objects import GROUP_NAME, NODE_SET, SCHEDULER, Hostile, batches, build, encode
-from hostile_objects import pod as pod_base
+from hostile_objects import GROUP_NAME, NODE_SET, SCHEDULER, Hostile, batches, build, encode, pod as pod_base
 from hypothesis import HealthCheck, Phase, given, settings
+from kubernetes.client.exceptions import ApiException
 from processes import Process
 
 EXAMPLES = int(os.environ.get("VOLCANO_FUZZ_API_EXAMPLES", "12"))
@@ -136,7 +137,7 @@ class Rig:
         assert self.scheduler.alive() and self.controllers.alive(), self.logs_tail()
         try:
             q = self.custom.get_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", "default")
-        except Exception:  # noqa: BLE001 - not created yet
+        except ApiException:  # not created yet
             return False
         return (q.get("status") or {}).get("state") == "Open"
 
@@ -189,8 +190,8 @@ class Rig:
                 for obj in self.custom.list_cluster_custom_object(group, version, plural)["items"]:
                     m = obj["metadata"]
                     self.uids.setdefault(m["uid"], f"{obj['kind']} {m.get('namespace')}/{m['name']}")
-            except Exception:  # noqa: BLE001 - only to name things in a report
-                pass
+            except (ApiException, KeyError, TypeError):  # only to name things in a report
+                continue
         for proc in (self.controllers, self.scheduler):
             if proc.proc.returncode is None:
                 proc.proc.send_signal(signal.SIGTERM)
@@ -208,10 +209,8 @@ class Rig:
     def close(self) -> None:
         self.stop_processes()
         for name in self.queues:
-            try:
+            with contextlib.suppress(ApiException):  # already gone
                 self.custom.delete_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", name)
-            except Exception:  # noqa: BLE001 - best effort cleanup
-                pass
         for name in self.hostile_nodes + self.normal_nodes:
             self.core.delete_node(name)
 
@@ -267,7 +266,7 @@ def stored(rig: Rig, h: Hostile, ns: str) -> dict | None:
         group, version, plural = {"PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups"),
                                   "Job": ("batch.volcano.sh", "v1alpha1", "jobs")}[h.kind]
         return rig.custom.get_namespaced_custom_object(group, version, ns, plural, h.name)
-    except Exception:  # noqa: BLE001 - gone (a Job's TTL, a deleted queue): nothing left to explain
+    except ApiException:  # gone (a Job's TTL, a deleted queue): nothing left to explain
         return None
 
 
@@ -327,6 +326,38 @@ def lines_naming(h: Hostile, ns: str, text: str) -> list[str]:
 
 
 # ---- one example ---------------------------------------------------------------------------------------------
+def create_batch(rig: Rig, batch: list[tuple[str, list]], hostile_ns: str, index: int) -> list[Hostile]:
+    """Create the batch's hostile objects; those the apiserver took, in order (a refusal is tallied)."""
+    tally = rig.tally
+    through: list[Hostile] = []
+    per_kind: Counter = Counter()
+    for kind, mutations in batch:
+        name = (f"fzq-{rig.tag}-{index}-{per_kind[kind]}" if kind == "Queue"
+                else f"h-{kind.lower()}-{per_kind[kind]}")
+        per_kind[kind] += 1
+        h = build(kind, name, rig.hostile_set, mutations)
+        tally.paths_tried |= {(kind, p) for p in h.paths()}
+        status, message = rig.raw_create(kind, hostile_ns, encode(h.body))
+        if status >= 300:
+            tally.refused[kind] += 1
+            tally.refusals[(kind, status)] += 1
+            tally.refusal_messages.setdefault((kind, status), message[:200])
+            if status not in (400, 403, 413, 422):  # a refusal says why; a 500 is the apiserver's own failure
+                tally.violate(f"{kind} create answered {status}", h, message)
+            continue
+        tally.created[kind] += 1
+        rig.sent[f"{kind} {hostile_ns}/{name}"] = h.reproducer()
+        tally.paths_through |= {(kind, p) for p in h.paths()}
+        if kind == "Queue":
+            rig.queues.append(name)
+        if kind == "PodGroup":  # a member, valid, so that the scheduler reads the PodGroup's fields in a gang
+            member = pod_base(f"{name}-member", rig.hostile_set)
+            member["metadata"]["annotations"][GROUP_NAME] = name
+            rig.core.create_namespaced_pod(hostile_ns, member)
+        through.append(h)
+    return through
+
+
 def run_example(rig: Rig, batch: list[tuple[str, list]]) -> None:
     """Create the batch and the normal gang, then record each invariant that did not hold (rig.tally.violations):
     every example runs, so one run lists every distinct failure, each with its object."""
@@ -340,33 +371,8 @@ def run_example(rig: Rig, batch: list[tuple[str, list]]) -> None:
         rig.core.create_namespace({"metadata": {"name": ns, "labels": {"volcano-py.test/fuzz-api": "true"}}})
     offsets = (len(rig.scheduler.log()), len(rig.controllers.log()))
     first_cycle = rig.cycles()
-    through: list[Hostile] = []
-    per_kind: Counter = Counter()
     try:
-        for kind, mutations in batch:
-            name = (f"fzq-{rig.tag}-{index}-{per_kind[kind]}" if kind == "Queue"
-                    else f"h-{kind.lower()}-{per_kind[kind]}")
-            per_kind[kind] += 1
-            h = build(kind, name, rig.hostile_set, mutations)
-            tally.paths_tried |= {(kind, p) for p in h.paths()}
-            status, message = rig.raw_create(kind, hostile_ns, encode(h.body))
-            if status >= 300:
-                tally.refused[kind] += 1
-                tally.refusals[(kind, status)] += 1
-                tally.refusal_messages.setdefault((kind, status), message[:200])
-                if status not in (400, 403, 413, 422):  # a refusal says why; a 500 is the apiserver's own failure
-                    tally.violate(f"{kind} create answered {status}", h, message)
-                continue
-            tally.created[kind] += 1
-            rig.sent[f"{kind} {hostile_ns}/{name}"] = h.reproducer()
-            tally.paths_through |= {(kind, p) for p in h.paths()}
-            if kind == "Queue":
-                rig.queues.append(name)
-            if kind == "PodGroup":  # a member, valid, so that the scheduler reads the PodGroup's fields in a gang
-                member = pod_base(f"{name}-member", rig.hostile_set)
-                member["metadata"]["annotations"][GROUP_NAME] = name
-                rig.core.create_namespaced_pod(hostile_ns, member)
-            through.append(h)
+        through = create_batch(rig, batch, hostile_ns, index)
         context = "; ".join(h.reproducer() for h in through)
 
         as_job = index % 2 == 1

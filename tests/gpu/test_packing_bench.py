@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cli import bench_module
-from scheduler.cli import main as volcano_py
+from scheduler.cli import bench_module, main as volcano_py
 
 packing = bench_module("packing")
 load_nodes, load_pods = packing.load_nodes, packing.load_pods

@@ -9,16 +9,13 @@ The other modules here read the image's recipe, lock and Dockerfile without buil
 
 from __future__ import annotations
 
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "e2e"))  # the harness: controlplane.py and the e2e helpers
 
-from cluster_fixtures import api_client, control_plane, core_v1, custom  # noqa: E402, F401 - fixtures
 
 
 def pytest_configure(config):
@@ -37,7 +34,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-def namespace(core_v1, request):  # noqa: F811 - the fixture of that name
+def namespace(core_v1, request):
     """A fresh namespace per test, deleted afterwards (the namespace controller empties it)."""
     base = "".join(c if c.isalnum() else "-" for c in request.node.name.lower().removeprefix("test_"))[:20].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"

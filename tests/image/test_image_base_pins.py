@@ -13,12 +13,11 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import image_lock
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
 
-import image_lock  # noqa: E402 - tools/ is not a package
 
 LOCK_PATH = REPO / "tools" / "image-base.lock"
 DOCKERFILE = REPO / "Dockerfile"

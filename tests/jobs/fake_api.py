@@ -96,13 +96,13 @@ class FakeApi:
         return pg
 
     def replace_podgroup(self, podgroup: Mapping[str, Any]) -> MutableObj:
-        from scheduler.controllers.client import PodGroupConflict
+        from scheduler.controllers.client import PodGroupConflictError
 
         meta = podgroup["metadata"]
         key = ("PodGroup", str(meta["namespace"]), str(meta["name"]))
         if self.conflicts:
             self.conflicts -= 1
-            raise PodGroupConflict(meta["name"])
+            raise PodGroupConflictError(meta["name"])
         self.writes.append(("replace", *key))
         self.objects[key] = copy.deepcopy(dict(podgroup))
         return self.objects[key]

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 from fake_flow_api import FlowFakeApi
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from scheduler import metrics
 from scheduler.api.timestamps import rfc3339

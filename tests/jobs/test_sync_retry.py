@@ -12,7 +12,7 @@ import pytest
 from fake_api import FakeApi
 
 from scheduler.controllers.job import JobController
-from scheduler.controllers.timers import RETRY_MOST, Retries
+from scheduler.controllers.timers import RETRY_MOST, AlreadySaidError, Retries
 
 
 class ManualTimers:
@@ -130,8 +130,7 @@ def test_a_failure_already_said_on_the_job_retries_at_debug_only(caplog: pytest.
     logger = logging.getLogger("volcano_py.test.noted")
     logger.setLevel(logging.DEBUG)
     refused = KubeError(422, "POST", "/api/v1/namespaces/ns/pods", b'{"message": "must be an integer"}')
-    refused.noted = True  # type: ignore[attr-defined]
     with caplog.at_level(logging.DEBUG, logger=logger.name):
-        log_failure(logger, "sync of job ns/j failed", refused, 0.5)
+        log_failure(logger, "sync of job ns/j failed", AlreadySaidError(str(refused)), 0.5)
         log_failure(logger, "sync of job ns/j failed", KubeError(500, "POST", "/x", b""), 0.5)
     assert [r.levelno for r in caplog.records] == [logging.DEBUG, logging.WARNING]

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from scheduler.api import fields as F
 from scheduler.api.disruption import DisruptionBudget, budget_from_object

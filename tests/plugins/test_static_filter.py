@@ -7,8 +7,7 @@ node), then one with a NoSchedule/NoExecute taint no toleration tolerates (the f
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from scheduler.api import reasons as R
 from scheduler.api.decision import SUCCESS, Status, unresolvable

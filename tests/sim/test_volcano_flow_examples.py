@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from scheduler.testing import volcano_snapshot
+from volcano_examples import CI_CONF, run_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from volcano_examples import CI_CONF, run_file  # noqa: E402 - tools/ is not a package
+from scheduler.testing import volcano_snapshot
 
 VOLCANO = volcano_snapshot()
 

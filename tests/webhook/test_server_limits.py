@@ -69,7 +69,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
 def serve(tls: Tls) -> Iterator[Callable[..., WebhookServer]]:
     started: list[WebhookServer] = []
 
-    def start(limits: Limits = Limits(), routes: dict[str, Any] | None = None) -> WebhookServer:  # noqa: B008
+    def start(limits: Limits = Limits(), routes: dict[str, Any] | None = None) -> WebhookServer:
         queues = Queues(QUEUES.get, lambda name: [])
         server = WebhookServer(HOST, 0, str(tls.crt), str(tls.key),
                                routes if routes is not None else handlers(queues, ["/jobs/validate"]), limits)

@@ -36,7 +36,7 @@ def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 def webhook(cert: tuple[str, str]) -> Iterator[Callable[..., WebhookServer]]:
     started: list[WebhookServer] = []
 
-    def start(limits: Limits = Limits(), run: bool = True) -> WebhookServer:  # noqa: B008 - frozen
+    def start(limits: Limits = Limits(), run: bool = True) -> WebhookServer:
         server = WebhookServer(HOST, 0, *cert, handlers(Queues(lambda name: None, lambda name: []),
                                                         ["/jobs/validate"]), limits)
         started.append(server)

@@ -30,6 +30,7 @@ import contextlib
 import datetime as dt
 import fcntl
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -39,15 +40,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import urllib3
 import yaml
+from controlplane import ControlPlane, ControlPlaneError, _http_ok, _Proc, free_port, wait_for
+from kubernetes.client.exceptions import ApiException
+from kwok_stages import CONFORMANCE_KWOK_STAGES
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-from controlplane import ControlPlane, ControlPlaneError, _http_ok, _Proc, free_port, wait_for  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kwok_stages import CONFORMANCE_KWOK_STAGES  # noqa: E402
 
 SIDES = ("volcano", "volcano-py")
 SUITES = ("schedulingbase", "jobp", "jobseq", "schedulingaction", "vcctl")
@@ -72,6 +73,10 @@ CONTROL_PLANE_NODE = f"{RELEASE}-control-plane"
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "volcano-py"
 RESULTS = Path(os.environ.get("VOLCANO_PY_CONFORMANCE_RESULTS") or CACHE / "conformance")
+
+
+# Tracebacks of a failure the run survives, on stderr beside the log lines (logging's last-resort handler).
+logger = logging.getLogger("volcano_py.tools")
 
 
 def log(msg: str) -> None:
@@ -254,7 +259,8 @@ class ConfigMapVolume(threading.Thread):
                         break
                     if ev["type"] in ("ADDED", "MODIFIED"):
                         self.write(ev["object"].data or {})
-            except Exception as exc:  # the apiserver going away at the end of a run, a watch expiring
+            except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:  # the apiserver going
+                # away at the end of a run, a watch expiring
                 if not self.stopped.is_set():
                     log(f"configmap volume watch restarts after: {exc}")
                     self.stopped.wait(1.0)
@@ -584,9 +590,9 @@ def run_suite(side_name: str, suite: str, build: VolcanoBuild, helm: str, focus:
         dead = side.check_alive()
         if dead:
             result.error = (result.error + "; " if result.error else "") + "; ".join(dead)
-    except Exception as exc:
+    except Exception as exc:  # recorded with the suite; the next suite runs
         result.error = f"{type(exc).__name__}: {exc}"
-        log(f"{side_name}/{suite}: harness error: {result.error}")
+        logger.warning("%s/%s: harness error", side_name, suite, exc_info=True)
     finally:
         if volume:
             volume.stopped.set()

@@ -20,12 +20,7 @@ ends the pod (Succeeded / Failed with the container's terminated state); otherwi
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "e2e"))
-
-from controlplane import KWOK_STAGES  # noqa: E402
+from controlplane import KWOK_STAGES
 
 MAX_SLEEP_SECONDS = 600
 UNEMULATED = "sshd|mpiexec|python|trap "

@@ -14,12 +14,11 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))  # tools/: markdown_section
+from harness import REPO, RESULTS, SIDES, SUITES, parse_ginkgo_json
+from markdown_section import replace_section
 
-from harness import REPO, RESULTS, SIDES, SUITES, parse_ginkgo_json  # noqa: E402
-from markdown_section import replace_section  # noqa: E402
+HERE = Path(__file__).resolve().parent
+
 
 BEGIN = "<!-- BEGIN GENERATED: tools/conformance/report.py rewrites this section; edit around it -->"
 END = "<!-- END GENERATED -->"

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -38,15 +39,16 @@ import threading
 import time
 from pathlib import Path
 
+import urllib3
+
+from . import preemption, preemption_report, report, workloads
+from .outcome import outcome
+from .preemption_outcome import EvictionLog
+from .workloads import NAMESPACE, ZONE_LABEL, Gang, Workload
+
 TOOLS = Path(__file__).resolve().parents[1]
 REPO = TOOLS.parent
-sys.path.insert(0, str(TOOLS / "conformance"))
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-from . import preemption, preemption_report, report, workloads  # noqa: E402
-from .outcome import outcome  # noqa: E402
-from .preemption_outcome import EvictionLog  # noqa: E402
-from .workloads import NAMESPACE, ZONE_LABEL, Gang, Workload  # noqa: E402
 
 SIDES = ("volcano", "volcano-py")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "volcano-py"
@@ -59,6 +61,10 @@ FAMILIES = ("random", "preemption")
 
 def generate(seed: int, family: str = "random") -> Workload:
     return preemption.generate(seed) if family == "preemption" else workloads.generate(seed)
+
+
+# Tracebacks of a failure the run survives, on stderr beside the log lines (logging's last-resort handler).
+logger = logging.getLogger("volcano_py.tools")
 
 
 def log(msg: str) -> None:
@@ -282,7 +288,7 @@ class PodWatch:
                     continue
                 self.error = f"pod watch: {e.status} {e.reason}"
                 return
-            except Exception as e:  # noqa: BLE001 - recorded with the workload
+            except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:  # recorded with the workload
                 self.error = f"pod watch: {type(e).__name__}: {e}"
                 return
 
@@ -518,13 +524,13 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
             except Exception as exc:  # one workload's failure is recorded, the run goes on
                 failures += 1
                 rec = {"seed": seed, "error": f"{type(exc).__name__}: {exc}"}
-                log(f"{side}: seed {seed}: {rec['error']}")
+                logger.warning("%s: seed %s failed", side, seed, exc_info=True)
                 try:
                     if not s.procs[sched.name].alive():  # the gate had it stopped
                         sched.restart(f"{seed}-recover")
                     cleanup(c, wl)
-                except Exception as exc2:
-                    log(f"{side}: seed {seed}: cleanup failed too: {exc2}")
+                except Exception:  # the next workload's own checks say whether the cluster is usable
+                    logger.warning("%s: seed %s: cleanup failed too", side, seed, exc_info=True)
             rec["side"] = side
             (out / f"{seed}.json").write_text(json.dumps(rec, indent=1, sort_keys=True))
             if "error" not in rec:

@@ -25,13 +25,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from scenarios import SCENARIOS, Scenario
+from stub_apiserver import Stub, serve, writes
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "tests" / "ctl"))
-sys.path.insert(0, str(HERE))
 
-from scenarios import SCENARIOS, Scenario  # noqa: E402
-from stub_apiserver import Stub, serve, writes  # noqa: E402
 
 
 def run(command: list[str], scenario: Scenario, workdir: Path) -> dict[str, Any]:
