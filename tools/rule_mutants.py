@@ -66,7 +66,7 @@ MUTANTS = [
            f"{T_GE}::test_capacity_protects_a_deserved_share_only_where_its_tier_is_asked"),
     Mutant("UnifiedEvictable: an empty intersection lets the next plugin answer whole",
            "scheduler/framework/combine.py",
-           "agreed = [t for t in agreed if t.uid in kept] or None", "agreed = [t for t in agreed if t.uid in kept]",
+           "agreed = [t for t in agreed if t.key in kept] or None", "agreed = [t for t in agreed if t.key in kept]",
            "tests/framework/test_evictable.py::test_after_an_empty_intersection_the_next_plugin_answers_whole"),
     Mutant("legacy preempt: the queue's Allocatable is part of 'the preemptor fits'",
            "scheduler/actions/preempt.py",

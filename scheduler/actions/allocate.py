@@ -169,7 +169,7 @@ class Allocate:
         # just made for its preemptor (differential preemption seeds 8, 12, ...: a second domain evicted).
         partial = guarded(ssn, jobs, lambda j: j.is_started() and not j.is_ready()
                           and j.phase not in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN))
-        for job in sorted(partial, key=lambda j: (j.creation, j.uid)):
+        for job in sorted(partial, key=lambda j: (j.creation, j.key)):
             with ssn.guard(job):  # a plugin failing on this job costs this job alone (framework/faults.py)
                 self.allocate_job(ssn, ssn.queues[job.queue], job, lambda _: None)
         starving = starving_gangs(ssn, [j for j in jobs if j not in partial and not ssn.faulted(j)])
@@ -201,9 +201,9 @@ class Allocate:
     ) -> None:
         was_ready = ssn.tiers.run(P.JOB_READY, job)
         if was_ready:  # one task per turn, in the order taken at its first ready turn
-            order = self._ready.get(job.uid)
+            order = self._ready.get(job.key)
             if order is None:
-                order = self._ready[job.uid] = _ReadyOrder(ssn.order.task_order(pending_tasks(job)))
+                order = self._ready[job.key] = _ReadyOrder(ssn.order.task_order(pending_tasks(job)))
             order.advance()
             self._by_pod(ssn, queue, job, order.tasks, True, requeue, remember=True, ready=order)
             return
@@ -223,7 +223,7 @@ class Allocate:
         # extras of one role may have taken the room another role's minimum needed (CONFORMANCE.md).
         retry = not was_ready and minimums_first is not tasks
         if self._by_pod(ssn, queue, job, tasks, was_ready, requeue, remember=not retry) is _Outcome.FAILED and retry:
-            self._failed[job.uid] = Failures()
+            self._failed[job.key] = Failures()
             self._by_pod(ssn, queue, job, minimums_first, was_ready, requeue, remember=True)
 
     def _by_pod(
@@ -233,7 +233,7 @@ class Allocate:
         """Place `tasks` one by one in this order (Volcano's allocate loop, steps 3 and 4 of `execute`); for a
         ready job, `ready` holds them from its first turn (placed ones skipped, `left` the pending count)."""
         stmt = ssn.statement()
-        failed = self._failed.setdefault(job.uid, Failures())
+        failed = self._failed.setdefault(job.key, Failures())
         bulk = self._placer if not was_ready else None
         index = -1 if ready is None else ready.start - 1
         seen = 0  # pending tasks met so far (a ready job's list holds placed ones too)

@@ -52,7 +52,7 @@ def job_bundles(job: JobInfo, candidates: Sequence[TaskInfo]) -> list[Bundle]:
     """The safe and whole bundles of `job`'s candidate tasks (see the module doc)."""
     if not candidates:
         return []
-    tasks = sorted(candidates, key=lambda t: (t.priority, t.uid))
+    tasks = sorted(candidates, key=lambda t: (t.priority, t.key))
     surplus = job.ready_task_num() - job.min_available
     if surplus < 0:
         return [Bundle(BundleKind.SAFE, job, tuple(tasks), _requests(tasks), ZERO)]
@@ -83,7 +83,7 @@ def allowed_bundles(bundles: Sequence[Bundle], allowed: set[str]) -> list[Bundle
     """A whole bundle stays only if every task of it is allowed; a safe one keeps its allowed tasks."""
     out = []
     for bundle in bundles:
-        approved = tuple(t for t in bundle.tasks if t.uid in allowed)
+        approved = tuple(t for t in bundle.tasks if t.key in allowed)
         if bundle.kind == BundleKind.WHOLE:
             if len(approved) == len(bundle.tasks) and approved:
                 out.append(bundle)
@@ -109,7 +109,7 @@ def roi(bundle: Bundle, need: Resource) -> float:
 
 
 def _stable_key(bundle: Bundle) -> tuple[str, str, int]:
-    return (bundle.job.uid, bundle.tasks[0].uid if bundle.tasks else "", len(bundle.tasks))
+    return (bundle.job.key, bundle.tasks[0].key if bundle.tasks else "", len(bundle.tasks))
 
 
 def sort_bundles(bundles: Sequence[Bundle], need: Resource,
@@ -122,7 +122,7 @@ def sort_bundles(bundles: Sequence[Bundle], need: Resource,
     def compare(a: Bundle, b: Bundle) -> int:
         if a.kind != b.kind:
             return -1 if a.kind < b.kind else 1
-        if a.job.uid != b.job.uid:
+        if a.job.key != b.job.key:
             ab, ba = victim_first(a.job, b.job), victim_first(b.job, a.job)
             if ab != ba:
                 return -1 if ab else 1

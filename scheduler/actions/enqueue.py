@@ -60,4 +60,4 @@ def hold(ssn: Session, job: JobInfo, status: Status) -> None:
     condition = unschedulable_condition(NOT_ENQUEUED, status)
     ssn.results.set_condition(job, condition, status)
     if condition not in job.conditions:
-        ssn.results.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE, condition.message)
+        ssn.results.event("PodGroup", job.key, "Warning", UNSCHEDULABLE, condition.message)

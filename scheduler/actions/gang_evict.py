@@ -166,17 +166,17 @@ class GangEviction:
         for node in nodes:
             for task in node.tasks.values():
                 owner = ssn.jobs.get(task.job)
-                if (owner is None or not task.preemptable or owner.uid == job.uid
+                if (owner is None or not task.preemptable or owner.key == job.key
                         or owner.extra.get("preemptable") is False or not self.candidate(ssn, job, task, owner)):
                     continue
-                by_job.setdefault(owner.uid, []).append(task)
+                by_job.setdefault(owner.key, []).append(task)
         bundles = [b for uid, tasks in by_job.items() for b in job_bundles(ssn.jobs[uid], tasks)]
         if not bundles:
             return []
         first = self.victim_first(ssn, job)
         ordered = sort_bundles(bundles, need, first)
         ctx = EvictionContext(self.kind, job, domain.name)
-        allowed = {t.uid for t in ssn.tiers.run(P.EVICTABLE, ctx, [t for b in ordered for t in b.tasks])}
+        allowed = {t.key for t in ssn.tiers.run(P.EVICTABLE, ctx, [t for b in ordered for t in b.tasks])}
         if not allowed:
             return []
         valid = sort_bundles(allowed_bundles(ordered, allowed), need, first)
@@ -187,11 +187,11 @@ class GangEviction:
         """Evict `victims` and pipeline every pending task in the domain; undone unless the job is then
         pipelined (Volcano's BuildNominationPlanInDomain)."""
         mark = stmt.mark()
-        reason = f"{self.verb} by {job.uid} (priority {job.priority})"
+        reason = f"{self.verb} by {job.key} (priority {job.priority})"
         for victim, bundle in victims:
             rule = "whole bundle" if bundle.kind == BundleKind.WHOLE else "safe bundle"
-            cause = EvictCause(self.name, job.uid, rule, breaks_gang=bundle.kind == BundleKind.WHOLE)
-            stmt.evict(victim, f"{reason}: {rule} of {bundle.job.uid}", cause)
+            cause = EvictCause(self.name, job.key, rule, breaks_gang=bundle.kind == BundleKind.WHOLE)
+            stmt.evict(victim, f"{reason}: {rule} of {bundle.job.key}", cause)
         allowed = {n.name for n in nodes}
         turned_away: dict[tuple[str, str], set[str]] = {}
         for task in pending:

@@ -183,8 +183,8 @@ def make_room(
         # The victim's gang is broken when, without this pod, fewer than its minimum are ready (a victim is ready
         # until the Statement marks it releasing, so earlier evictions of this plan already count).
         broken = owner is not None and owner.ready_task_num() - 1 < owner.min_available
-        stmt.evict(victim, f"{verb} by {job.uid} (priority {job.priority}) for its task {preemptor.uid}",
-                   EvictCause(action, job.uid, LEGACY_RULE, breaks_gang=broken))
+        stmt.evict(victim, f"{verb} by {job.key} (priority {job.priority}) for its task {preemptor.key}",
+                   EvictCause(action, job.key, LEGACY_RULE, breaks_gang=broken))
     stmt.pipeline(preemptor, node)
     return True
 
@@ -200,7 +200,7 @@ def commit_or_discard(ssn: Session, stmt: Statement, job: JobInfo, reason: str, 
     if evicted:  # volcano_eviction_transactions_total, as Volcano's RegisterEvictionTransaction
         ssn.results.count(f"eviction_transactions:{reason}")
     for op in evicted:
-        ssn.results.event("Pod", op.task.uid, "Warning", reason, op.reason)
+        ssn.results.event("Pod", op.task.key, "Warning", reason, op.reason)
     return True
 
 
@@ -249,7 +249,7 @@ class Preempt:
         if topology_aware(ssn):
             def eligible(victim: TaskInfo) -> bool:
                 owner = ssn.jobs.get(victim.job)
-                return owner is not None and owner.queue == queue.name and owner.uid != job.uid
+                return owner is not None and owner.queue == queue.name and owner.key != job.key
 
             return preempt_job(ssn, job, eligible, P.PREEMPTABLE, "preempted", "Preempted")
         # 3.
@@ -281,7 +281,7 @@ def _victim_filter(task: TaskInfo, same: Callable[[TaskInfo], bool]) -> Eligible
 def other_jobs_of_queue(ssn: Session, job: JobInfo, task: TaskInfo) -> Eligible:
     def same(victim: TaskInfo) -> bool:
         owner = ssn.jobs.get(victim.job)
-        return owner is not None and owner.queue == job.queue and owner.uid != job.uid
+        return owner is not None and owner.queue == job.queue and owner.key != job.key
     return _victim_filter(task, same)
 
 
@@ -291,7 +291,7 @@ def within_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
     if the task was placed; the first task that cannot be placed ends the job's turn."""
     for task in ssn.order.task_order(preemptor_tasks(job)):
         stmt = ssn.statement()
-        if not normal_preempt(ssn, stmt, queue, task, _victim_filter(task, lambda v: v.job == job.uid)):
+        if not normal_preempt(ssn, stmt, queue, task, _victim_filter(task, lambda v: v.job == job.key)):
             stmt.discard()
             break
         commit_or_discard(ssn, stmt, job, "Preempted", require_pipelined=False)
@@ -359,8 +359,8 @@ def normal_preempt(ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: T
                 break
             owner = ssn.jobs.get(victim.job)
             breaks = owner is not None and owner.ready_task_num() <= owner.min_available
-            stmt.evict(victim, f"preempted by {job.uid} (priority {job.priority}) for its task {preemptor.uid}",
-                       EvictCause("preempt", job.uid, LEGACY_RULE, breaks_gang=breaks))
+            stmt.evict(victim, f"preempted by {job.key} (priority {job.priority}) for its task {preemptor.key}",
+                       EvictCause("preempt", job.key, LEGACY_RULE, breaks_gang=breaks))
         if fits(node):
             stmt.pipeline(preemptor, node)
             return True

@@ -59,7 +59,7 @@ def starving_gangs(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
         j for j in jobs
         if j.min_available > 1 and not j.is_started() and not j.is_ready() and ssn.now - j.creation >= limit
     ]
-    return sorted(waiting, key=lambda j: (j.creation, j.uid))
+    return sorted(waiting, key=lambda j: (j.creation, j.key))
 
 
 def _closest(ssn: Session, task: TaskInfo, held: dict[str, int]) -> NodeInfo | None:

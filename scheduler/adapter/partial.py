@@ -92,15 +92,15 @@ def overdue_partial_gangs(
     """
     overdue = []
     for job in jobs:
-        if job.uid in completed or not partly_bound(job):
+        if job.key in completed or not partly_bound(job):
             continue
         holding = [t for status in HOLDING for t in job.with_status(status)]
-        times = [at for t in holding if (at := bound_at(t.uid)) is not None]
+        times = [at for t in holding if (at := bound_at(t.key)) is not None]
         times += [t.creation for t in job.with_status(TaskStatus.PENDING) if t.creation]
         since = max(times) + TIMESTAMP_RESOLUTION if times else now
         if now - since >= timeout:
             overdue.append(
-                PartialGang(job.uid, since, tuple((t.uid, t.node_name) for t in holding), job.ready_task_num(),
+                PartialGang(job.key, since, tuple((t.key, t.node_name) for t in holding), job.ready_task_num(),
                             job.min_available)
             )
     return overdue

@@ -64,7 +64,7 @@ class AdapterRules:
 
 def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapshot:
     nodes = {node.name: node for node in inputs.nodes}
-    jobs = {job.uid: job for job in inputs.podgroups}
+    jobs = {job.key: job for job in inputs.podgroups}
     ours, assumed, default_queue = rules.scheduler_names, inputs.assumed, rules.default_queue
     others: list[PodRecord] = []
     orphans: list[tuple[str, str, float]] = []
@@ -82,7 +82,7 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
             if task.node_name:  # bound, its PodGroup gone (or not seen yet): it still uses its node, as in
                 others.append((manifest, base))  # Volcano's cache (pkg/scheduler/cache/event_handlers.go addTask)
             elif task.status is TaskStatus.PENDING:
-                orphans.append((task.uid, task.job.partition("/")[2] or task.job, task.creation))
+                orphans.append((task.key, task.job.partition("/")[2] or task.job, task.creation))
             continue
         job.add_task(task)
         node = nodes.get(task.node_name)
@@ -147,7 +147,7 @@ def current_task(manifest: Obj, base: TaskInfo, assumed: Mapping[str, str]) -> T
     task.status = status_of(manifest)
     task.node_name = str(spec.get("nodeName") or "")
     if not task.node_name and assumed:
-        node = assumed.get(task.uid)
+        node = assumed.get(task.key)
         if node:
             task.node_name = node
             task.status = status_of({**manifest, "spec": {**spec, "nodeName": node}})
@@ -161,11 +161,11 @@ def gang_of(pod: Obj, task: TaskInfo, jobs: dict[str, JobInfo], default_queue: s
     job = jobs.get(task.job)
     if job is not None:
         return job
-    if group_of(pod) != task.uid:
+    if group_of(pod) != task.key:
         return None  # names a PodGroup that does not exist (yet): not schedulable
     plain = jobs.get(plain_group_of(pod) or "")  # the PodGroup the controllers made for it
     if plain is not None:
-        task.job = plain.uid
+        task.job = plain.key
         return plain
     if wants_gang(pod):
         return None  # a gang member whose PodGroup is not there yet never runs alone

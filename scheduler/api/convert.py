@@ -154,7 +154,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
             if value is not None:
                 gpu_field.read(value, key, sink)
     return TaskInfo(
-        uid=key,
+        key=key,
         name=name,
         namespace=namespace,
         job=f"{namespace}/{F_GROUP.read(group, key, sink)}" if group else key,
@@ -351,7 +351,7 @@ def job_from_podgroup(
         extra["minMemberOverride"] = override
         min_member = override
     return JobInfo(
-        uid=key,
+        key=key,
         name=name,
         namespace=namespace,
         queue=F_QUEUE.read(spec.get("queue"), key, sink) or default_queue,
@@ -385,7 +385,7 @@ def _group_preemptable(annotations: Mapping[str, str] | None, labels: object, ke
 def implicit_job(task: TaskInfo, *, default_queue: str, queue: str | None = None) -> JobInfo:
     """A pod without a group-name annotation is a gang of one."""
     return JobInfo(
-        uid=task.job,
+        key=task.job,
         name=task.name,
         namespace=task.namespace,
         queue=queue or default_queue,

@@ -19,7 +19,7 @@ VALID_STATUSES = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
 
 @dataclass(slots=True, eq=False)
 class TaskInfo:
-    uid: str
+    key: str  # namespace/name of the pod (the stores' key; the pod's own UID is not kept)
     name: str
     namespace: str
     job: str
@@ -54,7 +54,7 @@ class TaskInfo:
 
     def clone(self) -> TaskInfo:
         return TaskInfo(
-            self.uid,
+            self.key,
             self.name,
             self.namespace,
             self.job,
@@ -94,7 +94,7 @@ class Condition:
 class JobInfo:
     """A PodGroup and its pods."""
 
-    uid: str  # namespace/name of the PodGroup
+    key: str  # namespace/name of the PodGroup
     name: str
     namespace: str
     queue: str
@@ -119,8 +119,8 @@ class JobInfo:
 
     # -- membership ---------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
-        self.tasks[task.uid] = task
-        self.by_status.setdefault(task.status, {})[task.uid] = task
+        self.tasks[task.key] = task
+        self.by_status.setdefault(task.status, {})[task.key] = task
         if task.status == TaskStatus.PENDING and task.best_effort:
             self.pending_best_effort += 1
         if task.status in READY_STATUSES:
@@ -129,12 +129,12 @@ class JobInfo:
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         bucket = self.by_status.get(task.status)
         if bucket is not None:
-            bucket.pop(task.uid, None)
+            bucket.pop(task.key, None)
         if task.best_effort:
             self.pending_best_effort += (status == TaskStatus.PENDING) - (task.status == TaskStatus.PENDING)
         self.ready += (status in READY_STATUSES) - (task.status in READY_STATUSES)
         task.status = status
-        self.by_status.setdefault(status, {})[task.uid] = task
+        self.by_status.setdefault(status, {})[task.key] = task
 
     def with_status(self, status: TaskStatus) -> Iterator[TaskInfo]:
         yield from self.by_status.get(status, {}).values()
@@ -282,7 +282,7 @@ class JobInfo:
 
     def clone(self) -> JobInfo:
         copy = JobInfo(
-            self.uid,
+            self.key,
             self.name,
             self.namespace,
             self.queue,
@@ -304,4 +304,4 @@ class JobInfo:
         return copy
 
     def __repr__(self) -> str:
-        return f"Job({self.uid} {self.phase.value} {self.ready_task_num()}/{self.min_available})"
+        return f"Job({self.key} {self.phase.value} {self.ready_task_num()}/{self.min_available})"

@@ -42,7 +42,7 @@ class NodeInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         """Account for a task placed here (by the cluster, or by a Statement in this session)."""
-        self.tasks[task.uid] = task
+        self.tasks[task.key] = task
         if task.status == TaskStatus.PIPELINED:
             self.pipelined = self.pipelined + task.resreq
             return
@@ -63,7 +63,7 @@ class NodeInfo:
                 self.add_task(task)
             return
         for task in tasks:
-            self.tasks[task.uid] = task
+            self.tasks[task.key] = task
         total = first.resreq.scale(len(tasks))
         self.idle = self.idle - total
         self.used = self.used + total
@@ -73,7 +73,7 @@ class NodeInfo:
             self.no_memory_request += len(tasks)
 
     def remove_task(self, task: TaskInfo) -> None:
-        if self.tasks.pop(task.uid, None) is None:
+        if self.tasks.pop(task.key, None) is None:
             return
         if task.status == TaskStatus.PIPELINED:
             self.pipelined = self.pipelined - task.resreq

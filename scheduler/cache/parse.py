@@ -324,7 +324,7 @@ def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, i
     if not (type(node_name) is str and len(node_name) <= F.NAME_MAX):
         node_name = F_NODE_NAME.read(node_name, key, sink)
     return TaskInfo(
-        uid=key,
+        key=key,
         name=name,
         namespace=namespace,
         job=f"{namespace}/{_POD_GROUP.read(group, key, sink)}" if group else key,

@@ -77,10 +77,10 @@ class StatementBackEnd:
 
     # ---- requests (made by a commit) ---------------------------------------------------------------
     def record_bind(self, task: TaskInfo, node: str) -> None:
-        self._binds.setdefault(task.job, []).append((task.uid, node))
+        self._binds.setdefault(task.job, []).append((task.key, node))
 
     def record_eviction(self, task: TaskInfo, reason: str, cause: EvictCause | None = None) -> None:
-        self._evictions.append(Eviction(task.job, task.uid, task.node_name, reason, cause))
+        self._evictions.append(Eviction(task.job, task.key, task.node_name, reason, cause))
 
     def annotate(self, task_uid: str, annotations: dict[str, str]) -> None:
         """Annotations the adapter writes on the pod before it binds it."""

@@ -193,8 +193,8 @@ def unified_victims(tiers: Tiers[Evictable], ctx: EvictionContext, candidates: S
             if agreed is None:
                 agreed = list(allowed)
             else:
-                kept = {t.uid for t in allowed}
-                agreed = [t for t in agreed if t.uid in kept] or None
+                kept = {t.key for t in allowed}
+                agreed = [t for t in agreed if t.key in kept] or None
         if agreed is not None:
             return agreed
     return []

@@ -153,8 +153,8 @@ class Faults:
         self._results.fault(job, status)
         self._results.count(JOB_ERRORS + status.plugin)
         if self._memo is not None:
-            self._memo.failures.pop(job.uid, None)  # not "known to fail": it failed, it did not misfit
-        self._log(job.uid, f"job {job.uid}", status, exc)
+            self._memo.failures.pop(job.key, None)  # not "known to fail": it failed, it did not misfit
+        self._log(job.key, f"job {job.key}", status, exc)
 
     def queue(self, queue: QueueInfo, exc: BaseException) -> None:
         """`queue` failed (its QueueOrder or Overused raised): it and every job in it are left out."""
@@ -203,7 +203,7 @@ class Faults:
             for statement in reversed(self._statements[mark:]):
                 _, undo = attempt(statement.discard)  # the job is faulted already; keep undoing the rest
                 if undo is not None:
-                    log.error("discarding job %s's statement after its fault failed too: %s", job.uid, undo)
+                    log.error("discarding job %s's statement after its fault failed too: %s", job.key, undo)
             self.job(job, exc)
         del self._statements[mark:]
 

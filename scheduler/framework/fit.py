@@ -307,7 +307,7 @@ class FeasibilityCache:
 
     def errors(self, job: JobInfo) -> FitErrors | None:
         """Why the job's tasks fit no node this cycle (None: none of them was turned away by every node)."""
-        return self._errors.get(job.uid)
+        return self._errors.get(job.key)
 
     def known_to_fail(self, job: JobInfo) -> bool:
         """A gang that did not fit last cycle, unchanged, with no node it may use freed since: same answer (and
@@ -317,13 +317,13 @@ class FeasibilityCache:
         failure = self._memo.still_failing(job)
         if failure is None:
             return False
-        self._errors[job.uid] = FitErrors(Counter(failure.reasons), 0, failure.task)
+        self._errors[job.key] = FitErrors(Counter(failure.reasons), 0, failure.task)
         return True
 
     def remember_failure(self, job: JobInfo, pending: Sequence[TaskInfo], task: TaskInfo | None) -> None:
         """After the gang's statement is discarded: it did not fit for lack of resources on its nodes, so later
         cycles skip it while nothing it depends on changes (`memo.py`). `pending`: its tasks still to place."""
-        errors = self._errors.get(job.uid)
+        errors = self._errors.get(job.key)
         if self._memo is None or errors is None:
             return
         shapes = {t.constraints: t for t in pending}.values()

@@ -36,7 +36,7 @@ def node_statics(nodes: list[NodeInfo]) -> tuple[Any, ...]:
 
 
 def gang_signature(job: JobInfo) -> tuple[Any, ...]:
-    pending = frozenset(t.uid for t in job.with_status(TaskStatus.PENDING))
+    pending = frozenset(t.key for t in job.with_status(TaskStatus.PENDING))
     return (job.min_available, tuple(sorted(job.min_task_member.items())), job.ready_task_num(), pending)
 
 
@@ -75,17 +75,17 @@ class CycleMemo:
         return self.feasible
 
     def still_failing(self, job: JobInfo) -> Failure | None:
-        failure = self.failures.get(job.uid)
+        failure = self.failures.get(job.key)
         if failure is None or self.gained is None:
             return None
         if failure.signature != gang_signature(job) or bool(self.gained[failure.positions].any()):
-            del self.failures[job.uid]
+            del self.failures[job.key]
             return None
         self.skipped += 1
         return failure
 
     def record_failure(self, job: JobInfo, positions: Any, reasons: Counter[NodeFilter], task: str) -> None:
-        self.failures[job.uid] = Failure(gang_signature(job), positions, Counter(reasons), task)
+        self.failures[job.key] = Failure(gang_signature(job), positions, Counter(reasons), task)
 
     def end(self, jobs: dict[str, JobInfo], idle: Any) -> None:
         self.baseline = idle.copy()

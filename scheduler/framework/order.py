@@ -35,7 +35,7 @@ class Orderings:
                     self._faults.job(job, exc)
             elif decided:
                 return bool(decided < 0)
-        return (faulted(a), a.creation, a.uid) < (faulted(b), b.creation, b.uid)
+        return (faulted(a), a.creation, a.key) < (faulted(b), b.creation, b.key)
 
     def job_key(self) -> Callable[[JobInfo], tuple[object, ...]] | None:
         """JobOrder as a key, when every JobOrder function is a `KeyedOrdering`: their keys in tier order, then
@@ -49,12 +49,12 @@ class Orderings:
 
         def key_of(job: JobInfo) -> tuple[object, ...]:
             if not faults.job_faulted(job):
-                made, exc = attempt(lambda: (0, *(key(job) for key in keys), job.creation, job.uid))
+                made, exc = attempt(lambda: (0, *(key(job) for key in keys), job.creation, job.key))
                 if exc is not None:
                     faults.job(job, exc)  # see the class
                 elif made is not None:
                     return made
-            return (1, job.uid)
+            return (1, job.key)
 
         return key_of
 

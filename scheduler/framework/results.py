@@ -42,39 +42,39 @@ class ResultsCollector:
     def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
         """The job's Scheduled/Unschedulable condition; `status` is what an Unschedulable one was rendered from,
         published beside it for tools (`api/decision.py`)."""
-        self._conditions[job.uid] = condition
+        self._conditions[job.key] = condition
         if status is not None:
-            self._published[job.uid] = status
+            self._published[job.key] = status
         else:
-            self._published.pop(job.uid, None)
+            self._published.pop(job.key, None)
 
     def hold(self, job: JobInfo, status: Status, *, first: bool = False) -> None:
         """Remember why a gate held the job this cycle, for its condition (`first`: keep an earlier one)."""
-        if first and job.uid in self._gates:
+        if first and job.key in self._gates:
             return
-        self._gates[job.uid] = status
+        self._gates[job.key] = status
 
     def held(self, job: JobInfo) -> Status | None:
         """Why a gate held the job this cycle (None: none did); a fault first."""
-        return self._faults.get(job.uid) or self._gates.get(job.uid)
+        return self._faults.get(job.key) or self._gates.get(job.key)
 
     def fault(self, job: JobInfo, status: Status) -> None:
         """A plugin or action failed on `job` (`faults.py`): its condition at close says so, whatever else was
         written for it."""
-        self._faults.setdefault(job.uid, status)
+        self._faults.setdefault(job.key, status)
 
     def faulted(self, job: JobInfo) -> bool:
-        return job.uid in self._faults
+        return job.key in self._faults
 
     def add_condition(self, job: JobInfo, condition: Condition) -> None:
         """A condition beside the Scheduled/Unschedulable one (e.g. `Timeout`); one per type."""
-        kept = [c for c in self._extra_conditions.get(job.uid, []) if c.type != condition.type]
-        self._extra_conditions[job.uid] = [*kept, condition]
+        kept = [c for c in self._extra_conditions.get(job.key, []) if c.type != condition.type]
+        self._extra_conditions[job.key] = [*kept, condition]
 
     def override_min_member(self, job: JobInfo, min_member: int) -> None:
         """Schedule `job` with a smaller minMember from now on (written to status.minMemberOverride)."""
         job.min_available = min_member
-        self._overrides[job.uid] = min_member
+        self._overrides[job.key] = min_member
 
     def set_phase(self, job: JobInfo, phase: PodGroupPhase) -> None:
         job.phase = phase
@@ -127,7 +127,7 @@ class ResultsCollector:
         )
         for job in self._jobs.values():
             status = self._podgroup_status(job)
-            before_phase, before_conditions = self._original.get(job.uid, (None, ()))
+            before_phase, before_conditions = self._original.get(job.key, (None, ()))
             if status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job):
                 result.podgroups.append(status)
         allocated = self.allocated_by_queue()
@@ -138,23 +138,23 @@ class ResultsCollector:
         return result
 
     def _podgroup_status(self, job: JobInfo) -> PodGroupStatus:
-        condition = self._conditions.get(job.uid)
+        condition = self._conditions.get(job.key)
         conditions = _merge_condition(job.conditions, condition) if condition else job.conditions
-        for extra in self._extra_conditions.get(job.uid, ()):
+        for extra in self._extra_conditions.get(job.key, ()):
             conditions = _merge_condition(conditions, extra)
         running = job.count(TaskStatus.RUNNING)
         unschedulable_now = condition is not None and condition.type == "Unschedulable"
         phase = podgroup_phase(job, running, unschedulable_now)
         job.phase = phase
         return PodGroupStatus(
-            job.uid,
+            job.key,
             phase,
             conditions,
             running,
             job.count(TaskStatus.SUCCEEDED),
             job.count(TaskStatus.FAILED),
-            self._overrides.get(job.uid, job.extra.get("minMemberOverride")),
-            decision=self._published.get(job.uid) if unschedulable_now else None,
+            self._overrides.get(job.key, job.extra.get("minMemberOverride")),
+            decision=self._published.get(job.key) if unschedulable_now else None,
         )
 
 

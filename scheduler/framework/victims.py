@@ -33,7 +33,7 @@ def is_critical(task: TaskInfo) -> bool:
 
 def victim_order(task: TaskInfo, jobs: Mapping[str, JobInfo]) -> tuple[int, int, float, str]:
     job = jobs.get(task.job)
-    return (task.priority, job.priority if job is not None else 0, -task.creation, task.uid)
+    return (task.priority, job.priority if job is not None else 0, -task.creation, task.key)
 
 
 def running_candidates(tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
@@ -56,9 +56,9 @@ def gang_safe(
         job = jobs.get(task.job)
         if job is None:
             continue
-        ready = left.setdefault(job.uid, job.ready_task_num())
+        ready = left.setdefault(job.key, job.ready_task_num())
         if ready <= job.min_available and not (singles_may_go and job.min_available <= 1):
             continue
-        left[job.uid] = ready - 1
+        left[job.key] = ready - 1
         kept.append(task)
     return kept

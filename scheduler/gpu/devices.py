@@ -127,7 +127,7 @@ def node_state(nodes: Sequence[NodeInfo]) -> tuple[GpuArrays, dict[str, tuple[in
             # cpu and memory are already out of node.idle: take the cards only
             for card in cards:
                 arrays.free[i, card] = max(0, arrays.free[i, card] - shape.milli)
-            holders[task.uid] = (i, shape, tuple(cards))
+            holders[task.key] = (i, shape, tuple(cards))
     return arrays, holders
 
 

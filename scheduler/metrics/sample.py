@@ -163,9 +163,9 @@ def sample_cycle(
     for job in jobs:
         phases[job.phase.value] += 1
         waiting = _waiting(job)
-        if job.uid in bound_jobs:
+        if job.key in bound_jobs:
             attempts[SCHEDULED] += 1
-            if bound_jobs[job.uid] >= job.ready_task_num() and job.creation:
+            if bound_jobs[job.key] >= job.ready_task_num() and job.creation:
                 durations.append(max(0.0, now - job.creation))  # every ready pod was bound now: it started
         elif waiting and job.phase != PodGroupPhase.PENDING:
             attempts[UNSCHEDULABLE] += 1
@@ -180,15 +180,15 @@ def sample_cycle(
             request[job.queue] = request.get(job.queue, ZERO) + held + without_pods(asked)
             if job.min_resources is not None:
                 inqueue[job.queue] = inqueue.get(job.queue, ZERO) + reserved_by_admitted(job)
-        pending_tasks.extend((task.uid, task.creation) for task in job.with_status(TaskStatus.PENDING))
+        pending_tasks.extend((task.key, task.creation) for task in job.with_status(TaskStatus.PENDING))
         job_samples.append(
             JobSample(
-                uid=job.uid,
+                uid=job.key,
                 name=job.name,
                 namespace=job.namespace,
                 queue=job.queue,
                 creation=job.creation,
-                bound_tasks=bound_jobs.get(job.uid, 0),
+                bound_tasks=bound_jobs.get(job.key, 0),
                 unready_tasks=_unready_tasks(job),
                 ready=job.is_ready(),
                 share=_dominant_share(held, total_units),

@@ -106,9 +106,9 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         """Add each pending task's shape to the mix once (by uid): the mix holds what arrived, not the future."""
         for job in self.ssn.jobs.values():
             for task in job.tasks.values():
-                if task.status != TaskStatus.PENDING or task.uid in seen or not wants_gpu(task):
+                if task.status != TaskStatus.PENDING or task.key in seen or not wants_gpu(task):
                     continue
-                seen[task.uid] = None
+                seen[task.key] = None
                 if len(seen) > SEEN_LIMIT:
                     seen.popitem(last=False)
                 shape = self._nominal_shape(task)
@@ -162,7 +162,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         if index is None:
             return
         node = self.ssn.node_list[index]
-        held = self.holders.get(task.uid)
+        held = self.holders.get(task.key)
         if held is not None and held[0] == index:  # a task coming back (unmark releasing): same cards
             cards: tuple[int, ...] | None = held[2]
             shape = held[1]
@@ -172,13 +172,13 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         if shape is not None and cards:
             for card in cards:
                 self.state.free[index, card] -= shape.milli
-            self.holders[task.uid] = (index, shape, cards)
-            self.assignments[task.uid] = cards
+            self.holders[task.key] = (index, shape, cards)
+            self.assignments[task.key] = cards
         self._sync_node(index)
 
     def on_deallocate(self, task: TaskInfo) -> None:
-        held = self.holders.get(task.uid)
-        self.assignments.pop(task.uid, None)
+        held = self.holders.get(task.key)
+        self.assignments.pop(task.key, None)
         if held is None:
             index = self.ssn.arrays.position.get(task.node_name)
             if index is not None:
@@ -188,7 +188,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         for card in cards:
             self.state.free[index, card] += shape.milli
         if task.status == TaskStatus.PENDING:  # undone: forget it; releasing keeps its record to come back
-            del self.holders[task.uid]
+            del self.holders[task.key]
         self._sync_node(index)
 
     def _sync_node(self, index: int) -> None:
@@ -206,7 +206,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
                 ssn.annotate(task_uid, annotations)
 
     def _annotations_for(self, task: TaskInfo, now_ns: int) -> dict[str, str]:
-        return self._annotations_for_uid(task.uid, now_ns)
+        return self._annotations_for_uid(task.key, now_ns)
 
     def _annotations_for_uid(self, task_uid: str, now_ns: int) -> dict[str, str]:
         """The bind annotations of a task this session placed (its recorded cards); {} for a task without."""

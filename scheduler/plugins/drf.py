@@ -32,11 +32,11 @@ class DrfPlugin(Plugin[NoArgs]):
         self.shares: dict[str, Fraction] = {uid: share_of(r, self.total) for uid, r in self.allocated.items()}
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        return P.compare(self._share(a.uid), self._share(b.uid))
+        return P.compare(self._share(a.key), self._share(b.key))
 
     def job_order_key(self, job: JobInfo) -> Fraction:
         """JobOrder's key: the lower dominant share first."""
-        return self._share(job.uid)
+        return self._share(job.key)
 
     def _share(self, job: str) -> Fraction:
         share = self.shares.get(job)

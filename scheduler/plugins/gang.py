@@ -68,7 +68,7 @@ def check_timeout(ssn: SessionAPI, job: JobInfo) -> None:
         reason = R.ScheduleTimeout(timeout, waited, job.min_available)
     text = render(reason)
     ssn.add_condition(job, Condition(TIMEOUT, "True", TIMEOUT_REASON, text))
-    ssn.event("PodGroup", job.uid, "Warning", TIMEOUT_REASON, text)
+    ssn.event("PodGroup", job.key, "Warning", TIMEOUT_REASON, text)
 
 
 def valid(job: JobInfo) -> Status:
@@ -223,7 +223,7 @@ class GangPlugin(Plugin[NoArgs]):
         if job.phase == PodGroupPhase.PENDING or not job.tasks or ssn.faulted(job):
             return
         if job.count_ready():
-            if ssn.got_binds(job.uid) or _was_unschedulable(job):
+            if ssn.got_binds(job.key) or _was_unschedulable(job):
                 self._scheduled(ssn, job)
             return
         if _held_by_releasing(job):
@@ -240,15 +240,15 @@ class GangPlugin(Plugin[NoArgs]):
         text = condition.message
         ssn.set_condition(job, condition, status)
         if condition not in job.conditions:
-            ssn.event("PodGroup", job.uid, "Warning", UNSCHEDULABLE, text)
+            ssn.event("PodGroup", job.key, "Warning", UNSCHEDULABLE, text)
             for task in job.with_status(TaskStatus.PENDING):
-                ssn.event("Pod", task.uid, "Warning", "FailedScheduling", text)
+                ssn.event("Pod", task.key, "Warning", "FailedScheduling", text)
 
     def _scheduled(self, ssn: SessionAPI, job: JobInfo) -> None:
         condition = Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", SCHEDULED_REASON)
         ssn.set_condition(job, condition)
         if condition not in job.conditions:
-            ssn.event("PodGroup", job.uid, "Normal", "Scheduled", f"{job.ready_task_num()} tasks in gang scheduled")
+            ssn.event("PodGroup", job.key, "Normal", "Scheduled", f"{job.ready_task_num()} tasks in gang scheduled")
 
 
 def _was_unschedulable(job: JobInfo) -> bool:

@@ -90,7 +90,7 @@ class PlacedPods:
         """The session's event handler: a Statement placed `task`, took it back or marked it releasing."""
         if self._at is None:
             return  # nothing asked yet: the first question reads the nodes as they are then
-        before = self._at.get(task.uid)
+        before = self._at.get(task.key)
         now = self._counted(task)
         if before is None and now is None or before and now and before[0] == now[0] and before[1] is now[1]:
             return
@@ -110,7 +110,7 @@ class PlacedPods:
         position = self._position.get(task.node_name)
         if position is None:
             return None
-        held = self._ssn.node_list[position].tasks.get(task.uid)
+        held = self._ssn.node_list[position].tasks.get(task.key)
         return (position, held) if held is not None and held.status in COUNTED else None
 
     def _placed(self) -> Mapping[str, tuple[int, TaskInfo]]:
@@ -125,9 +125,9 @@ class PlacedPods:
     def _record(self, position: int, pod: TaskInfo, sign: int) -> None:
         assert self._at is not None
         if sign > 0:
-            self._at[pod.uid] = (position, pod)
+            self._at[pod.key] = (position, pod)
         else:
-            del self._at[pod.uid]
+            del self._at[pod.key]
         self._log.append((position, pod, sign))
         for term in dict.fromkeys(pod.constraints.pod_anti_affinity):  # a term listed twice repels once
             repel = self._repellers.get((term, pod.namespace))
@@ -155,7 +155,7 @@ class PlacedPods:
             if domain != NO_DOMAIN and selection.selects(pod):
                 per_domain[domain] += sign
         entry.seen = len(self._log)
-        mine = placed.get(me.uid)
+        mine = placed.get(me.key)
         if mine is not None and of[mine[0]] != NO_DOMAIN and selection.selects(mine[1]):
             per_domain = per_domain.copy()
             per_domain[of[mine[0]]] -= 1
@@ -164,7 +164,7 @@ class PlacedPods:
     def repelled(self, task: TaskInfo) -> list[tuple[LabelDomains, BoolArray]]:
         """Per topology key, the domains (a mask with the empty last slot) whose counted pods other than `task`
         have a required anti-affinity term selecting `task`."""
-        mine = self._placed().get(task.uid)
+        mine = self._placed().get(task.key)
         out: dict[str, tuple[LabelDomains, BoolArray]] = {}
         for (term, namespace), repel in self._repellers.items():
             if not term.selects(namespace, task.namespace, task.labels):

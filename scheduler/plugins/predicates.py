@@ -235,7 +235,7 @@ def host_port_filter(task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
     if not wanted:
         return [SUCCESS] * len(nodes)
     return [
-        HOST_PORTS if any(other.constraints.host_ports and other.status in COUNTED and other.uid != task.uid
+        HOST_PORTS if any(other.constraints.host_ports and other.status in COUNTED and other.key != task.key
                           and host_ports_conflict(wanted, other.constraints.host_ports)
                           for other in node.tasks.values()) else SUCCESS
         for node in nodes

@@ -204,7 +204,7 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         smallest = sorted(tasks[required:], key=lambda t: (t.resreq.get(GPU), t.resreq.cpu, t.resreq.memory))
         attempts = [tasks, tasks[:need]]
         by_size = tasks[:required] + smallest[: max(0, need - required)]
-        if [t.uid for t in by_size] != [t.uid for t in attempts[-1]]:
+        if [t.key for t in by_size] != [t.key for t in attempts[-1]]:
             attempts.append(by_size)
         return attempts
 

@@ -200,13 +200,13 @@ class ClaimBinding:
     def placed_task(self, task: TaskInfo) -> None:
         """A Statement placed the task: its claims take their choices on its node (or keep the ones made)."""
         needs = task.constraints.volumes
-        if needs is None or not needs.to_bind or task.uid in self.placed:
+        if needs is None or not needs.to_bind or task.key in self.placed:
             return
         index = self.position.get(task.node_name)
         plan = self._plan(self._by_size(needs.to_bind), self.node_list[index]) if index is not None else None
         if plan is None:
-            self.broken.setdefault(task.job, set()).add(task.uid)
-            self.placed[task.uid] = (task.job, ())
+            self.broken.setdefault(task.job, set()).add(task.key)
+            self.placed[task.key] = (task.job, ())
             return
         for choice in plan:
             if choice.claim not in self.chosen:
@@ -214,23 +214,23 @@ class ClaimBinding:
                 if choice.volume:
                     self.taken.add(choice.volume)
                 self._version += 1
-            self.users.setdefault(choice.claim, set()).add(task.uid)
-        self.placed[task.uid] = (task.job, tuple(c.claim for c in plan))
+            self.users.setdefault(choice.claim, set()).add(task.key)
+        self.placed[task.key] = (task.job, tuple(c.claim for c in plan))
 
     def removed_task(self, task: TaskInfo) -> None:
         """A Statement took the task back: a choice no placed task holds any more is undone."""
-        entry = self.placed.pop(task.uid, None)
+        entry = self.placed.pop(task.key, None)
         if entry is None:
             return
         job, claims = entry
         broken = self.broken.get(job)
         if broken is not None:
-            broken.discard(task.uid)
+            broken.discard(task.key)
             if not broken:
                 del self.broken[job]
         for claim in claims:
             users = self.users[claim]
-            users.discard(task.uid)
+            users.discard(task.key)
             if not users:
                 del self.users[claim]
                 choice = self.chosen.pop(claim)
@@ -239,7 +239,7 @@ class ClaimBinding:
 
     def ready(self, job: JobInfo) -> bool:
         """JobReady: no placed task of the job is left without volumes where it is."""
-        return job.uid not in self.broken
+        return job.key not in self.broken
 
     # ---- at close ---------------------------------------------------------------------------------------
     def close(self, ssn: SessionAPI) -> None:

@@ -215,9 +215,9 @@ class InMemoryCluster:
             return task_from_pod(manifest, priority_classes=self.priority_classes, creation=self.now)
 
         task = _read("Pod", pod, parse)
-        self.pods[task.uid] = SimPod(manifest, task, self.now, grace=_grace(manifest))
-        self._groups.setdefault(group_of(manifest), {})[task.uid] = None
-        return task.uid
+        self.pods[task.key] = SimPod(manifest, task, self.now, grace=_grace(manifest))
+        self._groups.setdefault(group_of(manifest), {})[task.key] = None
+        return task.key
 
     def delete_pod(self, key: str) -> None:
         self.pods.pop(key, None)

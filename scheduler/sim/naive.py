@@ -25,9 +25,9 @@ def per_pod_cycle(snapshot: ClusterSnapshot) -> CycleResult:
     pending = []
     for job in snapshot.jobs.values():
         if job.phase == PodGroupPhase.PENDING:
-            result.podgroups.append(PodGroupStatus(job.uid, PodGroupPhase.INQUEUE, job.conditions, 0, 0, 0))
+            result.podgroups.append(PodGroupStatus(job.key, PodGroupPhase.INQUEUE, job.conditions, 0, 0, 0))
         for index, task in enumerate(sorted(job.with_status(TaskStatus.PENDING), key=lambda t: t.name)):
-            pending.append((task.creation, index, job.uid, task))
+            pending.append((task.creation, index, job.key, task))
     nodes = sorted(snapshot.nodes.values(), key=lambda n: n.name)
     placed: dict[str, int] = {}
     unplaced: dict[str, list[TaskInfo]] = {}
@@ -39,7 +39,7 @@ def per_pod_cycle(snapshot: ClusterSnapshot) -> CycleResult:
         node = min(fits, key=lambda n: (n.idle.gpu - task.resreq.gpu, n.name))
         task.status = TaskStatus.ALLOCATED
         node.add_task(task)
-        result.binds.append(GangBind(job_uid, ((task.uid, node.name),)))
+        result.binds.append(GangBind(job_uid, ((task.key, node.name),)))
         placed[job_uid] = placed.get(job_uid, 0) + 1
     for job_uid, tasks in unplaced.items():
         job = snapshot.jobs[job_uid]

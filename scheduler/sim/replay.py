@@ -218,7 +218,7 @@ class JobDriver:
         running = [p for p in pods if p.manifest["status"]["phase"] == "Running" and p.gone_at is None]
         if run.done:  # an elastic job's extras, bound after its work was done: nothing left to do
             for pod in running:
-                self.cluster.finish_pod(pod.task.uid)
+                self.cluster.finish_pod(pod.task.key)
             return bool(running)
         whole = bool(running) and len(running) >= run.min_available
         if run.running_since is not None and not whole:
@@ -238,7 +238,7 @@ class JobDriver:
         if since is not None and now >= since + run.item.duration and running:
             run.done = True  # its pods leaving now is the work ending, not the gang breaking
             for pod in running:
-                self.cluster.finish_pod(pod.task.uid)
+                self.cluster.finish_pod(pod.task.key)
             if run.item.kind != "Job":
                 run.ended, run.phase = now, "Completed"
             return True

@@ -30,7 +30,7 @@ def value(obj: Any) -> Any:
 
 def task_value(task: TaskInfo, ours: set[str]) -> Any:
     v = value(task)
-    if task.uid not in ours:
+    if task.key not in ours:
         for name in FOREIGN_UNREAD:
             v.pop(name)
     return v

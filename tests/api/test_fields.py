@@ -215,7 +215,7 @@ def _snapshot_reads(pod: dict[str, Any]) -> None:
     task = cache.task(pod, {})
     if task is None:  # the broken sample
         return
-    build_snapshot(SnapshotInputs([], [], [], [(pod, task)], 0.0, assumed={task.uid: "n"}),
+    build_snapshot(SnapshotInputs([], [], [], [(pod, task)], 0.0, assumed={task.key: "n"}),
                    AdapterRules(frozenset({"volcano-py"})))
 
 

@@ -165,7 +165,7 @@ def test_giving_up_evicts_owned_pods_and_marks_a_bare_gang_unknown():
     job = gang(2)
     [partial] = overdue_partial_gangs([job], set(), 1000.0, 60.0, lambda _: None)
     result = CycleResult()
-    give_up(result, [partial], {job.uid: job}, lambda task: task == "ns/g-0", lambda _: True, 60.0)
+    give_up(result, [partial], {job.key: job}, lambda task: task == "ns/g-0", lambda _: True, 60.0)
     assert [e.task for e in result.evictions] == ["ns/g-0"]
     [status] = result.podgroups
     assert status.phase == PodGroupPhase.UNKNOWN

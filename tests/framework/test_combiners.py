@@ -141,12 +141,12 @@ def keep(*indices: int) -> Callable[..., list[TaskInfo]]:
     """A victim function that keeps the candidates at these positions of TASKS, whatever order it is asked in."""
     def fn(*args: object) -> list[TaskInfo]:
         candidates = next(a for a in args if isinstance(a, list))
-        return [t for t in candidates if int(t.uid[1:]) in indices]
+        return [t for t in candidates if int(t.key[1:]) in indices]
     return fn
 
 
 def uids(tasks: Sequence[TaskInfo]) -> list[str]:
-    return [t.uid for t in tasks]
+    return [t.key for t in tasks]
 
 
 @pytest.mark.parametrize(("tiers", "expected"), [

@@ -15,7 +15,7 @@ CTX = EvictionContext(EvictionKind.GANG_PREEMPT, JobInfo("default/p", "p", "defa
 
 def allow(*indices: int):
     def fn(ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        return [t for t in candidates if int(t.uid[1:]) in indices]
+        return [t for t in candidates if int(t.key[1:]) in indices]
     return fn
 
 
@@ -24,7 +24,7 @@ def abstain(ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> None:
 
 
 def uids(tasks: list[TaskInfo]) -> list[str]:
-    return [t.uid for t in tasks]
+    return [t.key for t in tasks]
 
 
 def test_a_tier_answers_with_what_every_plugin_in_it_allows() -> None:

@@ -137,8 +137,8 @@ class PoisonPlugin(Plugin[NoArgs]):
         self.live = False  # raise in the actions only, so each test knows which action met the fault
 
     def _job_bad(self, job: JobInfo) -> bool:
-        if self.live and job.uid == self.target:
-            raise PoisonedError(f"job {job.uid} poisoned")
+        if self.live and job.key == self.target:
+            raise PoisonedError(f"job {job.key} poisoned")
         return False
 
     def _task_bad(self, task: TaskInfo) -> bool:
@@ -269,20 +269,20 @@ def test_a_plugin_raising_for_one_job_costs_that_job_alone(
     monkeypatch.setattr(poison, "target", "nobody")
     monkeypatch.setattr(poison, "target_queue", "nobody")
     expected = run(workload(seed, action, point, poisoned=False), conf)
-    monkeypatch.setattr(poison, "target", target.uid)
+    monkeypatch.setattr(poison, "target", target.key)
     monkeypatch.setattr(poison, "target_queue", target.queue if point in QUEUE_POINTS else "nobody")
     result = run(c, conf)
 
-    status = next(s for s in result.podgroups if s.job == target.uid)
+    status = next(s for s in result.podgroups if s.job == target.key)
     assert status.decision is not None, f"{point} was never asked about the poisoned job in {action}"
     assert status.decision.code is Code.ERROR
     (reason,) = status.decision.reasons
     assert isinstance(reason, PluginError)
     assert (reason.plugin, reason.action, reason.error) == ("poison", action, "PoisonedError")
     assert any(c.reason == SCHEDULER_ERROR and c.type == "Unschedulable" for c in status.conditions)
-    assert not any(g.job == target.uid for g in result.binds)
+    assert not any(g.job == target.key for g in result.binds)
     assert result.counters.get(JOB_ERRORS + "poison", 0) >= 1
-    assert outcome(result, target.uid) == outcome(expected, target.uid)
+    assert outcome(result, target.key) == outcome(expected, target.key)
 
 
 def test_the_cases_reach_preemption_and_reclaim() -> None:
@@ -305,12 +305,12 @@ def test_a_fault_that_repeats_is_logged_once(poison: type[PoisonPlugin], monkeyp
     c = workload(1, "allocate", "job_valid")
     target = next(job for job in c.sim.snapshot().jobs.values() if job.name == POISON_GROUP)
     monkeypatch.setattr(poison, "point", "job_valid")
-    monkeypatch.setattr(poison, "target", target.uid)
+    monkeypatch.setattr(poison, "target", target.key)
     memo = CycleMemo()
     conf = conf_for("allocate")
     with caplog.at_level("ERROR", logger="volcano_py.scheduler"):
         results = [cycle.run_cycle(c.sim.snapshot(), conf, memo=memo) for _ in range(5)]
-    lines = [r for r in caplog.records if target.uid in r.getMessage()]
+    lines = [r for r in caplog.records if target.key in r.getMessage()]
     assert len(lines) == 1, [r.getMessage() for r in lines]
     assert "poison" in lines[0].getMessage() and "PoisonedError" in lines[0].getMessage()
     assert [r.counters.get(JOB_ERRORS + "poison") for r in results] == [1] * 5
@@ -327,8 +327,8 @@ def test_a_statement_is_undone_when_the_job_fails_mid_placement(
     c.job("after", replicas=2, gpu=2)
     target = next(job for job in c.sim.snapshot().jobs.values() if job.name == POISON_GROUP)
     monkeypatch.setattr(poison, "point", "job_ready")
-    monkeypatch.setattr(poison, "target", target.uid)
+    monkeypatch.setattr(poison, "target", target.key)
     result = run(c, conf_for("allocate"))
     bound = {g.job: len(g.binds) for g in result.binds}
-    assert target.uid not in bound
+    assert target.key not in bound
     assert list(bound.values()) == [2]

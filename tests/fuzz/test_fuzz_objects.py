@@ -121,8 +121,8 @@ def good_gang_bound_or_displaced(snapshot: Any, result: Any) -> None:
         assert {binds[t] for t in good} <= set(GOOD_NODES)
         return
     assert not good & binds.keys(), f"the healthy gang was bound in part: {binds}"
-    others = [t for job in snapshot.jobs.values() for t in job.tasks.values() if t.uid not in good]
-    others += [t for node in snapshot.nodes.values() for t in node.tasks.values() if t.uid not in good]
+    others = [t for job in snapshot.jobs.values() for t in job.tasks.values() if t.key not in good]
+    others += [t for node in snapshot.nodes.values() for t in node.tasks.values() if t.key not in good]
     competing = any(t.resreq.gpu > 0 or t.resreq.cpu > 32_000 or t.resreq.memory > 2**38 for t in others)
     assert competing, f"the healthy gang was not bound next to unreadable objects; binds: {binds}"
 

@@ -140,7 +140,7 @@ def test_bound_pods_hold_the_cards_their_annotation_names_and_bind_annotations_n
     node.add_task(whole)
     state, holders = node_state([node])
     assert state.free[0].tolist() == [0, 1000, 400, 1000]
-    assert holders[held.uid][2] == (2,)
+    assert holders[held.key][2] == (2,)
     share = task_from_pod(gpu_pod("c", "300m"))
     cards, notes = bind_annotations(share, node, state, 0, now_ns=1_700_000_000_000_000_000, policy="bestfit")
     assert cards == (2,) and notes == {GPU_INDEX: "2", PREDICATE_TIME: "1700000000000000000"}

@@ -61,7 +61,7 @@ def recount(ssn: Session, selection: Selection, me: TaskInfo) -> Counter[str]:
     for node in ssn.node_list:
         value = node.labels.get(selection.key)
         for other in node.tasks.values():
-            if value is not None and other.status in COUNTED and other.uid != me.uid and selection.selects(other):
+            if value is not None and other.status in COUNTED and other.key != me.key and selection.selects(other):
                 out[value] += 1
     return out
 
@@ -70,7 +70,7 @@ def repelled_recount(ssn: Session, task: TaskInfo) -> set[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
     for node in ssn.node_list:
         for other in node.tasks.values():
-            if other.status not in COUNTED or other.uid == task.uid:
+            if other.status not in COUNTED or other.key == task.key:
                 continue
             for t in other.constraints.pod_anti_affinity:
                 value = node.labels.get(t.topology_key)
@@ -117,7 +117,7 @@ def test_counts_equal_a_recount_after_every_operation(case: Case) -> None:
     ssn = session(case.seed)
     rng = random.Random(case.seed)
     placed = placed_pods(ssn)
-    tasks = sorted((t for job in ssn.jobs.values() for t in job.tasks.values()), key=lambda t: t.uid)
+    tasks = sorted((t for job in ssn.jobs.values() for t in job.tasks.values()), key=lambda t: t.key)
     statement = ssn.statement()
     for step in range(60):
         _operate(ssn, statement, rng, tasks)

@@ -113,7 +113,7 @@ def test_a_queue_with_a_16_gpu_capability_never_runs_more_than_16_gpus() -> None
         if step == 2:  # two jobs finish; their GPUs go to the next ones, still within 16
             for name in ("small-0", "small-1"):
                 for pod in c.sim.pods_of(name):
-                    c.sim.finish_pod(pod.task.uid)
+                    c.sim.finish_pod(pod.task.key)
     assert max(used) == 16
     assert sum(len(c.sim.bound(f"small-{i}")) for i in range(12)) == 10
 

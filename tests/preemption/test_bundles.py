@@ -15,7 +15,7 @@ def job(name: str, running: int, min_available: int, gpu: int = 1, *, roles: dic
     j = JobInfo(f"default/{name}", name, "default", "default", min_available, dict(roles or {}))
     for i in range(running):
         role = role_of[i] if role_of else ""
-        j.add_task(TaskInfo(f"default/{name}-{i}", f"{name}-{i}", "default", j.uid,
+        j.add_task(TaskInfo(f"default/{name}-{i}", f"{name}-{i}", "default", j.key,
                             Resource.of(1000, 0, 0, {GPU: gpu * 1000}), role=role, status=TaskStatus.RUNNING))
     return j
 

@@ -121,7 +121,7 @@ def test_a_replay_says_how_far_the_pod_expansion_of_a_wide_job_has_got(tmp_path:
         result = CycleResult()
         for job in snapshot.jobs.values():
             if job.phase == PodGroupPhase.PENDING:
-                result.podgroups.append(PodGroupStatus(job.uid, PodGroupPhase.INQUEUE, job.conditions, 0, 0, 0))
+                result.podgroups.append(PodGroupStatus(job.key, PodGroupPhase.INQUEUE, job.conditions, 0, 0, 0))
         return result
 
     (tmp_path / "c.yaml").write_text("nodes:\n- {name: n, count: 3, cpu: 4}\n")
