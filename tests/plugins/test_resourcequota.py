@@ -189,9 +189,11 @@ def world(seed: int) -> World:
 def play(w: World, namespaces: set[str] | None = None) -> set[str]:
     """The jobs enqueued in one cycle, with only the objects of `namespaces` (all when None)."""
     keep = (lambda ns: True) if namespaces is None else (lambda ns: ns in namespaces)
-    quotas = tuple(quota(ns, name, {k: amount(k, v) for k, v in hard.items()}, {k: amount(k, v) for k, v in used.items()})
-                   for ns, name, hard, used in w.quotas if keep(ns))
-    jobs = tuple((key, {k: amount(k, v) for k, v in minimum.items()} if minimum is not None else None)
+    def quantities(units: dict[str, int]) -> dict[str, str]:
+        return {k: amount(k, v) for k, v in units.items()}
+
+    quotas = tuple(quota(ns, name, quantities(hard), quantities(used)) for ns, name, hard, used in w.quotas if keep(ns))
+    jobs = tuple((key, quantities(minimum) if minimum is not None else None)
                  for key, minimum in w.jobs if keep(key.split("/")[0]))
     c = run(quotas, jobs)
     return {key for key, _ in jobs if phase(c, key) == "Inqueue"}
