@@ -153,6 +153,15 @@ def test_a_permit_in_an_earlier_tier_decides_as_in_volcano() -> None:
             assert decision is not None and [type(r) for r in decision.reasons] == [QueueLimit]
 
 
+def test_enable_job_enqueued_false_turns_the_gate_off() -> None:
+    """Volcano registers both the vote and the enqueued hook behind `enableJobEnqueued`."""
+    over = CASES[1]
+    for switch, held in ((True, True), (False, False)):
+        scheduler_conf = conf(("priority", "gang"), ({"name": "resourcequota", "enableJobEnqueued": switch},))
+        c = run(over.quotas, over.jobs, scheduler_conf)
+        assert (phase(c, "default/pg2") == "Pending") is held
+
+
 # ---- a property over seeded random namespaces, quotas and PodGroups ---------------------------------------
 
 NAMES = ("cpu", "requests.cpu", "limits.cpu", "memory", "requests.memory", "count/pods")
@@ -222,3 +231,4 @@ def test_never_enqueues_beyond_hard_minus_used_and_other_namespaces_are_unaffect
     for ns in {key.split("/")[0] for key, _ in w.jobs}:  # each namespace decides alone
         alone = play(w, {ns})
         assert alone == {key for key in admitted if key.startswith(f"{ns}/")}
+
