@@ -25,7 +25,8 @@ from types import MappingProxyType
 from typing import Any
 
 from scheduler.api import fields
-from scheduler.api.field_parsers import Bad, FieldError, FieldInvalid, register, show
+from scheduler.api.field_parsers import Bad, FieldError, register, show
+from scheduler.api.reasons import FieldInvalid
 from scheduler.api.resources import QuantityError, parse_quantity
 
 NANO = 10**9
