@@ -28,6 +28,7 @@ from scheduler.api.objects import Obj
 from scheduler.api.phases import TaskStatus
 from scheduler.api.pod import Constraints, status_of, with_volumes
 from scheduler.api.queue import QueueInfo
+from scheduler.api.quota import ResourceQuotaInfo
 from scheduler.api.reasons import Reason
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.volumes import Storage, VolumeNeeds, needs_of
@@ -52,6 +53,7 @@ class SnapshotInputs:
     storage: Storage | None = None  # None: volumes are not modelled, claims are ignored
     unreadable_queues: Mapping[str, tuple[Reason, ...]] = field(default_factory=dict)  # left out, and why
     disruption_budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets, parsed (api/disruption.py)
+    resource_quotas: tuple[ResourceQuotaInfo, ...] = ()  # ResourceQuotas' status, parsed (api/quota.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +96,8 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
     if storage is not None and claims is not None and claims.binding:  # the adapter's Storage is left as it is
         storage = replace(storage, binding=True)
     return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage,
-                           dict(inputs.unreadable_queues), tuple(orphans), tuple(inputs.disruption_budgets))
+                           dict(inputs.unreadable_queues), tuple(orphans), tuple(inputs.disruption_budgets),
+                           tuple(inputs.resource_quotas))
 
 
 def account_others(

@@ -24,6 +24,7 @@ from scheduler.api.pod import (
     status_of,
 )
 from scheduler.api.queue import QueueInfo
+from scheduler.api.quota import F_QUOTA_REQUEST
 from scheduler.api.resources import ZERO, QuantityError, Resource, pod_request, to_units
 
 
@@ -329,6 +330,7 @@ def job_from_podgroup(
     raw_min_resources = spec.get("minResources")
     if isinstance(raw_min_resources, Mapping) and isinstance(raw_min_resources.get("requests"), Mapping):
         raw_min_resources = raw_min_resources["requests"]
+    quota_request = F_QUOTA_REQUEST.read(raw_min_resources, key, sink) if raw_min_resources is not None else None
     if isinstance(raw_min_resources, Mapping):  # Volcano's job controller adds ResourceQuota usage keys
         raw_min_resources = {k: v for k, v in raw_min_resources.items() if not str(k).startswith(QUOTA_ONLY)}
     min_resources = F_MIN_RESOURCES.read(raw_min_resources, key, sink) if raw_min_resources else None
@@ -369,6 +371,7 @@ def job_from_podgroup(
         schedule_timeout=F_TIMEOUT.read(spec.get("scheduleTimeoutSeconds"), key, sink) or None,  # 0: none
         fallback_min=F_FALLBACK.read(annotations.get(F.FALLBACK_MIN), key, sink) if annotations else None,
         sla_waiting=F_SLA.read(annotations.get(F.SLA_WAITING) or None, key, sink) if annotations else None,
+        quota_request=quota_request,
     )
 
 

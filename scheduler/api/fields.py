@@ -174,6 +174,10 @@ FIELDS: tuple[Field, ...] = (
     Field("PodGroup", ("spec", "minMember"), integer(0, INT32), REJECT),
     Field("PodGroup", ("spec", "minAvailable"), integer(0, INT32), REJECT, absent=1),
     Field("PodGroup", ("spec", "minResources"), QUANTITIES, REJECT),
+    # The same map by exact names, quota keys (`requests.cpu`, `count/pods`) included, for the resourcequota plugin
+    # (api/quota.py); a value that is no quantity leaves the job unchecked against quotas, as with no minResources.
+    Field("PodGroup", ("spec", "minResources", "*"), registered("quota_amounts"), None,
+          "not checked against the namespace's ResourceQuotas"),
     Field("PodGroup", ("spec", "minTaskMember"), registered("task_minimums"), REJECT, absent={}),
     Field("PodGroup", ("spec", "queue"), KEY_TEXT, REJECT, absent=""),
     Field("PodGroup", ("spec", "priorityClassName"), KEY_TEXT, "", "no priority class", ""),
@@ -217,6 +221,10 @@ FIELDS: tuple[Field, ...] = (
     Field("PodDisruptionBudget", ("status", "disruptionsAllowed"), integer(0, INT32), 0, "0 (protects its pods)", 0),
     Field("PodDisruptionBudget", ("status", "disruptedPods"), registered("disrupted_pods"), frozenset(),
           "no pod counted as disrupted already", frozenset()),
+    # ---- ResourceQuota, core/v1 (api/quota.py; the resourcequota plugin reads the status, as Volcano's cache)
+    *_meta_fields("ResourceQuota", namespaced=True, labels=False, created=False),
+    Field("ResourceQuota", ("status", "hard"), registered("quota_amounts"), REJECT, absent={}),
+    Field("ResourceQuota", ("status", "used"), registered("quota_amounts"), REJECT, absent={}),
     # ---- HyperNode (convert.hypernode_from_object; solver/topology.py reads what it returns)
     *_meta_fields("HyperNode", namespaced=False, labels=False, created=False),
     Field("HyperNode", ("spec", "tier"), integer(1, 64), REJECT, absent=1),

@@ -112,6 +112,9 @@ class JobInfo:
     schedule_timeout: float | None = None  # spec.scheduleTimeoutSeconds
     fallback_min: int | None = None  # annotation volcano-py.io/fallback-min-available
     sla_waiting: float | None = None  # annotation sla-waiting-time
+    # spec.minResources by exact name, quota keys included (`requests.cpu`, `count/pods`), in nano-units
+    # (api/quota.py): what the resourcequota plugin compares with ResourceQuotas. None: no minResources.
+    quota_request: Mapping[str, int] | None = None
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     pending_best_effort: int = 0  # these two are kept in step by add_task/set_status:
@@ -298,6 +301,7 @@ class JobInfo:
             self.schedule_timeout,
             self.fallback_min,
             self.sla_waiting,
+            self.quota_request,
         )
         for task in self.tasks.values():
             copy.add_task(task.clone())

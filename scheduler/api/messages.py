@@ -15,6 +15,7 @@ from scheduler.api import reasons as R
 from scheduler.api.decision import Status
 from scheduler.api.field_parsers import describe as describe_field
 from scheduler.api.job import Condition
+from scheduler.api.quota import show_quota
 from scheduler.api.resources import display_amount
 
 
@@ -61,6 +62,8 @@ def render(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by desig
             return f"queue {queue} cannot take {show_amounts(request) or 'nothing'} more without passing its share"
         case R.OvercommitLimit():
             return _overcommit(reason)
+        case R.ResourceQuotaExceeded():
+            return _quota(reason)
         case R.GangNotReady(unschedulable=n, tasks=total, ready=ready, min_available=minimum):
             return (f"{n}/{total} tasks in gang unschedulable: pod group is not ready, "
                     f"{ready} ready, {minimum} minAvailable")
@@ -143,6 +146,18 @@ def _overcommit(r: R.OvercommitLimit) -> str:
     return (f"cluster {res} {amount(r.cluster)} x overcommit-factor {r.factor:g} = {amount(r.capacity)}: "
             f"{amount(r.used)} used + {amount(r.admitted)} admitted + {amount(r.requested)} requested = "
             f"{amount(r.total)} > {amount(r.capacity)} (short {res} {amount(r.short)})")
+
+
+def _quota(r: R.ResourceQuotaExceeded) -> str:
+    """Volcano's lead words (pkg/scheduler/plugins/resourcequota/resourcequota.go), then the sum that fails."""
+    res = r.resource
+
+    def amount(nano: int) -> str:
+        return show_quota(res, nano)
+
+    return (f"resource quota insufficient: ResourceQuota {r.namespace}/{r.quota} {res} hard {amount(r.hard)}: "
+            f"{amount(r.used)} used + {amount(r.enqueued)} enqueued this cycle + {amount(r.requested)} requested = "
+            f"{amount(r.total)} > {amount(r.hard)} (short {res} {amount(r.short)})")
 
 
 def _shortfall(r: R.ResourceShortfall) -> str:

@@ -157,6 +157,32 @@ class OvercommitLimit(Reason):
         return self.total - self.capacity
 
 
+@dataclass(frozen=True, slots=True)
+class ResourceQuotaExceeded(Reason):
+    """JobEnqueueable (resourcequota): for one resource the ResourceQuota `namespace/quota` limits, the job's
+    minResources on top of what the quota's status says is used and what this cycle already admitted in the
+    namespace passes the quota's hard limit: used + enqueued + requested = total > hard. `resource` is the name as
+    both spell it (`requests.cpu`, `cpu`, `count/pods`); amounts are nano-units, the quota's exact quantities
+    (api/quota.py: a quantity times 10^9), not volcano-py's usual units."""
+
+    kind: ClassVar[str] = "ResourceQuotaExceeded"
+    namespace: str
+    quota: str
+    resource: str
+    hard: int
+    used: int
+    enqueued: int
+    requested: int
+
+    @property
+    def total(self) -> int:
+        return self.used + self.enqueued + self.requested
+
+    @property
+    def short(self) -> int:
+        return self.total - self.hard
+
+
 # ---- gangs ---------------------------------------------------------------------------------------------
 
 
@@ -424,7 +450,7 @@ KINDS: dict[str, type[Reason]] = {
         QueueShareExceeded, OvercommitLimit, GangNotReady, TooFewTasks, SchedulingGated, RoleNotReady,
         ResourceShortfall, Fragmented, NotPipelined, Reserving, PlacementStale, PartialGangTimeout, ScheduleTimeout,
         NodeFilter, NodesUnavailable, TopologyLimit, TopologyNoNode, TopologyNoFit, PluginError,
-        FieldInvalid,
+        FieldInvalid, ResourceQuotaExceeded,
     )
 }
 

@@ -16,6 +16,7 @@ from scheduler.api.job import Condition, JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import PodGroupPhase
 from scheduler.api.queue import QueueInfo
+from scheduler.api.quota import ResourceQuotaInfo
 from scheduler.api.reasons import Reason
 from scheduler.api.resources import Resource
 from scheduler.api.volumes import Storage
@@ -38,6 +39,8 @@ class ClusterSnapshot:
     orphans: tuple[tuple[str, str, float], ...] = ()
     # PodDisruptionBudgets (policy/v1), each field parsed (`api/disruption.py`); the pdb plugin reads them.
     disruption_budgets: tuple[DisruptionBudget, ...] = ()
+    # ResourceQuotas (core/v1), their status parsed (`api/quota.py`); the resourcequota plugin reads them.
+    resource_quotas: tuple[ResourceQuotaInfo, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

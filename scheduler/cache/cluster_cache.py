@@ -2,8 +2,8 @@
 
 Its parts, one job each:
 - `watch.Watcher`: list+watch threads keeping the latest pods, nodes, PodGroups, Queues, PriorityClasses,
-  HyperNodes, PersistentVolumes, PersistentVolumeClaims, StorageClasses and PodDisruptionBudgets as raw JSON in
-  `store.Stores`;
+  HyperNodes, PersistentVolumes, PersistentVolumeClaims, StorageClasses, PodDisruptionBudgets and ResourceQuotas
+  as raw JSON in `store.Stores`;
 - `parse.ParseCache`: those objects read into infos, each pod once per resourceVersion; `volumes.StorageReader`
   the storage objects, rebuilt only when one changed;
 - `adapter.snapshot.build_snapshot`: the snapshot, built by the same function the simulator calls;
@@ -209,6 +209,7 @@ class ClusterCache:
             queues = list(stores.queues.objects.values())
             hypernodes = tuple(stores.hypernodes.objects.values())
             budgets = list(stores.disruption_budgets.objects.values())
+            quotas = list(stores.resource_quotas.objects.values())
             pcs = self.parser.pcs
             stores.expire_assumed(now)
             assumed = {key: node for key, (node, _) in stores.assumed.items()}
@@ -219,7 +220,7 @@ class ClusterCache:
         queue_infos, unreadable = self.parser.queues(queues)
         inputs = SnapshotInputs(node_infos, jobs, queue_infos, records, now, self.parser.hypernodes(hypernodes),
                                 assumed, self.storage.storage(), unreadable,
-                                self.parser.disruption_budgets(budgets))
+                                self.parser.disruption_budgets(budgets), self.parser.resource_quotas(quotas))
         snapshot = build_snapshot(inputs, self.rules)
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
             if created and now - created >= ORPHAN_GRACE:

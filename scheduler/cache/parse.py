@@ -38,6 +38,7 @@ from scheduler.api.pod import (
     with_host_ports,
 )
 from scheduler.api.queue import QueueInfo
+from scheduler.api.quota import ResourceQuotaInfo, quota_from_object
 from scheduler.api.resources import Resource
 from scheduler.api.timestamps import parse_time
 from scheduler.cache.kube import dumps
@@ -183,6 +184,16 @@ class ParseCache:
             budget = self.read_fields("PodDisruptionBudget", obj, lambda o, sink: budget_from_object(o, sink))
             if budget is not None:
                 out.append(budget)
+        return tuple(out)
+
+    def resource_quotas(self, objects: Iterable[MutableObj]) -> tuple[ResourceQuotaInfo, ...]:
+        """The ResourceQuotas' status, each field parsed (a few objects: read afresh each cycle). One whose hard or
+        used cannot be read is left out (ignored: it holds no job at enqueue), with the reason, logged once."""
+        out = []
+        for obj in objects:
+            quota = self.read_fields("ResourceQuota", obj, lambda o, sink: quota_from_object(o, sink))
+            if quota is not None:
+                out.append(quota)
         return tuple(out)
 
     def task(self, obj: MutableObj, pcs: dict[str, int]) -> TaskInfo | None:
@@ -352,7 +363,7 @@ def _ports_only(spec: MutableObj, key: str) -> Constraints:
 def _key(obj: MutableObj, kind: str = "Pod") -> str:
     """The object's key, as the stores key it (a cluster-scoped kind: its name alone); "?" without metadata."""
     try:
-        if kind in ("Pod", "PodGroup", "PodDisruptionBudget"):
+        if kind in ("Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota"):
             return key_of(obj)
         return str(obj["metadata"].get("name"))[: F.NAME_MAX + 1]
     except Exception:  # metadata that is not an object
@@ -361,7 +372,8 @@ def _key(obj: MutableObj, kind: str = "Pod") -> str:
 
 
 _VERSIONS = {kind: F.field(kind, "metadata.resourceVersion")
-             for kind in ("Pod", "PodGroup", "Queue", "Node", "HyperNode", "PriorityClass", "PodDisruptionBudget")}
+             for kind in ("Pod", "PodGroup", "Queue", "Node", "HyperNode", "PriorityClass", "PodDisruptionBudget",
+                          "ResourceQuota")}
 
 
 def _version(kind: str, obj: MutableObj, sink: list[F.FieldInvalid] | None = None) -> str:

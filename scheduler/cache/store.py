@@ -60,6 +60,11 @@ class Stores:
     disruption_budgets: Watched = field(
         default_factory=lambda: Watched("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", optional=True)
     )
+    # For the resourcequota plugin (Volcano's cache watches them: pkg/scheduler/cache/cache.go quotaInformer);
+    # optional: without the RBAC to read them, no quota holds a job at enqueue (the apiserver still enforces them).
+    resource_quotas: Watched = field(
+        default_factory=lambda: Watched("ResourceQuota", "/api/v1/resourcequotas", optional=True)
+    )
     lock: threading.Lock = field(default_factory=threading.Lock)
     assumed: dict[str, tuple[str, float]] = field(default_factory=dict)  # pod key -> (node, when) bound by us
     storage_version: int = 0  # bumped on every change to the three storage kinds
@@ -75,6 +80,7 @@ class Stores:
             self.hypernodes,
             *self.storage,
             self.disruption_budgets,
+            self.resource_quotas,
         )
 
     @property

@@ -18,6 +18,7 @@ from scheduler.api.disruption import DisruptionBudget
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
+from scheduler.api.quota import ResourceQuotaInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import VolumeBind
 from scheduler.api.topology import NodeDomains
@@ -43,13 +44,14 @@ class SessionAPI:
     Snapshot data, to read: `jobs` (by uid), `queues` (by name), `node_list` (by name), `hypernodes`, `now`,
     `conf`, `storage` (PersistentVolumes, claims and StorageClasses; None when volumes are not modelled);
     `disruption_budgets`, the PodDisruptionBudgets (`api.disruption`), each field parsed;
+    `resource_quotas`, the ResourceQuotas' status (`api.quota`), each field parsed;
     `arrays`, the nodes' resources as arrays in `node_list` order (the Statement keeps them current);
     `domains`, the nodes' topology domains per label key, by the same positions (`api.topology`);
     `trace`, where a plugin may explain its decisions when the cycle is traced (None when it is not).
     """
 
     __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
-                 "storage", "disruption_budgets", "_order", "_fit", "_results",
+                 "storage", "disruption_budgets", "resource_quotas", "_order", "_fit", "_results",
                  "_requests", "_faults")
 
     def __init__(
@@ -66,6 +68,7 @@ class SessionAPI:
         trace: Callable[[str], None] | None,
         storage: Storage | None,
         disruption_budgets: tuple[DisruptionBudget, ...] = (),
+        resource_quotas: tuple[ResourceQuotaInfo, ...] = (),
         order: Orderings,
         fit: FeasibilityCache,
         results: ResultsCollector,
@@ -83,6 +86,7 @@ class SessionAPI:
         self.trace = trace
         self.storage = storage
         self.disruption_budgets = disruption_budgets
+        self.resource_quotas = resource_quotas
         self._order = order
         self._fit = fit
         self._results = results

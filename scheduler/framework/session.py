@@ -59,6 +59,7 @@ class Session:
         self.hypernodes = snapshot.hypernodes
         self.storage = snapshot.storage
         self.disruption_budgets = snapshot.disruption_budgets
+        self.resource_quotas = snapshot.resource_quotas
         self.unreadable_queues = snapshot.unreadable_queues  # queues left out, and why (their jobs wait with it)
         self.conf = conf
         self.trace = trace  # a sink for a traced cycle's explanations (`volcano-py simulate --trace`), or None
@@ -85,8 +86,8 @@ class Session:
         return SessionAPI(
             jobs=self.jobs, queues=self.queues, node_list=self.node_list, hypernodes=self.hypernodes, now=self.now,
             conf=self.conf, arrays=self.arrays, domains=self.domains, trace=self.trace, storage=self.storage,
-            disruption_budgets=self.disruption_budgets, order=self.order, fit=self.fit, results=self.results,
-            requests=self._back_end, faults=self.faults,
+            disruption_budgets=self.disruption_budgets, resource_quotas=self.resource_quotas, order=self.order,
+            fit=self.fit, results=self.results, requests=self._back_end, faults=self.faults,
         )
 
     def _jobs_of_queue(self, queue: str) -> list[JobInfo]:

@@ -58,6 +58,8 @@ VOLCANO_PLUGIN_ARGS: Mapping[str, frozenset[str]] = MappingProxyType({
     }),
     # pdb/pdb.go keeps its arguments but reads none
     "pdb": frozenset(),
+    # resourcequota/resourcequota.go keeps its arguments but reads none
+    "resourcequota": frozenset(),
     # overcommit/overcommit.go: overCommitFactor
     "overcommit": frozenset({"overcommit-factor"}),
     # predicates/predicates.go: NodeAffinityEnable, NodePortsEnable, TaintTolerationEnable, PodAffinityEnable,

@@ -18,6 +18,7 @@ from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
+from scheduler.plugins.resourcequota import ResourceQuotaPlugin
 from scheduler.plugins.sla import SlaPlugin
 from scheduler.plugins.topology import NetworkTopologyAwarePlugin
 
@@ -39,6 +40,7 @@ PLUGINS: dict[str, type[Plugin[object]]] = {
         NetworkTopologyAwarePlugin,
         PdbPlugin,
         CdpPlugin,
+        ResourceQuotaPlugin,
     )
 }
 

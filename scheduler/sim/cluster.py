@@ -44,6 +44,7 @@ from scheduler.api.reasons import Reason
 from scheduler.api.resources import GPU, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, EvictCause, Eviction, reasons_annotation
 from scheduler.api.timestamps import rfc3339
+from scheduler.sim.quotas import SimQuotas
 from scheduler.sim.volumes import SimStorage
 from scheduler.solver.topology import from_hypernodes
 
@@ -115,6 +116,7 @@ class InMemoryCluster:
     graceful: bool = False  # model eviction notices and grace periods (the replay); else a victim goes at once
     storage: SimStorage | None = None  # PersistentVolumes, claims, StorageClasses; None: volumes not modelled
     pdbs: dict[str, MutableObj] = field(default_factory=dict)  # PodDisruptionBudgets by namespace/name
+    quotas: SimQuotas = field(default_factory=SimQuotas)  # ResourceQuotas, their status computed (sim/quotas.py)
     _groups: dict[str, dict[str, None]] = field(default_factory=dict)  # PodGroup key -> its pods' keys, in order
 
     # ---- building the cluster -----------------------------------------------------------------------
@@ -184,6 +186,10 @@ class InMemoryCluster:
                 budget = replace(budget, allowed=max(0, healthy - minimum))
             out.append(budget)
         return tuple(out)
+
+    def add_resource_quota(self, quota: MutableObj) -> str:
+        """A ResourceQuota (core/v1), its status kept as the quota controller would (`sim/quotas.py`)."""
+        return _read("ResourceQuota", quota, lambda: self.quotas.add(quota))
 
     def add_priority_class(self, name: str, value: int) -> None:
         self.priority_classes[name] = value
@@ -265,6 +271,7 @@ class InMemoryCluster:
             hypernodes=tuple(self.hypernodes.values()),
             storage=self.storage.storage() if self.storage is not None else None,
             disruption_budgets=self.disruption_budgets() if self.pdbs else (),
+            resource_quotas=self.quotas.infos(p.manifest for p in self.pods.values()) if self.quotas.manifests else (),
         )
         return build_snapshot(inputs, AdapterRules(self.scheduler_names, self.default_queue))
 

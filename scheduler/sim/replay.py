@@ -129,6 +129,8 @@ def build_cluster(spec: ClusterSpec, workload: Workload, stage: Stage = _quiet) 
         cluster.add_pdb(pdb)
     for queue in (*spec.queues, *workload.queues):
         cluster.add_queue(queue)
+    for quota in workload.resource_quotas:
+        cluster.add_resource_quota(quota)
     if "default" not in cluster.queues:
         cluster.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}})
     return cluster

@@ -14,6 +14,7 @@ Cluster file:
 Workload file: either `jobs:` (a list), or a YAML stream of manifests. Each item is a Volcano Job
 (`batch.volcano.sh/v1alpha1`), a PodGroup or a Queue exactly as a user would apply it, plus two simulator
 keys beside `spec`: `arrival` (seconds, default 0) and `duration` (seconds the job runs once its gang is up).
+A ResourceQuota (core/v1) may be listed too, for the resourcequota plugin (its status as `sim/quotas.py` says).
 
 Jobs, PodGroups and Queues are checked against their CRDs' schemas, as the apiserver checks them: a wrong type
 or value is an error (`InputError`, naming the field); a field the schema does not name is a warning
@@ -39,6 +40,7 @@ from scheduler.sim.cluster import pdb_problem
 from scheduler.sim.errors import InputError
 from scheduler.sim.items import Controlled, WorkItem
 from scheduler.sim.objects import node_object
+from scheduler.sim.quotas import quota_problem
 
 T = TypeVar("T")
 
@@ -62,6 +64,7 @@ class Workload:
     queues: tuple[dict[str, Any], ...] = field(default=())
     warnings: tuple[str, ...] = ()  # unknown fields, each a line naming file and field
     controlled: tuple[Controlled, ...] = ()  # CronJobs, JobFlows, JobTemplates: their controllers make Jobs
+    resource_quotas: tuple[dict[str, Any], ...] = ()  # ResourceQuota manifests (core/v1; sim/quotas.py)
 
 
 def _read_yaml(path: str | Path, *, stream: bool) -> list[Any]:
@@ -374,6 +377,7 @@ def workload_from_docs(source: str, raw_items: list[Any], prefix: str = "documen
     checked as `load_workload` checks a file."""
     items: list[WorkItem] = []
     queues: list[dict[str, Any]] = []
+    quotas: list[dict[str, Any]] = []
     warnings = list(warnings or ())
     controlled: list[tuple[str, Controlled]] = []
     for where, doc in _expanded(source, raw_items, prefix, warnings, controlled):
@@ -381,9 +385,18 @@ def workload_from_docs(source: str, raw_items: list[Any], prefix: str = "documen
         if kind == "Queue":
             queues.append(_queue(doc, source, where, warnings))
             continue
+        if kind == "ResourceQuota":
+            meta = doc.get("metadata")
+            if not isinstance(meta, Mapping) or not meta.get("name"):
+                raise InputError(source, f"{where}.metadata.name", "expected a name")
+            problem = quota_problem({**doc, "metadata": {"namespace": "default", **meta}})
+            if problem:
+                raise InputError(source, where, problem)
+            quotas.append(doc)
+            continue
         if kind not in ("Job", "PodGroup"):
-            raise InputError(source, f"{where}.kind", f"expected Job, PodGroup, Queue, Deployment, StatefulSet, "
-                             f"CronJob, JobFlow or JobTemplate, got {kind!r}")
+            raise InputError(source, f"{where}.kind", f"expected Job, PodGroup, Queue, ResourceQuota, Deployment, "
+                             f"StatefulSet, CronJob, JobFlow or JobTemplate, got {kind!r}")
         arrival = _number(doc.pop("arrival", 0), source, f"{where}.arrival")
         duration = _number(doc.pop("duration", 60), source, f"{where}.duration")
         doc.setdefault("apiVersion", JOB_API if kind == "Job" else SCHED_API)
@@ -399,4 +412,4 @@ def workload_from_docs(source: str, raw_items: list[Any], prefix: str = "documen
     duplicate = _first_repeat(names)
     if duplicate:
         raise InputError(source, "", f"{duplicate[0]} {duplicate[1]}/{duplicate[2]} appears twice")
-    return Workload(tuple(items), tuple(queues), tuple(warnings), tuple(c for _, c in controlled))
+    return Workload(tuple(items), tuple(queues), tuple(warnings), tuple(c for _, c in controlled), tuple(quotas))

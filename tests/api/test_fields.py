@@ -24,6 +24,7 @@ from scheduler.api.convert import (
 )
 from scheduler.api.disruption import budget_from_object
 from scheduler.api.pod import PREEMPTABLE_KEY
+from scheduler.api.quota import quota_from_object
 from scheduler.cache.parse import ParseCache
 from scheduler.cycle import builtin_default_conf, run_cycle
 from scheduler.sim.objects import node_object, pod_object
@@ -233,6 +234,7 @@ READERS = {
     "HyperNode": [hypernode_from_object, lambda o: _cache().hypernodes([o])],
     "PriorityClass": [lambda o: _cache().priority_classes_changed([o])],
     "PodDisruptionBudget": [budget_from_object, lambda o: _cache().disruption_budgets([o])],
+    "ResourceQuota": [quota_from_object, lambda o: _cache().resource_quotas([o])],
 }
 def _samples(kind: str) -> list[dict[str, Any]]:
     """Objects of `kind` that, between them, set every field a reader of `kind` may read."""
@@ -246,6 +248,11 @@ def _samples(kind: str) -> list[dict[str, Any]]:
         return [{"metadata": {"name": "high"}, "value": 10}]
     if kind == "PodDisruptionBudget":
         return [full_pdb()]
+    if kind == "ResourceQuota":
+        return [{"metadata": {"name": "compute", "namespace": "ml", "resourceVersion": "3"},
+                 "spec": {"hard": {"requests.cpu": "4", "count/pods": "10"}},
+                 "status": {"hard": {"requests.cpu": "4", "count/pods": "10"},
+                            "used": {"requests.cpu": "1500m", "count/pods": "2"}}}]
     if kind == "Queue":
         stateless = full_queue()  # no status: the spec's state is read
         del stateless["status"]

@@ -44,6 +44,8 @@ SAMPLES = [
     Sample(R.QueueOverused("q"), Gate.QUEUE_SHARE),
     Sample(R.QueueShareExceeded("q", ((GPU, GPU1000), (MEMORY, TI16))), Gate.QUEUE_SHARE),
     Sample(R.OvercommitLimit(MEMORY, TI16, 1.2, 21110623253299, TI16, 0, TI16, 2 * TI16), Gate.OVERCOMMIT),
+    Sample(R.ResourceQuotaExceeded("ml", "compute", "requests.memory", TI16 * 10**9, TI16 * 10**9, 2**30 * 10**9,
+                                   TI16 * 10**9), Gate.WAITING),
     Sample(R.GangNotReady(3, 8, 5, 8), Gate.GANG_SHORTFALL),
     Sample(R.TooFewTasks("", 2, 4), Gate.GANG_TASKS),
     Sample(R.TooFewTasks("ps", 0, 1), Gate.GANG_TASKS),

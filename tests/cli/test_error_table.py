@@ -103,7 +103,7 @@ CASES = [
         "0s (e.g. 90s, 1h30m, or a number of seconds), got 'long'", workload=jobs(job(duration="long"))),
     # ---- shapes ---------------------------------------------------------------------------------------------
     sim("a kind the simulator does not replay", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].kind: expected Job, "
-        "PodGroup, Queue, Deployment, StatefulSet, CronJob, JobFlow or JobTemplate, got 'DaemonSet'",
+        "PodGroup, Queue, ResourceQuota, Deployment, StatefulSet, CronJob, JobFlow or JobTemplate, got 'DaemonSet'",
         workload=jobs(job(kind="DaemonSet"))),
     sim("a job without a name", 2, "volcano-py: error: {d}/workload.yaml: jobs[0].metadata.name: expected a name",
         workload=jobs({**job(), "metadata": {}})),

@@ -76,6 +76,9 @@ KCM_CONTROLLERS = (
     "persistentvolume-binder-controller",
     "persistentvolume-protection-controller",
     "persistentvolumeclaim-protection-controller",
+    # ResourceQuotas' status (hard, used), which the resourcequota plugin reads as Volcano's does
+    # (test_resourcequota_on_cluster.py); the apiserver's quota admission refuses pods while it is unwritten.
+    "resourcequota-controller",
 )
 
 # ---------------------------------------------------------------------------------------------------------

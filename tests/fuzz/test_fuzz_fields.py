@@ -63,6 +63,9 @@ def base(kind: str) -> dict[str, Any]:
         return {"metadata": {"name": "bad", "namespace": "bad", "resourceVersion": "1"},
                 "spec": {"selector": {"matchLabels": {"app": "x"}}},
                 "status": {"disruptionsAllowed": 1, "disruptedPods": {"p": "2026-01-01T00:00:00Z"}}}
+    if kind == "ResourceQuota":
+        return {"metadata": {"name": "bad", "namespace": "bad", "resourceVersion": "1"},
+                "status": {"hard": {"requests.cpu": "4"}, "used": {"requests.cpu": "1"}}}
     return {"metadata": {"name": "bad", "resourceVersion": "1"}, "value": 10}  # PriorityClass
 
 
@@ -163,8 +166,9 @@ def run(kind: str, bad: dict[str, Any]) -> tuple[ParseCache, set[str]]:
     hypernodes: list[dict[str, Any]] = []
     pcs = [{"metadata": {"name": "high"}, "value": 5}]
     pdbs: list[dict[str, Any]] = []
+    quotas: list[dict[str, Any]] = []
     {"Pod": pods, "PodGroup": podgroups, "Queue": queues, "Node": nodes, "HyperNode": hypernodes,
-     "PriorityClass": pcs, "PodDisruptionBudget": pdbs}[kind].append(bad)
+     "PriorityClass": pcs, "PodDisruptionBudget": pdbs, "ResourceQuota": quotas}[kind].append(bad)
     if kind == "Pod":  # its PodGroup, so that the pod is scheduled as it would be
         podgroups.append({"metadata": {"name": "bad", "namespace": "bad"}, "spec": {"minMember": 1}})
     cache.priority_classes_changed(pcs)
@@ -174,7 +178,8 @@ def run(kind: str, bad: dict[str, Any]) -> tuple[ParseCache, set[str]]:
     inputs = SnapshotInputs(cache.nodes(nodes), cache.podgroups(podgroups, cache.pcs, "default"),
                             queue_infos, list(cache.pods(pods, cache.pcs)), NOW,
                             cache.hypernodes(hypernodes), unreadable_queues=unreadable,
-                            disruption_budgets=cache.disruption_budgets(pdbs))
+                            disruption_budgets=cache.disruption_budgets(pdbs),
+                            resource_quotas=cache.resource_quotas(quotas))
     snapshot = build_snapshot(inputs, AdapterRules(frozenset({"volcano-py"})))
     result = run_cycle(snapshot, CONF)
     return cache, {task for gang in result.binds for task, _ in gang.binds}
