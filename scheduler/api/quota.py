@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from scheduler.api import fields
-from scheduler.api.field_parsers import Bad, FieldError, register, show
+from scheduler.api.field_parsers import BadValueError, FieldError, register, show
 from scheduler.api.reasons import FieldInvalid
 from scheduler.api.resources import QuantityError, parse_quantity
 
@@ -42,9 +42,9 @@ def to_nano(value: object, name: str) -> int:
     try:
         quantity = parse_quantity(value, field=name)
     except QuantityError as exc:
-        raise Bad(str(exc)) from None
+        raise BadValueError(str(exc)) from None
     if quantity < 0:
-        raise Bad(f"{name}: {show(value)} is negative")
+        raise BadValueError(f"{name}: {show(value)} is negative")
     with localcontext() as ctx:
         ctx.prec = 80  # |quantity| < 2^63: times 10^9 fits exactly
         return int((quantity * NANO).to_integral_value(rounding="ROUND_CEILING"))
@@ -53,13 +53,13 @@ def to_nano(value: object, name: str) -> int:
 def _quota_amounts(value: Any) -> QuotaList:
     """A map of resource name to quantity (a quota's hard or used, a PodGroup's minResources), every name kept."""
     if not isinstance(value, Mapping):
-        raise Bad(f"expected a map of resource name to quantity, got {type(value).__name__}")
+        raise BadValueError(f"expected a map of resource name to quantity, got {type(value).__name__}")
     if len(value) > QUOTA_NAMES_MAX:
-        raise Bad(f"names more than {QUOTA_NAMES_MAX} resources")
+        raise BadValueError(f"names more than {QUOTA_NAMES_MAX} resources")
     out: dict[str, int] = {}
     for name, amount in value.items():
         if type(name) is not str or not name or len(name) > fields.LABEL_KEY_MAX:
-            raise Bad(f"names a resource that is no resource name: {show(name)}")
+            raise BadValueError(f"names a resource that is no resource name: {show(name)}")
         out[name] = to_nano(amount, name)
     return MappingProxyType(out)
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from scheduler.api.convert import job_from_podgroup
-from scheduler.api.fields import Bad, FieldInvalid
+from scheduler.api.fields import BadValueError, FieldInvalid
 from scheduler.api.quota import ResourceQuotaInfo, show_quota, to_nano
 from scheduler.cache.parse import ParseCache
 
@@ -90,7 +90,7 @@ def test_quota_amounts_are_exact(text: Any, nano: int) -> None:
 
 @pytest.mark.parametrize("text", ["-1", "1e999", str(2**63), "", "١", True, None, [1]])
 def test_quota_amounts_out_of_bounds_are_refused(text: Any) -> None:
-    with pytest.raises(Bad):
+    with pytest.raises(BadValueError):
         to_nano(text, "cpu")
 
 
