@@ -16,7 +16,7 @@ from scheduler.api.phases import PodGroupPhase
 from scheduler.api.reasons import ReasonError
 from scheduler.api.resources import GPU, MEMORY, display_amount, to_units
 from scheduler.api.snapshot import PodGroupStatus, reasons_annotation
-from scheduler.ctl.explain import Facts, Gate, explain
+from scheduler.cli.ctl.explain import Facts, Gate, explain
 from scheduler.testing import cluster
 
 TI16 = 16 * 2**40  # 16Ti of memory, in bytes

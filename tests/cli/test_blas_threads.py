@@ -1,5 +1,5 @@
-"""The command line loads numpy with one OpenBLAS thread (scheduler/cli.py), unless the user chose a number: the
-threads the process has once numpy is loaded show which."""
+"""The command line loads numpy with one OpenBLAS thread (scheduler/cli/__init__.py), unless the user chose a
+number: the threads the process has once numpy is loaded show which."""
 
 from __future__ import annotations
 

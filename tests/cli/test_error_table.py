@@ -259,10 +259,10 @@ def test_a_closed_output_pipe_ends_quietly() -> None:
         done = subprocess.run(
             [sys.executable, "-m", "scheduler.cli", "simulate", str(EXAMPLES / "gpu-cluster.yaml"),
              str(EXAMPLES / "two-gangs.yaml")], stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
-            env={**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])})
+            env={**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[2])})
     finally:
         os.close(write)
-    # Nothing about the pipe: on a slow machine the only lines are the progress reporter's (simulate_cmd.py's
+    # Nothing about the pipe: on a slow machine the only lines are the progress reporter's (cli/simulate.py's
     # first line comes 0.8 s after start, to stderr, before the result is written).
     assert done.returncode == 141
     assert [line for line in done.stderr.splitlines() if not line.startswith("simulate ")] == []

@@ -70,7 +70,7 @@ def bash_script() -> str:
     import contextlib
     import io
 
-    from scheduler.cli_parser import cmd_completion
+    from scheduler.cli.parser import cmd_completion
 
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):

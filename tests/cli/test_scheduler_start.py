@@ -1,4 +1,4 @@
-"""`volcano-py scheduler` pauses the garbage collector while it starts (scheduler/cli.py): it is off when the
+"""`volcano-py scheduler` pauses the garbage collector while it starts (scheduler/cli/__init__.py): it is off when the
 client is made and the framework imported, and a start that fails (here: an unreadable kubeconfig) gives it
 back, so a caller in the same process is left as it was."""
 

@@ -11,7 +11,7 @@ import pytest
 from stub_apiserver import Stub, StubKube
 
 from scheduler.cli import main
-from scheduler.ctl import connect
+from scheduler.cli.ctl import connect
 
 
 @dataclass(frozen=True)

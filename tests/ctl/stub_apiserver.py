@@ -1,5 +1,5 @@
 """A stand-in apiserver for the day-two commands: the unit tests of tests/ctl call it in-process (`StubKube`,
-what `scheduler.ctl.client.Client` talks to), and tools/vcctl_parity/compare.py serves it over HTTP so Volcano's
+what `scheduler.cli.ctl.client.Client` talks to), and tools/vcctl_parity/compare.py serves it over HTTP so Volcano's
 `vcctl` and `volcano-py` can be run against the same objects and their output and requests compared.
 
 It is no Kubernetes: objects from a list, GET of one object, lists (one namespace or all) with a label selector,
@@ -192,7 +192,7 @@ def writes(stub: Stub) -> list[dict[str, Any]]:
 
 
 class StubKube:
-    """What `scheduler.ctl.client.Client` calls on `scheduler.cache.kube.Kube`, answered by a Stub."""
+    """What `scheduler.cli.ctl.client.Client` calls on `scheduler.cache.kube.Kube`, answered by a Stub."""
 
     def __init__(self, stub: Stub):
         self.stub = stub

@@ -14,8 +14,8 @@ import pytest
 
 from scheduler.cache.kube import KubeError
 from scheduler.cli import main
-from scheduler.ctl import waiting
-from scheduler.ctl.client import missing_crd
+from scheduler.cli.ctl import waiting
+from scheduler.cli.ctl.client import missing_crd
 
 
 def test_a_kubeconfig_that_is_not_yaml_is_one_line_naming_the_file(
@@ -140,7 +140,7 @@ def test_a_404_of_a_missing_object_is_not_a_missing_crd() -> None:
 def test_explain_on_a_cluster_without_the_crds_says_so() -> None:
     """explain reads objects one by one, each a 404 whether or not its CRD is there: when it finds nothing, it
     asks whether the lists are served before saying the name is unknown."""
-    from scheduler.ctl.client import Client, MissingCRDError
+    from scheduler.cli.ctl.client import Client, MissingCRDError
 
     class NoVolcano:
         def get_or_none(self, path: str) -> None:

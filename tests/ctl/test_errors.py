@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from scheduler.cli import main, parser
-from scheduler.ctl import connect
-from scheduler.ctl.commands import NoClusterError
+from scheduler.cli.ctl import connect
+from scheduler.cli.ctl.commands import NoClusterError
 
 
 def _closed_port() -> int:

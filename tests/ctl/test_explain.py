@@ -12,7 +12,7 @@ from scheduler.api import reasons as R
 from scheduler.api.decision import REASONS_ANNOTATION, Code, Status, publish
 from scheduler.api.messages import message as render_message
 from scheduler.api.resources import GPU
-from scheduler.ctl.explain import Facts, Gate, explain, rank_in_queue, render
+from scheduler.cli.ctl.explain import Facts, Gate, explain, rank_in_queue, render
 
 
 def podgroup(name: str, queue: str = "q", phase: str = "Pending", reasons: Sequence[R.Reason] = (),
@@ -190,7 +190,7 @@ def _evict_event(reason: str, kind: str, name: str, cause: str, at: str) -> dict
 def test_explain_shows_the_evictions_a_job_suffered_and_caused() -> None:
     from scheduler.api.evictions import cause_json
     from scheduler.api.snapshot import EvictCause
-    from scheduler.ctl.explain import to_dict
+    from scheduler.cli.ctl.explain import to_dict
 
     by_high = EvictCause("gangpreempt", "ml/high", "whole bundle", breaks_gang=True)
     on_low = cause_json(by_high, "ml/low-0", "ml/low")

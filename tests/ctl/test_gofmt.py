@@ -1,4 +1,4 @@
-"""vcctl's spellings of ages, times and quantities, which volcano-py's tables reproduce (scheduler/ctl/gofmt.py).
+"""vcctl's spellings of ages, times and quantities, which volcano-py's tables reproduce (scheduler/cli/ctl/gofmt.py).
 
 The quantity cases are what apimachinery v0.36.1's ParseQuantity(s).String() returns (Volcano's go.mod), run
 once with Go; the ages follow Volcano's HumanDuration and apimachinery's.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.api.resources import QuantityError
-from scheduler.ctl.gofmt import canonical_quantity, go_json, go_list, go_time, human_duration, local_date, since
+from scheduler.cli.ctl.gofmt import canonical_quantity, go_json, go_list, go_time, human_duration, local_date, since
 
 GO_QUANTITIES = {  # input -> resource.MustParse(input).String()
     "1000m": "1",

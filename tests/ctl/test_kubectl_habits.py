@@ -62,7 +62,7 @@ def test_no_kubeconfig_means_the_default_namespace(vcctl: Any) -> None:
 
 def test_the_context_flag_picks_the_kubeconfig_context(tmp_path: Path) -> None:
     from scheduler.cli import parser
-    from scheduler.ctl import connect
+    from scheduler.cli.ctl import connect
 
     path = Path(kubeconfig(tmp_path))
     doc = yaml.safe_load(path.read_text())
@@ -167,7 +167,7 @@ def test_a_volcano_scheduler_claims_its_default_name(vcctl: Any) -> None:
 
 
 def test_scheduler_names_are_read_as_go_reads_flags() -> None:
-    from scheduler.ctl.schedulers import names_in_args
+    from scheduler.cli.ctl.schedulers import names_in_args
 
     assert names_in_args(["scheduler", "--scheduler-name=a", "-scheduler-name", "b"], "d") == ["a", "b"]
     assert names_in_args(["scheduler", "--scheduler-conf=x"], "d") == ["d"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.ctl.commands import dump, job_table, queue_table
+from scheduler.cli.ctl.commands import dump, job_table, queue_table
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from vctable import cells
 
-from scheduler.ctl.pods import pod_cells
+from scheduler.cli.ctl.pods import pod_cells
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 

@@ -1,4 +1,4 @@
-"""`--watch`'s loop (scheduler/ctl/watching.py): a row per change, the watch started again where it ended, and a
+"""`--watch`'s loop (scheduler/cli/ctl/watching.py): a row per change, the watch started again where it ended, and a
 new list when the apiserver says the version is too old (410). The apiserver's behaviour itself is exercised in
 tests/e2e/test_ctl_kubectl_habits.py."""
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.ctl.client import Client
-from scheduler.ctl.watching import watch
+from scheduler.cli.ctl.client import Client
+from scheduler.cli.ctl.watching import watch
 
 
 class Streams:

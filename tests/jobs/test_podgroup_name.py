@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from fake_api import FakeApi
 
+from scheduler.cli.ctl.client import Client
 from scheduler.controllers.job import JobController
-from scheduler.ctl.client import Client
 from scheduler.jobs import podgroup_for, podgroup_lookup_names, podgroup_name, pods_for
 
 GROUP = "scheduling.k8s.io/group-name"

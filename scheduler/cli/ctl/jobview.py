@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler.api.objects import MutableObj
-from scheduler.ctl.gofmt import canonical_quantity, go_int, go_json, go_list, go_time, since
+from scheduler.cli.ctl.gofmt import canonical_quantity, go_int, go_json, go_list, go_time, since
 
 _TEMPLATE_ANNOTATIONS = (  # the three annotations vcctl shows, under the names it gives them
     ("Cri . Cci . Io / Container - Type:          ", "cri.cci.io/container-type"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import KubeError
-from scheduler.ctl.client import CORE, Client
+from scheduler.cli.ctl.client import CORE, Client
 
 VOLCANO_PY_DEFAULT = "volcano-py"  # scheduler/flags/components.py: --scheduler-name's default
 VOLCANO_DEFAULT = "volcano"

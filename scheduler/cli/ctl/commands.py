@@ -11,12 +11,12 @@ import json
 import sys
 from typing import Any
 
-from scheduler.ctl import connect, flows, jobs, pods, queues
-from scheduler.ctl.client import NotFoundError
-from scheduler.ctl.connect import NoClusterError, common, reporting
-from scheduler.ctl.explain import explain, render, to_dict
-from scheduler.ctl.output import is_object_format, print_objects
-from scheduler.ctl.tables import dump, job_table, queue_table
+from scheduler.cli.ctl import connect, flows, jobs, pods, queues
+from scheduler.cli.ctl.client import NotFoundError
+from scheduler.cli.ctl.connect import NoClusterError, common, reporting
+from scheduler.cli.ctl.explain import explain, render, to_dict
+from scheduler.cli.ctl.output import is_object_format, print_objects
+from scheduler.cli.ctl.tables import dump, job_table, queue_table
 
 __all__ = ["NoClusterError", "add_parsers", "dump", "job_table", "queue_table"]
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 from scheduler.api.objects import MutableObj
 from scheduler.api.pod import GROUP_NAME_ANNOTATION
 from scheduler.cache.kube import MERGE_PATCH, Kube, KubeError
-from scheduler.ctl.explain import Facts
+from scheduler.cli.ctl.explain import Facts
 from scheduler.jobs import keys, podgroup_lookup_names
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1"

@@ -19,9 +19,9 @@ import yaml
 
 from scheduler.api.objects import MutableObj
 from scheduler.api.resources import QuantityError
-from scheduler.ctl import connect
-from scheduler.ctl.client import JOBS
-from scheduler.ctl.connect import (
+from scheduler.cli.ctl import connect
+from scheduler.cli.ctl.client import JOBS
+from scheduler.cli.ctl.connect import (
     UsageError,
     all_namespaces,
     common,
@@ -31,12 +31,12 @@ from scheduler.ctl.connect import (
     reporting,
     watch_flag,
 )
-from scheduler.ctl.gofmt import canonical_quantity, go_int, local_date, pad
-from scheduler.ctl.jobview import render_job
-from scheduler.ctl.output import is_object_format, print_objects, render_objects
-from scheduler.ctl.schedulers import VOLCANO_PY_DEFAULT, claims, unclaimed_warning
-from scheduler.ctl.tables import job_table
-from scheduler.ctl.watching import watch
+from scheduler.cli.ctl.gofmt import canonical_quantity, go_int, local_date, pad
+from scheduler.cli.ctl.jobview import render_job
+from scheduler.cli.ctl.output import is_object_format, print_objects, render_objects
+from scheduler.cli.ctl.schedulers import VOLCANO_PY_DEFAULT, claims, unclaimed_warning
+from scheduler.cli.ctl.tables import job_table
+from scheduler.cli.ctl.watching import watch
 
 JOB_TYPE_LABEL = "volcano.sh/job-type"  # v1alpha1.JobTypeKey
 TEMPLATE_LABEL = "job.volcano.sh"  # pkg/cli/job/run.go: jobName

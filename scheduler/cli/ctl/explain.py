@@ -22,7 +22,7 @@ from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
 from scheduler.api.messages import render as render_reason, show, show_amounts
 from scheduler.api.objects import Obj
 from scheduler.api.reasons import ReasonError
-from scheduler.ctl.explain_evictions import EvictionSeen, eviction_line, evictions_seen
+from scheduler.cli.ctl.explain_evictions import EvictionSeen, eviction_line, evictions_seen
 from scheduler.jobs.expand import depends_on
 
 ReasonT = TypeVar("ReasonT", bound=R.Reason)

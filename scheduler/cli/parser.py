@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scheduler.ctl.completion import SHELLS, script
-from scheduler.ctl.exits import OneLineParser
+from scheduler.cli.ctl.completion import SHELLS, script
+from scheduler.cli.ctl.exits import OneLineParser
 from scheduler.durations import Seconds
 from scheduler.flags import CONTROLLERS, SCHEDULER, WEBHOOK
 
@@ -25,7 +25,7 @@ SIMULATE = ("Replay a workload (Volcano Jobs, PodGroups, Deployments, CronJobs, 
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from scheduler.simulate_cmd import simulate  # the simulator, imported only for this command
+    from scheduler.cli.simulate import simulate  # the simulator, imported only for this command
 
     return simulate(args)
 
@@ -103,7 +103,7 @@ def parser() -> argparse.ArgumentParser:
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     for name, text in BENCHES.items():  # listed for `volcano-py bench --help`; run_bench parses their flags
         bench_sub.add_parser(name, add_help=False, help=text)
-    from scheduler.ctl.commands import add_parsers as add_day_two_parsers  # explain, job, queue
+    from scheduler.cli.ctl.commands import add_parsers as add_day_two_parsers  # explain, job, queue
 
     add_day_two_parsers(sub)
     completion = sub.add_parser("completion", help="print a shell completion script (bash or zsh)",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import KubeError
-from scheduler.ctl.client import Client
+from scheduler.cli.ctl.client import Client
 
 WATCH_SECONDS = 300  # the apiserver ends each watch after this long; it is started again at once
 CHANGES = ("ADDED", "MODIFIED", "DELETED")

@@ -16,9 +16,9 @@ import sys
 from collections.abc import Callable
 
 from scheduler.cache.kube import Kube, KubeError
-from scheduler.ctl.client import Client, MissingCRDError, missing_crd
-from scheduler.ctl.exits import EXIT_FAILURE, EXIT_USER
-from scheduler.ctl.waiting import WaitingKube
+from scheduler.cli.ctl.client import Client, MissingCRDError, missing_crd
+from scheduler.cli.ctl.exits import EXIT_FAILURE, EXIT_USER
+from scheduler.cli.ctl.waiting import WaitingKube
 from scheduler.durations import Seconds, format_duration
 
 log = logging.getLogger("volcano_py.ctl")
@@ -188,7 +188,7 @@ def common(p: argparse.ArgumentParser, *, namespace: bool = True, output: tuple[
         p.add_argument("-n", "--namespace", default=None,
                        help="the namespace (default: the kubeconfig context's, else default)")
     if output:
-        from scheduler.ctl.output import output_type
+        from scheduler.cli.ctl.output import output_type
 
         tables = tuple(o for o in output if o not in ("json", "yaml"))
         formats = ", ".join(["name", "json", "yaml", "jsonpath=TEMPLATE", *tables])

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from scheduler.api.objects import MutableObj
-from scheduler.ctl import connect
-from scheduler.ctl.client import CORE
-from scheduler.ctl.connect import UsageError, all_namespaces, common, label_selector, reporting, watch_flag
-from scheduler.ctl.gofmt import go_int, parse_time, since
-from scheduler.ctl.output import is_object_format, print_objects, render_objects
-from scheduler.ctl.watching import watch
+from scheduler.cli.ctl import connect
+from scheduler.cli.ctl.client import CORE
+from scheduler.cli.ctl.connect import UsageError, all_namespaces, common, label_selector, reporting, watch_flag
+from scheduler.cli.ctl.gofmt import go_int, parse_time, since
+from scheduler.cli.ctl.output import is_object_format, print_objects, render_objects
+from scheduler.cli.ctl.watching import watch
 from scheduler.jobs import keys
 
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # schedulingv1beta1.QueueNameAnnotationKey

@@ -23,9 +23,9 @@ import yaml
 
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import KubeError
-from scheduler.ctl import connect
-from scheduler.ctl.client import FLOW
-from scheduler.ctl.connect import (
+from scheduler.cli.ctl import connect
+from scheduler.cli.ctl.client import FLOW
+from scheduler.cli.ctl.connect import (
     UsageError,
     all_namespaces,
     api_message,
@@ -34,9 +34,9 @@ from scheduler.ctl.connect import (
     reporting,
     watch_flag,
 )
-from scheduler.ctl.gofmt import since
-from scheduler.ctl.output import is_object_format, print_objects, render_objects
-from scheduler.ctl.watching import watch
+from scheduler.cli.ctl.gofmt import since
+from scheduler.cli.ctl.output import is_object_format, print_objects, render_objects
+from scheduler.cli.ctl.watching import watch
 
 COLUMN_SPACING = 4
 NO_RESOURCES = "No resources found"

@@ -11,8 +11,8 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 
 from scheduler.api.objects import MutableObj
-from scheduler.ctl.jsonpath import JSONPathError, compile_template, render
-from scheduler.ctl.tables import dump
+from scheduler.cli.ctl.jsonpath import JSONPathError, compile_template, render
+from scheduler.cli.ctl.tables import dump
 
 OBJECT_FORMATS = ("name", "json", "yaml", "jsonpath=TEMPLATE")
 

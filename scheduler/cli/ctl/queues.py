@@ -19,13 +19,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import MutableObj
-from scheduler.ctl import connect
-from scheduler.ctl.client import QUEUE_COMMAND_NAMESPACE, SCHEDULING, Client
-from scheduler.ctl.connect import UsageError, common, label_selector, name_of, positional_or_flag, reporting, watch_flag
-from scheduler.ctl.gofmt import go_int, pad
-from scheduler.ctl.output import is_object_format, print_objects, render_objects
-from scheduler.ctl.tables import queue_table
-from scheduler.ctl.watching import watch
+from scheduler.cli.ctl import connect
+from scheduler.cli.ctl.client import QUEUE_COMMAND_NAMESPACE, SCHEDULING, Client
+from scheduler.cli.ctl.connect import (
+    UsageError,
+    common,
+    label_selector,
+    name_of,
+    positional_or_flag,
+    reporting,
+    watch_flag,
+)
+from scheduler.cli.ctl.gofmt import go_int, pad
+from scheduler.cli.ctl.output import is_object_format, print_objects, render_objects
+from scheduler.cli.ctl.tables import queue_table
+from scheduler.cli.ctl.watching import watch
 
 HEADER = ("Name", "Weight", "State", "Parent", "Inqueue", "Pending", "Running", "Unknown", "Completed")
 WIDTHS = (25, 8, 8, 8, 8, 8, 8, 8, 8)  # pkg/cli/queue/list.go PrintQueues: %-25s then %-8s each

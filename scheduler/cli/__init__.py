@@ -29,8 +29,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from scheduler.api.resources import QuantityError
 from scheduler.cache.client import KubeconfigError, api_client
 from scheduler.cache.leader import LeaderConfig
-from scheduler.cli_parser import BENCHES, parser
-from scheduler.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, one_line, quiet_stdout
+from scheduler.cli.ctl.exits import EXIT_INTERRUPTED, EXIT_PIPE, one_line, quiet_stdout
+from scheduler.cli.parser import BENCHES, parser
 from scheduler.flags import (
     CONTROLLERS,
     SCHEDULER,
@@ -317,7 +317,7 @@ def _version() -> str:
 
 
 # The benchmarks `volcano-py bench NAME` runs: bench/bench_NAME.py of the clone this package was loaded from.
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 
 
 def bench_module(name: str) -> ModuleType:
@@ -378,6 +378,3 @@ def _dispatch(argv: list[str]) -> int:
         print(f"volcano-py: error: {line}", file=sys.stderr)
         return code
 
-
-if __name__ == "__main__":
-    sys.exit(main())
