@@ -27,7 +27,7 @@ from scheduler.api.phases import TaskStatus
 from scheduler.api.reasons import NodeFilter
 
 
-def node_statics(nodes: list[NodeInfo]) -> tuple[Any, ...]:
+def node_statics(nodes: list[NodeInfo]) -> tuple[object, ...]:
     """Everything about the nodes that predicates read, besides resources."""
     return tuple(
         (n.name, frozenset(n.labels.items()), n.taints, n.unschedulable, n.ready, n.allocatable.names())
@@ -35,14 +35,14 @@ def node_statics(nodes: list[NodeInfo]) -> tuple[Any, ...]:
     )
 
 
-def gang_signature(job: JobInfo) -> tuple[Any, ...]:
+def gang_signature(job: JobInfo) -> tuple[object, ...]:
     pending = frozenset(t.key for t in job.with_status(TaskStatus.PENDING))
     return (job.min_available, tuple(sorted(job.min_task_member.items())), job.ready_task_num(), pending)
 
 
 @dataclass(slots=True)
 class Failure:
-    signature: tuple[Any, ...]
+    signature: tuple[object, ...]
     positions: Any  # node positions the gang's tasks may use (numpy int array)
     reasons: Counter[NodeFilter]
     task: str
@@ -50,14 +50,14 @@ class Failure:
 
 @dataclass(slots=True)
 class CycleMemo:
-    statics: tuple[Any, ...] = ()
+    statics: tuple[object, ...] = ()
     conf: Any = None
     feasible: dict[Any, Any] = field(default_factory=dict)  # Constraints -> the session's feasible record
     baseline: Any = None  # idle matrix at the end of the last cycle
     failures: dict[str, Failure] = field(default_factory=dict)
     gained: Any = None  # per node: more idle than at the end of the last cycle (this cycle only)
     skipped: int = 0  # gangs skipped in the last cycle (for logs and tests)
-    # job uid (or "queue/<name>") -> (plugin, action, exception type) of the fault it had last cycle, so a fault
+    # job key (or "queue/<name>") -> (plugin, action, exception type) of the fault it had last cycle, so a fault
     # that repeats every cycle is logged once (`faults.py`)
     faults_logged: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
