@@ -38,6 +38,9 @@ class ClusterSnapshot:
     orphans: tuple[tuple[str, str, float], ...] = ()
     # PodDisruptionBudgets (policy/v1), each field parsed (`api/disruption.py`); the pdb plugin reads them.
     disruption_budgets: tuple[DisruptionBudget, ...] = ()
+    # Volcano's feature gate SchedulingGatesQueueAdmission (the scheduler's --feature-gates): allocate removes the
+    # queue-allocation gate of an opted-in pod once its queue has room, and capacity reserves that room.
+    queue_allocation_gate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,9 @@ class CycleResult:
     timings: dict[str, float] = field(default_factory=dict)
     # Counts for metrics: "eviction_transactions:<reason>", statements committed with evictions.
     counters: dict[str, int] = field(default_factory=dict)
+    # Pods (task uid: namespace/name) whose only scheduling gate, Volcano's queue-allocation gate, is to be removed
+    # (SchedulingGatesQueueAdmission): they passed their queue's Allocatable check this cycle.
+    ungate: list[str] = field(default_factory=list)
 
 
 class ClusterAdapter(Protocol):
