@@ -211,3 +211,12 @@ def test_a_gate_goes_only_when_alone_opted_in_and_within_the_queue(seed: int) ->
             assert used <= queue.capability.cpu, (seed, name)
     for key, gates in others.items():
         assert c.sim.pods[key].manifest["spec"]["schedulingGates"] == gates
+
+
+def test_a_gated_pod_no_node_can_hold_keeps_its_gate_when_the_queue_is_full() -> None:
+    """capacity lets an ungated task no node could hold past a full queue (so its gang's condition names the short
+    resource); never a gated one: its gate would go while its queue has no room for it."""
+    c = cluster().node("n", cpu="1", memory="32Gi").queue("q", capability={"cpu": "2"}, deserved={"cpu": "2"})
+    c.sim.queue_allocation_gate = True
+    gated_job(c, "j", 1, cpu="3")
+    assert [r.ungate for r in c.cycles(2, CAPACITY)] == [[], []]
