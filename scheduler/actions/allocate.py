@@ -10,7 +10,9 @@
    it is pipelined onto a node whose releasing resources will hold it. A task that fits nowhere ends the job's
    turn unless the job can still become ready without its role (Volcano's `NeedContinueAllocating`,
    pkg/scheduler/api/job_info.go); the rest of a failed role is skipped. A run of the job's identical tasks
-   is placed at once where that makes the same binds as this loop does (`bulk.py`).
+   is placed at once where that makes the same binds as this loop does (`bulk.py`). With the feature gate
+   SchedulingGatesQueueAdmission, a job's first turn starts with its opted-in pods held by Volcano's
+   queue-allocation gate alone: each whose queue passes Allocatable loses its gate after the cycle (`ungate`).
 4. Commit the job's statement only if JobReady; keep it as a reservation if JobPipelined; otherwise discard.
    A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others.
 """
