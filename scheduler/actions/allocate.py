@@ -10,7 +10,9 @@
    it is pipelined onto a node whose releasing resources will hold it. A task that fits nowhere ends the job's
    turn unless the job can still become ready without its role (Volcano's `NeedContinueAllocating`,
    pkg/scheduler/api/job_info.go); the rest of a failed role is skipped. A run of the job's identical tasks
-   is placed at once where that makes the same binds as this loop does (`bulk.py`).
+   is placed at once where that makes the same binds as this loop does (`bulk.py`). With the feature gate
+   SchedulingGatesQueueAdmission, a job's first turn starts with its opted-in pods held by Volcano's
+   queue-allocation gate alone: each whose queue passes Allocatable loses its gate after the cycle (`ungate`).
 4. Commit the job's statement only if JobReady; keep it as a reservation if JobPipelined; otherwise discard.
    A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others.
 """
@@ -51,9 +53,32 @@ def pending_tasks(job: JobInfo) -> list[TaskInfo]:
     return job.placeable()
 
 
+def queue_gated(ssn: Session, job: JobInfo) -> list[TaskInfo]:
+    """With SchedulingGatesQueueAdmission, the pending tasks whose only scheduling gate is Volcano's
+    queue-allocation gate and that opted in to its removal (Volcano's allocate takes tasks gated by that gate
+    alone and skips BestEffort ones, actions/allocate/allocate.go); none without the feature gate."""
+    if not ssn.queue_allocation_gate:
+        return []
+    return [t for t in job.with_status(TaskStatus.PENDING)
+            if t.only_queue_gate and t.queue_gate_opt_in and not t.best_effort]
+
+
+def ungate(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
+    """Volcano's queue admission by scheduling gates (actions/allocate/allocate.go): each gated task, in TaskOrder,
+    whose queue passes Allocatable loses its gate after the cycle (never placed in this one); the capacity
+    plugin then holds its room (plugins/capacity.py). A task the queue cannot take keeps its gate, and the job's
+    condition says which limit. A pod with any other gate is never ungated (`TaskInfo.only_queue_gate`)."""
+    for task in ssn.order.task_order(queue_gated(ssn, job)):
+        allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
+        if allowed.ok:
+            ssn.results.ungate(task)
+        else:
+            ssn.results.hold(job, _over_share(allowed, queue, task), first=True)
+
+
 def schedulable_jobs(ssn: Session) -> list[JobInfo]:
     def schedulable(job: JobInfo) -> bool:
-        if job.phase == PodGroupPhase.PENDING or not pending_tasks(job):
+        if job.phase == PodGroupPhase.PENDING or not (pending_tasks(job) or queue_gated(ssn, job)):
             return False
         if job.queue not in ssn.queues:
             ssn.results.hold(job, queue_missing(ssn, job, Allocate.name))
@@ -148,11 +173,12 @@ class Allocate:
     def __init__(self, *, bulk: bool = True) -> None:
         self._failed: dict[str, Failures] = {}
         self._ready: dict[str, _ReadyOrder] = {}
+        self._ungated: set[str] = set()  # jobs whose queue-gated tasks were checked this cycle
         self.bulk = bulk  # place runs of a gang's identical tasks at once where that gives the same binds
         self._placer: BulkPlacer | None = None
 
     def execute(self, ssn: Session) -> None:
-        self._failed, self._ready = {}, {}
+        self._failed, self._ready, self._ungated = {}, {}, set()
         placer = BulkPlacer(ssn.node_list, ssn.arrays, ssn.tiers, ssn.fit) if self.bulk else None
         self._placer = placer if placer is not None and placer.enabled else None
         # 1.
@@ -167,15 +193,18 @@ class Allocate:
         # Only a gang that never ran whole (a crash or a failed bind between its binds): one that ran and lost
         # pods (an eviction broke it) waits its turn in JobOrder, as in Volcano, or it would take back the room
         # just made for its preemptor (differential preemption seeds 8, 12, ...: a second domain evicted).
-        partial = guarded(ssn, jobs, lambda j: j.is_started() and not j.is_ready()
+        placeable = [j for j in jobs if pending_tasks(j)]  # the others have only queue-gated tasks
+        partial = guarded(ssn, placeable, lambda j: j.is_started() and not j.is_ready()
                           and j.phase not in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN))
         for job in sorted(partial, key=lambda j: (j.creation, j.key)):
             with ssn.guard(job):  # a plugin failing on this job costs this job alone (framework/faults.py)
+                self._ungate_once(ssn, ssn.queues[job.queue], job)
                 self.allocate_job(ssn, ssn.queues[job.queue], job, lambda _: None)
-        starving = starving_gangs(ssn, [j for j in jobs if j not in partial and not ssn.faulted(j)])
+        starving = starving_gangs(ssn, [j for j in placeable if j not in partial and not ssn.faulted(j)])
         for job in starving:
             if not ssn.faulted(job):
                 with ssn.guard(job):
+                    self._ungate_once(ssn, ssn.queues[job.queue], job)
                     self.reserve_job(ssn, ssn.queues[job.queue], job)
         # 3.
         by_queue: dict[str, list[JobInfo]] = {}
@@ -185,7 +214,15 @@ class Allocate:
         for queue, job, requeue in round_robin(ssn, by_queue, skip_queue=lambda q: self._overused(ssn, q),
                                                jobs_change_only_when_out=True):
             with ssn.guard(job):
-                self.allocate_job(ssn, queue, job, requeue)
+                self._ungate_once(ssn, queue, job)
+                if pending_tasks(job):
+                    self.allocate_job(ssn, queue, job, requeue)
+
+    def _ungate_once(self, ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
+        """`ungate` at the job's first turn of the action, ahead of its placeable tasks."""
+        if job.key not in self._ungated:
+            self._ungated.add(job.key)
+            ungate(ssn, queue, job)
 
     @staticmethod
     def _overused(ssn: Session, queue: QueueInfo) -> bool:

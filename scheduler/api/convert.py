@@ -59,6 +59,7 @@ F_OWNERS = F.field("Pod", "metadata.ownerReferences")
 F_TASK_INDEX = F.field("Pod", f"metadata.annotations[{TASK_INDEX_KEY}]")
 F_TASK_INDEX_LABEL = F.field("Pod", f"metadata.labels[{TASK_INDEX_KEY}]")
 F_GATES = F.field("Pod", "spec.schedulingGates")
+F_QUEUE_GATE_OPT_IN = F.field("Pod", f"metadata.annotations[{F.QUEUE_ALLOCATION_GATE}]")
 F_PRIORITY = F.field("Pod", "spec.priority")
 F_PRIORITY_CLASS = F.field("Pod", "spec.priorityClassName")
 F_CONTAINERS = F.field("Pod", "spec.containers")
@@ -149,6 +150,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         F_OWNERS.read(meta.get("ownerReferences"), key, sink)
         F_MIN_MEMBER.read(annotations.get(MIN_MEMBER_ANNOTATION), key, sink)
     cooldown = cooldown_of(labels, annotations, key, sink)
+    gated = first_gate(spec, key, sink)
     if annotations:  # the deviceshare plugin's, bounded here (gpu/devices.py reads them off task.annotations)
         for gpu_field in F_GPU:
             value = annotations.get(gpu_field.path[-1])
@@ -171,12 +173,22 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         labels=dict(labels),
         annotations=dict(annotations),
         index=task_index_of(annotations, labels, key, sink),
-        gated=first_gate(spec, key, sink),
+        gated=gated,
         claims=_claims(F_VOLUMES.read(volumes, key, sink), namespace, name) if volumes is not None else (),
         preempt_never=preempts_never(spec, key, sink),
         cooldown=cooldown,
         scheduled_at=scheduled_at_of(pod, key, sink) if cooldown is not None else None,
+        only_queue_gate=gated == F.QUEUE_ALLOCATION_GATE and len(spec["schedulingGates"]) == 1,
+        queue_gate_opt_in=queue_gate_opt_in(annotations, key, sink),
     )
+
+
+def queue_gate_opt_in(annotations: Mapping[str, str], where: str = "",
+                      sink: list[F.FieldInvalid] | None = None) -> bool:
+    """The pod opted in to Volcano's queue-allocation gate: its annotation of that name is exactly "true"
+    (Volcano's HasQueueAllocationGateAnnotation, pkg/scheduler/api/helpers.go)."""
+    value = annotations.get(F.QUEUE_ALLOCATION_GATE) if annotations else None
+    return value is not None and F_QUEUE_GATE_OPT_IN.read(value, where, sink) == "true"
 
 
 def preempts_never(spec: Mapping[str, Any], where: str = "", sink: list[F.FieldInvalid] | None = None) -> bool:

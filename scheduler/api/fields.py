@@ -83,6 +83,9 @@ GPU_SPEC = "volcano-py.io/gpu-spec"
 COOLDOWN = "volcano.sh/cooldown-time"  # the cdp plugin's (volcano.sh/apis scheduling/v1beta1 CooldownTime)
 EVICTION_NOTICE = "volcano-py.io/eviction-notice"  # on a Queue (api/evictions.py)
 POD_EVICTION_NOTICE = "scheduling.volcano-py.io/eviction-notice"  # on a victim given notice (api/evictions.py)
+# Volcano's queue-allocation gate: the annotation a pod opts in with ("true") and the scheduling gate's name
+# (volcano.sh/apis scheduling/v1beta1 labels.go QueueAllocationGateKey).
+QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
 NOTICE_MAX = 3600.0  # an hour: a checkpoint takes minutes; a longer notice holds the preemptor back too long
 
 _META = ("metadata",)
@@ -125,6 +128,8 @@ FIELDS: tuple[Field, ...] = (
     Field("Pod", (*_META, "labels", TASK_INDEX), integer(0, INT32, text=True), -1, "no index"),
     Field("Pod", (*_META, "annotations", GPU_INDEX), text(1024), "", "no cards recorded"),
     Field("Pod", (*_META, "annotations", GPU_SPEC), text(1024), "", "any GPU model"),
+    # Opted in only with exactly "true", as Volcano compares it (pkg/scheduler/api/helpers.go).
+    Field("Pod", (*_META, "annotations", QUEUE_ALLOCATION_GATE), text(LABEL_VALUE_MAX), "", "not opted in"),
     # A victim under notice is releasing (api/pod.py status_of); the evictor reads the deadline (not at the edge:
     # an unreadable one is due now, logged by the evictor).
     Field("Pod", (*_META, "annotations", POD_EVICTION_NOTICE), TIME, 1.0, "notice due now", edge=False),

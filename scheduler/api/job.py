@@ -47,6 +47,11 @@ class TaskInfo:
     # the pod was bound (its `PodScheduled=True` transition; read only for a pod with a cooldown; None: not known).
     cooldown: float | None = None
     scheduled_at: float | None = None
+    # Volcano's queue-allocation gate (api/fields.py QUEUE_ALLOCATION_GATE; pkg/scheduler/api/helpers.go): whether
+    # the pod's one and only scheduling gate is it (HasOnlyVolcanoSchedulingGate), and whether the pod opted in
+    # with the annotation of that name set to "true" (HasQueueAllocationGateAnnotation).
+    only_queue_gate: bool = False
+    queue_gate_opt_in: bool = False
 
     @property
     def best_effort(self) -> bool:
@@ -74,6 +79,8 @@ class TaskInfo:
             self.preempt_never,
             self.cooldown,
             self.scheduled_at,
+            self.only_queue_gate,
+            self.queue_gate_opt_in,
         )
 
     def __repr__(self) -> str:

@@ -41,6 +41,9 @@ class ClusterSnapshot:
     disruption_budgets: tuple[DisruptionBudget, ...] = ()
     # ResourceQuotas (core/v1), their status parsed (`api/quota.py`); the resourcequota plugin reads them.
     resource_quotas: tuple[ResourceQuotaInfo, ...] = ()
+    # Volcano's feature gate SchedulingGatesQueueAdmission (the scheduler's --feature-gates): allocate removes the
+    # queue-allocation gate of an opted-in pod once its queue has room, and capacity reserves that room.
+    queue_allocation_gate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +153,9 @@ class CycleResult:
     timings: dict[str, float] = field(default_factory=dict)
     # Counts for metrics: "eviction_transactions:<reason>", statements committed with evictions.
     counters: dict[str, int] = field(default_factory=dict)
+    # Pods (task uid: namespace/name) whose only scheduling gate, Volcano's queue-allocation gate, is to be removed
+    # (SchedulingGatesQueueAdmission): they passed their queue's Allocatable check this cycle.
+    ungate: list[str] = field(default_factory=list)
 
 
 class ClusterAdapter(Protocol):

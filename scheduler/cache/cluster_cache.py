@@ -30,6 +30,7 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.binder import Binder
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.evictor import Evictor
+from scheduler.cache.gates import GateRemover
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.pages import PAGE_SIZE, Pages
 from scheduler.cache.parse import ParseCache
@@ -76,6 +77,7 @@ class ClusterCache:
         event_workers: int = 2,
         prefetched: dict[str, Pages] | None = None,
         kube: Kube | None = None,
+        queue_allocation_gate: bool = False,
     ):
         # `kube`: a client already made from `api_client` (the one the `prefetched` lists run on), or a new one.
         kube = kube or Kube(api_client, request_timeout=request_timeout, local_clock=local_clock)
@@ -116,6 +118,9 @@ class ClusterCache:
         self.evictor = Evictor(kube, self.stores, self._pool, self.events, may_write, eviction_grace_seconds,
                                decided=lambda key: self._snapshot_pods.get(key), clock=clock)
         self.status_writer = StatusWriter(kube, self.stores, self._pool, self.scheduler_names, may_write, self._stop)
+        # Volcano's feature gate SchedulingGatesQueueAdmission: cycles ungate opted-in pods, written by `gates`.
+        self.queue_allocation_gate = queue_allocation_gate
+        self.gates = GateRemover(kube, self.stores, self._pool, may_write)
         self._kube = kube
         self._snapshot_pods: dict[str, Any] = {}
 
@@ -127,7 +132,8 @@ class ClusterCache:
     def kube(self, kube: Kube) -> None:
         """Every part talks to the API through the same client (tests put a fake one in)."""
         self._kube = kube
-        for part in (self.events, self.watcher, self.binder, self.binder.volumes, self.evictor, self.status_writer):
+        for part in (self.events, self.watcher, self.binder, self.binder.volumes, self.evictor, self.status_writer,
+                     self.gates):
             part.kube = kube
 
     @property
@@ -222,6 +228,7 @@ class ClusterCache:
                                 assumed, self.storage.storage(), unreadable,
                                 self.parser.disruption_budgets(budgets), self.parser.resource_quotas(quotas))
         snapshot = build_snapshot(inputs, self.rules)
+        snapshot.queue_allocation_gate = self.queue_allocation_gate
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
             if created and now - created >= ORPHAN_GRACE:
                 self.events.record("Pod", pod, "Warning", "PodGroupNotFound",
@@ -238,10 +245,11 @@ class ClusterCache:
         # Every pod of every committed gang is bound concurrently; a failed bind leaves its pod pending in the
         # cache, so the next cycle retries it.
         binds = self.binder.submit(result, now, self._snapshot_uid)
+        ungates = self.gates.submit(result.ungate, self._snapshot_uid)
         evictions = self.evictor.submit(result.evictions) + self.evictor.due()
         failed = self.binder.wait(binds)
-        for eviction in evictions:
-            eviction.result()
+        for pending in (*evictions, *ungates):
+            pending.result()
         for job, count in failed.items():
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
         self.status_writer.write(result, now)

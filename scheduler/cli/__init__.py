@@ -163,7 +163,8 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
         conf.conf = load_conf(opts.scheduler_conf)  # a bad file at startup is a user error (exit 2)
     names = list(opts.scheduler_names)
     cache = ClusterCache(api, names, opts.default_queue, request_timeout=opts.request_timeout,
-                         identity=opts.leader_elect_identity, prefetched=early, kube=kube)
+                         identity=opts.leader_elect_identity, prefetched=early, kube=kube,
+                         queue_allocation_gate=opts.feature_gates.queue_admission)
     try:
         elector = None
         if opts.leader_elect:
@@ -236,7 +237,8 @@ def cmd_webhook(opts: WebhookOptions) -> int:
                     queue_allocated_pods=opts.enable_queue_allocated_pods_check)
     try:
         routes = handlers(kube_queues(kube), opts.enabled_admission,
-                          (opts.scheduler_names or ("volcano-py",))[0], checks)
+                          (opts.scheduler_names or ("volcano-py",))[0], checks,
+                          queue_allocation_gate=opts.feature_gates.queue_admission)
     except ValueError as exc:
         raise FlagError(str(exc)) from None
     try:

@@ -32,6 +32,10 @@ def simulate(args: argparse.Namespace) -> int:
     names = [path or "built-in default" for path in paths]
     titles = ["volcano-py (gang scheduling)" if len(names) == 1 else f"volcano-py with {name}" for name in names]
     reports = []
+    if args.report:  # a folder that cannot be made is said before any work, not after the replays
+        from scheduler.report.page import make_folder
+
+        make_folder(Path(args.report))
     # One bar from the start to the end of the first replay: on a large input the first line comes within a
     # second of the process's start (the simulator's import, the inputs and the cluster build included).
     with Progress(f"simulate {titles[0]}", 1, "job", heartbeat=0.25, age=process_age(), delay=FIRST_LINE) as bar:

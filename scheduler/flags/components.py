@@ -88,9 +88,12 @@ def _common_flags(*, names_help: str, qps: float, burst: int, listen: str, lease
         Flag("ca-cert-file", Kind.STRING, no_effect=_PLAIN_HTTP),
         Flag("tls-cert-file", Kind.STRING, no_effect=_PLAIN_HTTP),
         Flag("tls-private-key-file", Kind.STRING, no_effect=_PLAIN_HTTP),
-        Flag("feature-gates", Kind.STRING, no_effect="volcano-py has no feature gates"),
         *_klog_flags(),
     )
+
+
+_FEATURE_GATES_HELP = ("Volcano's feature gates, Name=bool,Other=bool (repeatable); volcano-py acts on "
+                       "SchedulingGatesQueueAdmission (default false): {what}; a gate nobody has is an error")
 
 
 SCHEDULER = FlagSet("scheduler", (
@@ -123,7 +126,11 @@ SCHEDULER = FlagSet("scheduler", (
     Flag("cache-dumper", Kind.BOOL, no_effect="use `volcano-py explain` to see the scheduler's view"),
     Flag("cache-dump-dir", Kind.STRING, no_effect="use `volcano-py explain` to see the scheduler's view"),
     Flag("node-selector", Kind.LIST, no_effect="volcano-py schedules onto every node"),
-    Flag("gate-removal-worker-num", Kind.INT, no_effect="volcano-py does not remove scheduling gates"),
+    Flag("feature-gates", Kind.STRINGS, _FEATURE_GATES_HELP.format(
+        what="a pending pod annotated scheduling.volcano.sh/queue-allocation-gate=true loses that scheduling gate "
+        "once its queue has room"), dest="feature_gates", default=()),
+    Flag("gate-removal-worker-num", Kind.INT, no_effect="gates are removed by the cycle's write-back workers, "
+         "which also bind"),
     Flag("scheduler-sharding-mode", Kind.STRING, harmless=("none",), no_effect="volcano-py does not shard nodes"),
     Flag("scheduler-sharding-name", Kind.STRING, no_effect="volcano-py does not shard nodes"),
 ), description="Run the gang scheduler against a Kubernetes cluster: every period it reads the cluster's pods, "
@@ -155,6 +162,7 @@ CONTROLLERS = FlagSet("controllers", (
          "s) until it succeeds, without a requeue limit"),
     Flag("inherit-owner-annotations", Kind.BOOL, harmless=(True,),
          no_effect="pod groups always inherit their owner's volcano.sh/ annotations"),
+    Flag("feature-gates", Kind.STRING, no_effect="the controllers act on no feature gate"),
     Flag("controllers", Kind.LIST, no_effect="volcano-py always runs its job, queue, pod group, command and "
          "cronjob controllers"),
     Flag("scheduler-configs", Kind.LIST, no_effect=_SHARDING),
@@ -195,7 +203,9 @@ WEBHOOK = FlagSet("webhook", (
     Flag("version", Kind.BOOL, "print the version and exit", dest="version", default=False),
     Flag("scheduler-name", Kind.STRINGS, "/jobs/mutate gives a Job that names no scheduler the first of these",
          dest="scheduler_names", default=("volcano-py",)),
-    Flag("feature-gates", Kind.STRING, no_effect="volcano-py has no feature gates"),
+    Flag("feature-gates", Kind.STRINGS, _FEATURE_GATES_HELP.format(
+        what="/pods/mutate gives a pod annotated scheduling.volcano.sh/queue-allocation-gate=true that "
+        "scheduling gate"), dest="feature_gates", default=()),
     Flag("ca-cert-file", Kind.STRING, no_effect=_CHART_INSTALLS),
     Flag("webhook-namespace", Kind.STRING, no_effect=_CHART_INSTALLS),
     Flag("webhook-service-name", Kind.STRING, no_effect=_CHART_INSTALLS),

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scheduler.flags.components import CONTROLLERS, SCHEDULER, WEBHOOK
-from scheduler.flags.syntax import Ignored
+from scheduler.flags.gates import FeatureGates, parse_feature_gates
+from scheduler.flags.syntax import Ignored, Parsed
 
 
 def client_rate_limit(qps: float | None, burst: int | None, default_qps: float,
@@ -117,6 +118,7 @@ class SchedulerOptions(CommonOptions):
     resource_sync_timeout: float
     partial_gang_timeout: float
     request_timeout: float
+    feature_gates: FeatureGates
 
     @property
     def level(self) -> str:
@@ -162,9 +164,18 @@ class ControllerOptions(CommonOptions):
         return max(1, sum(self._VOLCANO_WORKERS[n] if c is None else c for n, c in counts.items()))
 
 
+def _with_gates(parsed: Parsed) -> tuple[dict[str, object], tuple[Ignored, ...]]:
+    """The values with `--feature-gates` parsed into `FeatureGates` (FlagError for a value Volcano refuses), and
+    the warnings with one per gate volcano-py does not act on."""
+    given = parsed.values["feature_gates"]
+    assert isinstance(given, tuple)
+    gates = parse_feature_gates(given)
+    return {**parsed.values, "feature_gates": gates}, (*parsed.ignored, *gates.ignored())
+
+
 def parse_scheduler(argv: Sequence[str]) -> SchedulerOptions:
-    parsed = SCHEDULER.parse(argv)
-    return SchedulerOptions(**parsed.values, ignored=parsed.ignored)  # type: ignore[arg-type]
+    values, ignored = _with_gates(SCHEDULER.parse(argv))
+    return SchedulerOptions(**values, ignored=ignored)  # type: ignore[arg-type]
 
 
 def parse_controllers(argv: Sequence[str]) -> ControllerOptions:
@@ -192,6 +203,7 @@ class WebhookOptions:
     enable_queue_allocated_pods_check: bool
     max_pods_per_job: int
     pod_template_dry_run: bool
+    feature_gates: FeatureGates
     ignored: tuple[Ignored, ...] = ()
 
     @property
@@ -204,5 +216,5 @@ class WebhookOptions:
 
 
 def parse_webhook(argv: Sequence[str]) -> WebhookOptions:
-    parsed = WEBHOOK.parse(argv)
-    return WebhookOptions(**parsed.values, ignored=parsed.ignored)  # type: ignore[arg-type]
+    values, ignored = _with_gates(WEBHOOK.parse(argv))
+    return WebhookOptions(**values, ignored=ignored)  # type: ignore[arg-type]

@@ -47,11 +47,13 @@ class SessionAPI:
     `resource_quotas`, the ResourceQuotas' status (`api.quota`), each field parsed;
     `arrays`, the nodes' resources as arrays in `node_list` order (the Statement keeps them current);
     `domains`, the nodes' topology domains per label key, by the same positions (`api.topology`);
-    `trace`, where a plugin may explain its decisions when the cycle is traced (None when it is not).
+    `trace`, where a plugin may explain its decisions when the cycle is traced (None when it is not);
+    `queue_allocation_gate`, Volcano's feature gate SchedulingGatesQueueAdmission (`api.snapshot`).
     """
 
     __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
-                 "storage", "disruption_budgets", "resource_quotas", "_order", "_fit", "_results",
+                 "storage", "disruption_budgets", "resource_quotas", "queue_allocation_gate",
+                 "_order", "_fit", "_results",
                  "_requests", "_faults")
 
     def __init__(
@@ -74,6 +76,7 @@ class SessionAPI:
         results: ResultsCollector,
         requests: StatementBackEnd,
         faults: Faults,
+        queue_allocation_gate: bool = False,
     ) -> None:
         self.jobs = jobs
         self.queues = queues
@@ -87,6 +90,7 @@ class SessionAPI:
         self.storage = storage
         self.disruption_budgets = disruption_budgets
         self.resource_quotas = resource_quotas
+        self.queue_allocation_gate = queue_allocation_gate
         self._order = order
         self._fit = fit
         self._results = results

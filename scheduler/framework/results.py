@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scheduler.api.decision import Status
-from scheduler.api.job import Condition, JobInfo
+from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.messages import unschedulable_condition
 from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.queue import QueueInfo
@@ -37,6 +37,7 @@ class ResultsCollector:
         self._shares: dict[str, tuple[Resource, float, bool]] = {}  # queue -> deserved, share, overused
         self._counters: dict[str, int] = {}  # for metrics, as CycleResult.counters
         self._faults: dict[str, Status] = {}  # job uid -> the Error Status of a plugin that failed on it
+        self._ungate: dict[str, None] = {}  # tasks whose queue-allocation gate is to be removed, in order
 
     # ---- jobs -----------------------------------------------------------------------------------------
     def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
@@ -109,6 +110,10 @@ class ResultsCollector:
         notice = queue.eviction_notice if queue is not None else 0.0
         return replace(eviction, notice=notice) if notice else eviction
 
+    def ungate(self, task: TaskInfo) -> None:
+        """Remove the task's queue-allocation gate after the cycle (CycleResult.ungate)."""
+        self._ungate[task.key] = None
+
     def close(self, requests: StatementBackEnd, timings: dict[str, float]) -> CycleResult:
         """The cycle's result: the committed requests, the events, and every status that changed."""
         for uid, fault in self._faults.items():
@@ -124,6 +129,7 @@ class ResultsCollector:
             timings=timings,
             counters=self._counters,
             annotations=requests.annotations(),
+            ungate=list(self._ungate),
         )
         for job in self._jobs.values():
             status = self._podgroup_status(job)

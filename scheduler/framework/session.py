@@ -60,6 +60,7 @@ class Session:
         self.storage = snapshot.storage
         self.disruption_budgets = snapshot.disruption_budgets
         self.resource_quotas = snapshot.resource_quotas
+        self.queue_allocation_gate = snapshot.queue_allocation_gate  # SchedulingGatesQueueAdmission
         self.unreadable_queues = snapshot.unreadable_queues  # queues left out, and why (their jobs wait with it)
         self.conf = conf
         self.trace = trace  # a sink for a traced cycle's explanations (`volcano-py simulate --trace`), or None
@@ -88,6 +89,7 @@ class Session:
             conf=self.conf, arrays=self.arrays, domains=self.domains, trace=self.trace, storage=self.storage,
             disruption_budgets=self.disruption_budgets, resource_quotas=self.resource_quotas, order=self.order,
             fit=self.fit, results=self.results, requests=self._back_end, faults=self.faults,
+            queue_allocation_gate=self.queue_allocation_gate,
         )
 
     def _jobs_of_queue(self, queue: str) -> list[JobInfo]:

@@ -18,6 +18,11 @@ accounting (allocated, admitted minResources, elastic, real capability) is `shar
   (or deserves none of what it uses), never taking that queue below its guarantee.
 - JobEnqueueable: proportion's gate on the real capability.
 - No Overused: a queue over its deserved share keeps borrowing; only capability stops it.
+- Scheduling gates (the feature gate SchedulingGatesQueueAdmission; Volcano's queueGateReservedTasks): a pod
+  opted in with `scheduling.volcano.sh/queue-allocation-gate: "true"` that passes Allocatable keeps that room
+  reserved in its queue until it is placed; one found pending and ungated at session open reserves it too. A
+  task's Allocatable counts what the others reserve in its (leaf) queue. Without the feature gate, nothing is
+  reserved.
 
 With `enableHierarchy: true` queues form a tree by `spec.parent` under `root` (a Queue named `root`, or an
 unlimited one if there is none). Jobs go to leaf queues only (a job in a queue with children is held at enqueue
@@ -38,6 +43,7 @@ from fractions import Fraction
 
 from scheduler.api.decision import SUCCESS, Status, unresolvable, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import QueueNotLeaf, QueueParentCycle, QueueParentMissing, Reason
 from scheduler.api.resources import CPU, MEMORY, Resource
@@ -156,6 +162,41 @@ class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
         if self.tree is not None:
             self.book.path = self.tree.path
         self.book.count_jobs()
+        # queue -> task uid -> task: room held for opted-in tasks that passed Allocatable and are not placed yet
+        # (Volcano's buildQueueReservedTasksCache: pending, no scheduling gate left, opted in).
+        self.reserved: dict[str, dict[str, TaskInfo]] = {}
+        if ssn.queue_allocation_gate:
+            for job in ssn.jobs.values():
+                for task in job.with_status(TaskStatus.PENDING):
+                    if not task.gated and task.queue_gate_opt_in:
+                        self.reserved.setdefault(job.queue, {})[task.key] = task
+
+    def _reserved(self, queue: str, task: TaskInfo) -> Resource:
+        """What the queue's other opted-in tasks reserve (the candidate's own request counts as the request)."""
+        held = self.reserved.get(queue)
+        if not held:
+            return Resource()
+        return Resource.total(without_pods(t.resreq) for uid, t in held.items() if uid != task.key)
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        super().on_allocate(task)
+        self._unreserve(task)
+
+    def on_allocate_many(self, tasks: Sequence[TaskInfo]) -> None:
+        super().on_allocate_many(tasks)
+        for task in tasks:
+            self._unreserve(task)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        super().on_deallocate(task)
+        job = self.ssn.jobs.get(task.job)
+        if self.ssn.queue_allocation_gate and task.queue_gate_opt_in and job is not None:
+            self.reserved.setdefault(job.queue, {})[task.key] = task  # rolled back: its room is held again
+
+    def _unreserve(self, task: TaskInfo) -> None:
+        for held in self.reserved.values():
+            if held.pop(task.key, None) is not None:
+                return
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         self.book.publish(self._overused)
@@ -207,12 +248,17 @@ class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
         request = without_pods(task.resreq)
         asked = dimensions(task.resreq)
         for attr in path:
-            after = attr.allocated + request
+            held = attr.allocated + self._reserved(attr.queue.name, task)
+            after = held + request
             over = [name for name in asked if name in attr.limit and after.get(name) > attr.limit[name]]
             if over:
-                if not self.book.placeable(task):
-                    return SUCCESS
-                return unschedulable(self.book.task_over_limit(attr, over[0], request))
+                if not task.gated and not self.book.placeable(task):
+                    return SUCCESS  # never for a gated task: its gate would go while the queue is full
+                name = over[0]
+                return unschedulable(self.book.limit_reason(attr, name, after.get(name), request.get(name),
+                                                            held.get(name)))
+        if self.ssn.queue_allocation_gate and task.queue_gate_opt_in:
+            self.reserved.setdefault(queue.name, {})[task.key] = task
         return SUCCESS
 
     def allocatable_count(self, queue: QueueInfo, task: TaskInfo, n: int) -> int:
@@ -222,6 +268,8 @@ class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
         tree = self.tree
         if tree is not None and (queue.name in tree.broken or not tree.leaf(queue.name)):
             return 0
+        if self.ssn.queue_allocation_gate and (task.queue_gate_opt_in or self.reserved.get(queue.name)):
+            return 0  # room reserved by gated pods: the per-task loop asks `allocatable` one task at a time
         self.book.fresh(queue.name)
         request = without_pods(task.resreq)
         asked = dimensions(task.resreq)

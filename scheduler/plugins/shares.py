@@ -66,9 +66,12 @@ def reserved_by_admitted(job: JobInfo) -> Resource:
     if job.min_resources is None or job.phase not in ADMITTED_PHASES:
         return ZERO
     reserved = (without_pods(job.min_resources) - without_pods(job.allocated())).clamp_zero()
-    gated = ZERO  # pods held by scheduling gates reserve nothing: they would block other jobs for as long as
-    for task in job.with_status(TaskStatus.PENDING):  # the gates stay (Volcano's DeductSchGatedResources)
-        if task.gated:
+    # Pods held by scheduling gates reserve nothing: they would block other jobs for as long as the gates stay
+    # (Volcano's DeductSchGatedResources, pkg/scheduler/api/job_info.go). Except a pod whose only gate is Volcano's
+    # queue-allocation gate: it waits for exactly this room, so it counts (GetSchGatedPodResources).
+    gated = ZERO
+    for task in job.with_status(TaskStatus.PENDING):
+        if task.gated and not task.only_queue_gate:
             gated = gated + without_pods(task.resreq)
     return reserved if gated.is_zero() else (reserved - gated).clamp_zero()
 

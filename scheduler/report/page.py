@@ -61,15 +61,20 @@ def header(confs: Sequence[str] = (), inputs: str = "", command: Sequence[str] |
     return Header(tuple(confs), inputs, argv, ours, f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
 
 
+def make_folder(directory: Path) -> None:
+    """Make the report's folder (and its parents), or say in one line why not (ReportError)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"--report {directory}: cannot make the folder ({exc.strerror})") from None
+
+
 def write(directory: Path, runs: Sequence[Labelled], *, subtitle: str = "",
           confs: Sequence[str] = ("built-in default",), command: Sequence[str] | None = None) -> Written:
     """Write the report of `runs` (one workload's replays, one per conf) into `directory`."""
     require()
     started = time.perf_counter()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ReportError(f"--report {directory}: cannot make the folder ({exc.strerror})") from None
+    make_folder(directory)
     plots = tuple(draw_all(runs, directory))
     tables = (write_jobs(directory / "jobs.csv", runs), write_ticks(directory / "ticks.csv", runs),
               write_queues(directory / "queues.csv", runs))

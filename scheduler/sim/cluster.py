@@ -35,7 +35,7 @@ from scheduler.api.convert import (
 from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
 from scheduler.api.disruption import DisruptionBudget, budget_from_object
 from scheduler.api.evictions import POD_NOTICE
-from scheduler.api.fields import describe
+from scheduler.api.fields import QUEUE_ALLOCATION_GATE, describe
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
@@ -117,6 +117,7 @@ class InMemoryCluster:
     storage: SimStorage | None = None  # PersistentVolumes, claims, StorageClasses; None: volumes not modelled
     pdbs: dict[str, MutableObj] = field(default_factory=dict)  # PodDisruptionBudgets by namespace/name
     quotas: SimQuotas = field(default_factory=SimQuotas)  # ResourceQuotas, their status computed (sim/quotas.py)
+    queue_allocation_gate: bool = False  # Volcano's feature gate SchedulingGatesQueueAdmission (`ungate`)
     _groups: dict[str, dict[str, None]] = field(default_factory=dict)  # PodGroup key -> its pods' keys, in order
 
     # ---- building the cluster -----------------------------------------------------------------------
@@ -273,7 +274,19 @@ class InMemoryCluster:
             disruption_budgets=self.disruption_budgets() if self.pdbs else (),
             resource_quotas=self.quotas.infos(p.manifest for p in self.pods.values()) if self.quotas.manifests else (),
         )
-        return build_snapshot(inputs, AdapterRules(self.scheduler_names, self.default_queue))
+        snapshot = build_snapshot(inputs, AdapterRules(self.scheduler_names, self.default_queue))
+        snapshot.queue_allocation_gate = self.queue_allocation_gate
+        return snapshot
+
+    def ungate(self, key: str) -> bool:
+        """Remove the pod's queue-allocation gate if it is its only gate, as the cache's JSON Patch does
+        (`cache/gates.py`); False if the pod is gone or has another gate."""
+        pod = self.pods.get(key)
+        if pod is None or pod.manifest.get("spec", {}).get("schedulingGates") != [{"name": QUEUE_ALLOCATION_GATE}]:
+            return False
+        del pod.manifest["spec"]["schedulingGates"]
+        pod.task.gated, pod.task.only_queue_gate = "", False
+        return True
 
     # ---- adapter.partial.GangFacts ------------------------------------------------------------------
     def bound_at(self, pod_key: str) -> float | None:
@@ -291,6 +304,8 @@ class InMemoryCluster:
         return key in self.podgroups
 
     def apply(self, result: CycleResult) -> None:
+        for key in result.ungate:
+            self.ungate(key)
         for gang in result.binds:
             if self.storage is not None:
                 for volume in gang.volumes:  # before the pods, as the cache binds them

@@ -49,6 +49,7 @@ from scheduler.webhook.admission import (
     review_queue,
 )
 from scheduler.webhook.cronjobs import review_cronjob
+from scheduler.webhook.pods import review_pod
 
 log = logging.getLogger("volcano_py.webhook")
 
@@ -81,9 +82,10 @@ def allow_all(review: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def handlers(queues: Queues, enabled: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER,
-             checks: Checks = DEFAULT_CHECKS) -> dict[str, Handler]:
+             checks: Checks = DEFAULT_CHECKS, *, queue_allocation_gate: bool = False) -> dict[str, Handler]:
     """The handler of each enabled path: ours for /jobs/validate, /jobs/mutate, /jobflows/validate,
-    /cronjobs/validate and /queues/validate, "allowed" for Volcano's other paths."""
+    /cronjobs/validate, /queues/validate and /pods/mutate (its scheduling gate with SchedulingGatesQueueAdmission,
+    `queue_allocation_gate`), "allowed" for Volcano's other paths."""
     out: dict[str, Handler] = {}
     for path in enabled:
         if path == "/jobs/validate":
@@ -96,6 +98,8 @@ def handlers(queues: Queues, enabled: Iterable[str], scheduler_name: str = DEFAU
             out[path] = review_jobflow
         elif path == "/cronjobs/validate":
             out[path] = review_cronjob
+        elif path == "/pods/mutate":
+            out[path] = lambda review: review_pod(review, queue_allocation_gate)
         elif path in VOLCANO_PATHS:
             out[path] = allow_all
         else:

@@ -44,11 +44,12 @@ class RunningScheduler:
 def running_scheduler(
     control_plane, *, conf: str | None = None, conf_dir: Path | None = None, name: str = "volcano-py-scheduler",
     scheduler_names: tuple[str, ...] = ("volcano-py",), local_clock: Callable[[], float] = time.time,
-    partial_gang_timeout: float = 60.0,
+    partial_gang_timeout: float = 60.0, queue_allocation_gate: bool = False,
 ) -> Iterator[RunningScheduler]:
     """Run the scheduler until the block ends; `conf` is the text of a volcano-scheduler.conf; it serves pods
     that name one of `scheduler_names`. `local_clock` stands for the scheduler machine's clock (a skewed one, to
-    test that timeouts run on the apiserver's)."""
+    test that timeouts run on the apiserver's). `queue_allocation_gate`: --feature-gates
+    SchedulingGatesQueueAdmission=true."""
     conf_path = None
     if conf is not None:
         assert conf_dir is not None, "a conf needs a directory to live in"
@@ -56,7 +57,7 @@ def running_scheduler(
         conf_path.write_text(conf)
     api = control_plane.api_client(connection_pool_maxsize=32)
     cache = ClusterCache(api, set(scheduler_names), "default", watch_timeout=20, request_timeout=15,
-                         local_clock=local_clock)
+                         local_clock=local_clock, queue_allocation_gate=queue_allocation_gate)
     loop = SchedulerLoop(cache, ConfWatcher(str(conf_path) if conf_path else None), period=0.2,
                          partial_gang_timeout=partial_gang_timeout)
     running = RunningScheduler(loop, cache)

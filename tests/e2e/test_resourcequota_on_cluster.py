@@ -10,15 +10,7 @@ import uuid
 import pytest
 from controlplane import wait_for
 from inprocess import running_scheduler
-from test_scheduler import (  # noqa: F401 - fixtures
-    GROUP,
-    TIMEOUT,
-    bound_pods,
-    gang_pod,
-    node_set,
-    pg_status,
-    unschedulable,
-)
+from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod, pg_status, unschedulable
 
 from scheduler.api.decision import REASONS_ANNOTATION, read_published
 from scheduler.api.reasons import ResourceQuotaExceeded
@@ -65,7 +57,7 @@ def published(custom, namespace: str, name: str):
 
 
 def test_a_podgroup_over_its_namespace_quota_waits_one_within_runs_another_namespace_is_unaffected(
-        scheduler, core_v1, custom, namespace, other_namespace, node_set):  # noqa: F811
+        scheduler, core_v1, custom, namespace, other_namespace, node_set):
     node_set(gpus=0)
     tag = node_set.tag
     core_v1.create_namespaced_resource_quota(namespace, {
