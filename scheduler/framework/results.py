@@ -9,6 +9,7 @@ status.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from scheduler.api.decision import Status
@@ -37,6 +38,7 @@ class ResultsCollector:
         self._shares: dict[str, tuple[Resource, float, bool]] = {}  # queue -> deserved, share, overused
         self._counters: dict[str, int] = {}  # for metrics, as CycleResult.counters
         self._faults: dict[str, Status] = {}  # job uid -> the Error Status of a plugin that failed on it
+        self._pg_annotations: dict[str, dict[str, str | None]] = {}  # job uid -> merge patch of its annotations
 
     # ---- jobs -----------------------------------------------------------------------------------------
     def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
@@ -75,6 +77,10 @@ class ResultsCollector:
         """Schedule `job` with a smaller minMember from now on (written to status.minMemberOverride)."""
         job.min_available = min_member
         self._overrides[job.uid] = min_member
+
+    def annotate_podgroup(self, job: JobInfo, annotations: Mapping[str, str | None]) -> None:
+        """PodGroup annotations to write at the end of the cycle (None: remove the key)."""
+        self._pg_annotations.setdefault(job.uid, {}).update(annotations)
 
     def set_phase(self, job: JobInfo, phase: PodGroupPhase) -> None:
         job.phase = phase
@@ -124,6 +130,7 @@ class ResultsCollector:
             timings=timings,
             counters=self._counters,
             annotations=requests.annotations(),
+            podgroup_annotations={uid: dict(patch) for uid, patch in self._pg_annotations.items()},
         )
         for job in self._jobs.values():
             status = self._podgroup_status(job)
