@@ -305,13 +305,14 @@ class HyperNodeChoice:
     def open(ssn: SessionAPI, hypernodes: Sequence[Mapping[str, Any]], weights: BinpackWeights,
              ) -> HyperNodeChoice | None:
         found = ssn.hypernodes or hypernodes
-        if not found:
-            return None  # label domains: volcano-py's own topology, placed by CP-SAT's objective
+        jobs = [job for job in ssn.jobs.values() if job.extra.get("networkTopology")]
+        if not found or not jobs:
+            return None  # label domains (volcano-py's own topology, placed by CP-SAT's objective), or no such job
         nodes = ssn.node_list
-        choice = HyperNodeChoice(HyperNodeTree.build([n.name for n in nodes], found), weights, nodes,
+        choice = HyperNodeChoice(_tree([n.name for n in nodes], found), weights, nodes,
                                  {n.name: i for i, n in enumerate(nodes)})
-        for job in ssn.jobs.values():
-            spec = job.extra.get("networkTopology")
+        for job in jobs:
+            spec = job.extra["networkTopology"]
             if spec:
                 with ssn.guard(job):
                     choice.limits[job.uid] = highest_tier(choice.tree, spec)
@@ -355,6 +356,21 @@ class HyperNodeChoice:
 
 
 _warned: set[tuple[str, str]] = set()
+_trees: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], HyperNodeTree] = {}
+
+
+def _tree(node_names: list[str], hypernodes: Sequence[Mapping[str, Any]]) -> HyperNodeTree:
+    """The tree, built again only when the nodes or a HyperNode changed (matching members against every node is
+    the costly part); the last few kept."""
+    key = (tuple(node_names), tuple((str((h.get("metadata") or {}).get("name", "")),
+                                     str((h.get("metadata") or {}).get("resourceVersion") or repr(h.get("spec"))))
+                                    for h in hypernodes))
+    tree = _trees.get(key)
+    if tree is None:
+        if len(_trees) >= 4:
+            _trees.clear()
+        tree = _trees[key] = HyperNodeTree.build(node_names, hypernodes)
+    return tree
 
 
 def warn_unknown_tier(job: JobInfo, name: str) -> None:

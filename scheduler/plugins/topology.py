@@ -142,10 +142,15 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         Go map order; by name is ours.)"""
         spec: Mapping[str, Any] | None = job.extra.get("networkTopology")
         everything = Domain(CLUSTER_DOMAIN, -1, frozenset(n.name for n in self.ssn.node_list))
-        if not spec or str(spec.get("mode", "hard")).lower() == "soft" or spec.get("highestTierAllowed") is None:
+        if not spec or str(spec.get("mode", "hard")).lower() == "soft":
+            return [everything]
+        allowed = spec.get("highestTierAllowed")
+        if allowed is None and spec.get("highestTierName"):
+            allowed = hn.tier_names(self.ssn.hypernodes or self.args.hypernodes).get(str(spec["highestTierName"]))
+        if allowed is None:
             return [everything]
         topo = self.topology
-        highest = min(int(spec["highestTierAllowed"]), topo.top - 1)
+        highest = min(int(allowed), topo.top - 1)
         need = without_pods(job.min_resources or ZERO)
         gradients: list[list[Domain]] = []
         for tier in range(1, highest + 1):
