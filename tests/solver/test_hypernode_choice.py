@@ -293,3 +293,38 @@ def test_the_chosen_hypernode_is_volcanos_on_seeded_workloads(seed: int) -> None
     chosen = {rack for rack, members in racks.items() if set(bound.values()) <= set(members)}
     assert chosen & expected, (chosen, expected)
     assert annotation(c, "g") == min(expected)  # equal scores: by name, where Volcano walks a Go map
+
+
+@pytest.mark.parametrize(("max_domains", "preempted"), [(2, False), (4, True)])
+def test_gang_eviction_bounds_a_job_named_by_tier_name_as_by_tier_number(max_domains: int, preempted: bool) -> None:
+    """As tests/preemption's maxDomains case, with `highestTierName: rack` in place of `highestTierAllowed: 1`:
+    the gang looks for victims one rack at a time, in the first `maxDomains` racks (hn-d, the only one with a
+    low-priority gang, is the fourth). Read as no limit, the whole cluster was one domain and hn-d's gang went."""
+    from scheduler.testing import conf_from_tiers
+
+    c = cluster().priority_class("low", 10).priority_class("high", 1000)
+    for domain in "abcd":
+        c.nodes(f"{domain}-", 2, gpu=2, cpu="64", memory="256Gi")
+        hypernode(c, f"hn-{domain}", 1, [f"{domain}-0", f"{domain}-1"], tier_name="rack")
+    hypernode(c, "spine", 2, [f"hn-{d}" for d in "abcd"], kind="HyperNode", tier_name="spine")
+    for domain in "abcd":
+        pc = "low" if domain == "d" else "high"
+        c.sim.add_podgroup({"metadata": {"name": f"busy-{domain}"}, "spec": {"minMember": 2, "priorityClassName": pc}})
+        for i in range(2):
+            c.sim.add_pod(pod_object(f"busy-{domain}-{i}", group=f"busy-{domain}", gpu=2, priority_class=pc,
+                                     node_selector={"kubernetes.io/hostname": f"{domain}-{i}"}))
+    conf = conf_from_tiers(["priority", {"name": "gang", "enablePreemptable": False}, "conformance"],
+                           [{"name": "drf", "enablePreemptable": False}, "predicates", "nodeorder",
+                            {"name": "network-topology-aware", "arguments": {}}],
+                           actions="allocate, backfill, gangreclaim, gangpreempt",
+                           configurations={"gangpreempt": {"maxDomains": max_domains}})
+    c.cycle(conf)
+    c.sim.add_podgroup({"metadata": {"name": "high"},
+                        "spec": {"minMember": 2, "priorityClassName": "high",
+                                 "networkTopology": {"mode": "hard", "highestTierName": "rack"}}})
+    for i in range(2):
+        c.sim.add_pod(pod_object(f"high-{i}", group="high", gpu=2, priority_class="high"))
+    for _ in range(3):
+        c.cycle(conf)
+    assert (set(c.sim.evicted) == {"default/busy-d-0", "default/busy-d-1"}) is preempted
+    assert len(c.sim.evicted) == (2 if preempted else 0)
