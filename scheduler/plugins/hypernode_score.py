@@ -150,6 +150,10 @@ class HyperNodeTree:
             real(name, frozenset())
         return HyperNodeTree(tier, parent, children, nodes, tier_names(hypernodes))
 
+    @staticmethod
+    def cached(node_names: list[str], hypernodes: Sequence[Mapping[str, Any]]) -> HyperNodeTree:
+        return _tree(node_names, hypernodes)
+
     @property
     def top(self) -> int:
         return self.tier[CLUSTER]
@@ -382,3 +386,89 @@ def warn_unknown_tier(job: JobInfo, name: str) -> None:
     _warned.add((job.uid, name))
     log.warning("job %s: networkTopology.highestTierName %r is no HyperNode's spec.tierName; placed without a "
                 "tier limit, as Volcano does", job.uid, name)
+
+
+# ---- pods of jobs without a network topology (batchNodeOrderFnForNormalPods) ----------------------------
+
+NORMAL_POD_ENABLE = "hypernode.binpack.normal-pod.enable"
+NORMAL_POD_FADING = "hypernode.binpack.normal-pod.fading"
+
+
+@dataclass(frozen=True, slots=True)
+class NormalPods:
+    """Whether pods of jobs without a network topology are scored by the HyperNodes around a node, and how fast a
+    tier's say fades with its height (tier t weighs fading^(t-1); 0: tier 1 alone)."""
+
+    enable: bool = True
+    fading: float = 0.8
+
+
+def parse_normal_pods(reader: ArgReader) -> NormalPods:
+    fading = reader.number(NORMAL_POD_FADING, 0.8)
+    if not fading >= 0:  # a negative (or NaN) fading: Volcano's default
+        reader.warn(NORMAL_POD_FADING, f"{fading} is negative; using 0.8, as Volcano does")
+        fading = 0.8
+    return NormalPods(reader.boolean(NORMAL_POD_ENABLE, True), fading)
+
+
+@dataclass(slots=True)
+class NodeLevel:
+    """The node score of a pod of a job without a network topology (network_topology_aware.go
+    batchNodeOrderFnForNormalPods): over every tier from the lowest HyperNode tier up to the whole cluster's, the
+    pod's binpack score on the node's HyperNode of that tier (0 if the pod would overuse it; 1 where the node has
+    none at that tier), weighted fading^(tier-1), their weighted mean x 100 x `weight`. A node under fuller
+    HyperNodes scores higher, so such pods fill the domains already in use and leave whole ones free."""
+
+    weights: BinpackWeights
+    fading: float
+    owners: list[npt.NDArray[np.int64]]  # per tier from the lowest: each node's HyperNode there (-1: none)
+
+    @staticmethod
+    def build(tree: HyperNodeTree, count: int, weights: BinpackWeights, fading: float) -> NodeLevel:
+        tiers = range(min(tree.tier.values()), tree.top + 1)
+        owners = []
+        for tier in tiers:
+            owner = np.full(count, -1, dtype=np.int64)
+            names = sorted(h for h, t in tree.tier.items() if t == tier)
+            for index in range(len(names) - 1, -1, -1):  # a node under two: the first by name (Volcano: map order)
+                owner[list(tree.nodes[names[index]])] = index
+            owners.append(owner)
+        return NodeLevel(weights, fading, owners)
+
+    def scores(self, request: Resource, allocatable: Callable[[str], npt.NDArray[np.int64] | None],
+               idle: Callable[[str], npt.NDArray[np.int64] | None], indices: npt.NDArray[np.int64],
+               ) -> npt.NDArray[np.float64]:
+        terms = [(name, request.get(name), w) for name, w in self.weights.resources.items() if request.get(name) > 0]
+        total = np.zeros(indices.size)
+        weight_sum = 0.0
+        for height, owner in enumerate(self.owners):
+            tier_weight = self.fading ** height  # tier - 1
+            weight_sum += tier_weight
+            count = int(owner.max()) + 1
+            per_hypernode = self._hypernode_scores(terms, owner, count, allocatable, idle)
+            mine = owner[indices]
+            total += tier_weight * np.where(mine >= 0, per_hypernode[np.maximum(mine, 0)], 1.0)
+        return np.asarray(MAX_NODE_SCORE * self.weights.weight * total / weight_sum, dtype=np.float64)
+
+    @staticmethod
+    def _hypernode_scores(terms: list[tuple[str, int, int]], owner: npt.NDArray[np.int64], count: int,
+                          allocatable: Callable[[str], npt.NDArray[np.int64] | None],
+                          idle: Callable[[str], npt.NDArray[np.int64] | None]) -> npt.NDArray[np.float64]:
+        """Volcano's getPodHyperNodeBinPackingScore for each HyperNode of one tier."""
+        inside = owner >= 0
+        score, weight_sum = np.zeros(max(count, 1)), 0
+        overused = np.zeros(max(count, 1), dtype=bool)
+        for name, wanted, weight in terms:
+            room_row, idle_row = allocatable(name), idle(name)
+            if room_row is None or idle_row is None:
+                overused[:] = True  # no node has it: every HyperNode would be overused
+                continue
+            room = np.bincount(owner[inside], weights=room_row[inside].astype(np.float64), minlength=count)
+            taken = room - np.bincount(owner[inside], weights=idle_row[inside].astype(np.float64), minlength=count)
+            after = taken + wanted
+            overused |= after > room
+            score += weight * after / np.where(room > 0, room, 1.0)
+            weight_sum += weight
+        if weight_sum <= 0:
+            return np.zeros(max(count, 1))
+        return np.where(overused, 0.0, score / weight_sum)

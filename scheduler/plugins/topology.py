@@ -38,7 +38,7 @@ it, and for single pods, allocate places pod by pod; a hard-mode gang then gets 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -47,10 +47,11 @@ import numpy.typing as npt
 
 from scheduler.api.decision import SUCCESS, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
 from scheduler.api.reasons import Reason, TopologyLimit, TopologyNoFit, TopologyNoNode
 from scheduler.api.resources import CPU, GPU, ZERO, Resource
 from scheduler.framework import points as P
-from scheduler.framework.arrays import IntArray
+from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.evictable import CLUSTER_DOMAIN, Domain
 from scheduler.framework.plugin import Plugin, SessionAPI
@@ -84,6 +85,7 @@ class TopologyArgs:
     evict_max: int = DEFAULT_EVICT_MAX  # at most this many domains to look for victims in (gang eviction)
     weights: hn.BinpackWeights = field(default_factory=hn.BinpackWeights)  # the hypernode-level binpack's
     choose_domains: bool = False  # CP-SAT's objective picks the HyperNode, not Volcano's gradients and score
+    normal_pods: hn.NormalPods = field(default_factory=hn.NormalPods)  # hypernode.binpack.normal-pod.*
 
 
 def _hypernodes(reader: ArgReader) -> tuple[Mapping[str, Any], ...]:
@@ -113,7 +115,8 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         evict_max = reader.integer(EVICT_MAX, DEFAULT_EVICT_MAX)
         return TopologyArgs(time_limit, budget, workers, labels, reader.boolean(EVERY_GANG, False),
                             _hypernodes(reader), evict_max if evict_max > 0 else DEFAULT_EVICT_MAX,
-                            hn.parse_weights(reader), reader.boolean(CHOOSE_DOMAINS, False))
+                            hn.parse_weights(reader), reader.boolean(CHOOSE_DOMAINS, False),
+                            hn.parse_normal_pods(reader))
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
@@ -127,10 +130,35 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         self._members: list[list[TaskInfo]] = []
         self._volcano = (None if self.args.choose_domains
                         else hn.HyperNodeChoice.open(ssn, self.args.hypernodes, self.args.weights))
+        hypernodes = ssn.hypernodes or self.args.hypernodes
+        self._node_level = (hn.NodeLevel.build(hn.HyperNodeTree.cached([n.name for n in ssn.node_list], hypernodes),
+                                               len(ssn.node_list), self.args.weights, self.args.normal_pods.fading)
+                            if hypernodes and self.args.normal_pods.enable else None)
+        self._position = {n.name: i for i, n in enumerate(ssn.node_list)}
+
+    def inactive_points(self) -> frozenset[str]:
+        return frozenset({"batch_node_order", "batch_node_order_one"}) if self._node_level is None else frozenset()
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         if self._volcano is not None:
             self._volcano.close(ssn)
+
+    # ---- BATCH_NODE_ORDER (with HyperNodes, for pods of jobs without a network topology) -------------------
+    def batch_node_order(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> P.FloatArray:
+        """Volcano's hypernode-level binpack for such pods (`hypernode_score.NodeLevel`); 0 for the pods of a job
+        with a network topology (Volcano scores those by their job's HyperNode, which CP-SAT's topology terms
+        stand for here)."""
+        job = self.ssn.jobs.get(task.job)
+        if self._node_level is None or job is None or job.extra.get("networkTopology"):
+            return np.zeros(indices.size)
+
+        def row(table: IntArray) -> Callable[[str], IntArray | None]:
+            return lambda name: table[arrays.row[name]] if name in arrays.row else None
+
+        return self._node_level.scores(task.resreq, row(arrays.allocatable), row(arrays.idle), indices)
+
+    def batch_node_order_one(self, task: TaskInfo, node: NodeInfo) -> float:
+        return float(self.batch_node_order(task, self.ssn.arrays, np.array([self._position[node.name]]))[0])
 
     # ---- EVICT_DOMAINS ----------------------------------------------------------------------------------
     def evict_domains(self, job: JobInfo) -> list[Domain]:

@@ -328,3 +328,46 @@ def test_gang_eviction_bounds_a_job_named_by_tier_name_as_by_tier_number(max_dom
         c.cycle(conf)
     assert (set(c.sim.evicted) == {"default/busy-d-0", "default/busy-d-1"}) is preempted
     assert len(c.sim.evicted) == (2 if preempted else 0)
+
+
+# ---- pods of jobs without a network topology: hypernode.binpack.normal-pod.* ------------------------------
+
+
+def scores_of(c: ClusterBuilder, text: str, pod: str) -> dict[str, float]:
+    import numpy as np
+
+    from scheduler.framework.session import Session
+    from scheduler.plugins.registry import PLUGINS
+
+    ssn = Session(c.sim.snapshot(), conf(text), PLUGINS)
+    task = next(t for job in ssn.jobs.values() for t in job.tasks.values() if t.name == pod)
+    return {n.name: float(ssn.fit.node_scores(task, np.array([ssn.arrays.position[n.name]]))[0])
+            for n in ssn.node_list}
+
+
+def test_a_pod_without_a_topology_scores_nodes_by_the_hypernodes_around_them() -> None:
+    """Worked from Volcano's batchNodeOrderFnForNormalPods by hand: tiers 1 (racks), 2 (spine) and 3 (the whole
+    cluster), weighed 1, 0.8, 0.64; a 1-cpu 1-GiB pod; 6 cpu and 1 GiB of work on n3. On n0: rack-a's
+    (1/32 + 1/128)/2, the spine's and the cluster's (7/64 + 2/256)/2 each; on n2, rack-b's (7/32 + 2/128)/2."""
+    c = two_racks()
+    running(c, "work", "n3", "6")
+    c.pod("lone", cpu="1", memory="1Gi")
+    scores = scores_of(c, "", "lone")
+    spine = (7 / 64 + 2 / 256) / 2
+    expected_n0 = 100 * (1 * (1 / 32 + 1 / 128) / 2 + 0.8 * spine + 0.64 * spine) / 2.44
+    expected_n2 = 100 * (1 * (7 / 32 + 2 / 128) / 2 + 0.8 * spine + 0.64 * spine) / 2.44
+    assert scores["n0"] == pytest.approx(expected_n0) and scores["n1"] == pytest.approx(expected_n0)
+    assert scores["n2"] == pytest.approx(expected_n2) and scores["n3"] == pytest.approx(expected_n2)
+    assert set(scores_of(c, "      hypernode.binpack.normal-pod.enable: false\n", "lone").values()) == {0.0}
+
+
+@pytest.mark.parametrize(("arguments", "nodes"), [("", {"n2", "n3"}),
+                                                  ("      hypernode.binpack.normal-pod.enable: false\n", {"n0"})])
+def test_a_pod_without_a_topology_goes_where_hypernodes_hold_work(arguments: str, nodes: set[str]) -> None:
+    """With the normal-pod score on (Volcano's default) the pod joins rack-b, which holds work; off, every node
+    ties and the first by name wins."""
+    c = two_racks()
+    running(c, "work", "n3", "6")
+    c.pod("lone", cpu="1", memory="1Gi")
+    c.cycle(conf(arguments))
+    assert c.sim.pods["default/lone"].manifest["spec"]["nodeName"] in nodes
