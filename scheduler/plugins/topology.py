@@ -26,9 +26,13 @@ Only jobs with a `networkTopology` are placed this way, as in Volcano; the other
 configured scorers. `solver.everyGang: true` places every gang of two or more tasks whole (a topology-less gang
 then prefers the lowest tier it fits in).
 
+With HyperNodes, a pod of a job without a `networkTopology` is scored on each node by the HyperNodes around
+it (Volcano's normal-pod score, `hypernode_score.NodeLevel`), so such pods also fill the domains in use first.
+
 Arguments: `solver.everyGang` (false), `solver.chooseDomains` (false), Volcano's `weight` (1),
 `hypernode.binpack.cpu` (1), `hypernode.binpack.memory` (1), `hypernode.binpack.resources` (a comma list) with
-`hypernode.binpack.resources.<name>` (1 each), and
+`hypernode.binpack.resources.<name>` (1 each), `hypernode.binpack.normal-pod.enable` (true),
+`hypernode.binpack.normal-pod.fading` (0.8), and
 `solver.timeLimitMs` (200) per gang, `solver.cycleBudgetMs` (500) for all gangs of a cycle (after
 it, and for single pods, allocate places pod by pod; a hard-mode gang then gets only the topology greedy),
 `solver.workers` (2), `topology.zoneLabel`, `topology.rackLabel`, `topology.nvlinkLabel` (node label names),
