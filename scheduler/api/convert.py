@@ -316,6 +316,7 @@ F_PG_PRIORITY_CLASS = F.field("PodGroup", "spec.priorityClassName")
 F_TOPOLOGY = F.field("PodGroup", "spec.networkTopology")
 F_TIMEOUT = F.field("PodGroup", "spec.scheduleTimeoutSeconds")
 F_PG_PREEMPTABLE = F.field("PodGroup", f"metadata.annotations[{F.PREEMPTABLE}]")
+F_PG_ALLOCATED_HYPERNODE = F.field("PodGroup", f"metadata.annotations[{F.ALLOCATED_HYPERNODE}]")
 F_PG_PREEMPTABLE_LABEL = F.field("PodGroup", f"metadata.labels[{F.PREEMPTABLE}]")
 F_PG_PHASE = F.field("PodGroup", "status.phase")
 F_PG_CONDITIONS = F.field("PodGroup", "status.conditions")
@@ -356,6 +357,9 @@ def job_from_podgroup(
     annotations = F_PG_ANNOTATIONS.read(meta.get("annotations"), key, sink)
     if annotations:
         extra["annotations"] = dict(annotations)
+        allocated = F_PG_ALLOCATED_HYPERNODE.read(annotations.get(F.ALLOCATED_HYPERNODE), key, sink)
+        if allocated is not None:
+            extra["allocatedHyperNode"] = allocated
     preemptable = _group_preemptable(annotations, meta.get("labels"), key, sink)
     if preemptable is not None:
         extra["preemptable"] = preemptable
@@ -466,6 +470,7 @@ def _zero_scalars(capability: object) -> frozenset[str]:
 
 F_TIER = F.field("HyperNode", "spec.tier")
 F_MEMBERS = F.field("HyperNode", "spec.members")
+F_TIER_NAME = F.field("HyperNode", "spec.tierName")
 
 
 def hypernode_from_object(hypernode: Obj, sink: list[F.FieldInvalid] | None = None) -> Obj:
@@ -476,4 +481,7 @@ def hypernode_from_object(hypernode: Obj, sink: list[F.FieldInvalid] | None = No
     spec = _part(hypernode, "spec", "HyperNode", key)
     F_TIER.read(spec.get("tier"), key, sink)
     F_MEMBERS.read(spec.get("members"), key, sink)
+    tier_name = F_TIER_NAME.read(spec.get("tierName"), key, sink)
+    if tier_name != spec.get("tierName", ""):  # unreadable: the HyperNode stays, without a tier name
+        return {**hypernode, "spec": {**spec, "tierName": tier_name}}
     return hypernode

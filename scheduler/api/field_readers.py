@@ -87,8 +87,14 @@ def check_conditions(raw: list[Any]) -> tuple[tuple[str, str, str, str], ...]:
     return tuple(out)  # type: ignore[arg-type]
 
 
+_TIER_NAME = P.text(P.LABEL_KEY_MAX)  # a HyperNode's spec.tierName is a label key (discovery names tiers so)
+
+
 def check_network_topology(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """`spec.networkTopology`: `mode` hard or soft (hard when absent), `highestTierAllowed` a tier (0..64)."""
+    """`spec.networkTopology`: `mode` hard or soft (hard when absent), `highestTierAllowed` a tier (0..64) or
+    `highestTierName` (a HyperNode `spec.tierName`), never both: Volcano's webhook refuses a spec with both
+    (pkg/webhooks/admission/podgroups/validate/validate_podgroup.go validateNetworkTopology), so one that got
+    past it is unreadable here (a FieldInvalid reason on the PodGroup, logged once)."""
     mode = raw.get("mode", "hard")
     if mode is not None and (type(mode) is not str or mode.lower() not in ("hard", "soft")):
         raise P.BadValueError("mode is not hard or soft")
@@ -96,6 +102,11 @@ def check_network_topology(raw: Mapping[str, Any]) -> dict[str, Any]:
     allowed = raw.get("highestTierAllowed")
     if allowed is not None:
         out["highestTierAllowed"] = _TIER.parse(allowed)
+    name = raw.get("highestTierName")
+    if name is not None and name != "":
+        if allowed is not None:
+            raise P.BadValueError("sets both highestTierAllowed and highestTierName (at most one may be set)")
+        out["highestTierName"] = _TIER_NAME.parse(name)
     return out
 
 

@@ -81,6 +81,9 @@ SLA_WAITING = "sla-waiting-time"
 GPU_INDEX = "volcano.sh/gpu-index"
 GPU_SPEC = "volcano-py.io/gpu-spec"
 COOLDOWN = "volcano.sh/cooldown-time"  # the cdp plugin's (volcano.sh/apis scheduling/v1beta1 CooldownTime)
+# The HyperNode a job with a network topology was placed in (pkg/scheduler/api/well_known_labels.go
+# JobAllocatedHyperNode); plugins/hypernode_score.py keeps it.
+ALLOCATED_HYPERNODE = "volcano.sh/job-allocated-hypernode"
 EVICTION_NOTICE = "volcano-py.io/eviction-notice"  # on a Queue (api/evictions.py)
 POD_EVICTION_NOTICE = "scheduling.volcano-py.io/eviction-notice"  # on a victim given notice (api/evictions.py)
 # Volcano's queue-allocation gate: the annotation a pod opts in with ("true") and the scheduling gate's name
@@ -176,6 +179,7 @@ FIELDS: tuple[Field, ...] = (
     # IsJobPreemptableForGangEviction): absent, the gang's tasks may be victims.
     Field("PodGroup", (*_META, "annotations", PREEMPTABLE), GO_BOOL, False, "not preemptable by gang eviction"),
     Field("PodGroup", (*_META, "labels", PREEMPTABLE), GO_BOOL, False, "not preemptable by gang eviction"),
+    Field("PodGroup", (*_META, "annotations", ALLOCATED_HYPERNODE), NAME, None, "no allocated HyperNode"),
     Field("PodGroup", ("spec", "minMember"), integer(0, INT32), REJECT),
     Field("PodGroup", ("spec", "minAvailable"), integer(0, INT32), REJECT, absent=1),
     Field("PodGroup", ("spec", "minResources"), QUANTITIES, REJECT),
@@ -234,6 +238,8 @@ FIELDS: tuple[Field, ...] = (
     *_meta_fields("HyperNode", namespaced=False, labels=False, created=False),
     Field("HyperNode", ("spec", "tier"), integer(1, 64), REJECT, absent=1),
     Field("HyperNode", ("spec", "members"), registered("members", list), REJECT, absent=()),
+    # A tier's name, which a networkTopology's highestTierName refers to (Volcano: api/hyper_node_info.go).
+    Field("HyperNode", ("spec", "tierName"), text(LABEL_KEY_MAX), "", "no tier name", ""),
 )
 
 _BY_NAME: dict[tuple[str, str], Field] = {(f.kind, f.name): f for f in FIELDS}

@@ -148,6 +148,9 @@ class CycleResult:
     # Pod annotations to write before a pod is bound (task uid -> annotations), e.g. deviceshare's
     # volcano.sh/gpu-index, which the GPU device plugin reads to pick the cards.
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    # PodGroup annotations to merge-patch (job uid -> key -> value, None: remove), e.g. network-topology-aware's
+    # volcano.sh/job-allocated-hypernode.
+    podgroup_annotations: dict[str, dict[str, str | None]] = field(default_factory=dict)
     # Seconds spent per step, for metrics and logs: "action:<name>", "plugin:<name>:OnSessionOpen" and
     # "...:OnSessionClose", "session:open" (the Session's construction, its plugins' OnSessionOpen included).
     timings: dict[str, float] = field(default_factory=dict)

@@ -11,11 +11,24 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.api.objects import MutableObj
 from scheduler.api.snapshot import PodGroupStatus, reasons_annotation
-from scheduler.cache.kube import MERGE_PATCH, TRANSPORT_ERRORS, Kube
+from scheduler.cache.kube import MERGE_PATCH, TRANSPORT_ERRORS, Kube, KubeError
 
 log = logging.getLogger("volcano_py.cache")
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/{name}"
+
+
+def publish_annotations(kube: Kube, job: str, patch: Mapping[str, str | None]) -> MutableObj | None:
+    """Merge-patch the PodGroup's annotations (a None value removes its key); the object written, or None when
+    the write failed (logged; the plugin asks again next cycle, as the PodGroup still differs)."""
+    namespace, name = job.split("/", 1)
+    try:
+        return kube.request("PATCH", PODGROUPS.format(namespace=namespace, name=name),
+                            body={"metadata": {"annotations": dict(patch)}}, content_type=MERGE_PATCH)
+    except (KubeError, OSError, ValueError) as exc:  # network trouble or a deleted PodGroup: asked again
+        log.warning("annotating PodGroup %s failed: %s", job, exc)
+        return None
 
 
 def publish_reasons(kube: Kube, status: PodGroupStatus, podgroup: Mapping[str, Any]) -> None:

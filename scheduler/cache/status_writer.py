@@ -20,7 +20,7 @@ from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult, PodGroupStatus
 from scheduler.api.timestamps import rfc3339
 from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, TRANSPORT_ERRORS, Kube, KubeError
-from scheduler.cache.publish import publish_reasons
+from scheduler.cache.publish import publish_annotations, publish_reasons
 from scheduler.cache.store import PG_API, Stores, resource_version, trim
 
 log = logging.getLogger("volcano_py.cache")
@@ -46,6 +46,7 @@ class StatusWriter:
 
     def write(self, result: CycleResult, now: float) -> None:
         self.write_podgroups(result.podgroups, now)
+        self.write_podgroup_annotations(result.podgroup_annotations)
         self.write_queues(result)
         self.write_pod_conditions(now)
 
@@ -57,6 +58,21 @@ class StatusWriter:
         """Patch the PodGroups whose status changed, concurrently; waits, as the next cycle reads them."""
         for future in [self.pool.submit(self._write_podgroup, status, now) for status in statuses]:
             future.result()
+
+    def write_podgroup_annotations(self, patches: Mapping[str, Mapping[str, str | None]]) -> None:
+        """Merge-patch the PodGroup annotations plugins asked for (network-topology-aware's allocated HyperNode),
+        concurrently; the stored object is replaced by the one written, so the next cycle reads it."""
+        if not patches or not self.may_write():
+            return
+        futures = {job: self.pool.submit(publish_annotations, self.kube, job, patch) for job, patch in patches.items()}
+        for job, future in futures.items():
+            updated = future.result()
+            if updated is None:
+                continue
+            trim(updated)
+            with self.stores.lock:
+                if job in self.stores.podgroups.objects:
+                    self.stores.podgroups.objects[job] = updated
 
     def _write_podgroup(self, status: PodGroupStatus, now: float) -> None:
         if not self.may_write():

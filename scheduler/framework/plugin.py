@@ -174,6 +174,10 @@ class SessionAPI:
         """Annotations the adapter writes on the pod before it binds it."""
         self._requests.annotate(task_uid, annotations)
 
+    def annotate_podgroup(self, job: JobInfo, annotations: Mapping[str, str | None]) -> None:
+        """Annotations the adapter merges into the job's PodGroup after the cycle (None: remove the key)."""
+        self._results.annotate_podgroup(job, annotations)
+
     def bind_volumes(self, job_uid: str, volumes: Iterable[VolumeBind]) -> None:
         """Claims the adapter binds for the job's committed gang before any of its pods (`GangBind.volumes`)."""
         self._requests.bind_volumes(job_uid, volumes)

@@ -9,6 +9,7 @@ status.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from scheduler.api.decision import Status
@@ -38,6 +39,7 @@ class ResultsCollector:
         self._counters: dict[str, int] = {}  # for metrics, as CycleResult.counters
         self._faults: dict[str, Status] = {}  # job uid -> the Error Status of a plugin that failed on it
         self._ungate: dict[str, None] = {}  # tasks whose queue-allocation gate is to be removed, in order
+        self._pg_annotations: dict[str, dict[str, str | None]] = {}  # job key -> merge patch of its annotations
 
     # ---- jobs -----------------------------------------------------------------------------------------
     def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
@@ -76,6 +78,10 @@ class ResultsCollector:
         """Schedule `job` with a smaller minMember from now on (written to status.minMemberOverride)."""
         job.min_available = min_member
         self._overrides[job.key] = min_member
+
+    def annotate_podgroup(self, job: JobInfo, annotations: Mapping[str, str | None]) -> None:
+        """PodGroup annotations to write at the end of the cycle (None: remove the key)."""
+        self._pg_annotations.setdefault(job.key, {}).update(annotations)
 
     def set_phase(self, job: JobInfo, phase: PodGroupPhase) -> None:
         job.phase = phase
@@ -130,6 +136,7 @@ class ResultsCollector:
             counters=self._counters,
             annotations=requests.annotations(),
             ungate=list(self._ungate),
+            podgroup_annotations={uid: dict(patch) for uid, patch in self._pg_annotations.items()},
         )
         for job in self._jobs.values():
             status = self._podgroup_status(job)

@@ -16,6 +16,7 @@ from scheduler.jobs import keys
 from scheduler.jobs.bus import POLICY_ACTIONS, POLICY_EVENTS, PolicyEvent
 from scheduler.jobs.expand import depends_on, first_wave
 from scheduler.jobs.plugins import IMPLEMENTED, VOLCANO_ONLY
+from scheduler.jobs.tier_fields import job_tier_problems
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _MAX_LABEL = 63
@@ -35,6 +36,7 @@ def validate_job(job: Mapping[str, Any]) -> list[str]:
     errors += _plugins(spec)
     errors += _volumes(spec.get("volumes") or [])
     errors += _depends_on(tasks)
+    errors += job_tier_problems(spec)
     return errors
 
 

@@ -10,14 +10,29 @@ topology comes from HyperNodes when the session has them, otherwise from node la
 domains, `SessionAPI.domains`, which the predicates' pod affinity counts by too).
 
 The job's `networkTopology` (PodGroup spec) is honoured as in Volcano: `mode: hard` never spans above
-`highestTierAllowed` (default 1) and leaves the gang pending with a reason that says what is missing;
-`mode: soft` prefers low tiers but spans when it must.
+`highestTierAllowed` (default 1) or the tier `highestTierName` names (a HyperNode `spec.tierName`) and leaves
+the gang pending with a reason that says what is missing; `mode: soft` prefers low tiers but spans when it must.
+
+With HyperNodes, the HyperNode a job with a `networkTopology` goes to is chosen as Volcano chooses it
+(`plugins/hypernode_score.py`): lower tiers first, then the highest hypernode-level binpack score (so a
+HyperNode whose nodes already hold work wins), the first that holds the job's tasks pod by pod; the job's
+HyperNode is kept in the PodGroup annotation `volcano.sh/job-allocated-hypernode`, so a pod that comes back
+(killed, evicted) or a restarted scheduler keeps the job inside it. CP-SAT then places the tasks inside the
+chosen HyperNode, and tries the HyperNodes in the same order only when none holds the job pod by pod.
+`solver.chooseDomains: true` gives the choice back to CP-SAT's own objective (lowest tier, fewest domains,
+fewest stranded GPUs, then the node scorers) over every allowed domain at once, as volcano-py did before.
 
 Only jobs with a `networkTopology` are placed this way, as in Volcano; the others go pod by pod through the
 configured scorers. `solver.everyGang: true` places every gang of two or more tasks whole (a topology-less gang
 then prefers the lowest tier it fits in).
 
-Arguments: `solver.everyGang` (false),
+With HyperNodes, a pod of a job without a `networkTopology` is scored on each node by the HyperNodes around
+it (Volcano's normal-pod score, `hypernode_score.NodeLevel`), so such pods also fill the domains in use first.
+
+Arguments: `solver.everyGang` (false), `solver.chooseDomains` (false), Volcano's `weight` (1),
+`hypernode.binpack.cpu` (1), `hypernode.binpack.memory` (1), `hypernode.binpack.resources` (a comma list) with
+`hypernode.binpack.resources.<name>` (1 each), `hypernode.binpack.normal-pod.enable` (true),
+`hypernode.binpack.normal-pod.fading` (0.8), and
 `solver.timeLimitMs` (200) per gang, `solver.cycleBudgetMs` (500) for all gangs of a cycle (after
 it, and for single pods, allocate places pod by pod; a hard-mode gang then gets only the topology greedy),
 `solver.workers` (2), `topology.zoneLabel`, `topology.rackLabel`, `topology.nvlinkLabel` (node label names),
@@ -27,24 +42,27 @@ it, and for single pods, allocate places pod by pod; a hard-mode gang then gets 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.api.decision import SUCCESS, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
 from scheduler.api.reasons import Reason, TopologyLimit, TopologyNoFit, TopologyNoNode
 from scheduler.api.resources import CPU, GPU, ZERO, Resource
 from scheduler.framework import points as P
-from scheduler.framework.arrays import IntArray
+from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.evictable import CLUSTER_DOMAIN, Domain
 from scheduler.framework.plugin import Plugin, SessionAPI
+from scheduler.plugins import hypernode_score as hn
 from scheduler.plugins.shares import without_pods
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
-from scheduler.solver.greedy import topology_greedy
+from scheduler.solver.greedy import per_pod_binpack, topology_greedy
 from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes
 
 TIME_LIMIT = "solver.timeLimitMs"
@@ -52,6 +70,7 @@ EVERY_GANG = "solver.everyGang"
 CYCLE_BUDGET = "solver.cycleBudgetMs"
 WORKERS = "solver.workers"
 HYPERNODES = "topology.hypernodes"
+CHOOSE_DOMAINS = "solver.chooseDomains"
 EVICT_MAX = "hypernode.gradient.evict.max-hypernodes"  # Volcano's argument, default 8
 DEFAULT_EVICT_MAX = 8
 
@@ -68,6 +87,9 @@ class TopologyArgs:
     every_gang: bool = False
     hypernodes: tuple[Mapping[str, Any], ...] = ()  # used when the session has no HyperNodes of its own
     evict_max: int = DEFAULT_EVICT_MAX  # at most this many domains to look for victims in (gang eviction)
+    weights: hn.BinpackWeights = field(default_factory=hn.BinpackWeights)  # the hypernode-level binpack's
+    choose_domains: bool = False  # CP-SAT's objective picks the HyperNode, not Volcano's gradients and score
+    normal_pods: hn.NormalPods = field(default_factory=hn.NormalPods)  # hypernode.binpack.normal-pod.*
 
 
 def _hypernodes(reader: ArgReader) -> tuple[Mapping[str, Any], ...]:
@@ -96,7 +118,9 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         )
         evict_max = reader.integer(EVICT_MAX, DEFAULT_EVICT_MAX)
         return TopologyArgs(time_limit, budget, workers, labels, reader.boolean(EVERY_GANG, False),
-                            _hypernodes(reader), evict_max if evict_max > 0 else DEFAULT_EVICT_MAX)
+                            _hypernodes(reader), evict_max if evict_max > 0 else DEFAULT_EVICT_MAX,
+                            hn.parse_weights(reader), reader.boolean(CHOOSE_DOMAINS, False),
+                            hn.parse_normal_pods(reader))
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
@@ -108,6 +132,37 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         self.spent_ms = 0.0
         self._topology: Topology | None = None
         self._members: list[list[TaskInfo]] = []
+        self._volcano = (None if self.args.choose_domains
+                        else hn.HyperNodeChoice.open(ssn, self.args.hypernodes, self.args.weights))
+        hypernodes = ssn.hypernodes or self.args.hypernodes
+        self._node_level = (hn.NodeLevel.build(hn.HyperNodeTree.cached([n.name for n in ssn.node_list], hypernodes),
+                                               len(ssn.node_list), self.args.weights, self.args.normal_pods.fading)
+                            if hypernodes and self.args.normal_pods.enable else None)
+        self._position = {n.name: i for i, n in enumerate(ssn.node_list)}
+
+    def inactive_points(self) -> frozenset[str]:
+        return frozenset({"batch_node_order", "batch_node_order_one"}) if self._node_level is None else frozenset()
+
+    def on_session_close(self, ssn: SessionAPI) -> None:
+        if self._volcano is not None:
+            self._volcano.close(ssn)
+
+    # ---- BATCH_NODE_ORDER (with HyperNodes, for pods of jobs without a network topology) -------------------
+    def batch_node_order(self, task: TaskInfo, arrays: NodeArrays, indices: IntArray) -> P.FloatArray:
+        """Volcano's hypernode-level binpack for such pods (`hypernode_score.NodeLevel`); 0 for the pods of a job
+        with a network topology (Volcano scores those by their job's HyperNode, which CP-SAT's topology terms
+        stand for here)."""
+        job = self.ssn.jobs.get(task.job)
+        if self._node_level is None or job is None or job.extra.get("networkTopology"):
+            return np.zeros(indices.size)
+
+        def row(table: IntArray) -> Callable[[str], IntArray | None]:
+            return lambda name: table[arrays.row[name]] if name in arrays.row else None
+
+        return self._node_level.scores(task.resreq, row(arrays.allocatable), row(arrays.idle), indices)
+
+    def batch_node_order_one(self, task: TaskInfo, node: NodeInfo) -> float:
+        return float(self.batch_node_order(task, self.ssn.arrays, np.array([self._position[node.name]]))[0])
 
     # ---- EVICT_DOMAINS ----------------------------------------------------------------------------------
     def evict_domains(self, job: JobInfo) -> list[Domain]:
@@ -119,10 +174,15 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         Go map order; by name is ours.)"""
         spec: Mapping[str, Any] | None = job.extra.get("networkTopology")
         everything = Domain(CLUSTER_DOMAIN, -1, frozenset(n.name for n in self.ssn.node_list))
-        if not spec or str(spec.get("mode", "hard")).lower() == "soft" or spec.get("highestTierAllowed") is None:
+        if not spec or str(spec.get("mode", "hard")).lower() == "soft":
+            return [everything]
+        allowed = spec.get("highestTierAllowed")
+        if allowed is None and spec.get("highestTierName"):
+            allowed = hn.tier_names(self.ssn.hypernodes or self.args.hypernodes).get(str(spec["highestTierName"]))
+        if allowed is None:
             return [everything]
         topo = self.topology
-        highest = min(int(spec["highestTierAllowed"]), topo.top - 1)
+        highest = min(int(allowed), topo.top - 1)
         need = without_pods(job.min_resources or ZERO)
         gradients: list[list[Domain]] = []
         for tier in range(1, highest + 1):
@@ -160,13 +220,64 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
 
     # ---- PLACE_GANG -------------------------------------------------------------------------------------
     def place_gang(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> P.GangAnswer:
-        if len(tasks) < 2 or not (self.every_gang or job.extra.get("networkTopology")):
+        spec: Mapping[str, Any] = job.extra.get("networkTopology") or {}
+        if spec and self._limits(job)[0] < 0:
+            return P.PLACE_BY_POD  # a highestTierName no HyperNode carries: no limit, pod by pod as in Volcano
+        volcano = self._volcano is not None and self._volcano.takes(job)
+        if not volcano and (len(tasks) < 2 or not (self.every_gang or job.extra.get("networkTopology"))):
             return P.PLACE_BY_POD
         start = time.perf_counter()
         try:
-            return self._place(job, list(tasks))
+            return self._place_in_hypernode(job, list(tasks), start) if volcano else self._place(job, list(tasks))
         finally:
             self.spent_ms += (time.perf_counter() - start) * 1000
+
+    def _place_in_hypernode(self, job: JobInfo, tasks: list[TaskInfo], start: float) -> P.GangAnswer:
+        """Volcano's choice of HyperNode (`hypernode_score.py`): each HyperNode in its order is tried with the
+        largest task set that fits in it pod by pod; the first that holds one wins, and CP-SAT places that set
+        inside it. Only when none does, CP-SAT tries them in the same order (Volcano would leave the job
+        waiting, or go a tier up for a soft one)."""
+        choice = self._volcano
+        assert choice is not None
+        highest = choice.highest(job)
+        attempts = self._subsets(job, tasks)
+        need = max(0, job.min_available - job.ready_task_num())
+        if len(attempts) == 1 and 0 < need < len(tasks):  # Volcano places the minimum first, the rest after
+            attempts.append(job.minimums_first(tasks)[:need])
+        built = [b for b in (self._problem(s, self.topology.top, False) for s in attempts) if b is not None]
+        if not built:
+            return P.GangAnswer(unschedulable(TopologyNoFit(highest))) if choice.hard(job) else P.PLACE_BY_POD
+
+        def by_pod(name: str) -> tuple[int, Placement] | None:
+            mask = choice.mask(name)
+            return next(((i, p) for i, (problem, _) in enumerate(built)
+                         if (p := per_pod_binpack(problem, mask, by_score=True)) is not None), None)
+
+        def by_solver(name: str) -> tuple[int, Placement] | None:
+            if self.spent_ms + (time.perf_counter() - start) * 1000 >= self.budget_ms:
+                return None
+            for i, (problem, _) in enumerate(built):
+                placement = self._solve(_inside(problem, choice.mask(name)), False)
+                if placement is not None:
+                    return i, placement
+            return None
+
+        found = choice.choose(job, highest, by_pod)
+        if found is not None and self.spent_ms + (time.perf_counter() - start) * 1000 < self.budget_ms:
+            name, (i, placement) = found
+            better = self._solve(_inside(built[i][0], choice.mask(name)), False)
+            found = (name, (i, better if better is not None else placement))
+        found = found or choice.choose(job, highest, by_solver)
+        if found is None:
+            self._members = built[-1][1]
+            return (P.GangAnswer(unschedulable(self._why(built[-1][0], min(highest, self.topology.top))))
+                    if choice.hard(job) else P.PLACE_BY_POD)
+        name, (i, placement) = found
+        choice.chosen[job.key] = name
+        groups = built[i][1]
+        pairs = (zip(members, nodes, strict=True) for members, nodes in zip(groups, placement, strict=True))
+        return P.GangAnswer(SUCCESS, tuple((task, self.ssn.node_list[int(node)]) for group in pairs
+                                           for task, node in group))
 
     def _place(self, job: JobInfo, tasks: list[TaskInfo]) -> P.GangAnswer:
         max_tier, hard = self._limits(job)
@@ -228,6 +339,11 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
             return top, False
         hard = str(spec.get("mode", "hard")).lower() != "soft"
         allowed = spec.get("highestTierAllowed")
+        if allowed is None and spec.get("highestTierName"):
+            allowed = hn.tier_names(self.ssn.hypernodes or self.args.hypernodes).get(str(spec["highestTierName"]))
+            if allowed is None:  # Volcano's translateHighestTierNameToAllowed fails: the job has no tier limit
+                hn.warn_unknown_tier(job, str(spec["highestTierName"]))
+                return -1, False
         if allowed is None:
             return (1, True) if hard else (top, False)
         return min(int(allowed), top), hard
@@ -283,3 +399,9 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         names = topo.domain_names[max_tier] if max_tier < len(topo.domain_names) else []
         return TopologyLimit(max_tier, where, resource, need, int(free[best]), int(usable[best]),
                              names[best] if best < len(names) else "")
+
+
+def _inside(problem: GangProblem, mask: npt.NDArray[np.bool_]) -> GangProblem:
+    """The problem with each group's candidate nodes cut to those `mask` keeps (one HyperNode's)."""
+    groups = tuple(replace(g, candidates=g.candidates[mask[g.candidates]]) for g in problem.groups)
+    return replace(problem, groups=groups)

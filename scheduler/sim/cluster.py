@@ -331,12 +331,11 @@ class InMemoryCluster:
             st.update(status_body(status, st, self.now))  # as the scheduler writes it (adapter/podgroup_status.py)
             patch = reasons_annotation(status, pg.manifest.get("metadata", {}).get("annotations"))
             if patch is not None:
-                annotations = pg.manifest.setdefault("metadata", {}).setdefault("annotations", {})
-                for key, value in patch.items():
-                    if value is None:
-                        annotations.pop(key, None)
-                    else:
-                        annotations[key] = value
+                merge_annotations(pg.manifest, patch)
+        for job, patch in result.podgroup_annotations.items():  # as the cache writes them (cache/publish.py)
+            group = self.podgroups.get(job)
+            if group is not None:
+                merge_annotations(group.manifest, patch)
         for queue in result.queues:
             self.queue_allocated[queue.queue] = queue.allocated
         self.events.extend((self.now, e) for e in result.events)
@@ -486,3 +485,12 @@ def _grace(pod: MutableObj) -> float:
                          f"[0, {MAX_GRACE}], got {value!r}")
     return float(value)
 
+
+def merge_annotations(manifest: dict[str, Any], patch: Mapping[str, str | None]) -> None:
+    """A merge patch of `metadata.annotations`, as the apiserver applies it (None removes the key)."""
+    annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {})
+    for key, value in patch.items():
+        if value is None:
+            annotations.pop(key, None)
+        else:
+            annotations[key] = value

@@ -160,6 +160,8 @@ def update_problems(old: Obj, new: Obj) -> list[str]:
 def _numbers_rule(problem: str) -> bool:
     """The rules an update is held to: replicas and minimums (admit_job.go validateJobUpdate)."""
     field = problem.split(":", 1)[0]
+    if field.endswith(".networkTopology"):  # validateJobUpdate checks the tier fields too
+        return True
     return field.endswith((".replicas", ".minAvailable")) or field == "spec.minAvailable"
 
 

@@ -3,7 +3,9 @@
 It serves the paths of Volcano's vc-webhook-manager, so the webhook configurations of Volcano's chart work
 unchanged when it stands in for it. `/jobs/validate` makes the checks of `scheduler.webhook.admission`,
 `/jobs/mutate` writes Volcano's Job defaults, `/jobflows/validate` refuses a JobFlow that is not a DAG and
-`/cronjobs/validate` a CronJob whose schedule, time zone or name Volcano's refuses (`webhook/cronjobs.py`); every
+`/cronjobs/validate` a CronJob whose schedule, time zone or name Volcano's refuses (`webhook/cronjobs.py`),
+`/podgroups/validate` a PodGroup whose queue is missing or not Open or whose networkTopology sets both
+highestTierAllowed and highestTierName (`webhook/podgroups.py`); every
 other path Volcano serves is answered "allowed" (volcano-py applies those rules through its CRDs and
 controllers, docs/volcano-defaults.md), so a configuration that names it never blocks a request. An
 unknown path is a 404. A request the server cannot decode is refused with the reason, never allowed blindly;
@@ -49,6 +51,7 @@ from scheduler.webhook.admission import (
     review_queue,
 )
 from scheduler.webhook.cronjobs import review_cronjob
+from scheduler.webhook.podgroups import review_podgroup
 from scheduler.webhook.pods import review_pod
 
 log = logging.getLogger("volcano_py.webhook")
@@ -100,6 +103,8 @@ def handlers(queues: Queues, enabled: Iterable[str], scheduler_name: str = DEFAU
             out[path] = review_cronjob
         elif path == "/pods/mutate":
             out[path] = lambda review: review_pod(review, queue_allocation_gate)
+        elif path == "/podgroups/validate":
+            out[path] = lambda review: review_podgroup(review, queues)
         elif path in VOLCANO_PATHS:
             out[path] = allow_all
         else:
