@@ -169,7 +169,9 @@ class HyperNodeDiscovery:
         writes = plan(wanted(topologies, nodes, existing, self.rng), existing)
         self._write(writes)
         self.reconciles += 1
-        if not writes.empty:
+        if writes.empty:
+            log.info("HyperNode discovery: reconciled %d nodes, nothing to change", len(nodes))
+        else:
             log.info("HyperNode discovery: %d created, %d updated, %d deleted", len(writes.create),
                      len(writes.update), len(writes.delete))
         return writes

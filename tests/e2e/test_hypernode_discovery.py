@@ -185,6 +185,16 @@ def test_labels_become_marked_hypernodes_with_tier_names_and_a_hand_written_one_
                 (2, keys.spine, "s0"): ["t0", "t1"],  # n4: a spine without a tor stops the walk at tier 1
             }, "HyperNodes from the labels")
             assert ctl.text().count("networkTopologyDiscovery source 'ufm'") == 1
+            # a second reconcile (a HyperNode deleted triggers one, as in Volcano) writes nothing
+            versions = {h["metadata"]["name"]: h["metadata"]["resourceVersion"] for h in made(custom, keys)}
+            quiet = ctl.text().count("nothing to change")
+            custom.create_cluster_custom_object(*TOPO, {
+                "apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+                "metadata": {"name": f"tmp-{keys.tag}"}, "spec": {"tier": 9, "members": []}})
+            custom.delete_cluster_custom_object(*TOPO, f"tmp-{keys.tag}")
+            wait_for(lambda: ctl.text().count("nothing to change") > quiet, TIMEOUT, what="a second reconcile")
+            assert {h["metadata"]["name"]: h["metadata"]["resourceVersion"] for h in made(custom, keys)} == versions
+            assert "updating HyperNode" not in ctl.text()
         after = {h["metadata"]["name"]: h for h in all_hypernodes(custom)}.get(f"hand-{keys.tag}")
         assert after is not None, "the hand-written HyperNode was deleted"
         assert after["metadata"]["resourceVersion"] == hand["metadata"]["resourceVersion"]
