@@ -101,11 +101,17 @@ class HyperNodeDiscovery:
                 self.step()
                 backoff = 0.0
             except (*_IO_ERRORS, NamingError) as exc:
-                backoff = min(self.max_backoff, max(0.5, backoff * 2))
+                backoff = self._failed(backoff)
                 log.warning("HyperNode discovery: %s; again in %.1fs", exc, backoff)
-                self._dirty.set()
-                if self._stop.wait(backoff):
-                    return
+            except Exception:  # a bug: said with its traceback, and the worker goes on
+                backoff = self._failed(backoff)
+                log.exception("HyperNode discovery failed; again in %.1fs", backoff)
+            if backoff and self._stop.wait(backoff):
+                return
+
+    def _failed(self, backoff: float) -> float:
+        self._dirty.set()
+        return min(self.max_backoff, max(0.5, backoff * 2))
 
     def step(self) -> bool:
         """Read the conf; reconcile if anything asked for it. True when a reconcile ran to its end."""
@@ -134,7 +140,8 @@ class HyperNodeDiscovery:
         if cm is None:  # Volcano: no ConfigMap is an empty conf; what discovery made stays
             self._set_conf(NO_DISCOVERY)
             return
-        text = (cm.get("data") or {}).get(self.ref.key)
+        data = cm.get("data")
+        text = data.get(self.ref.key) if isinstance(data, dict) else None
         try:
             if not isinstance(text, str):
                 raise ConfError(f"no {self.ref.key} in the ConfigMap")
