@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -50,7 +50,7 @@ class HyperNodeDiscovery:
         self.conf: DiscoveryConf = NO_DISCOVERY
         self._conf_version: str | None = None  # the ConfigMap's resourceVersion last read ("" for none)
         self._noted: set[str] = set()
-        self._seen: dict[str, tuple[tuple[str, str], ...]] = {}  # node -> its topology labels, last event
+        self._seen: dict[str, Mapping[str, str]] = {}  # node -> its labels, last event
         self._lock = threading.Lock()
         self._dirty = threading.Event()
         self._stop = threading.Event()
@@ -59,18 +59,18 @@ class HyperNodeDiscovery:
 
     # ---- events, from kopf's handler threads ---------------------------------------------------------------
     def on_node(self, kind: str | None, obj: MutableObj) -> None:
+        """Every node's labels are kept, whatever the conf, so that a change is told from the labels the node had
+        (a conf change or a new leader in between included), not from the last event's."""
         node = node_view(obj)
         if node is None:
             return
         with self._lock:
-            keys = self.conf.label_keys
-            if not keys:
-                return
-            now = tuple(sorted((k, v) for k, v in node.labels.items() if k in keys))
             before = self._seen.pop(node.name, None) if kind == "DELETED" else self._seen.get(node.name)
             if kind != "DELETED":
-                self._seen[node.name] = now
-        if (before or ()) != (() if kind == "DELETED" else now):
+                self._seen[node.name] = node.labels
+            keys = self.conf.label_keys
+        now = {} if kind == "DELETED" else node.labels
+        if any((before or {}).get(k) != now.get(k) for k in keys):
             self._dirty.set()
 
     def on_hypernode(self, kind: str | None, obj: MutableObj) -> None:
@@ -160,8 +160,6 @@ class HyperNodeDiscovery:
         with self._lock:
             changed = conf.label != self.conf.label
             self.conf = conf
-            if changed:
-                self._seen.clear()
         if changed:
             topologies = ", ".join(f"{t.name}: {' < '.join(t.tiers)}" for t in conf.label or ()) or "none"
             log.info("HyperNode discovery from node labels %s (topologies %s)",

@@ -288,3 +288,24 @@ def test_a_malformed_conf_keeps_the_last_good_one_with_one_log_line(caplog: pyte
     assert len(errors) == 1 and "keeping the conf read before" in errors[0].getMessage()
     notes = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert sum("'ufm'" in n for n in notes) == 1 and sum("'carrier-pigeon'" in n for n in notes) == 1
+
+
+def test_a_label_removed_after_a_conf_change_is_still_seen() -> None:
+    """The node's labels before the change are the ones it had, even if the conf changed since (a race the e2e
+    test met: the tracked labels were dropped with the conf, so a removal looked like no change)."""
+    kube = _OneConfigMap()
+    discovery = HyperNodeDiscovery(kube, ConfigMapRef("ns", "cm"))  # type: ignore[arg-type]
+    node = {"metadata": {"name": "n1", "labels": {"volcano.sh/tor": "t1"}}}
+    discovery.on_node("ADDED", node)  # before any conf: kept all the same
+    kube.put("1", VOLCANO_EXAMPLE)
+    discovery.refresh_conf()
+    discovery._dirty.clear()
+    discovery.on_node("MODIFIED", node)
+    assert not discovery._dirty.is_set()  # the same labels
+    discovery.on_node("MODIFIED", {"metadata": {"name": "n1", "labels": {"other": "x"}}})
+    assert discovery._dirty.is_set()  # the tor label gone
+    discovery._dirty.clear()
+    discovery.on_node("MODIFIED", {"metadata": {"name": "n1", "labels": {"other": "y"}}})
+    assert not discovery._dirty.is_set()  # a label discovery does not read
+    discovery.on_node("DELETED", {"metadata": {"name": "n1", "labels": {"other": "y"}}})
+    assert not discovery._dirty.is_set()
