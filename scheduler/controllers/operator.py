@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -25,6 +26,8 @@ from scheduler.cache.leader import LeaderConfig, LeaderElector
 from scheduler.controllers.client import Api
 from scheduler.controllers.command import CommandController
 from scheduler.controllers.cronjob import CronJobController
+from scheduler.controllers.hypernode_conf import ConfigMapRef
+from scheduler.controllers.hypernode_discovery import HyperNodeDiscovery
 from scheduler.controllers.job import JobController
 from scheduler.controllers.jobflow import JobFlowController
 from scheduler.controllers.podgroup import PodGroupController
@@ -44,6 +47,7 @@ class Controllers:
     podgroups: PodGroupController
     cronjobs: CronJobController
     flows: JobFlowController
+    hypernodes: HyperNodeDiscovery
 
 
 def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
@@ -54,7 +58,8 @@ def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
     queues = QueueController(api)
     return Controllers(jobs, queues, CommandController(api, jobs, queues), PodGroupController(api, scheduler_names),
                        CronJobController(api, jobs.claims, clock=clock),  # a CronJob is ours when its Jobs are
-                       JobFlowController(api, jobs.claims))
+                       JobFlowController(api, jobs.claims),
+                       HyperNodeDiscovery(api.kube, ConfigMapRef.from_env(os.environ)))
 
 
 def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
@@ -144,7 +149,20 @@ def registry_for(controllers: Controllers, connection: Callable[[], kopf.Connect
     def jobtemplate_event(event: kopf.RawEvent, **_: Any) -> None:
         controllers.flows.on_jobtemplate(event.get("type"), _body(event))
 
+    _discovery_handlers(registry, controllers.hypernodes)
     return registry
+
+
+def _discovery_handlers(registry: kopf.OperatorRegistry, discovery: HyperNodeDiscovery) -> None:
+    """HyperNode discovery from node labels (hypernode_discovery.py): it reacts to topology-label changes only."""
+
+    @kopf.on.event("v1", "nodes", registry=registry)
+    def node_event(event: kopf.RawEvent, **_: Any) -> None:
+        discovery.on_node(event.get("type"), _body(event))
+
+    @kopf.on.event("topology.volcano.sh", "v1alpha1", "hypernodes", registry=registry)
+    def hypernode_event(event: kopf.RawEvent, **_: Any) -> None:
+        discovery.on_hypernode(event.get("type"), _body(event))
 
 
 def connection_info(api_client: Any) -> kopf.ConnectionInfo:
@@ -223,10 +241,12 @@ def run(
     log.info("volcano-py controllers for %s starting%s", ", ".join(sorted(scheduler_names)),
              " (also jobs that name no scheduler)" if claim_unnamed else "")
     controllers.cronjobs.start()  # the CronJobs' due times: served only while this replica leads
+    controllers.hypernodes.start()  # HyperNode discovery: only the Lease holder writes HyperNodes
     try:
         asyncio.run(_operate(registry, settings, stop))
     finally:
         controllers.cronjobs.stop()
+        controllers.hypernodes.stop()
         controllers.jobs.timers.cancel_all()
         leaving.set()
         if elector is not None:

@@ -1,0 +1,230 @@
+"""Layer `controllers`: HyperNode discovery from node labels, run by the Lease holder only.
+
+The controllers' kopf handlers pass node and HyperNode events in (`on_node`, `on_hypernode`); one worker thread,
+started when this replica leads (operator.run), re-reads the conf ConfigMap (hypernode_conf.py) every `poll`
+seconds and, when the conf changed or a node's topology labels did or a HyperNode was deleted (Volcano's label
+discoverer reacts to those: discovery/label/label.go AddNode/UpdateNode/DeleteNode/DeleteHyperNode), reconciles.
+
+A reconcile reads every Node and HyperNode from the apiserver (never from a cache a former leader filled), works
+out the writes (hypernode_model.py) and makes them. It is idempotent: run again on the same labels it writes
+nothing, and a replica that takes the Lease over halfway through a reconcile finishes it, keeping the names the
+first one already created (a label-made HyperNode is found again by its <key>=<value> label).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import urllib3
+
+from scheduler.api.objects import MutableObj
+from scheduler.cache.kube import Kube, KubeError
+from scheduler.controllers.hypernode_conf import NO_DISCOVERY, ConfError, ConfigMapRef, DiscoveryConf, parse
+from scheduler.controllers.hypernode_model import (
+    NamingError,
+    Plan,
+    hypernode_view,
+    node_view,
+    plan,
+    wanted,
+)
+
+log = logging.getLogger("volcano_py.controllers.hypernode")
+
+HYPERNODES = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+PAGE = 500
+DEBOUNCE = 0.2  # node events come in bursts (a rack relabelled): one reconcile for the burst
+_IO_ERRORS = (KubeError, OSError, urllib3.exceptions.HTTPError, ValueError)
+
+
+class HyperNodeDiscovery:
+    def __init__(self, kube: Kube, ref: ConfigMapRef, *, poll: float = 5.0, rng: random.Random | None = None,
+                 max_backoff: float = 30.0):
+        self.kube, self.ref, self.poll, self.max_backoff = kube, ref, poll, max_backoff
+        self.rng = rng or random.Random()
+        self.conf: DiscoveryConf = NO_DISCOVERY
+        self._conf_version: str | None = None  # the ConfigMap's resourceVersion last read ("" for none)
+        self._noted: set[str] = set()
+        self._seen: dict[str, Mapping[str, str]] = {}  # node -> its labels, last event
+        self._lock = threading.Lock()
+        self._dirty = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.reconciles = 0  # completed reconciles (tests, logs)
+
+    # ---- events, from kopf's handler threads ---------------------------------------------------------------
+    def on_node(self, kind: str | None, obj: MutableObj) -> None:
+        """Every node's labels are kept, whatever the conf, so that a change is told from the labels the node had
+        (a conf change or a new leader in between included), not from the last event's."""
+        node = node_view(obj)
+        if node is None:
+            return
+        with self._lock:
+            before = self._seen.pop(node.name, None) if kind == "DELETED" else self._seen.get(node.name)
+            if kind != "DELETED":
+                self._seen[node.name] = node.labels
+            keys = self.conf.label_keys
+        now = {} if kind == "DELETED" else node.labels
+        if any((before or {}).get(k) != now.get(k) for k in keys):
+            self._dirty.set()
+
+    def on_hypernode(self, kind: str | None, obj: MutableObj) -> None:
+        if kind == "DELETED":  # label.go DeleteHyperNode: a deleted HyperNode is rebuilt if the labels want it
+            self._dirty.set()
+
+    # ---- the worker --------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._stop.clear()
+        self._dirty.set()  # a new leader reconciles once whatever happened before
+        self._thread = threading.Thread(target=self._run, name="hypernode-discovery", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._dirty.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30.0)
+            self._thread = None
+
+    def _run(self) -> None:
+        backoff = 0.0
+        while not self._stop.is_set():
+            self._dirty.wait(self.poll)
+            if self._stop.wait(DEBOUNCE if self._dirty.is_set() else 0.0):
+                return
+            try:
+                self.step()
+                backoff = 0.0
+            except (*_IO_ERRORS, NamingError) as exc:
+                backoff = self._failed(backoff)
+                log.warning("HyperNode discovery: %s; again in %.1fs", exc, backoff)
+            except Exception:  # a bug: said with its traceback, and the worker goes on
+                backoff = self._failed(backoff)
+                log.exception("HyperNode discovery failed; again in %.1fs", backoff)
+            if backoff and self._stop.wait(backoff):
+                return
+
+    def _failed(self, backoff: float) -> float:
+        self._dirty.set()
+        return min(self.max_backoff, max(0.5, backoff * 2))
+
+    def step(self) -> bool:
+        """Read the conf; reconcile if anything asked for it. True when a reconcile ran to its end."""
+        self.refresh_conf()
+        if not self._dirty.is_set():
+            return False
+        self._dirty.clear()
+        if self.conf.label is None:
+            return False
+        done = False
+        try:
+            self.reconcile()
+            done = True
+        finally:
+            if not done:
+                self._dirty.set()  # not finished: again
+        return True
+
+    # ---- the conf ---------------------------------------------------------------------------------------------
+    def refresh_conf(self) -> None:
+        cm = self.kube.get_or_none(f"/api/v1/namespaces/{self.ref.namespace}/configmaps/{self.ref.name}")
+        version = str(((cm or {}).get("metadata") or {}).get("resourceVersion") or "")
+        if version == self._conf_version:
+            return
+        self._conf_version = version
+        if cm is None:  # Volcano: no ConfigMap is an empty conf; what discovery made stays
+            self._set_conf(NO_DISCOVERY)
+            return
+        data = cm.get("data")
+        text = data.get(self.ref.key) if isinstance(data, dict) else None
+        try:
+            if not isinstance(text, str):
+                raise ConfError(f"no {self.ref.key} in the ConfigMap")
+            conf = parse(text)
+        except ConfError as exc:
+            log.error("HyperNode discovery: ConfigMap %s/%s: %s; keeping the conf read before",
+                      self.ref.namespace, self.ref.name, exc)
+            return
+        self._set_conf(conf)
+
+    def _set_conf(self, conf: DiscoveryConf) -> None:
+        for note in conf.notes:
+            if note not in self._noted:
+                self._noted.add(note)
+                log.warning("HyperNode discovery: %s", note)
+        with self._lock:
+            changed = conf.label != self.conf.label
+            self.conf = conf
+        if changed:
+            topologies = ", ".join(f"{t.name}: {' < '.join(t.tiers)}" for t in conf.label or ()) or "none"
+            log.info("HyperNode discovery from node labels %s (topologies %s)",
+                     "on" if conf.label is not None else "off", topologies)
+            self._dirty.set()
+
+    # ---- one reconcile ----------------------------------------------------------------------------------------
+    def reconcile(self) -> Plan:
+        topologies = self.conf.label or ()
+        nodes = [n for n in map(node_view, self._list("/api/v1/nodes")) if n is not None]
+        existing = [h for h in map(hypernode_view, self._list(HYPERNODES)) if h is not None]
+        writes = plan(wanted(topologies, nodes, existing, self.rng), existing)
+        self._write(writes)
+        self.reconciles += 1
+        if writes.empty:
+            log.info("HyperNode discovery: reconciled %d nodes, nothing to change", len(nodes))
+        else:
+            log.info("HyperNode discovery: %d created, %d updated, %d deleted", len(writes.create),
+                     len(writes.update), len(writes.delete))
+        return writes
+
+    def _write(self, writes: Plan) -> None:
+        for obj in writes.create:
+            if self._stop.is_set():
+                return
+            self._guarded("POST", HYPERNODES, obj)
+        for obj in writes.update:
+            if self._stop.is_set():
+                return
+            self._guarded("PUT", f"{HYPERNODES}/{_name(obj)}", obj)
+        for name in writes.delete:
+            if self._stop.is_set():
+                return
+            log.info("HyperNode discovery: deleting HyperNode %s", name)
+            self.kube.delete(f"{HYPERNODES}/{quote(name)}")
+
+    def _guarded(self, method: str, path: str, obj: MutableObj) -> None:
+        """One write; a 409 (created or changed meanwhile) or a 422 (refused) is logged and the next reconcile
+        looks again; anything else ends this reconcile."""
+        what = "create" if method == "POST" else "update"
+        log.info("HyperNode discovery: %s HyperNode %s", "creating" if what == "create" else "updating", _name(obj))
+        try:
+            self.kube.request(method, path, body=obj)
+        except KubeError as exc:
+            if exc.status == 409:
+                self._dirty.set()
+                return
+            if exc.status == 422:
+                log.error("HyperNode discovery: %s of HyperNode %s refused: %s", what, _name(obj), exc)
+                return
+            raise
+
+    def _list(self, path: str) -> Iterator[MutableObj]:
+        cont = ""
+        while True:
+            query: dict[str, Any] = {"limit": PAGE}
+            if cont:
+                query["continue"] = cont
+            page = self.kube.request("GET", path, query=query)
+            yield from page.get("items") or ()
+            cont = str((page.get("metadata") or {}).get("continue") or "")
+            if not cont:
+                return
+
+
+def _name(obj: MutableObj) -> str:
+    return quote(str((obj.get("metadata") or {}).get("name")))
+
