@@ -301,6 +301,7 @@ F_MIN_TASK_MEMBER = F.field("PodGroup", "spec.minTaskMember")
 F_QUEUE = F.field("PodGroup", "spec.queue")
 F_PG_PRIORITY_CLASS = F.field("PodGroup", "spec.priorityClassName")
 F_TOPOLOGY = F.field("PodGroup", "spec.networkTopology")
+F_SUB_GROUPS = F.field("PodGroup", "spec.subGroupPolicy")
 F_TIMEOUT = F.field("PodGroup", "spec.scheduleTimeoutSeconds")
 F_PG_PREEMPTABLE = F.field("PodGroup", f"metadata.annotations[{F.PREEMPTABLE}]")
 F_PG_PREEMPTABLE_LABEL = F.field("PodGroup", f"metadata.labels[{F.PREEMPTABLE}]")
@@ -369,6 +370,7 @@ def job_from_podgroup(
         schedule_timeout=F_TIMEOUT.read(spec.get("scheduleTimeoutSeconds"), key, sink) or None,  # 0: none
         fallback_min=F_FALLBACK.read(annotations.get(F.FALLBACK_MIN), key, sink) if annotations else None,
         sla_waiting=F_SLA.read(annotations.get(F.SLA_WAITING) or None, key, sink) if annotations else None,
+        sub_groups=F_SUB_GROUPS.read(spec.get("subGroupPolicy"), key, sink),
     )
 
 

@@ -45,6 +45,7 @@ from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.shares import without_pods
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
 from scheduler.solver.greedy import topology_greedy
+from scheduler.solver.subgroups import abstain_for_sub_groups
 from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes
 
 TIME_LIMIT = "solver.timeLimitMs"
@@ -161,6 +162,8 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
     # ---- PLACE_GANG -------------------------------------------------------------------------------------
     def place_gang(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> P.GangAnswer:
         if len(tasks) < 2 or not (self.every_gang or job.extra.get("networkTopology")):
+            return P.PLACE_BY_POD
+        if abstain_for_sub_groups(job):  # the sub-group placer places it (actions/subgroups.py)
             return P.PLACE_BY_POD
         start = time.perf_counter()
         try:
