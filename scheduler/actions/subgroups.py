@@ -5,16 +5,18 @@ A job with a sub-group policy (PodGroup `spec.subGroupPolicy`, api/subgroups.py;
 per partitioned task) is placed here, as Volcano sends every such job through allocateForJob: never pod by pod
 nor by a gang placer that does not know its sub-groups:
 
-1. The job's scope: with the job's own hard `networkTopology`, each domain of its `highestTierAllowed` tier that
-   holds every node the job already uses, most free room first (at most `MAX_SCOPES` of them); otherwise the
-   whole cluster.
+1. The job's scope: with the job's own hard `networkTopology`, the domains of tiers 1 up to its
+   `highestTierAllowed` that hold every node the job already uses and whose free room holds its minResources,
+   lower tiers first, tightest first within a tier (Volcano's hyperNodeGradientFn; at most `MAX_SCOPES`);
+   otherwise the whole cluster.
 2. In a scope, the sub-groups in Volcano's order: those still needed for their policy's `minSubGroups` first, then
-   by partition number (`match_index`). A hard sub-group goes whole into one domain of its tier inside the scope
-   (the one it already uses, if some of its pods run), trying the domains that hold its request with the least
-   room left first (pods packed, bigger domains kept for bigger sub-groups); its pods are placed one by one there
-   through the configured predicates and scorers. A sub-group that does not reach `subGroupSize` placed pods in
-   any domain is rolled back and left pending (so a sub-group is placed whole or not at all, extras too). Soft
-   or topology-less sub-groups go anywhere in the scope, whole; pods in no sub-group go anywhere in the scope.
+   by partition number (`match_index`). A hard sub-group (a `highestTierAllowed`) goes whole into one domain of
+   its gradient: tiers 1 up to its tier, the lowest tier first, within a tier the domains whose free room holds
+   its pending pods, tightest first (pods packed, as Volcano's hypernode binpack prefers fuller domains), and
+   only domains holding the pods it already runs. Its pods are placed one by one there through the configured
+   predicates and scorers. A sub-group that does not reach `subGroupSize` placed pods is rolled back and tried
+   in the next domain, else left pending (so a sub-group is placed whole or not at all, extras too). Soft or
+   topology-less sub-groups go anywhere in the scope, whole; pods in no sub-group go anywhere in the scope.
 3. If the job is then ready (the gang plugin: minAvailable, task minimums, each policy's minSubGroups), the
    placements are committed; otherwise they are discarded and the next scope is tried. A job that fits no scope
    keeps its pods pending with the reason (`SubGroupNoDomain`).
@@ -26,7 +28,6 @@ it over seeded random workloads, with every placer configured).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,6 +38,7 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.phases import READY_STATUSES, TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reason, SubGroupNoDomain, TopologyNoFit
+from scheduler.api.resources import Resource
 from scheduler.api.subgroups import GroupKey, group_name, match_index
 from scheduler.api.subgroups import sub_group_job as sub_group_job  # re-exported for the other actions
 from scheduler.framework import points
@@ -44,8 +46,6 @@ from scheduler.framework.arrays import IntArray
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes
-
-log = logging.getLogger(__name__)
 
 MAX_SCOPES = 16  # job-level domains tried per job and cycle
 BoolArray = npt.NDArray[np.bool_]
@@ -140,39 +140,58 @@ class SubGroupPlacer:
         return required + [k for k in by_number if k not in required]
 
     def _scopes(self, job: JobInfo) -> list[BoolArray]:
-        """The node masks the job may be placed in: one per domain of its hard tier (most free room first), or
-        the whole cluster."""
-        topo = self.topology
+        """The node masks the job may be placed in: with a hard topology, the domains of tiers 1 up to its
+        highestTierAllowed that hold its placed pods and whose free room holds its minResources, lower tiers
+        first, tightest first within a tier (Volcano's hyperNodeGradientFn); otherwise the whole cluster."""
         nodes = len(self.ssn.node_list)
-        tier = _job_tier(job, topo.top)
+        everything = np.ones(nodes, dtype=bool)
+        tier = _job_tier(job, self.topology.top)
         if tier is None or nodes == 0:
-            return [np.ones(nodes, dtype=bool)]
-        row = topo.domain[tier]
+            return [everything]
+        need = np.zeros(self.ssn.arrays.idle.shape[0], dtype=np.int64)
+        if job.min_resources is not None:
+            need = self._vector(job.min_resources)
         used = _placed_positions(self.ssn, list(job.tasks.values()))
-        ids = np.unique(row[used]) if used.size else np.unique(row)
-        if ids.size > 1 and used.size:
-            return []  # the job already spans more than its tier: nothing more may join it
-        free = self._free(row, ids)
-        ranked = [int(d) for _, d in sorted(zip(free, ids.tolist(), strict=True), key=lambda p: (-p[0], p[1]))]
-        return [row == d for d in ranked[:MAX_SCOPES]]
+        return self._gradient(range(1, tier + 1), everything, used, need)[:MAX_SCOPES]
 
-    def _free(self, row: IntArray, ids: IntArray) -> list[float]:
-        """Each domain's free room, as the sum of its nodes' idle over the resources, each scaled to its total."""
-        idle = self.ssn.arrays.idle.astype(np.float64)
-        scale = np.maximum(idle.sum(axis=1, keepdims=True), 1.0)
-        per_node = (idle / scale).sum(axis=0)
-        return [float(per_node[row == d].sum()) for d in ids.tolist()]
+    def _gradient(self, tiers: Sequence[int], scope: BoolArray, used: IntArray, need: IntArray) -> list[BoolArray]:
+        """The domains of `tiers` inside `scope` that hold every position in `used` and whose free room holds
+        `need`, tier by tier from the lowest, tightest first within a tier (ties by domain id)."""
+        idle = self.ssn.arrays.idle
+        out: list[BoolArray] = []
+        for tier in tiers:
+            row = self.topology.domain[tier]
+            if used.size:
+                ids = np.unique(row[used])
+                if ids.size > 1:
+                    continue  # the placed pods span more than this tier
+            else:
+                ids = np.unique(row[scope])
+            fits: list[tuple[int, int]] = []
+            for domain in ids.tolist():
+                inside = scope & (row == domain)
+                room = idle[:, inside].sum(axis=1)
+                if inside.any() and (room >= need).all():
+                    fits.append((int((room - need).sum()), domain))
+            out.extend(scope & (row == d) for _, d in sorted(fits))
+        return out
 
     # ---- one sub-group ---------------------------------------------------------------------------------------
     def _place_group(self, stmt: Statement, queue: QueueInfo, job: JobInfo, key: GroupKey,
                      tasks: list[TaskInfo], scope: BoolArray) -> bool:
-        """Place the sub-group's pending tasks inside `scope` (inside one domain of its tier if hard); False if it
-        does not reach subGroupSize placed there (its placements are then rolled back)."""
+        """Place the sub-group's pending tasks inside `scope`; a hard one inside one domain of its gradient (tiers
+        1 up to its highestTierAllowed, the lowest that holds it, tightest first: allocateForSubJob). False if it
+        does not reach subGroupSize placed pods (its placements are then rolled back)."""
         subs = job.subs
         assert subs is not None
         policy = job.sub_groups[key[0]]
         tier = policy.topology.hard_tier(self.topology.top) if policy.topology is not None else None
-        domains = [scope] if tier is None else self._domains(job, key, tier, scope, tasks)
+        if tier is None:
+            domains = [scope]
+        else:
+            members = [t for t in job.tasks.values() if subs.of.get(t.uid) == key]
+            used = _placed_positions(self.ssn, members)
+            domains = self._gradient(range(1, tier + 1), scope, used, self._need(tasks))
         for allowed in domains:
             mark = stmt.mark()
             positions = np.flatnonzero(allowed)
@@ -183,39 +202,18 @@ class SubGroupPlacer:
             stmt.rollback(mark)
         return False
 
-    def _domains(self, job: JobInfo, key: GroupKey, tier: int, scope: BoolArray,
-                 tasks: list[TaskInfo]) -> list[BoolArray]:
-        """The domains of `tier` inside `scope` the sub-group may go to (the one its placed pods are in, if any),
-        tightest first among those whose free room could hold it."""
-        subs = job.subs
-        assert subs is not None
-        row = self.topology.domain[tier]
-        members = [t for t in job.tasks.values() if subs.of.get(t.uid) == key]
-        used = _placed_positions(self.ssn, members)
-        if used.size:
-            ids = np.unique(row[used])
-            if ids.size > 1:
-                return []  # already spans more than its tier (placed before it had this policy): left as it is
-        else:
-            ids = np.unique(row[scope])
-        need = self._need(tasks)
-        idle = self.ssn.arrays.idle
-        fits: list[tuple[int, int]] = []
-        for domain in ids.tolist():
-            inside = scope & (row == domain)
-            room = idle[:, inside].sum(axis=1)
-            if (room >= need).all():
-                fits.append((int((room - need).sum()), domain))
-        return [scope & (row == d) for _, d in sorted(fits)]
-
     def _need(self, tasks: list[TaskInfo]) -> IntArray:
+        """The summed requests of the tasks (SubJobInfo.GetMinResources: its pending tasks)."""
         need = np.zeros(self.ssn.arrays.idle.shape[0], dtype=np.int64)
         for task in tasks:
-            try:
-                need = need + self.ssn.arrays.vector(task.resreq)
-            except KeyError:  # a resource no node has: nothing holds it
-                return np.full_like(need, np.iinfo(np.int64).max // 2)
+            need = need + self._vector(task.resreq)
         return need
+
+    def _vector(self, resource: Resource) -> IntArray:
+        try:
+            return self.ssn.arrays.vector(resource)
+        except KeyError:  # a resource no node has: nothing holds it
+            return np.full(self.ssn.arrays.idle.shape[0], np.iinfo(np.int64).max // 4, dtype=np.int64)
 
     def _place_task(self, stmt: Statement, queue: QueueInfo, task: TaskInfo, positions: IntArray) -> bool:
         ssn = self.ssn

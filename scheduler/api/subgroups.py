@@ -11,8 +11,9 @@ as in Volcano (getSubJobMatchValues gives no values, getOrCreateSubJob needs som
 A sub-group is ready when `subGroupSize` of its pods are placed (a pending BestEffort pod counting, as for the
 job); the job is ready only when, for every policy with `minSubGroups` > 0, that many of its sub-groups are
 (CheckSubJobReady), and valid only when the policy has at least `minSubGroups` sub-groups at all
-(CheckSubJobValid). A sub-group's `networkTopology` in hard mode keeps all its pods inside one domain of tier
-`highestTierAllowed` (1 when not set, as for a job's); soft mode constrains nothing.
+(CheckSubJobValid). A sub-group's `networkTopology` in hard mode with a `highestTierAllowed` keeps all its pods
+inside one domain of at most that tier; soft mode, or hard mode without a tier, constrains nothing (Volcano's
+SubJobInfo.IsHardTopologyMode).
 
 The policies are parsed once, when the PodGroup is read (`check_sub_groups`, registered for the field table); a
 bad one leaves the PodGroup out with a `FieldInvalid` reason, as any unreadable PodGroup spec field does.
@@ -60,14 +61,16 @@ class _Job(Protocol):
 @dataclass(frozen=True, slots=True)
 class SubGroupTopology:
     hard: bool
-    tier: int | None = None  # highestTierAllowed; None: not set (hard mode then means tier 1)
+    tier: int | None = None  # highestTierAllowed; None: not set
     tier_name: str = ""  # highestTierName, kept as written
 
     def hard_tier(self, top: int) -> int | None:
-        """The highest tier a hard sub-group may span, capped at the cluster tier; None in soft mode."""
-        if not self.hard:
+        """The highest tier a hard sub-group may span, capped at the cluster tier; None in soft mode or without
+        highestTierAllowed (Volcano's SubJobInfo.IsHardTopologyMode: hard needs a tier; a highestTierName is
+        to be resolved to a tier through the HyperNodes' tierName before it reaches here)."""
+        if not self.hard or self.tier is None:
             return None
-        return min(1 if self.tier is None else self.tier, top)
+        return min(self.tier, top)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +83,7 @@ class SubGroupPolicy:
     topology: SubGroupTopology | None = None
 
     def hard_topology(self) -> bool:
-        return self.topology is not None and self.topology.hard
+        return self.topology is not None and self.topology.hard and self.topology.tier is not None
 
 
 def _selector(raw: object) -> LabelSelector | None:

@@ -155,3 +155,21 @@ def test_no_placer_ever_splits_a_hard_sub_group(seed: int) -> None:
             if bound:  # a gang per sub-group: the partitions bound are whole, and at least minSubGroups of them
                 whole = [p for p, nodes in bound.items() if len(nodes) == policy["subGroupSize"]]
                 assert len(whole) == len(bound) >= policy["minSubGroups"], (name, group, bound)
+
+
+def test_a_sub_group_allowed_up_to_tier_2_still_takes_one_rack_when_one_holds_it() -> None:
+    """Volcano's gradient tries tier-1 HyperNodes before tier 2 (hyperNodeGradientFn, tiers ascending): with
+    binpack pod by pod the partition would take the fuller nodes of both racks."""
+    c = partitioned_job(split_bait(), "pipe", partitions=1, size=2, min_partitions=1, cpu="2",
+                        topology={"mode": "hard", "highestTierAllowed": 2})
+    c.cycle(confs()["binpack"])
+    bound = partitions_bound(c, "pipe")
+    assert len(bound["0"]) == 2 and domains_spanned(topology_of(c), bound["0"], 1) == 1
+
+
+def test_hard_mode_without_a_tier_constrains_nothing_as_in_volcano() -> None:
+    """SubJobInfo.IsHardTopologyMode needs highestTierAllowed: without one the partition may span racks."""
+    c = racks(cluster(), [["a1"], ["b1"]])
+    partitioned_job(c, "pipe", partitions=1, size=2, min_partitions=1, topology={"mode": "hard"}, cpu="3")
+    c.cycle(confs()["binpack"])
+    assert sorted(partitions_bound(c, "pipe")["0"]) == ["a1", "b1"]
