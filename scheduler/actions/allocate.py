@@ -203,7 +203,7 @@ class Allocate:
         self, ssn: Session, queue: QueueInfo, job: JobInfo, requeue: Callable[[JobInfo], None]
     ) -> None:
         if sub_group_job(job):  # each sub-group whole inside one domain, by the one placer that knows them
-            (self._sub_groups or SubGroupPlacer(ssn)).place(queue, job)
+            (self._sub_groups or SubGroupPlacer(ssn)).place(queue, job, requeue)
             return
         was_ready = ssn.tiers.run(P.JOB_READY, job)
         if was_ready:  # one task per turn, in the order taken at its first ready turn
@@ -303,7 +303,7 @@ class Allocate:
         if self._overused(ssn, queue):
             return
         if sub_group_job(job):  # no reservation pod by pod: it could split a sub-group across domains
-            (self._sub_groups or SubGroupPlacer(ssn)).place(queue, job)
+            (self._sub_groups or SubGroupPlacer(ssn)).place(queue, job, requeue)
             return
         declined = False
         if ssn.tiers.has(P.PLACE_GANG):

@@ -28,7 +28,7 @@ it over seeded random workloads, with every placer configured).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +48,7 @@ from scheduler.framework.statement import Statement
 from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes
 
 MAX_SCOPES = 16  # job-level domains tried per job and cycle
+LOOSE: GroupKey = (-1, "")  # the pods in no sub-group
 BoolArray = npt.NDArray[np.bool_]
 
 
@@ -89,26 +90,33 @@ class SubGroupPlacer:
         return self._topology
 
     # ---- the job ----------------------------------------------------------------------------------------
-    def place(self, queue: QueueInfo, job: JobInfo) -> bool:
-        """Place what fits of the job, sub-group by sub-group; True if committed (the job is ready)."""
+    def place(self, queue: QueueInfo, job: JobInfo, requeue: Callable[[JobInfo], None] | None = None) -> bool:
+        """Place what fits of the job, sub-group by sub-group; True if committed (the job is ready). Once the job
+        is ready with sub-groups left, commit and requeue it, as Volcano's allocateForJob stops at JobReady: other
+        jobs reach their minimums before this one takes its extras (one sub-group per turn once ready)."""
         ssn = self.ssn
         subs = job.subs
         assert subs is not None
         groups: dict[GroupKey, list[TaskInfo]] = {}
-        loose: list[TaskInfo] = []
         for task in ssn.order.task_order(job.placeable()):
-            key = subs.of.get(task.uid)
-            if key is None:
-                loose.append(task)
-            else:
-                groups.setdefault(key, []).append(task)
+            groups.setdefault(subs.of.get(task.uid, LOOSE), []).append(task)
         order = self._group_order(job, groups)
         why: Reason | None = None
         for scope in self._scopes(job):
             stmt = ssn.statement()
-            missing = [key for key in order if not self._place_group(stmt, queue, job, key, groups[key], scope)]
-            for task in loose:
-                self._place_task(stmt, queue, task, np.flatnonzero(scope))
+            missing: list[GroupKey] = []
+            for index, key in enumerate(order):
+                if key == LOOSE:
+                    placed = self._place_loose(stmt, queue, groups[key], scope)
+                else:
+                    placed = self._place_group(stmt, queue, job, key, groups[key], scope)
+                    if not placed:
+                        missing.append(key)
+                if placed and requeue is not None and index + 1 < len(order) \
+                        and ssn.tiers.run(points.JOB_READY, job):
+                    stmt.commit()
+                    requeue(job)
+                    return True
             if len(stmt) and ssn.tiers.run(points.JOB_READY, job):
                 stmt.commit()
                 return True
@@ -123,8 +131,9 @@ class SubGroupPlacer:
         return False
 
     def _group_order(self, job: JobInfo, groups: dict[GroupKey, list[TaskInfo]]) -> list[GroupKey]:
-        """Volcano's order: the sub-groups still needed for their policy's minSubGroups first (organizeJobWorksheet),
-        each part by partition number, then name."""
+        """Volcano's order (organizeJobWorksheet, SubJobOrderFn): the sub-groups still needed for their policy's
+        minSubGroups first, then the rest by partition number; the pods in no sub-group (Volcano's default
+        sub-job, whose id sorts first) before the partitions numbered 0."""
         subs = job.subs
         assert subs is not None
         ready: dict[int, int] = {}
@@ -134,10 +143,16 @@ class SubGroupPlacer:
         by_number = sorted(groups, key=lambda k: (match_index(k), k))
         required: list[GroupKey] = []
         for key in by_number:
-            if ready.get(key[0], 0) < job.sub_groups[key[0]].min_groups:
+            if key != LOOSE and ready.get(key[0], 0) < job.sub_groups[key[0]].min_groups:
                 required.append(key)
                 ready[key[0]] = ready.get(key[0], 0) + 1
         return required + [k for k in by_number if k not in required]
+
+    def _place_loose(self, stmt: Statement, queue: QueueInfo, tasks: list[TaskInfo], scope: BoolArray) -> bool:
+        """The pods in no sub-group, anywhere in the scope, one by one; True if any was placed."""
+        positions = np.flatnonzero(scope)
+        placed = [self._place_task(stmt, queue, task, positions) for task in tasks]
+        return any(placed)
 
     def _scopes(self, job: JobInfo) -> list[BoolArray]:
         """The node masks the job may be placed in: with a hard topology, the domains of tiers 1 up to its

@@ -173,3 +173,13 @@ def test_hard_mode_without_a_tier_constrains_nothing_as_in_volcano() -> None:
     partitioned_job(c, "pipe", partitions=1, size=2, min_partitions=1, topology={"mode": "hard"}, cpu="3")
     c.cycle(confs()["binpack"])
     assert sorted(partitions_bound(c, "pipe")["0"]) == ["a1", "b1"]
+
+
+def test_a_ready_job_takes_its_extra_partitions_only_after_the_others_have_their_minimum() -> None:
+    """Volcano's allocateForJob stops at JobReady and the job waits its turn for more: two elastic jobs (1 of 2
+    partitions needed) on room for two partitions get one each, not two for the first and none for the second."""
+    c = cluster().node("n1", cpu="4", memory="64Gi")
+    for name in ("a", "b"):
+        partitioned_job(c, name, partitions=2, size=2, min_partitions=1, cpu="1")
+    c.cycle(confs()["binpack"])
+    assert (len(c.sim.bound("a")), len(c.sim.bound("b"))) == (2, 2)
