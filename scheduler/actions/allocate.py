@@ -303,7 +303,7 @@ class Allocate:
         if self._overused(ssn, queue):
             return
         if sub_group_job(job):  # no reservation pod by pod: it could split a sub-group across domains
-            (self._sub_groups or SubGroupPlacer(ssn)).place(queue, job, requeue)
+            (self._sub_groups or SubGroupPlacer(ssn)).place(queue, job)
             return
         declined = False
         if ssn.tiers.has(P.PLACE_GANG):

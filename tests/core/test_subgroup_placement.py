@@ -183,3 +183,13 @@ def test_a_ready_job_takes_its_extra_partitions_only_after_the_others_have_their
         partitioned_job(c, name, partitions=2, size=2, min_partitions=1, cpu="1")
     c.cycle(confs()["binpack"])
     assert (len(c.sim.bound("a")), len(c.sim.bound("b"))) == (2, 2)
+
+
+def test_a_starving_partitioned_job_is_still_placed_partition_by_partition() -> None:
+    """The starvation guard (actions/starvation.py) reserves pod by pod; a job with sub-groups goes to the
+    sub-group placer there too, so its partitions stay inside one rack each."""
+    text = BINPACK + "configurations:\n- name: allocate\n  arguments:\n    starvationThresholdSeconds: 0\n"
+    c = partitioned_job(split_bait(), "pipe", partitions=2, size=2, min_partitions=2, topology=HARD_RACK, cpu="2")
+    c.cycle(conf_from_text(text, source="test"))
+    bound = partitions_bound(c, "pipe")
+    assert {p: domains_spanned(topology_of(c), nodes, 1) for p, nodes in bound.items()} == {"0": 1, "1": 1}
