@@ -22,7 +22,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .workloads import NAMESPACE, SCHEDULER_NAME, Gang, Requests, Task, Workload, _node, _pod_spec
+from .workloads import NAMESPACE, SCHEDULER_NAME, ZONE_LABEL, Gang, Requests, Task, Workload, _node, _pod_spec
 
 HYPERNODE_API = ("topology.volcano.sh", "v1alpha1", "hypernodes")
 PARTITION_ID = "volcano.sh/partition-id"
@@ -62,7 +62,8 @@ def generate(seed: int) -> PartitionWorkload:
     nodes, hypernodes = [], []
     for r in range(racks):
         names = [f"{p}-r{r}n{n}" for n in range(per_rack)]
-        nodes += [_node(name, units, units * 2, 0, {}, []) for name in names]
+        # the runner lists the workload's nodes by the zone label (run.py Cluster.nodes)
+        nodes += [_node(name, units, units * 2, 0, {ZONE_LABEL: "a"}, []) for name in names]
         hypernodes.append(_hypernode(f"{p}-rack{r}", 1, "Node", names))
     hypernodes.append(_hypernode(f"{p}-spine", 2, "HyperNode", [f"{p}-rack{r}" for r in range(racks)]))
     queue = f"{p}-q0"
