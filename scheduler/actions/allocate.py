@@ -27,6 +27,7 @@ from scheduler.actions.base import guarded, queue_missing, round_robin
 from scheduler.actions.bulk import BulkPlacer
 from scheduler.actions.domain_reserve import reserve_in_domain
 from scheduler.actions.starvation import reserve, starving_gangs
+from scheduler.actions.subgroups import SubGroupPlacer, sub_group_job
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.messages import render
@@ -176,11 +177,13 @@ class Allocate:
         self._ungated: set[str] = set()  # jobs whose queue-gated tasks were checked this cycle
         self.bulk = bulk  # place runs of a gang's identical tasks at once where that gives the same binds
         self._placer: BulkPlacer | None = None
+        self._sub_groups: SubGroupPlacer | None = None  # jobs whose sub-groups have a hard topology
 
     def execute(self, ssn: Session) -> None:
         self._failed, self._ready, self._ungated = {}, {}, set()
         placer = BulkPlacer(ssn.node_list, ssn.arrays, ssn.tiers, ssn.fit) if self.bulk else None
         self._placer = placer if placer is not None and placer.enabled else None
+        self._sub_groups = SubGroupPlacer(ssn)
         # 1.
         if "enqueue" not in ssn.conf.actions:
             # Without an enqueue action nothing would ever admit a job: Volcano's allocate moves every Pending
@@ -236,6 +239,9 @@ class Allocate:
     def allocate_job(
         self, ssn: Session, queue: QueueInfo, job: JobInfo, requeue: Callable[[JobInfo], None]
     ) -> None:
+        if sub_group_job(job):  # each sub-group whole inside one domain, by the one placer that knows them
+            (self._sub_groups or SubGroupPlacer(ssn)).place(queue, job, requeue)
+            return
         was_ready = ssn.tiers.run(P.JOB_READY, job)
         if was_ready:  # one task per turn, in the order taken at its first ready turn
             order = self._ready.get(job.key)
@@ -332,6 +338,9 @@ class Allocate:
     def reserve_job(self, ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
         """The starvation guard: a gang placer's placement if it has one, else place or reserve pod by pod."""
         if self._overused(ssn, queue):
+            return
+        if sub_group_job(job):  # no reservation pod by pod: it could split a sub-group across domains
+            (self._sub_groups or SubGroupPlacer(ssn)).place(queue, job)
             return
         declined = False
         if ssn.tiers.has(P.PLACE_GANG):

@@ -40,6 +40,7 @@ from scheduler.actions.base import guarded
 from scheduler.actions.bundles import Bundle, BundleKind, allowed_bundles, job_bundles, sort_bundles
 from scheduler.actions.domain_reserve import hard_topology
 from scheduler.actions.preempt import commit_or_discard
+from scheduler.actions.subgroups import sub_group_job
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import PodGroupPhase, TaskStatus
@@ -89,8 +90,8 @@ class GangEviction:
         preemptors: dict[str, list[JobInfo]] = {}
 
         def consider(job: JobInfo) -> bool:
-            if job.phase == PodGroupPhase.PENDING or ssn.tiers.run(P.JOB_VALID, job).rejected:
-                return False
+            if job.phase == PodGroupPhase.PENDING or sub_group_job(job) or ssn.tiers.run(P.JOB_VALID, job).rejected:
+                return False  # sub-groups with a hard topology: placed by allocate alone (actions/subgroups.py)
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 return False

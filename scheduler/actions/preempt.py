@@ -28,6 +28,7 @@ import numpy as np
 
 from scheduler.actions.allocate import pending_tasks, schedulable_jobs
 from scheduler.actions.base import guarded, round_robin
+from scheduler.actions.subgroups import sub_group_job
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
@@ -231,8 +232,8 @@ class Preempt:
         # 1.
         by_queue: dict[str, list[JobInfo]] = {}
         for job in starving_jobs(ssn):
-            if job.extra.get("networkTopology"):  # Volcano: "jobs containing networkTopology do not support
-                continue  # preemption" (volcano-sh/volcano#4374); gangpreempt serves them
+            if job.extra.get("networkTopology") or sub_group_job(job):  # Volcano: "jobs containing
+                continue  # networkTopology do not support preemption" (volcano-sh/volcano#4374)
             by_queue.setdefault(job.queue, []).append(job)
         # 2.
         for queue, job, _ in round_robin(ssn, by_queue):

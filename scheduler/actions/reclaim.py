@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from scheduler.actions.base import round_robin
 from scheduler.actions.preempt import preempt_job, starving_jobs
+from scheduler.actions.subgroups import sub_group_job
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.phases import QueueState
 from scheduler.api.queue import QueueInfo
@@ -29,7 +30,8 @@ class Reclaim:
         # 1.
         by_queue: dict[str, list[JobInfo]] = {}
         for job in starving_jobs(ssn):
-            if ssn.queues[job.queue].state == QueueState.OPEN:
+            # a job whose sub-groups have a hard topology is placed by allocate alone (actions/subgroups.py)
+            if ssn.queues[job.queue].state == QueueState.OPEN and not sub_group_job(job):
                 by_queue.setdefault(job.queue, []).append(job)
         # 2.
         for queue, job, _ in round_robin(ssn, by_queue, skip_queue=lambda q: bool(ssn.tiers.run(P.OVERUSED, q))):

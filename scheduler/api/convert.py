@@ -314,6 +314,7 @@ F_MIN_TASK_MEMBER = F.field("PodGroup", "spec.minTaskMember")
 F_QUEUE = F.field("PodGroup", "spec.queue")
 F_PG_PRIORITY_CLASS = F.field("PodGroup", "spec.priorityClassName")
 F_TOPOLOGY = F.field("PodGroup", "spec.networkTopology")
+F_SUB_GROUPS = F.field("PodGroup", "spec.subGroupPolicy")
 F_TIMEOUT = F.field("PodGroup", "spec.scheduleTimeoutSeconds")
 F_PG_PREEMPTABLE = F.field("PodGroup", f"metadata.annotations[{F.PREEMPTABLE}]")
 F_PG_ALLOCATED_HYPERNODE = F.field("PodGroup", f"metadata.annotations[{F.ALLOCATED_HYPERNODE}]")
@@ -388,6 +389,7 @@ def job_from_podgroup(
         fallback_min=F_FALLBACK.read(annotations.get(F.FALLBACK_MIN), key, sink) if annotations else None,
         sla_waiting=F_SLA.read(annotations.get(F.SLA_WAITING) or None, key, sink) if annotations else None,
         quota_request=quota_request,
+        sub_groups=F_SUB_GROUPS.read(spec.get("subGroupPolicy"), key, sink),
     )
 
 

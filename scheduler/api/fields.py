@@ -191,6 +191,8 @@ FIELDS: tuple[Field, ...] = (
     Field("PodGroup", ("spec", "queue"), KEY_TEXT, REJECT, absent=""),
     Field("PodGroup", ("spec", "priorityClassName"), KEY_TEXT, "", "no priority class", ""),
     Field("PodGroup", ("spec", "networkTopology"), registered("topology"), REJECT),
+    # Volcano's SubGroupPolicySpec, one entry per partitioned task (api/subgroups.py; its reader registers there)
+    Field("PodGroup", ("spec", "subGroupPolicy"), registered("sub_groups", list), REJECT, absent=()),
     Field("PodGroup", ("spec", "scheduleTimeoutSeconds"), number(0, TIMEOUT_MAX), None,
           "no timeout"),  # 0: no timeout
     Field("PodGroup", ("status", "phase"), enum(*PG_PHASES), "Pending", "Pending", "Pending"),

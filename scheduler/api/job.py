@@ -12,6 +12,7 @@ from typing import Any
 from scheduler.api.phases import READY_STATUSES, PodGroupPhase, TaskStatus
 from scheduler.api.pod import Constraints
 from scheduler.api.resources import Resource
+from scheduler.api.subgroups import SubGroupCounts, SubGroupPolicy
 
 # Tasks that still count towards their gang (Volcano's ValidTaskNum and CheckTaskValid).
 VALID_STATUSES = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
@@ -122,6 +123,9 @@ class JobInfo:
     # spec.minResources by exact name, quota keys included (`requests.cpu`, `count/pods`), in nano-units
     # (api/quota.py): what the resourcequota plugin compares with ResourceQuotas. None: no minResources.
     quota_request: Mapping[str, int] | None = None
+    # spec.subGroupPolicy, parsed once (api/subgroups.py); `subs` keeps the tasks by sub-group once one is added
+    sub_groups: tuple[SubGroupPolicy, ...] = ()
+    subs: SubGroupCounts | None = None
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     pending_best_effort: int = 0  # these two are kept in step by add_task/set_status:
@@ -130,6 +134,10 @@ class JobInfo:
     # -- membership ---------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.key] = task
+        if self.sub_groups:
+            if self.subs is None:
+                self.subs = SubGroupCounts(self.sub_groups)
+            self.subs.add(task)
         self.by_status.setdefault(task.status, {})[task.key] = task
         if task.status == TaskStatus.PENDING and task.best_effort:
             self.pending_best_effort += 1
@@ -143,6 +151,8 @@ class JobInfo:
         if task.best_effort:
             self.pending_best_effort += (status == TaskStatus.PENDING) - (task.status == TaskStatus.PENDING)
         self.ready += (status in READY_STATUSES) - (task.status in READY_STATUSES)
+        if self.subs is not None:
+            self.subs.moved(task, task.status, status)
         task.status = status
         self.by_status.setdefault(status, {})[task.key] = task
 
@@ -262,13 +272,14 @@ class JobInfo:
 
     def is_ready(self) -> bool:
         """The gang may be committed: minAvailable placed and every task minimum that applies met (the gang
-        plugin's JobReady)."""
-        return self.count_ready() and self.task_ready()
+        plugin's JobReady), and every sub-group policy's minSubGroups ready (CheckSubJobReady)."""
+        return self.count_ready() and self.task_ready() and (self.subs is None or self.subs.short() is None)
 
     def is_pipelined(self) -> bool:
         return (
             self.ready_task_num() + self.waiting_task_num() + self.pending_best_effort_num() >= self.min_available
             and self.task_pipelined()
+            and (self.subs is None or self.subs.short(waiting=True) is None)
         )
 
     def is_starving(self) -> bool:
@@ -309,6 +320,7 @@ class JobInfo:
             self.fallback_min,
             self.sla_waiting,
             self.quota_request,
+            self.sub_groups,
         )
         for task in self.tasks.values():
             copy.add_task(task.clone())

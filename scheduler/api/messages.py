@@ -75,6 +75,13 @@ def render(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by desig
             return f"{n} pending pods are scheduling-gated ({gate}): none is placed until its gates are removed"
         case R.RoleNotReady(role=role, ready=ready, needed=needed):
             return f"task {role}: {ready}/{needed} ready"
+        case R.SubGroupsShort(policy=policy, have=have, needed=needed, live=True):
+            return f"Not enough sub-groups of subGroupPolicy {policy} for gang-scheduling, valid: {have}, min: {needed}"
+        case R.SubGroupsShort(policy=policy, have=have, needed=needed):
+            return f"subGroupPolicy {policy}: {have}/{needed} sub-groups ready"
+        case R.SubGroupNoDomain(group=group, tasks=tasks, tier=tier, domain=domain):
+            return (f"sub-group {group} needs its {tasks} pending pods inside one {domain} (hard mode, "
+                    f"highestTierAllowed {tier}); no {domain} the job may use holds them")
         case R.ResourceShortfall():
             return _shortfall(reason)
         case R.Fragmented(needed=needed, largest=largest, node=node):

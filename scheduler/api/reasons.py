@@ -227,6 +227,30 @@ class RoleNotReady(Reason):
     needed: int
 
 
+@dataclass(frozen=True, slots=True)
+class SubGroupsShort(Reason):
+    """A sub-group policy (PodGroup `spec.subGroupPolicy`, api/subgroups.py) short of its `minSubGroups`: with
+    `live`, the sub-groups its pods make at all (JobValid); otherwise the ones placed whole (JobReady)."""
+
+    kind: ClassVar[str] = "SubGroupsShort"
+    policy: str
+    have: int
+    needed: int
+    live: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroupNoDomain(Reason):
+    """A sub-group in hard network-topology mode whose `tasks` pending pods fit inside no single domain of tier
+    `tier` (`domain` names the tier) of the domain the job may use."""
+
+    kind: ClassVar[str] = "SubGroupNoDomain"
+    group: str
+    tasks: int
+    tier: int
+    domain: str
+
+
 # Where a `ResourceShortfall` was counted.
 NODES = "nodes"  # the nodes the tasks' predicates allow
 CLUSTER = "cluster"
@@ -450,7 +474,7 @@ KINDS: dict[str, type[Reason]] = {
         QueueShareExceeded, OvercommitLimit, GangNotReady, TooFewTasks, SchedulingGated, RoleNotReady,
         ResourceShortfall, Fragmented, NotPipelined, Reserving, PlacementStale, PartialGangTimeout, ScheduleTimeout,
         NodeFilter, NodesUnavailable, TopologyLimit, TopologyNoNode, TopologyNoFit, PluginError,
-        FieldInvalid, ResourceQuotaExceeded,
+        FieldInvalid, ResourceQuotaExceeded, SubGroupsShort, SubGroupNoDomain,
     )
 }
 

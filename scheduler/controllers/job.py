@@ -340,10 +340,13 @@ class JobController:
 
     # ---- elastic jobs: replicas and minAvailable may change while the job runs --------------------------------
     def _resize_podgroup(self, job: MutableObj, podgroup: MutableObj) -> None:
-        """Bring the PodGroup's minimums up to the job's spec (a scaled job); a removed key is nulled."""
+        """Bring the PodGroup's minimums and sub-groups up to the job's spec (a scaled job); a removed key is
+        nulled (Volcano's updatePgSubGroupPolicy replaces subGroupPolicy whole when an entry differs)."""
         wanted = podgroup_for(job)["spec"]
         current = podgroup.get("spec") or {}
         patch: dict[str, Any] = {}
+        if wanted.get("subGroupPolicy", []) != current.get("subGroupPolicy", []):
+            patch["subGroupPolicy"] = wanted.get("subGroupPolicy")  # a list: a merge patch replaces it whole
         for key in ("minMember", "minTaskMember", "minResources"):
             new, old = wanted.get(key), current.get(key)
             if new == old:

@@ -14,6 +14,7 @@ from scheduler.api.convert import TASK_INDEX_KEY
 from scheduler.api.pod import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, TASK_SPEC_KEY
 from scheduler.jobs import keys
 from scheduler.jobs.names import job_name, job_namespace, owner_references, pod_name, podgroup_name
+from scheduler.jobs.partitions import PARTITION_ID_KEY, partition_id, sub_group_policies
 from scheduler.jobs.plugins import Keygen, apply_pod_plugins, plugin_manifests
 
 if TYPE_CHECKING:
@@ -189,6 +190,9 @@ def podgroup_for(job: Mapping[str, Any], priority_values: Mapping[str, int] | No
         pg_spec["priorityClassName"] = spec["priorityClassName"]
     if spec.get("networkTopology"):  # the gang's topology constraint is the scheduler's to enforce
         pg_spec["networkTopology"] = copy.deepcopy(spec["networkTopology"])
+    sub_groups = sub_group_policies(_tasks(job))  # one per task with a partitionPolicy (jobs/partitions.py)
+    if sub_groups:
+        pg_spec["subGroupPolicy"] = sub_groups
     return {"apiVersion": keys.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": pg_meta, "spec": pg_spec}
 
 
@@ -354,6 +358,9 @@ def _pod_metadata(
     )
     if task.get("topologyPolicy"):
         annotations[keys.NUMA_POLICY] = str(task["topologyPolicy"])
+    partition = partition_id(task, index)
+    if partition is not None:  # a label only, as Volcano's createJobPod
+        labels[PARTITION_ID_KEY] = partition
     preemptable = _preemptable(job, task)
     if preemptable is not None:
         annotations[PREEMPTABLE_KEY] = preemptable

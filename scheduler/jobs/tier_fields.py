@@ -21,13 +21,9 @@ def sets_both(topology: object) -> bool:
 
 
 def job_tier_problems(spec: Mapping[str, Any]) -> list[str]:
-    """A Job's: its own networkTopology and its tasks' partition topologies."""
-    problems = [f"spec.networkTopology: {BOTH}"] if sets_both(spec.get("networkTopology")) else []
-    for index, task in enumerate(spec.get("tasks") or ()):
-        policy = task.get("partitionPolicy") if isinstance(task, Mapping) else None
-        if isinstance(policy, Mapping) and sets_both(policy.get("networkTopology")):
-            problems.append(f"spec.tasks[{index}].partitionPolicy.networkTopology: {BOTH}")
-    return problems
+    """A Job's own networkTopology. Its tasks' partition topologies are checked with the rest of each partition
+    policy, as Volcano's validatePartitionPolicy does (jobs/partitions.py)."""
+    return [f"spec.networkTopology: {BOTH}"] if sets_both(spec.get("networkTopology")) else []
 
 
 def podgroup_tier_problems(spec: Mapping[str, Any]) -> list[str]:

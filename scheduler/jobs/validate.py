@@ -15,6 +15,7 @@ from scheduler.durations import parse_seconds
 from scheduler.jobs import keys
 from scheduler.jobs.bus import POLICY_ACTIONS, POLICY_EVENTS, PolicyEvent
 from scheduler.jobs.expand import depends_on, first_wave
+from scheduler.jobs.partitions import partition_problems
 from scheduler.jobs.plugins import IMPLEMENTED, VOLCANO_ONLY
 from scheduler.jobs.tier_fields import job_tier_problems
 
@@ -82,6 +83,7 @@ def _task(job: Mapping[str, Any], task: Mapping[str, Any], index: int) -> list[s
     errors += _container_resources(pod_spec, f"{path}.template.spec")
     errors += _pod_name_length(job, task, index, replicas)
     errors += validate_policies(task.get("policies") or [], f"{path}.policies")
+    errors += partition_problems(job, task, index)
     return errors
 
 

@@ -1,10 +1,12 @@
 """Layer `plugins`: `gang` — all or nothing.
 
 Volcano's rules (pkg/scheduler/plugins/gang/gang.go, pkg/scheduler/api/job_info.go):
-JobValid: a job needs at least minAvailable live tasks, and each role its minTaskMember where those apply.
-JobReady: minAvailable tasks placed, a pending BestEffort task counting as placed, and each role's minimum
-where those apply: only then does allocate commit. Task minimums apply only when the job's minAvailable is at
-least their sum (so an elastic job, minAvailable below its replicas, is held to minAvailable alone).
+JobValid: a job needs at least minAvailable live tasks, and each role its minTaskMember where those apply, and
+each sub-group policy (PodGroup subGroupPolicy, api/subgroups.py) its minSubGroups sub-groups.
+JobReady: minAvailable tasks placed, a pending BestEffort task counting as placed, each role's minimum
+where those apply, and minSubGroups sub-groups of each policy placed whole: only then does allocate commit.
+Task minimums apply only when the job's minAvailable is at least their sum (so an elastic job, minAvailable
+below its replicas, is held to minAvailable alone).
 JobPipelined: counting reservations on releasing resources, the same would be met.
 JobOrder: jobs not yet ready (by count) go first, so minimums are met before extras.
 Evictable (gangpreempt, gangreclaim): every candidate; the actions' bundles keep the gang rule.
@@ -81,6 +83,10 @@ def valid(job: JobInfo) -> Status:
     live = job.valid_task_num()
     if live < job.min_available:
         return unresolvable(R.TooFewTasks("", live, job.min_available))
+    few = job.subs.invalid() if job.subs is not None else None
+    if few is not None:  # CheckSubJobValid: each sub-group policy has its minSubGroups sub-groups at all
+        policy, have, need = few
+        return unresolvable(R.SubGroupsShort(policy, have, need, live=True))
     return SUCCESS
 
 
@@ -133,6 +139,10 @@ def gang_reasons(ssn: SessionAPI, job: JobInfo) -> tuple[R.Reason, ...]:
                                           largest.name))
     for role, (have, want) in sorted(job.roles_short().items()):
         parts.append(R.RoleNotReady(role, have, want))
+    groups_short = job.subs.short() if job.subs is not None else None
+    if groups_short is not None:  # CheckSubJobReady
+        policy, have, need_groups = groups_short
+        parts.append(R.SubGroupsShort(policy, have, need_groups, live=False))
     errors = ssn.fit_errors(job)
     unavailable = errors.unavailable(len(ssn.node_list)) if errors else None
     if unavailable is not None:

@@ -63,6 +63,7 @@ from scheduler.plugins import hypernode_score as hn
 from scheduler.plugins.shares import without_pods
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
 from scheduler.solver.greedy import per_pod_binpack, topology_greedy
+from scheduler.solver.subgroups import abstain_for_sub_groups
 from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes
 
 TIME_LIMIT = "solver.timeLimitMs"
@@ -225,6 +226,8 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
             return P.PLACE_BY_POD  # a highestTierName no HyperNode carries: no limit, pod by pod as in Volcano
         volcano = self._volcano is not None and self._volcano.takes(job)
         if not volcano and (len(tasks) < 2 or not (self.every_gang or job.extra.get("networkTopology"))):
+            return P.PLACE_BY_POD
+        if abstain_for_sub_groups(job):  # the sub-group placer places it (actions/subgroups.py)
             return P.PLACE_BY_POD
         start = time.perf_counter()
         try:

@@ -158,11 +158,12 @@ def update_problems(old: Obj, new: Obj) -> list[str]:
 
 
 def _numbers_rule(problem: str) -> bool:
-    """The rules an update is held to: replicas and minimums (admit_job.go validateJobUpdate)."""
+    """The rules an update is held to: replicas and minimums, and each task's partitionPolicy
+    (admit_job.go validateJobUpdate, which runs validatePartitionPolicy too)."""
     field = problem.split(":", 1)[0]
     if field.endswith(".networkTopology"):  # validateJobUpdate checks the tier fields too
         return True
-    return field.endswith((".replicas", ".minAvailable")) or field == "spec.minAvailable"
+    return field.endswith((".replicas", ".minAvailable")) or field == "spec.minAvailable" or ".partitionPolicy" in field
 
 
 def _copy_field(source: Obj, target: dict[str, Any], key: str) -> None:

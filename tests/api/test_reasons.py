@@ -65,6 +65,9 @@ SAMPLES = [
     Sample(R.TopologyLimit(2, "rack", GPU, GPU1000, 600_000, 400_000, "zone:z/rack:a"), Gate.TOPOLOGY),
     Sample(R.TopologyNoNode(1, "hypernode", GPU, 8000), Gate.TOPOLOGY),
     Sample(R.TopologyNoFit(1), Gate.TOPOLOGY),
+    Sample(R.SubGroupNoDomain("stage-1", 4, 1, "rack"), Gate.WAITING),  # explain.py has no room for a gate
+    Sample(R.SubGroupsShort("stage", 1, 2, True), Gate.WAITING),
+    Sample(R.SubGroupsShort("stage", 1, 2, False), Gate.WAITING),
     Sample(R.PluginError("gang", "allocate", "OverflowError", "cannot convert float infinity to integer"),
            Gate.SCHEDULER_ERROR),
     Sample(R.FieldInvalid("PodGroup", "ml/train", "metadata.annotations[volcano-py.io/fallback-min-available]",

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import urllib3
 
-from . import preemption, preemption_report, report, workloads
+from . import partitions, preemption, preemption_report, report, workloads
 from .outcome import outcome
 from .preemption_outcome import EvictionLog
 from .workloads import NAMESPACE, ZONE_LABEL, Gang, Workload
@@ -55,11 +55,14 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "volc
 RESULTS = Path(os.environ.get("VOLCANO_PY_DIFFERENTIAL_RESULTS") or CACHE / "differential")
 CI_CONF = "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf"
 # The families: `random` (workloads.py, Volcano's CI conf) and `preemption` (preemption.py, issue 32: Volcano's
-# gang-eviction conf, evictions and broken gangs compared too).
-FAMILIES = ("random", "preemption")
+# gang-eviction conf, evictions and broken gangs compared too) and `partitions` (partitions.py, issue 34: Jobs with a
+# partitionPolicy on HyperNodes, Volcano's CI conf; the partition rules checked on both sides).
+FAMILIES = ("random", "preemption", "partitions")
 
 
 def generate(seed: int, family: str = "random") -> Workload:
+    if family == "partitions":
+        return partitions.generate(seed)
     return preemption.generate(seed) if family == "preemption" else workloads.generate(seed)
 
 
@@ -611,8 +614,8 @@ def main(argv: list[str] | None = None) -> int:
 
     seeds = args.rerun or list(range(args.seed, args.seed + args.workloads))
     run_name = args.run or (f"rerun-{'-'.join(map(str, seeds))}" if args.rerun else f"seed{args.seed}-n{len(seeds)}")
-    if args.family == "preemption" and not args.run:
-        run_name = f"preemption-{run_name}"
+    if args.family != "random" and not args.run:
+        run_name = f"{args.family}-{run_name}"
     run_dir = RESULTS / run_name
     sides = args.only_side or list(SIDES)
 
@@ -643,6 +646,11 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"confirm {k}/{args.confirm}: rerunning {len(differing)} differing workloads")
                     run_children(args, sides, f"{run_name}/confirm-{k}", differing, rerun=True)
     if set(sides) != set(SIDES) and not args.report_only:
+        return 0
+    if args.family == "partitions":  # its report only: CONFORMANCE.md's lines for it are written by hand
+        text = partitions.build(run_dir, seeds, args.command)
+        (run_dir / "report.md").write_text(text)
+        print(text)
         return 0
     if args.family == "preemption":
         text, md = preemption_report.build(run_dir, seeds, command=args.command)
