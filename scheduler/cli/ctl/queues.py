@@ -84,7 +84,7 @@ USAGE_HEADER = ("NAME", "USAGE-SHARE", "USED (decayed resource-hours)", "HALF-LI
 
 def usage_rows(queues: Sequence[MutableObj], now: float) -> list[tuple[str, ...]]:
     """One row per queue that carries a usage record, decayed to `now`; an unreadable one says why."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for queue in queues:
         meta = queue.get("metadata") or {}
         raw = (meta.get("annotations") or {}).get(USAGE_ANNOTATION)
