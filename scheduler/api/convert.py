@@ -429,6 +429,7 @@ F_QUEUE_PRIORITY = F.field("Queue", "spec.priority")
 F_PARENT = F.field("Queue", "spec.parent")
 F_QUEUE_ANNOTATIONS = F.field("Queue", "metadata.annotations")
 F_NOTICE = F.field("Queue", f"metadata.annotations[{F.EVICTION_NOTICE}]")
+F_USAGE = F.field("Queue", f"metadata.annotations[{F.QUEUE_USAGE}]")
 
 
 def queue_from_object(queue: Obj, *, creation: float | None = None,
@@ -457,6 +458,7 @@ def queue_from_object(queue: Obj, *, creation: float | None = None,
         deserved=F_DESERVED.read(deserved, key, sink) if deserved else None,
         parent=F_PARENT.read(spec.get("parent"), key, sink),
         eviction_notice=F_NOTICE.read(annotations.get(F.EVICTION_NOTICE), key, sink) if annotations else 0.0,
+        usage=F_USAGE.read(annotations.get(F.QUEUE_USAGE), key, sink) if annotations else None,
     )
 
 

@@ -67,6 +67,7 @@ from scheduler.api.field_parsers import (
 )
 from scheduler.api.reasons import FieldInvalid as FieldInvalid
 from scheduler.api.resources import ZERO
+from scheduler.api.usage import USAGE_ANNOTATION, USAGE_RECORD
 
 _readers.register_all()  # the structure readers the table names
 
@@ -86,6 +87,7 @@ COOLDOWN = "volcano.sh/cooldown-time"  # the cdp plugin's (volcano.sh/apis sched
 ALLOCATED_HYPERNODE = "volcano.sh/job-allocated-hypernode"
 EVICTION_NOTICE = "volcano-py.io/eviction-notice"  # on a Queue (api/evictions.py)
 POD_EVICTION_NOTICE = "scheduling.volcano-py.io/eviction-notice"  # on a victim given notice (api/evictions.py)
+QUEUE_USAGE = USAGE_ANNOTATION  # on a Queue: its decayed usage history, written by the scheduler (api/usage.py)
 # Volcano's queue-allocation gate: the annotation a pod opts in with ("true") and the scheduling gate's name
 # (volcano.sh/apis scheduling/v1beta1 labels.go QueueAllocationGateKey).
 QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
@@ -214,6 +216,7 @@ FIELDS: tuple[Field, ...] = (
     Field("Queue", ("spec", "parent"), KEY_TEXT, REJECT, absent=""),
     Field("Queue", (*_META, "annotations"), ANNOTATIONS, {}, "no annotations read", {}),
     Field("Queue", (*_META, "annotations", EVICTION_NOTICE), duration(NOTICE_MAX), 0.0, "no eviction notice", 0.0),
+    Field("Queue", (*_META, "annotations", QUEUE_USAGE), USAGE_RECORD, None, "no usage history (starts from zero)"),
     # ---- Node (convert.node_from_object)
     *_meta_fields("Node", namespaced=False, labels=True, created=False),
     Field("Node", ("status", "allocatable"), QUANTITIES, REJECT),

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from scheduler.api.phases import QueueState
 from scheduler.api.resources import ZERO, Resource
+from scheduler.api.usage import QueueUsage
 
 
 @dataclass(slots=True, eq=False)
@@ -26,6 +27,8 @@ class QueueInfo:
     # Seconds a victim of this queue is warned before its eviction (annotation volcano-py.io/eviction-notice,
     # api/evictions.py); 0: evicted at once, as in Volcano.
     eviction_notice: float = 0.0
+    # Its decayed usage history (annotation volcano-py.io/usage, api/usage.py); None: none, or unreadable.
+    usage: QueueUsage | None = None
 
     def clone(self) -> QueueInfo:
         return QueueInfo(
@@ -41,6 +44,7 @@ class QueueInfo:
             self.deserved,
             self.parent,
             self.eviction_notice,
+            self.usage,
         )
 
     def __repr__(self) -> str:

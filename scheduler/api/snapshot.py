@@ -19,6 +19,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.quota import ResourceQuotaInfo
 from scheduler.api.reasons import Reason
 from scheduler.api.resources import Resource
+from scheduler.api.usage import QueueUsage
 from scheduler.api.volumes import Storage
 
 
@@ -127,6 +128,9 @@ class QueueStatus:
     deserved: Resource | None = None
     share: float | None = None  # the largest allocated/deserved ratio over the resources deserved
     overused: bool | None = None
+    # The queue's decayed usage folded to this cycle (time-based fair share on; api/usage.py), which the status
+    # writer keeps in the Queue's annotation; None: the feature is off, nothing is written.
+    usage: QueueUsage | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,15 +15,18 @@ from typing import Any
 
 from scheduler.adapter.podgroup_status import status_body
 from scheduler.api.convert import group_of, plain_group_of
+from scheduler.api.field_parsers import BadValueError
 from scheduler.api.objects import MutableObj
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult, PodGroupStatus
 from scheduler.api.timestamps import rfc3339
+from scheduler.api.usage import USAGE_ANNOTATION, QueueUsage, encode, parse_usage
 from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, TRANSPORT_ERRORS, Kube, KubeError
 from scheduler.cache.publish import publish_annotations, publish_reasons
 from scheduler.cache.store import PG_API, Stores, resource_version, trim
 
 log = logging.getLogger("volcano_py.cache")
+USAGE_WRITE_PERIOD = 60.0  # seconds between writes of a queue's usage annotation (time-based fair share)
 
 
 class StatusWriter:
@@ -48,6 +51,7 @@ class StatusWriter:
         self.write_podgroups(result.podgroups, now)
         self.write_podgroup_annotations(result.podgroup_annotations)
         self.write_queues(result)
+        self.write_queue_usage(result, now)
         self.write_pod_conditions(now)
 
     def close(self) -> None:
@@ -155,6 +159,35 @@ class StatusWriter:
                 if q.queue in self.stores.queues.objects:
                     self.stores.queues.objects[q.queue] = updated
 
+    def write_queue_usage(self, result: CycleResult, now: float) -> None:
+        """Time-based fair share: each queue's decayed usage into its `volcano-py.io/usage` annotation, the one
+        writer of it (api/usage.py). Written when the annotation is missing, unreadable or made with other
+        parameters, and otherwise once a USAGE_WRITE_PERIOD: between writes each cycle folds from the record as
+        written, counting what the queue holds now since then, so a restart loses at most that period's detail."""
+        for q in result.queues:
+            if q.usage is None or not self.may_write():
+                continue
+            with self.stores.lock:
+                obj = self.stores.queues.objects.get(q.queue)
+            if obj is None:
+                continue
+            annotations = (obj.get("metadata") or {}).get("annotations") or {}
+            if not _usage_due(annotations.get(USAGE_ANNOTATION), q.usage, now):
+                continue
+            try:
+                updated = self.kube.request(
+                    "PATCH",
+                    f"{PG_API}/queues/{q.queue}",
+                    body={"metadata": {"annotations": {USAGE_ANNOTATION: encode(q.usage)}}},
+                    content_type=MERGE_PATCH,
+                )
+            except TRANSPORT_ERRORS as exc:  # retried next cycle (the record is still due)
+                log.warning("patch Queue %s usage annotation failed: %s", q.queue, exc)
+                continue
+            with self.stores.lock:
+                if q.queue in self.stores.queues.objects:
+                    self.stores.queues.objects[q.queue] = updated
+
     # ---- pod conditions ---------------------------------------------------------------------------------
     def write_pod_conditions(self, now: float) -> None:
         """Pending pods of an Unschedulable gang say so on the pod too (what `kubectl describe pod` shows)."""
@@ -233,6 +266,18 @@ class StatusWriter:
             current = self.stores.pods.objects.get(key)
             if current is not None and resource_version(updated) > resource_version(current):
                 self.stores.pods.objects[key] = updated
+
+
+def _usage_due(written: object, usage: QueueUsage, now: float) -> bool:
+    """Whether the queue's usage record is to be (re)written: none or an unreadable one, other parameters, or
+    older than USAGE_WRITE_PERIOD (or in the future: a clock moved back)."""
+    try:
+        current = parse_usage(written)
+    except BadValueError:
+        return True
+    if (current.half_life, current.window) != (usage.half_life, usage.window):
+        return True
+    return not 0 <= now - current.at < USAGE_WRITE_PERIOD
 
 
 def _same(current: Any, wanted: Any) -> bool:

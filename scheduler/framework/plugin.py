@@ -22,6 +22,7 @@ from scheduler.api.quota import ResourceQuotaInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import VolumeBind
 from scheduler.api.topology import NodeDomains
+from scheduler.api.usage import QueueUsage
 from scheduler.api.volumes import Storage
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
@@ -169,6 +170,10 @@ class SessionAPI:
     def set_queue_share(self, queue: str, deserved: Resource, share: float, overused: bool) -> None:
         """The queue's deserved resources, share and overused flag, for its status and the queue metrics."""
         self._results.set_queue_share(queue, deserved, share, overused)
+
+    def set_queue_usage(self, queue: str, usage: QueueUsage) -> None:
+        """The queue's decayed usage at this cycle (time-based fair share), which the status writer keeps."""
+        self._results.set_queue_usage(queue, usage)
 
     def annotate(self, task_uid: str, annotations: dict[str, str]) -> None:
         """Annotations the adapter writes on the pod before it binds it."""

@@ -19,6 +19,7 @@ from scheduler.api.phases import PodGroupPhase, TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import ZERO, Resource
 from scheduler.api.snapshot import CycleResult, Event, Eviction, PodGroupStatus, QueueStatus
+from scheduler.api.usage import QueueUsage
 from scheduler.framework.backend import StatementBackEnd
 
 SCHEDULER_ERROR = "SchedulerError"  # the condition's and event's reason for a job a plugin failed on
@@ -36,6 +37,7 @@ class ResultsCollector:
         self._gates: dict[str, Status] = {}  # job uid -> why a gate (enqueue, a queue, a placer) held it
         self._published: dict[str, Status] = {}  # job uid -> the Status behind its Unschedulable condition
         self._shares: dict[str, tuple[Resource, float, bool]] = {}  # queue -> deserved, share, overused
+        self._usage: dict[str, QueueUsage] = {}  # queue -> decayed usage (time-based fair share)
         self._counters: dict[str, int] = {}  # for metrics, as CycleResult.counters
         self._faults: dict[str, Status] = {}  # job uid -> the Error Status of a plugin that failed on it
         self._ungate: dict[str, None] = {}  # tasks whose queue-allocation gate is to be removed, in order
@@ -95,6 +97,10 @@ class ResultsCollector:
         """The queue's deserved resources, share and overused flag, for its status and the queue metrics."""
         self._shares[queue] = (deserved, share, overused)
 
+    def set_queue_usage(self, queue: str, usage: QueueUsage) -> None:
+        """The queue's decayed usage at this cycle (time-based fair share), for its annotation."""
+        self._usage[queue] = usage
+
     def count(self, counter: str) -> None:
         """Add one to a cycle counter (CycleResult.counters, for metrics)."""
         self._counters[counter] = self._counters.get(counter, 0) + 1
@@ -145,9 +151,9 @@ class ResultsCollector:
                 result.podgroups.append(status)
         allocated = self.allocated_by_queue()
         for queue in self._queues.values():
-            result.queues.append(
-                QueueStatus(queue.name, allocated.get(queue.name, ZERO), *self._shares.get(queue.name, ()))
-            )
+            queue_status = QueueStatus(queue.name, allocated.get(queue.name, ZERO), *self._shares.get(queue.name, ()))
+            usage = self._usage.get(queue.name)
+            result.queues.append(queue_status if usage is None else replace(queue_status, usage=usage))
         return result
 
     def _podgroup_status(self, job: JobInfo) -> PodGroupStatus:

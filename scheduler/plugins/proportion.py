@@ -27,6 +27,13 @@ The accounting, the water-filling and the enqueue gate are in `shares.py`, which
   priority running tasks of its queue, see `preemptable_for`) is counted as free, so a high-priority job gets into
   a full queue and then preempts, instead of waiting at enqueue for room that only preemption can make.
 
+Time-based fair share (beyond Volcano; off unless `usage.weight` > 0, docs/configuration.md): each queue's
+decayed usage (`api/usage.py`, kept in its `volcano-py.io/usage` annotation) moves the weights water-filling
+uses, `f + k x (f - u)` for weight fraction `f` among the queues that request something and usage fraction `u`,
+so a queue that used more than its weight's share recently deserves less until its usage decays; at equal
+shares QueueOrder puts the queue with the lower usage per weight first. The usage is folded every session
+from what each queue held since the last fold, and written back by the status writer.
+
 The `pods` count takes no part here, as in Volcano. Departures from Volcano: a job without minResources
 declares no minimum, so everything it holds counts as held (Volcano counts all of it as elastic, which admits
 jobs the queue cannot run without reclaim); an admitted job reserves only the part of its minResources it does
@@ -36,14 +43,17 @@ not yet hold (Volcano reserves all of it while the PodGroup is Inqueue, counting
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import DESERVED
-from scheduler.api.resources import CPU, MEMORY, Resource
-from scheduler.framework.conf_args import NoArgs
+from scheduler.api.resources import CPU, MEMORY, ZERO, Resource
+from scheduler.api.usage import SPAN_MAX, QueueUsage, fold, history_weights, usage_fraction
+from scheduler.durations import DurationError, format_duration, parse_seconds
+from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import SessionAPI
 from scheduler.plugins.shares import (
     QueueAttr,
@@ -60,33 +70,109 @@ from scheduler.plugins.shares import (
 __all__ = ["ProportionPlugin", "QueueDemand", "deserved_shares", "real_capability"]
 
 
-def water_fill(book: QueueBook) -> None:
-    """Each queue's deserved share: the cluster water-filled by weight among the queues' requests."""
+HALF_LIFE, WINDOW, HISTORY_WEIGHT = "usage.halfLife", "usage.window", "usage.weight"
+HISTORY_WEIGHT_MAX = 10.0
+HALF_LIFE_DEFAULT, WINDOW_DEFAULT = 4 * 3600.0, 24 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class UsageArgs:
+    """Time-based fair share: `weight` (KAI's kValue) 0 turns it off."""
+
+    half_life: float = HALF_LIFE_DEFAULT
+    window: float = WINDOW_DEFAULT
+    weight: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProportionArgs:
+    usage: UsageArgs = UsageArgs()
+
+
+def _span(reader: ArgReader, key: str, default: float) -> float:
+    raw = reader.raw(key)
+    if raw is None:
+        return default
+    expected = f"a duration such as 30m or 4h, in (0s, {format_duration(SPAN_MAX)}]"
+    try:
+        seconds = parse_seconds(raw) if isinstance(raw, str | int | float) else float("nan")
+    except DurationError:
+        raise reader.fail(key, expected) from None
+    if not 0 < seconds <= SPAN_MAX:  # also refuses nan
+        raise reader.fail(key, expected)
+    return seconds
+
+
+def parse_usage_args(reader: ArgReader) -> UsageArgs:
+    weight = reader.number(HISTORY_WEIGHT, 0.0)
+    if not 0 <= weight <= HISTORY_WEIGHT_MAX:  # also refuses nan
+        raise reader.fail(HISTORY_WEIGHT, f"a number in [0, {HISTORY_WEIGHT_MAX:g}] (0: no history)")
+    return UsageArgs(_span(reader, HALF_LIFE, HALF_LIFE_DEFAULT), _span(reader, WINDOW, WINDOW_DEFAULT), weight)
+
+
+def water_fill(book: QueueBook, weights: dict[str, int] | None = None) -> None:
+    """Each queue's deserved share: the cluster water-filled by weight among the queues' requests (`weights`
+    instead of the queues' own, with history)."""
     demands = [
-        QueueDemand(a.queue.name, a.queue.weight, a.request, without_pods(a.queue.guarantee), a.limit)
+        QueueDemand(a.queue.name, a.queue.weight if weights is None else weights.get(a.queue.name, a.queue.weight),
+                    a.request, without_pods(a.queue.guarantee), a.limit)
         for a in book.attrs.values()
     ]
     for name, deserved in deserved_shares(book.total, demands).items():
         book.attrs[name].deserved = deserved
 
 
-class ProportionPlugin(QueueSharePlugin[NoArgs]):
+class ProportionPlugin(QueueSharePlugin[ProportionArgs]):
     name = "proportion"
+
+    @classmethod
+    def parse_args(cls, reader: ArgReader) -> ProportionArgs:
+        return ProportionArgs(parse_usage_args(reader))
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
-        self.book = QueueBook(ssn, water_fill)
+        history = self.args.usage.weight > 0
+        self.book = QueueBook(ssn, self._with_history if history else water_fill)
         self.book.count_jobs()
+        self.usage: dict[str, QueueUsage] = self._fold(ssn) if history else {}
+
+    def _fold(self, ssn: SessionAPI) -> dict[str, QueueUsage]:
+        """Each queue's usage at this session: its record decayed, plus what it held since (api/usage.py)."""
+        usage = {}
+        half_life, window = self.args.usage.half_life, self.args.usage.window
+        for name, queue in ssn.queues.items():
+            attr = self.book.attrs.get(name)
+            held = attr.allocated if attr is not None else ZERO
+            if queue.usage is None and held.is_zero():
+                continue  # no history and nothing held: nothing to keep
+            folded = fold(queue.usage, held, ssn.now, half_life, window)
+            share = usage_fraction(folded.used, self.book.total, half_life, window)
+            usage[name] = QueueUsage(folded.at, half_life, window, folded.used, share)
+        return usage
+
+    def _with_history(self, book: QueueBook) -> None:
+        weights = {name: a.queue.weight for name, a in book.attrs.items() if not a.request.is_zero()}
+        shares = {name: self.usage[name].share for name in weights if name in self.usage}
+        water_fill(book, history_weights(weights, shares, self.args.usage.weight))
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         self.book.publish(self.overused)
+        for name, usage in self.usage.items():
+            ssn.set_queue_usage(name, usage)
 
     # -- extension points ---------------------------------------------------------------------------
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
         left, right = self.book.fresh(a.name), self.book.fresh(b.name)
         share_a = left.share if left else Fraction(0)
         share_b = right.share if right else Fraction(0)
+        if share_a == share_b and self.usage:  # history: the queue that used less per weight first
+            used_a, used_b = self._used_per_weight(a), self._used_per_weight(b)
+            return (used_a > used_b) - (used_a < used_b)
         return (share_a > share_b) - (share_a < share_b)
+
+    def _used_per_weight(self, queue: QueueInfo) -> float:
+        usage = self.usage.get(queue.name)
+        return usage.share / max(queue.weight, 1) if usage is not None else 0.0
 
     def overused(self, queue: QueueInfo) -> bool:
         attr = self.book.fresh(queue.name)

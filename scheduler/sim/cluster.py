@@ -338,6 +338,9 @@ class InMemoryCluster:
                 merge_annotations(group.manifest, patch)
         for queue in result.queues:
             self.queue_allocated[queue.queue] = queue.allocated
+            if queue.usage is not None and queue.queue in self.queues:
+                # time-based fair share: kept in memory as the status writer keeps it in the Queue's annotation
+                self.queues[queue.queue].usage = queue.usage
         self.events.extend((self.now, e) for e in result.events)
 
     def _evict(self, eviction: Eviction) -> None:

@@ -5,7 +5,9 @@ In the queue commands `-n` is the queue's name (`--name`), as in vcctl: Queues h
 Inqueue ... Completed are counted from the PodGroups whose `spec.queue` is the queue, by phase, as vcctl counts
 them (pkg/cli/podgroup/podgroup.go), not read from the Queue's status. volcano-py adds `-o json|yaml|wide`
 (wide: the GPUs allocated, deserved and capability), the name as a positional argument, and `open` / `close`
-for `operate -a open|close`.
+for `operate -a open|close`. When a listed Queue carries a usage history (time-based fair share: the annotation
+`volcano-py.io/usage` the scheduler writes, api/usage.py), `list` and `get` print a second table below
+vcctl's: the usage decayed to now, per resource in resource-hours, and the usage fraction it yields.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scheduler.api.field_parsers import BadValueError
 from scheduler.api.objects import MutableObj
+from scheduler.api.usage import USAGE_ANNOTATION, parse_usage
 from scheduler.cli.ctl import connect
 from scheduler.cli.ctl.client import QUEUE_COMMAND_NAMESPACE, SCHEDULING, Client
 from scheduler.cli.ctl.connect import (
@@ -34,6 +38,7 @@ from scheduler.cli.ctl.gofmt import go_int, pad
 from scheduler.cli.ctl.output import is_object_format, print_objects, render_objects
 from scheduler.cli.ctl.tables import queue_table
 from scheduler.cli.ctl.watching import watch
+from scheduler.durations import format_duration
 
 HEADER = ("Name", "Weight", "State", "Parent", "Inqueue", "Pending", "Running", "Unknown", "Completed")
 WIDTHS = (25, 8, 8, 8, 8, 8, 8, 8, 8)  # pkg/cli/queue/list.go PrintQueues: %-25s then %-8s each
@@ -72,6 +77,41 @@ def queue_table_vc(queues: Sequence[MutableObj], counts: Mapping[str, Counter[st
         )
         lines.append("".join(pad(c, w) for c, w in zip(cells, WIDTHS, strict=True)) + "\n")
     return "".join(lines)
+
+
+USAGE_HEADER = ("NAME", "USAGE-SHARE", "USED (decayed resource-hours)", "HALF-LIFE", "WINDOW", "RECORDED")
+
+
+def usage_rows(queues: Sequence[MutableObj], now: float) -> list[tuple[str, ...]]:
+    """One row per queue that carries a usage record, decayed to `now`; an unreadable one says why."""
+    rows: list[tuple[str, ...]] = []
+    for queue in queues:
+        meta = queue.get("metadata") or {}
+        raw = (meta.get("annotations") or {}).get(USAGE_ANNOTATION)
+        if raw is None:
+            continue
+        name = str(meta.get("name", ""))
+        try:
+            record = parse_usage(raw)
+        except BadValueError as bad:
+            rows.append((name, "-", f"unreadable ({bad}): the scheduler starts it from zero", "-", "-", "-"))
+            continue
+        seen = record.decayed_to(now)
+        used = ", ".join(f"{res}={amount / 3600:.4g}" for res, amount in sorted(seen.used.items())) or "-"
+        age = format_duration(max(0.0, now - record.at))
+        rows.append((name, f"{seen.share:.3f}", used, format_duration(record.half_life),
+                     format_duration(record.window), f"{age} ago"))
+    return rows
+
+
+def usage_table(queues: Sequence[MutableObj], now: float) -> str:
+    """The usage table below the queue table ("" when no queue carries a usage record)."""
+    rows = usage_rows(queues, now)
+    if not rows:
+        return ""
+    widths = [max(len(row[i]) for row in (USAGE_HEADER, *rows)) for i in range(len(USAGE_HEADER))]
+    lines = ["   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in (USAGE_HEADER, *rows)]
+    return "\nUsage history (time-based fair share; decayed to now):\n" + "\n".join(lines) + "\n"
 
 
 def new_queue(name: str, weight: int, state: str) -> MutableObj:
@@ -196,6 +236,8 @@ def _show(queues: list[MutableObj], client: Client, output: str | None, listing:
         print(queue_table(queues, time.time()))
     else:
         sys.stdout.write(queue_table_vc(queues, podgroup_counts(client.podgroups())))
+    if not is_object_format(output):
+        sys.stdout.write(usage_table(queues, time.time()))
     return 0
 
 
