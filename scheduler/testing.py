@@ -65,12 +65,16 @@ class ClusterBuilder:
         self.sim.add_queue({"metadata": {"name": name}, "spec": spec, "status": {"state": state}})
         return self
 
-    def hypernode(self, name: str, tier: int, members: Sequence[str], *, kind: str = "Node") -> ClusterBuilder:
+    def hypernode(self, name: str, tier: int, members: Sequence[str], *, kind: str = "Node",
+                  tier_name: str = "") -> ClusterBuilder:
         """A HyperNode whose members (nodes, or HyperNodes with kind="HyperNode") are named exactly."""
         selected = [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members]
+        spec: dict[str, object] = {"tier": tier, "members": selected}
+        if tier_name:
+            spec["tierName"] = tier_name
         self.sim.add_hypernode({
             "apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
-            "spec": {"tier": tier, "members": selected},
+            "spec": spec,
         })
         return self
 

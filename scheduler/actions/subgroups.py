@@ -49,7 +49,7 @@ from scheduler.framework import points
 from scheduler.framework.arrays import IntArray
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes
+from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes, tier_names
 
 MAX_SCOPES = 16  # job-level domains tried per job and cycle
 LOOSE: GroupKey = (-1, "")  # the pods in no sub-group
@@ -86,6 +86,7 @@ class SubGroupPlacer:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self._topology: Topology | None = None
+        self.tier_names = tier_names(ssn.hypernodes or ())  # HyperNodes' spec.tierName -> tier
 
     @property
     def topology(self) -> Topology:
@@ -204,7 +205,7 @@ class SubGroupPlacer:
         subs = job.subs
         assert subs is not None
         policy = job.sub_groups[key[0]]
-        tier = policy.topology.hard_tier(self.topology.top) if policy.topology is not None else None
+        tier = policy.topology.hard_tier(self.topology.top, self.tier_names) if policy.topology is not None else None
         if tier is None:
             domains = [scope]
         else:
@@ -247,7 +248,7 @@ class SubGroupPlacer:
 
     def _no_domain(self, job: JobInfo, key: GroupKey, pending: int) -> Reason:
         policy = job.sub_groups[key[0]]
-        tier = policy.topology.hard_tier(self.topology.top) if policy.topology is not None else None
+        tier = policy.topology.hard_tier(self.topology.top, self.tier_names) if policy.topology is not None else None
         if tier is None:
             return TopologyNoFit(self.topology.top)
         return SubGroupNoDomain(group_name(job.sub_groups, key), pending, tier, self.topology.tier_name(tier))

@@ -64,13 +64,17 @@ class SubGroupTopology:
     tier: int | None = None  # highestTierAllowed; None: not set
     tier_name: str = ""  # highestTierName, kept as written
 
-    def hard_tier(self, top: int) -> int | None:
-        """The highest tier a hard sub-group may span, capped at the cluster tier; None in soft mode or without
-        highestTierAllowed (Volcano's SubJobInfo.IsHardTopologyMode: hard needs a tier; a highestTierName is
-        to be resolved to a tier through the HyperNodes' tierName before it reaches here)."""
-        if not self.hard or self.tier is None:
+    def hard_tier(self, top: int, tier_names: Mapping[str, int] | None = None) -> int | None:
+        """The highest tier a hard sub-group may span, capped at the cluster tier; None in soft mode, or without
+        a highestTierAllowed or a highestTierName some HyperNode's `spec.tierName` carries (`tier_names`: name ->
+        tier; Volcano's SubJobInfo.IsHardTopologyMode: hard needs a tier, and the session translates a
+        highestTierName through the HyperNodes' tierName)."""
+        if not self.hard:
             return None
-        return min(self.tier, top)
+        tier = self.tier
+        if tier is None and self.tier_name and tier_names is not None:
+            tier = tier_names.get(self.tier_name)
+        return None if tier is None else min(tier, top)
 
 
 @dataclass(frozen=True, slots=True)

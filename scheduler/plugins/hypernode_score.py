@@ -50,7 +50,7 @@ from scheduler.api.resources import CPU, MEMORY, ZERO, Resource
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import SessionAPI
 from scheduler.plugins.shares import without_pods
-from scheduler.solver.topology import _member_matches as member_matches
+from scheduler.solver.topology import _member_matches as member_matches, tier_names
 
 log = logging.getLogger("volcano_py.scheduler")
 WEIGHT = "weight"
@@ -177,16 +177,6 @@ class HyperNodeTree:
         wanted = frozenset(positions)
         holding = [h for h, nodes in self.nodes.items() if h != CLUSTER and wanted <= nodes]
         return min(holding, key=lambda h: (self.tier[h], h)) if wanted and holding else ""
-
-
-def tier_names(hypernodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """`spec.tierName` -> `spec.tier` (Volcano's HyperNodeTierNameMap; a name on two tiers: the last by name)."""
-    names: dict[str, int] = {}
-    for h in sorted(hypernodes, key=lambda h: str((h.get("metadata") or {}).get("name", ""))):
-        spec = h.get("spec") or {}
-        if spec.get("tierName"):
-            names[str(spec["tierName"])] = int(spec.get("tier", 1))
-    return names
 
 
 def highest_tier(tree: HyperNodeTree, spec: Mapping[str, Any]) -> int | None:

@@ -11,7 +11,7 @@ share is a few integer comparisons, and "which racks does this placement touch" 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -167,6 +167,16 @@ def _assemble(node_names: Sequence[str], tiers: list[list[str]], tier_names: dic
 
 
 # ---- HyperNodes ---------------------------------------------------------------------------------------
+
+
+def tier_names(hypernodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """`spec.tierName` -> `spec.tier` (Volcano's HyperNodeTierNameMap; a name on two tiers: the last by name)."""
+    names: dict[str, int] = {}
+    for h in sorted(hypernodes, key=lambda h: str((h.get("metadata") or {}).get("name", ""))):
+        spec = h.get("spec") or {}
+        if spec.get("tierName"):
+            names[str(spec["tierName"])] = int(spec.get("tier", 1))
+    return names
 
 
 def _member_matches(member: Mapping[str, Any], candidate: str) -> bool:

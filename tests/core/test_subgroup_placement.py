@@ -193,3 +193,24 @@ def test_a_starving_partitioned_job_is_still_placed_partition_by_partition() -> 
     c.cycle(conf_from_text(text, source="test"))
     bound = partitions_bound(c, "pipe")
     assert {p: domains_spanned(topology_of(c), nodes, 1) for p, nodes in bound.items()} == {"0": 1, "1": 1}
+
+
+@pytest.mark.parametrize("name", ["builtin", "binpack", "cpsat"])
+def test_a_hard_sub_group_named_by_its_tier_name_lands_inside_one_rack(name: str) -> None:
+    """highestTierName resolved through the HyperNodes' spec.tierName (Volcano's session translates it to a tier):
+    with the racks named `example.com/rack`, a partition allowed up to that name stays inside one rack, where
+    binpack pod by pod splits it (the same bait as test_each_hard_partition_lands_inside_one_rack)."""
+    c = cluster()
+    for index, nodes in enumerate([["a1", "a2"], ["b1", "b2"]]):
+        for node in nodes:
+            c.node(node, cpu="4", memory="64Gi")
+        c.hypernode(f"rack{index}", 1, nodes, tier_name="example.com/rack")
+    c.hypernode("spine", 2, ["rack0", "rack1"], kind="HyperNode", tier_name="example.com/spine")
+    running(c, "busy-a1", "a1", "3")
+    running(c, "busy-b1", "b1", "2")
+    topology = {"mode": "hard", "highestTierName": "example.com/rack"}
+    partitioned_job(c, "pipe", partitions=2, size=2, min_partitions=2, topology=topology, cpu="2")
+    c.cycle(confs()[name])
+    bound = partitions_bound(c, "pipe")
+    assert sorted(bound) == ["0", "1"] and all(len(nodes) == 2 for nodes in bound.values())
+    assert {p: domains_spanned(topology_of(c), nodes, 1) for p, nodes in bound.items()} == {"0": 1, "1": 1}
