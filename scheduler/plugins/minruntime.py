@@ -45,7 +45,7 @@ COOLDOWN = "cooldown"
 BOUND = 7 * 24 * 3600.0  # seconds: no minimum runtime, argument or annotation, is longer
 DEFAULT_MAX = 24 * 3600.0
 ON_NODE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.ALLOCATED})
-_logged: set[tuple[str, str]] = set()  # (pod, value) already logged as unreadable: one line each
+_logged: set[tuple[str, str]] = set()  # (job, value) already logged as unreadable: one line each
 _LOGGED_MAX = 10_000
 
 
@@ -75,21 +75,25 @@ def _duration(reader: ArgReader, key: str, value: object) -> float:
 
 
 def annotated(task: TaskInfo) -> float | None:
-    """The pod's `volcano-py.io/min-runtime` in seconds; None if absent, unreadable or negative (logged once)."""
+    """The pod's `volcano-py.io/min-runtime` in seconds; None if absent; -1.0 if unreadable or negative."""
     value = task.annotations.get(ANNOTATION) if task.annotations else None
     if value is None:
         return None
     try:
         seconds = parse_go_duration(value.strip()) / SECOND if len(value) <= 64 else -1.0
     except DurationError:
-        seconds = -1.0
-    if seconds < 0:
-        if (task.key, value[:64]) not in _logged and len(_logged) < _LOGGED_MAX:
-            _logged.add((task.key, value[:64]))
-            log.warning("pod %s: annotation %s=%r is not a duration of 0 or more; ignored", task.key, ANNOTATION,
-                        value[:64])
-        return None
-    return seconds
+        return -1.0
+    return seconds if seconds >= 0 else -1.0
+
+
+def _log_once(job: JobInfo, task: TaskInfo) -> None:
+    """One log line per job and value that cannot be read (not one per pod, nor one per cycle)."""
+    value = str(task.annotations.get(ANNOTATION, ""))[:64]
+    if (job.key, value) in _logged or len(_logged) >= _LOGGED_MAX:
+        return
+    _logged.add((job.key, value))
+    log.warning("job %s: pod annotation %s=%r is not a duration of 0 or more (such as 10m); ignored", job.key,
+                ANNOTATION, value)
 
 
 class MinRuntimePlugin(Plugin[MinRuntimeArgs]):
@@ -121,7 +125,11 @@ class MinRuntimePlugin(Plugin[MinRuntimeArgs]):
         return frozenset({"victim_filter"})
 
     def _resolve(self, job: JobInfo, on_node: Sequence[TaskInfo]) -> tuple[float, str]:
-        asked = [s for s in (annotated(t) for t in on_node) if s is not None]
+        read = [(t, annotated(t)) for t in on_node]
+        bad = next((t for t, s in read if s is not None and s < 0), None)
+        if bad is not None:
+            _log_once(job, bad)
+        asked = [s for _, s in read if s is not None and s >= 0]
         if asked:
             return min(max(asked), self.args.maximum), R.MIN_RUNTIME_JOB
         queue = self.args.queues.get(job.queue)
