@@ -5,8 +5,9 @@ the gang-eviction differential is unchanged). Served at the victim filter every 
 (`points.VICTIM_FILTER`); listed after `minruntime` it orders what that one lets go.
 
 Order: candidates are grouped by job, and the jobs taken cheapest first:
-1. gangs broken: a job that still has more ready pods than its minAvailable (losing one leaves it whole) before
-   one at its minimum (losing one breaks the gang);
+1. gangs broken: a job whose ready pods are not exactly its minAvailable (above it, losing one leaves it whole;
+   below it, already broken this cycle, losing one more breaks no other gang) before one at its minimum (losing
+   one breaks the gang);
 2. lost work: the least work lost first: now minus the job's last checkpoint (`volcano-py.io/last-checkpoint` on
    its pods, RFC 3339, the latest over its pods that is not in the future), else minus its start (the earliest
    `PodScheduled` time of its pods on nodes, else their creation);
@@ -105,7 +106,7 @@ class VictimCostPlugin(Plugin[VictimCostArgs]):
         lost = self.lost.get(job_key)
         if lost is None:
             lost = self.lost[job_key] = lost_work(job, self.now)
-        return (0 if job.ready_task_num() > job.min_available else 1, lost)
+        return (0 if job.ready_task_num() != job.min_available else 1, lost)
 
     def victim_filter(self, ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         live = [t for t in self.evicted.values() if t.status is TaskStatus.RELEASING]
