@@ -161,6 +161,11 @@ class SessionAPI:
         earlier = self._results.held(job)
         self._results.hold(job, status, first=earlier is not None and earlier.plugin != status.plugin)
 
+    def look_again(self, at: float) -> None:
+        """What the plugin held back is let go by itself at `at` (a minimum runtime ends): a replay that skips idle
+        time runs a cycle then (CycleResult.look_again)."""
+        self._results.look_again(at)
+
     def add_condition(self, job: JobInfo, condition: Condition) -> None:
         """A condition beside the Scheduled/Unschedulable one (e.g. `Timeout`); one per type."""
         self._results.add_condition(job, condition)

@@ -175,6 +175,7 @@ class MinRuntimePlugin(Plugin[MinRuntimeArgs]):
         reason = R.MinRuntimeProtected(len(spared), first_job, round(first.until - self.now, 3),
                                        round(first.minimum, 3), first.source)
         self.ssn.hold(preemptor, Status(Code.UNSCHEDULABLE, (reason,), self.name))
+        self.ssn.look_again(first.until)  # a replay that skips idle time comes back when the first one may go
         if self.ssn.trace is not None:
             self.ssn.trace(f"minruntime: {preemptor.key} may not evict {', '.join(sorted(spared))}: within their "
                            "minimum runtime")
