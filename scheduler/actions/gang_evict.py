@@ -39,7 +39,7 @@ from scheduler.actions.allocate import pending_tasks
 from scheduler.actions.base import guarded
 from scheduler.actions.bundles import Bundle, BundleKind, allowed_bundles, job_bundles, sort_bundles
 from scheduler.actions.domain_reserve import hard_topology
-from scheduler.actions.preempt import commit_or_discard
+from scheduler.actions.preempt import commit_or_discard, filtered
 from scheduler.actions.subgroups import sub_group_job
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
@@ -177,10 +177,15 @@ class GangEviction:
         first = self.victim_first(ssn, job)
         ordered = sort_bundles(bundles, need, first)
         ctx = EvictionContext(self.kind, job, domain.name)
-        allowed = {t.key for t in ssn.tiers.run(P.EVICTABLE, ctx, [t for b in ordered for t in b.tasks])}
+        evictable = ssn.tiers.run(P.EVICTABLE, ctx, [t for b in ordered for t in b.tasks])
+        kept = filtered(ssn, self.kind, job, evictable)  # minruntime, victimcost: last, whatever tier answered
+        allowed = {t.key for t in kept}
         if not allowed:
             return []
         valid = sort_bundles(allowed_bundles(ordered, allowed), need, first)
+        if _reordered(evictable, kept):  # a victim cost (victimcost) orders the bundles, cheapest first
+            rank = {t.key: i for i, t in enumerate(kept)}
+            valid.sort(key=lambda b: min((rank[t.key] for t in b.tasks if t.key in rank), default=len(rank)))
         return [b for b in valid if b.kind == BundleKind.SAFE or self.allow_whole]
 
     def try_plan(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo],
@@ -230,6 +235,13 @@ class GangEviction:
                 if best is not None:
                     return best
         return None
+
+
+def _reordered(given: Sequence[TaskInfo], kept: Sequence[TaskInfo]) -> bool:
+    """Whether a victim filter changed the order of what it kept (not only left some out)."""
+    position = {t.key: i for i, t in enumerate(given)}
+    seen = [position.get(t.key, -1) for t in kept]
+    return any(a > b for a, b in zip(seen, seen[1:], strict=False))
 
 
 def _cmp_key(less: Callable[[T, T], bool]) -> Callable[[T], Any]:

@@ -37,6 +37,7 @@ from scheduler.api.resources import ZERO, Resource
 from scheduler.api.snapshot import EvictCause
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import as_bool
+from scheduler.framework.evictable import EvictionContext, EvictionKind
 from scheduler.framework.order import default_task_key
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -60,6 +61,14 @@ def starving_jobs(ssn: Session) -> list[JobInfo]:
     return guarded(ssn, schedulable_jobs(ssn), lambda job: ssn.tiers.run(P.JOB_STARVING, job))
 
 
+def filtered(ssn: Session, kind: EvictionKind, job: JobInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+    """The victim filters beyond Volcano's (`points.VICTIM_FILTER`: minimum runtime, victim cost), asked last by
+    every evicting action; not asked at all when no plugin serves them (a Volcano conf)."""
+    if not candidates or not ssn.tiers.has(P.VICTIM_FILTER):
+        return list(candidates)
+    return ssn.tiers.run(P.VICTIM_FILTER, EvictionContext(kind, job), candidates)
+
+
 def _offered(
     ssn: Session, point: P.VictimsPoint, preemptor: TaskInfo, node: NodeInfo, eligible: Eligible,
 ) -> list[TaskInfo] | None:
@@ -72,7 +81,9 @@ def _offered(
         return None
     agreed = {id(t) for t in ssn.tiers.run(point, preemptor, candidates)}
     guard = P.PREEMPT_GUARD if point is P.PREEMPTABLE else P.RECLAIM_GUARD
-    return ssn.tiers.run(guard, [t for t in candidates if id(t) in agreed], preemptor)
+    kept = ssn.tiers.run(guard, [t for t in candidates if id(t) in agreed], preemptor)
+    kind = EvictionKind.PREEMPT if point is P.PREEMPTABLE else EvictionKind.RECLAIM
+    return filtered(ssn, kind, ssn.jobs[preemptor.job], kept)
 
 
 def _room_on(
@@ -352,6 +363,7 @@ def normal_preempt(ssn: Session, stmt: Statement, queue: QueueInfo, preemptor: T
         if candidates:
             agreed = {id(t) for t in ssn.tiers.run(P.PREEMPTABLE, preemptor, candidates)}
             offered = ssn.tiers.run(P.PREEMPT_GUARD, [t for t in candidates if id(t) in agreed], preemptor)
+            offered = filtered(ssn, EvictionKind.PREEMPT, job, offered)
         if not preemptor.resreq <= node.future_idle() + Resource.total(v.resreq for v in offered):
             continue  # ValidateVictims
         mark = stmt.mark()

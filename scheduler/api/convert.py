@@ -177,7 +177,8 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         claims=_claims(F_VOLUMES.read(volumes, key, sink), namespace, name) if volumes is not None else (),
         preempt_never=preempts_never(spec, key, sink),
         cooldown=cooldown,
-        scheduled_at=scheduled_at_of(pod, key, sink) if cooldown is not None else None,
+        # cdp's cooldown and minruntime's start read it: for a pod with a cooldown, and for one on a node
+        scheduled_at=scheduled_at_of(pod, key, sink) if cooldown is not None or node_name else None,
         only_queue_gate=gated == F.QUEUE_ALLOCATION_GATE and len(spec["schedulingGates"]) == 1,
         queue_gate_opt_in=queue_gate_opt_in(annotations, key, sink),
     )

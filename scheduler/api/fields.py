@@ -159,7 +159,7 @@ FIELDS: tuple[Field, ...] = (
     Field("Pod", ("spec", "schedulingGates"), registered("gates", list), "?", "gated (an unreadable gate)", ""),
     Field("Pod", ("spec", "volumes"), registered("volumes", list), REJECT, absent=()),
     Field("Pod", ("status", "phase"), enum(*POD_PHASES), "Unknown", "Unknown", "Pending"),
-    # Read at the edge only for a pod with a cooldown (below); for the others, after a cycle (partial gangs).
+    # Read at the edge for a pod with a cooldown (below) or a node (minruntime); for the others, after a cycle.
     Field("Pod", ("status", "conditions"), registered("pod_conditions", list), None, "not known to be bound", None,
           edge=False),
     # The cdp plugin's cooldown: a Go duration, the label before the annotation; a value Go's time.ParseDuration

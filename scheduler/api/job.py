@@ -45,7 +45,8 @@ class TaskInfo:
     # actions/preempt/preempt.go taskEligibleToPreempt, actions/reclaim/reclaim.go).
     preempt_never: bool = False
     # The cdp plugin's cooldown (`volcano.sh/cooldown-time`, seconds, any sign; None: none or unreadable), and when
-    # the pod was bound (its `PodScheduled=True` transition; read only for a pod with a cooldown; None: not known).
+    # the pod was bound (its `PodScheduled=True` transition; read for a pod with a cooldown or on a node, which the
+    # minruntime and victimcost plugins measure runtime from; None: not known).
     cooldown: float | None = None
     scheduled_at: float | None = None
     # Volcano's queue-allocation gate (api/fields.py QUEUE_ALLOCATION_GATE; pkg/scheduler/api/helpers.go): whether

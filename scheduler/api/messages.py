@@ -112,6 +112,8 @@ def render(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by desig
             return f"the gang's tasks fit no node (hard mode, highestTierAllowed {tier})"
         case R.FieldInvalid():
             return describe_field(reason)
+        case R.MinRuntimeProtected():
+            return _min_runtime(reason)
         case R.PluginError(plugin=plugin, action=action, error=error, detail=detail):
             return (f"plugin {plugin} failed in {action} on this job ({error}: {detail}); the job is left out of "
                     "this cycle, every other job goes on")
@@ -238,6 +240,12 @@ def _partial(r: R.PartialGangTimeout) -> str:
 
 
 FALLBACK_ANNOTATION = "volcano-py.io/fallback-min-available"
+
+
+def _min_runtime(r: R.MinRuntimeProtected) -> str:
+    others = f" and {r.jobs - 1} more" if r.jobs > 1 else ""
+    return (f"{r.jobs} running jobs not evicted: within their minimum runtime ({r.job}{others}; "
+            f"{r.remaining_seconds:g}s left of {r.min_runtime_seconds:g}s, set by {r.source})")
 
 
 def _timeout(r: R.ScheduleTimeout) -> str:

@@ -336,6 +336,27 @@ class ScheduleTimeout(Reason):
     fallback: int = 0
 
 
+# Where a `MinRuntimeProtected` job's minimum runtime was set (plugins/minruntime.py).
+MIN_RUNTIME_JOB = "job"  # the pods' annotation volcano-py.io/min-runtime
+MIN_RUNTIME_QUEUE = "queue"  # the plugin's queueMinRuntime for the victim's queue
+MIN_RUNTIME_DEFAULT = "default"  # the plugin's minRuntime
+MIN_RUNTIME_COOLDOWN = "cooldown"  # the pod's volcano.sh/cooldown-time (Volcano's cdp)
+
+
+@dataclass(frozen=True, slots=True)
+class MinRuntimeProtected(Reason):
+    """Evicting running jobs could have made room, but `jobs` of them had not yet run their minimum runtime, so
+    none of their pods was a victim (the minruntime plugin, a rule beyond Volcano's). `job` is the one whose
+    protection ends first: `remaining_seconds` left of its `min_runtime_seconds`, set by `source`."""
+
+    kind: ClassVar[str] = "MinRuntimeProtected"
+    jobs: int
+    job: str
+    remaining_seconds: float
+    min_runtime_seconds: float
+    source: str
+
+
 # ---- nodes -------------------------------------------------------------------------------------------------
 
 # Why one node was filtered out: kube-scheduler's filter plugin names (pkg/scheduler/framework/plugins/names).
@@ -474,7 +495,7 @@ KINDS: dict[str, type[Reason]] = {
         QueueShareExceeded, OvercommitLimit, GangNotReady, TooFewTasks, SchedulingGated, RoleNotReady,
         ResourceShortfall, Fragmented, NotPipelined, Reserving, PlacementStale, PartialGangTimeout, ScheduleTimeout,
         NodeFilter, NodesUnavailable, TopologyLimit, TopologyNoNode, TopologyNoFit, PluginError,
-        FieldInvalid, ResourceQuotaExceeded, SubGroupsShort, SubGroupNoDomain,
+        FieldInvalid, ResourceQuotaExceeded, SubGroupsShort, SubGroupNoDomain, MinRuntimeProtected,
     )
 }
 

@@ -163,6 +163,9 @@ class CycleResult:
     # Pods (task uid: namespace/name) whose only scheduling gate, Volcano's queue-allocation gate, is to be removed
     # (SchedulingGatesQueueAdmission): they passed their queue's Allocatable check this cycle.
     ungate: list[str] = field(default_factory=list)
+    # The earliest time a rule that held something back this cycle lets go by itself (a victim's minimum runtime
+    # ends: plugins/minruntime.py), or None: a replay that skips idle time runs a cycle then (sim/replay.py).
+    look_again: float | None = None
 
 
 class ClusterAdapter(Protocol):

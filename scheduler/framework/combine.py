@@ -36,7 +36,7 @@ from scheduler.framework.forms import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.framework.evictable import Domain, Evictable, EvictDomains, EvictionContext
+    from scheduler.framework.evictable import Domain, Evictable, EvictDomains, EvictionContext, VictimFilter
 
 F = TypeVar("F")
 A = ParamSpec("A")
@@ -198,6 +198,16 @@ def unified_victims(tiers: Tiers[Evictable], ctx: EvictionContext, candidates: S
         if agreed is not None:
             return agreed
     return []
+
+
+def chain_filters(tiers: Tiers[VictimFilter], ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+    """Victim filters: each one, in every tier, in order, takes what the one before it let go (so they compose,
+    and the last one's order is the order the action takes victims in); none: the candidates as given."""
+    kept = list(candidates)
+    for tier in tiers:
+        for fn in tier:
+            kept = fn(ctx, kept)
+    return kept
 
 
 def first_domains(tiers: Tiers[EvictDomains], job: JobInfo) -> list[Domain] | None:

@@ -32,6 +32,15 @@ CLUSTER_DOMAIN = "<cluster>"  # the domain that holds every node (Volcano's Clus
 class EvictionKind(enum.Enum):
     GANG_PREEMPT = "gangpreempt"
     GANG_RECLAIM = "gangreclaim"
+    # The legacy actions, for the victim filters (VICTIM_FILTER) every evicting action asks; EVICTABLE is asked
+    # by the gang actions alone.
+    PREEMPT = "preempt"
+    RECLAIM = "reclaim"
+
+    @property
+    def cross_queue(self) -> bool:
+        """Reclaim and gangreclaim take from other queues; preempt and gangpreempt from the preemptor's own."""
+        return self in (EvictionKind.RECLAIM, EvictionKind.GANG_RECLAIM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +56,14 @@ class Evictable(Protocol):
     """fn(context, candidates) -> the candidates the plugin allows (in the order given), or None to abstain."""
 
     def __call__(self, ctx: EvictionContext, candidates: Sequence[TaskInfo], /) -> list[TaskInfo] | None: ...
+
+
+class VictimFilter(Protocol):
+    """fn(context, candidates) -> the candidates the plugin lets go, cheapest first (the given order unless it has
+    a cost of its own); every evicting action asks it after its own rules and the victim plugins, whatever tier
+    answered (`points.VICTIM_FILTER`)."""
+
+    def __call__(self, ctx: EvictionContext, candidates: Sequence[TaskInfo], /) -> list[TaskInfo]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,6 +155,18 @@ class SessionAPI:
         """The job's Scheduled/Unschedulable condition, and the Status an Unschedulable one was rendered from."""
         self._results.set_condition(job, condition, status)
 
+    def hold(self, job: JobInfo, status: Status) -> None:
+        """Why the job still waits, beside its gang's reasons in its Unschedulable condition (a victim filter that
+        spared what the job could have taken); a gate's earlier reason this cycle is kept, the plugin's own is
+        replaced."""
+        earlier = self._results.held(job)
+        self._results.hold(job, status, first=earlier is not None and earlier.plugin != status.plugin)
+
+    def look_again(self, at: float) -> None:
+        """What the plugin held back is let go by itself at `at` (a minimum runtime ends): a replay that skips idle
+        time runs a cycle then (CycleResult.look_again)."""
+        self._results.look_again(at)
+
     def add_condition(self, job: JobInfo, condition: Condition) -> None:
         """A condition beside the Scheduled/Unschedulable one (e.g. `Timeout`); one per type."""
         self._results.add_condition(job, condition)

@@ -21,7 +21,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.framework import combine as C
 from scheduler.framework.arrays import IntArray, NodeArrays
-from scheduler.framework.evictable import Domain, Evictable, EvictDomains, EvictionContext
+from scheduler.framework.evictable import Domain, Evictable, EvictDomains, EvictionContext, VictimFilter
 from scheduler.framework.forms import (  # re-exported: plugins and actions name them as points.X
     PLACE_BY_POD as PLACE_BY_POD,
     BatchScore as BatchScore,
@@ -196,6 +196,12 @@ DYNAMIC_NODE_ORDER: Point[NodesScore, [TaskInfo, Sequence[NodeInfo]], list[float
 # through a Statement, so predicates, queue shares and gang rules still hold.
 PLACE_GANG: Point[GangPlacer, [JobInfo, Sequence[TaskInfo]], GangAnswer] = Point(
     "place_gang", None, C.first_placement, stamp_answer)
+# Victim filters beyond Volcano's (minruntime, victimcost): fn(context, candidates) -> the candidates the plugin
+# lets go, cheapest first. Every evicting action (preempt, reclaim, gangpreempt, gangreclaim) asks it last, after
+# its own rules, the victim plugins and the guards, whatever tier answered; no switch. Nobody serves it under a
+# Volcano conf, and then the actions do not ask it: their victims are Volcano's.
+VICTIM_FILTER: Point[VictimFilter, [EvictionContext, Sequence[TaskInfo]], list[TaskInfo]] = Point(
+    "victim_filter", None, C.chain_filters)
 
 ALL_POINTS: tuple[Point[Any, ..., Any], ...] = (
     JOB_ORDER,
@@ -221,4 +227,5 @@ ALL_POINTS: tuple[Point[Any, ..., Any], ...] = (
     VICTIM_QUEUE_ORDER,
     DYNAMIC_PREDICATE,
     DYNAMIC_NODE_ORDER,
+    VICTIM_FILTER,
 )

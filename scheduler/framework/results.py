@@ -42,6 +42,7 @@ class ResultsCollector:
         self._faults: dict[str, Status] = {}  # job uid -> the Error Status of a plugin that failed on it
         self._ungate: dict[str, None] = {}  # tasks whose queue-allocation gate is to be removed, in order
         self._pg_annotations: dict[str, dict[str, str | None]] = {}  # job key -> merge patch of its annotations
+        self._look_again: float | None = None  # CycleResult.look_again
 
     # ---- jobs -----------------------------------------------------------------------------------------
     def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
@@ -122,6 +123,11 @@ class ResultsCollector:
         notice = queue.eviction_notice if queue is not None else 0.0
         return replace(eviction, notice=notice) if notice else eviction
 
+    def look_again(self, at: float) -> None:
+        """A rule held something back until `at` (CycleResult.look_again: the earliest is kept)."""
+        if self._look_again is None or at < self._look_again:
+            self._look_again = at
+
     def ungate(self, task: TaskInfo) -> None:
         """Remove the task's queue-allocation gate after the cycle (CycleResult.ungate)."""
         self._ungate[task.key] = None
@@ -143,6 +149,7 @@ class ResultsCollector:
             annotations=requests.annotations(),
             ungate=list(self._ungate),
             podgroup_annotations={uid: dict(patch) for uid, patch in self._pg_annotations.items()},
+            look_again=self._look_again,
         )
         for job in self._jobs.values():
             status = self._podgroup_status(job)

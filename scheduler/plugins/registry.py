@@ -12,6 +12,7 @@ from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
+from scheduler.plugins.minruntime import MinRuntimePlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.pdb import PdbPlugin
@@ -21,6 +22,7 @@ from scheduler.plugins.proportion import ProportionPlugin
 from scheduler.plugins.resourcequota import ResourceQuotaPlugin
 from scheduler.plugins.sla import SlaPlugin
 from scheduler.plugins.topology import NetworkTopologyAwarePlugin
+from scheduler.plugins.victimcost import VictimCostPlugin
 
 PLUGINS: dict[str, type[Plugin[object]]] = {
     plugin.name: plugin
@@ -41,8 +43,13 @@ PLUGINS: dict[str, type[Plugin[object]]] = {
         PdbPlugin,
         CdpPlugin,
         ResourceQuotaPlugin,
+        MinRuntimePlugin,
+        VictimCostPlugin,
     )
 }
+
+# Plugins of volcano-py's own, beyond Volcano's (no Volcano plugin of that name; rules Volcano does not have).
+OWN_PLUGINS = frozenset({MinRuntimePlugin.name, VictimCostPlugin.name})
 
 for _plugin in PLUGINS.values():  # a misspelt point or a stray public method fails here, at import
     check_plugin_class(_plugin)

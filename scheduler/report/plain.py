@@ -68,6 +68,10 @@ def plain(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by design
             ranked = sorted(counts, key=lambda c: -c.nodes)
             return f"None of the {total} nodes could take its next pod: " + ", ".join(
                 f"{c.nodes} {render(c.filter)}" for c in ranked) + "."
+        case R.MinRuntimeProtected(jobs=jobs, job=job, remaining_seconds=left, min_runtime_seconds=minimum):
+            whom = f"{job}" if jobs == 1 else f"{jobs} running jobs (the first to be free is {job})"
+            return (f"It could have taken the room of {whom}, but they had not yet run their guaranteed minimum "
+                    f"runtime of {minimum:g}s; {left:g}s were left.")
         case R.TopologyLimit(domain=domain) | R.TopologyNoNode(domain=domain):
             return f"No single {domain} had room for the whole gang, which must stay inside one. ({render(reason)})"
     return render(reason)

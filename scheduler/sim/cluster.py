@@ -318,8 +318,7 @@ class InMemoryCluster:
                     pod.manifest["metadata"].setdefault("annotations", {}).update(result.annotations[task_key])
                 pod.manifest["spec"]["nodeName"] = node
                 pod.bound_at = self.now
-                if pod.task.cooldown is not None:  # its PodScheduled time, which the cdp plugin reads
-                    pod.task.scheduled_at = self.now
+                pod.task.scheduled_at = self.now  # its PodScheduled time (cdp, minruntime, victimcost read it)
                 self.bind_log.append(BoundRecord(self.now, gang.job, task_key, node))
         for eviction in result.evictions:
             self._evict(eviction)

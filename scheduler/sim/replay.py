@@ -385,6 +385,7 @@ def replay(
         upcoming = [r.item.arrival for r in runs if not r.submitted] + wakes
         upcoming += [t for r in runs if (t := driver.next_finish(r)) is not None]
         upcoming += [t for t in (cluster.next_reap(),) if t is not None]
+        upcoming += [t for t in (result.look_again,) if t is not None and t > now]  # a minimum runtime ends
         if changed:
             now += period
         elif upcoming:

@@ -70,6 +70,7 @@ SAMPLES = [
     Sample(R.SubGroupsShort("stage", 1, 2, False), Gate.WAITING),
     Sample(R.PluginError("gang", "allocate", "OverflowError", "cannot convert float infinity to integer"),
            Gate.SCHEDULER_ERROR),
+    Sample(R.MinRuntimeProtected(2, "ml/train", 240.0, 600.0, R.MIN_RUNTIME_QUEUE), Gate.WAITING),
     Sample(R.FieldInvalid("PodGroup", "ml/train", "metadata.annotations[volcano-py.io/fallback-min-available]",
                           "not a whole number in 0..2147483647", "'1e999'", "no smaller minimum"), Gate.WAITING),
 ]

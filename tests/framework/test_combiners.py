@@ -18,7 +18,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.resources import Resource
 from scheduler.framework import combine as C, points as P
 from scheduler.framework.arrays import NodeArrays
-from scheduler.framework.evictable import Domain
+from scheduler.framework.evictable import Domain, EvictionContext, EvictionKind
 
 JOB = JobInfo("default/j", "j", "default", "default")
 TASKS = [TaskInfo(f"t{i}", f"t{i}", "default", "default/j", Resource.of(1000)) for i in range(4)]
@@ -164,6 +164,22 @@ def test_every_filter_composes_every_guard_in_every_tier() -> None:
     guards = [[keep(0, 1, 2)], [keep(1, 2, 3), keep(2, 3)]]
     assert uids(C.every_filter(guards, list(TASKS), TASKS[0])) == ["t2"]
     assert uids(C.every_filter([], list(TASKS), TASKS[0])) == uids(TASKS)  # no guard keeps everything
+
+
+def test_chain_filters_feeds_each_filter_what_the_one_before_let_go_and_keeps_the_last_order() -> None:
+    ctx = EvictionContext(EvictionKind.PREEMPT, JOB)
+    seen: list[list[str]] = []
+
+    def reverse(_ctx: EvictionContext, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        seen.append(uids(candidates))
+        return list(reversed(candidates))
+
+    filters = [[keep(0, 1, 2)], [reverse, keep(1, 2, 3)]]
+    assert uids(C.chain_filters(filters, ctx, list(TASKS))) == ["t2", "t1"]  # t0 dropped by the first, order reversed
+    assert seen == [["t0", "t1", "t2"]]  # the second saw what the first let go, not the action's candidates
+    assert uids(C.chain_filters([], ctx, list(TASKS))) == uids(TASKS)  # no filter: every candidate, as given
+    assert C.chain_filters([[keep()], [reverse]], ctx, list(TASKS)) == []  # a filter that lets none go ends it
+    assert P.VICTIM_FILTER.combine is C.chain_filters and P.VICTIM_FILTER.switch is None
 
 
 def test_first_domains_takes_the_first_function_and_none_means_none() -> None:

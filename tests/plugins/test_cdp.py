@@ -50,7 +50,7 @@ def test_a_go_duration_is_read_as_go_reads_it(text: str, seconds: float) -> None
 def test_a_value_go_refuses_is_no_cooldown_with_a_reason(text: str) -> None:
     sink: list[F.FieldInvalid] = []
     task = task_from_pod(_pod(annotations={KEY: text}), sink=sink)
-    assert task.cooldown is None and task.scheduled_at is None
+    assert task.cooldown is None
     assert [(r.path, r.fallback) for r in sink] == [(f"metadata.annotations[{KEY}]", "no cooldown (not protected)")]
 
 
@@ -62,10 +62,13 @@ def test_the_label_comes_before_the_annotation_even_when_go_cannot_read_it() -> 
     assert [r.path for r in sink] == [f"metadata.labels[{KEY}]"]
 
 
-def test_the_podscheduled_time_is_read_for_a_pod_with_a_cooldown_only() -> None:
+def test_the_podscheduled_time_is_read_for_a_pod_with_a_cooldown_or_on_a_node() -> None:
     task = task_from_pod(_pod(annotations={KEY: "1m"}))
     assert task.scheduled_at == 1_767_225_600.0  # 2026-01-01T00:00:00Z
-    assert task_from_pod(_pod()).scheduled_at is None
+    assert task_from_pod(_pod()).scheduled_at == 1_767_225_600.0  # on a node: minruntime measures from it
+    pending = _pod()
+    del pending["spec"]["nodeName"]
+    assert task_from_pod(pending).scheduled_at is None
     assert task_from_pod(_pod(annotations={KEY: "1m"}, scheduled=None)).scheduled_at is None
 
 
