@@ -11,36 +11,27 @@ Sentences are made from reasons in one place, `api/messages.py`; nothing parses 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from scheduler.api.reason_base import Reason as Reason, amounts as amounts
 from scheduler.api.reason_codec import (
     Amounts as Amounts,
     JsonObject as JsonObject,
     ReasonError as ReasonError,
     decode_object,
-    encode_object,
+)
+from scheduler.api.reasons_topology import (
+    MinRuntimeProtected as MinRuntimeProtected,
+    ResourceQuotaExceeded as ResourceQuotaExceeded,
+    SubGroupNoDomain as SubGroupNoDomain,
+    SubGroupsShort as SubGroupsShort,
+    TopologyLimit as TopologyLimit,
+    TopologyNoFit as TopologyNoFit,
+    TopologyNoNode as TopologyNoNode,
 )
 from scheduler.api.resources import PODS, Resource
-
-
-def amounts(resource: Resource, names: Iterable[str] | None = None) -> Amounts:
-    """The non-zero amounts of `resource` (pods left out unless named), or exactly those of `names`."""
-    if names is None:
-        return tuple((n, v) for n, v in resource.items() if v and n != PODS)
-    return tuple((n, resource.get(n)) for n in names)
-
-
-@dataclass(frozen=True, slots=True)
-class Reason:
-    """A reason a person can act on. Subclasses set `kind`."""
-
-    kind: ClassVar[str] = ""
-
-    def to_json(self) -> JsonObject:
-        return {"kind": self.kind, **encode_object(self)}
-
 
 # ---- queues ---------------------------------------------------------------------------------------------
 
@@ -157,32 +148,6 @@ class OvercommitLimit(Reason):
         return self.total - self.capacity
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceQuotaExceeded(Reason):
-    """JobEnqueueable (resourcequota): for one resource the ResourceQuota `namespace/quota` limits, the job's
-    minResources on top of what the quota's status says is used and what this cycle already admitted in the
-    namespace passes the quota's hard limit: used + enqueued + requested = total > hard. `resource` is the name as
-    both spell it (`requests.cpu`, `cpu`, `count/pods`); amounts are nano-units, the quota's exact quantities
-    (api/quota.py: a quantity times 10^9), not volcano-py's usual units."""
-
-    kind: ClassVar[str] = "ResourceQuotaExceeded"
-    namespace: str
-    quota: str
-    resource: str
-    hard: int
-    used: int
-    enqueued: int
-    requested: int
-
-    @property
-    def total(self) -> int:
-        return self.used + self.enqueued + self.requested
-
-    @property
-    def short(self) -> int:
-        return self.total - self.hard
-
-
 # ---- gangs ---------------------------------------------------------------------------------------------
 
 
@@ -225,30 +190,6 @@ class RoleNotReady(Reason):
     role: str
     ready: int
     needed: int
-
-
-@dataclass(frozen=True, slots=True)
-class SubGroupsShort(Reason):
-    """A sub-group policy (PodGroup `spec.subGroupPolicy`, api/subgroups.py) short of its `minSubGroups`: with
-    `live`, the sub-groups its pods make at all (JobValid); otherwise the ones placed whole (JobReady)."""
-
-    kind: ClassVar[str] = "SubGroupsShort"
-    policy: str
-    have: int
-    needed: int
-    live: bool
-
-
-@dataclass(frozen=True, slots=True)
-class SubGroupNoDomain(Reason):
-    """A sub-group in hard network-topology mode whose `tasks` pending pods fit inside no single domain of tier
-    `tier` (`domain` names the tier) of the domain the job may use."""
-
-    kind: ClassVar[str] = "SubGroupNoDomain"
-    group: str
-    tasks: int
-    tier: int
-    domain: str
 
 
 # Where a `ResourceShortfall` was counted.
@@ -343,20 +284,6 @@ MIN_RUNTIME_DEFAULT = "default"  # the plugin's minRuntime
 MIN_RUNTIME_COOLDOWN = "cooldown"  # the pod's volcano.sh/cooldown-time (Volcano's cdp)
 
 
-@dataclass(frozen=True, slots=True)
-class MinRuntimeProtected(Reason):
-    """Evicting running jobs could have made room, but `jobs` of them had not yet run their minimum runtime, so
-    none of their pods was a victim (the minruntime plugin, a rule beyond Volcano's). `job` is the one whose
-    protection ends first: `remaining_seconds` left of its `min_runtime_seconds`, set by `source`."""
-
-    kind: ClassVar[str] = "MinRuntimeProtected"
-    jobs: int
-    job: str
-    remaining_seconds: float
-    min_runtime_seconds: float
-    source: str
-
-
 # ---- nodes -------------------------------------------------------------------------------------------------
 
 # Why one node was filtered out: kube-scheduler's filter plugin names (pkg/scheduler/framework/plugins/names).
@@ -421,41 +348,6 @@ class NodesUnavailable(Reason):
 
 
 # ---- topology --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyLimit(Reason):
-    """network-topology-aware, hard mode: no `domain` (a tier-`tier` domain, e.g. a rack) holds the gang's
-    `needed` `resource`; the best one, `best_domain`, has `best` free (`usable` of it on nodes that hold one of
-    the gang's tasks)."""
-
-    kind: ClassVar[str] = "TopologyLimit"
-    tier: int
-    domain: str
-    resource: str
-    needed: int
-    best: int
-    usable: int
-    best_domain: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyNoNode(Reason):
-    """network-topology-aware, hard mode: no node the gang's predicates allow."""
-
-    kind: ClassVar[str] = "TopologyNoNode"
-    tier: int
-    domain: str
-    resource: str
-    needed: int
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyNoFit(Reason):
-    """network-topology-aware, hard mode: the gang's tasks fit no node at all."""
-
-    kind: ClassVar[str] = "TopologyNoFit"
-    tier: int
 
 
 # ---- faults --------------------------------------------------------------------------------------------
