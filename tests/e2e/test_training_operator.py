@@ -88,7 +88,8 @@ def nodes(core_v1):
     def make(count: int, gpus: int) -> list[str]:
         names = [f"{TAG}-{len(made) + i}-{uuid.uuid4().hex[:4]}" for i in range(count)]
         for name in names:
-            create_gpu_node(core_v1, name, gpus=gpus, labels={"op-e2e": TAG})
+            # ephemeral-storage as a kubelet reports it: MPIJob's launcher init container asks for some.
+            create_gpu_node(core_v1, name, gpus=gpus, labels={"op-e2e": TAG}, ephemeral_storage="100Gi")
             made.append(name)
         for name in names:
             wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
@@ -196,8 +197,8 @@ def test_pytorchjob_starts_as_one_gang_on_a_cluster_with_room(operator, schedule
     assert len({p.spec.node_name for p in bound}) == 3, "each 2-GPU pod has a 2-GPU node of its own"
 
 
-def test_pytorchjob_waits_whole_where_only_part_of_it_fits(operator, scheduler, custom, core_v1, namespace,
-                                                           nodes):
+def test_pytorchjob_waits_whole_where_only_part_of_it_fits(operator, scheduler, control_plane, custom, core_v1,
+                                                           namespace, nodes):
     # 6 GPUs in all, as the job asks, so the PodGroup is admitted (Inqueue) and the operator makes the pods;
     # but each 3-GPU node holds one 2-GPU pod: two of the three would fit, and none may be bound.
     nodes(2, gpus=3)
@@ -212,6 +213,8 @@ def test_pytorchjob_waits_whole_where_only_part_of_it_fits(operator, scheduler, 
     wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
     assert [p.metadata.name for p in job_pods(core_v1, namespace, "tight") if p.spec.node_name] == []
     assert phase(custom, namespace, "tight") == "Inqueue"
+    out = explain(control_plane, namespace, "tight")  # the PodGroup has the job's name
+    assert "gate:    gang fragmented: " in out and "free in total, but split across nodes" in out, out
 
     nodes(1, gpus=2)  # now the third pod has a place: the gang is bound whole, at once
     whole_gang(scheduler, custom, core_v1, namespace, "tight")
@@ -265,7 +268,8 @@ def test_pytorchjob_is_whole_again_after_a_pod_is_deleted(operator, scheduler, c
     assert pg["spec"]["minMember"] == 3 and conditions(pg)["Scheduled"]["status"] == "True", pg
 
 
-def test_mpijob_waits_whole_then_starts_as_one_gang(operator, scheduler, custom, core_v1, namespace, nodes):
+def test_mpijob_waits_whole_then_starts_as_one_gang(operator, scheduler, control_plane, custom, core_v1, namespace,
+                                                    nodes):
     # Workers of 2 GPUs on a 3-GPU node and a 1-GPU node: 4 GPUs, as the workers ask, so the PodGroup is
     # admitted; the launcher (CPU only) and one worker would fit, the other worker not: none may be bound.
     nodes(1, gpus=3)
@@ -280,6 +284,8 @@ def test_mpijob_waits_whole_then_starts_as_one_gang(operator, scheduler, custom,
     cycles = len(scheduler.results)
     wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
     assert [p.metadata.name for p in job_pods(core_v1, namespace, "pi") if p.spec.node_name] == []
+    out = explain(control_plane, namespace, "pi")
+    assert "gate:    gang fragmented: " in out and "free in total, but split across nodes" in out, out
 
     nodes(1, gpus=2)
     whole_gang(scheduler, custom, core_v1, namespace, "pi", roles=("launcher", "worker", "worker"))
