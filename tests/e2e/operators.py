@@ -1,0 +1,190 @@
+"""Real training operators as local processes against the e2e control plane (issue 36).
+
+The operators are built from their own Go modules at pinned versions by tools/build-operators.sh into a cache
+outside the checkout (``~/.cache/volcano-py/operators/<name>-<version>/``: ``bin/<name>``, ``crds/*.yaml``).
+Here they are started as processes with the harness's admin kubeconfig, their CRDs installed first, and
+stopped (SIGTERM, then SIGKILL) when the block ends.
+
+Kubeflow training-operator v1.8.1 (PyTorchJob, MPIJob kubeflow.org/v1):
+- ``--gang-scheduler-name=volcano`` turns on its Volcano integration: for each job it writes a
+  ``scheduling.volcano.sh/v1beta1`` PodGroup named after the job (minMember = all replicas unless
+  ``runPolicy.schedulingPolicy.minAvailable``; queue from ``runPolicy.schedulingPolicy.queue``; minResources the
+  sum of the replicas' requests) and creates the pods only once a scheduler has moved that PodGroup out of
+  Pending (to Inqueue). Each pod carries ``scheduling.k8s.io/group-name: <job>`` and
+  ``volcano.sh/task-spec: <replica type>``.
+- It sets ``schedulerName: volcano`` only on templates that name none; a template that names another
+  scheduler (ours: ``volcano-py``) is kept, with a Warning event ``SetPodTemplateSchedulerName``. So volcano-py
+  does not need to run under the name ``volcano``.
+- Webhooks: v1.8.1 has no flag to turn its validating webhook server off. It listens on the port we give it
+  (``--webhook-server-port``), but nothing registers it with the apiserver (no
+  ValidatingWebhookConfiguration), so the apiserver never calls it. Its certificate rotator still needs the
+  Secret ``training-operator-webhook-cert`` in the operator's namespace (``MY_POD_NAMESPACE``) and waits for
+  the certificate files in ``/tmp/k8s-webhook-server/serving-certs`` (a fixed path in the operator; in a pod a
+  volume mounts them): this harness creates the empty Secret, waits for the operator to fill it, and writes
+  the files itself, as the kubelet would.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import signal
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+from controlplane import free_port, wait_for
+from kubernetes import client
+
+TIMEOUT = 120
+REPO_ROOT = Path(__file__).resolve().parents[2]  # this checkout's (controlplane's may be another worktree's)
+BUILD_SCRIPT = REPO_ROOT / "tools" / "build-operators.sh"
+TRAINING_OPERATOR = "training-operator"
+TRAINING_OPERATOR_NAMESPACE = "kubeflow"  # the operator's default (pkg/cert: defaultOperatorNamespace)
+WEBHOOK_SECRET = "training-operator-webhook-cert"
+CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")  # fixed in training-operator's pkg/cert
+KUBEFLOW = "kubeflow.org"
+INTEGRATIONS_DOC = REPO_ROOT / "docs" / "integrations.md"
+_MANIFEST = re.compile(r"^<!-- integrations-manifest: (?P<name>[a-z0-9-]+) -->[ \t]*\n(?:[ \t]*\n)*"
+                       r"```yaml\n(?P<body>.*?)^```[ \t]*$", flags=re.MULTILINE | re.DOTALL)
+
+
+def doc_manifest(name: str) -> dict:
+    """The manifest docs/integrations.md shows under `<!-- integrations-manifest: NAME -->`, parsed: the tests
+    apply it (changing only what pins it to their nodes, queue and size), so the page shows what works."""
+    found = {m["name"]: m["body"] for m in _MANIFEST.finditer(INTEGRATIONS_DOC.read_text())}
+    assert name in found, f"{INTEGRATIONS_DOC} has no manifest {name!r} (has {sorted(found)})"
+    body = yaml.safe_load(found[name])
+    assert isinstance(body, dict), f"manifest {name!r} is not one object"
+    return body
+
+
+class OperatorMissingError(RuntimeError):
+    """The operator's binary is not in the cache: tools/build-operators.sh has not run."""
+
+
+def operator_dir(name: str) -> Path:
+    """The cache directory of the pinned version of `name` (the build script owns the pin and the layout)."""
+    out = subprocess.run([str(BUILD_SCRIPT), "--print-dir", name], capture_output=True, text=True, check=True,
+                         timeout=60)
+    return Path(out.stdout.strip())
+
+
+def operator_binary(name: str) -> Path:
+    path = operator_dir(name) / "bin" / name
+    if not os.access(path, os.X_OK):
+        raise OperatorMissingError(f"{path} is missing: run `tools/build-operators.sh {name}`")
+    return path
+
+
+def install_crds(api_client, name: str, files: tuple[str, ...]) -> list[str]:
+    """Create (or leave as they are) the operator's CRDs from its cache; wait until each is Established."""
+    ext = client.ApiextensionsV1Api(api_client)
+    crd_dir = operator_dir(name) / "crds"
+    names = []
+    for file in files:
+        body = yaml.safe_load((crd_dir / file).read_text())
+        names.append(body["metadata"]["name"])
+        try:
+            ext.create_custom_resource_definition(body)
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
+    for crd in names:
+        wait_for(lambda c=crd: _established(ext, c), TIMEOUT, what=f"CRD {crd} Established")
+    return names
+
+
+def _established(ext, name: str) -> bool:
+    status = ext.read_custom_resource_definition(name).status
+    return any(c.type == "Established" and c.status == "True" for c in (status.conditions or ()))
+
+
+class OperatorProcess:
+    def __init__(self, proc: subprocess.Popen, log: Path) -> None:
+        self.proc, self.log_path = proc, log
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> int:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        return int(self.proc.returncode)
+
+
+def _ensure_namespace_and_secret(core_v1, namespace: str) -> None:
+    for create in (
+        lambda: core_v1.create_namespace({"metadata": {"name": namespace}}),
+        lambda: core_v1.create_namespaced_secret(namespace, {"metadata": {"name": WEBHOOK_SECRET}}),
+    ):
+        try:
+            create()
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
+
+
+def _mount_certs(core_v1, namespace: str, operator: OperatorProcess) -> None:
+    """What the kubelet does for the operator's pod: put the Secret's certificate and key into CERT_DIR."""
+
+    def filled() -> dict | None:
+        assert operator.alive(), f"training-operator exited:\n{operator.log()[-3000:]}"
+        data = core_v1.read_namespaced_secret(WEBHOOK_SECRET, namespace).data or {}
+        return data if "tls.crt" in data and "tls.key" in data else None
+
+    data = wait_for(filled, TIMEOUT, interval=0.5, what="the operator filled its webhook Secret")
+    CERT_DIR.mkdir(parents=True, exist_ok=True)
+    for key in ("tls.crt", "tls.key", "ca.crt"):
+        if key in data:
+            (CERT_DIR / key).write_bytes(base64.b64decode(data[key]))
+
+
+def _ready(url: str, operator: OperatorProcess) -> bool:
+    assert operator.alive(), f"training-operator exited:\n{operator.log()[-3000:]}"
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return bool(resp.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@contextmanager
+def running_training_operator(control_plane, core_v1, log_dir: Path, *,
+                              schemes: tuple[str, ...] = ("pytorchjob",)) -> Iterator[OperatorProcess]:
+    """training-operator v1.8.1 with its Volcano gang integration, for the block; ready once its readiness
+    endpoint answers (certificates in place, webhook server up) and the controllers say they are set up."""
+    binary = operator_binary(TRAINING_OPERATOR)
+    _ensure_namespace_and_secret(core_v1, TRAINING_OPERATOR_NAMESPACE)
+    probe = free_port()
+    args = [str(binary), "--gang-scheduler-name=volcano", "--metrics-bind-address=0",
+            f"--health-probe-bind-address=127.0.0.1:{probe}", f"--webhook-server-port={free_port()}",
+            "--zap-log-level=info", *(f"--enable-scheme={s}" for s in schemes)]
+    env = {**os.environ, "KUBECONFIG": str(control_plane.kubeconfig),
+           "MY_POD_NAMESPACE": TRAINING_OPERATOR_NAMESPACE}
+    log = log_dir / "training-operator.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log_dir)
+    operator = OperatorProcess(proc, log)
+    try:
+        _mount_certs(core_v1, TRAINING_OPERATOR_NAMESPACE, operator)
+        wait_for(lambda: _ready(f"http://127.0.0.1:{probe}/readyz", operator), TIMEOUT, interval=0.5,
+                 what="training-operator ready")
+        wait_for(lambda: operator.log().count("Starting workers") >= len(schemes), TIMEOUT, interval=0.2,
+                 what="training-operator's controllers started")
+        yield operator
+    finally:
+        operator.stop()

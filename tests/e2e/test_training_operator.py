@@ -1,0 +1,291 @@
+"""Kubeflow's training-operator v1.8.1, the real one, with its Volcano gang integration against volcano-py
+(issue 36): a PyTorchJob (a master and two workers) starts as one gang, waits whole, keeps to its queue and is
+whole again after a pod is deleted; an MPIJob (kubeflow.org/v1: a launcher and two workers) waits whole and
+starts as one gang.
+
+The operator is built by tools/build-operators.sh and started by tests/e2e/operators.py with
+`--gang-scheduler-name=volcano`: it writes the job's PodGroup and creates the pods only once volcano-py has
+moved that PodGroup to Inqueue. The job's templates name `schedulerName: volcano-py` (the operator keeps it), so
+volcano-py runs under its own name. The manifests are docs/integrations.md's. kwok runs no containers: the tests
+assert PodGroups and binds.
+
+Each test also needs volcano-py's gang rule (plugins/gang.py): without it a fragmented cluster binds part of the
+gang, and no PodGroup gets the gang's `Scheduled` condition.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+from controlplane import create_gpu_node, node_is_ready, wait_for
+from inprocess import running_scheduler
+from kubernetes import client
+from operators import (
+    KUBEFLOW,
+    REPO_ROOT,
+    TRAINING_OPERATOR,
+    OperatorMissingError,
+    doc_manifest,
+    install_crds,
+    operator_binary,
+    running_training_operator,
+)
+from test_controllers import SCHED, podgroup
+
+TIMEOUT = 90
+GPU = "nvidia.com/gpu"
+TAG = f"op-{uuid.uuid4().hex[:6]}"
+PYTORCH_ROLES = ("Master", "Worker")
+# Volcano's documented default tiers, written out so the gang plugin's part is plain to see.
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+@pytest.fixture(scope="module")
+def scheduler(control_plane, tmp_path_factory):
+    with running_scheduler(control_plane, conf=CONF, conf_dir=tmp_path_factory.mktemp("conf"),
+                           name="volcano-py-scheduler-operators") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def operator(control_plane, api_client, core_v1, scheduler, tmp_path_factory):
+    try:
+        operator_binary(TRAINING_OPERATOR)
+    except OperatorMissingError as exc:
+        if os.environ.get("VOLCANO_PY_E2E_REQUIRE") == "1":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    install_crds(api_client, TRAINING_OPERATOR, ("kubeflow.org_pytorchjobs.yaml", "kubeflow.org_mpijobs.yaml"))
+    with running_training_operator(control_plane, core_v1, tmp_path_factory.mktemp("operator"),
+                                   schemes=("pytorchjob", "mpijob")) as running:
+        yield running
+        print(running.log()[-4000:])
+
+
+@pytest.fixture
+def nodes(core_v1):
+    made: list[str] = []
+
+    def make(count: int, gpus: int) -> list[str]:
+        names = [f"{TAG}-{len(made) + i}-{uuid.uuid4().hex[:4]}" for i in range(count)]
+        for name in names:
+            # ephemeral-storage as a kubelet reports it: MPIJob's launcher init container asks for some.
+            create_gpu_node(core_v1, name, gpus=gpus, labels={"op-e2e": TAG}, ephemeral_storage="100Gi")
+            made.append(name)
+        for name in names:
+            wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
+        return names
+
+    yield make
+    for name in made:
+        core_v1.delete_node(name)
+
+
+@pytest.fixture
+def queues(custom):
+    made: list[str] = []
+
+    def make(prefix: str, **spec) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:4]}"
+        custom.create_cluster_custom_object(SCHED, "v1beta1", "queues", {
+            "apiVersion": f"{SCHED}/v1beta1", "kind": "Queue", "metadata": {"name": name},
+            "spec": {"weight": 1, **spec}})
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        custom.delete_cluster_custom_object(SCHED, "v1beta1", "queues", name)
+
+
+def pytorchjob(name: str, *, gpus: int, queue: str = "default") -> dict:
+    """docs/integrations.md's PyTorchJob, pinned to this module's nodes, with its name, queue and GPUs set."""
+    job = copy.deepcopy(doc_manifest("pytorchjob"))
+    job["metadata"]["name"] = name
+    job["spec"]["runPolicy"]["schedulingPolicy"]["queue"] = queue
+    for role in PYTORCH_ROLES:
+        pod = job["spec"]["pytorchReplicaSpecs"][role]["template"]["spec"]
+        assert pod["schedulerName"] == "volcano-py", "the documented manifest names volcano-py"
+        pod["nodeSelector"] = {"op-e2e": TAG}
+        pod["containers"][0]["resources"]["limits"][GPU] = str(gpus)
+    return job
+
+
+def mpijob(name: str, *, gpus: int) -> dict:
+    """docs/integrations.md's MPIJob, pinned to this module's nodes, with its name and workers' GPUs set."""
+    job = copy.deepcopy(doc_manifest("mpijob"))
+    job["metadata"]["name"] = name
+    for role in ("Launcher", "Worker"):
+        pod = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]
+        assert pod["schedulerName"] == "volcano-py", "the documented manifest names volcano-py"
+        pod["nodeSelector"] = {"op-e2e": TAG}
+    job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"][GPU] = (
+        str(gpus))
+    return job
+
+
+def create(custom, namespace: str, job: dict) -> None:
+    plural = {"PyTorchJob": "pytorchjobs", "MPIJob": "mpijobs"}[job["kind"]]
+    custom.create_namespaced_custom_object(KUBEFLOW, "v1", namespace, plural, job)
+
+
+def job_pods(core_v1, namespace: str, job: str) -> list:
+    return core_v1.list_namespaced_pod(namespace, label_selector=f"training.kubeflow.org/job-name={job}").items
+
+
+def explain(control_plane, namespace: str, name: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "scheduler.cli", "explain", name, "-n", namespace, "--kubeconfig",
+                           str(control_plane.kubeconfig)], capture_output=True, text=True, cwd=REPO_ROOT,
+                          timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def conditions(pg: dict | None) -> dict[str, dict]:
+    return {c["type"]: c for c in (((pg or {}).get("status") or {}).get("conditions") or ())}
+
+
+def phase(custom, namespace: str, name: str) -> str:
+    return ((podgroup(custom, namespace, name) or {}).get("status") or {}).get("phase", "")
+
+
+def whole_gang(scheduler, custom, core_v1, namespace: str, job: str, roles=("master", "worker", "worker")) -> list:
+    """All three pods bound, in one scheduling cycle; the PodGroup Running, with the gang's Scheduled condition."""
+    bound = wait_for(lambda: (ps := job_pods(core_v1, namespace, job)) and len(ps) == 3
+                     and all(p.spec.node_name for p in ps) and ps, TIMEOUT, what=f"{job}: 3 pods bound")
+    assert sorted(p.metadata.labels["training.kubeflow.org/replica-type"] for p in bound) == sorted(roles)
+    for p in bound:
+        assert p.spec.scheduler_name == "volcano-py", p.spec.scheduler_name
+        assert p.metadata.annotations["scheduling.k8s.io/group-name"] == job, p.metadata.annotations
+    keys = {f"{namespace}/{p.metadata.name}" for p in bound}
+    assert len(scheduler.bind_cycles(keys)) == 1, "the gang was bound across several cycles"
+    wait_for(lambda: phase(custom, namespace, job) == "Running", TIMEOUT, what=f"PodGroup {job} Running")
+    scheduled = wait_for(lambda: conditions(podgroup(custom, namespace, job)).get("Scheduled"), TIMEOUT,
+                         what=f"PodGroup {job}: the gang's Scheduled condition")
+    assert scheduled["status"] == "True", scheduled
+    return bound
+
+
+def test_pytorchjob_starts_as_one_gang_on_a_cluster_with_room(operator, scheduler, custom, core_v1, namespace,
+                                                              nodes):
+    nodes(3, gpus=2)
+    create(custom, namespace, pytorchjob("room", gpus=2))
+    pg = wait_for(lambda: podgroup(custom, namespace, "room"), TIMEOUT, what="the operator's PodGroup")
+    assert pg["spec"]["minMember"] == 3 and pg["spec"]["queue"] == "default", pg["spec"]
+    assert pg["spec"]["minResources"][GPU] == "6", pg["spec"]
+    assert pg["metadata"]["ownerReferences"][0]["kind"] == "PyTorchJob", pg["metadata"]
+    bound = whole_gang(scheduler, custom, core_v1, namespace, "room")
+    assert len({p.spec.node_name for p in bound}) == 3, "each 2-GPU pod has a 2-GPU node of its own"
+
+
+def test_pytorchjob_waits_whole_where_only_part_of_it_fits(operator, scheduler, control_plane, custom, core_v1,
+                                                           namespace, nodes):
+    # 6 GPUs in all, as the job asks, so the PodGroup is admitted (Inqueue) and the operator makes the pods;
+    # but each 3-GPU node holds one 2-GPU pod: two of the three would fit, and none may be bound.
+    nodes(2, gpus=3)
+    create(custom, namespace, pytorchjob("tight", gpus=2))
+    wait_for(lambda: len(job_pods(core_v1, namespace, "tight")) == 3, TIMEOUT,
+             what="the operator created the 3 pods (PodGroup admitted)")
+    unschedulable = wait_for(lambda: conditions(podgroup(custom, namespace, "tight")).get("Unschedulable"),
+                             TIMEOUT, what="the gang reported Unschedulable")
+    assert unschedulable["status"] == "True", unschedulable
+    # Several more cycles see the same cluster: still none bound.
+    cycles = len(scheduler.results)
+    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
+    assert [p.metadata.name for p in job_pods(core_v1, namespace, "tight") if p.spec.node_name] == []
+    assert phase(custom, namespace, "tight") == "Inqueue"
+    out = explain(control_plane, namespace, "tight")  # the PodGroup has the job's name
+    assert "gate:    gang fragmented: " in out and "free in total, but split across nodes" in out, out
+
+    nodes(1, gpus=2)  # now the third pod has a place: the gang is bound whole, at once
+    whole_gang(scheduler, custom, core_v1, namespace, "tight")
+
+
+def test_pytorchjob_keeps_to_its_queue(operator, scheduler, control_plane, custom, core_v1, namespace, nodes,
+                                       queues):
+    nodes(3, gpus=2)
+    capped = queues("train", capability={GPU: "4"})
+    create(custom, namespace, pytorchjob("queued", gpus=2, queue=capped))
+    pg = wait_for(lambda: podgroup(custom, namespace, "queued"), TIMEOUT, what="the operator's PodGroup")
+    assert pg["spec"]["queue"] == capped, pg["spec"]
+    # The queue holds 4 GPUs and the job needs 6: its PodGroup stays Pending, so the operator makes no pod.
+    cycles = len(scheduler.results)
+    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five scheduling cycles")
+    assert phase(custom, namespace, "queued") in ("", "Pending")
+    assert job_pods(core_v1, namespace, "queued") == []
+    # `volcano-py explain` on the job's PodGroup (it has the job's name) names the queue as the gate.
+    out = wait_for(lambda: (o := explain(control_plane, namespace, "queued")) and "gate:    queue capability:" in o
+                   and o, TIMEOUT, interval=0.5, what="explain names the queue capability")
+    assert f"queue {capped} capability: 6 {GPU} would exceed 4 (short 2)" in out, out
+
+    custom.patch_cluster_custom_object(SCHED, "v1beta1", "queues", capped, {"spec": {"capability": {GPU: "6"}}})
+    whole_gang(scheduler, custom, core_v1, namespace, "queued")
+
+
+def test_pytorchjob_is_whole_again_after_a_pod_is_deleted(operator, scheduler, custom, core_v1, namespace, nodes):
+    nodes(3, gpus=2)
+    create(custom, namespace, pytorchjob("regang", gpus=2))
+    first = {p.metadata.name: p.metadata.uid for p in whole_gang(scheduler, custom, core_v1, namespace, "regang")}
+    victim = "regang-worker-1"
+    assert victim in first, sorted(first)
+    core_v1.delete_namespaced_pod(victim, namespace, body=client.V1DeleteOptions(grace_period_seconds=0))
+
+    def replaced_and_bound():
+        pods = {p.metadata.name: p for p in job_pods(core_v1, namespace, "regang")}
+        new = pods.get(victim)
+        return (len(pods) == 3 and new is not None and new.metadata.uid != first[victim]
+                and all(p.spec.node_name for p in pods.values()) and pods)
+
+    pods = wait_for(replaced_and_bound, TIMEOUT, what=f"{victim} recreated by the operator and bound")
+    assert {n: p.metadata.uid for n, p in pods.items() if n != victim} == {
+        n: u for n, u in first.items() if n != victim}, "only the deleted pod was replaced"
+    assert pods[victim].metadata.annotations["scheduling.k8s.io/group-name"] == "regang"
+    keys = {f"{namespace}/{p.metadata.name}" for p in pods.values()}
+    assert len(scheduler.bind_cycles(keys)) == 2, "the gang's first bind, then the replacement's: nothing else"
+    # One pod short of minMember the PodGroup left Running (Volcano's rule: allocated < minMember and not
+    # Inqueue is Pending); with the replacement bound it is Running again, as the whole gang.
+    wait_for(lambda: phase(custom, namespace, "regang") == "Running", TIMEOUT, what="PodGroup Running again")
+    pg = podgroup(custom, namespace, "regang")
+    assert pg["spec"]["minMember"] == 3 and conditions(pg)["Scheduled"]["status"] == "True", pg
+
+
+def test_mpijob_waits_whole_then_starts_as_one_gang(operator, scheduler, control_plane, custom, core_v1, namespace,
+                                                    nodes):
+    # Workers of 2 GPUs on a 3-GPU node and a 1-GPU node: 4 GPUs, as the workers ask, so the PodGroup is
+    # admitted; the launcher (CPU only) and one worker would fit, the other worker not: none may be bound.
+    nodes(1, gpus=3)
+    nodes(1, gpus=1)
+    create(custom, namespace, mpijob("pi", gpus=2))
+    pg = wait_for(lambda: podgroup(custom, namespace, "pi"), TIMEOUT, what="the operator's PodGroup")
+    assert pg["spec"]["minMember"] == 3 and pg["spec"]["minResources"][GPU] == "4", pg["spec"]
+    wait_for(lambda: len(job_pods(core_v1, namespace, "pi")) == 3, TIMEOUT,
+             what="the operator created the launcher and 2 workers (PodGroup admitted)")
+    wait_for(lambda: conditions(podgroup(custom, namespace, "pi")).get("Unschedulable"), TIMEOUT,
+             what="the gang reported Unschedulable")
+    cycles = len(scheduler.results)
+    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
+    assert [p.metadata.name for p in job_pods(core_v1, namespace, "pi") if p.spec.node_name] == []
+    out = explain(control_plane, namespace, "pi")
+    assert "gate:    gang fragmented: " in out and "free in total, but split across nodes" in out, out
+
+    nodes(1, gpus=2)
+    whole_gang(scheduler, custom, core_v1, namespace, "pi", roles=("launcher", "worker", "worker"))
