@@ -64,7 +64,7 @@ from scheduler.plugins.shares import without_pods
 from scheduler.solver.evaluate import GangProblem, Group, Placement, evaluate
 from scheduler.solver.greedy import per_pod_binpack, topology_greedy
 from scheduler.solver.subgroups import abstain_for_sub_groups
-from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes
+from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes, tier_names
 
 TIME_LIMIT = "solver.timeLimitMs"
 EVERY_GANG = "solver.everyGang"
@@ -179,7 +179,7 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
             return [everything]
         allowed = spec.get("highestTierAllowed")
         if allowed is None and spec.get("highestTierName"):
-            allowed = hn.tier_names(self.ssn.hypernodes or self.args.hypernodes).get(str(spec["highestTierName"]))
+            allowed = tier_names(self.ssn.hypernodes or self.args.hypernodes).get(str(spec["highestTierName"]))
         if allowed is None:
             return [everything]
         topo = self.topology
@@ -343,7 +343,7 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         hard = str(spec.get("mode", "hard")).lower() != "soft"
         allowed = spec.get("highestTierAllowed")
         if allowed is None and spec.get("highestTierName"):
-            allowed = hn.tier_names(self.ssn.hypernodes or self.args.hypernodes).get(str(spec["highestTierName"]))
+            allowed = tier_names(self.ssn.hypernodes or self.args.hypernodes).get(str(spec["highestTierName"]))
             if allowed is None:  # Volcano's translateHighestTierNameToAllowed fails: the job has no tier limit
                 hn.warn_unknown_tier(job, str(spec["highestTierName"]))
                 return -1, False
