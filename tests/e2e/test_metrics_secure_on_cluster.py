@@ -107,7 +107,7 @@ def test_secure_metrics_answer_by_kubernetes_rbac(secure_rbac, control_plane, co
                                                  tmp_path):
     objs = secure_rbac
     conf = tmp_path / "volcano-scheduler.conf"
-    configmap = next(o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("configmap"))
+    configmap = next(o for o in objs if o["kind"] == "ConfigMap" and "volcano-scheduler.conf" in (o.get("data") or {}))
     conf.write_text(configmap["data"]["volcano-scheduler.conf"])
     reader = token_for(core_v1, namespace, "reader")
     stranger = token_for(core_v1, namespace, "stranger")
