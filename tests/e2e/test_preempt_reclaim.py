@@ -15,7 +15,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ from vcjob_cluster import (
     SCHED,
     TIMEOUT,
     evicted_uids,
-    job_status,
     pods_of,
     running,
     scheduler_events,
@@ -43,61 +41,6 @@ __all__ = ["vcjob_cluster"]  # the fixture
 REPO = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------------------------------------- preempt
-
-
-def test_a_high_priority_job_preempts_only_what_it_needs_within_the_gang_rule_and_the_victims_policy_runs(
-    vcjob_cluster, core_v1, custom, namespace
-):
-    """2 nodes x 5 GPUs, one queue. Lowest priority: `held` (3 pods, minAvailable 2: the gang rule lets one go)
-    and `pinned` (1 pod annotated volcano.sh/preemptable "false"); low priority: `restartable` (5 pods,
-    minAvailable 1, PodEvicted -> RestartJob). 1 GPU free. `urgent` (4 pods, minAvailable 4, high priority)
-    needs 3 victims: the cheapest are the lowest-priority ones, but `held` may give only 1 and `pinned` none,
-    so 2 come from `restartable`, whose policy then restarts it."""
-    vcjob_cluster.nodes(2, gpus=5)
-    queue = vcjob_cluster.queue("preempt")
-    lowest, low, high = (vcjob_cluster.priority_class(n, v) for n, v in (("lowest", 10), ("low", 20), ("high", 99)))
-    vcjob_cluster.job("held", queue, [task("worker", 3, min_available=2)], 2, priorityClassName=lowest)
-    vcjob_cluster.job("pinned", queue, [task("keeper", 1, annotations={"volcano.sh/preemptable": "false"})], 1,
-                priorityClassName=lowest)
-    vcjob_cluster.job("restartable", queue, [task("worker", 5, min_available=1)], 1, priorityClassName=low,
-                policies=[{"event": "PodEvicted", "action": "RestartJob"}], maxRetry=3)
-    held = wait_running(core_v1, namespace, "held", 3)
-    pinned = wait_running(core_v1, namespace, "pinned", 1)
-    restartable = wait_running(core_v1, namespace, "restartable", 5)
-    assert evicted_uids(core_v1, namespace) == set()
-
-    vcjob_cluster.job("urgent", queue, [task("worker", 4)], 4, priorityClassName=high)
-    urgent = wait_running(core_v1, namespace, "urgent", 4)
-
-    # Events are sent after the cycle's binds: wait for the three the scheduler must have sent.
-    victims = wait_for(lambda: (v := evicted_uids(core_v1, namespace)) and len(v) >= 3 and v, TIMEOUT,
-                       interval=0.2, what="3 Evict events")
-    assert len(victims & set(held)) == 1, "the gang rule lets `held` give up exactly one pod"
-    assert not victims & set(pinned), "a pod annotated not preemptable is never a victim"
-    assert len(victims & set(restartable)) == 2, "exactly as many victims as urgent needs: 1 GPU was free"
-    assert victims <= set(held) | set(restartable), victims
-    assert set(running(core_v1, namespace, "pinned")) == set(pinned)
-    assert set(held) - victims <= set(running(core_v1, namespace, "held")), "held kept its minAvailable"
-    on_groups = Counter(e["involvedObject"]["name"].split("-")[0]
-                        for e in scheduler_events(core_v1, namespace, "Evict", kind="PodGroup"))
-    assert on_groups == {"held": 1, "restartable": 2}, on_groups  # Volcano's Normal Evict on the PodGroup
-
-    # Volcano's RestartJob (controllers/job/state/running.go): every pod killed, retryCount and the version +1,
-    # the job back to Running with a new run of pods.
-    def restarted() -> dict | None:
-        status = job_status(custom, namespace, "restartable")
-        now = running(core_v1, namespace, "restartable")
-        fresh = now and not set(now) & set(restartable)
-        return status if fresh and (status.get("state") or {}).get("phase") == "Running" else None
-
-    status = wait_for(restarted, TIMEOUT, interval=0.2, what="restartable restarted and Running again")
-    assert (status.get("retryCount"), status.get("version")) == (1, 1), status
-    versions = {(p["metadata"].get("annotations") or {}).get("volcano.sh/job-version")
-                for p in pods_of(core_v1, namespace, "restartable")}
-    assert versions == {"1"}, versions
-    assert set(running(core_v1, namespace, "urgent")) == set(urgent), "urgent kept its pods"
-    assert evicted_uids(core_v1, namespace) == victims, "nothing else was evicted"
-    assert_no_overcommit(core_v1)
 
 
 # ---------------------------------------------------------------------------------------------- reclaim
