@@ -86,7 +86,15 @@ class SubGroupPlacer:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self._topology: Topology | None = None
-        self.tier_names = tier_names(ssn.hypernodes or ())  # HyperNodes' spec.tierName -> tier
+        self._tier_names: dict[str, int] | None = None
+
+    @property
+    def tier_names(self) -> dict[str, int]:
+        """HyperNodes' spec.tierName -> tier, built on first use: allocate makes a placer every cycle, and most
+        cycles hold no job with sub-groups."""
+        if self._tier_names is None:
+            self._tier_names = tier_names(self.ssn.hypernodes or ())
+        return self._tier_names
 
     @property
     def topology(self) -> Topology:
