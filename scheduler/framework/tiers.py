@@ -39,6 +39,9 @@ class TierRunner:
     def __init__(self) -> None:
         self._fns: dict[str, list[list[object]]] = {p.name: [] for p in P.ALL_POINTS}
         self._handlers: list[EventHandler] = []
+        # the handlers' allocate and deallocate functions, kept as they are added: told of every placement
+        self._allocates: list[Callable[[TaskInfo], None]] = []
+        self._deallocates: list[Callable[[TaskInfo], None]] = []
         self._enqueued: list[Callable[[JobInfo], None]] = []
         # plugin module -> plugin name, to name the plugin an exception came from (the session fills it)
         self.plugin_modules: dict[str, str] = {}
@@ -93,10 +96,14 @@ class TierRunner:
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self._handlers.append(handler)
+        if handler.allocate:
+            self._allocates.append(handler.allocate)
+        if handler.deallocate:
+            self._deallocates.append(handler.deallocate)
 
     def allocated(self, task: TaskInfo) -> None:
         """Tell the event handlers a Statement placed `task` (or gave it back its place)."""
-        for_each(lambda allocate: allocate(task), [h.allocate for h in self._handlers if h.allocate])
+        for_each(lambda allocate: allocate(task), self._allocates)
 
     def allocated_many(self, tasks: Sequence[TaskInfo]) -> None:
         """`allocated` for each of `tasks` (one job's, with one request), each handler told of all of them at once
@@ -120,7 +127,7 @@ class TierRunner:
         Every handler hears every placement and every removal, even when one of them raises (the first error
         is raised after all have heard): a handler that missed a placement would count the job's queue short
         once the failed job's statement is discarded, and so hurt the other jobs of that queue."""
-        for_each(lambda deallocate: deallocate(task), [h.deallocate for h in self._handlers if h.deallocate])
+        for_each(lambda deallocate: deallocate(task), self._deallocates)
 
     def on_job_enqueued(self, fn: Callable[[JobInfo], None]) -> None:
         self._enqueued.append(fn)

@@ -51,3 +51,22 @@ def node_set(core_v1):
     yield make_node
     for name in created:
         core_v1.delete_node(name)
+
+
+@pytest.fixture
+def queues(custom):
+    """Queues made by a test (`queues(prefix, **spec)`: a unique name from the prefix, weight 1 unless given),
+    deleted afterwards."""
+    made: list[str] = []
+
+    def make(prefix: str, **spec) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:4]}"
+        custom.create_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", {
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+            "spec": {"weight": 1, **spec}})
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        custom.delete_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", name)

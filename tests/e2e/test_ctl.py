@@ -76,24 +76,6 @@ def controllers(control_plane, custom, scheduler, tmp_path_factory):
         yield ctl
 
 
-@pytest.fixture
-def queues(custom):
-    """Queues made by a test, deleted afterwards."""
-    made: list[str] = []
-
-    def make(name: str, **spec) -> str:
-        name = f"{name}-{uuid.uuid4().hex[:4]}"
-        custom.create_cluster_custom_object(SCHED, "v1beta1", "queues", {
-            "apiVersion": f"{SCHED}/v1beta1", "kind": "Queue", "metadata": {"name": name},
-            "spec": {"weight": 1, **spec}})
-        made.append(name)
-        return name
-
-    yield make
-    for name in made:
-        custom.delete_cluster_custom_object(SCHED, "v1beta1", "queues", name)
-
-
 def cli(control_plane, *args: str, check: bool = True) -> str:
     proc = subprocess.run([sys.executable, "-m", "scheduler.cli", *args, "--kubeconfig",
                            str(control_plane.kubeconfig)], capture_output=True, text=True, cwd=REPO_ROOT,

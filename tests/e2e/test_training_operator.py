@@ -100,23 +100,6 @@ def nodes(core_v1):
         core_v1.delete_node(name)
 
 
-@pytest.fixture
-def queues(custom):
-    made: list[str] = []
-
-    def make(prefix: str, **spec) -> str:
-        name = f"{prefix}-{uuid.uuid4().hex[:4]}"
-        custom.create_cluster_custom_object(SCHED, "v1beta1", "queues", {
-            "apiVersion": f"{SCHED}/v1beta1", "kind": "Queue", "metadata": {"name": name},
-            "spec": {"weight": 1, **spec}})
-        made.append(name)
-        return name
-
-    yield make
-    for name in made:
-        custom.delete_cluster_custom_object(SCHED, "v1beta1", "queues", name)
-
-
 def pytorchjob(name: str, *, gpus: int, queue: str = "default") -> dict:
     """docs/integrations.md's PyTorchJob, pinned to this module's nodes, with its name, queue and GPUs set."""
     job = copy.deepcopy(doc_manifest("pytorchjob"))
