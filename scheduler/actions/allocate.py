@@ -79,7 +79,7 @@ def ungate(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
 
 def schedulable_jobs(ssn: Session) -> list[JobInfo]:
     def schedulable(job: JobInfo) -> bool:
-        if job.phase == PodGroupPhase.PENDING or not (pending_tasks(job) or queue_gated(ssn, job)):
+        if job.phase == PodGroupPhase.PENDING or not (job.has_placeable() or queue_gated(ssn, job)):
             return False
         if job.queue not in ssn.queues:
             ssn.results.hold(job, queue_missing(ssn, job, Allocate.name))
@@ -196,7 +196,7 @@ class Allocate:
         # Only a gang that never ran whole (a crash or a failed bind between its binds): one that ran and lost
         # pods (an eviction broke it) waits its turn in JobOrder, as in Volcano, or it would take back the room
         # just made for its preemptor (differential preemption seeds 8, 12, ...: a second domain evicted).
-        placeable = [j for j in jobs if pending_tasks(j)]  # the others have only queue-gated tasks
+        placeable = [j for j in jobs if j.has_placeable()]  # the others have only queue-gated tasks
         partial = guarded(ssn, placeable, lambda j: j.is_started() and not j.is_ready()
                           and j.phase not in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN))
         for job in sorted(partial, key=lambda j: (j.creation, j.key)):
@@ -218,7 +218,7 @@ class Allocate:
                                                jobs_change_only_when_out=True):
             with ssn.guard(job):
                 self._ungate_once(ssn, queue, job)
-                if pending_tasks(job):
+                if job.has_placeable():
                     self.allocate_job(ssn, queue, job, requeue)
 
     def _ungate_once(self, ssn: Session, queue: QueueInfo, job: JobInfo) -> None:

@@ -166,6 +166,10 @@ class JobInfo:
         reclaim.go)."""
         return [t for t in self.with_status(TaskStatus.PENDING) if not t.best_effort and not t.gated]
 
+    def has_placeable(self) -> bool:
+        """Whether `placeable` would hold a task: stops at the first (allocate asks it of every job, twice a turn)."""
+        return any(not t.best_effort and not t.gated for t in self.with_status(TaskStatus.PENDING))
+
     def count(self, *statuses: TaskStatus) -> int:
         return sum(len(self.by_status.get(s, ())) for s in statuses)
 
