@@ -5,11 +5,11 @@ one plan; the moved jobs' new room is held until their recreated pods are placed
 from __future__ import annotations
 
 import pytest
+from consolidate_cases import WITHOUT, conf, recreate, running
 
 from scheduler.actions.consolidate import DEFAULT_HOLD, DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, ConsolidateArgs
 from scheduler.actions.movable import KAI_PREEMPTIBILITY, MOVABLE
 from scheduler.testing import ClusterBuilder, cluster
-from consolidate_cases import WITHOUT, conf, recreate, running
 
 
 def scattered(mark: dict[str, str] | None = None) -> ClusterBuilder:
