@@ -59,7 +59,9 @@ log = logging.getLogger("volcano_py.actions.consolidate")
 
 PER_CYCLE, PER_JOB, HOLD = "maxEvictionsPerCycle", "maxEvictionsPerJob", "holdSeconds"
 DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, DEFAULT_HOLD = 16, 8, 300
-_BOUNDS = {PER_CYCLE: (DEFAULT_PER_CYCLE, 10_000), PER_JOB: (DEFAULT_PER_JOB, 1000), HOLD: (DEFAULT_HOLD, 3600)}
+BOUNDS = {  # argument -> (default, largest); the smallest is 1 (`conf check` reads them from here)
+    PER_CYCLE: (DEFAULT_PER_CYCLE, 10_000), PER_JOB: (DEFAULT_PER_JOB, 1000), HOLD: (DEFAULT_HOLD, 3600),
+}
 RUNNING = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 GONE = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 
@@ -73,7 +75,7 @@ class ConsolidateArgs:
     @classmethod
     def read(cls, raw: Mapping[str, object]) -> ConsolidateArgs:
         def value(key: str) -> int:
-            default, top = _BOUNDS[key]
+            default, top = BOUNDS[key]
             try:
                 got = int(str(raw.get(key, default)).strip())
             except ValueError:

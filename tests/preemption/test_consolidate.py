@@ -9,6 +9,7 @@ from consolidate_cases import WITHOUT, conf, recreate, running
 
 from scheduler.actions.consolidate import DEFAULT_HOLD, DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, ConsolidateArgs
 from scheduler.actions.movable import KAI_PREEMPTIBILITY, MOVABLE
+from scheduler.conf_check import action_warnings
 from scheduler.testing import ClusterBuilder, cluster
 
 
@@ -148,3 +149,11 @@ def test_a_hold_expires_and_the_room_is_given_back() -> None:
         c.cycle(conf(consolidate={"holdSeconds": 2}))
     assert {why for _, why in c.memo.holds.ended} == {"expired"}
     assert len(c.sim.bound("intruder")) == 1
+
+
+def test_conf_check_names_a_bad_bound_and_the_default_the_action_uses_instead() -> None:
+    bad = action_warnings(conf(consolidate={"maxEvictionsPerJob": 0, "maxEvictionsPerCycle": 5, "holdSeconds": 60,
+                                            "maxEvictions": 3}))
+    assert sorted((w.key, w.using) for w in bad) == [
+        ("maxEvictions", "consolidate uses maxEvictionsPerJob=8 (the default)"),  # the closest key, suggested
+        ("maxEvictionsPerJob", "consolidate uses 8 (the default)")]
