@@ -18,6 +18,7 @@ import yaml
 from scheduler.actions.movable import MOVABLE
 from scheduler.cycle import conf_from_text
 from scheduler.sim.replay import Replay, replay
+from scheduler.sim.report import eviction_rows
 from scheduler.sim.workload import load_cluster, load_workload
 
 GRACE, RESTART = 30.0, 20.0
@@ -86,6 +87,9 @@ def test_a_moved_job_is_deleted_with_its_grace_recreated_after_the_delay_and_pla
         assert not intruder or intruder[0].node != held or intruder[0].time > again[0].time, \
             "nothing took the held room before the moved job came back"
     assert big_start < 100
+    rows = [r for r in eviction_rows(done) if r.action == "consolidate"]  # the report's evictions table
+    assert sorted(r.job for r in rows) == sorted(e.job for e in moves)
+    assert all(r.by == "default/big" and r.rule.startswith("moved whole from ") and r.grace == GRACE for r in rows)
 
 
 def test_without_the_action_the_gang_waits_for_the_small_jobs_to_end(tmp_path: Path) -> None:
