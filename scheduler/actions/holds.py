@@ -6,7 +6,8 @@ controller recreates them, and a later cycle places them. Until then the room it
 `consolidate` (`cycle.run_cycle`), each hold is honoured, pod by pod:
 
 - a pod of the job that is on a node again (allocated, bound, running; not releasing) is done;
-- a pod that is pending (recreated) is allocated on its held node, in one Statement for the job, committed (bound)
+- a pod that is pending (recreated; under a new name, one the job's controller made in place of a held pod that
+  is gone and that asks for the same) is allocated on its held node, in one Statement for the job, committed (bound)
   as soon as the gang is ready (JobReady); short of that the placements stay in the session, never bound, as a
   reservation (as the starvation guard's, `starvation.py`), so no later job of the cycle takes the room;
 - a pod not yet recreated, or still terminating on its old node, holds its room with a placeholder: an
@@ -71,8 +72,17 @@ def _honour(ssn: Session, hold: Hold, job: JobInfo) -> None:
     book = ssn.holds
     waiting: list[HeldPod] = []
     recreated: list[tuple[TaskInfo, HeldPod]] = []
+    named = {h.pod for h in hold.pods}
+    # a controller that names new pods anew (a ReplicaSet's): its pending pods take the places of held pods that
+    # are gone, one for one, where they ask for the same
+    renamed = [t for t in job.tasks.values()
+               if t.key not in named and (t.status in ON_NODE or t.status == TaskStatus.PENDING and not t.gated)]
     for held in hold.pods:
         task = job.tasks.get(held.pod)
+        if task is None:
+            task = next((t for t in renamed if t.resreq == held.request), None)
+            if task is not None:
+                renamed.remove(task)
         if task is not None and task.status in ON_NODE:
             continue
         if task is not None and task.status == TaskStatus.PENDING and not task.gated:

@@ -5,7 +5,7 @@ one plan; the moved jobs' new room is held until their recreated pods are placed
 from __future__ import annotations
 
 import pytest
-from consolidate_cases import WITHOUT, conf, recreate, running
+from consolidate_cases import WITHOUT, conf, pod, recreate, running
 
 from scheduler.actions.consolidate import DEFAULT_HOLD, DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, ConsolidateArgs
 from scheduler.actions.movable import KAI_PREEMPTIBILITY, MOVABLE
@@ -157,3 +157,19 @@ def test_conf_check_names_a_bad_bound_and_the_default_the_action_uses_instead() 
     assert sorted((w.key, w.using) for w in bad) == [
         ("maxEvictions", "consolidate uses maxEvictionsPerJob=8 (the default)"),  # the closest key, suggested
         ("maxEvictionsPerJob", "consolidate uses 8 (the default)")]
+
+
+def test_a_pod_recreated_under_a_new_name_takes_the_held_room_of_the_one_that_is_gone() -> None:
+    c = scattered()
+    first = c.cycle(conf())
+    held = {p.pod: p.node for h in c.memo.holds.holds.values() for p in h.pods}
+    c.cycle(conf())
+    for e in first.evictions:  # a ReplicaSet's way: a new name
+        job = e.job.split("/")[1]
+        c.sim.add_pod(pod(job, 7, 4, None))
+    c.cycle(conf())
+    for e in first.evictions:
+        job = e.job.split("/")[1]
+        assert c.sim.bound(job) == {f"{job}-7": held[e.task]}
+    c.cycle(conf())
+    assert {why for _, why in c.memo.holds.ended} == {"placed"}
