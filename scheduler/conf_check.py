@@ -6,7 +6,7 @@ An action reads its arguments when it runs and falls back to its default on a va
 would go unnoticed. Each is a warning here naming the action, the key, and the value the action uses instead.
 The keys are those Volcano's actions read (pkg/scheduler/actions/*/*.go: `GetArgOfActionFromConf`) and
 volcano-py's own (`starvationThresholdSeconds`); `ACTION_ARGS` lists them with the reading each action applies
-(scheduler/actions/starvation.py, gang_evict.py, preempt.py).
+(scheduler/actions/starvation.py, gang_evict.py, preempt.py, consolidate.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from scheduler.actions.consolidate import BOUNDS as CONSOLIDATE_BOUNDS
 from scheduler.actions.starvation import parse_threshold
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.framework.conf_args import as_bool
@@ -73,6 +74,8 @@ ACTION_ARGS: Mapping[str, Mapping[str, ArgSpec]] = {
                 "minCandidateNodesAbsolute": _INT, "maxCandidateNodesAbsolute": _INT},
     "gangpreempt": _GANG,
     "gangreclaim": _GANG,
+    "consolidate": {key: ArgSpec(_count(1, top), default, f"a whole number from 1 to {top}")
+                    for key, (default, top) in CONSOLIDATE_BOUNDS.items()},
 }
 
 

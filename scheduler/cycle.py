@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from scheduler.actions import ACTIONS
+from scheduler.actions.consolidate import Consolidate
+from scheduler.actions.holds import honour_holds
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.framework.conf import SchedulerConf, default_conf, load_conf_file, parse_conf
 from scheduler.framework.memo import CycleMemo
@@ -53,6 +55,9 @@ def run_cycle(
     opening = time.perf_counter()
     ssn = Session(snapshot, conf, PLUGINS, trace=trace, memo=memo, accelerate=accelerate)
     ssn.timings["session:open"] = time.perf_counter() - opening  # volcano_open_session_duration_milliseconds
+    if Consolidate.name in conf.actions:  # the room held for moved jobs, before any action can take it
+        ssn.faults.action = Consolidate.name
+        honour_holds(ssn)
     for name in conf.actions:
         action = ACTIONS.get(name)
         if action is not None:

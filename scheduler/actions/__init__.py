@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.actions.allocate import Allocate
 from scheduler.actions.backfill import Backfill
 from scheduler.actions.base import Action
+from scheduler.actions.consolidate import Consolidate
 from scheduler.actions.enqueue import Enqueue
 from scheduler.actions.gang_evict import GangPreempt, GangReclaim
 from scheduler.actions.preempt import Preempt
@@ -18,4 +19,5 @@ ACTIONS: dict[str, type[Action]] = {
     Reclaim.name: Reclaim,
     GangPreempt.name: GangPreempt,
     GangReclaim.name: GangReclaim,
+    Consolidate.name: Consolidate,
 }

@@ -36,6 +36,8 @@ class EvictionKind(enum.Enum):
     # by the gang actions alone.
     PREEMPT = "preempt"
     RECLAIM = "reclaim"
+    # volcano-py's `consolidate`: victims are moved (evicted and placed again), not taken
+    CONSOLIDATE = "consolidate"
 
     @property
     def cross_queue(self) -> bool:

@@ -25,6 +25,7 @@ from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
 from scheduler.api.reasons import NodeFilter
+from scheduler.framework.holds import HoldBook
 
 
 def node_statics(nodes: list[NodeInfo]) -> tuple[object, ...]:
@@ -60,6 +61,8 @@ class CycleMemo:
     # job key (or "queue/<name>") -> (plugin, action, exception type) of the fault it had last cycle, so a fault
     # that repeats every cycle is logged once (`faults.py`)
     faults_logged: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    # room held for jobs the `consolidate` action moved, until they are placed again (`holds.py`)
+    holds: HoldBook = field(default_factory=HoldBook)
 
     def begin(self, nodes: list[NodeInfo], conf: Any, idle: Any) -> dict[Any, Any]:
         """Called when a session opens; returns the feasible cache the session should use."""

@@ -29,6 +29,7 @@ from scheduler.framework.backend import StatementBackEnd
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.faults import CLOSE, OPEN, Faults, JobGuard
 from scheduler.framework.fit import FeasibilityCache
+from scheduler.framework.holds import HoldBook
 from scheduler.framework.memo import CycleMemo
 from scheduler.framework.order import Orderings
 from scheduler.framework.plugin import Plugin, SessionAPI
@@ -71,6 +72,8 @@ class Session:
         self.faults = Faults(self.results, memo, self.tiers.plugin_modules, self._jobs_of_queue)
         self.order = Orderings(self.tiers, self.faults)
         self.fit = FeasibilityCache(self.node_list, self.arrays, self.tiers, conf, memo=memo, trace=trace)
+        # room held for moved jobs (`holds.py`): the memo's, so it lasts from cycle to cycle; else this cycle's own
+        self.holds: HoldBook = memo.holds if memo is not None else HoldBook()
         self._back_end = StatementBackEnd(self.jobs, self.nodes, self.arrays, self.tiers)
         self.accelerate = accelerate  # build the plugins' accelerations (off: the plain methods alone, same answers)
         self.plugins: list[tuple[int, Plugin[object]]] = []

@@ -10,7 +10,8 @@ nothing, the clock jumps to the next arrival or completion, so a day-long trace 
 Evictions are carried out as Kubernetes does (`InMemoryCluster.graceful`): a victim keeps its node through its
 queue's notice and its grace period. Once it is gone, the job controller hears of it as Volcano's does
 (pkg/controllers/job/job_controller_handler.go deletePod: a `PodEvicted` event, whose default action, with no
-`policies` naming it, is SyncJob: the pod is recreated; `RestartJob` and the others as the Job says). A gang
+`policies` naming it, is SyncJob: the pod is recreated, `restart_delay` seconds later (default 0: at once);
+`RestartJob` and the others as the Job says). A gang
 that falls below its minimum stops working: once whole again it runs its whole `duration` again (the replay
 assumes no checkpoint), so an evicted job ends later.
 
@@ -162,9 +163,11 @@ def _run_for(item: WorkItem) -> JobRun:
 class JobDriver:
     """The job controller and kubelets of the simulated cluster."""
 
-    def __init__(self, cluster: InMemoryCluster, stage: Stage = _quiet) -> None:
+    def __init__(self, cluster: InMemoryCluster, stage: Stage = _quiet, restart_delay: float = 0.0) -> None:
         self.cluster = cluster
         self.stage = stage
+        self.restart_delay = restart_delay
+        self.not_before: dict[tuple[str, str], float] = {}  # (job, pod name) -> when its controller recreates it
 
     def submit(self, run: JobRun) -> None:
         manifest = run.item.manifest
@@ -180,6 +183,8 @@ class JobDriver:
         `policies` pick the action; none: SyncJob, which recreates it)."""
         if run.item.kind != "Job" or run.status.phase in FINISHED:
             return False
+        if self.restart_delay > 0:
+            self.not_before[(run.key, pod.task.name)] = now + self.restart_delay
         views = [pod_view(p.manifest) for p in self.cluster.pods_of(run.key)]
         return self.sync(run, now, pod_event(run.item.manifest, pod_view(pod.manifest), None, views))
 
@@ -196,6 +201,9 @@ class JobDriver:
         wanted = set(decision.pods_to_create())
         created = 0
         for pod in desired_pods(job, pg_phase, existing):
+            if self.not_before and self.not_before.get((run.key, pod["metadata"]["name"]), now) > now:
+                continue  # an evicted pod: its controller recreates it after the restart delay
+            self.not_before.pop((run.key, pod["metadata"]["name"]), None)
             if pod["metadata"]["name"] in wanted:
                 if not created % STAGE_EVERY and len(wanted) > STAGE_EVERY:
                     self.stage(f"creating the pods of {run.key}: {created}/{len(wanted)}")
@@ -254,6 +262,10 @@ class JobDriver:
         self.cluster.delete_podgroup(run.key)
         run.ended, run.phase = now, DELETED
         return True
+
+    def next_restart(self, now: float) -> float | None:
+        """When the next evicted pod is recreated (None: none waits)."""
+        return min((t for t in self.not_before.values() if t > now), default=None)
 
     def next_finish(self, run: JobRun) -> float | None:
         if run.running_since is None or run.ended is not None:
@@ -326,16 +338,18 @@ def replay(
     partial_gangs: PartialGangPolicy | None = None,
     progress: Callable[[float, int, int], None] | None = None,
     stage: Stage = _quiet,
+    restart_delay: float = 0.0,
 ) -> Replay:
     """Replay `workload`; `scheduler` defaults to volcano-py's cycle with `conf`, followed by `partial_gangs`
     (the scheduler's default timeout unless given) as the scheduler's loop runs it. `progress(now, finished, jobs)`
     is called after every cycle; `stage(text)` as the replay goes from one step to the next (the cluster build,
-    the pods a job controller creates, each cycle), so a long step says what it is."""
+    the pods a job controller creates, each cycle), so a long step says what it is. `restart_delay`: seconds
+    between an evicted pod being gone and its controller recreating it."""
     cluster = build_cluster(spec, workload, stage)
     if scheduler is None:
         assert conf is not None
         scheduler = volcano_py(cluster, conf, partial_gangs or PartialGangPolicy())
-    driver = JobDriver(cluster, stage)
+    driver = JobDriver(cluster, stage, restart_delay)
     runs = sorted((_run_for(i) for i in workload.items), key=lambda r: (r.item.arrival, r.key))
     controllers = controllers_of(workload)
     last_arrival = max([r.item.arrival for r in runs] + [c.horizon() for c in controllers], default=0.0)
@@ -384,7 +398,7 @@ def replay(
             break
         upcoming = [r.item.arrival for r in runs if not r.submitted] + wakes
         upcoming += [t for r in runs if (t := driver.next_finish(r)) is not None]
-        upcoming += [t for t in (cluster.next_reap(),) if t is not None]
+        upcoming += [t for t in (cluster.next_reap(), driver.next_restart(now)) if t is not None]
         upcoming += [t for t in (result.look_again,) if t is not None and t > now]  # a minimum runtime ends
         if changed:
             now += period

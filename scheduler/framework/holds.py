@@ -1,0 +1,55 @@
+"""Layer `framework`: room held for jobs the `consolidate` action moved, kept from one cycle to the next.
+
+A moved job's pods are evicted (deleted with their grace period), recreated by its controller, and placed by a
+later cycle on the nodes its plan chose. Between the plan and that placement the room is held: every cycle
+that runs `consolidate` first honours the holds (`actions/holds.py`), so no other job takes the room.
+
+The holds live in the scheduler's memory, in the `CycleMemo` the runner and the simulator hand every cycle
+(`memo.py`): a restarted scheduler or a new leader starts without them, and a moved job is then placed as any
+pending job is. A hold ends when its job runs whole again, when its job is gone, or after its `until`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler.api.resources import Resource
+
+
+@dataclass(frozen=True, slots=True)
+class HeldPod:
+    """One pod of a moved job: its key (namespace/name, as its controller recreates it), the node it is held on,
+    and what it requests there."""
+
+    pod: str
+    node: str
+    request: Resource
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """The room held for `job`, moved at `since` to make room for `preemptor`; given up after `until`."""
+
+    job: str
+    preemptor: str
+    pods: tuple[HeldPod, ...]
+    since: float
+    until: float
+
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(sorted({p.node for p in self.pods}))
+
+
+@dataclass(slots=True)
+class HoldBook:
+    """The holds in force, by the moved job's key, and what became of the ones that ended (for tests and logs)."""
+
+    holds: dict[str, Hold] = field(default_factory=dict)
+    ended: list[tuple[str, str]] = field(default_factory=list)  # (job, why): placed | gone | expired | refused
+
+    ENDED_MAX = 1000
+
+    def end(self, job: str, why: str) -> None:
+        if self.holds.pop(job, None) is not None:
+            self.ended.append((job, why))
+            del self.ended[: max(0, len(self.ended) - self.ENDED_MAX)]

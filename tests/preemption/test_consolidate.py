@@ -1,0 +1,175 @@
+"""The consolidate action (beyond Volcano, after KAI-Scheduler's consolidation): a 16-GPU gang that does not fit
+because the free GPUs are scattered over half-used nodes gets room by moving opted-in running jobs, whole, in
+one plan; the moved jobs' new room is held until their recreated pods are placed there."""
+
+from __future__ import annotations
+
+import pytest
+from consolidate_cases import WITHOUT, conf, pod, recreate, running
+
+from scheduler.actions.consolidate import DEFAULT_HOLD, DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, ConsolidateArgs
+from scheduler.actions.movable import KAI_PREEMPTIBILITY, MOVABLE
+from scheduler.conf_check import action_warnings
+from scheduler.testing import ClusterBuilder, cluster
+
+
+def scattered(mark: dict[str, str] | None = None) -> ClusterBuilder:
+    """4 nodes of 8 GPUs, each half used by a 1-pod 4-GPU job: 16 GPUs free, no node with 8; a gang of 2 x 8."""
+    c = cluster().nodes("n", 4, gpu=8)
+    for i in range(4):
+        running(c, f"small{i}", [f"n{i}"], 4, mark=mark)
+    c.job("big", replicas=2, gpu=8)
+    return c
+
+
+def test_the_gang_is_placed_after_moving_two_jobs_whole_and_each_move_says_why() -> None:
+    c = scattered()
+    first = c.cycle(conf())
+    moved = {e.job for e in first.evictions}
+    assert len(moved) == 2 and all(e.cause is not None and e.cause.action == "consolidate"
+                                   and e.cause.by == "default/big" for e in first.evictions)
+    holds = c.memo.holds.holds
+    assert set(holds) == moved
+    for e in first.evictions:  # each moved pod is held on a node other than the one it left, where room is free
+        held = holds[e.job].pods[0]
+        assert held.node != e.node and e.cause is not None and held.node in e.cause.rule
+    c.cycle(conf())
+    assert sorted(c.sim.bound("big").values()) == sorted(e.node for e in first.evictions)
+
+
+def test_without_the_action_in_the_conf_nothing_moves_and_the_gang_waits() -> None:
+    c = scattered()
+    for _ in range(3):
+        assert not c.cycle(conf(WITHOUT)).evictions
+    assert c.sim.bound("big") == {}
+
+
+def test_the_moved_job_is_placed_on_its_held_node_and_nothing_else_takes_the_room_meanwhile() -> None:
+    c = scattered()
+    first = c.cycle(conf())
+    held = {p.pod: p.node for h in c.memo.holds.holds.values() for p in h.pods}
+    c.job("intruder", replicas=1, gpu=4)  # would fit exactly in a held room
+    c.cycle(conf())
+    c.cycle(conf())
+    assert c.sim.bound("intruder") == {}
+    for e in first.evictions:
+        recreate(c, e.task, 4)
+    c.cycle(conf())
+    for e in first.evictions:
+        name = e.task.split("/")[1]
+        assert c.sim.bound(e.job.split("/")[1]) == {name: held[e.task]}
+    c.cycle(conf())
+    assert {why for _, why in c.memo.holds.ended} == {"placed"} and not c.memo.holds.holds
+
+
+@pytest.mark.parametrize("mark", [
+    {},  # no mark: nothing opted in
+    {MOVABLE: "false"},
+    {MOVABLE: "yes please"},  # not a mark the action reads: not moved
+    {KAI_PREEMPTIBILITY: "Non-Preemptible"},
+    {MOVABLE: "true", "volcano.sh/preemptable": "false"},
+], ids=["unmarked", "opted-out", "unreadable", "kai-non-preemptible", "volcano-non-preemptable"])
+def test_a_job_that_does_not_say_it_may_move_is_never_moved(mark: dict[str, str]) -> None:
+    c = scattered(mark)
+    for _ in range(2):
+        assert not c.cycle(conf()).evictions
+    assert c.sim.bound("big") == {}
+
+
+def test_kai_preemptible_label_marks_a_job_movable() -> None:
+    c = scattered({KAI_PREEMPTIBILITY: "Preemptible"})
+    assert c.cycle(conf()).evictions
+
+
+def test_a_plan_that_cannot_replace_every_moved_job_evicts_nothing() -> None:
+    # 3 nodes of 8: two 4-GPU jobs on n0 and n1, a 6-GPU job on n2. The gang (2 x 8) needs two of them empty; the
+    # 16 free GPUs are not enough for the gang and the moved jobs' 8 GPUs: no move re-places everything.
+    c = cluster().nodes("n", 3, gpu=8)
+    running(c, "a", ["n0"], 4)
+    running(c, "b", ["n1"], 4)
+    running(c, "d", ["n2"], 6)
+    c.job("big", replicas=2, gpu=8)
+    for _ in range(2):
+        assert not c.cycle(conf()).evictions
+    assert not c.memo.holds.holds
+
+
+def test_a_multi_pod_job_moves_whole_or_not_at_all() -> None:
+    # a 2-pod job spans n0 and n1 (4 GPUs each); n2 and n3 have 4 GPUs used by single jobs. Moving the 2-pod job
+    # frees n0 and n1 for the gang; its two pods go to n2 and n3 together.
+    c = cluster().nodes("n", 4, gpu=8)
+    running(c, "pair", ["n0", "n1"], 4)
+    running(c, "s2", ["n2"], 4, mark={})
+    running(c, "s3", ["n3"], 4, mark={})
+    c.job("big", replicas=2, gpu=8)
+    result = c.cycle(conf())
+    assert sorted(e.task for e in result.evictions) == ["default/pair-0", "default/pair-1"]
+    assert sorted(p.node for p in c.memo.holds.holds["default/pair"].pods) == ["n2", "n3"]
+
+
+def test_minimum_runtime_keeps_a_young_job_where_it_is() -> None:
+    c = scattered()
+    assert not c.cycle(conf(minruntime={"minRuntime": "1h"})).evictions
+    assert c.sim.bound("big") == {}
+    c2 = scattered()
+    assert c2.cycle(conf(minruntime={"minRuntime": "0s"})).evictions
+
+
+def test_evictions_per_job_bound_holds_at_the_bound() -> None:
+    # the plan needs exactly two evictions: allowed at 2, refused at 1
+    assert len(scattered().cycle(conf(consolidate={"maxEvictionsPerJob": 2})).evictions) == 2
+    assert not scattered().cycle(conf(consolidate={"maxEvictionsPerJob": 1})).evictions
+
+
+def test_evictions_per_cycle_bound_holds_at_the_bound() -> None:
+    # two such clusters side by side (8 nodes), two gangs: each needs 2 evictions
+    c = cluster().nodes("n", 8, gpu=8)
+    for i in range(8):
+        running(c, f"small{i}", [f"n{i}"], 4)
+    c.job("big", replicas=2, gpu=8).job("big2", replicas=2, gpu=8)
+    assert len(c.cycle(conf(consolidate={"maxEvictionsPerCycle": 3})).evictions) == 2
+    c2 = cluster().nodes("n", 8, gpu=8)
+    for i in range(8):
+        running(c2, f"small{i}", [f"n{i}"], 4)
+    c2.job("big", replicas=2, gpu=8).job("big2", replicas=2, gpu=8)
+    assert len(c2.cycle(conf(consolidate={"maxEvictionsPerCycle": 4})).evictions) == 4
+
+
+@pytest.mark.parametrize("raw", [{}, {"maxEvictionsPerCycle": "x", "maxEvictionsPerJob": 0, "holdSeconds": 99999}])
+def test_unreadable_or_out_of_range_arguments_take_the_documented_defaults(raw: dict[str, object]) -> None:
+    assert ConsolidateArgs.read(raw) == ConsolidateArgs(DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, float(DEFAULT_HOLD))
+    assert (DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, DEFAULT_HOLD) == (16, 8, 300)
+
+
+def test_a_hold_expires_and_the_room_is_given_back() -> None:
+    c = scattered()
+    c.cycle(conf(consolidate={"holdSeconds": 2}))
+    c.job("intruder", replicas=1, gpu=4)
+    for _ in range(4):
+        c.cycle(conf(consolidate={"holdSeconds": 2}))
+    assert {why for _, why in c.memo.holds.ended} == {"expired"}
+    assert len(c.sim.bound("intruder")) == 1
+
+
+def test_conf_check_names_a_bad_bound_and_the_default_the_action_uses_instead() -> None:
+    bad = action_warnings(conf(consolidate={"maxEvictionsPerJob": 0, "maxEvictionsPerCycle": 5, "holdSeconds": 60,
+                                            "maxEvictions": 3}))
+    assert sorted((w.key, w.using) for w in bad) == [
+        ("maxEvictions", "consolidate uses maxEvictionsPerJob=8 (the default)"),  # the closest key, suggested
+        ("maxEvictionsPerJob", "consolidate uses 8 (the default)")]
+
+
+def test_a_pod_recreated_under_a_new_name_takes_the_held_room_of_the_one_that_is_gone() -> None:
+    c = scattered()
+    first = c.cycle(conf())
+    held = {p.pod: p.node for h in c.memo.holds.holds.values() for p in h.pods}
+    c.cycle(conf())
+    for e in first.evictions:  # a ReplicaSet's way: a new name
+        job = e.job.split("/")[1]
+        c.sim.add_pod(pod(job, 7, 4, None))
+    c.cycle(conf())
+    for e in first.evictions:
+        job = e.job.split("/")[1]
+        assert c.sim.bound(job) == {f"{job}-7": held[e.task]}
+    c.cycle(conf())
+    assert {why for _, why in c.memo.holds.ended} == {"placed"}
