@@ -20,7 +20,7 @@ from typing import Any
 from scheduler.actions.consolidate import BOUNDS as CONSOLIDATE_BOUNDS
 from scheduler.actions.starvation import parse_threshold
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
-from scheduler.framework.conf_args import as_bool
+from scheduler.framework.conf_args import as_bool, whole_number
 from scheduler.framework.conf_values import closest
 from scheduler.framework.conf_yaml import MAX_CONF_BYTES
 
@@ -37,12 +37,7 @@ def _bool(raw: Any) -> bool:
 
 def _count(low: int, high: int) -> Reader:
     def read(raw: Any) -> int:
-        if isinstance(raw, bool):
-            raise ValueError
-        value = int(str(raw).strip())  # actions/gang_evict.py _int_arg
-        if not low <= value <= high:
-            raise ValueError
-        return value
+        return whole_number(raw, low, high)  # as the actions read it (gang_evict.py, consolidate.py)
 
     return read
 

@@ -50,6 +50,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import GPU, ZERO, Resource
 from scheduler.api.snapshot import EvictCause
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import whole_number_or
 from scheduler.framework.evictable import EvictionKind
 from scheduler.framework.holds import HeldPod, Hold
 from scheduler.framework.session import Session
@@ -76,11 +77,7 @@ class ConsolidateArgs:
     def read(cls, raw: Mapping[str, object]) -> ConsolidateArgs:
         def value(key: str) -> int:
             default, top = BOUNDS[key]
-            try:
-                got = int(str(raw.get(key, default)).strip())
-            except ValueError:
-                return default
-            return got if 1 <= got <= top else default
+            return whole_number_or(raw.get(key, default), default, 1, top)
 
         return cls(value(PER_CYCLE), value(PER_JOB), float(value(HOLD)))
 

@@ -48,7 +48,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import EvictCause
 from scheduler.framework import points as P
-from scheduler.framework.conf_args import as_bool
+from scheduler.framework.conf_args import as_bool, whole_number_or
 from scheduler.framework.evictable import CLUSTER_DOMAIN, Domain, EvictionContext, EvictionKind
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -59,14 +59,6 @@ PREDICATE_ERROR_CACHE = "predicateErrorCacheEnable"  # an `allocate` argument, h
 DEFAULT_MAX_DOMAINS = 8
 T = TypeVar("T")
 PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})  # Volcano's PreemptableStatus
-
-
-def _int_arg(raw: object, default: int) -> int:
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        return default
-    return value if 0 < value <= 1_000_000 else default
 
 
 class GangEviction:
@@ -80,7 +72,7 @@ class GangEviction:
 
     def execute(self, ssn: Session) -> None:
         args = ssn.conf.configurations.get(self.name) or {}
-        self.max_domains = _int_arg(args.get(MAX_DOMAINS), DEFAULT_MAX_DOMAINS)
+        self.max_domains = whole_number_or(args.get(MAX_DOMAINS), DEFAULT_MAX_DOMAINS, 1, 1_000_000)
         whole = as_bool(args.get(ALLOW_WHOLE_BUNDLE))
         self.allow_whole = True if whole is None else whole
         cache = as_bool((ssn.conf.configurations.get("allocate") or {}).get(PREDICATE_ERROR_CACHE))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -83,6 +84,7 @@ def arg_float(opt: PluginOption, key: str, default: float) -> float:
     raise _arg_error(opt, key, "a number", value)
 
 
+_WHOLE = re.compile(r"[+-]?[0-9]{1,18}")
 _TRUE_WORDS = frozenset({"1", "t", "true"})
 _FALSE_WORDS = frozenset({"0", "f", "false"})
 
@@ -94,6 +96,26 @@ def as_bool(value: Any) -> bool | None:
     if isinstance(value, str) and value.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
         return value.strip().lower() in _TRUE_WORDS
     return None
+
+
+def whole_number(raw: object, low: int, high: int) -> int:
+    """An action's whole-number argument (`maxDomains`, `maxEvictionsPerCycle`, ...) from `low` to `high`, as the
+    conf spells it (10 or "10"); ValueError for anything else: a bool, a fraction, a word, out of range."""
+    text = str(raw).strip() if isinstance(raw, int | str) and not isinstance(raw, bool) else ""
+    if not _WHOLE.fullmatch(text):  # ASCII digits only: int() would also take "1_000" and other scripts' digits
+        raise ValueError(f"not a whole number: {str(raw)[:40]!r}")
+    value = int(text)
+    if not low <= value <= high:
+        raise ValueError(f"{value} is not from {low} to {high}")
+    return value
+
+
+def whole_number_or(raw: object, default: int, low: int, high: int) -> int:
+    """`whole_number`, or `default` where it would refuse (`conf check` names the refused value)."""
+    try:
+        return whole_number(raw, low, high)
+    except ValueError:
+        return default
 
 
 def arg_bool(opt: PluginOption, key: str, default: bool) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +17,12 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from hypothesis import given, strategies as st
 
 from scheduler.cache.runner import ConfWatcher
 from scheduler.cycle import builtin_default_conf, conf_from_text, load_conf
 from scheduler.framework.conf import ArgumentError, PluginOption, SchedulerConf
-from scheduler.framework.conf_args import NO_ARGS
+from scheduler.framework.conf_args import NO_ARGS, whole_number_or
 from scheduler.plugins.binpack import BinpackArgs, BinpackPlugin
 from scheduler.plugins.capacity import CapacityArgs
 from scheduler.plugins.deviceshare import DeviceShareArgs
@@ -271,3 +273,18 @@ def test_the_scheduler_keeps_the_last_good_conf_when_an_argument_goes_bad(tmp_pa
     os.utime(path, (1, 1))  # a new mtime, whatever the file system's resolution
     assert watcher.current() is good
     assert good.tiers[0].plugins[0].args == BinpackArgs(5, MappingProxyType({"cpu": 1, "memory": 1, GPU: 1}))
+
+
+@given(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=30),
+                 st.lists(st.integers(), max_size=2)))
+def test_an_actions_whole_number_argument_is_in_range_or_the_default(raw: object) -> None:
+    value = whole_number_or(raw, 8, 1, 1000)
+    assert value == 8 or 1 <= value <= 1000
+    ascii_whole = isinstance(raw, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", raw) is not None
+    if isinstance(raw, bool) or not (isinstance(raw, int) or ascii_whole):
+        assert value == 8  # a bool, a fraction, a word, "1_000", a list: never read as a number
+
+
+def test_an_actions_whole_number_argument_reads_what_confs_write() -> None:
+    assert [whole_number_or(raw, 8, 1, 1000) for raw in (3, "3", " 12 ", 0, "1001", "2.0", True, "9" * 5000)] == \
+        [3, 3, 12, 8, 8, 8, 8, 8]
