@@ -107,6 +107,9 @@ class Consolidate:
 
     def execute(self, ssn: Session) -> None:
         args = ConsolidateArgs.read(ssn.conf.configurations.get(self.name) or {})
+        movers = self.movers(ssn)
+        if not movers:
+            return  # nothing may move this cycle (the usual case): no plan to make, no node to look at
         by_queue: dict[str, list[JobInfo]] = {}
         for job in starving_jobs(ssn):
             queue = ssn.queues.get(job.queue)
@@ -114,23 +117,29 @@ class Consolidate:
                     and not hard_topology(job):
                 by_queue.setdefault(job.queue, []).append(job)
         budget = args.per_cycle
+        free: list[Resource] = []  # the cluster's free room (future idle), computed once and again after a move
         for queue, job, _ in round_robin(ssn, by_queue):
-            if budget <= 0:
+            if budget <= 0 or not movers:
                 break
+            if not free:
+                free.append(Resource.total(n.future_idle() for n in ssn.node_list))
             with ssn.guard(job):
-                budget -= self.consolidate_for(ssn, queue, job, args, budget)
+                evicted = self.consolidate_for(ssn, queue, job, args, budget, movers, free[0])
+                if evicted:
+                    budget -= evicted
+                    free.clear()
 
     # ---- one preemptor ---------------------------------------------------------------------------------
-    def consolidate_for(self, ssn: Session, queue: QueueInfo, job: JobInfo, args: ConsolidateArgs,
-                        budget: int) -> int:
-        """Move jobs so that `job` fits; the number of pods evicted (0: nothing done)."""
+    def consolidate_for(self, ssn: Session, queue: QueueInfo, job: JobInfo, args: ConsolidateArgs, budget: int,
+                        movers: dict[str, tuple[JobInfo, list[TaskInfo]]], free: Resource) -> int:
+        """Move jobs of `movers` so that `job` fits (the moved ones leave `movers`); the number of pods evicted
+        (0: nothing done)."""
         pending = [t for t in ssn.order.task_order(pending_tasks(job)) if not t.resreq.is_zero()]
         if not pending:
             return 0
-        need = Resource.total(t.resreq for t in pending)
-        if not need <= Resource.total(n.future_idle() for n in ssn.node_list):
+        if not Resource.total(t.resreq for t in pending) <= free:
             return 0  # 1.: moving gathers room, it makes none
-        candidates = self.candidates(ssn, job, pending)
+        candidates = self.candidates(ssn, job, pending, movers)
         limit = min(args.per_job, budget)
         stmt = ssn.statement()
         chosen: list[tuple[JobInfo, list[TaskInfo]]] = []
@@ -143,24 +152,35 @@ class Consolidate:
                 plan = self.try_plan(ssn, stmt, queue, job, pending, chosen, keep=True)
                 if plan is None:  # pragma: no cover - the pruned plan held a moment ago, on the same session
                     break
+                for other, _ in chosen:
+                    movers.pop(other.key, None)  # its pods are leaving: it moves once a cycle
                 return self.commit(ssn, stmt, job, chosen, plan, args)
         stmt.discard()
         return 0
 
-    def candidates(self, ssn: Session, job: JobInfo,
-                   pending: Sequence[TaskInfo]) -> list[tuple[JobInfo, list[TaskInfo]]]:
-        """2."""
-        found: list[tuple[JobInfo, list[TaskInfo]]] = []
+    @staticmethod
+    def movers(ssn: Session) -> dict[str, tuple[JobInfo, list[TaskInfo]]]:
+        """2., what does not depend on the preemptor: running jobs, every pod of them running or bound, marked
+        movable, without sub-groups or a network topology; each with its pods on nodes, by key."""
+        found: dict[str, tuple[JobInfo, list[TaskInfo]]] = {}
         for other in ssn.jobs.values():
-            if other.key == job.key or sub_group_job(other) or other.extra.get("networkTopology") \
-                    or ssn.faulted(other):
+            if sub_group_job(other) or other.extra.get("networkTopology") or ssn.faulted(other):
                 continue
             live = [t for t in other.tasks.values() if t.status not in GONE]
-            if not live or any(t.status not in RUNNING for t in live) or not movable(other, live):
+            if live and all(t.status in RUNNING for t in live) and movable(other, live):
+                found[other.key] = (other, sorted(live, key=lambda t: t.key))
+        return found
+
+    def candidates(self, ssn: Session, job: JobInfo, pending: Sequence[TaskInfo],
+                   movers: Mapping[str, tuple[JobInfo, list[TaskInfo]]]) -> list[tuple[JobInfo, list[TaskInfo]]]:
+        """2., for `job`: the movers whose every pod the victim filters let go, best first."""
+        found: list[tuple[JobInfo, list[TaskInfo]]] = []
+        for other, live in movers.values():
+            if other.key == job.key or ssn.faulted(other):
                 continue
-            if len(filtered(ssn, EvictionKind.CONSOLIDATE, job, live)) != len(live):
-                continue  # a job moves whole or not at all
-            found.append((other, sorted(live, key=lambda t: t.key)))
+            with ssn.guard(other):  # a filter failing on these pods faults their job, not the preemptor
+                if len(filtered(ssn, EvictionKind.CONSOLIDATE, job, live)) == len(live):  # moves whole or not
+                    found.append((other, live))
         largest = max((t.resreq for t in pending), key=_weight)
         short = {n.name: _weight(largest.shortfall(n.future_idle())) for n in ssn.node_list}
 

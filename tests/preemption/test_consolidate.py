@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 from consolidate_cases import WITHOUT, conf, pod, recreate, running
 
+from scheduler.actions import consolidate
 from scheduler.actions.consolidate import DEFAULT_HOLD, DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, ConsolidateArgs
 from scheduler.actions.movable import KAI_PREEMPTIBILITY, MOVABLE
+from scheduler.api.decision import Code
 from scheduler.conf_check import action_warnings
 from scheduler.testing import ClusterBuilder, cluster
 
@@ -173,3 +175,27 @@ def test_a_pod_recreated_under_a_new_name_takes_the_held_room_of_the_one_that_is
         assert c.sim.bound(job) == {f"{job}-7": held[e.task]}
     c.cycle(conf())
     assert {why for _, why in c.memo.holds.ended} == {"placed"}
+
+
+def test_a_victim_filter_failing_on_one_movable_job_faults_that_job_and_the_gang_still_gets_its_room(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One exception in one job costs that job alone: here the job whose pods a victim filter chokes on, not the
+    pending gang that asked, nor the other movable jobs."""
+    real = consolidate.filtered
+
+    def choking(ssn, kind, job, tasks):
+        if any(t.job == "default/small0" for t in tasks):
+            raise RuntimeError("a filter that cannot read small0's pods")
+        return real(ssn, kind, job, tasks)
+
+    monkeypatch.setattr(consolidate, "filtered", choking)
+    c = scattered()
+    first = c.cycle(conf())
+    assert {e.job for e in first.evictions} and "default/small0" not in {e.job for e in first.evictions}
+    status = next(s for s in first.podgroups if s.job == "default/small0")
+    assert status.decision is not None and status.decision.code is Code.ERROR
+    big = next(s for s in first.podgroups if s.job == "default/big")
+    assert big.decision is None or big.decision.code is not Code.ERROR
+    c.cycle(conf())
+    assert len(c.sim.bound("big")) == 2
