@@ -42,10 +42,12 @@ def placeholder(held: HeldPod) -> TaskInfo:
 
 
 def hold_room(ssn: Session, pods: list[HeldPod]) -> None:
-    """Placeholders for `pods` on their nodes, for the rest of this cycle."""
+    """Placeholders for `pods` on their nodes, for the rest of this cycle; none where the node is gone or its idle
+    no longer holds the pod (something else took the room: the recreated pod is then refused, `_place`), so a
+    placeholder never drives a node's idle below zero."""
     for held in pods:
         node = ssn.nodes.get(held.node)
-        if node is None:
+        if node is None or not held.request <= node.idle:
             continue
         node.add_task(placeholder(held))
         ssn.arrays.update(node)

@@ -9,10 +9,14 @@ from consolidate_cases import WITHOUT, conf, pod, recreate, running
 
 from scheduler.actions import consolidate
 from scheduler.actions.consolidate import DEFAULT_HOLD, DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, ConsolidateArgs
+from scheduler.actions.holds import PLACEHOLDER_JOB, honour_holds
 from scheduler.actions.movable import KAI_PREEMPTIBILITY, MOVABLE
 from scheduler.api.decision import Code
+from scheduler.api.resources import GPU
 from scheduler.conf_check import action_warnings
-from scheduler.testing import ClusterBuilder, cluster
+from scheduler.framework.session import Session
+from scheduler.plugins.registry import PLUGINS
+from scheduler.testing import ClusterBuilder, cluster, pod_object
 
 
 def scattered(mark: dict[str, str] | None = None) -> ClusterBuilder:
@@ -199,3 +203,23 @@ def test_a_victim_filter_failing_on_one_movable_job_faults_that_job_and_the_gang
     assert big.decision is None or big.decision.code is not Code.ERROR
     c.cycle(conf())
     assert len(c.sim.bound("big")) == 2
+
+
+def test_room_taken_from_a_hold_by_something_else_gets_no_placeholder_and_no_node_goes_below_zero() -> None:
+    """Between two cycles another scheduler binds a pod on a node held for a moved job: the hold cannot hold that
+    room any more; its placeholder is not put there (a node's idle never below zero), and the recreated pod is
+    refused there, so the job is placed as any pending job."""
+    c = scattered()
+    c.cycle(conf())
+    (held_job, hold), *_ = sorted(c.memo.holds.holds.items())
+    node = hold.pods[0].node
+    made = pod_object("intruder-0", group="intruder", gpu=4)  # exactly the room held there
+    made["spec"]["nodeName"], made["status"]["phase"] = node, "Running"
+    c.sim.add_pod(made)
+    ssn = Session(c.sim.snapshot(), conf(), PLUGINS, memo=c.memo)
+    honour_holds(ssn)
+    assert all(n.idle.get(GPU) >= 0 for n in ssn.node_list)
+    assert not any(t.job == PLACEHOLDER_JOB for t in ssn.nodes[node].tasks.values())
+    recreate(c, hold.pods[0].pod, hold.pods[0].request.get(GPU) // 1000)
+    c.cycle(conf())
+    assert ("default/" + held_job.split("/")[1], "refused") in c.memo.holds.ended
