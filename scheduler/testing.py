@@ -131,19 +131,31 @@ class ClusterBuilder:
         return [self.cycle(conf) for _ in range(n)]
 
 
-def conf_from_tiers(
+def conf_text_from_tiers(
     *tiers: Sequence[str | Mapping[str, Any]],
     actions: str = "enqueue, allocate, backfill",
     configurations: Mapping[str, Mapping[str, Any]] | None = None,
-) -> SchedulerConf:
-    """A conf from tiers of plugin names (or full plugin entries with arguments), as a test wants it."""
+) -> str:
+    """A volcano-scheduler.conf's text from tiers of plugin names (or full plugin entries with arguments): what an
+    e2e test puts in the scheduler's ConfigMap, or a simulator test loads."""
     doc: dict[str, Any] = {
         "actions": actions,
         "tiers": [{"plugins": [p if isinstance(p, Mapping) else {"name": p} for p in tier]} for tier in tiers],
     }
     if configurations:
         doc["configurations"] = [{"name": k, "arguments": dict(v)} for k, v in configurations.items()]
-    return conf_from_text(yaml.safe_dump(doc), source="test.conf")
+    text: str = yaml.safe_dump(doc)
+    return text
+
+
+def conf_from_tiers(
+    *tiers: Sequence[str | Mapping[str, Any]],
+    actions: str = "enqueue, allocate, backfill",
+    configurations: Mapping[str, Mapping[str, Any]] | None = None,
+) -> SchedulerConf:
+    """A conf from tiers of plugin names (or full plugin entries with arguments), as a test wants it."""
+    return conf_from_text(conf_text_from_tiers(*tiers, actions=actions, configurations=configurations),
+                          source="test.conf")
 
 
 def node_filters(reasons: Iterable[Reason]) -> set[NodeFilter]:

@@ -16,24 +16,12 @@ from vcjob_cluster import TIMEOUT, pods_of, scheduler_events, task, vcjob_cluste
 
 from scheduler.actions.movable import MOVABLE
 from scheduler.api.evictions import POD_CAUSE, read_cause
+from scheduler.testing import conf_text_from_tiers
 
 __all__ = ["vcjob_cluster"]  # the fixture
-CONF = """actions: "enqueue, allocate, consolidate, backfill"
-configurations:
-- name: allocate
-  arguments:
-    starvationThresholdSeconds: -1
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+CONF = conf_text_from_tiers(["priority", "gang", "conformance"], ["drf", "predicates", "proportion", "nodeorder"],
+                            actions="enqueue, allocate, consolidate, backfill",
+                            configurations={"allocate": {"starvationThresholdSeconds": -1}})
 GATE = "volcano-py.test/hold-back"
 
 

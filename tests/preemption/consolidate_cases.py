@@ -10,18 +10,22 @@ from scheduler.testing import ClusterBuilder, conf_from_tiers, pod_object
 
 WITH = "enqueue, allocate, consolidate, backfill"
 WITHOUT = "enqueue, allocate, backfill"
+FIRST_TIER = ("priority", "gang", "conformance")
+SECOND_TIER = ("drf", "predicates", "proportion", "nodeorder")
+# the starvation guard off: it would reserve for the pending gang and so change what consolidate finds
+NO_STARVATION_GUARD = {"allocate": {"starvationThresholdSeconds": -1}}
 
 
 def conf(actions: str = WITH, consolidate: dict[str, Any] | None = None,
          minruntime: dict[str, Any] | None = None) -> SchedulerConf:
-    first: list[Any] = ["priority", "gang", "conformance"]
+    first: list[Any] = list(FIRST_TIER)
     if minruntime is not None:
         first.append({"name": "minruntime", "arguments": minruntime})
-    configurations: dict[str, dict[str, Any]] = {"allocate": {"starvationThresholdSeconds": -1}}
+    configurations: dict[str, dict[str, Any]] = dict(NO_STARVATION_GUARD)
     if consolidate is not None:
         configurations["consolidate"] = consolidate
-    return conf_from_tiers(first, ["drf", "predicates", "proportion", "nodeorder", "binpack"], actions=actions,
-                           configurations=configurations)
+    return conf_from_tiers(first, [*SECOND_TIER, "binpack"], actions=actions, configurations=configurations)
+
 
 
 def pod(job: str, index: int, gpu: int, mark: dict[str, str] | None) -> dict[str, Any]:

@@ -16,28 +16,12 @@ from typing import Any
 import yaml
 
 from scheduler.actions.movable import MOVABLE
-from scheduler.cycle import conf_from_text
 from scheduler.sim.replay import Replay, replay
 from scheduler.sim.report import eviction_rows
 from scheduler.sim.workload import load_cluster, load_workload
+from scheduler.testing import conf_from_tiers
 
 GRACE, RESTART = 30.0, 20.0
-CONF = """actions: "{actions}"
-configurations:
-- name: allocate
-  arguments:
-    starvationThresholdSeconds: -1
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
 
 
 def job(name: str, arrival: float, duration: float, replicas: int, gpus: int, movable: bool = False) -> dict[str, Any]:
@@ -58,8 +42,10 @@ def run(tmp_path: Path, actions: str) -> Replay:
     jobs = [job(f"small{i}", float(i), 3600, 1, 4, movable=True) for i in range(4)]
     jobs += [job("big", 10, 600, 2, 8), job("intruder", 15, 100, 1, 4)]
     (tmp_path / "workload.yaml").write_text(yaml.safe_dump({"jobs": jobs}))
-    return replay(load_cluster(tmp_path / "cluster.yaml"), load_workload(tmp_path / "workload.yaml"),
-                  conf_from_text(CONF.format(actions=actions)), period=1.0, restart_delay=RESTART)
+    conf = conf_from_tiers(["priority", "gang", "conformance"], ["drf", "predicates", "proportion", "nodeorder"],
+                           actions=actions, configurations={"allocate": {"starvationThresholdSeconds": -1}})
+    return replay(load_cluster(tmp_path / "cluster.yaml"), load_workload(tmp_path / "workload.yaml"), conf,
+                  period=1.0, restart_delay=RESTART)
 
 
 def test_a_moved_job_is_deleted_with_its_grace_recreated_after_the_delay_and_placed_on_its_held_node(
