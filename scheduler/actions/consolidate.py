@@ -21,7 +21,8 @@ scenario is kept only if every victim is placed again); off unless the conf's `a
    plan still holds without it.
 4. Commit: the evictions (each with an `EvictCause`: `consolidate`, the preemptor, the move, so `explain`, the
    report and the simulator show it) and the preemptor's pipelined pods. Each moved job's new room is held
-   (`holds.py`) until its recreated pods are placed there. A plan that does not hold evicts nothing.
+   (`holds.py`) until its recreated pods are placed there, and the preemptor's until its victims are gone and it
+   is bound. A plan that does not hold evicts nothing.
 
 Bounds (the action's arguments in `configurations`; out of range or unreadable: the default):
 - `maxEvictionsPerCycle` (default 16, 1..10000): pods evicted by consolidate in one cycle, all plans together;
@@ -262,6 +263,10 @@ class Consolidate:
         ssn.results.count("eviction_transactions:Consolidated")
         for op in evicted:
             ssn.results.event("Pod", op.task.key, "Warning", "Consolidated", op.reason)
+        # the gang's own room too: its victims leave through their grace period, and until then the part of each
+        # node already idle would go to the next job that fits it (allocate places on idle before pipelining)
+        own = tuple(HeldPod(t.key, n.name, t.resreq) for t, n in plan.pipelined)
+        ssn.holds.holds[job.key] = Hold(job.key, job.key, own, ssn.now, ssn.now + args.hold)
         for other, tasks in chosen:
             pods = tuple(plan.moves[other.key])
             ssn.holds.holds[other.key] = Hold(other.key, job.key, pods, ssn.now, ssn.now + args.hold)

@@ -7,9 +7,11 @@ controller recreates them, and a later cycle places them. Until then the room it
 
 - a pod of the job that is on a node again (allocated, bound, running; not releasing) is done;
 - a pod that is pending (recreated; under a new name, one the job's controller made in place of a held pod that
-  is gone and that asks for the same) is allocated on its held node, in one Statement for the job, committed (bound)
-  as soon as the gang is ready (JobReady); short of that the placements stay in the session, never bound, as a
-  reservation (as the starvation guard's, `starvation.py`), so no later job of the cycle takes the room;
+  is gone and that asks for the same; or the gang the move was for, whose room its victims are still freeing) is
+  allocated on its held node, in one Statement for the job, committed (bound) as soon as the gang is ready
+  (JobReady); short of that the placements stay in the session, never bound, as a reservation (as the starvation
+  guard's, `starvation.py`), so no later job of the cycle takes the room. Where the node is still being freed the
+  pod is pipelined there and the part of its room already idle gets a placeholder (below);
 - a pod not yet recreated, or still terminating on its old node, holds its room with a placeholder: an
   allocation on the held node that belongs to no job, is no victim, is never bound and lasts this cycle only.
 
@@ -102,16 +104,29 @@ def _honour(ssn: Session, hold: Hold, job: JobInfo) -> None:
 
 
 def _place(ssn: Session, job: JobInfo, recreated: list[tuple[TaskInfo, HeldPod]]) -> bool:
-    """Allocate the recreated pods on their held nodes; commit if the gang is then ready. False (nothing kept)
-    if one of them does not fit its node."""
+    """Allocate the pending pods on their held nodes; commit if the gang is then ready. A pod whose node is still
+    being freed (the gang's victims leaving through their grace period) is pipelined there, and the part of its
+    room already idle is held with a placeholder, so a job placed later in the cycle cannot take it. False
+    (nothing kept) if one of them does not fit its node."""
     stmt = ssn.statement()
+    partial: list[HeldPod] = []
     for task, held in recreated:
         node = ssn.nodes.get(held.node)
         feasible = node is not None and any(n.name == held.node for n in ssn.fit.feasible_nodes(task))
-        if node is None or not feasible or not task.resreq <= node.idle:
+        if node is None or not feasible:
             stmt.discard()
             return False
-        stmt.allocate(task, node)
+        if task.resreq <= node.idle:
+            stmt.allocate(task, node)
+        elif task.resreq <= node.future_idle():
+            stmt.pipeline(task, node)
+            free = task.resreq - task.resreq.shortfall(node.idle.clamp_zero())  # what of it is idle already
+            if not free.is_zero():
+                partial.append(HeldPod(held.pod, held.node, free))
+        else:
+            stmt.discard()
+            return False
     if ssn.tiers.run(P.JOB_READY, job):
         stmt.commit()
+    hold_room(ssn, partial)
     return True

@@ -35,7 +35,7 @@ def test_the_gang_is_placed_after_moving_two_jobs_whole_and_each_move_says_why()
     assert len(moved) == 2 and all(e.cause is not None and e.cause.action == "consolidate"
                                    and e.cause.by == "default/big" for e in first.evictions)
     holds = c.memo.holds.holds
-    assert set(holds) == moved
+    assert set(holds) == moved | {"default/big"}  # the moved jobs' new room, and the room freed for big
     for e in first.evictions:  # each moved pod is held on a node other than the one it left, where room is free
         held = holds[e.job].pods[0]
         assert held.node != e.node and e.cause is not None and held.node in e.cause.rule
@@ -153,7 +153,8 @@ def test_a_hold_expires_and_the_room_is_given_back() -> None:
     c.job("intruder", replicas=1, gpu=4)
     for _ in range(4):
         c.cycle(conf(consolidate={"holdSeconds": 2}))
-    assert {why for _, why in c.memo.holds.ended} == {"expired"}
+    ended = dict(c.memo.holds.ended)
+    assert ended.pop("default/big") == "placed" and set(ended.values()) == {"expired"} and len(ended) == 2
     assert len(c.sim.bound("intruder")) == 1
 
 
@@ -223,3 +224,22 @@ def test_room_taken_from_a_hold_by_something_else_gets_no_placeholder_and_no_nod
     recreate(c, hold.pods[0].pod, hold.pods[0].request.get(GPU) // 1000)
     c.cycle(conf())
     assert ("default/" + held_job.split("/")[1], "refused") in c.memo.holds.ended
+
+
+def test_the_room_freed_for_the_gang_is_held_for_it_while_its_victims_leave() -> None:
+    """The victims keep their nodes through their grace period (as on a cluster); meanwhile half of each freed node
+    is already idle, and a 4-GPU job that arrives then would fit there and leave the gang short for good. The
+    gang's room is held for it as the moved jobs' is, so the gang binds on the freed nodes once the victims are
+    gone and the newcomer waits."""
+    c = scattered()
+    c.sim.graceful = True
+    first = c.cycle(conf())
+    freed = sorted(e.node for e in first.evictions)
+    c.job("intruder", replicas=1, gpu=4)
+    for _ in range(60):  # the default grace period is 30 s; one cycle is 1 s of the simulator's clock
+        c.sim.reap()  # the victims whose grace period ran out are gone
+        c.cycle(conf())
+        if c.sim.bound("big"):
+            break
+    assert sorted(c.sim.bound("big").values()) == freed
+    assert c.sim.bound("intruder") == {}
