@@ -219,7 +219,14 @@ class JobDriver:
         run.phase = str(decision.phase)
         if decision.phase in FINISHED and run.ended is None:
             run.ended = now
+            self._forget_restarts(run)
         return changed
+
+    def _forget_restarts(self, run: JobRun) -> None:
+        """An ended job's controller recreates nothing: its pending restarts go (no wake-up for them)."""
+        if self.not_before:
+            for key in [k for k in self.not_before if k[0] == run.key]:
+                del self.not_before[key]
 
     def progress(self, run: JobRun, now: float) -> bool:
         """Note when the gang is up; finish its pods `duration` after that."""
@@ -261,6 +268,7 @@ class JobDriver:
             return False
         self.cluster.delete_podgroup(run.key)
         run.ended, run.phase = now, DELETED
+        self._forget_restarts(run)
         return True
 
     def next_restart(self, now: float) -> float | None:

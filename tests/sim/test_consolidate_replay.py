@@ -16,7 +16,9 @@ from typing import Any
 import yaml
 
 from scheduler.actions.movable import MOVABLE
-from scheduler.sim.replay import Replay, replay
+from scheduler.sim.cluster import InMemoryCluster
+from scheduler.sim.items import WorkItem
+from scheduler.sim.replay import JobDriver, JobRun, Replay, replay
 from scheduler.sim.report import eviction_rows
 from scheduler.sim.workload import load_cluster, load_workload
 from scheduler.testing import conf_from_tiers
@@ -83,3 +85,13 @@ def test_without_the_action_the_gang_waits_for_the_small_jobs_to_end(tmp_path: P
     assert not done.cluster.eviction_log
     big = next(r for r in done.runs if r.key == "default/big")
     assert big.started is not None and big.started >= 3600
+
+
+def test_a_deleted_jobs_pending_restarts_are_forgotten_so_the_replay_does_not_wake_for_them() -> None:
+    driver = JobDriver(InMemoryCluster(), restart_delay=RESTART)
+    manifest = {"kind": "PodGroup", "metadata": {"name": "a", "namespace": "default"}, "spec": {"minMember": 1}}
+    gone, kept = JobRun(WorkItem(manifest, 0.0, 60.0), "default/a", 1), "default/b"
+    driver.not_before.update({("default/a", "a-0"): 50.0, (kept, "b-0"): 70.0})
+    assert driver.next_restart(10.0) == 50.0
+    driver.delete(gone, 10.0)
+    assert driver.next_restart(10.0) == 70.0 and list(driver.not_before) == [(kept, "b-0")]
