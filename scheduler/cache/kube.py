@@ -232,5 +232,8 @@ class Kube:
         with self._streams_lock:
             streams = list(self._streams)
         for resp in streams:
-            with contextlib.suppress(OSError, urllib3.exceptions.HTTPError):  # already closed
+            # Already closed: the socket (OSError, HTTPError), or the watch ended between the copy above and here and
+            # gave its connection back to the pool (urllib3 says so with a RuntimeError, or a ValueError when the
+            # socket was never shut down): nothing is left to interrupt.
+            with contextlib.suppress(OSError, urllib3.exceptions.HTTPError, RuntimeError, ValueError):
                 resp.shutdown()
