@@ -72,6 +72,15 @@ def cluster_gpus(core_v1) -> int:
     return sum(int((n["status"].get("allocatable") or {}).get(GPU_RESOURCE, "0")) for n in nodes)
 
 
+def others_pending(core_v1, namespace: str) -> list[str]:
+    """Pods of other tests still waiting for volcano-py (their namespaces being deleted): their queues would ask
+    for shares too."""
+    pods = json.loads(core_v1.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
+    return [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods
+            if p["metadata"]["namespace"] != namespace and p["spec"].get("schedulerName") == "volcano-py"
+            and not p["spec"].get("nodeName")]
+
+
 def held(core_v1, namespace: str, job: str) -> int:
     return len([p for p in bound_pods(core_v1, namespace) if p.startswith(f"{job}-")])
 
@@ -94,9 +103,10 @@ def test_the_queue_with_less_history_wins_the_contested_room_after_a_restart(
     for _ in range(2):
         node_set(gpus=4)
     tag = node_set.tag
-    # proportion shares the whole cluster: the test's nodes must be all of its GPUs (others' nodes are deleted
-    # when their tests end)
+    # proportion shares the whole cluster among the queues asking: the test's nodes must be all of its GPUs, and
+    # its two queues the only ones asking (other tests' nodes and pods go when those tests end)
     wait_for(lambda: cluster_gpus(core_v1) == GPUS, TIMEOUT, what="the test's 8 GPUs the only ones in the cluster")
+    wait_for(lambda: not others_pending(core_v1, namespace), TIMEOUT, what="no other test's pod waiting")
     heavy, light = two_queues["heavy"], two_queues["light"]
 
     # 1. heavy busy under scheduler A, until A has recorded enough of it
