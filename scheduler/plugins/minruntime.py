@@ -2,8 +2,8 @@
 
 A rule beyond Volcano's (after KAI-Scheduler's minruntime plugin and Volcano's cdp), served at the victim filter
 every evicting action asks last (`points.VICTIM_FILTER`: preempt, reclaim, gangpreempt, gangreclaim,
-consolidate), whatever tier answered before it. Off unless the plugin is listed in the conf; listed without arguments it protects only
-the jobs and queues that ask for it by annotation. A job's minimum runtime is, first found:
+consolidate), whatever tier answered before it. Off unless the plugin is listed in the conf; listed without
+arguments it protects only the jobs and queues that ask for it by annotation. A job's minimum runtime is, first found:
 
 1. `volcano-py.io/min-runtime` on its pods (a Go duration; the largest over its pods), capped at `maxMinRuntime`;
 2. its Queue's annotations (`api/min_runtime.py`, read at the edge; KAI-Scheduler's queue-level min-runtime):
