@@ -3,7 +3,8 @@ minimum runtime, and does once it is older.
 
 Volcano's gang-eviction conf (examples/sim/gang-eviction.conf) with volcano-py's `minruntime` plugin added to the
 first tier, no arguments: only a job that asks for a minimum runtime (its pods' `volcano-py.io/min-runtime`), or
-whose Queue does (its `volcano-py.io/preempt-min-runtime`), is protected. The scheduler and the Job controller run as processes; kwok runs the pods.
+whose Queue does (its `volcano-py.io/preempt-min-runtime`), is protected. The scheduler and the Job controller
+run as processes; kwok runs the pods.
 """
 
 from __future__ import annotations
