@@ -234,7 +234,8 @@ def load(spec: DaySpec, tmp: Path) -> tuple[Any, Any]:
     return load_cluster(path), workload_from_docs("gpu_day_workload", workload_docs(spec))
 
 
-def main(argv: Sequence[str] | None = None) -> list[Result]:
+def run(argv: Sequence[str] | None = None) -> list[Result]:
+    """The command line's run: the results, in the variants' order (tables, CSV and plots written)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--nodes", type=int, default=10)
@@ -280,5 +281,10 @@ def main(argv: Sequence[str] | None = None) -> list[Result]:
     return results
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    run(argv)
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

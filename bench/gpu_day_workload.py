@@ -136,7 +136,7 @@ def workload_docs(spec: DaySpec) -> list[dict[str, Any]]:
 def offered_load(docs: list[dict[str, Any]], gpus: int, day: float = DAY) -> float:
     """GPU-seconds the jobs ask for over what the cluster has in a day."""
     asked = sum(gpus_of(d) * d["duration"] for d in docs)
-    return asked / (gpus * day)
+    return float(asked) / (gpus * day)
 
 
 def gpus_of(doc: dict[str, Any]) -> int:
