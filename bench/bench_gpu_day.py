@@ -1,7 +1,7 @@
 """A day of GPU training jobs in the simulator, one run, every conf: Volcano's, volcano-py's, and each policy.
 
-    .venv/bin/python bench/bench_gpu_day.py [--seed 35] [--nodes 10] [--period 10] [--quick] [--out DIR]
-                                            [--variants volcano-conf,all]
+    .venv/bin/python bench/bench_gpu_day.py [--seed 35] [--nodes 10] [--per-class 150,100,60] [--period 10]
+                                            [--variants volcano-conf,all] [--quick] [--out DIR] [--no-plots]
 
 The workload (`gpu_day_workload.py`, seeded): 24 simulated hours of training jobs whose gang sizes, run times
 and arrivals follow the distributions Jeon et al. published for Microsoft's Philly clusters (USENIX ATC 2019; see
@@ -244,6 +244,7 @@ def run(argv: Sequence[str] | None = None) -> list[Result]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--nodes", type=int, default=10)
+    parser.add_argument("--per-class", default="150,100,60", help="jobs of 1, 2-8 and 16-64 GPUs")
     parser.add_argument("--period", type=float, default=10.0, help="simulated seconds between cycles")
     parser.add_argument("--quick", action="store_true", help="a 4-node, 6-hour day of 18 jobs (for tests)")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from: " + ", ".join(VARIANTS))
@@ -255,7 +256,7 @@ def run(argv: Sequence[str] | None = None) -> list[Result]:
     if unknown:
         parser.error(f"unknown variant {unknown[0]!r}")
     spec = (DaySpec(nodes=4, per_class=(8, 6, 4), seed=args.seed, day=6 * HOUR) if args.quick
-            else DaySpec(nodes=args.nodes, seed=args.seed))
+            else DaySpec(nodes=args.nodes, seed=args.seed, per_class=_three(parser, args.per_class)))
     gpus = spec.nodes * spec.gpus_per_node
     with tempfile.TemporaryDirectory() as tmp:
         cluster, workload = load(spec, Path(tmp))
@@ -284,6 +285,14 @@ def run(argv: Sequence[str] | None = None) -> list[Result]:
 
         plot_all(results, gpus, spec.day, out)
     return results
+
+
+def _three(parser: argparse.ArgumentParser, text: str) -> tuple[int, int, int]:
+    try:
+        a, b, c = (int(v) for v in text.split(","))
+    except ValueError:
+        parser.error(f"--per-class: expected three integers such as 150,100,60, got {text!r}")
+    return a, b, c
 
 
 def main(argv: Sequence[str] | None = None) -> int:
