@@ -41,6 +41,7 @@ log = logging.getLogger("volcano_py.controllers.hypernode")
 
 HYPERNODES = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
 PAGE = 500
+CONF_WATCH_SECONDS = 60  # each watch of the conf ConfigMap ends after this and is opened again
 DEBOUNCE = 0.2  # node events come in bursts (a rack relabelled): one reconcile for the burst
 _IO_ERRORS = (KubeError, OSError, urllib3.exceptions.HTTPError, ValueError)
 
@@ -60,6 +61,8 @@ class HyperNodeDiscovery:
         self.counts = NodeCounts()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._conf_watch: threading.Thread | None = None
+        self.conf_watched = False  # the conf ConfigMap's watch is open (else only the poll reads it)
         self.reconciles = 0  # completed reconciles (tests, logs)
 
     # ---- events, from kopf's handler threads ---------------------------------------------------------------
@@ -98,6 +101,9 @@ class HyperNodeDiscovery:
         self._mark_dirty()  # a new leader reconciles once whatever happened before
         self._thread = threading.Thread(target=self._run, name="hypernode-discovery", daemon=True)
         self._thread.start()
+        if self._conf_watch is None or not self._conf_watch.is_alive():
+            self._conf_watch = threading.Thread(target=self._watch_conf, name="hypernode-conf-watch", daemon=True)
+            self._conf_watch.start()
 
     def stop(self) -> None:
         self._stop.set()
@@ -176,6 +182,37 @@ class HyperNodeDiscovery:
         return written
 
     # ---- the conf ---------------------------------------------------------------------------------------------
+    def _watch_conf(self) -> None:
+        """Wake the worker whenever the conf ConfigMap changes (configmap_handler.go: Volcano's informer on that one
+        ConfigMap queues a reload), so a changed conf is applied at once, without a restart; the worker's poll
+        (every `poll` seconds) stays as the fallback when the watch cannot be opened. The watch only wakes: the
+        worker reads the ConfigMap and parses it (refresh_conf), so a malformed one keeps the last good one."""
+        path = f"/api/v1/namespaces/{self.ref.namespace}/configmaps"
+        query = {"watch": "1", "fieldSelector": f"metadata.name={self.ref.name}",
+                 "timeoutSeconds": CONF_WATCH_SECONDS}
+        backoff, said = 0.0, False
+        while not self._stop.is_set():
+            try:
+                for event in self.kube.stream(path, query, read_timeout=CONF_WATCH_SECONDS + 15):
+                    if self._stop.is_set():
+                        return
+                    self.conf_watched, backoff = True, 0.0
+                    if event.get("type") != "BOOKMARK":
+                        self._wake.set()
+            except _IO_ERRORS as exc:
+                self.conf_watched = False
+                backoff = min(self.max_backoff * 2, max(1.0, backoff * 2))
+                if not said:  # once: the poll carries on meanwhile
+                    said = True
+                    log.warning("HyperNode discovery: cannot watch ConfigMap %s/%s (%s); reading it every %.0fs",
+                                self.ref.namespace, self.ref.name, exc, self.poll)
+            except Exception:  # a bug: said, and the poll carries on
+                self.conf_watched = False
+                log.exception("HyperNode discovery: the conf watch failed")
+                backoff = self.max_backoff
+            if self._stop.wait(backoff):
+                return
+
     def refresh_conf(self) -> None:
         cm = self.kube.get_or_none(f"/api/v1/namespaces/{self.ref.namespace}/configmaps/{self.ref.name}")
         version = str(((cm or {}).get("metadata") or {}).get("resourceVersion") or "")
