@@ -188,7 +188,8 @@ def test_labels_become_marked_hypernodes_with_tier_names_and_a_hand_written_one_
             # every HyperNode's status.nodeCount is written once (hypernode_handler.go; the hand-written one's
             # too); then a second reconcile (a HyperNode deleted triggers one, as in Volcano) writes nothing
             wait_for(lambda: all((h.get("status") or {}).get("nodeCount") == len(h["spec"]["members"])
-                                 for h in made(custom, keys)), TIMEOUT, what="the nodeCounts written")
+                                 for h in [*made(custom, keys), custom.get_cluster_custom_object(
+                                     *TOPO, f"hand-{keys.tag}")]), TIMEOUT, what="the nodeCounts written")
             versions = {h["metadata"]["name"]: h["metadata"]["resourceVersion"] for h in made(custom, keys)}
             quiet = ctl.text().count("nothing to change")
             custom.create_cluster_custom_object(*TOPO, {
