@@ -588,7 +588,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--family", choices=FAMILIES, default="random",
                    help="random: workloads.py under Volcano's CI conf; preemption: preemption.py under Volcano's "
-                        "gang-eviction conf (issue 32)")
+                        "gang-eviction conf (issue 32); partitions: partitions.py; gated: gated.py (scheduling "
+                        "gates, SchedulingGatesQueueAdmission on in both sides)")
     p.add_argument("--workloads", type=int, default=200)
     p.add_argument("--seed", type=int, default=1, help="first workload seed (seeds are SEED .. SEED+N-1)")
     p.add_argument("--rerun", type=int, action="append", help="only this workload seed (repeatable)")
