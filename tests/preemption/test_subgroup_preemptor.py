@@ -40,7 +40,8 @@ def pinned_job(c: ClusterBuilder, name: str, node: str, *, cpu: str, pc: str, qu
 
 def partitioned(c: ClusterBuilder, name: str, *, partitions: int, size: int, min_partitions: int, cpu: str,
                 pc: str = "high", queue: str = "default", topology: Mapping[str, Any] | None = HARD_RACK,
-                job_topology: Mapping[str, Any] | None = None, running: Mapping[int, str] | None = None) -> None:
+                job_topology: Mapping[str, Any] | None = None, running: Mapping[int, str] | None = None,
+                interleave: bool = False) -> None:
     """A PodGroup and pods as the job controller writes them for a task `stage` with a partitionPolicy; the pods
     numbered in `running` already run on the node given."""
     policy: dict[str, Any] = {"name": "stage", "subGroupSize": size, "minSubGroups": min_partitions,
@@ -57,7 +58,7 @@ def partitioned(c: ClusterBuilder, name: str, *, partitions: int, size: int, min
     for i in range(partitions * size):
         pod = pod_object(f"{name}-stage-{i}", group=name, role="stage", cpu=cpu, memory="1Gi", priority_class=pc)
         pod["metadata"]["labels"]["volcano.sh/task-spec"] = "stage"
-        pod["metadata"]["labels"][PARTITION_ID_KEY] = str(i // size)
+        pod["metadata"]["labels"][PARTITION_ID_KEY] = str(i % partitions if interleave else i // size)
         if running and i in running:
             pod["spec"]["nodeName"] = running[i]
             pod["status"]["phase"] = "Running"
@@ -166,6 +167,21 @@ def test_gangreclaim_nominates_a_rack_per_partition() -> None:
     bound = partitions_bound(c, "mine")
     assert sorted(bound) == ["0", "1"]
     assert all(len(nodes) == 2 and len({rack_of(n) for n in nodes}) == 1 for nodes in bound.values()), bound
+
+
+def test_a_victims_safe_bundle_keeps_its_minimum_of_whole_sub_groups() -> None:
+    """The victim v has two partitions of two pods (minSubGroups 1), its pods numbered across them (0 and 2 in
+    partition 0): its safe bundle is one whole partition, not its two first pods, which would leave both
+    partitions short and v broken (Volcano's CreateJobBundles, enforceSubJobs). The preemptor needs two pods' room."""
+    c = racks([["a1"]])
+    partitioned(c, "v", partitions=2, size=2, min_partitions=1, cpu="1", pc="low", topology=None, interleave=True)
+    run(c, 1)
+    assert len(c.sim.bound("v")) == 4
+    c.job("p", replicas=2, cpu="1", memory="1Gi", priority_class="high")
+    run(c)
+    assert sorted(c.sim.evicted) == ["default/v-stage-0", "default/v-stage-2"]
+    assert sorted(c.sim.bound("v")) == ["v-stage-1", "v-stage-3"]
+    assert len(c.sim.bound("p")) == 2
 
 
 # ---- seeded random workloads ---------------------------------------------------------------------------------
