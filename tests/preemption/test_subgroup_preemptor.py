@@ -186,13 +186,21 @@ def test_a_victims_safe_bundle_keeps_its_minimum_of_whole_sub_groups() -> None:
 
 # ---- seeded random workloads ---------------------------------------------------------------------------------
 
-def random_workload(seed: int) -> tuple[ClusterBuilder, int, int, str]:
-    """Racks a.. of 2-3 nodes (4 cpu) under one spine, each node filled by low- or high-priority one-pod jobs; then
-    a high-priority job of partitions, hard within a rack. Returns the cluster, partition size, minSubGroups and
-    the job's name."""
+def random_workload(seed: int) -> tuple[ClusterBuilder, dict[str, tuple[int, int]]]:
+    """Racks a.. of 2-3 nodes (4 cpu) under one spine; in half the workloads a low-priority job of partitions
+    (`vic`, no topology, its pods numbered across partitions or not); each node then filled by low- or
+    high-priority one-pod jobs; then a high-priority job of partitions (`pre`), hard within a rack. Returns the
+    cluster and, per job of partitions, its partition size and minSubGroups."""
     rng = random.Random(seed)
     layout = [[f"{chr(97 + r)}{i}" for i in range(rng.randint(2, 3))] for r in range(rng.randint(2, 4))]
     c = racks(layout)
+    jobs: dict[str, tuple[int, int]] = {}
+    if rng.random() < 0.5:
+        size, partitions = rng.randint(1, 2), rng.randint(2, 3)
+        least = rng.randint(1, partitions)
+        partitioned(c, "vic", partitions=partitions, size=size, min_partitions=least, cpu="1", pc="low",
+                    topology=None, interleave=rng.random() < 0.5)
+        jobs["vic"] = (size, least)
     for nodes in layout:
         for node in nodes:
             for j in range(rng.choice([1, 2])):
@@ -201,32 +209,39 @@ def random_workload(seed: int) -> tuple[ClusterBuilder, int, int, str]:
     size, partitions = rng.randint(1, 3), rng.randint(1, 3)
     least = rng.randint(1, partitions)
     partitioned(c, "pre", partitions=partitions, size=size, min_partitions=least, cpu=rng.choice(["2", "3", "4"]))
-    return c, size, least, "pre"
+    jobs["pre"] = (size, least)
+    return c, jobs
 
 
 @pytest.mark.parametrize("seed", range(1, 41))
 def test_sub_group_preemptor_invariants(seed: int) -> None:
-    """Whatever the workload: a partition is never bound across racks; the job is bound with nothing or at least
-    minSubGroups whole partitions; every victim is of lower priority; an eviction is never wasted (the job is
-    bound the next cycle)."""
-    c, size, least, job = random_workload(seed)
+    """Whatever the workload: a hard partition is never bound across racks; a job of partitions, preemptor or
+    victim, is bound with nothing or at least minSubGroups whole partitions; every victim is of lower priority;
+    an eviction is never wasted (the preemptor is bound the next cycle)."""
+    c, jobs = random_workload(seed)
     for step in range(4):
         result = c.cycle(CONF)
-        bound = partitions_bound(c, job)
-        for partition, nodes in bound.items():
+        for partition, nodes in partitions_bound(c, "pre").items():
             assert len({rack_of(n) for n in nodes}) == 1, f"cycle {step}: partition {partition} split: {nodes}"
-        whole = [p for p, nodes in bound.items() if len(nodes) >= size]
-        assert not bound or len(whole) >= least, f"cycle {step}: partly bound {bound}"
+        for job, (size, least) in jobs.items():
+            bound = partitions_bound(c, job)
+            whole = [p for p, nodes in bound.items() if len(nodes) >= size]
+            assert not bound or len(whole) >= least, f"cycle {step}: {job} partly bound {bound}"
         for eviction in result.evictions:
-            assert eviction.cause is not None and eviction.cause.by == f"default/{job}"
+            assert eviction.cause is not None and eviction.cause.by == "default/pre"
             victim = eviction.job.split("/", 1)[1]
             assert c.sim.podgroups[f"default/{victim}"].manifest["spec"]["priorityClassName"] == "low"
         if result.evictions:
             c.cycle(CONF)
-            assert c.sim.bound(job), f"cycle {step}: victims evicted, {job} still not bound"
+            assert c.sim.bound("pre"), f"cycle {step}: victims evicted, pre still not bound"
 
 
 def test_the_random_workloads_do_preempt() -> None:
-    """The invariants above are asked of workloads where the sub-grouped job does preempt."""
-    preempted = sum(1 for seed in range(1, 41) if random_workload(seed)[0].cycle(CONF).evictions)
-    assert preempted >= 8, preempted
+    """The invariants above are asked of workloads where the sub-grouped job does preempt, sub-grouped victims
+    among them."""
+    preempted, of_partitions = 0, 0
+    for seed in range(1, 41):
+        evictions = random_workload(seed)[0].cycle(CONF).evictions
+        preempted += bool(evictions)
+        of_partitions += any(e.job == "default/vic" for e in evictions)
+    assert preempted >= 8 and of_partitions >= 2, (preempted, of_partitions)
