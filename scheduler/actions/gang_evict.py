@@ -142,7 +142,10 @@ class GangEviction:
         if not self.admits(ssn, queue, need):
             return
         # 3.
-        for domain in self.domains(ssn, job):
+        domains = self.domains(ssn, job)
+        if sub_group_job(job) and self.reserve(ssn, stmt, queue, job, domains):
+            return
+        for domain in domains:
             nodes = [ssn.nodes[name] for name in sorted(domain.nodes) if name in ssn.nodes]
             if not nodes:
                 continue
@@ -158,6 +161,22 @@ class GangEviction:
                     continue
                 if self.try_plan(ssn, stmt, queue, job, pending, domain, nodes, chosen):
                     return
+
+    def reserve(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, domains: list[Domain]) -> bool:
+        """A job with sub-groups pipelined, with no victim, on room already being released (its victims of an
+        earlier cycle terminating): Volcano's allocate pipelines a sub-job nominated by gang eviction onto future
+        idle, so the job is not starving when gangpreempt comes; volcano-py's sub-group placer seats on idle room
+        only, so this is done here. Without it the job looked starving while its victims terminated and took a
+        second domain's victims every cycle."""
+        for domain in domains:
+            mark = stmt.mark()
+            chosen = self.sub_groups(ssn).nominate(stmt, queue, job, domain.name, domain.nodes)
+            if chosen is not None:
+                if ssn.trace:
+                    ssn.trace(f"{self.name}: {job.key} waits in {sorted(chosen.values())} on room being released")
+                return True
+            stmt.rollback(mark)
+        return False
 
     def domains(self, ssn: Session, job: JobInfo) -> list[Domain]:
         everything = Domain(CLUSTER_DOMAIN, -1, frozenset(ssn.nodes))

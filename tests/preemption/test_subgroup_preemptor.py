@@ -245,3 +245,22 @@ def test_the_random_workloads_do_preempt() -> None:
         preempted += bool(evictions)
         of_partitions += any(e.job == "default/vic" for e in evictions)
     assert preempted >= 8 and of_partitions >= 2, (preempted, of_partitions)
+
+
+def test_a_sub_grouped_preemptor_waits_on_its_victims_room_instead_of_evicting_again() -> None:
+    """While its victims terminate (30 s grace), the sub-grouped job is pipelined on the room they release, as
+    Volcano's allocate pipelines a nominated sub-job onto future idle; so it does not look starving again and
+    evicts no second rack. Three racks of two 4-cpu nodes, all held by low-priority pods; high asks one rack."""
+    c = racks([["a1", "a2"], ["b1", "b2"], ["c1", "c2"]])
+    for node in ("a1", "a2", "b1", "b2", "c1", "c2"):
+        pinned_job(c, f"low-{node}", node, cpu="4", pc="low")
+    run(c, 1)
+    c.sim.graceful = True
+    partitioned(c, "high", partitions=1, size=2, min_partitions=1, cpu="4")
+    evicted: list[str] = []
+    for _ in range(40):  # 40 one-second cycles: past the victims' 30 s grace period
+        evicted.extend(e.task for e in c.cycle(CONF).evictions)
+        c.sim.reap()
+    assert len(evicted) == 2, evicted
+    assert len({rack_of(n) for n in c.sim.bound("high").values()}) == 1
+    assert len(c.sim.bound("high")) == 2
