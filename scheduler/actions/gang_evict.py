@@ -32,7 +32,8 @@ actions/utils/{bundle,simulate,util}.go), rule by rule:
 
 A job with sub-groups (`subGroupPolicy`) asks room for its sub-groups' pending pods and, in step 5, is pipelined
 sub-group by sub-group, each hard sub-group inside a HyperNode of its own (`subgroup_eviction.py`), until the job
-is pipelined: its minimum, in whole sub-groups, or nothing.
+is pipelined: its minimum, in whole sub-groups, or nothing. Before any victim is looked for, such a job is tried in
+each domain with none, on room already being released (`reserve`).
 """
 
 from __future__ import annotations
