@@ -264,3 +264,32 @@ def test_a_sub_grouped_preemptor_waits_on_its_victims_room_instead_of_evicting_a
     assert len(evicted) == 2, evicted
     assert len({rack_of(n) for n in c.sim.bound("high").values()}) == 1
     assert len(c.sim.bound("high")) == 2
+
+
+def test_a_partly_placed_sub_grouped_job_takes_victims_under_its_search_root_only() -> None:
+    """Racks a, b under spine s0 and c, d under s1 (two 4-cpu nodes each). high (job-level hard, spine at most)
+    runs partition 0 in rack a, so its search root is s0; partition 1 needs a rack. Rack b holds peers of high's
+    priority; racks c and d low-priority pods: freeing one would split high across spines, so nothing is evicted.
+    With rack b's pods of low priority instead, they go and partition 1 takes rack b."""
+    def build(rack_b: str) -> ClusterBuilder:
+        c = cluster().priority_class("low", 10).priority_class("high", 1000)
+        for r in "abcd":
+            for i in (1, 2):
+                c.node(f"{r}{i}", cpu="4", memory="64Gi")
+            c.hypernode(f"rack-{r}", 1, [f"{r}1", f"{r}2"])
+        c.hypernode("s0", 2, ["rack-a", "rack-b"], kind="HyperNode")
+        c.hypernode("s1", 2, ["rack-c", "rack-d"], kind="HyperNode")
+        for node in ("b1", "b2", "c1", "c2", "d1", "d2"):
+            pinned_job(c, f"w-{node}", node, cpu="4", pc=rack_b if node[0] == "b" else "low")
+        run(c, 1)
+        partitioned(c, "high", partitions=2, size=2, min_partitions=2, cpu="4", running={0: "a1", 1: "a2"},
+                    job_topology={"mode": "hard", "highestTierAllowed": 2})
+        run(c)
+        return c
+
+    held = build("high")
+    assert held.sim.evicted == []
+    assert sorted(held.sim.bound("high").values()) == ["a1", "a2"]
+    freed = build("low")
+    assert sorted(freed.sim.evicted) == ["default/w-b1-0", "default/w-b2-0"]
+    assert sorted(freed.sim.bound("high").values()) == ["a1", "a2", "b1", "b2"]
