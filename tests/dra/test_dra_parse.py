@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+from dra_objects import DRIVER, claim, device, device_class, pod, request, slice_, template
 
 from scheduler.api import dra as D
 from scheduler.api.dra_parse import (
@@ -16,7 +17,6 @@ from scheduler.api.dra_parse import (
     template_from_object,
 )
 from scheduler.api.field_parsers import FieldError
-from tests.dra.objects import DRIVER, claim, device, device_class, pod, request, slice_, template
 
 
 def test_slice_devices_attributes_and_capacity_by_domain() -> None:
@@ -91,7 +91,8 @@ def test_v1beta1_request_shape_is_read() -> None:
 
 
 @pytest.mark.parametrize("mutate, path", [
-    (lambda o: o["spec"]["devices"]["requests"][0]["exactly"].update(count=0), "spec.devices.requests[0].exactly.count"),
+    (lambda o: o["spec"]["devices"]["requests"][0]["exactly"].update(count=0),
+     "spec.devices.requests[0].exactly.count"),
     (lambda o: o["spec"]["devices"]["requests"][0]["exactly"].update(count=D.COUNT_MAX + 1),
      "spec.devices.requests[0].exactly.count"),
     (lambda o: o["spec"]["devices"]["requests"][0]["exactly"].update(allocationMode="Some"),
