@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from scheduler.api.selectors import NodeSelectorTerm
 
@@ -115,8 +116,9 @@ class ClaimSpec:
     constraints: tuple[MatchAttribute, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class DeviceId:
+class DeviceId(NamedTuple):
+    """(driver, pool, device): a tuple, hashed in C (the allocator hashes millions of them on a large cluster)."""
+
     driver: str
     pool: str
     device: str

@@ -24,8 +24,10 @@ miss is still met when some choice meets it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from scheduler.api import reasons_dra as R
 from scheduler.api.dra import (
@@ -99,6 +101,7 @@ class Allocator:
         self.held: set[DeviceId] = {r.device for c in self.claims.values() if c.allocation
                                     for r in c.allocation.results if not r.admin_access}
         self._matching: dict[tuple[str, tuple[str, ...], str], tuple[Candidate, ...] | Reason] = {}
+        self.version = 0  # bumped when `held` changes: a Tentative's remembered results are then stale
 
     def tentative(self) -> Tentative:
         return Tentative(self)
@@ -106,6 +109,7 @@ class Allocator:
     def commit(self, trial: Tentative) -> None:
         """Keep a gang's allocations (its binds went out): its devices are held from now on."""
         self.held |= trial.held
+        self.version += 1
         for key, entry in trial.entries.items():
             namespace, name = key.split("/", 1)
             old = self.claims.get(key)
@@ -154,12 +158,28 @@ class Tentative:
         self.allocator = allocator
         self.held: set[DeviceId] = set()
         self.entries: dict[str, _Entry] = {}
+        # The result of a claim spec on a node (a gang's pods from one template share the spec), valid while no
+        # device the node reaches was taken: (spec, allocator version, node version, wide version, result).
+        self._remembered: dict[tuple[int, str], tuple[ClaimSpec, int, int, int, Allocation | Reason]] = {}
+        self._node_version: dict[str, int] = {}
+        self._wide_version = 0
 
     def discard(self) -> None:
         self.held = set()
         self.entries = {}
+        self._remembered = {}
+        self._node_version = {}
+        self._wide_version += 1
 
     def fits(self, pod: PodRef, claims: PodClaims, node: str, labels: Mapping[str, str]) -> tuple[Reason, ...]:
+        if len(claims.claims) == 1:  # the common case, a pod's one claim from a template, asked of many nodes
+            ref = claims.claims[0]
+            if ref.template and not claims.claim_name(ref):
+                key = _claim_key(pod, ref.name, "")
+                tmpl = self.allocator.templates.get(f"{pod.namespace}/{ref.template}")
+                if tmpl is not None and key not in self.entries:
+                    result = self._allocate(key, tmpl.spec, node, labels, set())
+                    return (result,) if isinstance(result, Reason) else ()
         return self._place(pod, claims, node, labels, keep=False)
 
     def place(self, pod: PodRef, claims: PodClaims, node: str, labels: Mapping[str, str]) -> tuple[Reason, ...]:
@@ -181,7 +201,8 @@ class Tentative:
                keep: bool) -> tuple[Reason, ...]:
         made: dict[str, _Entry] = {}
         taken: set[DeviceId] = set()
-        for ref in claims.claims:
+        last = len(claims.claims) - 1
+        for i, ref in enumerate(claims.claims):
             name = claims.claim_name(ref)
             entry, problem = self._entry(pod, ref.name, ref.template, name, made)
             if problem is not None:
@@ -193,7 +214,8 @@ class Tentative:
                 if isinstance(result, Reason):
                     return (result,)
                 entry.allocation, entry.new_allocation = result, True
-                taken |= {r.device for r in result.results if not r.admin_access}
+                if keep or i < last:  # a question (`fits`) about the last claim needs no record of its devices
+                    taken |= {r.device for r in result.results if not r.admin_access}
             elif not entry.allocation.reachable(node, labels):
                 return (R.ClaimNotReachable(key, node),)
             me = pod.consumer()
@@ -206,6 +228,13 @@ class Tentative:
         if keep:
             self.entries.update(made)
             self.held |= taken
+            by_id = self.allocator.inventory.by_id
+            for ident in taken:
+                cand = by_id[ident]
+                if cand.reach == LOCAL:
+                    self._node_version[cand.slice.node_name] = self._node_version.get(cand.slice.node_name, 0) + 1
+                else:
+                    self._wide_version += 1
         return ()
 
     def _entry(self, pod: PodRef, ref_name: str, template: str, name: str,
@@ -233,8 +262,21 @@ class Tentative:
 
     def _allocate(self, key: str, spec: ClaimSpec, node: str, labels: Mapping[str, str],
                   taken: set[DeviceId]) -> Allocation | Reason:
+        if taken:  # another claim of the same pod took devices: nothing remembered applies
+            return self._choose(key, spec, node, labels, taken)
+        versions = (self.allocator.version, self._node_version.get(node, 0), self._wide_version)
+        held = self._remembered.get((id(spec), node))
+        if held is not None and held[0] is spec and held[1:4] == versions:
+            result = held[4]
+            return _for_claim(result, key) if isinstance(result, Reason) else result
+        result = self._choose(key, spec, node, labels, taken)
+        self._remembered[(id(spec), node)] = (spec, *versions, result)
+        return result
+
+    def _choose(self, key: str, spec: ClaimSpec, node: str, labels: Mapping[str, str],
+                taken: set[DeviceId]) -> Allocation | Reason:
         alloc = self.allocator
-        busy = alloc.held | self.held | taken
+        held, mine = alloc.held, self.held
         options: list[tuple[DeviceRequest, list[Candidate], int]] = []  # request, candidates, how many
         for req in spec.requests:
             if req.admin_access and not alloc.admin_access:
@@ -242,7 +284,10 @@ class Tentative:
             found = alloc.matching(req, node, labels, key)
             if isinstance(found, Reason):
                 return found
-            free = [c for c in found if req.admin_access or c.id not in busy]
+            if req.mode != ALL and len(found) < req.count:
+                return R.ClaimDevicesShort(key, req.name, req.device_class, req.count, len(found), node)
+            free = list(found) if req.admin_access else \
+                [c for c in found if c.id not in held and c.id not in mine and c.id not in taken]
             if req.mode == ALL:
                 if not found or len(free) < len(found):
                     return R.ClaimDevicesShort(key, req.name, req.device_class, max(len(found), 1), len(free), node)
@@ -251,7 +296,9 @@ class Tentative:
                 if len(free) < req.count:
                     return R.ClaimDevicesShort(key, req.name, req.device_class, req.count, len(free), node)
                 options.append((req, free, req.count))
-        chosen = _search(options, spec)
+        chosen = _greedy(options) if not spec.constraints else None
+        if chosen is None:
+            chosen = _search(options, spec)
         if chosen is None:
             if spec.constraints:
                 c = spec.constraints[0]
@@ -269,9 +316,34 @@ class Tentative:
         return Allocation(results, "", selected[0].slice.node_selector if selected else ())
 
 
+def _for_claim(reason: Any, key: str) -> Reason:
+    """A remembered reason, for another claim of the same spec (every claim reason names its claim)."""
+    out: Reason = dataclasses.replace(reason, claim=key)
+    return out
+
+
 def _claim_key(pod: PodRef, ref_name: str, name: str) -> str:
     """The claim's namespace/name; for a template's claim not made yet, one name per pod and pod claim."""
     return f"{pod.namespace}/{name}" if name else f"{pod.namespace}/{pod.name}-{ref_name}"
+
+
+def _greedy(options: list[tuple[DeviceRequest, list[Candidate], int]]) -> list[tuple[DeviceRequest, Candidate]] | None:
+    """Without constraints, the first free candidates of each request in turn: nearly always a choice; None
+    sends the claim to the search (an earlier request took devices a later one needed)."""
+    used: set[DeviceId] = set()
+    out = []
+    for req, cands, n in options:
+        got = 0
+        for cand in cands:
+            if got == n:
+                break
+            if cand.id not in used:
+                used.add(cand.id)
+                out.append((req, cand))
+                got += 1
+        if got < n:
+            return None
+    return out
 
 
 def _search(options: list[tuple[DeviceRequest, list[Candidate], int]],

@@ -207,3 +207,19 @@ def test_older_pool_generation_is_ignored() -> None:
     c["slices"] = [old, new]
     assert allocator(c).tentative().fits(ref("p"), claims_of("p", ("x", "c", "")), "n0", {}) == \
         (R.ClaimDevicesShort("default/c", "g", "gpu", 2, 1, "n0"),)
+
+
+def test_a_remembered_result_names_each_pods_claim_and_is_dropped_when_the_node_changes() -> None:
+    c = cluster(nodes=2, per_node=1, templates=[template("one-gpu", request("g", "gpu"))])
+    a = allocator(c)
+    t = a.tentative()
+    assert t.place(ref("p"), claims_of("p", ("g", "", "one-gpu")), "n0", {}) == ()
+    for name in ("q", "r"):  # the same spec on the same node: one answer, each naming its own claim
+        assert t.fits(ref(name), claims_of(name, ("g", "", "one-gpu")), "n0", {}) == \
+            (R.ClaimDevicesShort(f"default/{name}-g", "g", "gpu", 1, 0, "n0"),)
+    assert t.fits(ref("q"), claims_of("q", ("g", "", "one-gpu")), "n1", {}) == ()
+    assert t.place(ref("q"), claims_of("q", ("g", "", "one-gpu")), "n1", {}) == ()
+    assert t.fits(ref("r"), claims_of("r", ("g", "", "one-gpu")), "n1", {}) == \
+        (R.ClaimDevicesShort("default/r-g", "g", "gpu", 1, 0, "n1"),)
+    t.discard()
+    assert t.fits(ref("r"), claims_of("r", ("g", "", "one-gpu")), "n1", {}) == ()
