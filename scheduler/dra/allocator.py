@@ -186,6 +186,33 @@ class Tentative:
         """Allocate (or reuse) every claim of the pod for `node`; () when done, else why not (nothing kept)."""
         return self._place(pod, claims, node, labels, keep=True)
 
+    def release(self, pod: PodRef) -> None:
+        """Undo `place` for one pod (a statement discarded its task): it leaves the claims it was added to, and a
+        claim this gang allocated that nobody holds any more gives its devices back."""
+        me = pod.consumer()
+        for key, e in list(self.entries.items()):
+            if me not in e.new_consumers:
+                continue
+            e.new_consumers.remove(me)
+            e.reserved.remove(me)
+            if e.new_allocation and not e.reserved:
+                assert e.allocation is not None
+                self._taken_changed(r.device for r in e.allocation.results if not r.admin_access)
+                self.held -= {r.device for r in e.allocation.results}
+                del self.entries[key]
+            elif not e.new_allocation and not e.new_consumers:
+                del self.entries[key]
+
+    def _taken_changed(self, devices: Iterable[DeviceId]) -> None:
+        """Devices taken or given back: what was remembered of the nodes that reach them is stale."""
+        by_id = self.allocator.inventory.by_id
+        for ident in devices:
+            cand = by_id[ident]
+            if cand.reach == LOCAL:
+                self._node_version[cand.slice.node_name] = self._node_version.get(cand.slice.node_name, 0) + 1
+            else:
+                self._wide_version += 1
+
     def plan(self) -> list[ClaimWrite]:
         out = []
         for key, e in sorted(self.entries.items()):
@@ -228,13 +255,7 @@ class Tentative:
         if keep:
             self.entries.update(made)
             self.held |= taken
-            by_id = self.allocator.inventory.by_id
-            for ident in taken:
-                cand = by_id[ident]
-                if cand.reach == LOCAL:
-                    self._node_version[cand.slice.node_name] = self._node_version.get(cand.slice.node_name, 0) + 1
-                else:
-                    self._wide_version += 1
+            self._taken_changed(taken)
         return ()
 
     def _entry(self, pod: PodRef, ref_name: str, template: str, name: str,

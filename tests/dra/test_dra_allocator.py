@@ -223,3 +223,18 @@ def test_a_remembered_result_names_each_pods_claim_and_is_dropped_when_the_node_
         (R.ClaimDevicesShort("default/r-g", "g", "gpu", 1, 0, "n1"),)
     t.discard()
     assert t.fits(ref("r"), claims_of("r", ("g", "", "one-gpu")), "n1", {}) == ()
+
+
+def test_release_of_one_pod_gives_back_what_only_it_held_and_keeps_shared_claims() -> None:
+    c = cluster(nodes=1, claims=[claim("shared", request("g", "gpu"))],
+                templates=[template("one-gpu", request("g", "gpu"))])
+    t = allocator(c).tentative()
+    assert t.place(ref("p"), claims_of("p", ("s", "shared", "")), "n0", {}) == ()
+    assert t.place(ref("q"), claims_of("q", ("s", "shared", ""), ("own", "", "one-gpu")), "n0", {}) == ()
+    assert t.fits(ref("r"), claims_of("r", ("own", "", "one-gpu")), "n0", {}) == \
+        (R.ClaimDevicesShort("default/r-own", "g", "gpu", 1, 0, "n0"),)
+    t.release(ref("q"))  # q's own claim gives its GPU back; the shared claim stays p's
+    assert [(w.name, [x.name for x in w.consumers]) for w in t.plan()] == [("shared", ["p"])]
+    assert t.fits(ref("r"), claims_of("r", ("own", "", "one-gpu")), "n0", {}) == ()
+    t.release(ref("p"))
+    assert t.plan() == [] and t.held == set()

@@ -61,15 +61,20 @@ def scenarios(draw: st.DrawFn) -> tuple[list[ResourceSlice], list[ResourceClaim]
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
-@given(scenarios())
+@given(scenarios(), st.lists(st.booleans(), min_size=8, max_size=8))
 def test_allocations_are_distinct_and_satisfy_every_rule(case: tuple[list[ResourceSlice], list[ResourceClaim],
-                                                                      list[str]]) -> None:
+                                                                      list[str]], released: list[bool]) -> None:
+    """Placed one after another (a pod released now and then, as a statement discards a task, and placed again
+    elsewhere), the claims' devices are distinct, satisfy every rule, and are exactly the devices held."""
     slices, claims, order = case
     alloc = Allocator(slices, CLASSES.values(), claims)
     trial = alloc.tentative()
     for i, (claim, node) in enumerate(zip(claims, order, strict=True)):
         pod = PodRef("default", f"p{i}", f"pu{i}")
         trial.place(pod, PodClaims((PodClaim("x", claim.name),)), node, {})
+        if released[i]:
+            trial.release(pod)
+            trial.place(pod, PodClaims((PodClaim("x", claim.name),)), order[-1 - i], {})
     by_id = alloc.inventory.by_id
     given_out = []
     specs = {c.name: c.spec for c in claims}
