@@ -25,6 +25,7 @@ from cel_expr_python import cel
 from scheduler.api.dra import Device
 from scheduler.api.resources import QuantityError, parse_quantity
 
+DEVICES_KEPT_MAX = 100_000  # devices whose inputs and results are kept; past it, all are dropped and recomputed
 _DOMAIN_KEY = re.compile(r"""device\s*\.\s*(attributes|capacity)\s*\[\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\]""")
 
 
@@ -101,6 +102,8 @@ class Selectors:
         key = (expression, id(device))
         result = self._results.get(key)
         if result is None:
+            if len(self._results) >= 8 * DEVICES_KEPT_MAX:
+                self.forget_devices()
             result = self._results[key] = self._evaluate(expression, device, driver)
         if isinstance(result, str):
             raise SelectorError(result)
@@ -130,6 +133,8 @@ class Selectors:
     def _input(self, device: Device, driver: str) -> dict[str, Any]:
         held = self._inputs.get(id(device))
         if held is None or held[0] is not device:
+            if len(self._inputs) >= DEVICES_KEPT_MAX:  # slices replaced over time: forget the old devices' results
+                self.forget_devices()
             data = {"driver": driver, "attributes": _plain(device.attributes),
                     "capacity": _plain(device.capacity), "allowMultipleAllocations": False}
             held = self._inputs[id(device)] = (device, data)

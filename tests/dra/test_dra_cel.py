@@ -52,3 +52,13 @@ def test_each_expression_compiles_once_and_results_are_kept_per_device() -> None
     assert picked == [f"d{i}" for i in range(0, 50, 7) for _ in range(3)]
     assert sel.compiled == 1
     assert sel.problem("1 +") and sel.problem("1 +") and sel.compiled == 2
+
+
+def test_results_of_replaced_devices_are_not_kept_without_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    import scheduler.dra.cel as cel
+
+    monkeypatch.setattr(cel, "DEVICES_KEPT_MAX", 10)
+    sel = Selectors()
+    for i in range(35):  # each version of a slice is new device objects
+        assert sel.matches("true", Device(f"d{i}"), DRV)
+        assert len(sel._inputs) <= 10 and len(sel._results) <= 10
