@@ -21,7 +21,7 @@ from scheduler.api import dra as D
 from scheduler.api.field_parsers import FieldError, show
 from scheduler.api.reasons import FieldInvalid
 from scheduler.api.resources import QuantityError, parse_quantity
-from scheduler.api.selectors import node_selector_terms
+from scheduler.api.selectors import NodeSelectorTerm, node_selector_terms
 
 NAME_MAX = 253
 INT64 = 2**63 - 1
@@ -73,6 +73,29 @@ class _Reader:
         if type(value) is not bool:
             raise self.bad(path, "is not a boolean", value)
         return value
+
+
+_OPERATORS = frozenset(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"))
+TERMS_MAX = 32  # terms of a node selector, requirements of a term, values of a requirement
+
+
+def _node_selector(r: _Reader, value: object, path: str) -> tuple[NodeSelectorTerm, ...]:
+    """A core/v1 NodeSelector, its shape checked and bounded before it is read."""
+    selector = r.map(value, path, absent_ok=False)
+    for i, term in enumerate(r.list(selector.get("nodeSelectorTerms"), f"{path}.nodeSelectorTerms", TERMS_MAX)):
+        tpath = f"{path}.nodeSelectorTerms[{i}]"
+        t = r.map(term, tpath, absent_ok=False)
+        for part in ("matchExpressions", "matchFields"):
+            for j, req in enumerate(r.list(t.get(part), f"{tpath}.{part}", TERMS_MAX)):
+                rpath = f"{tpath}.{part}[{j}]"
+                q = r.map(req, rpath, absent_ok=False)
+                r.text(q.get("key"), f"{rpath}.key", 317)
+                operator = q.get("operator")
+                if type(operator) is not str or operator not in _OPERATORS:
+                    raise r.bad(f"{rpath}.operator", "is not a node selector operator", q.get("operator"))
+                for v in r.list(q.get("values"), f"{rpath}.values", TERMS_MAX):
+                    r.text(v, f"{rpath}.values", 63, required=False)
+    return node_selector_terms(selector)
 
 
 def _meta(r: _Reader, obj: Mapping[str, Any], *, namespaced: bool) -> tuple[str, str, Mapping[str, Any]]:
@@ -154,7 +177,7 @@ def slice_from_object(obj: Mapping[str, Any]) -> D.ResourceSlice:
         raise r.bad("spec", "sets not exactly one of nodeName, nodeSelector, allNodes", sorted(spec))
     if spec.get("perDeviceNodeSelection"):
         raise r.bad("spec.perDeviceNodeSelection", "is not supported", True)
-    terms = node_selector_terms(r.map(selector, "spec.nodeSelector")) if selector is not None else ()
+    terms = _node_selector(r, selector, "spec.nodeSelector") if selector is not None else ()
     devices = tuple(_device(r, d, driver, f"spec.devices[{i}]")
                     for i, d in enumerate(r.list(spec.get("devices"), "spec.devices", D.DEVICES_PER_SLICE_MAX)))
     if len({d.name for d in devices}) != len(devices):
@@ -240,7 +263,7 @@ def _allocation(r: _Reader, raw: object) -> D.Allocation | None:
                        r.text(res.get("device"), f"{path}.device", 63)),
             r.boolean(res.get("adminAccess"), f"{path}.adminAccess")))
     selector = alloc.get("nodeSelector")
-    terms = node_selector_terms(r.map(selector, "status.allocation.nodeSelector"))
+    terms = _node_selector(r, selector, "status.allocation.nodeSelector") if selector is not None else ()
     node = ""
     if len(terms) == 1 and not terms[0].match_expressions and len(terms[0].match_fields) == 1:
         field = terms[0].match_fields[0]  # the one-node selector the allocator writes for node-local devices
