@@ -238,3 +238,37 @@ def test_release_of_one_pod_gives_back_what_only_it_held_and_keeps_shared_claims
     assert t.fits(ref("r"), claims_of("r", ("own", "", "one-gpu")), "n0", {}) == ()
     t.release(ref("p"))
     assert t.plan() == [] and t.held == set()
+
+
+def test_all_mode_with_no_matching_device_does_not_allocate() -> None:
+    """A difference from kube-scheduler, on purpose: a claim asking for every matching device gets at least one."""
+    c = cluster(nodes=1, claims=[claim("c", request("g", "gpu", f'device.attributes["{DRIVER}"].index > 5',
+                                                    mode="All"))])
+    assert allocator(c).tentative().fits(ref("p"), claims_of("p", ("x", "c", "")), "n0", {}) == \
+        (R.ClaimDevicesShort("default/c", "g", "gpu", 1, 0, "n0"),)
+
+
+def test_the_search_gives_up_after_its_step_bound(monkeypatch: Any) -> None:
+    import scheduler.dra.allocator as A
+
+    # 6 devices, 3 requests that must agree on `nic`, which takes 2 values (3 devices each): a choice exists
+    c = cluster(nodes=1, per_node=6, claims=[claim("c", request("a", "gpu"), request("b", "gpu"), request("d", "gpu"),
+                                                   match=[(f"{DRIVER}/nic", [])])])
+    assert allocator(c).tentative().fits(ref("p"), claims_of("p", ("x", "c", "")), "n0", {}) == ()
+    # a: gpu-0 (nic0); b: gpu-1 (nic1) disagrees; the next pick would be the third step: given up, though a
+    # choice exists (gpu-0, gpu-2, gpu-4)
+    monkeypatch.setattr(A, "SEARCH_STEPS_MAX", 2)
+    assert allocator(c).tentative().fits(ref("p"), claims_of("p", ("x", "c", "")), "n0", {}) == \
+        (R.ClaimConstraintUnmet("default/c", f"{DRIVER}/nic", (), "n0"),)
+
+
+def test_a_device_published_twice_is_offered_once_from_the_first_slice_by_name() -> None:
+    dup_a = slice_("a-first", "n0", [device("gpu-0", type="gpu")], pool="n0")
+    dup_b = slice_("b-second", "n0", [device("gpu-0", type="gpu")], pool="n0")
+    dup_a["spec"]["pool"]["resourceSliceCount"] = dup_b["spec"]["pool"]["resourceSliceCount"] = 2
+    c = cluster(nodes=0, claims=[claim("c", request("g", "gpu", count=2))])
+    c["slices"] = [dup_b, dup_a]
+    a = allocator(c)
+    assert [x.slice.name for x in a.inventory.devices("n0", {})] == ["a-first"]
+    assert a.tentative().fits(ref("p"), claims_of("p", ("x", "c", "")), "n0", {}) == \
+        (R.ClaimDevicesShort("default/c", "g", "gpu", 2, 1, "n0"),)

@@ -62,3 +62,8 @@ def test_results_of_replaced_devices_are_not_kept_without_bound(monkeypatch: pyt
     for i in range(35):  # each version of a slice is new device objects
         assert sel.matches("true", Device(f"d{i}"), DRV)
         assert len(sel._inputs) <= 10 and len(sel._results) <= 10
+
+
+def test_capacities_are_integers_so_plain_comparisons_also_work() -> None:
+    """A difference from Kubernetes, where a capacity is a Quantity that only `compareTo` and friends compare."""
+    assert Selectors().matches(f'device.capacity["{DRV}"].memory > quantity("40Gi")', A100, DRV)
