@@ -211,3 +211,16 @@ class PodClaims:
         if claim.claim:
             return claim.claim
         return dict(self.generated).get(claim.name, "")
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimWrite:
+    """What the binder writes on one claim before the binds: `allocation` (None: it has one already) and the
+    consumers to add to `reservedFor`. `template` is set for the claim a pod would get from a template that
+    the claim controller has not made yet (it cannot be written until it exists)."""
+
+    namespace: str
+    name: str
+    allocation: Allocation | None
+    consumers: tuple[Consumer, ...]
+    template: str = ""

@@ -35,6 +35,7 @@ from scheduler.api.dra import (
     RESERVED_FOR_MAX,
     Allocation,
     ClaimSpec,
+    ClaimWrite,
     Consumer,
     DeviceClass,
     DeviceId,
@@ -61,19 +62,6 @@ class PodRef:
 
     def consumer(self) -> Consumer:
         return Consumer("pods", self.name, self.uid)
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimWrite:
-    """What the binder writes on one claim before the binds: `allocation` (None: it has one already) and the
-    consumers to add to `reservedFor`. `template` is set for the claim a pod would get from a template that
-    the claim controller has not made yet (it cannot be written until it exists)."""
-
-    namespace: str
-    name: str
-    allocation: Allocation | None
-    consumers: tuple[Consumer, ...]
-    template: str = ""
 
 
 @dataclass(slots=True)

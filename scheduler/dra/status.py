@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api.dra import Allocation, Consumer
+from scheduler.api.dra import Allocation, ClaimWrite, Consumer
 from scheduler.api.selectors import NodeSelectorTerm, Requirement
-from scheduler.dra.allocator import ClaimWrite
 
 
 def _requirement(r: Requirement) -> dict[str, Any]:

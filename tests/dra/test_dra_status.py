@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dra_objects import DRIVER, claim, request
 
-from scheduler.api.dra import Allocation, Consumer, DeviceId, DeviceResult
+from scheduler.api.dra import Allocation, ClaimWrite, Consumer, DeviceId, DeviceResult
 from scheduler.api.dra_parse import claim_from_object
 from scheduler.api.selectors import NodeSelectorTerm, Requirement
-from scheduler.dra.allocator import ClaimWrite
 from scheduler.dra.status import release_patch, status_patch
 
 P0, P1, P2 = (Consumer("pods", f"p{i}", f"u{i}") for i in range(3))
