@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from scheduler.api.convert import group_of, implicit_job, plain_group_of, wants_gang
 from scheduler.api.disruption import DisruptionBudget
+from scheduler.api.dra import DraObjects
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
@@ -54,6 +55,7 @@ class SnapshotInputs:
     unreadable_queues: Mapping[str, tuple[Reason, ...]] = field(default_factory=dict)  # left out, and why
     disruption_budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets, parsed (api/disruption.py)
     resource_quotas: tuple[ResourceQuotaInfo, ...] = ()  # ResourceQuotas' status, parsed (api/quota.py)
+    dra: DraObjects | None = None  # DRA objects, parsed (api/dra_parse.py); None: not modelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +99,7 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
         storage = replace(storage, binding=True)
     return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage,
                            dict(inputs.unreadable_queues), tuple(orphans), tuple(inputs.disruption_budgets),
-                           tuple(inputs.resource_quotas))
+                           tuple(inputs.resource_quotas), dra=inputs.dra)
 
 
 def account_others(

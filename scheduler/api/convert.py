@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api import fields as F
+from scheduler.api.dra_parse import device_claims_of
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
@@ -181,7 +182,9 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         scheduled_at=scheduled_at_of(pod, key, sink) if cooldown is not None or node_name else None,
         only_queue_gate=gated == F.QUEUE_ALLOCATION_GATE and len(spec["schedulingGates"]) == 1,
         queue_gate_opt_in=queue_gate_opt_in(annotations, key, sink),
+        device_claims=device_claims_of(pod, spec, key, sink),
     )
+
 
 
 def queue_gate_opt_in(annotations: Mapping[str, str], where: str = "",

@@ -224,3 +224,13 @@ class ClaimWrite:
     allocation: Allocation | None
     consumers: tuple[Consumer, ...]
     template: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DraObjects:
+    """The cluster's DRA objects as a snapshot carries them (each parsed, `api/dra_parse.py`)."""
+
+    slices: tuple[ResourceSlice, ...] = ()
+    classes: tuple[DeviceClass, ...] = ()
+    claims: tuple[ResourceClaim, ...] = ()
+    templates: tuple[ResourceClaimTemplate, ...] = ()

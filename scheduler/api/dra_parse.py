@@ -17,8 +17,8 @@ from decimal import ROUND_CEILING
 from types import MappingProxyType
 from typing import Any
 
-from scheduler.api import dra as D
-from scheduler.api.field_parsers import FieldError, show
+from scheduler.api import dra as D, fields as F
+from scheduler.api.field_parsers import BadValueError, FieldError, register, show
 from scheduler.api.reasons import FieldInvalid
 from scheduler.api.resources import QuantityError, parse_quantity
 from scheduler.api.selectors import NodeSelectorTerm, node_selector_terms
@@ -302,28 +302,72 @@ def template_from_object(obj: Mapping[str, Any]) -> D.ResourceClaimTemplate:
     return D.ResourceClaimTemplate(namespace, name, _claim_spec(r, spec.get("spec"), "spec.spec"))
 
 
-def pod_claims_from_object(pod: Mapping[str, Any]) -> D.PodClaims:
-    """A pod's `spec.resourceClaims` and `status.resourceClaimStatuses`; FieldError: the pod cannot be placed
-    (the claims it needs are unknown)."""
-    r = _Reader("Pod", "?")
-    _meta(r, pod, namespaced=True)
-    spec = r.map(pod.get("spec"), "spec")
+def _pod_claims(r: _Reader, raw: object, base: str) -> tuple[D.PodClaim, ...]:
     claims = []
-    for i, item in enumerate(r.list(spec.get("resourceClaims"), "spec.resourceClaims", D.POD_CLAIMS_MAX)):
-        path = f"spec.resourceClaims[{i}]"
+    for i, item in enumerate(r.list(raw, base, D.POD_CLAIMS_MAX)):
+        path = f"{base}[{i}]"
         c = r.map(item, path, absent_ok=False)
         claim = r.text(c.get("resourceClaimName"), f"{path}.resourceClaimName", required=False)
         template = r.text(c.get("resourceClaimTemplateName"), f"{path}.resourceClaimTemplateName", required=False)
         if bool(claim) == bool(template):
             raise r.bad(path, "sets not exactly one of resourceClaimName, resourceClaimTemplateName", c)
         claims.append(D.PodClaim(r.text(c.get("name"), f"{path}.name", 63), claim, template))
-    status = r.map(pod.get("status"), "status")
+    names = [c.name for c in claims]
+    if len(set(names)) != len(names):
+        raise r.bad(base, "names a claim twice", names)
+    return tuple(claims)
+
+
+def _claim_statuses(r: _Reader, raw: object, base: str) -> tuple[tuple[str, str], ...]:
     generated = []
-    for i, item in enumerate(r.list(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses",
-                                    D.POD_CLAIMS_MAX)):
-        path = f"status.resourceClaimStatuses[{i}]"
+    for i, item in enumerate(r.list(raw, base, D.POD_CLAIMS_MAX)):
+        path = f"{base}[{i}]"
         s = r.map(item, path, absent_ok=False)
         made = r.text(s.get("resourceClaimName"), f"{path}.resourceClaimName", required=False)
         if made:
             generated.append((r.text(s.get("name"), f"{path}.name", 63), made))
-    return D.PodClaims(tuple(claims), tuple(generated))
+    return tuple(generated)
+
+
+def pod_claims_from_object(pod: Mapping[str, Any]) -> D.PodClaims:
+    """A pod's `spec.resourceClaims` and `status.resourceClaimStatuses`; FieldError: the pod cannot be placed
+    (the claims it needs are unknown)."""
+    r = _Reader("Pod", "?")
+    _meta(r, pod, namespaced=True)
+    spec = r.map(pod.get("spec"), "spec")
+    status = r.map(pod.get("status"), "status")
+    return D.PodClaims(_pod_claims(r, spec.get("resourceClaims"), "spec.resourceClaims"),
+                       _claim_statuses(r, status.get("resourceClaimStatuses"), "status.resourceClaimStatuses"))
+
+
+def _as_bad_value(read: Any) -> Any:
+    """A reader for the field table (`api/fields.py`, `registered`): its refusal as BadValueError, with the path
+    inside the field."""
+
+    def check(raw: Any) -> Any:
+        try:
+            return read(_Reader("Pod", ""), raw, "")
+        except FieldError as err:
+            raise BadValueError(f"{err.reason.path or 'the list'} {err.reason.problem}") from None
+
+    return check
+
+
+register("pod_resource_claims", _as_bad_value(_pod_claims))
+register("pod_claim_statuses", _as_bad_value(_claim_statuses))
+
+F_RESOURCE_CLAIMS = F.field("Pod", "spec.resourceClaims")
+F_CLAIM_STATUSES = F.field("Pod", "status.resourceClaimStatuses")
+
+
+def device_claims_of(pod: Mapping[str, Any], spec: Mapping[str, Any], where: str = "",
+                     sink: list[F.FieldInvalid] | None = None) -> D.PodClaims | None:
+    """The pod's DRA claims (`spec.resourceClaims`) and the names of those made for it from templates
+    (`status.resourceClaimStatuses`); None when it names none (nearly every pod: two lookups). An unreadable one
+    leaves the pod out (its devices are unknown)."""
+    claims, status = spec.get("resourceClaims"), pod.get("status")
+    statuses = status.get("resourceClaimStatuses") if isinstance(status, Mapping) else None
+    if claims is None and statuses is None:
+        return None
+    made = D.PodClaims(F_RESOURCE_CLAIMS.read(claims, where, sink), F_CLAIM_STATUSES.read(statuses, where, sink))
+    return made if made.claims else None

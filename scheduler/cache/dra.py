@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from scheduler.api import dra as D
 from scheduler.api.convert import key_of
+from scheduler.api.dra import DraObjects
 from scheduler.api.dra_parse import claim_from_object, class_from_object, slice_from_object, template_from_object
 from scheduler.api.field_parsers import FieldError, describe
 from scheduler.api.reasons import FieldInvalid
@@ -22,14 +22,6 @@ from scheduler.cache.store import Stores
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class DraObjects:
-    slices: tuple[D.ResourceSlice, ...] = ()
-    classes: tuple[D.DeviceClass, ...] = ()
-    claims: tuple[D.ResourceClaim, ...] = ()
-    templates: tuple[D.ResourceClaimTemplate, ...] = ()
 
 
 @dataclass(slots=True)
