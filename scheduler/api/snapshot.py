@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from scheduler.api.decision import REASONS_ANNOTATION, Status, publish
 from scheduler.api.disruption import DisruptionBudget
-from scheduler.api.dra import DraObjects
+from scheduler.api.dra import ClaimWrite, DraObjects
 from scheduler.api.job import Condition, JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import PodGroupPhase
@@ -70,6 +70,7 @@ class GangBind:
     job: str
     binds: tuple[tuple[str, str], ...]  # (task uid, node name)
     volumes: tuple[VolumeBind, ...] = ()
+    claims: tuple[ClaimWrite, ...] = ()  # DRA claims' allocation and reservedFor, written before the binds
 
 
 @dataclass(frozen=True, slots=True)

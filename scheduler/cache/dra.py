@@ -42,8 +42,12 @@ class DraReader:
         self.problems: dict[tuple[str, str], FieldInvalid] = {}
         self._logged: set[tuple[str, str, FieldInvalid]] = set()
 
-    def read(self, stores: Stores) -> DraObjects:
+    def read(self, stores: Stores) -> DraObjects | None:
+        """None until the four kinds were listed (a cluster without the API, a ClusterRole without the rights):
+        DRA is then not modelled, as before it was read."""
         with stores.lock:
+            if not all(w.listed for w in stores.dra):
+                return None
             raw = [list(w.objects.values()) for w in stores.dra]
         return DraObjects(self._read(self._slices, raw[0]), self._read(self._classes, raw[1]),
                           self._read(self._claims, raw[2]), self._read(self._templates, raw[3]))

@@ -233,8 +233,8 @@ class Tentative:
                     taken |= {r.device for r in result.results if not r.admin_access}
             elif not entry.allocation.reachable(node, labels):
                 return (R.ClaimNotReachable(key, node),)
-            me = pod.consumer()
-            if me not in entry.reserved:
+            me = pod.consumer()  # a pod is named by its name (the binder adds its UID when the plugin has none)
+            if not any(c.resource == me.resource and c.name == me.name for c in entry.reserved):
                 if len(entry.reserved) >= RESERVED_FOR_MAX:
                     return (R.ClaimUnusable(key, f"holds the most consumers it may ({RESERVED_FOR_MAX})"),)
                 entry.reserved.append(me)

@@ -30,8 +30,26 @@ def test_the_four_kinds_are_watched_at_resource_k8s_io_v1() -> None:
     assert all(w in stores.watched for w in stores.dra)
 
 
-def test_read_parses_once_per_version_and_leaves_a_bad_object_out(caplog: pytest.LogCaptureFixture) -> None:
+def test_nothing_is_modelled_until_the_four_kinds_are_listed() -> None:
     stores, reader = Stores(), DraReader()
+    put(stores, "ResourceSlice", slice_("n0-gpus", "n0", [device("gpu-0")]))
+    for w in stores.dra[:3]:
+        w.listed = True
+    assert reader.read(stores) is None
+    stores.claim_templates.listed = True
+    objs = reader.read(stores)
+    assert objs is not None and [s.name for s in objs.slices] == ["n0-gpus"]
+
+
+def listed() -> Stores:
+    stores = Stores()
+    for w in stores.dra:
+        w.listed = True
+    return stores
+
+
+def test_read_parses_once_per_version_and_leaves_a_bad_object_out(caplog: pytest.LogCaptureFixture) -> None:
+    stores, reader = listed(), DraReader()
     put(stores, "ResourceSlice", slice_("n0-gpus", "n0", [device("gpu-0")]))
     put(stores, "DeviceClass", device_class("gpu", "true"))
     put(stores, "ResourceClaim", claim("c", request("g", "gpu")))
