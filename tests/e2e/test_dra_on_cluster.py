@@ -20,7 +20,7 @@ from scheduler.dra.status import status_patch
 
 G, V = "resource.k8s.io", "v1"
 DRIVER = "gpu.e2e.volcano-py.io"
-TIMEOUT = 30.0
+TIMEOUT = 60.0
 
 
 @pytest.fixture
@@ -121,3 +121,87 @@ def test_dra_objects_are_watched_read_and_allocated(custom, namespace, published
         "apiVersion": f"{G}/{V}", "kind": "ResourceSlice", "metadata": {"name": f"{nodes[0]}-gpus"},
         "spec": {"driver": DRIVER, "nodeName": nodes[0], "devices": [],
                  "pool": {"name": nodes[0], "generation": 1, "resourceSliceCount": 1}}})
+
+
+SCHED_CONF = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+    arguments:
+      predicate.DynamicResourceAllocationEnable: true
+  - name: proportion
+"""
+
+
+@pytest.fixture
+def scheduler(control_plane, tmp_path):
+    from inprocess import running_scheduler
+
+    with running_scheduler(control_plane, conf=SCHED_CONF, conf_dir=tmp_path) as running:
+        yield running
+
+
+def _claimed_pod(name: str, group: str, tag: str, claim_name: str) -> dict:
+    from test_scheduler import gang_pod
+
+    pod = gang_pod(name, group, tag)
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
+    return pod
+
+
+def test_a_gang_binds_with_its_claims_allocated_a_late_one_waits_until_devices_are_freed(
+        scheduler, custom, core_v1, namespace, node_set):
+    """4 nodes x 1 GPU published by the test: a 4-pod gang, each pod with its own claim, binds whole, each pod on
+    the node of its claim's device, the claims allocated and reserved for it before the binds; a 1-pod gang whose
+    claim needs a fifth GPU stays pending with the DynamicResources reason; deleting the first gang and its claims
+    frees the devices and the late gang binds."""
+    from test_scheduler import GROUP, bound_pods, unschedulable
+
+    nodes = [node_set(gpus=0) for _ in range(4)]
+    tag = node_set.tag
+    cls = f"gpu-{tag}"
+    custom.create_cluster_custom_object(G, V, "deviceclasses", {
+        "apiVersion": f"{G}/{V}", "kind": "DeviceClass", "metadata": {"name": cls},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    for node in nodes:
+        custom.create_cluster_custom_object(G, V, "resourceslices", {
+            "apiVersion": f"{G}/{V}", "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
+            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1,
+                                                                  "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "a100"}}}]}})
+    try:
+        for name in [f"w{i}" for i in range(4)] + ["late"]:
+            custom.create_namespaced_custom_object(G, V, namespace, "resourceclaims", {
+                "apiVersion": f"{G}/{V}", "kind": "ResourceClaim", "metadata": {"name": f"{name}-gpu"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": cls}}]}}})
+        for group, members in (("train", 4), ("late", 1)):
+            custom.create_namespaced_custom_object(GROUP, "v1beta1", namespace, "podgroups", {
+                "apiVersion": f"{GROUP}/v1beta1", "kind": "PodGroup", "metadata": {"name": group},
+                "spec": {"minMember": members, "queue": "default"}})
+        for i in range(4):
+            core_v1.create_namespaced_pod(namespace, _claimed_pod(f"w{i}", "train", tag, f"w{i}-gpu"))
+        core_v1.create_namespaced_pod(namespace, _claimed_pod("late", "late", tag, "late-gpu"))
+
+        bound = wait_for(lambda: (b := bound_pods(core_v1, namespace)) and len(b) >= 4 and b, TIMEOUT,
+                         what="the 4-pod gang bound")
+        assert set(bound) == {f"w{i}" for i in range(4)}
+        for i in range(4):
+            obj = custom.get_namespaced_custom_object(G, V, namespace, "resourceclaims", f"w{i}-gpu")
+            results = obj["status"]["allocation"]["devices"]["results"]
+            assert [(r["driver"], r["pool"], r["device"]) for r in results] == [(DRIVER, bound[f"w{i}"], "gpu-0")]
+            assert [(c["resource"], c["name"]) for c in obj["status"]["reservedFor"]] == [("pods", f"w{i}")]
+        held = wait_for(lambda: unschedulable(custom, namespace, "late"), TIMEOUT, what="the late gang held")
+        assert "late-gpu" in held["message"] and "1 short" in held["message"]
+        assert "late" not in bound_pods(core_v1, namespace)
+
+        for i in range(4):
+            core_v1.delete_namespaced_pod(f"w{i}", namespace, grace_period_seconds=0)
+            custom.delete_namespaced_custom_object(G, V, namespace, "resourceclaims", f"w{i}-gpu")
+        wait_for(lambda: "late" in bound_pods(core_v1, namespace), TIMEOUT, what="the late gang bound once freed")
+    finally:
+        for node in nodes:
+            custom.delete_cluster_custom_object(G, V, "resourceslices", f"{node}-gpus")
+        custom.delete_cluster_custom_object(G, V, "deviceclasses", cls)
