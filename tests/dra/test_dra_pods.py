@@ -10,6 +10,7 @@ from scheduler.api.convert import task_from_pod
 from scheduler.api.dra import DraObjects, PodClaim, PodClaims
 from scheduler.api.dra_parse import slice_from_object
 from scheduler.api.field_parsers import FieldError
+from scheduler.sim.objects import pod_object
 
 
 def test_a_pods_claims_and_generated_names_are_on_its_task() -> None:
@@ -35,8 +36,14 @@ def test_an_unreadable_claim_list_leaves_the_pod_out_with_the_field(bad: object,
     assert err.value.reason.path == "spec.resourceClaims" and problem in err.value.reason.problem
 
 
-def test_the_snapshot_carries_the_dra_objects() -> None:
+def test_the_snapshot_carries_the_dra_objects_when_a_pending_pod_names_claims() -> None:
+    """Only then: a session without such a pod keeps bulk placement (the DRA filter is per placement)."""
     dra = DraObjects(slices=(slice_from_object(slice_("n0-gpus", "n0", [device("gpu-0")])),))
-    snap = build_snapshot(SnapshotInputs([], [], [], [], 0.0, dra=dra), AdapterRules(frozenset({"volcano-py"})))
-    assert snap.dra is dra
-    assert build_snapshot(SnapshotInputs([], [], [], [], 0.0), AdapterRules(frozenset({"volcano-py"}))).dra is None
+    rules = AdapterRules(frozenset({"volcano-py"}))
+    with_claims = pod_object("p", namespace="default")
+    with_claims["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c"}]
+    plain = pod_object("q", namespace="default")
+    records = [(with_claims, task_from_pod(with_claims)), (plain, task_from_pod(plain))]
+    assert build_snapshot(SnapshotInputs([], [], [], records, 0.0, dra=dra), rules).dra is dra
+    assert build_snapshot(SnapshotInputs([], [], [], records[1:], 0.0, dra=dra), rules).dra is None
+    assert build_snapshot(SnapshotInputs([], [], [], records, 0.0), rules).dra is None
