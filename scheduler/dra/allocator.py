@@ -151,6 +151,8 @@ class Tentative:
         self._remembered: dict[tuple[int, str], tuple[ClaimSpec, int, int, int, Allocation | Reason]] = {}
         self._node_version: dict[str, int] = {}
         self._wide_version = 0
+        self._canonical: dict[ClaimSpec, ClaimSpec] = {}  # equal specs (the claims of a gang) share results
+        self._same: dict[int, tuple[ClaimSpec, ClaimSpec]] = {}  # id(spec) -> (spec, its canonical equal)
 
     def discard(self) -> None:
         self.held = set()
@@ -160,14 +162,22 @@ class Tentative:
         self._wide_version += 1
 
     def fits(self, pod: PodRef, claims: PodClaims, node: str, labels: Mapping[str, str]) -> tuple[Reason, ...]:
-        if len(claims.claims) == 1:  # the common case, a pod's one claim from a template, asked of many nodes
+        if len(claims.claims) == 1:  # the common case: a pod's one claim, not allocated yet, asked of many nodes
             ref = claims.claims[0]
-            if ref.template and not claims.claim_name(ref):
-                key = _claim_key(pod, ref.name, "")
-                tmpl = self.allocator.templates.get(f"{pod.namespace}/{ref.template}")
-                if tmpl is not None and key not in self.entries:
-                    result = self._allocate(key, tmpl.spec, node, labels, set())
-                    return (result,) if isinstance(result, Reason) else ()
+            name = claims.claim_name(ref)
+            key = _claim_key(pod, ref.name, name)
+            spec = None
+            if key not in self.entries:
+                if name:
+                    claim = self.allocator.claims.get(key)
+                    if claim is not None and claim.allocation is None and not claim.deleting:
+                        spec = claim.spec
+                else:
+                    tmpl = self.allocator.templates.get(f"{pod.namespace}/{ref.template}")
+                    spec = tmpl.spec if tmpl is not None else None
+            if spec is not None:
+                result = self._allocate(key, spec, node, labels, set())
+                return (result,) if isinstance(result, Reason) else ()
         return self._place(pod, claims, node, labels, keep=False)
 
     def place(self, pod: PodRef, claims: PodClaims, node: str, labels: Mapping[str, str]) -> tuple[Reason, ...]:
@@ -274,12 +284,16 @@ class Tentative:
         if taken:  # another claim of the same pod took devices: nothing remembered applies
             return self._choose(key, spec, node, labels, taken)
         versions = (self.allocator.version, self._node_version.get(node, 0), self._wide_version)
-        held = self._remembered.get((id(spec), node))
-        if held is not None and held[0] is spec and held[1:4] == versions:
+        same = self._same.get(id(spec))
+        if same is None or same[0] is not spec:  # one entry per equal spec: the claims of a gang are alike
+            same = self._same[id(spec)] = (spec, self._canonical.setdefault(spec, spec))
+        canonical = same[1]
+        held = self._remembered.get((id(canonical), node))
+        if held is not None and held[0] is canonical and held[1:4] == versions:
             result = held[4]
             return _for_claim(result, key) if isinstance(result, Reason) else result
         result = self._choose(key, spec, node, labels, taken)
-        self._remembered[(id(spec), node)] = (spec, *versions, result)
+        self._remembered[(id(canonical), node)] = (canonical, *versions, result)
         return result
 
     def _choose(self, key: str, spec: ClaimSpec, node: str, labels: Mapping[str, str],
