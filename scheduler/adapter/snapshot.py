@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from scheduler.api.convert import group_of, implicit_job, plain_group_of, wants_gang
 from scheduler.api.disruption import DisruptionBudget
+from scheduler.api.dra import DraObjects
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
@@ -54,6 +55,7 @@ class SnapshotInputs:
     unreadable_queues: Mapping[str, tuple[Reason, ...]] = field(default_factory=dict)  # left out, and why
     disruption_budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets, parsed (api/disruption.py)
     resource_quotas: tuple[ResourceQuotaInfo, ...] = ()  # ResourceQuotas' status, parsed (api/quota.py)
+    dra: DraObjects | None = None  # DRA objects, parsed (api/dra_parse.py); None: not modelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
     others: list[PodRecord] = []
     orphans: list[tuple[str, str, float]] = []
     claims = ClaimResolver(inputs.storage) if inputs.storage is not None else None
+    devices_wanted = False  # some pending pod of ours names DRA claims: only then is DRA modelled this cycle
     for manifest, base in inputs.pods:
         scheduler = (manifest.get("spec") or {}).get("schedulerName", "default-scheduler")
         if type(scheduler) is not str or scheduler not in ours:  # api/fields.py: an unreadable name is not ours
@@ -79,6 +82,8 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
         task = current_task(manifest, base, assumed)
         if claims is not None and task.claims and task.status is TaskStatus.PENDING:
             task.constraints = claims.constraints(task)
+        if task.device_claims is not None and task.status is TaskStatus.PENDING:
+            devices_wanted = True
         job = jobs.get(task.job) or gang_of(manifest, task, jobs, default_queue)
         if job is None:
             if task.node_name:  # bound, its PodGroup gone (or not seen yet): it still uses its node, as in
@@ -97,7 +102,7 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
         storage = replace(storage, binding=True)
     return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage,
                            dict(inputs.unreadable_queues), tuple(orphans), tuple(inputs.disruption_budgets),
-                           tuple(inputs.resource_quotas))
+                           tuple(inputs.resource_quotas), dra=inputs.dra if devices_wanted else None)
 
 
 def account_others(

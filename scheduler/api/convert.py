@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api import fields as F
+from scheduler.api.dra_parse import device_claims_of
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.min_runtime import NO_MIN_RUNTIME, QueueMinRuntime
 from scheduler.api.node import NodeInfo
@@ -23,6 +24,7 @@ from scheduler.api.pod import (
     is_preemptable,
     role_of,
     status_of,
+    with_devices,
 )
 from scheduler.api.queue import QueueInfo
 from scheduler.api.quota import F_QUOTA_REQUEST
@@ -151,6 +153,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         F_OWNERS.read(meta.get("ownerReferences"), key, sink)
         F_MIN_MEMBER.read(annotations.get(MIN_MEMBER_ANNOTATION), key, sink)
     cooldown = cooldown_of(labels, annotations, key, sink)
+    device_claims = device_claims_of(pod, spec, key, sink)
     gated = first_gate(spec, key, sink)
     if annotations:  # the deviceshare plugin's, bounded here (gpu/devices.py reads them off task.annotations)
         for gpu_field in F_GPU:
@@ -169,7 +172,8 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         else F_NODE_NAME.read(node_name, key, sink),
         priority=priority_of(spec, priority_classes, key, sink),
         preemptable=is_preemptable(annotations, labels, key, sink),
-        constraints=constraints_of(spec, key, sink),
+        constraints=constraints_of(spec, key, sink) if device_claims is None
+        else with_devices(constraints_of(spec, key, sink)),
         creation=creation,
         labels=dict(labels),
         annotations=dict(annotations),
@@ -182,7 +186,9 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         scheduled_at=scheduled_at_of(pod, key, sink) if cooldown is not None or node_name else None,
         only_queue_gate=gated == F.QUEUE_ALLOCATION_GATE and len(spec["schedulingGates"]) == 1,
         queue_gate_opt_in=queue_gate_opt_in(annotations, key, sink),
+        device_claims=device_claims,
     )
+
 
 
 def queue_gate_opt_in(annotations: Mapping[str, str], where: str = "",

@@ -166,6 +166,9 @@ FIELDS: tuple[Field, ...] = (
     Field("Pod", ("spec", "topologySpreadConstraints"), registered("spread", list), REJECT, absent=()),
     Field("Pod", ("spec", "schedulingGates"), registered("gates", list), "?", "gated (an unreadable gate)", ""),
     Field("Pod", ("spec", "volumes"), registered("volumes", list), REJECT, absent=()),
+    # Dynamic Resource Allocation (api/dra_parse.py): the claims a pod names, and the names of those made for it
+    Field("Pod", ("spec", "resourceClaims"), registered("pod_resource_claims", list), REJECT, absent=()),
+    Field("Pod", ("status", "resourceClaimStatuses"), registered("pod_claim_statuses", list), REJECT, absent=()),
     Field("Pod", ("status", "phase"), enum(*POD_PHASES), "Unknown", "Unknown", "Pending"),
     # Read at the edge for a pod with a cooldown (below) or a node (minruntime); for the others, after a cycle.
     Field("Pod", ("status", "conditions"), registered("pod_conditions", list), None, "not known to be bound", None,

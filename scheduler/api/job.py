@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.api.dra import PodClaims
 from scheduler.api.phases import READY_STATUSES, PodGroupPhase, TaskStatus
 from scheduler.api.pod import Constraints
 from scheduler.api.resources import Resource
@@ -54,6 +55,9 @@ class TaskInfo:
     # with the annotation of that name set to "true" (HasQueueAllocationGateAnnotation).
     only_queue_gate: bool = False
     queue_gate_opt_in: bool = False
+    # Dynamic Resource Allocation: the pod's `spec.resourceClaims` and the claims made for it from templates
+    # (`api/dra.py`); None: it names none.
+    device_claims: PodClaims | None = None
 
     @property
     def best_effort(self) -> bool:
@@ -83,6 +87,7 @@ class TaskInfo:
             self.scheduled_at,
             self.only_queue_gate,
             self.queue_gate_opt_in,
+            self.device_claims,
         )
 
     def __repr__(self) -> str:

@@ -15,6 +15,7 @@ from scheduler.api import reasons as R
 from scheduler.api.decision import Status
 from scheduler.api.field_parsers import describe as describe_field
 from scheduler.api.job import Condition
+from scheduler.api.messages_dra import render_dra
 from scheduler.api.quota import show_quota
 from scheduler.api.resources import display_amount
 
@@ -117,7 +118,7 @@ def render(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by desig
         case R.PluginError(plugin=plugin, action=action, error=error, detail=detail):
             return (f"plugin {plugin} failed in {action} on this job ({error}: {detail}); the job is left out of "
                     "this cycle, every other job goes on")
-    return reason.kind  # pragma: no cover - a new kind without a sentence yet still says what it is
+    return render_dra(reason) or reason.kind  # a new kind without a sentence yet still says what it is
 
 
 def _queue_limit(r: R.QueueLimit) -> str:
@@ -215,6 +216,8 @@ def _node_filter(r: R.NodeFilter) -> str:
         return f"node(s) had untolerated taint {{{r.detail}}}"
     if r.filter == R.INSUFFICIENT:
         return f"Insufficient {r.detail}"
+    if r.filter == R.DYNAMIC_RESOURCES and r.detail:
+        return f"node(s) cannot allocate the pod's ResourceClaims ({r.detail})"
     return _NODE_FILTERS.get(r.filter, r.filter)
 
 

@@ -101,6 +101,9 @@ class Constraints:
     # What the pod's PersistentVolumeClaims require (`api.volumes`), set when a snapshot is built; None: no claim
     # constrains the pod (no claims, or all bound to volumes any node may use), so it costs no check.
     volumes: VolumeNeeds | None = None
+    # The pod names DRA ResourceClaims (`TaskInfo.device_claims`): which devices are free depends on the cycle's
+    # earlier placements, so it is evaluated per placement.
+    devices: bool = False
     _hash: int = field(default=0, init=False, compare=False, repr=False)
     _dynamic: bool = field(default=False, init=False, compare=False, repr=False)
 
@@ -109,14 +112,14 @@ class Constraints:
         object.__setattr__(self, "_dynamic", bool(
             self.pod_affinity or self.pod_anti_affinity or self.preferred_pod_affinity
             or self.preferred_pod_anti_affinity or self.spread or self.host_ports
-            or (self.volumes is not None and self.volumes.to_bind)
+            or (self.volumes is not None and self.volumes.to_bind) or self.devices
         ))
 
     def _fields(self) -> tuple[Any, ...]:
         return (
             self.node_selector, self.required_terms, self.tolerations, self.preferred, self.pod_affinity,
             self.pod_anti_affinity, self.preferred_pod_affinity, self.preferred_pod_anti_affinity, self.spread,
-            self.host_ports, self.volumes,
+            self.host_ports, self.volumes, self.devices,
         )
 
     def __hash__(self) -> int:
@@ -292,6 +295,12 @@ def with_host_ports(constraints: Constraints, ports: tuple[HostPort, ...]) -> Co
 def with_volumes(constraints: Constraints, volumes: VolumeNeeds | None) -> Constraints:
     """`constraints` with what the pod's claims require (the shared instance)."""
     made = replace(constraints, volumes=volumes)
+    return _SHARED.setdefault(made, made)
+
+
+def with_devices(constraints: Constraints) -> Constraints:
+    """`constraints` of a pod with DRA claims (the shared instance)."""
+    made = replace(constraints, devices=True)
     return _SHARED.setdefault(made, made)
 
 

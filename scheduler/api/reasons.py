@@ -22,6 +22,7 @@ from scheduler.api.reason_codec import (
     ReasonError as ReasonError,
     decode_object,
 )
+from scheduler.api.reasons_dra import DRA_KINDS
 from scheduler.api.reasons_topology import (
     MinRuntimeProtected as MinRuntimeProtected,
     ResourceQuotaExceeded as ResourceQuotaExceeded,
@@ -299,6 +300,9 @@ VOLUME_NODE_AFFINITY = "VolumeNodeAffinityConflict"  # a bound claim's volume ma
 VOLUME_BIND_CONFLICT = "VolumeBindingNoMatch"  # no free volume of the claim's class here, nor provisioning
 VOLUME_ZONE = "VolumeZone"  # a bound claim's volume is in another zone or region
 VOLUME_MISSING = "VolumePVNotExist"  # a claim is bound to a volume that does not exist
+# A pod's DRA ResourceClaims cannot be allocated or used there (kube-scheduler's DynamicResources); detail: the
+# sentence of the typed reason (`api/reasons_dra.py`) without the node, so nodes with one answer count together.
+DYNAMIC_RESOURCES = "DynamicResources"
 VOLUME_UNBOUND_IMMEDIATE = "VolumeUnboundImmediateClaim"  # detail: the claim, unbound and not WaitForFirstConsumer
 VOLUME_CLAIM_MISSING = "VolumeClaimNotFound"  # detail: the claim
 VOLUME_CLAIM_DELETING = "VolumeClaimDeleting"  # detail: the claim
@@ -391,7 +395,7 @@ KINDS: dict[str, type[Reason]] = {
         NodeFilter, NodesUnavailable, TopologyLimit, TopologyNoNode, TopologyNoFit, PluginError,
         FieldInvalid, ResourceQuotaExceeded, SubGroupsShort, SubGroupNoDomain, MinRuntimeProtected,
     )
-}
+} | DRA_KINDS
 
 
 def from_json(obj: Mapping[str, Any]) -> Reason:

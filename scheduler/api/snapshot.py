@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from scheduler.api.decision import REASONS_ANNOTATION, Status, publish
 from scheduler.api.disruption import DisruptionBudget
+from scheduler.api.dra import ClaimWrite, DraObjects
 from scheduler.api.job import Condition, JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import PodGroupPhase
@@ -45,6 +46,9 @@ class ClusterSnapshot:
     # Volcano's feature gate SchedulingGatesQueueAdmission (the scheduler's --feature-gates): allocate removes the
     # queue-allocation gate of an opted-in pod once its queue has room, and capacity reserves that room.
     queue_allocation_gate: bool = False
+    # Dynamic Resource Allocation (resource.k8s.io/v1): slices, classes, claims, templates, each parsed
+    # (`api/dra_parse.py`); None where DRA is not modelled (the simulator): pods' device claims are then ignored.
+    dra: DraObjects | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +70,7 @@ class GangBind:
     job: str
     binds: tuple[tuple[str, str], ...]  # (task uid, node name)
     volumes: tuple[VolumeBind, ...] = ()
+    claims: tuple[ClaimWrite, ...] = ()  # DRA claims' allocation and reservedFor, written before the binds
 
 
 @dataclass(frozen=True, slots=True)

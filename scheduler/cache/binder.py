@@ -1,7 +1,8 @@
 """Layer `cache`: a cycle's committed gangs, bound through the API (pods/binding), every pod concurrently.
 
-A gang's claims to bind (`GangBind.volumes`) are bound first (`volumes.VolumeBinder`); its pods' binds wait for
-that and are not sent if it failed. A pod that carries bind annotations (deviceshare's cards) is annotated first,
+A gang's claims to bind (`GangBind.volumes`) are bound first (`volumes.VolumeBinder`), then its DRA claims are
+written (`GangBind.claims`, `dra_writer.ClaimWriter`); its pods' binds wait for that and are not sent if it
+failed. A pod that carries bind annotations (deviceshare's cards) is annotated first,
 as a device plugin reads them when the pod starts. A bind that fails leaves its pod pending in the cache, so the
 next cycle retries it. A pod bound here is *assumed* on its node until the watch shows it there, so the next
 snapshot never double-books.
@@ -22,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from scheduler import metrics
 from scheduler.api.snapshot import CycleResult, GangBind
 from scheduler.api.timestamps import parse_time
+from scheduler.cache.dra_writer import ClaimWriter
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.kube import MERGE_PATCH, TRANSPORT_ERRORS, Kube, KubeError
 from scheduler.cache.leader import BOUND_BY_ANNOTATION
@@ -48,6 +50,7 @@ class Binder:
         self.events = events
         self.may_write = may_write
         self.volumes = VolumeBinder(kube, stores, may_write)
+        self.device_claims = ClaimWriter(kube, stores, may_write)
         # With leader election: the Lease and our identity, on every Binding, for the apiserver's bind fence
         # (manifests/07-bind-fence.yaml), which refuses a bind sent after another replica took the Lease over.
         self.fence_annotations: dict[str, str] = {}
@@ -62,13 +65,19 @@ class Binder:
             self.events.binds_done.clear()
         pending: Pending = []
         for gang in result.binds:
-            claims = self.pool.submit(self.volumes.bind, gang) if gang.volumes else None
+            claims = self.pool.submit(self._prepare, gang) if gang.volumes or gang.claims else None
             pending.extend(
                 (gang, self.pool.submit(self.bind, task, node, now, result.annotations.get(task), claims,
                                         uid_of(task)))
                 for task, node in gang.binds
             )
         return pending
+
+    def _prepare(self, gang: GangBind) -> bool:
+        """Before the gang's pods: its volumes' claims bound, then its DRA claims written."""
+        if gang.volumes and not self.volumes.bind(gang):
+            return False
+        return not gang.claims or self.device_claims.write(gang)
 
     def wait(self, pending: Pending) -> dict[str, int]:
         """Failed binds by gang."""

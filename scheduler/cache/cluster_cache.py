@@ -28,6 +28,7 @@ from scheduler.adapter.partial import bound_since, owned_by_controller
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.binder import Binder
+from scheduler.cache.dra import DraReader
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.evictor import Evictor
 from scheduler.cache.gates import GateRemover
@@ -112,6 +113,7 @@ class ClusterCache:
         self.watcher = Watcher(kube, self.stores, self.parser, self._stop, watch_timeout=watch_timeout,
                                page_size=page_size, prefetched=prefetched)
         self.storage = StorageReader(self.stores, self.parser.read)
+        self.dra = DraReader()  # ResourceSlices, DeviceClasses, ResourceClaims, templates (cache/dra.py)
         self.binder = Binder(kube, self.stores, self._pool, self.events, may_write, clock, lease_left=lease_left)
         # An eviction names the pod the cycle decided for (its snapshot copy: uid and resourceVersion), not whatever
         # the watch has put under that name since.
@@ -226,7 +228,8 @@ class ClusterCache:
         queue_infos, unreadable = self.parser.queues(queues)
         inputs = SnapshotInputs(node_infos, jobs, queue_infos, records, now, self.parser.hypernodes(hypernodes),
                                 assumed, self.storage.storage(), unreadable,
-                                self.parser.disruption_budgets(budgets), self.parser.resource_quotas(quotas))
+                                self.parser.disruption_budgets(budgets), self.parser.resource_quotas(quotas),
+                                self.dra.read(stores))
         snapshot = build_snapshot(inputs, self.rules)
         snapshot.queue_allocation_gate = self.queue_allocation_gate
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once

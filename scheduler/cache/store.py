@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from scheduler.api.objects import MutableObj
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
+DRA_API = "/apis/resource.k8s.io/v1"
 ASSUME_TTL = 60.0  # seconds an assumed bind waits for the watch to confirm it
 STORAGE_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
 
@@ -65,6 +66,20 @@ class Stores:
     resource_quotas: Watched = field(
         default_factory=lambda: Watched("ResourceQuota", "/api/v1/resourcequotas", optional=True)
     )
+    # Dynamic Resource Allocation (resource.k8s.io/v1, `cache/dra.py`); optional: a cluster without the API, or a
+    # ClusterRole without the rights, has no devices to offer and no claims to allocate.
+    resource_slices: Watched = field(
+        default_factory=lambda: Watched("ResourceSlice", f"{DRA_API}/resourceslices", optional=True)
+    )
+    device_classes: Watched = field(
+        default_factory=lambda: Watched("DeviceClass", f"{DRA_API}/deviceclasses", optional=True)
+    )
+    resource_claims: Watched = field(
+        default_factory=lambda: Watched("ResourceClaim", f"{DRA_API}/resourceclaims", optional=True)
+    )
+    claim_templates: Watched = field(
+        default_factory=lambda: Watched("ResourceClaimTemplate", f"{DRA_API}/resourceclaimtemplates", optional=True)
+    )
     lock: threading.Lock = field(default_factory=threading.Lock)
     assumed: dict[str, tuple[str, float]] = field(default_factory=dict)  # pod key -> (node, when) bound by us
     storage_version: int = 0  # bumped on every change to the three storage kinds
@@ -81,7 +96,12 @@ class Stores:
             *self.storage,
             self.disruption_budgets,
             self.resource_quotas,
+            *self.dra,
         )
+
+    @property
+    def dra(self) -> tuple[Watched, Watched, Watched, Watched]:
+        return (self.resource_slices, self.device_classes, self.resource_claims, self.claim_templates)
 
     @property
     def storage(self) -> tuple[Watched, Watched, Watched]:

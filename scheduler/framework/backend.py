@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from scheduler.api.dra import ClaimWrite
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
@@ -29,6 +30,7 @@ class StatementBackEnd:
         self._evictions: list[Eviction] = []
         self._annotations: dict[str, dict[str, str]] = {}
         self._volumes: dict[str, dict[VolumeBind, None]] = {}
+        self._device_claims: dict[str, list[ClaimWrite]] = {}
 
     # ---- placements (undone in reverse by a discard) -------------------------------------------------
     def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
@@ -90,6 +92,10 @@ class StatementBackEnd:
         """Claims to bind before the job's pods (asked for at close, for what a commit bound)."""
         self._volumes.setdefault(job_uid, {}).update(dict.fromkeys(volumes))
 
+    def bind_device_claims(self, job_uid: str, writes: Iterable[ClaimWrite]) -> None:
+        """DRA claims to write (allocation, reservedFor) before the job's pods (asked for at close)."""
+        self._device_claims.setdefault(job_uid, []).extend(writes)
+
     def got_binds(self, job_uid: str) -> bool:
         """Whether a commit this cycle bound any of the job's tasks."""
         return job_uid in self._binds
@@ -100,7 +106,8 @@ class StatementBackEnd:
 
     def gang_binds(self) -> list[GangBind]:
         """The committed binds, one request per gang, with the claims to bind first."""
-        return [GangBind(job, tuple(binds), tuple(self._volumes.get(job, ()))) for job, binds in self._binds.items()]
+        return [GangBind(job, tuple(binds), tuple(self._volumes.get(job, ())), tuple(self._device_claims.get(job, ())))
+                for job, binds in self._binds.items()]
 
     def evictions(self) -> list[Eviction]:
         return list(self._evictions)

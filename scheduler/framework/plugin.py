@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from scheduler.api.decision import Status
 from scheduler.api.disruption import DisruptionBudget
+from scheduler.api.dra import ClaimWrite, DraObjects
 from scheduler.api.job import Condition, JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -49,11 +50,12 @@ class SessionAPI:
     `arrays`, the nodes' resources as arrays in `node_list` order (the Statement keeps them current);
     `domains`, the nodes' topology domains per label key, by the same positions (`api.topology`);
     `trace`, where a plugin may explain its decisions when the cycle is traced (None when it is not);
-    `queue_allocation_gate`, Volcano's feature gate SchedulingGatesQueueAdmission (`api.snapshot`).
+    `queue_allocation_gate`, Volcano's feature gate SchedulingGatesQueueAdmission (`api.snapshot`);
+    `dra`, the DRA objects (`api.dra`: slices, classes, claims, templates; None when DRA is not modelled).
     """
 
     __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
-                 "storage", "disruption_budgets", "resource_quotas", "queue_allocation_gate",
+                 "storage", "disruption_budgets", "resource_quotas", "queue_allocation_gate", "dra",
                  "_order", "_fit", "_results",
                  "_requests", "_faults")
 
@@ -78,6 +80,7 @@ class SessionAPI:
         requests: StatementBackEnd,
         faults: Faults,
         queue_allocation_gate: bool = False,
+        dra: DraObjects | None = None,
     ) -> None:
         self.jobs = jobs
         self.queues = queues
@@ -92,6 +95,7 @@ class SessionAPI:
         self.disruption_budgets = disruption_budgets
         self.resource_quotas = resource_quotas
         self.queue_allocation_gate = queue_allocation_gate
+        self.dra = dra
         self._order = order
         self._fit = fit
         self._results = results
@@ -198,6 +202,10 @@ class SessionAPI:
     def bind_volumes(self, job_uid: str, volumes: Iterable[VolumeBind]) -> None:
         """Claims the adapter binds for the job's committed gang before any of its pods (`GangBind.volumes`)."""
         self._requests.bind_volumes(job_uid, volumes)
+
+    def bind_device_claims(self, job_uid: str, writes: Iterable[ClaimWrite]) -> None:
+        """DRA claims the adapter writes (allocation, reservedFor) before the job's pods (`GangBind.claims`)."""
+        self._requests.bind_device_claims(job_uid, writes)
 
 
 class Plugin(Generic[ArgsT]):

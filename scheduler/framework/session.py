@@ -59,6 +59,7 @@ class Session:
         self.now = snapshot.now
         self.hypernodes = snapshot.hypernodes
         self.storage = snapshot.storage
+        self.dra = snapshot.dra
         self.disruption_budgets = snapshot.disruption_budgets
         self.resource_quotas = snapshot.resource_quotas
         self.queue_allocation_gate = snapshot.queue_allocation_gate  # SchedulingGatesQueueAdmission
@@ -92,7 +93,7 @@ class Session:
             conf=self.conf, arrays=self.arrays, domains=self.domains, trace=self.trace, storage=self.storage,
             disruption_budgets=self.disruption_budgets, resource_quotas=self.resource_quotas, order=self.order,
             fit=self.fit, results=self.results, requests=self._back_end, faults=self.faults,
-            queue_allocation_gate=self.queue_allocation_gate,
+            queue_allocation_gate=self.queue_allocation_gate, dra=self.dra,
         )
 
     def _jobs_of_queue(self, queue: str) -> list[JobInfo]:

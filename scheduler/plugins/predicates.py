@@ -30,6 +30,7 @@ from too); the matching pods per domain are counted once and kept current throug
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,8 +42,9 @@ from scheduler.api.pod import SpreadConstraint, Taint, host_ports_conflict
 from scheduler.api.topology import NO_DOMAIN, LabelDomains
 from scheduler.framework import combine as C, points as P
 from scheduler.framework.arrays import IntArray
-from scheduler.framework.conf_args import NoArgs
+from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
+from scheduler.plugins.dra_claims import DeviceClaims
 from scheduler.plugins.pod_counts import COUNTED, BoolArray, PlacedPods, SpreadSelection, TermSelection
 from scheduler.plugins.volume_binding import ClaimBinding
 
@@ -242,22 +244,40 @@ def host_port_filter(task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
     ]
 
 
-class PredicatesPlugin(Plugin[NoArgs]):
+DRA_ENABLE = "predicate.DynamicResourceAllocationEnable"  # Volcano's argument name (predicates.go)
+
+
+@dataclass(frozen=True, slots=True)
+class PredicatesArgs:
+    dra: bool = False  # DRA_ENABLE: pods' ResourceClaims are allocated as they are placed (`dra_claims.py`)
+
+
+class PredicatesPlugin(Plugin[PredicatesArgs]):
     name = "predicates"
+
+    @classmethod
+    def parse_args(cls, reader: ArgReader) -> PredicatesArgs:
+        return PredicatesArgs(dra=reader.boolean(DRA_ENABLE, False))
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self._static = StaticFilter()
         self._topology = PodTopology(ssn)
         self.binding: ClaimBinding | None = None
+        self.devices: DeviceClaims | None = None
         self._dynamic: list[P.NodesPredicate] = [host_port_filter, self._topology.filter]
         if ssn.storage is not None and ssn.storage.binding:  # some pending pod has a claim to bind
             self.binding = ClaimBinding(ssn, ssn.storage)
             self._dynamic.append(self.binding.filter)
+        if self.args.dra and ssn.dra is not None:
+            self.devices = DeviceClaims(ssn, ssn.dra)
+            self._dynamic.append(self.devices.filter)
 
     def inactive_points(self) -> frozenset[str]:
-        # With claims to bind, JobReady waits for them, and the binding hears each placement on its own (no run of
-        # placements at once: bulk placement stays off that session).
-        return frozenset({"job_ready"}) if self.binding is None else frozenset({"on_allocate_many"})
+        # With claims to bind (volumes or devices), JobReady waits for them, and the binding hears each placement on
+        # its own (no run of placements at once: bulk placement stays off that session).
+        if self.binding is None and self.devices is None:
+            return frozenset({"job_ready"})
+        return frozenset({"on_allocate_many"})
 
     # ---- extension points ------------------------------------------------------------------------------------
     def predicate(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
@@ -272,12 +292,14 @@ class PredicatesPlugin(Plugin[NoArgs]):
         return self._topology.score(task, nodes)
 
     def job_ready(self, job: JobInfo) -> bool:
-        return self.binding is None or self.binding.ready(job)
+        return (self.binding is None or self.binding.ready(job)) and (self.devices is None or self.devices.ready(job))
 
     # ---- hooks: where pods are (inter-pod terms) and which claims they take ----------------------------------
     def on_allocate(self, task: TaskInfo) -> None:
         binding = self.binding
         _all_hear(self._topology.placed.changed, binding.placed_task if binding is not None else None, task)
+        if self.devices is not None:
+            self.devices.placed_task(task)
 
     def on_allocate_many(self, tasks: Sequence[TaskInfo]) -> None:
         # Read only for tasks with inter-pod terms, which the bulk placer leaves to the per-task loop: it may hear
@@ -287,10 +309,14 @@ class PredicatesPlugin(Plugin[NoArgs]):
     def on_deallocate(self, task: TaskInfo) -> None:
         binding = self.binding
         _all_hear(self._topology.placed.changed, binding.removed_task if binding is not None else None, task)
+        if self.devices is not None:
+            self.devices.removed_task(task)
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         if self.binding is not None:
             self.binding.close(ssn)
+        if self.devices is not None:
+            self.devices.close(ssn)
 
 
 def _all_hear(first: Callable[[TaskInfo], None], second: Callable[[TaskInfo], None] | None, task: TaskInfo) -> None:

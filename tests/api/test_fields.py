@@ -150,8 +150,10 @@ def full_pod(name: str = "p", *, scheduler: str = "volcano-py", group: str | Non
                         {"weight": 3, "podAffinityTerm": {"labelSelector": {}, "topologyKey": "host"}}]},
                 })
     spec["containers"][0]["ports"] = [{"hostPort": 8080, "protocol": "TCP", "hostIP": "0.0.0.0"}]
+    spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
     pod["status"] = {"phase": "Running", "conditions": [
-        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}],
+        "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x7"}]}
     return pod
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from scheduler.api import reasons as R
+from scheduler.api import reasons as R, reasons_dra as D
 from scheduler.api.decision import REASONS_ANNOTATION, Code, Status, publish, read_published
 from scheduler.api.job import Condition
 from scheduler.api.messages import message, render
@@ -73,6 +73,15 @@ SAMPLES = [
     Sample(R.MinRuntimeProtected(2, "ml/train", 240.0, 600.0, R.MIN_RUNTIME_QUEUE), Gate.WAITING),
     Sample(R.FieldInvalid("PodGroup", "ml/train", "metadata.annotations[volcano-py.io/fallback-min-available]",
                           "not a whole number in 0..2147483647", "'1e999'", "no smaller minimum"), Gate.WAITING),
+    # Dynamic Resource Allocation (api/reasons_dra.py)
+    Sample(D.ClaimDevicesShort("ml/w0-gpu", "gpu", "gpu.nvidia.com", 2, 1, "n3"), Gate.WAITING),
+    Sample(D.ClaimConstraintUnmet("ml/w0-gpu", "gpu.nvidia.com/pcieRoot", ("a", "b"), "n3"), Gate.WAITING),
+    Sample(D.ClaimMissing("ml/w0", "shared"), Gate.WAITING),
+    Sample(D.DeviceClassMissing("ml/w0-gpu", "gpu", "gpu.nvidia.com"), Gate.WAITING),
+    Sample(D.ClaimSelectorInvalid("ml/w0-gpu", "gpu", "device.x", "does not compile", ""), Gate.WAITING),
+    Sample(D.AdminAccessRefused("ml/mon", "gpu"), Gate.WAITING),
+    Sample(D.ClaimNotReachable("ml/shared", "n2"), Gate.WAITING),
+    Sample(D.ClaimUnusable("ml/shared", "is being deleted"), Gate.WAITING),
 ]
 
 

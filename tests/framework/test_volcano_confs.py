@@ -198,8 +198,8 @@ NODEORDER = "tiers[1].plugins[3]"
 # Every conf found, with the keys volcano-py ignores in it (as values); () = none.
 LOADS: dict[str, tuple[KeyWarning, ...]] = {
     "installer/helm/chart/volcano/config/agent-scheduler.conf": (),
-    "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf": (
-        entry("tiers[1].plugins[2]", "predicates", "predicate.DynamicResourceAllocationEnable", IGNORES),),
+    # predicate.DynamicResourceAllocationEnable: true, which volcano-py's predicates read (DRA, docs/dra.md)
+    "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf": (),
     "installer/helm/chart/volcano/config/volcano-scheduler.conf": (),
     "installer/volcano-agent-scheduler-development.yaml#volcano-agent-scheduler-configmap/agent-scheduler.conf": (),
     "installer/volcano-development-vap-map.yaml#volcano-scheduler-configmap/volcano-scheduler.conf": (),
@@ -282,7 +282,9 @@ def test_conf_check_prints_what_the_loader_read(tmp_path: Path, capsys: pytest.C
     printed = capsys.readouterr().out
     conf = load_conf(str(path))
     assert printed == describe_conf(conf) + "\n"
-    assert conf.key_warnings  # the CI conf's predicate.DynamicResourceAllocationEnable, printed among the warnings
+    # the CI conf's predicate.DynamicResourceAllocationEnable takes effect: no warning, the predicates' DRA is on
+    (predicates,) = [o for t in conf.tiers for o in t.plugins if o.name == "predicates"]
+    assert predicates.args.dra and not conf.key_warnings
 
 
 def test_volcanos_elided_example_loads_without_its_elision(tmp_path: Path) -> None:
