@@ -63,6 +63,7 @@ test: unit e2e
 bench: venv
 	$(BIN)/python bench/bench_cycle.py --repeat 5
 	$(BIN)/python bench/bench_cycle.py --repeat 5 --conf bench/gang-only.conf
+	$(BIN)/python bench/bench_dra.py --nodes 1000 --devices 8 --pods 64
 
 # A day of GPU training jobs in the simulator, Volcano's conf against volcano-py's policies (docs/simulator.md).
 bench-day: venv
