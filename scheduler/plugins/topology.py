@@ -165,6 +165,13 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
     def batch_node_order_one(self, task: TaskInfo, node: NodeInfo) -> float:
         return float(self.batch_node_order(task, self.ssn.arrays, np.array([self._position[node.name]]))[0])
 
+    # ---- HYPERNODE_ORDER (which HyperNode a sub-group goes to, actions/subgroups.py) ----------------------
+    def hypernode_order(self, job: JobInfo, tasks: Sequence[TaskInfo],
+                        candidates: Mapping[str, IntArray]) -> dict[str, float]:
+        """Volcano's HyperNodeOrderFn: the hypernode-level binpack of the sub-group's tasks in each candidate
+        (`hypernode_score.sub_group_scores`)."""
+        return hn.sub_group_scores(self.args.weights, tasks, self.ssn.node_list, self._position, candidates)
+
     # ---- EVICT_DOMAINS ----------------------------------------------------------------------------------
     def evict_domains(self, job: JobInfo) -> list[Domain]:
         """Where gangpreempt and gangreclaim look for a job with a hard network topology (Volcano's
