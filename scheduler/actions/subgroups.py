@@ -161,6 +161,8 @@ class SubGroupPlacer:
         tried = 0
         for gradient in self._job_gradients(job):
             gradient = gradient[:max(0, MAX_SCOPES - tried)]
+            if not gradient:
+                break
             tried += len(gradient)
             best: tuple[float, int] | None = None
             for index, (_, scope) in enumerate(gradient if len(gradient) > 1 else ()):

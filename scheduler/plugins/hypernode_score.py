@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.fields import ALLOCATED_HYPERNODE
-from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
 from scheduler.api.resources import CPU, MEMORY, ZERO, Resource
@@ -210,8 +210,6 @@ def _sum(nodes: Sequence[NodeInfo], positions: Iterable[int], what: str) -> Reso
         return Resource.total(nodes[i].future_idle() for i in positions)
     if what == "used":
         return Resource.total(nodes[i].used for i in positions)
-    if what == "pipelined":
-        return Resource.total(nodes[i].pipelined for i in positions)
     return Resource.total(nodes[i].allocatable for i in positions)
 
 
@@ -283,34 +281,6 @@ def choose(tree: HyperNodeTree, weights: BinpackWeights, job: JobInfo, nodes: Se
     return None
 
 
-def sub_group_scores(weights: BinpackWeights, tasks: Sequence[TaskInfo], nodes: Sequence[NodeInfo],
-                     position: Mapping[str, int], candidates: Mapping[str, npt.NDArray[np.int64]],
-                     ) -> dict[str, float]:
-    """Volcano's HyperNodeOrderFn for a sub-job (network_topology_aware.go): each candidate's hypernode-level
-    binpack score of the requests of all the sub-group's tasks over the candidate's nodes' allocatable and use
-    (used and pipelined: Volcano's resource cache adds every allocate and pipeline event), 0 if that would overuse
-    it; where several share the highest score, each of those gains the share of the sub-group's tasks already on
-    its nodes (scoreWithTaskNum); all x 100 x `weight`."""
-    request = Resource.total(t.resreq for t in tasks)
-    scores: dict[str, float] = {}
-    for name, positions in candidates.items():
-        allocatable = _sum(nodes, positions.tolist(), "allocatable")
-        used = _sum(nodes, positions.tolist(), "used") + _sum(nodes, positions.tolist(), "pipelined")
-        scores[name] = binpack_score(weights, request, allocatable, used)
-    if len(scores) < 2 or not tasks:
-        return scores
-    best = max(scores.values())
-    tied = [name for name, score in scores.items() if score == best]
-    if len(tied) > 1:
-        placed = [position[t.node_name] for t in tasks
-                  if t.status is not TaskStatus.PENDING and t.node_name in position]
-        for name in tied:
-            inside = set(candidates[name].tolist())
-            share = sum(1 for p in placed if p in inside) / len(tasks)
-            scores[name] += MAX_NODE_SCORE * weights.weight * share
-    return scores
-
-
 @dataclass(slots=True)
 class HyperNodeChoice:
     """One session's view for network-topology-aware: the tree, each topology job's tier limit and HyperNode at
@@ -361,8 +331,16 @@ class HyperNodeChoice:
             self._masks[name] = mask
         return self._masks[name]
 
+    def current(self, job: JobInfo) -> str:
+        """The job's HyperNode now: the one it had when the session opened, widened to hold the pods placed since
+        (Volcano's allocate sets JobInfo.AllocatedHyperNode after each commit, recorder.go UpdateDecisionToJob, so
+        the job's next turn in the same session searches from it)."""
+        held = [self.position[t.node_name] for t in job.tasks.values()
+                if t.status in HOLDING and t.node_name in self.position]
+        return self.tree.lca(self.allocated.get(job.key, ""), self.tree.lowest_holding(held))
+
     def choose(self, job: JobInfo, highest: int, attempt: Callable[[str], T | None]) -> tuple[str, T] | None:
-        tiers = gradients(self.tree, self.nodes, highest, self.allocated.get(job.key, ""), job.min_resources)
+        tiers = gradients(self.tree, self.nodes, highest, self.current(job), job.min_resources)
         return choose(self.tree, self.weights, job, self.nodes, self.position, tiers, attempt)
 
     def close(self, ssn: SessionAPI) -> None:

@@ -52,6 +52,7 @@ import numpy.typing as npt
 from scheduler.api.decision import SUCCESS, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.reasons import Reason, TopologyLimit, TopologyNoFit, TopologyNoNode
 from scheduler.api.resources import CPU, GPU, ZERO, Resource
 from scheduler.framework import points as P
@@ -170,7 +171,7 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
                         candidates: Mapping[str, IntArray]) -> dict[str, float]:
         """Volcano's HyperNodeOrderFn: the hypernode-level binpack of the sub-group's tasks in each candidate
         (`hypernode_score.sub_group_scores`)."""
-        return hn.sub_group_scores(self.args.weights, tasks, self.ssn.node_list, self._position, candidates)
+        return _sub_group_scores(self.args.weights, tasks, self.ssn.node_list, self._position, candidates)
 
     # ---- EVICT_DOMAINS ----------------------------------------------------------------------------------
     def evict_domains(self, job: JobInfo) -> list[Domain]:
@@ -232,13 +233,14 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         if spec and self._limits(job)[0] < 0:
             return P.PLACE_BY_POD  # a highestTierName no HyperNode carries: no limit, pod by pod as in Volcano
         volcano = self._volcano is not None and self._volcano.takes(job)
-        if not volcano and (len(tasks) < 2 or not (self.every_gang or job.extra.get("networkTopology"))):
+        root = None if volcano else self._root(job)
+        if not volcano and root is None and (len(tasks) < 2 or not (self.every_gang or spec)):
             return P.PLACE_BY_POD
         if abstain_for_sub_groups(job):  # the sub-group placer places it (actions/subgroups.py)
             return P.PLACE_BY_POD
         start = time.perf_counter()
         try:
-            return self._place_in_hypernode(job, list(tasks), start) if volcano else self._place(job, list(tasks))
+            return self._place_in_hypernode(job, list(tasks), start) if volcano else self._place(job, list(tasks), root)
         finally:
             self.spent_ms += (time.perf_counter() - start) * 1000
 
@@ -289,7 +291,21 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         return P.GangAnswer(SUCCESS, tuple((task, self.ssn.node_list[int(node)]) for group in pairs
                                            for task, node in group))
 
-    def _place(self, job: JobInfo, tasks: list[TaskInfo]) -> P.GangAnswer:
+    def _root(self, job: JobInfo) -> npt.NDArray[np.bool_] | None:
+        """Without Volcano's HyperNode choice (label domains, or `solver.chooseDomains`), the nodes a hard job that
+        already holds nodes may take more of: the domain of its highest tier around those pods (Volcano's
+        getSearchRoot; none at all if they span more); None for any other job."""
+        max_tier, hard = self._limits(job)
+        held = [self._position[t.node_name] for t in job.tasks.values()
+                if t.status in hn.HOLDING and t.node_name in self._position]
+        if not hard or max_tier < 0 or not held:
+            return None
+        row = self.topology.domain[max_tier]
+        ids = np.unique(row[held])
+        return row == ids[0] if ids.size == 1 else np.zeros(row.size, dtype=bool)
+
+    def _place(self, job: JobInfo, tasks: list[TaskInfo], root: npt.NDArray[np.bool_] | None = None,
+               ) -> P.GangAnswer:
         max_tier, hard = self._limits(job)
         over_budget = self.spent_ms >= self.budget_ms
         if over_budget and not hard:
@@ -301,6 +317,8 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
             if built is None:
                 continue
             problem, groups = built
+            if root is not None:  # only inside the job's search root
+                problem = _inside(problem, root)
             self._members = groups
             placement = self._solve(problem, over_budget)
             if placement is not None:
@@ -409,6 +427,30 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         names = topo.domain_names[max_tier] if max_tier < len(topo.domain_names) else []
         return TopologyLimit(max_tier, where, resource, need, int(free[best]), int(usable[best]),
                              names[best] if best < len(names) else "")
+
+
+def _sub_group_scores(weights: hn.BinpackWeights, tasks: Sequence[TaskInfo], nodes: Sequence[NodeInfo],
+                      position: Mapping[str, int], candidates: Mapping[str, IntArray]) -> dict[str, float]:
+    """Volcano's HyperNodeOrderFn for a sub-job (network_topology_aware.go): each candidate's hypernode-level
+    binpack score (`hypernode_score.binpack_score`) of the requests of all the sub-group's tasks over the
+    candidate's nodes' allocatable and use (used and pipelined: Volcano's resource cache adds every allocate and
+    pipeline event); where several share the highest score, each of those gains the share of the sub-group's
+    tasks already on its nodes (scoreWithTaskNum), scaled as the score (x 100 x `weight`)."""
+    request = Resource.total(t.resreq for t in tasks)
+    scores: dict[str, float] = {}
+    for name, positions in candidates.items():
+        inside = [nodes[int(i)] for i in positions]
+        used = Resource.total(n.used + n.pipelined for n in inside)
+        scores[name] = hn.binpack_score(weights, request, Resource.total(n.allocatable for n in inside), used)
+    tied = [name for name, score in scores.items() if score == max(scores.values())]
+    if len(tied) > 1 and tasks:
+        placed = [position[t.node_name] for t in tasks if t.status is not TaskStatus.PENDING
+                  and t.node_name in position]
+        for name in tied:
+            members = set(candidates[name].tolist())
+            share = sum(1 for p in placed if p in members) / len(tasks)
+            scores[name] += hn.MAX_NODE_SCORE * weights.weight * share
+    return scores
 
 
 def _inside(problem: GangProblem, mask: npt.NDArray[np.bool_]) -> GangProblem:
