@@ -325,14 +325,9 @@ class SubGroupPlacer:
             gradients: list[list[Candidate]] = [[(CLUSTER, scope)]]
         else:
             gradients = self._gradients(tier, scope, _placed_positions(self.ssn, members), self._need(tasks))
+        placed_before = any(t.status is not TaskStatus.PENDING for t in members)
         for gradient in gradients:
-            fits: list[Candidate] = []
-            for candidate in gradient:
-                mark = stmt.mark()
-                self._place_all(stmt, queue, tasks, candidate[1])
-                if subs.group_ready(key, waiting=False):
-                    fits.append(candidate)
-                stmt.rollback(mark)
+            fits = self._fitting(stmt, queue, job, key, tasks, members, gradient, placed_before)
             if not fits:
                 continue
             scores = self._score(job, members, fits)
@@ -340,6 +335,27 @@ class SubGroupPlacer:
             self._place_all(stmt, queue, tasks, allowed)
             return scores[name]
         return None
+
+    def _fitting(self, stmt: Statement, queue: QueueInfo, job: JobInfo, key: GroupKey, tasks: list[TaskInfo],
+                 members: list[TaskInfo], gradient: list[Candidate], placed_before: bool) -> list[Candidate]:
+        """The candidates Volcano's choice among those where the sub-group fits can fall on: a score does not
+        depend on the dry run (it is taken after it is undone), so the candidates are tried best score first, and
+        only those sharing the score of the first that holds the sub-group are kept (all of them when the
+        sub-group already has pods placed, whose share breaks ties; otherwise the first, which is the one the
+        choice among equals takes)."""
+        subs = job.subs
+        assert subs is not None
+        scores = self._score(job, members, gradient)
+        fits: list[Candidate] = []
+        for candidate in sorted(gradient, key=lambda c: -scores[c[0]]):  # stable: the tightest first among equals
+            if fits and (scores[candidate[0]] != scores[fits[0][0]] or not placed_before):
+                break
+            mark = stmt.mark()
+            self._place_all(stmt, queue, tasks, candidate[1])
+            if subs.group_ready(key, waiting=False):
+                fits.append(candidate)
+            stmt.rollback(mark)
+        return fits
 
     def _place_all(self, stmt: Statement, queue: QueueInfo, tasks: list[TaskInfo], allowed: BoolArray) -> None:
         positions = np.flatnonzero(allowed)
