@@ -208,8 +208,8 @@ def _sum(nodes: Sequence[NodeInfo], positions: Iterable[int], what: str) -> Reso
         return Resource.total(nodes[i].idle for i in positions)
     if what == "future":
         return Resource.total(nodes[i].future_idle() for i in positions)
-    if what == "used":
-        return Resource.total(nodes[i].used for i in positions)
+    if what == "used":  # Volcano's resource cache adds every allocate and pipeline event
+        return Resource.total(nodes[i].used + nodes[i].pipelined for i in positions)
     return Resource.total(nodes[i].allocatable for i in positions)
 
 
