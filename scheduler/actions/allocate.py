@@ -14,7 +14,9 @@
    SchedulingGatesQueueAdmission, a job's first turn starts with its opted-in pods held by Volcano's
    queue-allocation gate alone: each whose queue passes Allocatable loses its gate after the cycle (`ungate`).
 4. Commit the job's statement only if JobReady; keep it as a reservation if JobPipelined; otherwise discard.
-   A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others.
+   A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others. A ready
+   job with a network topology takes each further pod from the gang placer (network-topology-aware: inside the
+   job's search root, as Volcano's allocateForJob places it on every turn), pod by pod if the placer abstains.
 """
 
 from __future__ import annotations

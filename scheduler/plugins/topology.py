@@ -26,6 +26,13 @@ Only jobs with a `networkTopology` are placed this way, as in Volcano; the other
 configured scorers. `solver.everyGang: true` places every gang of two or more tasks whole (a topology-less gang
 then prefers the lowest tier it fits in).
 
+A job that holds nodes and has a hard topology is placed only inside its search root (Volcano's getSearchRoot:
+the domain of its highest tier around its pods); allocate asks this plugin for each further pod of such a job
+once it is ready (its extras, a killed pod's replacement), so they never land outside it.
+
+At `HYPERNODE_ORDER` the plugin scores the domains a sub-group fits in (`actions/subgroups.py`) by the same
+hypernode-level binpack (Volcano's HyperNodeOrderFn); `enabledHyperNodeOrder: false` turns it off.
+
 With HyperNodes, a pod of a job without a `networkTopology` is scored on each node by the HyperNodes around
 it (Volcano's normal-pod score, `hypernode_score.NodeLevel`), so such pods also fill the domains in use first.
 
