@@ -232,3 +232,17 @@ def test_a_soft_sub_group_never_leaves_the_hard_jobs_spine() -> None:
                         job_topology={"mode": "hard", "highestTierAllowed": 2})
     c.cycle(ON)
     assert sorted(partitions_bound(c, "job")["0"]) == ["r0-n", "r1-n"]
+
+
+def test_equal_scores_go_to_the_rack_that_holds_more_of_the_sub_group() -> None:
+    """A tier-2 sub-group with one of its two pods running in rack1 (b1); rack0's a1 holds 1 cpu of other work.
+    Both racks score (1 + 2) / 8 cpu (the score counts all the sub-group's pods), so Volcano's scoreWithTaskNum
+    breaks the tie: rack1 holds half the sub-group, rack0 none."""
+    c = racks(cluster(), [["a1"], ["b1"]], cpu="8")
+    running(c, "busy-a1", "a1", "1")
+    c = partitioned_job(c, "job", partitions=1, size=2, min_partitions=1, cpu="1",
+                        topology={"mode": "hard", "highestTierAllowed": 2})
+    first = c.sim.pods["default/job-stage-0"].manifest
+    first["spec"]["nodeName"], first["status"]["phase"] = "b1", "Running"
+    c.cycle(ON)
+    assert sorted(partitions_bound(c, "job")["0"]) == ["b1", "b1"]
