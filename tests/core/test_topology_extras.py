@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from subgroup_workloads import partitioned_job
 
 from scheduler.api.topology import NodeDomains
 from scheduler.cycle import conf_from_text
@@ -165,6 +166,14 @@ def random_workload(seed: int, labels: bool) -> tuple[ClusterBuilder, dict[str, 
         if rng.random() < 0.5:
             busy(c, f"busy-{node}", node, str(rng.randint(1, 3)))
     tiers: dict[str, int] = {}
+    for j in range(rng.randint(0, 2)):  # jobs with sub-groups (one per partition), placed by the sub-group placer
+        tier = rng.choice([1, 2])
+        tiers[f"part{j}"] = tier + 1 if labels else tier
+        partitions = rng.randint(1, 4)
+        partitioned_job(c, f"part{j}", partitions=partitions, size=rng.randint(1, 3),
+                        min_partitions=rng.randint(1, partitions), cpu=str(rng.randint(1, 2)),
+                        topology=rng.choice([None, {"mode": "soft"}, {"mode": "hard", "highestTierAllowed": 1}]),
+                        job_topology={"mode": "hard", "highestTierAllowed": tiers[f"part{j}"]})
     for j in range(rng.randint(1, 3)):
         replicas = rng.randint(2, 6)
         tier = rng.choice([1, 1, 2])
@@ -181,12 +190,13 @@ def churn(c: ClusterBuilder, rng: random.Random, cycle: int) -> None:
         name = pod.task.name
         if name.startswith("busy-") and rng.random() < 0.3:
             c.sim.delete_pod(key)
-        elif name.startswith("job") and pod.manifest["spec"].get("nodeName") and rng.random() < 0.25:
-            group = pod.manifest["metadata"]["annotations"]
+        elif name.startswith(("job", "part")) and pod.manifest["spec"].get("nodeName") and rng.random() < 0.25:
+            metadata = pod.manifest["metadata"]
             c.sim.delete_pod(key)
             again = pod_object(f"{name}-r{cycle}", cpu=pod.manifest["spec"]["containers"][0]["resources"]
                                ["requests"]["cpu"], memory="1Gi")
-            again["metadata"]["annotations"] = dict(group)
+            again["metadata"]["annotations"] = dict(metadata["annotations"])
+            again["metadata"]["labels"] = dict(metadata["labels"])  # its partition, as the controller makes it
             c.sim.add_pod(again)
 
 
