@@ -13,9 +13,14 @@ from typing import Any
 import pytest
 from subgroup_workloads import partitioned_job
 
+from scheduler.actions.domain_reserve import in_search_root
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.phases import TaskStatus
+from scheduler.api.resources import Resource
 from scheduler.api.topology import NodeDomains
 from scheduler.cycle import conf_from_text
 from scheduler.framework.conf import SchedulerConf
+from scheduler.framework.evictable import Domain
 from scheduler.solver.topology import Topology, from_domains, from_hypernodes
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
@@ -217,3 +222,18 @@ def test_no_placer_puts_a_hard_topology_job_outside_its_search_root(seed: int, m
         c.cycle(conf)
         check(c, tiers, f"{mode} seed {seed} cycle {cycle}")
         churn(c, rng, cycle)
+
+
+def test_a_reservation_on_released_room_is_made_only_inside_the_search_root() -> None:
+    """domain_reserve pipelines a hard gang into the gang-eviction domains; for a job that holds nodes only those
+    inside its search root count: the widest listed domain around its pods and the domains inside it."""
+    spine = Domain("s0", 2, frozenset({"a1", "a2", "b1"}))
+    other = Domain("s1", 2, frozenset({"c1"}))
+    rack_a, rack_b = Domain("s0r0", 1, frozenset({"a1", "a2"})), Domain("s0r1", 1, frozenset({"b1"}))
+    job = JobInfo("default/j", "j", "default", "default")
+    assert in_search_root(job, [other, spine, rack_a, rack_b]) == [other, spine, rack_a, rack_b]  # holds none
+    job.add_task(TaskInfo("default/j-0", "j-0", "default", "default/j", Resource.of(1000),
+                          status=TaskStatus.RUNNING, node_name="a1"))
+    assert in_search_root(job, [other, spine, rack_a, rack_b]) == [spine, rack_a, rack_b]  # tier 2
+    assert in_search_root(job, [rack_a, rack_b]) == [rack_a]  # tier 1
+    assert in_search_root(job, [other]) == []
