@@ -15,6 +15,7 @@ nor by a gang placer that does not know its sub-groups:
    their policy's `minSubGroups` first, then by partition number (`match_index`); with `requeue`, it stops once
    the job is ready. The domain whose run makes the job ready with the highest sum of its sub-groups' scores
    wins (selectBestHyperNodeForJob; equal sums: the tightest domain first), and the job is placed there again.
+   At most `MAX_SCOPES` job-level domains are tried per job and cycle (Volcano tries every one).
 3. One sub-group in the job's domain: its gradients the same way from its own tier (a hard one's, or for a soft
    one the job's tier, else the cluster's: convertSoftToHardTopology), its root the domain around its placed pods,
    and its need its pending pods' requests. In each domain of the lowest gradient where it reaches
