@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.fields import ALLOCATED_HYPERNODE
-from scheduler.api.job import JobInfo
+from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
 from scheduler.api.resources import CPU, MEMORY, ZERO, Resource
@@ -279,6 +279,28 @@ def choose(tree: HyperNodeTree, weights: BinpackWeights, job: JobInfo, nodes: Se
             if placed is not None:
                 return name, placed
     return None
+
+
+def sub_group_scores(weights: BinpackWeights, tasks: Sequence[TaskInfo], nodes: Sequence[NodeInfo],
+                     position: Mapping[str, int], candidates: Mapping[str, npt.NDArray[np.int64]],
+                     ) -> dict[str, float]:
+    """Volcano's HyperNodeOrderFn for a sub-job (network_topology_aware.go): each candidate's `binpack_score` of
+    the requests of all the sub-group's tasks over its nodes; where several share the highest score, each of those
+    gains the share of the sub-group's tasks already on its nodes (scoreWithTaskNum), scaled as the score."""
+    request = Resource.total(t.resreq for t in tasks)
+    scores: dict[str, float] = {}
+    for name, positions in candidates.items():
+        inside = positions.tolist()
+        scores[name] = binpack_score(weights, request, _sum(nodes, inside, "allocatable"), _sum(nodes, inside, "used"))
+    tied = [name for name, score in scores.items() if score == max(scores.values())]
+    if len(tied) > 1 and tasks:
+        placed = [position[t.node_name] for t in tasks if t.status is not TaskStatus.PENDING
+                  and t.node_name in position]
+        for name in tied:
+            members = set(candidates[name].tolist())
+            share = sum(1 for p in placed if p in members) / len(tasks)
+            scores[name] += MAX_NODE_SCORE * weights.weight * share
+    return scores
 
 
 @dataclass(slots=True)

@@ -59,7 +59,6 @@ import numpy.typing as npt
 from scheduler.api.decision import SUCCESS, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
-from scheduler.api.phases import TaskStatus
 from scheduler.api.reasons import Reason, TopologyLimit, TopologyNoFit, TopologyNoNode
 from scheduler.api.resources import CPU, GPU, ZERO, Resource
 from scheduler.framework import points as P
@@ -178,7 +177,7 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
                         candidates: Mapping[str, IntArray]) -> dict[str, float]:
         """Volcano's HyperNodeOrderFn: the hypernode-level binpack of the sub-group's tasks in each candidate
         (`hypernode_score.sub_group_scores`)."""
-        return _sub_group_scores(self.args.weights, tasks, self.ssn.node_list, self._position, candidates)
+        return hn.sub_group_scores(self.args.weights, tasks, self.ssn.node_list, self._position, candidates)
 
     # ---- EVICT_DOMAINS ----------------------------------------------------------------------------------
     def evict_domains(self, job: JobInfo) -> list[Domain]:
@@ -434,30 +433,6 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         names = topo.domain_names[max_tier] if max_tier < len(topo.domain_names) else []
         return TopologyLimit(max_tier, where, resource, need, int(free[best]), int(usable[best]),
                              names[best] if best < len(names) else "")
-
-
-def _sub_group_scores(weights: hn.BinpackWeights, tasks: Sequence[TaskInfo], nodes: Sequence[NodeInfo],
-                      position: Mapping[str, int], candidates: Mapping[str, IntArray]) -> dict[str, float]:
-    """Volcano's HyperNodeOrderFn for a sub-job (network_topology_aware.go): each candidate's hypernode-level
-    binpack score (`hypernode_score.binpack_score`) of the requests of all the sub-group's tasks over the
-    candidate's nodes' allocatable and use (used and pipelined: Volcano's resource cache adds every allocate and
-    pipeline event); where several share the highest score, each of those gains the share of the sub-group's
-    tasks already on its nodes (scoreWithTaskNum), scaled as the score (x 100 x `weight`)."""
-    request = Resource.total(t.resreq for t in tasks)
-    scores: dict[str, float] = {}
-    for name, positions in candidates.items():
-        inside = [nodes[int(i)] for i in positions]
-        used = Resource.total(n.used + n.pipelined for n in inside)
-        scores[name] = hn.binpack_score(weights, request, Resource.total(n.allocatable for n in inside), used)
-    tied = [name for name, score in scores.items() if score == max(scores.values())]
-    if len(tied) > 1 and tasks:
-        placed = [position[t.node_name] for t in tasks if t.status is not TaskStatus.PENDING
-                  and t.node_name in position]
-        for name in tied:
-            members = set(candidates[name].tolist())
-            share = sum(1 for p in placed if p in members) / len(tasks)
-            scores[name] += hn.MAX_NODE_SCORE * weights.weight * share
-    return scores
 
 
 def _inside(problem: GangProblem, mask: npt.NDArray[np.bool_]) -> GangProblem:

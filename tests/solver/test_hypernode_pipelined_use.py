@@ -11,7 +11,6 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
 from scheduler.api.resources import Resource
 from scheduler.plugins import hypernode_score as hn
-from scheduler.plugins.topology import _sub_group_scores
 
 GI = 1 << 30
 
@@ -41,6 +40,6 @@ def test_the_job_level_score_counts_a_pipelined_task_as_used() -> None:
 
 def test_the_sub_group_score_counts_a_pipelined_task_as_used() -> None:
     nodes, job = setting()
-    scores = _sub_group_scores(hn.BinpackWeights(), list(job.tasks.values()), nodes, {"a": 0, "b": 1},
+    scores = hn.sub_group_scores(hn.BinpackWeights(), list(job.tasks.values()), nodes, {"a": 0, "b": 1},
                                {"rack-a": np.array([0]), "rack-b": np.array([1])})
     assert scores["rack-b"] > scores["rack-a"] > 0
