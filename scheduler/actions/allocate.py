@@ -14,7 +14,9 @@
    SchedulingGatesQueueAdmission, a job's first turn starts with its opted-in pods held by Volcano's
    queue-allocation gate alone: each whose queue passes Allocatable loses its gate after the cycle (`ungate`).
 4. Commit the job's statement only if JobReady; keep it as a reservation if JobPipelined; otherwise discard.
-   A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others.
+   A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others. A ready
+   job with a network topology takes each further pod from the gang placer (network-topology-aware: inside the
+   job's search root, as Volcano's allocateForJob places it on every turn), pod by pod if the placer abstains.
 """
 
 from __future__ import annotations
@@ -248,6 +250,9 @@ class Allocate:
             if order is None:
                 order = self._ready[job.key] = _ReadyOrder(ssn.order.task_order(pending_tasks(job)))
             order.advance()
+            if job.extra.get("networkTopology") and ssn.tiers.has(P.PLACE_GANG) \
+                    and self._ready_by_placer(ssn, queue, job, order, requeue):
+                return
             self._by_pod(ssn, queue, job, order.tasks, True, requeue, remember=True, ready=order)
             return
         if ssn.fit.known_to_fail(job):
@@ -268,6 +273,37 @@ class Allocate:
         if self._by_pod(ssn, queue, job, tasks, was_ready, requeue, remember=not retry) is _Outcome.FAILED and retry:
             self._failed[job.key] = Failures()
             self._by_pod(ssn, queue, job, minimums_first, was_ready, requeue, remember=True)
+
+    def _ready_by_placer(self, ssn: Session, queue: QueueInfo, job: JobInfo, order: _ReadyOrder,
+                         requeue: Callable[[JobInfo], None]) -> bool:
+        """A ready job with a network topology takes its next pod where the gang placer puts it, as Volcano's
+        allocate sends such a job through allocateForJob on every turn: network-topology-aware places it inside the
+        job's search root (the HyperNode of its highestTierAllowed around the pods it holds, getSearchRoot), so a
+        hard job's extras and replacements never land elsewhere. False if the placer abstains (pod by pod)."""
+        failed = self._failed.setdefault(job.key, Failures())
+        for task in order.tasks[order.start:]:
+            if task.status is not TaskStatus.PENDING or failed.covers(task):
+                continue
+            allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
+            if not allowed.ok:
+                ssn.results.hold(job, _over_share(allowed, queue, task), first=True)
+                continue
+            answer = ssn.tiers.run(P.PLACE_GANG, job, [task])
+            if answer.status.abstained:
+                return False
+            if not answer.status.ok:  # no room inside the job's search root
+                failed.add(task)
+                ssn.results.hold(job, answer.status, first=True)
+                if job.can_continue_after_failure(failed.roles):
+                    continue
+                return True
+            self.replay_placement(ssn, queue, job, ssn.statement(), answer)
+            if task.status is not TaskStatus.PENDING:
+                order.left -= 1
+                if order.left > 0:
+                    requeue(job)
+            return True
+        return True
 
     def _by_pod(
         self, ssn: Session, queue: QueueInfo, job: JobInfo, tasks: list[TaskInfo], was_ready: bool,

@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.phases import READY_STATUSES
 from scheduler.api.queue import QueueInfo
 from scheduler.framework import points as P
+from scheduler.framework.evictable import Domain
 from scheduler.framework.session import Session
 
 
@@ -23,6 +25,20 @@ def hard_topology(job: JobInfo) -> bool:
     topology = job.extra.get("networkTopology")
     return (isinstance(topology, dict) and str(topology.get("mode", "hard")).lower() == "hard"
             and topology.get("highestTierAllowed") is not None)
+
+
+def in_search_root(job: JobInfo, domains: Sequence[Domain]) -> list[Domain]:
+    """For a job that holds nodes, the domains inside its search root (Volcano's getSearchRoot: the HyperNode of
+    its highest allowed tier around them, which the job's pods never leave): the widest listed domain holding all
+    of them, and the listed domains inside it; none if no listed domain holds them. Any other job: all."""
+    held = {t.node_name for t in job.tasks.values() if t.node_name and t.status in READY_STATUSES}
+    if not held:
+        return list(domains)
+    around = [d for d in domains if held <= d.nodes]
+    if not around:
+        return []
+    root = max(around, key=lambda d: (d.tier, len(d.nodes)))
+    return [d for d in domains if d.nodes <= root.nodes]
 
 
 def reserve_in_domain(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: Sequence[TaskInfo]) -> bool:
@@ -34,7 +50,7 @@ def reserve_in_domain(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: Seque
     domains = ssn.tiers.run(P.EVICT_DOMAINS, job)
     if not isinstance(domains, list):
         return False
-    for domain in domains:
+    for domain in in_search_root(job, domains):
         stmt = ssn.statement()
         for task in tasks:
             if not ssn.tiers.run(P.ALLOCATABLE, queue, task).ok:

@@ -1,34 +1,44 @@
-"""Layer `actions`: place a job with sub-groups sub-group by sub-group, each whole, a hard one inside one domain
-(Volcano's allocateForJob / allocateForSubJob, pkg/scheduler/actions/allocate/allocate.go).
+"""Layer `actions`: place a job with sub-groups sub-group by sub-group, each whole, in the HyperNode Volcano
+would choose for it (Volcano's allocateForJob / allocateForSubJob, pkg/scheduler/actions/allocate/allocate.go).
 
 A job with a sub-group policy (PodGroup `spec.subGroupPolicy`, api/subgroups.py; the job controller writes one
 per partitioned task) is placed here, as Volcano sends every such job through allocateForJob: never pod by pod
 nor by a gang placer that does not know its sub-groups:
 
-1. The job's scope: with the job's own hard `networkTopology`, the domains of tiers 1 up to its
-   `highestTierAllowed` that hold every node the job already uses and whose free room holds its minResources,
-   lower tiers first, tightest first within a tier (Volcano's hyperNodeGradientFn; at most `MAX_SCOPES`);
-   otherwise the whole cluster.
-2. In a scope, the sub-groups in Volcano's order: those still needed for their policy's `minSubGroups` first, then
-   by partition number (`match_index`). A hard sub-group (a `highestTierAllowed`) goes whole into one domain of
-   its gradient: tiers 1 up to its tier, the lowest tier first, within a tier the domains whose free room holds
-   its pending pods, tightest first (pods packed, as Volcano's hypernode binpack prefers fuller domains), and
-   only domains holding the pods it already runs. Its pods are placed one by one there through the configured
-   predicates and scorers. A sub-group that does not reach `subGroupSize` placed pods is rolled back and tried
-   in the next domain, else left pending (so a sub-group is placed whole or not at all, extras too). Soft or
-   topology-less sub-groups go anywhere in the scope, whole; pods in no sub-group go anywhere in the scope.
-3. If the job is then ready (the gang plugin: minAvailable, task minimums, each policy's minSubGroups), the
-   placements are committed; otherwise they are discarded and the next scope is tried. A job that fits no scope
-   keeps its pods pending with the reason (`SubGroupNoDomain`).
+1. The job's gradients: with a job-level tier (hard `networkTopology` with `highestTierAllowed` or a known
+   `highestTierName`; soft mode is the cluster's tier, as session.go convertSoftToHardTopology makes it), the
+   domains of tiers 1 up to it under the job's search root, lower tiers first (Volcano's hyperNodeGradientFn): the
+   root is the whole cluster for a job that holds no node yet, and then only domains whose idle (or future idle)
+   holds its minResources are tried; otherwise the domain of that tier around the pods it holds (getSearchRoot),
+   with no room check. Without a tier: the whole cluster.
+2. In each domain of a gradient, the sub-groups are placed (a dry run) in Volcano's order: those still needed for
+   their policy's `minSubGroups` first, then by partition number (`match_index`); with `requeue`, it stops once
+   the job is ready. The domain whose run makes the job ready with the highest sum of its sub-groups' scores
+   wins (selectBestHyperNodeForJob; equal sums: the tightest domain first), and the job is placed there again.
+   At most `MAX_SCOPES` job-level domains are tried per job and cycle (Volcano tries every one).
+3. One sub-group in the job's domain: its gradients the same way from its own tier (a hard one's, or for a soft
+   one the job's tier, else the cluster's: convertSoftToHardTopology), its root the domain around its placed pods,
+   and its need its pending pods' requests. In each domain of the lowest gradient where it reaches
+   `subGroupSize` placed pods (dry run, pods placed one by one through the configured predicates and scorers),
+   the HYPERNODE_ORDER point scores it (network-topology-aware's hypernode binpack: the fullest wins); it is
+   placed again in the best (selectBestHyperNodeForSubJob; equal scores: the tightest domain first, where Volcano
+   picks at random). A sub-group without a topology takes the job's domain as its one candidate. A sub-group
+   that reaches `subGroupSize` nowhere is left pending, whole.
+4. Pods in no sub-group go anywhere in the job's domain, pod by pod.
+5. If the job is then ready (the gang plugin: minAvailable, task minimums, each policy's minSubGroups), the
+   placements are committed; otherwise they are discarded. A job that fits nowhere keeps its pods pending with the
+   reason (`SubGroupNoDomain`).
 
-No placement is ever made that puts a hard sub-group's pods in two domains of its tier: each pod of such a
-sub-group is placed only on a node of the domain chosen for it (tests/core/test_subgroup_placement.py checks
-it over seeded random workloads, with every placer configured).
+No placement is ever made that puts a hard sub-group's pods in two domains of its tier, or a job's outside its
+search root: each pod is placed only on a node of the domain chosen for it (tests/core/test_subgroup_placement.py
+and tests/core/test_subgroup_hypernode_choice.py check it over seeded random workloads).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +51,7 @@ from scheduler.api.reasons import Reason, SubGroupNoDomain, TopologyNoFit
 from scheduler.api.resources import Resource
 from scheduler.api.subgroups import (
     GroupKey,
+    SubGroupPolicy,
     group_name,
     match_index,
     sub_group_job as sub_group_job,  # re-exported for the other actions
@@ -53,7 +64,9 @@ from scheduler.solver.topology import Topology, TopologyLabels, from_domains, fr
 
 MAX_SCOPES = 16  # job-level domains tried per job and cycle
 LOOSE: GroupKey = (-1, "")  # the pods in no sub-group
+CLUSTER = "<cluster>"
 BoolArray = npt.NDArray[np.bool_]
+Candidate = tuple[str, BoolArray]  # a domain's name and its nodes as a mask over the session's node list
 
 
 def session_topology(ssn: Session) -> Topology:
@@ -64,12 +77,30 @@ def session_topology(ssn: Session) -> Topology:
     return from_domains(names, ssn.domains, TopologyLabels())
 
 
-def _job_tier(job: JobInfo, top: int) -> int | None:
-    spec = job.extra.get("networkTopology")
-    if not spec or str(spec.get("mode", "hard")).lower() == "soft":
+def spec_tier(spec: Mapping[str, Any] | None, top: int, names: Mapping[str, int]) -> int | None:
+    """A job's highest tier as Volcano's session leaves it (translateHighestTierNameToAllowed, then
+    convertSoftToHardTopology): soft is the cluster's tier; hard is highestTierAllowed or the tier its
+    highestTierName names; None without a topology or for a hard one with neither (IsHardTopologyMode)."""
+    if not spec:
         return None
+    if str(spec.get("mode", "hard")).lower() == "soft":
+        return top
     allowed = spec.get("highestTierAllowed")
-    return min(1 if allowed is None else int(allowed), top)
+    if allowed is None and spec.get("highestTierName"):
+        allowed = names.get(str(spec["highestTierName"]))
+    return None if allowed is None else min(int(allowed), top)
+
+
+def group_tier(policy: SubGroupPolicy, job_tier: int | None, top: int, names: Mapping[str, int]) -> int | None:
+    """A sub-group's highest tier as Volcano's session leaves it: hard, its own (SubJobInfo.IsHardTopologyMode);
+    soft, the job's tier, else the cluster's (convertSoftToHardTopology: a soft sub-group prefers low tiers but
+    never leaves the job's); None without a topology (placed anywhere in the job's domain)."""
+    topology = policy.topology
+    if topology is None:
+        return None
+    if topology.hard:
+        return topology.hard_tier(top, names)
+    return top if job_tier is None else job_tier
 
 
 def _placed_positions(ssn: Session, tasks: Sequence[TaskInfo]) -> IntArray:
@@ -78,6 +109,16 @@ def _placed_positions(ssn: Session, tasks: Sequence[TaskInfo]) -> IntArray:
            if t.node_name and (t.status in READY_STATUSES or t.status is TaskStatus.PIPELINED)
            and t.node_name in ssn.arrays.position]
     return np.array(out, dtype=np.int64)
+
+
+@dataclass(slots=True)
+class _Run:
+    """One dry run of the job in a domain: the sum of its sub-groups' scores, whether it stopped ready with
+    sub-groups left, and the sub-groups that fit nowhere."""
+
+    score: float = 0.0
+    early: bool = False
+    missing: list[GroupKey] = field(default_factory=list)
 
 
 class SubGroupPlacer:
@@ -102,6 +143,9 @@ class SubGroupPlacer:
             self._topology = session_topology(self.ssn)
         return self._topology
 
+    def job_tier(self, job: JobInfo) -> int | None:
+        return spec_tier(job.extra.get("networkTopology"), self.topology.top, self.tier_names)
+
     # ---- the job ----------------------------------------------------------------------------------------
     def place(self, queue: QueueInfo, job: JobInfo, requeue: Callable[[JobInfo], None] | None = None) -> bool:
         """Place what fits of the job, sub-group by sub-group; True if committed (the job is ready). Once the job
@@ -115,33 +159,61 @@ class SubGroupPlacer:
             groups.setdefault(subs.of.get(task.key, LOOSE), []).append(task)
         order = self._group_order(job, groups)
         why: Reason | None = None
-        for scope in self._scopes(job):
+        tried = 0
+        for gradient in self._job_gradients(job):
+            gradient = gradient[:max(0, MAX_SCOPES - tried)]
+            if not gradient:
+                break
+            tried += len(gradient)
+            best: tuple[float, int] | None = None
+            for index, (_, scope) in enumerate(gradient if len(gradient) > 1 else ()):
+                stmt = ssn.statement()
+                run = self._run(stmt, queue, job, groups, order, scope, requeue is not None)
+                if len(stmt) and ssn.tiers.run(points.JOB_READY, job) and (best is None or run.score > best[0]):
+                    best = (run.score, index)
+                stmt.discard()
+                if run.missing and why is None:
+                    why = self._no_domain(job, run.missing[0], len(groups[run.missing[0]]))
+            if len(gradient) > 1 and best is None:
+                continue
             stmt = ssn.statement()
-            missing: list[GroupKey] = []
-            for index, key in enumerate(order):
-                if key == LOOSE:
-                    placed = self._place_loose(stmt, queue, groups[key], scope)
-                else:
-                    placed = self._place_group(stmt, queue, job, key, groups[key], scope)
-                    if not placed:
-                        missing.append(key)
-                if placed and requeue is not None and index + 1 < len(order) \
-                        and ssn.tiers.run(points.JOB_READY, job):
-                    stmt.commit()
-                    requeue(job)
-                    return True
+            run = self._run(stmt, queue, job, groups, order, gradient[best[1] if best else 0][1], requeue is not None)
             if len(stmt) and ssn.tiers.run(points.JOB_READY, job):
                 stmt.commit()
+                if run.early and requeue is not None:
+                    requeue(job)
                 return True
             stmt.discard()
-            if missing and why is None:
-                why = self._no_domain(job, missing[0], len(groups[missing[0]]))
+            if run.missing and why is None:
+                why = self._no_domain(job, run.missing[0], len(groups[run.missing[0]]))
         if why is None:
-            why = TopologyNoFit(_job_tier(job, self.topology.top) or self.topology.top)
+            why = TopologyNoFit(self.job_tier(job) or self.topology.top)
         ssn.results.hold(job, Status(Code.UNSCHEDULABLE, (why,), "allocate"))
         if ssn.trace:
             ssn.trace(f"sub-groups of {job.key}: not placed ({why})")
         return False
+
+    def _run(self, stmt: Statement, queue: QueueInfo, job: JobInfo, groups: dict[GroupKey, list[TaskInfo]],
+             order: list[GroupKey], scope: BoolArray, stop_when_ready: bool) -> _Run:
+        """The sub-groups in `order` placed inside `scope` (allocateForJob's loop over one HyperNode)."""
+        run = _Run()
+        job_tier = self.job_tier(job)
+        for index, key in enumerate(order):
+            if key == LOOSE:
+                loose = self._score(job, self._members(job, key), [(CLUSTER, scope)])[CLUSTER]
+                placed = self._place_loose(stmt, queue, groups[key], scope)
+                run.score += loose if placed else 0.0
+            else:
+                score = self._place_group(stmt, queue, job, key, groups[key], scope, job_tier)
+                placed = score is not None
+                if score is None:
+                    run.missing.append(key)
+                else:
+                    run.score += score
+            if placed and stop_when_ready and index + 1 < len(order) and self.ssn.tiers.run(points.JOB_READY, job):
+                run.early = True
+                return run
+        return run
 
     def _group_order(self, job: JobInfo, groups: dict[GroupKey, list[TaskInfo]]) -> list[GroupKey]:
         """Volcano's order (organizeJobWorksheet, SubJobOrderFn): the sub-groups still needed for their policy's
@@ -167,68 +239,129 @@ class SubGroupPlacer:
         placed = [self._place_task(stmt, queue, task, positions) for task in tasks]
         return any(placed)
 
-    def _scopes(self, job: JobInfo) -> list[BoolArray]:
-        """The node masks the job may be placed in: with a hard topology, the domains of tiers 1 up to its
-        highestTierAllowed that hold its placed pods and whose free room holds its minResources, lower tiers
-        first, tightest first within a tier (Volcano's hyperNodeGradientFn); otherwise the whole cluster."""
-        nodes = len(self.ssn.node_list)
-        everything = np.ones(nodes, dtype=bool)
-        tier = _job_tier(job, self.topology.top)
-        if tier is None or nodes == 0:
-            return [everything]
+    def _job_gradients(self, job: JobInfo) -> list[list[Candidate]]:
+        everything = np.ones(len(self.ssn.node_list), dtype=bool)
+        tier = self.job_tier(job)
+        if tier is None or not everything.size:
+            return [[(CLUSTER, everything)]]
         need = np.zeros(self.ssn.arrays.idle.shape[0], dtype=np.int64)
         if job.min_resources is not None:
             need = self._vector(job.min_resources)
         used = _placed_positions(self.ssn, list(job.tasks.values()))
-        return self._gradient(range(1, tier + 1), everything, used, need)[:MAX_SCOPES]
+        return self._gradients(tier, everything, used, need)
 
-    def _gradient(self, tiers: Sequence[int], scope: BoolArray, used: IntArray, need: IntArray) -> list[BoolArray]:
-        """The domains of `tiers` inside `scope` that hold every position in `used` and whose free room holds
-        `need`, tier by tier from the lowest, tightest first within a tier (ties by domain id)."""
-        idle = self.ssn.arrays.idle
-        out: list[BoolArray] = []
-        for tier in tiers:
-            row = self.topology.domain[tier]
-            if used.size:
-                ids = np.unique(row[used])
-                if ids.size > 1:
-                    continue  # the placed pods span more than this tier
+    def _gradients(self, tier: int, scope: BoolArray, used: IntArray, need: IntArray) -> list[list[Candidate]]:
+        """Volcano's hyperNodeGradientFn below `scope`: the search root is `scope`, or with pods `used` already
+        placed, the highest domain of tier <= `tier` around them (getSearchRoot; none if they span more, or if it
+        and `scope` do not nest). Then the domains of tiers 1 up to `tier` under the root, per tier, tightest
+        first; without placed pods only those whose idle or future idle holds `need` (isEligibleHyperNode).
+        A node without a HyperNode at a tier is no domain there (only with HyperNodes: label tiers are volcano-py's
+        own, where a node is its own NVLink domain)."""
+        topo = self.topology
+        pseudo = bool(self.ssn.hypernodes)
+        root, check = scope, True
+        if used.size:
+            check = False
+            around = None
+            for t in range(tier, 0, -1):
+                ids = np.unique(topo.domain[t][used])
+                if ids.size == 1 and not (pseudo and topo.domain_names[t][int(ids[0])].startswith("node:")):
+                    around = topo.domain[t] == ids[0]
+                    break
+            if around is None:
+                return []
+            if not (scope & ~around).any():
+                root = scope
+            elif not (around & ~scope).any():
+                root = around
             else:
-                ids = np.unique(row[scope])
-            fits: list[tuple[int, int]] = []
-            for domain in ids.tolist():
-                inside = scope & (row == domain)
-                room = idle[:, inside].sum(axis=1)
-                if inside.any() and (room >= need).all():
-                    fits.append((int((room - need).sum()), domain))
-            out.extend(scope & (row == d) for _, d in sorted(fits))
+                return []
+        arrays = self.ssn.arrays
+        out: list[list[Candidate]] = []
+        for t in range(1, tier + 1):
+            row = topo.domain[t]
+            fits: list[tuple[int, int, Candidate]] = []
+            for domain in np.unique(row[root]).tolist():
+                name = topo.domain_names[t][domain]
+                if pseudo and name.startswith("node:"):
+                    continue
+                inside = root & (row == domain)
+                room = arrays.idle[:, inside].sum(axis=1)
+                if check and not ((room >= need).all() or (self._future_idle(inside) >= need).all()):
+                    continue
+                fits.append((int((room - need).sum()), domain, (name, inside)))
+            if fits:
+                out.append([candidate for _, _, candidate in sorted(fits, key=lambda f: f[:2])])
         return out
 
+    def _future_idle(self, inside: BoolArray) -> IntArray:
+        nodes = self.ssn.node_list
+        total = Resource.total(nodes[int(i)].future_idle() for i in np.flatnonzero(inside))
+        return self.ssn.arrays.vector(total, strict=False)
+
     # ---- one sub-group ---------------------------------------------------------------------------------------
-    def _place_group(self, stmt: Statement, queue: QueueInfo, job: JobInfo, key: GroupKey,
-                     tasks: list[TaskInfo], scope: BoolArray) -> bool:
-        """Place the sub-group's pending tasks inside `scope`; a hard one inside one domain of its gradient (tiers
-        1 up to its highestTierAllowed, the lowest that holds it, tightest first: allocateForSubJob). False if it
-        does not reach subGroupSize placed pods (its placements are then rolled back)."""
+    def _members(self, job: JobInfo, key: GroupKey) -> list[TaskInfo]:
+        """All the sub-group's tasks, placed or not (Volcano's SubJobInfo.Tasks)."""
         subs = job.subs
         assert subs is not None
-        policy = job.sub_groups[key[0]]
-        tier = policy.topology.hard_tier(self.topology.top, self.tier_names) if policy.topology is not None else None
+        return [t for t in job.tasks.values() if subs.of.get(t.key, LOOSE) == key]
+
+    def _score(self, job: JobInfo, members: list[TaskInfo], candidates: list[Candidate]) -> dict[str, float]:
+        """HYPERNODE_ORDER's scores of the candidates for the sub-group (0 each when no plugin scores)."""
+        if not self.ssn.tiers.has(points.HYPERNODE_ORDER):
+            return {name: 0.0 for name, _ in candidates}
+        masks = {name: np.flatnonzero(mask) for name, mask in candidates}
+        return self.ssn.tiers.run(points.HYPERNODE_ORDER, job, members, masks)
+
+    def _place_group(self, stmt: Statement, queue: QueueInfo, job: JobInfo, key: GroupKey,
+                     tasks: list[TaskInfo], scope: BoolArray, job_tier: int | None) -> float | None:
+        """Place the sub-group's pending tasks inside `scope` in the domain Volcano would choose
+        (allocateForSubJob: the lowest gradient where it fits, the best HYPERNODE_ORDER score there); its score,
+        or None if it reaches subGroupSize placed pods nowhere (nothing of it is then kept)."""
+        subs = job.subs
+        assert subs is not None
+        tier = group_tier(job.sub_groups[key[0]], job_tier, self.topology.top, self.tier_names)
+        members = self._members(job, key)
         if tier is None:
-            domains = [scope]
+            gradients: list[list[Candidate]] = [[(CLUSTER, scope)]]
         else:
-            members = [t for t in job.tasks.values() if subs.of.get(t.key) == key]
-            used = _placed_positions(self.ssn, members)
-            domains = self._gradient(range(1, tier + 1), scope, used, self._need(tasks))
-        for allowed in domains:
+            gradients = self._gradients(tier, scope, _placed_positions(self.ssn, members), self._need(tasks))
+        placed_before = any(t.status is not TaskStatus.PENDING for t in members)
+        for gradient in gradients:
+            fits = self._fitting(stmt, queue, job, key, tasks, members, gradient, placed_before)
+            if not fits:
+                continue
+            scores = self._score(job, members, fits)
+            name, allowed = max(fits, key=lambda c: scores[c[0]])  # the first of equal scores
+            self._place_all(stmt, queue, tasks, allowed)
+            return scores[name]
+        return None
+
+    def _fitting(self, stmt: Statement, queue: QueueInfo, job: JobInfo, key: GroupKey, tasks: list[TaskInfo],
+                 members: list[TaskInfo], gradient: list[Candidate], placed_before: bool) -> list[Candidate]:
+        """The candidates Volcano's choice among those where the sub-group fits can fall on: a score does not
+        depend on the dry run (it is taken after it is undone), so the candidates are tried best score first, and
+        only those sharing the score of the first that holds the sub-group are kept (all of them when the
+        sub-group already has pods placed, whose share breaks ties; otherwise the first, which is the one the
+        choice among equals takes)."""
+        subs = job.subs
+        assert subs is not None
+        scores = self._score(job, members, gradient)
+        fits: list[Candidate] = []
+        for candidate in sorted(gradient, key=lambda c: -scores[c[0]]):  # stable: the tightest first among equals
+            if fits and (scores[candidate[0]] != scores[fits[0][0]] or not placed_before):
+                break
             mark = stmt.mark()
-            positions = np.flatnonzero(allowed)
-            for task in tasks:
-                self._place_task(stmt, queue, task, positions)
+            self._place_all(stmt, queue, tasks, candidate[1])
             if subs.group_ready(key, waiting=False):
-                return True
+                fits.append(candidate)
             stmt.rollback(mark)
-        return False
+        return fits
+
+    def _place_all(self, stmt: Statement, queue: QueueInfo, tasks: list[TaskInfo], allowed: BoolArray) -> None:
+        positions = np.flatnonzero(allowed)
+        for task in tasks:
+            self._place_task(stmt, queue, task, positions)
 
     def _need(self, tasks: list[TaskInfo]) -> IntArray:
         """The summed requests of the tasks (SubJobInfo.GetMinResources: its pending tasks)."""
@@ -255,8 +388,7 @@ class SubGroupPlacer:
         return True
 
     def _no_domain(self, job: JobInfo, key: GroupKey, pending: int) -> Reason:
-        policy = job.sub_groups[key[0]]
-        tier = policy.topology.hard_tier(self.topology.top, self.tier_names) if policy.topology is not None else None
+        tier = group_tier(job.sub_groups[key[0]], self.job_tier(job), self.topology.top, self.tier_names)
         if tier is None:
             return TopologyNoFit(self.topology.top)
         return SubGroupNoDomain(group_name(job.sub_groups, key), pending, tier, self.topology.tier_name(tier))

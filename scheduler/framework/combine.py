@@ -12,7 +12,7 @@ parameters (`ParamSpec`), so a point declared `Point[F, [JobInfo], Status]` can 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import numpy as np
@@ -27,6 +27,7 @@ from scheduler.framework.forms import (
     FloatArray,
     GangAnswer,
     GangPlacer,
+    HyperNodeScore,
     JobCheck,
     JobDecision,
     NodesPredicate,
@@ -217,3 +218,16 @@ def first_domains(tiers: Tiers[EvictDomains], job: JobInfo) -> list[Domain] | No
         for fn in tier:
             return fn(job)
     return None
+
+
+def sum_hypernode_scores(tiers: Tiers[HyperNodeScore], job: JobInfo, tasks: Sequence[TaskInfo],
+                         candidates: Mapping[str, IntArray]) -> dict[str, float]:
+    """HyperNode scores for a sub-group: every plugin's score of a candidate adds up, 0 where no plugin scores it
+    (Volcano's HyperNodeOrderMapFn summed by util.PrioritizeHyperNodes)."""
+    total = dict.fromkeys(candidates, 0.0)
+    for tier in tiers:
+        for fn in tier:
+            for name, score in fn(job, tasks, candidates).items():
+                if name in total:
+                    total[name] += score
+    return total

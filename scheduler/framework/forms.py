@@ -7,7 +7,7 @@ method follows, and the accelerated forms the runtime builds from a plugin's opt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -184,3 +184,11 @@ PLACE_BY_POD = GangAnswer(ABSTAIN)
 
 class GangPlacer(Protocol):
     def __call__(self, job: JobInfo, tasks: Sequence[TaskInfo], /) -> GangAnswer: ...
+
+
+class HyperNodeScore(Protocol):
+    """fn(job, the sub-group's tasks, candidates: HyperNode name -> its nodes as positions in the session's node
+    list) -> a score per candidate (Volcano's HyperNodeOrderFn for a SubJobInfo); a candidate left out scores 0."""
+
+    def __call__(self, job: JobInfo, tasks: Sequence[TaskInfo], candidates: Mapping[str, IntArray], /,
+                 ) -> dict[str, float]: ...

@@ -10,7 +10,7 @@ opinion" is `ABSTAIN` (votes, gang placement), an empty list ends a victims tier
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
@@ -31,6 +31,7 @@ from scheduler.framework.forms import (  # re-exported: plugins and actions name
     FloatArray as FloatArray,
     GangAnswer as GangAnswer,
     GangPlacer as GangPlacer,
+    HyperNodeScore as HyperNodeScore,
     JobCheck as JobCheck,
     JobDecision as JobDecision,
     KeyedOrdering as KeyedOrdering,
@@ -196,6 +197,11 @@ DYNAMIC_NODE_ORDER: Point[NodesScore, [TaskInfo, Sequence[NodeInfo]], list[float
 # through a Statement, so predicates, queue shares and gang rules still hold.
 PLACE_GANG: Point[GangPlacer, [JobInfo, Sequence[TaskInfo]], GangAnswer] = Point(
     "place_gang", None, C.first_placement, stamp_answer)
+# fn(job, a sub-group's tasks, candidate HyperNodes as node positions) -> a score per candidate: which of the
+# HyperNodes a sub-group fits in it goes to (Volcano's HyperNodeOrderFn, the network-topology-aware plugin's
+# hypernode binpack; allocate.go selectBestHyperNodeForSubJob takes the highest sum).
+HYPERNODE_ORDER: Point[HyperNodeScore, [JobInfo, Sequence[TaskInfo], Mapping[str, IntArray]], dict[str, float]] = Point(
+    "hypernode_order", "enabledHyperNodeOrder", C.sum_hypernode_scores)
 # Victim filters beyond Volcano's (minruntime, victimcost): fn(context, candidates) -> the candidates the plugin
 # lets go, cheapest first. Every evicting action (preempt, reclaim, gangpreempt, gangreclaim) asks it last, after
 # its own rules, the victim plugins and the guards, whatever tier answered; no switch. Nobody serves it under a
@@ -224,6 +230,7 @@ ALL_POINTS: tuple[Point[Any, ..., Any], ...] = (
     PREEMPTIVE,
     EVICTABLE,
     EVICT_DOMAINS,
+    HYPERNODE_ORDER,
     VICTIM_QUEUE_ORDER,
     DYNAMIC_PREDICATE,
     DYNAMIC_NODE_ORDER,

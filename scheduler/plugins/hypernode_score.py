@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.fields import ALLOCATED_HYPERNODE
-from scheduler.api.job import JobInfo
+from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
 from scheduler.api.resources import CPU, MEMORY, ZERO, Resource
@@ -208,8 +208,8 @@ def _sum(nodes: Sequence[NodeInfo], positions: Iterable[int], what: str) -> Reso
         return Resource.total(nodes[i].idle for i in positions)
     if what == "future":
         return Resource.total(nodes[i].future_idle() for i in positions)
-    if what == "used":
-        return Resource.total(nodes[i].used for i in positions)
+    if what == "used":  # Volcano's resource cache adds every allocate and pipeline event
+        return Resource.total(nodes[i].used + nodes[i].pipelined for i in positions)
     return Resource.total(nodes[i].allocatable for i in positions)
 
 
@@ -281,6 +281,28 @@ def choose(tree: HyperNodeTree, weights: BinpackWeights, job: JobInfo, nodes: Se
     return None
 
 
+def sub_group_scores(weights: BinpackWeights, tasks: Sequence[TaskInfo], nodes: Sequence[NodeInfo],
+                     position: Mapping[str, int], candidates: Mapping[str, npt.NDArray[np.int64]],
+                     ) -> dict[str, float]:
+    """Volcano's HyperNodeOrderFn for a sub-job (network_topology_aware.go): each candidate's `binpack_score` of
+    the requests of all the sub-group's tasks over its nodes; where several share the highest score, each of those
+    gains the share of the sub-group's tasks already on its nodes (scoreWithTaskNum), scaled as the score."""
+    request = Resource.total(t.resreq for t in tasks)
+    scores: dict[str, float] = {}
+    for name, positions in candidates.items():
+        inside = positions.tolist()
+        scores[name] = binpack_score(weights, request, _sum(nodes, inside, "allocatable"), _sum(nodes, inside, "used"))
+    tied = [name for name, score in scores.items() if score == max(scores.values())]
+    if len(tied) > 1 and tasks:
+        placed = [position[t.node_name] for t in tasks if t.status is not TaskStatus.PENDING
+                  and t.node_name in position]
+        for name in tied:
+            members = set(candidates[name].tolist())
+            share = sum(1 for p in placed if p in members) / len(tasks)
+            scores[name] += MAX_NODE_SCORE * weights.weight * share
+    return scores
+
+
 @dataclass(slots=True)
 class HyperNodeChoice:
     """One session's view for network-topology-aware: the tree, each topology job's tier limit and HyperNode at
@@ -331,8 +353,16 @@ class HyperNodeChoice:
             self._masks[name] = mask
         return self._masks[name]
 
+    def current(self, job: JobInfo) -> str:
+        """The job's HyperNode now: the one it had when the session opened, widened to hold the pods placed since
+        (Volcano's allocate sets JobInfo.AllocatedHyperNode after each commit, recorder.go UpdateDecisionToJob, so
+        the job's next turn in the same session searches from it)."""
+        held = [self.position[t.node_name] for t in job.tasks.values()
+                if t.status in HOLDING and t.node_name in self.position]
+        return self.tree.lca(self.allocated.get(job.key, ""), self.tree.lowest_holding(held))
+
     def choose(self, job: JobInfo, highest: int, attempt: Callable[[str], T | None]) -> tuple[str, T] | None:
-        tiers = gradients(self.tree, self.nodes, highest, self.allocated.get(job.key, ""), job.min_resources)
+        tiers = gradients(self.tree, self.nodes, highest, self.current(job), job.min_resources)
         return choose(self.tree, self.weights, job, self.nodes, self.position, tiers, attempt)
 
     def close(self, ssn: SessionAPI) -> None:

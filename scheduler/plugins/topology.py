@@ -26,6 +26,13 @@ Only jobs with a `networkTopology` are placed this way, as in Volcano; the other
 configured scorers. `solver.everyGang: true` places every gang of two or more tasks whole (a topology-less gang
 then prefers the lowest tier it fits in).
 
+A job that holds nodes and has a hard topology is placed only inside its search root (Volcano's getSearchRoot:
+the domain of its highest tier around its pods); allocate asks this plugin for each further pod of such a job
+once it is ready (its extras, a killed pod's replacement), so they never land outside it.
+
+At `HYPERNODE_ORDER` the plugin scores the domains a sub-group fits in (`actions/subgroups.py`) by the same
+hypernode-level binpack (Volcano's HyperNodeOrderFn); `enabledHyperNodeOrder: false` turns it off.
+
 With HyperNodes, a pod of a job without a `networkTopology` is scored on each node by the HyperNodes around
 it (Volcano's normal-pod score, `hypernode_score.NodeLevel`), so such pods also fill the domains in use first.
 
@@ -165,6 +172,13 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
     def batch_node_order_one(self, task: TaskInfo, node: NodeInfo) -> float:
         return float(self.batch_node_order(task, self.ssn.arrays, np.array([self._position[node.name]]))[0])
 
+    # ---- HYPERNODE_ORDER (which HyperNode a sub-group goes to, actions/subgroups.py) ----------------------
+    def hypernode_order(self, job: JobInfo, tasks: Sequence[TaskInfo],
+                        candidates: Mapping[str, IntArray]) -> dict[str, float]:
+        """Volcano's HyperNodeOrderFn: the hypernode-level binpack of the sub-group's tasks in each candidate
+        (`hypernode_score.sub_group_scores`)."""
+        return hn.sub_group_scores(self.args.weights, tasks, self.ssn.node_list, self._position, candidates)
+
     # ---- EVICT_DOMAINS ----------------------------------------------------------------------------------
     def evict_domains(self, job: JobInfo) -> list[Domain]:
         """Where gangpreempt and gangreclaim look for a job with a hard network topology (Volcano's
@@ -260,13 +274,14 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         if spec and self._limits(job)[0] < 0:
             return P.PLACE_BY_POD  # a highestTierName no HyperNode carries: no limit, pod by pod as in Volcano
         volcano = self._volcano is not None and self._volcano.takes(job)
-        if not volcano and (len(tasks) < 2 or not (self.every_gang or job.extra.get("networkTopology"))):
+        root = None if volcano else self._root(job)
+        if not volcano and root is None and (len(tasks) < 2 or not (self.every_gang or spec)):
             return P.PLACE_BY_POD
         if abstain_for_sub_groups(job):  # the sub-group placer places it (actions/subgroups.py)
             return P.PLACE_BY_POD
         start = time.perf_counter()
         try:
-            return self._place_in_hypernode(job, list(tasks), start) if volcano else self._place(job, list(tasks))
+            return self._place_in_hypernode(job, list(tasks), start) if volcano else self._place(job, list(tasks), root)
         finally:
             self.spent_ms += (time.perf_counter() - start) * 1000
 
@@ -317,7 +332,21 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         return P.GangAnswer(SUCCESS, tuple((task, self.ssn.node_list[int(node)]) for group in pairs
                                            for task, node in group))
 
-    def _place(self, job: JobInfo, tasks: list[TaskInfo]) -> P.GangAnswer:
+    def _root(self, job: JobInfo) -> npt.NDArray[np.bool_] | None:
+        """Without Volcano's HyperNode choice (label domains, or `solver.chooseDomains`), the nodes a hard job that
+        already holds nodes may take more of: the domain of its highest tier around those pods (Volcano's
+        getSearchRoot; none at all if they span more); None for any other job."""
+        max_tier, hard = self._limits(job)
+        held = [self._position[t.node_name] for t in job.tasks.values()
+                if t.status in hn.HOLDING and t.node_name in self._position]
+        if not hard or max_tier < 0 or not held:
+            return None
+        row = self.topology.domain[max_tier]
+        ids = np.unique(row[held])
+        return row == ids[0] if ids.size == 1 else np.zeros(row.size, dtype=bool)
+
+    def _place(self, job: JobInfo, tasks: list[TaskInfo], root: npt.NDArray[np.bool_] | None = None,
+               ) -> P.GangAnswer:
         max_tier, hard = self._limits(job)
         over_budget = self.spent_ms >= self.budget_ms
         if over_budget and not hard:
@@ -329,6 +358,8 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
             if built is None:
                 continue
             problem, groups = built
+            if root is not None:  # only inside the job's search root
+                problem = _inside(problem, root)
             self._members = groups
             placement = self._solve(problem, over_budget)
             if placement is not None:

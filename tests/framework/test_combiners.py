@@ -186,3 +186,14 @@ def test_first_domains_takes_the_first_function_and_none_means_none() -> None:
     rack = [Domain("rack-a", 1, frozenset({"n0"}))]
     assert C.first_domains([], JOB) is None
     assert C.first_domains([[], [const(rack), const([])]], JOB) is rack  # type: ignore[list-item]
+
+
+def test_sum_hypernode_scores_adds_every_plugin_and_scores_only_the_candidates() -> None:
+    candidates = {"rack-a": np.array([0]), "rack-b": np.array([1, 2])}
+    first = const({"rack-a": 10.0, "rack-b": 5.0})
+    second = const({"rack-b": 7.5, "elsewhere": 99.0})  # a name that is no candidate is ignored
+    assert C.sum_hypernode_scores([], JOB, TASKS, candidates) == {"rack-a": 0.0, "rack-b": 0.0}
+    answer = C.sum_hypernode_scores([[first], [second]], JOB, TASKS, candidates)  # type: ignore[list-item]
+    assert answer == {"rack-a": 10.0, "rack-b": 12.5}
+    assert P.HYPERNODE_ORDER.combine is C.sum_hypernode_scores
+    assert P.HYPERNODE_ORDER.switch == "enabledHyperNodeOrder"
