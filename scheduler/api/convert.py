@@ -153,7 +153,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         F_OWNERS.read(meta.get("ownerReferences"), key, sink)
         F_MIN_MEMBER.read(annotations.get(MIN_MEMBER_ANNOTATION), key, sink)
     cooldown = cooldown_of(labels, annotations, key, sink)
-    device_claims = device_claims_of(pod, spec, key, sink)
+    device_claims, constraints = device_claims_of(pod, spec, key, sink), constraints_of(spec, key, sink)
     gated = first_gate(spec, key, sink)
     if annotations:  # the deviceshare plugin's, bounded here (gpu/devices.py reads them off task.annotations)
         for gpu_field in F_GPU:
@@ -172,8 +172,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         else F_NODE_NAME.read(node_name, key, sink),
         priority=priority_of(spec, priority_classes, key, sink),
         preemptable=is_preemptable(annotations, labels, key, sink),
-        constraints=constraints_of(spec, key, sink) if device_claims is None
-        else with_devices(constraints_of(spec, key, sink)),
+        constraints=constraints if device_claims is None else with_devices(constraints),
         creation=creation,
         labels=dict(labels),
         annotations=dict(annotations),
@@ -188,7 +187,6 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         queue_gate_opt_in=queue_gate_opt_in(annotations, key, sink),
         device_claims=device_claims,
     )
-
 
 
 def queue_gate_opt_in(annotations: Mapping[str, str], where: str = "",
