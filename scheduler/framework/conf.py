@@ -46,9 +46,12 @@ CONFIGURATION_KEYS = ("name", "arguments")
 
 DEFAULT_ACTIONS = ("enqueue", "allocate", "backfill")
 EXAMPLE_ACTIONS = '"enqueue, allocate, backfill"'
+# Volcano's default tiers: `DefaultSchedulerConf` (pkg/scheduler/util.go) and the Helm chart's conf
+# (installer/helm/chart/volcano/config/volcano-scheduler.conf, which adds binpack) both open tier 2 with overcommit,
+# so its enqueue gate (`allocatable x 1.2`) holds a job before proportion's queue check does.
 DEFAULT_TIERS = (
     ("priority", "gang", "conformance"),
-    ("drf", "predicates", "proportion", "nodeorder", "binpack"),
+    ("overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack"),
 )
 
 # The plugins volcano-py implements: by name alone (arguments stay unparsed, for tests of the grammar), or

@@ -137,9 +137,11 @@ def test_every_waiting_job_has_its_reason_in_plain_words_and_nothing_is_folded(w
         for job in jobs:
             reasons = why.reasons.get((run, job))
             assert reasons and all(r["text"].strip() for r in reasons), (run, job)
-    queue = why.reasons[(GANG_RUN, "llama-b")]
-    assert [r["kinds"] for r in queue] == ["QueueLimit"]
-    assert "Queue default was full" in queue[0]["text"] and "4 GPUs too many" in queue[0]["text"]
+    # The default conf is Volcano's, overcommit first in tier 2: the cluster's 12 GPUs x 1.2 = 14.4 hold llama-a's
+    # 8 and not llama-b's 8 more.
+    held = why.reasons[(GANG_RUN, "llama-b")]
+    assert [r["kinds"] for r in held] == ["OvercommitLimit"]
+    assert "fully booked" in held[0]["text"] and "16 GPUs of the 14.4 GPUs" in held[0]["text"]
 
 
 def test_per_pod_jobs_say_how_far_their_gang_got(why: Why) -> None:

@@ -43,8 +43,11 @@ def test_a_pod_larger_than_the_cluster_and_a_missing_queue_give_different_reason
     assert all(row.never_started for row in rows.values())
     huge, lost = rows["huge"].decision, rows["lost"].decision
     assert huge is not None and lost is not None
+    # The default conf is Volcano's: overcommit opens tier 2, so its gate holds the job before proportion's queue
+    # check is asked: 99 GPUs requested against the cluster's 16 x overcommit-factor 1.2 = 19.2.
     (limit,) = huge.reasons
-    assert isinstance(limit, R.QueueLimit) and (limit.requested, limit.limit_amount) == (99_000, 16_000)
+    assert isinstance(limit, R.OvercommitLimit)
+    assert (limit.requested, limit.cluster, limit.capacity, limit.total) == (99_000, 16_000, 19_200, 99_000)
     assert lost.code is Code.UNRESOLVABLE and lost.reasons == (R.QueueMissing("nope"),)
 
 
@@ -55,7 +58,10 @@ def test_a_job_that_waited_keeps_the_reason_it_waited_for_after_it_started() -> 
     assert rows["llama-a"].decision is None  # bound in its first cycles: nothing held it
     waited = rows["llama-b"].decision
     assert rows["llama-b"].ended is not None and waited is not None
-    assert [type(r) for r in waited.reasons] == [R.QueueLimit]
+    # 12 GPUs x overcommit-factor 1.2 = 14.4 hold llama-a's 8 but not llama-b's 8 more (16: 1.6 short).
+    (limit,) = waited.reasons
+    assert isinstance(limit, R.OvercommitLimit)
+    assert (limit.capacity, limit.total, limit.short) == (14_400, 16_000, 1_600)
 
 
 def test_the_json_carries_the_reasons_as_kind_and_fields(stuck: tuple[Path, Path],
@@ -65,5 +71,5 @@ def test_the_json_carries_the_reasons_as_kind_and_fields(stuck: tuple[Path, Path
     jobs = {job["name"]: job for job in report["jobs"]}
     assert jobs["lost"]["never_started"] is True
     assert Status.from_json(jobs["lost"]["decision"]).reasons == (R.QueueMissing("nope"),)
-    assert jobs["huge"]["decision"]["reasons"][0]["kind"] == "QueueLimit"
+    assert jobs["huge"]["decision"]["reasons"][0]["kind"] == "OvercommitLimit"
     assert jobs["huge"]["decision"]["reasons"][0]["requested"] == 99_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scheduler.api.reasons import QueueLimit
+from scheduler.api.reasons import OvercommitLimit
 from scheduler.api.resources import GPU
 from scheduler.cycle import builtin_default_conf
 from scheduler.sim.replay import replay
@@ -33,9 +33,10 @@ def test_seed_003_distributed_training_binds_nothing_on_3_free_gpus() -> None:
     assert outcome.cluster.bind_log == []
     assert outcome.cluster.used_gpus() == 0
     assert outcome.runs[0].started is None
-    # Held at enqueue: the default queue's real capability is the cluster's 3 GPUs, one short of its 4.
-    limits = [r for r in outcome.cluster.reasons("distributed-training") if isinstance(r, QueueLimit)]
-    assert [(r.resource, r.limit_amount, r.total, r.short) for r in limits] == [(GPU, 3_000, 4_000, 1_000)]
+    # Held at enqueue by overcommit, which opens tier 2 of the default conf as in Volcano: the cluster's 3 GPUs
+    # x overcommit-factor 1.2 = 3.6 admit no job of 4 (0.4 short).
+    limits = [r for r in outcome.cluster.reasons("distributed-training") if isinstance(r, OvercommitLimit)]
+    assert [(r.resource, r.capacity, r.total, r.short) for r in limits] == [(GPU, 3_600, 4_000, 400)]
 
 
 def test_seed_003_distributed_training_binds_all_4_at_once_on_4_gpus_and_they_show_as_used() -> None:

@@ -93,7 +93,7 @@ def test_a_long_reason_is_cut_to_a_readable_width_and_whole_in_json(gang: Replay
     text = render(gang, "gang")
     rows = {row.name: row for row in job_rows(gang)}
     full = rows["llama-b"].reason
-    assert len(full) > REASON_WIDTH  # the queue's sentence is long: the case this test is about
+    assert len(full) > REASON_WIDTH  # overcommit's sentence is long: the case this test is about
     cell = _table(text)[1]
     assert cell["JOB"] == "llama-b" and len(cell["REASON"]) == REASON_WIDTH and cell["REASON"].endswith("…")
     assert full.startswith(cell["REASON"][:-1])
@@ -102,7 +102,8 @@ def test_a_long_reason_is_cut_to_a_readable_width_and_whole_in_json(gang: Replay
     assert main(["simulate", str(CLUSTER), str(GANGS), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     job = next(j for j in out["volcano-py (gang scheduling)"]["jobs"] if j["name"] == "llama-b")
-    assert job["said"][-1]["message"] == full and job["said"][-1]["decision"]["reasons"][0]["kind"] == "QueueLimit"
+    assert job["said"][-1]["message"] == full
+    assert job["said"][-1]["decision"]["reasons"][0]["kind"] == "OvercommitLimit"
 
 
 def test_replays_side_by_side_share_one_window(gang: Replay, per_pod: Replay) -> None:
