@@ -30,6 +30,7 @@ from scheduler.controllers.hypernode_conf import ConfigMapRef
 from scheduler.controllers.hypernode_discovery import HyperNodeDiscovery
 from scheduler.controllers.job import JobController
 from scheduler.controllers.jobflow import JobFlowController
+from scheduler.controllers.owner_gangs import OwnerGangController, installed
 from scheduler.controllers.podgroup import PodGroupController
 from scheduler.controllers.queue import QueueController
 from scheduler.jobs import keys
@@ -48,6 +49,8 @@ class Controllers:
     cronjobs: CronJobController
     flows: JobFlowController
     hypernodes: HyperNodeDiscovery
+    owner_gangs: OwnerGangController | None = None
+    watch_owners: tuple[bool, bool] = (False, False)  # JobSets, LeaderWorkerSets: their CRDs are installed
 
 
 def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
@@ -56,10 +59,13 @@ def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
     scheduler_names = tuple(dict.fromkeys(scheduler_names))  # in order: the first is the default for a Job
     jobs = JobController(api, scheduler_names, claim_unnamed=claim_unnamed)
     queues = QueueController(api)
-    return Controllers(jobs, queues, CommandController(api, jobs, queues), PodGroupController(api, scheduler_names),
+    owners = OwnerGangController(api, scheduler_names)
+    watch = installed(api)  # JobSet and LeaderWorkerSet gangs only where their CRDs are installed
+    podgroups = PodGroupController(api, scheduler_names, owner_claims=owners.claims if any(watch) else None)
+    return Controllers(jobs, queues, CommandController(api, jobs, queues), podgroups,
                        CronJobController(api, jobs.claims, clock=clock),  # a CronJob is ours when its Jobs are
                        JobFlowController(api, jobs.claims),
-                       HyperNodeDiscovery(api.kube, ConfigMapRef.from_env(os.environ)))
+                       HyperNodeDiscovery(api.kube, ConfigMapRef.from_env(os.environ)), owners, watch)
 
 
 def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
@@ -150,7 +156,28 @@ def registry_for(controllers: Controllers, connection: Callable[[], kopf.Connect
         controllers.flows.on_jobtemplate(event.get("type"), _body(event))
 
     _discovery_handlers(registry, controllers.hypernodes)
+    _owner_gang_handlers(registry, controllers)
     return registry
+
+
+def _owner_gang_handlers(registry: kopf.OperatorRegistry, controllers: Controllers) -> None:
+    """JobSets' and LeaderWorkerSets' gangs (owner_gangs.py), each watched only if its CRD was installed."""
+    owners = controllers.owner_gangs
+    if owners is None:
+        return
+    jobsets, lwss = controllers.watch_owners
+    if jobsets:
+        @kopf.on.event("jobset.x-k8s.io", "v1alpha2", "jobsets", registry=registry)
+        def jobset_event(event: kopf.RawEvent, **_: Any) -> None:
+            owners.on_jobset(event.get("type"), _body(event))
+
+    if lwss:
+        @kopf.on.event("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", registry=registry)
+        def lws_event(event: kopf.RawEvent, **_: Any) -> None:
+            owners.on_lws(event.get("type"), _body(event))
+
+    log.info("owner gangs: JobSets %s, LeaderWorkerSets %s", "watched" if jobsets else "not installed",
+             "watched" if lwss else "not installed")
 
 
 def _discovery_handlers(registry: kopf.OperatorRegistry, discovery: HyperNodeDiscovery) -> None:
