@@ -188,3 +188,53 @@ def running_training_operator(control_plane, core_v1, log_dir: Path, *,
         yield operator
     finally:
         operator.stop()
+
+
+# ---- JobSet v0.8.0 --------------------------------------------------------------------------------------------
+JOBSET = "jobset"
+JOBSET_GROUP = "jobset.x-k8s.io"
+
+
+def _self_signed(cert_dir: Path) -> None:
+    """A serving certificate for 127.0.0.1 (controller-runtime's webhook server will not start without one; the
+    apiserver never calls it: no webhook configuration names it)."""
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(cert_dir / "tls.key"), "-out", str(cert_dir / "tls.crt"),
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+
+
+@contextmanager
+def running_jobset_operator(control_plane, log_dir: Path) -> Iterator[OperatorProcess]:
+    """JobSet v0.8.0's controller for the block, from a configuration file: its internal certificate management
+    off (it would write webhook configurations for a Service that is not there), its webhook server on
+    127.0.0.1 with a self-signed certificate and never registered, so the apiserver does not call it. The
+    JobSet webhook's defaults are therefore written out in the manifests (docs/integrations.md)."""
+    binary = operator_binary(JOBSET)
+    cert_dir = log_dir / "certs"
+    _self_signed(cert_dir)
+    probe = free_port()
+    config = {"apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
+              "internalCertManagement": {"enable": False},
+              "webhook": {"port": free_port(), "host": "127.0.0.1", "certDir": str(cert_dir)},
+              "metrics": {"bindAddress": "0"},
+              "health": {"healthProbeBindAddress": f"127.0.0.1:{probe}"},
+              "leaderElection": {"leaderElect": False}}
+    config_file = log_dir / "jobset-config.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    env = {**os.environ, "KUBECONFIG": str(control_plane.kubeconfig)}
+    log = log_dir / "jobset.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(binary), f"--config={config_file}", "--zap-log-level=info"], stdout=out,
+                                stderr=subprocess.STDOUT, env=env, cwd=log_dir)
+    operator = OperatorProcess(proc, log)
+    try:
+        wait_for(lambda: _ready(f"http://127.0.0.1:{probe}/readyz", operator), TIMEOUT, interval=0.5,
+                 what="jobset ready")
+        wait_for(lambda: any("Starting workers" in line and '"jobset"' in line
+                             for line in operator.log().splitlines()), TIMEOUT, interval=0.2,
+                 what="the JobSet controller started")
+        yield operator
+    finally:
+        operator.stop()
