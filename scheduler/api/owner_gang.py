@@ -45,6 +45,10 @@ LWS_API = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
 JOBSET_PREFIX = "jobset-"
 LWS_PREFIX = "lws-"
 
+JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+JOBSET_NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector"
+LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+
 MAX_MEMBERS = 100_000  # pods in one gang: a Volcano Job's default --max-pods-per-job (jobs/expand.py)
 MAX_NAME = 253
 
@@ -184,6 +188,7 @@ def jobset_gang(jobset: Mapping[str, Any]) -> GangSpec:
     if startup.get("startupPolicyOrder", "AnyOrder") != "AnyOrder":
         raise reader.fail("spec.startupPolicy.startupPolicyOrder", "starts its jobs one by one, never as one gang",
                           startup.get("startupPolicyOrder"))
+    _no_exclusive(reader, meta, "metadata.annotations")
     replicated = spec.get("replicatedJobs")
     if not isinstance(replicated, list) or not replicated:
         raise reader.fail("spec.replicatedJobs", "is not a non-empty list", replicated)
@@ -196,8 +201,10 @@ def jobset_gang(jobset: Mapping[str, Any]) -> GangSpec:
         if name in tasks:
             raise reader.fail(f"{path}.name", "names a replicated job twice", name)
         replicas = reader.count(rjob.get("replicas"), f"{path}.replicas", 1)
-        job_spec = reader.obj(reader.obj(rjob.get("template"), f"{path}.template").get("spec"),
-                              f"{path}.template.spec")
+        job_template = reader.obj(rjob.get("template"), f"{path}.template")
+        _no_exclusive(reader, reader.obj(job_template.get("metadata"), f"{path}.template.metadata", required=False),
+                      f"{path}.template.metadata.annotations")
+        job_spec = reader.obj(job_template.get("spec"), f"{path}.template.spec")
         parallelism = reader.count(job_spec.get("parallelism"), f"{path}.template.spec.parallelism", 1)
         completions = reader.count(job_spec.get("completions"), f"{path}.template.spec.completions", parallelism)
         pod_template = reader.obj(job_spec.get("template"), f"{path}.template.spec.template")
@@ -215,12 +222,23 @@ def jobset_gang(jobset: Mapping[str, Any]) -> GangSpec:
                     tuple((k, v) for k, v in tasks.items() if v), resources, queue_of(reader, meta), priority, owner)
 
 
+def _no_exclusive(reader: _Reader, meta: Mapping[str, Any], path: str) -> None:
+    """JobSet's exclusive placement by pod affinity admits a Job's other pods only once its first is scheduled
+    (its pod admission webhook), which a gang waiting for all of them never is; the node-selector strategy
+    does not wait, and is let through."""
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and JOBSET_EXCLUSIVE in annotations and (
+            JOBSET_NODE_SELECTOR_STRATEGY not in annotations):
+        raise reader.fail(f"{path}[{JOBSET_EXCLUSIVE}]", "admits a Job's pods one by one, never as one gang",
+                          annotations[JOBSET_EXCLUSIVE])
+
+
 # ---- LeaderWorkerSet ------------------------------------------------------------------------------------------
 def lws_gangs(lws: Mapping[str, Any]) -> list[GangSpec]:
     """One gang per group of a LeaderWorkerSet (sigs.k8s.io/lws v1): `replicas` groups of `size` pods, the
     leader from `leaderTemplate` (the worker template when absent, as LWS does) and size-1 workers.
-    `startupPolicy: LeaderReady` is refused: the workers are created only once the leader is ready, which a
-    leader waiting for its whole gang never is."""
+    `startupPolicy: LeaderReady` and exclusive placement are refused: the workers are created only once the
+    leader is ready (or scheduled), which a leader waiting for its whole gang never is."""
     reader = _Reader("LeaderWorkerSet", _where("LeaderWorkerSet", lws))
     owner = _owner(reader, lws, LWS_API, "LeaderWorkerSet")
     meta = _meta(reader, lws)
@@ -228,6 +246,11 @@ def lws_gangs(lws: Mapping[str, Any]) -> list[GangSpec]:
     if spec.get("startupPolicy", "LeaderCreated") != "LeaderCreated":
         raise reader.fail("spec.startupPolicy", "creates the workers after the leader is ready, never one gang",
                           spec.get("startupPolicy"))
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and LWS_EXCLUSIVE in annotations:
+        raise reader.fail(f"metadata.annotations[{LWS_EXCLUSIVE}]",
+                          "creates the workers after the leader is scheduled, never one gang",
+                          annotations[LWS_EXCLUSIVE])
     replicas = reader.count(spec.get("replicas"), "spec.replicas", 1)
     template = reader.obj(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
     size = reader.count(template.get("size"), "spec.leaderWorkerTemplate.size", 1, low=1)

@@ -185,6 +185,20 @@ def test_a_jobset_started_in_order_is_refused_a_gang() -> None:
     assert caught.value.reason.path == "spec.startupPolicy.startupPolicyOrder"
 
 
+def test_exclusive_placement_that_admits_pods_one_by_one_is_refused_a_gang() -> None:
+    exclusive = {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}
+    with pytest.raises(OwnerGangError) as caught:
+        jobset_gang(jobset("ex", [rjob("a", 1, 2, None, 100, 0, 64)], annotations=exclusive))
+    assert caught.value.reason.path == "metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]"
+    # The node-selector strategy does not wait for a first pod: a gang.
+    assert jobset_gang(jobset("ns-ex", [rjob("a", 1, 2, None, 100, 0, 64)], annotations={
+        **exclusive, "alpha.jobset.sigs.k8s.io/node-selector": "true"})).min_member == 2
+    with pytest.raises(OwnerGangError) as caught:
+        lws_gangs(lws("ex", 1, 2, (100, 0, 64), None,
+                      annotations={"leaderworkerset.sigs.k8s.io/exclusive-topology": "rack"}))
+    assert caught.value.reason.path == "metadata.annotations[leaderworkerset.sigs.k8s.io/exclusive-topology]"
+
+
 @pytest.mark.parametrize(("replicas", "size", "path"), [
     (-2, 2, "spec.replicas"), (2, 0, "spec.leaderWorkerTemplate.size"), (True, 2, "spec.replicas"),
     (1000, 1000, "spec.replicas x size"),
