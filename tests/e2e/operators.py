@@ -154,7 +154,7 @@ def _mount_certs(core_v1, namespace: str, operator: OperatorProcess) -> None:
 
 
 def _ready(url: str, operator: OperatorProcess) -> bool:
-    assert operator.alive(), f"training-operator exited:\n{operator.log()[-3000:]}"
+    assert operator.alive(), f"{operator.log_path.stem} exited:\n{operator.log()[-3000:]}"
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:
             return bool(resp.status == 200)
