@@ -124,8 +124,22 @@ def jobset(name: str, *, queue: str = "default", opt_in: bool = True) -> dict:
     return js
 
 
-def create(custom, namespace: str, js: dict) -> None:
-    custom.create_namespaced_custom_object(JOBSET_GROUP, "v1alpha2", namespace, "jobsets", js)
+@pytest.fixture
+def create(custom, core_v1):
+    """Create a JobSet; afterwards delete it and wait until its pods are gone, so that the next test's queue and
+    nodes (they share this module's node label) hold none of them."""
+    made: list[tuple[str, str]] = []
+
+    def make(namespace: str, js: dict) -> None:
+        custom.create_namespaced_custom_object(JOBSET_GROUP, "v1alpha2", namespace, "jobsets", js)
+        made.append((namespace, js["metadata"]["name"]))
+
+    yield make
+    for namespace, name in made:
+        custom.delete_namespaced_custom_object(JOBSET_GROUP, "v1alpha2", namespace, "jobsets", name,
+                                               body=client.V1DeleteOptions(propagation_policy="Foreground"))
+    for namespace, name in made:
+        wait_for(lambda ns=namespace, n=name: not pods_of(core_v1, ns, n), TIMEOUT, what=f"the pods of {name} gone")
 
 
 def pods_of(core_v1, namespace: str, name: str) -> list:
@@ -166,9 +180,10 @@ def none_bound_for_five_cycles(scheduler, core_v1, namespace: str, name: str) ->
     assert [p.metadata.name for p in pods_of(core_v1, namespace, name) if p.spec.node_name] == []
 
 
-def test_jobset_starts_as_one_gang_on_a_cluster_with_room(operator, scheduler, custom, core_v1, namespace, nodes):
+def test_jobset_starts_as_one_gang_on_a_cluster_with_room(operator, scheduler, custom, core_v1, namespace, nodes,
+                                                          create):
     nodes(3, gpus=2)
-    create(custom, namespace, jobset("room"))
+    create(namespace, jobset("room"))
     pg = the_gang(custom, namespace, "room")
     assert pg["spec"]["minMember"] == 3 and pg["spec"]["queue"] == "default", pg["spec"]
     assert pg["spec"]["minTaskMember"] == {"driver": 1, "workers": 2}, pg["spec"]
@@ -182,10 +197,10 @@ def test_jobset_starts_as_one_gang_on_a_cluster_with_room(operator, scheduler, c
 
 
 def test_jobset_waits_whole_where_only_part_of_it_fits(operator, scheduler, control_plane, custom, core_v1,
-                                                       namespace, nodes):
+                                                       namespace, nodes, create):
     # 6 GPUs in all, as the JobSet asks, but each 3-GPU node holds one 2-GPU pod: two of the three would fit.
     nodes(2, gpus=3)
-    create(custom, namespace, jobset("tight"))
+    create(namespace, jobset("tight"))
     the_gang(custom, namespace, "tight")
     none_bound_for_five_cycles(scheduler, core_v1, namespace, "tight")
     out = explain(control_plane, namespace, "jobset-tight")
@@ -196,11 +211,11 @@ def test_jobset_waits_whole_where_only_part_of_it_fits(operator, scheduler, cont
 
 
 def test_jobset_opted_in_by_its_namespace_keeps_to_its_queue(operator, scheduler, control_plane, custom, core_v1,
-                                                             namespace, nodes, queues):
+                                                             namespace, nodes, queues, create):
     core_v1.patch_namespace(namespace, {"metadata": {"annotations": {OWNER_GANG: "true"}}})
     nodes(3, gpus=2)
     capped = queues("train", capability={GPU: "4"})
-    create(custom, namespace, jobset("queued", queue=capped, opt_in=False))
+    create(namespace, jobset("queued", queue=capped, opt_in=False))
     pg = the_gang(custom, namespace, "queued")
     assert pg["spec"]["queue"] == capped, pg["spec"]
     none_bound_for_five_cycles(scheduler, core_v1, namespace, "queued")
@@ -214,9 +229,9 @@ def test_jobset_opted_in_by_its_namespace_keeps_to_its_queue(operator, scheduler
 
 
 def test_jobset_not_opted_in_keeps_a_podgroup_per_child_job(operator, scheduler, custom, core_v1, namespace,
-                                                            nodes):
+                                                            nodes, create):
     nodes(3, gpus=2)
-    create(custom, namespace, jobset("plain", opt_in=False))
+    create(namespace, jobset("plain", opt_in=False))
     wait_for(lambda: len(pods_of(core_v1, namespace, "plain")) == 3, TIMEOUT, what="the 3 pods created")
 
     def per_job() -> list[str] | None:
@@ -229,9 +244,9 @@ def test_jobset_not_opted_in_keeps_a_podgroup_per_child_job(operator, scheduler,
     assert podgroup(custom, namespace, "jobset-plain") is None
 
 
-def test_jobset_podgroup_follows_its_replicas(operator, scheduler, custom, core_v1, namespace, nodes):
+def test_jobset_podgroup_follows_its_replicas(operator, scheduler, custom, core_v1, namespace, nodes, create):
     nodes(5, gpus=2)
-    create(custom, namespace, jobset("grow"))
+    create(namespace, jobset("grow"))
     whole_gang(scheduler, custom, core_v1, namespace, "grow")
     js = custom.get_namespaced_custom_object(JOBSET_GROUP, "v1alpha2", namespace, "jobsets", "grow")
     # JobSet's validating webhook keeps replicatedJobs immutable; unregistered here (and in any cluster that runs
