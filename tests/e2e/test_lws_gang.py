@@ -18,6 +18,7 @@ import uuid
 import pytest
 from controlplane import create_gpu_node, node_is_ready, wait_for
 from inprocess import running_controllers, running_scheduler
+from kubernetes import client
 from operators import (
     LWS,
     LWS_GROUP,
@@ -98,6 +99,25 @@ def lws(name: str, *, replicas: int = 1) -> dict:
     return obj
 
 
+@pytest.fixture
+def create(custom, core_v1):
+    """Create a LeaderWorkerSet; afterwards delete it and wait until its pods are gone, so that the next test's
+    queue and nodes (they share this module's node label) hold none of them."""
+    made: list[tuple[str, str]] = []
+
+    def make(namespace: str, obj: dict) -> None:
+        custom.create_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", obj)
+        made.append((namespace, obj["metadata"]["name"]))
+
+    yield make
+    for namespace, name in made:
+        custom.delete_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", name,
+                                               body=client.V1DeleteOptions(propagation_policy="Foreground"))
+    for namespace, name in made:
+        wait_for(lambda ns=namespace, n=name: not core_v1.list_namespaced_pod(
+            ns, label_selector=f"{NAME_LABEL}={n}").items, TIMEOUT, what=f"the pods of {name} gone")
+
+
 def group_pods(core_v1, namespace: str, name: str, group: int) -> list:
     return core_v1.list_namespaced_pod(namespace, label_selector=f"{NAME_LABEL}={name},{GROUP_LABEL}={group}").items
 
@@ -116,9 +136,9 @@ def whole_group(scheduler, core_v1, namespace: str, name: str, group: int) -> li
 
 
 def test_lws_group_starts_as_one_gang_on_a_cluster_with_room(operator, scheduler, custom, core_v1, namespace,
-                                                             nodes):
+                                                             nodes, create):
     nodes(3, gpus=2)
-    custom.create_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", lws("room"))
+    create(namespace, lws("room"))
     pg = wait_for(lambda: podgroup(custom, namespace, "lws-room-0"), TIMEOUT, what="the group's PodGroup")
     assert pg["spec"]["minMember"] == 3 and pg["spec"]["minResources"][GPU] == "6", pg["spec"]
     assert pg["metadata"]["ownerReferences"][0]["kind"] == "LeaderWorkerSet", pg["metadata"]
@@ -126,9 +146,10 @@ def test_lws_group_starts_as_one_gang_on_a_cluster_with_room(operator, scheduler
     assert gang_names(custom, namespace) == ["lws-room-0"], "no per-StatefulSet PodGroup for an owner gang's pods"
 
 
-def test_lws_group_waits_whole_where_only_part_of_it_fits(operator, scheduler, custom, core_v1, namespace, nodes):
+def test_lws_group_waits_whole_where_only_part_of_it_fits(operator, scheduler, custom, core_v1, namespace, nodes,
+                                                          create):
     nodes(2, gpus=3)  # 6 GPUs, as the group asks, but each node holds one 2-GPU pod
-    custom.create_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", lws("tight"))
+    create(namespace, lws("tight"))
     wait_for(lambda: len(group_pods(core_v1, namespace, "tight", 0)) == 3, TIMEOUT,
              what="the leader and both workers created")
     wait_for(lambda: any(c.get("type") == "Unschedulable" and c.get("status") == "True" for c in (
@@ -142,9 +163,9 @@ def test_lws_group_waits_whole_where_only_part_of_it_fits(operator, scheduler, c
     whole_group(scheduler, core_v1, namespace, "tight", 0)
 
 
-def test_lws_groups_podgroups_follow_its_replicas(operator, scheduler, custom, core_v1, namespace, nodes):
+def test_lws_groups_podgroups_follow_its_replicas(operator, scheduler, custom, core_v1, namespace, nodes, create):
     nodes(6, gpus=2)
-    custom.create_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", lws("scale"))
+    create(namespace, lws("scale"))
     wait_for(lambda: gang_names(custom, namespace) == ["lws-scale-0"], TIMEOUT, what="one group's PodGroup")
     custom.patch_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", "scale",
                                           {"spec": {"replicas": 2}})
