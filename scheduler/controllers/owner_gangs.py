@@ -41,7 +41,7 @@ from scheduler.api.owner_gang import (
 )
 from scheduler.cache.kube import KubeError
 from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflictError
-from scheduler.controllers.podgroup import podgroup_update
+from scheduler.controllers.podgroup import MANAGED_SPEC
 from scheduler.controllers.timers import Retries, Timers
 from scheduler.jobs import keys
 
@@ -84,6 +84,21 @@ def _templates(workload: Mapping[str, Any], lws: bool) -> list[Mapping[str, Any]
                     rjob.get("template"), Mapping) else {}
                 out.append((job_spec.get("template") or {}).get("spec") if isinstance(job_spec, Mapping) else None)
     return [t for t in out if isinstance(t, Mapping)]
+
+
+OWNED_SPEC = (*MANAGED_SPEC, "minTaskMember")  # the spec keys written here; a user's others are kept
+
+
+def owner_gang_update(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`current` with `wanted`'s spec keys and labels, or None when they agree (pure). The PodGroup's other labels
+    and its annotations are left alone: the scheduler publishes its reasons there."""
+    cur_meta, want_meta = current.get("metadata") or {}, wanted.get("metadata") or {}
+    cur_spec = dict(current.get("spec") or {})
+    spec = {**{k: v for k, v in cur_spec.items() if k not in OWNED_SPEC}, **wanted["spec"]}
+    labels = {**(cur_meta.get("labels") or {}), **(want_meta.get("labels") or {})}
+    if spec == cur_spec and labels == (cur_meta.get("labels") or {}):
+        return None
+    return {**current, "metadata": {**cur_meta, "labels": labels}, "spec": spec}
 
 
 class OwnerGangController:
@@ -193,7 +208,7 @@ class OwnerGangController:
                              gang.owner.kind, gang.owner.name, gang.min_member, gang.queue)
                     return
                 continue  # created meanwhile: compare with it
-            updated = podgroup_update(current, wanted)
+            updated = owner_gang_update(current, wanted)
             if updated is None:
                 return
             try:

@@ -294,14 +294,19 @@ def running_lws_operator(control_plane, api_client, log_dir: Path) -> Iterator[O
                           "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca},
                           **({"objectSelector": selector} if selector else {})}
                          for hook, path, rule, selector in _LWS_WEBHOOKS]})
-        # The apiserver calls a new webhook once its informer has it: wait until a dry-run pod is mutated.
+        # The apiserver calls a new webhook once its informer has it: wait until a dry-run pod reaches it.
         core_v1 = client.CoreV1Api(api_client)
         probe_pod = {"metadata": {"name": "lws-webhook-probe-0", "labels": {"leaderworkerset.sigs.k8s.io/name": "x"},
                                   "annotations": {"leaderworkerset.sigs.k8s.io/size": "1"}},
                      "spec": {"containers": [{"name": "c", "image": "x"}]}}
-        wait_for(lambda: "leaderworkerset.sigs.k8s.io/group-index" in (core_v1.create_namespaced_pod(
-            "default", probe_pod, dry_run="All").metadata.labels or {}), TIMEOUT, interval=0.5,
-                 what="the LWS pod webhook mutates pods")
+        def called() -> bool:  # the webhook answers (it refuses a pod no StatefulSet made: that is an answer)
+            try:
+                core_v1.create_namespaced_pod("default", probe_pod, dry_run="All")
+            except client.ApiException as exc:
+                return "mpod.kb.io" in str(exc.body)
+            return False
+
+        wait_for(called, TIMEOUT, interval=0.5, what="the apiserver calls the LWS pod webhook")
         yield operator
     finally:
         try:

@@ -257,6 +257,18 @@ def test_a_jobset_opted_in_by_its_namespace_gets_one_podgroup_that_follows_its_r
     assert (spec["minMember"], spec["minTaskMember"]["workers"], quantities(spec)[GPU]) == (7, 6, 6)
 
 
+def test_the_podgroups_annotations_written_by_the_scheduler_survive_a_sync() -> None:
+    js = jobset("kept", [rjob("w", 2, 1, None, 100, 0, 64)], annotations=OPT_IN)
+    ctl, api = controller(js)
+    ctl.on_jobset("ADDED", js)
+    api.objects[("PodGroup", "ns", "jobset-kept")]["metadata"]["annotations"] = {"volcano-py.io/reasons": "[]"}
+    js["spec"]["replicatedJobs"][0]["replicas"] = 3
+    ctl.on_jobset("MODIFIED", js)
+    pg = api.objects[("PodGroup", "ns", "jobset-kept")]
+    assert pg["spec"]["minMember"] == 3
+    assert pg["metadata"]["annotations"] == {"volcano-py.io/reasons": "[]"}
+
+
 def test_a_jobset_that_is_not_opted_in_gets_no_gang_and_its_pods_keep_their_per_job_podgroups() -> None:
     js = jobset("plain", [rjob("w", 2, 1, None, 100, 0, 64)], annotations={OWNER_GANG_ANNOTATION: "false"})
     ctl, api = controller(js, namespace_opt_in=True)  # the workload's own "false" wins over its namespace
