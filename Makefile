@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: venv demo test unit e2e lint bench clean chromium promtool
+.PHONY: venv demo test unit e2e lint bench bench-day clean chromium promtool
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ test: unit e2e
 bench: venv
 	$(BIN)/python bench/bench_cycle.py --repeat 5
 	$(BIN)/python bench/bench_cycle.py --repeat 5 --conf bench/gang-only.conf
+
+# A day of GPU training jobs in the simulator, Volcano's conf against volcano-py's policies (docs/simulator.md).
+bench-day: venv
+	$(BIN)/python bench/bench_gpu_day.py
 
 lint: venv
 	$(BIN)/ruff check scheduler tests bench tools

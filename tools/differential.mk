@@ -9,6 +9,8 @@
 #   make differential FAMILY=preemption        the gang-eviction family (issue 32: tools/differential/preemption.py,
 #                                              Volcano's gang-eviction conf), its own CONFORMANCE.md section
 #   make differential FAMILY=preemption DIFF_WORKLOADS=20 DIFF_SEED=1
+#   make differential FAMILY=gated             pods opting in to queue admission by scheduling gates (gated.py;
+#                                              SchedulingGatesQueueAdmission on in both sides): report only
 #
 # Volcano's binaries come from tools/conformance/build-volcano.sh (built when missing, without the e2e suites).
 .PHONY: differential differential-build

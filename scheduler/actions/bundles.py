@@ -9,7 +9,10 @@ bundle.go, CreateJobBundles):
 - the whole bundle: the rest. Taking it breaks the gang, so it is worth only what it frees here against what the
   whole job holds (its ROI).
 A job that is already below its minimum has one safe bundle of every candidate: losing more cannot break it more.
-Sub-groups (minSubJobs) are not modelled yet: volcano-py has no sub-groups (issue 34).
+A job with sub-groups (`subGroupPolicy`) also keeps each policy's `minSubGroups` whole sub-groups: a pod of a
+sub-group not whole already is safe to take; taking a pod of a whole one breaks it and uses up one of its policy's
+whole sub-groups beyond the minimum (none left: the pod goes in the whole bundle); the pods in no sub-group are held
+to the job's minimum only (Volcano's enforceSubJobs in CreateJobBundles).
 
 Bundles are ordered safe before whole, then by the victim job (the reverse of JobOrder for preempt; for reclaim
 the victim queue order: capacity's nearest-in-the-tree first, else the reverse of QueueOrder), then by ROI
@@ -28,6 +31,7 @@ from dataclasses import dataclass, replace
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.phases import READY_STATUSES, TaskStatus
 from scheduler.api.resources import PODS, ZERO, Resource
+from scheduler.api.subgroups import GroupKey
 
 
 class BundleKind(enum.IntEnum):
@@ -60,15 +64,21 @@ def job_bundles(job: JobInfo, candidates: Sequence[TaskInfo]) -> list[Bundle]:
     if job.min_available >= job.task_min_total():
         ready = job.role_counts(READY_STATUSES | {TaskStatus.SUCCEEDED}, best_effort_pending=True)
         role_surplus = {role: ready[role] - need for role, need in job.min_task_member.items()}
+    broken, group_surplus = _sub_group_surplus(job)
     safe: list[TaskInfo] = []
     whole: list[TaskInfo] = []
     for task in tasks:
         limited = task.role in role_surplus
-        if surplus > 0 and (not limited or role_surplus[task.role] > 0):
+        group = job.subs.of.get(task.key) if job.subs is not None else None
+        group_safe = group is None or group in broken or group_surplus.get(group[0], 0) > 0
+        if surplus > 0 and (not limited or role_surplus[task.role] > 0) and group_safe:
             safe.append(task)
             surplus -= 1
             if limited:
                 role_surplus[task.role] -= 1
+            if group is not None and group not in broken:
+                broken.add(group)
+                group_surplus[group[0]] -= 1
         else:
             whole.append(task)
     out = []
@@ -77,6 +87,22 @@ def job_bundles(job: JobInfo, candidates: Sequence[TaskInfo]) -> list[Bundle]:
     if whole:
         out.append(Bundle(BundleKind.WHOLE, job, tuple(whole), _requests(whole), _requests(list(job.tasks.values()))))
     return out
+
+
+def _sub_group_surplus(job: JobInfo) -> tuple[set[GroupKey], dict[int, int]]:
+    """The job's sub-groups that are not whole (placed pods short of subGroupSize), and per policy how many whole
+    ones it has beyond its minSubGroups."""
+    subs = job.subs
+    if subs is None:
+        return set(), {}
+    broken: set[GroupKey] = set()
+    surplus = {index: -policy.min_groups for index, policy in enumerate(job.sub_groups)}
+    for key in subs.members:
+        if subs.group_ready(key):
+            surplus[key[0]] = surplus.get(key[0], 0) + 1
+        else:
+            broken.add(key)
+    return broken, surplus
 
 
 def allowed_bundles(bundles: Sequence[Bundle], allowed: set[str]) -> list[Bundle]:

@@ -10,23 +10,30 @@ actions/utils/{bundle,simulate,util}.go), rule by rule:
    asks Preemptive whether the queue may take that much at all.
 3. Where: the domains the `network-topology-aware` plugin gives a job with a hard network topology (HyperNodes
    of its allowed tiers that could hold its minResources, widest first, at most
-   `hypernode.gradient.evict.max-hypernodes` of them), at most `maxDomains` (an argument, default 8); any other
-   job looks at the whole cluster.
+   `hypernode.gradient.evict.max-hypernodes` of them; for a job that already holds a HyperNode, only those under
+   its search root, Volcano's getSearchRoot), at most `maxDomains` (an argument, default 8); any other job looks
+   at the whole cluster. Victims are taken only inside the domain being tried, so never outside the search root.
 4. Victims, per domain: the running tasks there (gangpreempt: Bound or Running; gangreclaim: Running) that are
    preemptable, of a job whose PodGroup is not marked `volcano.sh/preemptable: false`, other than the preemptor:
    gangpreempt: of the preemptor's queue and of a lower-priority job; gangreclaim: of another queue that is
    reclaimable. They form bundles (`bundles.py`), sorted; the EVICTABLE plugins (`framework/evictable.py`) filter
    the flattened candidates; a whole bundle survives only whole; with `allowWholeBundle: false` whole bundles are
    dropped.
-5. Bundles are added in order until the domain's idle plus releasing resources plus what they free hold the need;
-   from then on, after each bundle, a plan is tried: the victims are evicted and each pending task is pipelined
+5. Bundles are added in order until the domain's future idle (idle plus what pods already releasing will free,
+   less what is already promised to pipelined pods; each node's at least zero) plus what they free hold the need
+   (Volcano sums idle and releasing, SumIdleAndReleasing: room promised to a pipelined pod is no room, and a plan
+   cannot fit where this sum does not, so the plans it would try in vain are skipped); from then on, after each
+   bundle, a plan is tried: the victims are evicted and each pending task is pipelined
    onto the best node of the domain that its predicates allow and whose future idle holds it (those whose idle
    holds it first), under Allocatable. Every task must find a node, and the job must then be pipelined. With
    allocate's `predicateErrorCacheEnable` (default true), a node that turned away one task of a role is not
    asked again for the role's other tasks in that plan. A failed plan is undone; the first that works is kept.
 6. The Statement is committed only if the job is pipelined; otherwise discarded.
 
-Not modelled: sub-groups (volcano-py has none yet, issue 34) and a partly placed job's allocated HyperNode.
+A job with sub-groups (`subGroupPolicy`) asks room for its sub-groups' pending pods and, in step 5, is pipelined
+sub-group by sub-group, each hard sub-group inside a HyperNode of its own (`subgroup_eviction.py`), until the job
+is pipelined: its minimum, in whole sub-groups, or nothing. Before any victim is looked for, such a job is tried in
+each domain with none, on room already being released (`reserve`).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from scheduler.actions.base import guarded
 from scheduler.actions.bundles import Bundle, BundleKind, allowed_bundles, job_bundles, sort_bundles
 from scheduler.actions.domain_reserve import hard_topology
 from scheduler.actions.preempt import commit_or_discard, filtered
+from scheduler.actions.subgroup_eviction import SubGroupEviction
 from scheduler.actions.subgroups import sub_group_job
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
@@ -77,13 +85,14 @@ class GangEviction:
         self.allow_whole = True if whole is None else whole
         cache = as_bool((ssn.conf.configurations.get("allocate") or {}).get(PREDICATE_ERROR_CACHE))
         self.error_cache = True if cache is None else cache
+        self._sub_groups: SubGroupEviction | None = None
         # 1.
         queues: dict[str, QueueInfo] = {}
         preemptors: dict[str, list[JobInfo]] = {}
 
         def consider(job: JobInfo) -> bool:
-            if job.phase == PodGroupPhase.PENDING or sub_group_job(job) or ssn.tiers.run(P.JOB_VALID, job).rejected:
-                return False  # sub-groups with a hard topology: placed by allocate alone (actions/subgroups.py)
+            if job.phase == PodGroupPhase.PENDING or ssn.tiers.run(P.JOB_VALID, job).rejected:
+                return False
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 return False
@@ -117,31 +126,58 @@ class GangEviction:
         self.plan(ssn, stmt, queue, job)
         return commit_or_discard(ssn, stmt, job, self.event_reason)  # 6.: kept only if the job is pipelined
 
+    def sub_groups(self, ssn: Session) -> SubGroupEviction:
+        if self._sub_groups is None:
+            self._sub_groups = SubGroupEviction(ssn, self.best_node)
+        return self._sub_groups
+
     def plan(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo) -> None:
         # 2.
-        pending = [t for t in ssn.order.task_order(pending_tasks(job)) if not t.resreq.is_zero()]
+        if sub_group_job(job):
+            pending = self.sub_groups(ssn).pending(job)
+        else:
+            pending = [t for t in ssn.order.task_order(pending_tasks(job)) if not t.resreq.is_zero()]
         if not pending:
             return
         need = Resource.total(t.resreq for t in pending)
         if not self.admits(ssn, queue, need):
             return
         # 3.
-        for domain in self.domains(ssn, job):
+        domains = self.domains(ssn, job)
+        if sub_group_job(job) and self.reserve(ssn, stmt, queue, job, domains):
+            return
+        for domain in domains:
             nodes = [ssn.nodes[name] for name in sorted(domain.nodes) if name in ssn.nodes]
             if not nodes:
                 continue
             bundles = self.bundles(ssn, job, need, domain, nodes)
             if not bundles:
                 continue
-            room = Resource.total(n.idle + n.releasing for n in nodes)
+            room = Resource.total(n.future_idle().clamp_zero() for n in nodes)
             chosen: list[tuple[TaskInfo, Bundle]] = []
             for bundle in bundles:  # 5.
                 chosen.extend((t, bundle) for t in bundle.tasks)
                 room = room + bundle.local  # what the bundles chosen so far free, kept as a running sum
                 if not need <= room:
                     continue
-                if self.try_plan(ssn, stmt, queue, job, pending, nodes, chosen):
+                if self.try_plan(ssn, stmt, queue, job, pending, domain, nodes, chosen):
                     return
+
+    def reserve(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, domains: list[Domain]) -> bool:
+        """A job with sub-groups pipelined, with no victim, on room already being released (its victims of an
+        earlier cycle terminating): Volcano's allocate pipelines a sub-job nominated by gang eviction onto future
+        idle, so the job is not starving when gangpreempt comes; volcano-py's sub-group placer seats on idle room
+        only, so this is done here. Without it the job looked starving while its victims terminated and took a
+        second domain's victims every cycle."""
+        for domain in domains:
+            mark = stmt.mark()
+            chosen = self.sub_groups(ssn).nominate(stmt, queue, job, domain.name, domain.nodes)
+            if chosen is not None:
+                if ssn.trace:
+                    ssn.trace(f"{self.name}: {job.key} waits in {sorted(chosen.values())} on room being released")
+                return True
+            stmt.rollback(mark)
+        return False
 
     def domains(self, ssn: Session, job: JobInfo) -> list[Domain]:
         everything = Domain(CLUSTER_DOMAIN, -1, frozenset(ssn.nodes))
@@ -181,9 +217,10 @@ class GangEviction:
         return [b for b in valid if b.kind == BundleKind.SAFE or self.allow_whole]
 
     def try_plan(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo],
-                 nodes: Sequence[NodeInfo], victims: list[tuple[TaskInfo, Bundle]]) -> bool:
-        """Evict `victims` and pipeline every pending task in the domain; undone unless the job is then
-        pipelined (Volcano's BuildNominationPlanInDomain)."""
+                 domain: Domain, nodes: Sequence[NodeInfo], victims: list[tuple[TaskInfo, Bundle]]) -> bool:
+        """Evict `victims` and pipeline every pending task in the domain (a job with sub-groups: sub-group by
+        sub-group, `subgroup_eviction.py`); undone unless the job is then pipelined (Volcano's
+        BuildNominationPlanInDomain)."""
         mark = stmt.mark()
         reason = f"{self.verb} by {job.key} (priority {job.priority})"
         for victim, bundle in victims:
@@ -191,6 +228,14 @@ class GangEviction:
             cause = EvictCause(self.name, job.key, rule, breaks_gang=bundle.kind == BundleKind.WHOLE)
             stmt.evict(victim, f"{reason}: {rule} of {bundle.job.key}", cause)
         allowed = {n.name for n in nodes}
+        if sub_group_job(job):
+            chosen = self.sub_groups(ssn).nominate(stmt, queue, job, domain.name, frozenset(allowed))
+            if chosen is not None:
+                if ssn.trace:
+                    ssn.trace(f"{self.name}: {job.key} in {domain.name}, sub-groups in {sorted(chosen.values())}")
+                return True
+            stmt.rollback(mark)
+            return False
         turned_away: dict[tuple[str, str], set[str]] = {}
         for task in pending:
             if not ssn.tiers.run(P.ALLOCATABLE, queue, task).ok:
@@ -207,6 +252,10 @@ class GangEviction:
 
     def best_node(self, ssn: Session, task: TaskInfo, allowed: set[str],
                   turned_away: dict[tuple[str, str], set[str]]) -> NodeInfo | None:
+        """The node of `allowed` the task is pipelined on: its predicates pass and its future idle (idle plus
+        releasing, less what is pipelined, this plan's earlier tasks included) holds the task; among those,
+        the ones whose idle holds it first, then the rest, each by the session's node order (Volcano's
+        simulatePredicate and prioritizeNodesForSimulate)."""
         key = (task.job, task.role)
         cached = self.error_cache and bool(task.role) and key in turned_away
         skip = turned_away.get(key, set()) if cached else set()
@@ -215,12 +264,13 @@ class GangEviction:
         for node in ssn.fit.feasible_nodes(task):
             if node.name not in allowed or node.name in skip:
                 continue
-            if task.resreq <= node.idle:
-                idle.append(node)
-            elif task.resreq <= node.future_idle():
-                future.append(node)
-            elif task.role:
-                turned_away.setdefault(key, set()).add(node.name)
+            if not task.resreq <= node.future_idle():
+                # Volcano's simulatePredicate: idle is not lowered by what is pipelined, so a node whose idle
+                # still holds the task may already be promised to the tasks pipelined before it in this plan
+                if task.role:
+                    turned_away.setdefault(key, set()).add(node.name)
+                continue
+            (idle if task.resreq <= node.idle else future).append(node)
         for group in (idle, future):
             if group:
                 best = ssn.fit.best_node(task, group)

@@ -11,6 +11,7 @@ from typing import Any
 
 from scheduler.api import fields as F
 from scheduler.api.job import Condition, JobInfo, TaskInfo
+from scheduler.api.min_runtime import NO_MIN_RUNTIME, QueueMinRuntime
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
 from scheduler.api.phases import PodGroupPhase, QueueState
@@ -431,6 +432,7 @@ F_PARENT = F.field("Queue", "spec.parent")
 F_QUEUE_ANNOTATIONS = F.field("Queue", "metadata.annotations")
 F_NOTICE = F.field("Queue", f"metadata.annotations[{F.EVICTION_NOTICE}]")
 F_USAGE = F.field("Queue", f"metadata.annotations[{F.QUEUE_USAGE}]")
+F_MIN_RUNTIME = tuple((F.field("Queue", f"metadata.annotations[{k}]"), k) for k in F.MIN_RUNTIME_KEYS)
 
 
 def queue_from_object(queue: Obj, *, creation: float | None = None,
@@ -460,6 +462,8 @@ def queue_from_object(queue: Obj, *, creation: float | None = None,
         parent=F_PARENT.read(spec.get("parent"), key, sink),
         eviction_notice=F_NOTICE.read(annotations.get(F.EVICTION_NOTICE), key, sink) if annotations else 0.0,
         usage=F_USAGE.read(annotations.get(F.QUEUE_USAGE), key, sink) if annotations else None,
+        min_runtime=QueueMinRuntime(*(f.read(annotations.get(k), key, sink) for f, k in F_MIN_RUNTIME))
+        if annotations and any(k in annotations for k in F.MIN_RUNTIME_KEYS) else NO_MIN_RUNTIME,
     )
 
 

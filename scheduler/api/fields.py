@@ -65,6 +65,12 @@ from scheduler.api.field_parsers import (
     structure as structure,
     text as text,
 )
+from scheduler.api.min_runtime import (
+    MIN_RUNTIME,
+    QUEUE_MIN_RUNTIME,
+    QUEUE_PREEMPT_MIN_RUNTIME,
+    QUEUE_RECLAIM_MIN_RUNTIME,
+)
 from scheduler.api.reasons import FieldInvalid as FieldInvalid
 from scheduler.api.resources import ZERO
 from scheduler.api.usage import USAGE_ANNOTATION, USAGE_RECORD
@@ -88,6 +94,8 @@ ALLOCATED_HYPERNODE = "volcano.sh/job-allocated-hypernode"
 EVICTION_NOTICE = "volcano-py.io/eviction-notice"  # on a Queue (api/evictions.py)
 POD_EVICTION_NOTICE = "scheduling.volcano-py.io/eviction-notice"  # on a victim given notice (api/evictions.py)
 QUEUE_USAGE = USAGE_ANNOTATION  # on a Queue: its decayed usage history, written by the scheduler (api/usage.py)
+# On a Queue: its jobs' minimum runtime, for every eviction / inside the queue / by another queue (api/min_runtime.py)
+MIN_RUNTIME_KEYS = (QUEUE_MIN_RUNTIME, QUEUE_PREEMPT_MIN_RUNTIME, QUEUE_RECLAIM_MIN_RUNTIME)
 # Volcano's queue-allocation gate: the annotation a pod opts in with ("true") and the scheduling gate's name
 # (volcano.sh/apis scheduling/v1beta1 labels.go QueueAllocationGateKey).
 QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
@@ -217,6 +225,8 @@ FIELDS: tuple[Field, ...] = (
     Field("Queue", (*_META, "annotations"), ANNOTATIONS, {}, "no annotations read", {}),
     Field("Queue", (*_META, "annotations", EVICTION_NOTICE), duration(NOTICE_MAX), 0.0, "no eviction notice", 0.0),
     Field("Queue", (*_META, "annotations", QUEUE_USAGE), USAGE_RECORD, None, "no usage history (starts from zero)"),
+    *(Field("Queue", (*_META, "annotations", key), MIN_RUNTIME, None, "not set (the minruntime plugin's arguments)")
+      for key in MIN_RUNTIME_KEYS),
     # ---- Node (convert.node_from_object)
     *_meta_fields("Node", namespaced=False, labels=True, created=False),
     Field("Node", ("status", "allocatable"), QUANTITIES, REJECT),

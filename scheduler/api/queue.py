@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scheduler.api.min_runtime import NO_MIN_RUNTIME, QueueMinRuntime
 from scheduler.api.phases import QueueState
 from scheduler.api.resources import ZERO, Resource
 from scheduler.api.usage import QueueUsage
@@ -29,6 +30,9 @@ class QueueInfo:
     eviction_notice: float = 0.0
     # Its decayed usage history (annotation volcano-py.io/usage, api/usage.py); None: none, or unreadable.
     usage: QueueUsage | None = None
+    # How long its running jobs are kept from eviction once started (annotations volcano-py.io/min-runtime,
+    # preempt-min-runtime, reclaim-min-runtime; api/min_runtime.py), for the minruntime plugin.
+    min_runtime: QueueMinRuntime = NO_MIN_RUNTIME
 
     def clone(self) -> QueueInfo:
         return QueueInfo(
@@ -45,6 +49,7 @@ class QueueInfo:
             self.parent,
             self.eviction_notice,
             self.usage,
+            self.min_runtime,
         )
 
     def __repr__(self) -> str:

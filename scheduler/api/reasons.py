@@ -280,6 +280,8 @@ class ScheduleTimeout(Reason):
 # Where a `MinRuntimeProtected` job's minimum runtime was set (plugins/minruntime.py).
 MIN_RUNTIME_JOB = "job"  # the pods' annotation volcano-py.io/min-runtime
 MIN_RUNTIME_QUEUE = "queue"  # the plugin's queueMinRuntime for the victim's queue
+# the victim's Queue annotation volcano-py.io/min-runtime, or its preempt- or reclaim- form (api/min_runtime.py)
+MIN_RUNTIME_QUEUE_ANNOTATION = "queue-annotation"
 MIN_RUNTIME_DEFAULT = "default"  # the plugin's minRuntime
 MIN_RUNTIME_COOLDOWN = "cooldown"  # the pod's volcano.sh/cooldown-time (Volcano's cdp)
 

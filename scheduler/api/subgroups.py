@@ -158,7 +158,8 @@ parsers.register("sub_groups", check_sub_groups)
 def sub_group_job(job: _Job) -> bool:
     """A job with a sub-group policy: only the sub-group placer (actions/subgroups.py) places it, each sub-group
     whole (Volcano sends every such job through allocateForJob); the gang placers abstain, and pod-by-pod
-    allocation, reservation and preemption leave it alone."""
+    allocation, reservation and the legacy preempt and reclaim leave it alone (gangpreempt and gangreclaim plan it
+    sub-group by sub-group: actions/subgroup_eviction.py)."""
     return job.subs is not None
 
 

@@ -198,6 +198,8 @@ def cmd_controllers(opts: ControllerOptions) -> int:
     for noisy in ("kopf", "aiohttp"):  # kopf logs every handler run at INFO
         logging.getLogger(noisy).setLevel(logging.DEBUG if opts.library_debug else logging.WARNING)
     _log_ignored(opts)
+    for warning in opts.controllers.warnings():
+        logging.getLogger("volcano_py.flags").warning("%s", warning)
     _check_leader_durations(opts)
     tls = _metrics_tls(opts)
     api = _api_client(opts)
@@ -211,7 +213,8 @@ def cmd_controllers(opts: ControllerOptions) -> int:
     _serve(opts, api, tls)  # /metrics, /healthz, /readyz for the Deployment's probes (a standby is ready too)
     try:
         return run(api, scheduler_names=opts.scheduler_names, claim_unnamed=opts.claim_unnamed,
-                   lease=lease, identity=identity, stop=stop, workers=opts.workers)
+                   lease=lease, identity=identity, stop=stop, workers=opts.workers,
+                   enabled=opts.controllers.volcano_py)
     finally:
         api.close()
 

@@ -39,6 +39,12 @@ log = logging.getLogger("volcano_py.controllers")
 
 PREFIX = "controllers.volcano-py.io"
 
+# Volcano's names of the controllers volcano-py can turn off (`--controllers`, flags/controller_gates.py); the
+# job, queue and gc controllers always run. `run(enabled=...)` takes the set that is on.
+HYPERNODE, CRONJOB, PODGROUP = "hyperNode-controller", "cronjob-controller", "pg-controller"
+JOBFLOW, JOBTEMPLATE = "jobflow-controller", "jobtemplate-controller"
+OPTIONAL = frozenset({HYPERNODE, CRONJOB, PODGROUP, JOBFLOW, JOBTEMPLATE})
+
 
 @dataclass(slots=True)
 class Controllers:
@@ -50,7 +56,8 @@ class Controllers:
     flows: JobFlowController
     hypernodes: HyperNodeDiscovery
     owner_gangs: OwnerGangController | None = None
-    watch_owners: tuple[bool, bool] = (False, False)  # JobSets, LeaderWorkerSets: their CRDs are installed
+    # JobSets, LeaderWorkerSets: watched where their CRDs are installed (`run` asks the apiserver at start)
+    watch_owners: tuple[bool, bool] = (False, False)
 
 
 def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
@@ -60,12 +67,11 @@ def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
     jobs = JobController(api, scheduler_names, claim_unnamed=claim_unnamed)
     queues = QueueController(api)
     owners = OwnerGangController(api, scheduler_names)
-    watch = installed(api)  # JobSet and LeaderWorkerSet gangs only where their CRDs are installed
-    podgroups = PodGroupController(api, scheduler_names, owner_claims=owners.claims if any(watch) else None)
+    podgroups = PodGroupController(api, scheduler_names, owner_claims=owners.claims)
     return Controllers(jobs, queues, CommandController(api, jobs, queues), podgroups,
                        CronJobController(api, jobs.claims, clock=clock),  # a CronJob is ours when its Jobs are
                        JobFlowController(api, jobs.claims),
-                       HyperNodeDiscovery(api.kube, ConfigMapRef.from_env(os.environ)), owners, watch)
+                       HyperNodeDiscovery(api.kube, ConfigMapRef.from_env(os.environ)), owners)
 
 
 def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
@@ -89,7 +95,10 @@ def _body(event: kopf.RawEvent) -> dict[str, Any]:
     return cast(dict[str, Any], event["object"])
 
 
-def registry_for(controllers: Controllers, connection: Callable[[], kopf.ConnectionInfo]) -> kopf.OperatorRegistry:
+def registry_for(controllers: Controllers, connection: Callable[[], kopf.ConnectionInfo],
+                 enabled: frozenset[str] = OPTIONAL) -> kopf.OperatorRegistry:
+    """The handlers of the controllers that are on (`enabled`: Volcano's names, of OPTIONAL; the job, queue and
+    command handlers always)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
@@ -102,35 +111,21 @@ def registry_for(controllers: Controllers, connection: Callable[[], kopf.Connect
     def job_event(event: kopf.RawEvent, **_: Any) -> None:
         controllers.jobs.on_job(event.get("type"), _body(event))
 
-    # A second handler on Jobs, so that one controller's failure never keeps the event from the other.
-    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)
-    def cronjob_job_event(event: kopf.RawEvent, **_: Any) -> None:
-        controllers.cronjobs.on_job(event.get("type"), _body(event))
-
-    @kopf.on.event("batch.volcano.sh", "v1alpha1", "cronjobs", registry=registry)
-    def cronjob_event(event: kopf.RawEvent, **_: Any) -> None:
-        controllers.cronjobs.on_cronjob(event.get("type"), _body(event))
+    if CRONJOB in enabled:
+        _cronjob_handlers(registry, controllers.cronjobs)
 
     @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.PRESENT}, registry=registry)
     def pod_event(event: kopf.RawEvent, **_: Any) -> None:
         controllers.jobs.on_pod(event.get("type"), _body(event))
 
-    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.ABSENT}, registry=registry)
-    def plain_pod_event(event: kopf.RawEvent, **_: Any) -> None:
-        controllers.podgroups.on_pod(event.get("type"), _body(event))
-
-    # A plain pods' PodGroup follows its workload (Volcano's pg controller watches these two too).
-    @kopf.on.event("apps", "v1", "replicasets", registry=registry)
-    def replicaset_event(event: kopf.RawEvent, **_: Any) -> None:
-        controllers.podgroups.on_workload(event.get("type"), _body(event))
-
-    @kopf.on.event("apps", "v1", "statefulsets", registry=registry)
-    def statefulset_event(event: kopf.RawEvent, **_: Any) -> None:
-        controllers.podgroups.on_workload(event.get("type"), _body(event), statefulset=True)
+    plain_podgroups = PODGROUP in enabled
+    if plain_podgroups:
+        _plain_podgroup_handlers(registry, controllers.podgroups)
 
     @kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)
     def podgroup_event(event: kopf.RawEvent, **_: Any) -> None:
-        controllers.podgroups.on_podgroup(event.get("type"), _body(event))
+        if plain_podgroups:
+            controllers.podgroups.on_podgroup(event.get("type"), _body(event))
         controllers.queues.on_podgroup(event.get("type"), _body(event))
         controllers.jobs.on_podgroup(event.get("type"), _body(event))
 
@@ -142,22 +137,54 @@ def registry_for(controllers: Controllers, connection: Callable[[], kopf.Connect
     def command_event(event: kopf.RawEvent, **_: Any) -> None:
         controllers.commands.on_command(event.get("type"), _body(event))
 
+    if JOBFLOW in enabled or JOBTEMPLATE in enabled:  # one controller keeps both in volcano-py
+        _jobflow_handlers(registry, controllers.flows)
+    if HYPERNODE in enabled:
+        _discovery_handlers(registry, controllers.hypernodes)
+    if plain_podgroups:  # the automatic gangs of JobSets and LeaderWorkerSets are the pg controller's part too
+        _owner_gang_handlers(registry, controllers)
+    return registry
+
+
+def _cronjob_handlers(registry: kopf.OperatorRegistry, cronjobs: CronJobController) -> None:
+    # A second handler on Jobs, so that one controller's failure never keeps the event from the other.
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)
+    def cronjob_job_event(event: kopf.RawEvent, **_: Any) -> None:
+        cronjobs.on_job(event.get("type"), _body(event))
+
+    @kopf.on.event("batch.volcano.sh", "v1alpha1", "cronjobs", registry=registry)
+    def cronjob_event(event: kopf.RawEvent, **_: Any) -> None:
+        cronjobs.on_cronjob(event.get("type"), _body(event))
+
+
+def _plain_podgroup_handlers(registry: kopf.OperatorRegistry, podgroups: PodGroupController) -> None:
+    @kopf.on.event("v1", "pods", labels={keys.JOB_NAME: kopf.ABSENT}, registry=registry)
+    def plain_pod_event(event: kopf.RawEvent, **_: Any) -> None:
+        podgroups.on_pod(event.get("type"), _body(event))
+
+    # A plain pods' PodGroup follows its workload (Volcano's pg controller watches these two too).
+    @kopf.on.event("apps", "v1", "replicasets", registry=registry)
+    def replicaset_event(event: kopf.RawEvent, **_: Any) -> None:
+        podgroups.on_workload(event.get("type"), _body(event))
+
+    @kopf.on.event("apps", "v1", "statefulsets", registry=registry)
+    def statefulset_event(event: kopf.RawEvent, **_: Any) -> None:
+        podgroups.on_workload(event.get("type"), _body(event), statefulset=True)
+
+
+def _jobflow_handlers(registry: kopf.OperatorRegistry, flows: JobFlowController) -> None:
     # The JobFlow controller's own handler on Jobs: a failure of one controller never keeps the event from the other.
     @kopf.on.event("batch.volcano.sh", "v1alpha1", "jobs", registry=registry)
     def jobflow_job_event(event: kopf.RawEvent, **_: Any) -> None:
-        controllers.flows.on_job(event.get("type"), _body(event))
+        flows.on_job(event.get("type"), _body(event))
 
     @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobflows", registry=registry)
     def jobflow_event(event: kopf.RawEvent, **_: Any) -> None:
-        controllers.flows.on_jobflow(event.get("type"), _body(event))
+        flows.on_jobflow(event.get("type"), _body(event))
 
     @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobtemplates", registry=registry)
     def jobtemplate_event(event: kopf.RawEvent, **_: Any) -> None:
-        controllers.flows.on_jobtemplate(event.get("type"), _body(event))
-
-    _discovery_handlers(registry, controllers.hypernodes)
-    _owner_gang_handlers(registry, controllers)
-    return registry
+        flows.on_jobtemplate(event.get("type"), _body(event))
 
 
 def _owner_gang_handlers(registry: kopf.OperatorRegistry, controllers: Controllers) -> None:
@@ -239,9 +266,11 @@ def run(
     request_timeout: float = 30.0,
     workers: int = 16,
     controllers: Controllers | None = None,
+    enabled: frozenset[str] = OPTIONAL,
 ) -> int:
     """Run until `stop` is set (0), or until the Lease is lost (1). `workers`: kopf's handler threads;
-    `controllers`: ones built already (the e2e tests build them with a clock they move)."""
+    `controllers`: ones built already (the e2e tests build them with a clock they move); `enabled`: the optional
+    controllers that are on (`--controllers`)."""
     kube = Kube(api_client, request_timeout=request_timeout)
     metrics.controllers()  # Volcano's controller families, on /metrics from the start
     if controllers is None:
@@ -264,11 +293,15 @@ def run(
             return 0
     settings = kopf.OperatorSettings()
     configure(settings, workers=workers)
-    registry = registry_for(controllers, lambda: connection_info(api_client))
-    log.info("volcano-py controllers for %s starting%s", ", ".join(sorted(scheduler_names)),
-             " (also jobs that name no scheduler)" if claim_unnamed else "")
-    controllers.cronjobs.start()  # the CronJobs' due times: served only while this replica leads
-    controllers.hypernodes.start()  # HyperNode discovery: only the Lease holder writes HyperNodes
+    controllers.watch_owners = installed(Api(kube))  # JobSet and LWS gangs only where their CRDs are installed
+    registry = registry_for(controllers, lambda: connection_info(api_client), enabled)
+    log.info("volcano-py controllers for %s starting%s; off: %s", ", ".join(sorted(scheduler_names)),
+             " (also jobs that name no scheduler)" if claim_unnamed else "",
+             ", ".join(sorted(OPTIONAL - enabled)) or "none")
+    if CRONJOB in enabled:
+        controllers.cronjobs.start()  # the CronJobs' due times: served only while this replica leads
+    if HYPERNODE in enabled:
+        controllers.hypernodes.start()  # HyperNode discovery and nodeCount: only the Lease holder writes
     try:
         asyncio.run(_operate(registry, settings, stop))
     finally:

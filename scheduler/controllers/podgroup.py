@@ -36,6 +36,7 @@ from scheduler.cache.kube import KubeError
 from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflictError
 from scheduler.controllers.timers import Retries, Timers
 from scheduler.jobs import keys
+from scheduler.jobs.expand import quota_usage, sum_limits
 
 log = logging.getLogger("volcano_py.controllers.podgroup")
 
@@ -105,13 +106,15 @@ def plain_podgroup(pod: Mapping[str, Any], workload_annotations: Mapping[str, st
     group: dict[str, Any] = {"minMember": min_member,
                              "queue": str(annotations.get(QUEUE_NAME_ANNOTATION) or keys.DEFAULT_QUEUE)}
     try:
-        request = pod_request(spec)
-        total = ZERO
-        for _ in range(min_member):
-            total = total + request
-        minimum = {k: v for k, v in total.to_quantities().items() if k != "pods"}
-        if minimum:
-            group["minResources"] = minimum
+        if min_member > 0:  # CalTaskRequests of 0 replicas: an empty list, written as none
+            requests, limits = pod_request(spec), sum_limits([spec])
+            total_requests, total_limits = ZERO, ZERO
+            for _ in range(min_member):
+                total_requests, total_limits = total_requests + requests, total_limits + limits
+            # The ResourceQuota usage names, as Volcano's pg controller writes them (buildPodGroupFromPod ->
+            # pkg/controllers/util/util.go CalTaskRequests): the resourcequota plugin's enqueue gate compares
+            # minResources with a quota's hard on the names both spell (`count/pods`, `requests.cpu`, ...).
+            group["minResources"] = quota_usage(total_requests, total_limits, min_member)
     except QuantityError:
         pass  # the scheduler reports the bad request on the pod
     if spec.get("priorityClassName"):

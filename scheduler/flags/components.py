@@ -4,6 +4,7 @@ own. Layer: flags.
 
 from __future__ import annotations
 
+from scheduler.flags.controller_gates import DEFAULT_CONTROLLERS
 from scheduler.flags.syntax import Flag, FlagSet, Kind
 
 # Volcano's flags: cmd/scheduler/app/options/options.go, cmd/controller-manager/app/options/options.go,
@@ -163,8 +164,10 @@ CONTROLLERS = FlagSet("controllers", (
     Flag("inherit-owner-annotations", Kind.BOOL, harmless=(True,),
          no_effect="pod groups always inherit their owner's volcano.sh/ annotations"),
     Flag("feature-gates", Kind.STRING, no_effect="the controllers act on no feature gate"),
-    Flag("controllers", Kind.LIST, no_effect="volcano-py always runs its job, queue, pod group, command and "
-         "cronjob controllers"),
+    Flag("controllers", Kind.LIST, "Volcano's controller gates: '*' for all, 'name' or '+name' on, '-name' off, "
+         "the first entry naming a controller decides (e.g. *,-hyperNode-controller); volcano-py can turn off "
+         "hyperNode-controller, cronjob-controller, pg-controller and jobflow-controller with "
+         "jobtemplate-controller", dest="controllers", default=DEFAULT_CONTROLLERS),
     Flag("scheduler-configs", Kind.LIST, no_effect=_SHARDING),
     Flag("sharding-configmap", Kind.STRING, no_effect=_SHARDING),
     Flag("sharding-configmap-namespace", Kind.STRING, no_effect=_SHARDING),

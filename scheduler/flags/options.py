@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scheduler.flags.components import CONTROLLERS, SCHEDULER, WEBHOOK
+from scheduler.flags.controller_gates import ControllerGates, parse_controller_gates
 from scheduler.flags.gates import FeatureGates, parse_feature_gates
 from scheduler.flags.syntax import Ignored, Parsed
 
@@ -136,6 +137,7 @@ class ControllerOptions(CommonOptions):
     worker_threads_for_podgroup: int | None
     worker_threads_for_queue: int | None
     worker_threads_for_gc: int | None
+    controllers: ControllerGates = ControllerGates()
 
     _DEFAULT_LISTEN = ":8081"
     _DEFAULT_QPS = 50.0
@@ -180,7 +182,10 @@ def parse_scheduler(argv: Sequence[str]) -> SchedulerOptions:
 
 def parse_controllers(argv: Sequence[str]) -> ControllerOptions:
     parsed = CONTROLLERS.parse(argv)
-    return ControllerOptions(**parsed.values, ignored=parsed.ignored)  # type: ignore[arg-type]
+    given = parsed.values["controllers"]
+    assert isinstance(given, tuple)
+    values = {**parsed.values, "controllers": parse_controller_gates(given)}
+    return ControllerOptions(**values, ignored=parsed.ignored)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -33,6 +33,16 @@ other children are guaranteed, capped by its own `capability`; `root` is unlimit
 inner queues; two leaves compare the shares of their ancestors just below where their paths part. Reclaim and
 preemptive look at leaf queues, as Volcano's default (`ancestorReclaimLevel` 0). A queue whose parent does not
 exist, or that is in a cycle of parents, holds its jobs with the reason (Volcano stops scheduling everything).
+
+Time-based fair share (beyond Volcano; off unless `usage.weight` > 0, the same `usage.*` arguments as proportion,
+read by `framework/fair_share.py`; docs/configuration.md): a queue's deserved share stays what it declares, and
+Allocatable, reclaim and the enqueue gate do not change. What history moves is who gets the room nobody deserves:
+above its deserved share, QueueOrder compares `1 + (share - 1) / m`, `m = 1 + k x (1 - u / f)` (at least 1%),
+`f` the fraction of the cluster the queue deserves and `u` its usage fraction, so queues that keep asking split
+the borrowed room in proportion to deserved x m, and a queue that used more than it deserved recently borrows
+less. At equal shares, the queue that used less against what it deserves goes first. The usage is folded every
+session from what each queue held (with the hierarchy, an inner queue holds what its leaves hold) and written
+back by the status writer to the Queue's `volcano-py.io/usage` annotation.
 """
 
 from __future__ import annotations
@@ -47,8 +57,10 @@ from scheduler.api.phases import TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import QueueNotLeaf, QueueParentCycle, QueueParentMissing, Reason
 from scheduler.api.resources import CPU, MEMORY, Resource
+from scheduler.api.usage import WEIGHT_FLOOR, QueueUsage
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.evictable import EvictionContext, EvictionKind
+from scheduler.framework.fair_share import UsageArgs, fold_queues, parse_usage_args
 from scheduler.framework.plugin import SessionAPI
 from scheduler.plugins.shares import QueueAttr, QueueBook, QueueSharePlugin, dimensions, without_pods
 
@@ -59,6 +71,7 @@ HIERARCHY = "enableHierarchy"
 @dataclass(frozen=True, slots=True)
 class CapacityArgs:
     hierarchy: bool = False  # the entry's `enableHierarchy: true`: queues form a tree by `spec.parent`
+    usage: UsageArgs = UsageArgs()  # time-based fair share (framework/fair_share.py); off by default
 
 
 class QueueTree:
@@ -153,7 +166,7 @@ class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
 
     @classmethod
     def parse_args(cls, reader: ArgReader) -> CapacityArgs:
-        return CapacityArgs(hierarchy=bool(reader.switch(HIERARCHY)))
+        return CapacityArgs(hierarchy=bool(reader.switch(HIERARCHY)), usage=parse_usage_args(reader))
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
@@ -162,6 +175,11 @@ class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
         if self.tree is not None:
             self.book.path = self.tree.path
         self.book.count_jobs()
+        self.usage: dict[str, QueueUsage] = {}
+        self.history: dict[str, Fraction] = {}  # queue -> its history multiplier `m` (time-based fair share)
+        if self.args.usage.on:
+            held = {name: attr.allocated for name, attr in self.book.attrs.items()}
+            self.usage = fold_queues(ssn.queues, held, self.book.total, ssn.now, self.args.usage)
         # queue -> task uid -> task: room held for opted-in tasks that passed Allocatable and are not placed yet
         # (Volcano's buildQueueReservedTasksCache: pending, no scheduling gate left, opted in).
         self.reserved: dict[str, dict[str, TaskInfo]] = {}
@@ -200,6 +218,8 @@ class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         self.book.publish(self._overused)
+        for name, usage in self.usage.items():
+            ssn.set_queue_usage(name, usage)
 
     def _deserve(self, book: QueueBook) -> None:
         """Declared deserved shares; with the hierarchy, root deserves what its children do."""
@@ -230,10 +250,46 @@ class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
         if left is None or right is None:
             return 0
         share_a, share_b = capacity_share(left), capacity_share(right)
+        if self.usage:
+            share_a, share_b = self._borrowing_share(left, share_a), self._borrowing_share(right, share_b)
         if share_a != share_b:
             return -1 if share_a < share_b else 1
         deserves_a, deserves_b = not left.deserved.is_zero(), not right.deserved.is_zero()
-        return (deserves_b - deserves_a) if deserves_a != deserves_b else 0
+        if deserves_a != deserves_b:
+            return deserves_b - deserves_a
+        if self.usage:  # history: the queue that used less against what it deserves first
+            used_a, used_b = self._used_per_deserved(left), self._used_per_deserved(right)
+            return (used_a > used_b) - (used_a < used_b)
+        return 0
+
+    # ---- time-based fair share (off unless `usage.weight` > 0) --------------------------------------------------
+    def _deserved_fraction(self, attr: QueueAttr) -> float:
+        """`f`: the largest fraction of the cluster the queue deserves, over the resources it deserves."""
+        return max((units / total for name, units in dimensions(attr.deserved).items()
+                    if (total := self.book.total.get(name)) > 0), default=0.0)
+
+    def _used_per_deserved(self, attr: QueueAttr) -> float:
+        usage = self.usage.get(attr.queue.name)
+        if usage is None:
+            return 0.0
+        fraction = self._deserved_fraction(attr)
+        return usage.share / fraction if fraction > 0 else usage.share
+
+    def _borrowing_share(self, attr: QueueAttr, share: Fraction) -> Fraction:
+        """The share QueueOrder compares with history: unchanged up to the deserved share (what a queue deserves
+        does not depend on its past); above it, the borrowed part divided by the queue's history multiplier `m`,
+        so the room nobody deserves is split in proportion to deserved x m (KAI's over-quota share, moved by
+        usage). `m = history_weights`' moved fraction over the fraction itself, `f` being the deserved fraction
+        and `u` the usage fraction: `1 + k x (1 - u / f)`, at least `WEIGHT_FLOOR`."""
+        if share <= 1 or not dimensions(attr.deserved):
+            return share
+        name = attr.queue.name
+        if name not in self.history:
+            fraction, usage = self._deserved_fraction(attr), self.usage.get(name)
+            used = usage.share if usage is not None else 0.0
+            moved = max(fraction * WEIGHT_FLOOR, fraction + self.args.usage.weight * (fraction - used))
+            self.history[name] = Fraction(moved / fraction) if fraction > 0 else Fraction(1)
+        return 1 + (share - 1) / self.history[name]
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
         tree = self.tree

@@ -1,13 +1,17 @@
 """Layer `plugins`: `minruntime` — a running job is no victim before it has run its minimum runtime.
 
 A rule beyond Volcano's (after KAI-Scheduler's minruntime plugin and Volcano's cdp), served at the victim filter
-every evicting action asks last (`points.VICTIM_FILTER`: preempt, reclaim, gangpreempt, gangreclaim), whatever
-tier answered before it. Off unless the plugin is listed in the conf; listed without arguments it protects only
-the jobs that ask for it by annotation. A job's minimum runtime is, first found:
+every evicting action asks last (`points.VICTIM_FILTER`: preempt, reclaim, gangpreempt, gangreclaim,
+consolidate), whatever tier answered before it. Off unless the plugin is listed in the conf; listed without
+arguments it protects only the jobs and queues that ask for it by annotation. A job's minimum runtime is, first found:
 
 1. `volcano-py.io/min-runtime` on its pods (a Go duration; the largest over its pods), capped at `maxMinRuntime`;
-2. `queueMinRuntime[<its queue>]` (plugin argument: queue name -> Go duration);
-3. `minRuntime` (plugin argument, a Go duration; default 0: none).
+2. its Queue's annotations (`api/min_runtime.py`, read at the edge; KAI-Scheduler's queue-level min-runtime):
+   `volcano-py.io/reclaim-min-runtime` when another queue evicts (reclaim, gangreclaim),
+   `volcano-py.io/preempt-min-runtime` when its own queue does (preempt, gangpreempt), else
+   `volcano-py.io/min-runtime` (also the one for a consolidate move);
+3. `queueMinRuntime[<its queue>]` (plugin argument: queue name -> Go duration);
+4. `minRuntime` (plugin argument, a Go duration; default 0: none).
 
 It runs from the job's start: the earliest `PodScheduled=True` time of its pods on nodes (their creation when no
 pod says). While `now < start + minimum runtime`, none of the job's pods is a victim. A pod with Volcano's cdp
@@ -16,6 +20,9 @@ cooldown (`volcano.sh/cooldown-time`, parsed at the edge as the cdp plugin reads
 
 Bounds: every duration is 0 .. 7 days (an argument outside them is a conf error); an annotation that Go cannot
 read, or negative, is ignored with one log line, and one above `maxMinRuntime` (default 24h) is taken as it.
+A Queue annotation is read at the edge with the same bounds (0s to 168h; `0s` is set and means none for that
+queue); a bad one gives a `FieldInvalid` reason and one log line, and reads as not set. It is not capped by
+`maxMinRuntime` (the Queue is the administrator's object, a pod the user's).
 A preemptor that was refused victims this way is held with a `MinRuntimeProtected` reason (`api/reasons.py`), so
 `volcano-py explain` and the simulator's report say which job was kept and for how long.
 """
@@ -29,10 +36,11 @@ from dataclasses import dataclass, field
 from scheduler.api import reasons as R
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.min_runtime import MIN_RUNTIME_BOUND
 from scheduler.api.phases import TaskStatus
 from scheduler.durations import SECOND, DurationError, parse_go_duration
 from scheduler.framework.conf_args import ArgReader
-from scheduler.framework.evictable import EvictionContext
+from scheduler.framework.evictable import EvictionContext, EvictionKind
 from scheduler.framework.plugin import Plugin, SessionAPI
 
 log = logging.getLogger("volcano_py.plugins.minruntime")
@@ -42,9 +50,12 @@ MIN_RUNTIME = "minRuntime"
 QUEUE_MIN_RUNTIME = "queueMinRuntime"
 MAX_MIN_RUNTIME = "maxMinRuntime"
 COOLDOWN = "cooldown"
-BOUND = 7 * 24 * 3600.0  # seconds: no minimum runtime, argument or annotation, is longer
+BOUND = MIN_RUNTIME_BOUND  # seconds (168h): no minimum runtime, argument or annotation, is longer
 DEFAULT_MAX = 24 * 3600.0
 ON_NODE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.ALLOCATED})
+# Which of a queue's settings an eviction reads: inside the queue, by another queue, or a move (consolidate).
+IN_QUEUE, CROSS_QUEUE, MOVE = "preempt", "reclaim", "move"
+FAMILIES = (IN_QUEUE, CROSS_QUEUE, MOVE)
 _logged: set[tuple[str, str]] = set()  # (job, value) already logged as unreadable: one line each
 _LOGGED_MAX = 10_000
 
@@ -113,10 +124,11 @@ class MinRuntimePlugin(Plugin[MinRuntimeArgs]):
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.now = ssn.now
-        self.protected: dict[str, Protection] = {}
+        # job -> eviction family -> why it is kept (only jobs kept from some eviction now)
+        self.protected: dict[str, dict[str, Protection]] = {}
         for job in ssn.jobs.values():
             found = self._protection(job)
-            if found is not None and found.until > self.now:
+            if found:
                 self.protected[job.key] = found
 
     def inactive_points(self) -> frozenset[str]:
@@ -124,32 +136,46 @@ class MinRuntimePlugin(Plugin[MinRuntimeArgs]):
             return frozenset()
         return frozenset({"victim_filter"})
 
-    def _resolve(self, job: JobInfo, on_node: Sequence[TaskInfo]) -> tuple[float, str]:
+    def _asked(self, job: JobInfo, on_node: Sequence[TaskInfo]) -> float | None:
+        """The job's own minimum (its pods' annotation, the largest, capped); None if none asks."""
         read = [(t, annotated(t)) for t in on_node]
         bad = next((t for t, s in read if s is not None and s < 0), None)
         if bad is not None:
             _log_once(job, bad)
         asked = [s for _, s in read if s is not None and s >= 0]
-        if asked:
-            return min(max(asked), self.args.maximum), R.MIN_RUNTIME_JOB
-        queue = self.args.queues.get(job.queue)
-        if queue is not None:
-            return queue, R.MIN_RUNTIME_QUEUE
+        return min(max(asked), self.args.maximum) if asked else None
+
+    def _resolve(self, job: JobInfo, asked: float | None, family: str) -> tuple[float, str]:
+        """job > queue (its annotation, then the plugin's queueMinRuntime) > the plugin's default."""
+        if asked is not None:
+            return asked, R.MIN_RUNTIME_JOB
+        queue = self.ssn.queues.get(job.queue)
+        if queue is not None and queue.min_runtime.is_set:
+            own = queue.min_runtime.for_eviction(cross_queue=family == CROSS_QUEUE, moving=family == MOVE)
+            if own is not None:
+                return own, R.MIN_RUNTIME_QUEUE_ANNOTATION
+        configured = self.args.queues.get(job.queue)
+        if configured is not None:
+            return configured, R.MIN_RUNTIME_QUEUE
         return self.args.default, R.MIN_RUNTIME_DEFAULT
 
-    def _protection(self, job: JobInfo) -> Protection | None:
+    def _protection(self, job: JobInfo) -> dict[str, Protection]:
+        """Each eviction family the job is kept from now, and why."""
         on_node = [t for t in job.tasks.values() if t.status in ON_NODE]
         if not on_node:
-            return None
-        minimum, source = self._resolve(job, on_node)
-        if minimum <= 0:
-            return None
+            return {}
+        asked = self._asked(job, on_node)
         start = min(t.scheduled_at if t.scheduled_at is not None else t.creation for t in on_node)
-        return Protection(start + minimum, minimum, source)
+        kept = {}
+        for family in FAMILIES:
+            minimum, source = self._resolve(job, asked, family)
+            if minimum > 0 and start + minimum > self.now:
+                kept[family] = Protection(start + minimum, minimum, source)
+        return kept
 
-    def _kept(self, task: TaskInfo) -> Protection | None:
-        """Why `task` is no victim now (None: it may go)."""
-        found = self.protected.get(task.job)
+    def _kept(self, task: TaskInfo, family: str) -> Protection | None:
+        """Why `task` is no victim of an eviction of `family` now (None: it may go)."""
+        found = self.protected.get(task.job, {}).get(family)
         if found is not None:
             return found
         if (self.args.cooldown and task.cooldown is not None and task.cooldown > 0 and task.scheduled_at is not None
@@ -160,8 +186,9 @@ class MinRuntimePlugin(Plugin[MinRuntimeArgs]):
     def victim_filter(self, ctx: EvictionContext, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         kept: list[TaskInfo] = []
         spared: dict[str, Protection] = {}
+        family = family_of(ctx.kind)
         for task in candidates:
-            protection = self._kept(task)
+            protection = self._kept(task, family)
             if protection is None:
                 kept.append(task)
             elif task.job not in spared or protection.until < spared[task.job].until:
@@ -179,3 +206,10 @@ class MinRuntimePlugin(Plugin[MinRuntimeArgs]):
         if self.ssn.trace is not None:
             self.ssn.trace(f"minruntime: {preemptor.key} may not evict {', '.join(sorted(spared))}: within their "
                            "minimum runtime")
+
+
+def family_of(kind: EvictionKind) -> str:
+    """Which of a queue's settings an eviction of `kind` reads (api/min_runtime.py)."""
+    if kind == EvictionKind.CONSOLIDATE:
+        return MOVE
+    return CROSS_QUEUE if kind.cross_queue else IN_QUEUE

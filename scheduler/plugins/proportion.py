@@ -50,10 +50,10 @@ from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import DESERVED
-from scheduler.api.resources import CPU, MEMORY, ZERO, Resource
-from scheduler.api.usage import SPAN_MAX, QueueUsage, fold, history_weights, usage_fraction
-from scheduler.durations import DurationError, format_duration, parse_seconds
+from scheduler.api.resources import CPU, MEMORY, Resource
+from scheduler.api.usage import QueueUsage, history_weights
 from scheduler.framework.conf_args import ArgReader
+from scheduler.framework.fair_share import UsageArgs, fold_queues, parse_usage_args
 from scheduler.framework.plugin import SessionAPI
 from scheduler.plugins.shares import (
     QueueAttr,
@@ -70,44 +70,9 @@ from scheduler.plugins.shares import (
 __all__ = ["ProportionPlugin", "QueueDemand", "deserved_shares", "real_capability"]
 
 
-HALF_LIFE, WINDOW, HISTORY_WEIGHT = "usage.halfLife", "usage.window", "usage.weight"
-HISTORY_WEIGHT_MAX = 10.0
-HALF_LIFE_DEFAULT, WINDOW_DEFAULT = 4 * 3600.0, 24 * 3600.0
-
-
-@dataclass(frozen=True, slots=True)
-class UsageArgs:
-    """Time-based fair share: `weight` (KAI's kValue) 0 turns it off."""
-
-    half_life: float = HALF_LIFE_DEFAULT
-    window: float = WINDOW_DEFAULT
-    weight: float = 0.0
-
-
 @dataclass(frozen=True, slots=True)
 class ProportionArgs:
     usage: UsageArgs = UsageArgs()
-
-
-def _span(reader: ArgReader, key: str, default: float) -> float:
-    raw = reader.raw(key)
-    if raw is None:
-        return default
-    expected = f"a duration such as 30m or 4h, in (0s, {format_duration(SPAN_MAX)}]"
-    try:
-        seconds = parse_seconds(raw) if isinstance(raw, str | int | float) else float("nan")
-    except DurationError:
-        raise reader.fail(key, expected) from None
-    if not 0 < seconds <= SPAN_MAX:  # also refuses nan
-        raise reader.fail(key, expected)
-    return seconds
-
-
-def parse_usage_args(reader: ArgReader) -> UsageArgs:
-    weight = reader.number(HISTORY_WEIGHT, 0.0)
-    if not 0 <= weight <= HISTORY_WEIGHT_MAX:  # also refuses nan
-        raise reader.fail(HISTORY_WEIGHT, f"a number in [0, {HISTORY_WEIGHT_MAX:g}] (0: no history)")
-    return UsageArgs(_span(reader, HALF_LIFE, HALF_LIFE_DEFAULT), _span(reader, WINDOW, WINDOW_DEFAULT), weight)
 
 
 def water_fill(book: QueueBook, weights: dict[str, int] | None = None) -> None:
@@ -137,18 +102,9 @@ class ProportionPlugin(QueueSharePlugin[ProportionArgs]):
         self.usage: dict[str, QueueUsage] = self._fold(ssn) if history else {}
 
     def _fold(self, ssn: SessionAPI) -> dict[str, QueueUsage]:
-        """Each queue's usage at this session: its record decayed, plus what it held since (api/usage.py)."""
-        usage = {}
-        half_life, window = self.args.usage.half_life, self.args.usage.window
-        for name, queue in ssn.queues.items():
-            attr = self.book.attrs.get(name)
-            held = attr.allocated if attr is not None else ZERO
-            if queue.usage is None and held.is_zero():
-                continue  # no history and nothing held: nothing to keep
-            folded = fold(queue.usage, held, ssn.now, half_life, window)
-            share = usage_fraction(folded.used, self.book.total, half_life, window)
-            usage[name] = QueueUsage(folded.at, half_life, window, folded.used, share)
-        return usage
+        """Each queue's usage at this session: its record decayed, plus what it held since (framework/fair_share.py)."""
+        held = {name: attr.allocated for name, attr in self.book.attrs.items()}
+        return fold_queues(ssn.queues, held, self.book.total, ssn.now, self.args.usage)
 
     def _with_history(self, book: QueueBook) -> None:
         weights = {name: a.queue.weight for name, a in book.attrs.items() if not a.request.is_zero()}

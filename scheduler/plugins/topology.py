@@ -172,7 +172,12 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         highestTierAllowed whose nodes' allocatable holds the job's minResources, lower tiers first and each tier
         by name, then the whole list reversed (widest first) and cut to `hypernode.gradient.evict.max-hypernodes`
         (taking each tier's last ones). Any other job: the whole cluster. (Volcano walks a tier's HyperNodes in
-        Go map order; by name is ours.)"""
+        Go map order; by name is ours.)
+
+        A job that already holds a HyperNode (`volcano.sh/job-allocated-hypernode`, hypernode_score's rule 4)
+        searches only under its search root, the highest ancestor of that HyperNode within its tiers, and every
+        domain there is offered whatever its room (Volcano's getSearchRoot and isEligibleHyperNode, which skips the
+        pre-filter for a partly placed job); none when that HyperNode is above its highest tier."""
         spec: Mapping[str, Any] | None = job.extra.get("networkTopology")
         everything = Domain(CLUSTER_DOMAIN, -1, frozenset(n.name for n in self.ssn.node_list))
         if not spec or str(spec.get("mode", "hard")).lower() == "soft":
@@ -184,6 +189,9 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
             return [everything]
         topo = self.topology
         highest = min(int(allowed), topo.top - 1)
+        root = self._search_root(job, int(allowed))
+        if root == frozenset():
+            return []
         need = without_pods(job.min_resources or ZERO)
         gradients: list[list[Domain]] = []
         for tier in range(1, highest + 1):
@@ -195,8 +203,10 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
                 name = topo.domain_names[tier][domain_id]
                 if name.startswith("node:"):  # no HyperNode of this tier above the node
                     continue
+                if root is not None and not root.issuperset(indices):
+                    continue  # outside the job's search root
                 nodes = [self.ssn.node_list[i] for i in indices]
-                if need <= without_pods(Resource.total(n.allocatable for n in nodes)):
+                if root is not None or need <= without_pods(Resource.total(n.allocatable for n in nodes)):
                     row.append(Domain(name, tier, frozenset(n.name for n in nodes)))
             if row:
                 gradients.append(sorted(row, key=lambda d: d.name))
@@ -207,6 +217,31 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
                 break
             out.extend(row[-room:] if len(row) > room else row)
         return out
+
+    def _search_root(self, job: JobInfo, highest: int) -> frozenset[int] | None:
+        """The node positions under the job's search root for eviction: None when the job holds no HyperNode
+        (search the whole cluster); empty when its HyperNode is above `highest` (Volcano's getSearchRoot fails and
+        the job gets no domain). The job's HyperNode is the one read when the session opened, widened to take in
+        a placement this session committed (as on_session_close writes it)."""
+        hypernodes = self.ssn.hypernodes or self.args.hypernodes
+        if not hypernodes:
+            return None
+        if self._volcano is not None:
+            tree, allocated = self._volcano.tree, self._volcano.allocated.get(job.key, "")
+            chosen = self._volcano.chosen.get(job.key)
+            if chosen and self.ssn.got_binds(job.key):
+                allocated = tree.lca(allocated, chosen)
+        else:
+            tree = hn.HyperNodeTree.cached([n.name for n in self.ssn.node_list], hypernodes)
+            allocated = hn.allocated_hypernode(tree, job, self._position)
+        if not allocated or allocated not in tree.tier:
+            return None
+        root = ""
+        for name in tree.ancestors(allocated):
+            if tree.tier[name] > highest:
+                break
+            root = name
+        return tree.nodes[root] if root else frozenset()
 
     @property
     def topology(self) -> Topology:

@@ -67,6 +67,11 @@ class JobRun:
     # when the reasons' kinds change; the same kinds with new numbers update the last entry in place.
     said: list[tuple[float, Status]] = field(default_factory=list)
     bound: int = 0  # pods holding a node at the replay's end (not finished, not gone)
+    # Each time the gang broke while it ran whole: (when, seconds it had run whole since it last became whole);
+    # that work is lost (the replay assumes no checkpoint)
+    lost: list[tuple[float, float]] = field(default_factory=list)
+    ttl: float | None = None  # a Volcano Job's spec.ttlSecondsAfterFinished
+    collected: float | None = None  # when the finished Job was deleted past its ttlSecondsAfterFinished
 
     def hear(self, now: float, status: Status) -> None:
         """What the scheduler said of the job this cycle, while it waited (before it first ran, or again after its
@@ -155,7 +160,9 @@ def _run_for(item: WorkItem) -> JobRun:
     if item.kind == "Job":
         job = normalize_job(item.manifest)
         pods = sum(int(t["replicas"]) for t in job["spec"]["tasks"])
-        return JobRun(item, key, int(job["spec"]["minAvailable"]), pods)
+        ttl = job["spec"].get("ttlSecondsAfterFinished")
+        ttl = float(ttl) if type(ttl) is int and ttl >= 0 else None  # the CRD check has refused another type
+        return JobRun(item, key, int(job["spec"]["minAvailable"]), pods, ttl=ttl)
     spec = item.manifest.get("spec") or {}
     return JobRun(item, key, int(spec.get("minMember", spec.get("minAvailable", 1))), 0)
 
@@ -239,6 +246,7 @@ class JobDriver:
             return bool(running)
         whole = bool(running) and len(running) >= run.min_available
         if run.running_since is not None and not whole:
+            run.lost.append((now, now - run.running_since))
             run.running_since = None  # the gang was broken: its work is lost
             run.interrupted += 1
             run.rewaits.append((now, None))
@@ -270,6 +278,17 @@ class JobDriver:
         run.ended, run.phase = now, DELETED
         self._forget_restarts(run)
         return True
+
+    def collect(self, run: JobRun, now: float) -> None:
+        """The TTL controller (Volcano's pkg/controllers/garbagecollector/garbagecollector.go): a finished Job
+        past its `ttlSecondsAfterFinished` is deleted, its PodGroup and pods with it, so a long replay's snapshots
+        do not carry every finished pod. At the first tick at or after the deadline (it wakes no tick of its own:
+        a finished Job's deletion changes no scheduling decision)."""
+        if run.ttl is None or run.ended is None or run.collected is not None or run.phase == DELETED:
+            return
+        if run.item.kind == "Job" and now >= run.ended + run.ttl:
+            self.cluster.delete_podgroup(run.key)
+            run.collected = now
 
     def next_restart(self, now: float) -> float | None:
         """When the next evicted pod is recreated (None: none waits)."""
@@ -332,6 +351,8 @@ def _before_cycle(cluster: InMemoryCluster, driver: JobDriver, controllers: list
         if run.submitted and run.ended is None:
             changed |= driver.progress(run, now)
             changed |= driver.sync(run, now)
+        elif run.ttl is not None:
+            driver.collect(run, now)
     return changed | bool(cluster.start_bound_pods())
 
 

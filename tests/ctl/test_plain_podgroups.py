@@ -28,7 +28,11 @@ def test_a_replicaset_pod_gets_the_replicasets_podgroup_with_its_annotations() -
     assert pg["metadata"]["name"] == "podgroup-rs-uid"
     assert pg["metadata"]["ownerReferences"][0]["uid"] == "rs-uid"
     assert pg["spec"]["minMember"] == 4 and pg["spec"]["queue"] == "team-a"
-    assert pg["spec"]["minResources"] == {"cpu": "2", "nvidia.com/gpu": "4"}
+    # ResourceQuota usage names for 4 pods (Volcano's CalTaskRequests over k8s's PodUsageFunc): the pod count
+    # twice, cpu bare and as requests.cpu, the GPU (its request defaulted from the limit) as requests.<name>
+    # and, trimmed by Volcano, bare; an extended resource has no limits.* name.
+    assert pg["spec"]["minResources"] == {"count/pods": "4", "pods": "4", "cpu": "2", "requests.cpu": "2",
+                                          "nvidia.com/gpu": "4", "requests.nvidia.com/gpu": "4"}
     assert plain_group_of(p) == "ml/podgroup-rs-uid"
     assert wants_gang(p)
 

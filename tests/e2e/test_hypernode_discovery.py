@@ -185,7 +185,11 @@ def test_labels_become_marked_hypernodes_with_tier_names_and_a_hand_written_one_
                 (2, keys.spine, "s0"): ["t0", "t1"],  # n4: a spine without a tor stops the walk at tier 1
             }, "HyperNodes from the labels")
             assert ctl.text().count("networkTopologyDiscovery source 'ufm'") == 1
-            # a second reconcile (a HyperNode deleted triggers one, as in Volcano) writes nothing
+            # every HyperNode's status.nodeCount is written once (hypernode_handler.go; the hand-written one's
+            # too); then a second reconcile (a HyperNode deleted triggers one, as in Volcano) writes nothing
+            wait_for(lambda: all((h.get("status") or {}).get("nodeCount") == len(h["spec"]["members"])
+                                 for h in [*made(custom, keys), custom.get_cluster_custom_object(
+                                     *TOPO, f"hand-{keys.tag}")]), TIMEOUT, what="the nodeCounts written")
             versions = {h["metadata"]["name"]: h["metadata"]["resourceVersion"] for h in made(custom, keys)}
             quiet = ctl.text().count("nothing to change")
             custom.create_cluster_custom_object(*TOPO, {
@@ -197,8 +201,10 @@ def test_labels_become_marked_hypernodes_with_tier_names_and_a_hand_written_one_
             assert "updating HyperNode" not in ctl.text()
         after = {h["metadata"]["name"]: h for h in all_hypernodes(custom)}.get(f"hand-{keys.tag}")
         assert after is not None, "the hand-written HyperNode was deleted"
-        assert after["metadata"]["resourceVersion"] == hand["metadata"]["resourceVersion"]
+        # untouched but for its status.nodeCount, which Volcano's controller writes for every HyperNode
+        assert after["metadata"]["generation"] == hand["metadata"]["generation"]
         assert after["spec"] == hand["spec"] and after["metadata"]["labels"] == {keys.tor: "t0"}
+        assert after["status"] == {"nodeCount": 1}
     finally:
         try:
             custom.delete_cluster_custom_object(*TOPO, f"hand-{keys.tag}")

@@ -51,6 +51,12 @@ def start(*workloads: dict[str, Any]) -> tuple[PodGroupController, FakeApi]:
     return PodGroupController(api), api  # type: ignore[arg-type]
 
 
+def usage(pods: int, cpu: str) -> dict[str, str]:
+    """The quota names Volcano's pg controller writes for `pods` pods requesting `cpu` cores in all (pod count
+    and cpu, bare and as requests.*; util.go CalTaskRequests over k8s's PodUsageFunc)."""
+    return {"count/pods": str(pods), "pods": str(pods), "cpu": cpu, "requests.cpu": cpu}
+
+
 def specs(api: FakeApi) -> dict[str, dict[str, Any]]:
     return {name: pg["spec"] for name, pg in api.of_kind("PodGroup").items()}
 
@@ -61,7 +67,7 @@ def test_a_deployment_rollout_to_a_new_request_leaves_one_podgroup_the_new_repli
     pods_of(api, old, 2)
     for pod in api.of_kind("Pod").values():
         ctl.on_pod("ADDED", pod)
-    assert specs(api) == {"podgroup-rs1": {"minMember": 2, "queue": "default", "minResources": {"cpu": "2"}}}
+    assert specs(api) == {"podgroup-rs1": {"minMember": 2, "queue": "default", "minResources": usage(2, "2")}}
 
     new = workload("rs2", 2, cpu="500m", annotations={MIN: "2"})
     api.put("ReplicaSet", new)
@@ -69,7 +75,7 @@ def test_a_deployment_rollout_to_a_new_request_leaves_one_podgroup_the_new_repli
     ctl.on_workload("ADDED", new)
     old["spec"]["replicas"] = 0
     ctl.on_workload("MODIFIED", old)
-    assert specs(api) == {"podgroup-rs2": {"minMember": 2, "queue": "default", "minResources": {"cpu": "1"}}}
+    assert specs(api) == {"podgroup-rs2": {"minMember": 2, "queue": "default", "minResources": usage(2, "1")}}
 
 
 def test_a_replicaset_annotation_change_updates_its_podgroup() -> None:
@@ -81,7 +87,7 @@ def test_a_replicaset_annotation_change_updates_its_podgroup() -> None:
     rs["metadata"]["annotations"][MIN] = "3"
     api.put("ReplicaSet", rs)
     ctl.on_workload("MODIFIED", rs)
-    assert specs(api)["podgroup-rs1"] == {"minMember": 3, "queue": "default", "minResources": {"cpu": "3"}}
+    assert specs(api)["podgroup-rs1"] == {"minMember": 3, "queue": "default", "minResources": usage(3, "3")}
 
 
 def test_an_unchanged_workload_writes_nothing() -> None:
@@ -99,11 +105,11 @@ def test_a_statefulset_template_change_updates_its_podgroup_in_place_from_the_up
     ctl, api = start(sts)
     pods_of(api, sts, 2, revision="r1")
     ctl.on_workload("ADDED", sts)
-    assert specs(api)["podgroup-sts1"]["minResources"] == {"cpu": "1"}
+    assert specs(api)["podgroup-sts1"]["minResources"] == usage(1, "1")
     rolled = workload("sts1", 2, cpu="2", kind="StatefulSet", revision="r2")
     pods_of(api, rolled, 1, revision="r2")  # the first pod of the new revision
     ctl.on_workload("MODIFIED", rolled, statefulset=True)
-    assert specs(api)["podgroup-sts1"]["minResources"] == {"cpu": "2"}
+    assert specs(api)["podgroup-sts1"]["minResources"] == usage(1, "2")
 
 
 def test_scaled_to_zero_and_back_the_podgroup_is_made_again() -> None:

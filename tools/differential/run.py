@@ -41,7 +41,7 @@ from pathlib import Path
 
 import urllib3
 
-from . import partitions, preemption, preemption_report, report, workloads
+from . import gated, partitions, preemption, preemption_report, report, workloads
 from .outcome import outcome
 from .preemption_outcome import EvictionLog
 from .workloads import NAMESPACE, ZONE_LABEL, Gang, Workload
@@ -56,13 +56,16 @@ RESULTS = Path(os.environ.get("VOLCANO_PY_DIFFERENTIAL_RESULTS") or CACHE / "dif
 CI_CONF = "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf"
 # The families: `random` (workloads.py, Volcano's CI conf) and `preemption` (preemption.py, issue 32: Volcano's
 # gang-eviction conf, evictions and broken gangs compared too) and `partitions` (partitions.py, issue 34: Jobs with a
-# partitionPolicy on HyperNodes, Volcano's CI conf; the partition rules checked on both sides).
-FAMILIES = ("random", "preemption", "partitions")
+# partitionPolicy on HyperNodes, Volcano's CI conf; the partition rules checked on both sides) and `gated` (gated.py:
+# pods opting in to queue admission by scheduling gates, SchedulingGatesQueueAdmission on in both sides).
+FAMILIES = ("random", "preemption", "partitions", "gated")
 
 
 def generate(seed: int, family: str = "random") -> Workload:
     if family == "partitions":
         return partitions.generate(seed)
+    if family == "gated":
+        return gated.generate(seed)
     return preemption.generate(seed) if family == "preemption" else workloads.generate(seed)
 
 
@@ -401,6 +404,8 @@ def run_workload(c: Cluster, wl: Workload, quiet: float, deadline: float, gate: 
             "pods": sorted(
                 [p["metadata"]["name"], p["spec"].get("nodeName"), (p.get("status") or {}).get("phase")] for p in pods
             ),
+            "gates": {p["metadata"]["name"]: [g.get("name") for g in p["spec"]["schedulingGates"]]
+                      for p in pods if p["spec"].get("schedulingGates")},
             "podgroups": {
                 g["metadata"]["name"]: {
                     "phase": (g.get("status") or {}).get("phase"),
@@ -514,6 +519,8 @@ def run_side(side: str, seeds: list[int], out: Path, quiet: float, deadline: flo
                 "/work/shared/peers/volcano") / CI_CONF, conf_dir / harness.CI_CONF_KEY)
         t_side = time.monotonic()
         s, sched = start_side(side, cp, build, work, conf_dir, period)
+        if family == "gated":
+            gated.turn_on_feature_gate(cp, s, sched)
         c = Cluster(api)
         ensure_default_queue(c)
         log(f"{side}: {', '.join(s.procs)} up on {cp.server}; {len(seeds)} workloads")
@@ -581,7 +588,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--family", choices=FAMILIES, default="random",
                    help="random: workloads.py under Volcano's CI conf; preemption: preemption.py under Volcano's "
-                        "gang-eviction conf (issue 32)")
+                        "gang-eviction conf (issue 32); partitions: partitions.py; gated: gated.py (scheduling "
+                        "gates, SchedulingGatesQueueAdmission on in both sides)")
     p.add_argument("--workloads", type=int, default=200)
     p.add_argument("--seed", type=int, default=1, help="first workload seed (seeds are SEED .. SEED+N-1)")
     p.add_argument("--rerun", type=int, action="append", help="only this workload seed (repeatable)")
@@ -647,8 +655,8 @@ def main(argv: list[str] | None = None) -> int:
                     run_children(args, sides, f"{run_name}/confirm-{k}", differing, rerun=True)
     if set(sides) != set(SIDES) and not args.report_only:
         return 0
-    if args.family == "partitions":  # its report only: CONFORMANCE.md's lines for it are written by hand
-        text = partitions.build(run_dir, seeds, args.command)
+    if args.family in ("partitions", "gated"):  # their report only: CONFORMANCE.md's lines are written by hand
+        text = (partitions if args.family == "partitions" else gated).build(run_dir, seeds, args.command)
         (run_dir / "report.md").write_text(text)
         print(text)
         return 0
