@@ -131,8 +131,8 @@ class OwnerGangController:
         self.retries.run(key, what, log, lambda: self.sync(workload, lws=lws))
 
     def claims(self, pod: Mapping[str, Any]) -> bool:
-        """True when the pod's owner gang is made here (its workload opted in and could be read, and the gang
-        exists now); the plain-pod PodGroup controller then makes no per-Job PodGroup for it."""
+        """True when the pod's workload has its gangs made here (it opted in and could be read; its gangs exist
+        now); the plain-pod PodGroup controller then makes no per-Job PodGroup for it."""
         meta = pod.get("metadata") or {}
         labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else None
         target, group = owner_workload(labels), owner_group_name(labels)
@@ -151,8 +151,9 @@ class OwnerGangController:
             raise
         if workload is None:
             return False
-        gangs = self.sync(workload, lws=api == LWS_API)
-        return gangs is not None and any(g.name == group for g in gangs)
+        # A pod of a group just scaled away is still the opted-in workload's: no per-workload PodGroup for it
+        # either (it is on its way out), else the LWS's leader StatefulSet would get one that stays.
+        return self.sync(workload, lws=api == LWS_API) is not None
 
     # ---- the sync -------------------------------------------------------------------------------------------
     def wanted(self, workload: Mapping[str, Any], *, lws: bool) -> list[GangSpec] | None:

@@ -302,7 +302,17 @@ def test_a_leaderworkerset_scaled_down_and_up_has_its_groups_removed_and_added()
     assert sorted(podgroups(api)) == ["lws-serve-0", "lws-serve-1", "lws-serve-2"]
     assert {s["minMember"] for s in podgroups(api).values()} == {4}
     obj["spec"]["replicas"] = 1
+    api.put("LeaderWorkerSet", obj)  # as the apiserver now serves it
     ctl.on_lws("MODIFIED", obj)
+    assert sorted(podgroups(api)) == ["lws-serve-0"]
+    # A pod of group 2, on its way out, gets no per-StatefulSet PodGroup either.
+    leaving = {"metadata": {"name": "serve-2", "namespace": "ns", "uid": "p2",
+                            "labels": {"leaderworkerset.sigs.k8s.io/name": "serve",
+                                       "leaderworkerset.sigs.k8s.io/group-index": "2"},
+                            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "serve",
+                                                 "uid": "sts-1", "controller": True}]},
+               "spec": {"schedulerName": SCHED, "containers": [container(1000, 1, 64)]}}
+    PodGroupController(api, [SCHED], owner_claims=ctl.claims).on_pod("MODIFIED", leaving)  # type: ignore[arg-type]
     assert sorted(podgroups(api)) == ["lws-serve-0"]
     obj["spec"]["replicas"], obj["spec"]["leaderWorkerTemplate"]["size"] = 2, 2
     ctl.on_lws("MODIFIED", obj)
