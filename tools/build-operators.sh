@@ -22,8 +22,10 @@ declare -A OPERATORS=(
   # JobSet: makes no PodGroup of its own (volcano-py's automatic gangs give it one). Its main package is the
   # module root ("."), so the binary is named after the last path element.
   [jobset]="sigs.k8s.io/jobset v0.8.0 . config/components/crd/bases"
+  # LeaderWorkerSet: makes no PodGroup either (automatic gangs, one per group). Its main package is ./cmd.
+  [lws]="sigs.k8s.io/lws v0.6.1 cmd config/crd/bases"
 )
-ALL="training-operator jobset"
+ALL="training-operator jobset lws"
 
 CACHE_ROOT="${VOLCANO_PY_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/volcano-py/operators}"
 GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"

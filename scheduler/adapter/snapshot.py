@@ -6,7 +6,9 @@ object with an event, the simulator refusing one when it is added. From those in
 
 - which gang a pod belongs to: the PodGroup its group-name annotation names (none there: the pod is not
   schedulable yet); for a pod naming none, the PodGroup the controllers made for it (`plain_group_of`) if that
-  exists, else a gang of one of its own, unless the pod asks for a gang (`wants_gang`) and so waits for it;
+  exists, else a gang of one of its own, unless the pod asks for a gang (`wants_gang`) and so waits for it; a
+  pod of a JobSet or LeaderWorkerSet joins its owner gang (`api.owner_gang`) if that exists, else its per-Job
+  PodGroup, and waits while neither does;
 - where a pod is: its `nodeName`, or the node we bound it to a moment ago, which the watch has not shown yet
   (an assumed bind: never double-book);
 - pods of other schedulers only take node resources;
@@ -26,6 +28,7 @@ from scheduler.api.dra import DraObjects
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
+from scheduler.api.owner_gang import owner_group_name
 from scheduler.api.phases import TaskStatus
 from scheduler.api.pod import Constraints, status_of, with_volumes
 from scheduler.api.queue import QueueInfo
@@ -162,6 +165,12 @@ def current_task(manifest: Obj, base: TaskInfo, assumed: Mapping[str, str]) -> T
     return task
 
 
+def owner_group_of(pod: Obj, task: TaskInfo) -> str | None:
+    """The key of the owner gang (api/owner_gang.py) a plain pod's labels name, or None."""
+    name = owner_group_name(task.labels) if task.labels else None
+    return f"{task.namespace}/{name}" if name is not None else None
+
+
 def gang_of(pod: Obj, task: TaskInfo, jobs: dict[str, JobInfo], default_queue: str) -> JobInfo | None:
     """The job `task` joins; None if it is not schedulable yet. May set `task.job` and add an implicit job to
     `jobs`. A plain pod's PodGroup is named as Volcano's podgroup controller names it, `podgroup-<owner uid>`
@@ -171,11 +180,16 @@ def gang_of(pod: Obj, task: TaskInfo, jobs: dict[str, JobInfo], default_queue: s
         return job
     if group_of(pod) != task.key:
         return None  # names a PodGroup that does not exist (yet): not schedulable
+    owner = owner_group_of(pod, task)  # a JobSet's or LeaderWorkerSet's gang, from the pod's labels
+    made = jobs.get(owner or "")
+    if made is not None:
+        task.job = made.key
+        return made
     plain = jobs.get(plain_group_of(pod) or "")  # the PodGroup the controllers made for it
     if plain is not None:
         task.job = plain.key
         return plain
-    if wants_gang(pod):
+    if owner is not None or wants_gang(pod):
         return None  # a gang member whose PodGroup is not there yet never runs alone
     job = jobs[task.job] = implicit_job(task, default_queue=default_queue)
     return job

@@ -26,6 +26,7 @@ from scheduler.api.volumes import VolumeNeeds
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
+JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"  # as api/owner_gang.py names it
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
 
 
@@ -387,14 +388,20 @@ _PHASES = frozenset(F.POD_PHASES)
 
 def role_of(annotations: Mapping[str, str], labels: Mapping[str, str], where: str = "",
             sink: list[F.FieldInvalid] | None = None) -> str:
-    """The pod's task name (`volcano.sh/task-spec`), from its parsed annotations, else its labels."""
+    """The pod's task name (`volcano.sh/task-spec`), from its parsed annotations, else its labels, else a JobSet
+    pod's replicated job (`jobset.sigs.k8s.io/replicatedjob-name`)."""
     value = annotations.get(TASK_SPEC_KEY)
     if value:
         if type(value) is str and len(value) <= F.NAME_MAX:  # valid: spare the call
             return value
         return F_TASK_SPEC.read(value, where, sink)  # type: ignore[no-any-return]
     value = labels.get(TASK_SPEC_KEY)
-    return (F_TASK_SPEC_LABEL.read(value, where, sink) or "") if value else ""
+    if value:
+        return F_TASK_SPEC_LABEL.read(value, where, sink) or ""
+    # A JobSet's pod: its replicated job is its task (api/owner_gang.py counts minTaskMember by it). A label
+    # value the apiserver let through is at most 63 characters; anything else is no task.
+    value = labels.get(JOBSET_REPLICATED_JOB) if labels else None
+    return value if type(value) is str and len(value) <= 63 else ""
 
 
 def is_preemptable(annotations: Mapping[str, str], labels: Mapping[str, str], where: str = "",

@@ -17,6 +17,7 @@ from scheduler.adapter.podgroup_status import status_body
 from scheduler.api.convert import group_of, plain_group_of
 from scheduler.api.field_parsers import BadValueError
 from scheduler.api.objects import MutableObj
+from scheduler.api.owner_gang import owner_group_name
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult, PodGroupStatus
 from scheduler.api.timestamps import rfc3339
@@ -215,7 +216,10 @@ class StatusWriter:
             ):
                 continue
             message = messages.get(group_of(pod))
-            if message is None:  # a plain pod: the PodGroup the controllers made for it, as the snapshot finds it
+            if message is None:  # a plain pod: its owner gang or the PodGroup the controllers made for it, as the
+                owner = owner_group_name((pod.get("metadata") or {}).get("labels"))  # snapshot finds it
+                message = messages.get(f"{(pod.get('metadata') or {}).get('namespace')}/{owner}") if owner else None
+            if message is None:
                 message = messages.get(plain_group_of(pod) or "")
             if message is None:
                 continue

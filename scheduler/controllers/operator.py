@@ -30,6 +30,7 @@ from scheduler.controllers.hypernode_conf import ConfigMapRef
 from scheduler.controllers.hypernode_discovery import HyperNodeDiscovery
 from scheduler.controllers.job import JobController
 from scheduler.controllers.jobflow import JobFlowController
+from scheduler.controllers.owner_gangs import OwnerGangController, installed
 from scheduler.controllers.podgroup import PodGroupController
 from scheduler.controllers.queue import QueueController
 from scheduler.jobs import keys
@@ -54,6 +55,9 @@ class Controllers:
     cronjobs: CronJobController
     flows: JobFlowController
     hypernodes: HyperNodeDiscovery
+    owner_gangs: OwnerGangController | None = None
+    # JobSets, LeaderWorkerSets: watched where their CRDs are installed (`run` asks the apiserver at start)
+    watch_owners: tuple[bool, bool] = (False, False)
 
 
 def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
@@ -62,10 +66,12 @@ def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
     scheduler_names = tuple(dict.fromkeys(scheduler_names))  # in order: the first is the default for a Job
     jobs = JobController(api, scheduler_names, claim_unnamed=claim_unnamed)
     queues = QueueController(api)
-    return Controllers(jobs, queues, CommandController(api, jobs, queues), PodGroupController(api, scheduler_names),
+    owners = OwnerGangController(api, scheduler_names)
+    podgroups = PodGroupController(api, scheduler_names, owner_claims=owners.claims)
+    return Controllers(jobs, queues, CommandController(api, jobs, queues), podgroups,
                        CronJobController(api, jobs.claims, clock=clock),  # a CronJob is ours when its Jobs are
                        JobFlowController(api, jobs.claims),
-                       HyperNodeDiscovery(api.kube, ConfigMapRef.from_env(os.environ)))
+                       HyperNodeDiscovery(api.kube, ConfigMapRef.from_env(os.environ)), owners)
 
 
 def configure(settings: kopf.OperatorSettings, *, workers: int = 16) -> None:
@@ -135,6 +141,8 @@ def registry_for(controllers: Controllers, connection: Callable[[], kopf.Connect
         _jobflow_handlers(registry, controllers.flows)
     if HYPERNODE in enabled:
         _discovery_handlers(registry, controllers.hypernodes)
+    if plain_podgroups:  # the automatic gangs of JobSets and LeaderWorkerSets are the pg controller's part too
+        _owner_gang_handlers(registry, controllers)
     return registry
 
 
@@ -177,6 +185,26 @@ def _jobflow_handlers(registry: kopf.OperatorRegistry, flows: JobFlowController)
     @kopf.on.event("flow.volcano.sh", "v1alpha1", "jobtemplates", registry=registry)
     def jobtemplate_event(event: kopf.RawEvent, **_: Any) -> None:
         flows.on_jobtemplate(event.get("type"), _body(event))
+
+
+def _owner_gang_handlers(registry: kopf.OperatorRegistry, controllers: Controllers) -> None:
+    """JobSets' and LeaderWorkerSets' gangs (owner_gangs.py), each watched only if its CRD was installed."""
+    owners = controllers.owner_gangs
+    if owners is None:
+        return
+    jobsets, lwss = controllers.watch_owners
+    if jobsets:
+        @kopf.on.event("jobset.x-k8s.io", "v1alpha2", "jobsets", registry=registry)
+        def jobset_event(event: kopf.RawEvent, **_: Any) -> None:
+            owners.on_jobset(event.get("type"), _body(event))
+
+    if lwss:
+        @kopf.on.event("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", registry=registry)
+        def lws_event(event: kopf.RawEvent, **_: Any) -> None:
+            owners.on_lws(event.get("type"), _body(event))
+
+    log.info("owner gangs: JobSets %s, LeaderWorkerSets %s", "watched" if jobsets else "not installed",
+             "watched" if lwss else "not installed")
 
 
 def _discovery_handlers(registry: kopf.OperatorRegistry, discovery: HyperNodeDiscovery) -> None:
@@ -265,6 +293,7 @@ def run(
             return 0
     settings = kopf.OperatorSettings()
     configure(settings, workers=workers)
+    controllers.watch_owners = installed(Api(kube))  # JobSet and LWS gangs only where their CRDs are installed
     registry = registry_for(controllers, lambda: connection_info(api_client), enabled)
     log.info("volcano-py controllers for %s starting%s; off: %s", ", ".join(sorted(scheduler_names)),
              " (also jobs that name no scheduler)" if claim_unnamed else "",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from scheduler.api.convert import (
@@ -29,6 +29,7 @@ from scheduler.api.convert import (
     plain_group_name,
 )
 from scheduler.api.objects import MutableObj
+from scheduler.api.owner_gang import owner_group_name
 from scheduler.api.pod import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY
 from scheduler.api.resources import ZERO, QuantityError, pod_request
 from scheduler.cache.kube import KubeError
@@ -161,9 +162,13 @@ def _replicas(workload: Mapping[str, Any]) -> int:
 
 
 class PodGroupController:
-    def __init__(self, api: Api, scheduler_names: Iterable[str] = (keys.DEFAULT_SCHEDULER,)):
+    def __init__(self, api: Api, scheduler_names: Iterable[str] = (keys.DEFAULT_SCHEDULER,), *,
+                 owner_claims: Callable[[Mapping[str, Any]], bool] | None = None):
+        """`owner_claims(pod)`: True when the pod's gang is made from its owner chain (controllers/owner_gangs.py):
+        then no per-workload PodGroup is made for it."""
         self.api = api
         self.scheduler_names = frozenset(scheduler_names)
+        self.owner_claims = owner_claims
         self._lock = threading.Lock()
         self._made: set[str] = set()  # PodGroup keys known to exist
         self.retries = Retries(Timers())  # a failed create runs again (kopf does not retry watch handlers)
@@ -180,6 +185,8 @@ class PodGroupController:
         with self._lock:
             if key in self._made:
                 return
+        if self._claimed(pod):
+            return
         if self.api.get(f"{SCHEDULING}/namespaces/{namespace}/podgroups/{name}") is None:
             podgroup = plain_podgroup(pod, self._workload_annotations(namespace, pod))
             self.api.create(podgroup)
@@ -202,8 +209,13 @@ class PodGroupController:
                 self._made.discard(f"{namespace}/{name}")
             return
         pod = self._current_pod(namespace, workload, statefulset)
-        if pod is not None and needs_podgroup(pod, self.scheduler_names):
+        if pod is not None and needs_podgroup(pod, self.scheduler_names) and not self._claimed(pod):
             self._create_or_update(namespace, pod)
+
+    def _claimed(self, pod: Mapping[str, Any]) -> bool:
+        labels = (pod.get("metadata") or {}).get("labels")
+        return bool(self.owner_claims and owner_group_name(labels if isinstance(labels, Mapping) else None)
+                    and self.owner_claims(pod))
 
     def _current_pod(self, namespace: str, workload: MutableObj, statefulset: bool) -> MutableObj | None:
         """One live pod the workload controls (of its update revision, for a StatefulSet), as Volcano takes the

@@ -37,6 +37,7 @@ from scheduler.plugins.shares import (
     preemptable_for,
     reclaimable_for,
     reserved_by_admitted,
+    still_lacking,
     without_pods,
 )
 
@@ -91,7 +92,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
     def job_enqueueable(self, job: JobInfo) -> Status:
         if job.min_resources is None:
             return SUCCESS
-        minimum = without_pods(job.min_resources)
+        minimum = still_lacking(job)  # a gang admitted again holds the rest already, in the nodes' use
         over: list[OvercommitLimit] = []
         freeable = None
         for name, units in dimensions(minimum).items():

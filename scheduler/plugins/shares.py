@@ -61,11 +61,21 @@ def cluster_total(nodes: Iterable[NodeInfo]) -> Resource:
     return without_pods(Resource.total(node.allocatable for node in nodes))
 
 
+def still_lacking(job: JobInfo) -> Resource:
+    """The part of the job's minResources it does not hold yet (pods excluded): what admitting it asks of its
+    queue and of the cluster. A gang that lost pods and is admitted again holds the rest already, and that rest
+    is in its queue's allocated and the nodes' use: counting the whole minResources would count it twice.
+    Volcano's JobEnqueueable (plugins/proportion/proportion.go, capacity/capacity.go, overcommit/overcommit.go)
+    adds the whole minResources; ours does not, as for the reservation of an admitted job below."""
+    assert job.min_resources is not None
+    return (without_pods(job.min_resources) - without_pods(job.allocated())).clamp_zero()
+
+
 def reserved_by_admitted(job: JobInfo) -> Resource:
     """What an admitted job's minResources still reserves: the part it does not hold yet."""
     if job.min_resources is None or job.phase not in ADMITTED_PHASES:
         return ZERO
-    reserved = (without_pods(job.min_resources) - without_pods(job.allocated())).clamp_zero()
+    reserved = still_lacking(job)
     # Pods held by scheduling gates reserve nothing: they would block other jobs for as long as the gates stay
     # (Volcano's DeductSchGatedResources, pkg/scheduler/api/job_info.go). Except a pod whose only gate is Volcano's
     # queue-allocation gate: it waits for exactly this room, so it counts (GetSchGatedPodResources).
@@ -393,10 +403,9 @@ class QueueBook:
         return any(not node.releasing.is_zero() and request <= node.future_idle() for node in feasible)
 
     def over_limit(self, attr: QueueAttr, job: JobInfo) -> list[QueueLimit]:
-        """Why `attr`'s real capability cannot hold the job's minResources on top of what it holds and has
-        admitted (empty if it can). What preempt could free for the job counts as free."""
-        assert job.min_resources is not None
-        minimum = without_pods(job.min_resources)
+        """Why `attr`'s real capability cannot hold the part of the job's minResources it lacks on top of what
+        the queue holds and has admitted (empty if it can). What preempt could free for the job counts as free."""
+        minimum = still_lacking(job)
         need = minimum + attr.allocated + attr.admitted - attr.elastic
         if any(name in attr.limit and units > attr.limit[name] for name, units in need.items()):
             need = (need - preemptable_for(self.ssn, job)).max_with(minimum)

@@ -70,6 +70,9 @@ KCM_CONTROLLERS = (
     # Deployments make ReplicaSets and ReplicaSets make pods (PodGroups for plain pods, test_plain_pods.py).
     "deployment-controller",
     "replicaset-controller",
+    # batch Jobs make pods (a JobSet's child Jobs, test_jobset_gang.py); StatefulSets too (a LeaderWorkerSet's).
+    "job-controller",
+    "statefulset-controller",
     # The PV binder completes the bindings the scheduler starts and binds Immediate claims (test_volumes.py); the
     # protection controllers lift the finalizers the apiserver's StorageObjectInUseProtection admission puts on
     # PersistentVolumes and claims, so a test's namespace and volumes can go.

@@ -154,7 +154,7 @@ def _mount_certs(core_v1, namespace: str, operator: OperatorProcess) -> None:
 
 
 def _ready(url: str, operator: OperatorProcess) -> bool:
-    assert operator.alive(), f"training-operator exited:\n{operator.log()[-3000:]}"
+    assert operator.alive(), f"{operator.log_path.stem} exited:\n{operator.log()[-3000:]}"
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:
             return bool(resp.status == 200)
@@ -187,4 +187,131 @@ def running_training_operator(control_plane, core_v1, log_dir: Path, *,
                  what="training-operator's controllers started")
         yield operator
     finally:
+        operator.stop()
+
+
+# ---- JobSet v0.8.0 --------------------------------------------------------------------------------------------
+JOBSET = "jobset"
+JOBSET_GROUP = "jobset.x-k8s.io"
+
+
+def _self_signed(cert_dir: Path) -> None:
+    """A serving certificate for 127.0.0.1 (controller-runtime's webhook server will not start without one; the
+    apiserver never calls it: no webhook configuration names it)."""
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(cert_dir / "tls.key"), "-out", str(cert_dir / "tls.crt"),
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+
+
+@contextmanager
+def running_jobset_operator(control_plane, log_dir: Path) -> Iterator[OperatorProcess]:
+    """JobSet v0.8.0's controller for the block, from a configuration file: its internal certificate management
+    off (it would write webhook configurations for a Service that is not there), its webhook server on
+    127.0.0.1 with a self-signed certificate and never registered, so the apiserver does not call it. The
+    JobSet webhook's defaults are therefore written out in the manifests (docs/integrations.md)."""
+    binary = operator_binary(JOBSET)
+    cert_dir = log_dir / "certs"
+    _self_signed(cert_dir)
+    probe = free_port()
+    config = {"apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
+              "internalCertManagement": {"enable": False},
+              "webhook": {"port": free_port(), "host": "127.0.0.1", "certDir": str(cert_dir)},
+              "metrics": {"bindAddress": "0"},
+              "health": {"healthProbeBindAddress": f"127.0.0.1:{probe}"},
+              "leaderElection": {"leaderElect": False}}
+    config_file = log_dir / "jobset-config.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    env = {**os.environ, "KUBECONFIG": str(control_plane.kubeconfig)}
+    log = log_dir / "jobset.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(binary), f"--config={config_file}", "--zap-log-level=info"], stdout=out,
+                                stderr=subprocess.STDOUT, env=env, cwd=log_dir)
+    operator = OperatorProcess(proc, log)
+    try:
+        wait_for(lambda: _ready(f"http://127.0.0.1:{probe}/readyz", operator), TIMEOUT, interval=0.5,
+                 what="jobset ready")
+        wait_for(lambda: any("Starting workers" in line and '"jobset"' in line
+                             for line in operator.log().splitlines()), TIMEOUT, interval=0.2,
+                 what="the JobSet controller started")
+        yield operator
+    finally:
+        operator.stop()
+
+
+# ---- LeaderWorkerSet v0.6.1 -----------------------------------------------------------------------------------
+LWS = "lws"
+LWS_GROUP = "leaderworkerset.x-k8s.io"
+# LWS's mutating webhooks (its config/webhook manifests and patches): the LWS defaults, and the pod one that
+# writes a pod's group index and worker index into its labels (LWS's controllers and volcano-py's owner gangs
+# read them). Registered by `url:` on 127.0.0.1.
+_LWS_WEBHOOKS = (
+    ("mleaderworkerset.kb.io", "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset",
+     {"apiGroups": [LWS_GROUP], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+      "resources": ["leaderworkersets"]}, None),
+    ("mpod.kb.io", "/mutate--v1-pod",
+     {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
+     {"matchExpressions": [{"key": "leaderworkerset.sigs.k8s.io/name", "operator": "Exists"}]}),
+)
+
+
+@contextmanager
+def running_lws_operator(control_plane, api_client, log_dir: Path) -> Iterator[OperatorProcess]:
+    """LeaderWorkerSet v0.6.1's controller for the block, from a configuration file (internal certificate
+    management off), its webhook server on 127.0.0.1 with a self-signed certificate, and its two mutating
+    webhooks registered by URL (the pod one is what gives each pod its group index)."""
+    binary = operator_binary(LWS)
+    cert_dir = log_dir / "certs"
+    _self_signed(cert_dir)
+    probe, port = free_port(), free_port()
+    config = {"apiVersion": "config.lws.x-k8s.io/v1alpha1", "kind": "Configuration",
+              "internalCertManagement": {"enable": False},
+              "webhook": {"port": port, "host": "127.0.0.1", "certDir": str(cert_dir)},
+              "metrics": {"bindAddress": "0"},
+              "health": {"healthProbeBindAddress": f"127.0.0.1:{probe}"},
+              "leaderElection": {"leaderElect": False}}
+    config_file = log_dir / "lws-config.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    env = {**os.environ, "KUBECONFIG": str(control_plane.kubeconfig)}
+    log = log_dir / "lws.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(binary), f"--config={config_file}", "--zap-log-level=info"], stdout=out,
+                                stderr=subprocess.STDOUT, env=env, cwd=log_dir)
+    operator = OperatorProcess(proc, log)
+    admission = client.AdmissionregistrationV1Api(api_client)
+    name = f"volcano-py-e2e-lws-{free_port()}"
+    ca = base64.b64encode((cert_dir / "tls.crt").read_bytes()).decode()
+    try:
+        wait_for(lambda: _ready(f"http://127.0.0.1:{probe}/readyz", operator), TIMEOUT, interval=0.5,
+                 what="lws ready")
+        wait_for(lambda: operator.log().count("Starting workers") >= 2, TIMEOUT, interval=0.2,
+                 what="the LeaderWorkerSet and pod controllers started")
+        admission.create_mutating_webhook_configuration({
+            "metadata": {"name": name},
+            "webhooks": [{"name": hook, "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                          "failurePolicy": "Fail", "rules": [rule],
+                          "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca},
+                          **({"objectSelector": selector} if selector else {})}
+                         for hook, path, rule, selector in _LWS_WEBHOOKS]})
+        # The apiserver calls a new webhook once its informer has it: wait until a dry-run pod reaches it.
+        core_v1 = client.CoreV1Api(api_client)
+        probe_pod = {"metadata": {"name": "lws-webhook-probe-0", "labels": {"leaderworkerset.sigs.k8s.io/name": "x"},
+                                  "annotations": {"leaderworkerset.sigs.k8s.io/size": "1"}},
+                     "spec": {"containers": [{"name": "c", "image": "x"}]}}
+        def called() -> bool:  # the webhook answers (it refuses a pod no StatefulSet made: that is an answer)
+            try:
+                core_v1.create_namespaced_pod("default", probe_pod, dry_run="All")
+            except client.ApiException as exc:
+                return "mpod.kb.io" in str(exc.body)
+            return False
+
+        wait_for(called, TIMEOUT, interval=0.5, what="the apiserver calls the LWS pod webhook")
+        yield operator
+    finally:
+        try:
+            admission.delete_mutating_webhook_configuration(name)
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
         operator.stop()

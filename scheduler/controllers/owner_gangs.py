@@ -1,0 +1,243 @@
+"""Layer `controllers`: the automatic gangs of JobSets and LeaderWorkerSets (`scheduler.api.owner_gang`).
+
+For a workload that opted in (`scheduling.volcano-py.io/owner-gang: "true"` on it or on its namespace) whose
+pod templates name one of our schedulers, this writes its PodGroups and keeps them in step with its spec:
+a JobSet's one gang follows its replicated jobs' replicas and parallelism; a LeaderWorkerSet's groups are
+added and removed as its `replicas` change. The PodGroups are owned by the workload, so the garbage collector
+removes them with it; one made here carries the label `scheduling.volcano-py.io/owner-gang`.
+
+The pods are not rewritten: the scheduler finds a pod's owner gang by its labels (`api.owner_gang
+.owner_group_name`, in `adapter.snapshot.gang_of`), and a pod with such labels waits until its owner gang or its
+per-Job PodGroup exists, so it never starts alone. The plain-pod PodGroup controller asks `claims` first and
+makes no per-Job PodGroup for a pod whose owner gang is made here.
+
+The controllers watch JobSets and LeaderWorkerSets only where their CustomResourceDefinitions are installed
+when they start (`installed`); without them nothing here runs. A workload whose spec cannot be read (negative
+replicas, a gang over 100,000 pods, a missing template...) gets one log line with the typed reason for each
+distinct problem, and its pods keep their per-Job PodGroups.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from scheduler.api.objects import MutableObj
+from scheduler.api.owner_gang import (
+    JOBSET_API,
+    LWS_API,
+    OWNER_GANG_LABEL,
+    GangSpec,
+    OwnerGangError,
+    jobset_gang,
+    lws_gangs,
+    opted_in,
+    owner_group_name,
+    owner_workload,
+)
+from scheduler.cache.kube import KubeError
+from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflictError
+from scheduler.controllers.podgroup import MANAGED_SPEC
+from scheduler.controllers.timers import Retries, Timers
+from scheduler.jobs import keys
+
+log = logging.getLogger("volcano_py.controllers.owner_gangs")
+
+NAMESPACE_TTL = 10.0  # seconds a namespace's annotations are reused before they are read again
+
+
+def workload_path(api: tuple[str, str, str], namespace: str, name: str = "") -> str:
+    group, version, plural = api
+    return f"/apis/{group}/{version}/namespaces/{namespace}/{plural}" + (f"/{name}" if name else "")
+
+
+def installed(api: Api) -> tuple[bool, bool]:
+    """(JobSet, LeaderWorkerSet): whether the apiserver serves each resource (its CRD installed)."""
+    found = []
+    for group, version, plural in (JOBSET_API, LWS_API):
+        try:
+            served = api.get(f"/apis/{group}/{version}")
+        except KubeError as exc:
+            log.warning("cannot tell whether %s/%s is served (%s): not watched", group, version, exc)
+            served = None
+        found.append(any(r.get("name") == plural for r in (served or {}).get("resources") or ()))
+    return found[0], found[1]
+
+
+def _templates(workload: Mapping[str, Any], lws: bool) -> list[Mapping[str, Any]]:
+    spec = workload.get("spec") if isinstance(workload.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    out: list[Any] = []
+    if lws:
+        template = spec.get("leaderWorkerTemplate") or {}
+        if isinstance(template, Mapping):
+            out = [(template.get(k) or {}).get("spec") for k in ("leaderTemplate", "workerTemplate")
+                   if isinstance(template.get(k), Mapping)]
+    else:
+        for rjob in spec.get("replicatedJobs") or ():
+            if isinstance(rjob, Mapping):
+                job_spec = ((rjob.get("template") or {}).get("spec") or {}) if isinstance(
+                    rjob.get("template"), Mapping) else {}
+                out.append((job_spec.get("template") or {}).get("spec") if isinstance(job_spec, Mapping) else None)
+    return [t for t in out if isinstance(t, Mapping)]
+
+
+OWNED_SPEC = (*MANAGED_SPEC, "minTaskMember")  # the spec keys written here; a user's others are kept
+
+
+def owner_gang_update(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`current` with `wanted`'s spec keys and labels, or None when they agree (pure). The PodGroup's other labels
+    and its annotations are left alone: the scheduler publishes its reasons there."""
+    cur_meta, want_meta = current.get("metadata") or {}, wanted.get("metadata") or {}
+    cur_spec = dict(current.get("spec") or {})
+    spec = {**{k: v for k, v in cur_spec.items() if k not in OWNED_SPEC}, **wanted["spec"]}
+    labels = {**(cur_meta.get("labels") or {}), **(want_meta.get("labels") or {})}
+    if spec == cur_spec and labels == (cur_meta.get("labels") or {}):
+        return None
+    return {**current, "metadata": {**cur_meta, "labels": labels}, "spec": spec}
+
+
+class OwnerGangController:
+    def __init__(self, api: Api, scheduler_names: Iterable[str] = (keys.DEFAULT_SCHEDULER,), *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.api = api
+        self.scheduler_names = frozenset(scheduler_names)
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._namespaces: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._logged: dict[str, str] = {}  # workload key -> the problem last logged for it
+        self._claimed: set[str] = set()  # namespace/PodGroup of the owner gangs made (pods ask often)
+        self.retries = Retries(Timers())
+
+    # ---- events -----------------------------------------------------------------------------------------
+    def on_jobset(self, kind: str | None, jobset: MutableObj) -> None:
+        self._on_workload(kind, jobset, lws=False)
+
+    def on_lws(self, kind: str | None, lws: MutableObj) -> None:
+        self._on_workload(kind, lws, lws=True)
+
+    def _on_workload(self, kind: str | None, workload: MutableObj, *, lws: bool) -> None:
+        meta = workload.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        if kind == "DELETED":  # its PodGroups go with it (ownerReference)
+            with self._lock:
+                self._logged.pop(key, None)
+            return
+        what = f"owner gang of {'LeaderWorkerSet' if lws else 'JobSet'} {key}"
+        self.retries.run(key, what, log, lambda: self.sync(workload, lws=lws))
+
+    def claims(self, pod: Mapping[str, Any]) -> bool:
+        """True when the pod's workload has its gangs made here (it opted in and could be read; its gangs exist
+        now); the plain-pod PodGroup controller then makes no per-Job PodGroup for it."""
+        meta = pod.get("metadata") or {}
+        labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else None
+        target, group = owner_workload(labels), owner_group_name(labels)
+        if target is None or group is None:
+            return False
+        api, name = target
+        namespace = str(meta.get("namespace", "default"))
+        with self._lock:
+            if f"{namespace}/{group}" in self._claimed:
+                return True
+        try:
+            workload = self.api.get(workload_path(api, namespace, name))
+        except KubeError as exc:
+            if exc.status in (403, 404):  # not installed, or not ours to read: per-Job PodGroups
+                return False
+            raise
+        if workload is None:
+            return False
+        # A pod of a group just scaled away is still the opted-in workload's: no per-workload PodGroup for it
+        # either (it is on its way out), else the LWS's leader StatefulSet would get one that stays.
+        return self.sync(workload, lws=api == LWS_API) is not None
+
+    # ---- the sync -------------------------------------------------------------------------------------------
+    def wanted(self, workload: Mapping[str, Any], *, lws: bool) -> list[GangSpec] | None:
+        """The gangs the workload should have; None when it has none (not opted in, not ours, unreadable)."""
+        meta = workload.get("metadata") or {}
+        namespace = str(meta.get("namespace", "default"))
+        if not opted_in(workload, self._namespace_annotations(namespace)):
+            return None
+        if not any(t.get("schedulerName") in self.scheduler_names for t in _templates(workload, lws)):
+            return None
+        key = f"{namespace}/{meta.get('name')}"
+        try:
+            gangs = lws_gangs(workload) if lws else [jobset_gang(workload)]
+        except OwnerGangError as exc:
+            with self._lock:
+                first = self._logged.get(key) != str(exc)
+                self._logged[key] = str(exc)
+            if first:
+                log.warning("no owner gang: %s; its pods keep their per-Job PodGroups", exc)
+            return None
+        with self._lock:
+            self._logged.pop(key, None)
+        return gangs
+
+    def sync(self, workload: Mapping[str, Any], *, lws: bool) -> list[GangSpec] | None:
+        """Create, update or delete the workload's PodGroups to match `wanted`; the gangs, or None."""
+        gangs = self.wanted(workload, lws=lws)
+        meta = workload.get("metadata") or {}
+        namespace, uid = str(meta.get("namespace", "default")), meta.get("uid")
+        keep = {g.name for g in gangs or () if g.min_member > 0}
+        with self._lock:
+            self._claimed -= {k for k in self._claimed if k.startswith(f"{namespace}/")}
+        for gang in gangs or ():
+            if gang.min_member > 0:
+                self._create_or_update(gang)
+                with self._lock:
+                    self._claimed.add(f"{namespace}/{gang.name}")
+        for existing in self._made_for(namespace, "lws" if lws else "jobset", uid):
+            name = str(existing["metadata"].get("name"))
+            if name not in keep and self.api.delete_podgroup(namespace, name):
+                log.info("podgroup %s/%s deleted: no longer a gang of its workload %s", namespace, name,
+                         meta.get("name"))
+        return gangs
+
+    def _create_or_update(self, gang: GangSpec) -> None:
+        wanted = gang.podgroup()
+        path = f"{SCHEDULING}/namespaces/{gang.namespace}/podgroups/{gang.name}"
+        for _ in range(3):  # a conflict means another writer moved it: read it again
+            current = self.api.get(path)
+            if current is None:
+                if self.api.create(wanted) is not None:
+                    log.info("podgroup %s/%s for %s %s: minMember %d, queue %s", gang.namespace, gang.name,
+                             gang.owner.kind, gang.owner.name, gang.min_member, gang.queue)
+                    return
+                continue  # created meanwhile: compare with it
+            updated = owner_gang_update(current, wanted)
+            if updated is None:
+                return
+            try:
+                self.api.replace_podgroup(updated)
+            except PodGroupConflictError:
+                continue
+            log.info("podgroup %s/%s follows its %s: %s", gang.namespace, gang.name, gang.owner.kind,
+                     updated["spec"])
+            return
+
+    def _made_for(self, namespace: str, kind: str, uid: object) -> list[MutableObj]:
+        selector = quote(f"{OWNER_GANG_LABEL}={kind}")
+        listed = self.api.get(f"{SCHEDULING}/namespaces/{namespace}/podgroups?labelSelector={selector}") or {}
+        return [pg for pg in listed.get("items") or ()
+                if any(r.get("uid") == uid for r in (pg.get("metadata") or {}).get("ownerReferences") or ())]
+
+    def _namespace_annotations(self, namespace: str) -> dict[str, Any]:
+        now = self.clock()
+        with self._lock:
+            cached = self._namespaces.get(namespace)
+        if cached is not None and now - cached[0] < NAMESPACE_TTL:
+            return cached[1]
+        try:
+            obj = self.api.get(f"/api/v1/namespaces/{namespace}") or {}
+        except KubeError as exc:  # no RBAC to read namespaces: only the workloads' own annotation counts
+            log.warning("cannot read namespace %s (%s): only the workloads' own annotation opts in", namespace, exc)
+            obj = {}
+        annotations = dict((obj.get("metadata") or {}).get("annotations") or {})
+        with self._lock:
+            self._namespaces[namespace] = (now, annotations)
+        return annotations

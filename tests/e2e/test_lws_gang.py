@@ -1,0 +1,179 @@
+"""LeaderWorkerSet v0.6.1, the real operator, with volcano-py's automatic gangs: a LeaderWorkerSet that opts in
+gets one PodGroup per group (controllers/owner_gangs.py); a group's leader and workers, created by
+kube-controller-manager's statefulset controller from LWS's StatefulSets, start as one gang, wait whole where
+only part fits, and the groups' PodGroups follow `replicas`.
+
+The operator is built by tools/build-operators.sh and started by tests/e2e/operators.py with its mutating
+webhooks registered by URL (its pod webhook writes each pod's group index, which both LWS and the owner gang
+read). kwok runs no containers: the tests assert PodGroups and binds. Every wait is on the API (pods created,
+the gang's Unschedulable condition, a count of scheduling cycles), never on time.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import uuid
+
+import pytest
+from controlplane import create_gpu_node, node_is_ready, wait_for
+from inprocess import running_controllers, running_scheduler
+from kubernetes import client
+from operators import (
+    LWS,
+    LWS_GROUP,
+    OperatorMissingError,
+    doc_manifest,
+    install_crds,
+    operator_binary,
+    running_lws_operator,
+)
+from test_controllers import SCHED, podgroup
+from test_jobset_gang import CONF
+
+TIMEOUT = 90
+GPU = "nvidia.com/gpu"
+TAG = f"lws-{uuid.uuid4().hex[:6]}"
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+
+
+@pytest.fixture(scope="module")
+def crds(api_client):
+    try:
+        operator_binary(LWS)
+    except OperatorMissingError as exc:
+        if os.environ.get("VOLCANO_PY_E2E_REQUIRE") == "1":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    return install_crds(api_client, LWS, ("leaderworkerset.x-k8s.io_leaderworkersets.yaml",))
+
+
+@pytest.fixture(scope="module")
+def scheduler(control_plane, crds, tmp_path_factory):
+    with running_scheduler(control_plane, conf=CONF, conf_dir=tmp_path_factory.mktemp("conf"),
+                           name="volcano-py-scheduler-lws") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def controllers(control_plane, custom, crds, scheduler, tmp_path_factory):
+    with running_controllers(control_plane, custom, tmp_path_factory.mktemp("controllers")) as running:
+        # The default queue may be Open already (another module's controllers): wait for this process's word.
+        wait_for(lambda: "LeaderWorkerSets watched" in running.text(), TIMEOUT, what="the controllers watch them")
+        yield running
+
+
+@pytest.fixture(scope="module")
+def operator(control_plane, api_client, controllers, tmp_path_factory):
+    with running_lws_operator(control_plane, api_client, tmp_path_factory.mktemp("lws")) as running:
+        yield running
+        print(running.log()[-4000:])
+
+
+@pytest.fixture
+def nodes(core_v1):
+    made: list[str] = []
+
+    def make(count: int, gpus: int) -> list[str]:
+        names = [f"{TAG}-{len(made) + i}-{uuid.uuid4().hex[:4]}" for i in range(count)]
+        for name in names:
+            create_gpu_node(core_v1, name, gpus=gpus, labels={"lws-e2e": TAG})
+            made.append(name)
+        for name in names:
+            wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
+        return names
+
+    yield make
+    for name in made:
+        core_v1.delete_node(name)
+
+
+def lws(name: str, *, replicas: int = 1) -> dict:
+    """docs/integrations.md's LeaderWorkerSet, pinned to this module's nodes, with its name and replicas set."""
+    obj = copy.deepcopy(doc_manifest("lws"))
+    obj["metadata"]["name"] = name
+    obj["spec"]["replicas"] = replicas
+    pod = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    assert pod["schedulerName"] == "volcano-py", "the documented manifest names volcano-py"
+    pod["nodeSelector"] = {"lws-e2e": TAG}
+    return obj
+
+
+@pytest.fixture
+def create(custom, core_v1):
+    """Create a LeaderWorkerSet; afterwards delete it and wait until its pods are gone, so that the next test's
+    queue and nodes (they share this module's node label) hold none of them."""
+    made: list[tuple[str, str]] = []
+
+    def make(namespace: str, obj: dict) -> None:
+        custom.create_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", obj)
+        made.append((namespace, obj["metadata"]["name"]))
+
+    yield make
+    for namespace, name in made:
+        custom.delete_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", name,
+                                               body=client.V1DeleteOptions(propagation_policy="Foreground"))
+    for namespace, name in made:
+        wait_for(lambda ns=namespace, n=name: not core_v1.list_namespaced_pod(
+            ns, label_selector=f"{NAME_LABEL}={n}").items, TIMEOUT, what=f"the pods of {name} gone")
+
+
+def group_pods(core_v1, namespace: str, name: str, group: int) -> list:
+    return core_v1.list_namespaced_pod(namespace, label_selector=f"{NAME_LABEL}={name},{GROUP_LABEL}={group}").items
+
+
+def gang_names(custom, namespace: str) -> list[str]:
+    items = custom.list_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups")["items"]
+    return sorted(pg["metadata"]["name"] for pg in items)
+
+
+def whole_group(scheduler, core_v1, namespace: str, name: str, group: int) -> list:
+    bound = wait_for(lambda: (ps := group_pods(core_v1, namespace, name, group)) and len(ps) == 3
+                     and all(p.spec.node_name for p in ps) and ps, TIMEOUT, what=f"group {group}: 3 pods bound")
+    keys = {f"{namespace}/{p.metadata.name}" for p in bound}
+    assert len(scheduler.bind_cycles(keys)) == 1, "the group was bound across several cycles"
+    return bound
+
+
+def test_lws_group_starts_as_one_gang_on_a_cluster_with_room(operator, scheduler, custom, core_v1, namespace,
+                                                             nodes, create):
+    nodes(3, gpus=2)
+    create(namespace, lws("room"))
+    pg = wait_for(lambda: podgroup(custom, namespace, "lws-room-0"), TIMEOUT, what="the group's PodGroup")
+    assert pg["spec"]["minMember"] == 3 and pg["spec"]["minResources"][GPU] == "6", pg["spec"]
+    assert pg["metadata"]["ownerReferences"][0]["kind"] == "LeaderWorkerSet", pg["metadata"]
+    whole_group(scheduler, core_v1, namespace, "room", 0)
+    assert gang_names(custom, namespace) == ["lws-room-0"], "no per-StatefulSet PodGroup for an owner gang's pods"
+
+
+def test_lws_group_waits_whole_where_only_part_of_it_fits(operator, scheduler, custom, core_v1, namespace, nodes,
+                                                          create):
+    nodes(2, gpus=3)  # 6 GPUs, as the group asks, but each node holds one 2-GPU pod
+    create(namespace, lws("tight"))
+    wait_for(lambda: len(group_pods(core_v1, namespace, "tight", 0)) == 3, TIMEOUT,
+             what="the leader and both workers created")
+    wait_for(lambda: any(c.get("type") == "Unschedulable" and c.get("status") == "True" for c in (
+        ((podgroup(custom, namespace, "lws-tight-0") or {}).get("status") or {}).get("conditions") or ())),
+        TIMEOUT, what="the group's gang reported Unschedulable")
+    cycles = len(scheduler.results)
+    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
+    assert [p.metadata.name for p in group_pods(core_v1, namespace, "tight", 0) if p.spec.node_name] == []
+
+    nodes(1, gpus=2)
+    whole_group(scheduler, core_v1, namespace, "tight", 0)
+
+
+def test_lws_groups_podgroups_follow_its_replicas(operator, scheduler, custom, core_v1, namespace, nodes, create):
+    nodes(6, gpus=2)
+    create(namespace, lws("scale"))
+    wait_for(lambda: gang_names(custom, namespace) == ["lws-scale-0"], TIMEOUT, what="one group's PodGroup")
+    custom.patch_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", "scale",
+                                          {"spec": {"replicas": 2}})
+    wait_for(lambda: gang_names(custom, namespace) == ["lws-scale-0", "lws-scale-1"], TIMEOUT,
+             what="the second group's PodGroup")
+    whole_group(scheduler, core_v1, namespace, "scale", 1)
+    custom.patch_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", "scale",
+                                          {"spec": {"replicas": 1}})
+    wait_for(lambda: gang_names(custom, namespace) == ["lws-scale-0"], TIMEOUT,
+             what="the second group's PodGroup deleted")
