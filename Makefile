@@ -52,11 +52,11 @@ promtool:
 e2e: venv cluster-bins helm-bin operator-bins
 	VOLCANO_PY_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e
 
-# The Kubeflow training operator the operator e2e tests run (tests/e2e/test_training_operator.py), built from its
-# Go module into ~/.cache/volcano-py/operators/ once (about 2 min cold, at the lowest CPU priority).
+# The operators the e2e tests run (the Kubeflow training operator, JobSet, LeaderWorkerSet), each built from its
+# Go module into ~/.cache/volcano-py/operators/ once (under 20 min cold for the three, at the lowest CPU priority).
 .PHONY: operator-bins
 operator-bins:
-	tools/build-operators.sh training-operator
+	tools/build-operators.sh training-operator jobset lws
 
 test: unit e2e
 
