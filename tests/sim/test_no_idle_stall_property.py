@@ -2,11 +2,12 @@
 
 Per cycle (one `Tick` of the replay): the cluster is idle when no pod holds a GPU (so none is bound, running or
 releasing: nothing will free room later). A job is runnable then when it arrived before the previous cycle (it had
-a whole cycle to be admitted and placed), has not started, is the oldest such job of its queue, asks for no more
-GPUs than its queue deserves in that cycle (proportion's share, which it never lets a queue pass) and each of its
-pods fits a node. The queue limits are Volcano's, kept as they are: a gang larger than its queue's share waits
-while the other queues ask, and, admitted (Inqueue), it counts against its queue's capability at `enqueue`, so
-the jobs behind it in its queue may wait too; hence only the oldest job of a queue counts. An idle cluster
+a whole cycle to be admitted and placed), has not started, asks for no more GPUs than its queue deserves in that
+cycle (proportion's share, which it never lets a queue pass), and its queue's waiting jobs together ask no more
+than the cluster holds (so `enqueue`, where an admitted gang counts against its queue's capability, admits them
+all; otherwise the queue is skipped). Each pod of 1, 2, 4 or 8 GPUs fits an empty 8-GPU node. These queue limits
+are Volcano's, kept as they are: a gang larger than its queue's share waits while the other queues ask (and so,
+two queues each with such a gang can leave the cluster idle; that is not counted). An idle cluster
 with a runnable job is a stall: every later cycle would see the same, as nothing runs to change it. The starvation
 guard once made such stalls (tests/sim/test_starvation_guard_stall.py): a reservation that counted in its queue's
 allocation and could never complete.
