@@ -12,6 +12,13 @@ partly bound gangs, oldest first:
    small jobs cannot take them; a small job still uses a reserved node if it fits beside the reservation.
    Every cycle the reservation is made afresh (nothing reaches the API), and as running pods finish, the gang
    collects what they free until it is ready.
+4. The queue's limits hold for a reservation as for a placement: each task, placed or pipelined, passes
+   `Allocatable` (proportion's deserved share, capacity's capability ...). Where the queue refuses one, the
+   reservation is kept only while the queue holds bound pods of other jobs that, once they finish, would free
+   at least what the gang still lacks; otherwise it could never complete (a gang larger than its queue's share,
+   or a queue whose room is all reserved): it is dropped, and the gang waits with the queue's reason. A kept
+   reservation counts in the queue's allocation, so without this a queue could sit on a reservation forever
+   with none of its jobs allowed to run (the simulated GPU day, docs/simulator.md).
 """
 
 from __future__ import annotations
@@ -22,8 +29,10 @@ from typing import Any
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import OCCUPYING_STATUSES, TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import Reserving
+from scheduler.api.resources import Resource
 from scheduler.durations import parse_seconds
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
@@ -77,14 +86,44 @@ def _closest(ssn: Session, task: TaskInfo, held: dict[str, int]) -> NodeInfo | N
     return best[2] if best is not None else None
 
 
+def _request(task: TaskInfo) -> Resource:
+    request = task.resreq
+    return Resource(request.cpu, request.memory, 0, request.scalars)
+
+
+def releasable(ssn: Session, queue: QueueInfo, job: JobInfo) -> Resource:
+    """What the queue's other jobs hold in pods that are bound (or committed this cycle) and will free when they
+    finish: not other reservations (an uncommitted placement of a gang that is not ready), which free nothing."""
+    held: list[Resource] = []
+    for other in ssn.jobs.values():
+        if other.queue != queue.name or other is job:
+            continue
+        ready = other.is_ready()
+        held.extend(_request(t) for t in other.tasks.values()
+                    if t.status in OCCUPYING_STATUSES and (ready or t.status is not TaskStatus.ALLOCATED))
+    return Resource.total(held)
+
+
+def can_complete(ssn: Session, queue: QueueInfo, job: JobInfo, unplaced: list[TaskInfo]) -> bool:
+    """Whether a reservation the queue refused to grow could still complete: the tasks the gang still lacks
+    (its first unplaced ones, up to minAvailable with the placed and pipelined) ask no more than the queue's
+    other jobs will free."""
+    lacking = max(0, job.min_available - job.ready_task_num() - job.waiting_task_num())
+    need = Resource.total(_request(t) for t in unplaced[:lacking])
+    return need <= releasable(ssn, queue, job)
+
+
 def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo],
             place: Any, placer_declined: bool) -> None:
     """Place `job` as far as it goes; commit it if ready, else keep it as a reservation (see the module doc)."""
     stmt = ssn.statement()
     tasks = job.minimums_first(ssn.order.task_order(pending))
     missing: list[TaskInfo] = []
+    refused: Status | None = None
     for task in tasks:
-        if not ssn.tiers.run(P.ALLOCATABLE, queue, task).ok:
+        allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
+        if not allowed.ok:
+            refused = allowed
             break
         node, pipelined = place(ssn, task)
         if node is None:
@@ -102,11 +141,22 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
     for task in missing:
         if not ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
             break
+        allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)  # the tasks with no node took no share above
+        if not allowed.ok:
+            refused = allowed
+            break
         node = _closest(ssn, task, held)
         if node is None:
             break
         held[node.name] = held.get(node.name, 0) + 1
         stmt.pipeline(task, node)
+    if refused is not None:
+        placed = {op.task.key for op in stmt.operations}
+        unplaced = [t for t in tasks if t.key not in placed]
+        if not can_complete(ssn, queue, job, unplaced):
+            stmt.discard()
+            ssn.results.hold(job, refused)
+            return
     reserving = Reserving(ssn.now - job.creation, len({op.node for op in stmt.operations}),
                           sum(1 for op in stmt.operations), job.min_available)
     ssn.results.hold(job, Status(Code.UNSCHEDULABLE, (reserving,), "allocate"))

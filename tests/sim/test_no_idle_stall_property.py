@@ -1,0 +1,124 @@
+"""Property, over seeded workloads in the simulator: the cluster never sits idle while a job it could run waits.
+
+Per cycle (one `Tick` of the replay): the cluster is idle when no pod holds a GPU (so none is bound, running or
+releasing: nothing will free room later). A job is runnable then when it arrived before the previous cycle (it had
+a whole cycle to be admitted and placed), has not started, asks for no more GPUs than its queue deserves in that
+cycle (proportion's share, which it never lets a queue pass), and its queue's waiting jobs together ask no more
+than the cluster holds (so `enqueue`, where an admitted gang counts against its queue's capability, admits them
+all; otherwise the queue is skipped). Each pod of 1, 2, 4 or 8 GPUs fits an empty 8-GPU node. These queue limits
+are Volcano's, kept as they are: a gang larger than its queue's share waits while the other queues ask (and so,
+two queues each with such a gang can leave the cluster idle; that is not counted). An idle cluster
+with a runnable job is a stall: every later cycle would see the same, as nothing runs to change it. The starvation
+guard once made such stalls (tests/sim/test_starvation_guard_stall.py): a reservation that counted in its queue's
+allocation and could never complete.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler.cycle import conf_from_text, load_conf_or_default
+from scheduler.framework.conf import SchedulerConf
+from scheduler.sim.replay import Replay, replay
+from scheduler.sim.workload import load_cluster, load_workload
+
+NODE_GPUS = 8
+HORIZON = 20000
+SEEDS = 16
+# volcano-py's default actions with a short guard threshold, so the guard acts often in a short day.
+EAGER_GUARD = """
+actions: "enqueue, allocate, backfill"
+configurations:
+- name: allocate
+  arguments:
+    starvationThresholdSeconds: 60
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+def gpu_job(name: str, queue: str, arrival: int, duration: int, pods: int, gpus: int) -> dict[str, Any]:
+    return {
+        "arrival": arrival, "duration": duration, "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"minAvailable": pods, "schedulerName": "volcano-py", "queue": queue, "tasks": [{
+            "replicas": pods, "name": "worker", "template": {"spec": {"containers": [{
+                "name": "w", "image": "x", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}}]}}
+
+
+def workload(seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """2-4 nodes of 8 GPUs, 2-3 queues of equal weight, 12-24 jobs: half of one pod of 1-4 GPUs, half gangs of
+    4-8 GPU pods asking for a quarter to all of the cluster, so larger than a queue's share while the others ask."""
+    rng = random.Random(seed)
+    nodes, queues = rng.randint(2, 4), [f"q{i}" for i in range(rng.randint(2, 3))]
+    total = nodes * NODE_GPUS
+    jobs = []
+    for i in range(rng.randint(12, 24)):
+        if rng.random() < 0.5:
+            gpus, pods = rng.choice([1, 2, 4]), 1
+        else:
+            gpus = rng.choice([4, 8])
+            pods = rng.randint(max(2, total // 4 // gpus), total // gpus)
+        jobs.append(gpu_job(f"j{i}", rng.choice(queues), rng.randrange(0, 3000, 5), rng.randint(100, 1500),
+                            pods, gpus))
+    cluster = {"nodes": [{"name": f"gpu-{i}", "cpu": 64, "memory": "512Gi", "gpu": NODE_GPUS} for i in range(nodes)],
+               "queues": [{"name": q, "weight": 1} for q in queues]}
+    return cluster, {"jobs": jobs}
+
+
+def gpus_of(run: Any) -> tuple[int, int]:
+    """(pods, GPUs per pod) of a generated job."""
+    (task,) = run.item.manifest["spec"]["tasks"]
+    return task["replicas"], task["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+
+
+def stalls(outcome: Replay, nodes: int) -> list[tuple[float, str]]:
+    """(time, job) for each cycle that left the cluster idle with a runnable job (see the module doc)."""
+    total = nodes * NODE_GPUS
+    found = []
+    for before, tick in zip(outcome.ticks, outcome.ticks[1:], strict=False):
+        if tick.held > 0:
+            continue
+        deserved = {queue: share for queue, _, share in tick.queues if share is not None}
+        waiting: dict[str, list[Any]] = {}
+        for run in outcome.runs:
+            if run.item.arrival <= before.time and (run.started is None or run.started > tick.time):
+                waiting.setdefault(run.item.manifest["spec"]["queue"], []).append(run)
+        for queue, runs in waiting.items():
+            asked = sum(pods * gpus for pods, gpus in map(gpus_of, runs))
+            if queue not in deserved or asked > total:
+                continue  # `enqueue` may hold some: admitted gangs count against the queue's capability
+            found += [(tick.time, run.key) for run in runs
+                      if gpus_of(run)[0] * gpus_of(run)[1] <= deserved[queue] * total + 1e-9]
+    return found
+
+
+def run_day(tmp_path: Path, seed: int, conf: SchedulerConf) -> tuple[Replay, int]:
+    cluster, jobs = workload(seed)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cluster))
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(jobs))
+    outcome = replay(load_cluster(tmp_path / "c.yaml"), load_workload(tmp_path / "w.yaml"), conf, period=10,
+                     horizon=HORIZON)
+    return outcome, len(cluster["nodes"])
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+@pytest.mark.parametrize("conf_name", ["default", "eager-guard"])
+def test_the_cluster_never_idles_with_a_runnable_job(tmp_path: Path, seed: int, conf_name: str) -> None:
+    conf = load_conf_or_default(None) if conf_name == "default" else conf_from_text(EAGER_GUARD)
+    outcome, nodes = run_day(tmp_path, seed, conf)
+    assert stalls(outcome, nodes) == []
