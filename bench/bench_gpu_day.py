@@ -97,6 +97,7 @@ tiers:
   - name: gang{gang}
   - name: conformance{tier1}
 - plugins:
+  - name: overcommit
   - name: drf{gang}
   - name: predicates
   - name: proportion{proportion}
