@@ -14,11 +14,28 @@ from typing import Any
 
 import yaml
 
-from scheduler.cycle import load_conf_or_default
+from scheduler.cycle import conf_from_text
 from scheduler.sim.replay import replay
 from scheduler.sim.workload import load_cluster, load_workload
 
 HORIZON = 6000
+
+# The built-in default's tiers without `overcommit`: its cluster-wide enqueue gate would keep `a-big` Pending (32
+# GPUs asked of 24 x 1.2), and these tests are about a gang its queue admitted and proportion then holds to a share.
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
 
 
 def job(name: str, queue: str, arrival: int, duration: int, pods: int, gpus: int) -> dict[str, Any]:
@@ -45,7 +62,7 @@ def test_a_gang_beyond_its_queues_share_does_not_hold_the_queue(tmp_path: Path) 
     jobs.append(job("a-big", "a", 5, 600, 4, 4))  # 16 GPUs: more than `a` deserves while `b` asks
     jobs += [job(f"a-small-{i}", "a", 400 + 100 * i, 300, 1, 4) for i in range(2)]
     cluster, workload = write(tmp_path, jobs, nodes=3)
-    outcome = replay(load_cluster(cluster), load_workload(workload), load_conf_or_default(None), horizon=HORIZON)
+    outcome = replay(load_cluster(cluster), load_workload(workload), conf_from_text(CONF), horizon=HORIZON)
     runs = {run.key.split("/")[-1]: run for run in outcome.runs}
     assert runs["b-long"].started is not None and runs["b-more"].started is None  # the shares are 12 / 12
     assert runs["a-big"].started is None  # `a` can never admit 16 GPUs while `b` asks
@@ -63,7 +80,7 @@ def test_a_reservation_its_queues_running_pods_will_complete_is_kept(tmp_path: P
             job("b-more", "b", 5, 1000, 1, 8), job("a-big", "a", 5, 600, 3, 4),
             job("a-small", "a", 400, 3000, 1, 4)]
     cluster, workload = write(tmp_path, jobs, nodes=3)
-    outcome = replay(load_cluster(cluster), load_workload(workload), load_conf_or_default(None), horizon=HORIZON)
+    outcome = replay(load_cluster(cluster), load_workload(workload), conf_from_text(CONF), horizon=HORIZON)
     runs = {run.key.split("/")[-1]: run for run in outcome.runs}
     assert runs["a-run"].ended is not None and runs["a-big"].started is not None
     assert runs["a-big"].started <= runs["a-run"].ended + 30
