@@ -49,7 +49,7 @@ promtool:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends prometheus; }
 	@test -x $(PROMTOOL) || { echo "make promtool: $(PROMTOOL) is still missing" >&2; exit 1; }
 
-e2e: venv cluster-bins helm-bin operator-bins
+e2e: venv cluster-bins helm-bin operator-bins image-tools
 	VOLCANO_PY_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e
 
 # The operators the e2e tests run (the Kubeflow training operator, JobSet, LeaderWorkerSet), each built from its

@@ -146,7 +146,8 @@ def test_a_deployments_podgroup_follows_its_request_change(controllers, schedule
     old = f"podgroup-{first.metadata.uid}"
     wait_for(lambda: old in podgroups(), TIMEOUT, what=f"PodGroup {old}")
     assert list(podgroups()) == [old]
-    assert podgroups()[old]["spec"]["minResources"] == {"cpu": "1"}
+    # One pod's request, also under the ResourceQuota names Volcano's pg controller writes (CalTaskRequests).
+    assert podgroups()[old]["spec"]["minResources"] == {"cpu": "1", "requests.cpu": "1", "count/pods": "1", "pods": "1"}
 
     apps.patch_namespaced_deployment("roll", namespace, {"spec": {"template": template("500m")}})
     second = wait_for(lambda: next((r for r in replicasets() if r.metadata.uid != first.metadata.uid), None),
@@ -161,4 +162,6 @@ def test_a_deployments_podgroup_follows_its_request_change(controllers, schedule
 
     wait_for(lambda: len(rollout()["new pods bound"]) == 2, TIMEOUT, what="the new ReplicaSet's pods bound")
     wait_for(lambda: list(podgroups()) == [new], TIMEOUT, what=f"only PodGroup {new} left: {rollout()}")
-    assert podgroups()[new]["spec"]["minResources"] == {"cpu": "500m"} and podgroups()[new]["spec"]["minMember"] == 1
+    assert podgroups()[new]["spec"]["minResources"] == {"cpu": "500m", "requests.cpu": "500m", "count/pods": "1",
+                                                        "pods": "1"}
+    assert podgroups()[new]["spec"]["minMember"] == 1
