@@ -95,7 +95,8 @@ class ClaimNotReachable(Reason):
 
 @dataclass(frozen=True, slots=True)
 class ClaimUnusable(Reason):
-    """The claim is being deleted (`problem` "deleting"), or holds the most consumers it may (`reservedFor`)."""
+    """The claim is being deleted (`problem` "deleting"), holds the most consumers it may (`reservedFor`), or asks
+    for more devices than an allocation may hold."""
 
     kind: ClassVar[str] = "ClaimUnusable"
     claim: str

@@ -11,6 +11,8 @@ used by kube-scheduler's DynamicResources plugin; Volcano: pkg/scheduler/plugins
   of the attribute; a device without the attribute cannot be taken for them;
 - admin access (a monitoring pod's view of devices others hold) is refused unless the allocator allows it;
   when allowed, such a request may take held devices and holds none;
+- a claim gets at most `COUNT_MAX` (32) devices in all, as the v1 API bounds an allocation's results: one
+  asking more (many requests' counts, or `All` on a node with many devices) is refused with a reason;
 - a claim already allocated (shared by several pods, or allocated in an earlier cycle) is reused where its
   devices are reachable, and the pod is added to `reservedFor`; a claim from a template that the claim
   controller has not made yet is allocated as the claim the pod would get (the template's spec);
@@ -32,6 +34,7 @@ from typing import Any
 from scheduler.api import reasons_dra as R
 from scheduler.api.dra import (
     ALL,
+    COUNT_MAX,
     RESERVED_FOR_MAX,
     Allocation,
     ClaimSpec,
@@ -300,6 +303,9 @@ class Tentative:
                 taken: set[DeviceId]) -> Allocation | Reason:
         alloc = self.allocator
         held, mine = alloc.held, self.held
+        exact = sum(req.count for req in spec.requests if req.mode != ALL)
+        if exact > COUNT_MAX:
+            return _too_many(key, exact)
         options: list[tuple[DeviceRequest, list[Candidate], int]] = []  # request, candidates, how many
         for req in spec.requests:
             if req.admin_access and not alloc.admin_access:
@@ -319,6 +325,9 @@ class Tentative:
                 if len(free) < req.count:
                     return R.ClaimDevicesShort(key, req.name, req.device_class, req.count, len(free), node)
                 options.append((req, free, req.count))
+        total = sum(n for _, _, n in options)
+        if total > COUNT_MAX:  # `All` on a node with many devices: more than a claim may hold
+            return _too_many(key, total)
         chosen = _greedy(options) if not spec.constraints else None
         if chosen is None:
             chosen = _search(options, spec)
@@ -337,6 +346,12 @@ class Tentative:
             return Allocation(results, node)
         selected = [c for c in cands if c.reach == SELECTED]
         return Allocation(results, "", selected[0].slice.node_selector if selected else ())
+
+
+def _too_many(key: str, wanted: int) -> Reason:
+    """A claim asking more devices than an allocation may hold (AllocationResultsMaxSize): Kubernetes' allocator
+    refuses it, and the apiserver would refuse its allocation; it also keeps the search's depth bounded."""
+    return R.ClaimUnusable(key, f"asks for {wanted} devices, more than a claim may hold ({COUNT_MAX})")
 
 
 def _for_claim(reason: Any, key: str) -> Reason:

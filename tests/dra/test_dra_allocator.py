@@ -272,3 +272,23 @@ def test_a_device_published_twice_is_offered_once_from_the_first_slice_by_name()
     assert [x.slice.name for x in a.inventory.devices("n0", {})] == ["a-first"]
     assert a.tentative().fits(ref("p"), claims_of("p", ("x", "c", "")), "n0", {}) == \
         (R.ClaimDevicesShort("default/c", "g", "gpu", 2, 1, "n0"),)
+
+
+def test_a_claim_never_gets_more_devices_than_an_allocation_may_hold() -> None:
+    """32 requests of 32 devices under a constraint (1,024 picks deep) and `All` on a node of 40 devices are both
+    refused with a reason, not searched (Python's recursion limit) nor allocated past AllocationResultsMaxSize."""
+    many = [slice_(f"s{j}", "n0", [device(f"g{j}-{i}", type="gpu") for i in range(128)], pool=f"p{j}")
+            for j in range(8)]
+    deep = claim("c", *(request(f"r{i}", "gpu", count=32) for i in range(32)), match=[(f"{DRIVER}/type", [])])
+    c = cluster(nodes=0, claims=[deep])
+    c["slices"] = many
+    (reason,) = allocator(c).tentative().fits(ref("p"), claims_of("p", ("x", "c", "")), "n0", {})
+    assert isinstance(reason, R.ClaimUnusable) and "1024 devices" in reason.problem
+    c = cluster(nodes=1, per_node=40, claims=[claim("c", request("g", "gpu", mode="All"))])
+    trial = allocator(c).tentative()
+    (reason,) = trial.place(ref("p"), claims_of("p", ("x", "c", "")), "n0", {})
+    assert isinstance(reason, R.ClaimUnusable) and "40 devices" in reason.problem and trial.plan() == []
+    c = cluster(nodes=1, per_node=32, claims=[claim("c", request("g", "gpu", mode="All"))])
+    trial = allocator(c).tentative()
+    assert trial.place(ref("p"), claims_of("p", ("x", "c", "")), "n0", {}) == ()
+    assert len(devices(trial.plan()[0].allocation)) == 32
