@@ -92,7 +92,7 @@ class Selectors:
             domains = tuple((m[1], m[2] if m[2] is not None else m[3]) for m in _DOMAIN_KEY.finditer(expression))
             try:
                 done = _Compiled(self._env.compile(expression), "", domains)
-            except RuntimeError as exc:
+            except (RuntimeError, ValueError, TypeError) as exc:  # TypeError: text the binding cannot take
                 done = _Compiled(None, f"does not compile: {_short(str(exc))}", domains)
             self._programs[expression] = done
         return done

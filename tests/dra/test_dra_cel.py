@@ -10,6 +10,7 @@ from scheduler.dra.cel import SelectorError, Selectors
 DRV = "gpu.example.com"
 A100 = Device("gpu-0", {DRV: {"model": "a100", "index": 0, "mig": False}, "numa.io": {"node": 1}},
               {DRV: {"memory": 80 * 2**30}})
+_LIST = "[" + ",".join(map(str, range(60))) + "]"
 
 
 @pytest.mark.parametrize("expression, expected", [
@@ -38,6 +39,10 @@ def test_selector_semantics(expression: str, expected: bool) -> None:
     ('device.driver ==', "does not compile"),
     ('semver("1.0.0") == semver("1.0.0")', "does not compile"),
     ('quantity("lots") == 1', "failed"),
+    # hostile selectors: bounded by the runtime, each a reason rather than an exception or a stall
+    ("'\ud800' == 'a'", "does not compile"),  # a lone surrogate: valid JSON, not UTF-8
+    ("(" * 3000 + "true" + ")" * 3000, "does not compile"),  # nesting past the parser's limit
+    (_LIST + ".all(a, " + _LIST + ".all(b, " + _LIST + ".all(c, true)))", "failed"),  # 216,000 iterations
 ])
 def test_errors_abort(expression: str, problem: str) -> None:
     with pytest.raises(SelectorError, match=problem):
