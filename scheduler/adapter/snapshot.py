@@ -19,7 +19,7 @@ object with an event, the simulator refusing one when it is added. From those in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from scheduler.api.convert import group_of, implicit_job, plain_group_of, wants_gang
@@ -58,7 +58,9 @@ class SnapshotInputs:
     unreadable_queues: Mapping[str, tuple[Reason, ...]] = field(default_factory=dict)  # left out, and why
     disruption_budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets, parsed (api/disruption.py)
     resource_quotas: tuple[ResourceQuotaInfo, ...] = ()  # ResourceQuotas' status, parsed (api/quota.py)
-    dra: DraObjects | None = None  # DRA objects, parsed (api/dra_parse.py); None: not modelled
+    # DRA objects, parsed (api/dra_parse.py), or how to read them: read only when a pending pod of ours names
+    # claims, so a cycle without one walks none of them; None: not modelled
+    dra: DraObjects | Callable[[], DraObjects | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +107,11 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
         storage = replace(storage, binding=True)
     return ClusterSnapshot(nodes, jobs, queues, inputs.now, tuple(inputs.hypernodes), storage,
                            dict(inputs.unreadable_queues), tuple(orphans), tuple(inputs.disruption_budgets),
-                           tuple(inputs.resource_quotas), dra=inputs.dra if devices_wanted else None)
+                           tuple(inputs.resource_quotas), dra=_dra(inputs.dra) if devices_wanted else None)
+
+
+def _dra(dra: DraObjects | Callable[[], DraObjects | None] | None) -> DraObjects | None:
+    return dra() if callable(dra) else dra
 
 
 def account_others(

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
@@ -229,7 +230,7 @@ class ClusterCache:
         inputs = SnapshotInputs(node_infos, jobs, queue_infos, records, now, self.parser.hypernodes(hypernodes),
                                 assumed, self.storage.storage(), unreadable,
                                 self.parser.disruption_budgets(budgets), self.parser.resource_quotas(quotas),
-                                self.dra.read(stores))
+                                partial(self.dra.read, stores))  # read only if a pending pod names claims
         snapshot = build_snapshot(inputs, self.rules)
         snapshot.queue_allocation_gate = self.queue_allocation_gate
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once

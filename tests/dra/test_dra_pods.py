@@ -47,3 +47,24 @@ def test_the_snapshot_carries_the_dra_objects_when_a_pending_pod_names_claims() 
     assert build_snapshot(SnapshotInputs([], [], [], records, 0.0, dra=dra), rules).dra is dra
     assert build_snapshot(SnapshotInputs([], [], [], records[1:], 0.0, dra=dra), rules).dra is None
     assert build_snapshot(SnapshotInputs([], [], [], records, 0.0), rules).dra is None
+
+
+def test_a_cycle_without_a_pending_pod_naming_claims_does_not_read_the_dra_objects() -> None:
+    """The cache hands the snapshot a reader: a cycle whose pending pods name no claims never calls it (it walks
+    every slice and claim of the cluster), one with such a pod calls it once."""
+    dra = DraObjects(slices=(slice_from_object(slice_("n0-gpus", "n0", [device("gpu-0")])),))
+    rules = AdapterRules(frozenset({"volcano-py"}))
+    with_claims = pod_object("p", namespace="default")
+    with_claims["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c"}]
+    plain = pod_object("q", namespace="default")
+    records = [(with_claims, task_from_pod(with_claims)), (plain, task_from_pod(plain))]
+    reads: list[int] = []
+
+    def read() -> DraObjects:
+        reads.append(1)
+        return dra
+
+    assert build_snapshot(SnapshotInputs([], [], [], records[1:], 0.0, dra=read), rules).dra is None
+    assert reads == []
+    assert build_snapshot(SnapshotInputs([], [], [], records, 0.0, dra=read), rules).dra is dra
+    assert reads == [1]
