@@ -37,7 +37,7 @@ class ClaimWriter:
     def write(self, gang: GangBind) -> bool:
         """Write the gang's claims in order; at the first that cannot be written, release those written and
         return False (none of the gang's pods is bound)."""
-        done: list[tuple[ClaimWrite, tuple[Consumer, ...]]] = []
+        done: list[tuple[ClaimWrite, tuple[Consumer, ...], object]] = []
         for write in gang.claims:
             if not self.may_write():
                 self._release(gang.job, done)
@@ -48,6 +48,10 @@ class ClaimWriter:
                 log.warning("gang %s: writing claim %s/%s failed, its pods are not bound: %s", gang.job,
                             write.namespace, write.name, exc)
                 written = None
+            except Exception:  # noqa: BLE001 - an answer we cannot read: still release what the gang wrote
+                log.exception("gang %s: writing claim %s/%s failed, its pods are not bound", gang.job,
+                              write.namespace, write.name)
+                written = None
             if written is None:
                 self._release(gang.job, done)
                 return False
@@ -57,7 +61,7 @@ class ClaimWriter:
     def _path(self, write: ClaimWrite) -> str:
         return f"{DRA_API}/namespaces/{write.namespace}/resourceclaims/{write.name}/status"
 
-    def _write(self, write: ClaimWrite) -> tuple[ClaimWrite, tuple[Consumer, ...]] | None:
+    def _write(self, write: ClaimWrite) -> tuple[ClaimWrite, tuple[Consumer, ...], object] | None:
         key = f"{write.namespace}/{write.name}"
         with self.stores.lock:
             raw = self.stores.resource_claims.objects.get(key)
@@ -86,13 +90,16 @@ class ClaimWriter:
         self._keep(updated)
         log.info("claim %s: %s for %s", key, "allocated and reserved" if write.allocation else "reserved",
                  ", ".join(c.name for c in write.consumers))
-        return write, (*reserved, *write.consumers)
+        return write, (*reserved, *write.consumers), (updated.get("metadata") or {}).get("resourceVersion")
 
-    def _release(self, job: str, done: list[tuple[ClaimWrite, tuple[Consumer, ...]]]) -> None:
-        for write, reserved in reversed(done):
+    def _release(self, job: str, done: list[tuple[ClaimWrite, tuple[Consumer, ...], object]]) -> None:
+        """Undo the gang's writes, each on the version it wrote: a claim changed since (another consumer added)
+        is left as it is rather than have reservedFor, which the patch replaces whole, lose that consumer."""
+        for write, reserved, version in reversed(done):
+            body = release_patch(write, reserved)
+            body["metadata"] = {"resourceVersion": version}
             try:
-                updated = self.kube.request("PATCH", self._path(write), body=release_patch(write, reserved),
-                                            content_type=MERGE_PATCH)
+                updated = self.kube.request("PATCH", self._path(write), body=body, content_type=MERGE_PATCH)
             except TRANSPORT_ERRORS as exc:  # the claim controller drops reservations of pods that never run
                 log.warning("gang %s: releasing claim %s/%s failed: %s", job, write.namespace, write.name, exc)
                 continue

@@ -106,3 +106,41 @@ def test_a_shared_claim_keeps_its_consumers() -> None:
     back = claim_from_object(server.claims["a"])
     assert back.reserved_for == (Consumer("pods", "p", "uid-p"), Consumer("pods", "q", "uid-q"))
     assert back.allocation == write("a", "p", "gpu-0").allocation
+
+
+class ChangedMeanwhile(FakeApiserver):
+    """Before refusing claim `b`, another writer adds a consumer to claim `a` (a new resourceVersion); with
+    `fail`, claim `b`'s answer cannot be read at all."""
+
+    def __init__(self, claims: dict[str, dict[str, Any]], *, fail: bool = False) -> None:
+        super().__init__(claims, frozenset({"b"}))
+        self.fail = fail
+
+    def request(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
+        if path == PATH.format("b"):
+            if self.fail:
+                raise RuntimeError("an answer nobody expected")
+            a = self.claims["a"]
+            a["status"]["reservedFor"].append({"resource": "pods", "name": "r", "uid": "uid-r"})
+            a["metadata"]["resourceVersion"] = str(int(a["metadata"]["resourceVersion"]) + 1)
+        return super().request(method, path, **kw)
+
+
+def test_the_release_keeps_a_consumer_added_since_the_gang_wrote() -> None:
+    _, plain, stores = setup()
+    server = ChangedMeanwhile(plain.claims)
+    writer = ClaimWriter(server, stores, lambda: True)  # type: ignore[arg-type]
+    assert not writer.write(GangBind("ns/g", (("ns/p", "n1"), ("ns/q", "n1")), (),
+                                     (write("a", "p", "gpu-0"), write("b", "q", "gpu-1"))))
+    kept = claim_from_object(server.claims["a"])
+    assert Consumer("pods", "r", "uid-r") in kept.reserved_for and kept.allocation is not None
+
+
+def test_an_unreadable_answer_mid_gang_still_releases_what_the_gang_wrote() -> None:
+    _, plain, stores = setup()
+    server = ChangedMeanwhile(plain.claims, fail=True)
+    writer = ClaimWriter(server, stores, lambda: True)  # type: ignore[arg-type]
+    assert not writer.write(GangBind("ns/g", (("ns/p", "n1"), ("ns/q", "n1")), (),
+                                     (write("a", "p", "gpu-0"), write("b", "q", "gpu-1"))))
+    released = claim_from_object(server.claims["a"])
+    assert released.allocation is None and released.reserved_for == ()
