@@ -6,7 +6,8 @@ used by kube-scheduler's DynamicResources plugin; Volcano: pkg/scheduler/plugins
 
 - a request takes devices its DeviceClass's selectors and its own selectors all accept (`dra/cel.py`), that the
   node reaches (`dra/inventory.py`) and that no other claim holds; `ExactCount` takes `count` of them, `All`
-  takes every one the node reaches, and fails if any of those is held;
+  takes every one the node reaches, and fails if any of those is held or if a pool the node reaches is being
+  updated (its newest generation has fewer slices than `resourceSliceCount`: "all" would be a subset);
 - `matchAttribute` constraints: the devices of the requests a constraint names (all when none) have one value
   of the attribute; a device without the attribute cannot be taken for them;
 - admin access (a monitoring pod's view of devices others hold) is refused unless the allocator allows it;
@@ -318,6 +319,10 @@ class Tentative:
             free = list(found) if req.admin_access else \
                 [c for c in found if c.id not in held and c.id not in mine and c.id not in taken]
             if req.mode == ALL:
+                updating = _updating_pool(alloc.inventory, node, labels)
+                if updating:  # some of "all" is not published yet: taking the rest would be a subset
+                    return R.ClaimUnusable(key, f"request {req.name} asks for all devices, but pool {updating} is "
+                                                "being updated (fewer slices than its resourceSliceCount)")
                 if not found or len(free) < len(found):
                     return R.ClaimDevicesShort(key, req.name, req.device_class, max(len(found), 1), len(free), node)
                 options.append((req, free, len(free)))
@@ -346,6 +351,14 @@ class Tentative:
             return Allocation(results, node)
         selected = [c for c in cands if c.reach == SELECTED]
         return Allocation(results, "", selected[0].slice.node_selector if selected else ())
+
+
+def _updating_pool(inventory: Inventory, node: str, labels: Mapping[str, str]) -> str:
+    """A pool the node reaches whose newest generation is not wholly published ("driver/pool"), or ""."""
+    if not inventory.incomplete:
+        return ""
+    pools = {(c.driver, c.slice.pool) for c in inventory.devices(node, labels)} & inventory.incomplete
+    return "/".join(min(pools)) if pools else ""
 
 
 def _too_many(key: str, wanted: int) -> Reason:

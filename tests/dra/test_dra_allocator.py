@@ -292,3 +292,17 @@ def test_a_claim_never_gets_more_devices_than_an_allocation_may_hold() -> None:
     trial = allocator(c).tentative()
     assert trial.place(ref("p"), claims_of("p", ("x", "c", "")), "n0", {}) == ()
     assert len(devices(trial.plan()[0].allocation)) == 32
+
+
+def test_all_mode_waits_while_a_pool_the_node_reaches_is_being_updated() -> None:
+    """Generation 2 of n0's pool says 2 slices and one is published: `All` would take a subset, so it waits;
+    `ExactCount` takes from what is published; n1's complete pool is not concerned."""
+    c = cluster(nodes=2, per_node=2, claims=[claim("all", request("g", "gpu", mode="All")),
+                                             claim("one", request("g", "gpu"))])
+    first = c["slices"][0]
+    first["spec"]["pool"].update(generation=2, resourceSliceCount=2)
+    a = allocator(c)
+    (reason,) = a.tentative().fits(ref("p"), claims_of("p", ("x", "all", "")), "n0", {})
+    assert isinstance(reason, R.ClaimUnusable) and f"pool {DRIVER}/n0 is being updated" in reason.problem
+    assert a.tentative().fits(ref("p"), claims_of("p", ("x", "one", "")), "n0", {}) == ()
+    assert a.tentative().fits(ref("p"), claims_of("p", ("x", "all", "")), "n1", {}) == ()
