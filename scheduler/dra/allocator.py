@@ -17,8 +17,9 @@ used by kube-scheduler's DynamicResources plugin; Volcano: pkg/scheduler/plugins
 - a claim already allocated (shared by several pods, or allocated in an earlier cycle) is reused where its
   devices are reachable, and the pod is added to `reservedFor`; a claim from a template that the claim
   controller has not made yet is allocated as the claim the pod would get (the template's spec);
-- a gang's allocations are made on a `Tentative`, on top of the allocator's held devices: `commit` keeps them
-  (after the binds), `discard` forgets them whole.
+- a session's allocations are made on a `Tentative`, on top of the devices the cluster's claims hold: `place`
+  takes a pod's, `release` gives back what only that pod held (a statement discarded it), `plan` is what the
+  binder writes.
 
 A claim's devices are chosen by a bounded depth-first search over the requests' candidates (taken in a stable
 order: node-local devices first, then by slice name and position), so a constraint that a greedy pick would
@@ -93,21 +94,9 @@ class Allocator:
         self.held: set[DeviceId] = {r.device for c in self.claims.values() if c.allocation
                                     for r in c.allocation.results if not r.admin_access}
         self._matching: dict[tuple[str, tuple[str, ...], str], tuple[Candidate, ...] | Reason] = {}
-        self.version = 0  # bumped when `held` changes: a Tentative's remembered results are then stale
 
     def tentative(self) -> Tentative:
         return Tentative(self)
-
-    def commit(self, trial: Tentative) -> None:
-        """Keep a gang's allocations (its binds went out): its devices are held from now on."""
-        self.held |= trial.held
-        self.version += 1
-        for key, entry in trial.entries.items():
-            namespace, name = key.split("/", 1)
-            old = self.claims.get(key)
-            self.claims[key] = ResourceClaim(namespace, name, old.uid if old else "", entry.spec, entry.allocation,
-                                             tuple(entry.reserved), False, old.owner_pod if old else "")
-        trial.discard()
 
     def matching(self, request: DeviceRequest, node: str, labels: Mapping[str, str],
                  claim: str) -> tuple[Candidate, ...] | Reason:
@@ -143,27 +132,20 @@ class Allocator:
 
 
 class Tentative:
-    """One gang's allocations, on top of the allocator's: `place` a pod's claims on a node (all of them or none),
-    `fits` to ask without keeping anything, `plan` what the binder writes, `discard` to forget it all."""
+    """A session's allocations, on top of the allocator's: `place` a pod's claims on a node (all of them or none),
+    `fits` to ask without keeping anything, `release` a pod's, `plan` what the binder writes."""
 
     def __init__(self, allocator: Allocator) -> None:
         self.allocator = allocator
         self.held: set[DeviceId] = set()
         self.entries: dict[str, _Entry] = {}
         # The result of a claim spec on a node (a gang's pods from one template share the spec), valid while no
-        # device the node reaches was taken: (spec, allocator version, node version, wide version, result).
-        self._remembered: dict[tuple[int, str], tuple[ClaimSpec, int, int, int, Allocation | Reason]] = {}
+        # device the node reaches was taken or given back: (spec, node version, wide version, result).
+        self._remembered: dict[tuple[int, str], tuple[ClaimSpec, int, int, Allocation | Reason]] = {}
         self._node_version: dict[str, int] = {}
         self._wide_version = 0
         self._canonical: dict[ClaimSpec, ClaimSpec] = {}  # equal specs (the claims of a gang) share results
         self._same: dict[int, tuple[ClaimSpec, ClaimSpec]] = {}  # id(spec) -> (spec, its canonical equal)
-
-    def discard(self) -> None:
-        self.held = set()
-        self.entries = {}
-        self._remembered = {}
-        self._node_version = {}
-        self._wide_version += 1
 
     def fits(self, pod: PodRef, claims: PodClaims, node: str, labels: Mapping[str, str]) -> tuple[Reason, ...]:
         if len(claims.claims) == 1:  # the common case: a pod's one claim, not allocated yet, asked of many nodes
@@ -287,14 +269,14 @@ class Tentative:
                   taken: set[DeviceId]) -> Allocation | Reason:
         if taken:  # another claim of the same pod took devices: nothing remembered applies
             return self._choose(key, spec, node, labels, taken)
-        versions = (self.allocator.version, self._node_version.get(node, 0), self._wide_version)
+        versions = (self._node_version.get(node, 0), self._wide_version)
         same = self._same.get(id(spec))
         if same is None or same[0] is not spec:  # one entry per equal spec: the claims of a gang are alike
             same = self._same[id(spec)] = (spec, self._canonical.setdefault(spec, spec))
         canonical = same[1]
         held = self._remembered.get((id(canonical), node))
-        if held is not None and held[0] is canonical and held[1:4] == versions:
-            result = held[4]
+        if held is not None and held[0] is canonical and held[1:3] == versions:
+            result = held[3]
             return _for_claim(result, key) if isinstance(result, Reason) else result
         result = self._choose(key, spec, node, labels, taken)
         self._remembered[(id(canonical), node)] = (canonical, *versions, result)

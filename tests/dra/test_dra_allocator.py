@@ -7,7 +7,7 @@ from typing import Any
 from dra_objects import DRIVER, claim, device, device_class, pod, request, slice_, template
 
 from scheduler.api import reasons_dra as R
-from scheduler.api.dra import Allocation, Consumer, DeviceId, PodClaims
+from scheduler.api.dra import Allocation, Consumer, PodClaims
 from scheduler.api.dra_parse import (
     claim_from_object,
     class_from_object,
@@ -113,8 +113,7 @@ def test_admin_access_refused_unless_allowed_and_then_takes_held_devices() -> No
     assert t.place(ref("p"), claims_of("p", ("x", "mon", "")), "n0", {}) == ()
     write = t.plan()[0]
     assert write.allocation is not None and all(r.admin_access for r in write.allocation.results)
-    a.commit(t)
-    assert a.held == {DeviceId(DRIVER, "n0", "gpu-0"), DeviceId(DRIVER, "n0", "gpu-1")}  # admin holds nothing new
+    assert t.held == set()  # admin access holds nothing
 
 
 def test_shared_claim_allocated_once_reused_on_its_node_only() -> None:
@@ -155,7 +154,7 @@ def test_template_claim_is_the_claim_the_pod_would_get() -> None:
         (R.ClaimMissing("default/z", "nope", True),)
 
 
-def test_a_pod_whose_second_claim_fails_keeps_nothing_and_discard_forgets_the_gang() -> None:
+def test_a_pod_whose_second_claim_fails_keeps_nothing_and_release_gives_back_the_rest() -> None:
     c = cluster(nodes=1, claims=[claim("a", request("g", "gpu")), claim("b", request("g", "gpu", count=2))])
     a = allocator(c)
     t = a.tentative()
@@ -163,20 +162,11 @@ def test_a_pod_whose_second_claim_fails_keeps_nothing_and_discard_forgets_the_ga
         (R.ClaimDevicesShort("default/b", "g", "gpu", 2, 1, "n0"),)
     assert t.plan() == [] and t.held == set()
     assert t.place(ref("p"), claims_of("p", ("x", "a", "")), "n0", {}) == ()
-    t.discard()
-    assert t.plan() == [] and a.held == set()
-    assert a.tentative().place(ref("q"), claims_of("q", ("y", "b", "")), "n0", {}) == ()
-
-
-def test_commit_holds_the_gangs_devices_for_the_next_gang() -> None:
-    c = cluster(nodes=1, templates=[template("one-gpu", request("g", "gpu"))])
-    a = allocator(c)
-    t = a.tentative()
-    for p in ("p", "q"):
-        assert t.place(ref(p), claims_of(p, ("g", "", "one-gpu")), "n0", {}) == ()
-    a.commit(t)
-    assert a.tentative().fits(ref("r"), claims_of("r", ("g", "", "one-gpu")), "n0", {}) == \
-        (R.ClaimDevicesShort("default/r-g", "g", "gpu", 1, 0, "n0"),)
+    assert t.fits(ref("q"), claims_of("q", ("y", "b", "")), "n0", {}) == \
+        (R.ClaimDevicesShort("default/b", "g", "gpu", 2, 1, "n0"),)
+    t.release(ref("p"))
+    assert t.plan() == [] and t.held == set()
+    assert t.place(ref("q"), claims_of("q", ("y", "b", "")), "n0", {}) == ()
 
 
 def test_missing_class_and_bad_selector_are_typed() -> None:
@@ -221,7 +211,7 @@ def test_a_remembered_result_names_each_pods_claim_and_is_dropped_when_the_node_
     assert t.place(ref("q"), claims_of("q", ("g", "", "one-gpu")), "n1", {}) == ()
     assert t.fits(ref("r"), claims_of("r", ("g", "", "one-gpu")), "n1", {}) == \
         (R.ClaimDevicesShort("default/r-g", "g", "gpu", 1, 0, "n1"),)
-    t.discard()
+    t.release(ref("q"))  # n1's GPU given back: the remembered answer for n1 is stale
     assert t.fits(ref("r"), claims_of("r", ("g", "", "one-gpu")), "n1", {}) == ()
 
 
