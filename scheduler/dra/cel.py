@@ -26,6 +26,7 @@ from scheduler.api.dra import Device
 from scheduler.api.resources import QuantityError, parse_quantity
 
 DEVICES_KEPT_MAX = 100_000  # devices whose inputs and results are kept; past it, all are dropped and recomputed
+PROGRAMS_KEPT_MAX = 10_000  # compiled expressions kept (claims come and go with their selectors); past it, dropped
 _DOMAIN_KEY = re.compile(r"""device\s*\.\s*(attributes|capacity)\s*\[\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\]""")
 
 
@@ -88,6 +89,8 @@ class Selectors:
     def _compile(self, expression: str) -> _Compiled:
         done = self._programs.get(expression)
         if done is None:
+            if len(self._programs) >= PROGRAMS_KEPT_MAX:  # results stay valid: they are keyed by the text
+                self._programs.clear()
             self.compiled += 1
             domains = tuple((m[1], m[2] if m[2] is not None else m[3]) for m in _DOMAIN_KEY.finditer(expression))
             try:

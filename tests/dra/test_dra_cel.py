@@ -72,3 +72,15 @@ def test_results_of_replaced_devices_are_not_kept_without_bound(monkeypatch: pyt
 def test_capacities_are_integers_so_plain_comparisons_also_work() -> None:
     """A difference from Kubernetes, where a capacity is a Quantity that only `compareTo` and friends compare."""
     assert Selectors().matches(f'device.capacity["{DRV}"].memory > quantity("40Gi")', A100, DRV)
+
+
+def test_compiled_programs_are_not_kept_without_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every distinct selector ever seen (claims come and go, each may carry its own) would stay compiled."""
+    import scheduler.dra.cel as cel
+
+    monkeypatch.setattr(cel, "PROGRAMS_KEPT_MAX", 10)
+    sel = Selectors()
+    for i in range(35):
+        assert sel.matches(f"{i} >= 0", A100, DRV)
+        assert len(sel._programs) <= 10
+    assert sel.compiled == 35 and sel.matches("0 >= 0", A100, DRV)  # a dropped program's result is still known
