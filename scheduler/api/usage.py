@@ -132,7 +132,10 @@ def _bounded(body: Mapping[str, Any], key: str, lo: float, hi: float, *, open_lo
     value = body.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise BadValueError(f"{key}: expected a number")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of hundreds of digits (JSON has no bound): no float holds it
+        raise BadValueError(f"{key}: out of range {'(' if open_lo else '['}{lo:g}, {hi:g}]") from None
     if not math.isfinite(number) or number > hi or number < lo or (open_lo and number == lo):
         raise BadValueError(f"{key}: out of range {'(' if open_lo else '['}{lo:g}, {hi:g}]")
     return number

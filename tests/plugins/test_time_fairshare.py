@@ -8,11 +8,13 @@ numeric summation, not by calling the code under test."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from typing import Any
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from scheduler.api.convert import queue_from_object
 from scheduler.api.field_parsers import BadValueError
@@ -97,6 +99,10 @@ HOSTILE = [
     ("another version", '{"v": 2, "at": 1, "halfLife": 1, "window": 1}', "v: expected 1"),
     ("a negative amount", '{"v":1,"at":1,"halfLife":1,"window":1,"used":{"nvidia.com/gpu":-1}}', "out of range"),
     ("an infinite time", '{"v":1,"at":1e999,"halfLife":1,"window":1}', "at: out of range"),
+    ("an integer too large for a float", '{"v":1,"at":1' + "0" * 400 + ',"halfLife":1,"window":1}',
+     "at: out of range"),
+    ("an amount too large for a float",
+     '{"v":1,"at":1,"halfLife":1,"window":1,"used":{"nvidia.com/gpu":9' + "9" * 400 + "}}", "out of range"),
     ("a zero half-life", '{"v":1,"at":1,"halfLife":0,"window":1}', "halfLife: out of range"),
     ("a boolean amount", '{"v":1,"at":1,"halfLife":1,"window":1,"used":{"x":true}}', "expected a number"),
     ("too many resources",
@@ -118,6 +124,34 @@ def test_a_hostile_annotation_gives_a_reason_and_the_queue_starts_from_zero(text
     assert sink[0].fallback == "no usage history (starts from zero)"
     if problem is not None:
         assert problem in sink[0].problem
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, -(10**400), 10**30 + 1]) | st.floats()
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.fixed_dictionaries({"v": st.just(1)}, optional={
+    "at": _JSON_VALUES, "halfLife": _JSON_VALUES, "window": _JSON_VALUES,
+    "share": _JSON_VALUES, "used": st.dictionaries(st.text(max_size=4), _JSON_VALUES, max_size=4) | _JSON_VALUES,
+}))
+def test_any_json_record_reads_as_a_bounded_record_or_one_reason(body: dict[str, Any]) -> None:
+    """Whatever a careless or hostile writer puts in the record's fields (huge integers, NaN, wrong types), the
+    Queue is read: a record whose every number is finite and in its bounds, or no history and one reason."""
+    text = json.dumps(body)  # NaN and Infinity as Python's json writes them
+    sink: list[Any] = []
+    queue = queue_from_object(queue_obj("q", text), creation=0.0, sink=sink)
+    if queue.usage is None:
+        assert [r.path for r in sink] == [f"metadata.annotations[{USAGE_ANNOTATION}]"]
+    else:
+        numbers = [queue.usage.at, queue.usage.half_life, queue.usage.window, queue.usage.share,
+                   *queue.usage.used.values()]
+        assert sink == [] and all(math.isfinite(n) and n >= 0 for n in numbers)
+        assert queue.usage.half_life > 0 and queue.usage.window > 0
 
 
 def test_parse_usage_refuses_what_is_not_text() -> None:
