@@ -52,6 +52,17 @@ def test_deleting_finished_jobs_changes_no_placement(tmp_path: Any) -> None:
     assert placements(0) == placements(None)
 
 
+def test_a_ttl_past_int32_is_no_ttl_and_ends_no_replay(tmp_path: Any) -> None:
+    """Volcano's ttlSecondsAfterFinished is an int32: a larger integer (one too large even for a float) passes
+    the CRD's type and minimum checks, but deletes nothing and must not end the replay."""
+    for ttl in (2**31, 10**400):
+        outcome = replay(_cluster(tmp_path), workload_from_docs("t", _jobs(ttl)), builtin_default_conf(),
+                         period=10)
+        short = next(r for r in outcome.runs if r.item.name == "short")
+        assert short.ended is not None and short.ttl is None and short.collected is None
+        assert short.key in outcome.cluster.podgroups
+
+
 RECLAIM = """
 actions: "enqueue, allocate, gangreclaim, backfill"
 tiers:
