@@ -29,6 +29,7 @@ from scheduler.api.usage import (
 from scheduler.cache.status_writer import USAGE_WRITE_PERIOD, _usage_due
 from scheduler.cli.ctl.queues import usage_rows
 from scheduler.framework.conf_values import ArgumentError
+from scheduler.plugins.proportion import ProportionArgs
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
 
 GPU = "nvidia.com/gpu"
@@ -182,6 +183,7 @@ def test_the_arguments_take_durations_and_seconds() -> None:
     conf = conf_from_tiers(["gang"], [proportion(**{"usage.weight": "0.5", "usage.halfLife": "90m",
                                                      "usage.window": 86400})])
     args = next(p for tier in conf.tiers for p in tier.plugins if p.name == "proportion").args
+    assert isinstance(args, ProportionArgs)
     assert (args.usage.weight, args.usage.half_life, args.usage.window) == (0.5, 5400.0, 86400.0)
 
 
@@ -246,7 +248,7 @@ def test_a_queue_that_used_more_recently_deserves_less_as_the_rule_says(seed: in
     now = 0.0  # the first session runs at the record's own time: nothing decayed yet
     fractions = {q: ref_usage_fraction(used[q] * 2 ** (-now / HALF_LIFE), total, HALF_LIFE, WINDOW) for q in used}
     expected = ref_weights(weights, fractions, k)
-    deserved = {q.queue: q.deserved.get(GPU) / 1000 for q in result.queues if q.queue in used}
+    deserved = {q.queue: (q.deserved or Resource()).get(GPU) / 1000 for q in result.queues if q.queue in used}
     scale = sum(expected.values())
     for q in used:
         assert deserved[q] == pytest.approx(total * expected[q] / scale, abs=0.002), (q, deserved, expected)
@@ -267,7 +269,8 @@ def test_the_penalty_fades_as_the_usage_decays() -> None:
     for at in (0.0, 600.0, 1800.0, 3600.0):
         c.sim.now = at
         result = c.cycle(conf)
-        deserved = {q.queue: q.deserved.get(GPU) / 1000 for q in result.queues if q.queue in ("night", "day")}
+        deserved = {q.queue: (q.deserved or Resource()).get(GPU) / 1000 for q in result.queues
+                    if q.queue in ("night", "day")}
         u = ref_usage_fraction(16 * 3600.0 * 2 ** (-at / HALF_LIFE), 16, HALF_LIFE, WINDOW)
         expected = ref_weights({"night": 1, "day": 1}, {"night": u}, 1.0)
         assert deserved["night"] == pytest.approx(16 * expected["night"] / sum(expected.values()), abs=0.002)
