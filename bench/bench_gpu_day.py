@@ -69,24 +69,16 @@ from scheduler.sim.workload import load_cluster, workload_from_docs  # noqa: E40
 ROOT = Path(__file__).resolve().parent.parent
 ALL_CONF = ROOT / "examples" / "sim" / "gpu-day.conf"
 
-# Volcano's installer/helm/chart/volcano/config/volcano-scheduler.conf: what `helm install volcano` runs.
-VOLCANO_CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+# The ConfigMap volcano-py ships holds Volcano's installer/helm/chart/volcano/config/volcano-scheduler.conf (what
+# `helm install volcano` runs) line for line; tests/deploy/test_shipped_conf.py pins it to Volcano's snapshot.
+SHIPPED_CONFIGMAP = ROOT / "manifests" / "03-scheduler-configmap.yaml"
+
+
+def volcano_conf() -> SchedulerConf:
+    """Volcano's Helm chart conf, read from the shipped ConfigMap."""
+    text = yaml.safe_load(SHIPPED_CONFIGMAP.read_text())["data"]["volcano-scheduler.conf"]
+    return conf_from_text(text, source="volcano-scheduler.conf (Volcano's Helm chart, as manifests/ ships it)")
+
 
 # volcano-py's default tiers with one policy or more: {actions}, {tier1} and {proportion} filled in
 POLICY_CONF = """
@@ -120,7 +112,7 @@ def policy_conf(*, consolidate: bool = False, reclaim: bool = False, fair_share:
 
 
 VARIANTS: dict[str, Callable[[], SchedulerConf]] = {
-    "volcano-conf": lambda: conf_from_text(VOLCANO_CONF, source="volcano-scheduler.conf (Volcano's Helm chart)"),
+    "volcano-conf": volcano_conf,
     "volcano-py": builtin_default_conf,
     "consolidate": lambda: policy_conf(consolidate=True),
     "fair-share": lambda: policy_conf(fair_share=True),

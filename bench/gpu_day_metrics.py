@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_day_workload import CHECKPOINT_EVERY, CLASSES, class_of
+from gpu_day_workload import CHECKPOINT_EVERY, CLASSES, class_of, gpus_of
 
 MIN_CLASS_JOBS = 50
 HOUR = 3600.0
@@ -53,22 +53,13 @@ class ClassWaits:
         return self.p50 is not None
 
 
-def job_gpus(manifest: Mapping[str, Any]) -> int:
-    total = 0
-    for task in manifest["spec"]["tasks"]:
-        container = task["template"]["spec"]["containers"][0]
-        limits = (container.get("resources") or {}).get("limits") or {}
-        total += int(task["replicas"]) * int(limits.get("nvidia.com/gpu", 0))
-    return total
-
-
 def outcomes(replay: Any) -> list[JobOutcome]:
     """The jobs of a `scheduler.sim.replay.Replay`."""
     out = []
     for run in replay.runs:
         manifest = run.item.manifest
         every = ((manifest.get("metadata") or {}).get("annotations") or {}).get(CHECKPOINT_EVERY)
-        out.append(JobOutcome(run.item.name, run.queue, job_gpus(manifest), run.item.arrival, run.started,
+        out.append(JobOutcome(run.item.name, run.queue, gpus_of(manifest), run.item.arrival, run.started,
                               run.ended if run.ended is not None else replay.end, tuple(run.lost),
                               float(every) if every else None))
     return out

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,7 +140,10 @@ def offered_load(docs: list[dict[str, Any]], gpus: int, day: float = DAY) -> flo
     return float(asked) / (gpus * day)
 
 
-def gpus_of(doc: dict[str, Any]) -> int:
-    task = doc["spec"]["tasks"][0]
-    return int(task["replicas"]) * int(task["template"]["spec"]["containers"][0]["resources"]["limits"]
-                                       ["nvidia.com/gpu"])
+def gpus_of(doc: Mapping[str, Any]) -> int:
+    """The GPUs a Job (a workload document, or the manifest the replay keeps of it) asks for over its tasks."""
+    total = 0
+    for task in doc["spec"]["tasks"]:
+        limits = (task["template"]["spec"]["containers"][0].get("resources") or {}).get("limits") or {}
+        total += int(task["replicas"]) * int(limits.get("nvidia.com/gpu", 0))
+    return total

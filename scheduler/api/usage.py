@@ -132,7 +132,10 @@ def _bounded(body: Mapping[str, Any], key: str, lo: float, hi: float, *, open_lo
     value = body.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise BadValueError(f"{key}: expected a number")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of hundreds of digits (JSON has no bound): no float holds it
+        raise BadValueError(f"{key}: out of range {'(' if open_lo else '['}{lo:g}, {hi:g}]") from None
     if not math.isfinite(number) or number > hi or number < lo or (open_lo and number == lo):
         raise BadValueError(f"{key}: out of range {'(' if open_lo else '['}{lo:g}, {hi:g}]")
     return number
@@ -183,6 +186,12 @@ WEIGHT_FLOOR: Final = 0.01  # a queue keeps at least 1% of its weight's fraction
 WEIGHT_SCALE: Final = 1_000_000  # adjusted weights in millionths, so water-filling keeps integer weights
 
 
+def moved_fraction(fraction: float, used: float, k: float) -> float:
+    """A queue's fraction `f` (of the total weight, or of the cluster it deserves) moved by `k` times how far its
+    usage fraction `u` is below (or above) it: `f + k x (f - u)`, at least `f x WEIGHT_FLOOR`."""
+    return max(fraction * WEIGHT_FLOOR, fraction + k * (fraction - used))
+
+
 def history_weights(weights: Mapping[str, int], usage: Mapping[str, float], k: float) -> dict[str, int]:
     """The weights water-filling uses with history: a queue's fraction of the total weight `f`, moved by `k`
     times how far its usage fraction `u` is below (or above) it, `f + k x (f - u)`, at least `f x WEIGHT_FLOOR`;
@@ -193,7 +202,6 @@ def history_weights(weights: Mapping[str, int], usage: Mapping[str, float], k: f
         if weight <= 0 or total <= 0:
             adjusted[name] = weight
             continue
-        fraction = weight / total
-        moved = max(fraction * WEIGHT_FLOOR, fraction + k * (fraction - usage.get(name, 0.0)))
+        moved = moved_fraction(weight / total, usage.get(name, 0.0), k)
         adjusted[name] = max(1, round(moved * WEIGHT_SCALE))
     return adjusted

@@ -57,7 +57,7 @@ from scheduler.api.phases import TaskStatus
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import QueueNotLeaf, QueueParentCycle, QueueParentMissing, Reason
 from scheduler.api.resources import CPU, MEMORY, Resource
-from scheduler.api.usage import WEIGHT_FLOOR, QueueUsage
+from scheduler.api.usage import QueueUsage, moved_fraction
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.evictable import EvictionContext, EvictionKind
 from scheduler.framework.fair_share import UsageArgs, fold_queues, parse_usage_args
@@ -279,17 +279,24 @@ class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
         """The share QueueOrder compares with history: unchanged up to the deserved share (what a queue deserves
         does not depend on its past); above it, the borrowed part divided by the queue's history multiplier `m`,
         so the room nobody deserves is split in proportion to deserved x m (KAI's over-quota share, moved by
-        usage). `m = history_weights`' moved fraction over the fraction itself, `f` being the deserved fraction
-        and `u` the usage fraction: `1 + k x (1 - u / f)`, at least `WEIGHT_FLOOR`."""
-        if share <= 1 or not dimensions(attr.deserved):
+        usage)."""
+        if share <= 1:
             return share
-        name = attr.queue.name
-        if name not in self.history:
-            fraction, usage = self._deserved_fraction(attr), self.usage.get(name)
-            used = usage.share if usage is not None else 0.0
-            moved = max(fraction * WEIGHT_FLOOR, fraction + self.args.usage.weight * (fraction - used))
-            self.history[name] = Fraction(moved / fraction) if fraction > 0 else Fraction(1)
-        return 1 + (share - 1) / self.history[name]
+        multiplier = self.history.get(attr.queue.name)
+        if multiplier is None:
+            multiplier = self.history[attr.queue.name] = self._multiplier(attr)
+        return 1 + (share - 1) / multiplier
+
+    def _multiplier(self, attr: QueueAttr) -> Fraction:
+        """`m`: the deserved fraction `f` moved by history (`api/usage.moved_fraction`, as proportion moves a
+        weight's fraction) over `f` itself, i.e. `1 + k x (1 - u / f)`, at least `WEIGHT_FLOOR`; 1 for a queue
+        that deserves nothing of the cluster (no `f` to divide by)."""
+        fraction = self._deserved_fraction(attr)
+        if fraction <= 0:
+            return Fraction(1)
+        usage = self.usage.get(attr.queue.name)
+        return Fraction(moved_fraction(fraction, usage.share if usage is not None else 0.0, self.args.usage.weight)
+                        / fraction)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
         tree = self.tree

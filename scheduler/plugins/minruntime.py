@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from scheduler.api import reasons as R
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
-from scheduler.api.min_runtime import MIN_RUNTIME_BOUND
+from scheduler.api.min_runtime import MIN_RUNTIME_BOUND, NO_MIN_RUNTIME, QueueMinRuntime
 from scheduler.api.phases import TaskStatus
 from scheduler.durations import SECOND, DurationError, parse_go_duration
 from scheduler.framework.conf_args import ArgReader
@@ -124,15 +124,15 @@ class MinRuntimePlugin(Plugin[MinRuntimeArgs]):
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.now = ssn.now
-        # job -> eviction family -> why it is kept (only jobs kept from some eviction now)
-        self.protected: dict[str, dict[str, Protection]] = {}
+        # job -> why it is kept from every eviction now; or, for a job whose queue's annotations tell the eviction
+        # families apart (and whose pods ask nothing), job -> family -> why
+        self.protected: dict[str, Protection] = {}
+        self.by_family: dict[str, dict[str, Protection]] = {}
         for job in ssn.jobs.values():
-            found = self._protection(job)
-            if found:
-                self.protected[job.key] = found
+            self._protect(job)
 
     def inactive_points(self) -> frozenset[str]:
-        if self.protected or self.args.cooldown:
+        if self.protected or self.by_family or self.args.cooldown:
             return frozenset()
         return frozenset({"victim_filter"})
 
@@ -145,37 +145,48 @@ class MinRuntimePlugin(Plugin[MinRuntimeArgs]):
         asked = [s for _, s in read if s is not None and s >= 0]
         return min(max(asked), self.args.maximum) if asked else None
 
-    def _resolve(self, job: JobInfo, asked: float | None, family: str) -> tuple[float, str]:
-        """job > queue (its annotation, then the plugin's queueMinRuntime) > the plugin's default."""
+    def _resolve(self, job: JobInfo, asked: float | None, own: QueueMinRuntime, family: str) -> tuple[float, str]:
+        """job > queue (its annotation `own`, then the plugin's queueMinRuntime) > the plugin's default."""
         if asked is not None:
             return asked, R.MIN_RUNTIME_JOB
-        queue = self.ssn.queues.get(job.queue)
-        if queue is not None and queue.min_runtime.is_set:
-            own = queue.min_runtime.for_eviction(cross_queue=family == CROSS_QUEUE, moving=family == MOVE)
-            if own is not None:
-                return own, R.MIN_RUNTIME_QUEUE_ANNOTATION
+        if own.is_set:
+            minimum = own.for_eviction(cross_queue=family == CROSS_QUEUE, moving=family == MOVE)
+            if minimum is not None:
+                return minimum, R.MIN_RUNTIME_QUEUE_ANNOTATION
         configured = self.args.queues.get(job.queue)
         if configured is not None:
             return configured, R.MIN_RUNTIME_QUEUE
         return self.args.default, R.MIN_RUNTIME_DEFAULT
 
-    def _protection(self, job: JobInfo) -> dict[str, Protection]:
-        """Each eviction family the job is kept from now, and why."""
+    def _protect(self, job: JobInfo) -> None:
+        """Note each eviction family the job is kept from now, and why. The families differ only through the
+        annotations of the job's queue, and only when no pod asks: otherwise one answer holds for all (the cost of
+        a job of a queue without them is one lookup)."""
         on_node = [t for t in job.tasks.values() if t.status in ON_NODE]
         if not on_node:
-            return {}
+            return
         asked = self._asked(job, on_node)
         start = min(t.scheduled_at if t.scheduled_at is not None else t.creation for t in on_node)
-        kept = {}
-        for family in FAMILIES:
-            minimum, source = self._resolve(job, asked, family)
-            if minimum > 0 and start + minimum > self.now:
-                kept[family] = Protection(start + minimum, minimum, source)
-        return kept
+        queue = self.ssn.queues.get(job.queue)
+        own = queue.min_runtime if queue is not None else NO_MIN_RUNTIME
+        if asked is None and own.is_set:
+            kept = {}
+            for family in FAMILIES:
+                minimum, source = self._resolve(job, asked, own, family)
+                if minimum > 0 and start + minimum > self.now:
+                    kept[family] = Protection(start + minimum, minimum, source)
+            if kept:
+                self.by_family[job.key] = kept
+            return
+        minimum, source = self._resolve(job, asked, NO_MIN_RUNTIME, IN_QUEUE)
+        if minimum > 0 and start + minimum > self.now:
+            self.protected[job.key] = Protection(start + minimum, minimum, source)
 
     def _kept(self, task: TaskInfo, family: str) -> Protection | None:
         """Why `task` is no victim of an eviction of `family` now (None: it may go)."""
-        found = self.protected.get(task.job, {}).get(family)
+        found = self.protected.get(task.job)
+        if found is None and self.by_family:
+            found = self.by_family.get(task.job, {}).get(family)
         if found is not None:
             return found
         if (self.args.cooldown and task.cooldown is not None and task.cooldown > 0 and task.scheduled_at is not None

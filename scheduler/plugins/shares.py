@@ -237,7 +237,7 @@ def reclaimable_for(ssn: SessionAPI, job: JobInfo) -> Resource:
             request[other.queue] = request[other.queue] + without_pods(other.pending_request())
     if job.queue not in request:
         return ZERO
-    request[job.queue] = request[job.queue] + without_pods(job.min_resources)
+    request[job.queue] = request[job.queue] + still_lacking(job)  # what it holds is counted above
     guarantees = total_guarantee(ssn.queues.values())
     demands = [
         QueueDemand(q.name, q.weight, request[q.name], without_pods(q.guarantee),

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from scheduler.adapter.partial import PartialGangPolicy
 from scheduler.api.convert import group_of
 from scheduler.api.decision import Status
+from scheduler.api.field_parsers import INT32
 from scheduler.api.resources import CPU, GPU
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cycle import run_cycle
@@ -161,7 +162,9 @@ def _run_for(item: WorkItem) -> JobRun:
         job = normalize_job(item.manifest)
         pods = sum(int(t["replicas"]) for t in job["spec"]["tasks"])
         ttl = job["spec"].get("ttlSecondsAfterFinished")
-        ttl = float(ttl) if type(ttl) is int and ttl >= 0 else None  # the CRD check has refused another type
+        # The CRD check refused another type and a negative; Volcano's field is an *int32, so a larger one is no
+        # Job Volcano could read: not collected (float() of a 400-digit integer would raise, ending the replay).
+        ttl = float(ttl) if type(ttl) is int and 0 <= ttl <= INT32 else None
         return JobRun(item, key, int(job["spec"]["minAvailable"]), pods, ttl=ttl)
     spec = item.manifest.get("spec") or {}
     return JobRun(item, key, int(spec.get("minMember", spec.get("minAvailable", 1))), 0)

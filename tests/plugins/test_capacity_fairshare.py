@@ -119,6 +119,19 @@ def test_of_two_equal_queues_the_one_with_more_history_gets_less_of_the_conteste
     assert abs(heavy - (4 + 8 * 0.01 / (0.01 + m_light))) < 1 + 1e-6
 
 
+@pytest.mark.parametrize("weight", [None, 1.0])
+def test_at_equal_shares_the_queue_that_used_less_against_what_it_deserves_goes_first(weight: float | None) -> None:
+    """Two queues deserving the same, both holding nothing: with history on, the one that used less goes first
+    and its 8-GPU gang takes the node; off, the first by name does (the tie stays a tie)."""
+    c = cluster().node("n0", gpu=8, cpu="1000", memory="4000Gi")
+    add_queue(c, "a-heavy", 4, history(8 * 300.0))  # first by name, and held the node for 5 minutes
+    add_queue(c, "b-light", 4, history(2 * 300.0))
+    for q in ("a-heavy", "b-light"):
+        c.job(f"{q}-0", queue=q, replicas=8, gpu=1, cpu="1")
+    c.cycle(conf(weight))
+    assert (held(c, "a-heavy"), held(c, "b-light")) == ((8, 0) if weight is None else (0, 8))
+
+
 def test_the_penalty_fades_as_the_usage_decays() -> None:
     seen = []
     for at in (0.0, 1200.0, 3600.0):

@@ -8,11 +8,13 @@ numeric summation, not by calling the code under test."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from typing import Any
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from scheduler.api.convert import queue_from_object
 from scheduler.api.field_parsers import BadValueError
@@ -27,6 +29,7 @@ from scheduler.api.usage import (
 from scheduler.cache.status_writer import USAGE_WRITE_PERIOD, _usage_due
 from scheduler.cli.ctl.queues import usage_rows
 from scheduler.framework.conf_values import ArgumentError
+from scheduler.plugins.proportion import ProportionArgs
 from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
 
 GPU = "nvidia.com/gpu"
@@ -97,6 +100,10 @@ HOSTILE = [
     ("another version", '{"v": 2, "at": 1, "halfLife": 1, "window": 1}', "v: expected 1"),
     ("a negative amount", '{"v":1,"at":1,"halfLife":1,"window":1,"used":{"nvidia.com/gpu":-1}}', "out of range"),
     ("an infinite time", '{"v":1,"at":1e999,"halfLife":1,"window":1}', "at: out of range"),
+    ("an integer too large for a float", '{"v":1,"at":1' + "0" * 400 + ',"halfLife":1,"window":1}',
+     "at: out of range"),
+    ("an amount too large for a float",
+     '{"v":1,"at":1,"halfLife":1,"window":1,"used":{"nvidia.com/gpu":9' + "9" * 400 + "}}", "out of range"),
     ("a zero half-life", '{"v":1,"at":1,"halfLife":0,"window":1}', "halfLife: out of range"),
     ("a boolean amount", '{"v":1,"at":1,"halfLife":1,"window":1,"used":{"x":true}}', "expected a number"),
     ("too many resources",
@@ -118,6 +125,34 @@ def test_a_hostile_annotation_gives_a_reason_and_the_queue_starts_from_zero(text
     assert sink[0].fallback == "no usage history (starts from zero)"
     if problem is not None:
         assert problem in sink[0].problem
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, -(10**400), 10**30 + 1]) | st.floats()
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.fixed_dictionaries({"v": st.just(1)}, optional={
+    "at": _JSON_VALUES, "halfLife": _JSON_VALUES, "window": _JSON_VALUES,
+    "share": _JSON_VALUES, "used": st.dictionaries(st.text(max_size=4), _JSON_VALUES, max_size=4) | _JSON_VALUES,
+}))
+def test_any_json_record_reads_as_a_bounded_record_or_one_reason(body: dict[str, Any]) -> None:
+    """Whatever a careless or hostile writer puts in the record's fields (huge integers, NaN, wrong types), the
+    Queue is read: a record whose every number is finite and in its bounds, or no history and one reason."""
+    text = json.dumps(body)  # NaN and Infinity as Python's json writes them
+    sink: list[Any] = []
+    queue = queue_from_object(queue_obj("q", text), creation=0.0, sink=sink)
+    if queue.usage is None:
+        assert [r.path for r in sink] == [f"metadata.annotations[{USAGE_ANNOTATION}]"]
+    else:
+        numbers = [queue.usage.at, queue.usage.half_life, queue.usage.window, queue.usage.share,
+                   *queue.usage.used.values()]
+        assert sink == [] and all(math.isfinite(n) and n >= 0 for n in numbers)
+        assert queue.usage.half_life > 0 and queue.usage.window > 0
 
 
 def test_parse_usage_refuses_what_is_not_text() -> None:
@@ -148,6 +183,7 @@ def test_the_arguments_take_durations_and_seconds() -> None:
     conf = conf_from_tiers(["gang"], [proportion(**{"usage.weight": "0.5", "usage.halfLife": "90m",
                                                      "usage.window": 86400})])
     args = next(p for tier in conf.tiers for p in tier.plugins if p.name == "proportion").args
+    assert isinstance(args, ProportionArgs)
     assert (args.usage.weight, args.usage.half_life, args.usage.window) == (0.5, 5400.0, 86400.0)
 
 
@@ -212,7 +248,7 @@ def test_a_queue_that_used_more_recently_deserves_less_as_the_rule_says(seed: in
     now = 0.0  # the first session runs at the record's own time: nothing decayed yet
     fractions = {q: ref_usage_fraction(used[q] * 2 ** (-now / HALF_LIFE), total, HALF_LIFE, WINDOW) for q in used}
     expected = ref_weights(weights, fractions, k)
-    deserved = {q.queue: q.deserved.get(GPU) / 1000 for q in result.queues if q.queue in used}
+    deserved = {q.queue: (q.deserved or Resource()).get(GPU) / 1000 for q in result.queues if q.queue in used}
     scale = sum(expected.values())
     for q in used:
         assert deserved[q] == pytest.approx(total * expected[q] / scale, abs=0.002), (q, deserved, expected)
@@ -233,7 +269,8 @@ def test_the_penalty_fades_as_the_usage_decays() -> None:
     for at in (0.0, 600.0, 1800.0, 3600.0):
         c.sim.now = at
         result = c.cycle(conf)
-        deserved = {q.queue: q.deserved.get(GPU) / 1000 for q in result.queues if q.queue in ("night", "day")}
+        deserved = {q.queue: (q.deserved or Resource()).get(GPU) / 1000 for q in result.queues
+                    if q.queue in ("night", "day")}
         u = ref_usage_fraction(16 * 3600.0 * 2 ** (-at / HALF_LIFE), 16, HALF_LIFE, WINDOW)
         expected = ref_weights({"night": 1, "day": 1}, {"night": u}, 1.0)
         assert deserved["night"] == pytest.approx(16 * expected["night"] / sum(expected.values()), abs=0.002)

@@ -55,7 +55,8 @@ def test_a_readable_annotation_is_read_in_seconds(value: str, seconds: float) ->
         assert getattr(read, attr) == seconds and not sink
 
 
-@pytest.mark.parametrize("value", ["-1m", "169h", "soon", "10", "١٠m", "9" * 80, ""])
+@pytest.mark.parametrize("value", ["-1m", "-1s", "169h", "168h0.001s", "1e9h", "2562048h", "soon", "10", "١٠m",
+                                   "9" * 80, ""])
 def test_a_bad_annotation_gives_a_reason_and_reads_as_not_set(value: str) -> None:
     sink: list[FieldInvalid] = []
     read = queue_from_object(queue("q", {QUEUE_MIN_RUNTIME: value, QUEUE_RECLAIM_MIN_RUNTIME: "5m"}),

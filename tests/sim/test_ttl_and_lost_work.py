@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.cycle import builtin_default_conf, conf_from_text
+from scheduler.cycle import builtin_default_conf
 from scheduler.sim.replay import replay
 from scheduler.sim.workload import ClusterSpec, load_cluster, workload_from_docs
+from scheduler.testing import conf_from_tiers
 
 
 def _cluster(tmp_path: Any, gpus: int = 8) -> ClusterSpec:
@@ -52,29 +53,32 @@ def test_deleting_finished_jobs_changes_no_placement(tmp_path: Any) -> None:
     assert placements(0) == placements(None)
 
 
-RECLAIM = """
-actions: "enqueue, allocate, gangreclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+def test_a_ttl_past_int32_is_no_ttl_and_ends_no_replay(tmp_path: Any) -> None:
+    """Volcano's ttlSecondsAfterFinished is an int32: a larger integer (one too large even for a float) passes
+    the CRD's type and minimum checks, but deletes nothing and must not end the replay."""
+    for ttl in (2**31, 10**400):
+        outcome = replay(_cluster(tmp_path), workload_from_docs("t", _jobs(ttl)), builtin_default_conf(),
+                         period=10)
+        short = next(r for r in outcome.runs if r.item.name == "short")
+        assert short.ended is not None and short.ttl is None and short.collected is None
+        assert short.key in outcome.cluster.podgroups
+
+
+NOT_PREEMPTABLE = {"enablePreemptable": False}
+# Volcano's Helm tiers with gangreclaim (gang and drf not preemptable, as its conf for gang-aware reclaim), without
+# overcommit: its enqueue gate (8 GPUs x 1.2) would keep `small` Pending while `big` holds the node
+RECLAIM = conf_from_tiers(
+    ["priority", {"name": "gang", **NOT_PREEMPTABLE}, "conformance"],
+    [{"name": "drf", **NOT_PREEMPTABLE}, "predicates", "proportion", "nodeorder", "binpack"],
+    actions="enqueue, allocate, gangreclaim, backfill",
+)
 
 
 def test_a_broken_gang_records_the_work_it_lost(tmp_path: Any) -> None:
     """Queue a holds the 8 GPUs with one rigid gang; queue b's job at 600 s takes half back by gangreclaim: the
     gang breaks and what it ran since it became whole is lost."""
     jobs = [_job("big", 0, 5000, 8, "a"), _job("small", 600, 100, 4, "b")]
-    outcome = replay(_cluster(tmp_path), workload_from_docs("t", jobs), conf_from_text(RECLAIM), period=10)
+    outcome = replay(_cluster(tmp_path), workload_from_docs("t", jobs), RECLAIM, period=10)
     big = next(r for r in outcome.runs if r.item.name == "big")
     assert big.started is not None and big.interrupted >= 1
     when, seconds = big.lost[0]
