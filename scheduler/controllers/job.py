@@ -54,6 +54,7 @@ from scheduler.jobs import (
 )
 from scheduler.jobs.bus import PolicyAction, PolicyEvent
 from scheduler.jobs.expand import MAX_JOB_PODS, size_problems
+from scheduler.jobs.lifecycle import ttl_seconds
 from scheduler.jobs.plugins import svc_configmap_name, svc_hosts, uses_svc
 from scheduler.jobs.state import FINISHED
 from scheduler.jobs.volumes import initiated, without_generated_names
@@ -476,10 +477,10 @@ class JobController:
                 self.reconcile(namespace, name, due)
 
             self.timers.arm(key, f"policy/{deferred.event}/{deferred.pod}", deferred.seconds, fire)
-        ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+        ttl = ttl_seconds(job)
         if decision.phase in FINISHED and ttl is not None:
             finished = parse_time(((job.get("status") or {}).get("state") or {}).get("lastTransitionTime"))
-            delay = (finished or self.clock()) + int(ttl) - self.clock()
+            delay = (finished or self.clock()) + ttl - self.clock()
             self.timers.arm(key, "ttl", delay, lambda: self._expire(namespace, name, uid))
 
     def _expire(self, namespace: str, name: str, uid: str) -> None:

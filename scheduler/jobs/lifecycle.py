@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from scheduler.api.field_parsers import INT32
 from scheduler.api.timestamps import parse_datetime
 from scheduler.jobs.bus import PolicyAction
 from scheduler.jobs.expand import depends_on, expected_pod_names, normalize_job, pod_for
@@ -355,9 +356,17 @@ def desired_pods(
     ]
 
 
+def ttl_seconds(job: Mapping[str, Any]) -> int | None:
+    """The job's `ttlSecondsAfterFinished`: an int32 >= 0 (Volcano's `*int32`), else None (no TTL). The webhook
+    refuses a negative one; anything else unreadable (a string, a float, past int32) is read as none, never as
+    an exception in the controller's reconcile or the replay."""
+    ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+    return ttl if type(ttl) is int and 0 <= ttl <= INT32 else None
+
+
 def expired(job: Mapping[str, Any], now: datetime, finished_at: datetime | None = None) -> bool:
     """Whether a finished job has outlived `ttlSecondsAfterFinished` (finish time: given, or the status's)."""
-    ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+    ttl = ttl_seconds(job)
     if ttl is None:
         return False
     status = JobStatus.of(job)
@@ -367,4 +376,7 @@ def expired(job: Mapping[str, Any], now: datetime, finished_at: datetime | None 
         finished_at = parse_datetime(((job.get("status") or {}).get("state") or {}).get("lastTransitionTime"))
         if finished_at is None:  # missing or unreadable: never counted as expired
             return False
-    return now >= finished_at + timedelta(seconds=int(ttl))
+    try:
+        return now >= finished_at + timedelta(seconds=ttl)
+    except OverflowError:  # a finish time near year 9999 plus a long TTL: past any clock
+        return False

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from scheduler.adapter.partial import PartialGangPolicy
 from scheduler.api.convert import group_of
 from scheduler.api.decision import Status
-from scheduler.api.field_parsers import INT32
 from scheduler.api.resources import CPU, GPU
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cycle import run_cycle
@@ -36,7 +35,7 @@ from scheduler.durations import format_duration
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
 from scheduler.jobs.expand import normalize_job, podgroup_for
-from scheduler.jobs.lifecycle import decide, desired_pods
+from scheduler.jobs.lifecycle import decide, desired_pods, ttl_seconds
 from scheduler.jobs.policies import pod_event
 from scheduler.jobs.state import FINISHED, JobEvent, JobStatus, pod_view
 from scheduler.sim.cluster import InMemoryCluster, SimPod
@@ -161,11 +160,8 @@ def _run_for(item: WorkItem) -> JobRun:
     if item.kind == "Job":
         job = normalize_job(item.manifest)
         pods = sum(int(t["replicas"]) for t in job["spec"]["tasks"])
-        ttl = job["spec"].get("ttlSecondsAfterFinished")
-        # The CRD check refused another type and a negative; Volcano's field is an *int32, so a larger one is no
-        # Job Volcano could read: not collected (float() of a 400-digit integer would raise, ending the replay).
-        ttl = float(ttl) if type(ttl) is int and 0 <= ttl <= INT32 else None
-        return JobRun(item, key, int(job["spec"]["minAvailable"]), pods, ttl=ttl)
+        ttl = ttl_seconds(job)  # past int32 (no Job Volcano could read): not collected, as the controller does
+        return JobRun(item, key, int(job["spec"]["minAvailable"]), pods, ttl=None if ttl is None else float(ttl))
     spec = item.manifest.get("spec") or {}
     return JobRun(item, key, int(spec.get("minMember", spec.get("minAvailable", 1))), 0)
 

@@ -214,6 +214,23 @@ def test_ttl_after_finished() -> None:
     assert not expired(job([("w", 1)]), done + timedelta(days=9), finished_at=done)
 
 
+@pytest.mark.parametrize("ttl", ["60", 60.0, True, -1, 2**31, 10**400, [60], {"s": 60}])
+def test_an_unreadable_ttl_is_no_ttl_and_never_raises(ttl: object) -> None:
+    """ttlSecondsAfterFinished is Volcano's *int32: anything else reads as none (the job is kept), never as an
+    exception in the controller's reconcile or the replay."""
+    j = job([("w", 1)], ttlSecondsAfterFinished=ttl)
+    done = datetime(2024, 1, 1, tzinfo=UTC)
+    assert not expired(j, done + timedelta(days=365 * 100), finished_at=done)
+
+
+def test_the_largest_ttl_from_the_last_representable_day_never_raises() -> None:
+    j = job([("w", 1)], ttlSecondsAfterFinished=2**31 - 1)
+    done = datetime(9999, 12, 31, tzinfo=UTC)
+    assert not expired(j, done, finished_at=done)
+    assert expired(job([("w", 1)], ttlSecondsAfterFinished=2**31 - 1), datetime(2200, 1, 1, tzinfo=UTC),
+                   finished_at=datetime(2024, 1, 1, tzinfo=UTC))
+
+
 def test_policy_timeouts_read_go_durations() -> None:
     """Volcano reads a policy's timeout with Go's time.ParseDuration: `1m30s`, `2h`, `.5s`, `300ms` all work."""
     from scheduler.jobs.policies import parse_duration
