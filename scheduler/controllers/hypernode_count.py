@@ -46,6 +46,13 @@ class Selector:
     def needs_nodes(self) -> bool:
         return not self.void and (self.pattern is not None or self.labels is not None)
 
+    def selects(self, name: str, labels: Mapping[str, str] | None) -> bool:
+        """Whether the node `name` with `labels` (None: there is no such node) is among the nodes it gives."""
+        if self.void or labels is None:
+            return False
+        return bool(self.pattern is not None and self.pattern.search(name)) or (
+            self.labels is not None and self.labels.matches(labels))
+
     def names(self, nodes: Mapping[str, Mapping[str, str]]) -> set[str]:
         if self.void:
             return set()
@@ -68,6 +75,11 @@ class Counted:
     @property
     def needs_nodes(self) -> bool:
         return any(s.needs_nodes for s in self.selectors)
+
+    def moved_by(self, name: str, before: Mapping[str, str] | None, after: Mapping[str, str] | None) -> bool:
+        """Whether a node's change (None: absent before, or after) may change the count: a selector that reads
+        nodes took it in or let it go."""
+        return any(s.needs_nodes and s.selects(name, before) != s.selects(name, after) for s in self.selectors)
 
     def count(self, nodes: Mapping[str, Mapping[str, str]]) -> int:
         names: set[str] = set()
@@ -166,10 +178,12 @@ class NodeCounts:
             self._pending.add(name)
             return True
 
-    def on_nodes_changed(self) -> bool:
-        """A node came, went or was relabelled: the HyperNodes whose selectors read nodes are due a recount."""
+    def on_nodes_changed(self, name: str, before: Mapping[str, str] | None, after: Mapping[str, str] | None) -> bool:
+        """A node came (`before` None), went (`after` None) or was relabelled: the HyperNodes whose selectors take
+        it in or let it go are due a recount (only those: a node event costs one match per selector, not a
+        recount of every HyperNode over every node). True when some are."""
         with self._lock:
-            due = {name for name, h in self._hypernodes.items() if h.needs_nodes}
+            due = {h_name for h_name, h in self._hypernodes.items() if h.moved_by(name, before, after)}
             self._pending |= due
             return bool(due)
 

@@ -80,8 +80,8 @@ class HyperNodeDiscovery:
         now = {} if kind == "DELETED" else node.labels
         if any((before or {}).get(k) != now.get(k) for k in keys):
             self._mark_dirty()
-        came_went_or_relabelled = (before is None) != (kind == "DELETED") or before != node.labels
-        if came_went_or_relabelled and self.counts.on_nodes_changed():
+        after = None if kind == "DELETED" else node.labels
+        if before != after and self.counts.on_nodes_changed(node.name, before, after):
             self._wake.set()
 
     def on_hypernode(self, kind: str | None, obj: MutableObj) -> None:
