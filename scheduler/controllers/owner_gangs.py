@@ -200,23 +200,27 @@ class OwnerGangController:
                 self._claimed[key] = made
             else:
                 self._claimed.pop(key, None)
+        # One LIST of the PodGroups made for it, compared with what it wants: a workload's status update (LWS
+        # writes its status often) costs no GET per group when nothing changed.
+        existing = {str(pg["metadata"].get("name")): pg
+                    for pg in self._made_for(namespace, "lws" if lws else "jobset", uid)}
         for gang in gangs or ():
             if gang.min_member > 0:
-                self._create_or_update(gang)
+                self._create_or_update(gang, existing.get(gang.name))
                 with self._lock:
                     made.add(gang.name)
-        for existing in self._made_for(namespace, "lws" if lws else "jobset", uid):
-            name = str(existing["metadata"].get("name"))
+        for name in existing:
             if name not in keep and self.api.delete_podgroup(namespace, name):
                 log.info("podgroup %s/%s deleted: no longer a gang of its workload %s", namespace, name,
                          meta.get("name"))
         return gangs
 
-    def _create_or_update(self, gang: GangSpec) -> None:
+    def _create_or_update(self, gang: GangSpec, listed: Mapping[str, Any] | None) -> None:
+        """`listed`: the PodGroup as the sync's LIST showed it (None: not among those made for the workload)."""
         wanted = gang.podgroup()
         path = f"{SCHEDULING}/namespaces/{gang.namespace}/podgroups/{gang.name}"
-        for _ in range(3):  # a conflict means another writer moved it: read it again
-            current = self.api.get(path)
+        for attempt in range(3):  # a conflict means another writer moved it: read it again
+            current = listed if attempt == 0 and listed is not None else self.api.get(path)
             if current is None:
                 if self.api.create(wanted) is not None:
                     log.info("podgroup %s/%s for %s %s: minMember %d, queue %s", gang.namespace, gang.name,

@@ -370,11 +370,28 @@ def test_a_workload_with_junk_anywhere_never_raises_out_of_the_controller(is_lws
 class CountingApi(Api):
     def __init__(self) -> None:
         super().__init__()
-        self.workload_reads = 0
+        self.workload_reads = self.podgroup_reads = 0
 
     def get(self, path: str) -> Any:
         self.workload_reads += "/jobsets/" in path
+        self.podgroup_reads += "/podgroups/" in path  # one PodGroup's GET, not the LIST
         return super().get(path)
+
+
+def test_a_workload_event_that_changes_nothing_reads_one_list_not_each_group() -> None:
+    api = CountingApi()
+    api.objects[("Namespace", "", "ns")] = {"metadata": {"name": "ns"}}
+    ctl = OwnerGangController(api, [SCHED])  # type: ignore[arg-type]
+    obj = lws("many", 20, 2, (100, 0, 64), None, annotations=OPT_IN)
+    ctl.on_lws("ADDED", obj)
+    assert len(podgroups(api)) == 20
+    api.podgroup_reads, writes = 0, len(api.writes)
+    obj["status"] = {"readyReplicas": 3}  # LWS writes its status often
+    ctl.on_lws("MODIFIED", obj)
+    assert (api.podgroup_reads, len(api.writes)) == (0, writes)
+    obj["spec"]["leaderWorkerTemplate"]["size"] = 3  # a real change is still written to every group
+    ctl.on_lws("MODIFIED", obj)
+    assert {s["minMember"] for s in podgroups(api).values()} == {3}
 
 
 def test_syncing_one_workload_keeps_the_others_gangs_known_to_their_pods() -> None:
