@@ -210,6 +210,18 @@ def test_a_hostile_leaderworkerset_gets_a_typed_reason(replicas: Any, size: int,
     assert (caught.value.reason.object_kind, caught.value.reason.path) == ("LeaderWorkerSet", path)
 
 
+def test_a_workload_whose_name_no_label_can_hold_gets_a_typed_reason_not_a_podgroup_the_apiserver_refuses() -> None:
+    """Its pods could never name it (a label value is at most 63 characters), and `lws-<254 characters>-0` is no
+    PodGroup name: creating one would fail, and be tried again, forever."""
+    long = "x" * 64
+    for make in (lambda: jobset_gang(jobset(long, [rjob("w", 1, 1, None, 100, 0, 64)])),
+                 lambda: lws_gangs(lws(long, 1, 2, (100, 0, 64), None))):
+        with pytest.raises(OwnerGangError) as caught:
+            make()
+        assert caught.value.reason.path == "metadata.name"
+    assert jobset_gang(jobset("x" * 63, [rjob("w", 1, 1, None, 100, 0, 64)])).name == "jobset-" + "x" * 63
+
+
 # ---- the controller -------------------------------------------------------------------------------------------
 class Api(FakeApi):
     """FakeApi with the reads the owner-gang controller makes: namespaces, workloads, PodGroups by label."""
