@@ -8,7 +8,8 @@ The count is the number of distinct names the members' selectors give, whatever 
 - a `regexMatch` gives the nodes whose name it matches anywhere (Go's `MatchString`, unanchored);
 - a `labelMatch` gives the nodes whose labels it selects; one with neither matchLabels nor matchExpressions adds
   nothing;
-- a selector whose pattern does not compile or whose label selector is invalid gives nothing at all.
+- a selector whose pattern does not compile or whose label selector is invalid gives nothing at all; so does
+  one whose pattern Python's backtracking `re` could not match in bounded time (api/member_pattern.py).
 
 Every HyperNode is counted, discovered or hand-written; the count is written only when it differs from
 `status.nodeCount`. Volcano recounts when a HyperNode is added or updated; volcano-py also when a node comes, goes
@@ -24,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.api.member_pattern import PatternError, compile_member_pattern
 from scheduler.api.selectors import LabelSelector, Requirement
 
 MAX_MEMBERS = 10_000
-MAX_PATTERN = 1024  # the webhook's bound on a regexMatch pattern
 MAX_NODE_COUNT = 2**63 - 1  # the CRD's int64
 _SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})  # metav1.LabelSelectorAsSelector's
 
@@ -99,12 +100,9 @@ def parse_selector(raw: Any) -> Selector:
             return Selector(void=True)
     compiled = None
     if pattern is not None:
-        text = pattern.get("pattern") if isinstance(pattern, Mapping) else None
-        if not isinstance(text, str) or len(text) > MAX_PATTERN:
-            return Selector(void=True)
         try:
-            compiled = re.compile(text)
-        except (re.error, RecursionError):
+            compiled = compile_member_pattern(pattern.get("pattern") if isinstance(pattern, Mapping) else None)
+        except PatternError:  # also one Python could not match in bounded time (api/member_pattern.py)
             return Selector(void=True)
     selector = None
     if labels is not None:
