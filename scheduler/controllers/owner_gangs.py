@@ -136,6 +136,7 @@ class OwnerGangController:
             with self._lock:
                 self._logged.pop(key, None)
                 self._claimed.pop(key, None)
+            self.retries.forget(key)  # a failed sync of it is not run again: it would make them anew
             return
         self.retries.run(key, f"owner gang of {key}", log, lambda: self.sync(workload, lws=lws))
 

@@ -332,6 +332,18 @@ def test_a_leaderworkerset_scaled_down_and_up_has_its_groups_removed_and_added()
     assert {k: s["minMember"] for k, s in podgroups(api).items()} == {"lws-serve-0": 2, "lws-serve-1": 2}
 
 
+def test_a_deleted_workloads_failed_sync_is_not_run_again() -> None:
+    js = jobset("gone", [rjob("w", 2, 1, None, 100, 0, 64)], annotations=OPT_IN)
+    ctl, api = controller(js)
+    api.failures[("create", "PodGroup")] = 1
+    ctl.on_jobset("ADDED", js)  # the create fails: a retry is armed
+    key = "JobSet ns/gone"
+    assert ctl.retries.failures(key) == 1
+    ctl.on_jobset("DELETED", js)
+    assert ctl.retries.failures(key) == 0 and key not in ctl.retries._pending
+    ctl.retries.timers.cancel_all()
+
+
 def test_a_hostile_workload_gets_one_log_line_and_no_podgroup(caplog: pytest.LogCaptureFixture) -> None:
     bad = lws("bad", -1, 2, (100, 0, 64), None, annotations=OPT_IN)
     ctl, api = controller(bad)
