@@ -51,6 +51,7 @@ LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 
 MAX_MEMBERS = 100_000  # pods in one gang: a Volcano Job's default --max-pods-per-job (jobs/expand.py)
 MAX_NAME = 253
+MAX_LABEL_VALUE = 63
 
 
 class OwnerGangError(ValueError):
@@ -123,9 +124,9 @@ class _Reader:
             raise self.fail(path, f"is outside [{low}, {MAX_MEMBERS}]", value)
         return value
 
-    def name(self, value: object, path: str) -> str:
-        if type(value) is not str or not 0 < len(value) <= MAX_NAME:
-            raise self.fail(path, f"is not a name of 1 to {MAX_NAME} characters", value)
+    def name(self, value: object, path: str, most: int = MAX_NAME) -> str:
+        if type(value) is not str or not 0 < len(value) <= most:
+            raise self.fail(path, f"is not a name of 1 to {most} characters", value)
         return value
 
     def request(self, pod_spec: Mapping[str, Any], path: str) -> Resource:
@@ -152,7 +153,9 @@ def _where(kind: str, workload: Mapping[str, Any]) -> str:
 
 def _owner(reader: _Reader, workload: Mapping[str, Any], api: tuple[str, str, str], kind: str) -> Owner:
     meta = _meta(reader, workload)
-    return Owner(f"{api[0]}/{api[1]}", kind, reader.name(meta.get("name"), "metadata.name"),
+    # The name is a label value on its pods (owner_group_name reads it there): at most 63 characters, which also
+    # keeps the PodGroup's name (`jobset-<name>`, `lws-<name>-<index>`) a valid one.
+    return Owner(f"{api[0]}/{api[1]}", kind, reader.name(meta.get("name"), "metadata.name", MAX_LABEL_VALUE),
                  reader.name(meta.get("uid"), "metadata.uid"))
 
 
@@ -285,12 +288,12 @@ def owner_group_name(labels: Mapping[str, Any] | None) -> str | None:
         return None
     jobset = labels.get(JOBSET_NAME)
     if jobset is not None:
-        return f"{JOBSET_PREFIX}{jobset}" if type(jobset) is str and 0 < len(jobset) <= 63 else None
+        return f"{JOBSET_PREFIX}{jobset}" if type(jobset) is str and 0 < len(jobset) <= MAX_LABEL_VALUE else None
     lws = labels.get(LWS_NAME)
     if lws is None:
         return None
     index = labels.get(LWS_GROUP_INDEX)
-    if type(lws) is not str or not 0 < len(lws) <= 63:
+    if type(lws) is not str or not 0 < len(lws) <= MAX_LABEL_VALUE:
         return None
     if type(index) is not str or not (index.isascii() and index.isdigit()) or len(index) > 6:
         return None
@@ -303,6 +306,6 @@ def owner_workload(labels: Mapping[str, Any] | None) -> tuple[tuple[str, str, st
         return None
     for key, api in ((JOBSET_NAME, JOBSET_API), (LWS_NAME, LWS_API)):
         value = labels.get(key)
-        if type(value) is str and 0 < len(value) <= 63:
+        if type(value) is str and 0 < len(value) <= MAX_LABEL_VALUE:
             return api, value
     return None

@@ -8,7 +8,8 @@ The count is the number of distinct names the members' selectors give, whatever 
 - a `regexMatch` gives the nodes whose name it matches anywhere (Go's `MatchString`, unanchored);
 - a `labelMatch` gives the nodes whose labels it selects; one with neither matchLabels nor matchExpressions adds
   nothing;
-- a selector whose pattern does not compile or whose label selector is invalid gives nothing at all.
+- a selector whose pattern does not compile or whose label selector is invalid gives nothing at all; so does
+  one whose pattern Python's backtracking `re` could not match in bounded time (api/member_pattern.py).
 
 Every HyperNode is counted, discovered or hand-written; the count is written only when it differs from
 `status.nodeCount`. Volcano recounts when a HyperNode is added or updated; volcano-py also when a node comes, goes
@@ -24,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.api.member_pattern import PatternError, compile_member_pattern
 from scheduler.api.selectors import LabelSelector, Requirement
 
 MAX_MEMBERS = 10_000
-MAX_PATTERN = 1024  # the webhook's bound on a regexMatch pattern
 MAX_NODE_COUNT = 2**63 - 1  # the CRD's int64
 _SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})  # metav1.LabelSelectorAsSelector's
 
@@ -45,6 +46,13 @@ class Selector:
     @property
     def needs_nodes(self) -> bool:
         return not self.void and (self.pattern is not None or self.labels is not None)
+
+    def selects(self, name: str, labels: Mapping[str, str] | None) -> bool:
+        """Whether the node `name` with `labels` (None: there is no such node) is among the nodes it gives."""
+        if self.void or labels is None:
+            return False
+        return bool(self.pattern is not None and self.pattern.search(name)) or (
+            self.labels is not None and self.labels.matches(labels))
 
     def names(self, nodes: Mapping[str, Mapping[str, str]]) -> set[str]:
         if self.void:
@@ -69,6 +77,11 @@ class Counted:
     def needs_nodes(self) -> bool:
         return any(s.needs_nodes for s in self.selectors)
 
+    def moved_by(self, name: str, before: Mapping[str, str] | None, after: Mapping[str, str] | None) -> bool:
+        """Whether a node's change (None: absent before, or after) may change the count: a selector that reads
+        nodes took it in or let it go."""
+        return any(s.needs_nodes and s.selects(name, before) != s.selects(name, after) for s in self.selectors)
+
     def count(self, nodes: Mapping[str, Mapping[str, str]]) -> int:
         names: set[str] = set()
         for selector in self.selectors:
@@ -87,12 +100,9 @@ def parse_selector(raw: Any) -> Selector:
             return Selector(void=True)
     compiled = None
     if pattern is not None:
-        text = pattern.get("pattern") if isinstance(pattern, Mapping) else None
-        if not isinstance(text, str) or len(text) > MAX_PATTERN:
-            return Selector(void=True)
         try:
-            compiled = re.compile(text)
-        except (re.error, RecursionError):
+            compiled = compile_member_pattern(pattern.get("pattern") if isinstance(pattern, Mapping) else None)
+        except PatternError:  # also one Python could not match in bounded time (api/member_pattern.py)
             return Selector(void=True)
     selector = None
     if labels is not None:
@@ -166,10 +176,12 @@ class NodeCounts:
             self._pending.add(name)
             return True
 
-    def on_nodes_changed(self) -> bool:
-        """A node came, went or was relabelled: the HyperNodes whose selectors read nodes are due a recount."""
+    def on_nodes_changed(self, name: str, before: Mapping[str, str] | None, after: Mapping[str, str] | None) -> bool:
+        """A node came (`before` None), went (`after` None) or was relabelled: the HyperNodes whose selectors take
+        it in or let it go are due a recount (only those: a node event costs one match per selector, not a
+        recount of every HyperNode over every node). True when some are."""
         with self._lock:
-            due = {name for name, h in self._hypernodes.items() if h.needs_nodes}
+            due = {h_name for h_name, h in self._hypernodes.items() if h.moved_by(name, before, after)}
             self._pending |= due
             return bool(due)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -80,8 +81,8 @@ class HyperNodeDiscovery:
         now = {} if kind == "DELETED" else node.labels
         if any((before or {}).get(k) != now.get(k) for k in keys):
             self._mark_dirty()
-        came_went_or_relabelled = (before is None) != (kind == "DELETED") or before != node.labels
-        if came_went_or_relabelled and self.counts.on_nodes_changed():
+        after = None if kind == "DELETED" else node.labels
+        if before != after and self.counts.on_nodes_changed(node.name, before, after):
             self._wake.set()
 
     def on_hypernode(self, kind: str | None, obj: MutableObj) -> None:
@@ -193,12 +194,15 @@ class HyperNodeDiscovery:
         backoff, said = 0.0, False
         while not self._stop.is_set():
             try:
+                opened, seen = time.monotonic(), False
                 for event in self.kube.stream(path, query, read_timeout=CONF_WATCH_SECONDS + 15):
                     if self._stop.is_set():
                         return
-                    self.conf_watched, backoff = True, 0.0
+                    self.conf_watched, backoff, seen = True, 0.0, True
                     if event.get("type") != "BOOKMARK":
                         self._wake.set()
+                if not seen and time.monotonic() - opened < 1.0:  # closed at once, unasked: not again at once
+                    backoff = min(self.max_backoff * 2, max(1.0, backoff * 2))
             except _IO_ERRORS as exc:
                 self.conf_watched = False
                 backoff = min(self.max_backoff * 2, max(1.0, backoff * 2))

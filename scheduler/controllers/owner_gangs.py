@@ -55,6 +55,10 @@ def workload_path(api: tuple[str, str, str], namespace: str, name: str = "") -> 
     return f"/apis/{group}/{version}/namespaces/{namespace}/{plural}" + (f"/{name}" if name else "")
 
 
+def workload_key(lws: bool, namespace: str, name: object) -> str:
+    return f"{'LeaderWorkerSet' if lws else 'JobSet'} {namespace}/{name}"
+
+
 def installed(api: Api) -> tuple[bool, bool]:
     """(JobSet, LeaderWorkerSet): whether the apiserver serves each resource (its CRD installed)."""
     found = []
@@ -68,22 +72,27 @@ def installed(api: Api) -> tuple[bool, bool]:
     return found[0], found[1]
 
 
+def _obj(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _templates(workload: Mapping[str, Any], lws: bool) -> list[Mapping[str, Any]]:
-    spec = workload.get("spec") if isinstance(workload.get("spec"), Mapping) else {}
-    assert isinstance(spec, Mapping)
-    out: list[Any] = []
+    """The workload's pod specs that can be read; anything else in their place is skipped (the spec's reader,
+    `api.owner_gang`, says what is wrong with it)."""
+    spec = _obj(workload.get("spec"))
     if lws:
-        template = spec.get("leaderWorkerTemplate") or {}
-        if isinstance(template, Mapping):
-            out = [(template.get(k) or {}).get("spec") for k in ("leaderTemplate", "workerTemplate")
-                   if isinstance(template.get(k), Mapping)]
+        template = _obj(spec.get("leaderWorkerTemplate"))
+        specs = [_obj(template.get(k)).get("spec") for k in ("leaderTemplate", "workerTemplate")]
     else:
-        for rjob in spec.get("replicatedJobs") or ():
-            if isinstance(rjob, Mapping):
-                job_spec = ((rjob.get("template") or {}).get("spec") or {}) if isinstance(
-                    rjob.get("template"), Mapping) else {}
-                out.append((job_spec.get("template") or {}).get("spec") if isinstance(job_spec, Mapping) else None)
-    return [t for t in out if isinstance(t, Mapping)]
+        rjobs = spec.get("replicatedJobs")
+        specs = [_obj(_obj(_obj(_obj(rjob).get("template")).get("spec")).get("template")).get("spec")
+                 for rjob in (rjobs if isinstance(rjobs, list) else ())]
+    return [t for t in specs if isinstance(t, Mapping)]
+
+
+def _names_ours(template: Mapping[str, Any], ours: frozenset[str]) -> bool:
+    name = template.get("schedulerName")
+    return type(name) is str and name in ours
 
 
 OWNED_SPEC = (*MANAGED_SPEC, "minTaskMember")  # the spec keys written here; a user's others are kept
@@ -110,7 +119,7 @@ class OwnerGangController:
         self._lock = threading.Lock()
         self._namespaces: dict[str, tuple[float, dict[str, Any]]] = {}
         self._logged: dict[str, str] = {}  # workload key -> the problem last logged for it
-        self._claimed: set[str] = set()  # namespace/PodGroup of the owner gangs made (pods ask often)
+        self._claimed: dict[str, set[str]] = {}  # workload key -> its PodGroups made (pods ask often)
         self.retries = Retries(Timers())
 
     # ---- events -----------------------------------------------------------------------------------------
@@ -122,13 +131,14 @@ class OwnerGangController:
 
     def _on_workload(self, kind: str | None, workload: MutableObj, *, lws: bool) -> None:
         meta = workload.get("metadata") or {}
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        key = workload_key(lws, str(meta.get("namespace", "default")), meta.get("name"))
         if kind == "DELETED":  # its PodGroups go with it (ownerReference)
             with self._lock:
                 self._logged.pop(key, None)
+                self._claimed.pop(key, None)
+            self.retries.forget(key)  # a failed sync of it is not run again: it would make them anew
             return
-        what = f"owner gang of {'LeaderWorkerSet' if lws else 'JobSet'} {key}"
-        self.retries.run(key, what, log, lambda: self.sync(workload, lws=lws))
+        self.retries.run(key, f"owner gang of {key}", log, lambda: self.sync(workload, lws=lws))
 
     def claims(self, pod: Mapping[str, Any]) -> bool:
         """True when the pod's workload has its gangs made here (it opted in and could be read; its gangs exist
@@ -141,7 +151,7 @@ class OwnerGangController:
         api, name = target
         namespace = str(meta.get("namespace", "default"))
         with self._lock:
-            if f"{namespace}/{group}" in self._claimed:
+            if group in self._claimed.get(workload_key(api == LWS_API, namespace, name), ()):
                 return True
         try:
             workload = self.api.get(workload_path(api, namespace, name))
@@ -162,9 +172,9 @@ class OwnerGangController:
         namespace = str(meta.get("namespace", "default"))
         if not opted_in(workload, self._namespace_annotations(namespace)):
             return None
-        if not any(t.get("schedulerName") in self.scheduler_names for t in _templates(workload, lws)):
+        if not any(_names_ours(t, self.scheduler_names) for t in _templates(workload, lws)):
             return None
-        key = f"{namespace}/{meta.get('name')}"
+        key = workload_key(lws, namespace, meta.get("name"))
         try:
             gangs = lws_gangs(workload) if lws else [jobset_gang(workload)]
         except OwnerGangError as exc:
@@ -184,25 +194,34 @@ class OwnerGangController:
         meta = workload.get("metadata") or {}
         namespace, uid = str(meta.get("namespace", "default")), meta.get("uid")
         keep = {g.name for g in gangs or () if g.min_member > 0}
+        key = workload_key(lws, namespace, meta.get("name"))
+        made: set[str] = set()  # filled as they are made; only this workload's entry changes
         with self._lock:
-            self._claimed -= {k for k in self._claimed if k.startswith(f"{namespace}/")}
+            if keep:
+                self._claimed[key] = made
+            else:
+                self._claimed.pop(key, None)
+        # One LIST of the PodGroups made for it, compared with what it wants: a workload's status update (LWS
+        # writes its status often) costs no GET per group when nothing changed.
+        existing = {str(pg["metadata"].get("name")): pg
+                    for pg in self._made_for(namespace, "lws" if lws else "jobset", uid)}
         for gang in gangs or ():
             if gang.min_member > 0:
-                self._create_or_update(gang)
+                self._create_or_update(gang, existing.get(gang.name))
                 with self._lock:
-                    self._claimed.add(f"{namespace}/{gang.name}")
-        for existing in self._made_for(namespace, "lws" if lws else "jobset", uid):
-            name = str(existing["metadata"].get("name"))
+                    made.add(gang.name)
+        for name in existing:
             if name not in keep and self.api.delete_podgroup(namespace, name):
                 log.info("podgroup %s/%s deleted: no longer a gang of its workload %s", namespace, name,
                          meta.get("name"))
         return gangs
 
-    def _create_or_update(self, gang: GangSpec) -> None:
+    def _create_or_update(self, gang: GangSpec, listed: Mapping[str, Any] | None) -> None:
+        """`listed`: the PodGroup as the sync's LIST showed it (None: not among those made for the workload)."""
         wanted = gang.podgroup()
         path = f"{SCHEDULING}/namespaces/{gang.namespace}/podgroups/{gang.name}"
-        for _ in range(3):  # a conflict means another writer moved it: read it again
-            current = self.api.get(path)
+        for attempt in range(3):  # a conflict means another writer moved it: read it again
+            current = listed if attempt == 0 and listed is not None else self.api.get(path)
             if current is None:
                 if self.api.create(wanted) is not None:
                     log.info("podgroup %s/%s for %s %s: minMember %d, queue %s", gang.namespace, gang.name,

@@ -28,10 +28,11 @@ from scheduler.api.convert import (
     QUEUE_NAME_ANNOTATION,
     plain_group_name,
 )
+from scheduler.api.field_parsers import INT32, BadValueError, integer
 from scheduler.api.objects import MutableObj
 from scheduler.api.owner_gang import owner_group_name
 from scheduler.api.pod import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY
-from scheduler.api.resources import ZERO, QuantityError, pod_request
+from scheduler.api.resources import QuantityError, pod_request
 from scheduler.cache.kube import KubeError
 from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflictError
 from scheduler.controllers.timers import Retries, Timers
@@ -64,13 +65,16 @@ def needs_podgroup(pod: Mapping[str, Any], scheduler_names: frozenset[str]) -> b
     return not (owner and str(owner.get("apiVersion", "")).startswith("batch.volcano.sh/"))
 
 
+_MIN_MEMBER = integer(0, INT32, text=True)
+
+
 def _min_member(value: object) -> int:
-    """group-min-member as Volcano reads it (getMinMemberFromUpperRes): a number >= 0, else 1."""
+    """group-min-member as Volcano reads it (getMinMemberFromUpperRes: strconv.ParseInt(v, 10, 32), kept when
+    >= 0): ASCII decimal digits in [0, 2^31-1], else 1 (Python's int() would take "1_000", "٣" and 10^12)."""
     try:
-        number = int(str(value))
-    except ValueError:
+        return int(_MIN_MEMBER.parse(value))
+    except BadValueError:
         return 1
-    return number if number >= 0 else 1
 
 
 # Pod annotations and labels Volcano copies onto a plain pod's PodGroup (buildPodGroupFromPod).
@@ -107,10 +111,7 @@ def plain_podgroup(pod: Mapping[str, Any], workload_annotations: Mapping[str, st
                              "queue": str(annotations.get(QUEUE_NAME_ANNOTATION) or keys.DEFAULT_QUEUE)}
     try:
         if min_member > 0:  # CalTaskRequests of 0 replicas: an empty list, written as none
-            requests, limits = pod_request(spec), sum_limits([spec])
-            total_requests, total_limits = ZERO, ZERO
-            for _ in range(min_member):
-                total_requests, total_limits = total_requests + requests, total_limits + limits
+            total_requests, total_limits = pod_request(spec).scale(min_member), sum_limits([spec]).scale(min_member)
             # The ResourceQuota usage names, as Volcano's pg controller writes them (buildPodGroupFromPod ->
             # pkg/controllers/util/util.go CalTaskRequests): the resourcequota plugin's enqueue gate compares
             # minResources with a quota's hard on the names both spell (`count/pods`, `requests.cpu`, ...).

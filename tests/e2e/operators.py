@@ -33,12 +33,14 @@ import signal
 import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import yaml
-from controlplane import free_port, wait_for
+from controlplane import create_gpu_node, free_port, node_is_ready, wait_for
 from kubernetes import client
 
 TIMEOUT = 120
@@ -80,6 +82,57 @@ def operator_binary(name: str) -> Path:
     if not os.access(path, os.X_OK):
         raise OperatorMissingError(f"{path} is missing: run `tools/build-operators.sh {name}`")
     return path
+
+
+def require_operator(name: str) -> Path:
+    """The operator's binary; without one, the test fails under VOLCANO_PY_E2E_REQUIRE=1 and is skipped else."""
+    try:
+        return operator_binary(name)
+    except OperatorMissingError as exc:
+        if os.environ.get("VOLCANO_PY_E2E_REQUIRE") == "1":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+
+
+# Volcano's documented default tiers, written out so the gang plugin's part is plain to see: the scheduler conf of
+# every module that runs an operator's jobs.
+GANG_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+@contextmanager
+def gpu_nodes(core_v1, label: str, tag: str, **node: str) -> Iterator[Callable[[int, int], list[str]]]:
+    """`make(count, gpus)`: that many Ready nodes of `gpus` GPUs each, labelled `label=tag` (a module pins its
+    pods to them); deleted when the block ends. `node`: more of create_gpu_node's arguments."""
+    made: list[str] = []
+
+    def make(count: int, gpus: int) -> list[str]:
+        names = [f"{tag}-{len(made) + i}-{uuid.uuid4().hex[:4]}" for i in range(count)]
+        for name in names:
+            create_gpu_node(core_v1, name, gpus=gpus, labels={label: tag}, **node)
+            made.append(name)
+        for name in names:
+            wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
+        return names
+
+    try:
+        yield make
+    finally:
+        for name in made:
+            core_v1.delete_node(name)
 
 
 def install_crds(api_client, name: str, files: tuple[str, ...]) -> list[str]:

@@ -14,23 +14,23 @@ the JobSet binds piecemeal where only part fits: the tests of the fragmented clu
 from __future__ import annotations
 
 import copy
-import os
 import subprocess
 import sys
 import uuid
 
 import pytest
-from controlplane import create_gpu_node, node_is_ready, wait_for
+from controlplane import wait_for
 from inprocess import running_controllers, running_scheduler
 from kubernetes import client
 from operators import (
+    GANG_CONF,
     JOBSET,
     JOBSET_GROUP,
     REPO_ROOT,
-    OperatorMissingError,
     doc_manifest,
+    gpu_nodes,
     install_crds,
-    operator_binary,
+    require_operator,
     running_jobset_operator,
 )
 from test_controllers import SCHED, podgroup
@@ -40,38 +40,18 @@ GPU = "nvidia.com/gpu"
 TAG = f"js-{uuid.uuid4().hex[:6]}"
 OWNER_GANG = "scheduling.volcano-py.io/owner-gang"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
 
 
 @pytest.fixture(scope="module")
 def crds(api_client):
-    try:
-        operator_binary(JOBSET)
-    except OperatorMissingError as exc:
-        if os.environ.get("VOLCANO_PY_E2E_REQUIRE") == "1":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+    require_operator(JOBSET)
     # Before the controllers start: they watch JobSets only if the CRD is there when they do.
     return install_crds(api_client, JOBSET, ("jobset.x-k8s.io_jobsets.yaml",))
 
 
 @pytest.fixture(scope="module")
 def scheduler(control_plane, crds, tmp_path_factory):
-    with running_scheduler(control_plane, conf=CONF, conf_dir=tmp_path_factory.mktemp("conf"),
+    with running_scheduler(control_plane, conf=GANG_CONF, conf_dir=tmp_path_factory.mktemp("conf"),
                            name="volcano-py-scheduler-jobset") as running:
         yield running
 
@@ -93,20 +73,8 @@ def operator(control_plane, controllers, tmp_path_factory):
 
 @pytest.fixture
 def nodes(core_v1):
-    made: list[str] = []
-
-    def make(count: int, gpus: int) -> list[str]:
-        names = [f"{TAG}-{len(made) + i}-{uuid.uuid4().hex[:4]}" for i in range(count)]
-        for name in names:
-            create_gpu_node(core_v1, name, gpus=gpus, labels={"js-e2e": TAG})
-            made.append(name)
-        for name in names:
-            wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
-        return names
-
-    yield make
-    for name in made:
-        core_v1.delete_node(name)
+    with gpu_nodes(core_v1, "js-e2e", TAG) as make:
+        yield make
 
 
 def jobset(name: str, *, queue: str = "default", opt_in: bool = True) -> dict:

@@ -12,24 +12,23 @@ the gang's Unschedulable condition, a count of scheduling cycles), never on time
 from __future__ import annotations
 
 import copy
-import os
 import uuid
 
 import pytest
-from controlplane import create_gpu_node, node_is_ready, wait_for
+from controlplane import wait_for
 from inprocess import running_controllers, running_scheduler
 from kubernetes import client
 from operators import (
+    GANG_CONF,
     LWS,
     LWS_GROUP,
-    OperatorMissingError,
     doc_manifest,
+    gpu_nodes,
     install_crds,
-    operator_binary,
+    require_operator,
     running_lws_operator,
 )
 from test_controllers import SCHED, podgroup
-from test_jobset_gang import CONF
 
 TIMEOUT = 90
 GPU = "nvidia.com/gpu"
@@ -40,18 +39,13 @@ GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 
 @pytest.fixture(scope="module")
 def crds(api_client):
-    try:
-        operator_binary(LWS)
-    except OperatorMissingError as exc:
-        if os.environ.get("VOLCANO_PY_E2E_REQUIRE") == "1":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+    require_operator(LWS)
     return install_crds(api_client, LWS, ("leaderworkerset.x-k8s.io_leaderworkersets.yaml",))
 
 
 @pytest.fixture(scope="module")
 def scheduler(control_plane, crds, tmp_path_factory):
-    with running_scheduler(control_plane, conf=CONF, conf_dir=tmp_path_factory.mktemp("conf"),
+    with running_scheduler(control_plane, conf=GANG_CONF, conf_dir=tmp_path_factory.mktemp("conf"),
                            name="volcano-py-scheduler-lws") as running:
         yield running
 
@@ -73,20 +67,8 @@ def operator(control_plane, api_client, controllers, tmp_path_factory):
 
 @pytest.fixture
 def nodes(core_v1):
-    made: list[str] = []
-
-    def make(count: int, gpus: int) -> list[str]:
-        names = [f"{TAG}-{len(made) + i}-{uuid.uuid4().hex[:4]}" for i in range(count)]
-        for name in names:
-            create_gpu_node(core_v1, name, gpus=gpus, labels={"lws-e2e": TAG})
-            made.append(name)
-        for name in names:
-            wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
-        return names
-
-    yield make
-    for name in made:
-        core_v1.delete_node(name)
+    with gpu_nodes(core_v1, "lws-e2e", TAG) as make:
+        yield make
 
 
 def lws(name: str, *, replicas: int = 1) -> dict:

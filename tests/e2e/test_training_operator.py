@@ -16,23 +16,23 @@ gang, and no PodGroup gets the gang's `Scheduled` condition.
 from __future__ import annotations
 
 import copy
-import os
 import subprocess
 import sys
 import uuid
 
 import pytest
-from controlplane import create_gpu_node, node_is_ready, wait_for
+from controlplane import wait_for
 from inprocess import running_scheduler
 from kubernetes import client
 from operators import (
+    GANG_CONF,
     KUBEFLOW,
     REPO_ROOT,
     TRAINING_OPERATOR,
-    OperatorMissingError,
     doc_manifest,
+    gpu_nodes,
     install_crds,
-    operator_binary,
+    require_operator,
     running_training_operator,
 )
 from test_controllers import SCHED, podgroup
@@ -41,39 +41,18 @@ TIMEOUT = 90
 GPU = "nvidia.com/gpu"
 TAG = f"op-{uuid.uuid4().hex[:6]}"
 PYTORCH_ROLES = ("Master", "Worker")
-# Volcano's documented default tiers, written out so the gang plugin's part is plain to see.
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
 
 
 @pytest.fixture(scope="module")
 def scheduler(control_plane, tmp_path_factory):
-    with running_scheduler(control_plane, conf=CONF, conf_dir=tmp_path_factory.mktemp("conf"),
+    with running_scheduler(control_plane, conf=GANG_CONF, conf_dir=tmp_path_factory.mktemp("conf"),
                            name="volcano-py-scheduler-operators") as running:
         yield running
 
 
 @pytest.fixture(scope="module")
 def operator(control_plane, api_client, core_v1, scheduler, tmp_path_factory):
-    try:
-        operator_binary(TRAINING_OPERATOR)
-    except OperatorMissingError as exc:
-        if os.environ.get("VOLCANO_PY_E2E_REQUIRE") == "1":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+    require_operator(TRAINING_OPERATOR)
     install_crds(api_client, TRAINING_OPERATOR, ("kubeflow.org_pytorchjobs.yaml", "kubeflow.org_mpijobs.yaml"))
     with running_training_operator(control_plane, core_v1, tmp_path_factory.mktemp("operator"),
                                    schemes=("pytorchjob", "mpijob")) as running:
@@ -83,21 +62,9 @@ def operator(control_plane, api_client, core_v1, scheduler, tmp_path_factory):
 
 @pytest.fixture
 def nodes(core_v1):
-    made: list[str] = []
-
-    def make(count: int, gpus: int) -> list[str]:
-        names = [f"{TAG}-{len(made) + i}-{uuid.uuid4().hex[:4]}" for i in range(count)]
-        for name in names:
-            # ephemeral-storage as a kubelet reports it: MPIJob's launcher init container asks for some.
-            create_gpu_node(core_v1, name, gpus=gpus, labels={"op-e2e": TAG}, ephemeral_storage="100Gi")
-            made.append(name)
-        for name in names:
-            wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
-        return names
-
-    yield make
-    for name in made:
-        core_v1.delete_node(name)
+    # ephemeral-storage as a kubelet reports it: MPIJob's launcher init container asks for some.
+    with gpu_nodes(core_v1, "op-e2e", TAG, ephemeral_storage="100Gi") as make:
+        yield make
 
 
 def pytorchjob(name: str, *, gpus: int, queue: str = "default") -> dict:

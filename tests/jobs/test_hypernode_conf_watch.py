@@ -62,7 +62,7 @@ class _Kube:
         if method == "POST" and path == HYPERNODES:
             self.hypernodes.append(kw["body"])
             self.created.set()
-            return kw["body"]
+            return dict(kw["body"])
         raise AssertionError(f"unexpected {method} {path}")
 
     def put(self, version: str, text: str) -> None:
@@ -110,3 +110,36 @@ def test_a_watch_refused_is_said_once_and_the_poll_carries_on(caplog: pytest.Log
     said = [r.getMessage() for r in caplog.records if "cannot watch ConfigMap" in r.getMessage()]
     assert kube.calls == 3 and len(said) == 1 and "reading it every 5s" in said[0]
     assert not discovery.conf_watched
+
+
+class _Closing:
+    """A watch the server (or a proxy) closes at once, empty, every time."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def stream(self, path: str, query: dict[str, Any], read_timeout: float) -> Iterator[dict[str, Any]]:
+        self.calls += 1
+        return iter(())
+
+
+class _Waits(threading.Event):
+    """The watch's `_stop`: records each wait and says stop after three."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(float(timeout or 0.0))
+        if len(self.waits) == 3:
+            self.set()
+        return self.is_set()
+
+
+def test_a_watch_closed_at_once_is_opened_again_after_a_backoff_not_in_a_busy_loop() -> None:
+    kube = _Closing()
+    discovery = HyperNodeDiscovery(kube, ConfigMapRef("ns", "cm"), max_backoff=4.0)  # type: ignore[arg-type]
+    stop = discovery._stop = _Waits()
+    discovery._watch_conf()  # returns once stopped
+    assert kube.calls == 3 and stop.waits == [1.0, 2.0, 4.0]

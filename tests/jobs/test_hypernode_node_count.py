@@ -56,7 +56,7 @@ def test_selectors_that_give_nothing() -> None:
     assert counted(hypernode("h", [regex("a(")])).count(nodes) == 0  # type: ignore[union-attr]
     bad_op = label({"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["1"]}]})
     assert counted(hypernode("h", [bad_op, exact("z")])).count(nodes) == 1  # type: ignore[union-attr]
-    assert counted(hypernode("h", [regex("1")])).count(nodes) == 1  # unanchored: a1  # type: ignore[union-attr]
+    assert counted(hypernode("h", [regex("1")])).count(nodes) == 1  # type: ignore[union-attr]  # unanchored: a1
     exists = label({"matchExpressions": [{"key": "zone", "operator": "Exists"}]})
     assert counted(hypernode("h", [exists])).count(nodes) == 1  # type: ignore[union-attr]
     assert counted({"spec": {"members": "nope"}}) is None
@@ -153,6 +153,31 @@ def test_counts_are_written_once_only_where_they_differ_and_follow_relabels(seed
     worker.write_counts()
     assert {n: h["status"]["nodeCount"] for n, h in store.items()} == \
         {n: len(selected(h, nodes)) for n, h in store.items()}
+    # Delete a node: the HyperNodes that selected it by pattern or label count one less.
+    gone = rng.choice(sorted(nodes))
+    worker.on_node("DELETED", {"metadata": {"name": gone, "labels": nodes.pop(gone)}})
+    worker.write_counts()
+    assert {n: h["status"]["nodeCount"] for n, h in store.items()} == \
+        {n: len(selected(h, nodes)) for n, h in store.items()}
+
+
+def test_a_node_event_makes_due_only_the_hypernodes_whose_selectors_it_moves() -> None:
+    """A node event costs a match per selector: a HyperNode is recounted (over every node) only when one of its
+    selectors takes the node in or lets it go, not on every node event of the cluster."""
+    store = {"gpus": hypernode("gpus", [regex("^gpu-"), label({"matchLabels": {"zone": "a"}})], status=0)}
+    worker = HyperNodeDiscovery(_Kube(store), ConfigMapRef("ns", "cm"))  # type: ignore[arg-type]
+    worker.on_hypernode("ADDED", store["gpus"])
+    worker.write_counts()
+    assert not worker.counts.pending
+    steps = [("ADDED", "cpu-1", {"zone": "b"}, False), ("ADDED", "gpu-1", {"zone": "b"}, True),
+             ("MODIFIED", "gpu-1", {"zone": "c"}, False),  # still matched by its name, never by its zone
+             ("MODIFIED", "cpu-1", {"zone": "a"}, True), ("MODIFIED", "cpu-1", {"zone": "a", "x": "y"}, False),
+             ("DELETED", "gpu-1", {"zone": "c"}, True)]
+    for kind, name, labels, due in steps:
+        worker.on_node(kind, {"metadata": {"name": name, "labels": labels}})
+        assert worker.counts.pending is due, (kind, name, labels)
+        worker.write_counts()
+    assert store["gpus"]["status"] == {"nodeCount": 1}  # cpu-1, by its zone
 
 
 def test_a_failed_write_is_tried_again_and_a_deleted_hypernode_is_skipped() -> None:

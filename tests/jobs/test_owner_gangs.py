@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 import pytest
 from fake_api import FakeApi
+from hypothesis import given, settings, strategies as st
 
 from scheduler.api.owner_gang import (
     OWNER_GANG_ANNOTATION,
@@ -209,6 +210,18 @@ def test_a_hostile_leaderworkerset_gets_a_typed_reason(replicas: Any, size: int,
     assert (caught.value.reason.object_kind, caught.value.reason.path) == ("LeaderWorkerSet", path)
 
 
+def test_a_workload_whose_name_no_label_can_hold_gets_a_typed_reason_not_a_podgroup_the_apiserver_refuses() -> None:
+    """Its pods could never name it (a label value is at most 63 characters), and `lws-<254 characters>-0` is no
+    PodGroup name: creating one would fail, and be tried again, forever."""
+    long = "x" * 64
+    for make in (lambda: jobset_gang(jobset(long, [rjob("w", 1, 1, None, 100, 0, 64)])),
+                 lambda: lws_gangs(lws(long, 1, 2, (100, 0, 64), None))):
+        with pytest.raises(OwnerGangError) as caught:
+            make()
+        assert caught.value.reason.path == "metadata.name"
+    assert jobset_gang(jobset("x" * 63, [rjob("w", 1, 1, None, 100, 0, 64)])).name == "jobset-" + "x" * 63
+
+
 # ---- the controller -------------------------------------------------------------------------------------------
 class Api(FakeApi):
     """FakeApi with the reads the owner-gang controller makes: namespaces, workloads, PodGroups by label."""
@@ -254,7 +267,7 @@ def test_a_jobset_opted_in_by_its_namespace_gets_one_podgroup_that_follows_its_r
     js["spec"]["replicatedJobs"][1]["replicas"] = 3
     ctl.on_jobset("MODIFIED", js)
     spec = podgroups(api)["jobset-train"]
-    assert (spec["minMember"], spec["minTaskMember"]["workers"], quantities(spec)[GPU]) == (7, 6, 6)
+    assert (spec["minMember"], spec["minTaskMember"]["workers"], quantities(spec)[GPU]) == (7, 6, Decimal(6))
 
 
 def test_the_podgroups_annotations_written_by_the_scheduler_survive_a_sync() -> None:
@@ -319,6 +332,18 @@ def test_a_leaderworkerset_scaled_down_and_up_has_its_groups_removed_and_added()
     assert {k: s["minMember"] for k, s in podgroups(api).items()} == {"lws-serve-0": 2, "lws-serve-1": 2}
 
 
+def test_a_deleted_workloads_failed_sync_is_not_run_again() -> None:
+    js = jobset("gone", [rjob("w", 2, 1, None, 100, 0, 64)], annotations=OPT_IN)
+    ctl, api = controller(js)
+    api.failures[("create", "PodGroup")] = 1
+    ctl.on_jobset("ADDED", js)  # the create fails: a retry is armed
+    key = "JobSet ns/gone"
+    assert ctl.retries.failures(key) == 1
+    ctl.on_jobset("DELETED", js)
+    assert ctl.retries.failures(key) == 0 and key not in ctl.retries._pending
+    ctl.retries.timers.cancel_all()
+
+
 def test_a_hostile_workload_gets_one_log_line_and_no_podgroup(caplog: pytest.LogCaptureFixture) -> None:
     bad = lws("bad", -1, 2, (100, 0, 64), None, annotations=OPT_IN)
     ctl, api = controller(bad)
@@ -328,6 +353,86 @@ def test_a_hostile_workload_gets_one_log_line_and_no_podgroup(caplog: pytest.Log
     lines = [r for r in caplog.records if r.name == "volcano_py.controllers.owner_gangs"]
     assert len(lines) == 1 and "spec.replicas" in lines[0].getMessage()
     assert podgroups(api) == {}
+
+
+_JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-2**64, max_value=2**64) | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
+        ["spec", "template", "replicas", "parallelism", "size", "schedulerName", "containers", "workerTemplate"]),
+        inner, max_size=3),
+    max_leaves=8)
+_RJOB = ("spec", "replicatedJobs", 0)
+_JOB = (*_RJOB, "template", "spec")
+_JOBSET_SPOTS = [("spec",), ("spec", "replicatedJobs"), _RJOB, (*_RJOB, "template"), (*_RJOB, "replicas"), _JOB,
+                 (*_JOB, "parallelism"), (*_JOB, "template"), (*_JOB, "template", "spec"),
+                 (*_JOB, "template", "spec", "schedulerName"), (*_JOB, "template", "spec", "containers"),
+                 ("spec", "startupPolicy"), ("metadata", "annotations")]
+_LWT = ("spec", "leaderWorkerTemplate")
+_LWS_SPOTS = [("spec",), ("spec", "replicas"), _LWT, (*_LWT, "size"), (*_LWT, "workerTemplate"),
+              (*_LWT, "workerTemplate", "spec"), (*_LWT, "workerTemplate", "spec", "schedulerName"),
+              (*_LWT, "leaderTemplate"), ("spec", "startupPolicy"), ("metadata", "annotations")]
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.booleans(), st.data())
+def test_a_workload_with_junk_anywhere_never_raises_out_of_the_controller(is_lws: bool, data: Any) -> None:
+    """Whatever sits where a template, a count or a scheduler name belongs (a list, a bool, a 2^64, a text),
+    the sync answers a gang or none and never raises: a raise would retry the workload forever, and in a pod's
+    `claims` it would keep the pod's per-Job PodGroup from being made."""
+    obj = lws("x", 2, 2, (100, 0, 64), None, annotations=dict(OPT_IN)) if is_lws else jobset(
+        "x", [rjob("w", 2, 1, None, 100, 0, 64)], annotations=dict(OPT_IN))
+    spot = data.draw(st.sampled_from(_LWS_SPOTS if is_lws else _JOBSET_SPOTS))
+    parent = obj
+    for step in spot[:-1]:
+        parent = parent[step]
+    parent[spot[-1]] = data.draw(_JUNK)
+    ctl, api = controller(obj)
+    gangs = ctl.sync(obj, lws=is_lws)
+    assert sorted(podgroups(api)) == sorted(g.name for g in gangs or () if g.min_member > 0)
+
+
+class CountingApi(Api):
+    def __init__(self) -> None:
+        super().__init__()
+        self.workload_reads = self.podgroup_reads = 0
+
+    def get(self, path: str) -> Any:
+        self.workload_reads += "/jobsets/" in path
+        self.podgroup_reads += "/podgroups/" in path  # one PodGroup's GET, not the LIST
+        return super().get(path)
+
+
+def test_a_workload_event_that_changes_nothing_reads_one_list_not_each_group() -> None:
+    api = CountingApi()
+    api.objects[("Namespace", "", "ns")] = {"metadata": {"name": "ns"}}
+    ctl = OwnerGangController(api, [SCHED])  # type: ignore[arg-type]
+    obj = lws("many", 20, 2, (100, 0, 64), None, annotations=OPT_IN)
+    ctl.on_lws("ADDED", obj)
+    assert len(podgroups(api)) == 20
+    api.podgroup_reads, writes = 0, len(api.writes)
+    obj["status"] = {"readyReplicas": 3}  # LWS writes its status often
+    ctl.on_lws("MODIFIED", obj)
+    assert (api.podgroup_reads, len(api.writes)) == (0, writes)
+    obj["spec"]["leaderWorkerTemplate"]["size"] = 3  # a real change is still written to every group
+    ctl.on_lws("MODIFIED", obj)
+    assert {s["minMember"] for s in podgroups(api).values()} == {3}
+
+
+def test_syncing_one_workload_keeps_the_others_gangs_known_to_their_pods() -> None:
+    api = CountingApi()
+    api.objects[("Namespace", "", "ns")] = {"metadata": {"name": "ns"}}
+    ctl = OwnerGangController(api, [SCHED])  # type: ignore[arg-type]
+    a, b = (jobset(n, [rjob("w", 2, 1, None, 100, 0, 64)], annotations=OPT_IN) for n in ("a", "b"))
+    for js in (a, b):
+        api.put("JobSet", js)
+        ctl.on_jobset("ADDED", js)
+    pod_of_a = {"metadata": {"name": "a-w-0-0", "namespace": "ns",
+                             "labels": {"jobset.sigs.k8s.io/jobset-name": "a"}}}
+    assert ctl.claims(pod_of_a)
+    assert api.workload_reads == 0  # known from a's own sync, not read again because b was synced after it
+    ctl.on_jobset("DELETED", a)
+    api.objects.pop(("JobSet", "ns", "a"))
+    assert not ctl.claims(pod_of_a)
 
 
 # ---- the scheduler --------------------------------------------------------------------------------------------

@@ -170,8 +170,12 @@ def test_labels_and_annotations_volcano_copies_onto_the_podgroup() -> None:
                                    "volcano.sh/jdb-min-available": "1"}
 
 
-@pytest.mark.parametrize("value, expected", [("0", 0), ("4", 4), ("-1", 1), ("many", 1)],
-                         ids=["0 is kept", "a number", "a negative one is 1", "not a number is 1"])
+@pytest.mark.parametrize("value, expected", [
+    ("0", 0), ("4", 4), ("-1", 1), ("many", 1), ("+3", 3), ("2147483647", 2**31 - 1), ("2147483648", 1),
+    ("1_000", 1), ("\u0663", 1), (" 4", 1)],
+    ids=["0 is kept", "a number", "a negative one is 1", "not a number is 1", "a sign as ParseInt takes it",
+         "int32's largest, its minResources in one step", "past int32 is 1 (ParseInt bitSize 32)",
+         "Go takes no underscores", "nor non-ASCII digits", "nor spaces"])
 def test_group_min_member_is_read_as_volcano_reads_it(value: str, expected: int) -> None:
     pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u", "annotations": {MIN: value}},
            "spec": {"containers": []}}
