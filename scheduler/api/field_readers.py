@@ -8,15 +8,14 @@ api/pod.py, next to the types they make, and registered there.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api import field_parsers as P
+from scheduler.api.member_pattern import PatternError, compile_member_pattern
 from scheduler.api.resources import ZERO as ZERO, QuantityError, Resource, pod_request
 
 _TIER = P.integer(0, 64)
-_PATTERN_MAX = 1024
 
 
 def check_owners(raw: list[Any]) -> tuple[tuple[str, bool], ...]:
@@ -129,12 +128,10 @@ def check_members(raw: list[Any]) -> list[dict[str, Any]]:
         if exact is not None:
             cleaned["exactMatch"] = {"name": P.NAME.parse(exact)}
         elif pattern is not None:
-            if type(pattern) is not str or len(pattern) > _PATTERN_MAX:
-                raise P.BadValueError("has a regexMatch pattern that is not a string of at most 1 KiB")
             try:
-                re.compile(pattern)
-            except re.error:
-                raise P.BadValueError("has a regexMatch pattern that does not compile") from None
+                compile_member_pattern(pattern)  # RE2, as Go's regexp: linear time, Go's syntax
+            except PatternError as exc:
+                raise P.BadValueError(f"has a regexMatch pattern that {exc}") from None
             cleaned["regexMatch"] = {"pattern": pattern}
         out.append({"type": kind, "selector": cleaned})
     return out

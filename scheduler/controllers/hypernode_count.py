@@ -8,8 +8,8 @@ The count is the number of distinct names the members' selectors give, whatever 
 - a `regexMatch` gives the nodes whose name it matches anywhere (Go's `MatchString`, unanchored);
 - a `labelMatch` gives the nodes whose labels it selects; one with neither matchLabels nor matchExpressions adds
   nothing;
-- a selector whose pattern does not compile or whose label selector is invalid gives nothing at all; so does
-  one whose pattern Python's backtracking `re` could not match in bounded time (api/member_pattern.py).
+- a selector whose pattern RE2 (Go's regexp) refuses or whose label selector is invalid gives nothing at all;
+  patterns match in linear time (api/member_pattern.py).
 
 Every HyperNode is counted, discovered or hand-written; the count is written only when it differs from
 `status.nodeCount`. Volcano recounts when a HyperNode is added or updated; volcano-py also when a node comes, goes
@@ -19,13 +19,12 @@ write at its next HyperNode update.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.member_pattern import PatternError, compile_member_pattern
+from scheduler.api.member_pattern import MemberPattern, PatternError, compile_member_pattern
 from scheduler.api.selectors import LabelSelector, Requirement
 
 MAX_MEMBERS = 10_000
@@ -39,7 +38,7 @@ class Selector:
     does not compile, an invalid label selector)."""
 
     exact: str | None = None
-    pattern: re.Pattern[str] | None = None
+    pattern: MemberPattern | None = None
     labels: LabelSelector | None = None
     void: bool = False
 
@@ -102,7 +101,7 @@ def parse_selector(raw: Any) -> Selector:
     if pattern is not None:
         try:
             compiled = compile_member_pattern(pattern.get("pattern") if isinstance(pattern, Mapping) else None)
-        except PatternError:  # also one Python could not match in bounded time (api/member_pattern.py)
+        except PatternError:  # Go's regexp refuses it too (api/member_pattern.py: RE2)
             return Selector(void=True)
     selector = None
     if labels is not None:
