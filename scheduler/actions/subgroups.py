@@ -103,7 +103,7 @@ def group_tier(policy: SubGroupPolicy, job_tier: int | None, top: int, names: Ma
     return top if job_tier is None else job_tier
 
 
-def _placed_positions(ssn: Session, tasks: Sequence[TaskInfo]) -> IntArray:
+def placed_positions(ssn: Session, tasks: Sequence[TaskInfo]) -> IntArray:
     """Where the tasks that hold a node (placed or waiting) are, as node positions."""
     out = [ssn.arrays.position[t.node_name] for t in tasks
            if t.node_name and (t.status in READY_STATUSES or t.status is TaskStatus.PIPELINED)
@@ -158,6 +158,7 @@ class SubGroupPlacer:
         for task in ssn.order.task_order(job.placeable()):
             groups.setdefault(subs.of.get(task.key, LOOSE), []).append(task)
         order = self._group_order(job, groups)
+        members = self.group_members(job)
         why: Reason | None = None
         tried = 0
         for gradient in self._job_gradients(job):
@@ -168,7 +169,7 @@ class SubGroupPlacer:
             best: tuple[float, int] | None = None
             for index, (_, scope) in enumerate(gradient if len(gradient) > 1 else ()):
                 stmt = ssn.statement()
-                run = self._run(stmt, queue, job, groups, order, scope, requeue is not None)
+                run = self._run(stmt, queue, job, groups, members, order, scope, requeue is not None)
                 if len(stmt) and ssn.tiers.run(points.JOB_READY, job) and (best is None or run.score > best[0]):
                     best = (run.score, index)
                 stmt.discard()
@@ -177,7 +178,8 @@ class SubGroupPlacer:
             if len(gradient) > 1 and best is None:
                 continue
             stmt = ssn.statement()
-            run = self._run(stmt, queue, job, groups, order, gradient[best[1] if best else 0][1], requeue is not None)
+            scope = gradient[best[1] if best else 0][1]
+            run = self._run(stmt, queue, job, groups, members, order, scope, requeue is not None)
             if len(stmt) and ssn.tiers.run(points.JOB_READY, job):
                 stmt.commit()
                 if run.early and requeue is not None:
@@ -194,17 +196,18 @@ class SubGroupPlacer:
         return False
 
     def _run(self, stmt: Statement, queue: QueueInfo, job: JobInfo, groups: dict[GroupKey, list[TaskInfo]],
-             order: list[GroupKey], scope: BoolArray, stop_when_ready: bool) -> _Run:
+             members: Mapping[GroupKey, list[TaskInfo]], order: list[GroupKey], scope: BoolArray,
+             stop_when_ready: bool) -> _Run:
         """The sub-groups in `order` placed inside `scope` (allocateForJob's loop over one HyperNode)."""
         run = _Run()
         job_tier = self.job_tier(job)
         for index, key in enumerate(order):
             if key == LOOSE:
-                loose = self._score(job, self._members(job, key), [(CLUSTER, scope)])[CLUSTER]
+                loose = self._score(job, members.get(key, []), [(CLUSTER, scope)])[CLUSTER]
                 placed = self._place_loose(stmt, queue, groups[key], scope)
                 run.score += loose if placed else 0.0
             else:
-                score = self._place_group(stmt, queue, job, key, groups[key], scope, job_tier)
+                score = self._place_group(stmt, queue, job, key, groups[key], members.get(key, []), scope, job_tier)
                 placed = score is not None
                 if score is None:
                     run.missing.append(key)
@@ -247,7 +250,7 @@ class SubGroupPlacer:
         need = np.zeros(self.ssn.arrays.idle.shape[0], dtype=np.int64)
         if job.min_resources is not None:
             need = self._vector(job.min_resources)
-        used = _placed_positions(self.ssn, list(job.tasks.values()))
+        used = placed_positions(self.ssn, list(job.tasks.values()))
         return self._gradients(tier, everything, used, need)
 
     def _gradients(self, tier: int, scope: BoolArray, used: IntArray, need: IntArray) -> list[list[Candidate]]:
@@ -300,11 +303,16 @@ class SubGroupPlacer:
         return self.ssn.arrays.vector(total, strict=False)
 
     # ---- one sub-group ---------------------------------------------------------------------------------------
-    def _members(self, job: JobInfo, key: GroupKey) -> list[TaskInfo]:
-        """All the sub-group's tasks, placed or not (Volcano's SubJobInfo.Tasks)."""
+    @staticmethod
+    def group_members(job: JobInfo) -> dict[GroupKey, list[TaskInfo]]:
+        """Each sub-group's tasks, placed or not (Volcano's SubJobInfo.Tasks), LOOSE for the pods in none: one pass
+        over the job's tasks, taken once per placement of the job (a scan per sub-group was quadratic in them)."""
         subs = job.subs
         assert subs is not None
-        return [t for t in job.tasks.values() if subs.of.get(t.key, LOOSE) == key]
+        out: dict[GroupKey, list[TaskInfo]] = {}
+        for task in job.tasks.values():
+            out.setdefault(subs.of.get(task.key, LOOSE), []).append(task)
+        return out
 
     def _score(self, job: JobInfo, members: list[TaskInfo], candidates: list[Candidate]) -> dict[str, float]:
         """HYPERNODE_ORDER's scores of the candidates for the sub-group (0 each when no plugin scores)."""
@@ -313,19 +321,18 @@ class SubGroupPlacer:
         masks = {name: np.flatnonzero(mask) for name, mask in candidates}
         return self.ssn.tiers.run(points.HYPERNODE_ORDER, job, members, masks)
 
-    def _place_group(self, stmt: Statement, queue: QueueInfo, job: JobInfo, key: GroupKey,
-                     tasks: list[TaskInfo], scope: BoolArray, job_tier: int | None) -> float | None:
+    def _place_group(self, stmt: Statement, queue: QueueInfo, job: JobInfo, key: GroupKey, tasks: list[TaskInfo],
+                     members: list[TaskInfo], scope: BoolArray, job_tier: int | None) -> float | None:
         """Place the sub-group's pending tasks inside `scope` in the domain Volcano would choose
         (allocateForSubJob: the lowest gradient where it fits, the best HYPERNODE_ORDER score there); its score,
         or None if it reaches subGroupSize placed pods nowhere (nothing of it is then kept)."""
         subs = job.subs
         assert subs is not None
         tier = group_tier(job.sub_groups[key[0]], job_tier, self.topology.top, self.tier_names)
-        members = self._members(job, key)
         if tier is None:
             gradients: list[list[Candidate]] = [[(CLUSTER, scope)]]
         else:
-            gradients = self._gradients(tier, scope, _placed_positions(self.ssn, members), self._need(tasks))
+            gradients = self._gradients(tier, scope, placed_positions(self.ssn, members), self._need(tasks))
         placed_before = any(t.status is not TaskStatus.PENDING for t in members)
         for gradient in gradients:
             fits = self._fitting(stmt, queue, job, key, tasks, members, gradient, placed_before)
