@@ -19,8 +19,12 @@ from scheduler.api.phases import TaskStatus
 from scheduler.api.resources import Resource
 from scheduler.api.topology import NodeDomains
 from scheduler.cycle import conf_from_text
+from scheduler.framework import points as P
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.evictable import Domain
+from scheduler.framework.session import Session
+from scheduler.plugins.registry import PLUGINS
+from scheduler.plugins.topology import NetworkTopologyAwarePlugin
 from scheduler.solver.topology import Topology, from_domains, from_hypernodes
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
@@ -237,3 +241,20 @@ def test_a_reservation_on_released_room_is_made_only_inside_the_search_root() ->
     assert in_search_root(job, [other, spine, rack_a, rack_b]) == [spine, rack_a, rack_b]  # tier 2
     assert in_search_root(job, [rack_a, rack_b]) == [rack_a]  # tier 1
     assert in_search_root(job, [other]) == []
+
+
+def test_a_job_without_a_topology_costs_the_gang_placer_no_topology() -> None:
+    """PLACE_GANG is asked for every job that is not ready: one without a `networkTopology` is sent pod by pod
+    without the plugin building the session's topology or reading the job's pods (the search-root check is for
+    hard-topology jobs only)."""
+    c = cluster()
+    for rack in range(2):
+        for i in range(2):
+            c.node(f"n{rack}{i}", cpu="4", memory="8Gi", labels={RACK: f"r{rack}", ZONE: "z"})
+    c.job("plain", replicas=1, min_available=1, cpu="1")
+    ssn = Session(c.sim.snapshot(), conf_from_text(TOPOLOGY, source="test"), PLUGINS)
+    (plugin,) = [p for _, p in ssn.plugins if isinstance(p, NetworkTopologyAwarePlugin)]
+    (job,) = ssn.jobs.values()
+    answer = ssn.tiers.run(P.PLACE_GANG, job, list(job.tasks.values()))
+    assert answer.status.abstained
+    assert plugin._topology is None
