@@ -14,33 +14,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import pytest
-from subgroup_workloads import partitioned_job, partitions_bound, racks, running
+from subgroup_workloads import TOPOLOGY_CONF, partitioned_job, partitions_bound, racks, running
 
 from scheduler.cycle import conf_from_text
 from scheduler.testing import ClusterBuilder, cluster
 
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: predicates
-  - name: binpack
-  - name: network-topology-aware
-    arguments:
-      solver.timeLimitMs: 100
-      solver.workers: 1
-"""
 NODE_MEMORY_GI = 64
-ON = conf_from_text(CONF, source="test")
-OFF = conf_from_text(CONF.replace("  - name: network-topology-aware\n",
-                                  "  - name: network-topology-aware\n    enabledHyperNodeOrder: false\n"),
+ON = conf_from_text(TOPOLOGY_CONF, source="test")
+OFF = conf_from_text(TOPOLOGY_CONF.replace("  - name: network-topology-aware\n",
+                                           "  - name: network-topology-aware\n    enabledHyperNodeOrder: false\n"),
                      source="test")
 # Without the hypernode-level score of pods outside a network topology, binpack alone orders the nodes pod by pod.
-NO_NORMAL_POD = conf_from_text(CONF + "      hypernode.binpack.normal-pod.enable: false\n", source="test")
+NO_NORMAL_POD = conf_from_text(TOPOLOGY_CONF + "      hypernode.binpack.normal-pod.enable: false\n", source="test")
 
 
 # ---- the reference --------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from subgroup_workloads import partitioned_job
+from subgroup_workloads import TOPOLOGY_CONF, partitioned_job
 
 from scheduler.actions.domain_reserve import in_search_root
 from scheduler.api.job import JobInfo, TaskInfo
@@ -28,29 +28,14 @@ from scheduler.plugins.topology import NetworkTopologyAwarePlugin
 from scheduler.solver.topology import Topology, from_domains, from_hypernodes
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
-TOPOLOGY = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: predicates
-  - name: binpack
-  - name: network-topology-aware
-    arguments:
-      solver.timeLimitMs: 100
-      solver.workers: 1
-"""
 RACK = "volcano.sh/rack"
 ZONE = "topology.kubernetes.io/zone"
 
 
 def confs() -> dict[str, SchedulerConf]:
     return {
-        "hypernodes": conf_from_text(TOPOLOGY, source="test"),
-        "choose-domains": conf_from_text(TOPOLOGY + "      solver.chooseDomains: true\n", source="test"),
+        "hypernodes": conf_from_text(TOPOLOGY_CONF, source="test"),
+        "choose-domains": conf_from_text(TOPOLOGY_CONF + "      solver.chooseDomains: true\n", source="test"),
     }
 
 
@@ -252,7 +237,7 @@ def test_a_job_without_a_topology_costs_the_gang_placer_no_topology() -> None:
         for i in range(2):
             c.node(f"n{rack}{i}", cpu="4", memory="8Gi", labels={RACK: f"r{rack}", ZONE: "z"})
     c.job("plain", replicas=1, min_available=1, cpu="1")
-    ssn = Session(c.sim.snapshot(), conf_from_text(TOPOLOGY, source="test"), PLUGINS)
+    ssn = Session(c.sim.snapshot(), conf_from_text(TOPOLOGY_CONF, source="test"), PLUGINS)
     (plugin,) = [p for _, p in ssn.plugins if isinstance(p, NetworkTopologyAwarePlugin)]
     (job,) = ssn.jobs.values()
     answer = ssn.tiers.run(P.PLACE_GANG, job, list(job.tasks.values()))
