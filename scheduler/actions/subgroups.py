@@ -15,7 +15,8 @@ nor by a gang placer that does not know its sub-groups:
    their policy's `minSubGroups` first, then by partition number (`match_index`); with `requeue`, it stops once
    the job is ready. The domain whose run makes the job ready with the highest sum of its sub-groups' scores
    wins (selectBestHyperNodeForJob; equal sums: the tightest domain first), and the job is placed there again.
-   At most `MAX_SCOPES` job-level domains are tried per job and cycle (Volcano tries every one).
+   At most `MAX_SCOPES` job-level domains of each tier are tried per job and turn, the tightest (Volcano tries
+   every one); every tier up to the job's is still tried when no lower one holds the job.
 3. One sub-group in the job's domain: its gradients the same way from its own tier (a hard one's, or for a soft
    one the job's tier, else the cluster's: convertSoftToHardTopology), its root the domain around its placed pods,
    and its need its pending pods' requests. In each domain of the lowest gradient where it reaches
@@ -62,7 +63,7 @@ from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes, tier_names
 
-MAX_SCOPES = 16  # job-level domains tried per job and cycle
+MAX_SCOPES = 16  # job-level domains tried per tier, per job and turn
 LOOSE: GroupKey = (-1, "")  # the pods in no sub-group
 CLUSTER = "<cluster>"
 BoolArray = npt.NDArray[np.bool_]
@@ -160,12 +161,8 @@ class SubGroupPlacer:
         order = self._group_order(job, groups)
         members = self.group_members(job)
         why: Reason | None = None
-        tried = 0
         for gradient in self._job_gradients(job):
-            gradient = gradient[:max(0, MAX_SCOPES - tried)]
-            if not gradient:
-                break
-            tried += len(gradient)
+            gradient = gradient[:MAX_SCOPES]  # per tier: a cap across tiers left the higher ones untried
             best: tuple[float, int] | None = None
             for index, (_, scope) in enumerate(gradient if len(gradient) > 1 else ()):
                 stmt = ssn.statement()

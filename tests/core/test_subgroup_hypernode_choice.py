@@ -231,3 +231,21 @@ def test_equal_scores_go_to_the_rack_that_holds_more_of_the_sub_group() -> None:
     first["spec"]["nodeName"], first["status"]["phase"] = "b1", "Running"
     c.cycle(ON)
     assert sorted(partitions_bound(c, "job")["0"]) == ["b1", "b1"]
+
+
+@pytest.mark.parametrize("rack_count", [4, 16, 17, 40])
+def test_a_job_no_rack_holds_goes_to_the_spine_however_many_racks_there_are(rack_count: int) -> None:
+    """A job whose tier is the spine, with two sub-groups each filling one rack: no single rack holds the job, so
+    it goes to the spine's gradient, one rack per sub-group (Volcano's allocateForJob tries every gradient up to
+    the job's tier). The job-level domains tried per turn are capped per tier; a cap shared by all tiers once spent
+    every try on the racks when there were more than 16, and the job never ran."""
+    c = racks(cluster(), [[f"r{r}-a", f"r{r}-b"] for r in range(rack_count)], cpu="4")
+    partitioned_job(c, "job", partitions=2, size=2, min_partitions=2, cpu="3",
+                    topology={"mode": "hard", "highestTierAllowed": 1},
+                    job_topology={"mode": "hard", "highestTierAllowed": 2})
+    c.cycle(ON)
+    bound = partitions_bound(c, "job")
+    assert sorted(bound) == ["0", "1"]
+    rack_of = {node: node.split("-")[0] for nodes in bound.values() for node in nodes}
+    assert all(len({rack_of[n] for n in nodes}) == 1 and len(nodes) == 2 for nodes in bound.values())
+    assert rack_of[bound["0"][0]] != rack_of[bound["1"][0]]
