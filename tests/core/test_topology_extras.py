@@ -16,6 +16,7 @@ from subgroup_workloads import TOPOLOGY_CONF, partitioned_job
 from scheduler.actions.domain_reserve import in_search_root
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.phases import TaskStatus
+from scheduler.api.reasons import TopologyLimit
 from scheduler.api.resources import Resource
 from scheduler.api.topology import NodeDomains
 from scheduler.cycle import conf_from_text
@@ -243,3 +244,24 @@ def test_a_job_without_a_topology_costs_the_gang_placer_no_topology() -> None:
     answer = ssn.tiers.run(P.PLACE_GANG, job, list(job.tasks.values()))
     assert answer.status.abstained
     assert plugin._topology is None
+
+
+def test_a_partly_placed_job_is_never_reserved_on_room_released_outside_its_rack() -> None:
+    """Label tiers (no HyperNode, so network-topology-aware's eviction domains are every rack): a hard rack job
+    holds one pod on a1; room is being released for one more pod on a1 and for both on b1. Inside its search root
+    (a1's rack) the job cannot be pipelined, so no reservation is kept and it waits with its rack's shortfall;
+    a reservation in b1's rack would have left it pipelined outside its search root (`in_search_root`)."""
+    c = layout_cluster([[["a1"], ["b1"]]], "4", labels=True)
+    topo_job(c, "job", replicas=3, min_available=3, tier=2, cpu="2")
+    held = c.sim.pods["default/job-0"].manifest
+    held["spec"]["nodeName"], held["status"]["phase"] = "a1", "Running"
+    busy(c, "going-a1", "a1", "2")
+    busy(c, "going-b1", "b1", "4")
+    for name in ("going-a1", "going-b1"):
+        c.sim.pods[f"default/{name}"].manifest["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    result = c.cycle(confs()["hypernodes"])
+    (status,) = [s for s in result.podgroups if s.job == "default/job"]
+    assert status.decision is not None
+    limits = [r for r in status.decision.reasons if isinstance(r, TopologyLimit)]
+    assert [(r.tier, r.best_domain) for r in limits] == [(2, "zone:s0/rack:s0r0")]
+    assert c.sim.bound("job") == {"job-0": "a1"}
