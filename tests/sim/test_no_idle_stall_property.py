@@ -1,9 +1,10 @@
 """Property, over seeded workloads in the simulator: the cluster never sits idle while a job it could run waits.
 
 Per cycle (one `Tick` of the replay): the cluster is idle when no pod holds a GPU (so none is bound, running or
-releasing: nothing will free room later). A job is runnable then when it arrived before the previous cycle (it had
-a whole cycle to be admitted and placed), has not started, asks for no more GPUs than its queue deserves in that
-cycle (proportion's share, which it never lets a queue pass), and its queue's waiting jobs together ask no more
+releasing: nothing will free room later). A job is runnable then when it had ADMISSION_CYCLES cycles of an idle
+cluster to be admitted and get its pods (it arrived by then, and the cluster was idle through them), has not
+started, asks for no more GPUs than its queue deserves in that cycle (proportion's share, which it never lets a
+queue pass), and its queue's waiting jobs together ask no more
 than the cluster holds (so `enqueue`, where an admitted gang counts against its queue's capability, admits them
 all; otherwise the queue is skipped). Each pod of 1, 2, 4 or 8 GPUs fits an empty 8-GPU node. These queue limits
 are Volcano's, kept as they are: a gang larger than its queue's share waits while the other queues ask (and so,
@@ -28,6 +29,9 @@ from scheduler.sim.replay import Replay
 
 HORIZON = 20000
 SEEDS = 16
+# Cycles a job held by `enqueue` while the cluster was busy needs once it is idle: one to be admitted, one for the
+# job controller to create its pods; a stall is a cluster idle through them with the job still waiting.
+ADMISSION_CYCLES = 2
 # volcano-py's default actions with a short guard threshold, so the guard acts often in a short day.
 EAGER_GUARD = NO_OVERCOMMIT.replace("tiers:\n", "configurations:\n- name: allocate\n  arguments:\n"
                                     "    starvationThresholdSeconds: 60\ntiers:\n", 1)
@@ -61,8 +65,10 @@ def stalls(outcome: Replay, nodes: int) -> list[tuple[float, str]]:
     """(time, job) for each cycle that left the cluster idle with a runnable job (see the module doc)."""
     total = nodes * NODE_GPUS
     found = []
-    for before, tick in zip(outcome.ticks, outcome.ticks[1:], strict=False):
-        if tick.held > 0:
+    ticks = outcome.ticks
+    for index in range(ADMISSION_CYCLES, len(ticks)):
+        before, tick = ticks[index - ADMISSION_CYCLES], ticks[index]
+        if any(t.held > 0 for t in ticks[index - ADMISSION_CYCLES:index + 1]):
             continue
         deserved = {queue: share for queue, _, share in tick.queues if share is not None}
         waiting: dict[str, list[Any]] = {}
