@@ -31,7 +31,7 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import OCCUPYING_STATUSES, TaskStatus
 from scheduler.api.queue import QueueInfo
-from scheduler.api.reasons import Reserving
+from scheduler.api.reasons import QueueShareExceeded, Reserving, amounts
 from scheduler.api.resources import Resource
 from scheduler.durations import parse_seconds
 from scheduler.framework import points as P
@@ -109,6 +109,16 @@ def can_complete(ssn: Session, queue: QueueInfo, job: JobInfo, unplaced: list[Ta
     return need <= releasable(ssn, queue, job)
 
 
+def _within_share(ssn: Session, queue: QueueInfo, task: TaskInfo) -> Status:
+    """Allocatable for a task no node holds now, reserved on the closest node: Allocatable lets such a task through
+    (proportion and capacity: it is to fail on resources, `QueueBook.placeable`), so the queue's share is also
+    asked strictly, as the evicting actions ask it (Preemptive: no escape hatch for tasks that fit nowhere)."""
+    allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
+    if allowed.ok and not ssn.tiers.run(P.PREEMPTIVE, queue, task.resreq):
+        return Status(Code.UNSCHEDULABLE, (QueueShareExceeded(queue.name, amounts(task.resreq)),), "allocate")
+    return allowed
+
+
 def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo],
             place: Any, placer_declined: bool) -> None:
     """Place `job` as far as it goes; commit it if ready, else keep it as a reservation (see the module doc)."""
@@ -137,7 +147,7 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
     for task in missing:
         if not ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
             break
-        allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)  # the tasks with no node took no share above
+        allowed = _within_share(ssn, queue, task)  # the tasks with no node took no share above
         if not allowed.ok:
             refused = allowed
             break

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from gpu_days import NO_OVERCOMMIT, gpu_cluster, gpu_job as job, replay_day
 
+from scheduler.api.reasons import QueueShareExceeded, Reserving
 from scheduler.cycle import conf_from_text
+from scheduler.testing import cluster
 
 HORIZON = 6000
 
@@ -45,3 +47,26 @@ def test_a_reservation_its_queues_running_pods_will_complete_is_kept(tmp_path: P
     assert runs["a-run"].ended is not None and runs["a-big"].started is not None
     assert runs["a-big"].started <= runs["a-run"].ended + 30
     assert runs["a-small"].started is None or runs["a-small"].started >= runs["a-big"].started
+
+
+def test_the_queue_limit_holds_for_the_tasks_no_node_holds_yet() -> None:
+    """2 x 8 GPUs all taken by `b`, which asks for them all, so `a` deserves 8. `a`'s 2 x 8-GPU gang waits past
+    the threshold: no node holds any of its tasks now, so the guard reserves the nearest nodes for them; `a`
+    refuses the second (16 GPUs of 8 deserved) and nothing `a` runs will free it, so no reservation is kept and the
+    gang waits with `a`'s limit, not as a reservation."""
+    conf = conf_from_text(NO_OVERCOMMIT.replace("tiers:\n", "configurations:\n- name: allocate\n  arguments:\n"
+                                                "    starvationThresholdSeconds: 60\ntiers:\n", 1))
+    c = cluster().queue("a").queue("b")
+    c.nodes("gpu", 2, gpu=8)
+    c.job("b-run", queue="b", replicas=2, gpu=8)
+    c.cycle(conf)
+    assert len(c.sim.bound("b-run")) == 2
+    c.job("a-big", queue="a", replicas=2, gpu=8)
+    c.cycle(conf)
+    c.sim.now += 120
+    result = c.cycle(conf)
+    (status,) = [s for s in result.podgroups if s.job == "default/a-big"]
+    assert status.decision is not None
+    assert not any(isinstance(r, Reserving) for r in status.decision.reasons), status.decision.reasons
+    assert [r.queue for r in status.decision.reasons if isinstance(r, QueueShareExceeded)] == ["a"]
+    assert c.sim.bound("a-big") == {}
