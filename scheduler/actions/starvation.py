@@ -110,11 +110,12 @@ def can_complete(ssn: Session, queue: QueueInfo, job: JobInfo, unplaced: list[Ta
 
 
 def _within_share(ssn: Session, queue: QueueInfo, task: TaskInfo) -> Status:
-    """Allocatable for a task no node holds now, reserved on the closest node: Allocatable lets such a task through
-    (proportion and capacity: it is to fail on resources, `QueueBook.placeable`), so the queue's share is also
-    asked strictly, as the evicting actions ask it (Preemptive: no escape hatch for tasks that fit nowhere)."""
+    """Allocatable for a task no node holds now, which the guard reserves on the closest node: proportion and
+    capacity let such a task through Allocatable (it is to fail on resources, `QueueBook.placeable`), so their
+    count without that escape hatch (`allocatable_count`, as bulk placement asks it) must also take it."""
     allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
-    if allowed.ok and not ssn.tiers.run(P.PREEMPTIVE, queue, task.resreq):
+    if allowed.ok and any(fn.many(queue, task, 1) < 1 for fn in ssn.tiers.functions(P.ALLOCATABLE)
+                          if isinstance(fn, P.CountedDecision)):
         return Status(Code.UNSCHEDULABLE, (QueueShareExceeded(queue.name, amounts(task.resreq)),), "allocate")
     return allowed
 
