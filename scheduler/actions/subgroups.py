@@ -186,7 +186,8 @@ class SubGroupPlacer:
             if run.missing and why is None:
                 why = self._no_domain(job, run.missing[0], len(groups[run.missing[0]]))
         if why is None:
-            why = TopologyNoFit(self.job_tier(job) or self.topology.top)
+            tier = self.job_tier(job)
+            why = TopologyNoFit(self.topology.top if tier is None else tier)  # tier 0 is a tier, not "none"
         ssn.results.hold(job, Status(Code.UNSCHEDULABLE, (why,), "allocate"))
         if ssn.trace:
             ssn.trace(f"sub-groups of {job.key}: not placed ({why})")

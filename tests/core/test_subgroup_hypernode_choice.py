@@ -16,6 +16,7 @@ from fractions import Fraction
 import pytest
 from subgroup_workloads import TOPOLOGY_CONF, partitioned_job, partitions_bound, racks, running
 
+from scheduler.api.reasons import TopologyNoFit
 from scheduler.cycle import conf_from_text
 from scheduler.testing import ClusterBuilder, cluster
 
@@ -249,3 +250,17 @@ def test_a_job_no_rack_holds_goes_to_the_spine_however_many_racks_there_are(rack
     rack_of = {node: node.split("-")[0] for nodes in bound.values() for node in nodes}
     assert all(len({rack_of[n] for n in nodes}) == 1 and len(nodes) == 2 for nodes in bound.values())
     assert rack_of[bound["0"][0]] != rack_of[bound["1"][0]]
+
+
+def test_a_job_held_to_tier_0_is_told_tier_0() -> None:
+    """highestTierAllowed 0 (no HyperNode is that low) places nothing, and the reason names tier 0, not the
+    cluster's tier (0 is a tier, not "no limit")."""
+    c = racks(cluster(), [["a1", "a2"], ["b1"]])
+    partitioned_job(c, "job", partitions=2, size=1, min_partitions=1,
+                    topology={"mode": "hard", "highestTierAllowed": 1},
+                    job_topology={"mode": "hard", "highestTierAllowed": 0})
+    result = c.cycle(ON)
+    (status,) = [s for s in result.podgroups if s.job == "default/job"]
+    assert status.decision is not None
+    assert [r.tier for r in status.decision.reasons if isinstance(r, TopologyNoFit)] == [0]
+    assert c.sim.bound("job") == {}
