@@ -129,6 +129,7 @@ class SubGroupPlacer:
         self.ssn = ssn
         self._topology: Topology | None = None
         self._tier_names: dict[str, int] | None = None
+        self._releasing: BoolArray | None = None  # nodes with pods releasing, read at need in each `place`
 
     @property
     def tier_names(self) -> dict[str, int]:
@@ -155,6 +156,7 @@ class SubGroupPlacer:
         ssn = self.ssn
         subs = job.subs
         assert subs is not None
+        self._releasing = None
         groups: dict[GroupKey, list[TaskInfo]] = {}
         for task in ssn.order.task_order(job.placeable()):
             groups.setdefault(subs.of.get(task.key, LOOSE), []).append(task)
@@ -288,17 +290,25 @@ class SubGroupPlacer:
                     continue
                 inside = root & (row == domain)
                 room = arrays.idle[:, inside].sum(axis=1)
-                if check and not ((room >= need).all() or (self._future_idle(inside) >= need).all()):
+                if check and not ((room >= need).all() or self._future_holds(inside, need)):
                     continue
                 fits.append((int((room - need).sum()), domain, (name, inside)))
             if fits:
                 out.append([candidate for _, _, candidate in sorted(fits, key=lambda f: f[:2])])
         return out
 
-    def _future_idle(self, inside: BoolArray) -> IntArray:
+    def _future_holds(self, inside: BoolArray, need: IntArray) -> bool:
+        """Whether the nodes' future idle (idle plus releasing, less pipelined) holds `need`. Asked only where idle
+        does not: without a releasing node among them future idle is no more than idle, so the Python sum over
+        the nodes is skipped (nothing is evicted while a job is placed: the releasing nodes are read once per
+        `place`)."""
+        if self._releasing is None:
+            self._releasing = np.array([not n.releasing.is_zero() for n in self.ssn.node_list], dtype=bool)
+        if not (inside & self._releasing).any():
+            return False
         nodes = self.ssn.node_list
         total = Resource.total(nodes[int(i)].future_idle() for i in np.flatnonzero(inside))
-        return self.ssn.arrays.vector(total, strict=False)
+        return bool((self.ssn.arrays.vector(total, strict=False) >= need).all())
 
     # ---- one sub-group ---------------------------------------------------------------------------------------
     @staticmethod

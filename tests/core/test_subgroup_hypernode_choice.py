@@ -264,3 +264,27 @@ def test_a_job_held_to_tier_0_is_told_tier_0() -> None:
     assert status.decision is not None
     assert [r.tier for r in status.decision.reasons if isinstance(r, TopologyNoFit)] == [0]
     assert c.sim.bound("job") == {}
+
+
+@pytest.mark.parametrize("releasing", [True, False])
+def test_a_rack_whose_room_is_being_released_is_in_the_jobs_gradient(releasing: bool) -> None:
+    """Volcano's isEligibleHyperNode takes a HyperNode whose idle or future idle holds the job's minResources. Both
+    racks are full; a1's pod is being deleted, so rack0's future idle holds the job: it is the job's domain, and
+    its sub-group is told it fits no HyperNode there yet (allocate seats on idle room only). Without the pod
+    releasing no rack is eligible at all, and the job is told its tier holds it nowhere."""
+    c = racks(cluster(), [["a1"], ["b1"]])
+    running(c, "going", "a1", "4")
+    running(c, "busy", "b1", "4")
+    if releasing:
+        c.sim.pods["default/going"].manifest["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    partitioned_job(c, "job", partitions=1, size=2, min_partitions=1,
+                    topology={"mode": "hard", "highestTierAllowed": 1},
+                    job_topology={"mode": "hard", "highestTierAllowed": 1})
+    c.sim.podgroups["default/job"].manifest["spec"]["minResources"] = {"cpu": "2", "memory": "2Gi"}
+    result = c.cycle(ON)
+    (status,) = [s for s in result.podgroups if s.job == "default/job"]
+    assert status.decision is not None
+    kinds = {type(r).__name__ for r in status.decision.reasons}
+    assert ("SubGroupNoDomain" in kinds) is releasing
+    assert ("TopologyNoFit" in kinds) is not releasing
+    assert c.sim.bound("job") == {}
