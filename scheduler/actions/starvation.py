@@ -31,11 +31,12 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import OCCUPYING_STATUSES, TaskStatus
 from scheduler.api.queue import QueueInfo
-from scheduler.api.reasons import Reserving
+from scheduler.api.reasons import QueueShareExceeded, Reserving, amounts
 from scheduler.api.resources import Resource
 from scheduler.durations import parse_seconds
 from scheduler.framework import points as P
 from scheduler.framework.session import Session
+from scheduler.plugins.shares import without_pods
 
 THRESHOLD_ARG = "starvationThresholdSeconds"
 DEFAULT_THRESHOLD = 300.0
@@ -86,11 +87,6 @@ def _closest(ssn: Session, task: TaskInfo, held: dict[str, int]) -> NodeInfo | N
     return best[2] if best is not None else None
 
 
-def _request(task: TaskInfo) -> Resource:
-    request = task.resreq
-    return Resource(request.cpu, request.memory, 0, request.scalars)
-
-
 def releasable(ssn: Session, queue: QueueInfo, job: JobInfo) -> Resource:
     """What the queue's other jobs hold in pods that are bound (or committed this cycle) and will free when they
     finish: not other reservations (an uncommitted placement of a gang that is not ready), which free nothing."""
@@ -99,7 +95,7 @@ def releasable(ssn: Session, queue: QueueInfo, job: JobInfo) -> Resource:
         if other.queue != queue.name or other is job:
             continue
         ready = other.is_ready()
-        held.extend(_request(t) for t in other.tasks.values()
+        held.extend(without_pods(t.resreq) for t in other.tasks.values()
                     if t.status in OCCUPYING_STATUSES and (ready or t.status is not TaskStatus.ALLOCATED))
     return Resource.total(held)
 
@@ -109,8 +105,19 @@ def can_complete(ssn: Session, queue: QueueInfo, job: JobInfo, unplaced: list[Ta
     (its first unplaced ones, up to minAvailable with the placed and pipelined) ask no more than the queue's
     other jobs will free."""
     lacking = max(0, job.min_available - job.ready_task_num() - job.waiting_task_num())
-    need = Resource.total(_request(t) for t in unplaced[:lacking])
+    need = Resource.total(without_pods(t.resreq) for t in unplaced[:lacking])
     return need <= releasable(ssn, queue, job)
+
+
+def _within_share(ssn: Session, queue: QueueInfo, task: TaskInfo) -> Status:
+    """Allocatable for a task no node holds now, which the guard reserves on the closest node: proportion and
+    capacity let such a task through Allocatable (it is to fail on resources, `QueueBook.placeable`), so their
+    count without that escape hatch (`allocatable_count`, as bulk placement asks it) must also take it."""
+    allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)
+    if allowed.ok and any(fn.many(queue, task, 1) < 1 for fn in ssn.tiers.functions(P.ALLOCATABLE)
+                          if isinstance(fn, P.CountedDecision)):
+        return Status(Code.UNSCHEDULABLE, (QueueShareExceeded(queue.name, amounts(task.resreq)),), "allocate")
+    return allowed
 
 
 def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo],
@@ -141,7 +148,7 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
     for task in missing:
         if not ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
             break
-        allowed = ssn.tiers.run(P.ALLOCATABLE, queue, task)  # the tasks with no node took no share above
+        allowed = _within_share(ssn, queue, task)  # the tasks with no node took no share above
         if not allowed.ok:
             refused = allowed
             break

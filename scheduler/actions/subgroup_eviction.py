@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from scheduler.actions.subgroups import LOOSE, BoolArray, SubGroupPlacer, _placed_positions
+from scheduler.actions.subgroups import LOOSE, BoolArray, SubGroupPlacer, placed_positions
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -90,8 +90,9 @@ class SubGroupEviction(SubGroupPlacer):
         scope[[ssn.arrays.position[name] for name in nodes if name in ssn.arrays.position]] = True
         chosen: dict[GroupKey, str] = {}
         pipelined = False
+        members = self.group_members(job)
         for key, tasks in self.worksheet(job):
-            for name, allowed in self._domains(job, key, tasks, domain, scope):
+            for name, allowed in self._domains(job, key, tasks, members.get(key, []), domain, scope):
                 mark = stmt.mark()
                 if self._trial(stmt, queue, job, key, tasks, allowed):
                     chosen[key] = name
@@ -104,18 +105,17 @@ class SubGroupEviction(SubGroupPlacer):
                 break
         return chosen if pipelined else None
 
-    def _domains(self, job: JobInfo, key: GroupKey, tasks: list[TaskInfo], domain: str,
+    def _domains(self, job: JobInfo, key: GroupKey, tasks: list[TaskInfo], members: list[TaskInfo], domain: str,
                  scope: BoolArray) -> list[tuple[str, BoolArray]]:
-        """2.: where the sub-group may go, as (name, node mask), in the order tried."""
+        """2.: where the sub-group (its pending `tasks`, all its `members`) may go, as (name, node mask), in the
+        order tried."""
         policy = job.sub_groups[key[0]] if key != LOOSE else None
         topo = self.topology
         tier = (policy.topology.hard_tier(topo.top, self.tier_names)
                 if policy is not None and policy.topology is not None else None)
         if tier is None or tier >= topo.top:
             return [(domain, scope)]
-        subs = job.subs
-        assert subs is not None
-        used = _placed_positions(self.ssn, [t for t in job.tasks.values() if subs.of.get(t.key) == key])
+        used = placed_positions(self.ssn, members)
         root = scope
         if used.size:
             held = np.unique(topo.domain[tier][used])

@@ -15,7 +15,8 @@ nor by a gang placer that does not know its sub-groups:
    their policy's `minSubGroups` first, then by partition number (`match_index`); with `requeue`, it stops once
    the job is ready. The domain whose run makes the job ready with the highest sum of its sub-groups' scores
    wins (selectBestHyperNodeForJob; equal sums: the tightest domain first), and the job is placed there again.
-   At most `MAX_SCOPES` job-level domains are tried per job and cycle (Volcano tries every one).
+   At most `MAX_SCOPES` job-level domains of each tier are tried per job and turn, the tightest (Volcano tries
+   every one); every tier up to the job's is still tried when no lower one holds the job.
 3. One sub-group in the job's domain: its gradients the same way from its own tier (a hard one's, or for a soft
    one the job's tier, else the cluster's: convertSoftToHardTopology), its root the domain around its placed pods,
    and its need its pending pods' requests. In each domain of the lowest gradient where it reaches
@@ -62,7 +63,7 @@ from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.solver.topology import Topology, TopologyLabels, from_domains, from_hypernodes, tier_names
 
-MAX_SCOPES = 16  # job-level domains tried per job and cycle
+MAX_SCOPES = 16  # job-level domains tried per tier, per job and turn
 LOOSE: GroupKey = (-1, "")  # the pods in no sub-group
 CLUSTER = "<cluster>"
 BoolArray = npt.NDArray[np.bool_]
@@ -103,7 +104,7 @@ def group_tier(policy: SubGroupPolicy, job_tier: int | None, top: int, names: Ma
     return top if job_tier is None else job_tier
 
 
-def _placed_positions(ssn: Session, tasks: Sequence[TaskInfo]) -> IntArray:
+def placed_positions(ssn: Session, tasks: Sequence[TaskInfo]) -> IntArray:
     """Where the tasks that hold a node (placed or waiting) are, as node positions."""
     out = [ssn.arrays.position[t.node_name] for t in tasks
            if t.node_name and (t.status in READY_STATUSES or t.status is TaskStatus.PIPELINED)
@@ -128,6 +129,7 @@ class SubGroupPlacer:
         self.ssn = ssn
         self._topology: Topology | None = None
         self._tier_names: dict[str, int] | None = None
+        self._releasing: BoolArray | None = None  # nodes with pods releasing, read at need in each `place`
 
     @property
     def tier_names(self) -> dict[str, int]:
@@ -154,21 +156,19 @@ class SubGroupPlacer:
         ssn = self.ssn
         subs = job.subs
         assert subs is not None
+        self._releasing = None
         groups: dict[GroupKey, list[TaskInfo]] = {}
         for task in ssn.order.task_order(job.placeable()):
             groups.setdefault(subs.of.get(task.key, LOOSE), []).append(task)
         order = self._group_order(job, groups)
+        members = self.group_members(job)
         why: Reason | None = None
-        tried = 0
         for gradient in self._job_gradients(job):
-            gradient = gradient[:max(0, MAX_SCOPES - tried)]
-            if not gradient:
-                break
-            tried += len(gradient)
+            gradient = gradient[:MAX_SCOPES]  # per tier: a cap across tiers left the higher ones untried
             best: tuple[float, int] | None = None
             for index, (_, scope) in enumerate(gradient if len(gradient) > 1 else ()):
                 stmt = ssn.statement()
-                run = self._run(stmt, queue, job, groups, order, scope, requeue is not None)
+                run = self._run(stmt, queue, job, groups, members, order, scope, requeue is not None)
                 if len(stmt) and ssn.tiers.run(points.JOB_READY, job) and (best is None or run.score > best[0]):
                     best = (run.score, index)
                 stmt.discard()
@@ -177,7 +177,8 @@ class SubGroupPlacer:
             if len(gradient) > 1 and best is None:
                 continue
             stmt = ssn.statement()
-            run = self._run(stmt, queue, job, groups, order, gradient[best[1] if best else 0][1], requeue is not None)
+            scope = gradient[best[1] if best else 0][1]
+            run = self._run(stmt, queue, job, groups, members, order, scope, requeue is not None)
             if len(stmt) and ssn.tiers.run(points.JOB_READY, job):
                 stmt.commit()
                 if run.early and requeue is not None:
@@ -187,24 +188,26 @@ class SubGroupPlacer:
             if run.missing and why is None:
                 why = self._no_domain(job, run.missing[0], len(groups[run.missing[0]]))
         if why is None:
-            why = TopologyNoFit(self.job_tier(job) or self.topology.top)
+            tier = self.job_tier(job)
+            why = TopologyNoFit(self.topology.top if tier is None else tier)  # tier 0 is a tier, not "none"
         ssn.results.hold(job, Status(Code.UNSCHEDULABLE, (why,), "allocate"))
         if ssn.trace:
             ssn.trace(f"sub-groups of {job.key}: not placed ({why})")
         return False
 
     def _run(self, stmt: Statement, queue: QueueInfo, job: JobInfo, groups: dict[GroupKey, list[TaskInfo]],
-             order: list[GroupKey], scope: BoolArray, stop_when_ready: bool) -> _Run:
+             members: Mapping[GroupKey, list[TaskInfo]], order: list[GroupKey], scope: BoolArray,
+             stop_when_ready: bool) -> _Run:
         """The sub-groups in `order` placed inside `scope` (allocateForJob's loop over one HyperNode)."""
         run = _Run()
         job_tier = self.job_tier(job)
         for index, key in enumerate(order):
             if key == LOOSE:
-                loose = self._score(job, self._members(job, key), [(CLUSTER, scope)])[CLUSTER]
+                loose = self._score(job, members.get(key, []), [(CLUSTER, scope)])[CLUSTER]
                 placed = self._place_loose(stmt, queue, groups[key], scope)
                 run.score += loose if placed else 0.0
             else:
-                score = self._place_group(stmt, queue, job, key, groups[key], scope, job_tier)
+                score = self._place_group(stmt, queue, job, key, groups[key], members.get(key, []), scope, job_tier)
                 placed = score is not None
                 if score is None:
                     run.missing.append(key)
@@ -247,7 +250,7 @@ class SubGroupPlacer:
         need = np.zeros(self.ssn.arrays.idle.shape[0], dtype=np.int64)
         if job.min_resources is not None:
             need = self._vector(job.min_resources)
-        used = _placed_positions(self.ssn, list(job.tasks.values()))
+        used = placed_positions(self.ssn, list(job.tasks.values()))
         return self._gradients(tier, everything, used, need)
 
     def _gradients(self, tier: int, scope: BoolArray, used: IntArray, need: IntArray) -> list[list[Candidate]]:
@@ -287,24 +290,37 @@ class SubGroupPlacer:
                     continue
                 inside = root & (row == domain)
                 room = arrays.idle[:, inside].sum(axis=1)
-                if check and not ((room >= need).all() or (self._future_idle(inside) >= need).all()):
+                if check and not ((room >= need).all() or self._future_holds(inside, need)):
                     continue
                 fits.append((int((room - need).sum()), domain, (name, inside)))
             if fits:
                 out.append([candidate for _, _, candidate in sorted(fits, key=lambda f: f[:2])])
         return out
 
-    def _future_idle(self, inside: BoolArray) -> IntArray:
+    def _future_holds(self, inside: BoolArray, need: IntArray) -> bool:
+        """Whether the nodes' future idle (idle plus releasing, less pipelined) holds `need`. Asked only where idle
+        does not: without a releasing node among them future idle is no more than idle, so the Python sum over
+        the nodes is skipped (nothing is evicted while a job is placed: the releasing nodes are read once per
+        `place`)."""
+        if self._releasing is None:
+            self._releasing = np.array([not n.releasing.is_zero() for n in self.ssn.node_list], dtype=bool)
+        if not (inside & self._releasing).any():
+            return False
         nodes = self.ssn.node_list
         total = Resource.total(nodes[int(i)].future_idle() for i in np.flatnonzero(inside))
-        return self.ssn.arrays.vector(total, strict=False)
+        return bool((self.ssn.arrays.vector(total, strict=False) >= need).all())
 
     # ---- one sub-group ---------------------------------------------------------------------------------------
-    def _members(self, job: JobInfo, key: GroupKey) -> list[TaskInfo]:
-        """All the sub-group's tasks, placed or not (Volcano's SubJobInfo.Tasks)."""
+    @staticmethod
+    def group_members(job: JobInfo) -> dict[GroupKey, list[TaskInfo]]:
+        """Each sub-group's tasks, placed or not (Volcano's SubJobInfo.Tasks), LOOSE for the pods in none: one pass
+        over the job's tasks, taken once per placement of the job (a scan per sub-group was quadratic in them)."""
         subs = job.subs
         assert subs is not None
-        return [t for t in job.tasks.values() if subs.of.get(t.key, LOOSE) == key]
+        out: dict[GroupKey, list[TaskInfo]] = {}
+        for task in job.tasks.values():
+            out.setdefault(subs.of.get(task.key, LOOSE), []).append(task)
+        return out
 
     def _score(self, job: JobInfo, members: list[TaskInfo], candidates: list[Candidate]) -> dict[str, float]:
         """HYPERNODE_ORDER's scores of the candidates for the sub-group (0 each when no plugin scores)."""
@@ -313,19 +329,18 @@ class SubGroupPlacer:
         masks = {name: np.flatnonzero(mask) for name, mask in candidates}
         return self.ssn.tiers.run(points.HYPERNODE_ORDER, job, members, masks)
 
-    def _place_group(self, stmt: Statement, queue: QueueInfo, job: JobInfo, key: GroupKey,
-                     tasks: list[TaskInfo], scope: BoolArray, job_tier: int | None) -> float | None:
+    def _place_group(self, stmt: Statement, queue: QueueInfo, job: JobInfo, key: GroupKey, tasks: list[TaskInfo],
+                     members: list[TaskInfo], scope: BoolArray, job_tier: int | None) -> float | None:
         """Place the sub-group's pending tasks inside `scope` in the domain Volcano would choose
         (allocateForSubJob: the lowest gradient where it fits, the best HYPERNODE_ORDER score there); its score,
         or None if it reaches subGroupSize placed pods nowhere (nothing of it is then kept)."""
         subs = job.subs
         assert subs is not None
         tier = group_tier(job.sub_groups[key[0]], job_tier, self.topology.top, self.tier_names)
-        members = self._members(job, key)
         if tier is None:
             gradients: list[list[Candidate]] = [[(CLUSTER, scope)]]
         else:
-            gradients = self._gradients(tier, scope, _placed_positions(self.ssn, members), self._need(tasks))
+            gradients = self._gradients(tier, scope, placed_positions(self.ssn, members), self._need(tasks))
         placed_before = any(t.status is not TaskStatus.PENDING for t in members)
         for gradient in gradients:
             fits = self._fitting(stmt, queue, job, key, tasks, members, gradient, placed_before)

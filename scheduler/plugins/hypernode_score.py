@@ -292,7 +292,8 @@ def sub_group_scores(weights: BinpackWeights, tasks: Sequence[TaskInfo], nodes: 
     for name, positions in candidates.items():
         inside = positions.tolist()
         scores[name] = binpack_score(weights, request, _sum(nodes, inside, "allocatable"), _sum(nodes, inside, "used"))
-    tied = [name for name, score in scores.items() if score == max(scores.values())]
+    top = max(scores.values(), default=0.0)
+    tied = [name for name, score in scores.items() if score == top]
     if len(tied) > 1 and tasks:
         placed = [position[t.node_name] for t in tasks if t.status is not TaskStatus.PENDING
                   and t.node_name in position]

@@ -336,10 +336,14 @@ class NetworkTopologyAwarePlugin(Plugin[TopologyArgs]):
         """Without Volcano's HyperNode choice (label domains, or `solver.chooseDomains`), the nodes a hard job that
         already holds nodes may take more of: the domain of its highest tier around those pods (Volcano's
         getSearchRoot; none at all if they span more); None for any other job."""
+        if not job.extra.get("networkTopology"):
+            return None  # every job asks: one without a topology builds no topology and scans none of its pods
         max_tier, hard = self._limits(job)
+        if not hard or max_tier < 0:
+            return None
         held = [self._position[t.node_name] for t in job.tasks.values()
                 if t.status in hn.HOLDING and t.node_name in self._position]
-        if not hard or max_tier < 0 or not held:
+        if not held:
             return None
         row = self.topology.domain[max_tier]
         ids = np.unique(row[held])

@@ -11,6 +11,23 @@ from scheduler.solver.topology import Topology, from_hypernodes
 from scheduler.testing import ClusterBuilder, pod_object
 
 TASK_SPEC = "volcano.sh/task-spec"
+# allocate with binpack and network-topology-aware (CP-SAT held to 100 ms on one worker); a test appends its own
+# arguments to the plugin's (the last lines).
+TOPOLOGY_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: binpack
+  - name: network-topology-aware
+    arguments:
+      solver.timeLimitMs: 100
+      solver.workers: 1
+"""
 
 
 def partitioned_job(c: ClusterBuilder, name: str, *, partitions: int, size: int, min_partitions: int,

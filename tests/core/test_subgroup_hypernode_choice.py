@@ -14,33 +14,19 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import pytest
-from subgroup_workloads import partitioned_job, partitions_bound, racks, running
+from subgroup_workloads import TOPOLOGY_CONF, partitioned_job, partitions_bound, racks, running
 
+from scheduler.api.reasons import TopologyNoFit
 from scheduler.cycle import conf_from_text
 from scheduler.testing import ClusterBuilder, cluster
 
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: predicates
-  - name: binpack
-  - name: network-topology-aware
-    arguments:
-      solver.timeLimitMs: 100
-      solver.workers: 1
-"""
 NODE_MEMORY_GI = 64
-ON = conf_from_text(CONF, source="test")
-OFF = conf_from_text(CONF.replace("  - name: network-topology-aware\n",
-                                  "  - name: network-topology-aware\n    enabledHyperNodeOrder: false\n"),
+ON = conf_from_text(TOPOLOGY_CONF, source="test")
+OFF = conf_from_text(TOPOLOGY_CONF.replace("  - name: network-topology-aware\n",
+                                           "  - name: network-topology-aware\n    enabledHyperNodeOrder: false\n"),
                      source="test")
 # Without the hypernode-level score of pods outside a network topology, binpack alone orders the nodes pod by pod.
-NO_NORMAL_POD = conf_from_text(CONF + "      hypernode.binpack.normal-pod.enable: false\n", source="test")
+NO_NORMAL_POD = conf_from_text(TOPOLOGY_CONF + "      hypernode.binpack.normal-pod.enable: false\n", source="test")
 
 
 # ---- the reference --------------------------------------------------------------------------------------------
@@ -246,3 +232,59 @@ def test_equal_scores_go_to_the_rack_that_holds_more_of_the_sub_group() -> None:
     first["spec"]["nodeName"], first["status"]["phase"] = "b1", "Running"
     c.cycle(ON)
     assert sorted(partitions_bound(c, "job")["0"]) == ["b1", "b1"]
+
+
+@pytest.mark.parametrize("rack_count", [4, 16, 17, 40])
+def test_a_job_no_rack_holds_goes_to_the_spine_however_many_racks_there_are(rack_count: int) -> None:
+    """A job whose tier is the spine, with two sub-groups each filling one rack: no single rack holds the job, so
+    it goes to the spine's gradient, one rack per sub-group (Volcano's allocateForJob tries every gradient up to
+    the job's tier). The job-level domains tried per turn are capped per tier; a cap shared by all tiers once spent
+    every try on the racks when there were more than 16, and the job never ran."""
+    c = racks(cluster(), [[f"r{r}-a", f"r{r}-b"] for r in range(rack_count)], cpu="4")
+    partitioned_job(c, "job", partitions=2, size=2, min_partitions=2, cpu="3",
+                    topology={"mode": "hard", "highestTierAllowed": 1},
+                    job_topology={"mode": "hard", "highestTierAllowed": 2})
+    c.cycle(ON)
+    bound = partitions_bound(c, "job")
+    assert sorted(bound) == ["0", "1"]
+    rack_of = {node: node.split("-")[0] for nodes in bound.values() for node in nodes}
+    assert all(len({rack_of[n] for n in nodes}) == 1 and len(nodes) == 2 for nodes in bound.values())
+    assert rack_of[bound["0"][0]] != rack_of[bound["1"][0]]
+
+
+def test_a_job_held_to_tier_0_is_told_tier_0() -> None:
+    """highestTierAllowed 0 (no HyperNode is that low) places nothing, and the reason names tier 0, not the
+    cluster's tier (0 is a tier, not "no limit")."""
+    c = racks(cluster(), [["a1", "a2"], ["b1"]])
+    partitioned_job(c, "job", partitions=2, size=1, min_partitions=1,
+                    topology={"mode": "hard", "highestTierAllowed": 1},
+                    job_topology={"mode": "hard", "highestTierAllowed": 0})
+    result = c.cycle(ON)
+    (status,) = [s for s in result.podgroups if s.job == "default/job"]
+    assert status.decision is not None
+    assert [r.tier for r in status.decision.reasons if isinstance(r, TopologyNoFit)] == [0]
+    assert c.sim.bound("job") == {}
+
+
+@pytest.mark.parametrize("releasing", [True, False])
+def test_a_rack_whose_room_is_being_released_is_in_the_jobs_gradient(releasing: bool) -> None:
+    """Volcano's isEligibleHyperNode takes a HyperNode whose idle or future idle holds the job's minResources. Both
+    racks are full; a1's pod is being deleted, so rack0's future idle holds the job: it is the job's domain, and
+    its sub-group is told it fits no HyperNode there yet (allocate seats on idle room only). Without the pod
+    releasing no rack is eligible at all, and the job is told its tier holds it nowhere."""
+    c = racks(cluster(), [["a1"], ["b1"]])
+    running(c, "going", "a1", "4")
+    running(c, "busy", "b1", "4")
+    if releasing:
+        c.sim.pods["default/going"].manifest["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    partitioned_job(c, "job", partitions=1, size=2, min_partitions=1,
+                    topology={"mode": "hard", "highestTierAllowed": 1},
+                    job_topology={"mode": "hard", "highestTierAllowed": 1})
+    c.sim.podgroups["default/job"].manifest["spec"]["minResources"] = {"cpu": "2", "memory": "2Gi"}
+    result = c.cycle(ON)
+    (status,) = [s for s in result.podgroups if s.job == "default/job"]
+    assert status.decision is not None
+    kinds = {type(r).__name__ for r in status.decision.reasons}
+    assert ("SubGroupNoDomain" in kinds) is releasing
+    assert ("TopologyNoFit" in kinds) is not releasing
+    assert c.sim.bound("job") == {}

@@ -11,42 +11,32 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from subgroup_workloads import partitioned_job
+from subgroup_workloads import TOPOLOGY_CONF, partitioned_job
 
 from scheduler.actions.domain_reserve import in_search_root
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.phases import TaskStatus
+from scheduler.api.reasons import TopologyLimit
 from scheduler.api.resources import Resource
 from scheduler.api.topology import NodeDomains
 from scheduler.cycle import conf_from_text
+from scheduler.framework import points as P
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.evictable import Domain
+from scheduler.framework.session import Session
+from scheduler.plugins.registry import PLUGINS
+from scheduler.plugins.topology import NetworkTopologyAwarePlugin
 from scheduler.solver.topology import Topology, from_domains, from_hypernodes
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
-TOPOLOGY = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: predicates
-  - name: binpack
-  - name: network-topology-aware
-    arguments:
-      solver.timeLimitMs: 100
-      solver.workers: 1
-"""
 RACK = "volcano.sh/rack"
 ZONE = "topology.kubernetes.io/zone"
 
 
 def confs() -> dict[str, SchedulerConf]:
     return {
-        "hypernodes": conf_from_text(TOPOLOGY, source="test"),
-        "choose-domains": conf_from_text(TOPOLOGY + "      solver.chooseDomains: true\n", source="test"),
+        "hypernodes": conf_from_text(TOPOLOGY_CONF, source="test"),
+        "choose-domains": conf_from_text(TOPOLOGY_CONF + "      solver.chooseDomains: true\n", source="test"),
     }
 
 
@@ -237,3 +227,41 @@ def test_a_reservation_on_released_room_is_made_only_inside_the_search_root() ->
     assert in_search_root(job, [other, spine, rack_a, rack_b]) == [spine, rack_a, rack_b]  # tier 2
     assert in_search_root(job, [rack_a, rack_b]) == [rack_a]  # tier 1
     assert in_search_root(job, [other]) == []
+
+
+def test_a_job_without_a_topology_costs_the_gang_placer_no_topology() -> None:
+    """PLACE_GANG is asked for every job that is not ready: one without a `networkTopology` is sent pod by pod
+    without the plugin building the session's topology or reading the job's pods (the search-root check is for
+    hard-topology jobs only)."""
+    c = cluster()
+    for rack in range(2):
+        for i in range(2):
+            c.node(f"n{rack}{i}", cpu="4", memory="8Gi", labels={RACK: f"r{rack}", ZONE: "z"})
+    c.job("plain", replicas=1, min_available=1, cpu="1")
+    ssn = Session(c.sim.snapshot(), conf_from_text(TOPOLOGY_CONF, source="test"), PLUGINS)
+    (plugin,) = [p for _, p in ssn.plugins if isinstance(p, NetworkTopologyAwarePlugin)]
+    (job,) = ssn.jobs.values()
+    answer = ssn.tiers.run(P.PLACE_GANG, job, list(job.tasks.values()))
+    assert answer.status.abstained
+    assert plugin._topology is None
+
+
+def test_a_partly_placed_job_is_never_reserved_on_room_released_outside_its_rack() -> None:
+    """Label tiers (no HyperNode, so network-topology-aware's eviction domains are every rack): a hard rack job
+    holds one pod on a1; room is being released for one more pod on a1 and for both on b1. Inside its search root
+    (a1's rack) the job cannot be pipelined, so no reservation is kept and it waits with its rack's shortfall;
+    a reservation in b1's rack would have left it pipelined outside its search root (`in_search_root`)."""
+    c = layout_cluster([[["a1"], ["b1"]]], "4", labels=True)
+    topo_job(c, "job", replicas=3, min_available=3, tier=2, cpu="2")
+    held = c.sim.pods["default/job-0"].manifest
+    held["spec"]["nodeName"], held["status"]["phase"] = "a1", "Running"
+    busy(c, "going-a1", "a1", "2")
+    busy(c, "going-b1", "b1", "4")
+    for name in ("going-a1", "going-b1"):
+        c.sim.pods[f"default/{name}"].manifest["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    result = c.cycle(confs()["hypernodes"])
+    (status,) = [s for s in result.podgroups if s.job == "default/job"]
+    assert status.decision is not None
+    limits = [r for r in status.decision.reasons if isinstance(r, TopologyLimit)]
+    assert [(r.tier, r.best_domain) for r in limits] == [(2, "zone:s0/rack:s0r0")]
+    assert c.sim.bound("job") == {"job-0": "a1"}

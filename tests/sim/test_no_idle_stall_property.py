@@ -1,9 +1,10 @@
 """Property, over seeded workloads in the simulator: the cluster never sits idle while a job it could run waits.
 
 Per cycle (one `Tick` of the replay): the cluster is idle when no pod holds a GPU (so none is bound, running or
-releasing: nothing will free room later). A job is runnable then when it arrived before the previous cycle (it had
-a whole cycle to be admitted and placed), has not started, asks for no more GPUs than its queue deserves in that
-cycle (proportion's share, which it never lets a queue pass), and its queue's waiting jobs together ask no more
+releasing: nothing will free room later). A job is runnable then when it had ADMISSION_CYCLES cycles of an idle
+cluster to be admitted and get its pods (it arrived by then, and the cluster was idle through them), has not
+started, asks for no more GPUs than its queue deserves in that cycle (proportion's share, which it never lets a
+queue pass), and its queue's waiting jobs together ask no more
 than the cluster holds (so `enqueue`, where an admitted gang counts against its queue's capability, admits them
 all; otherwise the queue is skipped). Each pod of 1, 2, 4 or 8 GPUs fits an empty 8-GPU node. These queue limits
 are Volcano's, kept as they are: a gang larger than its queue's share waits while the other queues ask (and so,
@@ -20,47 +21,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from gpu_days import NO_OVERCOMMIT, NODE_GPUS, gpu_cluster, gpu_job, replay_day
 
 from scheduler.cycle import conf_from_text, load_conf_or_default
 from scheduler.framework.conf import SchedulerConf
-from scheduler.sim.replay import Replay, replay
-from scheduler.sim.workload import load_cluster, load_workload
+from scheduler.sim.replay import Replay
 
-NODE_GPUS = 8
 HORIZON = 20000
 SEEDS = 16
+# Cycles a job held by `enqueue` while the cluster was busy needs once it is idle: one to be admitted, one for the
+# job controller to create its pods; a stall is a cluster idle through them with the job still waiting.
+ADMISSION_CYCLES = 2
 # volcano-py's default actions with a short guard threshold, so the guard acts often in a short day.
-EAGER_GUARD = """
-actions: "enqueue, allocate, backfill"
-configurations:
-- name: allocate
-  arguments:
-    starvationThresholdSeconds: 60
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+EAGER_GUARD = NO_OVERCOMMIT.replace("tiers:\n", "configurations:\n- name: allocate\n  arguments:\n"
+                                    "    starvationThresholdSeconds: 60\ntiers:\n", 1)
 
 
-def gpu_job(name: str, queue: str, arrival: int, duration: int, pods: int, gpus: int) -> dict[str, Any]:
-    return {
-        "arrival": arrival, "duration": duration, "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {"minAvailable": pods, "schedulerName": "volcano-py", "queue": queue, "tasks": [{
-            "replicas": pods, "name": "worker", "template": {"spec": {"containers": [{
-                "name": "w", "image": "x", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}}]}}
-
-
-def workload(seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def workload(seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """2-4 nodes of 8 GPUs, 2-3 queues of equal weight, 12-24 jobs: half of one pod of 1-4 GPUs, half gangs of
     4-8 GPU pods asking for a quarter to all of the cluster, so larger than a queue's share while the others ask."""
     rng = random.Random(seed)
@@ -75,9 +52,7 @@ def workload(seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
             pods = rng.randint(max(2, total // 4 // gpus), total // gpus)
         jobs.append(gpu_job(f"j{i}", rng.choice(queues), rng.randrange(0, 3000, 5), rng.randint(100, 1500),
                             pods, gpus))
-    cluster = {"nodes": [{"name": f"gpu-{i}", "cpu": 64, "memory": "512Gi", "gpu": NODE_GPUS} for i in range(nodes)],
-               "queues": [{"name": q, "weight": 1} for q in queues]}
-    return cluster, {"jobs": jobs}
+    return gpu_cluster(nodes, queues), jobs
 
 
 def gpus_of(run: Any) -> tuple[int, int]:
@@ -90,8 +65,10 @@ def stalls(outcome: Replay, nodes: int) -> list[tuple[float, str]]:
     """(time, job) for each cycle that left the cluster idle with a runnable job (see the module doc)."""
     total = nodes * NODE_GPUS
     found = []
-    for before, tick in zip(outcome.ticks, outcome.ticks[1:], strict=False):
-        if tick.held > 0:
+    ticks = outcome.ticks
+    for index in range(ADMISSION_CYCLES, len(ticks)):
+        before, tick = ticks[index - ADMISSION_CYCLES], ticks[index]
+        if any(t.held > 0 for t in ticks[index - ADMISSION_CYCLES:index + 1]):
             continue
         deserved = {queue: share for queue, _, share in tick.queues if share is not None}
         waiting: dict[str, list[Any]] = {}
@@ -109,11 +86,7 @@ def stalls(outcome: Replay, nodes: int) -> list[tuple[float, str]]:
 
 def run_day(tmp_path: Path, seed: int, conf: SchedulerConf) -> tuple[Replay, int]:
     cluster, jobs = workload(seed)
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cluster))
-    (tmp_path / "w.yaml").write_text(yaml.safe_dump(jobs))
-    outcome = replay(load_cluster(tmp_path / "c.yaml"), load_workload(tmp_path / "w.yaml"), conf, period=10,
-                     horizon=HORIZON)
-    return outcome, len(cluster["nodes"])
+    return replay_day(tmp_path, cluster, jobs, conf, horizon=HORIZON, period=10), len(cluster["nodes"])
 
 
 @pytest.mark.parametrize("seed", range(SEEDS))

@@ -10,50 +10,14 @@ running pods will complete when they finish is still kept (the guard's purpose).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import yaml
+from gpu_days import NO_OVERCOMMIT, gpu_cluster, gpu_job as job, replay_day
 
+from scheduler.api.reasons import QueueShareExceeded, Reserving
 from scheduler.cycle import conf_from_text
-from scheduler.sim.replay import replay
-from scheduler.sim.workload import load_cluster, load_workload
+from scheduler.testing import cluster
 
 HORIZON = 6000
-
-# The built-in default's tiers without `overcommit`: its cluster-wide enqueue gate would keep `a-big` Pending (32
-# GPUs asked of 24 x 1.2), and these tests are about a gang its queue admitted and proportion then holds to a share.
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
-
-
-def job(name: str, queue: str, arrival: int, duration: int, pods: int, gpus: int) -> dict[str, Any]:
-    return {
-        "arrival": arrival, "duration": duration, "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {"minAvailable": pods, "schedulerName": "volcano-py", "queue": queue, "tasks": [{
-            "replicas": pods, "name": "worker", "template": {"spec": {"containers": [{
-                "name": "w", "image": "x", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}}]}}
-
-
-def write(tmp_path: Path, jobs: list[dict[str, Any]], nodes: int) -> tuple[Path, Path]:
-    cluster, workload = tmp_path / "c.yaml", tmp_path / "w.yaml"
-    cluster.write_text(yaml.safe_dump({
-        "nodes": [{"name": f"gpu-{i}", "cpu": 64, "memory": "512Gi", "gpu": 8} for i in range(nodes)],
-        "queues": [{"name": "a", "weight": 1}, {"name": "b", "weight": 1}]}))
-    workload.write_text(yaml.safe_dump({"jobs": jobs}))
-    return cluster, workload
 
 
 def test_a_gang_beyond_its_queues_share_does_not_hold_the_queue(tmp_path: Path) -> None:
@@ -61,8 +25,7 @@ def test_a_gang_beyond_its_queues_share_does_not_hold_the_queue(tmp_path: Path) 
     jobs = [job("b-long", "b", 0, HORIZON, 1, 8), job("b-more", "b", 5, 1000, 1, 8)]
     jobs.append(job("a-big", "a", 5, 600, 4, 4))  # 16 GPUs: more than `a` deserves while `b` asks
     jobs += [job(f"a-small-{i}", "a", 400 + 100 * i, 300, 1, 4) for i in range(2)]
-    cluster, workload = write(tmp_path, jobs, nodes=3)
-    outcome = replay(load_cluster(cluster), load_workload(workload), conf_from_text(CONF), horizon=HORIZON)
+    outcome = replay_day(tmp_path, gpu_cluster(3, ["a", "b"]), jobs, conf_from_text(NO_OVERCOMMIT), horizon=HORIZON)
     runs = {run.key.split("/")[-1]: run for run in outcome.runs}
     assert runs["b-long"].started is not None and runs["b-more"].started is None  # the shares are 12 / 12
     assert runs["a-big"].started is None  # `a` can never admit 16 GPUs while `b` asks
@@ -79,9 +42,31 @@ def test_a_reservation_its_queues_running_pods_will_complete_is_kept(tmp_path: P
     jobs = [job("b-long", "b", 0, HORIZON, 1, 8), job("a-run", "a", 0, 1000, 1, 8),
             job("b-more", "b", 5, 1000, 1, 8), job("a-big", "a", 5, 600, 3, 4),
             job("a-small", "a", 400, 3000, 1, 4)]
-    cluster, workload = write(tmp_path, jobs, nodes=3)
-    outcome = replay(load_cluster(cluster), load_workload(workload), conf_from_text(CONF), horizon=HORIZON)
+    outcome = replay_day(tmp_path, gpu_cluster(3, ["a", "b"]), jobs, conf_from_text(NO_OVERCOMMIT), horizon=HORIZON)
     runs = {run.key.split("/")[-1]: run for run in outcome.runs}
     assert runs["a-run"].ended is not None and runs["a-big"].started is not None
     assert runs["a-big"].started <= runs["a-run"].ended + 30
     assert runs["a-small"].started is None or runs["a-small"].started >= runs["a-big"].started
+
+
+def test_the_queue_limit_holds_for_the_tasks_no_node_holds_yet() -> None:
+    """2 x 8 GPUs all taken by `b`, which asks for them all, so `a` deserves 8. `a`'s 2 x 8-GPU gang waits past
+    the threshold: no node holds any of its tasks now, so the guard reserves the nearest nodes for them; `a`
+    refuses the second (16 GPUs of 8 deserved) and nothing `a` runs will free it, so no reservation is kept and the
+    gang waits with `a`'s limit, not as a reservation."""
+    conf = conf_from_text(NO_OVERCOMMIT.replace("tiers:\n", "configurations:\n- name: allocate\n  arguments:\n"
+                                                "    starvationThresholdSeconds: 60\ntiers:\n", 1))
+    c = cluster().queue("a").queue("b")
+    c.nodes("gpu", 2, gpu=8)
+    c.job("b-run", queue="b", replicas=2, gpu=8)
+    c.cycle(conf)
+    assert len(c.sim.bound("b-run")) == 2
+    c.job("a-big", queue="a", replicas=2, gpu=8)
+    c.cycle(conf)
+    c.sim.now += 120
+    result = c.cycle(conf)
+    (status,) = [s for s in result.podgroups if s.job == "default/a-big"]
+    assert status.decision is not None
+    assert not any(isinstance(r, Reserving) for r in status.decision.reasons), status.decision.reasons
+    assert [r.queue for r in status.decision.reasons if isinstance(r, QueueShareExceeded)] == ["a"]
+    assert c.sim.bound("a-big") == {}
