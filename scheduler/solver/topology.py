@@ -180,6 +180,15 @@ def tier_names(hypernodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return names
 
 
+def _matched(member: Mapping[str, Any], candidates: Sequence[str], known: set[str]) -> Sequence[str]:
+    """The candidates `member` selects, in their order: an exactMatch by lookup (a HyperNode of thousands of
+    exact members is not matched against every node), a pattern by matching each."""
+    exact = ((member.get("selector") or {}).get("exactMatch") or {}).get("name")
+    if exact is not None:
+        return (exact,) if type(exact) is str and exact in known else ()
+    return [c for c in candidates if _member_matches(member, c)]
+
+
 def _member_matches(member: Mapping[str, Any], candidate: str) -> bool:
     selector = member.get("selector") or {}
     exact = (selector.get("exactMatch") or {}).get("name")
@@ -213,15 +222,15 @@ def from_hypernodes(node_names: Sequence[str], hypernodes: Sequence[Mapping[str,
     hyper_names = [str((h.get("metadata") or {}).get("name", "")) for h in hypernodes]
     for h, name in zip(hypernodes, hyper_names, strict=True):
         tier_of[name] = int((h.get("spec") or {}).get("tier", 1))
+    known_hyper, known_nodes = set(hyper_names), set(node_names)
     for h, name in zip(hypernodes, hyper_names, strict=True):
         for member in (h.get("spec") or {}).get("members") or []:
             if member.get("type", "Node") == "HyperNode":
-                for child in hyper_names:
-                    if child != name and _member_matches(member, child):
+                for child in _matched(member, hyper_names, known_hyper):
+                    if child != name:
                         parent_of.setdefault(child, name)
             else:
-                for node in node_names:
-                    if _member_matches(member, node):
+                for node in _matched(member, node_names, known_nodes):
                         # the lowest-tier HyperNode listing a node is its direct parent
                         current = node_parent.get(node)
                         if current is None or tier_of[name] < tier_of[current]:
