@@ -34,8 +34,9 @@ from scheduler.api.convert import (
 )
 from scheduler.api.decision import REASONS_ANNOTATION, Status, read_published
 from scheduler.api.disruption import DisruptionBudget, budget_from_object
+from scheduler.api.dra import DraObjects
 from scheduler.api.evictions import POD_NOTICE
-from scheduler.api.fields import QUEUE_ALLOCATION_GATE, describe
+from scheduler.api.fields import QUEUE_ALLOCATION_GATE
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
@@ -44,14 +45,15 @@ from scheduler.api.reasons import Reason
 from scheduler.api.resources import GPU, Resource
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Event, EvictCause, Eviction, reasons_annotation
 from scheduler.api.timestamps import rfc3339
+from scheduler.sim.devices import SimDevices
+from scheduler.sim.objects import DEFAULT_GRACE, grace_of, merge_annotations
+from scheduler.sim.pdbs import pdb_problem
 from scheduler.sim.quotas import SimQuotas
 from scheduler.sim.volumes import SimStorage
 from scheduler.solver.topology import from_hypernodes
 
 T = TypeVar("T")
 DEFAULT_SCHEDULER_NAMES = frozenset({"volcano-py", "volcano"})
-DEFAULT_GRACE = 30.0  # seconds: Kubernetes' default terminationGracePeriodSeconds
-MAX_GRACE = 86_400  # a day: a larger value is refused when the pod is added
 
 
 @dataclass(slots=True)
@@ -118,6 +120,7 @@ class InMemoryCluster:
     pdbs: dict[str, MutableObj] = field(default_factory=dict)  # PodDisruptionBudgets by namespace/name
     quotas: SimQuotas = field(default_factory=SimQuotas)  # ResourceQuotas, their status computed (sim/quotas.py)
     queue_allocation_gate: bool = False  # Volcano's feature gate SchedulingGatesQueueAdmission (`ungate`)
+    devices: SimDevices | None = None  # DRA slices, classes, claims, templates; None: DRA not modelled
     _groups: dict[str, dict[str, None]] = field(default_factory=dict)  # PodGroup key -> its pods' keys, in order
 
     # ---- building the cluster -----------------------------------------------------------------------
@@ -157,6 +160,13 @@ class InMemoryCluster:
         if self.storage is None:
             self.storage = SimStorage()
         return self.storage.add(obj)
+
+    def add_dra(self, obj: MutableObj) -> str:
+        """A ResourceSlice, DeviceClass, ResourceClaim or ResourceClaimTemplate: from the first one on, pods'
+        DRA claims count (`sim/devices.py`). Add them before the pods that name them."""
+        if self.devices is None:
+            self.devices = SimDevices()
+        return _read(str(obj.get("kind")), obj, lambda: self.devices.add(obj) if self.devices else "")
 
     def add_pdb(self, pdb: MutableObj) -> str:
         """A PodDisruptionBudget (policy/v1). With an integer `spec.minAvailable`, its `disruptionsAllowed` is
@@ -219,10 +229,12 @@ class InMemoryCluster:
                 raise ValueError(f"pod {key_of(manifest)}: spec: expected a map, got {manifest.get('spec')!r}")
             manifest.setdefault("metadata", {}).setdefault("namespace", "default")
             manifest.setdefault("status", {}).setdefault("phase", "Pending")
+            if self.devices is not None:  # the resourceclaim controller's part: claims from templates made
+                self.devices.make_claims(manifest)
             return task_from_pod(manifest, priority_classes=self.priority_classes, creation=self.now)
 
         task = _read("Pod", pod, parse)
-        self.pods[task.key] = SimPod(manifest, task, self.now, grace=_grace(manifest))
+        self.pods[task.key] = SimPod(manifest, task, self.now, grace=grace_of(manifest))
         self._groups.setdefault(group_of(manifest), {})[task.key] = None
         return task.key
 
@@ -273,10 +285,20 @@ class InMemoryCluster:
             storage=self.storage.storage() if self.storage is not None else None,
             disruption_budgets=self.disruption_budgets() if self.pdbs else (),
             resource_quotas=self.quotas.infos(p.manifest for p in self.pods.values()) if self.quotas.manifests else (),
+            dra=self._dra if self.devices is not None else None,
         )
         snapshot = build_snapshot(inputs, AdapterRules(self.scheduler_names, self.default_queue))
         snapshot.queue_allocation_gate = self.queue_allocation_gate
         return snapshot
+
+    def _dra(self) -> DraObjects | None:
+        """The DRA objects, once pods gone or finished have left their claims (read only when a pending pod of
+        ours names claims)."""
+        if self.devices is None:
+            return None
+        self.devices.sweep((key, _uid(p)) for key, p in self.pods.items()
+                           if p.manifest["status"].get("phase") not in ("Succeeded", "Failed"))
+        return self.devices.objects()
 
     def ungate(self, key: str) -> bool:
         """Remove the pod's queue-allocation gate if it is its only gate, as the cache's JSON Patch does
@@ -310,6 +332,9 @@ class InMemoryCluster:
             if self.storage is not None:
                 for volume in gang.volumes:  # before the pods, as the cache binds them
                     self.storage.bind(volume)
+            if gang.claims and self.devices is not None and not self.devices.write(
+                    gang.claims, {k: _uid(p) for k, _ in gang.binds if (p := self.pods.get(k)) is not None}):
+                continue  # a claim could not be written: none of the gang's pods is bound (cache/dra_writer.py)
             for task_key, node in gang.binds:
                 pod = self.pods.get(task_key)
                 if pod is None:
@@ -448,23 +473,6 @@ class InMemoryCluster:
         return dict(self.queue_allocated)
 
 
-def pdb_problem(manifest: Mapping[str, Any]) -> str | None:
-    """Why the simulator cannot take this PodDisruptionBudget (a field that cannot be read, a minAvailable it
-    cannot compute a status for), or None."""
-    sink: list[Any] = []
-    try:
-        budget_from_object(manifest, sink)
-    except ValueError as exc:  # FieldError: no readable name or namespace
-        return str(exc)
-    if sink:
-        return describe(sink[0])
-    minimum = (manifest.get("spec") or {}).get("minAvailable")
-    if minimum is not None and (type(minimum) is not int or minimum < 0):
-        return (f"spec.minAvailable: the simulator computes disruptionsAllowed for a whole number only, got "
-                f"{minimum!r} (give status.disruptionsAllowed instead)")
-    return None
-
-
 def _read(kind: str, obj: Any, parse: Callable[[], T]) -> T:
     """Objects are checked when they are added; any malformed one is refused with a ValueError naming it."""
     try:
@@ -477,22 +485,6 @@ def _read(kind: str, obj: Any, parse: Callable[[], T]) -> T:
         raise ValueError(f"{kind} {name!r} cannot be read: {type(exc).__name__}: {exc}") from exc
 
 
-def _grace(pod: MutableObj) -> float:
-    """The pod's `terminationGracePeriodSeconds` (Kubernetes' 30 when absent), bounded."""
-    value = pod["spec"].get("terminationGracePeriodSeconds")
-    if value is None:
-        return DEFAULT_GRACE
-    if type(value) is not int or not 0 <= value <= MAX_GRACE:
-        raise ValueError(f"pod {key_of(pod)}: spec.terminationGracePeriodSeconds: expected an integer in "
-                         f"[0, {MAX_GRACE}], got {value!r}")
-    return float(value)
-
-
-def merge_annotations(manifest: dict[str, Any], patch: Mapping[str, str | None]) -> None:
-    """A merge patch of `metadata.annotations`, as the apiserver applies it (None removes the key)."""
-    annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {})
-    for key, value in patch.items():
-        if value is None:
-            annotations.pop(key, None)
-        else:
-            annotations[key] = value
+def _uid(pod: SimPod) -> str:
+    uid = pod.manifest["metadata"].get("uid")
+    return uid if isinstance(uid, str) else ""

@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scheduler.api.convert import key_of
 from scheduler.api.objects import MutableObj
 from scheduler.api.pod import GROUP_NAME_ANNOTATION, TASK_SPEC_KEY
+
+DEFAULT_GRACE = 30.0  # seconds: Kubernetes' default terminationGracePeriodSeconds
+MAX_GRACE = 86_400  # a day: a larger value is refused when the pod is added
 
 STANDARD_LABELS = {
     "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
@@ -102,3 +106,24 @@ def pod_object(
         "spec": spec,
         "status": {"phase": "Pending"},
     }
+
+
+def merge_annotations(manifest: dict[str, Any], patch: Mapping[str, str | None]) -> None:
+    """A merge patch of `metadata.annotations`, as the apiserver applies it (None removes the key)."""
+    annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {})
+    for key, value in patch.items():
+        if value is None:
+            annotations.pop(key, None)
+        else:
+            annotations[key] = value
+
+
+def grace_of(pod: MutableObj) -> float:
+    """The pod's `terminationGracePeriodSeconds` (Kubernetes' 30 when absent), bounded."""
+    value = pod["spec"].get("terminationGracePeriodSeconds")
+    if value is None:
+        return DEFAULT_GRACE
+    if type(value) is not int or not 0 <= value <= MAX_GRACE:
+        raise ValueError(f"pod {key_of(pod)}: spec.terminationGracePeriodSeconds: expected an integer in "
+                         f"[0, {MAX_GRACE}], got {value!r}")
+    return float(value)

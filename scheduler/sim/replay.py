@@ -133,6 +133,8 @@ def build_cluster(spec: ClusterSpec, workload: Workload, stage: Stage = _quiet) 
         cluster.add_hypernode(hypernode)
     for pdb in spec.pdbs:
         cluster.add_pdb(pdb)
+    for obj in spec.dra:  # before the pods: a pod's claims from templates are made when it is added
+        cluster.add_dra(obj)
     for queue in (*spec.queues, *workload.queues):
         cluster.add_queue(queue)
     for quota in workload.resource_quotas:

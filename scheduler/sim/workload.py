@@ -10,6 +10,11 @@ Cluster file:
     - {metadata: {name: rack-1}, spec: {tier: 1, members: [{type: Node, selector: {regexMatch: {pattern: "^gpu-"}}}]}}
     podDisruptionBudgets:       # policy/v1 PodDisruptionBudgets (the pdb plugin); an integer spec.minAvailable has
     - {metadata: {name: db}, spec: {minAvailable: 2, selector: {matchLabels: {app: db}}}}  # its status computed
+    resourceSlices:             # resource.k8s.io/v1 DRA objects, as a driver and a user would apply them (with
+    - {metadata: {name: gpus}, spec: {driver: gpu.example.com, nodeName: gpu, ...}}  # predicates'
+    deviceClasses: [...]        # predicate.DynamicResourceAllocationEnable, pods' claims count; sim/devices.py);
+    resourceClaims: [...]       # a slice whose nodeName names a node pool is copied for each of its nodes
+    resourceClaimTemplates: [...]
 
 Workload file: either `jobs:` (a list), or a YAML stream of manifests. Each item is a Volcano Job
 (`batch.volcano.sh/v1alpha1`), a PodGroup or a Queue exactly as a user would apply it, plus two simulator
@@ -36,10 +41,11 @@ from scheduler.jobs import flow
 from scheduler.jobs.schema import JOB_CRD, PODGROUP_CRD, QUEUE_CRD, schema_problems, unknown_fields
 from scheduler.jobs.validate import validate_job
 from scheduler.sim import workload_kinds as kinds
-from scheduler.sim.cluster import pdb_problem
+from scheduler.sim.devices import DRA_KEYS, dra_objects
 from scheduler.sim.errors import InputError
 from scheduler.sim.items import Controlled, WorkItem
 from scheduler.sim.objects import node_object
+from scheduler.sim.pdbs import pdb_problem
 from scheduler.sim.quotas import quota_problem
 
 T = TypeVar("T")
@@ -56,6 +62,7 @@ class ClusterSpec:
     hypernodes: tuple[dict[str, Any], ...] = ()
     warnings: tuple[str, ...] = ()  # unknown fields, each a line naming file and field
     pdbs: tuple[dict[str, Any], ...] = ()  # PodDisruptionBudget manifests
+    dra: tuple[dict[str, Any], ...] = ()  # ResourceSlices, DeviceClasses, ResourceClaims, ResourceClaimTemplates
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,18 +129,23 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     source = str(path)
     docs = _read_yaml(path, stream=False)
     root = _mapping(docs[0] if docs else None, source, "", "a mapping with `nodes:`")
-    unknown = set(root) - {"nodes", "queues", "priorityClasses", "hyperNodes", "podDisruptionBudgets"}
+    unknown = set(root) - {"nodes", "queues", "priorityClasses", "hyperNodes", "podDisruptionBudgets", *DRA_KEYS}
     if unknown:
         raise InputError(
             source, sorted(unknown)[0],
-            "unknown key (expected nodes, queues, priorityClasses, hyperNodes, podDisruptionBudgets)",
+            "unknown key (expected nodes, queues, priorityClasses, hyperNodes, podDisruptionBudgets, "
+            + ", ".join(DRA_KEYS) + ")",
         )
     raw_nodes = root.get("nodes")
     if not isinstance(raw_nodes, list) or not raw_nodes:
         raise InputError(source, "nodes", "expected a non-empty list of nodes or node pools")
     nodes: list[dict[str, Any]] = []
+    pools: dict[str, list[str]] = {}  # a pool of `count` nodes: its nodes' names, for the slices that name it
     for i, raw in enumerate(raw_nodes):
-        nodes.extend(_node_pool(_mapping(raw, source, f"nodes[{i}]", "a node"), source, f"nodes[{i}]"))
+        made = _node_pool(_mapping(raw, source, f"nodes[{i}]", "a node"), source, f"nodes[{i}]")
+        nodes.extend(made)
+        if raw.get("count", 1) != 1:
+            pools[str(raw["name"])] = [n["metadata"]["name"] for n in made]
     names = [n["metadata"]["name"] for n in nodes]
     duplicate = _first_repeat(names)
     if duplicate:
@@ -170,7 +182,17 @@ def load_cluster(path: str | Path) -> ClusterSpec:
         problem = pdb_problem({**pdb, "metadata": meta})
         if problem:
             raise InputError(source, f"podDisruptionBudgets[{i}]", problem)
-    return ClusterSpec(tuple(nodes), queues, dict(classes), hypernodes, tuple(warnings), pdbs)
+    dra = tuple(obj for key, kind in DRA_KEYS.items() for i, raw in enumerate(_list(root, key, source))
+                for obj in dra_objects(_mapping(raw, source, f"{key}[{i}]", f"a {kind} manifest"), kind, pools,
+                                       source, f"{key}[{i}]"))
+    return ClusterSpec(tuple(nodes), queues, dict(classes), hypernodes, tuple(warnings), pdbs, dra)
+
+
+def _list(root: Mapping[str, Any], key: str, source: str) -> list[Any]:
+    value = root.get(key) or []
+    if not isinstance(value, list):
+        raise InputError(source, key, "expected a list of manifests")
+    return value
 
 
 _NODE_KEYS = {"name", "count", "cpu", "memory", "gpu", "pods", "labels", "taints", "resources", "unschedulable"}
