@@ -82,6 +82,10 @@ KCM_CONTROLLERS = (
     # ResourceQuotas' status (hard, used), which the resourcequota plugin reads as Volcano's does
     # (test_resourcequota_on_cluster.py); the apiserver's quota admission refuses pods while it is unwritten.
     "resourcequota-controller",
+    # DRA: makes each pod's ResourceClaim from its ResourceClaimTemplate and names it in the pod's
+    # status.resourceClaimStatuses; deletes it once the pod is gone; drops reservations of pods that are gone
+    # (test_dra_gangs_on_cluster.py).
+    "resourceclaim-controller",
 )
 
 # ---------------------------------------------------------------------------------------------------------
