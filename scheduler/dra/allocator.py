@@ -331,8 +331,10 @@ class Tentative:
         cands = [c for _, c in chosen]
         if any(c.reach == LOCAL for c in cands) or not cands:
             return Allocation(results, node)
-        selected = [c for c in cands if c.reach == SELECTED]
-        return Allocation(results, "", selected[0].slice.node_selector if selected else ())
+        selectors = {c.slice.node_selector for c in cands if c.reach == SELECTED}
+        if len(selectors) > 1:  # devices from slices that select different nodes: the claim is pinned to this
+            return Allocation(results, node)  # node (Kubernetes writes the selectors' intersection)
+        return Allocation(results, "", selectors.pop() if selectors else ())
 
 
 def _updating_pool(inventory: Inventory, node: str, labels: Mapping[str, str]) -> str:

@@ -189,6 +189,35 @@ def test_network_devices_reach_every_node_and_leave_the_allocation_unpinned() ->
     assert alloc is not None and alloc.reachable("other-node", {})
 
 
+def _selected(name: str, rack: str) -> dict[str, Any]:
+    raw = slice_(name, "", [device(f"{name}-0", type="gpu")], pool=name)
+    del raw["spec"]["nodeName"]
+    raw["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": rack, "operator": "In", "values": ["yes"]}]}]}
+    return raw
+
+
+def test_devices_from_slices_selecting_different_nodes_pin_the_claim_to_the_node() -> None:
+    """One device from a slice for nodes labelled a=yes, one from a slice for b=yes: the allocation is pinned to
+    the node both reach (Kubernetes would write a=yes AND b=yes); from one such slice, its selector is kept."""
+    labels = {"a": "yes", "b": "yes"}
+    c = cluster(nodes=0, claims=[claim("two", request("g", "gpu", count=2)), claim("one", request("g", "gpu"))])
+    c["slices"] = [_selected("sa", "a"), _selected("sb", "b")]
+    t = allocator(c).tentative()
+    assert t.place(ref("p"), claims_of("p", ("x", "two", "")), "n0", labels) == ()
+    (write,) = t.plan()
+    assert write.allocation is not None and sorted(devices(write.allocation)) == ["sa-0", "sb-0"]
+    assert write.allocation.node == "n0" and write.allocation.node_selector == ()
+    assert not write.allocation.reachable("n1", {"a": "yes"})
+
+    c["slices"] = [_selected("sa", "a")]
+    t = allocator(c).tentative()
+    assert t.place(ref("q"), claims_of("q", ("x", "one", "")), "n0", labels) == ()
+    (write,) = t.plan()
+    assert write.allocation is not None and write.allocation.node == ""
+    assert write.allocation.reachable("n1", {"a": "yes"}) and not write.allocation.reachable("n2", {"b": "yes"})
+
+
 def test_older_pool_generation_is_ignored() -> None:
     old = slice_("n0-old", "n0", [device("gpu-9", type="gpu")], pool="n0")
     new = slice_("n0-new", "n0", [device("gpu-0", type="gpu")], pool="n0")
