@@ -325,3 +325,29 @@ def test_all_mode_waits_while_a_pool_the_node_reaches_is_being_updated() -> None
     assert isinstance(reason, R.ClaimUnusable) and f"pool {DRIVER}/n0 is being updated" in reason.problem
     assert a.tentative().fits(ref("p"), claims_of("p", ("x", "one", "")), "n0", {}) == ()
     assert a.tentative().fits(ref("p"), claims_of("p", ("x", "all", "")), "n1", {}) == ()
+
+
+def test_device_taints_are_not_read_so_a_tainted_device_is_allocated() -> None:
+    """A difference from Kubernetes (DRADeviceTaints): a device tainted NoSchedule is allocated here."""
+    tainted = device("gpu-0", type="gpu")
+    tainted["taints"] = [{"key": "broken", "value": "ecc", "effect": "NoSchedule"}]
+    c = cluster(nodes=0, claims=[claim("c", request("g", "gpu"))])
+    c["slices"] = [slice_("n0-gpus", "n0", [tainted])]
+    t = allocator(c).tentative()
+    assert t.place(ref("p"), claims_of("p", ("x", "c", "")), "n0", {}) == ()
+    assert devices(t.plan()[0].allocation) == ["gpu-0"]
+
+
+def test_shared_counters_are_not_read_so_partitions_of_one_gpu_are_both_allocated() -> None:
+    """A difference from Kubernetes (partitionable devices): two partitions that each consume the whole of one
+    counter are both allocated here; Kubernetes would allocate one."""
+    parts = [device(f"gpu-0-half-{i}", type="gpu") for i in range(2)]
+    for part in parts:
+        part["consumesCounters"] = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]
+    raw = slice_("n0-gpus", "n0", parts)
+    raw["spec"]["sharedCounters"] = [{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]
+    c = cluster(nodes=0, claims=[claim("c", request("g", "gpu", count=2))])
+    c["slices"] = [raw]
+    t = allocator(c).tentative()
+    assert t.place(ref("p"), claims_of("p", ("x", "c", "")), "n0", {}) == ()
+    assert sorted(devices(t.plan()[0].allocation)) == ["gpu-0-half-0", "gpu-0-half-1"]

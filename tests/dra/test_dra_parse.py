@@ -44,6 +44,16 @@ def test_slice_node_selector_and_all_nodes() -> None:
     assert slice_from_object(slice_("all", "", [device("d0")], all_nodes=True)).on_node("any", {})
 
 
+def test_a_slice_node_selector_with_several_terms_is_read_as_their_or() -> None:
+    """A difference from Kubernetes, whose allocator refuses a slice selector of more than one term."""
+    raw = slice_("net", "", [device("d0")], pool="net")
+    del raw["spec"]["nodeName"]
+    raw["spec"]["nodeSelector"] = {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "rack", "operator": "In", "values": [r]}]} for r in ("r1", "r2")]}
+    s = slice_from_object(raw)
+    assert [s.on_node(n, {"rack": r}) for n, r in (("a", "r1"), ("b", "r2"), ("c", "r3"))] == [True, True, False]
+
+
 @pytest.mark.parametrize("mutate, path", [
     (lambda o: o["spec"].update(devices=[device(f"d{i}") for i in range(D.DEVICES_PER_SLICE_MAX + 1)]),
      "spec.devices"),

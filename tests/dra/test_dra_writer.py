@@ -79,6 +79,16 @@ def test_claims_are_allocated_and_reserved_with_the_pods_uids_on_their_version()
     assert [body["metadata"]["resourceVersion"] for _, body in server.calls] == ["5", "5"]
 
 
+def test_the_binder_writes_the_status_only_and_adds_no_finalizer() -> None:
+    """A difference from kube-scheduler, which also adds the resource.kubernetes.io/delete-protection finalizer
+    (with it the claim controller deallocates a claim nobody holds any more): only status/ is patched here."""
+    writer, server, _ = setup()
+    assert writer.write(GangBind("ns/g", (("ns/p", "n1"),), (), (write("a", "p", "gpu-0"),)))
+    assert [(path, sorted(body), body["metadata"]) for path, body in server.calls] == \
+        [(PATH.format("a"), ["metadata", "status"], {"resourceVersion": "5"})]
+    assert "finalizers" not in server.claims["a"]["metadata"]
+
+
 def test_a_refused_write_releases_what_the_gang_wrote() -> None:
     writer, server, _ = setup(refuse=frozenset({"b"}))
     assert not writer.write(GangBind("ns/g", (("ns/p", "n1"), ("ns/q", "n1")), (),
