@@ -76,7 +76,7 @@ CASES = [
         "volcano-py: error: {d}/cluster.yaml: expected a mapping with `nodes:`, got list", cluster="- gpu\n"),
     sim("a misspelt key in the cluster", 2,
         "volcano-py: error: {d}/cluster.yaml: node: unknown key (expected nodes, queues, priorityClasses, hyperNodes, "
-        "podDisruptionBudgets)",
+        "podDisruptionBudgets, resourceSlices, deviceClasses, resourceClaims, resourceClaimTemplates)",
         cluster="node: []\n"),
     sim("a cluster without nodes", 2,
         "volcano-py: error: {d}/cluster.yaml: nodes: expected a non-empty list of nodes or node pools",
