@@ -27,7 +27,14 @@ from typing import Any
 
 from scheduler.api.convert import key_of
 from scheduler.api.dra import ClaimWrite, DraObjects, ResourceClaim
-from scheduler.api.dra_parse import claim_from_object, class_from_object, slice_from_object, template_from_object
+from scheduler.api.dra_parse import (
+    claim_from_object,
+    class_from_object,
+    pod_claims_from_object,
+    slice_from_object,
+    template_from_object,
+)
+from scheduler.api.field_parsers import FieldError
 from scheduler.api.objects import MutableObj
 from scheduler.sim.errors import InputError
 
@@ -110,27 +117,30 @@ class SimDevices:
 
     # ---- the resourceclaim controller -----------------------------------------------------------------
     def make_claims(self, pod: MutableObj) -> None:
-        """The pod's claims from templates, made and named in its status (before the pod is read)."""
-        spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
-        refs = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
-        if not isinstance(refs, list):
+        """The pod's claims from templates, made and named in its status (before the pod is read). A pod whose
+        claims cannot be read is left as it is: reading it refuses it."""
+        try:
+            wanted = pod_claims_from_object(pod)
+        except FieldError:
             return
-        namespace, name, uid = meta.get("namespace", "default"), meta.get("name"), meta.get("uid") or ""
-        status = pod.setdefault("status", {})
-        made = {s.get("name") for s in status.get("resourceClaimStatuses") or () if isinstance(s, Mapping)}
-        for ref in refs:
-            template = ref.get("resourceClaimTemplateName") if isinstance(ref, Mapping) else None
-            if not isinstance(template, str) or ref.get("name") in made:
-                continue
-            tmpl = self.templates.get(f"{namespace}/{template}")
-            if tmpl is None:
-                continue  # the controller makes it once the template exists; here the pod waits for good
-            claim_name = f"{name}-{ref.get('name')}"[:253]
+        namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        uid = pod["metadata"].get("uid") or f"pod:{name}"
+        statuses = pod.setdefault("status", {}).setdefault("resourceClaimStatuses", [])
+        for ref in wanted.claims:
+            tmpl = self.templates.get(f"{namespace}/{ref.template}") if ref.template else None
+            if tmpl is None or wanted.claim_name(ref):
+                continue  # named, made already, or its template missing: the pod waits, as on a cluster
+            base = claim_name = f"{name}-{ref.name}"[:247]
+            n = 0
+            while f"{namespace}/{claim_name}" in self.claims:  # the controller's generateName never collides
+                n += 1
+                claim_name = f"{base}-{n}"
             self.claims[f"{namespace}/{claim_name}"] = ResourceClaim(
-                namespace, claim_name, f"uid-{namespace}-{claim_name}", tmpl.spec, owner_pod=uid or f"pod:{name}")
-            status.setdefault("resourceClaimStatuses", []).append(
-                {"name": ref.get("name"), "resourceClaimName": claim_name})
+                namespace, claim_name, f"uid-{namespace}-{claim_name}", tmpl.spec, owner_pod=uid)
+            statuses.append({"name": ref.name, "resourceClaimName": claim_name})
             self._objects = None
+        if not statuses:
+            del pod["status"]["resourceClaimStatuses"]
 
     def sweep(self, alive: Iterable[tuple[str, str]]) -> None:
         """Pods gone or finished leave reservedFor; a claim made for such a pod is deleted. `alive`: (key, uid)

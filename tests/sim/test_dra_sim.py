@@ -164,3 +164,16 @@ def test_claims_from_templates_are_made_named_in_the_pod_and_deleted_with_it_whi
     c.cycle(DRA_CONF)
     assert sorted(c.sim.bound("next")) == ["x0", "x1"]  # on the freed devices
     assert not {f"default/w{i}-gpu" for i in range(3)} & set(c.sim.devices.claims)  # deleted with their pods
+
+
+def test_a_claim_made_from_a_template_never_takes_the_name_of_an_existing_claim() -> None:
+    c = _builder()
+    c.sim.add_dra({"kind": "ResourceClaim", "metadata": {"name": "w0-gpu"}, "spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}})
+    c.sim.add_podgroup({"metadata": {"name": "train"}, "spec": {"minMember": 1, "queue": "default"}})
+    c.sim.add_pod(_claimed("w0", "train", template="one-gpu"))
+    assert c.sim.pods["default/w0"].manifest["status"]["resourceClaimStatuses"] == \
+        [{"name": "gpu", "resourceClaimName": "w0-gpu-1"}]
+    assert c.sim.devices is not None
+    assert c.sim.devices.claims["default/w0-gpu"].owner_pod == ""  # the user's claim is left as it was
+    assert c.sim.devices.claims["default/w0-gpu-1"].owner_pod == "uid-w0"
