@@ -22,6 +22,8 @@ Kubeflow training-operator v1.8.1 (PyTorchJob, MPIJob kubeflow.org/v1):
   the certificate files in ``/tmp/k8s-webhook-server/serving-certs`` (a fixed path in the operator; in a pod a
   volume mounts them): this harness creates the empty Secret, waits for the operator to fill it, and writes
   the files itself, as the kubelet would.
+
+JobSet v0.8.0, LeaderWorkerSet v0.6.1 and KubeRay ray-operator v1.4.0: see their sections below.
 """
 
 from __future__ import annotations
