@@ -1,7 +1,8 @@
 """JobSet v0.8.0, the real operator, with volcano-py's automatic gang: a JobSet that opts in
 (`scheduling.volcano-py.io/owner-gang`) gets one PodGroup from its spec (controllers/owner_gangs.py) and its
 pods, created by kube-controller-manager's job controller for the JobSet's child Jobs, start as one gang, wait
-whole where only part fits, keep to their queue, and the PodGroup follows the JobSet's replicas.
+whole where only part fits, keep to their queue, restart as one gang when a pod is killed (the JobSet's
+failurePolicy), and the PodGroup follows the JobSet's replicas.
 
 The operator is built by tools/build-operators.sh and started by tests/e2e/operators.py with its webhooks
 unregistered (so docs/integrations.md's manifest writes out the webhook's defaults). The JobSet's templates

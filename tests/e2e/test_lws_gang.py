@@ -1,7 +1,8 @@
 """LeaderWorkerSet v0.6.1, the real operator, with volcano-py's automatic gangs: a LeaderWorkerSet that opts in
 gets one PodGroup per group (controllers/owner_gangs.py); a group's leader and workers, created by
 kube-controller-manager's statefulset controller from LWS's StatefulSets, start as one gang, wait whole where
-only part fits, and the groups' PodGroups follow `replicas`.
+only part fits or their queue cannot hold them (the queue's reason in `explain`), are recreated and bound as one
+gang when a pod is killed (RecreateGroupOnPodRestart), and the groups' PodGroups follow `replicas`.
 
 The operator is built by tools/build-operators.sh and started by tests/e2e/operators.py with its mutating
 webhooks registered by URL (its pod webhook writes each pod's group index, which both LWS and the owner gang
