@@ -40,6 +40,7 @@ TAG = f"lws-{uuid.uuid4().hex[:6]}"
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
+HOLD = "volcano-py.test/hold"  # a finalizer of the tests'
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +127,15 @@ def explain(control_plane, namespace: str, name: str) -> str:
     return proc.stdout
 
 
+def release(core_v1, namespace: str, name: str) -> None:
+    """Take the test's finalizer off a pod (gone already: nothing to do)."""
+    try:
+        core_v1.patch_namespaced_pod(name, namespace, {"metadata": {"finalizers": None}})
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
 def whole_group(scheduler, core_v1, namespace: str, name: str, group: int) -> list:
     bound = wait_for(lambda: (ps := group_pods(core_v1, namespace, name, group)) and len(ps) == 3
                      and all(p.spec.node_name for p in ps) and ps, TIMEOUT, what=f"group {group}: 3 pods bound")
@@ -209,10 +219,25 @@ def test_lws_group_is_recreated_as_one_gang_when_a_pod_is_killed(operator, sched
     # group together.
     nodes(3, gpus=2)
     create(namespace, lws("restart"))
-    first = {p.metadata.uid for p in whole_group(scheduler, core_v1, namespace, "restart", 0)}
+    group = whole_group(scheduler, core_v1, namespace, "restart", 0)
+    first = {p.metadata.uid for p in group}
+    leader_uid = next(p.metadata.uid for p in group if p.metadata.name == "restart-0")
     start = len(scheduler.results)
-    # An ordinary delete (a grace period): LWS's pod controller acts on a pod it sees being deleted.
-    core_v1.delete_namespaced_pod("restart-0-1", namespace)
+    # LWS's pod controller acts on a pod it sees being deleted (its deletionTimestamp set). A kubelet takes the
+    # grace period to stop the containers; kwok removes a deleted pod at once, sometimes before LWS has looked
+    # (1 run in 6 here). A finalizer of the test's stands for that grace period: the worker stays Terminating
+    # until LWS has deleted the group's leader, then the test lets it go.
+    core_v1.patch_namespaced_pod("restart-0-1", namespace, {"metadata": {"finalizers": [HOLD]}})
+    try:
+        core_v1.delete_namespaced_pod("restart-0-1", namespace)
+
+        def leader_going() -> bool:
+            leader = [p for p in group_pods(core_v1, namespace, "restart", 0) if p.metadata.name == "restart-0"]
+            return not leader or leader[0].metadata.uid != leader_uid or bool(leader[0].metadata.deletion_timestamp)
+
+        wait_for(leader_going, TIMEOUT, what="LWS deleting the group's leader")
+    finally:
+        release(core_v1, namespace, "restart-0-1")
 
     def recreated() -> list | None:
         pods = group_pods(core_v1, namespace, "restart", 0)
