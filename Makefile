@@ -52,11 +52,12 @@ promtool:
 e2e: venv cluster-bins helm-bin operator-bins image-tools
 	VOLCANO_PY_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e
 
-# The operators the e2e tests run (the Kubeflow training operator, JobSet, LeaderWorkerSet), each built from its
-# Go module into ~/.cache/volcano-py/operators/ once (under 20 min cold for the three, at the lowest CPU priority).
+# The operators the e2e tests run (the Kubeflow training operator, JobSet, LeaderWorkerSet, KubeRay), each built
+# from its Go module into ~/.cache/volcano-py/operators/ once (under 20 min cold for the four, at the lowest CPU
+# priority).
 .PHONY: operator-bins
 operator-bins:
-	tools/build-operators.sh training-operator jobset lws
+	tools/build-operators.sh training-operator jobset lws kuberay
 
 test: unit e2e
 

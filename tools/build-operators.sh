@@ -24,8 +24,11 @@ declare -A OPERATORS=(
   [jobset]="sigs.k8s.io/jobset v0.8.0 . config/components/crd/bases"
   # LeaderWorkerSet: makes no PodGroup either (automatic gangs, one per group). Its main package is ./cmd.
   [lws]="sigs.k8s.io/lws v0.6.1 cmd config/crd/bases"
+  # KubeRay's ray-operator: RayCluster, RayJob (ray.io/v1); with --enable-batch-scheduler (or
+  # --batch-scheduler=volcano) it writes a Volcano PodGroup per RayCluster. v1.4.0 is pinned (v1.5.0 also resolves).
+  [kuberay]="github.com/ray-project/kuberay/ray-operator v1.4.0 . config/crd/bases"
 )
-ALL="training-operator jobset lws"
+ALL="training-operator jobset lws kuberay"
 
 CACHE_ROOT="${VOLCANO_PY_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/volcano-py/operators}"
 GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"

@@ -22,6 +22,8 @@ Kubeflow training-operator v1.8.1 (PyTorchJob, MPIJob kubeflow.org/v1):
   the certificate files in ``/tmp/k8s-webhook-server/serving-certs`` (a fixed path in the operator; in a pod a
   volume mounts them): this harness creates the empty Secret, waits for the operator to fill it, and writes
   the files itself, as the kubelet would.
+
+JobSet v0.8.0, LeaderWorkerSet v0.6.1 and KubeRay ray-operator v1.4.0: see their sections below.
 """
 
 from __future__ import annotations
@@ -367,4 +369,39 @@ def running_lws_operator(control_plane, api_client, log_dir: Path) -> Iterator[O
         except client.ApiException as exc:
             if exc.status != 404:
                 raise
+        operator.stop()
+
+
+# ---- KubeRay ray-operator v1.4.0 ------------------------------------------------------------------------------
+KUBERAY = "kuberay"
+RAY_GROUP = "ray.io"
+# Every CRD its manager watches: controller-runtime will not start a controller whose kind the apiserver lacks.
+KUBERAY_CRDS = ("ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml", "ray.io_rayservices.yaml")
+
+
+@contextmanager
+def running_kuberay_operator(control_plane, log_dir: Path) -> Iterator[OperatorProcess]:
+    """KubeRay's ray-operator v1.4.0 for the block, with its Volcano integration on (`--batch-scheduler=volcano`:
+    one PodGroup `ray-<cluster>-pg` per RayCluster, every pod of it annotated with that group and given
+    `schedulerName: volcano`). Its webhook server starts only with ENABLE_WEBHOOKS=true, which is not set here;
+    no leader election; ready once its readiness endpoint answers and its three controllers (RayCluster,
+    RayJob, RayService) have started their workers."""
+    binary = operator_binary(KUBERAY)
+    probe = free_port()
+    args = [str(binary), "--batch-scheduler=volcano", "--metrics-addr=0",
+            f"--health-probe-bind-address=127.0.0.1:{probe}", "--enable-leader-election=false",
+            "--log-stdout-encoder=console"]
+    env = {k: v for k, v in os.environ.items() if k != "ENABLE_WEBHOOKS"}
+    env["KUBECONFIG"] = str(control_plane.kubeconfig)
+    log = log_dir / "kuberay.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log_dir)
+    operator = OperatorProcess(proc, log)
+    try:
+        wait_for(lambda: _ready(f"http://127.0.0.1:{probe}/readyz", operator), TIMEOUT, interval=0.5,
+                 what="kuberay ready")
+        wait_for(lambda: operator.log().count("Starting workers") >= 3, TIMEOUT, interval=0.2,
+                 what="KubeRay's RayCluster, RayJob and RayService controllers started")
+        yield operator
+    finally:
         operator.stop()

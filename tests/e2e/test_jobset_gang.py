@@ -1,7 +1,8 @@
 """JobSet v0.8.0, the real operator, with volcano-py's automatic gang: a JobSet that opts in
 (`scheduling.volcano-py.io/owner-gang`) gets one PodGroup from its spec (controllers/owner_gangs.py) and its
 pods, created by kube-controller-manager's job controller for the JobSet's child Jobs, start as one gang, wait
-whole where only part fits, keep to their queue, and the PodGroup follows the JobSet's replicas.
+whole where only part fits, keep to their queue, restart as one gang when a pod is killed (the JobSet's
+failurePolicy), and the PodGroup follows the JobSet's replicas.
 
 The operator is built by tools/build-operators.sh and started by tests/e2e/operators.py with its webhooks
 unregistered (so docs/integrations.md's manifest writes out the webhook's defaults). The JobSet's templates
@@ -229,3 +230,31 @@ def test_jobset_podgroup_follows_its_replicas(operator, scheduler, custom, core_
                   TIMEOUT, what="the PodGroup's minMember follows the replicas")
     assert pg["spec"]["minTaskMember"] == {"driver": 1, "workers": 4}, pg["spec"]
     assert pg["spec"]["minResources"][GPU] == "10", pg["spec"]
+
+
+def test_jobset_restarts_as_one_gang_when_a_pod_is_killed(operator, scheduler, custom, core_v1, namespace, nodes,
+                                                          create):
+    # The documented failurePolicy (maxRestarts) makes a killed pod restart the whole JobSet: its child Jobs are
+    # deleted with their pods and made again. The gang (the JobSet's PodGroup, which outlives the restart) must
+    # bind the new pods together, never some of them beside the old ones that are going.
+    nodes(3, gpus=2)
+    create(namespace, jobset("restart"))
+    first = {p.metadata.uid for p in whole_gang(scheduler, custom, core_v1, namespace, "restart")}
+    victim = next(p for p in pods_of(core_v1, namespace, "restart")
+                  if p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"] == "workers")
+    core_v1.delete_namespaced_pod(victim.metadata.name, namespace, body=client.V1DeleteOptions(grace_period_seconds=0))
+
+    def restarted() -> list | None:
+        pods = pods_of(core_v1, namespace, "restart")
+        fresh = [p for p in pods if p.metadata.labels.get("jobset.sigs.k8s.io/restart-attempt") == "1"]
+        return fresh if len(pods) == 3 and len(fresh) == 3 and all(p.spec.node_name for p in fresh) else None
+
+    fresh = wait_for(restarted, TIMEOUT, what="the JobSet restarted (attempt 1) and its 3 new pods bound")
+    assert not {p.metadata.uid for p in fresh} & first, "every pod is new"
+    js = custom.get_namespaced_custom_object(JOBSET_GROUP, "v1alpha2", namespace, "jobsets", "restart")
+    assert (js.get("status") or {}).get("restarts") == 1, js.get("status")
+    keys = {f"{namespace}/{p.metadata.name}" for p in fresh}
+    assert len(scheduler.bind_cycles(keys)) == 1, "the restarted gang was bound across several cycles"
+    assert podgroup(custom, namespace, "jobset-restart")["spec"]["minMember"] == 3
+    wait_for(lambda: ((podgroup(custom, namespace, "jobset-restart") or {}).get("status") or {}).get("phase")
+             == "Running", TIMEOUT, what="PodGroup jobset-restart Running again")

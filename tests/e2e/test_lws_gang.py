@@ -1,7 +1,8 @@
 """LeaderWorkerSet v0.6.1, the real operator, with volcano-py's automatic gangs: a LeaderWorkerSet that opts in
 gets one PodGroup per group (controllers/owner_gangs.py); a group's leader and workers, created by
 kube-controller-manager's statefulset controller from LWS's StatefulSets, start as one gang, wait whole where
-only part fits, and the groups' PodGroups follow `replicas`.
+only part fits or their queue cannot hold them (the queue's reason in `explain`), are recreated and bound as one
+gang when a pod is killed (RecreateGroupOnPodRestart), and the groups' PodGroups follow `replicas`.
 
 The operator is built by tools/build-operators.sh and started by tests/e2e/operators.py with its mutating
 webhooks registered by URL (its pod webhook writes each pod's group index, which both LWS and the owner gang
@@ -12,6 +13,8 @@ the gang's Unschedulable condition, a count of scheduling cycles), never on time
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -22,6 +25,7 @@ from operators import (
     GANG_CONF,
     LWS,
     LWS_GROUP,
+    REPO_ROOT,
     doc_manifest,
     gpu_nodes,
     install_crds,
@@ -35,6 +39,8 @@ GPU = "nvidia.com/gpu"
 TAG = f"lws-{uuid.uuid4().hex[:6]}"
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+QUEUE_NAME = "scheduling.volcano.sh/queue-name"
+HOLD = "volcano-py.test/hold"  # a finalizer of the tests'
 
 
 @pytest.fixture(scope="module")
@@ -71,11 +77,14 @@ def nodes(core_v1):
         yield make
 
 
-def lws(name: str, *, replicas: int = 1) -> dict:
-    """docs/integrations.md's LeaderWorkerSet, pinned to this module's nodes, with its name and replicas set."""
+def lws(name: str, *, replicas: int = 1, queue: str | None = None) -> dict:
+    """docs/integrations.md's LeaderWorkerSet, pinned to this module's nodes, with its name, replicas and (if
+    given) queue set."""
     obj = copy.deepcopy(doc_manifest("lws"))
     obj["metadata"]["name"] = name
     obj["spec"]["replicas"] = replicas
+    if queue is not None:
+        obj["metadata"]["annotations"][QUEUE_NAME] = queue
     pod = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
     assert pod["schedulerName"] == "volcano-py", "the documented manifest names volcano-py"
     pod["nodeSelector"] = {"lws-e2e": TAG}
@@ -108,6 +117,23 @@ def group_pods(core_v1, namespace: str, name: str, group: int) -> list:
 def gang_names(custom, namespace: str) -> list[str]:
     items = custom.list_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups")["items"]
     return sorted(pg["metadata"]["name"] for pg in items)
+
+
+def explain(control_plane, namespace: str, name: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "scheduler.cli", "explain", name, "-n", namespace, "--kubeconfig",
+                           str(control_plane.kubeconfig)], capture_output=True, text=True, cwd=REPO_ROOT,
+                          timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def release(core_v1, namespace: str, name: str) -> None:
+    """Take the test's finalizer off a pod (gone already: nothing to do)."""
+    try:
+        core_v1.patch_namespaced_pod(name, namespace, {"metadata": {"finalizers": None}})
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
 
 
 def whole_group(scheduler, core_v1, namespace: str, name: str, group: int) -> list:
@@ -159,3 +185,76 @@ def test_lws_groups_podgroups_follow_its_replicas(operator, scheduler, custom, c
                                           {"spec": {"replicas": 1}})
     wait_for(lambda: gang_names(custom, namespace) == ["lws-scale-0"], TIMEOUT,
              what="the second group's PodGroup deleted")
+
+
+def test_lws_group_keeps_to_its_queue(operator, scheduler, control_plane, custom, core_v1, namespace, nodes, queues,
+                                      create):
+    nodes(3, gpus=2)
+    capped = queues("serve", capability={GPU: "4"})
+    create(namespace, lws("queued", queue=capped))
+    pg = wait_for(lambda: podgroup(custom, namespace, "lws-queued-0"), TIMEOUT, what="the group's PodGroup")
+    assert pg["spec"]["queue"] == capped, pg["spec"]
+    # The queue holds 4 GPUs and the group needs 6: the PodGroup stays Pending and none of the group is bound.
+    wait_for(lambda: len(group_pods(core_v1, namespace, "queued", 0)) == 3, TIMEOUT,
+             what="the leader and both workers created")
+    cycles = len(scheduler.results)
+    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
+    assert [p.metadata.name for p in group_pods(core_v1, namespace, "queued", 0) if p.spec.node_name] == []
+    assert ((podgroup(custom, namespace, "lws-queued-0") or {}).get("status") or {}).get("phase", "Pending") == (
+        "Pending")
+    out = wait_for(lambda: (o := explain(control_plane, namespace, "lws-queued-0"))
+                   and "gate:    queue capability:" in o and o, TIMEOUT, interval=0.5,
+                   what="explain names the queue capability")
+    assert f"queue {capped} capability: 6 {GPU} would exceed 4 (short 2)" in out, out
+
+    custom.patch_cluster_custom_object(SCHED, "v1beta1", "queues", capped, {"spec": {"capability": {GPU: "6"}}})
+    whole_group(scheduler, core_v1, namespace, "queued", 0)
+
+
+def test_lws_group_is_recreated_as_one_gang_when_a_pod_is_killed(operator, scheduler, custom, core_v1, namespace,
+                                                                 nodes, create):
+    # The documented restartPolicy (RecreateGroupOnPodRestart, LWS's default): a deleted worker makes LWS delete
+    # the group's leader, and with it the group's workers; the leader's StatefulSet makes it again and LWS its
+    # workers. The pods' names come back, their uids are new; the group's PodGroup stays and must bind the new
+    # group together.
+    nodes(3, gpus=2)
+    create(namespace, lws("restart"))
+    group = whole_group(scheduler, core_v1, namespace, "restart", 0)
+    first = {p.metadata.uid for p in group}
+    leader_uid = next(p.metadata.uid for p in group if p.metadata.name == "restart-0")
+    start = len(scheduler.results)
+    # LWS's pod controller acts on a pod it sees being deleted (its deletionTimestamp set). A kubelet takes the
+    # grace period to stop the containers; kwok removes a deleted pod at once, sometimes before LWS has looked
+    # (1 run in 6 here). A finalizer of the test's stands for that grace period: the worker stays Terminating
+    # until LWS has deleted the group's leader, then the test lets it go.
+    core_v1.patch_namespaced_pod("restart-0-1", namespace, {"metadata": {"finalizers": [HOLD]}})
+    try:
+        core_v1.delete_namespaced_pod("restart-0-1", namespace)
+
+        def leader_going() -> bool:
+            leader = [p for p in group_pods(core_v1, namespace, "restart", 0) if p.metadata.name == "restart-0"]
+            return not leader or leader[0].metadata.uid != leader_uid or bool(leader[0].metadata.deletion_timestamp)
+
+        wait_for(leader_going, TIMEOUT, what="LWS deleting the group's leader")
+    finally:
+        release(core_v1, namespace, "restart-0-1")
+
+    def recreated() -> list | None:
+        pods = group_pods(core_v1, namespace, "restart", 0)
+        return (pods if len(pods) == 3 and not {p.metadata.uid for p in pods} & first
+                and all(p.spec.node_name for p in pods) else None)
+
+    pods = wait_for(recreated, TIMEOUT, what="the whole group recreated (new leader and workers) and bound")
+    # The cycle that last bound each of the new pods (a name may have been bound before in this window, to a pod
+    # since deleted): one and the same for all three.
+    last: dict[str, int] = {}
+    for i, result in enumerate(scheduler.results[start:], start):
+        for gang in result.binds:
+            for task, _ in gang.binds:
+                last[task] = i
+    keys = {f"{namespace}/{p.metadata.name}" for p in pods}
+    assert keys <= set(last), (keys, last)
+    assert len({last[k] for k in keys}) == 1, f"the recreated group was bound across cycles: {last}"
+    assert gang_names(custom, namespace) == ["lws-restart-0"]
+    wait_for(lambda: ((podgroup(custom, namespace, "lws-restart-0") or {}).get("status") or {}).get("phase")
+             == "Running", TIMEOUT, what="the group's PodGroup Running again")
