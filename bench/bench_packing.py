@@ -208,6 +208,17 @@ def run_once(
     return run
 
 
+def sampled(pods: Sequence[Shape], seed: int, capacity_milli: int, load: float = 1.3) -> list[Shape]:
+    """The pods `run_once` submits for `seed`, in order (the same draws from the same generator)."""
+    rng = np.random.default_rng(seed)
+    out, requested = [], 0
+    while requested < load * capacity_milli:
+        shape = pods[int(rng.integers(len(pods)))]
+        requested += shape.gpu_milli
+        out.append(shape)
+    return out
+
+
 def score_cost(
     policy: str, nodes: Sequence[Node], pods: Sequence[Shape], seed: int = 0, load: float = 0.5, samples: int = 2000
 ) -> dict[str, tuple[float, float]]:
@@ -329,6 +340,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         help="instead: time scoring one pod on all nodes of a half-full cluster (seed FIRST), per policy",
     )
     ap.add_argument("--out", type=Path, default=Path("bench/results"), help="where the CSV and PNG files go")
+    ap.add_argument("--bound", action="store_true",
+                    help="also the offline upper bound on the same seeds' pods, and each policy's distance to it")
 
 
 def run_cli(args: argparse.Namespace) -> int:
@@ -358,6 +371,10 @@ def run_cli(args: argparse.Namespace) -> int:
     curve, summary = write_csv(summaries, args.out)
     pngs = plot(summaries, args.out)
     print(render(summaries))
+    if args.bound:
+        from packing_bound import bound_summary, render_bound
+
+        print(render_bound([bound_summary(v, seeds, args.trace_dir) for v in variants], summaries))
     print(
         f"\nwrote {curve}, {summary}"
         + "".join(f", {p}" for p in pngs)
