@@ -19,7 +19,8 @@ plane (kwok), time-compressed, against the same slice in volcano-py's simulator,
    it is over 10% (the issue's bound: where it is, `make bench-day`'s ratios take Volcano's real number).
 
 Writes `gpu-day-slice.md` (the table) and `gpu-day-slice.json` (every job on both sides) to `--out`
-(bench/results); `--sim-only` skips the control plane (seconds), for a look at the slice.
+(bench/results), the control plane's and Volcano's logs to ~/.cache/volcano-py/day-slice/logs; `--sim-only` skips
+the control plane (seconds), for a look at the slice.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -167,8 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     load_before = os.getloadavg()[0]
-    real, phases = run_on_volcano(sl, helm_conf_text(), spec, lock=args.lock, logs=out / "gpu-day-slice-logs",
-                                  poll_every=args.poll)
+    logs = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "volcano-py" / "day-slice" / "logs"
+    shutil.rmtree(logs, ignore_errors=True)
+    real, phases = run_on_volcano(sl, helm_conf_text(), spec, lock=args.lock, logs=logs, poll_every=args.poll)
     real_m = measure(real, sl.window, sl.factor)
     rows = compare(real_m, sim_m)
     never = ", ".join(f"{c}: real {real_m[c].never} / sim {sim_m[c].never}" for c in CLASSES)

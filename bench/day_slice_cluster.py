@@ -12,10 +12,12 @@ Pods finish by this driver's hand: when a Job's whole gang is Running, it annota
 whole gang runs, as in the simulator, not when each pod does. The driver polls the namespace's pods every
 `poll_every` seconds (0.1 s: 1 s of the day at a compression of 10); the times it records are its polls'.
 
-Order: the jobs running at the slice's start are submitted first and the slice's clock starts once every one of
-them runs (the warm-up); then the jobs waiting at the start are created, by name (the simulator's order of jobs
-created in the same second; Volcano's is their random UIDs), and the others as their compressed arrivals come.
-The run ends at the slice's end; the control plane is discarded.
+Order: the jobs running at the slice's start are submitted first and waited for until every one of them runs (the
+warm-up). Then vc-scheduler is stopped and the jobs waiting at the start are submitted one per second, by name
+(the simulator submits them at once and orders jobs created in the same second by name; Volcano by their random
+UIDs); vc-scheduler is started again and the slice's clock starts: its first cycle sees them all, as the
+simulator's does. The others are submitted as their compressed arrivals come. The run ends at the slice's end;
+the control plane is discarded.
 """
 
 from __future__ import annotations
@@ -80,14 +82,14 @@ def run_on_volcano(sl: Slice, conf_text: str, spec: DaySpec, *, lock: str, logs:
             work.mkdir()
             conf_dir.mkdir()
             (conf_dir / harness.CI_CONF_KEY).write_text(conf_text)
-            side, _ = start_side("volcano", cp, build, work, conf_dir, None)
+            side, sched = start_side("volcano", cp, build, work, conf_dir, None)
             c = Cluster(api)
             ensure_default_queue(c)
             _cluster(c, spec)
             phases["setup"] = time.monotonic() - t0
             log(f"Volcano up ({', '.join(side.procs)}) in {phases['setup']:.0f} s; the slice: {len(sl.jobs)} jobs, "
                 f"{sl.window:.0f} s")
-            observed = _drive(c, core, NAMESPACE, sl, poll_every, warmup_deadline, side, phases, log)
+            observed = _drive(_Driver(c, core, NAMESPACE, sl, side, sched), poll_every, warmup_deadline, phases, log)
         finally:
             if side is not None:
                 side.stop()
@@ -126,8 +128,8 @@ def _cluster(c: Any, spec: DaySpec) -> None:
 class _Driver:
     """Submits the slice's jobs, watches their pods, completes each job's pods when its work is done."""
 
-    def __init__(self, c: Any, core: Any, namespace: str, sl: Slice, side: Any) -> None:
-        self.c, self.core, self.namespace, self.sl, self.side = c, core, namespace, sl, side
+    def __init__(self, c: Any, core: Any, namespace: str, sl: Slice, side: Any, sched: Any) -> None:
+        self.c, self.core, self.namespace, self.sl, self.side, self.sched = c, core, namespace, sl, side, sched
         self.seen = {j.name: Seen(j) for j in sl.jobs}
 
     def submit(self, s: Seen) -> None:
@@ -189,13 +191,31 @@ class _Driver:
                 raise RuntimeError(f"the jobs running at the slice's start did not all run in {deadline:.0f} s: "
                                    f"{late}")
             time.sleep(poll_every)  # the poll's interval, not a synchronisation
+        return self._gate(poll_every)
+
+    def _gate(self, poll_every: float) -> float:
+        """The jobs waiting at the slice's start, submitted with the scheduler stopped, one per second of the
+        apiserver's clock in the slice's order (Volcano orders jobs created in the same second by their random
+        UIDs; the simulator, which submits them at once, by name); then the scheduler started again, whose first
+        cycle sees them all, as the simulator's does. Returns the slice's time 0."""
+        from differential.run import poll
+
+        self.sched.stop()
+        for job in self.sl.of_role("waiting"):
+            self.submit(self.seen[job.name])
+            poll(lambda name=job.name: any(o.get("kind") == "Job" and o.get("name") == name
+                                           for pg in self.c.podgroups()
+                                           for o in pg["metadata"].get("ownerReferences") or []),
+                 30, poll_every, f"the PodGroup of {job.name}")
+            time.sleep(1.05 - time.time() % 1.0)  # into the next second: the next PodGroup's creation is later
+        self.sched.restart("slice")
         start = time.monotonic()
-        for job in running:
+        for job in self.sl.of_role("running"):
             self.seen[job.name].due = start + job.duration
         return start
 
     def run(self, start: float, poll_every: float, log: Callable[[str], None]) -> None:
-        later = [self.seen[j.name] for j in self.sl.jobs if j.role != "running"]  # in the slice's order
+        later = [self.seen[j.name] for j in self.sl.of_role("arrives")]  # in the slice's order
         end, next_line = start + self.sl.window, start + 30.0
         while (now := time.monotonic()) < end:
             while later and start + later[0].job.arrival <= now:
@@ -219,14 +239,14 @@ class _Driver:
                          clock(s.done)) for s in self.seen.values() if s.submitted is not None]
 
 
-def _drive(c: Any, core: Any, namespace: str, sl: Slice, poll_every: float, warmup_deadline: float, side: Any,
-           phases: dict[str, float], log: Callable[[str], None]) -> list[Observed]:
-    driver = _Driver(c, core, namespace, sl, side)
+def _drive(driver: _Driver, poll_every: float, warmup_deadline: float, phases: dict[str, float],
+           log: Callable[[str], None]) -> list[Observed]:
+    sl = driver.sl
     t0 = time.monotonic()
     start = driver.warm_up(poll_every, warmup_deadline)
     phases["warmup"] = start - t0
-    log(f"warm-up: {len(sl.of_role('running'))} running jobs up in {phases['warmup']:.1f} s; the slice's clock "
-        "starts")
+    log(f"warm-up: {len(sl.of_role('running'))} running jobs up, {len(sl.of_role('waiting'))} waiting submitted, "
+        f"the scheduler restarted, in {phases['warmup']:.1f} s; the slice's clock starts")
     driver.run(start, poll_every, log)
     phases["slice"] = time.monotonic() - start
     return driver.observed(start)
