@@ -36,6 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -57,6 +58,7 @@ from gpu_day_slice import (  # noqa: E402
 )
 from gpu_day_workload import DaySpec, workload_docs  # noqa: E402
 
+from scheduler.cycle import conf_from_text  # noqa: E402
 from scheduler.framework.conf import SchedulerConf  # noqa: E402
 from scheduler.sim.replay import replay  # noqa: E402
 from scheduler.sim.workload import workload_from_docs  # noqa: E402
@@ -126,6 +128,35 @@ def commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
+def volcano_binpack_conf() -> SchedulerConf:
+    """Volcano's Helm conf with binpack as Volcano scores it: volcano-py packs `nvidia.com/gpu` by default, Volcano
+    only when `binpack.resources` lists it (the Helm conf lists nothing)."""
+    text = helm_conf_text().replace("  - name: binpack", "  - name: binpack\n"
+                                    '    arguments: {"binpack.resources.nvidia.com/gpu": 0}')
+    return conf_from_text(text, source="Volcano's Helm conf, binpack without nvidia.com/gpu")
+
+
+NO_GPU_PACKING = "simulator, GPUs not packed"
+
+
+def report(header: str, sl: Slice, real: list[Observed], sims: dict[str, list[Observed]], meta: dict[str, Any]) -> str:
+    real_m = measure(real, sl.window, sl.factor)
+    sim_m = {name: measure(obs, sl.window, sl.factor) for name, obs in sims.items()}
+    rows = compare(real_m, sim_m["sim"])
+    extra = compare(real_m, sim_m[NO_GPU_PACKING])
+    never = ", ".join(f"{c}: Volcano {real_m[c].never} / simulator {sim_m['sim'][c].never} / GPUs not packed "
+                      f"{sim_m[NO_GPU_PACKING][c].never}" for c in CLASSES)
+    phases = meta["phases"]
+    return (f"{header}\n\nVolcano: vc-scheduler {VOLCANO_PERIOD:g} s period on kwok; simulator: period "
+            f"{VOLCANO_PERIOD:g} compressed s (= {VOLCANO_PERIOD * sl.factor:g} s of the day); both Volcano's Helm "
+            f"conf; \"{NO_GPU_PACKING}\": the simulator with binpack scoring as Volcano's does "
+            f"(`binpack.resources.nvidia.com/gpu: 0`; volcano-py packs GPUs by default).\n\n"
+            f"{table(rows, extra, NO_GPU_PACKING)}\nNot whole by the slice's end (counted with its end): {never}."
+            f"\n\nRun {meta['started_at']}, commit {meta['commit']}, load {meta['load'][0]:.2f} before, "
+            f"{meta['load'][1]:.2f} after; Volcano side {phases['total']:.0f} s wall (setup {phases['setup']:.0f} s, "
+            f"warm-up {phases['warmup']:.1f} s, slice {phases['slice']:.0f} s).\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--hour", type=int, default=4, help="the slice's first hour of the day (0-23); default 4: "
@@ -136,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--per-class", default="150,100,60")
     p.add_argument("--poll", type=float, default=0.1, help="the driver's poll interval on the cluster, seconds")
     p.add_argument("--sim-only", action="store_true", help="only the simulator's side (no control plane)")
+    p.add_argument("--from-record", metavar="JSON", help="Volcano's side from an earlier run's gpu-day-slice.json "
+                   "(same slice options), the simulator's run again: no control plane")
     p.add_argument("--lock", default=os.environ.get("HEAVY_LOCK", "/tmp/volcano-py-heavy.lock"))
     p.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = p.parse_args(argv)
@@ -151,40 +184,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"(the day replayed in the simulator under Volcano's Helm conf in {day_s:.0f} s for the slice's start)",
           flush=True)
     t0 = time.perf_counter()
-    sim = run_sim(sl, spec, conf, VOLCANO_PERIOD)
-    sim_s = time.perf_counter() - t0
-    sim_m = measure(sim, sl.window, sl.factor)
-    record: dict[str, object] = {"slice": {"hour": args.hour, "factor": sl.factor, "seed": spec.seed,
-                                           "jobs": [{k: v for k, v in asdict(j).items() if k != "manifest"}
-                                                    for j in sl.jobs]},
-                                 "commit": commit(), "sim": [asdict(o) for o in sim], "sim_seconds": sim_s}
+    sims = {"sim": run_sim(sl, spec, conf, VOLCANO_PERIOD),
+            NO_GPU_PACKING: run_sim(sl, spec, volcano_binpack_conf(), VOLCANO_PERIOD)}
+    print(f"(the slice in the simulator, both confs, in {time.perf_counter() - t0:.1f} s)", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.sim_only:
-        text = header + "\n\n" + "\n".join(f"- {m.cls} GPU: {m.jobs} jobs, p50 {m.p50} / p95 {m.p95} min, "
-                                             f"{m.never} never, {m.gpu_hours:.1f} GPU-h" for m in sim_m.values())
-        print(text)
+        for name, obs in sims.items():
+            print(f"{name}:\n" + "\n".join(f"- {m.cls} GPU: {m.jobs} jobs, p50 {m.p50} / p95 {m.p95} min, "
+                                            f"{m.never} never, {m.gpu_hours:.1f} GPU-h"
+                                            for m in measure(obs, sl.window, sl.factor).values()))
         return 0
-    from day_slice_cluster import run_on_volcano
+    jobs = [{k: v for k, v in asdict(j).items() if k != "manifest"} for j in sl.jobs]
+    if args.from_record:
+        record = json.loads(Path(args.from_record).read_text())
+        if record["slice"]["jobs"] != jobs:
+            p.error(f"{args.from_record} holds another slice (its --hour, --factor, --seed?)")
+        real = [Observed(**o) for o in record["real"]]
+    else:
+        from day_slice_cluster import run_on_volcano
 
-    started_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    load_before = os.getloadavg()[0]
-    logs = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "volcano-py" / "day-slice" / "logs"
-    shutil.rmtree(logs, ignore_errors=True)
-    real, phases = run_on_volcano(sl, helm_conf_text(), spec, lock=args.lock, logs=logs, poll_every=args.poll)
-    real_m = measure(real, sl.window, sl.factor)
-    rows = compare(real_m, sim_m)
-    never = ", ".join(f"{c}: real {real_m[c].never} / sim {sim_m[c].never}" for c in CLASSES)
-    text = (f"{header}\n\nVolcano: vc-scheduler {VOLCANO_PERIOD:g} s period on kwok; simulator: period "
-            f"{VOLCANO_PERIOD:g} compressed s (= {VOLCANO_PERIOD * sl.factor:g} s of the day); both Volcano's Helm "
-            f"conf.\n\n{table(rows)}\nNot whole by the slice's end (counted with its end): {never}.\n\n"
-            f"Run {started_at}, commit {record['commit']}, load {load_before:.2f} before, "
-            f"{os.getloadavg()[0]:.2f} after; Volcano side {phases['total']:.0f} s wall (setup "
-            f"{phases['setup']:.0f} s, warm-up {phases['warmup']:.1f} s, slice {phases['slice']:.0f} s), "
-            f"simulator {sim_s:.1f} s, the day's replay {day_s:.0f} s.\n")
+        started_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        load_before = os.getloadavg()[0]
+        logs = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "volcano-py" / "day-slice" / "logs"
+        shutil.rmtree(logs, ignore_errors=True)
+        real, phases = run_on_volcano(sl, helm_conf_text(), spec, lock=args.lock, logs=logs, poll_every=args.poll)
+        record = {"slice": {"hour": args.hour, "factor": sl.factor, "seed": spec.seed, "jobs": jobs},
+                  "commit": commit(), "started_at": started_at, "load": [load_before, os.getloadavg()[0]],
+                  "phases": phases, "real": [asdict(o) for o in real]}
+    record["sim"] = {name: [asdict(o) for o in obs] for name, obs in sims.items()}
+    text = report(header, sl, real, sims, record)
     print(text)
-    record.update({"real": [asdict(o) for o in real], "phases": phases, "started_at": started_at,
-                   "rows": [asdict(r) | {"over": r.over} for r in rows]})
     (out / "gpu-day-slice.md").write_text(text)
     (out / "gpu-day-slice.json").write_text(json.dumps(record, indent=1))
     return 0

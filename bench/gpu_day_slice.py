@@ -190,14 +190,27 @@ def compare(real: Mapping[str, ClassMeasure], sim: Mapping[str, ClassMeasure]) -
     return rows
 
 
-def table(rows: Sequence[Row]) -> str:
-    lines = ["| measure | Volcano (real) | volcano-py simulator | relative difference | over 10% |",
-             "|---|---|---|---|---|"]
-    for r in rows:
-        rel = ("n/m" if r.real is None or r.sim is None else "inf" if r.relative is None else f"{r.relative:+.1%}")
-        over = "n/m" if r.over is None else "yes" if r.over else "no"
-        lines.append(f"| {r.what} | {_v(r.real)} | {_v(r.sim)} | {rel} | {over} |")
+def table(rows: Sequence[Row], extra: Sequence[Row] = (), extra_label: str = "") -> str:
+    """The comparison as a Markdown table; `extra`, the same measures of a second simulator run (`extra_label`),
+    in three more columns."""
+    head = "| measure | Volcano (real) | volcano-py simulator | relative difference | over 10% |"
+    rule = "|---|---|---|---|---|"
+    if extra:
+        head += f" {extra_label} | relative difference | over 10% |"
+        rule += "---|---|---|"
+    lines = [head, rule]
+    for i, r in enumerate(rows):
+        line = f"| {r.what} | {_v(r.real)} | " + _cells(r)
+        if extra:
+            line += " " + _cells(extra[i])
+        lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+def _cells(r: Row) -> str:
+    rel = ("n/m" if r.real is None or r.sim is None else "inf" if r.relative is None else f"{r.relative:+.1%}")
+    over = "n/m" if r.over is None else "yes" if r.over else "no"
+    return f"{_v(r.sim)} | {rel} | {over} |"
 
 
 def _v(x: float | None) -> str:
