@@ -101,3 +101,8 @@ def test_the_comparison_flags_differences_over_ten_percent_of_volcanos_number() 
     assert (rows["all GPU-h held"].real, rows["all GPU-h held"].sim) == (16.0, 16.5)
     text = s.table(list(rows.values()))
     assert "| 1 GPU-h held | 2.0 | 2.5 | +25.0% | yes |" in text
+    # a second simulator run in three more columns, row by row
+    other = s.compare(real, {**sim, "1": m(10.0, 2.1)})
+    text = s.table(list(rows.values()), other, "other")
+    assert "| 1 GPU-h held | 2.0 | 2.5 | +25.0% | yes | 2.1 | +5.0% | no |" in text
+    assert text.splitlines()[0].endswith("| other | relative difference | over 10% |")
