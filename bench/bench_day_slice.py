@@ -123,6 +123,10 @@ def describe(sl: Slice) -> str:
               f"{MIN_SLICE_JOBS} jobs)")
 
 
+def _min(minutes: float | None) -> str:
+    return "not measured" if minutes is None else f"{minutes:.1f}"
+
+
 def commit() -> str:
     out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     return out.stdout.strip() or "unknown"
@@ -191,8 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.sim_only:
         for name, obs in sims.items():
-            print(f"{name}:\n" + "\n".join(f"- {m.cls} GPU: {m.jobs} jobs, p50 {m.p50} / p95 {m.p95} min, "
-                                            f"{m.never} never, {m.gpu_hours:.1f} GPU-h"
+            print(f"{name}:\n" + "\n".join(f"- {m.cls} GPU: {m.jobs} jobs, p50 {_min(m.p50)} / p95 {_min(m.p95)} "
+                                            f"min, {m.never} never, {m.gpu_hours:.1f} GPU-h"
                                             for m in measure(obs, sl.window, sl.factor).values()))
         return 0
     jobs = [{k: v for k, v in asdict(j).items() if k != "manifest"} for j in sl.jobs]
