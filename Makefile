@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: venv demo test unit e2e lint bench bench-day clean chromium promtool
+.PHONY: venv demo test unit e2e lint bench bench-day bench-day-slice clean chromium promtool
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -69,6 +69,13 @@ bench: venv
 # A day of GPU training jobs in the simulator, Volcano's conf against volcano-py's policies (docs/simulator.md).
 bench-day: venv
 	$(BIN)/python bench/bench_gpu_day.py
+
+# One hour of that day under Volcano's real scheduler on the test control plane (kwok), time-compressed, against the
+# same hour in the simulator (docs/simulator.md). Volcano's binaries from `differential-build`; the script takes the
+# heavy lock for its control plane. SLICE_ARGS='--hour 4 --factor 10' (the defaults), or '--sim-only'.
+SLICE_ARGS ?=
+bench-day-slice: venv helm-bin differential-build
+	$(BIN)/python bench/bench_day_slice.py $(SLICE_ARGS)
 
 lint: venv
 	$(BIN)/ruff check scheduler tests bench tools
