@@ -73,7 +73,7 @@ def _history(held: Sequence[float], capacity: float) -> list[float]:
 
 
 def shares(plt: Any, results: Sequence[Any], gpus: int, path: Path) -> None:
-    shown = [r for r in results if r.variant in ("volcano-conf", "fair-share", "all")] or list(results[:1])
+    shown = [r for r in results if r.variant in ("volcano", "fair-share", "all")] or list(results[:1])
     fig, axes = plt.subplots(len(shown), 1, figsize=(10, 3.2 * len(shown)), dpi=100, squeeze=False)
     colours = dict(zip(QUEUES, ("tab:blue", "tab:orange", "tab:green", "tab:red"), strict=True))
     for ax, r in zip(axes[:, 0], shown, strict=True):

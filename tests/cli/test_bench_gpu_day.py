@@ -75,7 +75,7 @@ def test_targets_compare_with_volcanos_conf_and_the_day_budget() -> None:
         waits = {c: m.ClassWaits(c, 60, p95 / 2, p95, 0) for c in w.CLASSES}
         return bench.Result(name, waits, work, 0, 0, lost, lost, [(0, fair)], 0.0, 0, 0)
 
-    base = result("volcano-conf", 100.0, 1000.0, 0.0, 0.8)
+    base = result("volcano", 100.0, 1000.0, 0.0, 0.8)
     good = bench.targets(result("all", 50.0, 1000.0, 38.4, 0.95), base, 80, 24 * H)
     bad = bench.targets(result("all", 51.0, 999.0, 38.5, 0.949), base, 80, 24 * H)
     assert [met for _, met, _ in good] == [True, True, True, True]  # 2% of 80 x 24 GPU-h is 38.4
@@ -106,7 +106,7 @@ def test_a_quick_day_runs_every_variant_and_writes_the_tables_csv_and_plots(tmp_
         assert not any(r.waits[c].measured for c in w.CLASSES)  # below 50 jobs: not measured, not met
         assert 0 < r.work <= 4 * 8 * 6  # 4 nodes x 8 GPUs x 6 h
     text = (tmp_path / "gpu-day.md").read_text()
-    assert "not measured (4 jobs)" in text and "16-64 p95 wait <= 0.5 x volcano-conf" in text
+    assert "not measured (4 jobs)" in text and "16-64 p95 wait <= 0.5 x volcano" in text
     with open(tmp_path / "gpu-day.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["variant"] for r in rows] == list(bench.VARIANTS)
