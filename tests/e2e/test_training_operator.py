@@ -1,7 +1,6 @@
 """Kubeflow's training-operator v1.8.1, the real one, with its Volcano gang integration against volcano-py
-(issue 36): a PyTorchJob (a master and two workers) starts as one gang, waits whole, keeps to its queue and is
-whole again after a pod is deleted; an MPIJob (kubeflow.org/v1: a launcher and two workers) waits whole and
-starts as one gang.
+(issue 36): a PyTorchJob (a master and two workers) and an MPIJob (kubeflow.org/v1: a launcher and two workers)
+each start as one gang, wait whole, keep to their queue and are whole again after a pod is deleted.
 
 The operator is built by tools/build-operators.sh and started by tests/e2e/operators.py with
 `--gang-scheduler-name=volcano`: it writes the job's PodGroup and creates the pods only once volcano-py has
@@ -41,6 +40,7 @@ TIMEOUT = 90
 GPU = "nvidia.com/gpu"
 TAG = f"op-{uuid.uuid4().hex[:6]}"
 PYTORCH_ROLES = ("Master", "Worker")
+MPI_ROLES = ("launcher", "worker", "worker")  # the pods' training.kubeflow.org/replica-type labels
 
 
 @pytest.fixture(scope="module")
@@ -80,10 +80,11 @@ def pytorchjob(name: str, *, gpus: int, queue: str = "default") -> dict:
     return job
 
 
-def mpijob(name: str, *, gpus: int) -> dict:
-    """docs/integrations.md's MPIJob, pinned to this module's nodes, with its name and workers' GPUs set."""
+def mpijob(name: str, *, gpus: int, queue: str = "default") -> dict:
+    """docs/integrations.md's MPIJob, pinned to this module's nodes, with its name, queue and workers' GPUs set."""
     job = copy.deepcopy(doc_manifest("mpijob"))
     job["metadata"]["name"] = name
+    job["spec"]["runPolicy"]["schedulingPolicy"]["queue"] = queue
     for role in ("Launcher", "Worker"):
         pod = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]
         assert pod["schedulerName"] == "volcano-py", "the documented manifest names volcano-py"
@@ -170,52 +171,70 @@ def test_pytorchjob_waits_whole_where_only_part_of_it_fits(operator, scheduler, 
     whole_gang(scheduler, custom, core_v1, namespace, "tight")
 
 
+def wholly_held_by_its_queue(scheduler, control_plane, custom, core_v1, namespace: str, job: dict, queue: str, *,
+                             needs: int, holds: int, roles: tuple[str, ...]) -> None:
+    """Create `job` in `queue`, whose capability holds `holds` of the `needs` GPUs the job asks: its PodGroup stays
+    Pending, so the operator makes no pod at all, and `explain` names the queue; raising the capability to `needs`
+    starts the whole gang at once."""
+    name = job["metadata"]["name"]
+    create(custom, namespace, job)
+    pg = wait_for(lambda: podgroup(custom, namespace, name), TIMEOUT, what="the operator's PodGroup")
+    assert pg["spec"]["queue"] == queue and pg["spec"]["minResources"][GPU] == str(needs), pg["spec"]
+    cycles = len(scheduler.results)
+    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five scheduling cycles")
+    assert phase(custom, namespace, name) in ("", "Pending")
+    assert job_pods(core_v1, namespace, name) == []
+    # `volcano-py explain` on the job's PodGroup (it has the job's name) names the queue as the gate.
+    out = wait_for(lambda: (o := explain(control_plane, namespace, name)) and "gate:    queue capability:" in o
+                   and o, TIMEOUT, interval=0.5, what="explain names the queue capability")
+    assert f"queue {queue} capability: {needs} {GPU} would exceed {holds} (short {needs - holds})" in out, out
+
+    custom.patch_cluster_custom_object(SCHED, "v1beta1", "queues", queue, {"spec": {"capability": {GPU: str(needs)}}})
+    whole_gang(scheduler, custom, core_v1, namespace, name, roles=roles)
+
+
+def whole_again_after_deleting(scheduler, custom, core_v1, namespace: str, job: str, victim: str,
+                               roles: tuple[str, ...]) -> None:
+    """Delete the pod `victim` of the running gang `job`: the operator makes it again (same name, new uid), and
+    volcano-py binds the replacement; the other pods are never touched, and nothing else is bound."""
+    first = {p.metadata.name: p for p in whole_gang(scheduler, custom, core_v1, namespace, job, roles=roles)}
+    assert victim in first, sorted(first)
+    core_v1.delete_namespaced_pod(victim, namespace, body=client.V1DeleteOptions(grace_period_seconds=0))
+
+    def replaced_and_bound():
+        pods = {p.metadata.name: p for p in job_pods(core_v1, namespace, job)}
+        new = pods.get(victim)
+        return (len(pods) == 3 and new is not None and new.metadata.uid != first[victim].metadata.uid
+                and all(p.spec.node_name for p in pods.values()) and pods)
+
+    pods = wait_for(replaced_and_bound, TIMEOUT, what=f"{victim} recreated by the operator and bound")
+    # The others kept their uids and nodes: never unbound, never replaced, while the victim was away.
+    assert {n: (p.metadata.uid, p.spec.node_name) for n, p in pods.items() if n != victim} == {
+        n: (p.metadata.uid, p.spec.node_name) for n, p in first.items() if n != victim}, "only the victim was replaced"
+    assert pods[victim].metadata.annotations["scheduling.k8s.io/group-name"] == job
+    keys = {f"{namespace}/{p.metadata.name}" for p in pods.values()}
+    assert len(scheduler.bind_cycles(keys)) == 2, "the gang's first bind, then the replacement's: nothing else"
+    # One pod short of minMember the PodGroup left Running (Volcano's rule: allocated < minMember and not
+    # Inqueue is Pending); with the replacement bound it is Running again, as the whole gang.
+    wait_for(lambda: phase(custom, namespace, job) == "Running", TIMEOUT, what="PodGroup Running again")
+    pg = podgroup(custom, namespace, job)
+    assert pg["spec"]["minMember"] == 3 and conditions(pg)["Scheduled"]["status"] == "True", pg
+
+
 def test_pytorchjob_keeps_to_its_queue(operator, scheduler, control_plane, custom, core_v1, namespace, nodes,
                                        queues):
     nodes(3, gpus=2)
-    capped = queues("train", capability={GPU: "4"})
-    create(custom, namespace, pytorchjob("queued", gpus=2, queue=capped))
-    pg = wait_for(lambda: podgroup(custom, namespace, "queued"), TIMEOUT, what="the operator's PodGroup")
-    assert pg["spec"]["queue"] == capped, pg["spec"]
-    # The queue holds 4 GPUs and the job needs 6: its PodGroup stays Pending, so the operator makes no pod.
-    cycles = len(scheduler.results)
-    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five scheduling cycles")
-    assert phase(custom, namespace, "queued") in ("", "Pending")
-    assert job_pods(core_v1, namespace, "queued") == []
-    # `volcano-py explain` on the job's PodGroup (it has the job's name) names the queue as the gate.
-    out = wait_for(lambda: (o := explain(control_plane, namespace, "queued")) and "gate:    queue capability:" in o
-                   and o, TIMEOUT, interval=0.5, what="explain names the queue capability")
-    assert f"queue {capped} capability: 6 {GPU} would exceed 4 (short 2)" in out, out
-
-    custom.patch_cluster_custom_object(SCHED, "v1beta1", "queues", capped, {"spec": {"capability": {GPU: "6"}}})
-    whole_gang(scheduler, custom, core_v1, namespace, "queued")
+    capped = queues("train", capability={GPU: "4"})  # the job asks for 3 x 2 GPUs
+    wholly_held_by_its_queue(scheduler, control_plane, custom, core_v1, namespace,
+                             pytorchjob("queued", gpus=2, queue=capped), capped, needs=6, holds=4,
+                             roles=("master", "worker", "worker"))
 
 
 def test_pytorchjob_is_whole_again_after_a_pod_is_deleted(operator, scheduler, custom, core_v1, namespace, nodes):
     nodes(3, gpus=2)
     create(custom, namespace, pytorchjob("regang", gpus=2))
-    first = {p.metadata.name: p.metadata.uid for p in whole_gang(scheduler, custom, core_v1, namespace, "regang")}
-    victim = "regang-worker-1"
-    assert victim in first, sorted(first)
-    core_v1.delete_namespaced_pod(victim, namespace, body=client.V1DeleteOptions(grace_period_seconds=0))
-
-    def replaced_and_bound():
-        pods = {p.metadata.name: p for p in job_pods(core_v1, namespace, "regang")}
-        new = pods.get(victim)
-        return (len(pods) == 3 and new is not None and new.metadata.uid != first[victim]
-                and all(p.spec.node_name for p in pods.values()) and pods)
-
-    pods = wait_for(replaced_and_bound, TIMEOUT, what=f"{victim} recreated by the operator and bound")
-    assert {n: p.metadata.uid for n, p in pods.items() if n != victim} == {
-        n: u for n, u in first.items() if n != victim}, "only the deleted pod was replaced"
-    assert pods[victim].metadata.annotations["scheduling.k8s.io/group-name"] == "regang"
-    keys = {f"{namespace}/{p.metadata.name}" for p in pods.values()}
-    assert len(scheduler.bind_cycles(keys)) == 2, "the gang's first bind, then the replacement's: nothing else"
-    # One pod short of minMember the PodGroup left Running (Volcano's rule: allocated < minMember and not
-    # Inqueue is Pending); with the replacement bound it is Running again, as the whole gang.
-    wait_for(lambda: phase(custom, namespace, "regang") == "Running", TIMEOUT, what="PodGroup Running again")
-    pg = podgroup(custom, namespace, "regang")
-    assert pg["spec"]["minMember"] == 3 and conditions(pg)["Scheduled"]["status"] == "True", pg
+    whole_again_after_deleting(scheduler, custom, core_v1, namespace, "regang", "regang-worker-1",
+                               roles=("master", "worker", "worker"))
 
 
 def test_mpijob_waits_whole_then_starts_as_one_gang(operator, scheduler, control_plane, custom, core_v1, namespace,
@@ -238,4 +257,25 @@ def test_mpijob_waits_whole_then_starts_as_one_gang(operator, scheduler, control
     assert "gate:    gang fragmented: " in out and "free in total, but split across nodes" in out, out
 
     nodes(1, gpus=2)
-    whole_gang(scheduler, custom, core_v1, namespace, "pi", roles=("launcher", "worker", "worker"))
+    whole_gang(scheduler, custom, core_v1, namespace, "pi", roles=MPI_ROLES)
+
+
+def test_mpijob_keeps_to_its_queue(operator, scheduler, control_plane, custom, core_v1, namespace, nodes, queues):
+    # Room on the cluster (3 x 2 GPUs for two 2-GPU workers and a CPU-only launcher); the queue is the only gate.
+    nodes(3, gpus=2)
+    capped = queues("mpi", capability={GPU: "2"})  # the workers ask for 2 x 2 GPUs
+    wholly_held_by_its_queue(scheduler, control_plane, custom, core_v1, namespace,
+                             mpijob("queued", gpus=2, queue=capped), capped, needs=4, holds=2, roles=MPI_ROLES)
+
+
+# training-operator v1.8.1's MPIJob controller (pkg/controller.v1/mpi/mpijob_controller.go, ReconcilePods):
+# getOrCreateWorker makes any missing `<job>-worker-<i>` again, and a missing `<job>-launcher` is made again
+# unless the launcher had finished. Nothing else is restarted. It does so only once the PodGroup is out of
+# Pending (common/job.go: DelayPodCreationDueToPodGroup), so the replacement waits for volcano-py to admit the
+# gang again.
+@pytest.mark.parametrize("victim", ["worker-1", "launcher"])
+def test_mpijob_is_whole_again_after_a_pod_is_deleted(operator, scheduler, custom, core_v1, namespace, nodes,
+                                                      victim):
+    nodes(3, gpus=2)
+    create(custom, namespace, mpijob("regang", gpus=2))
+    whole_again_after_deleting(scheduler, custom, core_v1, namespace, "regang", f"regang-{victim}", roles=MPI_ROLES)
