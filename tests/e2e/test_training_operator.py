@@ -270,9 +270,9 @@ def test_mpijob_keeps_to_its_queue(operator, scheduler, control_plane, custom, c
 
 # training-operator v1.8.1's MPIJob controller (pkg/controller.v1/mpi/mpijob_controller.go, ReconcilePods):
 # getOrCreateWorker makes any missing `<job>-worker-<i>` again, and a missing `<job>-launcher` is made again
-# unless the launcher had finished. Nothing else is restarted. It does so only once the PodGroup is out of
-# Pending (common/job.go: DelayPodCreationDueToPodGroup), so the replacement waits for volcano-py to admit the
-# gang again.
+# unless the launcher had finished. Nothing else is restarted. It makes pods only while the PodGroup is out of
+# Pending (common/job.go: DelayPodCreationDueToPodGroup): if volcano-py has already marked the gang, one pod
+# short, Pending, the replacement waits for volcano-py to admit it again.
 @pytest.mark.parametrize("victim", ["worker-1", "launcher"])
 def test_mpijob_is_whole_again_after_a_pod_is_deleted(operator, scheduler, custom, core_v1, namespace, nodes,
                                                       victim):
