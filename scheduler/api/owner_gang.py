@@ -11,6 +11,8 @@ workload that opts in becomes whole gangs, read once from its spec with bounds:
   label, `api/pod.py role_of`), and `minResources` the sum of those pods' requests;
 - a LeaderWorkerSet is one gang per group, `lws-<name>-<group index>` for index 0..replicas-1: `minMember` is
   the group's `size` (the leader and size-1 workers), `minResources` the leader's request plus size-1 workers'.
+- a Kubeflow PyTorchJob whose operator runs without its Volcano integration is one gang `pytorchjob-<name>`,
+  read in `api.pytorch_gang` (its pods' labels are read here, with the others').
 
 Opt-in: the annotation `scheduling.volcano-py.io/owner-gang: "true"` on the workload, or on its namespace (the
 workload's own value, "true" or "false", wins). The queue is the workload's `scheduling.volcano.sh/queue-name`
