@@ -11,6 +11,8 @@ workload that opts in becomes whole gangs, read once from its spec with bounds:
   label, `api/pod.py role_of`), and `minResources` the sum of those pods' requests;
 - a LeaderWorkerSet is one gang per group, `lws-<name>-<group index>` for index 0..replicas-1: `minMember` is
   the group's `size` (the leader and size-1 workers), `minResources` the leader's request plus size-1 workers'.
+- a Kubeflow PyTorchJob whose operator runs without its Volcano integration is one gang `pytorchjob-<name>`,
+  read in `api.pytorch_gang` (its pods' labels are read here, with the others').
 
 Opt-in: the annotation `scheduling.volcano-py.io/owner-gang: "true"` on the workload, or on its namespace (the
 workload's own value, "true" or "false", wins). The queue is the workload's `scheduling.volcano.sh/queue-name`
@@ -40,10 +42,19 @@ JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
 LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 
+# A Kubeflow PyTorchJob's pods (training-operator v1.8.1: common_types.go labels, pytorchjob_controller.go name);
+# its gang is read in `api.pytorch_gang`.
+TRAINING_JOB_NAME = "training.kubeflow.org/job-name"
+TRAINING_OPERATOR_NAME = "training.kubeflow.org/operator-name"
+TRAINING_REPLICA_TYPE = "training.kubeflow.org/replica-type"
+PYTORCH_OPERATOR = "pytorchjob-controller"
+
 JOBSET_API = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LWS_API = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
+PYTORCH_API = ("kubeflow.org", "v1", "pytorchjobs")
 JOBSET_PREFIX = "jobset-"
 LWS_PREFIX = "lws-"
+PYTORCH_PREFIX = "pytorchjob-"
 
 JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 JOBSET_NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector"
@@ -72,7 +83,7 @@ class Owner:
 class GangSpec:
     """One PodGroup to make: what `podgroup()` writes."""
 
-    kind: str  # "jobset" or "lws"
+    kind: str  # "jobset", "lws" or "pytorchjob"
     namespace: str
     name: str
     min_member: int
@@ -282,10 +293,13 @@ def lws_group_name(name: str, index: int) -> str:
 
 # ---- pods -----------------------------------------------------------------------------------------------------
 def owner_group_name(labels: Mapping[str, Any] | None) -> str | None:
-    """The owner gang a pod would join, from its labels (JobSet's, or LWS's name and group index); None for
-    other pods and for labels that cannot be read."""
+    """The owner gang a pod would join, from its labels (JobSet's, LWS's name and group index, or a PyTorchJob's
+    name with its operator's name); None for other pods and for labels that cannot be read."""
     if not labels or not isinstance(labels, Mapping):
         return None
+    pytorch = _pytorchjob_name(labels)
+    if pytorch is not None:
+        return f"{PYTORCH_PREFIX}{pytorch}"
     jobset = labels.get(JOBSET_NAME)
     if jobset is not None:
         return f"{JOBSET_PREFIX}{jobset}" if type(jobset) is str and 0 < len(jobset) <= MAX_LABEL_VALUE else None
@@ -304,8 +318,20 @@ def owner_workload(labels: Mapping[str, Any] | None) -> tuple[tuple[str, str, st
     """(API group/version/plural, name) of the workload whose labels a pod carries, or None."""
     if not labels or not isinstance(labels, Mapping):
         return None
+    pytorch = _pytorchjob_name(labels)
+    if pytorch is not None:
+        return PYTORCH_API, pytorch
     for key, api in ((JOBSET_NAME, JOBSET_API), (LWS_NAME, LWS_API)):
         value = labels.get(key)
         if type(value) is str and 0 < len(value) <= MAX_LABEL_VALUE:
             return api, value
     return None
+
+
+def _pytorchjob_name(labels: Mapping[str, Any]) -> str | None:
+    """The PyTorchJob a pod's labels name: its job-name label, with the PyTorchJob controller's operator name (the
+    other training jobs' pods carry the same job-name label)."""
+    if labels.get(TRAINING_OPERATOR_NAME) != PYTORCH_OPERATOR:
+        return None
+    name = labels.get(TRAINING_JOB_NAME)
+    return name if type(name) is str and 0 < len(name) <= MAX_LABEL_VALUE else None

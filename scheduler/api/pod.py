@@ -27,6 +27,8 @@ from scheduler.api.volumes import VolumeNeeds
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"  # as api/owner_gang.py names it
+TRAINING_REPLICA_TYPE = "training.kubeflow.org/replica-type"  # a PyTorchJob's pod's (api/owner_gang.py)
+TRAINING_OPERATOR_NAME = "training.kubeflow.org/operator-name"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
 
 
@@ -389,7 +391,7 @@ _PHASES = frozenset(F.POD_PHASES)
 def role_of(annotations: Mapping[str, str], labels: Mapping[str, str], where: str = "",
             sink: list[F.FieldInvalid] | None = None) -> str:
     """The pod's task name (`volcano.sh/task-spec`), from its parsed annotations, else its labels, else a JobSet
-    pod's replicated job (`jobset.sigs.k8s.io/replicatedjob-name`)."""
+    pod's replicated job (`jobset.sigs.k8s.io/replicatedjob-name`), else a PyTorchJob pod's replica type."""
     value = annotations.get(TASK_SPEC_KEY)
     if value:
         if type(value) is str and len(value) <= F.NAME_MAX:  # valid: spare the call
@@ -401,6 +403,10 @@ def role_of(annotations: Mapping[str, str], labels: Mapping[str, str], where: st
     # A JobSet's pod: its replicated job is its task (api/owner_gang.py counts minTaskMember by it). A label
     # value the apiserver let through is at most 63 characters; anything else is no task.
     value = labels.get(JOBSET_REPLICATED_JOB) if labels else None
+    if value is None and labels and labels.get(TRAINING_OPERATOR_NAME) == "pytorchjob-controller":
+        # A PyTorchJob's pod: its replica type (lower-cased by the operator, which writes the same value as
+        # `volcano.sh/task-spec` with its Volcano integration) is its task (api/pytorch_gang.py's minTaskMember).
+        value = labels.get(TRAINING_REPLICA_TYPE)
     return value if type(value) is str and len(value) <= 63 else ""
 
 

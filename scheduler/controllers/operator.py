@@ -56,8 +56,8 @@ class Controllers:
     flows: JobFlowController
     hypernodes: HyperNodeDiscovery
     owner_gangs: OwnerGangController | None = None
-    # JobSets, LeaderWorkerSets: watched where their CRDs are installed (`run` asks the apiserver at start)
-    watch_owners: tuple[bool, bool] = (False, False)
+    # JobSets, LeaderWorkerSets, PyTorchJobs: watched where their CRDs are installed (`run` asks at start)
+    watch_owners: tuple[bool, bool, bool] = (False, False, False)
 
 
 def build(api: Api, scheduler_names: Iterable[str], claim_unnamed: bool,
@@ -141,7 +141,7 @@ def registry_for(controllers: Controllers, connection: Callable[[], kopf.Connect
         _jobflow_handlers(registry, controllers.flows)
     if HYPERNODE in enabled:
         _discovery_handlers(registry, controllers.hypernodes)
-    if plain_podgroups:  # the automatic gangs of JobSets and LeaderWorkerSets are the pg controller's part too
+    if plain_podgroups:  # the automatic gangs of JobSets, LWSs and PyTorchJobs are the pg controller's part too
         _owner_gang_handlers(registry, controllers)
     return registry
 
@@ -188,11 +188,12 @@ def _jobflow_handlers(registry: kopf.OperatorRegistry, flows: JobFlowController)
 
 
 def _owner_gang_handlers(registry: kopf.OperatorRegistry, controllers: Controllers) -> None:
-    """JobSets' and LeaderWorkerSets' gangs (owner_gangs.py), each watched only if its CRD was installed."""
+    """JobSets', LeaderWorkerSets' and PyTorchJobs' gangs (owner_gangs.py), each watched only if its CRD was
+    installed."""
     owners = controllers.owner_gangs
     if owners is None:
         return
-    jobsets, lwss = controllers.watch_owners
+    jobsets, lwss, pytorchjobs = controllers.watch_owners
     if jobsets:
         @kopf.on.event("jobset.x-k8s.io", "v1alpha2", "jobsets", registry=registry)
         def jobset_event(event: kopf.RawEvent, **_: Any) -> None:
@@ -203,8 +204,13 @@ def _owner_gang_handlers(registry: kopf.OperatorRegistry, controllers: Controlle
         def lws_event(event: kopf.RawEvent, **_: Any) -> None:
             owners.on_lws(event.get("type"), _body(event))
 
-    log.info("owner gangs: JobSets %s, LeaderWorkerSets %s", "watched" if jobsets else "not installed",
-             "watched" if lwss else "not installed")
+    if pytorchjobs:
+        @kopf.on.event("kubeflow.org", "v1", "pytorchjobs", registry=registry)
+        def pytorchjob_event(event: kopf.RawEvent, **_: Any) -> None:
+            owners.on_pytorchjob(event.get("type"), _body(event))
+
+    log.info("owner gangs: JobSets %s, LeaderWorkerSets %s, PyTorchJobs %s",
+             *("watched" if on else "not installed" for on in (jobsets, lwss, pytorchjobs)))
 
 
 def _discovery_handlers(registry: kopf.OperatorRegistry, discovery: HyperNodeDiscovery) -> None:
@@ -293,7 +299,7 @@ def run(
             return 0
     settings = kopf.OperatorSettings()
     configure(settings, workers=workers)
-    controllers.watch_owners = installed(Api(kube))  # JobSet and LWS gangs only where their CRDs are installed
+    controllers.watch_owners = installed(Api(kube))  # owner gangs only where their CRDs are installed
     registry = registry_for(controllers, lambda: connection_info(api_client), enabled)
     log.info("volcano-py controllers for %s starting%s; off: %s", ", ".join(sorted(scheduler_names)),
              " (also jobs that name no scheduler)" if claim_unnamed else "",

@@ -1,17 +1,19 @@
-"""Layer `controllers`: the automatic gangs of JobSets and LeaderWorkerSets (`scheduler.api.owner_gang`).
+"""Layer `controllers`: the automatic gangs of JobSets, LeaderWorkerSets and PyTorchJobs (`scheduler.api.owner_gang`,
+`scheduler.api.pytorch_gang`).
 
 For a workload that opted in (`scheduling.volcano-py.io/owner-gang: "true"` on it or on its namespace) whose
 pod templates name one of our schedulers, this writes its PodGroups and keeps them in step with its spec:
 a JobSet's one gang follows its replicated jobs' replicas and parallelism; a LeaderWorkerSet's groups are
-added and removed as its `replicas` change. The PodGroups are owned by the workload, so the garbage collector
-removes them with it; one made here carries the label `scheduling.volcano-py.io/owner-gang`.
+added and removed as its `replicas` change; a PyTorchJob's one gang follows its replica specs' replicas (and is
+deleted while it is suspended or once it has finished). The PodGroups are owned by the workload, so the garbage
+collector removes them with it; one made here carries the label `scheduling.volcano-py.io/owner-gang`.
 
 The pods are not rewritten: the scheduler finds a pod's owner gang by its labels (`api.owner_gang
 .owner_group_name`, in `adapter.snapshot.gang_of`), and a pod with such labels waits until its owner gang or its
 per-Job PodGroup exists, so it never starts alone. The plain-pod PodGroup controller asks `claims` first and
 makes no per-Job PodGroup for a pod whose owner gang is made here.
 
-The controllers watch JobSets and LeaderWorkerSets only where their CustomResourceDefinitions are installed
+The controllers watch JobSets, LeaderWorkerSets and PyTorchJobs only where their CustomResourceDefinitions are installed
 when they start (`installed`); without them nothing here runs. A workload whose spec cannot be read (negative
 replicas, a gang over 100,000 pods, a missing template...) gets one log line with the typed reason for each
 distinct problem, and its pods keep their per-Job PodGroups.
@@ -31,6 +33,7 @@ from scheduler.api.owner_gang import (
     JOBSET_API,
     LWS_API,
     OWNER_GANG_LABEL,
+    PYTORCH_API,
     GangSpec,
     OwnerGangError,
     jobset_gang,
@@ -39,6 +42,7 @@ from scheduler.api.owner_gang import (
     owner_group_name,
     owner_workload,
 )
+from scheduler.api.pytorch_gang import pytorchjob_gang
 from scheduler.cache.kube import KubeError
 from scheduler.controllers.client import SCHEDULING, Api, PodGroupConflictError
 from scheduler.controllers.podgroup import MANAGED_SPEC
@@ -55,32 +59,41 @@ def workload_path(api: tuple[str, str, str], namespace: str, name: str = "") -> 
     return f"/apis/{group}/{version}/namespaces/{namespace}/{plural}" + (f"/{name}" if name else "")
 
 
-def workload_key(lws: bool, namespace: str, name: object) -> str:
-    return f"{'LeaderWorkerSet' if lws else 'JobSet'} {namespace}/{name}"
+# The workloads with automatic gangs, by the kind written on their PodGroups' `owner-gang` label.
+JOBSET, LWS, PYTORCHJOB = "jobset", "lws", "pytorchjob"
+KINDS = {JOBSET: (JOBSET_API, "JobSet"), LWS: (LWS_API, "LeaderWorkerSet"), PYTORCHJOB: (PYTORCH_API, "PyTorchJob")}
+_BY_API = {api: kind for kind, (api, _) in KINDS.items()}
 
 
-def installed(api: Api) -> tuple[bool, bool]:
-    """(JobSet, LeaderWorkerSet): whether the apiserver serves each resource (its CRD installed)."""
+def workload_key(kind: str, namespace: str, name: object) -> str:
+    return f"{KINDS[kind][1]} {namespace}/{name}"
+
+
+def installed(api: Api) -> tuple[bool, bool, bool]:
+    """(JobSet, LeaderWorkerSet, PyTorchJob): whether the apiserver serves each resource (its CRD installed)."""
     found = []
-    for group, version, plural in (JOBSET_API, LWS_API):
+    for group, version, plural in (JOBSET_API, LWS_API, PYTORCH_API):
         try:
             served = api.get(f"/apis/{group}/{version}")
         except KubeError as exc:
             log.warning("cannot tell whether %s/%s is served (%s): not watched", group, version, exc)
             served = None
         found.append(any(r.get("name") == plural for r in (served or {}).get("resources") or ()))
-    return found[0], found[1]
+    return found[0], found[1], found[2]
 
 
 def _obj(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _templates(workload: Mapping[str, Any], lws: bool) -> list[Mapping[str, Any]]:
+def _templates(workload: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
     """The workload's pod specs that can be read; anything else in their place is skipped (the spec's reader,
     `api.owner_gang`, says what is wrong with it)."""
     spec = _obj(workload.get("spec"))
-    if lws:
+    if kind == PYTORCHJOB:
+        replicas = _obj(spec.get("pytorchReplicaSpecs"))
+        specs = [_obj(_obj(r).get("template")).get("spec") for r in list(replicas.values())[:8]]
+    elif kind == LWS:
         template = _obj(spec.get("leaderWorkerTemplate"))
         specs = [_obj(template.get(k)).get("spec") for k in ("leaderTemplate", "workerTemplate")]
     else:
@@ -124,21 +137,24 @@ class OwnerGangController:
 
     # ---- events -----------------------------------------------------------------------------------------
     def on_jobset(self, kind: str | None, jobset: MutableObj) -> None:
-        self._on_workload(kind, jobset, lws=False)
+        self._on_workload(kind, jobset, JOBSET)
 
     def on_lws(self, kind: str | None, lws: MutableObj) -> None:
-        self._on_workload(kind, lws, lws=True)
+        self._on_workload(kind, lws, LWS)
 
-    def _on_workload(self, kind: str | None, workload: MutableObj, *, lws: bool) -> None:
+    def on_pytorchjob(self, kind: str | None, job: MutableObj) -> None:
+        self._on_workload(kind, job, PYTORCHJOB)
+
+    def _on_workload(self, event: str | None, workload: MutableObj, kind: str) -> None:
         meta = workload.get("metadata") or {}
-        key = workload_key(lws, str(meta.get("namespace", "default")), meta.get("name"))
-        if kind == "DELETED":  # its PodGroups go with it (ownerReference)
+        key = workload_key(kind, str(meta.get("namespace", "default")), meta.get("name"))
+        if event == "DELETED":  # its PodGroups go with it (ownerReference)
             with self._lock:
                 self._logged.pop(key, None)
                 self._claimed.pop(key, None)
             self.retries.forget(key)  # a failed sync of it is not run again: it would make them anew
             return
-        self.retries.run(key, f"owner gang of {key}", log, lambda: self.sync(workload, lws=lws))
+        self.retries.run(key, f"owner gang of {key}", log, lambda: self.sync(workload, kind))
 
     def claims(self, pod: Mapping[str, Any]) -> bool:
         """True when the pod's workload has its gangs made here (it opted in and could be read; its gangs exist
@@ -151,7 +167,7 @@ class OwnerGangController:
         api, name = target
         namespace = str(meta.get("namespace", "default"))
         with self._lock:
-            if group in self._claimed.get(workload_key(api == LWS_API, namespace, name), ()):
+            if group in self._claimed.get(workload_key(_BY_API[api], namespace, name), ()):
                 return True
         try:
             workload = self.api.get(workload_path(api, namespace, name))
@@ -163,20 +179,21 @@ class OwnerGangController:
             return False
         # A pod of a group just scaled away is still the opted-in workload's: no per-workload PodGroup for it
         # either (it is on its way out), else the LWS's leader StatefulSet would get one that stays.
-        return self.sync(workload, lws=api == LWS_API) is not None
+        return self.sync(workload, _BY_API[api]) is not None
 
     # ---- the sync -------------------------------------------------------------------------------------------
-    def wanted(self, workload: Mapping[str, Any], *, lws: bool) -> list[GangSpec] | None:
+    def wanted(self, workload: Mapping[str, Any], kind: str) -> list[GangSpec] | None:
         """The gangs the workload should have; None when it has none (not opted in, not ours, unreadable)."""
         meta = workload.get("metadata") or {}
         namespace = str(meta.get("namespace", "default"))
         if not opted_in(workload, self._namespace_annotations(namespace)):
             return None
-        if not any(_names_ours(t, self.scheduler_names) for t in _templates(workload, lws)):
+        if not any(_names_ours(t, self.scheduler_names) for t in _templates(workload, kind)):
             return None
-        key = workload_key(lws, namespace, meta.get("name"))
+        key = workload_key(kind, namespace, meta.get("name"))
         try:
-            gangs = lws_gangs(workload) if lws else [jobset_gang(workload)]
+            gangs = (lws_gangs(workload) if kind == LWS else [jobset_gang(workload)] if kind == JOBSET
+                     else [pytorchjob_gang(workload)])
         except OwnerGangError as exc:
             with self._lock:
                 first = self._logged.get(key) != str(exc)
@@ -188,13 +205,14 @@ class OwnerGangController:
             self._logged.pop(key, None)
         return gangs
 
-    def sync(self, workload: Mapping[str, Any], *, lws: bool) -> list[GangSpec] | None:
-        """Create, update or delete the workload's PodGroups to match `wanted`; the gangs, or None."""
-        gangs = self.wanted(workload, lws=lws)
+    def sync(self, workload: Mapping[str, Any], kind: str) -> list[GangSpec] | None:
+        """Create, update or delete the workload's PodGroups to match `wanted`; the gangs, or None. `kind`: JOBSET,
+        LWS or PYTORCHJOB."""
+        gangs = self.wanted(workload, kind)
         meta = workload.get("metadata") or {}
         namespace, uid = str(meta.get("namespace", "default")), meta.get("uid")
         keep = {g.name for g in gangs or () if g.min_member > 0}
-        key = workload_key(lws, namespace, meta.get("name"))
+        key = workload_key(kind, namespace, meta.get("name"))
         made: set[str] = set()  # filled as they are made; only this workload's entry changes
         with self._lock:
             if keep:
@@ -204,7 +222,7 @@ class OwnerGangController:
         # One LIST of the PodGroups made for it, compared with what it wants: a workload's status update (LWS
         # writes its status often) costs no GET per group when nothing changed.
         existing = {str(pg["metadata"].get("name")): pg
-                    for pg in self._made_for(namespace, "lws" if lws else "jobset", uid)}
+                    for pg in self._made_for(namespace, kind, uid)}
         for gang in gangs or ():
             if gang.min_member > 0:
                 self._create_or_update(gang, existing.get(gang.name))

@@ -218,14 +218,16 @@ def _ready(url: str, operator: OperatorProcess) -> bool:
 
 
 @contextmanager
-def running_training_operator(control_plane, core_v1, log_dir: Path, *,
-                              schemes: tuple[str, ...] = ("pytorchjob",)) -> Iterator[OperatorProcess]:
-    """training-operator v1.8.1 with its Volcano gang integration, for the block; ready once its readiness
-    endpoint answers (certificates in place, webhook server up) and the controllers say they are set up."""
+def running_training_operator(control_plane, core_v1, log_dir: Path, *, schemes: tuple[str, ...] = ("pytorchjob",),
+                              gang_scheduler: str | None = "volcano") -> Iterator[OperatorProcess]:
+    """training-operator v1.8.1 for the block, with its Volcano gang integration (`gang_scheduler`; None: without
+    any, so it makes no PodGroup); ready once its readiness endpoint answers (certificates in place, webhook
+    server up) and the controllers say they are set up."""
     binary = operator_binary(TRAINING_OPERATOR)
     _ensure_namespace_and_secret(core_v1, TRAINING_OPERATOR_NAMESPACE)
     probe = free_port()
-    args = [str(binary), "--gang-scheduler-name=volcano", "--metrics-bind-address=0",
+    gang = [f"--gang-scheduler-name={gang_scheduler}"] if gang_scheduler else []
+    args = [str(binary), *gang, "--metrics-bind-address=0",
             f"--health-probe-bind-address=127.0.0.1:{probe}", f"--webhook-server-port={free_port()}",
             "--zap-log-level=info", *(f"--enable-scheme={s}" for s in schemes)]
     env = {**os.environ, "KUBECONFIG": str(control_plane.kubeconfig),

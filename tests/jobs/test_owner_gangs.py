@@ -387,7 +387,7 @@ def test_a_workload_with_junk_anywhere_never_raises_out_of_the_controller(is_lws
         parent = parent[step]
     parent[spot[-1]] = data.draw(_JUNK)
     ctl, api = controller(obj)
-    gangs = ctl.sync(obj, lws=is_lws)
+    gangs = ctl.sync(obj, "lws" if is_lws else "jobset")
     assert sorted(podgroups(api)) == sorted(g.name for g in gangs or () if g.min_member > 0)
 
 
