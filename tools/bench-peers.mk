@@ -12,10 +12,10 @@ HEAVY_LOCK ?= /tmp/volcano-py-heavy.lock
 BENCH_PEERS_ARGS ?=
 
 # Volcano's components (not its e2e suites) from the snapshot, and the bind loop from tools/k8s; both no-ops when
-# their cache already holds them.
+# their cache already holds them (the bind loop and the churn sizes' generator, churngen).
 bench-peers-build: venv cluster-bins
 	@$(if $(HEAVY_LOCK),flock $(HEAVY_LOCK)) tools/conformance/build-volcano.sh --no-suites
-	@$(if $(HEAVY_LOCK),flock $(HEAVY_LOCK)) tools/build-bindloop.sh >/dev/null
+	@$(if $(HEAVY_LOCK),flock $(HEAVY_LOCK)) tools/build-bindloop.sh --all >/dev/null
 
 bench-peers: bench-peers-build
 	$(if $(findstring --profile,$(BENCH_PEERS_ARGS)),@test -x $(BIN)/py-spy || $(BIN)/pip install -q py-spy)
