@@ -269,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile-size", default="1000x10000")
     ap.add_argument("--churn-period", type=float, default=1.0,
                     help="churn sizes: volcano-py's --schedule-period in seconds (printed with the results)")
+    ap.add_argument("--churn-arrival", type=float, default=0.1,
+                    help="churn sizes: volcano-py's --schedule-on-arrival in seconds (0: off; printed)")
     ap.add_argument("--churn-rate", type=float, default=0.0,
                     help="churn sizes: take this as kube-scheduler's sustained binds/s instead of measuring it")
     ap.add_argument("--results", default=str(REPO / "bench" / "results"))

@@ -115,6 +115,7 @@ class SchedulerLoop:
         elector: LeaderElector | None = None,
         partial_gang_timeout: float = 60.0,
         max_failed_cycles: int = MAX_FAILED_CYCLES,
+        arrival_delay: float = 0.0,
     ):
         self.cache = cache
         self.elector = elector
@@ -125,6 +126,10 @@ class SchedulerLoop:
         self.trace = trace
         self.memo = CycleMemo()  # predicate answers and known-failing gangs, carried from cycle to cycle
         self.stopping = threading.Event()
+        # --schedule-on-arrival: a cycle starts this long after a pending pod of ours arrives (`wake`) instead of
+        # at the period's end; 0, the default, cycles every period only, as Volcano does
+        self.arrival_delay = arrival_delay
+        self.arrived = threading.Event()
         self.cycles = 0
         self.max_failed_cycles = max_failed_cycles
         self.failed_in_a_row = 0  # whole cycles that raised, in a row (a job's own fault is not one: faults.py)
@@ -142,6 +147,22 @@ class SchedulerLoop:
 
     def stop(self) -> None:
         self.stopping.set()
+        self.arrived.set()  # ends an arrival wait at once
+
+    def wake(self) -> None:
+        """A pending pod of ours arrived (the pod watch calls this): with an arrival delay, the next cycle starts
+        that long after instead of at the end of the period. Arrivals during a cycle wake the next one."""
+        self.arrived.set()
+
+    def _wait_next(self, started: float) -> None:
+        """Until the period since `started` ends, or with an arrival delay, until that long after an arrival
+        (never past the period's end)."""
+        deadline = started + self.period
+        if self.arrival_delay <= 0:
+            self.stopping.wait(max(0.0, deadline - time.monotonic()))
+            return
+        if self.arrived.wait(max(0.0, deadline - time.monotonic())) and not self.stopping.is_set():
+            self.stopping.wait(max(0.0, min(self.arrival_delay, deadline - time.monotonic())))
 
     def run_once(self) -> CycleResult:
         started = time.monotonic()
@@ -205,6 +226,7 @@ class SchedulerLoop:
                     self._ensure_default_queue()
                     queue_ensured = True
                 started = time.monotonic()
+                self.arrived.clear()  # what arrives from here on wakes the next cycle
                 if self.cycling_since is None:
                     self.cycling_since = started
                 try:
@@ -218,7 +240,7 @@ class SchedulerLoop:
                 self.cycling_since = time.monotonic()
                 metrics.observe_failed_cycles(self.failed_in_a_row)
                 collect_between_cycles()
-                self.stopping.wait(max(0.0, self.period - (time.monotonic() - started)))
+                self._wait_next(started)
         finally:
             if self.elector is not None:
                 self.elector.stop(release=True)

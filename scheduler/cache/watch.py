@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import urllib3
 
@@ -42,6 +42,8 @@ class Watcher:
         self.prefetched = dict(prefetched or {})  # path -> a first list already under way
         self.threads: list[threading.Thread] = []
         self.outage = Outage(log)
+        # called (on the pod watch's thread) when a pending pod of ours is added: the loop's early cycle
+        self.on_pending: Callable[[], None] | None = None
 
     def start(self) -> None:
         for w in self.stores.watched:
@@ -147,6 +149,8 @@ class Watcher:
         pods = w is self.stores.pods
         if pods and kind != "DELETED":
             self.parser.preparse(obj)  # here, on the watch thread, not in the next cycle's snapshot
+            if kind == "ADDED" and self.on_pending is not None and self._pending_ours(obj):
+                self.on_pending()
         with self.stores.lock:
             if kind == "DELETED":
                 w.objects.pop(key, None)
@@ -161,3 +165,10 @@ class Watcher:
                 self.parser.priority_classes_changed(w.objects.values())
             elif w.kind in STORAGE_KINDS:
                 self.stores.storage_version += 1
+
+    def _pending_ours(self, obj: MutableObj) -> bool:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict) or spec.get("nodeName"):
+            return False
+        name = spec.get("schedulerName", "default-scheduler")
+        return isinstance(name, str) and name in self.parser.scheduler_names

@@ -174,7 +174,10 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
             cache, conf, period=opts.schedule_period, default_queue=opts.default_queue,
             trace=trace_log.debug if opts.level == "trace" else None,
             elector=elector, partial_gang_timeout=opts.partial_gang_timeout,
+            arrival_delay=opts.schedule_on_arrival,
         )
+        if opts.schedule_on_arrival > 0:
+            cache.watcher.on_pending = loop.wake
         # /readyz once the caches synced (a standby is ready too); /healthz fails after failed or stuck cycles
         _serve(opts, api, tls, ready=lambda: cache.wait_synced(0), healthy=loop.healthy)
         for sig in (signal.SIGTERM, signal.SIGINT):

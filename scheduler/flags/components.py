@@ -105,6 +105,8 @@ SCHEDULER = FlagSet("scheduler", (
     Flag("disable-default-scheduler-config", Kind.BOOL, "refuse to start without --scheduler-conf",
          dest="disable_default_scheduler_config", default=False),
     Flag("schedule-period", Kind.DURATION, "cycle period", dest="schedule_period", default=1.0),
+    Flag("schedule-on-arrival", Kind.DURATION, "also start a cycle this long after a pending pod arrives, before "
+         "the period ends (0: every period only, as Volcano)", dest="schedule_on_arrival", default=0.0),
     Flag("default-queue", Kind.STRING, "queue of PodGroups that name none", dest="default_queue", default="default"),
     Flag("resource-sync-timeout", Kind.DURATION, "wait this long for the first lists before scheduling (0: do not "
          "wait)", dest="resource_sync_timeout", default=60.0),

@@ -115,6 +115,7 @@ class SchedulerOptions(CommonOptions):
     scheduler_conf: str | None
     disable_default_scheduler_config: bool
     schedule_period: float
+    schedule_on_arrival: float
     default_queue: str
     resource_sync_timeout: float
     partial_gang_timeout: float
