@@ -184,7 +184,7 @@ def run_churn_size(ctx: argparse.Namespace, nodes: int, seconds: int) -> dict:
         else:
             batch = run_one(ctx, "kube-scheduler", "tp", CALIBRATION_PODS, "cal", None)
             cal = churn_one(ctx, "kube-scheduler", batch["binds_per_s"], churn_plan(nodes, batch["binds_per_s"]),
-                            seconds, "cal")
+                            seconds, "calc")
             out["calibration"] = {"batch_binds_per_s": batch["binds_per_s"], "churn": cal}
             sustained = cal["binds_per_s"]
         out["sustained_binds_per_s"] = sustained
