@@ -205,27 +205,22 @@ func (g *gen) makeGang(name string, dueAt time.Time) {
 	g.mu.Lock()
 	g.gangs[name] = &gangRec{members: len(names), pods: names}
 	g.mu.Unlock()
-	var wg sync.WaitGroup
+	// one after another, as a job controller makes them, within this gang's one request slot
 	for _, pn := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// stamped and recorded before the POST: the watch may see the pod bound before the POST returns
-			rec := &podRec{gang: name, created: time.Now()}
+		// stamped and recorded before the POST: the watch may see the pod bound before the POST returns
+		rec := &podRec{gang: name, created: time.Now()}
+		g.mu.Lock()
+		g.pods[pn] = rec
+		g.mu.Unlock()
+		_, err := g.cs.CoreV1().Pods(*namespace).Create(g.ctx, podBody(pn, *scheduler, group, 1), metav1.CreateOptions{})
+		if err != nil {
+			g.err("create pod", err)
 			g.mu.Lock()
-			g.pods[pn] = rec
+			delete(g.pods, pn)
+			g.gangs[name].members--
 			g.mu.Unlock()
-			_, err := g.cs.CoreV1().Pods(*namespace).Create(g.ctx, podBody(pn, *scheduler, group, 1), metav1.CreateOptions{})
-			if err != nil {
-				g.err("create pod", err)
-				g.mu.Lock()
-				delete(g.pods, pn)
-				g.gangs[name].members--
-				g.mu.Unlock()
-			}
-		}()
+		}
 	}
-	wg.Wait()
 }
 
 // makeOther is the second scheduler: create its pod, bind it onto a random node.
