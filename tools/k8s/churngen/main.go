@@ -183,19 +183,21 @@ func podBody(name, sched, group string, gpus int) *corev1.Pod {
 	return p
 }
 
-// makeGang creates one gang of the contender's pods (its PodGroup first) and records each pod's creation time.
+// makeGang creates one gang of the contender's pods (its PodGroup first, then its pods at once, as Volcano's job
+// controller creates a job's pods: pkg/controllers/job/job_controller_actions.go) and records each pod's creation
+// time. Every request takes one of -workers slots.
 func (g *gen) makeGang(name string, dueAt time.Time) {
-	if lag := time.Since(dueAt); lag > time.Duration(g.maxLag.Load()) {
-		g.maxLag.Store(int64(lag))
-	}
 	group := ""
 	if *podgroups {
 		group = name
 		body, _ := json.Marshal(map[string]any{
 			"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": map[string]any{"name": name},
 			"spec": map[string]any{"minMember": *gangSize, "queue": "default"}})
+		release := g.slot()
+		g.lagged(dueAt)
 		err := g.rc.Post().AbsPath("/apis/scheduling.volcano.sh/v1beta1/namespaces", *namespace, "podgroups").
 			SetHeader("Content-Type", "application/json").Body(body).Do(g.ctx).Error()
+		release()
 		g.err("create podgroup", err)
 	}
 	names := make([]string, *gangSize)
@@ -205,21 +207,42 @@ func (g *gen) makeGang(name string, dueAt time.Time) {
 	g.mu.Lock()
 	g.gangs[name] = &gangRec{members: len(names), pods: names}
 	g.mu.Unlock()
-	// one after another, as a job controller makes them, within this gang's one request slot
+	var wg sync.WaitGroup
 	for _, pn := range names {
-		// stamped and recorded before the POST: the watch may see the pod bound before the POST returns
-		rec := &podRec{gang: name, created: time.Now()}
-		g.mu.Lock()
-		g.pods[pn] = rec
-		g.mu.Unlock()
-		_, err := g.cs.CoreV1().Pods(*namespace).Create(g.ctx, podBody(pn, *scheduler, group, 1), metav1.CreateOptions{})
-		if err != nil {
-			g.err("create pod", err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			release := g.slot()
+			defer release()
+			g.lagged(dueAt)
+			// stamped and recorded before the POST: the watch may see the pod bound before the POST returns
+			rec := &podRec{gang: name, created: time.Now()}
 			g.mu.Lock()
-			delete(g.pods, pn)
-			g.gangs[name].members--
+			g.pods[pn] = rec
 			g.mu.Unlock()
-		}
+			_, err := g.cs.CoreV1().Pods(*namespace).Create(g.ctx, podBody(pn, *scheduler, group, 1), metav1.CreateOptions{})
+			if err != nil {
+				g.err("create pod", err)
+				g.mu.Lock()
+				delete(g.pods, pn)
+				g.gangs[name].members--
+				g.mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (g *gen) slot() func() {
+	g.sem <- struct{}{}
+	return func() { <-g.sem }
+}
+
+// lagged records how late a request of an arrival started after the arrival was due (open loop: the generator
+// keeps its rate only while this stays small).
+func (g *gen) lagged(dueAt time.Time) {
+	if lag := time.Since(dueAt); lag > time.Duration(g.maxLag.Load()) {
+		g.maxLag.Store(int64(lag))
 	}
 }
 
@@ -476,7 +499,10 @@ func main() {
 	go func() { // arrivals
 		defer bg.Done()
 		every(t0, func(k int) time.Duration { return arrivalAt(k, *gangSize, *rate) }, *window, stop,
-			func(k int, at time.Time) { g.do(&reqs, func() { g.makeGang(fmt.Sprintf("%s-%d", *prefix, k), at) }) })
+			func(k int, at time.Time) {
+				reqs.Add(1)
+				go func() { defer reqs.Done(); g.makeGang(fmt.Sprintf("%s-%d", *prefix, k), at) }()
+			})
 	}()
 	if *otherRate > 0 {
 		bg.Add(1)
