@@ -13,6 +13,8 @@ throughput  N nodes, P one-GPU pods (gangs of G with a PodGroup each for volcano
             whole run and over the bind window, peak RSS (VmHWM), gangs left partly bound when it stopped.
 restart     N nodes and P existing pods already bound (through spec.nodeName), one pending gang of G (one plain
             pod for kube-scheduler): seconds from process start to the first bind and to the whole gang bound.
+churn       N nodes; pods arriving and completing, nodes coming and going and a second scheduler binding, at 50%
+            and 120% of kube-scheduler's sustained binds/s (`--size churn:NODESxSECONDS`; bench/peers_churn.py).
 
     .venv/bin/python bench/bench_peers.py                       # the full run (all four sizes, 3 rounds)
     .venv/bin/python bench/bench_peers.py --size tp:300x2000 --rounds 1 --only volcano-py --only ceiling
