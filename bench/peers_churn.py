@@ -248,7 +248,7 @@ def markdown(size: dict) -> list[str]:
             if m:
                 lines.append(f"| {float(load):.0%} | {NAMES[name]} | {_fmt(m['offered_per_s'])} | "
                              f"{_fmt(m['binds_per_s'])} | {_fmt(m['p50_s'])} | {_fmt(m['p99_s'])} | "
-                             f"{_fmt(m['unbound'])} | {_fmt(m['sched_cpu_s_per_1000_binds'])} | "
+                             f"{_fmt(None if m['unbound'] is None else round(m['unbound']))} | {_fmt(m['sched_cpu_s_per_1000_binds'])} | "
                              f"{_fmt(m['server_cpu_s_per_1000_binds'])} | {_fmt(m['generator_cpu_s'])} |")
     lines += ["", "Churn goals (issue 39), on the medians:", ""]
     for c in size["goals"]:
