@@ -80,7 +80,7 @@ def median_or_inf(values: list[float | None]) -> float | None:
 
 
 MEDIANS = ("offered_per_s", "binds_per_s", "p50_s", "p99_s", "sched_cpu_s_per_1000_binds", "generator_cpu_s",
-           "server_cpu_s_per_1000_binds", "unbound")
+           "server_cpu_s_per_1000_binds", "unbound", "max_arrival_lag_s")
 
 
 def summarise(runs: list[dict]) -> dict[str, dict[str, dict]]:
@@ -229,8 +229,9 @@ def _fmt(v: object) -> str:
 
 def markdown(size: dict) -> list[str]:
     cal = size.get("calibration")
-    how = (f"kube-scheduler's batch rate {_fmt(cal['batch_binds_per_s'])} binds/s offered under churn"
-           if cal else "fixed with --churn-rate")
+    how = (f"kube-scheduler's batch rate {_fmt(cal['batch_binds_per_s'])} binds/s offered under churn, "
+           f"{_fmt(cal['churn']['offered_per_s'])}/s reached, arrivals up to "
+           f"{_fmt(cal['churn']['max_arrival_lag_s'])} s late" if cal else "fixed with --churn-rate")
     plan = size["plan"]
     lines = [f"**Churn, {size['nodes']:,} nodes of {plan['node_gpus']} GPUs, {size['seconds']} s of arrivals** "
              f"(gangs of {size['gang']}; medians of {size['rounds']} rounds; the size took {size['wall_s']:.0f} s). "
@@ -240,16 +241,18 @@ def markdown(size: dict) -> list[str]:
              f"volcano-py runs with --schedule-period={size['volcano_py_schedule_period_s']}s "
              f"--schedule-on-arrival={size['volcano_py_schedule_on_arrival_s']}s.", "",
              "| load | contender | offered pods/s | binds/s | p50 creation to bind, s | p99, s | unbound | scheduler "
-             "CPU s per 1,000 binds | apiserver+etcd CPU s per 1,000 binds | churngen CPU s |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "CPU s per 1,000 binds | apiserver+etcd CPU s per 1,000 binds | churngen CPU s | arrivals late by, s "
+             "(max) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for load, by in sorted(size["median"].items(), key=lambda kv: float(kv[0])):
         for name in SCHEDULERS:
             m = by.get(name)
             if m:
+                unbound = None if m["unbound"] is None else round(m["unbound"])
                 lines.append(f"| {float(load):.0%} | {NAMES[name]} | {_fmt(m['offered_per_s'])} | "
                              f"{_fmt(m['binds_per_s'])} | {_fmt(m['p50_s'])} | {_fmt(m['p99_s'])} | "
-                             f"{_fmt(None if m['unbound'] is None else round(m['unbound']))} | {_fmt(m['sched_cpu_s_per_1000_binds'])} | "
-                             f"{_fmt(m['server_cpu_s_per_1000_binds'])} | {_fmt(m['generator_cpu_s'])} |")
+                             f"{_fmt(unbound)} | {_fmt(m['sched_cpu_s_per_1000_binds'])} | "
+                             f"{_fmt(m['server_cpu_s_per_1000_binds'])} | {_fmt(m['generator_cpu_s'])} | "
+                             f"{_fmt(m['max_arrival_lag_s'])} |")
     lines += ["", "Churn goals (issue 39), on the medians:", ""]
     for c in size["goals"]:
         verdict = "not measured" if c["met"] is None else "met" if c["met"] else "NOT met"
