@@ -6,7 +6,7 @@
 #   make bench-peers BENCH_PEERS_ARGS=--profile        and one more volcano-py run at 1,000 x 10,000 under py-spy
 #   make bench-peers BENCH_PEERS_ARGS='--size tp:300x2000 --rounds 1'
 #   make bench-peers BENCH_PEERS_ARGS='--size churn:300x30 --rounds 2'   the churn size (bench/peers_churn.py;
-#                                                     not in the default run: about 25 min more)
+#                                                     not in the default run: 2 rounds took 10 min)
 #   HEAVY_LOCK=/tmp/volcano-py-heavy.lock              held by the Go builds and by the whole run ('' = none)
 .PHONY: bench-peers bench-peers-build
 
