@@ -197,7 +197,8 @@ WEBHOOK = FlagSet("webhook", (
          default=""),
     Flag("port", Kind.INT, "the port to serve admission on", dest="port", default=8443),
     Flag("enabled-admission", Kind.LIST, "the admission paths to serve, from Volcano's webhook manager's (a path "
-         "volcano-py does not check answers allowed; docs/webhook.md lists what each checks)", dest="enabled_admission", default=tuple(DEFAULT_ENABLED_ADMISSION.split(","))),
+         "volcano-py does not check answers allowed; docs/webhook.md lists what each checks)",
+         dest="enabled_admission", default=tuple(DEFAULT_ENABLED_ADMISSION.split(","))),
     Flag("enable-healthz", Kind.BOOL, "also serve /healthz on --healthz-address", dest="enable_healthz",
          default=False),
     Flag("healthz-address", Kind.STRING, "where --enable-healthz serves /healthz", dest="healthz_address",
