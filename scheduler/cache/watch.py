@@ -28,6 +28,9 @@ class GoneError(Exception):
     """The watch position is too old (410): relist."""
 
 
+HOLD_MAX = 10.0  # seconds the first pod list may wait for the first cycle on a partial view
+
+
 class Watcher:
     def __init__(
         self, kube: Kube, stores: Stores, parser: ParseCache, stop: threading.Event, *, watch_timeout: int,
@@ -42,6 +45,10 @@ class Watcher:
         self.prefetched = dict(prefetched or {})  # path -> a first list already under way
         self.threads: list[threading.Thread] = []
         self.outage = Outage(log)
+        # Cleared while the first cycle on a partial view runs (cache/first_view.py): the full pod list is fetched
+        # meanwhile but decoded after it, so that cycle has the interpreter to itself; HOLD_MAX at most.
+        self.pods_released = threading.Event()
+        self.pods_released.set()
 
     def start(self) -> None:
         for w in self.stores.watched:
@@ -92,6 +99,7 @@ class Watcher:
         if pods:
             # Pods are parsed as they arrive, with the priority classes: list those first (a small list).
             self.stores.priority_classes.synced.wait(10.0)
+            self.pods_released.wait(HOLD_MAX)
         objects: dict[str, MutableObj] = {}
         meta: MutableObj = {}
         for page in self._pages(w.path):

@@ -110,6 +110,9 @@ SCHEDULER = FlagSet("scheduler", (
          "wait)", dest="resource_sync_timeout", default=60.0),
     Flag("log-level", Kind.STRING, "info, debug or trace (trace also logs every node rejection)", dest="log_level",
          choices=("info", "debug", "trace")),
+    Flag("first-cycle-partial-view", Kind.BOOL, "after a start, run one cycle (enqueue, allocate, backfill; binds "
+         "only) on our pods and a few nodes listed whole, before the full pod list is in (docs/scheduler.md)",
+         dest="first_cycle_partial_view", default=True),
     Flag("partial-gang-timeout", Kind.DURATION, "give up a gang left partly bound this long: evict its "
          "controller-owned pods", dest="partial_gang_timeout", default=60.0),
     Flag("request-timeout", Kind.DURATION, "timeout of one API request", dest="request_timeout", default=30.0),

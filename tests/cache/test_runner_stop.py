@@ -13,6 +13,7 @@ class NeverSynced:
     def __init__(self) -> None:
         self.waiting = threading.Event()
         self.waits: list[float] = []
+        self.ours_early: list[object] = []  # no first cycle on a partial view
 
     def start(self) -> None:
         pass
