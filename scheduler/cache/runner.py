@@ -23,7 +23,7 @@ from scheduler import metrics
 from scheduler.adapter.partial import PartialGangPolicy
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
-from scheduler.cache.first_view import Skip, prepare
+from scheduler.cache.first_view import FirstView, Skip, prepare
 from scheduler.cache.kube import TRANSPORT_ERRORS
 from scheduler.cache.leader import LeaderElector
 from scheduler.conf_check import action_warnings  # the actions' arguments, checked as conf check does
@@ -133,6 +133,9 @@ class SchedulerLoop:
         self.failed_in_a_row = 0  # whole cycles that raised, in a row (a job's own fault is not one: faults.py)
         self.cycling_since: float | None = None  # monotonic: when this replica last began or ended a cycle
         self._last_failure: str | None = None
+        # The first cycle on a partial view: its view (or why it was skipped) and its result, for logs and tests.
+        self.first_view: FirstView | Skip | None = None
+        self.first_view_result: CycleResult | None = None
 
     def healthy(self) -> bool:
         """Liveness: false after `max_failed_cycles` failed cycles in a row, or when the replica should be
@@ -240,6 +243,7 @@ class SchedulerLoop:
         try:
             started = time.monotonic()
             view = prepare(self.cache, self.conf.current(), early, started + FIRST_VIEW_WAIT)
+            self.first_view = view
             if isinstance(view, Skip):
                 log.info("no first cycle on a partial view: %s", view.why)
                 return
@@ -247,6 +251,7 @@ class SchedulerLoop:
             result = run_cycle(view.snapshot, view.conf, trace=self.trace)
             decided = time.monotonic()
             bound = self.cache.apply_binds(result)
+            self.first_view_result = result
             log.info("first cycle on a partial view: %d of %d nodes, %d jobs; bound %d pods in %d gangs "
                      "(view %.3fs, cycle %.3fs, binds %.3fs)", view.nodes, view.of_nodes, len(view.snapshot.jobs),
                      bound, len(result.binds), prepared - started, decided - prepared, time.monotonic() - decided)
