@@ -14,7 +14,7 @@ throughput  N nodes, P one-GPU pods (gangs of G with a PodGroup each for volcano
 restart     N nodes and P existing pods already bound (through spec.nodeName), one pending gang of G (one plain
             pod for kube-scheduler): seconds from process start to the first bind and to the whole gang bound.
 
-    .venv/bin/python bench/bench_peers.py                       # the full run (all four sizes, 3 rounds)
+    .venv/bin/python bench/bench_peers.py                       # the full run (all five sizes, 3 rounds)
     .venv/bin/python bench/bench_peers.py --size tp:300x2000 --rounds 1 --only volcano-py --only ceiling
 
 Results: bench/results/peers-<date>.json and a markdown table (bench/bench_peers_report.py) on stdout and in
@@ -56,7 +56,7 @@ from peers_procs import (
 from scheduler.cache.kube import Kube
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
-DEFAULT_SIZES = ("tp:300x2000", "tp:1000x10000", "restart:2000x20000", "restart:5000x50000")
+DEFAULT_SIZES = ("tp:300x2000", "tp:1000x10000", "restart:2000x20000", "restart:5000x50000", "restart:10000x100000")
 
 
 def parse_size(text: str) -> tuple[str, int, int]:
