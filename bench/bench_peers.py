@@ -16,7 +16,7 @@ restart     N nodes and P existing pods already bound (through spec.nodeName), o
 churn       N nodes; pods arriving and completing, nodes coming and going and a second scheduler binding, at 50%
             and 120% of kube-scheduler's sustained binds/s (`--size churn:NODESxSECONDS`; bench/peers_churn.py).
 
-    .venv/bin/python bench/bench_peers.py                       # the full run (all four sizes, 3 rounds)
+    .venv/bin/python bench/bench_peers.py                       # the full run (all five sizes, 3 rounds)
     .venv/bin/python bench/bench_peers.py --size tp:300x2000 --rounds 1 --only volcano-py --only ceiling
 
 Results: bench/results/peers-<date>.json and a markdown table (bench/bench_peers_report.py) on stdout and in
@@ -58,7 +58,7 @@ from peers_procs import (
 from scheduler.cache.kube import Kube
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
-DEFAULT_SIZES = ("tp:300x2000", "tp:1000x10000", "restart:2000x20000", "restart:5000x50000")
+DEFAULT_SIZES = ("tp:300x2000", "tp:1000x10000", "restart:2000x20000", "restart:5000x50000", "restart:10000x100000")
 SIZE_FORMS = "tp:NODESxPODS, restart:NODESxPODS or churn:NODESxSECONDS (bench/peers_churn.py)"
 WARMUP_S = 5  # churn: the arrival window must be longer than peers_churn's warm-up
 

@@ -2,7 +2,7 @@
 # bind loop as the apiserver's ceiling, in one run. Included (optionally) from the top-level Makefile. Not part of
 # `make test`. See bench/bench_peers.py and BENCHMARKS.md.
 #
-#   make bench-peers                                   all four sizes, 3 rounds
+#   make bench-peers                                   all five sizes, 3 rounds
 #   make bench-peers BENCH_PEERS_ARGS=--profile        and one more volcano-py run at 1,000 x 10,000 under py-spy
 #   make bench-peers BENCH_PEERS_ARGS='--size tp:300x2000 --rounds 1'
 #   make bench-peers BENCH_PEERS_ARGS='--size churn:300x30 --rounds 2'   the churn size (bench/peers_churn.py;

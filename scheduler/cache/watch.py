@@ -28,6 +28,9 @@ class GoneError(Exception):
     """The watch position is too old (410): relist."""
 
 
+HOLD_MAX = 10.0  # seconds the first pod list may wait for the first cycle on a partial view
+
+
 class Watcher:
     def __init__(
         self, kube: Kube, stores: Stores, parser: ParseCache, stop: threading.Event, *, watch_timeout: int,
@@ -44,6 +47,10 @@ class Watcher:
         self.outage = Outage(log)
         # called (on the pod watch's thread) when a pending pod of ours is added: the loop's early cycle
         self.on_pending: Callable[[], None] | None = None
+        # Cleared while the first cycle on a partial view runs (cache/first_view.py): the full pod list is fetched
+        # meanwhile but decoded after it, so that cycle has the interpreter to itself; HOLD_MAX at most.
+        self.pods_released = threading.Event()
+        self.pods_released.set()
 
     def start(self) -> None:
         for w in self.stores.watched:
@@ -94,6 +101,7 @@ class Watcher:
         if pods:
             # Pods are parsed as they arrive, with the priority classes: list those first (a small list).
             self.stores.priority_classes.synced.wait(10.0)
+            self.pods_released.wait(HOLD_MAX)
         objects: dict[str, MutableObj] = {}
         meta: MutableObj = {}
         for page in self._pages(w.path):

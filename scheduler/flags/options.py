@@ -118,6 +118,7 @@ class SchedulerOptions(CommonOptions):
     schedule_on_arrival: float
     default_queue: str
     resource_sync_timeout: float
+    first_cycle_partial_view: bool
     partial_gang_timeout: float
     request_timeout: float
     feature_gates: FeatureGates

@@ -13,6 +13,7 @@ class NeverSynced:
     def __init__(self) -> None:
         self.waiting = threading.Event()
         self.waits: list[float] = []
+        self.ours_early: list[object] = []  # no first cycle on a partial view
 
     def start(self) -> None:
         pass
@@ -40,7 +41,9 @@ def test_a_stop_during_the_first_sync_ends_the_run_without_a_cycle() -> None:
 
 
 class Synced:
-    """A cache whose lists are in: the loop cycles at once."""
+    """A cache whose lists are in: the loop cycles at once (none of our pods listed early: no first-view cycle)."""
+
+    ours_early: list[object] = []
 
     def start(self) -> None:
         pass
