@@ -36,6 +36,7 @@ from scheduler.cache.gates import GateRemover
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.pages import PAGE_SIZE, Pages
 from scheduler.cache.parse import ParseCache
+from scheduler.cache.shards import coordinator_for
 from scheduler.cache.status_writer import StatusWriter
 from scheduler.cache.store import PG_API, Stores, Watched
 from scheduler.cache.volumes import StorageReader
@@ -80,6 +81,7 @@ class ClusterCache:
         prefetched: dict[str, Pages] | None = None,
         kube: Kube | None = None,
         queue_allocation_gate: bool = False,
+        sharding: tuple[str, str] | None = None,  # (mode, NodeShard name): --scheduler-sharding-mode soft or hard
     ):
         # `kube`: a client already made from `api_client` (the one the `prefetched` lists run on), or a new one.
         kube = kube or Kube(api_client, request_timeout=request_timeout, local_clock=local_clock)
@@ -126,6 +128,8 @@ class ClusterCache:
         self.gates = GateRemover(kube, self.stores, self._pool, may_write)
         self._kube = kube
         self._snapshot_pods: dict[str, Any] = {}
+        # Volcano's NodeShard contract (cache/shards.py): None with sharding off, and then no NodeShard is watched
+        self.shards = coordinator_for(kube, self.stores, *sharding, may_write) if sharding else None
 
     @property
     def kube(self) -> Kube:
@@ -138,6 +142,8 @@ class ClusterCache:
         for part in (self.events, self.watcher, self.binder, self.binder.volumes, self.evictor, self.status_writer,
                      self.gates):
             part.kube = kube
+        if self.shards is not None:
+            self.shards.kube = kube
 
     @property
     def identity(self) -> str:
@@ -233,6 +239,8 @@ class ClusterCache:
                                 partial(self.dra.read, stores))  # read only if a pending pod names claims
         snapshot = build_snapshot(inputs, self.rules)
         snapshot.queue_allocation_gate = self.queue_allocation_gate
+        if self.shards is not None:  # between two sessions: publish this shard's status, take its nodes
+            snapshot.shard = self.shards.between_sessions()
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
             if created and now - created >= ORPHAN_GRACE:
                 self.events.record("Pod", pod, "Warning", "PodGroupNotFound",
@@ -258,6 +266,8 @@ class ClusterCache:
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
         self.status_writer.write(result, now)
         self.events.emit(result.events)
+        if self.shards is not None:  # the session has ended and its binds have returned
+            self.shards.between_sessions()
 
     def _snapshot_uid(self, pod_key: str) -> str | None:
         """The UID of the pod of that key in the last snapshot: the one the cycle decided for."""

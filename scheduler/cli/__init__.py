@@ -164,7 +164,7 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
     names = list(opts.scheduler_names)
     cache = ClusterCache(api, names, opts.default_queue, request_timeout=opts.request_timeout,
                          identity=opts.leader_elect_identity, prefetched=early, kube=kube,
-                         queue_allocation_gate=opts.feature_gates.queue_admission)
+                         queue_allocation_gate=opts.feature_gates.queue_admission, sharding=opts.sharding)
     try:
         elector = None
         if opts.leader_elect:

@@ -132,8 +132,13 @@ SCHEDULER = FlagSet("scheduler", (
         "once its queue has room"), dest="feature_gates", default=()),
     Flag("gate-removal-worker-num", Kind.INT, no_effect="gates are removed by the cycle's write-back workers, "
          "which also bind"),
-    Flag("scheduler-sharding-mode", Kind.STRING, harmless=("none",), no_effect="volcano-py does not shard nodes"),
-    Flag("scheduler-sharding-name", Kind.STRING, no_effect="volcano-py does not shard nodes"),
+    # Volcano's help and defaults (cmd/scheduler/app/options/options.go); a mode other than the three, which Volcano
+    # takes as none, is refused here.
+    Flag("scheduler-sharding-mode", Kind.STRING, "The node sharding mode for scheduling, none(default)|hard|soft "
+         "mode is supported (hard: only the nodes of the NodeShard named --scheduler-sharding-name; soft: those "
+         "first, then the others)", dest="scheduler_sharding_mode", default="none", choices=("none", "soft", "hard")),
+    Flag("scheduler-sharding-name", Kind.STRING, "The name of shard used for this scheduler (the NodeShard it keeps "
+         "to and whose status it writes)", dest="scheduler_sharding_name", default="volcano"),
 ), description="Run the gang scheduler against a Kubernetes cluster: every period it reads the cluster's pods, "
    "PodGroups, Queues and nodes, runs the actions and plugins of the volcano-scheduler.conf, and binds the pods of "
    "each gang all at once or not at all. It schedules pods whose schedulerName it claims (--scheduler-name). It "

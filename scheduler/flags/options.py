@@ -120,6 +120,15 @@ class SchedulerOptions(CommonOptions):
     partial_gang_timeout: float
     request_timeout: float
     feature_gates: FeatureGates
+    scheduler_sharding_mode: str = "none"
+    scheduler_sharding_name: str = "volcano"
+
+    @property
+    def sharding(self) -> tuple[str, str] | None:
+        """(mode, NodeShard name) with sharding on; None with --scheduler-sharding-mode none."""
+        if self.scheduler_sharding_mode == "none":
+            return None
+        return self.scheduler_sharding_mode, self.scheduler_sharding_name
 
     @property
     def level(self) -> str:
