@@ -192,6 +192,7 @@ def cmd_controllers(opts: ControllerOptions) -> int:
     from scheduler.cache.kube import Kube
     from scheduler.cache.leader import ensure_namespace
     from scheduler.controllers.operator import run
+    from scheduler.controllers.sharding import ShardingOptions
 
     level = {"debug": logging.DEBUG, "info": logging.INFO}[opts.level]
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -214,7 +215,10 @@ def cmd_controllers(opts: ControllerOptions) -> int:
     try:
         return run(api, scheduler_names=opts.scheduler_names, claim_unnamed=opts.claim_unnamed,
                    lease=lease, identity=identity, stop=stop, workers=opts.workers,
-                   enabled=opts.controllers.volcano_py)
+                   enabled=opts.controllers.volcano_py,
+                   sharding=ShardingOptions(opts.sharding_configmap, opts.sharding_configmap_namespace,
+                                            opts.scheduler_configs, opts.shard_sync_period,
+                                            opts.enable_node_event_trigger))
     finally:
         api.close()
 

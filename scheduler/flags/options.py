@@ -147,6 +147,11 @@ class ControllerOptions(CommonOptions):
     worker_threads_for_queue: int | None
     worker_threads_for_gc: int | None
     controllers: ControllerGates = ControllerGates()
+    scheduler_configs: tuple[str, ...] = ()
+    sharding_configmap: str = "volcano-sharding-configmap"
+    sharding_configmap_namespace: str = "volcano-system"
+    shard_sync_period: float = 60.0
+    enable_node_event_trigger: bool = True
 
     _DEFAULT_LISTEN = ":8081"
     _DEFAULT_QPS = 50.0
