@@ -97,8 +97,8 @@ def node(name: str, cpu: str = "10", labels: dict[str, str] | None = None) -> di
 
 def pod(node_name: str, cpu: str, phase: str = "Running", mirror: bool = False) -> dict[str, Any]:
     meta: dict[str, Any] = {"annotations": {"kubernetes.io/config.mirror": "x"}} if mirror else {}
-    return {"metadata": meta, "spec": {"nodeName": node_name, "containers": [{"resources": {"requests": {"cpu": cpu}}}]},
-            "status": {"phase": phase}}
+    container = {"resources": {"requests": {"cpu": cpu}}}
+    return {"metadata": meta, "spec": {"nodeName": node_name, "containers": [container]}, "status": {"phase": phase}}
 
 
 def test_utilization_is_requests_over_capacity_without_finished_or_mirror_pods() -> None:
