@@ -77,3 +77,25 @@ def test_a_missing_or_unreadable_shard_is_said_once(caplog: pytest.LogCaptureFix
     assert len([m for m in said if "spec.nodesDesired" in m]) == 1
     assert len([m for m in said if "there is no NodeShard ours" in m]) == 1
     assert kube.sent == []
+
+
+def test_the_cache_watches_nodeshards_only_with_sharding_on_and_its_snapshot_carries_the_shard() -> None:
+    from scheduler.api.snapshot import CycleResult
+    from scheduler.cache.cluster_cache import ClusterCache
+
+    off = ClusterCache(None)
+    assert off.shards is None and off.stores.node_shards is None
+    assert "NodeShard" not in {w.kind for w in off.stores.watched}
+    assert off.snapshot().shard is None
+    on = ClusterCache(None, sharding=(HARD, "ours"))
+    assert "NodeShard" in {w.kind for w in on.stores.watched}
+    kube = Recorder()
+    on.kube = kube  # type: ignore[assignment]
+    assert on.stores.node_shards is not None
+    on.stores.node_shards.objects["ours"] = obj("ours", ["a"])
+    snapshot = on.snapshot()
+    assert snapshot.shard is not None and snapshot.shard.nodes == {"a"} and snapshot.shard.hard
+    assert [(m, p) for m, p, _ in kube.sent] == [("PUT", "/apis/shard.volcano.sh/v1alpha1/nodeshards/ours/status")]
+    on.stores.node_shards.objects["ours"] = obj("ours", [], ["a"], rv="100")  # the node moved away
+    on.apply(CycleResult())  # after the session (and its binds): the status says so
+    assert kube.sent[-1][2]["status"]["nodesInUse"] == [] and len(kube.sent) == 2
