@@ -27,6 +27,7 @@ from typing import Any
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
+from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.binder import Binder
 from scheduler.cache.dra import DraReader
@@ -34,7 +35,7 @@ from scheduler.cache.events import EventRecorder
 from scheduler.cache.evictor import Evictor
 from scheduler.cache.gates import GateRemover
 from scheduler.cache.kube import Kube, KubeError
-from scheduler.cache.pages import PAGE_SIZE, Pages
+from scheduler.cache.pages import PAGE_SIZE, EarlyList, Pages
 from scheduler.cache.parse import ParseCache
 from scheduler.cache.shards import coordinator_for
 from scheduler.cache.status_writer import StatusWriter
@@ -81,6 +82,7 @@ class ClusterCache:
         prefetched: dict[str, Pages] | None = None,
         kube: Kube | None = None,
         queue_allocation_gate: bool = False,
+        ours_early: list[EarlyList] | None = None,
         sharding: tuple[str, str] | None = None,  # (mode, NodeShard name): --scheduler-sharding-mode soft or hard
     ):
         # `kube`: a client already made from `api_client` (the one the `prefetched` lists run on), or a new one.
@@ -128,6 +130,9 @@ class ClusterCache:
         self.gates = GateRemover(kube, self.stores, self._pool, may_write)
         self._kube = kube
         self._snapshot_pods: dict[str, Any] = {}
+        # Our schedulers' pods, listed early for the first cycle on a partial view (cache/first_view.py); the
+        # runner takes them.
+        self.ours_early: list[EarlyList] = list(ours_early or [])
         # Volcano's NodeShard contract (cache/shards.py): None with sharding off, and then no NodeShard is watched
         self.shards = coordinator_for(kube, self.stores, *sharding, may_write) if sharding else None
 
@@ -220,20 +225,35 @@ class ClusterCache:
         with stores.lock:
             by_key = dict(stores.pods.objects)  # one copy: the parser walks its values, the binds read UIDs
             nodes = list(stores.nodes.objects.values())
+            stores.expire_assumed(now)
+            assumed = {key: node for key, (node, _) in stores.assumed.items()}
+        snapshot = self.build(self.parser.nodes(nodes), by_key, assumed, now)
+        for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
+            if created and now - created >= ORPHAN_GRACE:
+                self.events.record("Pod", pod, "Warning", "PodGroupNotFound",
+                                   f"PodGroup {group} does not exist: the pod is not scheduled until it does "
+                                   "(its annotation scheduling.k8s.io/group-name names it)")
+        return snapshot
+
+    def build(self, nodes: list[NodeInfo], pods: dict[str, Any], assumed: dict[str, str],
+              now: float | None = None) -> ClusterSnapshot:
+        """A snapshot of these nodes and pods (every node's pods among them: a node is accounted with the pods
+        given), with the PodGroups, Queues and the other kinds as the watches hold them now. The pods are the
+        ones the next apply binds (by UID)."""
+        now = self.clock() if now is None else now
+        stores = self.stores
+        with stores.lock:
             podgroups = list(stores.podgroups.objects.values())
             queues = list(stores.queues.objects.values())
             hypernodes = tuple(stores.hypernodes.objects.values())
             budgets = list(stores.disruption_budgets.objects.values())
             quotas = list(stores.resource_quotas.objects.values())
             pcs = self.parser.pcs
-            stores.expire_assumed(now)
-            assumed = {key: node for key, (node, _) in stores.assumed.items()}
-        node_infos = self.parser.nodes(nodes)
         jobs = self.parser.podgroups(podgroups, pcs, self.default_queue)
-        records = self.parser.pods(by_key.values(), pcs)
-        self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
+        records = self.parser.pods(pods.values(), pcs)
+        self._snapshot_pods = pods  # the pods this cycle decides for: its binds name their UIDs
         queue_infos, unreadable = self.parser.queues(queues)
-        inputs = SnapshotInputs(node_infos, jobs, queue_infos, records, now, self.parser.hypernodes(hypernodes),
+        inputs = SnapshotInputs(nodes, jobs, queue_infos, records, now, self.parser.hypernodes(hypernodes),
                                 assumed, self.storage.storage(), unreadable,
                                 self.parser.disruption_budgets(budgets), self.parser.resource_quotas(quotas),
                                 partial(self.dra.read, stores))  # read only if a pending pod names claims
@@ -241,12 +261,12 @@ class ClusterCache:
         snapshot.queue_allocation_gate = self.queue_allocation_gate
         if self.shards is not None:  # between two sessions: publish this shard's status, take its nodes
             snapshot.shard = self.shards.between_sessions()
-        for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
-            if created and now - created >= ORPHAN_GRACE:
-                self.events.record("Pod", pod, "Warning", "PodGroupNotFound",
-                                   f"PodGroup {group} does not exist: the pod is not scheduled until it does "
-                                   "(its annotation scheduling.k8s.io/group-name names it)")
         return snapshot
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """The API calls' pool (binds, evictions, the first view's node lists)."""
+        return self._pool
 
     # ---- apply ------------------------------------------------------------------------------------------
     def apply(self, result: CycleResult) -> None:
@@ -268,6 +288,17 @@ class ClusterCache:
         self.events.emit(result.events)
         if self.shards is not None:  # the session has ended and its binds have returned
             self.shards.between_sessions()
+
+    def apply_binds(self, result: CycleResult) -> int:
+        """Only the binds of a cycle (and their `Scheduled` events): the first cycle on a partial view
+        (cache/first_view.py), whose conditions and statuses would be partial. The binds that landed."""
+        if not self.may_write():
+            return 0
+        binds = self.binder.submit(result, self.clock(), self._snapshot_uid)
+        failed = self.binder.wait(binds)
+        if self.shards is not None:  # the session has ended and its binds have returned
+            self.shards.between_sessions()
+        return sum(len(g.binds) for g in result.binds) - sum(failed.values())
 
     def _snapshot_uid(self, pod_key: str) -> str | None:
         """The UID of the pod of that key in the last snapshot: the one the cycle decided for."""

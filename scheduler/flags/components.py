@@ -105,11 +105,16 @@ SCHEDULER = FlagSet("scheduler", (
     Flag("disable-default-scheduler-config", Kind.BOOL, "refuse to start without --scheduler-conf",
          dest="disable_default_scheduler_config", default=False),
     Flag("schedule-period", Kind.DURATION, "cycle period", dest="schedule_period", default=1.0),
+    Flag("schedule-on-arrival", Kind.DURATION, "also start a cycle this long after a pending pod arrives, before "
+         "the period ends (0: every period only, as Volcano)", dest="schedule_on_arrival", default=0.0),
     Flag("default-queue", Kind.STRING, "queue of PodGroups that name none", dest="default_queue", default="default"),
     Flag("resource-sync-timeout", Kind.DURATION, "wait this long for the first lists before scheduling (0: do not "
          "wait)", dest="resource_sync_timeout", default=60.0),
     Flag("log-level", Kind.STRING, "info, debug or trace (trace also logs every node rejection)", dest="log_level",
          choices=("info", "debug", "trace")),
+    Flag("first-cycle-partial-view", Kind.BOOL, "after a start, run one cycle (enqueue, allocate, backfill; binds "
+         "only) on our pods and a few nodes listed whole, before the full pod list is in (docs/scheduler.md)",
+         dest="first_cycle_partial_view", default=True),
     Flag("partial-gang-timeout", Kind.DURATION, "give up a gang left partly bound this long: evict its "
          "controller-owned pods", dest="partial_gang_timeout", default=60.0),
     Flag("request-timeout", Kind.DURATION, "timeout of one API request", dest="request_timeout", default=30.0),
@@ -210,8 +215,9 @@ WEBHOOK = FlagSet("webhook", (
     Flag("listen-address", Kind.STRING, "the address to serve admission on (default: all)", dest="listen_address",
          default=""),
     Flag("port", Kind.INT, "the port to serve admission on", dest="port", default=8443),
-    Flag("enabled-admission", Kind.LIST, "the admission paths to serve (Volcano's; /jobs/validate checks, the "
-         "others answer allowed)", dest="enabled_admission", default=tuple(DEFAULT_ENABLED_ADMISSION.split(","))),
+    Flag("enabled-admission", Kind.LIST, "the admission paths to serve, from Volcano's webhook manager's (a path "
+         "volcano-py does not check answers allowed; docs/webhook.md lists what each checks)",
+         dest="enabled_admission", default=tuple(DEFAULT_ENABLED_ADMISSION.split(","))),
     Flag("enable-healthz", Kind.BOOL, "also serve /healthz on --healthz-address", dest="enable_healthz",
          default=False),
     Flag("healthz-address", Kind.STRING, "where --enable-healthz serves /healthz", dest="healthz_address",

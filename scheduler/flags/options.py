@@ -115,8 +115,10 @@ class SchedulerOptions(CommonOptions):
     scheduler_conf: str | None
     disable_default_scheduler_config: bool
     schedule_period: float
+    schedule_on_arrival: float
     default_queue: str
     resource_sync_timeout: float
+    first_cycle_partial_view: bool
     partial_gang_timeout: float
     request_timeout: float
     feature_gates: FeatureGates
