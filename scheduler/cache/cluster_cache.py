@@ -37,6 +37,7 @@ from scheduler.cache.gates import GateRemover
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.pages import PAGE_SIZE, EarlyList, Pages
 from scheduler.cache.parse import ParseCache
+from scheduler.cache.shards import coordinator_for
 from scheduler.cache.status_writer import StatusWriter
 from scheduler.cache.store import PG_API, Stores, Watched
 from scheduler.cache.volumes import StorageReader
@@ -82,6 +83,7 @@ class ClusterCache:
         kube: Kube | None = None,
         queue_allocation_gate: bool = False,
         ours_early: list[EarlyList] | None = None,
+        sharding: tuple[str, str] | None = None,  # (mode, NodeShard name): --scheduler-sharding-mode soft or hard
     ):
         # `kube`: a client already made from `api_client` (the one the `prefetched` lists run on), or a new one.
         kube = kube or Kube(api_client, request_timeout=request_timeout, local_clock=local_clock)
@@ -131,6 +133,8 @@ class ClusterCache:
         # Our schedulers' pods, listed early for the first cycle on a partial view (cache/first_view.py); the
         # runner takes them.
         self.ours_early: list[EarlyList] = list(ours_early or [])
+        # Volcano's NodeShard contract (cache/shards.py): None with sharding off, and then no NodeShard is watched
+        self.shards = coordinator_for(kube, self.stores, *sharding, may_write) if sharding else None
 
     @property
     def kube(self) -> Kube:
@@ -143,6 +147,8 @@ class ClusterCache:
         for part in (self.events, self.watcher, self.binder, self.binder.volumes, self.evictor, self.status_writer,
                      self.gates):
             part.kube = kube
+        if self.shards is not None:
+            self.shards.kube = kube
 
     @property
     def identity(self) -> str:
@@ -253,6 +259,8 @@ class ClusterCache:
                                 partial(self.dra.read, stores))  # read only if a pending pod names claims
         snapshot = build_snapshot(inputs, self.rules)
         snapshot.queue_allocation_gate = self.queue_allocation_gate
+        if self.shards is not None:  # between two sessions: publish this shard's status, take its nodes
+            snapshot.shard = self.shards.between_sessions()
         return snapshot
 
     @property
@@ -278,6 +286,8 @@ class ClusterCache:
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
         self.status_writer.write(result, now)
         self.events.emit(result.events)
+        if self.shards is not None:  # the session has ended and its binds have returned
+            self.shards.between_sessions()
 
     def apply_binds(self, result: CycleResult) -> int:
         """Only the binds of a cycle (and their `Scheduled` events): the first cycle on a partial view
@@ -286,6 +296,8 @@ class ClusterCache:
             return 0
         binds = self.binder.submit(result, self.clock(), self._snapshot_uid)
         failed = self.binder.wait(binds)
+        if self.shards is not None:  # the session has ended and its binds have returned
+            self.shards.between_sessions()
         return sum(len(g.binds) for g in result.binds) - sum(failed.values())
 
     def _snapshot_uid(self, pod_key: str) -> str | None:

@@ -166,7 +166,8 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
     names = list(opts.scheduler_names)
     cache = ClusterCache(api, names, opts.default_queue, request_timeout=opts.request_timeout,
                          identity=opts.leader_elect_identity, prefetched=early, kube=kube,
-                         queue_allocation_gate=opts.feature_gates.queue_admission, ours_early=ours)
+                         queue_allocation_gate=opts.feature_gates.queue_admission, ours_early=ours,
+                         sharding=opts.sharding)
     try:
         elector = None
         if opts.leader_elect:
@@ -197,6 +198,7 @@ def cmd_controllers(opts: ControllerOptions) -> int:
     from scheduler.cache.kube import Kube
     from scheduler.cache.leader import ensure_namespace
     from scheduler.controllers.operator import run
+    from scheduler.controllers.sharding import ShardingOptions
 
     level = {"debug": logging.DEBUG, "info": logging.INFO}[opts.level]
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -219,7 +221,10 @@ def cmd_controllers(opts: ControllerOptions) -> int:
     try:
         return run(api, scheduler_names=opts.scheduler_names, claim_unnamed=opts.claim_unnamed,
                    lease=lease, identity=identity, stop=stop, workers=opts.workers,
-                   enabled=opts.controllers.volcano_py)
+                   enabled=opts.controllers.volcano_py,
+                   sharding=ShardingOptions(opts.sharding_configmap, opts.sharding_configmap_namespace,
+                                            opts.scheduler_configs, opts.shard_sync_period,
+                                            opts.enable_node_event_trigger))
     finally:
         api.close()
 

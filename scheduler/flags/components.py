@@ -137,14 +137,17 @@ SCHEDULER = FlagSet("scheduler", (
         "once its queue has room"), dest="feature_gates", default=()),
     Flag("gate-removal-worker-num", Kind.INT, no_effect="gates are removed by the cycle's write-back workers, "
          "which also bind"),
-    Flag("scheduler-sharding-mode", Kind.STRING, harmless=("none",), no_effect="volcano-py does not shard nodes"),
-    Flag("scheduler-sharding-name", Kind.STRING, no_effect="volcano-py does not shard nodes"),
+    # Volcano's help and defaults (cmd/scheduler/app/options/options.go); a mode other than the three, which Volcano
+    # takes as none, is refused here.
+    Flag("scheduler-sharding-mode", Kind.STRING, "The node sharding mode for scheduling, none(default)|hard|soft "
+         "mode is supported (hard: only the nodes of the NodeShard named --scheduler-sharding-name; soft: those "
+         "first, then the others)", dest="scheduler_sharding_mode", default="none", choices=("none", "soft", "hard")),
+    Flag("scheduler-sharding-name", Kind.STRING, "The name of shard used for this scheduler (the NodeShard it keeps "
+         "to and whose status it writes)", dest="scheduler_sharding_name", default="volcano"),
 ), description="Run the gang scheduler against a Kubernetes cluster: every period it reads the cluster's pods, "
    "PodGroups, Queues and nodes, runs the actions and plugins of the volcano-scheduler.conf, and binds the pods of "
    "each gang all at once or not at all. It schedules pods whose schedulerName it claims (--scheduler-name). It "
    "takes the flags of Volcano's vc-scheduler, so a Volcano Deployment's args run unchanged.")
-
-_SHARDING = "volcano-py has no sharding controller"
 
 CONTROLLERS = FlagSet("controllers", (
     *_common_flags(names_help="act on Jobs and pods with this schedulerName (repeatable; default volcano-py; "
@@ -172,12 +175,23 @@ CONTROLLERS = FlagSet("controllers", (
     Flag("controllers", Kind.LIST, "Volcano's controller gates: '*' for all, 'name' or '+name' on, '-name' off, "
          "the first entry naming a controller decides (e.g. *,-hyperNode-controller); volcano-py can turn off "
          "hyperNode-controller, cronjob-controller, pg-controller and jobflow-controller with "
-         "jobtemplate-controller", dest="controllers", default=DEFAULT_CONTROLLERS),
-    Flag("scheduler-configs", Kind.LIST, no_effect=_SHARDING),
-    Flag("sharding-configmap", Kind.STRING, no_effect=_SHARDING),
-    Flag("sharding-configmap-namespace", Kind.STRING, no_effect=_SHARDING),
-    Flag("shard-sync-period", Kind.DURATION, no_effect=_SHARDING),
-    Flag("enable-node-event-trigger", Kind.BOOL, no_effect=_SHARDING),
+         "jobtemplate-controller, and turn on sharding-controller (off by default, as in Volcano)",
+         dest="controllers", default=DEFAULT_CONTROLLERS),
+    # The sharding controller's (pkg/controllers/sharding/config.go AddFlags), read when --controllers turns it on.
+    Flag("scheduler-configs", Kind.LIST, "Deprecated: use a sharding ConfigMap (--sharding-configmap) instead. "
+         "Format: name:type:min_util:max_util:prefer_warmup:min_nodes:max_nodes. Used only when no valid sharding "
+         "ConfigMap is available.", dest="scheduler_configs",
+         default=("volcano:volcano:0.0:0.6:false:2:100", "agent-scheduler:agent:0.7:1.0:true:2:100")),
+    Flag("sharding-configmap", Kind.STRING, "Name of the ConfigMap that contains sharding configuration (key: "
+         "sharding.yaml). When set, ConfigMap-based config takes precedence over --scheduler-configs flags and the "
+         "controller watches the ConfigMap for live updates.", dest="sharding_configmap",
+         default="volcano-sharding-configmap"),
+    Flag("sharding-configmap-namespace", Kind.STRING, "Namespace of the sharding configuration ConfigMap.",
+         dest="sharding_configmap_namespace", default="volcano-system"),
+    Flag("shard-sync-period", Kind.DURATION, "Period for shard synchronization", dest="shard_sync_period",
+         default=60.0),
+    Flag("enable-node-event-trigger", Kind.BOOL, "Enable node event trigger for shard updates",
+         dest="enable_node_event_trigger", default=True),
 ), description="Run the controllers of Volcano's CRDs: Jobs (their pods and PodGroups), Queues, Commands, "
    "CronJobs and JobFlows, for the Jobs whose schedulerName they claim. Takes the flags of Volcano's "
    "vc-controller-manager.")
