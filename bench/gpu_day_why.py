@@ -93,14 +93,16 @@ class UnfairHour:
     queues: Mapping[str, QueueHour]
 
     @property
-    def over(self) -> str:
-        """The queue that held the most above its fair share."""
-        return max(self.queues, key=lambda q: (self.queues[q].held - self.queues[q].fair, q))
+    def over(self) -> str | None:
+        """The queue that held the most GPU-hours above its fair share (None: none held a whole one above)."""
+        queue = max(self.queues, key=lambda q: (self.queues[q].held - self.queues[q].fair, q))
+        return queue if self.queues[queue].held - self.queues[queue].fair >= 1 else None
 
     @property
-    def under(self) -> str:
-        """The queue that held the least of its fair share."""
-        return min(self.queues, key=lambda q: (self.queues[q].held / self.queues[q].fair, q))
+    def under(self) -> str | None:
+        """The queue that held the most GPU-hours below its fair share (None: none a whole one below)."""
+        queue = max(self.queues, key=lambda q: (self.queues[q].fair - self.queues[q].held, q))
+        return queue if self.queues[queue].fair - self.queues[queue].held >= 1 else None
 
 
 def unfair_hours(held: Mapping[str, Sequence[float]], demand: Mapping[str, Sequence[float]], capacity: float,
@@ -220,12 +222,12 @@ def run(argv: Sequence[str] | None = None, write: Callable[[str], None] = print)
     demand = hourly_demand(jobs, QUEUES, hours)
     unfair = unfair_hours(held, demand, float(gpus), hours)
     write(f"\nHours under {FAIR} (held / fair share / demand, GPU-hours):\n")
-    write("| hour | index | over its share | short of its share | " + " | ".join(QUEUES) + " |")
+    write("| hour | index | most above its share | most below it | " + " | ".join(QUEUES) + " |")
     write("|---" * (4 + len(QUEUES)) + "|")
     for u in unfair:
         cells = [f"{u.queues[q].held:.0f} / {u.queues[q].fair:.0f} / {u.queues[q].demand:.0f}" if q in u.queues
                  else "-" for q in QUEUES]
-        write(f"| {u.hour:02d}:00 | {u.index:.2f} | {u.over} | {u.under} | " + " | ".join(cells) + " |")
+        write(f"| {u.hour:02d}:00 | {u.index:.2f} | {u.over or '-'} | {u.under or '-'} | " + " | ".join(cells) + " |")
     alone = replay(big_cluster, big_workload, conf, period=args.period, horizon=spec.day * 1.5)
     alone_waits = [w for w, _ in big_waits(alone)]
     bound = p95(alone_waits) if alone_waits else None

@@ -45,6 +45,13 @@ def test_unfair_hours_name_the_queue_over_its_share_and_the_one_short_of_it() ->
     assert out[0].queues["b"] == why.QueueHour(0.0, 2.0, 2.0)
 
 
+def test_an_unfair_hour_names_no_queue_when_none_is_a_whole_gpu_hour_off_its_share() -> None:
+    # 2 GPUs, both queues ask 2: fair 1 each; a holds 1.6, b 0.4: index 0.735, but each is 0.6 off its share
+    out = why.unfair_hours({"a": [1.6], "b": [0.4]}, {"a": [2.0], "b": [2.0]}, 2.0, 1)
+    assert [(u.hour, u.over, u.under) for u in out] == [(0, None, None)]
+    assert out[0].index == pytest.approx(2.0**2 / (2 * (1.6**2 + 0.4**2)))
+
+
 def test_a_quick_day_explains_every_late_gang_and_traces_the_nodes() -> None:
     lines: list[str] = []
     found = why.run(["--quick", "--variant", "volcano-py", "--over", "5", "--trace", "team-b-0016-g16"],
