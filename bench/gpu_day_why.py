@@ -1,6 +1,7 @@
 """Why the large gangs of `make bench-day` wait, and where its hours are unfair: one variant's day, explained.
 
-    .venv/bin/python bench/gpu_day_why.py [--seed 35] [--variant all] [--over MIN] [--trace JOB] [--quick]
+    .venv/bin/python bench/gpu_day_why.py [--seed 35] [--variant all | --conf FILE] [--over MIN] [--trace JOB]
+                                          [--quick]
 
 - **Large gangs over the target**: each 16-64-GPU gang that waited longer than `--over` minutes (default: half of
   the `volcano` variant's 16-64-GPU p95 wait on the same day, the target of `make bench-day`), with its wait split
@@ -36,6 +37,7 @@ from gpu_day_metrics import HOUR, hourly, hourly_demand, hourly_fairness, max_mi
 from gpu_day_workload import QUEUES, DaySpec, cluster_doc, gpus_of, workload_docs  # noqa: E402
 
 from scheduler.api.snapshot import ClusterSnapshot  # noqa: E402
+from scheduler.cycle import load_conf  # noqa: E402
 from scheduler.sim.replay import replay  # noqa: E402
 from scheduler.sim.workload import load_cluster, workload_from_docs  # noqa: E402
 
@@ -183,6 +185,7 @@ def run(argv: Sequence[str] | None = None, write: Callable[[str], None] = print)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--variant", default="all", choices=list(day.VARIANTS))
+    parser.add_argument("--conf", help="a scheduler conf file to explain instead of a variant's")
     parser.add_argument("--over", type=float, help="minutes (default: half of volcano's 16-64-GPU p95)")
     parser.add_argument("--trace", help="a job's name: what the nodes hold while it waits")
     parser.add_argument("--period", type=float, default=10.0)
@@ -192,7 +195,8 @@ def run(argv: Sequence[str] | None = None, write: Callable[[str], None] = print)
             else DaySpec(nodes=10, seed=args.seed))
     gpus, hours = spec.nodes * spec.gpus_per_node, round(spec.day / HOUR)
     durations = {d["metadata"]["name"]: float(d["duration"]) for d in workload_docs(spec)}
-    conf = day.VARIANTS[args.variant]()
+    conf = load_conf(args.conf) if args.conf else day.VARIANTS[args.variant]()
+    name = args.conf or args.variant
     with tempfile.TemporaryDirectory() as tmp:
         cluster, workload = _day(spec, Path(tmp), lambda d: True)
         big_cluster, big_workload = _day(spec, Path(tmp), lambda d: gpus_of(d) >= BIG_GPUS)
@@ -204,7 +208,7 @@ def run(argv: Sequence[str] | None = None, write: Callable[[str], None] = print)
     out = replay(cluster, workload, conf, period=args.period, horizon=spec.day * 1.5, observe=observe)
     waits = big_waits(out)
     late = [(w, r) for w, r in waits if w > over]
-    write(f"\n{args.variant}, seed {spec.seed}: 16-64-GPU p95 {p95([w for w, _ in waits]) / 60:.1f} min; "
+    write(f"\n{name}, seed {spec.seed}: 16-64-GPU p95 {p95([w for w, _ in waits]) / 60:.1f} min; "
           f"{len(late)} of {len(waits)} large gangs waited over {over / 60:.1f} min "
           f"({len(waits) - math.ceil(0.95 * len(waits))} may for a p95 under it)\n")
     write("| gang | queue | arrival (h) | wait (min) | by cause (min) |\n|---|---|---|---|---|")

@@ -67,3 +67,11 @@ def test_a_quick_day_explains_every_late_gang_and_traces_the_nodes() -> None:
     traced = [line for line in lines if line.startswith("  gpu-")]
     assert traced and {line.split(":")[0].strip() for line in traced} == {f"gpu-{i}" for i in range(4)}
     assert found["alone_p95"] is not None and found["alone_p95"] >= 0
+
+
+def test_a_conf_file_is_explained_as_a_variant_is() -> None:
+    lines: list[str] = []
+    by_file = why.run(["--quick", "--conf", str(why.day.ALL_CONF), "--over", "5"], write=lines.append)
+    by_name = why.run(["--quick", "--variant", "all", "--over", "5"], write=lambda _: None)
+    assert [(w, r.key) for w, r in by_file["late"]] == [(w, r.key) for w, r in by_name["late"]]
+    assert any(line.startswith(f"\n{why.day.ALL_CONF}, seed 35") for line in lines)
