@@ -124,7 +124,7 @@ class EventRecorder:
                 if body is None or self._stop.is_set():
                     return
                 namespace = body["metadata"]["namespace"]
-                self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
+                self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body, protobuf=True)
             except TRANSPORT_ERRORS as exc:  # an event is best effort
                 log.debug("event not written: %s", exc)
             finally:

@@ -1,0 +1,121 @@
+"""Layer `cache`: the two objects the scheduler creates once per bound pod, a Binding and its `Scheduled` Event, as
+Kubernetes protobuf (`application/vnd.kubernetes.protobuf`), the encoding kube-scheduler and client-go send.
+
+The apiserver decodes a protobuf body with less CPU than the same object as JSON, and a scheduler sends two of
+these per pod it binds; on a shared control plane that server CPU is what every client waits on. Only what the
+scheduler writes is covered: the fields below, from k8s.io/api core/v1 and k8s.io/apimachinery meta/v1 and
+runtime `generated.proto` (the field numbers are theirs). Anything else in the object raises `UnencodableError`, and the
+caller sends JSON instead, so a field added to a body later is never silently dropped.
+
+Wire form (k8s.io/apimachinery/pkg/runtime/serializer/protobuf): the 4 bytes `k8s\\x00`, then a `runtime.Unknown`
+whose `typeMeta` names the apiVersion and kind and whose `raw` is the object's own message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.api.timestamps import parse_datetime
+
+CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
+MAGIC = b"k8s\x00"
+ENABLED = True  # bench/py_variant.py turns it off to measure JSON bodies
+
+# message -> JSON field -> (field number, type): a message name, or "string", "int", "map", "time"
+SCHEMA: dict[str, dict[str, tuple[int, str]]] = {
+    "ObjectMeta": {"name": (1, "string"), "generateName": (2, "string"), "namespace": (3, "string"),
+                   "uid": (5, "string"), "resourceVersion": (6, "string"), "labels": (11, "map"),
+                   "annotations": (12, "map")},
+    "ObjectReference": {"kind": (1, "string"), "namespace": (2, "string"), "name": (3, "string"),
+                        "uid": (4, "string"), "apiVersion": (5, "string"), "resourceVersion": (6, "string"),
+                        "fieldPath": (7, "string")},
+    "EventSource": {"component": (1, "string"), "host": (2, "string")},
+    "Binding": {"metadata": (1, "ObjectMeta"), "target": (2, "ObjectReference")},
+    "Event": {"metadata": (1, "ObjectMeta"), "involvedObject": (2, "ObjectReference"), "reason": (3, "string"),
+              "message": (4, "string"), "source": (5, "EventSource"), "firstTimestamp": (6, "time"),
+              "lastTimestamp": (7, "time"), "count": (8, "int"), "type": (9, "string"), "action": (12, "string"),
+              "related": (13, "ObjectReference"), "reportingComponent": (14, "string"),
+              "reportingInstance": (15, "string")},
+}
+TOP_LEVEL = {"Binding": "v1", "Event": "v1"}  # kind -> the apiVersion its body must carry
+
+
+class UnencodableError(ValueError):
+    """The body holds something this encoder does not cover: send it as JSON."""
+
+
+def _varint(n: int) -> bytes:
+    if n < 0:
+        n += 1 << 64  # int64/int32 negatives: ten bytes of two's complement, as protobuf encodes them
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _tag(number: int, wire: int) -> bytes:
+    return _varint(number << 3 | wire)
+
+
+def _length_delimited(number: int, data: bytes) -> bytes:
+    return _tag(number, 2) + _varint(len(data)) + data
+
+
+def _string(number: int, value: object) -> bytes:
+    if not isinstance(value, str):
+        raise UnencodableError(f"field {number}: {type(value).__name__}, not a string")
+    return _length_delimited(number, value.encode())
+
+
+def _time(number: int, value: object) -> bytes:
+    parsed = parse_datetime(value)
+    if parsed is None or parsed.microsecond:  # meta/v1 Time has whole seconds in JSON
+        raise UnencodableError(f"field {number}: {value!r} is not an RFC 3339 time")
+    return _length_delimited(number, _tag(1, 0) + _varint(int(parsed.timestamp())))
+
+
+def _map(number: int, value: object) -> bytes:
+    if not isinstance(value, Mapping):
+        raise UnencodableError(f"field {number}: {type(value).__name__}, not a map")
+    # map<string,string>: a repeated entry message {key = 1, value = 2}; sorted, as Go's generated code writes it
+    return b"".join(_length_delimited(number, _string(1, k) + _string(2, v)) for k, v in sorted(value.items()))
+
+
+def _message(name: str, obj: object) -> bytes:
+    if not isinstance(obj, Mapping):
+        raise UnencodableError(f"{name}: {type(obj).__name__}, not an object")
+    fields = SCHEMA[name]
+    parts: list[tuple[int, bytes]] = []
+    for key, value in obj.items():
+        if key not in fields:
+            raise UnencodableError(f"{name}.{key} is not covered")
+        if value is None:
+            continue
+        number, kind = fields[key]
+        if kind == "string":
+            parts.append((number, _string(number, value)))
+        elif kind == "int":
+            if not isinstance(value, int) or isinstance(value, bool) or not -(1 << 31) <= value < 1 << 31:
+                raise UnencodableError(f"{name}.{key}: {value!r} is not an int32")
+            parts.append((number, _tag(number, 0) + _varint(value)))
+        elif kind == "map":
+            parts.append((number, _map(number, value)))
+        elif kind == "time":
+            parts.append((number, _time(number, value)))
+        else:
+            parts.append((number, _length_delimited(number, _message(kind, value))))
+    return b"".join(data for _, data in sorted(parts, key=lambda p: p[0]))
+
+
+def encode(body: Mapping[str, Any]) -> bytes:
+    """A Binding or an Event (its JSON form, `apiVersion` and `kind` included) as the apiserver's protobuf body;
+    `UnencodableError` for any other object or a field not covered."""
+    kind, api_version = body.get("kind"), body.get("apiVersion")
+    if not isinstance(kind, str) or kind not in TOP_LEVEL or api_version != TOP_LEVEL[kind]:
+        raise UnencodableError(f"{api_version}/{kind} is not covered")
+    raw = _message(kind, {k: v for k, v in body.items() if k not in ("kind", "apiVersion")})
+    type_meta = _string(1, api_version) + _string(2, kind)
+    return MAGIC + _length_delimited(1, type_meta) + _length_delimited(2, raw)
