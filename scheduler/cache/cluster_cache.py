@@ -256,7 +256,7 @@ class ClusterCache:
             pending.result()
         for job, count in failed.items():
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
-        self.status_writer.write(result, now)
+        self.status_writer.write(result, now, failed)
         self.events.emit(result.events)
 
     def _snapshot_uid(self, pod_key: str) -> str | None:
