@@ -45,7 +45,12 @@ class UnencodableError(ValueError):
     """The body holds something this encoder does not cover: send it as JSON."""
 
 
+_SMALL = [bytes((i,)) for i in range(0x80)]  # one-byte varints: every tag here and most lengths
+
+
 def _varint(n: int) -> bytes:
+    if 0 <= n < 0x80:
+        return _SMALL[n]
     if n < 0:
         n += 1 << 64  # int64/int32 negatives: ten bytes of two's complement, as protobuf encodes them
     out = bytearray()
@@ -70,44 +75,70 @@ def _string(number: int, value: object) -> bytes:
     return _length_delimited(number, value.encode())
 
 
-def _time(number: int, value: object) -> bytes:
+_times: dict[str, int] = {}  # RFC 3339 text -> seconds: a cycle's events share a handful of timestamps
+
+
+def _seconds(value: object) -> int:
+    if isinstance(value, str) and value in _times:
+        return _times[value]
     parsed = parse_datetime(value)
     if parsed is None or parsed.microsecond:  # meta/v1 Time has whole seconds in JSON
-        raise UnencodableError(f"field {number}: {value!r} is not an RFC 3339 time")
-    return _length_delimited(number, _tag(1, 0) + _varint(int(parsed.timestamp())))
+        raise UnencodableError(f"{value!r} is not an RFC 3339 time")
+    if len(_times) >= 64:
+        _times.clear()
+    seconds = _times[str(value)] = int(parsed.timestamp())
+    return seconds
 
 
-def _map(number: int, value: object) -> bytes:
-    if not isinstance(value, Mapping):
-        raise UnencodableError(f"field {number}: {type(value).__name__}, not a map")
+def _map(tag: bytes, value: object) -> bytes:
+    if not isinstance(value, dict):
+        raise UnencodableError(f"{type(value).__name__}, not a map")
     # map<string,string>: a repeated entry message {key = 1, value = 2}; sorted, as Go's generated code writes it
-    return b"".join(_length_delimited(number, _string(1, k) + _string(2, v)) for k, v in sorted(value.items()))
+    return b"".join(_delimited(tag, _string(1, k) + _string(2, v)) for k, v in sorted(value.items()))
+
+
+def _compiled(name: str) -> dict[str, tuple[bytes, str]]:
+    """A message's fields as (the field's tag bytes, type): the tag of a string, message, map or time is
+    length-delimited (wire type 2), an int's a varint (wire type 0)."""
+    return {key: (_tag(number, 0 if kind == "int" else 2), kind) for key, (number, kind) in SCHEMA[name].items()}
+
+
+def _delimited(tag: bytes, data: bytes) -> bytes:
+    n = len(data)
+    return tag + (_SMALL[n] if n < 0x80 else _varint(n)) + data
 
 
 def _message(name: str, obj: object) -> bytes:
-    if not isinstance(obj, Mapping):
+    """The fields in the order the body gives them: a protobuf parser takes fields in any order."""
+    if not isinstance(obj, dict):  # a JSON object as the scheduler builds it (a dict is far cheaper to test)
         raise UnencodableError(f"{name}: {type(obj).__name__}, not an object")
-    fields = SCHEMA[name]
-    parts: list[tuple[int, bytes]] = []
+    fields = _COMPILED[name]
+    parts: list[bytes] = []
     for key, value in obj.items():
-        if key not in fields:
+        spec = fields.get(key)
+        if spec is None:
             raise UnencodableError(f"{name}.{key} is not covered")
         if value is None:
             continue
-        number, kind = fields[key]
+        tag, kind = spec
         if kind == "string":
-            parts.append((number, _string(number, value)))
+            if not isinstance(value, str):
+                raise UnencodableError(f"{name}.{key}: {type(value).__name__}, not a string")
+            parts.append(_delimited(tag, value.encode()))
         elif kind == "int":
             if not isinstance(value, int) or isinstance(value, bool) or not -(1 << 31) <= value < 1 << 31:
                 raise UnencodableError(f"{name}.{key}: {value!r} is not an int32")
-            parts.append((number, _tag(number, 0) + _varint(value)))
+            parts.append(tag + _varint(value))
         elif kind == "map":
-            parts.append((number, _map(number, value)))
+            parts.append(_map(tag, value))
         elif kind == "time":
-            parts.append((number, _time(number, value)))
+            parts.append(_delimited(tag, b"\x08" + _varint(_seconds(value))))  # Time{seconds = 1, a varint}
         else:
-            parts.append((number, _length_delimited(number, _message(kind, value))))
-    return b"".join(data for _, data in sorted(parts, key=lambda p: p[0]))
+            parts.append(_delimited(tag, _message(kind, value)))
+    return b"".join(parts)
+
+
+_COMPILED = {name: _compiled(name) for name in SCHEMA}
 
 
 def encode(body: Mapping[str, Any]) -> bytes:
@@ -117,5 +148,8 @@ def encode(body: Mapping[str, Any]) -> bytes:
     if not isinstance(kind, str) or kind not in TOP_LEVEL or api_version != TOP_LEVEL[kind]:
         raise UnencodableError(f"{api_version}/{kind} is not covered")
     raw = _message(kind, {k: v for k, v in body.items() if k not in ("kind", "apiVersion")})
-    type_meta = _string(1, api_version) + _string(2, kind)
-    return MAGIC + _length_delimited(1, type_meta) + _length_delimited(2, raw)
+    return _HEADS[kind] + _delimited(b"\x12", raw)  # Unknown.raw = 2
+
+
+# the envelope and Unknown.typeMeta (= 1) of each kind, the same for every object
+_HEADS = {kind: MAGIC + _length_delimited(1, _string(1, v) + _string(2, kind)) for kind, v in TOP_LEVEL.items()}
