@@ -14,8 +14,17 @@ throughput  N nodes, P one-GPU pods (gangs of G with a PodGroup each for volcano
 restart     N nodes and P existing pods already bound (through spec.nodeName), one pending gang of G (one plain
             pod for kube-scheduler): seconds from process start to the first bind and to the whole gang bound.
 
+Server CPU per bind (throughput sizes, every contender, the ceiling included): the apiserver's and etcd's CPU
+(/proc) per bind, over the whole run (from the process's start until the server has been quiet for 2 s after the
+last bind, so the events and PodGroup writes a scheduler sends after its binds count) and over the bind window;
+the contender's own CPU + the server's per bind; each as a ratio to the ceiling's. Then, read once the server is
+quiet: the API requests the run sent (apiserver_request_total), how many bound pods have a `Scheduled` event and
+how many PodGroups are Running. `--py-off events` adds volcano-py with its events switched off
+(bench/py_variant.py), as information: never a target.
+
     .venv/bin/python bench/bench_peers.py                       # the full run (all four sizes, 3 rounds)
     .venv/bin/python bench/bench_peers.py --size tp:300x2000 --rounds 1 --only volcano-py --only ceiling
+    .venv/bin/python bench/bench_peers.py --size tp:300x2000 --only volcano-py --only ceiling --py-off events
 
 Results: bench/results/peers-<date>.json and a markdown table (bench/bench_peers_report.py) on stdout and in
 bench/results/peers-<date>.md.

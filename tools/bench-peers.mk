@@ -5,6 +5,7 @@
 #   make bench-peers                                   all four sizes, 3 rounds
 #   make bench-peers BENCH_PEERS_ARGS=--profile        and one more volcano-py run at 1,000 x 10,000 under py-spy
 #   make bench-peers BENCH_PEERS_ARGS='--size tp:300x2000 --rounds 1'
+#   make bench-peers BENCH_PEERS_ARGS='--py-off events'   and volcano-py with its events off (information only)
 #   HEAVY_LOCK=/tmp/volcano-py-heavy.lock              held by the Go builds and by the whole run ('' = none)
 .PHONY: bench-peers bench-peers-build
 
