@@ -16,8 +16,17 @@ restart     N nodes and P existing pods already bound (through spec.nodeName), o
 churn       N nodes; pods arriving and completing, nodes coming and going and a second scheduler binding, at 50%
             and 120% of kube-scheduler's sustained binds/s (`--size churn:NODESxSECONDS`; bench/peers_churn.py).
 
+Server CPU per bind (throughput sizes, every contender, the ceiling included): the apiserver's and etcd's CPU
+(/proc) per bind, over the whole run (from the process's start until the server has been quiet for 2 s after the
+last bind, so the events and PodGroup writes a scheduler sends after its binds count) and over the bind window;
+the contender's own CPU + the server's per bind; each as a ratio to the ceiling's. Then, read once the server is
+quiet: the API requests the run sent (apiserver_request_total), how many bound pods have a `Scheduled` event and
+how many PodGroups are Running. `--py-off events` adds volcano-py with its events switched off
+(bench/py_variant.py), as information: never a target.
+
     .venv/bin/python bench/bench_peers.py                       # the full run (all five sizes, 3 rounds)
     .venv/bin/python bench/bench_peers.py --size tp:300x2000 --rounds 1 --only volcano-py --only ceiling
+    .venv/bin/python bench/bench_peers.py --size tp:300x2000 --only volcano-py --only ceiling --py-off events
 
 Results: bench/results/peers-<date>.json and a markdown table (bench/bench_peers_report.py) on stdout and in
 bench/results/peers-<date>.md.
@@ -42,6 +51,7 @@ from controlplane import ControlPlane, wait_for
 from peers_procs import (
     CEILING,
     GANG_SCHEDULERS,
+    PY_OFF,
     REPO,
     SCHEDULER_NAME,
     SCHEDULERS,
@@ -120,6 +130,83 @@ def cleanup(kube: Kube, ns: str) -> None:
              300, interval=0.2, what=f"pods of {ns} gone")
 
 
+SERVER = ("kube-apiserver", "etcd")
+QUIET_CORES = 0.1  # quiet: the apiserver and etcd together under this over QUIET_WINDOW_S, QUIET_WINDOWS times in a
+QUIET_WINDOW_S = 1.0  # row (a scheduler still sending events keeps them above it, unless the machine starves
+QUIET_WINDOWS = 2  # them: the count of bound pods with a Scheduled event in the results would show it)
+
+
+def server_cpu(server: dict[str, int]) -> dict[str, float]:
+    return {name: cpu_seconds(pid) for name, pid in server.items()}
+
+
+def settle(server: dict[str, int], deadline_s: float = 120.0) -> tuple[float, dict[str, float]]:
+    """Wait until the apiserver and etcd are quiet, or `deadline_s`: (seconds from now to the start of the
+    quiet, their CPU seconds then). Read from /proc only: nothing of the bench talks to the server meanwhile."""
+    t0 = time.monotonic()
+    samples = [(t0, server_cpu(server))]
+    while True:
+        time.sleep(QUIET_WINDOW_S)  # a sampling interval of /proc, not a wait for an event
+        samples.append((time.monotonic(), server_cpu(server)))
+        recent = samples[-QUIET_WINDOWS - 1:]
+        quiet = len(recent) == QUIET_WINDOWS + 1 and all(
+            sum(b[1].values()) - sum(a[1].values()) < QUIET_CORES * (b[0] - a[0])
+            for a, b in zip(recent, recent[1:], strict=False))
+        if quiet or samples[-1][0] - t0 > deadline_s:
+            start = recent[0] if quiet else samples[-1]
+            return round(start[0] - t0, 2), start[1]
+
+
+def server_per_bind(s0: dict[str, float], s_first: dict[str, float], s_last: dict[str, float],
+                    s_end: dict[str, float], n: int) -> dict[str, dict[str, float]]:
+    """The apiserver's, etcd's and their total CPU ms per bind: over the whole run (start to the server quiet
+    after the last bind) and over the bind window (first to last bind)."""
+    out: dict[str, dict[str, float]] = {}
+    for key, a, b, count in (("server_ms_per_bind", s0, s_end, n),
+                             ("server_window_ms_per_bind", s_first, s_last, max(n - 1, 1))):
+        part = {name: round(1000 * (b[name] - a[name]) / count, 3) for name in a}
+        part["total"] = round(sum(1000 * (b[name] - a[name]) / count for name in a), 3)
+        out[key] = part
+    return out
+
+
+def request_counts(kube: Kube) -> dict[str, float]:
+    """The apiserver's requests so far by "VERB resource[/subresource] code" (apiserver_request_total)."""
+    text = kube.request_bytes("GET", "/metrics", timeout=60).decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, _, count = line[len("apiserver_request_total{"):].rpartition("} ")
+        labels = {k: v.strip('"') for k, v in (part.split("=", 1) for part in labels_text.split('",') if "=" in part)}
+        sub = labels.get("subresource")
+        key = f"{labels.get('verb')} {labels.get('resource')}{'/' + sub if sub else ''} {labels.get('code')}"
+        out[key] = out.get(key, 0.0) + float(count)
+    return out
+
+
+def requests_since(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
+    """The requests the run sent (the bench's own metrics reads included), most first."""
+    diff = {k: int(v - before.get(k, 0.0)) for k, v in after.items() if v - before.get(k, 0.0) >= 1}
+    return dict(sorted(diff.items(), key=lambda kv: -kv[1]))
+
+
+def what_users_see(kube: Kube, ns: str, contender: str, bound: set[str], gang: int) -> dict:
+    """After the run: how many bound pods have a `Scheduled` event, and how many PodGroups reached Running (the
+    gang schedulers). Read once the server was quiet, so not counted in any CPU figure."""
+    if contender == CEILING:
+        return {}
+    events = kube.request("GET", f"/api/v1/namespaces/{ns}/events", query={"fieldSelector": "reason=Scheduled"},
+                          timeout=120).get("items") or []
+    named = {(e.get("involvedObject") or {}).get("name") for e in events}
+    out: dict = {"scheduled_events": len(named & bound), "event_objects": len(events)}
+    if contender in GANG_SCHEDULERS:
+        groups = kube.request("GET", f"{PG_API}/namespaces/{ns}/podgroups", timeout=120).get("items") or []
+        out["podgroups"] = len(groups)
+        out["podgroups_running"] = sum(1 for g in groups if (g.get("status") or {}).get("phase") == "Running")
+    return out
+
+
 def partial_gangs(bound: dict[str, float], pods: int, gang: int) -> int:
     counts: dict[str, int] = {}
     for name in bound:
@@ -132,17 +219,19 @@ def partial_gangs(bound: dict[str, float], pods: int, gang: int) -> int:
 def run_one(ctx: argparse.Namespace, contender: str, kind: str, pods: int, tag: str, profile: Path | None) -> dict:
     """Create the pods, start the contender, measure until every pod is bound (or the timeout), stop, clean up."""
     kube, cp = ctx.kube, ctx.cp
-    ns = f"{tag}-{contender}"
+    run_name, _, off = contender.partition(":")  # volcano-py-off:SWITCHES is volcano-py with SWITCHES off
+    ns = f"{tag}-{contender}".replace(":", "-").replace(",", "-")
     create_namespace(kube, ns)
-    groups, plain = pod_lines(ns, contender, pods, ctx.gang)
+    groups, plain = pod_lines(ns, run_name, pods, ctx.gang)
     if groups:
         load(ctx.bindloop, str(cp.kubeconfig), groups, ctx.workdir, f"{contender} podgroups")
     load(ctx.bindloop, str(cp.kubeconfig), plain, ctx.workdir, f"{contender} pods")
     watch = BindWatch(kube, ns)
-    server = {n: cp.procs[n].popen.pid for n in ("kube-apiserver", "etcd")}
-    server_cpu0 = sum(cpu_seconds(p) for p in server.values())
-    argv = argv_for(contender, cp, ctx.workdir, bindloop=ctx.bindloop, volcano=ctx.volcano, namespace=ns,
-                    workers=ctx.ceiling_workers, http2=ctx.ceiling_http2)
+    server = {n: cp.procs[n].popen.pid for n in SERVER}
+    requests0 = request_counts(kube)
+    s0 = server_cpu(server)
+    argv = argv_for(run_name, cp, ctx.workdir, bindloop=ctx.bindloop, volcano=ctx.volcano, namespace=ns,
+                    workers=ctx.ceiling_workers, http2=ctx.ceiling_http2, py_off=off)
     prefix = None
     if profile and contender == "volcano-py":
         # --gil: only samples of the thread holding the GIL, so the shares are of the Python CPU time, not of
@@ -152,15 +241,22 @@ def run_one(ctx: argparse.Namespace, contender: str, kind: str, pods: int, tag: 
     c = start(contender, argv, ctx.workdir / f"{ns}.log", prefix)
     pid = target_pid(c, prefix is not None)
     res: dict = {"contender": contender, "namespace": ns, "pods": len(plain)}
+    if off:
+        res["off"] = off
     try:
         if not watch.wait(1, ctx.timeout):
             raise SystemExit(f"{contender}: nothing bound in {ctx.timeout:.0f}s; log tail: {c.tail()}")
-        cpu_first = cpu_seconds(pid)
+        cpu_first, s_first = cpu_seconds(pid), server_cpu(server)
         complete = watch.wait(len(plain), ctx.timeout)
-        cpu_last, rss = cpu_seconds(pid), peak_rss_mib(pid)
-        res["server_cpu_s"] = round(sum(cpu_seconds(p) for p in server.values()) - server_cpu0, 2)
+        cpu_last, s_last, rss = cpu_seconds(pid), server_cpu(server), peak_rss_mib(pid)
+        res["server_cpu_s"] = round(sum(s_last.values()) - sum(s0.values()), 2)
         if contender == CEILING:
-            c.proc.wait(60)
+            cpu_end = c.cpu_at_exit(60)
+            cpu_last = cpu_first = cpu_end if cpu_end is not None else 0.0
+        # The writes a scheduler sends after its last bind (events, PodGroup status) belong to its binds: the
+        # whole run ends when the server has gone quiet, before anything of the bench's reads the results.
+        settled_after, s_end = settle(server)
+        cpu_end = cpu_seconds(pid) if contender != CEILING else cpu_last
     finally:
         if prefix and pid != c.pid and c.alive():  # py-spy writes its profile once the process it records exits
             os.kill(pid, signal.SIGTERM)
@@ -174,11 +270,12 @@ def run_one(ctx: argparse.Namespace, contender: str, kind: str, pods: int, tag: 
         "start_to_first_bind_s": round(first - c.started, 3),
         "start_to_last_bind_s": round(last - c.started, 3),
         "binds_per_s": round((n - 1) / (last - first), 1) if n > 1 and last > first else None,
-        "partial_gangs": partial_gangs(watch.bound, pods, ctx.gang) if contender in GANG_SCHEDULERS else None,
+        "partial_gangs": partial_gangs(watch.bound, pods, ctx.gang) if run_name in GANG_SCHEDULERS else None,
     })
     if contender == CEILING:
         out = c.log.read_text().strip().splitlines()
         res["bindloop"] = json.loads(out[-1]) if out and out[-1].startswith("{") else {"exit": rc, "log": out[-5:]}
+        res["cpu_s"] = round(cpu_last, 2)  # the loop's own CPU (its list included), for the total per bind
     else:
         res.update({"cpu_s": round(cpu_last, 2), "cpu_window_s": round(cpu_last - cpu_first, 2),
                     "cpu_s_per_1000_binds": round(1000 * cpu_last / n, 3),
@@ -187,9 +284,26 @@ def run_one(ctx: argparse.Namespace, contender: str, kind: str, pods: int, tag: 
     if not complete:
         res["log_tail"] = c.tail(8)
     res["server_cpu_s_per_1000_binds"] = round(1000 * res["server_cpu_s"] / n, 3)
+    res.update(server_per_bind(s0, s_first, s_last, s_end, n))
+    res["settled_after_last_bind_s"] = settled_after
+    window = last - first
+    sched_window = (cpu_last - cpu_first) if contender != CEILING else 0.0
+    # the total per bind: the process's CPU (the ceiling's whole run, it does nothing but bind) + the server's
+    res["total_ms_per_bind"] = round(1000 * ((cpu_end if contender != CEILING else cpu_last)
+                                             + sum(s_end.values()) - sum(s0.values())) / n, 3)
+    if contender != CEILING:
+        res["total_window_ms_per_bind"] = round(1000 * (sched_window + sum(s_last.values()) - sum(s_first.values()))
+                                                / max(n - 1, 1), 3)
+        if window > 0:
+            res["window_cores"] = round((sched_window + sum(s_last.values()) - sum(s_first.values())) / window, 2)
+    res["requests"] = requests_since(requests0, request_counts(kube))
+    res.update(what_users_see(kube, ns, run_name, set(watch.bound), ctx.gang))
     print(f"  {tag} {contender}: {n}/{len(plain)} bound, first {res['start_to_first_bind_s']:.2f}s, "
           f"last {res['start_to_last_bind_s']:.2f}s, {res['binds_per_s']} binds/s"
-          + (f", CPU {res['cpu_s']}s, RSS {res['peak_rss_mib']:.0f} MiB" if "cpu_s" in res else ""), flush=True)
+          + (f", CPU {res['cpu_s']}s, RSS {res['peak_rss_mib']:.0f} MiB" if "peak_rss_mib" in res else "")
+          + f", server {res['server_ms_per_bind']['total']:.3f} ms/bind (window "
+          f"{res['server_window_ms_per_bind']['total']:.3f}), settled {settled_after:.1f}s after"
+          + (f", Scheduled events {res['scheduled_events']}/{n}" if "scheduled_events" in res else ""), flush=True)
     t0 = time.monotonic()
     cleanup(kube, ns)
     res["cleanup_s"] = round(time.monotonic() - t0, 1)
@@ -209,7 +323,8 @@ def run_size(ctx: argparse.Namespace, kind: str, nodes: int, pods: int) -> dict:
         if kind == "tp":  # room for every pod at about the fill of 2,000 pods on 300 nodes of 8
             gpus = 8 * max(1, -(-pods // int(nodes * 8 * 0.85)))
             make_nodes(kube, ctx.bindloop, str(cp.kubeconfig), workdir, nodes, gpus)
-            contenders = [c for c in (*SCHEDULERS, CEILING) if c in ctx.only]
+            contenders = [c for c in SCHEDULERS if c in ctx.only] + [f"{PY_OFF}:{v}" for v in ctx.py_off]
+            contenders += [CEILING] if CEILING in ctx.only else []
             measured = pods
         else:
             make_nodes(kube, ctx.bindloop, str(cp.kubeconfig), workdir, nodes, 8)
@@ -262,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gang", type=int, default=8)
     ap.add_argument("--only", action="append", choices=(*SCHEDULERS, CEILING),
                     help="run only these contenders (repeatable; default all)")
+    ap.add_argument("--py-off", action="append", default=[], metavar="SWITCHES",
+                    help=f"also run {PY_OFF}:SWITCHES, volcano-py with these writes off (bench/py_variant.py: "
+                         "events, podgroup-status, protobuf; comma-separated; repeatable), information only")
     ap.add_argument("--ceiling-workers", type=int, default=64, help="goroutines of the Go bind loop")
     ap.add_argument("--ceiling-http2", action="store_true",
                     help="the bind loop on one HTTP/2 connection (client-go's default) instead of HTTP/1.1 over many")

@@ -26,10 +26,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 SCHEDULERS = ("volcano-py", "volcano", "kube-scheduler")
 CEILING = "ceiling"
+# volcano-py with some writes switched off (bench/py_variant.py, --py-off): information only, never in the default
+# set, never in a target
+PY_OFF = "volcano-py-off"
 # the schedulerName each contender's pods carry
 SCHEDULER_NAME = {"volcano-py": "volcano-py", "volcano": "volcano", "kube-scheduler": "default-scheduler",
-                  CEILING: "bench-nobody"}
-GANG_SCHEDULERS = ("volcano-py", "volcano")
+                  CEILING: "bench-nobody", PY_OFF: "volcano-py"}
+GANG_SCHEDULERS = ("volcano-py", "volcano", PY_OFF)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -99,6 +102,23 @@ class Contender:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def cpu_at_exit(self, timeout: float) -> float | None:
+        """Wait (up to `timeout`) for the process to end without reaping it, and read its CPU seconds from its
+        zombie's /proc entry, which keeps them; None if it did not end in time."""
+        deadline = time.monotonic() + timeout
+        while True:  # not Popen.poll(): it would reap the process and its /proc entry with it
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+            except ChildProcessError:  # already reaped
+                return None
+            if info is not None:
+                cpu = cpu_seconds(self.pid)
+                self.proc.wait()
+                return cpu
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.005)  # no event tells us the child has ended other than waitid itself
+
     def stop(self) -> int | None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -117,12 +137,12 @@ class Contender:
 
 
 def argv_for(name: str, cp, workdir: Path, *, bindloop: str, volcano: str, namespace: str,
-             workers: int, http2: bool = False) -> list[str]:
+             workers: int, http2: bool = False, py_off: str = "events") -> list[str]:
     """The command line of one contender against control plane `cp` (tests/e2e/controlplane.py)."""
     kc = str(cp.kubeconfig)
-    if name == "volcano-py":
-        return [sys.executable, "-m", "scheduler.cli", "scheduler", f"--kubeconfig={kc}",
-                f"--listen-address=127.0.0.1:{free_port()}"]
+    if name in ("volcano-py", PY_OFF):
+        head = ["-m", "scheduler.cli"] if name == "volcano-py" else [str(REPO / "bench" / "py_variant.py"), py_off]
+        return [sys.executable, *head, "scheduler", f"--kubeconfig={kc}", f"--listen-address=127.0.0.1:{free_port()}"]
     if name == "volcano":
         return [volcano, f"--kubeconfig={kc}", "--leader-elect=false", f"--listen-address=127.0.0.1:{free_port()}",
                 f"--healthz-address=127.0.0.1:{free_port()}", "--logtostderr", "-v=1"]

@@ -7,6 +7,7 @@
 #   make bench-peers BENCH_PEERS_ARGS='--size tp:300x2000 --rounds 1'
 #   make bench-peers BENCH_PEERS_ARGS='--size churn:300x30 --rounds 2'   the churn size (bench/peers_churn.py;
 #                                                     not in the default run: 2 rounds took 10 min)
+#   make bench-peers BENCH_PEERS_ARGS='--py-off events'   and volcano-py with its events off (information only)
 #   HEAVY_LOCK=/tmp/volcano-py-heavy.lock              held by the Go builds and by the whole run ('' = none)
 .PHONY: bench-peers bench-peers-build
 

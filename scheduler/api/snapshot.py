@@ -113,6 +113,10 @@ class PodGroupStatus:
     # What the Unschedulable condition's message was rendered from, published as the annotation
     # `api.decision.REASONS_ANNOTATION`; None when the PodGroup is not unschedulable (the annotation is removed).
     decision: Status | None = None
+    # The phase once every bind of this cycle's result for the gang has landed (Running where the binds reach
+    # minMember), when it differs from `phase`: the writer, which writes after the binds, writes it instead when
+    # none of them failed, so the PodGroup goes Inqueue -> Running in one write instead of two cycles' writes.
+    phase_when_bound: PodGroupPhase | None = None
 
 
 def reasons_annotation(status: PodGroupStatus, current: Mapping[str, Any] | None) -> dict[str, str | None] | None:

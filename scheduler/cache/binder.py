@@ -114,7 +114,7 @@ class Binder:
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         try:
             self.kube.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body,
-                              timeout=timeout)
+                              timeout=timeout, protobuf=True)
         except TRANSPORT_ERRORS as exc:  # the pod stays pending, retried next cycle
             if isinstance(exc, KubeError) and exc.status == 404:
                 log.info("pod %s was deleted before its bind: dropped", task_key)

@@ -284,7 +284,7 @@ class ClusterCache:
             pending.result()
         for job, count in failed.items():
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
-        self.status_writer.write(result, now)
+        self.status_writer.write(result, now, failed)
         self.events.emit(result.events)
         if self.shards is not None:  # the session has ended and its binds have returned
             self.shards.between_sessions()

@@ -1,7 +1,10 @@
 """Layer `cache`: Kubernetes events on Pods and PodGroups, sent off the bind path by their own threads.
 
 An event is queued where it happens (a bind, an eviction, an unreadable object, a cycle's result) and sent in
-the background once the cycle's binds are out: binds go first. The same event is sent once.
+the background once the cycle's binds are out: binds go first. The same event is sent once. An event the
+apiserver did not take for a passing reason (no answer, a 5xx; a 429 is waited out by `Kube`) is sent again, up to
+SEND_TRIES times, as client-go's recorder does (tools/record/event.go, maxTriesPerEvent), so a bound pod does not
+lose its `Scheduled` event to one dropped connection. The bodies go as protobuf (cache/protobuf.py).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Callable, Iterable
 from scheduler.api.objects import MutableObj
 from scheduler.api.snapshot import Event
 from scheduler.api.timestamps import rfc3339
-from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
+from scheduler.cache.kube import TRANSPORT_ERRORS, Kube, KubeError
 from scheduler.cache.store import Stores
 
 log = logging.getLogger("volcano_py.cache")
@@ -24,13 +27,16 @@ COMPONENT = "volcano-py"
 # Above this many remembered events, those about objects that no longer exist are forgotten (a long-lived
 # scheduler sees every pod and PodGroup it ever warned about come and go).
 SENT_LIMIT = 20_000
+SEND_TRIES = 4
+RETRY_SECONDS = 1.0  # before the second try; doubled before each next one
 
 
 class EventRecorder:
     def __init__(
         self, kube: Kube, stores: Stores, clock: Callable[[], float], instance: str, stop: threading.Event,
-        workers: int = 2,
+        workers: int = 2, *, sleep: Callable[[float], None] = time.sleep,
     ):
+        self._sleep = sleep
         self.kube = kube
         self.stores = stores
         self.clock = clock
@@ -123,12 +129,23 @@ class EventRecorder:
             try:
                 if body is None or self._stop.is_set():
                     return
-                namespace = body["metadata"]["namespace"]
-                self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
-            except TRANSPORT_ERRORS as exc:  # an event is best effort
-                log.debug("event not written: %s", exc)
+                self._send(body)
             finally:
                 self.queue.task_done()
+
+    def _send(self, body: MutableObj) -> None:
+        namespace = body["metadata"]["namespace"]
+        for attempt in range(SEND_TRIES):
+            try:
+                self.kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body, protobuf=True)
+                return
+            except TRANSPORT_ERRORS as exc:
+                # refused for good (a 4xx: the namespace is going, the body is invalid), or out of tries: dropped
+                final = isinstance(exc, KubeError) and 400 <= exc.status < 500
+                if final or attempt == SEND_TRIES - 1 or self._stop.is_set():
+                    log.debug("event not written: %s", exc)
+                    return
+            self._sleep(RETRY_SECONDS * 2 ** attempt)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until the queued events were sent (tests, shutdown)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -17,8 +18,11 @@ from typing import Any
 import urllib3
 
 from scheduler.api.objects import MutableObj
+from scheduler.cache import protobuf as pb
 from scheduler.cache.clock import ApiClock
 from scheduler.cache.http1 import Http1
+
+log = logging.getLogger("volcano_py.cache")
 
 try:  # orjson parses pod lists 3-5x faster than json; optional, so a bare environment still works
     import orjson
@@ -103,14 +107,28 @@ class Kube:
         self._streams: set[Any] = set()
         self._streams_lock = threading.Lock()
         self._http1 = lean_transport(api_client)
+        # Whether the server takes protobuf bodies (`request(..., protobuf=True)`): until it answers one with 415
+        self.protobuf_ok = True
+
+    def _payload(self, body: Any, content_type: str | None, proto: bool) -> tuple[str, bytes]:
+        """The Content-Type and bytes of a body: protobuf when asked for, taken by the server and encodable (a
+        Binding or an Event, cache/protobuf.py), JSON otherwise."""
+        if proto and self.protobuf_ok and pb.ENABLED:
+            try:
+                return pb.CONTENT_TYPE, pb.encode(body)
+            except pb.UnencodableError as exc:
+                log.debug("sent as JSON: %s", exc)
+        return content_type or "application/json", dumps(body)
 
     def _prepare(
-        self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str | None
+        self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str | None,
+        proto: bool = False,
     ) -> tuple[str, dict[str, str], bytes | None]:
-        """The full URL, the headers (auth included) and the JSON payload of one request."""
+        """The full URL, the headers (auth included) and the payload of one request."""
         headers = {"Accept": "application/json"}
+        payload = None
         if body is not None:
-            headers["Content-Type"] = content_type or "application/json"
+            headers["Content-Type"], payload = self._payload(body, content_type, proto)
         _, url, headers, _, _ = self.api.param_serialize(
             method,
             path,
@@ -118,12 +136,12 @@ class Kube:
             header_params=headers,
             auth_settings=["BearerToken"],
         )
-        return url, headers, dumps(body) if body is not None else None
+        return url, headers, payload
 
     def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str | None,
-              seconds: float, *, stream: bool = False) -> Any:
+              seconds: float, *, stream: bool = False, proto: bool = False) -> Any:
         """One request: over the lean transport (its answer read whole) unless it is a watch or there is none."""
-        url, headers, payload = self._prepare(method, path, query, body, content_type)
+        url, headers, payload = self._prepare(method, path, query, body, content_type, proto)
         if self._http1 is not None and not stream:
             return self._http1.request(method, self._http1.path_of(url), headers, payload, seconds)
         timeout = urllib3.Timeout(connect=min(10.0, self.request_timeout if stream else seconds), read=seconds)
@@ -145,9 +163,12 @@ class Kube:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
+        protobuf: bool = False,
     ) -> MutableObj:
-        """One call; `timeout` (seconds, default `request_timeout`) bounds the connect and the read."""
-        data = self.request_bytes(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+        """One call; `timeout` (seconds, default `request_timeout`) bounds the connect and the read. `protobuf`:
+        the body (a Binding or an Event) goes as protobuf while the server takes it; the answer is JSON."""
+        data = self.request_bytes(method, path, query=query, body=body, content_type=content_type, timeout=timeout,
+                                  protobuf=protobuf)
         return loads(data) if data else {}
 
     def request_bytes(
@@ -159,6 +180,7 @@ class Kube:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
+        protobuf: bool = False,
     ) -> bytes:
         """One call whose body the caller parses (or looks into first): the raw response bytes.
 
@@ -168,11 +190,12 @@ class Kube:
         """
         seconds = self.request_timeout if timeout is None else timeout
         deadline = time.monotonic() + seconds
-        for attempt in range(MAX_RETRIES + 1):
+        for attempt in range(MAX_RETRIES + 2):
             left = max(0.001, deadline - time.monotonic())
             clock = self.clock
             sent = clock.local()
-            resp = self._send(method, path, query, body, content_type, left)
+            proto = protobuf and self.protobuf_ok
+            resp = self._send(method, path, query, body, content_type, left, proto=proto)
             try:
                 data: bytes = resp.data
             finally:
@@ -182,6 +205,10 @@ class Kube:
                 clock.observe(resp.headers.get("Date"), sent, received)
             if resp.status < 400:
                 return data
+            if resp.status == 415 and proto:  # Unsupported Media Type: this server (or a proxy) wants JSON
+                self.protobuf_ok = False
+                log.info("the API server refused a protobuf body (415): sending JSON from now on")
+                continue
             wait = retry_after(resp.status, resp.headers.get("Retry-After"))
             if wait is None or attempt == MAX_RETRIES or time.monotonic() + wait >= deadline:
                 break

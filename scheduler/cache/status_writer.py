@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from scheduler.adapter.podgroup_status import status_body
@@ -47,9 +48,12 @@ class StatusWriter:
         # Whether PodGroup status goes through /status (our CRDs before issue 16) or the object (Volcano's CRD,
         # ours now): found out on the first write, see `_patch_podgroup_status`.
         self._pg_status_subresource = True
+        self._pg_status_probed = False  # until a write has shown which: the first write goes alone
 
-    def write(self, result: CycleResult, now: float) -> None:
-        self.write_podgroups(result.podgroups, now)
+    def write(self, result: CycleResult, now: float, failed_binds: Mapping[str, int] | None = None) -> None:
+        """Everything the cycle decided, after its binds: `failed_binds` (gang -> binds that failed) says which
+        gangs' PodGroups may be written with the phase their landed binds give them."""
+        self.write_podgroups(result.podgroups, now, failed_binds)
         self.write_podgroup_annotations(result.podgroup_annotations)
         self.write_queues(result)
         self.write_queue_usage(result, now)
@@ -59,8 +63,17 @@ class StatusWriter:
         self.status_pool.shutdown(wait=True, cancel_futures=True)
 
     # ---- PodGroups --------------------------------------------------------------------------------------
-    def write_podgroups(self, statuses: list[PodGroupStatus], now: float) -> None:
-        """Patch the PodGroups whose status changed, concurrently; waits, as the next cycle reads them."""
+    def write_podgroups(self, statuses: list[PodGroupStatus], now: float,
+                        failed_binds: Mapping[str, int] | None = None) -> None:
+        """Patch the PodGroups whose status changed, concurrently; waits, as the next cycle reads them. A gang
+        whose binds of this cycle all landed is written with the phase they give it (`phase_when_bound`: Running),
+        once, rather than Inqueue now and Running next cycle, two writes of the same PodGroup."""
+        statuses = [replace(s, phase=s.phase_when_bound)
+                    if s.phase_when_bound is not None and failed_binds is not None and s.job not in failed_binds
+                    else s for s in statuses]
+        while statuses and not self._pg_status_probed:  # one write finds out where status goes, not each worker
+            self._write_podgroup(statuses[0], now)
+            statuses = statuses[1:]
         for future in [self.pool.submit(self._write_podgroup, status, now) for status in statuses]:
             future.result()
 
@@ -112,6 +125,7 @@ class StatusWriter:
         should the object's status then not take the write, a status subresource is back: use it again."""
         path = f"{PG_API}/namespaces/{namespace}/podgroups/{name}"
         body = {"status": dict(wanted)}
+        self._pg_status_probed = True
         if self._pg_status_subresource:
             try:
                 return self.kube.request("PATCH", f"{path}/status", body=body, content_type=MERGE_PATCH)

@@ -151,10 +151,14 @@ class ResultsCollector:
             podgroup_annotations={uid: dict(patch) for uid, patch in self._pg_annotations.items()},
             look_again=self._look_again,
         )
+        binding: dict[str, int] = {}
+        for gang in result.binds:
+            binding[gang.job] = binding.get(gang.job, 0) + len(gang.binds)
         for job in self._jobs.values():
-            status = self._podgroup_status(job)
+            status = self._podgroup_status(job, binding.get(job.key, 0))
             before_phase, before_conditions = self._original.get(job.key, (None, ()))
-            if status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job):
+            if (status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job)
+                    or status.phase_when_bound not in (None, before_phase)):
                 result.podgroups.append(status)
         allocated = self.allocated_by_queue()
         for queue in self._queues.values():
@@ -163,7 +167,8 @@ class ResultsCollector:
             result.queues.append(queue_status if usage is None else replace(queue_status, usage=usage))
         return result
 
-    def _podgroup_status(self, job: JobInfo) -> PodGroupStatus:
+    def _podgroup_status(self, job: JobInfo, binding: int = 0) -> PodGroupStatus:
+        """`binding`: how many of the job's pods this cycle's result binds."""
         condition = self._conditions.get(job.key)
         conditions = _merge_condition(job.conditions, condition) if condition else job.conditions
         for extra in self._extra_conditions.get(job.key, ()):
@@ -171,6 +176,7 @@ class ResultsCollector:
         running = job.count(TaskStatus.RUNNING)
         unschedulable_now = condition is not None and condition.type == "Unschedulable"
         phase = podgroup_phase(job, running, unschedulable_now)
+        when_bound = podgroup_phase(job, running, unschedulable_now, binding) if binding else phase
         job.phase = phase
         return PodGroupStatus(
             job.key,
@@ -181,6 +187,7 @@ class ResultsCollector:
             job.count(TaskStatus.FAILED),
             self._overrides.get(job.key, job.extra.get("minMemberOverride")),
             decision=self._published.get(job.key) if unschedulable_now else None,
+            phase_when_bound=when_bound if when_bound != phase else None,
         )
 
 
@@ -196,17 +203,18 @@ def _merge_condition(existing: tuple[Condition, ...], new: Condition) -> tuple[C
     return (*kept, new)
 
 
-def podgroup_phase(job: JobInfo, running: int, unschedulable_now: bool) -> PodGroupPhase:
+def podgroup_phase(job: JobInfo, running: int, unschedulable_now: bool, binding: int = 0) -> PodGroupPhase:
     """The PodGroup's phase at session close, by Volcano's rule (pkg/scheduler/framework/session.go,
     getPodGroupPhase): running pods and an Unschedulable condition set this session make it Unknown; at least
     minMember pods on nodes (running, bound, finished, or releasing from a node) make it Running, or Completed
     when all of those have finished; otherwise it stays Inqueue if it was, and is Pending in every other case
-    (a running gang that lost pods below minMember goes back to Pending and is admitted again)."""
+    (a running gang that lost pods below minMember goes back to Pending and is admitted again). `binding`: pods
+    this cycle binds, counted as bound (the phase once the binds have landed, as the next cycle would compute it)."""
     if running and unschedulable_now:
         return PodGroupPhase.UNKNOWN
     completed = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
     scheduled = job.count(TaskStatus.RUNNING, TaskStatus.BOUND) + completed
-    scheduled += sum(1 for t in job.with_status(TaskStatus.RELEASING) if t.node_name)
+    scheduled += sum(1 for t in job.with_status(TaskStatus.RELEASING) if t.node_name) + binding
     if job.tasks and scheduled >= job.min_available:
         return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
     return PodGroupPhase.INQUEUE if job.phase == PodGroupPhase.INQUEUE else PodGroupPhase.PENDING

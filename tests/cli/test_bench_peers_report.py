@@ -62,3 +62,29 @@ def test_a_bad_size_is_one_clear_error() -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="want tp:NODESxPODS"):
         peers.parse_size("300x2000")
     assert peers.parse_size("restart:5000x50000") == ("restart", 5000, 50000)
+
+
+def server_run(contender: str, rnd: int, whole: float, window: float, **values: object) -> dict:
+    return run(contender, rnd, bound=2000, server_ms_per_bind={"kube-apiserver": whole * 0.75, "etcd": whole * 0.25,
+                                                               "total": whole},
+               server_window_ms_per_bind={"kube-apiserver": window, "etcd": 0.0, "total": window}, **values)
+
+
+def test_server_cpu_per_bind_is_judged_against_the_ceiling_and_variants_are_information_only() -> None:
+    runs = [server_run("volcano-py", 0, 2.0, 1.2, window_cores=1.95, total_ms_per_bind=3.0, scheduled_events=2000),
+            server_run("volcano-py", 1, 3.0, 1.0, window_cores=1.95, total_ms_per_bind=4.0, scheduled_events=1990),
+            server_run("volcano-py-off:events", 0, 1.0, 1.0, scheduled_events=0),
+            server_run("ceiling", 0, 1.0, 1.0, total_ms_per_bind=2.0),
+            server_run("ceiling", 1, 1.0, 1.0, total_ms_per_bind=2.0)]
+    size = {"kind": "tp", "nodes": 300, "pods": 2000, "gang": 8, "rounds": 2, "runs": runs,
+            "median": report.summarise(runs)}
+    checks = {c["what"]: c for c in report.target_checks({"sizes": [size]})}
+    assert checks["volcano-py server CPU per bind / ceiling (whole run)"]["value"] == 2.5
+    assert checks["volcano-py server CPU per bind / ceiling (bind window)"]["value"] == 1.1
+    assert checks["volcano-py server CPU per bind / ceiling (bind window)"]["met"] is True
+    # over 1.9 cores in the bind window: the machine is the bound, and the total per bind is judged too
+    assert checks["volcano-py total CPU per bind / ceiling (scheduler + server)"]["value"] == 1.75
+    assert not any("off" in what for what in checks)
+    table = "\n".join(report.server_table(size))
+    assert "| volcano-py, off: events (information only) |" in table
+    assert "1,990/2,000" in table  # the worst round's count of bound pods with a Scheduled event

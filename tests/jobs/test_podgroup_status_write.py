@@ -117,3 +117,54 @@ def test_the_reasons_are_published_on_the_object_and_removed_once_scheduled(subr
     scheduled = Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", "")
     write_status(PodGroupStatus("ns/pg", PodGroupPhase.RUNNING, (scheduled,), 8, 0, 0), 1_000_000.0)
     assert REASONS_ANNOTATION not in server.obj["metadata"]["annotations"]
+
+
+SCHEDULED = Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", "")
+
+
+def test_a_status_write_that_changes_nothing_is_not_sent() -> None:
+    server = FakeApiserver(subresource=False)
+    cache = cache_on(server)
+    status = PodGroupStatus("ns/pg", PodGroupPhase.RUNNING, (SCHEDULED,), 3, 0, 0)
+    cache.status_writer.write_podgroups([status], 1_000_000.0)
+    calls = list(server.calls)
+    cache.status_writer.write_podgroups([status], 1_000_005.0)  # the next cycle, the same status
+    assert calls == ["/status", "object"] and server.calls == calls
+
+
+@pytest.mark.parametrize(("failed", "phase"), [({}, "Running"), ({"ns/pg": 1}, "Inqueue")],
+                         ids=["every bind landed", "a bind failed"])
+def test_a_gang_whose_binds_landed_is_written_running_in_one_write(failed: dict[str, int], phase: str) -> None:
+    server = FakeApiserver(subresource=False)
+    cache = cache_on(server)
+    server.calls.clear()
+    binding = PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (SCHEDULED,), 0, 0, 0,
+                             phase_when_bound=PodGroupPhase.RUNNING)
+    cache.status_writer.write_podgroups([binding], 1_000_000.0, failed)
+    assert server.obj is not None and server.obj["status"]["phase"] == phase
+    assert cache.podgroups.objects["ns/pg"]["status"]["phase"] == phase
+    writes = len(server.calls)
+    # the next cycle sees the pods bound and computes Running: nothing left to write when it was written already
+    cache.status_writer.write_podgroups([PodGroupStatus("ns/pg", PodGroupPhase.RUNNING, (SCHEDULED,), 0, 0, 0)],
+                                        1_000_001.0)
+    assert len(server.calls) == writes + (0 if phase == "Running" else 1)
+
+
+def test_the_first_write_alone_finds_where_status_goes_then_the_rest_go_through_the_object() -> None:
+    server = FakeApiserver(subresource=False)
+    cache = cache_on(server)
+    for name in ("pg2", "pg3"):
+        cache.podgroups.objects[f"ns/{name}"] = {"metadata": {"name": name, "namespace": "ns"}, "spec": {}}
+    paths: list[str] = []
+    request = server.request
+
+    def record(method: str, path: str, **kw: Any) -> dict[str, Any]:
+        paths.append(path.rsplit("/", 1)[-1])
+        if not path.startswith(PATH):  # pg2, pg3: served as the one object of the fake
+            path = PATH + ("/status" if path.endswith("/status") else "")
+        return request(method, path, **kw)
+
+    server.request = record  # type: ignore[method-assign]
+    cache.status_writer.write_podgroups([PodGroupStatus(f"ns/{n}", PodGroupPhase.INQUEUE, (), 0, 0, 0)
+                                         for n in ("pg", "pg2", "pg3")], 1_000_000.0)
+    assert paths.count("status") == 1, "every concurrent first write probed /status"

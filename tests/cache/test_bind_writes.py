@@ -1,0 +1,122 @@
+"""What the scheduler writes around its binds, without a control plane: every bound pod gets its own `Scheduled`
+event (and a pod whose bind failed none), an event the apiserver did not take for a passing reason is sent again,
+and a gang whose binds all landed gets its PodGroup written once, Running, instead of Inqueue then Running.
+tests/e2e/test_bind_writes.py checks the same on a real apiserver."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from scheduler.api.phases import PodGroupPhase
+from scheduler.api.snapshot import CycleResult, GangBind
+from scheduler.cache.binder import Binder
+from scheduler.cache.events import SEND_TRIES, EventRecorder
+from scheduler.cache.kube import KubeError
+from scheduler.cache.store import Stores
+from scheduler.testing import cluster
+
+
+class FakeKube:
+    """Binds fail for the pods in `refuse`; event POSTs answer from `event_answers` (an exception, or None for
+    success; success once the list is empty). Records every request."""
+
+    request_timeout = 5.0
+
+    def __init__(self, refuse: set[str] = frozenset(), event_answers: list[Exception | None] | None = None):  # type: ignore[assignment]
+        self.refuse, self.event_answers = refuse, list(event_answers or [])
+        self.sent: list[tuple[str, str, Any]] = []
+        self.lock = threading.Lock()
+
+    def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> dict[str, Any]:
+        with self.lock:
+            self.sent.append((method, path, body))
+        if path.endswith("/binding") and path.split("/")[-2] in self.refuse:
+            raise KubeError(409, method, path, b'{"message": "conflict"}')
+        if path.endswith("/events") and self.event_answers:
+            answer = self.event_answers.pop(0)
+            if answer is not None:
+                raise answer
+        return {}
+
+
+def pods(stores: Stores, names: list[str]) -> None:
+    for name in names:
+        stores.pods.objects[f"ns/{name}"] = {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+                                             "spec": {"schedulerName": "volcano-py"}}
+
+
+def recorder(kube: FakeKube, stores: Stores, sleeps: list[float] | None = None) -> EventRecorder:
+    return EventRecorder(kube, stores, lambda: 1_800_000_000.0, "i-1", threading.Event(),  # type: ignore[arg-type]
+                         sleep=(sleeps if sleeps is not None else []).append)
+
+
+def queued(events: EventRecorder) -> list[dict[str, Any]]:
+    out = []
+    while not events.queue.empty():
+        body = events.queue.get_nowait()
+        assert body is not None
+        out.append(body)
+    return out
+
+
+def test_every_bound_pod_gets_its_own_scheduled_event_and_a_pod_whose_bind_failed_none():
+    names = [f"g{g}-{i}" for g in range(3) for i in range(4)]
+    stores, kube = Stores(), FakeKube(refuse={"g1-2"})
+    pods(stores, names)
+    events = recorder(kube, stores)
+    binder = Binder(kube, stores, ThreadPoolExecutor(4), events, lambda: True)  # type: ignore[arg-type]
+    result = CycleResult(binds=[GangBind(f"ns/g{g}", tuple((f"ns/g{g}-{i}", f"node-{i}") for i in range(4)))
+                                for g in range(3)])
+    failed = binder.wait(binder.submit(result, 1_800_000_000.0))
+    assert failed == {"ns/g1": 1}
+    sent = queued(events)
+    assert sorted((e["involvedObject"]["name"], e["involvedObject"]["uid"], e["reason"], e["message"])
+                  for e in sent) == sorted(
+        (n, f"uid-{n}", "Scheduled", f"Successfully assigned ns/{n} to node-{n[-1]}") for n in names if n != "g1-2")
+
+
+def test_an_event_not_taken_for_a_passing_reason_is_sent_again_until_it_lands():
+    stores = Stores()
+    pods(stores, ["p"])
+    kube = FakeKube(event_answers=[KubeError(503, "POST", "/events", b"{}"), OSError("connection reset"), None])
+    sleeps: list[float] = []
+    events = recorder(kube, stores, sleeps)
+    events.record("Pod", "ns/p", "Normal", "Scheduled", "Successfully assigned ns/p to n")
+    events._send(queued(events)[0])
+    posts = [body for _, path, body in kube.sent if path.endswith("/events")]
+    assert len(posts) == 3 and all(b["reason"] == "Scheduled" for b in posts)
+    assert sleeps == [1.0, 2.0]
+
+
+def test_an_event_refused_for_good_is_not_sent_again_and_a_dead_apiserver_is_given_up_on():
+    stores = Stores()
+    pods(stores, ["p", "q"])
+    kube = FakeKube(event_answers=[KubeError(422, "POST", "/events", b"{}")])
+    events = recorder(kube, stores)
+    events.record("Pod", "ns/p", "Normal", "Scheduled", "Successfully assigned ns/p to n")
+    events._send(queued(events)[0])
+    assert sum(1 for _, path, _ in kube.sent if path.endswith("/events")) == 1
+    kube = FakeKube(event_answers=[OSError("refused")] * 10)
+    events = recorder(kube, stores)
+    events.record("Pod", "ns/q", "Normal", "Scheduled", "Successfully assigned ns/q to n")
+    events._send(queued(events)[0])
+    assert sum(1 for _, path, _ in kube.sent if path.endswith("/events")) == SEND_TRIES
+
+
+def test_the_cycle_that_binds_a_gang_says_it_runs_once_its_binds_land():
+    """Volcano's phase rule counts bound pods only, so the cycle that binds a gang leaves it Inqueue (its pods
+    are not bound yet) and the next one makes it Running; the cycle's status carries the phase its binds give."""
+    c = cluster().nodes("n", 2, gpu=4).job("train", replicas=3, gpu=1)
+    first = c.cycle(start=False)
+    [status] = [s for s in first.podgroups if s.job == "default/train"]
+    assert sum(len(g.binds) for g in first.binds) == 3
+    assert status.phase == PodGroupPhase.INQUEUE
+    assert status.phase_when_bound == PodGroupPhase.RUNNING
+
+
+def test_a_gang_the_cycle_does_not_bind_carries_no_phase_when_bound():
+    c = cluster().nodes("n", 1, gpu=2).job("big", replicas=3, gpu=1)
+    [status] = [s for s in c.cycle(start=False).podgroups if s.job == "default/big"]
+    assert status.phase_when_bound is None and status.phase != PodGroupPhase.RUNNING
