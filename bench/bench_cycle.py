@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from warm_cycles import warm_cycles
+
 from scheduler.actions import ACTIONS
 from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, load_conf
@@ -41,7 +43,6 @@ from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGINS
 from scheduler.sim.cluster import InMemoryCluster
 from scheduler.sim.objects import node_object, pod_object
-from warm_cycles import warm_cycles
 
 GANG_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
@@ -124,7 +125,7 @@ def main() -> None:
     for size in args.sizes.split(","):
         nodes, pods = (int(x) for x in size.split("x"))
         share = args.gpu_share if args.gpu_share is not None else (0.6 if args.warm else 1.0)
-        sim, build_ms = timed(lambda nodes=nodes, pods=pods: build(nodes, pods, gpu_share=share))
+        sim, build_ms = timed(lambda nodes=nodes, pods=pods, share=share: build(nodes, pods, gpu_share=share))
         gc.collect()
         gc.freeze()  # as the scheduler freezes its caches once they are synced
         if args.warm:

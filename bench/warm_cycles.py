@@ -1,12 +1,13 @@
 """Steady-state cycles for `bench/bench_cycle.py --warm N`: a full cluster, a churn of pods between cycles.
 
-The cluster `bench_cycle.build` made (every pod pending) is filled by cycles whose binds are applied and whose
-pods then start, as a kubelet starts them. Then, `--repeat` cold cycles on that state are timed (snapshot built
-afresh, nothing applied), and N warm cycles, each after a churn: `--churn` of the pods change, half of them
-running pods that complete and are deleted, half new pending pods in gangs of 1 to 64 pods (a share `--gpu-share` of the gangs with one GPU per pod,
-0.6 by default, so the cluster holds its pods as one in steady state does). Each warm
-cycle's binds are applied and its pods started before the next churn (untimed). With `--incremental` the
-cluster builds the warm cycles' snapshots from the previous one and the changes.
+The cluster `bench_cycle.build` made (every pod pending; a share `--gpu-share` of the gangs with one GPU per
+pod, 0.6 by default, so the cluster holds its pods as one in steady state does) is filled by cycles whose binds
+are applied and whose pods then start, as a kubelet starts them. Then `--repeat` cold cycles on that state are
+timed (snapshot built afresh, no memo, nothing applied: a cycle after a restart), and N warm cycles, each after
+a churn: `--churn` of the pods change, half of them running pods that complete and are deleted, half new
+pending pods in gangs of 1 to 64. Each warm cycle's binds are applied and its pods started before the next
+churn (untimed). With `--incremental` the cluster builds the warm cycles' snapshots from the previous one and
+the changes (`adapter/incremental.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from scheduler.adapter.snapshot import AdapterRules
 from scheduler.api.snapshot import CycleResult
 from scheduler.framework.memo import CycleMemo
 from scheduler.sim.cluster import InMemoryCluster
@@ -67,7 +69,7 @@ def warm_cycles(sim: InMemoryCluster, conf: Any, nodes: int, pods: int, args: An
     print(f"\n{nodes} nodes x {pods} pods: {running} running after filling ({time.perf_counter() - started:.1f} s)")
     cold = [one_cycle(sim, conf)[0] for _ in range(args.repeat)]  # as after a restart: no memo either
     if args.incremental:
-        sim.incremental = True
+        sim.changes.start(AdapterRules(sim.scheduler_names, sim.default_queue))
         one_cycle(sim, conf, memo)  # the first snapshot of the incremental builder is a cold one
     rng = random.Random(11)
     serial = [0]

@@ -136,9 +136,13 @@ class JobInfo:
     by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     pending_best_effort: int = 0  # these two are kept in step by add_task/set_status:
     ready: int = 0  # is_ready runs after every placed task, so it must not count
+    # Set by every change of its tasks' membership or status: an incremental snapshot (adapter/incremental.py)
+    # rebuilds a job a session changed before it hands the job to the next one.
+    touched: bool = False
 
     # -- membership ---------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
+        self.touched = True
         self.tasks[task.key] = task
         if self.sub_groups:
             if self.subs is None:
@@ -151,6 +155,7 @@ class JobInfo:
             self.ready += 1
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        self.touched = True
         bucket = self.by_status.get(task.status)
         if bucket is not None:
             bucket.pop(task.key, None)
