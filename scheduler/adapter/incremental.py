@@ -60,6 +60,8 @@ class Delta:
     nodes: dict[str, NodeInfo | None] = field(default_factory=dict)  # as read, with no tasks (not changed here)
     podgroups: dict[str, JobInfo | None] = field(default_factory=dict)  # as read, with no tasks
     renewed: set[str] = field(default_factory=set)  # pods that went and came back: they take a new place, last
+    renewed_nodes: set[str] = field(default_factory=set)  # likewise nodes
+    renewed_podgroups: set[str] = field(default_factory=set)  # likewise PodGroups
 
     def __bool__(self) -> bool:
         return bool(self.pods or self.nodes or self.podgroups)
@@ -180,13 +182,16 @@ class IncrementalSnapshot:
             dirty_pods.add(key)
         for name, base in delta.nodes.items():
             dirty_nodes.add(name)
-            if base is None:
+            if base is None or name in delta.renewed_nodes:
                 self.bases.pop(name, None)
                 self.nodes.pop(name, None)
-            else:
+            if base is not None:
                 self.bases[name] = base
         for key, template in delta.podgroups.items():
             existed = key in self.podgroups
+            if template is not None and existed and key in delta.renewed_podgroups:
+                del self.podgroups[key]  # (its job is rebuilt: it stays a job, in its new place)
+                self.podgroups[key] = None
             if template is None:
                 if existed:
                     del self.podgroups[key]

@@ -36,6 +36,7 @@ from scheduler.cache.gates import GateRemover
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.pages import PAGE_SIZE, Pages
 from scheduler.cache.parse import ParseCache
+from scheduler.cache.snapshots import CacheSnapshots
 from scheduler.cache.status_writer import StatusWriter
 from scheduler.cache.store import PG_API, Stores, Watched
 from scheduler.cache.volumes import StorageReader
@@ -80,6 +81,7 @@ class ClusterCache:
         prefetched: dict[str, Pages] | None = None,
         kube: Kube | None = None,
         queue_allocation_gate: bool = False,
+        incremental: bool = True,
     ):
         # `kube`: a client already made from `api_client` (the one the `prefetched` lists run on), or a new one.
         kube = kube or Kube(api_client, request_timeout=request_timeout, local_clock=local_clock)
@@ -126,6 +128,8 @@ class ClusterCache:
         self.gates = GateRemover(kube, self.stores, self._pool, may_write)
         self._kube = kube
         self._snapshot_pods: dict[str, Any] = {}
+        # Snapshots from the last one and what changed (`cache/snapshots.py`); None: each built afresh.
+        self.incremental: CacheSnapshots | None = CacheSnapshots(self.rules, self.parser) if incremental else None
 
     @property
     def kube(self) -> Kube:
@@ -213,8 +217,9 @@ class ClusterCache:
         stores = self.stores
         with stores.lock:
             by_key = dict(stores.pods.objects)  # one copy: the parser walks its values, the binds read UIDs
-            nodes = list(stores.nodes.objects.values())
-            podgroups = list(stores.podgroups.objects.values())
+            node_objects, group_objects = dict(stores.nodes.objects), dict(stores.podgroups.objects)
+            dicts = (stores.pods.objects, stores.nodes.objects, stores.podgroups.objects)
+            nodes, podgroups = list(node_objects.values()), list(group_objects.values())
             queues = list(stores.queues.objects.values())
             hypernodes = tuple(stores.hypernodes.objects.values())
             budgets = list(stores.disruption_budgets.objects.values())
@@ -222,16 +227,20 @@ class ClusterCache:
             pcs = self.parser.pcs
             stores.expire_assumed(now)
             assumed = {key: node for key, (node, _) in stores.assumed.items()}
-        node_infos = self.parser.nodes(nodes)
-        jobs = self.parser.podgroups(podgroups, pcs, self.default_queue)
-        records = self.parser.pods(by_key.values(), pcs)
+        incremental = self.incremental
+        node_infos = self.parser.nodes(nodes) if incremental is None else ()
+        jobs = self.parser.podgroups(podgroups, pcs, self.default_queue) if incremental is None else ()
+        records = self.parser.pods(by_key.values(), pcs) if incremental is None else ()
         self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
         queue_infos, unreadable = self.parser.queues(queues)
         inputs = SnapshotInputs(node_infos, jobs, queue_infos, records, now, self.parser.hypernodes(hypernodes),
                                 assumed, self.storage.storage(), unreadable,
                                 self.parser.disruption_budgets(budgets), self.parser.resource_quotas(quotas),
                                 partial(self.dra.read, stores))  # read only if a pending pod names claims
-        snapshot = build_snapshot(inputs, self.rules)
+        if incremental is None:
+            snapshot = build_snapshot(inputs, self.rules)
+        else:  # from the last snapshot and what changed (cache/snapshots.py)
+            snapshot = incremental.build(by_key, node_objects, group_objects, dicts, pcs, inputs)
         snapshot.queue_allocation_gate = self.queue_allocation_gate
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
             if created and now - created >= ORPHAN_GRACE:

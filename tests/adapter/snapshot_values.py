@@ -13,6 +13,9 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 # The cache reads a pod of another scheduler only as far as node accounting and victim selection need
 # (cache/parse.py `_foreign_task`): its placement constraints, annotations and index are not read.
 FOREIGN_UNREAD = ("constraints", "annotations", "index")
+# Bookkeeping of jobs and nodes, not what they are: whether a session changed one since it was built (read by the
+# incremental snapshot) and a job's allocated() as last summed.
+BOOKKEEPING = ("touched", "held")
 
 
 def value(obj: Any) -> Any:
@@ -41,12 +44,15 @@ def snapshot_value(snapshot: ClusterSnapshot) -> dict[str, Any]:
     jobs = {}
     for uid, job in snapshot.jobs.items():
         v = value(dataclasses.replace(job, tasks={}, by_status={}))
+        for name in BOOKKEEPING:
+            v.pop(name)
         v["tasks"] = {t: task_value(task, ours) for t, task in job.tasks.items()}
         v["by_status"] = {s.value: sorted(ts) for s, ts in job.by_status.items()}
         jobs[uid] = v
     nodes = {}
     for name, node in snapshot.nodes.items():
         v = value(dataclasses.replace(node, tasks={}))
+        v.pop("touched")
         v["tasks"] = {t: task_value(task, ours) for t, task in node.tasks.items()}
         nodes[name] = v
     return {"now": snapshot.now, "jobs": jobs, "nodes": nodes, "queues": value(snapshot.queues),

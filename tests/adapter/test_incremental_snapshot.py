@@ -27,8 +27,6 @@ CONF = builtin_default_conf()
 
 def structured(snapshot: ClusterSnapshot) -> dict[str, Any]:
     v = snapshot_value(snapshot)
-    for info in (*v["jobs"].values(), *v["nodes"].values()):
-        del info["touched"]  # the incremental builder's bookkeeping: whether a session changed it
     v["node order"] = list(snapshot.nodes)
     v["job order"] = list(snapshot.jobs)
     v["task order"] = {k: list(j.tasks) for k, j in snapshot.jobs.items()}
