@@ -15,7 +15,7 @@ import random
 from typing import Any
 
 from hypothesis import given, settings, strategies as st
-from snapshot_values import snapshot_value
+from snapshot_values import first_difference, structured
 
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cycle import builtin_default_conf, run_cycle
@@ -23,28 +23,6 @@ from scheduler.sim.cluster import InMemoryCluster
 from scheduler.sim.objects import node_object, pod_object
 
 CONF = builtin_default_conf()
-
-
-def structured(snapshot: ClusterSnapshot) -> dict[str, Any]:
-    v = snapshot_value(snapshot)
-    v["node order"] = list(snapshot.nodes)
-    v["job order"] = list(snapshot.jobs)
-    v["task order"] = {k: list(j.tasks) for k, j in snapshot.jobs.items()}
-    v["node task order"] = {k: list(n.tasks) for k, n in snapshot.nodes.items()}
-    v["orphans"] = snapshot.orphans
-    return v
-
-
-def first_difference(a: Any, b: Any, path: str = "") -> str:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in [*a, *(k for k in b if k not in a)]:
-            if a.get(key) != b.get(key):
-                return first_difference(a.get(key), b.get(key), f"{path}/{key}")
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            if x != y:
-                return first_difference(x, y, f"{path}[{i}]")
-    return f"{path}: incremental {a!r} != cold {b!r}"
 
 
 def same(incremental: ClusterSnapshot, sim: InMemoryCluster) -> str:
