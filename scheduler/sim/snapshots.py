@@ -10,15 +10,12 @@ snapshot is built afresh.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from scheduler.adapter.incremental import Delta, IncrementalSnapshot
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.convert import job_from_podgroup
 from scheduler.api.snapshot import ClusterSnapshot
-
-if TYPE_CHECKING:
-    from scheduler.sim.cluster import InMemoryCluster
 
 
 @dataclass(slots=True)
@@ -61,12 +58,13 @@ class SimChanges:
             self.nodes.setdefault(name)
 
 
-def sim_snapshot(sim: InMemoryCluster) -> ClusterSnapshot:
+def sim_snapshot(sim: Any) -> ClusterSnapshot:
+    """The snapshot of `sim`, an `InMemoryCluster` (which imports this module)."""
     changes = sim.changes
     builder = changes.builder
     full = builder is None or changes.first
 
-    def template(manifest: dict, created: float):  # type: ignore[no-untyped-def,type-arg]
+    def template(manifest: Any, created: float) -> Any:
         return job_from_podgroup(manifest, priority_classes=sim.priority_classes, default_queue=sim.default_queue,
                                  creation=created)
 
