@@ -29,7 +29,6 @@ this builder may decide otherwise. Keys are namespace/name for both, so only a p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from scheduler.adapter.snapshot import (
@@ -46,7 +45,8 @@ from scheduler.api.convert import plain_group_of
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
-from scheduler.api.phases import TaskStatus
+from scheduler.api.phases import OCCUPYING_STATUSES, TaskStatus
+from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 
 IN_JOB, OTHER, ORPHAN, NONE = range(4)  # what `build_snapshot` made of a pod
@@ -333,9 +333,7 @@ class IncrementalSnapshot:
         for pod_key in self.on_node.get(name, ()):
             pod = self.pods[pod_key]
             (ours if pod.kind == IN_JOB else others).append(pod)
-        for pod in sorted(ours, key=lambda p: p.seq):
-            assert pod.task is not None
-            node.add_task(pod.task)
+        tasks: list[TaskInfo] = [pod.task for pod in sorted(ours, key=lambda p: p.seq)]  # type: ignore[misc]
         runs: dict[tuple[int, TaskStatus], list[TaskInfo]] = {}
         for pod in sorted(others, key=lambda p: p.seq):
             if pod.task is None or pod.task.status is not pod.status or pod.task.node_name != pod.node:
@@ -344,8 +342,8 @@ class IncrementalSnapshot:
             assert task is not None
             runs.setdefault((id(task.resreq), task.status), []).append(task)
         for run in runs.values():
-            node.add_tasks(run)
-        node.touched = False
+            tasks.extend(run)
+        fill(node, tasks)
         new = name not in self.nodes
         self.nodes[name] = node  # a node keeps its place
         return new
@@ -357,18 +355,33 @@ class IncrementalSnapshot:
         pod.task, pod.status = task, task.status
 
 
-def sync_records(records: Iterable[PodRecord], kept: Mapping[str, PodRecord]) -> dict[str, PodRecord | None]:
-    """The pods' delta from `kept` (the records of the last build, by key) to `records` (all of them now), by
-    identity: an adapter that replaces an object on every change (the Kubernetes cache) and parses each version
-    once needs no other bookkeeping."""
-    delta: dict[str, PodRecord | None] = {}
-    seen = set()
-    for record in records:
-        key = record[1].key
-        seen.add(key)
-        old = kept.get(key)
-        if old is None or old[0] is not record[0] or old[1] is not record[1]:
-            delta[key] = record
-    for key in kept.keys() - seen:
-        delta[key] = None
-    return delta
+def fill(node: NodeInfo, tasks: list[TaskInfo]) -> None:
+    """`node.add_task` for each of `tasks` in order, the accounting summed once (integer sums: the same infos as
+    one by one, which is what `build_snapshot` does)."""
+    table = node.tasks
+    used: list[Resource] = []
+    pipelined: list[Resource] = []
+    releasing: list[Resource] = []
+    no_cpu = no_memory = 0
+    for task in tasks:
+        table[task.key] = task
+        status, request = task.status, task.resreq
+        if status is TaskStatus.PIPELINED:
+            pipelined.append(request)
+        elif status in OCCUPYING_STATUSES:
+            used.append(request)
+            no_cpu += not request.cpu
+            no_memory += not request.memory
+            if status is TaskStatus.RELEASING:
+                releasing.append(request)
+    if used:
+        total = Resource.total(used)
+        node.idle, node.used = node.idle - total, node.used + total
+        node.no_cpu_request += no_cpu
+        node.no_memory_request += no_memory
+    if pipelined:
+        node.pipelined = node.pipelined + Resource.total(pipelined)
+    if releasing:
+        node.releasing = node.releasing + Resource.total(releasing)
+    node.touched = False
+
