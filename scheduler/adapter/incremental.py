@@ -95,7 +95,7 @@ class IncrementalSnapshot:
         self.nodes: dict[str, NodeInfo] = {}  # as built
         self.on_node: dict[str, dict[str, None]] = {}  # node name -> keys of pods accounted there (node or not)
         self.by_key: dict[str, set[str]] = {}  # job key -> pods whose gang it may be
-        self.claimed: set[str] = set()  # pending pods of ours with volume claims: rebuilt every time
+        self.claimed: set[str] = set()  # pending pods of ours with volume claims: made again every build
         self.devices: set[str] = set()  # pending pods of ours with DRA claims
         self.orphans: set[str] = set()  # pending pods of ours whose PodGroup does not exist
         self.assumed: dict[str, str] = {}
@@ -259,9 +259,10 @@ class IncrementalSnapshot:
                 continue
             task = current_task(manifest, base, assumed)
             pending = task.status is TaskStatus.PENDING
-            if claims is not None and task.claims and pending:
-                task.constraints = claims.constraints(task)
+            if task.claims and pending:  # made again every build, whether volumes are modelled now or not
                 self.claimed.add(key)
+                if claims is not None:
+                    task.constraints = claims.constraints(task)
             if task.device_claims is not None and pending:
                 self.devices.add(key)
             template = self.templates.get(task.job)

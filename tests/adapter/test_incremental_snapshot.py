@@ -1,7 +1,8 @@
 """The incremental snapshot (adapter/incremental.py) equals a cold `build_snapshot` after every change.
 
 Random deltas on an in-memory cluster: pods added (in a PodGroup, a gang of one, another scheduler's, naming a
-PodGroup not there yet), removed, bound, moved to another phase or deleted gracefully; nodes added, removed and
+PodGroup not there yet, with volume claims), removed, bound, moved to another phase or deleted gracefully; storage
+objects added; nodes added, removed and
 changed; PodGroups added, removed and changed; queues changed; and now and then a real cycle run on the
 incremental snapshot, its binds and evictions applied (so a session's own changes to the infos it was handed
 must not leak into the next snapshot). After each, both snapshots are compared as structured values: every
@@ -76,7 +77,7 @@ class World:
     def step(self) -> str:
         rng, sim = self.rng, self.sim
         ops = ["pod+", "pod+", "plain+", "other+", "orphan+", "pod-", "bind", "phase", "deleting", "node+", "node-",
-               "node~", "pg+", "pg-", "pg~", "queue~", "cycle", "cycle"]
+               "node~", "pg+", "pg-", "pg~", "queue~", "claim+", "storage+", "cycle", "cycle"]
         op = rng.choice(ops)
         pods, nodes = self.pods(), sorted(sim.nodes)
         if op == "pod+":
@@ -128,6 +129,18 @@ class World:
             manifest["spec"]["minMember"] = rng.randint(1, 5)
             manifest["status"]["phase"] = rng.choice(("Pending", "Inqueue", "Running"))
             sim.changes.changed_podgroup(key)
+        elif op == "claim+":  # a pending pod with a claim (what it requires follows the storage objects)
+            sim.add_pod(pod_object(self.name("claims"), claims=[f"data-{rng.randint(1, 3)}"]))
+        elif op == "storage+":  # the first one makes the cluster model volumes from then on
+            sim.add_storage(rng.choice([
+                {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
+                 "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"},
+                {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                 "metadata": {"name": f"data-{rng.randint(1, 3)}", "namespace": "default"},
+                 "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                          "resources": {"requests": {"storage": "1Gi"}}},
+                 "status": {"phase": "Pending"}},
+            ]))
         elif op == "queue~":
             sim.add_queue({"metadata": {"name": "q2"}, "spec": {"weight": rng.randint(1, 5)}})
         elif op == "cycle":
