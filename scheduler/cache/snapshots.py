@@ -5,8 +5,8 @@ object on each change, and the parse cache reads each pod once per resourceVersi
 whose object is the one of the last build is unchanged. Only those that changed are read (nodes and PodGroups
 here, pods by `ParseCache.task`). A pod, node or PodGroup whose uid changed went and came back (deleted and made
 again between two cycles): it takes its new place, last, as in the stores. Everything is built afresh when the
-order of a kind may have changed for another reason (a relist replaces a kind's dict) or when every pod's reading
-may have (a PriorityClass changed).
+order of a kind may have changed for another reason (a relist replaces a kind's dict, or an object that could not
+be read can now be, in its old place) or when every pod's reading may have (a PriorityClass changed).
 """
 
 from __future__ import annotations
@@ -57,18 +57,30 @@ class CacheSnapshots:
         return self.builder.build(inputs, delta)
 
     def _delta(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj],
-               podgroups: dict[str, MutableObj], pcs: dict[str, int]) -> Delta:
+               podgroups: dict[str, MutableObj], pcs: dict[str, int]) -> Delta | None:
+        """The changes since the last build; None when one cannot say where a changed object goes: one that could
+        not be read before and can now sits in the stores where it always was, which only a full build sees."""
+        builder = self.builder
         delta = Delta()
         for key, obj, renewed in _changes(self._pods, pods):
-            delta.pods[key] = _record(self.parser.task(obj, pcs), obj) if obj is not None else None
+            record = _record(self.parser.task(obj, pcs), obj) if obj is not None else None
+            if record is not None and not renewed and key in self._pods and key not in builder.pods:
+                return None
+            delta.pods[key] = record
             if renewed:
                 delta.renewed.add(key)
         for key, obj, renewed in _changes(self._nodes, nodes):
-            delta.nodes[key] = self._node(obj) if obj is not None else None
+            base = self._node(obj) if obj is not None else None
+            if base is not None and not renewed and key in self._nodes and key not in builder.bases:
+                return None
+            delta.nodes[key] = base
             if renewed:
                 delta.renewed_nodes.add(key)
         for key, obj, renewed in _changes(self._podgroups, podgroups):
-            delta.podgroups[key] = self._template(obj, pcs) if obj is not None else None
+            template = self._template(obj, pcs) if obj is not None else None
+            if template is not None and not renewed and key in self._podgroups and key not in builder.podgroups:
+                return None
+            delta.podgroups[key] = template
             if renewed:
                 delta.renewed_podgroups.add(key)
         return delta

@@ -39,6 +39,7 @@ class Cluster:
         self.cache.events.record = lambda *_: None  # type: ignore[method-assign]
         self.rv = 0
         self.serial = 0
+        self.pending_fix: dict[str, Any] | None = None  # a pod made unreadable, to be read again next step
         self.event("queues", "ADDED", {"metadata": {"name": "default"}, "spec": {"weight": 1}})
         for _ in range(3):
             self.add_node()
@@ -73,8 +74,14 @@ class Cluster:
 
     def step(self) -> str:
         rng = self.rng
-        op = rng.choice(["gang+", "plain+", "other+", "pod-", "pod~bind", "pod~phase", "pod again", "node+",
-                         "node-", "node~", "pg-", "pg~", "assumed", "relist", "cycle", "cycle"])
+        if self.pending_fix is not None:
+            fixed, self.pending_fix = self.pending_fix, None
+            if fixed["metadata"]["namespace"] + "/" + fixed["metadata"]["name"] in self.current("pods"):
+                self.event("pods", "MODIFIED", fixed)
+                return "pod~readable"
+        op = rng.choice(["gang+", "plain+", "other+", "pod-", "pod~bind", "pod~phase", "pod again", "pod~unreadable",
+                         "node+", "node-", "node~", "pg-", "pg~", "assumed", "relist", "priority class", "cycle",
+                         "cycle"])
         pods, nodes, groups = (sorted(self.current(k)) for k in ("pods", "nodes", "podgroups"))
         if op == "gang+":
             self.add_gang()
@@ -94,6 +101,13 @@ class Cluster:
             else:
                 pod["status"] = {"phase": rng.choice(("Pending", "Running", "Succeeded", "Failed"))}
             self.event("pods", "MODIFIED", pod)
+        elif op == "pod~unreadable" and pods:  # unreadable for a while, then read again where it always was
+            key = rng.choice(pods)
+            pod = copy.deepcopy(self.current("pods")[key])
+            good = copy.deepcopy(pod)
+            pod["spec"]["nodeSelector"] = "not a map"  # no safe default: the pod is left out
+            self.event("pods", "MODIFIED", pod)
+            self.pending_fix = good
         elif op == "pod again" and pods:  # deleted and made again under its name: a new pod, last in the store
             pod = copy.deepcopy(self.current("pods")[rng.choice(pods)])
             self.event("pods", "DELETED", pod)
@@ -115,6 +129,8 @@ class Cluster:
             self.event("podgroups", "MODIFIED", group)
         elif op == "assumed" and pods and nodes:
             self.cache.stores.assumed[rng.choice(pods)] = (rng.choice(nodes), 1_800_000_000.0)
+        elif op == "priority class":  # every pod's priority may read otherwise
+            self.event("priority_classes", "ADDED", {"metadata": {"name": self.name("pc")}, "value": 5})
         elif op == "relist":  # the watch lists again: a new dict, in the apiserver's order
             store = self.cache.pods
             store.objects = dict(sorted(store.objects.items(), key=lambda kv: rng.random()))
