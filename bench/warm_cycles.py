@@ -92,6 +92,9 @@ def warm_cycles(sim: InMemoryCluster, conf: Any, nodes: int, pods: int, args: An
         for phase in runs[0]:
             values = [r[phase] for r in runs]
             print(f"    {phase:10s} median {statistics.median(values):8.1f} ms   p99 {quantile(values, 0.99):8.1f} ms")
+    print("  warm totals, cycle by cycle (ms): " + " ".join(f"{r['total']:.0f}" for r in warm))
+    print("  warm snapshots rebuilt (pods, jobs, nodes), last cycle: " + str(getattr(
+        sim.changes.builder, "rebuilt", None)))
     cold_total = statistics.median(r["total"] for r in cold)
     warm_p99 = quantile([r["total"] for r in warm], 0.99)
     print(f"  warm p99 / cold median = {warm_p99 / cold_total:.3f}")
