@@ -30,6 +30,7 @@ this builder may decide otherwise. Keys are namespace/name for both, so only a p
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 
 from scheduler.adapter.snapshot import (
     AdapterRules,
@@ -90,7 +91,7 @@ class IncrementalSnapshot:
         self.podgroups: dict[str, None] = {}  # PodGroup keys, in the adapter's order
         self.implicit: dict[str, int] = {}  # implicit job key -> its pod's seq
         self.jobs: dict[str, JobInfo] = {}  # as built, every job
-        self.members: dict[str, dict[str, None]] = {}  # job key -> its pods' keys
+        self.members: dict[str, dict[str, int]] = {}  # job key -> its pods' keys -> their seq
         self.bases: dict[str, NodeInfo] = {}  # node name -> as read, in the adapter's order
         self.nodes: dict[str, NodeInfo] = {}  # as built
         self.on_node: dict[str, dict[str, None]] = {}  # node name -> keys of pods accounted there (node or not)
@@ -281,7 +282,7 @@ class IncrementalSnapshot:
                 continue
             pod.kind, pod.job, pod.task = IN_JOB, template.key, task
             pod.status, pod.node = task.status, task.node_name
-            self.members.setdefault(template.key, {})[key] = None
+            self.members.setdefault(template.key, {})[key] = pod.seq
             dirty_jobs.add(template.key)
             if task.node_name:
                 self.on_node.setdefault(task.node_name, {})[key] = None
@@ -315,8 +316,9 @@ class IncrementalSnapshot:
             return
         job = template.clone()
         members = self.members.get(key, {})
-        for pod_key in sorted(members, key=lambda k: self.pods[k].seq):
-            task = self.pods[pod_key].task
+        pods = self.pods
+        for pod_key, _ in sorted(members.items(), key=itemgetter(1)):
+            task = pods[pod_key].task
             assert task is not None
             job.add_task(task)
         job.touched = False
