@@ -13,8 +13,10 @@ throughput  N nodes, P one-GPU pods (gangs of G with a PodGroup each for volcano
             whole run and over the bind window, peak RSS (VmHWM), gangs left partly bound when it stopped.
 restart     N nodes and P existing pods already bound (through spec.nodeName), one pending gang of G (one plain
             pod for kube-scheduler): seconds from process start to the first bind and to the whole gang bound.
+churn       N nodes; pods arriving and completing, nodes coming and going and a second scheduler binding, at 50%
+            and 120% of kube-scheduler's sustained binds/s (`--size churn:NODESxSECONDS`; bench/peers_churn.py).
 
-    .venv/bin/python bench/bench_peers.py                       # the full run (all four sizes, 3 rounds)
+    .venv/bin/python bench/bench_peers.py                       # the full run (all five sizes, 3 rounds)
     .venv/bin/python bench/bench_peers.py --size tp:300x2000 --rounds 1 --only volcano-py --only ceiling
 
 Results: bench/results/peers-<date>.json and a markdown table (bench/bench_peers_report.py) on stdout and in
@@ -56,7 +58,9 @@ from peers_procs import (
 from scheduler.cache.kube import Kube
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
-DEFAULT_SIZES = ("tp:300x2000", "tp:1000x10000", "restart:2000x20000", "restart:5000x50000")
+DEFAULT_SIZES = ("tp:300x2000", "tp:1000x10000", "restart:2000x20000", "restart:5000x50000", "restart:10000x100000")
+SIZE_FORMS = "tp:NODESxPODS, restart:NODESxPODS or churn:NODESxSECONDS (bench/peers_churn.py)"
+WARMUP_S = 5  # churn: the arrival window must be longer than peers_churn's warm-up
 
 
 def parse_size(text: str) -> tuple[str, int, int]:
@@ -64,9 +68,9 @@ def parse_size(text: str) -> tuple[str, int, int]:
         kind, dims = text.split(":")
         nodes, pods = (int(x) for x in dims.split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"size {text!r}: want tp:NODESxPODS or restart:NODESxPODS") from None
-    if kind not in ("tp", "restart") or nodes <= 0 or pods < 0:
-        raise argparse.ArgumentTypeError(f"size {text!r}: want tp:NODESxPODS or restart:NODESxPODS")
+        raise argparse.ArgumentTypeError(f"size {text!r}: want {SIZE_FORMS}") from None
+    if kind not in ("tp", "restart", "churn") or nodes <= 0 or pods < 0 or (kind == "churn" and pods <= WARMUP_S):
+        raise argparse.ArgumentTypeError(f"size {text!r}: want {SIZE_FORMS}")
     return kind, nodes, pods
 
 
@@ -253,7 +257,7 @@ def commit() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", dest="sizes", action="append", type=parse_size,
-                    help=f"tp:NODESxPODS or restart:NODESxPODS (repeatable; default {' '.join(DEFAULT_SIZES)})")
+                    help=f"{SIZE_FORMS} (repeatable; default {' '.join(DEFAULT_SIZES)})")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--gang", type=int, default=8)
     ap.add_argument("--only", action="append", choices=(*SCHEDULERS, CEILING),
@@ -265,6 +269,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", action="store_true",
                     help="one more volcano-py run at --profile-size under py-spy (not counted in the medians)")
     ap.add_argument("--profile-size", default="1000x10000")
+    ap.add_argument("--churn-period", type=float, default=1.0,
+                    help="churn sizes: volcano-py's --schedule-period in seconds (printed with the results)")
+    ap.add_argument("--churn-arrival", type=float, default=0.1,
+                    help="churn sizes: volcano-py's --schedule-on-arrival in seconds (0: off; printed)")
+    ap.add_argument("--churn-rate", type=float, default=0.0,
+                    help="churn sizes: take this as kube-scheduler's sustained binds/s instead of measuring it")
     ap.add_argument("--results", default=str(REPO / "bench" / "results"))
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.gang < 1:
@@ -281,12 +291,22 @@ def main(argv: list[str] | None = None) -> int:
                     "uptime_before": uptime(), "sizes": []}
     t0 = time.monotonic()
     for kind, nodes, pods in args.sizes:
+        if kind == "churn":  # its own module and report section (bench/peers_churn.py)
+            import peers_churn
+
+            args.churngen = peers_churn.churngen_binary()
+            report.setdefault("churn", []).append(peers_churn.run_churn_size(args, nodes, pods))
+            continue
         report["sizes"].append(run_size(args, kind, nodes, pods))
     report["uptime_after"] = uptime()
     report["wall_s"] = round(time.monotonic() - t0, 1)
     path = args.results / f"peers-{args.stamp}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
     md = markdown(report)
+    if report.get("churn"):
+        import peers_churn
+
+        md += "\n".join(line for size in report["churn"] for line in [*peers_churn.markdown(size), ""])
     path.with_suffix(".md").write_text(md)
     print(md)
     print(f"results: {path}")

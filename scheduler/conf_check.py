@@ -17,7 +17,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from scheduler.actions.consolidate import BOUNDS as CONSOLIDATE_BOUNDS
+from scheduler.actions.consolidate import (
+    BOUNDS as CONSOLIDATE_BOUNDS,
+    MAX_LOST as CONSOLIDATE_MAX_LOST,
+    MAX_LOST_TOP as CONSOLIDATE_MAX_LOST_TOP,
+)
 from scheduler.actions.starvation import parse_threshold
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.framework.conf_args import as_bool, whole_number
@@ -69,8 +73,10 @@ ACTION_ARGS: Mapping[str, Mapping[str, ArgSpec]] = {
                 "minCandidateNodesAbsolute": _INT, "maxCandidateNodesAbsolute": _INT},
     "gangpreempt": _GANG,
     "gangreclaim": _GANG,
-    "consolidate": {key: ArgSpec(_count(1, top), default, f"a whole number from 1 to {top}")
-                    for key, (default, top) in CONSOLIDATE_BOUNDS.items()},
+    "consolidate": {**{key: ArgSpec(_count(1, top), default, f"a whole number from 1 to {top}")
+                       for key, (default, top) in CONSOLIDATE_BOUNDS.items()},
+                    CONSOLIDATE_MAX_LOST: ArgSpec(_count(1, CONSOLIDATE_MAX_LOST_TOP), "no bound",
+                                                  f"a whole number of GPU-hours from 1 to {CONSOLIDATE_MAX_LOST_TOP}")},
 }
 
 

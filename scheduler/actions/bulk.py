@@ -92,6 +92,7 @@ class BulkPlacer:
             len(self._counts) == len(allocatable)
             and tiers.handlers_batched()
             and fit.scalar_scorers is not None
+            and not fit.prefers_shard  # soft sharding: the per-task loop tries the shard's nodes first
         )
         self._ladders: dict[Hashable, list[float]] = {}
 

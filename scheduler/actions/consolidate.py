@@ -10,7 +10,8 @@ scenario is kept only if every victim is placed again); off unless the conf's `a
    frees nothing, it only gathers.
 2. Candidates: running jobs other than the preemptor, every pod of them running or bound, marked movable
    (`movable.py`), and whose every pod the victim filters let go (`points.VICTIM_FILTER`: minruntime keeps a
-   job within its minimum runtime; a job is a candidate only whole). They are ordered by the nodes they free:
+   job within its minimum runtime; a job is a candidate only whole); with `maxLostGPUHoursPerMove`, only jobs
+   whose move loses no more work than that (below). They are ordered by the nodes they free:
    nodes closest to holding the preemptor's largest pod first, the smaller jobs on a node first.
 3. Plan, in one Statement: candidates are added in that order, within the bounds (below). After each, every pod
    of the move set is evicted, every pending pod of the preemptor is pipelined (on idle room first, then on room
@@ -27,7 +28,11 @@ scenario is kept only if every victim is placed again); off unless the conf's `a
 Bounds (the action's arguments in `configurations`; out of range or unreadable: the default):
 - `maxEvictionsPerCycle` (default 16, 1..10000): pods evicted by consolidate in one cycle, all plans together;
 - `maxEvictionsPerJob` (default 8, 1..1000): pods evicted to make room for one pending job;
-- `holdSeconds` (default 300, 1..3600): how long a moved job's room is held for it.
+- `holdSeconds` (default 300, 1..3600): how long a moved job's room is held for it;
+- `maxLostGPUHoursPerMove` (default: no bound; 1..1000000): the work a move may lose, in GPU-hours: the job's
+  GPUs times the time since its last checkpoint (`volcano-py.io/last-checkpoint` on its pods), else since its
+  start (`plugins/victimcost.lost_work`). A moved job restarts from there, so this bounds what each move costs
+  (the simulated GPU day, docs/simulator.md: a move that loses more than it gains raises the load).
 A plan that would pass a bound is not tried.
 """
 
@@ -56,10 +61,12 @@ from scheduler.framework.evictable import EvictionKind
 from scheduler.framework.holds import HeldPod, Hold
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
+from scheduler.plugins.victimcost import lost_work
 
 log = logging.getLogger("volcano_py.actions.consolidate")
 
 PER_CYCLE, PER_JOB, HOLD = "maxEvictionsPerCycle", "maxEvictionsPerJob", "holdSeconds"
+MAX_LOST, MAX_LOST_TOP = "maxLostGPUHoursPerMove", 1_000_000  # GPU-hours; unset: no bound
 DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, DEFAULT_HOLD = 16, 8, 300
 BOUNDS = {  # argument -> (default, largest); the smallest is 1 (`conf check` reads them from here)
     PER_CYCLE: (DEFAULT_PER_CYCLE, 10_000), PER_JOB: (DEFAULT_PER_JOB, 1000), HOLD: (DEFAULT_HOLD, 3600),
@@ -73,6 +80,7 @@ class ConsolidateArgs:
     per_cycle: int = DEFAULT_PER_CYCLE
     per_job: int = DEFAULT_PER_JOB
     hold: float = float(DEFAULT_HOLD)
+    max_lost: int | None = None  # GPU-hours of work one move may lose; None: no bound
 
     @classmethod
     def read(cls, raw: Mapping[str, object]) -> ConsolidateArgs:
@@ -80,7 +88,9 @@ class ConsolidateArgs:
             default, top = BOUNDS[key]
             return whole_number_or(raw.get(key, default), default, 1, top)
 
-        return cls(value(PER_CYCLE), value(PER_JOB), float(value(HOLD)))
+        raw_lost = raw.get(MAX_LOST)
+        lost = None if raw_lost is None else whole_number_or(raw_lost, 0, 1, MAX_LOST_TOP) or None
+        return cls(value(PER_CYCLE), value(PER_JOB), float(value(HOLD)), lost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +150,7 @@ class Consolidate:
             return 0
         if not Resource.total(t.resreq for t in pending) <= free:
             return 0  # 1.: moving gathers room, it makes none
-        candidates = self.candidates(ssn, job, pending, movers)
+        candidates = self.candidates(ssn, job, pending, movers, args.max_lost)
         limit = min(args.per_job, budget)
         stmt = ssn.statement()
         chosen: list[tuple[JobInfo, list[TaskInfo]]] = []
@@ -173,11 +183,15 @@ class Consolidate:
         return found
 
     def candidates(self, ssn: Session, job: JobInfo, pending: Sequence[TaskInfo],
-                   movers: Mapping[str, tuple[JobInfo, list[TaskInfo]]]) -> list[tuple[JobInfo, list[TaskInfo]]]:
-        """2., for `job`: the movers whose every pod the victim filters let go, best first."""
+                   movers: Mapping[str, tuple[JobInfo, list[TaskInfo]]],
+                   max_lost: int | None = None) -> list[tuple[JobInfo, list[TaskInfo]]]:
+        """2., for `job`: the movers whose every pod the victim filters let go and whose move loses at most
+        `max_lost` GPU-hours of work (None: any), best first."""
         found: list[tuple[JobInfo, list[TaskInfo]]] = []
         for other, live in movers.values():
             if other.key == job.key or ssn.faulted(other):
+                continue
+            if max_lost is not None and move_cost(other, live, ssn.now) > max_lost:
                 continue
             with ssn.guard(other):  # a filter failing on these pods faults their job, not the preemptor
                 if len(filtered(ssn, EvictionKind.CONSOLIDATE, job, live)) == len(live):  # moves whole or not
@@ -281,6 +295,13 @@ class Consolidate:
 def _move(job: JobInfo, preemptor: JobInfo, tasks: Sequence[TaskInfo], to: Sequence[HeldPod]) -> Move:
     where = {h.pod: h.node for h in to}
     return Move(job.key, preemptor.key, tuple((t.key, t.node_name, where.get(t.key, "")) for t in tasks))
+
+
+def move_cost(job: JobInfo, live: Sequence[TaskInfo], now: float) -> float:
+    """GPU-hours of work a move of `job` loses: its pods' GPUs times the time since its last checkpoint, else
+    since its start."""
+    gpus = sum(t.resreq.get(GPU) for t in live) / 1000  # milli-GPUs
+    return gpus * lost_work(job, now) / 3600.0
 
 
 def _weight(res: Resource) -> float:

@@ -184,6 +184,8 @@ _NODE_FILTERS = {  # kube-scheduler's wording (pkg/scheduler/framework/plugins/*
     R.NODE_UNSCHEDULABLE: "node(s) were unschedulable",
     R.NODE_AFFINITY: "node(s) didn't match Pod's node affinity/selector",
     R.NODE_PORTS: "node(s) didn't have free ports for the requested pod ports",
+    # Volcano's words (pkg/scheduler/util/predicate_helper.go PredicateNodes, hard sharding mode)
+    R.NODE_SHARD: "node isn't in scheduler node shard",
     # volumebinding/binder.go ErrReason..., volumezone/volume_zone.go ErrReasonConflict
     R.VOLUME_NODE_AFFINITY: "node(s) didn't match PersistentVolume's node affinity",
     R.VOLUME_BIND_CONFLICT: "node(s) didn't find available persistent volumes to bind",

@@ -295,6 +295,7 @@ NODE_UNSCHEDULABLE = "NodeUnschedulable"
 NODE_AFFINITY = "NodeAffinity"
 TAINT_TOLERATION = "TaintToleration"  # detail: the taint, "key: value" or "key"
 NODE_PORTS = "NodePorts"
+NODE_SHARD = "NodeShard"  # hard sharding: the node is not in this scheduler's NodeShard (api/shard.py)
 # A pod's PersistentVolumeClaims (kube-scheduler's VolumeBinding and VolumeZone, `api/volumes.py`).
 VOLUME_NODE_AFFINITY = "VolumeNodeAffinityConflict"  # a bound claim's volume may not be used from the node
 VOLUME_BIND_CONFLICT = "VolumeBindingNoMatch"  # no free volume of the claim's class here, nor provisioning

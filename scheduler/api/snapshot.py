@@ -20,6 +20,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.quota import ResourceQuotaInfo
 from scheduler.api.reasons import Reason
 from scheduler.api.resources import Resource
+from scheduler.api.shard import ShardView
 from scheduler.api.usage import QueueUsage
 from scheduler.api.volumes import Storage
 
@@ -49,6 +50,9 @@ class ClusterSnapshot:
     # Dynamic Resource Allocation (resource.k8s.io/v1): slices, classes, claims, templates, each parsed
     # (`api/dra_parse.py`); None where DRA is not modelled (the simulator): pods' device claims are then ignored.
     dra: DraObjects | None = None
+    # Volcano's NodeShard contract (`api/shard.py`): the mode and the nodes this scheduler's shard may use this
+    # session; None with sharding off (--scheduler-sharding-mode none).
+    shard: ShardView | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,7 +125,10 @@ class Binder:
             log.info("bind %s -> %s: no answer (%s), but the pod is bound there", task_key, node, exc)
         with self.stores.lock:
             pod = self.stores.pods.objects.get(task_key)
-            if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
+            # Assumed until the watch shows it bound; also a pod not listed yet (a bind of the first cycle on a
+            # partial view, cache/first_view.py): the full list may predate the bind. A pod that never shows
+            # up is forgotten at the next snapshot (Stores.expire_assumed).
+            if pod is None or not (pod.get("spec") or {}).get("nodeName"):
                 self.stores.assumed[task_key] = (node, now)
         created = parse_time(((pod or {}).get("metadata") or {}).get("creationTimestamp"))
         metrics.observe_bind(time.monotonic() - bind_started, self.clock() - created if created else None,

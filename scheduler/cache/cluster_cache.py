@@ -22,11 +22,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
+from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.binder import Binder
 from scheduler.cache.dra import DraReader
@@ -34,8 +36,9 @@ from scheduler.cache.events import EventRecorder
 from scheduler.cache.evictor import Evictor
 from scheduler.cache.gates import GateRemover
 from scheduler.cache.kube import Kube, KubeError
-from scheduler.cache.pages import PAGE_SIZE, Pages
+from scheduler.cache.pages import PAGE_SIZE, EarlyList, Pages
 from scheduler.cache.parse import ParseCache
+from scheduler.cache.shards import coordinator_for
 from scheduler.cache.snapshots import CacheSnapshots
 from scheduler.cache.status_writer import StatusWriter
 from scheduler.cache.store import PG_API, Stores, Watched
@@ -81,6 +84,8 @@ class ClusterCache:
         prefetched: dict[str, Pages] | None = None,
         kube: Kube | None = None,
         queue_allocation_gate: bool = False,
+        ours_early: list[EarlyList] | None = None,
+        sharding: tuple[str, str] | None = None,  # (mode, NodeShard name): --scheduler-sharding-mode soft or hard
         incremental: bool = True,
     ):
         # `kube`: a client already made from `api_client` (the one the `prefetched` lists run on), or a new one.
@@ -128,6 +133,11 @@ class ClusterCache:
         self.gates = GateRemover(kube, self.stores, self._pool, may_write)
         self._kube = kube
         self._snapshot_pods: dict[str, Any] = {}
+        # Our schedulers' pods, listed early for the first cycle on a partial view (cache/first_view.py); the
+        # runner takes them.
+        self.ours_early: list[EarlyList] = list(ours_early or [])
+        # Volcano's NodeShard contract (cache/shards.py): None with sharding off, and then no NodeShard is watched
+        self.shards = coordinator_for(kube, self.stores, *sharding, may_write) if sharding else None
         # Snapshots from the last one and what changed (`cache/snapshots.py`); None: each built afresh.
         self.incremental: CacheSnapshots | None = CacheSnapshots(self.rules, self.parser) if incremental else None
 
@@ -142,6 +152,8 @@ class ClusterCache:
         for part in (self.events, self.watcher, self.binder, self.binder.volumes, self.evictor, self.status_writer,
                      self.gates):
             part.kube = kube
+        if self.shards is not None:
+            self.shards.kube = kube
 
     @property
     def identity(self) -> str:
@@ -217,37 +229,67 @@ class ClusterCache:
         stores = self.stores
         with stores.lock:
             by_key = dict(stores.pods.objects)  # one copy: the parser walks its values, the binds read UIDs
-            node_objects, group_objects = dict(stores.nodes.objects), dict(stores.podgroups.objects)
-            dicts = (stores.pods.objects, stores.nodes.objects, stores.podgroups.objects)
-            nodes, podgroups = list(node_objects.values()), list(group_objects.values())
-            queues = list(stores.queues.objects.values())
-            hypernodes = tuple(stores.hypernodes.objects.values())
-            budgets = list(stores.disruption_budgets.objects.values())
-            quotas = list(stores.resource_quotas.objects.values())
-            pcs = self.parser.pcs
+            incremental = self.incremental
+            if incremental is not None:  # what changed is found by identity (cache/snapshots.py)
+                node_objects, group_objects = dict(stores.nodes.objects), dict(stores.podgroups.objects)
+                dicts = (stores.pods.objects, stores.nodes.objects, stores.podgroups.objects)
+            else:
+                nodes = list(stores.nodes.objects.values())
             stores.expire_assumed(now)
             assumed = {key: node for key, (node, _) in stores.assumed.items()}
-        incremental = self.incremental
-        node_infos = self.parser.nodes(nodes) if incremental is None else ()
-        jobs = self.parser.podgroups(podgroups, pcs, self.default_queue) if incremental is None else ()
-        records = self.parser.pods(by_key.values(), pcs) if incremental is None else ()
-        self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
-        queue_infos, unreadable = self.parser.queues(queues)
-        inputs = SnapshotInputs(node_infos, jobs, queue_infos, records, now, self.parser.hypernodes(hypernodes),
-                                assumed, self.storage.storage(), unreadable,
-                                self.parser.disruption_budgets(budgets), self.parser.resource_quotas(quotas),
-                                partial(self.dra.read, stores))  # read only if a pending pod names claims
         if incremental is None:
-            snapshot = build_snapshot(inputs, self.rules)
-        else:  # from the last snapshot and what changed (cache/snapshots.py)
-            snapshot = incremental.build(by_key, node_objects, group_objects, dicts, pcs, inputs)
-        snapshot.queue_allocation_gate = self.queue_allocation_gate
+            snapshot = self.build(self.parser.nodes(nodes), by_key, assumed, now)
+        else:  # from the last snapshot and what changed
+            inputs, _, pcs = self._inputs(assumed, now)
+            self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
+            snapshot = self._finish(incremental.build(by_key, node_objects, group_objects, dicts, pcs, inputs))
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
             if created and now - created >= ORPHAN_GRACE:
                 self.events.record("Pod", pod, "Warning", "PodGroupNotFound",
                                    f"PodGroup {group} does not exist: the pod is not scheduled until it does "
                                    "(its annotation scheduling.k8s.io/group-name names it)")
         return snapshot
+
+    def build(self, nodes: list[NodeInfo], pods: dict[str, Any], assumed: dict[str, str],
+              now: float | None = None) -> ClusterSnapshot:
+        """A snapshot of these nodes and pods (every node's pods among them: a node is accounted with the pods
+        given), with the PodGroups, Queues and the other kinds as the watches hold them now. The pods are the
+        ones the next apply binds (by UID)."""
+        now = self.clock() if now is None else now
+        inputs, podgroups, pcs = self._inputs(assumed, now)
+        jobs = self.parser.podgroups(podgroups, pcs, self.default_queue)
+        records = self.parser.pods(pods.values(), pcs)
+        self._snapshot_pods = pods  # the pods this cycle decides for: its binds name their UIDs
+        return self._finish(build_snapshot(replace(inputs, nodes=nodes, podgroups=jobs, pods=records), self.rules))
+
+    def _inputs(self, assumed: dict[str, str], now: float) -> tuple[SnapshotInputs, list[Any], dict[str, int]]:
+        """A snapshot's inputs but its nodes, PodGroups and pods, with the PodGroups' objects and the priority
+        classes to read them with."""
+        stores = self.stores
+        with stores.lock:
+            podgroups = list(stores.podgroups.objects.values())
+            queues = list(stores.queues.objects.values())
+            hypernodes = tuple(stores.hypernodes.objects.values())
+            budgets = list(stores.disruption_budgets.objects.values())
+            quotas = list(stores.resource_quotas.objects.values())
+            pcs = self.parser.pcs
+        queue_infos, unreadable = self.parser.queues(queues)
+        inputs = SnapshotInputs((), (), queue_infos, (), now, self.parser.hypernodes(hypernodes),
+                                assumed, self.storage.storage(), unreadable,
+                                self.parser.disruption_budgets(budgets), self.parser.resource_quotas(quotas),
+                                partial(self.dra.read, stores))  # read only if a pending pod names claims
+        return inputs, podgroups, pcs
+
+    def _finish(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+        snapshot.queue_allocation_gate = self.queue_allocation_gate
+        if self.shards is not None:  # between two sessions: publish this shard's status, take its nodes
+            snapshot.shard = self.shards.between_sessions()
+        return snapshot
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """The API calls' pool (binds, evictions, the first view's node lists)."""
+        return self._pool
 
     # ---- apply ------------------------------------------------------------------------------------------
     def apply(self, result: CycleResult) -> None:
@@ -267,6 +309,19 @@ class ClusterCache:
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
         self.status_writer.write(result, now)
         self.events.emit(result.events)
+        if self.shards is not None:  # the session has ended and its binds have returned
+            self.shards.between_sessions()
+
+    def apply_binds(self, result: CycleResult) -> int:
+        """Only the binds of a cycle (and their `Scheduled` events): the first cycle on a partial view
+        (cache/first_view.py), whose conditions and statuses would be partial. The binds that landed."""
+        if not self.may_write():
+            return 0
+        binds = self.binder.submit(result, self.clock(), self._snapshot_uid)
+        failed = self.binder.wait(binds)
+        if self.shards is not None:  # the session has ended and its binds have returned
+            self.shards.between_sessions()
+        return sum(len(g.binds) for g in result.binds) - sum(failed.values())
 
     def _snapshot_uid(self, pod_key: str) -> str | None:
         """The UID of the pod of that key in the last snapshot: the one the cycle decided for."""

@@ -23,6 +23,7 @@ from scheduler import metrics
 from scheduler.adapter.partial import PartialGangPolicy
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.first_view import FirstView, Skip, prepare
 from scheduler.cache.kube import TRANSPORT_ERRORS
 from scheduler.cache.leader import LeaderElector
 from scheduler.conf_check import action_warnings  # the actions' arguments, checked as conf check does
@@ -98,6 +99,8 @@ class ConfWatcher:
             metrics.observe_conf(loaded=False)
 
 
+FIRST_VIEW_WAIT = 5.0  # seconds the first view may wait for the small lists and our pods
+FIRST_VIEW_LEADER_WAIT = 1.0  # seconds a replica with leader election waits to lead before its first view
 SYNC_SLICE = 0.25  # seconds: how soon a stop is seen while the first lists are awaited
 MAX_FAILED_CYCLES = 5  # whole cycles failed in a row before liveness fails (a restart may clear what one cannot)
 STUCK_PERIODS = 10  # liveness fails when no cycle completed within this many schedule periods
@@ -115,6 +118,7 @@ class SchedulerLoop:
         elector: LeaderElector | None = None,
         partial_gang_timeout: float = 60.0,
         max_failed_cycles: int = MAX_FAILED_CYCLES,
+        arrival_delay: float = 0.0,
     ):
         self.cache = cache
         self.elector = elector
@@ -125,11 +129,18 @@ class SchedulerLoop:
         self.trace = trace
         self.memo = CycleMemo()  # predicate answers and known-failing gangs, carried from cycle to cycle
         self.stopping = threading.Event()
+        # --schedule-on-arrival: a cycle starts this long after a pending pod of ours arrives (`wake`) instead of
+        # at the period's end; 0, the default, cycles every period only, as Volcano does
+        self.arrival_delay = arrival_delay
+        self.arrived = threading.Event()
         self.cycles = 0
         self.max_failed_cycles = max_failed_cycles
         self.failed_in_a_row = 0  # whole cycles that raised, in a row (a job's own fault is not one: faults.py)
         self.cycling_since: float | None = None  # monotonic: when this replica last began or ended a cycle
         self._last_failure: str | None = None
+        # The first cycle on a partial view: its view (or why it was skipped) and its result, for logs and tests.
+        self.first_view: FirstView | Skip | None = None
+        self.first_view_result: CycleResult | None = None
 
     def healthy(self) -> bool:
         """Liveness: false after `max_failed_cycles` failed cycles in a row, or when the replica should be
@@ -142,6 +153,22 @@ class SchedulerLoop:
 
     def stop(self) -> None:
         self.stopping.set()
+        self.arrived.set()  # ends an arrival wait at once
+
+    def wake(self) -> None:
+        """A pending pod of ours arrived (the pod watch calls this): with an arrival delay, the next cycle starts
+        that long after instead of at the end of the period. Arrivals during a cycle wake the next one."""
+        self.arrived.set()
+
+    def _wait_next(self, started: float) -> None:
+        """Until the period since `started` ends, or with an arrival delay, until that long after an arrival
+        (never past the period's end)."""
+        deadline = started + self.period
+        if self.arrival_delay <= 0:
+            self.stopping.wait(max(0.0, deadline - time.monotonic()))
+            return
+        if self.arrived.wait(max(0.0, deadline - time.monotonic())) and not self.stopping.is_set():
+            self.stopping.wait(max(0.0, min(self.arrival_delay, deadline - time.monotonic())))
 
     def run_once(self) -> CycleResult:
         started = time.monotonic()
@@ -188,6 +215,8 @@ class SchedulerLoop:
             self.cache.lease_left = self.elector.valid_for
             self.cache.binder.fence_annotations = self.elector.fence_annotations()
             self.elector.start()
+        if sync_timeout > 0:
+            self._first_view_cycle()
         # Volcano's --resource-sync-timeout: 0 (or less) starts scheduling without waiting for the first lists.
         synced = self._wait_synced(sync_timeout) if sync_timeout > 0 else True
         gc.freeze()
@@ -205,6 +234,7 @@ class SchedulerLoop:
                     self._ensure_default_queue()
                     queue_ensured = True
                 started = time.monotonic()
+                self.arrived.clear()  # what arrives from here on wakes the next cycle
                 if self.cycling_since is None:
                     self.cycling_since = started
                 try:
@@ -218,11 +248,41 @@ class SchedulerLoop:
                 self.cycling_since = time.monotonic()
                 metrics.observe_failed_cycles(self.failed_in_a_row)
                 collect_between_cycles()
-                self.stopping.wait(max(0.0, self.period - (time.monotonic() - started)))
+                self._wait_next(started)
         finally:
             if self.elector is not None:
                 self.elector.stop(release=True)
         log.info("scheduler stopped after %d cycles", self.cycles)
+
+    def _first_view_cycle(self) -> None:
+        """The first cycle on a partial view (cache/first_view.py), when the cache listed our pods early; the
+        full pod list is decoded after it. Anything it cannot do is left to the full view, with one line."""
+        early, self.cache.ours_early = self.cache.ours_early, []
+        if not early or (self.elector is not None and not self.elector.wait_leader(FIRST_VIEW_LEADER_WAIT)):
+            return
+        released = self.cache.watcher.pods_released
+        released.clear()
+        try:
+            started = time.monotonic()
+            view = prepare(self.cache, self.conf.current(), early, started + FIRST_VIEW_WAIT)
+            self.first_view = view
+            if isinstance(view, Skip):
+                log.info("no first cycle on a partial view: %s", view.why)
+                return
+            prepared = time.monotonic()
+            result = run_cycle(view.snapshot, view.conf, trace=self.trace)
+            decided = time.monotonic()
+            bound = self.cache.apply_binds(result)
+            self.first_view_result = result
+            log.info("first cycle on a partial view: %d of %d nodes, %d jobs; bound %d pods in %d gangs "
+                     "(view %.3fs, cycle %.3fs, binds %.3fs)", view.nodes, view.of_nodes, len(view.snapshot.jobs),
+                     bound, len(result.binds), prepared - started, decided - prepared, time.monotonic() - decided)
+        except Exception as exc:  # the full view decides, as without this cycle
+            log.debug("the first view's traceback", exc_info=True)
+            log.warning("first cycle on a partial view failed (the full view decides): %s: %s",
+                        type(exc).__name__, exc)
+        finally:
+            released.set()
 
     def _cycle_failed(self, exc: Exception) -> None:
         """A whole cycle failed (what a job's guard could not catch: a plugin's OnSessionOpen as a whole, the

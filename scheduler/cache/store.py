@@ -80,6 +80,8 @@ class Stores:
     claim_templates: Watched = field(
         default_factory=lambda: Watched("ResourceClaimTemplate", f"{DRA_API}/resourceclaimtemplates", optional=True)
     )
+    # NodeShards (shard.volcano.sh), watched only with --scheduler-sharding-mode soft or hard (cache/shards.py)
+    node_shards: Watched | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     assumed: dict[str, tuple[str, float]] = field(default_factory=dict)  # pod key -> (node, when) bound by us
     storage_version: int = 0  # bumped on every change to the three storage kinds
@@ -97,6 +99,7 @@ class Stores:
             self.disruption_budgets,
             self.resource_quotas,
             *self.dra,
+            *((self.node_shards,) if self.node_shards is not None else ()),
         )
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import urllib3
 
@@ -28,6 +28,9 @@ class GoneError(Exception):
     """The watch position is too old (410): relist."""
 
 
+HOLD_MAX = 10.0  # seconds the first pod list may wait for the first cycle on a partial view
+
+
 class Watcher:
     def __init__(
         self, kube: Kube, stores: Stores, parser: ParseCache, stop: threading.Event, *, watch_timeout: int,
@@ -42,6 +45,12 @@ class Watcher:
         self.prefetched = dict(prefetched or {})  # path -> a first list already under way
         self.threads: list[threading.Thread] = []
         self.outage = Outage(log)
+        # called (on the pod watch's thread) when a pending pod of ours is added: the loop's early cycle
+        self.on_pending: Callable[[], None] | None = None
+        # Cleared while the first cycle on a partial view runs (cache/first_view.py): the full pod list is fetched
+        # meanwhile but decoded after it, so that cycle has the interpreter to itself; HOLD_MAX at most.
+        self.pods_released = threading.Event()
+        self.pods_released.set()
 
     def start(self) -> None:
         for w in self.stores.watched:
@@ -92,6 +101,7 @@ class Watcher:
         if pods:
             # Pods are parsed as they arrive, with the priority classes: list those first (a small list).
             self.stores.priority_classes.synced.wait(10.0)
+            self.pods_released.wait(HOLD_MAX)
         objects: dict[str, MutableObj] = {}
         meta: MutableObj = {}
         for page in self._pages(w.path):
@@ -147,6 +157,8 @@ class Watcher:
         pods = w is self.stores.pods
         if pods and kind != "DELETED":
             self.parser.preparse(obj)  # here, on the watch thread, not in the next cycle's snapshot
+            if kind == "ADDED" and self.on_pending is not None and self._pending_ours(obj):
+                self.on_pending()
         with self.stores.lock:
             if kind == "DELETED":
                 w.objects.pop(key, None)
@@ -161,3 +173,10 @@ class Watcher:
                 self.parser.priority_classes_changed(w.objects.values())
             elif w.kind in STORAGE_KINDS:
                 self.stores.storage_version += 1
+
+    def _pending_ours(self, obj: MutableObj) -> bool:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict) or spec.get("nodeName"):
+            return False
+        name = spec.get("schedulerName", "default-scheduler")
+        return isinstance(name, str) and name in self.parser.scheduler_names

@@ -136,11 +136,13 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
         # a second): the apiserver encodes them meanwhile, and the first cycle comes that much sooner after a
         # restart. They run on the client the cache then uses.
         from scheduler.cache.kube import Kube
-        from scheduler.cache.pages import PAGE_SIZE, prefetch
+        from scheduler.cache.pages import PAGE_SIZE, prefetch, prefetch_ours
 
         kube = Kube(api, request_timeout=opts.request_timeout)
         early = prefetch(kube, PAGE_SIZE)
-        return _run_scheduler(opts, api, kube, early, trace_log, tls)
+        # Our pods too, for the first cycle on a partial view (scheduler/cache/first_view.py).
+        ours = prefetch_ours(kube, opts.scheduler_names) if opts.first_cycle_partial_view else []
+        return _run_scheduler(opts, api, kube, early, trace_log, tls, ours)
     finally:
         for pages in early.values():
             pages.close()  # a no-op for those the cache read; ends those it never reached (a bad conf, say)
@@ -152,7 +154,7 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
 
 
 def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str, Any],
-                   trace_log: logging.Logger, tls: ServingCert | None = None) -> int:
+                   trace_log: logging.Logger, tls: ServingCert | None = None, ours: list[Any] | None = None) -> int:
     from scheduler.cache.cluster_cache import ClusterCache
     from scheduler.cache.leader import LeaderElector, ensure_namespace
     from scheduler.cache.runner import ConfWatcher, SchedulerLoop
@@ -164,7 +166,8 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
     names = list(opts.scheduler_names)
     cache = ClusterCache(api, names, opts.default_queue, request_timeout=opts.request_timeout,
                          identity=opts.leader_elect_identity, prefetched=early, kube=kube,
-                         queue_allocation_gate=opts.feature_gates.queue_admission)
+                         queue_allocation_gate=opts.feature_gates.queue_admission, ours_early=ours,
+                         sharding=opts.sharding)
     try:
         elector = None
         if opts.leader_elect:
@@ -174,7 +177,10 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
             cache, conf, period=opts.schedule_period, default_queue=opts.default_queue,
             trace=trace_log.debug if opts.level == "trace" else None,
             elector=elector, partial_gang_timeout=opts.partial_gang_timeout,
+            arrival_delay=opts.schedule_on_arrival,
         )
+        if opts.schedule_on_arrival > 0:
+            cache.watcher.on_pending = loop.wake
         # /readyz once the caches synced (a standby is ready too); /healthz fails after failed or stuck cycles
         _serve(opts, api, tls, ready=lambda: cache.wait_synced(0), healthy=loop.healthy)
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -192,6 +198,7 @@ def cmd_controllers(opts: ControllerOptions) -> int:
     from scheduler.cache.kube import Kube
     from scheduler.cache.leader import ensure_namespace
     from scheduler.controllers.operator import run
+    from scheduler.controllers.sharding import ShardingOptions
 
     level = {"debug": logging.DEBUG, "info": logging.INFO}[opts.level]
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -214,7 +221,10 @@ def cmd_controllers(opts: ControllerOptions) -> int:
     try:
         return run(api, scheduler_names=opts.scheduler_names, claim_unnamed=opts.claim_unnamed,
                    lease=lease, identity=identity, stop=stop, workers=opts.workers,
-                   enabled=opts.controllers.volcano_py)
+                   enabled=opts.controllers.volcano_py,
+                   sharding=ShardingOptions(opts.sharding_configmap, opts.sharding_configmap_namespace,
+                                            opts.scheduler_configs, opts.shard_sync_period,
+                                            opts.enable_node_event_trigger))
     finally:
         api.close()
 

@@ -33,6 +33,7 @@ from scheduler.controllers.jobflow import JobFlowController
 from scheduler.controllers.owner_gangs import OwnerGangController, installed
 from scheduler.controllers.podgroup import PodGroupController
 from scheduler.controllers.queue import QueueController
+from scheduler.controllers.sharding import ShardingController, ShardingOptions
 from scheduler.jobs import keys
 
 log = logging.getLogger("volcano_py.controllers")
@@ -44,6 +45,7 @@ PREFIX = "controllers.volcano-py.io"
 HYPERNODE, CRONJOB, PODGROUP = "hyperNode-controller", "cronjob-controller", "pg-controller"
 JOBFLOW, JOBTEMPLATE = "jobflow-controller", "jobtemplate-controller"
 OPTIONAL = frozenset({HYPERNODE, CRONJOB, PODGROUP, JOBFLOW, JOBTEMPLATE})
+SHARDING = "sharding-controller"  # off unless named (Volcano's default `*,-sharding-controller`)
 
 
 @dataclass(slots=True)
@@ -273,6 +275,7 @@ def run(
     workers: int = 16,
     controllers: Controllers | None = None,
     enabled: frozenset[str] = OPTIONAL,
+    sharding: ShardingOptions | None = None,
 ) -> int:
     """Run until `stop` is set (0), or until the Lease is lost (1). `workers`: kopf's handler threads;
     `controllers`: ones built already (the e2e tests build them with a clock they move); `enabled`: the optional
@@ -308,11 +311,16 @@ def run(
         controllers.cronjobs.start()  # the CronJobs' due times: served only while this replica leads
     if HYPERNODE in enabled:
         controllers.hypernodes.start()  # HyperNode discovery and nodeCount: only the Lease holder writes
+    shards = ShardingController(kube, sharding or ShardingOptions()) if SHARDING in enabled else None
+    if shards is not None:
+        shards.start()  # NodeShards' nodesDesired: only the Lease holder writes
     try:
         asyncio.run(_operate(registry, settings, stop))
     finally:
         controllers.cronjobs.stop()
         controllers.hypernodes.stop()
+        if shards is not None:
+            shards.stop()
         controllers.jobs.timers.cancel_all()
         leaving.set()
         if elector is not None:

@@ -105,11 +105,16 @@ SCHEDULER = FlagSet("scheduler", (
     Flag("disable-default-scheduler-config", Kind.BOOL, "refuse to start without --scheduler-conf",
          dest="disable_default_scheduler_config", default=False),
     Flag("schedule-period", Kind.DURATION, "cycle period", dest="schedule_period", default=1.0),
+    Flag("schedule-on-arrival", Kind.DURATION, "also start a cycle this long after a pending pod arrives, before "
+         "the period ends (0: every period only, as Volcano)", dest="schedule_on_arrival", default=0.0),
     Flag("default-queue", Kind.STRING, "queue of PodGroups that name none", dest="default_queue", default="default"),
     Flag("resource-sync-timeout", Kind.DURATION, "wait this long for the first lists before scheduling (0: do not "
          "wait)", dest="resource_sync_timeout", default=60.0),
     Flag("log-level", Kind.STRING, "info, debug or trace (trace also logs every node rejection)", dest="log_level",
          choices=("info", "debug", "trace")),
+    Flag("first-cycle-partial-view", Kind.BOOL, "after a start, run one cycle (enqueue, allocate, backfill; binds "
+         "only) on our pods and a few nodes listed whole, before the full pod list is in (docs/scheduler.md)",
+         dest="first_cycle_partial_view", default=True),
     Flag("partial-gang-timeout", Kind.DURATION, "give up a gang left partly bound this long: evict its "
          "controller-owned pods", dest="partial_gang_timeout", default=60.0),
     Flag("request-timeout", Kind.DURATION, "timeout of one API request", dest="request_timeout", default=30.0),
@@ -132,14 +137,17 @@ SCHEDULER = FlagSet("scheduler", (
         "once its queue has room"), dest="feature_gates", default=()),
     Flag("gate-removal-worker-num", Kind.INT, no_effect="gates are removed by the cycle's write-back workers, "
          "which also bind"),
-    Flag("scheduler-sharding-mode", Kind.STRING, harmless=("none",), no_effect="volcano-py does not shard nodes"),
-    Flag("scheduler-sharding-name", Kind.STRING, no_effect="volcano-py does not shard nodes"),
+    # Volcano's help and defaults (cmd/scheduler/app/options/options.go); a mode other than the three, which Volcano
+    # takes as none, is refused here.
+    Flag("scheduler-sharding-mode", Kind.STRING, "The node sharding mode for scheduling, none(default)|hard|soft "
+         "mode is supported (hard: only the nodes of the NodeShard named --scheduler-sharding-name; soft: those "
+         "first, then the others)", dest="scheduler_sharding_mode", default="none", choices=("none", "soft", "hard")),
+    Flag("scheduler-sharding-name", Kind.STRING, "The name of shard used for this scheduler (the NodeShard it keeps "
+         "to and whose status it writes)", dest="scheduler_sharding_name", default="volcano"),
 ), description="Run the gang scheduler against a Kubernetes cluster: every period it reads the cluster's pods, "
    "PodGroups, Queues and nodes, runs the actions and plugins of the volcano-scheduler.conf, and binds the pods of "
    "each gang all at once or not at all. It schedules pods whose schedulerName it claims (--scheduler-name). It "
    "takes the flags of Volcano's vc-scheduler, so a Volcano Deployment's args run unchanged.")
-
-_SHARDING = "volcano-py has no sharding controller"
 
 CONTROLLERS = FlagSet("controllers", (
     *_common_flags(names_help="act on Jobs and pods with this schedulerName (repeatable; default volcano-py; "
@@ -167,12 +175,23 @@ CONTROLLERS = FlagSet("controllers", (
     Flag("controllers", Kind.LIST, "Volcano's controller gates: '*' for all, 'name' or '+name' on, '-name' off, "
          "the first entry naming a controller decides (e.g. *,-hyperNode-controller); volcano-py can turn off "
          "hyperNode-controller, cronjob-controller, pg-controller and jobflow-controller with "
-         "jobtemplate-controller", dest="controllers", default=DEFAULT_CONTROLLERS),
-    Flag("scheduler-configs", Kind.LIST, no_effect=_SHARDING),
-    Flag("sharding-configmap", Kind.STRING, no_effect=_SHARDING),
-    Flag("sharding-configmap-namespace", Kind.STRING, no_effect=_SHARDING),
-    Flag("shard-sync-period", Kind.DURATION, no_effect=_SHARDING),
-    Flag("enable-node-event-trigger", Kind.BOOL, no_effect=_SHARDING),
+         "jobtemplate-controller, and turn on sharding-controller (off by default, as in Volcano)",
+         dest="controllers", default=DEFAULT_CONTROLLERS),
+    # The sharding controller's (pkg/controllers/sharding/config.go AddFlags), read when --controllers turns it on.
+    Flag("scheduler-configs", Kind.LIST, "Deprecated: use a sharding ConfigMap (--sharding-configmap) instead. "
+         "Format: name:type:min_util:max_util:prefer_warmup:min_nodes:max_nodes. Used only when no valid sharding "
+         "ConfigMap is available.", dest="scheduler_configs",
+         default=("volcano:volcano:0.0:0.6:false:2:100", "agent-scheduler:agent:0.7:1.0:true:2:100")),
+    Flag("sharding-configmap", Kind.STRING, "Name of the ConfigMap that contains sharding configuration (key: "
+         "sharding.yaml). When set, ConfigMap-based config takes precedence over --scheduler-configs flags and the "
+         "controller watches the ConfigMap for live updates.", dest="sharding_configmap",
+         default="volcano-sharding-configmap"),
+    Flag("sharding-configmap-namespace", Kind.STRING, "Namespace of the sharding configuration ConfigMap.",
+         dest="sharding_configmap_namespace", default="volcano-system"),
+    Flag("shard-sync-period", Kind.DURATION, "Period for shard synchronization", dest="shard_sync_period",
+         default=60.0),
+    Flag("enable-node-event-trigger", Kind.BOOL, "Enable node event trigger for shard updates",
+         dest="enable_node_event_trigger", default=True),
 ), description="Run the controllers of Volcano's CRDs: Jobs (their pods and PodGroups), Queues, Commands, "
    "CronJobs and JobFlows, for the Jobs whose schedulerName they claim. Takes the flags of Volcano's "
    "vc-controller-manager.")
@@ -196,8 +215,9 @@ WEBHOOK = FlagSet("webhook", (
     Flag("listen-address", Kind.STRING, "the address to serve admission on (default: all)", dest="listen_address",
          default=""),
     Flag("port", Kind.INT, "the port to serve admission on", dest="port", default=8443),
-    Flag("enabled-admission", Kind.LIST, "the admission paths to serve (Volcano's; /jobs/validate checks, the "
-         "others answer allowed)", dest="enabled_admission", default=tuple(DEFAULT_ENABLED_ADMISSION.split(","))),
+    Flag("enabled-admission", Kind.LIST, "the admission paths to serve, from Volcano's webhook manager's (a path "
+         "volcano-py does not check answers allowed; docs/webhook.md lists what each checks)",
+         dest="enabled_admission", default=tuple(DEFAULT_ENABLED_ADMISSION.split(","))),
     Flag("enable-healthz", Kind.BOOL, "also serve /healthz on --healthz-address", dest="enable_healthz",
          default=False),
     Flag("healthz-address", Kind.STRING, "where --enable-healthz serves /healthz", dest="healthz_address",

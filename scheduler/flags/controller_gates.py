@@ -8,8 +8,9 @@ has `*`; an empty list turns every controller on.
 
 volcano-py runs some of Volcano's controllers as one: the job, queue and gc controllers (and the Commands they
 carry out) cannot be turned off alone, and JobFlows and JobTemplates are kept by one controller, off only when
-both are. Asking for what volcano-py cannot do is a warning naming it, never an error; the sharding and
-colocation-config controllers, which volcano-py does not have, are said only when the list names them to run.
+both are. The sharding controller is off unless the list turns it on (by default, as in Volcano). Asking for
+what volcano-py cannot do is a warning naming it, never an error; the colocation-config controller, which
+volcano-py does not have, is said only when the list names it to run.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ DEFAULT_CONTROLLERS = ("*", "-sharding-controller")
 HYPERNODE, CRONJOB, PODGROUP = "hyperNode-controller", "cronjob-controller", "pg-controller"
 JOBFLOW, JOBTEMPLATE = "jobflow-controller", "jobtemplate-controller"
 ALWAYS_ON = ("job-controller", "queue-controller", "gc-controller")
-NOT_IN_VOLCANO_PY = ("sharding-controller", "colocation-config-controller")
+SHARDING = "sharding-controller"
+NOT_IN_VOLCANO_PY = ("colocation-config-controller",)
 KNOWN = (CRONJOB, "gc-controller", HYPERNODE, "job-controller", JOBFLOW, JOBTEMPLATE, PODGROUP, "queue-controller",
-         *NOT_IN_VOLCANO_PY)
+         SHARDING, *NOT_IN_VOLCANO_PY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,7 @@ class ControllerGates:
     def volcano_py(self) -> frozenset[str]:
         """The controllers volcano-py runs, by Volcano's names: the always-on ones, and each of the others that
         the list turns on (the JobFlow controller when either of its two names is on)."""
-        on = {name for name in (HYPERNODE, CRONJOB, PODGROUP) if self.enabled(name)}
+        on = {name for name in (HYPERNODE, CRONJOB, PODGROUP, SHARDING) if self.enabled(name)}
         if self.enabled(JOBFLOW) or self.enabled(JOBTEMPLATE):
             on |= {JOBFLOW, JOBTEMPLATE}
         return frozenset({*ALWAYS_ON, *on})

@@ -115,11 +115,22 @@ class SchedulerOptions(CommonOptions):
     scheduler_conf: str | None
     disable_default_scheduler_config: bool
     schedule_period: float
+    schedule_on_arrival: float
     default_queue: str
     resource_sync_timeout: float
+    first_cycle_partial_view: bool
     partial_gang_timeout: float
     request_timeout: float
     feature_gates: FeatureGates
+    scheduler_sharding_mode: str = "none"
+    scheduler_sharding_name: str = "volcano"
+
+    @property
+    def sharding(self) -> tuple[str, str] | None:
+        """(mode, NodeShard name) with sharding on; None with --scheduler-sharding-mode none."""
+        if self.scheduler_sharding_mode == "none":
+            return None
+        return self.scheduler_sharding_mode, self.scheduler_sharding_name
 
     @property
     def level(self) -> str:
@@ -138,6 +149,11 @@ class ControllerOptions(CommonOptions):
     worker_threads_for_queue: int | None
     worker_threads_for_gc: int | None
     controllers: ControllerGates = ControllerGates()
+    scheduler_configs: tuple[str, ...] = ()
+    sharding_configmap: str = "volcano-sharding-configmap"
+    sharding_configmap_namespace: str = "volcano-system"
+    shard_sync_period: float = 60.0
+    enable_node_event_trigger: bool = True
 
     _DEFAULT_LISTEN = ":8081"
     _DEFAULT_QPS = 50.0

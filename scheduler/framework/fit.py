@@ -16,18 +16,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scheduler.api.decision import Code, Status
+from scheduler.api.decision import Code, Status, unresolvable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.messages import message
 from scheduler.api.node import NodeInfo
 from scheduler.api.pod import Constraints
-from scheduler.api.reasons import FilterCount, NodeFilter, NodesUnavailable
+from scheduler.api.reasons import NODE_SHARD, FilterCount, NodeFilter, NodesUnavailable
 from scheduler.api.resources import Resource
+from scheduler.api.shard import ShardView
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
 from scheduler.framework.tiers import TierRunner
+
+NOT_IN_SHARD = unresolvable(NodeFilter(NODE_SHARD))  # hard sharding (pkg/scheduler/util/predicate_helper.go)
 
 
 @dataclass(slots=True)
@@ -80,12 +83,25 @@ class FeasibilityCache:
         *,
         memo: CycleMemo | None = None,
         trace: Callable[[str], None] | None = None,
+        shard: ShardView | None = None,
     ) -> None:
         self._node_list = node_list
         self._arrays = arrays
         self._tiers = tiers
         self._memo = memo
         self._trace = trace
+        # Volcano's NodeShard contract (api/shard.py). Hard: a node outside the shard is refused before any
+        # predicate runs, with Volcano's reason (the memo's feasible sets then hold for this shard only). Soft: the
+        # best node inside the shard, else the best outside (`_prefer_shard`).
+        self._outside: np.ndarray | None = None
+        self._in_shard: np.ndarray | None = None
+        if shard is not None and (shard.hard or shard.soft):
+            inside = np.fromiter((n.name in shard.nodes for n in node_list), dtype=bool, count=len(node_list))
+            if shard.hard:
+                self._outside = ~inside
+                conf = (conf, shard.nodes)  # type: ignore[assignment]  # the memo's key: the conf and the shard
+            else:
+                self._in_shard = inside
         self._feasible: dict[Constraints, _Feasible] = (
             memo.begin(node_list, conf, arrays.idle) if memo is not None else {}
         )
@@ -153,6 +169,10 @@ class FeasibilityCache:
         if cached is None:
             node_list = self._node_list
             statuses = self._tiers.run(P.PREDICATE, task, node_list)
+            if self._outside is not None and self._outside.any():
+                statuses = list(statuses)
+                for i in np.flatnonzero(self._outside):
+                    statuses[i] = NOT_IN_SHARD
             success = Code.SUCCESS
             indices = [i for i, s in enumerate(statuses) if s.code is success or not s.rejected]
             nodes = [node_list[i] for i in indices]
@@ -197,7 +217,7 @@ class FeasibilityCache:
         if indices.size == 0:
             return None
         scores = self.node_scores(task, indices)
-        best = int(np.argmax(scores))
+        best = self._prefer_shard(scores, indices)
         if scores[best] == -np.inf:  # a batch scorer vetoed every candidate
             return None
         return self._node_list[int(indices[best])]
@@ -216,10 +236,28 @@ class FeasibilityCache:
         if synced is None:
             return None
         feasible, cached = synced
-        best = int(np.argmax(cached.values))
+        best = self._prefer_shard(cached.values, feasible.indices)
         if cached.values[best] == -np.inf:
             return None
         return self._node_list[int(feasible.indices[best])]
+
+    @property
+    def prefers_shard(self) -> bool:
+        """Soft sharding: a task takes the best node of the shard, and only when none fits, the best other."""
+        return self._in_shard is not None
+
+    def _prefer_shard(self, values: np.ndarray, indices: IntArray) -> int:
+        """The position in `values` of the best candidate: with soft sharding, of those in the shard if one of
+        them is not vetoed, else of all (Volcano's allocate.go prioritizeNodes: in-shard nodes are scored and
+        taken first, then the nodes of other shards)."""
+        if self._in_shard is not None and indices.size:
+            inside = self._in_shard[indices]
+            if inside.any():
+                masked = np.where(inside, values, -np.inf)
+                best = int(np.argmax(masked))
+                if masked[best] != -np.inf:
+                    return best
+        return int(np.argmax(values))
 
     def shape_scores(self, task: TaskInfo) -> tuple[_Feasible, _Scores] | None:
         """The task's feasible nodes and its shape's cached masked scores over them, brought up to date (what

@@ -72,7 +72,8 @@ class Session:
         # One job's failure costs that job alone (`faults.py`): actions run each job's turn under `guard(job)`.
         self.faults = Faults(self.results, memo, self.tiers.plugin_modules, self._jobs_of_queue)
         self.order = Orderings(self.tiers, self.faults)
-        self.fit = FeasibilityCache(self.node_list, self.arrays, self.tiers, conf, memo=memo, trace=trace)
+        self.fit = FeasibilityCache(self.node_list, self.arrays, self.tiers, conf, memo=memo, trace=trace,
+                                    shard=snapshot.shard)
         # room held for moved jobs (`holds.py`): the memo's, so it lasts from cycle to cycle; else this cycle's own
         self.holds: HoldBook = memo.holds if memo is not None else HoldBook()
         self._back_end = StatementBackEnd(self.jobs, self.nodes, self.arrays, self.tiers)

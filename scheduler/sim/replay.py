@@ -369,12 +369,14 @@ def replay(
     progress: Callable[[float, int, int], None] | None = None,
     stage: Stage = _quiet,
     restart_delay: float = 0.0,
+    observe: Callable[[ClusterSnapshot], None] | None = None,
 ) -> Replay:
     """Replay `workload`; `scheduler` defaults to volcano-py's cycle with `conf`, followed by `partial_gangs`
     (the scheduler's default timeout unless given) as the scheduler's loop runs it. `progress(now, finished, jobs)`
     is called after every cycle; `stage(text)` as the replay goes from one step to the next (the cluster build,
     the pods a job controller creates, each cycle), so a long step says what it is. `restart_delay`: seconds
-    between an evicted pod being gone and its controller recreating it."""
+    between an evicted pod being gone and its controller recreating it. `observe(snapshot)` sees what each cycle
+    was given (analysis tools such as bench/gpu_day_why.py; it must not change it)."""
     cluster = build_cluster(spec, workload, stage)
     if scheduler is None:
         assert conf is not None
@@ -397,7 +399,10 @@ def replay(
         cluster.now = now
         changed = _before_cycle(cluster, driver, controllers, runs, by_key, now)
         stage(f"cycle {cycles + 1} at {format_duration(now)}: scheduling")
-        result = scheduler(cluster.snapshot())
+        snapshot = cluster.snapshot()
+        if observe is not None:
+            observe(snapshot)
+        result = scheduler(snapshot)
         stage(f"cycle {cycles + 1} at {format_duration(now)}: binding {len(result.binds)} gangs")
         phases_before = {k: pg.manifest["status"].get("phase") for k, pg in cluster.podgroups.items()}
         cluster.apply(result)

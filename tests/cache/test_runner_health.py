@@ -29,6 +29,7 @@ class Cache:
         self.raises_left = 0  # mode "some": raise this many times, then give snapshots again
         self.health: list[tuple[int, bool]] = []  # (failed in a row, healthy) as each snapshot was asked
         self.loop: SchedulerLoop | None = None
+        self.ours_early: list[object] = []  # no first cycle on a partial view
         c = cluster().node("n0", gpu=8).job("j", replicas=2, gpu=1)
         self._sim = c.sim
 

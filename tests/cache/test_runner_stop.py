@@ -13,6 +13,7 @@ class NeverSynced:
     def __init__(self) -> None:
         self.waiting = threading.Event()
         self.waits: list[float] = []
+        self.ours_early: list[object] = []  # no first cycle on a partial view
 
     def start(self) -> None:
         pass
@@ -37,3 +38,62 @@ def test_a_stop_during_the_first_sync_ends_the_run_without_a_cycle() -> None:
     runner.join(10)  # far below the 600 s sync timeout
     assert not runner.is_alive()
     assert loop.cycles == 0
+
+
+class Synced:
+    """A cache whose lists are in: the loop cycles at once (none of our pods listed early: no first-view cycle)."""
+
+    ours_early: list[object] = []
+
+    def start(self) -> None:
+        pass
+
+    def wait_synced(self, timeout: float) -> bool:
+        return True
+
+    def ensure_queue(self, name: str) -> None:
+        pass
+
+
+class CountingLoop(SchedulerLoop):
+    """Cycles that only count themselves: each one sets `cycled`."""
+
+    def __init__(self, **kw: float) -> None:
+        super().__init__(Synced(), ConfWatcher(None), period=600.0, **kw)  # type: ignore[arg-type]
+        self.cycled = threading.Event()
+
+    def run_once(self) -> None:  # type: ignore[override]
+        self.cycles += 1
+        self.cycled.set()
+
+
+def run_in_thread(loop: SchedulerLoop) -> threading.Thread:
+    runner = threading.Thread(target=loop.run, daemon=True)
+    runner.start()
+    return runner
+
+
+def test_an_arrival_starts_the_next_cycle_long_before_the_period_ends() -> None:
+    loop = CountingLoop(arrival_delay=0.05)
+    runner = run_in_thread(loop)
+    assert loop.cycled.wait(10)
+    loop.cycled.clear()
+    loop.wake()
+    assert loop.cycled.wait(10)  # the period is 600 s
+    assert loop.cycles == 2
+    loop.stop()
+    runner.join(10)
+    assert not runner.is_alive()
+
+
+def test_without_an_arrival_delay_an_arrival_waits_for_the_period() -> None:
+    loop = CountingLoop()
+    runner = run_in_thread(loop)
+    assert loop.cycled.wait(10)
+    loop.cycled.clear()
+    loop.wake()
+    assert not loop.cycled.wait(1.0)  # a 600 s period: no cycle follows the arrival
+    loop.stop()  # and a stop still ends the period's wait at once
+    runner.join(10)
+    assert not runner.is_alive()
+    assert loop.cycles == 1

@@ -29,10 +29,12 @@ def test_the_default_is_volcanos_and_runs_every_volcano_py_controller() -> None:
     opts = parse_controllers([])
     assert opts.controllers.items == ("*", "-sharding-controller")
     assert not opts.controllers.enabled("sharding-controller") and opts.controllers.enabled("hyperNode-controller")
-    assert opts.controllers.volcano_py >= OPTIONAL
+    assert opts.controllers.volcano_py >= OPTIONAL and "sharding-controller" not in opts.controllers.volcano_py
     assert opts.controllers.warnings() == ()
-    asked = parse_controller_gates(("*", "+sharding-controller")).warnings()
-    assert asked == ("--controllers: volcano-py has no sharding-controller",)
+    asked = parse_controller_gates(("*", "+sharding-controller"))
+    assert asked.warnings() == () and "sharding-controller" in asked.volcano_py  # run only when turned on
+    asked = parse_controller_gates(("*", "+colocation-config-controller")).warnings()
+    assert asked == ("--controllers: volcano-py has no colocation-config-controller",)
 
 
 def test_minus_hypernode_controller_turns_discovery_and_node_counts_off_only() -> None:

@@ -30,8 +30,10 @@ COMMON_SCHEDULER = {
     "rate_limit": (2000.0, 2000), "schedule_period": 1.0, "level": "info",
 }
 COMMON_CONTROLLERS = {"serve_addresses": (":8081", ":11251"), "rate_limit": (50.0, 100), "workers": 3 + 5 + 5 + 5,
-                      "level": "debug", "library_debug": False}
-CONTROLLERS_IGNORED = ("sharding-configmap", "sharding-configmap-namespace", "2>&1")
+                      "level": "debug", "library_debug": False,
+                      # Volcano's chart names its sharding ConfigMap: the sharding controller reads it when turned on
+                      "sharding_configmap": "vc-sharding-configmap", "sharding_configmap_namespace": "volcano-system"}
+CONTROLLERS_IGNORED = ("2>&1",)
 
 EXPECT = [
     Expect("the chart's default values",

@@ -207,3 +207,19 @@ def test_two_releases_share_no_cluster_scoped_name(tmp_path: Path) -> None:
     cluster_scoped = {k for k in names(first) | names(second) if k[1] == ""} - {("Namespace", "", "ns-one"),
                                                                              ("Namespace", "", "ns-two")}
     assert {k for k in cluster_scoped if k in first and k in second} == set()
+
+
+# ---- sharding ----------------------------------------------------------------------------------------------------
+def test_sharding_is_off_by_default_and_the_values_turn_on_each_side(tmp_path: Path) -> None:
+    (tmp_path / "off").mkdir()
+    (tmp_path / "on").mkdir()
+    plain = deployments(tmp_path / "off", {})
+    assert options("scheduler", plain["volcano-py-scheduler"]).sharding is None
+    assert "sharding-controller" not in options("controllers", plain["volcano-py-controllers"]).controllers.volcano_py
+    on = deployments(tmp_path / "on", {"scheduler": {"sharding": {"mode": "hard", "name": "batch"}},
+                                       "controllers": {"sharding": {"enabled": True}}})
+    assert options("scheduler", on["volcano-py-scheduler"]).sharding == ("hard", "batch")
+    controllers = options("controllers", on["volcano-py-controllers"])
+    assert "sharding-controller" in controllers.controllers.volcano_py
+    assert (controllers.sharding_configmap, controllers.sharding_configmap_namespace) == (
+        "volcano-sharding-configmap", "volcano-py-system")

@@ -20,6 +20,8 @@ from kubernetes import client
 
 from scheduler.api.snapshot import CycleResult
 from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.kube import Kube
+from scheduler.cache.pages import prefetch_ours
 from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 
 TIMEOUT = 60
@@ -44,7 +46,7 @@ class RunningScheduler:
 def running_scheduler(
     control_plane, *, conf: str | None = None, conf_dir: Path | None = None, name: str = "volcano-py-scheduler",
     scheduler_names: tuple[str, ...] = ("volcano-py",), local_clock: Callable[[], float] = time.time,
-    partial_gang_timeout: float = 60.0, queue_allocation_gate: bool = False,
+    partial_gang_timeout: float = 60.0, queue_allocation_gate: bool = False, first_view: bool = False,
 ) -> Iterator[RunningScheduler]:
     """Run the scheduler until the block ends; `conf` is the text of a volcano-scheduler.conf; it serves pods
     that name one of `scheduler_names`. `local_clock` stands for the scheduler machine's clock (a skewed one, to
@@ -56,8 +58,12 @@ def running_scheduler(
         conf_path = conf_dir / "volcano-scheduler.conf"
         conf_path.write_text(conf)
     api = control_plane.api_client(connection_pool_maxsize=32)
+    kube = Kube(api, request_timeout=15, local_clock=local_clock)
+    # first_view: our pods listed at once, as `volcano-py scheduler` does, for the first cycle on a partial view
+    ours = prefetch_ours(kube, scheduler_names) if first_view else None
     cache = ClusterCache(api, set(scheduler_names), "default", watch_timeout=20, request_timeout=15,
-                         local_clock=local_clock, queue_allocation_gate=queue_allocation_gate)
+                         local_clock=local_clock, queue_allocation_gate=queue_allocation_gate, kube=kube,
+                         ours_early=ours)
     loop = SchedulerLoop(cache, ConfWatcher(str(conf_path) if conf_path else None), period=0.2,
                          partial_gang_timeout=partial_gang_timeout)
     running = RunningScheduler(loop, cache)

@@ -8,7 +8,13 @@ import pytest
 from consolidate_cases import WITHOUT, conf, pod, recreate, running
 
 from scheduler.actions import consolidate
-from scheduler.actions.consolidate import DEFAULT_HOLD, DEFAULT_PER_CYCLE, DEFAULT_PER_JOB, ConsolidateArgs
+from scheduler.actions.consolidate import (
+    DEFAULT_HOLD,
+    DEFAULT_PER_CYCLE,
+    DEFAULT_PER_JOB,
+    MAX_LOST,
+    ConsolidateArgs,
+)
 from scheduler.actions.holds import PLACEHOLDER_JOB, honour_holds
 from scheduler.actions.movable import KAI_PREEMPTIBILITY, MOVABLE
 from scheduler.api.decision import Code
@@ -16,6 +22,7 @@ from scheduler.api.resources import GPU
 from scheduler.conf_check import action_warnings
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGINS
+from scheduler.plugins.victimcost import CHECKPOINT
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
 
@@ -243,3 +250,40 @@ def test_the_room_freed_for_the_gang_is_held_for_it_while_its_victims_leave() ->
             break
     assert sorted(c.sim.bound("big").values()) == freed
     assert c.sim.bound("intruder") == {}
+
+
+def _priced(bound: int | None, checkpoint: str | None = None) -> ClusterBuilder:
+    """`scattered`, each small job (4 GPUs) running since 0 and the clock at 1 h: a move loses 4 GPU-hours, or
+    4 GPUs x the time since `checkpoint`."""
+    mark = {MOVABLE: "true"} | ({CHECKPOINT: checkpoint} if checkpoint else {})
+    c = cluster().nodes("n", 4, gpu=8)
+    for i in range(4):
+        running(c, f"small{i}", [f"n{i}"], 4, mark=mark, since=0.0)
+    c.job("big", replicas=2, gpu=8)
+    c.sim.now = 3600.0
+    return c
+
+
+def test_a_move_that_would_lose_more_work_than_its_bound_is_not_made() -> None:
+    # each move loses 4 GPUs x 1 h = 4 GPU-hours: allowed at 4, refused at 3, and the gang waits
+    at_bound = _priced(4).cycle(conf(consolidate={MAX_LOST: 4}))
+    assert len(at_bound.evictions) == 2
+    below = _priced(3)
+    for _ in range(2):
+        assert not below.cycle(conf(consolidate={MAX_LOST: 3})).evictions
+    assert below.sim.bound("big") == {}
+    assert len(_priced(None).cycle(conf()).evictions) == 2  # unset: no bound
+
+
+def test_the_work_a_move_loses_counts_from_the_last_checkpoint() -> None:
+    # checkpointed at 45 min: a move at 1 h loses 4 GPUs x 15 min = 1 GPU-hour
+    c = _priced(1, checkpoint="1970-01-01T00:45:00Z")
+    assert len(c.cycle(conf(consolidate={MAX_LOST: 1})).evictions) == 2
+
+
+@pytest.mark.parametrize("raw", [0, -2, "4h", 1_000_001, True])
+def test_an_unreadable_move_loss_bound_is_no_bound_and_conf_check_names_it(raw: object) -> None:
+    assert ConsolidateArgs.read({MAX_LOST: raw}).max_lost is None
+    assert ConsolidateArgs.read({MAX_LOST: 7}).max_lost == 7
+    bad = action_warnings(conf(consolidate={MAX_LOST: raw}))
+    assert [(w.key, w.using) for w in bad] == [(MAX_LOST, "consolidate uses no bound (the default)")]

@@ -115,3 +115,33 @@ def test_the_random_workloads_do_move_jobs() -> None:
         moved += bounded
         refused += free and not bounded
     assert moved >= len(SEEDS) // 4 and refused >= 1, (moved, refused)
+
+
+def _bound(seed: int) -> int:
+    return random.Random(10_000 + seed).randint(1, 6)  # GPU-hours; a move here costs 1-8 (GPUs x 1 h)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_no_move_loses_more_work_than_its_bound(seed: int) -> None:
+    # at 60 min every movable job has run since 0 (the young ones are kept by the minimum runtime): a move costs
+    # its GPUs x 1 h
+    case = build(seed)
+    bound = _bound(seed)
+    result = case.c.cycle(conf(consolidate={**settings(case), "maxLostGPUHoursPerMove": bound},
+                               minruntime={"minRuntime": "15m"}))
+    moved = Counter(e.job for e in result.evictions)
+    for job, pods in moved.items():
+        assert pods * case.gpus[job] <= bound, f"{job}: {pods} x {case.gpus[job]} GPUs x 1 h > {bound} GPU-hours"
+
+
+def test_the_move_loss_bound_refuses_moves_on_some_seeds_and_allows_them_on_others() -> None:
+    """The property above is not vacuous: with the bound, some seeds still move and some plans are refused."""
+    moved = refused = 0
+    for seed in SEEDS:
+        case = build(seed)
+        bounded = bool(build(seed).c.cycle(conf(consolidate={**settings(case), "maxLostGPUHoursPerMove": _bound(seed)},
+                                                minruntime={"minRuntime": "15m"})).evictions)
+        free = bool(case.c.cycle(conf(consolidate=settings(case), minruntime={"minRuntime": "15m"})).evictions)
+        moved += bounded
+        refused += free and not bounded
+    assert moved >= 3 and refused >= 3, (moved, refused)

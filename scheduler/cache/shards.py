@@ -1,0 +1,134 @@
+"""Layer `cache`: the scheduler's side of Volcano's NodeShard contract (`--scheduler-sharding-mode` soft or hard).
+
+With sharding on, the cache watches every NodeShard (`Stores.node_shards`; with sharding off nothing is watched,
+as in Volcano: pkg/scheduler/cache/cache.go registers the NodeShard informer only in soft and hard mode). Between
+two sessions, the runner calls `between_sessions`: the shard named `--scheduler-sharding-name` gets its available
+nodes (desired, less what other shards still use), its status written when it changed (`nodesInUse`,
+`nodesToAdd`, `nodesToRemove`: shard_coordinator.go UpdateNodeShardStatus, a PUT of the status subresource with
+the object's resourceVersion), and the next session's `ShardView`. The rules are `api.shard.ShardLedger`'s.
+
+Volcano writes the status when a session ends or, with none running, as soon as a NodeShard changes; the runner
+here calls this before each snapshot and after each apply, which returns only once the cycle's binds have: so a
+node leaves `nodesInUse` only after every bind of the last cycle that used it has returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from urllib.parse import quote
+
+from scheduler.api.shard import (
+    NODE_SHARDS_PATH,
+    NodeShardInfo,
+    ShardLedger,
+    ShardUnreadable,
+    ShardView,
+    parse_node_shard,
+)
+from scheduler.cache.kube import TRANSPORT_ERRORS, Kube, KubeError
+from scheduler.cache.store import Stores, Watched
+
+log = logging.getLogger("volcano_py.shards")
+
+
+def node_shards_watched() -> Watched:
+    """The NodeShard kind for the cache's watches: optional (a cluster without the CRD, or a ClusterRole without
+    the rights, has no shard: the scheduler says so once and keeps to an empty one in hard mode)."""
+    return Watched("NodeShard", NODE_SHARDS_PATH, optional=True)
+
+
+class ShardCoordinator:
+    def __init__(self, kube: Kube, watched: Watched, lock: threading.Lock, mode: str, name: str,
+                 may_write: Callable[[], bool] = lambda: True) -> None:
+        self.kube = kube
+        self.may_write = may_write  # the leader-election guard: a standby writes no status
+        self.watched = watched
+        self.lock = lock
+        self.mode = mode
+        self.name = name
+        self.ledger = ShardLedger(name)
+        self._read: dict[str, tuple[str, NodeShardInfo | ShardUnreadable]] = {}  # name -> (resourceVersion, read)
+        self._said: set[str] = set()
+        self.writes = 0  # status writes accepted (tests, logs)
+        self.current = ShardView(mode, name, frozenset())
+
+    def view(self) -> dict[str, NodeShardInfo]:
+        """Every readable NodeShard as the watch has it now, each read once per resourceVersion."""
+        with self.lock:
+            objects = list(self.watched.objects.values())
+        shards: dict[str, NodeShardInfo] = {}
+        seen: set[str] = set()
+        for obj in objects:
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            key = str((meta or {}).get("name") or "")
+            version = str((meta or {}).get("resourceVersion") or "")
+            seen.add(key)
+            cached = self._read.get(key)
+            if cached is None or cached[0] != version or not version:
+                cached = (version, parse_node_shard(obj))
+                self._read[key] = cached
+                if isinstance(cached[1], ShardUnreadable):
+                    self._say(f"bad:{key}:{version}", cached[1].describe())
+            if isinstance(cached[1], NodeShardInfo):
+                shards[cached[1].name] = cached[1]
+        for gone in set(self._read) - seen:
+            del self._read[gone]
+        return shards
+
+    def between_sessions(self) -> ShardView:
+        """Publish this shard's status if it changed; the nodes the next session may use."""
+        nodes = self.ledger.step(self.view(), self._write)
+        if nodes is None:
+            # Volcano: "Sharding is enabled but no shard is defined for this scheduler!" (its set stays empty)
+            self._say("missing", f"sharding is {self.mode} but there is no NodeShard {self.name}: no node is in "
+                      "this scheduler's shard until one is written")
+            nodes = frozenset()
+        else:
+            self._said.discard("missing")
+        if nodes != self.current.nodes:
+            log.info("NodeShard %s: %d nodes in this scheduler's shard (%s mode)", self.name, len(nodes), self.mode)
+        self.current = ShardView(self.mode, self.name, nodes)
+        return self.current
+
+    def _write(self, shard: NodeShardInfo, status: dict[str, list[str]]) -> str | None:
+        """PUT the status subresource with the shard's resourceVersion; the new resourceVersion, or None when
+        refused (a conflict: the view is behind, the next step looks again)."""
+        with self.lock:
+            stored = self.watched.objects.get(shard.name)
+        if stored is None or not self.may_write():
+            return None
+        meta = dict(stored.get("metadata") or {})
+        meta["resourceVersion"] = shard.resource_version
+        old = stored.get("status") if isinstance(stored.get("status"), dict) else {}
+        body = {"apiVersion": "shard.volcano.sh/v1alpha1", "kind": "NodeShard", "metadata": meta,
+                "spec": stored.get("spec"), "status": {**(old or {}), **status}}
+        try:
+            answer = self.kube.request("PUT", f"{NODE_SHARDS_PATH}/{quote(shard.name)}/status", body=body)
+        except KubeError as exc:
+            if exc.status != 409:
+                self._say(f"write:{exc.status}", f"NodeShard {shard.name}: cannot write its status: {exc}")
+            return None
+        except TRANSPORT_ERRORS as exc:
+            self._say("write:io", f"NodeShard {shard.name}: cannot write its status: {exc}")
+            return None
+        self.writes += 1
+        self._said = {s for s in self._said if not s.startswith("write:")}
+        log.info("NodeShard %s: status nodesInUse %d, nodesToAdd %d, nodesToRemove %d", shard.name,
+                 len(status["nodesInUse"]), len(status["nodesToAdd"]), len(status["nodesToRemove"]))
+        version = ((answer or {}).get("metadata") or {}).get("resourceVersion") if isinstance(answer, dict) else None
+        return str(version) if version else None
+
+    def _say(self, mark: str, message: str) -> None:
+        """One log line per distinct problem, not one per cycle."""
+        if mark not in self._said:
+            self._said.add(mark)
+            log.warning("%s", message)
+
+
+def coordinator_for(kube: Kube, stores: Stores, mode: str, name: str,
+                    may_write: Callable[[], bool]) -> ShardCoordinator:
+    """Add the NodeShard watch to the cache's stores and make the coordinator (soft or hard mode only)."""
+    watched = stores.node_shards = node_shards_watched()
+    return ShardCoordinator(kube, watched, stores.lock, mode, name, may_write)
