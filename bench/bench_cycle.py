@@ -1,6 +1,7 @@
 """Time one full scheduling cycle on seeded in-memory clusters (issue 9's benchmark).
 
     .venv/bin/python bench/bench_cycle.py [--sizes 1000x5000,5000x20000,10000x50000] [--repeat 5] [--profile]
+    .venv/bin/python bench/bench_cycle.py --sizes 5000x50000 --warm 20 [--churn 0.01] [--incremental]
 
 Nodes have 8 GPUs, 64 cpu, 512Gi; 10% are tainted; 20% of pods carry a node selector; pods come in gangs of
 1 to 64 one-GPU pods. Each repeat rebuilds the snapshot (as the scheduler does every period) and times
@@ -10,6 +11,12 @@ The garbage collector is handled as the scheduler process handles it (`scheduler
 cluster's objects are frozen once built (the runner freezes its synced caches), each cycle runs with the
 collector paused, and what happens between cycles is timed on its own line ("free": dropping the cycle's
 objects and collecting their reference cycles), outside the cycle.
+
+`--warm N` times a scheduler in steady state instead (`bench/warm_cycles.py`): the cluster is filled by cycles
+whose binds are applied, then each of N cycles follows a churn of `--churn` of the pods (half of them running
+pods that complete and go, half new pending pods in gangs), its binds applied and its pods started; cold cycles
+on the same state are timed beside it in the same run. `--incremental` builds the warm cycles' snapshots from
+the previous one and the changes (`adapter/incremental.py`) rather than afresh.
 """
 
 from __future__ import annotations
@@ -26,8 +33,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from warm_cycles import warm_cycles
+
 from scheduler.actions import ACTIONS
+from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, load_conf
+from scheduler.framework.memo import CycleMemo
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGINS
 from scheduler.sim.cluster import InMemoryCluster
@@ -36,7 +47,8 @@ from scheduler.sim.objects import node_object, pod_object
 GANG_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
 
-def build(nodes: int, pods: int, seed: int = 7) -> InMemoryCluster:
+def build(nodes: int, pods: int, seed: int = 7, gpu_share: float = 1.0) -> InMemoryCluster:
+    """`gpu_share`: the share of gangs whose pods ask for a GPU; the others ask for cpu and memory alone."""
     rng = random.Random(seed)
     sim = InMemoryCluster()
     sim.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}})
@@ -51,8 +63,10 @@ def build(nodes: int, pods: int, seed: int = 7) -> InMemoryCluster:
         sim.add_podgroup({"metadata": {"name": name}, "spec": {"minMember": size, "queue": "default"},
                           "status": {"phase": "Inqueue"}})
         selector = {"topology.kubernetes.io/zone": f"zone-{rng.randrange(4)}"} if rng.random() < 0.2 else None
+        gpu = 1 if gpu_share >= 1.0 or rng.random() < gpu_share else 0
         for i in range(size):
-            sim.add_pod(pod_object(f"{name}-{i}", group=name, gpu=1, cpu="4", memory="32Gi", node_selector=selector))
+            sim.add_pod(pod_object(f"{name}-{i}", group=name, gpu=gpu, cpu="4", memory="32Gi",
+                                   node_selector=selector))
         made += size
         gang += 1
     return sim
@@ -64,16 +78,21 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return value, (time.perf_counter() - start) * 1000
 
 
-def one_cycle(sim: InMemoryCluster, conf: Any) -> tuple[dict[str, float], int]:
+def one_cycle(sim: InMemoryCluster, conf: Any, memo: CycleMemo | None = None,
+              keep: list[CycleResult] | None = None) -> tuple[dict[str, float], int]:
+    """Time one cycle; with `keep`, its result is appended there (to apply it)."""
     times: dict[str, float] = {}
     with collector_paused():
         snapshot, times["snapshot"] = timed(sim.snapshot)
-        ssn, times["open"] = timed(lambda: Session(snapshot, conf, PLUGINS))
+        ssn, times["open"] = timed(lambda: Session(snapshot, conf, PLUGINS, memo=memo))
         for name in conf.actions:
             _, times[name] = timed(lambda name=name: ACTIONS[name]().execute(ssn))
         result, times["close"] = timed(ssn.close)
         times["total"] = sum(times.values())
         bound = sum(len(b.binds) for b in result.binds)
+        if keep is not None:
+            keep.append(result)
+
     def free() -> None:
         nonlocal snapshot, ssn, result
         del snapshot, ssn, result  # the cycle's objects go (reference counting), then any cycles among them
@@ -94,15 +113,24 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--conf", help="a volcano-scheduler.conf (default: the built-in default)")
+    parser.add_argument("--warm", type=int, default=0, help="time this many steady-state cycles (see above)")
+    parser.add_argument("--churn", type=float, default=0.01, help="share of the pods changing between them")
+    parser.add_argument("--gpu-share", type=float, help="share of GPU gangs (default 1, or 0.6 with --warm: "
+                        "the cluster then holds its pods, as a cluster in steady state does)")
+    parser.add_argument("--incremental", action="store_true", help="warm snapshots from the changes")
     args = parser.parse_args()
     conf = load_conf(args.conf) if args.conf else builtin_default_conf()
     print(f"actions: {', '.join(conf.actions)}; plugins: "
           + " / ".join(", ".join(p.name for p in t.plugins) for t in conf.tiers))
     for size in args.sizes.split(","):
         nodes, pods = (int(x) for x in size.split("x"))
-        sim, build_ms = timed(lambda nodes=nodes, pods=pods: build(nodes, pods))
+        share = args.gpu_share if args.gpu_share is not None else (0.6 if args.warm else 1.0)
+        sim, build_ms = timed(lambda nodes=nodes, pods=pods, share=share: build(nodes, pods, gpu_share=share))
         gc.collect()
         gc.freeze()  # as the scheduler freezes its caches once they are synced
+        if args.warm:
+            warm_cycles(sim, conf, nodes, pods, args, one_cycle)
+            continue
         runs: list[dict[str, float]] = []
         bound = 0
         for _ in range(args.repeat):

@@ -136,9 +136,16 @@ class JobInfo:
     by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     pending_best_effort: int = 0  # these two are kept in step by add_task/set_status:
     ready: int = 0  # is_ready runs after every placed task, so it must not count
+    # Set by every change of its tasks' membership or status: an incremental snapshot (adapter/incremental.py)
+    # rebuilds a job a session changed before it hands the job to the next one.
+    touched: bool = False
+    # `allocated()` as last summed; None once a task comes or changes status (kept by an incremental snapshot
+    # while its job is reused, so a cycle sums only the jobs that changed)
+    held: Resource | None = field(default=None, repr=False)
 
     # -- membership ---------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
+        self.touched, self.held = True, None
         self.tasks[task.key] = task
         if self.sub_groups:
             if self.subs is None:
@@ -151,6 +158,7 @@ class JobInfo:
             self.ready += 1
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        self.touched, self.held = True, None
         bucket = self.by_status.get(task.status)
         if bucket is not None:
             bucket.pop(task.key, None)
@@ -302,11 +310,15 @@ class JobInfo:
                           TaskStatus.FAILED, TaskStatus.RELEASING) > 0
 
     def allocated(self) -> Resource:
-        return Resource.total(
-            task.resreq
-            for status in (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
-            for task in self.by_status.get(status, {}).values()
-        )
+        """What its allocated, binding, bound and running tasks hold (summed once per change of its tasks)."""
+        held = self.held
+        if held is None:
+            held = self.held = Resource.total(
+                task.resreq
+                for status in (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+                for task in self.by_status.get(status, {}).values()
+            )
+        return held
 
     def pending_request(self) -> Resource:
         return Resource.total(task.resreq for task in self.with_status(TaskStatus.PENDING))

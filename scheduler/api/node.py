@@ -32,6 +32,9 @@ class NodeInfo:
     # (`NonZeroRequested`), so nodeorder needs them without walking the node's tasks.
     no_cpu_request: int = 0
     no_memory_request: int = 0
+    # Set by every change of its tasks: an incremental snapshot (adapter/incremental.py) rebuilds a node a
+    # session changed before it hands the node to the next one.
+    touched: bool = False
 
     def __post_init__(self) -> None:
         if self.idle is ZERO and not self.tasks:
@@ -42,6 +45,7 @@ class NodeInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         """Account for a task placed here (by the cluster, or by a Statement in this session)."""
+        self.touched = True
         self.tasks[task.key] = task
         if task.status == TaskStatus.PIPELINED:
             self.pipelined = self.pipelined + task.resreq
@@ -57,6 +61,7 @@ class NodeInfo:
     def add_tasks(self, tasks: Sequence[TaskInfo]) -> None:
         """`add_task` for each of `tasks`, which share one request and one status (the bulk placer's run): the
         accounting is done once, with the same result (integer sums)."""
+        self.touched = True
         first = tasks[0]
         if len(tasks) == 1 or first.status not in OCCUPYING_STATUSES or first.status == TaskStatus.RELEASING:
             for task in tasks:
@@ -73,6 +78,7 @@ class NodeInfo:
             self.no_memory_request += len(tasks)
 
     def remove_task(self, task: TaskInfo) -> None:
+        self.touched = True
         if self.tasks.pop(task.key, None) is None:
             return
         if task.status == TaskStatus.PIPELINED:

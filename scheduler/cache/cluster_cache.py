@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -38,6 +39,7 @@ from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.pages import PAGE_SIZE, EarlyList, Pages
 from scheduler.cache.parse import ParseCache
 from scheduler.cache.shards import coordinator_for
+from scheduler.cache.snapshots import CacheSnapshots
 from scheduler.cache.status_writer import StatusWriter
 from scheduler.cache.store import PG_API, Stores, Watched
 from scheduler.cache.volumes import StorageReader
@@ -84,6 +86,7 @@ class ClusterCache:
         queue_allocation_gate: bool = False,
         ours_early: list[EarlyList] | None = None,
         sharding: tuple[str, str] | None = None,  # (mode, NodeShard name): --scheduler-sharding-mode soft or hard
+        incremental: bool = True,
     ):
         # `kube`: a client already made from `api_client` (the one the `prefetched` lists run on), or a new one.
         kube = kube or Kube(api_client, request_timeout=request_timeout, local_clock=local_clock)
@@ -135,6 +138,8 @@ class ClusterCache:
         self.ours_early: list[EarlyList] = list(ours_early or [])
         # Volcano's NodeShard contract (cache/shards.py): None with sharding off, and then no NodeShard is watched
         self.shards = coordinator_for(kube, self.stores, *sharding, may_write) if sharding else None
+        # Snapshots from the last one and what changed (`cache/snapshots.py`); None: each built afresh.
+        self.incremental: CacheSnapshots | None = CacheSnapshots(self.rules, self.parser) if incremental else None
 
     @property
     def kube(self) -> Kube:
@@ -224,10 +229,20 @@ class ClusterCache:
         stores = self.stores
         with stores.lock:
             by_key = dict(stores.pods.objects)  # one copy: the parser walks its values, the binds read UIDs
-            nodes = list(stores.nodes.objects.values())
+            incremental = self.incremental
+            if incremental is not None:  # what changed is found by identity (cache/snapshots.py)
+                node_objects, group_objects = dict(stores.nodes.objects), dict(stores.podgroups.objects)
+                dicts = (stores.pods.objects, stores.nodes.objects, stores.podgroups.objects)
+            else:
+                nodes = list(stores.nodes.objects.values())
             stores.expire_assumed(now)
             assumed = {key: node for key, (node, _) in stores.assumed.items()}
-        snapshot = self.build(self.parser.nodes(nodes), by_key, assumed, now)
+        if incremental is None:
+            snapshot = self.build(self.parser.nodes(nodes), by_key, assumed, now)
+        else:  # from the last snapshot and what changed
+            inputs, _, pcs = self._inputs(assumed, now)
+            self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
+            snapshot = self._finish(incremental.build(by_key, node_objects, group_objects, dicts, pcs, inputs))
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
             if created and now - created >= ORPHAN_GRACE:
                 self.events.record("Pod", pod, "Warning", "PodGroupNotFound",
@@ -241,6 +256,15 @@ class ClusterCache:
         given), with the PodGroups, Queues and the other kinds as the watches hold them now. The pods are the
         ones the next apply binds (by UID)."""
         now = self.clock() if now is None else now
+        inputs, podgroups, pcs = self._inputs(assumed, now)
+        jobs = self.parser.podgroups(podgroups, pcs, self.default_queue)
+        records = self.parser.pods(pods.values(), pcs)
+        self._snapshot_pods = pods  # the pods this cycle decides for: its binds name their UIDs
+        return self._finish(build_snapshot(replace(inputs, nodes=nodes, podgroups=jobs, pods=records), self.rules))
+
+    def _inputs(self, assumed: dict[str, str], now: float) -> tuple[SnapshotInputs, list[Any], dict[str, int]]:
+        """A snapshot's inputs but its nodes, PodGroups and pods, with the PodGroups' objects and the priority
+        classes to read them with."""
         stores = self.stores
         with stores.lock:
             podgroups = list(stores.podgroups.objects.values())
@@ -249,15 +273,14 @@ class ClusterCache:
             budgets = list(stores.disruption_budgets.objects.values())
             quotas = list(stores.resource_quotas.objects.values())
             pcs = self.parser.pcs
-        jobs = self.parser.podgroups(podgroups, pcs, self.default_queue)
-        records = self.parser.pods(pods.values(), pcs)
-        self._snapshot_pods = pods  # the pods this cycle decides for: its binds name their UIDs
         queue_infos, unreadable = self.parser.queues(queues)
-        inputs = SnapshotInputs(nodes, jobs, queue_infos, records, now, self.parser.hypernodes(hypernodes),
+        inputs = SnapshotInputs((), (), queue_infos, (), now, self.parser.hypernodes(hypernodes),
                                 assumed, self.storage.storage(), unreadable,
                                 self.parser.disruption_budgets(budgets), self.parser.resource_quotas(quotas),
                                 partial(self.dra.read, stores))  # read only if a pending pod names claims
-        snapshot = build_snapshot(inputs, self.rules)
+        return inputs, podgroups, pcs
+
+    def _finish(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
         snapshot.queue_allocation_gate = self.queue_allocation_gate
         if self.shards is not None:  # between two sessions: publish this shard's status, take its nodes
             snapshot.shard = self.shards.between_sessions()

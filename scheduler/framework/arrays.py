@@ -39,10 +39,21 @@ class NodeArrays:
         # Per node, how many of its tasks request no cpu (row 0) and no memory (row 1): scores count them at
         # kube-scheduler's default request.
         self.unrequested: IntArray = np.zeros((2, len(nodes)), dtype=np.int64)
-        for i, node in enumerate(nodes):
-            self.idle[:, i] = self.vector(node.idle, strict=False)
-            self.allocatable[:, i] = self.vector(node.allocatable, strict=False)
-            self.unrequested[:, i] = node.no_cpu_request, node.no_memory_request
+        if nodes:  # filled as whole rows (one array each), the same values as `vector` column by column
+            self.idle[:] = self._rows([node.idle for node in nodes])
+            self.allocatable[:] = self._rows([node.allocatable for node in nodes])
+            self.unrequested[:] = [[n.no_cpu_request for n in nodes], [n.no_memory_request for n in nodes]]
+
+    def _rows(self, resources: Sequence[Resource]) -> IntArray:
+        rows = [[r.cpu for r in resources], [r.memory for r in resources], [r.pods for r in resources]]
+        rows.extend([0] * len(resources) for _ in self.dims[3:])
+        row = self.row
+        for i, resource in enumerate(resources):
+            for name, value in resource.scalars:
+                at = row.get(name)  # (a dimension no node has, e.g. held by another scheduler's pod: left out)
+                if at is not None:
+                    rows[at][i] = value
+        return np.array(rows, dtype=np.int64).reshape(len(self.dims), len(resources))
 
     def vector(self, resource: Resource, *, strict: bool = True) -> IntArray:
         """The resource as a column; with strict, None-like failure for a dimension no node has."""

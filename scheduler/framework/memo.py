@@ -28,12 +28,30 @@ from scheduler.api.reasons import NodeFilter
 from scheduler.framework.holds import HoldBook
 
 
-def node_statics(nodes: list[NodeInfo]) -> tuple[object, ...]:
-    """Everything about the nodes that predicates read, besides resources."""
-    return tuple(
-        (n.name, frozenset(n.labels.items()), n.taints, n.unschedulable, n.ready, n.allocatable.names())
-        for n in nodes
-    )
+def node_statics(nodes: list[NodeInfo], known: dict[str, tuple[object, ...]] | None = None) -> tuple[object, ...]:
+    """Everything about the nodes that predicates read, besides resources. With `known` (node name -> what the
+    last call read and made of it, kept by the caller), a node whose labels and allocatable are the very objects
+    of last time (a snapshot shares them from the node as read) and whose taints, unschedulable and ready are
+    equal gives the same tuple, not made again: the tuple of tuples then compares by identity, element by
+    element."""
+    if known is None:
+        return tuple(
+            (n.name, frozenset(n.labels.items()), n.taints, n.unschedulable, n.ready, n.allocatable.names())
+            for n in nodes
+        )
+    out = []
+    for n in nodes:
+        seen = known.get(n.name)
+        if (seen is None or seen[0] is not n.labels or seen[1] is not n.allocatable or seen[2] != n.taints
+                or seen[3] != n.unschedulable or seen[4] != n.ready):
+            made = (n.name, frozenset(n.labels.items()), n.taints, n.unschedulable, n.ready, n.allocatable.names())
+            seen = known[n.name] = (n.labels, n.allocatable, n.taints, n.unschedulable, n.ready, made)
+        out.append(seen[5])
+    if len(known) > 2 * len(nodes) + 1000:  # nodes gone: forget them
+        names = {n.name for n in nodes}
+        for name in [name for name in known if name not in names]:
+            del known[name]
+    return tuple(out)
 
 
 def gang_signature(job: JobInfo) -> tuple[object, ...]:
@@ -63,10 +81,12 @@ class CycleMemo:
     faults_logged: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     # room held for jobs the `consolidate` action moved, until they are placed again (`holds.py`)
     holds: HoldBook = field(default_factory=HoldBook)
+    # node name -> its statics as last read (`node_statics`): kept, so an unchanged node is not read again
+    known_nodes: dict[str, tuple[object, ...]] = field(default_factory=dict)
 
     def begin(self, nodes: list[NodeInfo], conf: Any, idle: Any) -> dict[Any, Any]:
         """Called when a session opens; returns the feasible cache the session should use."""
-        statics = node_statics(nodes)
+        statics = node_statics(nodes, self.known_nodes)
         if statics != self.statics or conf != self.conf:
             self.statics, self.conf = statics, conf
             self.feasible, self.failures, self.baseline = {}, {}, None

@@ -28,7 +28,7 @@ from types import MappingProxyType
 from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo
 from scheduler.api.reasons import OvercommitLimit
-from scheduler.api.resources import ZERO
+from scheduler.api.resources import Resource
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.shares import (
@@ -78,12 +78,9 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
         self.total = cluster_total(ssn.node_list)
-        self.used = ZERO
-        for node in ssn.node_list:
-            self.used = self.used + without_pods(node.used)
-        self.admitted = ZERO
-        for job in ssn.jobs.values():
-            self.admitted = self.admitted + reserved_by_admitted(job)
+        # (summed in one pass each: the same integers as node by node and job by job, at a fraction of the cost)
+        self.used = without_pods(Resource.total(node.used for node in ssn.node_list))
+        self.admitted = Resource.total(reserved_by_admitted(job) for job in ssn.jobs.values())
 
     def _capacity(self, resource: str) -> int:
         """The cluster's allocatable of `resource` times its factor, rounded down, in integer units."""

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import TypeVar
 
 from scheduler.api.job import JobInfo, TaskInfo
@@ -93,8 +94,11 @@ def elastic_of(job: JobInfo) -> Resource:
     return (without_pods(job.allocated()) - without_pods(job.min_resources)).clamp_zero()
 
 
+@lru_cache(maxsize=1 << 16)
 def share_of(allocated: Resource, deserved: Resource) -> Fraction:
-    """The largest allocated/deserved ratio over the resources deserved (0 when nothing is deserved)."""
+    """The largest allocated/deserved ratio over the resources deserved (0 when nothing is deserved). A pure
+    function of two values, remembered: jobs of one shape hold the same, and the cluster's total rarely changes,
+    so most of a cycle's thousands of shares were worked out before."""
     share = Fraction(0)
     for name, units in dimensions(deserved).items():
         share = max(share, Fraction(allocated.get(name), units))

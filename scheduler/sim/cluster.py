@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
 from scheduler.adapter.podgroup_status import status_body
-from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.convert import (
     group_of,
     job_from_podgroup,
@@ -49,6 +48,7 @@ from scheduler.sim.devices import SimDevices
 from scheduler.sim.objects import DEFAULT_GRACE, grace_of, merge_annotations
 from scheduler.sim.pdbs import pdb_problem
 from scheduler.sim.quotas import SimQuotas
+from scheduler.sim.snapshots import SimChanges, sim_snapshot
 from scheduler.sim.volumes import SimStorage
 from scheduler.solver.topology import from_hypernodes
 
@@ -122,11 +122,13 @@ class InMemoryCluster:
     queue_allocation_gate: bool = False  # Volcano's feature gate SchedulingGatesQueueAdmission (`ungate`)
     devices: SimDevices | None = None  # DRA slices, classes, claims, templates; None: DRA not modelled
     _groups: dict[str, dict[str, None]] = field(default_factory=dict)  # PodGroup key -> its pods' keys, in order
+    changes: SimChanges = field(default_factory=SimChanges)  # what changed since the last snapshot (snapshots.py)
 
     # ---- building the cluster -----------------------------------------------------------------------
     def add_node(self, node: MutableObj | NodeInfo) -> NodeInfo:
         info = node if isinstance(node, NodeInfo) else _read("Node", node, lambda: node_from_object(node))
         self.nodes[info.name] = info
+        self.changes.changed_node(info.name)
         return info
 
     def add_queue(self, queue: MutableObj | QueueInfo) -> QueueInfo:
@@ -217,6 +219,7 @@ class InMemoryCluster:
         # Validate now: a PodGroup the scheduler cannot read is rejected here, not mid-cycle.
         key = _read("PodGroup", podgroup, validate)
         self.podgroups[key] = SimPodGroup(manifest, self.now)
+        self.changes.changed_podgroup(key, added=True)
         return key
 
     def add_pod(self, pod: MutableObj, *, owned: bool = False) -> str:
@@ -235,17 +238,20 @@ class InMemoryCluster:
 
         task = _read("Pod", pod, parse)
         self.pods[task.key] = SimPod(manifest, task, self.now, grace=grace_of(manifest))
+        self.changes.added_pod(task.key)
         self._groups.setdefault(group_of(manifest), {})[task.key] = None
         return task.key
 
     def delete_pod(self, key: str) -> None:
         self.pods.pop(key, None)
+        self.changes.gone_pod(key)
 
     def delete_podgroup(self, key: str) -> None:
         """The PodGroup and its pods, as deleting their Job takes them (garbage collection by owner)."""
         for pod in self._groups.pop(key, {}):
-            self.pods.pop(pod, None)
+            self.delete_pod(pod)
         self.podgroups.pop(key, None)
+        self.changes.changed_podgroup(key)
 
     # ---- the kubelet's part -------------------------------------------------------------------------
     def start_bound_pods(self) -> list[str]:
@@ -255,11 +261,13 @@ class InMemoryCluster:
             if pod.manifest["spec"].get("nodeName") and pod.manifest["status"]["phase"] == "Pending":
                 pod.manifest["status"]["phase"] = "Running"
                 pod.started_at = self.now
+                self.changes.changed_pod(key)
                 started.append(key)
         return started
 
     def finish_pod(self, key: str, *, succeeded: bool = True, exit_code: int = 0) -> None:
         pod = self.pods[key]
+        self.changes.changed_pod(key)
         pod.manifest["status"]["phase"] = "Succeeded" if succeeded else "Failed"
         pod.manifest["status"]["containerStatuses"] = [
             {"name": "main", "state": {"terminated": {"exitCode": exit_code}}}
@@ -268,28 +276,7 @@ class InMemoryCluster:
 
     # ---- ClusterAdapter -----------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
-        podgroups = [
-            job_from_podgroup(
-                pg.manifest, priority_classes=self.priority_classes, default_queue=self.default_queue,
-                creation=pg.created,
-            )
-            for pg in self.podgroups.values()
-        ]
-        inputs = SnapshotInputs(
-            nodes=[node.clone_empty() for node in self.nodes.values()],
-            podgroups=podgroups,
-            queues=[q.clone() for q in self.queues.values()],
-            pods=[(pod.manifest, pod.task) for pod in self.pods.values()],
-            now=self.now,
-            hypernodes=tuple(self.hypernodes.values()),
-            storage=self.storage.storage() if self.storage is not None else None,
-            disruption_budgets=self.disruption_budgets() if self.pdbs else (),
-            resource_quotas=self.quotas.infos(p.manifest for p in self.pods.values()) if self.quotas.manifests else (),
-            dra=self._dra if self.devices is not None else None,
-        )
-        snapshot = build_snapshot(inputs, AdapterRules(self.scheduler_names, self.default_queue))
-        snapshot.queue_allocation_gate = self.queue_allocation_gate
-        return snapshot
+        return sim_snapshot(self)  # afresh, or from the last one and the changes once `changes.start` is called
 
     def _dra(self) -> DraObjects | None:
         """The DRA objects, once pods gone or finished have left their claims (read only when a pending pod of
@@ -307,6 +294,7 @@ class InMemoryCluster:
         if pod is None or pod.manifest.get("spec", {}).get("schedulingGates") != [{"name": QUEUE_ALLOCATION_GATE}]:
             return False
         del pod.manifest["spec"]["schedulingGates"]
+        self.changes.changed_pod(key)
         pod.task.gated, pod.task.only_queue_gate = "", False
         return True
 
@@ -342,6 +330,7 @@ class InMemoryCluster:
                 if task_key in result.annotations:
                     pod.manifest["metadata"].setdefault("annotations", {}).update(result.annotations[task_key])
                 pod.manifest["spec"]["nodeName"] = node
+                self.changes.changed_pod(task_key)
                 pod.bound_at = self.now
                 pod.task.scheduled_at = self.now  # its PodScheduled time (cdp, minruntime, victimcost read it)
                 self.bind_log.append(BoundRecord(self.now, gang.job, task_key, node))
@@ -352,14 +341,19 @@ class InMemoryCluster:
             if pg is None:
                 continue
             st = pg.manifest.setdefault("status", {})
-            st.update(status_body(status, st, self.now))  # as the scheduler writes it (adapter/podgroup_status.py)
+            before = dict(st)
+            st.update(status_body(status, st, self.now))
+            if st != before:
+                self.changes.changed_podgroup(status.job)  # as the scheduler writes it (adapter/podgroup_status.py)
             patch = reasons_annotation(status, pg.manifest.get("metadata", {}).get("annotations"))
             if patch is not None:
                 merge_annotations(pg.manifest, patch)
+                self.changes.changed_podgroup(status.job)
         for job, patch in result.podgroup_annotations.items():  # as the cache writes them (cache/publish.py)
             group = self.podgroups.get(job)
             if group is not None:
                 merge_annotations(group.manifest, patch)
+                self.changes.changed_podgroup(job)
         for queue in result.queues:
             self.queue_allocated[queue.queue] = queue.allocated
             if queue.usage is not None and queue.queue in self.queues:
@@ -377,16 +371,18 @@ class InMemoryCluster:
                                                 eviction.notice if self.graceful else 0.0,
                                                 pod.grace if self.graceful else 0.0))
         if not self.graceful:
-            self.pods.pop(eviction.task)
+            self.delete_pod(eviction.task)
             return
         pod.delete_at = self.now + eviction.notice
         if eviction.notice:  # annotated as the evictor does: the snapshot reads it as releasing (api/pod.py)
             pod.manifest["metadata"].setdefault("annotations", {})[POD_NOTICE] = rfc3339(pod.delete_at)
+            self.changes.changed_pod(eviction.task)
         self._delete_due(pod)
 
     def _delete_due(self, pod: SimPod) -> None:
         if pod.gone_at is None and pod.delete_at is not None and pod.delete_at <= self.now:
             pod.manifest["metadata"]["deletionTimestamp"] = rfc3339(max(self.now, 1.0))
+            self.changes.changed_pod(pod.task.key)
             pod.gone_at = pod.delete_at + pod.grace
 
     def reap(self) -> list[SimPod]:
@@ -398,6 +394,7 @@ class InMemoryCluster:
             self._delete_due(pod)
             if pod.gone_at is not None and pod.gone_at <= self.now:
                 gone.append(self.pods.pop(key))
+                self.changes.gone_pod(key)
         return gone
 
     def next_reap(self) -> float | None:

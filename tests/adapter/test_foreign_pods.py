@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from scheduler.api.phases import TaskStatus
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.sim.objects import node_object, pod_object
 
 
-def cache_with(pods: list[dict[str, Any]]) -> ClusterCache:
-    cache = ClusterCache(None, {"volcano-py"}, "default")
+def cache_with(pods: list[dict[str, Any]], *, incremental: bool = True) -> ClusterCache:
+    cache = ClusterCache(None, {"volcano-py"}, "default", incremental=incremental)
     cache.watcher._on_event(cache.nodes, "ADDED", node_object("n1", cpu="64", memory="256Gi"))
     cache.watcher._on_event(cache.podgroups, "ADDED", {
         "metadata": {"name": "g", "namespace": "ns", "resourceVersion": "1"},
@@ -40,10 +42,14 @@ def test_other_schedulers_pods_add_up_on_their_node() -> None:
     assert node.tasks["ns/done"].status is TaskStatus.SUCCEEDED
 
 
-def test_a_session_changing_an_other_schedulers_pod_of_our_job_leaves_the_cache_as_it_was() -> None:
-    cache = cache_with([bound("mine", "2", group="g"), bound("plain", "2")])
-    first = cache.snapshot().nodes["n1"].tasks
-    first["ns/mine"].status = TaskStatus.RELEASING  # what an eviction in a session does to a victim
+@pytest.mark.parametrize("incremental", [True, False], ids=["incremental snapshot", "cold snapshot"])
+def test_a_session_changing_an_other_schedulers_pod_of_our_job_leaves_the_cache_as_it_was(incremental: bool) -> None:
+    cache = cache_with([bound("mine", "2", group="g"), bound("plain", "2")], incremental=incremental)
+    first = cache.snapshot()
+    node, victim = first.nodes["n1"], first.nodes["n1"].tasks["ns/mine"]
+    node.remove_task(victim)  # what an eviction in a session does to a victim (framework/backend.py mark_releasing)
+    first.jobs["ns/g"].set_status(victim, TaskStatus.RELEASING)
+    node.add_task(victim)
     again = cache.snapshot().nodes["n1"].tasks
     assert (again["ns/mine"].status, again["ns/plain"].status) == (TaskStatus.RUNNING, TaskStatus.RUNNING)
 

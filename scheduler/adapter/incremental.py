@@ -1,0 +1,390 @@
+"""Layer `adapter`: a snapshot kept from cycle to cycle and updated by the changes, equal to `build_snapshot`'s.
+
+`IncrementalSnapshot.build(inputs, delta)` returns what `build_snapshot(inputs, rules)` returns, with the same
+infos in the same order (nodes, jobs, each job's and node's tasks, orphans), but rebuilds only:
+
+- the jobs whose PodGroup changed, a pod of which changed, came or went, or that the last session changed;
+- the nodes that changed, a pod on which (as read, or as the last snapshot placed it) changed, or that the last
+  session changed;
+- every pending pod of ours with volume claims (what its claims require may change with the storage objects);
+- the pods whose assumed bind changed, and those whose gang may change because a job they could join came or
+  went (each pod is indexed under the job keys `build_snapshot` may look it up by).
+
+The infos are handed to the session itself, not copies: a session changes a job or a node only through their
+own methods (`JobInfo.add_task`, `set_status`, `NodeInfo.add_task`, `add_tasks`, `remove_task`), which mark it
+`touched`, and a task only together with its job (`framework/backend.py`), so the next build rebuilds what the
+session changed and reuses the rest; a job's phase and minAvailable, which a session sets directly, are reset
+from the PodGroup as read. Queues, HyperNodes, storage, budgets, quotas and DRA objects are few and taken from
+`inputs` as they are each cycle.
+
+`delta=None` builds everything from `inputs` (nodes, PodGroups and pods complete): the first snapshot, and the one
+after anything that changes every pod (a PriorityClass). A `Delta` names only what changed since the last build;
+the pods, nodes and PodGroups of `inputs` are then not read. The same mechanism builds from a subset: a delta
+may bring a node and its pods later than the rest (a first cycle on a partial view).
+
+Not modelled: a PodGroup whose key is also the key of a pod of ours without a PodGroup (the implicit gang of one
+`build_snapshot` makes under the pod's key): the order in which `build_snapshot` meets the two then decides, and
+this builder may decide otherwise. Keys are namespace/name for both, so only a pod and a PodGroup of one name can.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from operator import itemgetter
+
+from scheduler.adapter.snapshot import (
+    AdapterRules,
+    ClaimResolver,
+    PodRecord,
+    SnapshotInputs,
+    _dra,
+    current_task,
+    gang_of,
+    owner_group_of,
+)
+from scheduler.api.convert import plain_group_of
+from scheduler.api.job import JobInfo, TaskInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.objects import Obj
+from scheduler.api.phases import OCCUPYING_STATUSES, TaskStatus
+from scheduler.api.resources import Resource
+from scheduler.api.snapshot import ClusterSnapshot
+
+IN_JOB, OTHER, ORPHAN, NONE = range(4)  # what `build_snapshot` made of a pod
+
+
+@dataclass(slots=True)
+class Delta:
+    """What changed since the last build, by key: the new value, or None for gone."""
+
+    pods: dict[str, PodRecord | None] = field(default_factory=dict)
+    nodes: dict[str, NodeInfo | None] = field(default_factory=dict)  # as read, with no tasks (not changed here)
+    podgroups: dict[str, JobInfo | None] = field(default_factory=dict)  # as read, with no tasks
+    renewed: set[str] = field(default_factory=set)  # pods that went and came back: they take a new place, last
+    renewed_nodes: set[str] = field(default_factory=set)  # likewise nodes
+    renewed_podgroups: set[str] = field(default_factory=set)  # likewise PodGroups
+
+    def __bool__(self) -> bool:
+        return bool(self.pods or self.nodes or self.podgroups)
+
+
+@dataclass(slots=True, eq=False)
+class _Pod:
+    seq: int  # its place in the pods' order (a pod that changes keeps it; one that comes back gets a new one)
+    manifest: Obj
+    base: TaskInfo
+    kind: int = NONE
+    job: str = ""  # the job it is in (IN_JOB)
+    task: TaskInfo | None = None  # the task in the snapshot (IN_JOB, OTHER)
+    status: TaskStatus = TaskStatus.PENDING  # the task's status and node as built: a session changed the task
+    node: str = ""  # if either differs (the node whose accounting has it, if that node exists)
+    keys: tuple[str, ...] = ()  # the job keys its gang is looked up by
+    orphan: tuple[str, str, float] | None = None
+
+
+class IncrementalSnapshot:
+    def __init__(self, rules: AdapterRules) -> None:
+        self.rules = rules
+        self._seq = 0
+        self.pods: dict[str, _Pod] = {}
+        self.templates: dict[str, JobInfo] = {}  # job key -> as read (PodGroups) or made (implicit), no tasks
+        self.podgroups: dict[str, None] = {}  # PodGroup keys, in the adapter's order
+        self.implicit: dict[str, int] = {}  # implicit job key -> its pod's seq
+        self.jobs: dict[str, JobInfo] = {}  # as built, every job
+        self.members: dict[str, dict[str, int]] = {}  # job key -> its pods' keys -> their seq
+        self.bases: dict[str, NodeInfo] = {}  # node name -> as read, in the adapter's order
+        self.nodes: dict[str, NodeInfo] = {}  # as built
+        self.on_node: dict[str, dict[str, None]] = {}  # node name -> keys of pods accounted there (node or not)
+        self.by_key: dict[str, set[str]] = {}  # job key -> pods whose gang it may be
+        self.claimed: set[str] = set()  # pending pods of ours with volume claims: made again every build
+        self.devices: set[str] = set()  # pending pods of ours with DRA claims
+        self.orphans: set[str] = set()  # pending pods of ours whose PodGroup does not exist
+        self.assumed: dict[str, str] = {}
+        self.rebuilt = (0, 0, 0)  # (pods, jobs, nodes) the last build made afresh: for tests and benchmarks
+
+    # ---- the build --------------------------------------------------------------------------------------
+    def build(self, inputs: SnapshotInputs, delta: Delta | None) -> ClusterSnapshot:
+        dirty_pods: set[str] = set()
+        dirty_jobs: set[str] = set()
+        dirty_nodes: set[str] = set()
+        if delta is None:
+            self.__init__(self.rules)  # type: ignore[misc]
+            delta = Delta({t.key: (m, t) for m, t in inputs.pods}, {n.name: n for n in inputs.nodes},
+                          {j.key: j for j in inputs.podgroups})
+        else:
+            self._session_changes(dirty_pods, dirty_jobs, dirty_nodes)
+        self._apply(delta, dirty_pods, dirty_jobs, dirty_nodes)
+        assumed = dict(inputs.assumed)
+        for key in self.assumed.keys() ^ assumed.keys() | {k for k, v in assumed.items() if self.assumed.get(k) != v}:
+            if key in self.pods:
+                dirty_pods.add(key)
+        self.assumed = assumed
+        dirty_pods.update(self.claimed)
+        claims = ClaimResolver(inputs.storage) if inputs.storage is not None else None
+        self._resolve(dirty_pods, dirty_jobs, dirty_nodes, claims)
+        for key in dirty_jobs:
+            self._build_job(key)
+        added = False
+        for name in dirty_nodes:
+            added = self._build_node(name) or added
+        if added:  # in the adapter's order, as build_snapshot has them
+            self.nodes = {name: self.nodes[name] for name in self.bases if name in self.nodes}
+        self.rebuilt = (len(dirty_pods), len(dirty_jobs), len(dirty_nodes))
+        jobs = {key: self.jobs[key] for key in self.podgroups}
+        jobs.update((key, self.jobs[key]) for key in self.implicit)
+        orphans = sorted((self.pods[key].seq, self.pods[key].orphan) for key in self.orphans)
+        storage = inputs.storage
+        if storage is not None and claims is not None and claims.binding:
+            storage = replace(storage, binding=True)
+        return ClusterSnapshot(dict(self.nodes), jobs, {q.name: q for q in inputs.queues}, inputs.now,
+                               tuple(inputs.hypernodes), storage, dict(inputs.unreadable_queues),
+                               tuple(o for _, o in orphans), tuple(inputs.disruption_budgets),  # type: ignore[misc]
+                               tuple(inputs.resource_quotas), dra=_dra(inputs.dra) if self.devices else None)
+
+    def _session_changes(self, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str]) -> None:
+        """What the last session changed: its jobs and nodes are rebuilt, and the tasks it moved made again."""
+        for key, job in self.jobs.items():
+            template = self.templates[key]
+            if job.phase is not template.phase:
+                job.phase = template.phase
+            if job.min_available != template.min_available:
+                job.min_available = template.min_available
+            if job.touched:
+                dirty_jobs.add(key)
+                for pod_key in self.members.get(key, ()):
+                    self._check_task(pod_key, dirty_pods)
+        for name, node in self.nodes.items():
+            if node.touched:
+                dirty_nodes.add(name)
+                for pod_key in self.on_node.get(name, ()):
+                    self._check_task(pod_key, dirty_pods)
+
+    def _check_task(self, key: str, dirty_pods: set[str]) -> None:
+        pod = self.pods[key]
+        task = pod.task
+        if task is not None and (task.status is not pod.status or task.node_name != pod.node):
+            dirty_pods.add(key)
+
+    def _apply(self, delta: Delta, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str]) -> None:
+        for key, record in delta.pods.items():
+            old = self.pods.get(key)
+            if old is not None:
+                self._forget(key, old, dirty_jobs, dirty_nodes)
+                if record is None:
+                    del self.pods[key]
+                    continue
+            if record is None:
+                continue
+            if old is None or key in delta.renewed:
+                self._seq += 1
+                self.pods[key] = _Pod(self._seq, record[0], record[1])
+            else:
+                old.manifest, old.base = record
+            dirty_pods.add(key)
+        for name, base in delta.nodes.items():
+            dirty_nodes.add(name)
+            if base is None or name in delta.renewed_nodes:
+                self.bases.pop(name, None)
+                self.nodes.pop(name, None)
+            if base is not None:
+                self.bases[name] = base
+        for key, template in delta.podgroups.items():
+            existed = key in self.podgroups
+            if template is not None and existed and key in delta.renewed_podgroups:
+                del self.podgroups[key]  # (its job is rebuilt: it stays a job, in its new place)
+                self.podgroups[key] = None
+            if template is None:
+                if existed:
+                    del self.podgroups[key]
+                    self._job_gone(key, dirty_pods, dirty_jobs)
+                continue
+            self.templates[key] = template
+            self.podgroups[key] = None
+            dirty_jobs.add(key)
+            if not existed:
+                if key in self.implicit:  # a pod's gang of one had this key: it goes, the PodGroup takes it
+                    del self.implicit[key]
+                    dirty_pods.update(self.members.get(key, {}).keys())
+                dirty_pods.update(self.by_key.get(key, set()))
+
+    def _job_gone(self, key: str, dirty_pods: set[str], dirty_jobs: set[str]) -> None:
+        self.templates.pop(key, None)
+        self.implicit.pop(key, None)
+        dirty_pods.update(self.members.get(key, {}).keys())
+        dirty_pods.update(self.by_key.get(key, set()))
+        dirty_jobs.add(key)
+
+    def _forget(self, key: str, pod: _Pod, dirty_jobs: set[str], dirty_nodes: set[str]) -> None:
+        """Take the pod out of whatever the last build put it in (it is made again, or gone)."""
+        if pod.kind == IN_JOB:
+            dirty_jobs.add(pod.job)
+            members = self.members.get(pod.job)
+            if members is not None:
+                members.pop(key, None)
+            if pod.job == key and key in self.implicit:  # its gang of one goes with it (made again if it stays)
+                del self.implicit[key]
+                self.templates.pop(key, None)
+        for name in (pod.node, pod.task.node_name if pod.task is not None else ""):
+            if name:
+                dirty_nodes.add(name)
+                on = self.on_node.get(name)
+                if on is not None:
+                    on.pop(key, None)
+        for job_key in pod.keys:
+            keyed = self.by_key.get(job_key)
+            if keyed is not None:
+                keyed.discard(key)
+                if not keyed:
+                    del self.by_key[job_key]
+        self.orphans.discard(key)
+        self.claimed.discard(key)
+        self.devices.discard(key)
+        pod.kind, pod.job, pod.task, pod.node, pod.keys, pod.orphan = NONE, "", None, "", (), None
+
+    # ---- one pod, as build_snapshot reads it ----------------------------------------------------------------
+    def _resolve(self, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str],
+                 claims: ClaimResolver | None) -> None:
+        ours, assumed, default_queue = self.rules.scheduler_names, self.assumed, self.rules.default_queue
+        dirty_pods.intersection_update(self.pods)  # (a pod the last session moved may be gone since)
+        for key in sorted(dirty_pods, key=lambda k: self.pods[k].seq):  # in order: implicit gangs as cold
+            pod = self.pods[key]
+            self._forget(key, pod, dirty_jobs, dirty_nodes)
+            manifest, base = pod.manifest, pod.base
+            owner = owner_group_of(manifest, base)
+            pod.keys = tuple(k for k in dict.fromkeys((base.job, owner, plain_group_of(manifest))) if k)
+            for job_key in pod.keys:
+                self.by_key.setdefault(job_key, set()).add(key)
+            scheduler = (manifest.get("spec") or {}).get("schedulerName", "default-scheduler")
+            if type(scheduler) is not str or scheduler not in ours:
+                self._other(key, pod, dirty_nodes)
+                continue
+            task = current_task(manifest, base, assumed)
+            pending = task.status is TaskStatus.PENDING
+            if task.claims and pending:  # made again every build, whether volumes are modelled now or not
+                self.claimed.add(key)
+                if claims is not None:
+                    task.constraints = claims.constraints(task)
+            if task.device_claims is not None and pending:
+                self.devices.add(key)
+            template = self.templates.get(task.job)
+            if template is None:
+                before = len(self.templates)
+                template = gang_of(manifest, task, self.templates, default_queue)
+                if template is not None and len(self.templates) > before:  # its gang of one, made now
+                    self.implicit[template.key] = pod.seq
+                    self._order_implicit()
+            if template is None:
+                if task.node_name:
+                    self._other(key, pod, dirty_nodes)
+                elif pending:
+                    pod.orphan = (task.key, task.job.partition("/")[2] or task.job, task.creation)
+                    self.orphans.add(key)
+                continue
+            pod.kind, pod.job, pod.task = IN_JOB, template.key, task
+            pod.status, pod.node = task.status, task.node_name
+            self.members.setdefault(template.key, {})[key] = pod.seq
+            dirty_jobs.add(template.key)
+            if task.node_name:
+                self.on_node.setdefault(task.node_name, {})[key] = None
+                dirty_nodes.add(task.node_name)
+
+    def _order_implicit(self) -> None:
+        """Implicit jobs in their pods' order, as `build_snapshot` meets them (a new one is nearly always last)."""
+        if len(self.implicit) < 2:
+            return
+        last = reversed(self.implicit.values())
+        if next(last) < next(last):
+            self.implicit = dict(sorted(self.implicit.items(), key=lambda kv: kv[1]))
+
+    def _other(self, key: str, pod: _Pod, dirty_nodes: set[str]) -> None:
+        """A pod that only takes node resources (`account_others`); the job it names decides whether its task is
+        shared or made, which is known once every pod is resolved: `_build_node` makes it."""
+        pod.kind = OTHER
+        name = pod.base.node_name or str((pod.manifest.get("spec") or {}).get("nodeName") or "") \
+            or self.assumed.get(key, "")
+        pod.node = name
+        if name:
+            self.on_node.setdefault(name, {})[key] = None
+            dirty_nodes.add(name)
+
+    # ---- jobs and nodes --------------------------------------------------------------------------------------
+    def _build_job(self, key: str) -> None:
+        template = self.templates.get(key)
+        self.jobs.pop(key, None)
+        if template is None:  # gone
+            self.members.pop(key, None)
+            return
+        job = template.clone()
+        members = self.members.get(key, {})
+        pods = self.pods
+        for pod_key, _ in sorted(members.items(), key=itemgetter(1)):
+            task = pods[pod_key].task
+            assert task is not None
+            job.add_task(task)
+        job.touched = False
+        self.jobs[key] = job
+
+    def _build_node(self, name: str) -> bool:
+        """Build the node afresh; True if it is new to the snapshot."""
+        base = self.bases.get(name)
+        if base is None:
+            self.nodes.pop(name, None)
+            return False
+        node = base.clone_empty()
+        ours: list[_Pod] = []
+        others: list[_Pod] = []
+        for pod_key in self.on_node.get(name, ()):
+            pod = self.pods[pod_key]
+            (ours if pod.kind == IN_JOB else others).append(pod)
+        tasks: list[TaskInfo] = [pod.task for pod in sorted(ours, key=lambda p: p.seq)]  # type: ignore[misc]
+        runs: dict[tuple[int, TaskStatus], list[TaskInfo]] = {}
+        for pod in sorted(others, key=lambda p: p.seq):
+            if pod.task is None or pod.task.status is not pod.status or pod.task.node_name != pod.node:
+                self._make_other(pod)
+            task = pod.task
+            assert task is not None
+            runs.setdefault((id(task.resreq), task.status), []).append(task)
+        for run in runs.values():
+            tasks.extend(run)
+        fill(node, tasks)
+        new = name not in self.nodes
+        self.nodes[name] = node  # a node keeps its place
+        return new
+
+    def _make_other(self, pod: _Pod) -> None:
+        base = pod.base
+        task = base if base.node_name and base.job not in self.templates else current_task(
+            pod.manifest, base, self.assumed)
+        pod.task, pod.status = task, task.status
+
+
+def fill(node: NodeInfo, tasks: list[TaskInfo]) -> None:
+    """`node.add_task` for each of `tasks` in order, the accounting summed once (integer sums: the same infos as
+    one by one, which is what `build_snapshot` does)."""
+    table = node.tasks
+    used: list[Resource] = []
+    pipelined: list[Resource] = []
+    releasing: list[Resource] = []
+    no_cpu = no_memory = 0
+    for task in tasks:
+        table[task.key] = task
+        status, request = task.status, task.resreq
+        if status is TaskStatus.PIPELINED:
+            pipelined.append(request)
+        elif status in OCCUPYING_STATUSES:
+            used.append(request)
+            no_cpu += not request.cpu
+            no_memory += not request.memory
+            if status is TaskStatus.RELEASING:
+                releasing.append(request)
+    if used:
+        total = Resource.total(used)
+        node.idle, node.used = node.idle - total, node.used + total
+        node.no_cpu_request += no_cpu
+        node.no_memory_request += no_memory
+    if pipelined:
+        node.pipelined = node.pipelined + Resource.total(pipelined)
+    if releasing:
+        node.releasing = node.releasing + Resource.total(releasing)
+    node.touched = False
+

@@ -1,0 +1,120 @@
+"""Layer `cache`: the Kubernetes cache's snapshots built from the last one and what changed (adapter/incremental.py).
+
+What changed is found by identity, with no journal to keep: the watch (and every writer of the stores) replaces an
+object on each change, and the parse cache reads each pod once per resourceVersion, so a pod, node or PodGroup
+whose object is the one of the last build is unchanged. Only those that changed are read (nodes and PodGroups
+here, pods by `ParseCache.task`). A pod, node or PodGroup whose uid changed went and came back (deleted and made
+again between two cycles): it takes its new place, last, as in the stores. Everything is built afresh when the
+order of a kind may have changed for another reason (a relist replaces a kind's dict, or an object that could not
+be read can now be, in its old place) or when every pod's reading may have (a PriorityClass changed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.adapter.incremental import Delta, IncrementalSnapshot
+from scheduler.adapter.snapshot import AdapterRules, PodRecord, SnapshotInputs
+from scheduler.api.convert import job_from_podgroup, node_from_object
+from scheduler.api.job import JobInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.objects import MutableObj
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.cache.parse import ParseCache
+
+
+def _uid(obj: Mapping[str, Any]) -> object:
+    meta = obj.get("metadata")
+    return meta.get("uid") if isinstance(meta, dict) else None
+
+
+class CacheSnapshots:
+    def __init__(self, rules: AdapterRules, parser: ParseCache) -> None:
+        self.builder = IncrementalSnapshot(rules)
+        self.parser = parser
+        self.default_queue = rules.default_queue
+        self._dicts: tuple[object, ...] = ()  # the stores' dicts of pods, nodes, PodGroups as last seen, and pcs
+        self._pods: dict[str, MutableObj] = {}  # key -> the object of the last build (read or not)
+        self._nodes: dict[str, MutableObj] = {}
+        self._podgroups: dict[str, MutableObj] = {}
+
+    def build(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj], podgroups: dict[str, MutableObj],
+              dicts: tuple[object, ...], pcs: dict[str, int], inputs: SnapshotInputs) -> ClusterSnapshot:
+        """`pods`, `nodes`, `podgroups`: copies of the stores' dicts, taken under the lock; `dicts`: the stores'
+        dicts themselves; `inputs`: the rest of the snapshot's inputs (its nodes, PodGroups and pods unread)."""
+        seen = (*dicts, pcs)
+        full = len(seen) != len(self._dicts) or any(a is not b for a, b in zip(seen, self._dicts, strict=False))
+        delta: Delta | None = None if full else self._delta(pods, nodes, podgroups, pcs)
+        if delta is None:
+            inputs = SnapshotInputs(
+                self._node_infos(nodes.values()), self._templates(podgroups.values(), pcs), inputs.queues,
+                list(self.parser.pods(pods.values(), pcs)), inputs.now, inputs.hypernodes, inputs.assumed,
+                inputs.storage, inputs.unreadable_queues, inputs.disruption_budgets, inputs.resource_quotas,
+                inputs.dra)
+        self._dicts = seen
+        self._pods, self._nodes, self._podgroups = pods, nodes, podgroups
+        return self.builder.build(inputs, delta)
+
+    def _delta(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj],
+               podgroups: dict[str, MutableObj], pcs: dict[str, int]) -> Delta | None:
+        """The changes since the last build; None when one cannot say where a changed object goes: one that could
+        not be read before and can now sits in the stores where it always was, which only a full build sees."""
+        builder = self.builder
+        delta = Delta()
+        for key, obj, renewed in _changes(self._pods, pods):
+            record = _record(self.parser.task(obj, pcs), obj) if obj is not None else None
+            if record is not None and not renewed and key in self._pods and key not in builder.pods:
+                return None
+            delta.pods[key] = record
+            if renewed:
+                delta.renewed.add(key)
+        for key, obj, renewed in _changes(self._nodes, nodes):
+            base = self._node(obj) if obj is not None else None
+            if base is not None and not renewed and key in self._nodes and key not in builder.bases:
+                return None
+            delta.nodes[key] = base
+            if renewed:
+                delta.renewed_nodes.add(key)
+        for key, obj, renewed in _changes(self._podgroups, podgroups):
+            template = self._template(obj, pcs) if obj is not None else None
+            if template is not None and not renewed and key in self._podgroups and key not in builder.podgroups:
+                return None
+            delta.podgroups[key] = template
+            if renewed:
+                delta.renewed_podgroups.add(key)
+        return delta
+
+    def _node(self, obj: MutableObj) -> NodeInfo | None:
+        return self.parser.read_fields(  # type: ignore[no-any-return]
+            "Node", obj, lambda o, sink: node_from_object(o, sink))
+
+    def _template(self, obj: MutableObj, pcs: dict[str, int]) -> JobInfo | None:
+        return self.parser.read_fields(  # type: ignore[no-any-return]
+            "PodGroup", obj,
+            lambda o, sink: job_from_podgroup(o, priority_classes=pcs, default_queue=self.default_queue, sink=sink))
+
+    def _node_infos(self, objects: Any) -> list[NodeInfo]:
+        return [n for n in map(self._node, objects) if n is not None]
+
+    def _templates(self, objects: Any, pcs: dict[str, int]) -> list[JobInfo]:
+        return [j for j in (self._template(o, pcs) for o in objects) if j is not None]
+
+
+def _record(task: Any, obj: MutableObj) -> PodRecord | None:
+    return (obj, task) if task is not None else None
+
+
+def _changes(old: dict[str, MutableObj], new: dict[str, MutableObj]) -> list[tuple[str, MutableObj | None, bool]]:
+    """(key, the new object or None if gone, whether it went and came back), in the new dict's order, gone last."""
+    out: list[tuple[str, MutableObj | None, bool]] = []
+    get = old.get
+    added = 0
+    for key, obj in new.items():
+        was = get(key)
+        if was is not obj:
+            out.append((key, obj, was is not None and _uid(was) != _uid(obj)))
+            added += was is None
+    if len(old) + added != len(new):  # some went
+        out.extend((key, None, False) for key in old.keys() - new.keys())
+    return out

@@ -1,0 +1,192 @@
+"""The incremental snapshot (adapter/incremental.py) equals a cold `build_snapshot` after every change.
+
+Random deltas on an in-memory cluster: pods added (in a PodGroup, a gang of one, another scheduler's, naming a
+PodGroup not there yet, with volume claims), removed, bound, moved to another phase or deleted gracefully; storage
+objects added; nodes added, removed and
+changed; PodGroups added, removed and changed; queues changed; and now and then a real cycle run on the
+incremental snapshot, its binds and evictions applied (so a session's own changes to the infos it was handed
+must not leak into the next snapshot). After each, both snapshots are compared as structured values: every
+node's idle, used, releasing, pipelined and its tasks in order, every job's fields and its tasks and statuses in
+order, the queues, the orphans and the order of nodes and jobs.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import given, settings, strategies as st
+from snapshot_values import first_difference, structured
+
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.cycle import builtin_default_conf, run_cycle
+from scheduler.sim.cluster import InMemoryCluster
+from scheduler.sim.objects import node_object, pod_object
+
+CONF = builtin_default_conf()
+
+
+def same(incremental: ClusterSnapshot, sim: InMemoryCluster) -> str:
+    """"" if the incremental snapshot equals a cold one of the cluster, else where they first differ."""
+    a, b = structured(incremental), structured(cold(sim))
+    return "" if a == b else first_difference(a, b)
+
+
+def cold(sim: InMemoryCluster) -> ClusterSnapshot:
+    builder, sim.changes.builder = sim.changes.builder, None
+    try:
+        return sim.snapshot()
+    finally:
+        sim.changes.builder = builder
+
+
+class World:
+    """A small cluster and the random changes made to it, each through the cluster's methods or said to it."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.sim = sim = InMemoryCluster()
+        self.serial = 0
+        sim.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}})
+        sim.add_queue({"metadata": {"name": "q2"}, "spec": {"weight": 2}})
+        for _ in range(4):
+            self.add_node()
+        for _ in range(6):
+            self.add_gang()
+
+    def name(self, prefix: str) -> str:
+        self.serial += 1
+        return f"{prefix}-{self.serial}"
+
+    def add_node(self) -> None:
+        self.sim.add_node(node_object(self.name("node"), gpu=self.rng.choice((2, 4, 8)), cpu="16", memory="64Gi"))
+
+    def add_gang(self, group: str | None = None) -> None:
+        group = group or self.name("pg")
+        size = self.rng.randint(1, 4)
+        if group not in self.sim.podgroups and f"default/{group}" not in self.sim.podgroups:
+            self.sim.add_podgroup({"metadata": {"name": group},
+                                   "spec": {"minMember": size, "queue": self.rng.choice(("default", "q2"))},
+                                   "status": {"phase": self.rng.choice(("Pending", "Inqueue"))}})
+        for _ in range(size):
+            self.sim.add_pod(pod_object(self.name("pod"), group=group, gpu=self.rng.choice((0, 1)), cpu="1"))
+
+    def pods(self) -> list[str]:
+        return sorted(self.sim.pods)
+
+    def step(self) -> str:
+        rng, sim = self.rng, self.sim
+        ops = ["pod+", "pod+", "plain+", "other+", "orphan+", "pod-", "bind", "phase", "deleting", "node+", "node-",
+               "node~", "pg+", "pg-", "pg~", "queue~", "claim+", "storage+", "cycle", "cycle"]
+        op = rng.choice(ops)
+        pods, nodes = self.pods(), sorted(sim.nodes)
+        if op == "pod+":
+            self.add_gang(rng.choice(sorted(sim.podgroups)).partition("/")[2] if sim.podgroups else None)
+        elif op == "plain+":
+            sim.add_pod(pod_object(self.name("plain"), gpu=rng.choice((0, 1))))
+        elif op == "other+" and nodes:
+            pod = pod_object(self.name("other"), gpu=rng.choice((0, 1)), scheduler_name="default-scheduler")
+            pod["spec"]["nodeName"] = rng.choice(nodes + ["gone-node"])
+            pod["status"] = {"phase": rng.choice(("Running", "Pending"))}
+            sim.add_pod(pod)
+        elif op == "orphan+":
+            sim.add_pod(pod_object(self.name("waits"), group=self.name("later")))
+        elif op == "pod-" and pods:
+            sim.delete_pod(rng.choice(pods))
+        elif op == "bind" and pods and nodes:
+            key = rng.choice(pods)
+            sim.pods[key].manifest["spec"]["nodeName"] = rng.choice(nodes)
+            sim.changes.changed_pod(key)
+        elif op == "phase" and pods:
+            key = rng.choice(pods)
+            sim.pods[key].manifest["status"]["phase"] = rng.choice(("Pending", "Running", "Succeeded", "Failed"))
+            sim.changes.changed_pod(key)
+        elif op == "deleting" and pods:
+            key = rng.choice(pods)
+            sim.pods[key].manifest["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            sim.changes.changed_pod(key)
+        elif op == "node+":
+            self.add_node()
+        elif op == "node-" and nodes:
+            name = rng.choice(nodes)
+            del sim.nodes[name]
+            sim.changes.changed_node(name)
+        elif op == "node~" and nodes:
+            name = rng.choice(nodes)
+            sim.add_node(node_object(name, gpu=rng.choice((1, 8)), cpu=rng.choice(("4", "32")), memory="64Gi"))
+        elif op == "pg+":
+            group = self.name("pg")
+            for key in [k for k, p in sim.pods.items() if p.task.job.endswith("/later-" + group.split("-")[1])][:1]:
+                sim.changes.changed_pod(key)  # (no pod names it yet: a PodGroup with no pods)
+            sim.add_podgroup({"metadata": {"name": group}, "spec": {"minMember": 1}})
+        elif op == "pg-" and sim.podgroups:
+            key = rng.choice(sorted(sim.podgroups))
+            sim.podgroups.pop(key)  # its pods stay: they wait for it (or, bound, only use their node)
+            sim.changes.changed_podgroup(key)
+        elif op == "pg~" and sim.podgroups:
+            key = rng.choice(sorted(sim.podgroups))
+            manifest = sim.podgroups[key].manifest
+            manifest["spec"]["minMember"] = rng.randint(1, 5)
+            manifest["status"]["phase"] = rng.choice(("Pending", "Inqueue", "Running"))
+            sim.changes.changed_podgroup(key)
+        elif op == "claim+":  # a pending pod with a claim (what it requires follows the storage objects)
+            sim.add_pod(pod_object(self.name("claims"), claims=[f"data-{rng.randint(1, 3)}"]))
+        elif op == "storage+":  # the first one makes the cluster model volumes from then on
+            sim.add_storage(rng.choice([
+                {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
+                 "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"},
+                {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                 "metadata": {"name": f"data-{rng.randint(1, 3)}", "namespace": "default"},
+                 "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                          "resources": {"requests": {"storage": "1Gi"}}},
+                 "status": {"phase": "Pending"}},
+            ]))
+        elif op == "queue~":
+            sim.add_queue({"metadata": {"name": "q2"}, "spec": {"weight": rng.randint(1, 5)}})
+        elif op == "cycle":
+            return op
+        return op
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_incremental_snapshot_equals_a_cold_one_after_every_delta(seed: int) -> None:
+    world = World(random.Random(seed))
+    sim = world.sim
+    sim.changes.start(sim_rules(sim))
+    assert same(sim.snapshot(), sim) == ""
+    ops = []
+    for _ in range(40):
+        ops.append(world.step())
+        incremental = sim.snapshot()
+        assert same(incremental, sim) == "", ops
+        op = ops[-1]
+        if op == "cycle":  # the session changes the infos it was handed; the next build must not see that
+            sim.apply(run_cycle(incremental, CONF))
+            if world.rng.random() < 0.5:
+                sim.start_bound_pods()
+
+
+def sim_rules(sim: InMemoryCluster) -> Any:
+    from scheduler.adapter.snapshot import AdapterRules
+
+    return AdapterRules(sim.scheduler_names, sim.default_queue)
+
+
+def test_a_warm_build_rebuilds_only_what_changed() -> None:
+    world = World(random.Random(3))
+    sim = world.sim
+    for _ in range(40):
+        world.add_node()
+        world.add_gang()
+    sim.changes.start(sim_rules(sim))
+    sim.snapshot()
+    builder = sim.changes.builder
+    assert builder is not None
+    everything = builder.rebuilt
+    key = sorted(sim.pods)[0]
+    sim.pods[key].manifest["status"]["phase"] = "Running"
+    sim.changes.changed_pod(key)
+    assert same(sim.snapshot(), sim) == ""
+    assert builder.rebuilt == (1, 1, 0)  # one pod, its job; it is on no node
+    assert everything[0] == len(sim.pods) and everything[2] == len(sim.nodes)
