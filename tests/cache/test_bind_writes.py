@@ -1,7 +1,7 @@
 """What the scheduler writes around its binds, without a control plane: every bound pod gets its own `Scheduled`
 event (and a pod whose bind failed none), an event the apiserver did not take for a passing reason is sent again,
 and a gang whose binds all landed gets its PodGroup written once, Running, instead of Inqueue then Running.
-tests/e2e/test_bind_writes.py checks the same on a real apiserver."""
+tests/e2e/test_bind_writes_on_cluster.py checks the same on a real apiserver."""
 
 from __future__ import annotations
 
