@@ -31,6 +31,7 @@ from scheduler.cache.store import Stores
 from scheduler.cache.volumes import VolumeBinder
 
 log = logging.getLogger("volcano_py.cache")
+GONE_TTL = 60.0  # seconds a pod answered 404 is not bound again (a list that predates its deletion is that old)
 
 Pending = list[tuple[GangBind, Future[bool]]]
 MIN_LEASE_LEFT = 1.0  # seconds: with less of the Lease certainly ours, a bind is not sent
@@ -54,6 +55,9 @@ class Binder:
         # With leader election: the Lease and our identity, on every Binding, for the apiserver's bind fence
         # (manifests/07-bind-fence.yaml), which refuses a bind sent after another replica took the Lease over.
         self.fence_annotations: dict[str, str] = {}
+        # Pods (key, uid) the apiserver answered 404 for: gone, though a list fetched earlier may still show them
+        # (the first cycle on a partial view decodes its full list after its binds); not bound again for GONE_TTL.
+        self._gone: dict[tuple[str, str], float] = {}
 
     def submit(self, result: CycleResult, now: float,
                uid_of: Callable[[str], str | None] = lambda _: None) -> Pending:
@@ -102,6 +106,9 @@ class Binder:
             log.warning("bind %s skipped: the Lease may pass to another replica within %.1fs", task_key,
                         MIN_LEASE_LEFT)
             return False
+        if uid and (task_key, uid) in self._gone:
+            log.debug("bind %s skipped: the apiserver said this pod is gone", task_key)
+            return False
         namespace, name = task_key.split("/", 1)
         prebind_started = time.monotonic()
         if annotations and not self._annotate(namespace, name, annotations):
@@ -118,6 +125,8 @@ class Binder:
         except TRANSPORT_ERRORS as exc:  # the pod stays pending, retried next cycle
             if isinstance(exc, KubeError) and exc.status == 404:
                 log.info("pod %s was deleted before its bind: dropped", task_key)
+                if uid:
+                    self._forget_gone(task_key, uid)
                 return False
             if (isinstance(exc, KubeError) and exc.status < 500) or not self._landed(namespace, name, node, uid):
                 log.warning("bind %s -> %s failed: %s", task_key, node, exc)
@@ -135,6 +144,15 @@ class Binder:
                              bind_started - prebind_started if annotations else None)
         self.events.record("Pod", task_key, "Normal", "Scheduled", f"Successfully assigned {task_key} to {node}")
         return True
+
+    def _forget_gone(self, task_key: str, uid: str) -> None:
+        """Remember the pod as gone for GONE_TTL seconds (and drop what is older)."""
+        now = time.monotonic()
+        with self.stores.lock:
+            for key, since in list(self._gone.items()):
+                if now - since > GONE_TTL:
+                    del self._gone[key]
+            self._gone[(task_key, uid)] = now
 
     def _landed(self, namespace: str, name: str, node: str, uid: str | None) -> bool:
         """Whether a bind that got no answer was carried out: the pod (the same one) is bound to `node`."""

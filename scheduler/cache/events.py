@@ -28,6 +28,7 @@ COMPONENT = "volcano-py"
 # scheduler sees every pod and PodGroup it ever warned about come and go).
 SENT_LIMIT = 20_000
 SEND_TRIES = 4
+EVENT_NAME_BASE = 200  # characters of the object's name in an event's name (a name may have 253)
 RETRY_SECONDS = 1.0  # before the second try; doubled before each next one
 
 
@@ -48,9 +49,18 @@ class EventRecorder:
         self._prune_at = 0  # 0: at sent_limit
         self.binds_done = threading.Event()  # events wait while binds are in flight: binds go first
         self.binds_done.set()
+        self._names_lock = threading.Lock()
+        self._last_name = 0
         self._threads = [
             threading.Thread(target=self._send_events, name=f"events-{i}", daemon=True) for i in range(workers)
         ]
+
+    def _unique(self) -> int:
+        """Nanoseconds since the epoch, strictly increasing across calls: two events of one object never share a
+        name."""
+        with self._names_lock:
+            self._last_name = max(time.time_ns(), self._last_name + 1)
+            return self._last_name
 
     @property
     def threads(self) -> list[threading.Thread]:
@@ -101,7 +111,10 @@ class EventRecorder:
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{name}.", "namespace": namespace,
+            # Named here, as client-go's recorder names events (`<object>.<unix nanoseconds, hex>`), not by the
+            # server: a retry of an event whose answer was lost is then refused as AlreadyExists, never a second
+            # event (tools/record/event.go makeEvent).
+            "metadata": {"name": f"{name[:EVENT_NAME_BASE]}.{self._unique():x}", "namespace": namespace,
                          **({"annotations": annotations} if annotations else {})},
             "involvedObject": {
                 "apiVersion": api_version,

@@ -120,3 +120,48 @@ def test_a_gang_the_cycle_does_not_bind_carries_no_phase_when_bound():
     c = cluster().nodes("n", 1, gpu=2).job("big", replicas=3, gpu=1)
     [status] = [s for s in c.cycle(start=False).podgroups if s.job == "default/big"]
     assert status.phase_when_bound is None and status.phase != PodGroupPhase.RUNNING
+
+
+def test_a_retried_event_keeps_its_name_so_one_that_landed_unanswered_is_not_written_twice() -> None:
+    """The first POST lands but its answer is lost (the apiserver restarted): the retry names the same event, so the
+    apiserver refuses it as AlreadyExists (409) rather than making a second Scheduled event for the pod."""
+    stores = Stores()
+    pods(stores, ["p"])
+    kube = FakeKube(event_answers=[OSError("connection reset after the write"),
+                                   KubeError(409, "POST", "/events", b'{"reason": "AlreadyExists"}')])
+    events = recorder(kube, stores)
+    events.record("Pod", "ns/p", "Normal", "Scheduled", "Successfully assigned ns/p to n")
+    events.record("Pod", "ns/p", "Normal", "Pulled", "another event of the same pod")
+    first, second = queued(events)
+    events._send(first)
+    posts = [body for _, path, body in kube.sent if path.endswith("/events")]
+    assert len(posts) == 2  # the 409 ends the retries: the event exists
+    names = {b["metadata"]["name"] for b in posts}
+    assert len(names) == 1 and "generateName" not in posts[0]["metadata"]
+    assert names.pop().startswith("p.") and second["metadata"]["name"] != first["metadata"]["name"]
+
+
+def test_a_pod_the_apiserver_said_is_gone_is_not_bound_again_but_its_replacement_is() -> None:
+    """A bind answered 404 names a pod deleted meanwhile; a list fetched before the deletion may still show it (the
+    first cycle on a partial view decodes its full list after its binds), and the next cycle must not send the
+    same bind again. A new pod of the same name (another uid) is bound."""
+    stores = Stores()
+    pods(stores, ["g-0"])
+
+    class Gone(FakeKube):
+        def request(self, method: str, path: str, *, body: Any = None, **kw: Any) -> dict[str, Any]:
+            if path.endswith("/binding") and (body or {}).get("metadata", {}).get("uid") == "uid-old":
+                with self.lock:
+                    self.sent.append((method, path, body))
+                raise KubeError(404, method, path, b'{"reason": "NotFound"}')
+            return super().request(method, path, body=body, **kw)
+
+    kube = Gone()
+    binder = Binder(kube, stores, ThreadPoolExecutor(2), recorder(kube, stores), lambda: True)  # type: ignore[arg-type]
+    result = CycleResult(binds=[GangBind("ns/g", (("ns/g-0", "n1"),))])
+    for _ in range(2):
+        assert binder.wait(binder.submit(result, 1_800_000_000.0, lambda _: "uid-old")) == {"ns/g": 1}
+    binds = [b for _, path, b in kube.sent if path.endswith("/binding")]
+    assert [b["metadata"]["uid"] for b in binds] == ["uid-old"]  # sent once: the second cycle knew it was gone
+    assert binder.wait(binder.submit(result, 1_800_000_000.0, lambda _: "uid-new")) == {}
+    assert [b["metadata"]["uid"] for _, path, b in kube.sent if path.endswith("/binding")] == ["uid-old", "uid-new"]
