@@ -218,15 +218,21 @@ def cmd_controllers(opts: ControllerOptions) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     _serve(opts, api, tls)  # /metrics, /healthz, /readyz for the Deployment's probes (a standby is ready too)
+    # The Lease is renewed through a client of its own, with its own rate limiter, as kube-controller-manager's
+    # leader election has (its "leader-election" client): a renew never queues behind the controllers' throttled
+    # writes (--kube-api-qps), which could otherwise cost the Lease mid-reconcile.
+    lease_api = _api_client(opts) if lease is not None else None
     try:
         return run(api, scheduler_names=opts.scheduler_names, claim_unnamed=opts.claim_unnamed,
-                   lease=lease, identity=identity, stop=stop, workers=opts.workers,
+                   lease=lease, identity=identity, stop=stop, workers=opts.workers, lease_api=lease_api,
                    enabled=opts.controllers.volcano_py,
                    sharding=ShardingOptions(opts.sharding_configmap, opts.sharding_configmap_namespace,
                                             opts.scheduler_configs, opts.shard_sync_period,
                                             opts.enable_node_event_trigger))
     finally:
         api.close()
+        if lease_api is not None:
+            lease_api.close()
 
 
 def cmd_webhook(opts: WebhookOptions) -> int:

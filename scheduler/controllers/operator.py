@@ -276,6 +276,7 @@ def run(
     controllers: Controllers | None = None,
     enabled: frozenset[str] = OPTIONAL,
     sharding: ShardingOptions | None = None,
+    lease_api: Any | None = None,
 ) -> int:
     """Run until `stop` is set (0), or until the Lease is lost (1). `workers`: kopf's handler threads;
     `controllers`: ones built already (the e2e tests build them with a clock they move); `enabled`: the optional
@@ -292,7 +293,9 @@ def run(
                 lost.set()
                 stop.set()
 
-        elector = LeaderElector(kube, identity, lease, on_change=on_change).start()
+        # `lease_api`: a client of the Lease's own (its own rate limiter), else the controllers' one
+        lease_kube = Kube(lease_api, request_timeout=request_timeout) if lease_api is not None else kube
+        elector = LeaderElector(lease_kube, identity, lease, on_change=on_change).start()
         log.info("waiting to acquire Lease %s/%s as %s", lease.namespace, lease.name, identity)
         while not stop.is_set() and not elector.wait_leader(1.0):
             pass
