@@ -3,7 +3,9 @@ no status subresource, ours had one. A fake apiserver plays each; the status mus
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import threading
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from scheduler.api.snapshot import PodGroupStatus
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.kube import KubeError
 
+PROBE_HOLD = 0.5  # seconds a probe of /status waits for a concurrent one
 PATH = "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/pg"
 
 
@@ -157,9 +160,15 @@ def test_the_first_write_alone_finds_where_status_goes_then_the_rest_go_through_
         cache.podgroups.objects[f"ns/{name}"] = {"metadata": {"name": name, "namespace": "ns"}, "spec": {}}
     paths: list[str] = []
     request = server.request
+    # A /status answer is held until a second /status request is in flight (or PROBE_HOLD has passed), so that
+    # writes sent together all reach /status before the first 404 is seen, as on a real apiserver's latency.
+    together = threading.Barrier(2, timeout=PROBE_HOLD)
 
     def record(method: str, path: str, **kw: Any) -> dict[str, Any]:
         paths.append(path.rsplit("/", 1)[-1])
+        if path.endswith("/status"):
+            with contextlib.suppress(threading.BrokenBarrierError):
+                together.wait()
         if not path.startswith(PATH):  # pg2, pg3: served as the one object of the fake
             path = PATH + ("/status" if path.endswith("/status") else "")
         return request(method, path, **kw)
