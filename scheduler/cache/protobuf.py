@@ -147,7 +147,10 @@ def encode(body: Mapping[str, Any]) -> bytes:
     kind, api_version = body.get("kind"), body.get("apiVersion")
     if not isinstance(kind, str) or kind not in TOP_LEVEL or api_version != TOP_LEVEL[kind]:
         raise UnencodableError(f"{api_version}/{kind} is not covered")
-    raw = _message(kind, {k: v for k, v in body.items() if k not in ("kind", "apiVersion")})
+    try:
+        raw = _message(kind, {k: v for k, v in body.items() if k not in ("kind", "apiVersion")})
+    except (UnicodeEncodeError, TypeError) as exc:  # a lone surrogate (no UTF-8 form); map keys not all strings
+        raise UnencodableError(f"{kind}: {exc}") from None
     return _HEADS[kind] + _delimited(b"\x12", raw)  # Unknown.raw = 2
 
 

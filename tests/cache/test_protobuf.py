@@ -131,6 +131,10 @@ def test_a_long_message_and_a_large_count_use_multi_byte_lengths_and_varints():
     {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}, "count": 1 << 31},
     {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}, "count": True},
     {"apiVersion": "v1", "kind": "Event", "metadata": {"annotations": {"k": 1}}},
+    {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p\ud800"}},  # a lone surrogate: no UTF-8 form
+    {"apiVersion": "v1", "kind": "Event", "metadata": {"annotations": {"k": "\udcff"}}},
+    {"apiVersion": "v1", "kind": "Event", "metadata": {"annotations": {"\udcff": "v"}}},
+    {"apiVersion": "v1", "kind": "Event", "metadata": {"annotations": {1: "v", "k": "v"}}},  # keys that do not sort
 ])
 def test_anything_not_covered_is_refused_so_the_caller_sends_json(body):
     with pytest.raises(protobuf.UnencodableError):
