@@ -16,6 +16,7 @@ pod is read again, and if it is bound where it was sent the bind counts as done,
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,6 +32,7 @@ from scheduler.cache.store import Stores
 from scheduler.cache.volumes import VolumeBinder
 
 log = logging.getLogger("volcano_py.cache")
+GONE_LIMIT = 50_000  # pods remembered as gone at most, whatever the TTL: the memory stays bounded
 GONE_TTL = 60.0  # seconds a pod answered 404 is not bound again (a list that predates its deletion is that old)
 
 Pending = list[tuple[GangBind, Future[bool]]]
@@ -58,6 +60,7 @@ class Binder:
         # Pods (key, uid) the apiserver answered 404 for: gone, though a list fetched earlier may still show them
         # (the first cycle on a partial view decodes its full list after its binds); not bound again for GONE_TTL.
         self._gone: dict[tuple[str, str], float] = {}
+        self._gone_lock = threading.Lock()  # its own: the bind threads' 404s never wait on the stores' lock
 
     def submit(self, result: CycleResult, now: float,
                uid_of: Callable[[str], str | None] = lambda _: None) -> Pending:
@@ -126,7 +129,7 @@ class Binder:
             if isinstance(exc, KubeError) and exc.status == 404:
                 log.info("pod %s was deleted before its bind: dropped", task_key)
                 if uid:
-                    self._forget_gone(task_key, uid)
+                    self._forget_gone(task_key, uid, time.monotonic())
                 return False
             if (isinstance(exc, KubeError) and exc.status < 500) or not self._landed(namespace, name, node, uid):
                 log.warning("bind %s -> %s failed: %s", task_key, node, exc)
@@ -145,14 +148,18 @@ class Binder:
         self.events.record("Pod", task_key, "Normal", "Scheduled", f"Successfully assigned {task_key} to {node}")
         return True
 
-    def _forget_gone(self, task_key: str, uid: str) -> None:
-        """Remember the pod as gone for GONE_TTL seconds (and drop what is older)."""
-        now = time.monotonic()
-        with self.stores.lock:
-            for key, since in list(self._gone.items()):
-                if now - since > GONE_TTL:
-                    del self._gone[key]
+    def _forget_gone(self, task_key: str, uid: str, now: float) -> None:
+        """Remember the pod as gone for GONE_TTL seconds (monotonic `now`), at most GONE_LIMIT pods. The dict is in
+        the order the pods were added, oldest first, so what expired is dropped from its front: a burst of 404s
+        (a namespace deleted under a cycle's binds) costs each one O(1), not a scan of all the others."""
+        with self._gone_lock:
+            self._gone.pop((task_key, uid), None)  # re-added at the end: the order stays oldest first
             self._gone[(task_key, uid)] = now
+            while self._gone:
+                oldest = next(iter(self._gone))
+                if now - self._gone[oldest] <= GONE_TTL and len(self._gone) <= GONE_LIMIT:
+                    break
+                del self._gone[oldest]
 
     def _landed(self, namespace: str, name: str, node: str, uid: str | None) -> bool:
         """Whether a bind that got no answer was carried out: the pod (the same one) is bound to `node`."""

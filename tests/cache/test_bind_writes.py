@@ -165,3 +165,21 @@ def test_a_pod_the_apiserver_said_is_gone_is_not_bound_again_but_its_replacement
     assert [b["metadata"]["uid"] for b in binds] == ["uid-old"]  # sent once: the second cycle knew it was gone
     assert binder.wait(binder.submit(result, 1_800_000_000.0, lambda _: "uid-new")) == {}
     assert [b["metadata"]["uid"] for _, path, b in kube.sent if path.endswith("/binding")] == ["uid-old", "uid-new"]
+
+
+def test_the_pods_remembered_as_gone_expire_after_the_ttl_and_never_exceed_the_limit(monkeypatch) -> None:
+    """A burst of 404s (a namespace deleted under the binds) is remembered for GONE_TTL seconds, oldest dropped
+    first, and never more than GONE_LIMIT of them, however many come within the TTL."""
+    from scheduler.cache import binder as binder_module
+
+    monkeypatch.setattr(binder_module, "GONE_LIMIT", 3)
+    stores = Stores()
+    kube = FakeKube()
+    binder = Binder(kube, stores, ThreadPoolExecutor(1), recorder(kube, stores), lambda: True)  # type: ignore[arg-type]
+    for i in range(5):  # five 404s within a second: only the last three are kept
+        binder._forget_gone(f"ns/p-{i}", f"uid-{i}", 100.0 + i / 10)
+    assert list(binder._gone) == [("ns/p-2", "uid-2"), ("ns/p-3", "uid-3"), ("ns/p-4", "uid-4")]
+    binder._forget_gone("ns/p-2", "uid-2", 120.0)  # the same pod again: kept, now the newest
+    assert list(binder._gone) == [("ns/p-3", "uid-3"), ("ns/p-4", "uid-4"), ("ns/p-2", "uid-2")]
+    binder._forget_gone("ns/late", "uid-late", 100.4 + binder_module.GONE_TTL + 0.01)  # p-3's and p-4's TTL is over
+    assert list(binder._gone) == [("ns/p-2", "uid-2"), ("ns/late", "uid-late")]
