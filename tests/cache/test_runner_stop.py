@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 
@@ -62,7 +63,10 @@ class CountingLoop(SchedulerLoop):
         super().__init__(Synced(), ConfWatcher(None), period=600.0, **kw)  # type: ignore[arg-type]
         self.cycled = threading.Event()
 
+        self.started: list[float] = []  # monotonic: when each cycle ran
+
     def run_once(self) -> None:  # type: ignore[override]
+        self.started.append(time.monotonic())
         self.cycles += 1
         self.cycled.set()
 
@@ -97,3 +101,30 @@ def test_without_an_arrival_delay_an_arrival_waits_for_the_period() -> None:
     runner.join(10)
     assert not runner.is_alive()
     assert loop.cycles == 1
+
+
+def test_a_flood_of_arrivals_spaces_the_cycles_by_the_delay_not_back_to_back() -> None:
+    """Pending pods arriving without pause (a burst the cluster cannot place) wake every cycle, but each one still
+    starts the arrival delay after the one before ended: the wake never turns the loop into a busy loop."""
+    delay = 0.1
+    loop = CountingLoop(arrival_delay=delay)
+    done = threading.Event()
+
+    def flood() -> None:
+        while not done.is_set():
+            loop.wake()
+            done.wait(0.001)  # pacing of the flood, not synchronisation
+
+    runner, flooder = run_in_thread(loop), threading.Thread(target=flood, daemon=True)
+    flooder.start()
+    deadline = time.monotonic() + 20
+    while loop.cycles < 5 and time.monotonic() < deadline:
+        loop.cycled.wait(1)
+        loop.cycled.clear()
+    done.set()
+    loop.stop()
+    runner.join(10)
+    flooder.join(10)
+    assert loop.cycles >= 5, "the flood woke no cycle before the 600 s period"
+    gaps = [b - a for a, b in zip(loop.started, loop.started[1:], strict=False)]
+    assert min(gaps) >= delay * 0.99, gaps
