@@ -10,9 +10,11 @@ NAMES = {"volcano-py": "volcano-py", "volcano": "Volcano vc-scheduler", "kube-sc
 ORDER = ("volcano-py", "volcano", "kube-scheduler", "volcano-py-off", "ceiling")
 
 
-def ordered(med: dict[str, dict]) -> list[str]:
-    """The contenders of a size in table order; volcano-py's variants (volcano-py-off:SWITCHES) before the ceiling."""
-    return sorted(med, key=lambda name: (ORDER.index(name.partition(":")[0]), name))
+def ordered(med: dict[str, dict]) -> list[tuple[str, dict]]:
+    """The contenders of a size that have medians, with them, in table order; volcano-py's variants
+    (volcano-py-off:SWITCHES) before the ceiling."""
+    return [(name, med[name]) for name in sorted(med, key=lambda name: (ORDER.index(name.partition(":")[0]), name))
+            if med[name]]
 SERVER_KEYS = tuple(f"{w}.{part}" for w in ("server_ms_per_bind", "server_window_ms_per_bind")
                     for part in ("kube-apiserver", "etcd", "total"))
 MEDIAN_KEYS = ("binds_per_s", "start_to_first_bind_s", "start_to_last_bind_s", "cpu_s", "cpu_s_per_1000_binds",
@@ -86,10 +88,7 @@ def throughput_table(size: dict) -> list[str]:
              "1,000 binds (whole run) | CPU s per 1,000 binds (bind window) | peak RSS, MiB | partial gangs (max) | "
              "apiserver+etcd CPU s per 1,000 binds | rounds complete |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for name in ordered(med):
-        m = med.get(name)
-        if not m:
-            continue
+    for name, m in ordered(med):
         rate = _fmt(m.get("binds_per_s"))
         if "bindloop_own_per_s" in m:
             rate += f" (own clock {_fmt(m['bindloop_own_per_s'])})"
@@ -131,10 +130,7 @@ def server_table(size: dict) -> list[str]:
              "server, bind window | x ceiling | total | x ceiling | cores in the bind window | bound pods with a "
              "Scheduled event (worst round) | PodGroups Running (worst round) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name in ordered(med):
-        m = med.get(name)
-        if not m:
-            continue
+    for name, m in ordered(med):
         ev = f"{m['scheduled_events_min']:,}/{m['bound_min']:,}" if "scheduled_events_min" in m else "-"
         pg = f"{m['podgroups_running_min']:,}/{m['podgroups']:,}" if "podgroups_running_min" in m else "-"
         w, b = "server_ms_per_bind", "server_window_ms_per_bind"
@@ -154,8 +150,7 @@ def requests_lines(size: dict) -> list[str]:
     reads of /metrics and of the namespace's pods are in every row)."""
     lines = [f"API requests per 1,000 binds, {size['nodes']:,} x {size['pods']:,} (verb, resource, code; all rounds):",
              ""]
-    for name in ordered(size["median"]):
-        m = size["median"].get(name) or {}
+    for name, m in ordered(size["median"]):
         if m.get("requests_per_1000_binds"):
             lines.append(f"- {label(name, m)}: " + ", ".join(f"{k} {v:g}" for k, v in
                                                              m["requests_per_1000_binds"].items()))
