@@ -35,9 +35,9 @@ RETRY_SECONDS = 1.0  # before the second try; doubled before each next one
 class EventRecorder:
     def __init__(
         self, kube: Kube, stores: Stores, clock: Callable[[], float], instance: str, stop: threading.Event,
-        workers: int = 2, *, sleep: Callable[[float], None] = time.sleep,
+        workers: int = 2, *, sleep: Callable[[float], object] | None = None,
     ):
-        self._sleep = sleep
+        self._sleep = sleep or stop.wait  # between tries: a stop ends the wait (shutdown joins these threads)
         self.kube = kube
         self.stores = stores
         self.clock = clock
@@ -159,6 +159,8 @@ class EventRecorder:
                     log.debug("event not written: %s", exc)
                     return
             self._sleep(RETRY_SECONDS * 2 ** attempt)
+            if self._stop.is_set():  # stopped while waiting to try again
+                return
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until the queued events were sent (tests, shutdown)."""

@@ -6,6 +6,7 @@ tests/e2e/test_bind_writes_on_cluster.py checks the same on a real apiserver."""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -183,3 +184,21 @@ def test_the_pods_remembered_as_gone_expire_after_the_ttl_and_never_exceed_the_l
     assert list(binder._gone) == [("ns/p-3", "uid-3"), ("ns/p-4", "uid-4"), ("ns/p-2", "uid-2")]
     binder._forget_gone("ns/late", "uid-late", 100.4 + binder_module.GONE_TTL + 0.01)  # p-3's and p-4's TTL is over
     assert list(binder._gone) == [("ns/p-2", "uid-2"), ("ns/late", "uid-late")]
+
+
+def test_a_stop_ends_the_wait_between_tries_and_no_further_try_is_sent() -> None:
+    """Shutdown joins the event threads: one waiting to send an event again (1, 2, 4 s) ends its wait at the stop."""
+    stores = Stores()
+    pods(stores, ["p"])
+    kube = FakeKube(event_answers=[OSError("refused")] * SEND_TRIES)
+    stop = threading.Event()
+    events = EventRecorder(kube, stores, lambda: 1_800_000_000.0, "i-1", stop)  # type: ignore[arg-type]
+    events.record("Pod", "ns/p", "Normal", "Scheduled", "Successfully assigned ns/p to n")
+    body = queued(events)[0]
+    stopper = threading.Timer(0.1, stop.set)  # the stop comes while the first retry is awaited (1 s)
+    stopper.start()
+    began = time.monotonic()
+    events._send(body)
+    stopper.join()
+    assert time.monotonic() - began < 0.9
+    assert sum(1 for _, path, _ in kube.sent if path.endswith("/events")) == 1
