@@ -118,7 +118,10 @@ class Kube:
                 return pb.CONTENT_TYPE, pb.encode(body)
             except pb.UnencodableError as exc:
                 log.debug("sent as JSON: %s", exc)
-        return content_type or "application/json", dumps(body)
+        try:
+            return content_type or "application/json", dumps(body)
+        except TypeError as exc:  # orjson's JSONEncodeError (a lone surrogate, a key not a string): a ValueError,
+            raise ValueError(f"the body has no JSON form: {exc}") from None  # as callers catch (TRANSPORT_ERRORS)
 
     def _prepare(
         self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str | None,

@@ -187,3 +187,14 @@ def test_a_body_the_encoder_does_not_cover_goes_as_json_and_protobuf_stays_on():
     kube.request("POST", "/api/v1/namespaces/n/pods/p/binding", body=BINDING, protobuf=True)
     assert [c for c, _ in sent] == ["application/json", protobuf.CONTENT_TYPE]
     assert kube.protobuf_ok is True
+
+
+def test_a_body_with_no_utf8_form_fails_the_request_as_a_value_error_not_a_type_error():
+    """Neither protobuf nor JSON can carry a lone surrogate: the request fails with a ValueError, which the binder
+    and the event sender catch (TRANSPORT_ERRORS), instead of orjson's TypeError ending the event thread."""
+    kube, sent = bare_kube([201])
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "n"},
+             "message": "bad \ud800"}
+    with pytest.raises(ValueError, match="no JSON form"):
+        kube.request("POST", "/api/v1/namespaces/n/events", body=event, protobuf=True)
+    assert sent == [] and kube.protobuf_ok is True
