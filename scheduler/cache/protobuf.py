@@ -79,8 +79,9 @@ _times: dict[str, int] = {}  # RFC 3339 text -> seconds: a cycle's events share 
 
 
 def _seconds(value: object) -> int:
-    if isinstance(value, str) and value in _times:
-        return _times[value]
+    cached = _times.get(value) if isinstance(value, str) else None  # one look-up: another thread may clear it
+    if cached is not None:
+        return cached
     parsed = parse_datetime(value)
     if parsed is None or parsed.microsecond:  # meta/v1 Time has whole seconds in JSON
         raise UnencodableError(f"{value!r} is not an RFC 3339 time")
