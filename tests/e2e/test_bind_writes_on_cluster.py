@@ -6,12 +6,14 @@ protobuf (scheduler/cache/protobuf.py) and the apiserver reads them as sent; eve
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from controlplane import wait_for
 from inprocess import running_scheduler
 from test_scheduler import GROUP, gang_pod, pg_status, podgroup
 
+from scheduler.cache import protobuf
 from scheduler.cache.kube import Kube
 
 TIMEOUT = 60
@@ -39,6 +41,15 @@ def test_a_protobuf_binding_and_event_are_read_back_by_the_apiserver_as_sent(con
         "schedulerName": "nobody", "containers": [{"name": "c", "image": "busybox"}]}})
     uid = pods_of(core_v1, namespace)["p"]["metadata"]["uid"]
     kube = Kube(control_plane.api_client())
+    content_types: list[str] = []  # what each body went as (the apiserver's answer alone would not tell)
+    payload = kube._payload
+
+    def recorded(*args: Any) -> tuple[str, bytes]:
+        content_type, data = payload(*args)
+        content_types.append(content_type)
+        return content_type, data
+
+    kube._payload = recorded  # type: ignore[method-assign]
     kube.request("POST", f"/api/v1/namespaces/{namespace}/pods/p/binding", protobuf=True, body={
         "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p", "namespace": namespace, "uid": uid},
         "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
@@ -51,6 +62,7 @@ def test_a_protobuf_binding_and_event_are_read_back_by_the_apiserver_as_sent(con
             "firstTimestamp": "2026-12-04T16:34:05Z", "lastTimestamp": "2026-12-04T16:34:06Z", "count": 3}
     created = kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=sent, protobuf=True)
     assert kube.protobuf_ok, "the apiserver refused the protobuf body (415)"
+    assert content_types == [protobuf.CONTENT_TYPE, protobuf.CONTENT_TYPE], "not sent as protobuf"
     [stored] = [e for e in events_of(core_v1, namespace) if e["metadata"]["name"] == created["metadata"]["name"]]
     assert stored["metadata"]["name"].startswith("p.")
     assert stored["metadata"]["annotations"] == {"volcano-py.io/x": "y"}
