@@ -191,9 +191,9 @@ class Consolidate:
         for other, live in movers.values():
             if other.key == job.key or ssn.faulted(other):
                 continue
-            if max_lost is not None and move_cost(other, live, ssn.now) > max_lost:
-                continue
-            with ssn.guard(other):  # a filter failing on these pods faults their job, not the preemptor
+            with ssn.guard(other):  # a filter (or its pods' marks) failing faults their job, not the preemptor
+                if max_lost is not None and move_cost(other, live, ssn.now) > max_lost:
+                    continue
                 if len(filtered(ssn, EvictionKind.CONSOLIDATE, job, live)) == len(live):  # moves whole or not
                     found.append((other, live))
         largest = max((t.resreq for t in pending), key=_weight)

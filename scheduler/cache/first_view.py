@@ -39,11 +39,12 @@ from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
 from scheduler.api.phases import TaskStatus
+from scheduler.api.pod import Constraints
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube, loads
 from scheduler.cache.pages import EarlyList
-from scheduler.cache.store import Stores, trim
+from scheduler.cache.store import Stores, resource_version, trim
 from scheduler.framework.conf_values import SchedulerConf
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ PODS = "/api/v1/pods"
 
 @dataclass(frozen=True, slots=True)
 class Skip:
-    """Why no first cycle runs on a partial view (logged once at debug level)."""
+    """Why no first cycle runs on a partial view (the runner logs it in one line)."""
 
     why: str
 
@@ -85,19 +86,12 @@ def blocker(pending: Iterable[TaskInfo]) -> Skip | None:
     return None
 
 
-def _statically_open(node: NodeInfo, pending: Sequence[TaskInfo]) -> bool:
-    """Some pending pod's node selector and tolerations admit the node (a cheap first sift; the cycle's
-    predicates decide)."""
-    if node.unschedulable or not node.ready:
-        return False
-    hard = [t for t in node.taints if t.effect in ("NoSchedule", "NoExecute")]
-    for task in pending:
-        c = task.constraints
-        if any(node.labels.get(k) != v for k, v in c.node_selector):
-            continue
-        if all(any(tol.tolerates(t) for tol in c.tolerations) for t in hard):
-            return True
-    return False
+def _admits(c: Constraints, node: NodeInfo) -> bool:
+    """The pod's node selector, required node affinity and tolerations admit the node (the static checks the
+    predicates plugin makes; the cycle's predicates decide, this only sifts candidates)."""
+    return (all(node.labels.get(k) == v for k, v in c.node_selector)
+            and (not c.required_terms or any(t.matches(node.labels, node.name) for t in c.required_terms))
+            and c.untolerated(node.taints) is None)
 
 
 def pick_candidates(nodes: Sequence[NodeInfo], ours: Iterable[TaskInfo], pending: Sequence[TaskInfo], *,
@@ -113,7 +107,8 @@ def pick_candidates(nodes: Sequence[NodeInfo], ours: Iterable[TaskInfo], pending
             count[task.node_name] = count.get(task.node_name, 0) + 1
     wanted = Resource.total(t.resreq for t in pending).scale(headroom)
     asked = [name for name, amount in wanted.items() if amount > 0]
-    open_nodes = [n for n in nodes if _statically_open(n, pending)]
+    kinds = {t.constraints for t in pending}  # a gang's pods share one Constraints: one check per kind and node
+    open_nodes = [n for n in nodes if n.ready and not n.unschedulable and any(_admits(c, n) for c in kinds)]
     open_nodes.sort(key=lambda n: (count.get(n.name, 0), n.name))
     picked: list[str] = []
     room = Resource()
@@ -148,16 +143,9 @@ def merge(*lists: Iterable[MutableObj]) -> dict[str, MutableObj]:
         for obj in objects:
             key = key_of(obj)
             have = out.get(key)
-            if have is None or _rv(obj) >= _rv(have):
+            if have is None or resource_version(obj) >= resource_version(have):
                 out[key] = obj
     return out
-
-
-def _rv(obj: MutableObj) -> int:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
 
 
 def others_synced(stores: Stores, deadline: float) -> bool:

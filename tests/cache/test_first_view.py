@@ -207,3 +207,16 @@ def test_of_two_copies_of_a_pod_the_later_resource_version_wins() -> None:
     new = {"metadata": {"namespace": "a", "name": "p", "resourceVersion": "9"}, "spec": {"nodeName": "n"}}
     assert merge([new], [old])["a/p"] is new
     assert merge([old], [new])["a/p"] is new
+
+
+def test_candidates_follow_required_node_affinity_and_one_check_serves_a_gang() -> None:
+    c = cluster()
+    c.sim.add_node(node_object("cpu0", gpu=0, labels={"pool": "cpu"}))
+    c.sim.add_node(node_object("gpu0", gpu=8, labels={"pool": "gpu"}))
+    nodes = list(c.sim.snapshot().nodes.values())
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]}}}
+    c.job("j", replicas=4, gpu=1, affinity=affinity)
+    pending = [t for j in c.sim.snapshot().jobs.values() for t in j.tasks.values()]
+    assert len({id(t.constraints) for t in pending}) == 1  # the gang's pods share one Constraints
+    assert pick_candidates(nodes, [], pending) == ["gpu0"]
