@@ -155,7 +155,7 @@ class ShardView:
 
 def revision(version: str) -> int:
     """A resourceVersion as a number (etcd revisions; 0 when not numeric)."""
-    return int(version) if version.isdigit() and len(version) <= 20 else 0
+    return int(version) if version.isascii() and version.isdigit() and len(version) <= 20 else 0
 
 
 @dataclass(slots=True)

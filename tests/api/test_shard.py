@@ -179,3 +179,9 @@ def test_no_node_is_ever_in_two_shards_in_use_nor_used_by_two_sessions(sequence:
             check()
     for name in SHARDS:
         assert store.in_use(name) == store.desired(name) and sessions[name] == store.desired(name)
+
+
+def test_a_resource_version_that_is_not_ascii_digits_is_no_revision() -> None:
+    from scheduler.api.shard import revision
+
+    assert [revision(v) for v in ("42", "", "abc", "\u00b2", "\u0663", "9" * 21)] == [42, 0, 0, 0, 0, 0]

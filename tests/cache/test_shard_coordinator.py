@@ -99,3 +99,30 @@ def test_the_cache_watches_nodeshards_only_with_sharding_on_and_its_snapshot_car
     on.stores.node_shards.objects["ours"] = obj("ours", [], ["a"], rv="100")  # the node moved away
     on.apply(CycleResult())  # after the session (and its binds): the status says so
     assert kube.sent[-1][2]["status"]["nodesInUse"] == [] and len(kube.sent) == 2
+
+
+class Broken(Recorder):
+    """A client whose PUT fails with what no caller expects (a bug below, not an apiserver answer)."""
+
+    def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+        super().request(method, path, body=body)
+        raise RuntimeError("boom")
+
+
+def test_a_bug_in_the_step_costs_no_cycle_and_the_session_keeps_the_last_nodes(
+        caplog: pytest.LogCaptureFixture) -> None:
+    kube = Recorder()
+    c = coordinator(kube, {"ours": obj("ours", ["a", "b"], ["a", "b"])})
+    assert c.between_sessions().nodes == {"a", "b"} and kube.sent == []  # the stored status says so already
+    c.kube = Broken()  # type: ignore[assignment]
+    c.watched.objects["ours"] = obj("ours", ["a", "b", "c"], ["a", "b"], rv="6")  # c added: a write is due
+    with caplog.at_level(logging.WARNING, logger="volcano_py.shards"):
+        for _ in range(3):
+            assert c.between_sessions().nodes == {"a", "b"}
+    assert len([r for r in caplog.records if "the step between sessions failed" in r.getMessage()]) == 1
+
+
+def test_an_object_with_unreadable_metadata_is_passed_over() -> None:
+    kube = Recorder()
+    c = coordinator(kube, {"ours": obj("ours", ["a"], ["a"]), "odd": {"metadata": ["x"], "spec": {}}})
+    assert c.view().keys() == {"ours"} and c.between_sessions().nodes == {"a"}
