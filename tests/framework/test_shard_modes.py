@@ -4,11 +4,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import pytest
+
+from scheduler.api.decision import Status
+from scheduler.api.job import TaskInfo
 from scheduler.api.messages import render
+from scheduler.api.node import NodeInfo
 from scheduler.api.reasons import NODE_SHARD, NodeFilter, NodesUnavailable
 from scheduler.api.shard import HARD, NONE, SOFT, ShardView
 from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, run_cycle
+from scheduler.plugins.predicates import StaticFilter
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
 
@@ -50,6 +58,22 @@ def test_hard_mode_follows_a_shard_that_grows_between_cycles() -> None:
     assert c.sim.bound("big") == {}
     cycle(c, ShardView(HARD, "volcano", frozenset({"n0", "n1"})))
     assert sorted(c.sim.bound("big").values()) == ["n0", "n1"]
+
+
+def test_hard_mode_runs_no_predicate_on_a_node_outside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Volcano checks the shard before the predicates (predicate_helper.go): a node outside costs no predicate."""
+    asked: list[str] = []
+    real = StaticFilter.__call__
+
+    def spy(self: StaticFilter, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        asked.extend(n.name for n in nodes)
+        return real(self, task, nodes)
+
+    monkeypatch.setattr(StaticFilter, "__call__", spy)
+    c = cluster().nodes("n", 4, cpu="4").job("j", replicas=2, cpu="1")
+    cycle(c, ShardView(HARD, "volcano", frozenset({"n2", "n3"})))
+    assert asked and set(asked) == {"n2", "n3"}
+    assert set(c.sim.bound("j").values()) <= {"n2", "n3"} and len(c.sim.bound("j")) == 2
 
 
 def test_hard_mode_with_no_shard_nodes_binds_nothing() -> None:
