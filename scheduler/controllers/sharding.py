@@ -28,6 +28,8 @@ from scheduler.api.shard import NODE_SHARDS_PATH
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.controllers.sharding_conf import (
     CONFIGMAP_KEY,
+    CONFIGMAP_NAME,
+    CONFIGMAP_NAMESPACE,
     DEFAULT_SYNC_PERIOD,
     FALLBACK_SYNC_PERIOD,
     ShardingConf,
@@ -49,8 +51,8 @@ _IO_ERRORS = (KubeError, OSError, urllib3.exceptions.HTTPError, ValueError)
 class ShardingOptions:
     """The controller's flags (Volcano's names and defaults, pkg/controllers/sharding/config.go AddFlags)."""
 
-    configmap: str = "volcano-sharding-configmap"
-    namespace: str = "volcano-system"
+    configmap: str = CONFIGMAP_NAME
+    namespace: str = CONFIGMAP_NAMESPACE
     scheduler_configs: tuple[str, ...] = ()
     sync_period: float = DEFAULT_SYNC_PERIOD
     node_event_trigger: bool = True
