@@ -102,9 +102,12 @@ def test_soft_mode_takes_a_node_inside_the_shard_over_a_better_scored_one_outsid
 
 
 def test_soft_mode_falls_back_to_nodes_outside_when_none_inside_fits() -> None:
-    c = _half_used(cluster()).job("j", replicas=2, cpu="3")  # n1 holds one of them (4 free), not both
-    cycle(c, ShardView(SOFT, "volcano", frozenset({"n1"})))  # n0 has room for both, and is used for one
-    assert sorted(c.sim.bound("j").values()) == ["n0", "n1"]
+    plain = _half_used(cluster()).node("n2", cpu="2").job("j", replicas=2, cpu="2")
+    cycle(plain, None)
+    assert sorted(plain.sim.bound("j").values()) == ["n1", "n1"]  # the baseline: scores alone pick n1 twice
+    c = _half_used(cluster()).node("n2", cpu="2").job("j", replicas=2, cpu="2")
+    cycle(c, ShardView(SOFT, "volcano", frozenset({"n2"})))  # n2 holds one of them, not both
+    assert sorted(c.sim.bound("j").values()) == ["n1", "n2"]  # the other goes to the best node outside
 
 
 def test_soft_mode_identical_pods_fill_the_shard_first() -> None:
