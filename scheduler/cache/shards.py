@@ -93,7 +93,9 @@ class ShardCoordinator:
     def _between_sessions(self) -> ShardView:
         nodes = self.ledger.step(self.view(), self._write)
         self._said.discard("bug")
-        if nodes is None:
+        if nodes is None and not self.watched.synced.is_set():
+            nodes = frozenset()  # the NodeShards are not listed yet (the first cycle on a partial view): no shard
+        elif nodes is None:
             # Volcano: "Sharding is enabled but no shard is defined for this scheduler!" (its set stays empty)
             self._say("missing", f"sharding is {self.mode} but there is no NodeShard {self.name}: no node is in "
                       "this scheduler's shard until one is written")

@@ -32,6 +32,7 @@ class Recorder:
 def coordinator(kube: Recorder, objects: dict[str, Any], may_write: bool = True) -> ShardCoordinator:
     watched = node_shards_watched()
     watched.objects.update(objects)
+    watched.synced.set()
     return ShardCoordinator(kube, watched, threading.Lock(), HARD, "ours",  # type: ignore[arg-type]
                             lambda: may_write)
 
@@ -77,6 +78,17 @@ def test_a_missing_or_unreadable_shard_is_said_once(caplog: pytest.LogCaptureFix
     assert len([m for m in said if "spec.nodesDesired" in m]) == 1
     assert len([m for m in said if "there is no NodeShard ours" in m]) == 1
     assert kube.sent == []
+
+
+def test_before_the_nodeshards_are_listed_no_shard_is_said_missing(caplog: pytest.LogCaptureFixture) -> None:
+    c = coordinator(Recorder(), {})
+    c.watched.synced.clear()  # the first cycle on a partial view can run before the NodeShard list is in
+    with caplog.at_level(logging.WARNING, logger="volcano_py.shards"):
+        assert c.between_sessions().nodes == frozenset()
+        assert caplog.records == []
+        c.watched.synced.set()  # listed, and there is none
+        assert c.between_sessions().nodes == frozenset()
+    assert ["there is no NodeShard ours" in r.getMessage() for r in caplog.records] == [True]
 
 
 def test_the_cache_watches_nodeshards_only_with_sharding_on_and_its_snapshot_carries_the_shard() -> None:
