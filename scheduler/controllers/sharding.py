@@ -176,7 +176,7 @@ class ShardingController:
                      self.options.namespace, self.options.configmap,
                      ", ".join(f"{s.name} [{', '.join(p.name for p in s.policies)}]" for s in conf.schedulers),
                      self.period)
-        return self.conf
+        return self.conf or self.flag_conf
 
     def sync(self) -> ShardWrites | None:
         conf = self.configuration()

@@ -1,0 +1,45 @@
+"""Which configuration the sharding controller syncs with (`ShardingController.configuration`): the ConfigMap's when
+it is readable, the last good one when it is not, and `--scheduler-configs` while there has been no good one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.controllers.sharding import ShardingController, ShardingOptions
+
+
+class ConfigMaps:
+    """Answers the controller's GET of its ConfigMap with `cm` (None: 404)."""
+
+    def __init__(self) -> None:
+        self.cm: dict[str, Any] | None = None
+
+    def get_or_none(self, path: str) -> dict[str, Any] | None:
+        return self.cm
+
+    def set(self, text: str, version: str) -> None:
+        self.cm = {"metadata": {"resourceVersion": version}, "data": {"sharding.yaml": text}}
+
+
+def controller() -> tuple[ShardingController, ConfigMaps]:
+    kube = ConfigMaps()
+    flags = ShardingOptions(scheduler_configs=("from-flags:volcano:0.0:0.6:false:2:100",))
+    return ShardingController(kube, flags), kube  # type: ignore[arg-type]
+
+
+def names(c: ShardingController) -> list[str]:
+    conf = c.configuration()
+    return [s.name for s in conf.schedulers] if conf is not None else []
+
+
+def test_a_malformed_configmap_keeps_the_flags_on_every_sync_until_a_good_one() -> None:
+    c, kube = controller()
+    assert names(c) == ["from-flags"]  # no ConfigMap
+    kube.set("schedulerConfigs: [", "7")  # malformed, and no good one read before
+    assert names(c) == ["from-flags"]
+    assert names(c) == ["from-flags"]  # the same resourceVersion again: not read again, still the flags
+    kube.set("schedulerConfigs:\n- {name: from-map}\n", "8")
+    assert names(c) == ["from-map"]
+    kube.set("schedulerConfigs: [", "9")  # malformed again: the last good one stays
+    assert names(c) == ["from-map"]
+    assert names(c) == ["from-map"]
