@@ -31,11 +31,11 @@ from scheduler.controllers.sharding_conf import (
     CONFIGMAP_NAME,
     CONFIGMAP_NAMESPACE,
     DEFAULT_SYNC_PERIOD,
-    FALLBACK_SYNC_PERIOD,
     ShardingConf,
     ShardingConfError,
     parse_conf,
     parse_flag_configs,
+    sync_period,
 )
 from scheduler.controllers.sharding_model import ShardWrites, node_uses, plan
 
@@ -64,7 +64,7 @@ class ShardingController:
         self.options = options
         self.flag_conf = parse_flag_configs(options.scheduler_configs) if options.scheduler_configs else None
         self.conf: ShardingConf | None = None  # the last good ConfigMap configuration
-        self.period = options.sync_period if options.sync_period > 0 else FALLBACK_SYNC_PERIOD
+        self.period = sync_period(options.sync_period)
         self.node_events = options.node_event_trigger
         self.syncs = 0
         self._conf_version: str | None = None
@@ -169,7 +169,7 @@ class ShardingController:
                 self._say(note)
             self.conf = conf
             if conf.sync_period is not None:
-                self.period = conf.sync_period if conf.sync_period > 0 else FALLBACK_SYNC_PERIOD
+                self.period = sync_period(conf.sync_period)
             if conf.node_event_trigger is not None:
                 self.node_events = conf.node_event_trigger
             log.info("sharding: %d schedulers from ConfigMap %s/%s: %s (sync every %.0fs)", len(conf.schedulers),

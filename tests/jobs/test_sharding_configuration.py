@@ -43,3 +43,13 @@ def test_a_malformed_configmap_keeps_the_flags_on_every_sync_until_a_good_one() 
     kube.set("schedulerConfigs: [", "9")  # malformed again: the last good one stays
     assert names(c) == ["from-map"]
     assert names(c) == ["from-map"]
+
+
+def test_the_sync_period_is_volcanos_with_a_floor_of_a_second() -> None:
+    c, kube = controller()
+    assert c.period == 60.0
+    for given, period in (("30s", 30.0), ("1ms", 1.0), ("0s", 120.0), ("-5s", 120.0)):
+        kube.set(f"schedulerConfigs:\n- {{name: s}}\nshardSyncPeriod: {given}\n", given)
+        c.configuration()
+        assert c.period == period, given
+    assert ShardingController(kube, ShardingOptions(sync_period=0.001)).period == 1.0  # type: ignore[arg-type]
