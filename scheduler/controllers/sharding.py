@@ -62,7 +62,11 @@ class ShardingController:
     def __init__(self, kube: Kube, options: ShardingOptions) -> None:
         self.kube = kube
         self.options = options
-        self.flag_conf = parse_flag_configs(options.scheduler_configs) if options.scheduler_configs else None
+        self.flag_conf: ShardingConf | None = None
+        try:
+            self.flag_conf = parse_flag_configs(options.scheduler_configs) if options.scheduler_configs else None
+        except ShardingConfError as exc:  # as Volcano (Initialize): said, and the ConfigMap alone configures
+            log.warning("sharding: failed to parse scheduler configs from flags: %s", exc)
         self.conf: ShardingConf | None = None  # the last good ConfigMap configuration
         self.period = sync_period(options.sync_period)
         self.node_events = options.node_event_trigger

@@ -53,3 +53,12 @@ def test_the_sync_period_is_volcanos_with_a_floor_of_a_second() -> None:
         c.configuration()
         assert c.period == period, given
     assert ShardingController(kube, ShardingOptions(sync_period=0.001)).period == 1.0  # type: ignore[arg-type]
+
+
+def test_malformed_scheduler_configs_flags_leave_the_configmap_alone_in_force() -> None:
+    """As Volcano's Initialize: a warning, not a controller-manager that fails to start (its other controllers)."""
+    kube = ConfigMaps()
+    c = ShardingController(kube, ShardingOptions(scheduler_configs=("a:b:c",)))  # type: ignore[arg-type]
+    assert c.flag_conf is None and c.configuration() is None
+    kube.set("schedulerConfigs:\n- {name: from-map}\n", "1")
+    assert names(c) == ["from-map"]
