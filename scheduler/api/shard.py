@@ -13,7 +13,7 @@ Every NodeShard is read once here, bounded; an unreadable one is `ShardUnreadabl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -39,8 +39,8 @@ class ShardUnreadable:
 
 @dataclass(frozen=True, slots=True)
 class NodeShardInfo:
-    """One NodeShard, read. `to_add` / `to_remove` are worked out again from desired and in use, not taken from
-    the status, which may lag (node_shard_info.go NewNodeShardInfo)."""
+    """One NodeShard, read. The status's `nodesToAdd` / `nodesToRemove` are kept only to tell whether a new status
+    differs: `status_body` works them out again from desired and in use (node_shard_info.go NewNodeShardInfo)."""
 
     name: str
     desired: frozenset[str]
@@ -48,14 +48,6 @@ class NodeShardInfo:
     resource_version: str = ""
     status_to_add: frozenset[str] = frozenset()  # as published (to tell whether a new status differs)
     status_to_remove: frozenset[str] = frozenset()
-
-    @property
-    def to_add(self) -> frozenset[str]:
-        return self.desired - self.in_use
-
-    @property
-    def to_remove(self) -> frozenset[str]:
-        return self.in_use - self.desired
 
 
 def _names(value: Any, name: str, path: str, *, required: bool) -> frozenset[str] | ShardUnreadable:
@@ -98,18 +90,6 @@ def parse_node_shard(obj: Any) -> NodeShardInfo | ShardUnreadable:
             return read
         lists.append(read)
     return NodeShardInfo(name, desired, lists[0], str(version or "")[:64], lists[2], lists[1])
-
-
-def read_shards(objects: Iterable[Any]) -> tuple[dict[str, NodeShardInfo], list[ShardUnreadable]]:
-    shards: dict[str, NodeShardInfo] = {}
-    bad: list[ShardUnreadable] = []
-    for obj in objects:
-        read = parse_node_shard(obj)
-        if isinstance(read, ShardUnreadable):
-            bad.append(read)
-        else:
-            shards[read.name] = read
-    return shards, bad
 
 
 def available_nodes(own: str, shards: Mapping[str, NodeShardInfo]) -> frozenset[str] | None:
@@ -155,7 +135,7 @@ class ShardView:
 
 def revision(version: str) -> int:
     """A resourceVersion as a number (etcd revisions; 0 when not numeric)."""
-    return int(version) if version.isdigit() and len(version) <= 20 else 0
+    return int(version) if version.isascii() and version.isdigit() and len(version) <= 20 else 0
 
 
 @dataclass(slots=True)
@@ -179,7 +159,7 @@ class ShardLedger:
     _written: tuple[int, frozenset[str]] | None = None  # our last write, until the view shows it
 
     def step(self, view: Mapping[str, NodeShardInfo],
-             write: Any) -> frozenset[str] | None:
+             write: Callable[[NodeShardInfo, dict[str, list[str]]], str | None]) -> frozenset[str] | None:
         """The nodes the next session may use; None when there is no NodeShard of this name."""
         own = view.get(self.name)
         if own is None:

@@ -62,8 +62,9 @@ class ShardCoordinator:
         seen: set[str] = set()
         for obj in objects:
             meta = obj.get("metadata") if isinstance(obj, dict) else None
-            key = str((meta or {}).get("name") or "")
-            version = str((meta or {}).get("resourceVersion") or "")
+            meta = meta if isinstance(meta, dict) else {}
+            key = str(meta.get("name") or "")
+            version = str(meta.get("resourceVersion") or "")
             seen.add(key)
             cached = self._read.get(key)
             if cached is None or cached[0] != version or not version:
@@ -78,9 +79,23 @@ class ShardCoordinator:
         return shards
 
     def between_sessions(self) -> ShardView:
-        """Publish this shard's status if it changed; the nodes the next session may use."""
+        """Publish this shard's status if it changed; the nodes the next session may use. Never raises: on a bug
+        the next session keeps the last one's nodes (said once), which the stored nodesInUse still holds, as
+        nothing after an accepted write can raise."""
+        try:
+            return self._between_sessions()
+        except Exception:
+            log.debug("the NodeShard step's traceback", exc_info=True)
+            self._say("bug", f"NodeShard {self.name}: the step between sessions failed; the next session keeps the "
+                      f"last one's {len(self.current.nodes)} nodes")
+            return self.current
+
+    def _between_sessions(self) -> ShardView:
         nodes = self.ledger.step(self.view(), self._write)
-        if nodes is None:
+        self._said.discard("bug")
+        if nodes is None and not self.watched.synced.is_set():
+            nodes = frozenset()  # the NodeShards are not listed yet (the first cycle on a partial view): no shard
+        elif nodes is None:
             # Volcano: "Sharding is enabled but no shard is defined for this scheduler!" (its set stays empty)
             self._say("missing", f"sharding is {self.mode} but there is no NodeShard {self.name}: no node is in "
                       "this scheduler's shard until one is written")
@@ -117,7 +132,8 @@ class ShardCoordinator:
         self._said = {s for s in self._said if not s.startswith("write:")}
         log.info("NodeShard %s: status nodesInUse %d, nodesToAdd %d, nodesToRemove %d", shard.name,
                  len(status["nodesInUse"]), len(status["nodesToAdd"]), len(status["nodesToRemove"]))
-        version = ((answer or {}).get("metadata") or {}).get("resourceVersion") if isinstance(answer, dict) else None
+        answered = answer.get("metadata") if isinstance(answer, dict) else None
+        version = answered.get("resourceVersion") if isinstance(answered, dict) else None
         return str(version) if version else None
 
     def _say(self, mark: str, message: str) -> None:

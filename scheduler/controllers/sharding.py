@@ -28,12 +28,14 @@ from scheduler.api.shard import NODE_SHARDS_PATH
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.controllers.sharding_conf import (
     CONFIGMAP_KEY,
+    CONFIGMAP_NAME,
+    CONFIGMAP_NAMESPACE,
     DEFAULT_SYNC_PERIOD,
-    FALLBACK_SYNC_PERIOD,
     ShardingConf,
     ShardingConfError,
     parse_conf,
     parse_flag_configs,
+    sync_period,
 )
 from scheduler.controllers.sharding_model import ShardWrites, node_uses, plan
 
@@ -49,8 +51,8 @@ _IO_ERRORS = (KubeError, OSError, urllib3.exceptions.HTTPError, ValueError)
 class ShardingOptions:
     """The controller's flags (Volcano's names and defaults, pkg/controllers/sharding/config.go AddFlags)."""
 
-    configmap: str = "volcano-sharding-configmap"
-    namespace: str = "volcano-system"
+    configmap: str = CONFIGMAP_NAME
+    namespace: str = CONFIGMAP_NAMESPACE
     scheduler_configs: tuple[str, ...] = ()
     sync_period: float = DEFAULT_SYNC_PERIOD
     node_event_trigger: bool = True
@@ -60,9 +62,13 @@ class ShardingController:
     def __init__(self, kube: Kube, options: ShardingOptions) -> None:
         self.kube = kube
         self.options = options
-        self.flag_conf = parse_flag_configs(options.scheduler_configs) if options.scheduler_configs else None
+        self.flag_conf: ShardingConf | None = None
+        try:
+            self.flag_conf = parse_flag_configs(options.scheduler_configs) if options.scheduler_configs else None
+        except ShardingConfError as exc:  # as Volcano (Initialize): said, and the ConfigMap alone configures
+            log.warning("sharding: failed to parse scheduler configs from flags: %s", exc)
         self.conf: ShardingConf | None = None  # the last good ConfigMap configuration
-        self.period = options.sync_period if options.sync_period > 0 else FALLBACK_SYNC_PERIOD
+        self.period = sync_period(options.sync_period)
         self.node_events = options.node_event_trigger
         self.syncs = 0
         self._conf_version: str | None = None
@@ -167,14 +173,14 @@ class ShardingController:
                 self._say(note)
             self.conf = conf
             if conf.sync_period is not None:
-                self.period = conf.sync_period if conf.sync_period > 0 else FALLBACK_SYNC_PERIOD
+                self.period = sync_period(conf.sync_period)
             if conf.node_event_trigger is not None:
                 self.node_events = conf.node_event_trigger
             log.info("sharding: %d schedulers from ConfigMap %s/%s: %s (sync every %.0fs)", len(conf.schedulers),
                      self.options.namespace, self.options.configmap,
                      ", ".join(f"{s.name} [{', '.join(p.name for p in s.policies)}]" for s in conf.schedulers),
                      self.period)
-        return self.conf
+        return self.conf or self.flag_conf
 
     def sync(self) -> ShardWrites | None:
         conf = self.configuration()

@@ -30,6 +30,9 @@ CONFIGMAP_KEY = "sharding.yaml"
 DEFAULT_SCHEDULER_CONFIGS = ("volcano:volcano:0.0:0.6:false:2:100", "agent-scheduler:agent:0.7:1.0:true:2:100")
 DEFAULT_SYNC_PERIOD = 60.0  # --shard-sync-period
 FALLBACK_SYNC_PERIOD = 120.0  # sharding_controller.go defaultShardSyncPeriod: a period <= 0
+# Stricter than Volcano, whose sync reads informer caches: each sync here lists nodes, pods and NodeShards from
+# the apiserver, so a period of "1ms" would list them without pause.
+MIN_SYNC_PERIOD = 1.0
 MAX_CONF_BYTES = 1 << 20  # a ConfigMap's value
 MAX_SCHEDULERS = 64
 MAX_POLICIES = 16
@@ -71,6 +74,11 @@ class ShardingConf:
     sync_period: float | None = None  # seconds; None: keep the current one
     node_event_trigger: bool | None = None
     notes: tuple[str, ...] = field(default=())  # what Volcano would warn about
+
+
+def sync_period(seconds: float) -> float:
+    """The period a sync waits for: FALLBACK_SYNC_PERIOD for one <= 0 (as Volcano), at least MIN_SYNC_PERIOD."""
+    return FALLBACK_SYNC_PERIOD if seconds <= 0 else max(MIN_SYNC_PERIOD, seconds)
 
 
 def _round(u: float) -> float:

@@ -182,7 +182,8 @@ def plan(schedulers: Sequence[SchedulerShardConf], nodes: Sequence[NodeUse],
         if old is None or s.name in keep or not needs_update(old, wanted[s.name]):
             continue
         new = wanted[s.name]
-        kept = [n for n in old if n in set(new)]
+        new_set = set(new)
+        kept = [n for n in old if n in new_set]
         if len(kept) < len(old) and len(kept) < len(new):
             first[s.name] = kept
             second[s.name] = new

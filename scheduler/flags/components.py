@@ -4,6 +4,13 @@ own. Layer: flags.
 
 from __future__ import annotations
 
+from scheduler.api.shard import MODES, NONE
+from scheduler.controllers.sharding_conf import (
+    CONFIGMAP_NAME,
+    CONFIGMAP_NAMESPACE,
+    DEFAULT_SCHEDULER_CONFIGS,
+    DEFAULT_SYNC_PERIOD,
+)
 from scheduler.flags.controller_gates import DEFAULT_CONTROLLERS
 from scheduler.flags.syntax import Flag, FlagSet, Kind
 
@@ -141,7 +148,7 @@ SCHEDULER = FlagSet("scheduler", (
     # takes as none, is refused here.
     Flag("scheduler-sharding-mode", Kind.STRING, "The node sharding mode for scheduling, none(default)|hard|soft "
          "mode is supported (hard: only the nodes of the NodeShard named --scheduler-sharding-name; soft: those "
-         "first, then the others)", dest="scheduler_sharding_mode", default="none", choices=("none", "soft", "hard")),
+         "first, then the others)", dest="scheduler_sharding_mode", default=NONE, choices=MODES),
     Flag("scheduler-sharding-name", Kind.STRING, "The name of shard used for this scheduler (the NodeShard it keeps "
          "to and whose status it writes)", dest="scheduler_sharding_name", default="volcano"),
 ), description="Run the gang scheduler against a Kubernetes cluster: every period it reads the cluster's pods, "
@@ -181,15 +188,15 @@ CONTROLLERS = FlagSet("controllers", (
     Flag("scheduler-configs", Kind.LIST, "Deprecated: use a sharding ConfigMap (--sharding-configmap) instead. "
          "Format: name:type:min_util:max_util:prefer_warmup:min_nodes:max_nodes. Used only when no valid sharding "
          "ConfigMap is available.", dest="scheduler_configs",
-         default=("volcano:volcano:0.0:0.6:false:2:100", "agent-scheduler:agent:0.7:1.0:true:2:100")),
+         default=DEFAULT_SCHEDULER_CONFIGS),
     Flag("sharding-configmap", Kind.STRING, "Name of the ConfigMap that contains sharding configuration (key: "
          "sharding.yaml). When set, ConfigMap-based config takes precedence over --scheduler-configs flags and the "
          "controller watches the ConfigMap for live updates.", dest="sharding_configmap",
-         default="volcano-sharding-configmap"),
+         default=CONFIGMAP_NAME),
     Flag("sharding-configmap-namespace", Kind.STRING, "Namespace of the sharding configuration ConfigMap.",
-         dest="sharding_configmap_namespace", default="volcano-system"),
+         dest="sharding_configmap_namespace", default=CONFIGMAP_NAMESPACE),
     Flag("shard-sync-period", Kind.DURATION, "Period for shard synchronization", dest="shard_sync_period",
-         default=60.0),
+         default=DEFAULT_SYNC_PERIOD),
     Flag("enable-node-event-trigger", Kind.BOOL, "Enable node event trigger for shard updates",
          dest="enable_node_event_trigger", default=True),
 ), description="Run the controllers of Volcano's CRDs: Jobs (their pods and PodGroups), Queues, Commands, "

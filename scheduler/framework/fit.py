@@ -90,15 +90,18 @@ class FeasibilityCache:
         self._tiers = tiers
         self._memo = memo
         self._trace = trace
-        # Volcano's NodeShard contract (api/shard.py). Hard: a node outside the shard is refused before any
-        # predicate runs, with Volcano's reason (the memo's feasible sets then hold for this shard only). Soft: the
-        # best node inside the shard, else the best outside (`_prefer_shard`).
-        self._outside: np.ndarray | None = None
+        # Volcano's NodeShard contract (api/shard.py). Hard: a node outside the shard is refused with Volcano's
+        # reason and no predicate runs on it (`_hard`: the positions and nodes inside, when some are outside; the
+        # memo's feasible sets then hold for this shard only). Soft: the best node inside the shard, else the best
+        # outside (`_prefer_shard`).
+        self._hard: tuple[list[int], list[NodeInfo]] | None = None
         self._in_shard: np.ndarray | None = None
         if shard is not None and (shard.hard or shard.soft):
             inside = np.fromiter((n.name in shard.nodes for n in node_list), dtype=bool, count=len(node_list))
             if shard.hard:
-                self._outside = ~inside
+                if not inside.all():
+                    positions = np.flatnonzero(inside).tolist()
+                    self._hard = (positions, [node_list[i] for i in positions])
                 conf = (conf, shard.nodes)  # type: ignore[assignment]  # the memo's key: the conf and the shard
             else:
                 self._in_shard = inside
@@ -168,11 +171,15 @@ class FeasibilityCache:
         cached = self._feasible.get(task.constraints)
         if cached is None:
             node_list = self._node_list
-            statuses = self._tiers.run(P.PREDICATE, task, node_list)
-            if self._outside is not None and self._outside.any():
-                statuses = list(statuses)
-                for i in np.flatnonzero(self._outside):
-                    statuses[i] = NOT_IN_SHARD
+            if self._hard is None:
+                statuses = self._tiers.run(P.PREDICATE, task, node_list)
+            else:  # hard sharding: the predicates run on the shard's nodes only
+                positions, inside = self._hard
+                statuses = [NOT_IN_SHARD] * len(node_list)
+                if inside:
+                    found: list[Status] = self._tiers.run(P.PREDICATE, task, inside)
+                    for i, status in zip(positions, found, strict=True):
+                        statuses[i] = status
             success = Code.SUCCESS
             indices = [i for i, s in enumerate(statuses) if s.code is success or not s.rejected]
             nodes = [node_list[i] for i in indices]

@@ -32,13 +32,15 @@ def test_reads_a_shard_and_works_out_add_and_remove_from_desired_and_in_use() ->
     read = parse_node_shard(shard("volcano", ["a", "b"], ["b", "c"], nodesToAdd=["x"], nodesToRemove=[]))
     assert isinstance(read, NodeShardInfo)
     assert read.desired == {"a", "b"} and read.in_use == {"b", "c"}
-    assert read.to_add == {"a"} and read.to_remove == {"c"}  # not the stale lists of the status
-    assert read.status_to_add == {"x"}
+    assert read.status_to_add == {"x"} and read.status_to_remove == frozenset()
+    body = status_body(read, read.in_use)  # not the stale lists of the status
+    assert body == {"nodesInUse": ["b", "c"], "nodesToRemove": ["c"], "nodesToAdd": ["a"]}
 
 
 def test_a_shard_without_status_uses_nothing_yet() -> None:
     read = parse_node_shard({"metadata": {"name": "s"}, "spec": {"nodesDesired": ["a"]}})
-    assert isinstance(read, NodeShardInfo) and read.in_use == frozenset() and read.to_add == {"a"}
+    assert isinstance(read, NodeShardInfo) and read.in_use == frozenset()
+    assert status_body(read, frozenset()) == {"nodesInUse": [], "nodesToRemove": [], "nodesToAdd": ["a"]}
 
 
 def test_hostile_shards_are_refused_with_the_field_and_the_problem() -> None:
@@ -179,3 +181,9 @@ def test_no_node_is_ever_in_two_shards_in_use_nor_used_by_two_sessions(sequence:
             check()
     for name in SHARDS:
         assert store.in_use(name) == store.desired(name) and sessions[name] == store.desired(name)
+
+
+def test_a_resource_version_that_is_not_ascii_digits_is_no_revision() -> None:
+    from scheduler.api.shard import revision
+
+    assert [revision(v) for v in ("42", "", "abc", "\u00b2", "\u0663", "9" * 21)] == [42, 0, 0, 0, 0, 0]

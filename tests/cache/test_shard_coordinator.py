@@ -32,6 +32,7 @@ class Recorder:
 def coordinator(kube: Recorder, objects: dict[str, Any], may_write: bool = True) -> ShardCoordinator:
     watched = node_shards_watched()
     watched.objects.update(objects)
+    watched.synced.set()
     return ShardCoordinator(kube, watched, threading.Lock(), HARD, "ours",  # type: ignore[arg-type]
                             lambda: may_write)
 
@@ -79,6 +80,17 @@ def test_a_missing_or_unreadable_shard_is_said_once(caplog: pytest.LogCaptureFix
     assert kube.sent == []
 
 
+def test_before_the_nodeshards_are_listed_no_shard_is_said_missing(caplog: pytest.LogCaptureFixture) -> None:
+    c = coordinator(Recorder(), {})
+    c.watched.synced.clear()  # the first cycle on a partial view can run before the NodeShard list is in
+    with caplog.at_level(logging.WARNING, logger="volcano_py.shards"):
+        assert c.between_sessions().nodes == frozenset()
+        assert caplog.records == []
+        c.watched.synced.set()  # listed, and there is none
+        assert c.between_sessions().nodes == frozenset()
+    assert ["there is no NodeShard ours" in r.getMessage() for r in caplog.records] == [True]
+
+
 def test_the_cache_watches_nodeshards_only_with_sharding_on_and_its_snapshot_carries_the_shard() -> None:
     from scheduler.api.snapshot import CycleResult
     from scheduler.cache.cluster_cache import ClusterCache
@@ -99,3 +111,30 @@ def test_the_cache_watches_nodeshards_only_with_sharding_on_and_its_snapshot_car
     on.stores.node_shards.objects["ours"] = obj("ours", [], ["a"], rv="100")  # the node moved away
     on.apply(CycleResult())  # after the session (and its binds): the status says so
     assert kube.sent[-1][2]["status"]["nodesInUse"] == [] and len(kube.sent) == 2
+
+
+class Broken(Recorder):
+    """A client whose PUT fails with what no caller expects (a bug below, not an apiserver answer)."""
+
+    def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+        super().request(method, path, body=body)
+        raise RuntimeError("boom")
+
+
+def test_a_bug_in_the_step_costs_no_cycle_and_the_session_keeps_the_last_nodes(
+        caplog: pytest.LogCaptureFixture) -> None:
+    kube = Recorder()
+    c = coordinator(kube, {"ours": obj("ours", ["a", "b"], ["a", "b"])})
+    assert c.between_sessions().nodes == {"a", "b"} and kube.sent == []  # the stored status says so already
+    c.kube = Broken()  # type: ignore[assignment]
+    c.watched.objects["ours"] = obj("ours", ["a", "b", "c"], ["a", "b"], rv="6")  # c added: a write is due
+    with caplog.at_level(logging.WARNING, logger="volcano_py.shards"):
+        for _ in range(3):
+            assert c.between_sessions().nodes == {"a", "b"}
+    assert len([r for r in caplog.records if "the step between sessions failed" in r.getMessage()]) == 1
+
+
+def test_an_object_with_unreadable_metadata_is_passed_over() -> None:
+    kube = Recorder()
+    c = coordinator(kube, {"ours": obj("ours", ["a"], ["a"]), "odd": {"metadata": ["x"], "spec": {}}})
+    assert c.view().keys() == {"ours"} and c.between_sessions().nodes == {"a"}

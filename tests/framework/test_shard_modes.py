@@ -4,11 +4,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import pytest
+
+from scheduler.api.decision import Status
+from scheduler.api.job import TaskInfo
 from scheduler.api.messages import render
+from scheduler.api.node import NodeInfo
 from scheduler.api.reasons import NODE_SHARD, NodeFilter, NodesUnavailable
 from scheduler.api.shard import HARD, NONE, SOFT, ShardView
 from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, run_cycle
+from scheduler.plugins.predicates import StaticFilter
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
 
@@ -52,6 +60,22 @@ def test_hard_mode_follows_a_shard_that_grows_between_cycles() -> None:
     assert sorted(c.sim.bound("big").values()) == ["n0", "n1"]
 
 
+def test_hard_mode_runs_no_predicate_on_a_node_outside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Volcano checks the shard before the predicates (predicate_helper.go): a node outside costs no predicate."""
+    asked: list[str] = []
+    real = StaticFilter.__call__
+
+    def spy(self: StaticFilter, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[Status]:
+        asked.extend(n.name for n in nodes)
+        return real(self, task, nodes)
+
+    monkeypatch.setattr(StaticFilter, "__call__", spy)
+    c = cluster().nodes("n", 4, cpu="4").job("j", replicas=2, cpu="1")
+    cycle(c, ShardView(HARD, "volcano", frozenset({"n2", "n3"})))
+    assert asked and set(asked) == {"n2", "n3"}
+    assert set(c.sim.bound("j").values()) <= {"n2", "n3"} and len(c.sim.bound("j")) == 2
+
+
 def test_hard_mode_with_no_shard_nodes_binds_nothing() -> None:
     c = cluster().nodes("n", 2, cpu="4").job("j", replicas=1, cpu="1")
     cycle(c, ShardView(HARD, "volcano", frozenset()))
@@ -78,9 +102,12 @@ def test_soft_mode_takes_a_node_inside_the_shard_over_a_better_scored_one_outsid
 
 
 def test_soft_mode_falls_back_to_nodes_outside_when_none_inside_fits() -> None:
-    c = _half_used(cluster()).job("j", replicas=2, cpu="3")  # n1 holds one of them (4 free), not both
-    cycle(c, ShardView(SOFT, "volcano", frozenset({"n1"})))  # n0 has room for both, and is used for one
-    assert sorted(c.sim.bound("j").values()) == ["n0", "n1"]
+    plain = _half_used(cluster()).node("n2", cpu="2").job("j", replicas=2, cpu="2")
+    cycle(plain, None)
+    assert sorted(plain.sim.bound("j").values()) == ["n1", "n1"]  # the baseline: scores alone pick n1 twice
+    c = _half_used(cluster()).node("n2", cpu="2").job("j", replicas=2, cpu="2")
+    cycle(c, ShardView(SOFT, "volcano", frozenset({"n2"})))  # n2 holds one of them, not both
+    assert sorted(c.sim.bound("j").values()) == ["n1", "n2"]  # the other goes to the best node outside
 
 
 def test_soft_mode_identical_pods_fill_the_shard_first() -> None:
