@@ -140,6 +140,11 @@ class _Reader:
             raise self.fail(path, f"is not a name of 1 to {most} characters", value)
         return value
 
+    def optional_name(self, value: object, path: str) -> str:
+        """A name the owner may leave out: absent or "" (a Go string's zero value: its controllers read it as
+        unset, as a pod's `priorityClassName: ""` is none) is ""."""
+        return "" if value is None or value == "" else self.name(value, path)
+
     def request(self, pod_spec: Mapping[str, Any], path: str) -> Resource:
         try:
             return pod_request(pod_spec, field=path)
