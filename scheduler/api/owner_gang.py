@@ -140,6 +140,11 @@ class _Reader:
             raise self.fail(path, f"is not a name of 1 to {most} characters", value)
         return value
 
+    def optional_name(self, value: object, path: str) -> str:
+        """A name the owner may leave out: absent or "" (a Go string's zero value: its controllers read it as
+        unset, as a pod's `priorityClassName: ""` is none) is ""."""
+        return "" if value is None or value == "" else self.name(value, path)
+
     def request(self, pod_spec: Mapping[str, Any], path: str) -> Resource:
         try:
             return pod_request(pod_spec, field=path)
@@ -228,9 +233,9 @@ def jobset_gang(jobset: Mapping[str, Any]) -> GangSpec:
         tasks[name] = pods
         if pods:
             resources = resources + reader.request(pod_spec, f"{path}.template.spec.template.spec").scale(pods)
-        if not priority and pod_spec.get("priorityClassName") is not None:
-            priority = reader.name(pod_spec["priorityClassName"], f"{path}.template.spec.template.spec"
-                                                                  ".priorityClassName")
+        if not priority:
+            priority = reader.optional_name(pod_spec.get("priorityClassName"),
+                                            f"{path}.template.spec.template.spec.priorityClassName")
     return GangSpec("jobset", reader.name(meta.get("namespace"), "metadata.namespace"),
                     f"{JOBSET_PREFIX}{owner.name}", total,
                     tuple((k, v) for k, v in tasks.items() if v), resources, queue_of(reader, meta), priority, owner)
@@ -279,9 +284,9 @@ def lws_gangs(lws: Mapping[str, Any]) -> list[GangSpec]:
         worker, "spec.leaderWorkerTemplate.workerTemplate.spec").scale(size - 1)
     priority = ""
     for pod_spec, path in ((leader, "leaderTemplate"), (worker, "workerTemplate")):
-        if not priority and pod_spec.get("priorityClassName") is not None:
-            priority = reader.name(pod_spec["priorityClassName"],
-                                   f"spec.leaderWorkerTemplate.{path}.spec.priorityClassName")
+        if not priority:
+            priority = reader.optional_name(pod_spec.get("priorityClassName"),
+                                            f"spec.leaderWorkerTemplate.{path}.spec.priorityClassName")
     namespace, queue = reader.name(meta.get("namespace"), "metadata.namespace"), queue_of(reader, meta)
     return [GangSpec("lws", namespace, lws_group_name(owner.name, index), size, (), resources, queue, priority, owner)
             for index in range(replicas)]

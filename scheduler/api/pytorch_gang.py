@@ -73,12 +73,11 @@ def pytorchjob_gang(job: Mapping[str, Any]) -> GangSpec:
             take = min(count, left)
             resources, left = (resources + request.scale(take) if take else resources), left - take
     tasks = tuple((task, count) for task, count, _, _ in replicas if count) if min_member == total else ()
-    if policy.get("priorityClass") is not None:
-        priority = reader.name(policy["priorityClass"], "spec.runPolicy.schedulingPolicy.priorityClass")
-    else:
-        priority = next((p for _, _, _, p in replicas if p), "")
-    queue = (reader.name(policy["queue"], "spec.runPolicy.schedulingPolicy.queue")
-             if policy.get("queue") is not None else queue_of(reader, meta))
+    # "" is unset, as the operator reads the policy's strings (`len(...) != 0`); then the next source applies.
+    priority = (reader.optional_name(policy.get("priorityClass"), "spec.runPolicy.schedulingPolicy.priorityClass")
+                or next((p for _, _, _, p in replicas if p), ""))
+    queue = (reader.optional_name(policy.get("queue"), "spec.runPolicy.schedulingPolicy.queue")
+             or queue_of(reader, meta))
     suspend = run.get("suspend")
     if suspend is not None and type(suspend) is not bool:
         raise reader.fail("spec.runPolicy.suspend", "is not a boolean", suspend)
@@ -106,9 +105,8 @@ def _replicas(reader: _Reader, specs: Mapping[str, Any]) -> list[tuple[str, int,
         template = reader.obj(rspec.get("template"), f"{path}.template")
         pod_spec = reader.obj(template.get("spec"), f"{path}.template.spec")
         request = reader.request(pod_spec, f"{path}.template.spec")
-        priority = pod_spec.get("priorityClassName")
-        found[kind] = (kind.lower(), count, request, "" if priority is None else reader.name(
-            priority, f"{path}.template.spec.priorityClassName"))
+        priority = reader.optional_name(pod_spec.get("priorityClassName"), f"{path}.template.spec.priorityClassName")
+        found[kind] = (kind.lower(), count, request, priority)
     return [found[t] for t in REPLICA_TYPES if t in found]
 
 

@@ -33,6 +33,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -43,9 +44,12 @@ from pathlib import Path
 import pytest
 import yaml
 from controlplane import create_gpu_node, free_port, node_is_ready, wait_for
+from inprocess import running_controllers, running_scheduler
 from kubernetes import client
+from test_controllers import podgroup
 
 TIMEOUT = 120
+WAIT = 90  # the operators' tests' waits on the cluster (TIMEOUT is for starting an operator)
 REPO_ROOT = Path(__file__).resolve().parents[2]  # this checkout's (controlplane's may be another worktree's)
 BUILD_SCRIPT = REPO_ROOT / "tools" / "build-operators.sh"
 TRAINING_OPERATOR = "training-operator"
@@ -407,3 +411,87 @@ def running_kuberay_operator(control_plane, log_dir: Path) -> Iterator[OperatorP
         yield operator
     finally:
         operator.stop()
+
+
+# ---- What the operators' tests share ---------------------------------------------------------------------------
+def operator_crds(api_client, name: str, files: tuple[str, ...]) -> list[str]:
+    """The operator's CRDs installed (require_operator first: without its build the test fails or skips)."""
+    require_operator(name)
+    return install_crds(api_client, name, files)
+
+
+@contextmanager
+def gang_scheduler(control_plane, tmp_path_factory, name: str, **kwargs: object) -> Iterator:
+    """volcano-py's scheduler with GANG_CONF for a module (`kwargs`: more of running_scheduler's arguments)."""
+    with running_scheduler(control_plane, conf=GANG_CONF, conf_dir=tmp_path_factory.mktemp("conf"), name=name,
+                           **kwargs) as running:
+        yield running
+
+
+@contextmanager
+def owner_gang_controllers(control_plane, custom, tmp_path_factory, watched: str) -> Iterator:
+    """volcano-py's controllers for a module, once their log says `watched` (the default queue may be Open
+    already, from another module's controllers: only this process's word says it watches the owner's kind)."""
+    with running_controllers(control_plane, custom, tmp_path_factory.mktemp("controllers")) as running:
+        wait_for(lambda: watched in running.text(), WAIT, what="the controllers watch them")
+        yield running
+
+
+@contextmanager
+def deleting_after(custom, group: str, version: str, plural: str,
+                   pods_of: Callable[[str, str], list]) -> Iterator[Callable[[str, dict], None]]:
+    """`make(namespace, obj)` creates a custom object; when the block ends each is deleted (foreground) and the
+    block waits until `pods_of(namespace, name)` is empty, so that the next test's queue and nodes (they share
+    the module's node label) hold none of its pods."""
+    made: list[tuple[str, str]] = []
+
+    def make(namespace: str, obj: dict) -> None:
+        custom.create_namespaced_custom_object(group, version, namespace, plural, obj)
+        made.append((namespace, obj["metadata"]["name"]))
+
+    yield make
+    for namespace, name in made:
+        custom.delete_namespaced_custom_object(group, version, namespace, plural, name,
+                                               body=client.V1DeleteOptions(propagation_policy="Foreground"))
+    for namespace, name in made:
+        wait_for(lambda ns=namespace, n=name: not pods_of(ns, n), WAIT, what=f"the pods of {name} gone")
+
+
+def explain(control_plane, namespace: str, name: str) -> str:
+    """`volcano-py explain` on the PodGroup `name`: its output (the command must succeed)."""
+    proc = subprocess.run([sys.executable, "-m", "scheduler.cli", "explain", name, "-n", namespace, "--kubeconfig",
+                           str(control_plane.kubeconfig)], capture_output=True, text=True, cwd=REPO_ROOT,
+                          timeout=WAIT)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def conditions(pg: dict | None) -> dict[str, dict]:
+    return {c["type"]: c for c in (((pg or {}).get("status") or {}).get("conditions") or ())}
+
+
+def phase(custom, namespace: str, name: str) -> str:
+    """The PodGroup's phase ("" while it has none, or there is no such PodGroup)."""
+    return ((podgroup(custom, namespace, name) or {}).get("status") or {}).get("phase", "")
+
+
+def bound_in_one_cycle(scheduler, namespace: str, pods: Callable[[], list], what: str, *,
+                       gang: str = "the gang") -> list:
+    """Wait until `pods()` are 3, all bound; assert the scheduler bound them in one cycle. The pods."""
+    bound = wait_for(lambda: (ps := pods()) and len(ps) == 3 and all(p.spec.node_name for p in ps) and ps, WAIT,
+                     what=f"{what}: 3 pods bound")
+    keys = {f"{namespace}/{p.metadata.name}" for p in bound}
+    assert len(scheduler.bind_cycles(keys)) == 1, f"{gang} was bound across several cycles"
+    return list(bound)
+
+
+def none_bound_for_five_cycles(scheduler, pods: Callable[[], list], *, created: str = "the 3 pods created") -> None:
+    """Wait until `pods()` are 3; five scheduling cycles later none of them is bound."""
+    wait_for(lambda: len(pods()) == 3, WAIT, what=created)
+    five_more_cycles(scheduler)
+    assert [p.metadata.name for p in pods() if p.spec.node_name] == []
+
+
+def five_more_cycles(scheduler, what: str = "five more scheduling cycles") -> None:
+    cycles = len(scheduler.results)
+    wait_for(lambda: len(scheduler.results) >= cycles + 5, WAIT, what=what)

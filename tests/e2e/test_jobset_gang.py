@@ -15,23 +15,24 @@ the JobSet binds piecemeal where only part fits: the tests of the fragmented clu
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 import uuid
 
 import pytest
 from controlplane import wait_for
-from inprocess import running_controllers, running_scheduler
 from kubernetes import client
 from operators import (
-    GANG_CONF,
     JOBSET,
     JOBSET_GROUP,
-    REPO_ROOT,
+    bound_in_one_cycle,
+    deleting_after,
     doc_manifest,
+    explain,
+    gang_scheduler,
     gpu_nodes,
-    install_crds,
-    require_operator,
+    none_bound_for_five_cycles,
+    operator_crds,
+    owner_gang_controllers,
+    phase,
     running_jobset_operator,
 )
 from test_controllers import SCHED, podgroup
@@ -45,23 +46,19 @@ QUEUE_NAME = "scheduling.volcano.sh/queue-name"
 
 @pytest.fixture(scope="module")
 def crds(api_client):
-    require_operator(JOBSET)
     # Before the controllers start: they watch JobSets only if the CRD is there when they do.
-    return install_crds(api_client, JOBSET, ("jobset.x-k8s.io_jobsets.yaml",))
+    return operator_crds(api_client, JOBSET, ("jobset.x-k8s.io_jobsets.yaml",))
 
 
 @pytest.fixture(scope="module")
 def scheduler(control_plane, crds, tmp_path_factory):
-    with running_scheduler(control_plane, conf=GANG_CONF, conf_dir=tmp_path_factory.mktemp("conf"),
-                           name="volcano-py-scheduler-jobset") as running:
+    with gang_scheduler(control_plane, tmp_path_factory, "volcano-py-scheduler-jobset") as running:
         yield running
 
 
 @pytest.fixture(scope="module")
 def controllers(control_plane, custom, crds, scheduler, tmp_path_factory):
-    with running_controllers(control_plane, custom, tmp_path_factory.mktemp("controllers")) as running:
-        # The default queue may be Open already (another module's controllers): wait for this process's word.
-        wait_for(lambda: "owner gangs: JobSets watched" in running.text(), TIMEOUT, what="the controllers watch them")
+    with owner_gang_controllers(control_plane, custom, tmp_path_factory, "owner gangs: JobSets watched") as running:
         yield running
 
 
@@ -96,32 +93,13 @@ def jobset(name: str, *, queue: str = "default", opt_in: bool = True) -> dict:
 
 @pytest.fixture
 def create(custom, core_v1):
-    """Create a JobSet; afterwards delete it and wait until its pods are gone, so that the next test's queue and
-    nodes (they share this module's node label) hold none of them."""
-    made: list[tuple[str, str]] = []
-
-    def make(namespace: str, js: dict) -> None:
-        custom.create_namespaced_custom_object(JOBSET_GROUP, "v1alpha2", namespace, "jobsets", js)
-        made.append((namespace, js["metadata"]["name"]))
-
-    yield make
-    for namespace, name in made:
-        custom.delete_namespaced_custom_object(JOBSET_GROUP, "v1alpha2", namespace, "jobsets", name,
-                                               body=client.V1DeleteOptions(propagation_policy="Foreground"))
-    for namespace, name in made:
-        wait_for(lambda ns=namespace, n=name: not pods_of(core_v1, ns, n), TIMEOUT, what=f"the pods of {name} gone")
+    """Create a JobSet; afterwards delete it and wait until its pods are gone."""
+    with deleting_after(custom, JOBSET_GROUP, "v1alpha2", "jobsets", lambda ns, n: pods_of(core_v1, ns, n)) as make:
+        yield make
 
 
 def pods_of(core_v1, namespace: str, name: str) -> list:
     return core_v1.list_namespaced_pod(namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}").items
-
-
-def explain(control_plane, namespace: str, name: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "scheduler.cli", "explain", name, "-n", namespace, "--kubeconfig",
-                           str(control_plane.kubeconfig)], capture_output=True, text=True, cwd=REPO_ROOT,
-                          timeout=TIMEOUT)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def the_gang(custom, namespace: str, name: str) -> dict:
@@ -132,22 +110,12 @@ def the_gang(custom, namespace: str, name: str) -> dict:
 
 def whole_gang(scheduler, custom, core_v1, namespace: str, name: str) -> list:
     """All three pods bound, in one scheduling cycle; the PodGroup Running."""
-    bound = wait_for(lambda: (ps := pods_of(core_v1, namespace, name)) and len(ps) == 3
-                     and all(p.spec.node_name for p in ps) and ps, TIMEOUT, what=f"{name}: 3 pods bound")
+    bound = bound_in_one_cycle(scheduler, namespace, lambda: pods_of(core_v1, namespace, name), name)
     assert sorted(p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"] for p in bound) == [
         "driver", "workers", "workers"]
-    keys = {f"{namespace}/{p.metadata.name}" for p in bound}
-    assert len(scheduler.bind_cycles(keys)) == 1, "the gang was bound across several cycles"
-    wait_for(lambda: ((podgroup(custom, namespace, f"jobset-{name}") or {}).get("status") or {}).get("phase")
-             == "Running", TIMEOUT, what=f"PodGroup jobset-{name} Running")
+    wait_for(lambda: phase(custom, namespace, f"jobset-{name}") == "Running", TIMEOUT,
+             what=f"PodGroup jobset-{name} Running")
     return bound
-
-
-def none_bound_for_five_cycles(scheduler, core_v1, namespace: str, name: str) -> None:
-    wait_for(lambda: len(pods_of(core_v1, namespace, name)) == 3, TIMEOUT, what="the 3 pods created")
-    cycles = len(scheduler.results)
-    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
-    assert [p.metadata.name for p in pods_of(core_v1, namespace, name) if p.spec.node_name] == []
 
 
 def test_jobset_starts_as_one_gang_on_a_cluster_with_room(operator, scheduler, custom, core_v1, namespace, nodes,
@@ -172,7 +140,7 @@ def test_jobset_waits_whole_where_only_part_of_it_fits(operator, scheduler, cont
     nodes(2, gpus=3)
     create(namespace, jobset("tight"))
     the_gang(custom, namespace, "tight")
-    none_bound_for_five_cycles(scheduler, core_v1, namespace, "tight")
+    none_bound_for_five_cycles(scheduler, lambda: pods_of(core_v1, namespace, "tight"))
     out = explain(control_plane, namespace, "jobset-tight")
     assert "gate:    gang fragmented: " in out, out
 
@@ -188,7 +156,7 @@ def test_jobset_opted_in_by_its_namespace_keeps_to_its_queue(operator, scheduler
     create(namespace, jobset("queued", queue=capped, opt_in=False))
     pg = the_gang(custom, namespace, "queued")
     assert pg["spec"]["queue"] == capped, pg["spec"]
-    none_bound_for_five_cycles(scheduler, core_v1, namespace, "queued")
+    none_bound_for_five_cycles(scheduler, lambda: pods_of(core_v1, namespace, "queued"))
     out = wait_for(lambda: (o := explain(control_plane, namespace, "jobset-queued"))
                    and "gate:    queue capability:" in o and o, TIMEOUT, interval=0.5,
                    what="explain names the queue capability")
@@ -256,5 +224,5 @@ def test_jobset_restarts_as_one_gang_when_a_pod_is_killed(operator, scheduler, c
     keys = {f"{namespace}/{p.metadata.name}" for p in fresh}
     assert len(scheduler.bind_cycles(keys)) == 1, "the restarted gang was bound across several cycles"
     assert podgroup(custom, namespace, "jobset-restart")["spec"]["minMember"] == 3
-    wait_for(lambda: ((podgroup(custom, namespace, "jobset-restart") or {}).get("status") or {}).get("phase")
-             == "Running", TIMEOUT, what="PodGroup jobset-restart Running again")
+    wait_for(lambda: phase(custom, namespace, "jobset-restart") == "Running", TIMEOUT,
+             what="PodGroup jobset-restart Running again")

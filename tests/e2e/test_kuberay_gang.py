@@ -17,24 +17,25 @@ without the gang would bind the head and one worker where only part fits: the te
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 import uuid
 
 import pytest
 from controlplane import wait_for
-from inprocess import running_scheduler
 from kubernetes import client
 from operators import (
-    GANG_CONF,
     KUBERAY,
     KUBERAY_CRDS,
     RAY_GROUP,
-    REPO_ROOT,
+    bound_in_one_cycle,
+    conditions,
+    deleting_after,
     doc_manifest,
+    explain,
+    gang_scheduler,
     gpu_nodes,
-    install_crds,
-    require_operator,
+    none_bound_for_five_cycles,
+    operator_crds,
+    phase,
     running_kuberay_operator,
 )
 from test_controllers import SCHED, podgroup
@@ -49,15 +50,14 @@ NODE_TYPE = "ray.io/node-type"
 
 @pytest.fixture(scope="module")
 def crds(api_client):
-    require_operator(KUBERAY)
-    return install_crds(api_client, KUBERAY, KUBERAY_CRDS)
+    return operator_crds(api_client, KUBERAY, KUBERAY_CRDS)
 
 
 @pytest.fixture(scope="module")
 def scheduler(control_plane, crds, tmp_path_factory):
     # KubeRay writes `schedulerName: volcano` into every pod it makes: volcano-py claims that name too.
-    with running_scheduler(control_plane, conf=GANG_CONF, conf_dir=tmp_path_factory.mktemp("conf"),
-                           name="volcano-py-scheduler-kuberay", scheduler_names=("volcano-py", "volcano")) as running:
+    with gang_scheduler(control_plane, tmp_path_factory, "volcano-py-scheduler-kuberay",
+                        scheduler_names=("volcano-py", "volcano")) as running:
         yield running
 
 
@@ -89,20 +89,10 @@ def rayjob(name: str, *, queue: str = "default") -> dict:
 @pytest.fixture
 def create(custom, core_v1):
     """Create a RayJob; afterwards delete it (the operator lets it go, its RayCluster and pods are collected)
-    and wait until the namespace holds no Ray pod, so that the next test's nodes and queue hold none of them."""
-    made: list[tuple[str, str]] = []
-
-    def make(namespace: str, job: dict) -> None:
-        custom.create_namespaced_custom_object(RAY_GROUP, "v1", namespace, "rayjobs", job)
-        made.append((namespace, job["metadata"]["name"]))
-
-    yield make
-    for namespace, name in made:
-        custom.delete_namespaced_custom_object(RAY_GROUP, "v1", namespace, "rayjobs", name,
-                                               body=client.V1DeleteOptions(propagation_policy="Foreground"))
-    for namespace, _ in made:
-        wait_for(lambda ns=namespace: not core_v1.list_namespaced_pod(ns, label_selector=NODE_TYPE).items,
-                 TIMEOUT, what=f"the Ray pods of {namespace} gone")
+    and wait until the namespace holds no Ray pod."""
+    with deleting_after(custom, RAY_GROUP, "v1", "rayjobs", lambda ns, _: core_v1.list_namespaced_pod(
+            ns, label_selector=NODE_TYPE).items) as make:
+        yield make
 
 
 def get_rayjob(custom, namespace: str, name: str) -> dict:
@@ -126,22 +116,6 @@ def ray_pods(core_v1, namespace: str, cluster: str) -> list:
     return core_v1.list_namespaced_pod(namespace, label_selector=f"ray.io/cluster={cluster}").items
 
 
-def explain(control_plane, namespace: str, name: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "scheduler.cli", "explain", name, "-n", namespace, "--kubeconfig",
-                           str(control_plane.kubeconfig)], capture_output=True, text=True, cwd=REPO_ROOT,
-                          timeout=TIMEOUT)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def conditions(pg: dict | None) -> dict[str, dict]:
-    return {c["type"]: c for c in (((pg or {}).get("status") or {}).get("conditions") or ())}
-
-
-def phase(custom, namespace: str, name: str) -> str:
-    return ((podgroup(custom, namespace, name) or {}).get("status") or {}).get("phase", "")
-
-
 @pytest.fixture
 def batch_v1(api_client):
     return client.BatchV1Api(api_client)
@@ -159,25 +133,19 @@ def submitter(batch_v1, namespace: str, name: str) -> object | None:
 
 def whole_gang(scheduler, custom, core_v1, namespace: str, cluster: str) -> list:
     """The head and both workers bound, in one scheduling cycle, as the operator made them; the PodGroup Running."""
-    bound = wait_for(lambda: (ps := ray_pods(core_v1, namespace, cluster)) and len(ps) == 3
-                     and all(p.spec.node_name for p in ps) and ps, TIMEOUT, what=f"{cluster}: 3 pods bound")
+    bound = bound_in_one_cycle(scheduler, namespace, lambda: ray_pods(core_v1, namespace, cluster), cluster)
     assert sorted(p.metadata.labels[NODE_TYPE] for p in bound) == ["head", "worker", "worker"]
     for p in bound:
         assert p.spec.scheduler_name == "volcano", p.spec.scheduler_name  # the operator's, over the template's
         assert p.metadata.annotations[GROUP_NAME] == f"ray-{cluster}-pg", p.metadata.annotations
-    keys = {f"{namespace}/{p.metadata.name}" for p in bound}
-    assert len(scheduler.bind_cycles(keys)) == 1, "the gang was bound across several cycles"
     wait_for(lambda: phase(custom, namespace, f"ray-{cluster}-pg") == "Running", TIMEOUT,
              what=f"PodGroup ray-{cluster}-pg Running")
     return bound
 
 
-def none_bound_for_five_cycles(scheduler, core_v1, namespace: str, cluster: str) -> None:
-    wait_for(lambda: len(ray_pods(core_v1, namespace, cluster)) == 3, TIMEOUT,
-             what="the operator created the head and both workers")
-    cycles = len(scheduler.results)
-    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
-    assert [p.metadata.name for p in ray_pods(core_v1, namespace, cluster) if p.spec.node_name] == []
+def none_bound(scheduler, core_v1, namespace: str, cluster: str) -> None:
+    none_bound_for_five_cycles(scheduler, lambda: ray_pods(core_v1, namespace, cluster),
+                               created="the operator created the head and both workers")
 
 
 def test_rayjob_starts_as_one_gang_on_a_cluster_with_room(operator, scheduler, custom, core_v1, batch_v1, namespace,
@@ -212,7 +180,7 @@ def test_rayjob_waits_whole_where_only_part_of_it_fits(operator, scheduler, cont
     unschedulable = wait_for(lambda: conditions(podgroup(custom, namespace, pg_name)).get("Unschedulable"),
                              TIMEOUT, what="the gang reported Unschedulable")
     assert unschedulable["status"] == "True", unschedulable
-    none_bound_for_five_cycles(scheduler, core_v1, namespace, cluster)
+    none_bound(scheduler, core_v1, namespace, cluster)
     out = explain(control_plane, namespace, pg_name)
     assert "gate:    gang fragmented: " in out and "free in total, but split across nodes" in out, out
     # The RayJob waits for its whole cluster: no submitter yet.
@@ -235,7 +203,7 @@ def test_rayjob_keeps_to_its_queue(operator, scheduler, control_plane, custom, c
     assert pg["spec"]["queue"] == capped, pg["spec"]  # the RayJob's label, by way of its RayCluster
     # The queue holds 2 GPUs and the workers need 4: the PodGroup stays Pending; the operator has made the pods
     # all the same (it does not wait for admission) and none is bound.
-    none_bound_for_five_cycles(scheduler, core_v1, namespace, cluster)
+    none_bound(scheduler, core_v1, namespace, cluster)
     assert phase(custom, namespace, pg_name) in ("", "Pending")
     out = wait_for(lambda: (o := explain(control_plane, namespace, pg_name)) and "gate:    queue capability:" in o
                    and o, TIMEOUT, interval=0.5, what="explain names the queue capability")

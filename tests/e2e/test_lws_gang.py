@@ -13,23 +13,25 @@ the gang's Unschedulable condition, a count of scheduling cycles), never on time
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 import uuid
 
 import pytest
 from controlplane import wait_for
-from inprocess import running_controllers, running_scheduler
 from kubernetes import client
 from operators import (
-    GANG_CONF,
     LWS,
     LWS_GROUP,
-    REPO_ROOT,
+    bound_in_one_cycle,
+    conditions,
+    deleting_after,
     doc_manifest,
+    explain,
+    gang_scheduler,
     gpu_nodes,
-    install_crds,
-    require_operator,
+    none_bound_for_five_cycles,
+    operator_crds,
+    owner_gang_controllers,
+    phase,
     running_lws_operator,
 )
 from test_controllers import SCHED, podgroup
@@ -45,22 +47,18 @@ HOLD = "volcano-py.test/hold"  # a finalizer of the tests'
 
 @pytest.fixture(scope="module")
 def crds(api_client):
-    require_operator(LWS)
-    return install_crds(api_client, LWS, ("leaderworkerset.x-k8s.io_leaderworkersets.yaml",))
+    return operator_crds(api_client, LWS, ("leaderworkerset.x-k8s.io_leaderworkersets.yaml",))
 
 
 @pytest.fixture(scope="module")
 def scheduler(control_plane, crds, tmp_path_factory):
-    with running_scheduler(control_plane, conf=GANG_CONF, conf_dir=tmp_path_factory.mktemp("conf"),
-                           name="volcano-py-scheduler-lws") as running:
+    with gang_scheduler(control_plane, tmp_path_factory, "volcano-py-scheduler-lws") as running:
         yield running
 
 
 @pytest.fixture(scope="module")
 def controllers(control_plane, custom, crds, scheduler, tmp_path_factory):
-    with running_controllers(control_plane, custom, tmp_path_factory.mktemp("controllers")) as running:
-        # The default queue may be Open already (another module's controllers): wait for this process's word.
-        wait_for(lambda: "LeaderWorkerSets watched" in running.text(), TIMEOUT, what="the controllers watch them")
+    with owner_gang_controllers(control_plane, custom, tmp_path_factory, "LeaderWorkerSets watched") as running:
         yield running
 
 
@@ -93,21 +91,10 @@ def lws(name: str, *, replicas: int = 1, queue: str | None = None) -> dict:
 
 @pytest.fixture
 def create(custom, core_v1):
-    """Create a LeaderWorkerSet; afterwards delete it and wait until its pods are gone, so that the next test's
-    queue and nodes (they share this module's node label) hold none of them."""
-    made: list[tuple[str, str]] = []
-
-    def make(namespace: str, obj: dict) -> None:
-        custom.create_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", obj)
-        made.append((namespace, obj["metadata"]["name"]))
-
-    yield make
-    for namespace, name in made:
-        custom.delete_namespaced_custom_object(LWS_GROUP, "v1", namespace, "leaderworkersets", name,
-                                               body=client.V1DeleteOptions(propagation_policy="Foreground"))
-    for namespace, name in made:
-        wait_for(lambda ns=namespace, n=name: not core_v1.list_namespaced_pod(
-            ns, label_selector=f"{NAME_LABEL}={n}").items, TIMEOUT, what=f"the pods of {name} gone")
+    """Create a LeaderWorkerSet; afterwards delete it and wait until its pods are gone."""
+    with deleting_after(custom, LWS_GROUP, "v1", "leaderworkersets", lambda ns, n: core_v1.list_namespaced_pod(
+            ns, label_selector=f"{NAME_LABEL}={n}").items) as make:
+        yield make
 
 
 def group_pods(core_v1, namespace: str, name: str, group: int) -> list:
@@ -117,14 +104,6 @@ def group_pods(core_v1, namespace: str, name: str, group: int) -> list:
 def gang_names(custom, namespace: str) -> list[str]:
     items = custom.list_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups")["items"]
     return sorted(pg["metadata"]["name"] for pg in items)
-
-
-def explain(control_plane, namespace: str, name: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "scheduler.cli", "explain", name, "-n", namespace, "--kubeconfig",
-                           str(control_plane.kubeconfig)], capture_output=True, text=True, cwd=REPO_ROOT,
-                          timeout=TIMEOUT)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def release(core_v1, namespace: str, name: str) -> None:
@@ -137,11 +116,8 @@ def release(core_v1, namespace: str, name: str) -> None:
 
 
 def whole_group(scheduler, core_v1, namespace: str, name: str, group: int) -> list:
-    bound = wait_for(lambda: (ps := group_pods(core_v1, namespace, name, group)) and len(ps) == 3
-                     and all(p.spec.node_name for p in ps) and ps, TIMEOUT, what=f"group {group}: 3 pods bound")
-    keys = {f"{namespace}/{p.metadata.name}" for p in bound}
-    assert len(scheduler.bind_cycles(keys)) == 1, "the group was bound across several cycles"
-    return bound
+    return bound_in_one_cycle(scheduler, namespace, lambda: group_pods(core_v1, namespace, name, group),
+                              f"group {group}", gang="the group")
 
 
 def test_lws_group_starts_as_one_gang_on_a_cluster_with_room(operator, scheduler, custom, core_v1, namespace,
@@ -161,12 +137,9 @@ def test_lws_group_waits_whole_where_only_part_of_it_fits(operator, scheduler, c
     create(namespace, lws("tight"))
     wait_for(lambda: len(group_pods(core_v1, namespace, "tight", 0)) == 3, TIMEOUT,
              what="the leader and both workers created")
-    wait_for(lambda: any(c.get("type") == "Unschedulable" and c.get("status") == "True" for c in (
-        ((podgroup(custom, namespace, "lws-tight-0") or {}).get("status") or {}).get("conditions") or ())),
-        TIMEOUT, what="the group's gang reported Unschedulable")
-    cycles = len(scheduler.results)
-    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
-    assert [p.metadata.name for p in group_pods(core_v1, namespace, "tight", 0) if p.spec.node_name] == []
+    wait_for(lambda: (conditions(podgroup(custom, namespace, "lws-tight-0")).get("Unschedulable") or {}).get(
+        "status") == "True", TIMEOUT, what="the group's gang reported Unschedulable")
+    none_bound_for_five_cycles(scheduler, lambda: group_pods(core_v1, namespace, "tight", 0))
 
     nodes(1, gpus=2)
     whole_group(scheduler, core_v1, namespace, "tight", 0)
@@ -195,13 +168,9 @@ def test_lws_group_keeps_to_its_queue(operator, scheduler, control_plane, custom
     pg = wait_for(lambda: podgroup(custom, namespace, "lws-queued-0"), TIMEOUT, what="the group's PodGroup")
     assert pg["spec"]["queue"] == capped, pg["spec"]
     # The queue holds 4 GPUs and the group needs 6: the PodGroup stays Pending and none of the group is bound.
-    wait_for(lambda: len(group_pods(core_v1, namespace, "queued", 0)) == 3, TIMEOUT,
-             what="the leader and both workers created")
-    cycles = len(scheduler.results)
-    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
-    assert [p.metadata.name for p in group_pods(core_v1, namespace, "queued", 0) if p.spec.node_name] == []
-    assert ((podgroup(custom, namespace, "lws-queued-0") or {}).get("status") or {}).get("phase", "Pending") == (
-        "Pending")
+    none_bound_for_five_cycles(scheduler, lambda: group_pods(core_v1, namespace, "queued", 0),
+                               created="the leader and both workers created")
+    assert phase(custom, namespace, "lws-queued-0") in ("", "Pending")
     out = wait_for(lambda: (o := explain(control_plane, namespace, "lws-queued-0"))
                    and "gate:    queue capability:" in o and o, TIMEOUT, interval=0.5,
                    what="explain names the queue capability")
@@ -256,5 +225,5 @@ def test_lws_group_is_recreated_as_one_gang_when_a_pod_is_killed(operator, sched
     assert keys <= set(last), (keys, last)
     assert len({last[k] for k in keys}) == 1, f"the recreated group was bound across cycles: {last}"
     assert gang_names(custom, namespace) == ["lws-restart-0"]
-    wait_for(lambda: ((podgroup(custom, namespace, "lws-restart-0") or {}).get("status") or {}).get("phase")
-             == "Running", TIMEOUT, what="the group's PodGroup Running again")
+    wait_for(lambda: phase(custom, namespace, "lws-restart-0") == "Running", TIMEOUT,
+             what="the group's PodGroup Running again")

@@ -15,23 +15,23 @@ bind piecemeal where only part fits: the test of the fragmented cluster fails so
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 import uuid
 
 import pytest
 from controlplane import wait_for
-from inprocess import running_controllers, running_scheduler
-from kubernetes import client
 from operators import (
-    GANG_CONF,
     KUBEFLOW,
-    REPO_ROOT,
     TRAINING_OPERATOR,
+    bound_in_one_cycle,
+    deleting_after,
     doc_manifest,
+    explain,
+    gang_scheduler,
     gpu_nodes,
-    install_crds,
-    require_operator,
+    none_bound_for_five_cycles,
+    operator_crds,
+    owner_gang_controllers,
+    phase,
     running_training_operator,
 )
 from test_controllers import SCHED, podgroup
@@ -45,22 +45,19 @@ ROLES = ("Master", "Worker")
 
 @pytest.fixture(scope="module")
 def crds(api_client):
-    require_operator(TRAINING_OPERATOR)
     # Before the controllers start: they watch PyTorchJobs only if the CRD is there when they do.
-    return install_crds(api_client, TRAINING_OPERATOR, ("kubeflow.org_pytorchjobs.yaml",))
+    return operator_crds(api_client, TRAINING_OPERATOR, ("kubeflow.org_pytorchjobs.yaml",))
 
 
 @pytest.fixture(scope="module")
 def scheduler(control_plane, crds, tmp_path_factory):
-    with running_scheduler(control_plane, conf=GANG_CONF, conf_dir=tmp_path_factory.mktemp("conf"),
-                           name="volcano-py-scheduler-pytorchjob-gang") as running:
+    with gang_scheduler(control_plane, tmp_path_factory, "volcano-py-scheduler-pytorchjob-gang") as running:
         yield running
 
 
 @pytest.fixture(scope="module")
 def controllers(control_plane, custom, crds, scheduler, tmp_path_factory):
-    with running_controllers(control_plane, custom, tmp_path_factory.mktemp("controllers")) as running:
-        wait_for(lambda: "PyTorchJobs watched" in running.text(), TIMEOUT, what="the controllers watch them")
+    with owner_gang_controllers(control_plane, custom, tmp_path_factory, "PyTorchJobs watched") as running:
         yield running
 
 
@@ -93,32 +90,13 @@ def pytorchjob(name: str, *, gpus: int) -> dict:
 
 @pytest.fixture
 def create(custom, core_v1):
-    """Create a PyTorchJob; afterwards delete it and wait until its pods are gone, so that the next test's nodes
-    (they share this module's node label) hold none of them."""
-    made: list[tuple[str, str]] = []
-
-    def make(namespace: str, job: dict) -> None:
-        custom.create_namespaced_custom_object(KUBEFLOW, "v1", namespace, "pytorchjobs", job)
-        made.append((namespace, job["metadata"]["name"]))
-
-    yield make
-    for namespace, name in made:
-        custom.delete_namespaced_custom_object(KUBEFLOW, "v1", namespace, "pytorchjobs", name,
-                                               body=client.V1DeleteOptions(propagation_policy="Foreground"))
-    for namespace, name in made:
-        wait_for(lambda ns=namespace, n=name: not job_pods(core_v1, ns, n), TIMEOUT, what=f"the pods of {name} gone")
+    """Create a PyTorchJob; afterwards delete it and wait until its pods are gone."""
+    with deleting_after(custom, KUBEFLOW, "v1", "pytorchjobs", lambda ns, n: job_pods(core_v1, ns, n)) as make:
+        yield make
 
 
 def job_pods(core_v1, namespace: str, job: str) -> list:
     return core_v1.list_namespaced_pod(namespace, label_selector=f"training.kubeflow.org/job-name={job}").items
-
-
-def explain(control_plane, namespace: str, name: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "scheduler.cli", "explain", name, "-n", namespace, "--kubeconfig",
-                           str(control_plane.kubeconfig)], capture_output=True, text=True, cwd=REPO_ROOT,
-                          timeout=TIMEOUT)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def the_gang(custom, namespace: str, name: str) -> dict:
@@ -130,16 +108,13 @@ def the_gang(custom, namespace: str, name: str) -> dict:
 
 def whole_gang(scheduler, custom, core_v1, namespace: str, name: str) -> list:
     """The master and both workers bound, in one scheduling cycle; the PodGroup Running."""
-    bound = wait_for(lambda: (ps := job_pods(core_v1, namespace, name)) and len(ps) == 3
-                     and all(p.spec.node_name for p in ps) and ps, TIMEOUT, what=f"{name}: 3 pods bound")
+    bound = bound_in_one_cycle(scheduler, namespace, lambda: job_pods(core_v1, namespace, name), name)
     assert sorted(p.metadata.labels["training.kubeflow.org/replica-type"] for p in bound) == [
         "master", "worker", "worker"]
     for p in bound:  # the operator without its integration: the pods name no PodGroup, they join by labels
         assert "scheduling.k8s.io/group-name" not in (p.metadata.annotations or {}), p.metadata.annotations
-    keys = {f"{namespace}/{p.metadata.name}" for p in bound}
-    assert len(scheduler.bind_cycles(keys)) == 1, "the gang was bound across several cycles"
-    wait_for(lambda: ((podgroup(custom, namespace, f"pytorchjob-{name}") or {}).get("status") or {}).get("phase")
-             == "Running", TIMEOUT, what=f"PodGroup pytorchjob-{name} Running")
+    wait_for(lambda: phase(custom, namespace, f"pytorchjob-{name}") == "Running", TIMEOUT,
+             what=f"PodGroup pytorchjob-{name} Running")
     return bound
 
 
@@ -166,10 +141,7 @@ def test_pytorchjob_without_the_operators_integration_waits_whole_where_only_par
     nodes(2, gpus=3)
     create(namespace, pytorchjob("tight", gpus=2))
     the_gang(custom, namespace, "tight")
-    wait_for(lambda: len(job_pods(core_v1, namespace, "tight")) == 3, TIMEOUT, what="the 3 pods created")
-    cycles = len(scheduler.results)
-    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
-    assert [p.metadata.name for p in job_pods(core_v1, namespace, "tight") if p.spec.node_name] == []
+    none_bound_for_five_cycles(scheduler, lambda: job_pods(core_v1, namespace, "tight"))
     out = explain(control_plane, namespace, "pytorchjob-tight")
     assert "gate:    gang fragmented: " in out, out
 

@@ -15,23 +15,24 @@ gang, and no PodGroup gets the gang's `Scheduled` condition.
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 import uuid
 
 import pytest
 from controlplane import wait_for
-from inprocess import running_scheduler
 from kubernetes import client
 from operators import (
-    GANG_CONF,
     KUBEFLOW,
-    REPO_ROOT,
     TRAINING_OPERATOR,
+    bound_in_one_cycle,
+    conditions,
     doc_manifest,
+    explain,
+    five_more_cycles,
+    gang_scheduler,
     gpu_nodes,
-    install_crds,
-    require_operator,
+    none_bound_for_five_cycles,
+    operator_crds,
+    phase,
     running_training_operator,
 )
 from test_controllers import SCHED, podgroup
@@ -45,15 +46,13 @@ MPI_ROLES = ("launcher", "worker", "worker")  # the pods' training.kubeflow.org/
 
 @pytest.fixture(scope="module")
 def scheduler(control_plane, tmp_path_factory):
-    with running_scheduler(control_plane, conf=GANG_CONF, conf_dir=tmp_path_factory.mktemp("conf"),
-                           name="volcano-py-scheduler-operators") as running:
+    with gang_scheduler(control_plane, tmp_path_factory, "volcano-py-scheduler-operators") as running:
         yield running
 
 
 @pytest.fixture(scope="module")
 def operator(control_plane, api_client, core_v1, scheduler, tmp_path_factory):
-    require_operator(TRAINING_OPERATOR)
-    install_crds(api_client, TRAINING_OPERATOR, ("kubeflow.org_pytorchjobs.yaml", "kubeflow.org_mpijobs.yaml"))
+    operator_crds(api_client, TRAINING_OPERATOR, ("kubeflow.org_pytorchjobs.yaml", "kubeflow.org_mpijobs.yaml"))
     with running_training_operator(control_plane, core_v1, tmp_path_factory.mktemp("operator"),
                                    schemes=("pytorchjob", "mpijob")) as running:
         yield running
@@ -103,32 +102,13 @@ def job_pods(core_v1, namespace: str, job: str) -> list:
     return core_v1.list_namespaced_pod(namespace, label_selector=f"training.kubeflow.org/job-name={job}").items
 
 
-def explain(control_plane, namespace: str, name: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "scheduler.cli", "explain", name, "-n", namespace, "--kubeconfig",
-                           str(control_plane.kubeconfig)], capture_output=True, text=True, cwd=REPO_ROOT,
-                          timeout=TIMEOUT)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def conditions(pg: dict | None) -> dict[str, dict]:
-    return {c["type"]: c for c in (((pg or {}).get("status") or {}).get("conditions") or ())}
-
-
-def phase(custom, namespace: str, name: str) -> str:
-    return ((podgroup(custom, namespace, name) or {}).get("status") or {}).get("phase", "")
-
-
 def whole_gang(scheduler, custom, core_v1, namespace: str, job: str, roles=("master", "worker", "worker")) -> list:
     """All three pods bound, in one scheduling cycle; the PodGroup Running, with the gang's Scheduled condition."""
-    bound = wait_for(lambda: (ps := job_pods(core_v1, namespace, job)) and len(ps) == 3
-                     and all(p.spec.node_name for p in ps) and ps, TIMEOUT, what=f"{job}: 3 pods bound")
+    bound = bound_in_one_cycle(scheduler, namespace, lambda: job_pods(core_v1, namespace, job), job)
     assert sorted(p.metadata.labels["training.kubeflow.org/replica-type"] for p in bound) == sorted(roles)
     for p in bound:
         assert p.spec.scheduler_name == "volcano-py", p.spec.scheduler_name
         assert p.metadata.annotations["scheduling.k8s.io/group-name"] == job, p.metadata.annotations
-    keys = {f"{namespace}/{p.metadata.name}" for p in bound}
-    assert len(scheduler.bind_cycles(keys)) == 1, "the gang was bound across several cycles"
     wait_for(lambda: phase(custom, namespace, job) == "Running", TIMEOUT, what=f"PodGroup {job} Running")
     scheduled = wait_for(lambda: conditions(podgroup(custom, namespace, job)).get("Scheduled"), TIMEOUT,
                          what=f"PodGroup {job}: the gang's Scheduled condition")
@@ -160,9 +140,7 @@ def test_pytorchjob_waits_whole_where_only_part_of_it_fits(operator, scheduler, 
                              TIMEOUT, what="the gang reported Unschedulable")
     assert unschedulable["status"] == "True", unschedulable
     # Several more cycles see the same cluster: still none bound.
-    cycles = len(scheduler.results)
-    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
-    assert [p.metadata.name for p in job_pods(core_v1, namespace, "tight") if p.spec.node_name] == []
+    none_bound_for_five_cycles(scheduler, lambda: job_pods(core_v1, namespace, "tight"))
     assert phase(custom, namespace, "tight") == "Inqueue"
     out = explain(control_plane, namespace, "tight")  # the PodGroup has the job's name
     assert "gate:    gang fragmented: " in out and "free in total, but split across nodes" in out, out
@@ -180,8 +158,7 @@ def wholly_held_by_its_queue(scheduler, control_plane, custom, core_v1, namespac
     create(custom, namespace, job)
     pg = wait_for(lambda: podgroup(custom, namespace, name), TIMEOUT, what="the operator's PodGroup")
     assert pg["spec"]["queue"] == queue and pg["spec"]["minResources"][GPU] == str(needs), pg["spec"]
-    cycles = len(scheduler.results)
-    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five scheduling cycles")
+    five_more_cycles(scheduler, what="five scheduling cycles")
     assert phase(custom, namespace, name) in ("", "Pending")
     assert job_pods(core_v1, namespace, name) == []
     # `volcano-py explain` on the job's PodGroup (it has the job's name) names the queue as the gate.
@@ -250,9 +227,7 @@ def test_mpijob_waits_whole_then_starts_as_one_gang(operator, scheduler, control
              what="the operator created the launcher and 2 workers (PodGroup admitted)")
     wait_for(lambda: conditions(podgroup(custom, namespace, "pi")).get("Unschedulable"), TIMEOUT,
              what="the gang reported Unschedulable")
-    cycles = len(scheduler.results)
-    wait_for(lambda: len(scheduler.results) >= cycles + 5, TIMEOUT, what="five more scheduling cycles")
-    assert [p.metadata.name for p in job_pods(core_v1, namespace, "pi") if p.spec.node_name] == []
+    none_bound_for_five_cycles(scheduler, lambda: job_pods(core_v1, namespace, "pi"))
     out = explain(control_plane, namespace, "pi")
     assert "gate:    gang fragmented: " in out and "free in total, but split across nodes" in out, out
 

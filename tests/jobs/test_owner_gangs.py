@@ -178,6 +178,17 @@ def test_a_hostile_jobset_gets_a_typed_reason(name: str, rjobs: list[dict[str, A
     assert (reason.object_kind, reason.name, reason.path) == ("JobSet", "ns/bad", path)
 
 
+def test_an_empty_priority_class_name_is_none_and_the_next_template_gives_the_class() -> None:
+    # A pod's `priorityClassName: ""` is a legal pod spec (none): the workload keeps its gang.
+    first, second = rjob("a", 1, 1, None, 100, 0, 64), rjob("b", 1, 1, None, 100, 0, 64, "low")
+    first["template"]["spec"]["template"]["spec"]["priorityClassName"] = ""
+    assert jobset_gang(jobset("js", [first, second])).podgroup()["spec"]["priorityClassName"] == "low"
+    obj = lws("l", 1, 2, (100, 0, 64), (100, 0, 64))
+    obj["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["priorityClassName"] = ""
+    obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["priorityClassName"] = "low"
+    assert [g.podgroup()["spec"]["priorityClassName"] for g in lws_gangs(obj)] == ["low"]
+
+
 def test_a_jobset_started_in_order_is_refused_a_gang() -> None:
     js = jobset("ordered", [rjob("a", 1, 1, None, 100, 0, 64)])
     js["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}

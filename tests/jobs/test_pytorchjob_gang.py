@@ -118,6 +118,17 @@ def test_the_policys_min_resources_stand_for_the_computed_ones() -> None:
     assert pytorchjob_gang(job).podgroup()["spec"]["minResources"] == {"cpu": "3", GPU: "7"}
 
 
+def test_empty_queue_and_priority_classes_are_unset_as_the_operator_reads_them() -> None:
+    # Go strings with `omitempty`: "" is the zero value, which the operator reads as unset (`len(...) != 0`), and
+    # a pod's `priorityClassName: ""` is a legal pod spec. The job keeps its gang; the next source applies.
+    specs = {"Master": replica(1, 100, 0, 64, ""), "Worker": replica(2, 100, 0, 64, "low")}
+    specs["Master"]["template"]["spec"]["priorityClassName"] = ""
+    job = pytorchjob("p", specs, policy={"queue": "", "priorityClass": ""},
+                     annotations={"scheduling.volcano.sh/queue-name": "from-annotation"})
+    spec = pytorchjob_gang(job).podgroup()["spec"]
+    assert (spec["minMember"], spec["queue"], spec["priorityClassName"]) == (3, "from-annotation", "low"), spec
+
+
 @pytest.mark.parametrize("status", [{"runPolicy": {"suspend": True}}, {"status": {"conditions": [
     {"type": "Created", "status": "True"}, {"type": "Succeeded", "status": "True"}]}}], ids=["suspended", "done"])
 def test_a_suspended_or_finished_pytorchjob_has_no_gang(status: dict[str, Any]) -> None:
@@ -154,6 +165,17 @@ HOSTILE = [
      "spec.runPolicy.schedulingPolicy.minAvailable"),
     ("minAvailable zero", {"Worker": replica(2, 100, 0, 64)}, {"minAvailable": 0},
      "spec.runPolicy.schedulingPolicy.minAvailable"),
+    ("minAvailable negative", {"Worker": replica(2, 100, 0, 64)}, {"minAvailable": -1},
+     "spec.runPolicy.schedulingPolicy.minAvailable"),
+    ("minAvailable a boolean", {"Worker": replica(2, 100, 0, 64)}, {"minAvailable": True},
+     "spec.runPolicy.schedulingPolicy.minAvailable"),
+    ("minAvailable huge", {"Worker": replica(2, 100, 0, 64)}, {"minAvailable": 10**30},
+     "spec.runPolicy.schedulingPolicy.minAvailable"),
+    ("replicas huge", {"Worker": replica(10**30, 100, 0, 64)}, None, "spec.pytorchReplicaSpecs[Worker].replicas"),
+    ("replicas a float", {"Worker": {**replica(1, 100, 0, 64), "replicas": 2.0}}, None,
+     "spec.pytorchReplicaSpecs[Worker].replicas"),
+    ("a priority class that is no name", {"Worker": replica(2, 100, 0, 64)}, {"priorityClass": ["high"]},
+     "spec.runPolicy.schedulingPolicy.priorityClass"),
     ("a queue that is no name", {"Worker": replica(2, 100, 0, 64)}, {"queue": 7},
      "spec.runPolicy.schedulingPolicy.queue"),
     ("minResources unreadable", {"Worker": replica(2, 100, 0, 64)}, {"minResources": {"cpu": "lots"}},
