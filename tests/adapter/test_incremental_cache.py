@@ -2,9 +2,10 @@
 
 Random events as the watch delivers them (ADDED, MODIFIED with a new resourceVersion, DELETED) for pods of ours
 and of other schedulers, nodes and PodGroups, pods deleted and made again under the same name (a new uid), our
-own binds not yet seen (assumed), a relist, and now and then a cycle run on the incremental snapshot. After each,
-the incremental snapshot and one built afresh from the same stores are compared as structured values, orders
-included.
+own binds not yet seen (assumed), nodes and PodGroups deleted and made again under their names (a new uid, or
+none: a hand-made object the apiserver did not write), a relist, and now and then a cycle run on the incremental
+snapshot. After each, the incremental snapshot and one built afresh from the same stores are compared as
+structured values, orders included.
 """
 
 from __future__ import annotations
@@ -46,12 +47,13 @@ class Cluster:
         for _ in range(4):
             self.add_gang()
 
-    def event(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
+    def event(self, kind: str, type_: str, obj: dict[str, Any], *, uid: bool = True) -> None:
         self.rv += 1
         obj = copy.deepcopy(obj)
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self.serial += 1
-        obj["metadata"].setdefault("uid", f"uid-{self.serial}")
+        if uid:
+            obj["metadata"].setdefault("uid", f"uid-{self.serial}")
         self.cache.watcher._on_event(getattr(self.cache, kind), type_, obj)
 
     def name(self, prefix: str) -> str:
@@ -80,8 +82,8 @@ class Cluster:
                 self.event("pods", "MODIFIED", fixed)
                 return "pod~readable"
         op = rng.choice(["gang+", "plain+", "other+", "pod-", "pod~bind", "pod~phase", "pod again", "pod~unreadable",
-                         "node+", "node-", "node~", "pg-", "pg~", "assumed", "relist", "priority class", "cycle",
-                         "cycle"])
+                         "node+", "node-", "node~", "node again", "pg-", "pg~", "pg again", "no uid again", "assumed",
+                         "relist", "priority class", "cycle", "cycle"])
         pods, nodes, groups = (sorted(self.current(k)) for k in ("pods", "nodes", "podgroups"))
         if op == "gang+":
             self.add_gang()
@@ -121,6 +123,12 @@ class Cluster:
             node = copy.deepcopy(self.current("nodes")[rng.choice(nodes)])
             node["status"]["allocatable"]["cpu"] = rng.choice(("4", "32"))
             self.event("nodes", "MODIFIED", node)
+        elif op in ("node again", "pg again", "no uid again") and nodes and groups:  # last in the store now
+            kind = ("nodes", "podgroups")[op == "pg again" or (op == "no uid again" and rng.random() < 0.5)]
+            obj = copy.deepcopy(self.current(kind)[rng.choice(nodes if kind == "nodes" else groups)])
+            self.event(kind, "DELETED", obj)
+            obj["metadata"].pop("uid", None)
+            self.event(kind, "ADDED", obj, uid=op != "no uid again")
         elif op == "pg-" and groups:
             self.event("podgroups", "DELETED", self.current("podgroups")[rng.choice(groups)])
         elif op == "pg~" and groups:
