@@ -55,7 +55,11 @@ class CacheSnapshots:
                 inputs.dra)
         self._dicts = seen
         self._pods, self._nodes, self._podgroups = pods, nodes, podgroups
-        return self.builder.build(inputs, delta)
+        try:
+            return self.builder.build(inputs, delta)
+        except BaseException:
+            self._dicts = ()  # the builder may have applied part of the changes: the next build is a full one
+            raise
 
     def _delta(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj],
                podgroups: dict[str, MutableObj], pcs: dict[str, int]) -> Delta | None:

@@ -14,6 +14,7 @@ import copy
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given, settings, strategies as st
 from snapshot_values import first_difference, structured
 
@@ -158,3 +159,27 @@ def test_the_caches_incremental_snapshot_equals_a_cold_one_after_every_event(see
         if ops and ops[-1] == "cycle":
             run_cycle(incremental, CONF)  # its changes to the infos must not reach the next snapshot
         ops.append(cluster.step())
+
+
+def test_a_build_that_fails_half_way_is_followed_by_one_equal_to_a_cold_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault in the middle of a build (after the changes are taken, before every job is made again) must not
+    leave the next snapshots behind the stores: the builder's state is then partly updated."""
+    cluster = Cluster(random.Random(7))
+    cache = cluster.cache
+    cache.snapshot()
+    assert cache.incremental is not None
+    builder = cache.incremental.builder
+    pod = copy.deepcopy(cluster.current("pods")[sorted(cluster.current("pods"))[0]])
+    pod["status"] = {"phase": "Running"}
+    pod["spec"]["nodeName"] = sorted(cluster.current("nodes"))[0]
+    cluster.event("pods", "MODIFIED", pod)
+
+    def fault(key: str) -> None:
+        raise RuntimeError(f"fault while making job {key}")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(builder, "_build_job", fault)
+        with pytest.raises(RuntimeError, match="fault while making job"):
+            cache.snapshot()
+    a, b = structured(cache.snapshot()), structured(cold(cache))
+    assert a == b, first_difference(a, b)
