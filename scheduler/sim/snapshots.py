@@ -104,6 +104,10 @@ def sim_snapshot(sim: Any) -> ClusterSnapshot:
         changes.pods, changes.podgroups, changes.nodes = {}, {}, {}
         changes.renewed, changes.renewed_nodes, changes.renewed_podgroups = set(), set(), set()
         changes.first = False
-        snapshot = builder.build(inputs, delta)
+        try:
+            snapshot = builder.build(inputs, delta)
+        except BaseException:
+            changes.first = True  # the builder may have applied part of the changes: the next build is a full one
+            raise
     snapshot.queue_allocation_gate = sim.queue_allocation_gate
     return snapshot

@@ -16,6 +16,7 @@ import copy
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given, settings, strategies as st
 from snapshot_values import first_difference, structured
 
@@ -207,3 +208,24 @@ def test_a_warm_build_rebuilds_only_what_changed() -> None:
     assert same(sim.snapshot(), sim) == ""
     assert builder.rebuilt == (1, 1, 0)  # one pod, its job; it is on no node
     assert everything[0] == len(sim.pods) and everything[2] == len(sim.nodes)
+
+
+def test_a_build_that_fails_half_way_is_followed_by_one_equal_to_a_cold_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    world = World(random.Random(5))
+    sim = world.sim
+    sim.changes.start(sim_rules(sim))
+    sim.snapshot()
+    builder = sim.changes.builder
+    assert builder is not None
+    key = sorted(sim.pods)[0]
+    sim.pods[key].manifest["status"]["phase"] = "Running"
+    sim.changes.changed_pod(key)
+
+    def fault(key: str) -> None:
+        raise RuntimeError(f"fault while making job {key}")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(builder, "_build_job", fault)
+        with pytest.raises(RuntimeError, match="fault while making job"):
+            sim.snapshot()
+    assert same(sim.snapshot(), sim) == ""
