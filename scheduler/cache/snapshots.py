@@ -13,11 +13,12 @@ every pod's reading may have (a PriorityClass changed).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from scheduler.adapter.incremental import Delta, IncrementalSnapshot
 from scheduler.adapter.snapshot import AdapterRules, PodRecord, SnapshotInputs
-from scheduler.api.convert import job_from_podgroup, node_from_object
+from scheduler.api.convert import node_from_object
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
@@ -48,11 +49,10 @@ class CacheSnapshots:
         full = len(seen) != len(self._dicts) or any(a is not b for a, b in zip(seen, self._dicts, strict=False))
         delta: Delta | None = None if full else self._delta(pods, nodes, podgroups, pcs)
         if delta is None:
-            inputs = SnapshotInputs(
-                self._node_infos(nodes.values()), self._templates(podgroups.values(), pcs), inputs.queues,
-                list(self.parser.pods(pods.values(), pcs)), inputs.now, inputs.hypernodes, inputs.assumed,
-                inputs.storage, inputs.unreadable_queues, inputs.disruption_budgets, inputs.resource_quotas,
-                inputs.dra)
+            inputs = replace(  # (nodes as of their resourceVersion: a relist reads again only those changed)
+                inputs, nodes=self.parser.nodes(nodes.values()),
+                podgroups=self.parser.podgroups(podgroups.values(), pcs, self.default_queue),
+                pods=list(self.parser.pods(pods.values(), pcs)))
         self._dicts = seen
         self._pods, self._nodes, self._podgroups = pods, nodes, podgroups
         try:
@@ -99,15 +99,7 @@ class CacheSnapshots:
             "Node", obj, lambda o, sink: node_from_object(o, sink))
 
     def _template(self, obj: MutableObj, pcs: dict[str, int]) -> JobInfo | None:
-        return self.parser.read_fields(  # type: ignore[no-any-return]
-            "PodGroup", obj,
-            lambda o, sink: job_from_podgroup(o, priority_classes=pcs, default_queue=self.default_queue, sink=sink))
-
-    def _node_infos(self, objects: Any) -> list[NodeInfo]:
-        return [n for n in map(self._node, objects) if n is not None]
-
-    def _templates(self, objects: Any, pcs: dict[str, int]) -> list[JobInfo]:
-        return [j for j in (self._template(o, pcs) for o in objects) if j is not None]
+        return next(iter(self.parser.podgroups((obj,), pcs, self.default_queue)), None)
 
 
 def _record(task: Any, obj: MutableObj) -> PodRecord | None:
