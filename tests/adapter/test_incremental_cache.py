@@ -21,6 +21,7 @@ from snapshot_values import first_difference, structured
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cycle import builtin_default_conf, run_cycle
+from scheduler.framework.backend import StatementBackEnd
 from scheduler.sim.objects import node_object, pod_object
 
 CONF = builtin_default_conf()
@@ -181,5 +182,36 @@ def test_a_build_that_fails_half_way_is_followed_by_one_equal_to_a_cold_one(monk
         patch.setattr(builder, "_build_job", fault)
         with pytest.raises(RuntimeError, match="fault while making job"):
             cache.snapshot()
+    a, b = structured(cache.snapshot()), structured(cold(cache))
+    assert a == b, first_difference(a, b)
+
+
+def test_a_placement_that_raises_half_way_leaves_no_trace_in_the_next_snapshot(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault between a task's new status and node and its node's accounting (each job's fault is its own: the
+    cycle goes on without it, its statement undone): the infos the session was handed were changed and changed
+    back, and the next snapshot, built from them and what changed, must still equal a cold one."""
+    cluster = Cluster(random.Random(3))
+    cache = cluster.cache
+    cache.snapshot()
+    failed: list[str] = []
+
+    def half_place(self: StatementBackEnd, task: Any, node: Any, status: Any) -> None:
+        self._jobs[task.job].set_status(task, status)
+        task.node_name = node.name
+        failed.append(task.key)
+        raise RuntimeError("fault in the middle of a placement")
+
+    def half_end(self: StatementBackEnd, tasks: Any, node: Any) -> None:
+        failed.extend(task.key for task in tasks)
+        raise RuntimeError("fault in the middle of a placement")
+
+    snapshot = cache.snapshot()
+    with monkeypatch.context() as patch:
+        patch.setattr(StatementBackEnd, "place", half_place)
+        patch.setattr(StatementBackEnd, "end_place", half_end)
+        run_cycle(snapshot, CONF)
+    changed = [job for job in snapshot.jobs.values() if set(failed) & job.tasks.keys()]
+    assert changed  # the fault hit some jobs' placements (their statements undone)
     a, b = structured(cache.snapshot()), structured(cold(cache))
     assert a == b, first_difference(a, b)
