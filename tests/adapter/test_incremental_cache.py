@@ -220,3 +220,18 @@ def test_a_placement_that_raises_half_way_leaves_no_trace_in_the_next_snapshot(
     assert changed  # the fault hit some jobs' placements (their statements undone)
     a, b = structured(cache.snapshot()), structured(cold(cache))
     assert a == b, first_difference(a, b)
+
+
+def test_a_task_put_on_a_node_without_its_job_knowing_is_made_again() -> None:
+    """A session that places a task through its node alone (its job not told: no path of the framework's back end
+    does, but a node's `touched` is all the next build needs to see it): the task and its job are made again."""
+    cluster = Cluster(random.Random(4))
+    cache = cluster.cache
+    cache.snapshot()
+    snapshot = cache.snapshot()
+    task = next(t for job in snapshot.jobs.values() for t in job.tasks.values() if not t.node_name)
+    node = snapshot.nodes[sorted(snapshot.nodes)[0]]
+    task.node_name = node.name
+    node.add_task(task)
+    a, b = structured(cache.snapshot()), structured(cold(cache))
+    assert a == b, first_difference(a, b)
