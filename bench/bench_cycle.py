@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from warm_cycles import warm_cycles
+from warm_cycles import GANG_SIZES, warm_cycles
 
 from scheduler.actions import ACTIONS
 from scheduler.api.snapshot import CycleResult
@@ -43,8 +43,6 @@ from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGINS
 from scheduler.sim.cluster import InMemoryCluster
 from scheduler.sim.objects import node_object, pod_object
-
-GANG_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
 
 def build(nodes: int, pods: int, seed: int = 7, gpu_share: float = 1.0) -> InMemoryCluster:

@@ -18,20 +18,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gpu_day_metrics import percentile
+
 from scheduler.adapter.snapshot import AdapterRules
 from scheduler.api.snapshot import CycleResult
 from scheduler.framework.memo import CycleMemo
 from scheduler.sim.cluster import InMemoryCluster
 from scheduler.sim.objects import pod_object
 
-GANG_SIZES = (1, 2, 4, 8, 16, 32, 64)
+GANG_SIZES = (1, 2, 4, 8, 16, 32, 64)  # (bench_cycle.build's too)
 CycleFn = Callable[..., tuple[dict[str, float], int]]
-
-
-def quantile(values: list[float], q: float) -> float:
-    """The nearest-rank quantile (p99 of 20 values is the largest)."""
-    ordered = sorted(values)
-    return ordered[max(0, -(-int(q * 100) * len(ordered) // 100) - 1)]
 
 
 def churn(sim: InMemoryCluster, rng: random.Random, count: int, serial: list[int], gpu_share: float) -> tuple[int, int]:
@@ -91,10 +87,10 @@ def warm_cycles(sim: InMemoryCluster, conf: Any, nodes: int, pods: int, args: An
         print(f"  {label} ({len(runs)} cycles)")
         for phase in runs[0]:
             values = [r[phase] for r in runs]
-            print(f"    {phase:10s} median {statistics.median(values):8.1f} ms   p99 {quantile(values, 0.99):8.1f} ms")
+            print(f"    {phase:10s} median {statistics.median(values):8.1f} ms   p99 {percentile(values, 99):8.1f} ms")
     print("  warm totals, cycle by cycle (ms): " + " ".join(f"{r['total']:.0f}" for r in warm))
     print("  warm snapshots rebuilt (pods, jobs, nodes), last cycle: " + str(getattr(
         sim.changes.builder, "rebuilt", None)))
     cold_total = statistics.median(r["total"] for r in cold)
-    warm_p99 = quantile([r["total"] for r in warm], 0.99)
+    warm_p99 = percentile([r["total"] for r in warm], 99)
     print(f"  warm p99 / cold median = {warm_p99 / cold_total:.3f}")

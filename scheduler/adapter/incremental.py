@@ -12,10 +12,10 @@ infos in the same order (nodes, jobs, each job's and node's tasks, orphans), but
 
 The infos are handed to the session itself, not copies: a session changes a job or a node only through their
 own methods (`JobInfo.add_task`, `set_status`, `NodeInfo.add_task`, `add_tasks`, `remove_task`), which mark it
-`touched`, and a task only together with its job (`framework/backend.py`), so the next build rebuilds what the
-session changed and reuses the rest; a job's phase and minAvailable, which a session sets directly, are reset
-from the PodGroup as read. Queues, HyperNodes, storage, budgets, quotas and DRA objects are few and taken from
-`inputs` as they are each cycle.
+`touched`, and a task only together with its job or its node (`framework/backend.py`), so the next build
+rebuilds what the session changed and reuses the rest; a job's phase and minAvailable, which a session sets
+directly, are reset from the PodGroup as read. Queues, HyperNodes, storage, budgets, quotas and DRA objects are
+few and taken from `inputs` as they are each cycle.
 
 `delta=None` builds everything from `inputs` (nodes, PodGroups and pods complete): the first snapshot, and the one
 after anything that changes every pod (a PriorityClass). A `Delta` names only what changed since the last build;
@@ -154,15 +154,15 @@ class IncrementalSnapshot:
                 for pod_key in self.members.get(key, ()):
                     self._check_task(pod_key, dirty_pods)
         for name, node in self.nodes.items():
-            if node.touched:
-                dirty_nodes.add(name)
-                for pod_key in self.on_node.get(name, ()):
+            if node.touched:  # the tasks it had, and those the session put there (even one whose job it did not
+                dirty_nodes.add(name)  # mark: it is made again, and its job with it)
+                for pod_key in (*self.on_node.get(name, ()), *node.tasks):
                     self._check_task(pod_key, dirty_pods)
 
     def _check_task(self, key: str, dirty_pods: set[str]) -> None:
-        pod = self.pods[key]
-        task = pod.task
-        if task is not None and (task.status is not pod.status or task.node_name != pod.node):
+        pod = self.pods.get(key)  # (a task a session put on a node may be of a pod gone since)
+        task = pod.task if pod is not None else None
+        if pod is not None and task is not None and (task.status is not pod.status or task.node_name != pod.node):
             dirty_pods.add(key)
 
     def _apply(self, delta: Delta, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str]) -> None:

@@ -5,18 +5,20 @@ object on each change, and the parse cache reads each pod once per resourceVersi
 whose object is the one of the last build is unchanged. Only those that changed are read (nodes and PodGroups
 here, pods by `ParseCache.task`). A pod, node or PodGroup whose uid changed went and came back (deleted and made
 again between two cycles): it takes its new place, last, as in the stores. Everything is built afresh when the
-order of a kind may have changed for another reason (a relist replaces a kind's dict, or an object that could not
-be read can now be, in its old place) or when every pod's reading may have (a PriorityClass changed).
+order of a kind may have changed for another reason (a relist replaces a kind's dict, an object that could not
+be read can now be, in its old place, or an object with no uid changed: it may have gone and come back) or when
+every pod's reading may have (a PriorityClass changed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from scheduler.adapter.incremental import Delta, IncrementalSnapshot
 from scheduler.adapter.snapshot import AdapterRules, PodRecord, SnapshotInputs
-from scheduler.api.convert import job_from_podgroup, node_from_object
+from scheduler.api.convert import node_from_object
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
@@ -47,14 +49,17 @@ class CacheSnapshots:
         full = len(seen) != len(self._dicts) or any(a is not b for a, b in zip(seen, self._dicts, strict=False))
         delta: Delta | None = None if full else self._delta(pods, nodes, podgroups, pcs)
         if delta is None:
-            inputs = SnapshotInputs(
-                self._node_infos(nodes.values()), self._templates(podgroups.values(), pcs), inputs.queues,
-                list(self.parser.pods(pods.values(), pcs)), inputs.now, inputs.hypernodes, inputs.assumed,
-                inputs.storage, inputs.unreadable_queues, inputs.disruption_budgets, inputs.resource_quotas,
-                inputs.dra)
+            inputs = replace(  # (nodes as of their resourceVersion: a relist reads again only those changed)
+                inputs, nodes=self.parser.nodes(nodes.values()),
+                podgroups=self.parser.podgroups(podgroups.values(), pcs, self.default_queue),
+                pods=list(self.parser.pods(pods.values(), pcs)))
         self._dicts = seen
         self._pods, self._nodes, self._podgroups = pods, nodes, podgroups
-        return self.builder.build(inputs, delta)
+        try:
+            return self.builder.build(inputs, delta)
+        except BaseException:
+            self._dicts = ()  # the builder may have applied part of the changes: the next build is a full one
+            raise
 
     def _delta(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj],
                podgroups: dict[str, MutableObj], pcs: dict[str, int]) -> Delta | None:
@@ -62,21 +67,25 @@ class CacheSnapshots:
         not be read before and can now sits in the stores where it always was, which only a full build sees."""
         builder = self.builder
         delta = Delta()
-        for key, obj, renewed in _changes(self._pods, pods):
+        pod_changes, node_changes = _changes(self._pods, pods), _changes(self._nodes, nodes)
+        group_changes = _changes(self._podgroups, podgroups)
+        if pod_changes is None or node_changes is None or group_changes is None:
+            return None
+        for key, obj, renewed in pod_changes:
             record = _record(self.parser.task(obj, pcs), obj) if obj is not None else None
             if record is not None and not renewed and key in self._pods and key not in builder.pods:
                 return None
             delta.pods[key] = record
             if renewed:
                 delta.renewed.add(key)
-        for key, obj, renewed in _changes(self._nodes, nodes):
+        for key, obj, renewed in node_changes:
             base = self._node(obj) if obj is not None else None
             if base is not None and not renewed and key in self._nodes and key not in builder.bases:
                 return None
             delta.nodes[key] = base
             if renewed:
                 delta.renewed_nodes.add(key)
-        for key, obj, renewed in _changes(self._podgroups, podgroups):
+        for key, obj, renewed in group_changes:
             template = self._template(obj, pcs) if obj is not None else None
             if template is not None and not renewed and key in self._podgroups and key not in builder.podgroups:
                 return None
@@ -90,31 +99,32 @@ class CacheSnapshots:
             "Node", obj, lambda o, sink: node_from_object(o, sink))
 
     def _template(self, obj: MutableObj, pcs: dict[str, int]) -> JobInfo | None:
-        return self.parser.read_fields(  # type: ignore[no-any-return]
-            "PodGroup", obj,
-            lambda o, sink: job_from_podgroup(o, priority_classes=pcs, default_queue=self.default_queue, sink=sink))
-
-    def _node_infos(self, objects: Any) -> list[NodeInfo]:
-        return [n for n in map(self._node, objects) if n is not None]
-
-    def _templates(self, objects: Any, pcs: dict[str, int]) -> list[JobInfo]:
-        return [j for j in (self._template(o, pcs) for o in objects) if j is not None]
+        return next(iter(self.parser.podgroups((obj,), pcs, self.default_queue)), None)
 
 
 def _record(task: Any, obj: MutableObj) -> PodRecord | None:
     return (obj, task) if task is not None else None
 
 
-def _changes(old: dict[str, MutableObj], new: dict[str, MutableObj]) -> list[tuple[str, MutableObj | None, bool]]:
-    """(key, the new object or None if gone, whether it went and came back), in the new dict's order, gone last."""
+def _changes(old: dict[str, MutableObj],
+             new: dict[str, MutableObj]) -> list[tuple[str, MutableObj | None, bool]] | None:
+    """(key, the new object or None if gone, whether it went and came back), in the new dict's order, gone last;
+    None when that cannot be told: an object that changed has no uid (the apiserver always sets one; a hostile or
+    hand-made object may not), so whether it kept its place or went last is not known."""
     out: list[tuple[str, MutableObj | None, bool]] = []
     get = old.get
     added = 0
     for key, obj in new.items():
         was = get(key)
         if was is not obj:
-            out.append((key, obj, was is not None and _uid(was) != _uid(obj)))
-            added += was is None
+            if was is not None:
+                uid = _uid(obj)
+                if uid is None or _uid(was) is None:
+                    return None
+                out.append((key, obj, _uid(was) != uid))
+            else:
+                out.append((key, obj, False))
+                added += 1
     if len(old) + added != len(new):  # some went
         out.extend((key, None, False) for key in old.keys() - new.keys())
     return out

@@ -127,8 +127,8 @@ class InMemoryCluster:
     # ---- building the cluster -----------------------------------------------------------------------
     def add_node(self, node: MutableObj | NodeInfo) -> NodeInfo:
         info = node if isinstance(node, NodeInfo) else _read("Node", node, lambda: node_from_object(node))
+        self.changes.changed_node(info.name, added=info.name not in self.nodes)
         self.nodes[info.name] = info
-        self.changes.changed_node(info.name)
         return info
 
     def add_queue(self, queue: MutableObj | QueueInfo) -> QueueInfo:
@@ -218,8 +218,8 @@ class InMemoryCluster:
 
         # Validate now: a PodGroup the scheduler cannot read is rejected here, not mid-cycle.
         key = _read("PodGroup", podgroup, validate)
+        self.changes.changed_podgroup(key, added=key not in self.podgroups)
         self.podgroups[key] = SimPodGroup(manifest, self.now)
-        self.changes.changed_podgroup(key, added=True)
         return key
 
     def add_pod(self, pod: MutableObj, *, owned: bool = False) -> str:

@@ -27,6 +27,8 @@ class SimChanges:
     podgroups: dict[str, None] = field(default_factory=dict)
     nodes: dict[str, None] = field(default_factory=dict)
     renewed: set[str] = field(default_factory=set)
+    renewed_nodes: set[str] = field(default_factory=set)  # nodes and PodGroups new to the cluster's dict: last
+    renewed_podgroups: set[str] = field(default_factory=set)  # there, even if one of that name was there before
     first: bool = True  # the next build is a full one
 
     def start(self, rules: AdapterRules) -> None:
@@ -48,13 +50,19 @@ class SimChanges:
             self.renewed.add(key)
 
     def changed_podgroup(self, key: str, *, added: bool = False) -> None:
+        """`added`: new to the cluster's PodGroups (it goes last in their order, even if deleted just before)."""
         if self.builder is not None:
             if added:
                 self.podgroups.pop(key, None)
+                self.renewed_podgroups.add(key)
             self.podgroups.setdefault(key)
 
-    def changed_node(self, name: str) -> None:
+    def changed_node(self, name: str, *, added: bool = False) -> None:
+        """`added`: new to the cluster's nodes (it goes last in their order, even if deleted just before)."""
         if self.builder is not None:
+            if added:
+                self.nodes.pop(name, None)
+                self.renewed_nodes.add(name)
             self.nodes.setdefault(name)
 
 
@@ -91,10 +99,15 @@ def sim_snapshot(sim: Any) -> ClusterSnapshot:
                 {n: node if (node := nodes.get(n)) is not None else None for n in changes.nodes},
                 {k: template(g.manifest, g.created) if (g := groups.get(k)) is not None else None
                  for k in changes.podgroups},
-                changes.renewed,
+                changes.renewed, changes.renewed_nodes, changes.renewed_podgroups,
             )
-        changes.pods, changes.podgroups, changes.nodes, changes.renewed = {}, {}, {}, set()
+        changes.pods, changes.podgroups, changes.nodes = {}, {}, {}
+        changes.renewed, changes.renewed_nodes, changes.renewed_podgroups = set(), set(), set()
         changes.first = False
-        snapshot = builder.build(inputs, delta)
+        try:
+            snapshot = builder.build(inputs, delta)
+        except BaseException:
+            changes.first = True  # the builder may have applied part of the changes: the next build is a full one
+            raise
     snapshot.queue_allocation_gate = sim.queue_allocation_gate
     return snapshot

@@ -47,7 +47,7 @@ def snapshot_value(snapshot: ClusterSnapshot) -> dict[str, Any]:
         for name in BOOKKEEPING:
             v.pop(name)
         v["tasks"] = {t: task_value(task, ours) for t, task in job.tasks.items()}
-        v["by_status"] = {s.value: sorted(ts) for s, ts in job.by_status.items()}
+        v["by_status"] = {s.value: list(ts) for s, ts in job.by_status.items()}  # in order: placements follow it
         jobs[uid] = v
     nodes = {}
     for name, node in snapshot.nodes.items():

@@ -2,8 +2,8 @@
 
 Random deltas on an in-memory cluster: pods added (in a PodGroup, a gang of one, another scheduler's, naming a
 PodGroup not there yet, with volume claims), removed, bound, moved to another phase or deleted gracefully; storage
-objects added; nodes added, removed and
-changed; PodGroups added, removed and changed; queues changed; and now and then a real cycle run on the
+objects added; nodes added, removed, changed, and removed and added again (last in the cluster's order now);
+PodGroups added, removed, changed, and removed and added again; queues changed; and now and then a real cycle run on the
 incremental snapshot, its binds and evictions applied (so a session's own changes to the infos it was handed
 must not leak into the next snapshot). After each, both snapshots are compared as structured values: every
 node's idle, used, releasing, pipelined and its tasks in order, every job's fields and its tasks and statuses in
@@ -12,9 +12,11 @@ order, the queues, the orphans and the order of nodes and jobs.
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given, settings, strategies as st
 from snapshot_values import first_difference, structured
 
@@ -74,10 +76,26 @@ class World:
     def pods(self) -> list[str]:
         return sorted(self.sim.pods)
 
+    def made_again(self, op: str) -> None:
+        """A node or PodGroup removed and added again under its name in one delta: the cluster has it last now."""
+        rng, sim = self.rng, self.sim
+        if op == "node again" and sim.nodes:
+            name = rng.choice(sorted(sim.nodes))
+            node = sim.nodes.pop(name)
+            sim.changes.changed_node(name)
+            if rng.random() < 0.5:
+                self.add_node()
+            sim.add_node(node)
+        elif op == "pg again" and sim.podgroups:
+            key = rng.choice(sorted(sim.podgroups))
+            manifest = copy.deepcopy(sim.podgroups.pop(key).manifest)
+            sim.changes.changed_podgroup(key)
+            sim.add_podgroup(manifest)
+
     def step(self) -> str:
         rng, sim = self.rng, self.sim
         ops = ["pod+", "pod+", "plain+", "other+", "orphan+", "pod-", "bind", "phase", "deleting", "node+", "node-",
-               "node~", "pg+", "pg-", "pg~", "queue~", "claim+", "storage+", "cycle", "cycle"]
+               "node~", "node again", "pg+", "pg-", "pg~", "pg again", "queue~", "claim+", "storage+", "cycle", "cycle"]
         op = rng.choice(ops)
         pods, nodes = self.pods(), sorted(sim.nodes)
         if op == "pod+":
@@ -114,6 +132,8 @@ class World:
         elif op == "node~" and nodes:
             name = rng.choice(nodes)
             sim.add_node(node_object(name, gpu=rng.choice((1, 8)), cpu=rng.choice(("4", "32")), memory="64Gi"))
+        elif op in ("node again", "pg again"):
+            self.made_again(op)
         elif op == "pg+":
             group = self.name("pg")
             for key in [k for k, p in sim.pods.items() if p.task.job.endswith("/later-" + group.split("-")[1])][:1]:
@@ -143,9 +163,7 @@ class World:
             ]))
         elif op == "queue~":
             sim.add_queue({"metadata": {"name": "q2"}, "spec": {"weight": rng.randint(1, 5)}})
-        elif op == "cycle":
-            return op
-        return op
+        return op  # "cycle": the test runs it
 
 
 @settings(max_examples=60, deadline=None)
@@ -190,3 +208,24 @@ def test_a_warm_build_rebuilds_only_what_changed() -> None:
     assert same(sim.snapshot(), sim) == ""
     assert builder.rebuilt == (1, 1, 0)  # one pod, its job; it is on no node
     assert everything[0] == len(sim.pods) and everything[2] == len(sim.nodes)
+
+
+def test_a_build_that_fails_half_way_is_followed_by_one_equal_to_a_cold_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    world = World(random.Random(5))
+    sim = world.sim
+    sim.changes.start(sim_rules(sim))
+    sim.snapshot()
+    builder = sim.changes.builder
+    assert builder is not None
+    key = sorted(sim.pods)[0]
+    sim.pods[key].manifest["status"]["phase"] = "Running"
+    sim.changes.changed_pod(key)
+
+    def fault(key: str) -> None:
+        raise RuntimeError(f"fault while making job {key}")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(builder, "_build_job", fault)
+        with pytest.raises(RuntimeError, match="fault while making job"):
+            sim.snapshot()
+    assert same(sim.snapshot(), sim) == ""
