@@ -88,3 +88,13 @@ def test_server_cpu_per_bind_is_judged_against_the_ceiling_and_variants_are_info
     table = "\n".join(report.server_table(size))
     assert "| volcano-py, off: events (information only) |" in table
     assert "1,990/2,000" in table  # the worst round's count of bound pods with a Scheduled event
+
+
+def test_restart_is_judged_against_half_of_volcanos_time() -> None:
+    def verdict(py_s: float) -> bool | None:
+        size = {"kind": "restart", "nodes": 5000, "pods": 50000,
+                "median": {"volcano-py": {"start_to_first_bind_s": py_s}, "volcano": {"start_to_first_bind_s": 4.0}}}
+        (only,) = report.target_checks({"sizes": [size]})
+        return only["met"]
+
+    assert (verdict(1.9), verdict(2.0), verdict(2.1), verdict(2.8)) == (True, True, False, False)
