@@ -167,7 +167,7 @@ class Watcher:
                     self.parser.forget(key)
             else:
                 w.objects[key] = obj
-                if pods and (obj.get("spec") or {}).get("nodeName"):
+                if pods and _node_name(obj):
                     self.stores.assumed.pop(key, None)
             if w is self.stores.priority_classes:
                 self.parser.priority_classes_changed(w.objects.values())
@@ -176,7 +176,14 @@ class Watcher:
 
     def _pending_ours(self, obj: MutableObj) -> bool:
         spec = obj.get("spec")
-        if not isinstance(spec, dict) or spec.get("nodeName"):
+        if not isinstance(spec, dict) or _node_name(obj):
             return False
         name = spec.get("schedulerName", "default-scheduler")
         return isinstance(name, str) and name in self.parser.scheduler_names
+
+
+def _node_name(pod: MutableObj) -> bool:
+    """The pod names a node. A spec that is not an object (which the apiserver never sends, but a watch of
+    anything else might) names none, rather than stopping the watch thread."""
+    spec = pod.get("spec")
+    return isinstance(spec, dict) and bool(spec.get("nodeName"))

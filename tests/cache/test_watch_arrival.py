@@ -31,3 +31,14 @@ def test_only_an_added_pending_pod_of_ours_wakes_the_loop() -> None:
     watcher._on_event(pods, "MODIFIED", pod("mine"))
     watcher._on_event(pods, "ADDED", pod("odd", scheduler=["volcano-py"]))  # type: ignore[arg-type]
     assert woken == [1]
+
+
+def test_a_pod_whose_spec_is_not_an_object_is_stored_without_stopping_the_watch() -> None:
+    cache = ClusterCache(None, {"volcano-py"}, "default")
+    watcher = Watcher(None, cache.stores, cache.parser, threading.Event(), watch_timeout=1,  # type: ignore[arg-type]
+                      page_size=10)
+    cache.stores.assumed["ns/odd"] = ("n1", 0.0)
+    odd = pod("odd") | {"spec": ["nodeName", "n1"]}
+    watcher._on_event(cache.stores.pods, "MODIFIED", odd)
+    assert cache.stores.pods.objects["ns/odd"]["spec"] == ["nodeName", "n1"]
+    assert "ns/odd" in cache.stores.assumed  # a spec naming no node does not end the pod's assumed bind
