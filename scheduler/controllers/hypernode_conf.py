@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
+from scheduler.controllers.configmap import load_yaml
 
 CONF_KEY = "volcano-controller.conf"
 NAMESPACE_ENV, RELEASE_ENV = "KUBE_POD_NAMESPACE", "HELM_RELEASE_NAME"
@@ -103,12 +103,7 @@ def valid_label_key(key: str) -> bool:
 
 def parse(text: str) -> DiscoveryConf:
     """`volcano-controller.conf`'s text -> the discovery conf; ConfError when it is not that shape."""
-    if len(text) > MAX_CONF_BYTES:
-        raise ConfError(f"{CONF_KEY} is {len(text)} bytes, more than {MAX_CONF_BYTES}")
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfError(f"{CONF_KEY} is not YAML: {' '.join(str(exc).split())}") from None
+    doc = load_yaml(text, what=CONF_KEY, limit=MAX_CONF_BYTES, error=ConfError)
     if doc is None:
         return NO_DISCOVERY
     if not isinstance(doc, dict):

@@ -27,6 +27,7 @@ import urllib3
 
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import Kube, KubeError
+from scheduler.controllers.configmap import entry_text
 from scheduler.controllers.hypernode_conf import NO_DISCOVERY, ConfError, ConfigMapRef, DiscoveryConf, parse
 from scheduler.controllers.hypernode_count import NodeCounts
 from scheduler.controllers.hypernode_model import (
@@ -226,12 +227,8 @@ class HyperNodeDiscovery:
         if cm is None:  # Volcano: no ConfigMap is an empty conf; what discovery made stays
             self._set_conf(NO_DISCOVERY)
             return
-        data = cm.get("data")
-        text = data.get(self.ref.key) if isinstance(data, dict) else None
         try:
-            if not isinstance(text, str):
-                raise ConfError(f"no {self.ref.key} in the ConfigMap")
-            conf = parse(text)
+            conf = parse(entry_text(cm, self.ref.key, ConfError))
         except ConfError as exc:
             log.error("HyperNode discovery: ConfigMap %s/%s: %s; keeping the conf read before",
                       self.ref.namespace, self.ref.name, exc)

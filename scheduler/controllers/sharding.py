@@ -26,6 +26,7 @@ import urllib3
 from scheduler.api.objects import MutableObj
 from scheduler.api.shard import NODE_SHARDS_PATH
 from scheduler.cache.kube import Kube, KubeError
+from scheduler.controllers.configmap import entry_text
 from scheduler.controllers.sharding_conf import (
     CONFIGMAP_KEY,
     CONFIGMAP_NAME,
@@ -159,12 +160,8 @@ class ShardingController:
         version = str((cm.get("metadata") or {}).get("resourceVersion") or "")
         if version != self._conf_version:
             self._conf_version = version
-            data = cm.get("data")
-            text = data.get(CONFIGMAP_KEY) if isinstance(data, dict) else None
             try:
-                if not isinstance(text, str):
-                    raise ShardingConfError(f"no key {CONFIGMAP_KEY}")
-                conf = parse_conf(text)
+                conf = parse_conf(entry_text(cm, CONFIGMAP_KEY, ShardingConfError))
             except ShardingConfError as exc:
                 log.error("sharding: ConfigMap %s/%s: %s; keeping the configuration read before",
                           self.options.namespace, self.options.configmap, exc)

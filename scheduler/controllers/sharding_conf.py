@@ -20,8 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from scheduler.controllers.configmap import load_yaml
 from scheduler.durations import DurationError, parse_go_duration
 
 CONFIGMAP_NAME = "volcano-sharding-configmap"
@@ -190,12 +189,7 @@ def with_defaults(name: str, kind: str, policies: list[Policy], args: Mapping[st
 
 def parse_conf(text: str) -> ShardingConf:
     """The ConfigMap's `sharding.yaml`, or ShardingConfError."""
-    if len(text) > MAX_CONF_BYTES:
-        raise ShardingConfError(f"{len(text)} bytes, more than a ConfigMap holds")
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ShardingConfError(f"not YAML: {' '.join(str(exc).split())[:200]}") from None
+    raw = load_yaml(text, what="sharding.yaml", limit=MAX_CONF_BYTES, error=ShardingConfError)
     if not isinstance(raw, Mapping):
         raise ShardingConfError("not an object")
     items = raw.get("schedulerConfigs")
