@@ -110,7 +110,7 @@ class GangSpec:
 
 
 # ---- reading, with bounds -------------------------------------------------------------------------------------
-class _Reader:
+class WorkloadReader:
     def __init__(self, kind: str, where: str) -> None:
         self.kind, self.where = kind, where
 
@@ -157,25 +157,25 @@ class _Reader:
         return total
 
 
-def _meta(reader: _Reader, workload: Mapping[str, Any]) -> Mapping[str, Any]:
+def workload_meta(reader: WorkloadReader, workload: Mapping[str, Any]) -> Mapping[str, Any]:
     return reader.obj(workload.get("metadata"), "metadata")
 
 
-def _where(kind: str, workload: Mapping[str, Any]) -> str:
+def workload_where(kind: str, workload: Mapping[str, Any]) -> str:
     meta = workload.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     return f"{str(meta.get('namespace', '?'))[:63]}/{str(meta.get('name', '?'))[:MAX_NAME]}"
 
 
-def _owner(reader: _Reader, workload: Mapping[str, Any], api: tuple[str, str, str], kind: str) -> Owner:
-    meta = _meta(reader, workload)
+def workload_owner(reader: WorkloadReader, workload: Mapping[str, Any], api: tuple[str, str, str], kind: str) -> Owner:
+    meta = workload_meta(reader, workload)
     # The name is a label value on its pods (owner_group_name reads it there): at most 63 characters, which also
     # keeps the PodGroup's name (`jobset-<name>`, `lws-<name>-<index>`) a valid one.
     return Owner(f"{api[0]}/{api[1]}", kind, reader.name(meta.get("name"), "metadata.name", MAX_LABEL_VALUE),
                  reader.name(meta.get("uid"), "metadata.uid"))
 
 
-def queue_of(reader: _Reader, meta: Mapping[str, Any]) -> str:
+def queue_of(reader: WorkloadReader, meta: Mapping[str, Any]) -> str:
     """A Volcano Job's rule: the queue-name annotation, else the label, else `default`."""
     for where in ("annotations", "labels"):
         values = meta.get(where)
@@ -199,9 +199,9 @@ def opted_in(workload: Mapping[str, Any], namespace_annotations: Mapping[str, An
 def jobset_gang(jobset: Mapping[str, Any]) -> GangSpec:
     """The one gang of a JobSet (sigs.k8s.io/jobset v1alpha2). `startupPolicyOrder: InOrder` is refused: its
     replicated jobs start one after another once the previous is ready, which a whole gang never is."""
-    reader = _Reader("JobSet", _where("JobSet", jobset))
-    owner = _owner(reader, jobset, JOBSET_API, "JobSet")
-    meta = _meta(reader, jobset)
+    reader = WorkloadReader("JobSet", workload_where("JobSet", jobset))
+    owner = workload_owner(reader, jobset, JOBSET_API, "JobSet")
+    meta = workload_meta(reader, jobset)
     spec = reader.obj(jobset.get("spec"), "spec")
     startup = reader.obj(spec.get("startupPolicy"), "spec.startupPolicy", required=False)
     if startup.get("startupPolicyOrder", "AnyOrder") != "AnyOrder":
@@ -241,7 +241,7 @@ def jobset_gang(jobset: Mapping[str, Any]) -> GangSpec:
                     tuple((k, v) for k, v in tasks.items() if v), resources, queue_of(reader, meta), priority, owner)
 
 
-def _no_exclusive(reader: _Reader, meta: Mapping[str, Any], path: str) -> None:
+def _no_exclusive(reader: WorkloadReader, meta: Mapping[str, Any], path: str) -> None:
     """JobSet's exclusive placement by pod affinity admits a Job's other pods only once its first is scheduled
     (its pod admission webhook), which a gang waiting for all of them never is; the node-selector strategy
     does not wait, and is let through."""
@@ -258,9 +258,9 @@ def lws_gangs(lws: Mapping[str, Any]) -> list[GangSpec]:
     leader from `leaderTemplate` (the worker template when absent, as LWS does) and size-1 workers.
     `startupPolicy: LeaderReady` and exclusive placement are refused: the workers are created only once the
     leader is ready (or scheduled), which a leader waiting for its whole gang never is."""
-    reader = _Reader("LeaderWorkerSet", _where("LeaderWorkerSet", lws))
-    owner = _owner(reader, lws, LWS_API, "LeaderWorkerSet")
-    meta = _meta(reader, lws)
+    reader = WorkloadReader("LeaderWorkerSet", workload_where("LeaderWorkerSet", lws))
+    owner = workload_owner(reader, lws, LWS_API, "LeaderWorkerSet")
+    meta = workload_meta(reader, lws)
     spec = reader.obj(lws.get("spec"), "spec")
     if spec.get("startupPolicy", "LeaderCreated") != "LeaderCreated":
         raise reader.fail("spec.startupPolicy", "creates the workers after the leader is ready, never one gang",

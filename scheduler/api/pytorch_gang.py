@@ -34,11 +34,11 @@ from scheduler.api.owner_gang import (
     PYTORCH_API,
     PYTORCH_PREFIX,
     GangSpec,
-    _meta,
-    _owner,
-    _Reader,
-    _where,
+    WorkloadReader,
     queue_of,
+    workload_meta,
+    workload_owner,
+    workload_where,
 )
 from scheduler.api.resources import ZERO, QuantityError, Resource
 
@@ -49,9 +49,9 @@ MAX_CONDITIONS = 64
 
 def pytorchjob_gang(job: Mapping[str, Any]) -> GangSpec:
     """The one gang of a PyTorchJob; `min_member` 0 when it is suspended or finished (no PodGroup)."""
-    reader = _Reader("PyTorchJob", _where("PyTorchJob", job))
-    owner = _owner(reader, job, PYTORCH_API, "PyTorchJob")
-    meta = _meta(reader, job)
+    reader = WorkloadReader("PyTorchJob", workload_where("PyTorchJob", job))
+    owner = workload_owner(reader, job, PYTORCH_API, "PyTorchJob")
+    meta = workload_meta(reader, job)
     namespace = reader.name(meta.get("namespace"), "metadata.namespace")
     spec = reader.obj(job.get("spec"), "spec")
     run = reader.obj(spec.get("runPolicy"), "spec.runPolicy", required=False)
@@ -87,7 +87,7 @@ def pytorchjob_gang(job: Mapping[str, Any]) -> GangSpec:
                     priority, owner)
 
 
-def _replicas(reader: _Reader, specs: Mapping[str, Any]) -> list[tuple[str, int, Resource, str]]:
+def _replicas(reader: WorkloadReader, specs: Mapping[str, Any]) -> list[tuple[str, int, Resource, str]]:
     """(task, replicas, one pod's request, priority class) per replica type, Master first."""
     if not specs or len(specs) > len(REPLICA_TYPES):
         raise reader.fail("spec.pytorchReplicaSpecs", "is not one or two replica types (Master, Worker)",
@@ -110,7 +110,7 @@ def _replicas(reader: _Reader, specs: Mapping[str, Any]) -> list[tuple[str, int,
     return [found[t] for t in REPLICA_TYPES if t in found]
 
 
-def _resource_list(reader: _Reader, value: object, path: str) -> Resource:
+def _resource_list(reader: WorkloadReader, value: object, path: str) -> Resource:
     quantities = reader.obj(value, path)
     if len(quantities) > MAX_CONDITIONS:
         raise reader.fail(path, f"names more than {MAX_CONDITIONS} resources", len(quantities))
@@ -120,7 +120,7 @@ def _resource_list(reader: _Reader, value: object, path: str) -> Resource:
         raise reader.fail(path, f"cannot be read: {exc}", "") from None
 
 
-def _finished(reader: _Reader, job: Mapping[str, Any]) -> bool:
+def _finished(reader: WorkloadReader, job: Mapping[str, Any]) -> bool:
     """A `Succeeded` or `Failed` condition with status "True" (the operator's status, read with bounds)."""
     status = reader.obj(job.get("status"), "status", required=False)
     conditions = status.get("conditions")
