@@ -134,11 +134,9 @@ class SchedulerLoop:
         # at the period's end; 0, the default, cycles every period only, as Volcano does
         self.arrival_delay = arrival_delay
         self.arrived = threading.Event()
-        # --pipeline-apply: in `run`, a cycle's binds are sent and the rest of its apply (waiting for them, the
-        # status writes, the events) goes on behind the next cycle (cache/applier.py); `run_once` alone still
-        # returns with its apply done
+        # --pipeline-apply: a cycle's binds are sent and the rest of its apply (waiting for them, the status
+        # writes, the events) goes on behind the next cycle (cache/applier.py)
         self.pipeline = pipeline
-        self._looping = False
         self.cycles = 0
         self.max_failed_cycles = max_failed_cycles
         self.failed_in_a_row = 0  # whole cycles that raised, in a row (a job's own fault is not one: faults.py)
@@ -183,10 +181,8 @@ class SchedulerLoop:
         result = run_cycle(snapshot, self.conf.current(), trace=self.trace, memo=self.memo)
         self._give_up_partial_gangs(snapshot, result)
         decided = time.monotonic()
-        if self.pipeline:
+        if self.pipeline:  # returns once the binds are sent; `cache.drain()` waits for the rest
             self.cache.apply(result, pipelined=True)
-            if not self._looping:
-                self.cache.drain()
         else:
             self.cache.apply(result)
         self.cycles += 1
@@ -235,7 +231,6 @@ class SchedulerLoop:
         if not synced and not self.stopping.is_set():
             log.warning("caches not synced after %.0fs; scheduling with what is known", sync_timeout)
         queue_ensured = False
-        self._looping = True
         try:
             while not self.stopping.is_set():
                 if self.elector is not None and not self.elector.is_leader():
@@ -263,7 +258,6 @@ class SchedulerLoop:
                 collect_between_cycles()
                 self._wait_next(started)
         finally:
-            self._looping = False
             self._drain()  # the last cycle's apply finishes before the Lease is released
             if self.elector is not None:
                 self.elector.stop(release=True)

@@ -1,0 +1,255 @@
+"""The pipelined apply (`--pipeline-apply`, cache/applier.py), without a control plane: the next cycle computes
+while the last one's binds are in flight, on a snapshot that accounts them; a failed bind makes its pod pending
+again and a later cycle retries it; status writes go in cycle order; never two applies behind the computing
+cycle; and, on seeded random runs with binds failing and slow, no pod bound twice and no node over-committed."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future
+
+import pytest
+from pipeline_doubles import Apiserver, add_gang, cache_with, delete_pod
+
+from scheduler.cache.applier import Applier, Failed
+from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.runner import ConfWatcher, SchedulerLoop
+
+CPU = {"n1": 2, "n2": 2}
+
+
+def loop_for(cache: ClusterCache) -> SchedulerLoop:
+    return SchedulerLoop(cache, ConfWatcher(None), pipeline=True)
+
+
+def in_thread(target: Callable[[], object]) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            target()
+        except BaseException as exc:  # handed to the test
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, errors
+
+
+def node_load(api: Apiserver) -> dict[str, int]:
+    load: Counter[str] = Counter()
+    for _, node in api.landed:
+        load[node] += 1  # every pod asks for one CPU
+    return dict(load)
+
+
+def test_the_next_cycle_computes_and_sends_its_binds_while_the_last_ones_are_in_flight() -> None:
+    cache, api = cache_with(CPU)
+    loop = loop_for(cache)
+    try:
+        a = add_gang(cache, "a", 2)
+        api.hold(*a)
+        loop.run_once()  # returns with a's binds still held by the apiserver
+        assert api.wait_for_binds(set(a))
+        b, c = add_gang(cache, "b", 2), add_gang(cache, "c", 2)  # room for one of them: a's binds hold the rest
+        second, errors = in_thread(loop.run_once)
+        # a's binds are still held; the second cycle's binds arrive all the same
+        assert api.wait_until(lambda sent: set(b) <= sent or set(c) <= sent)
+        in_flight = {k for k in api.bind_requests if k in b + c}
+        assert in_flight in (set(b), set(c)), "one gang, on the room a's binds left"
+        assert not any(k in a for k, _ in api.landed)
+        assert second.is_alive(), "its apply is handed over only once the first one is done"
+        api.release()
+        second.join(10)
+        assert not second.is_alive() and errors == []
+        cache.drain()
+        assert all(load <= CPU[node] for node, load in node_load(api).items())
+        assert sorted(k for k, _ in api.landed) == sorted([*a, *in_flight])
+    finally:
+        api.release()
+        cache.stop(timeout=1.0)
+
+
+def test_without_the_pipeline_the_next_cycle_waits_for_the_binds() -> None:
+    """The contrast the test above is about: in line, the second cycle sends nothing until the first's binds are
+    back."""
+    cache, api = cache_with(CPU)
+    loop = SchedulerLoop(cache, ConfWatcher(None))
+    try:
+        a = add_gang(cache, "a", 2)
+        api.hold(*a)
+        first, _ = in_thread(loop.run_once)
+        assert api.wait_for_binds(set(a))
+        assert first.is_alive()
+        api.release()
+        first.join(10)
+        assert not first.is_alive()
+    finally:
+        api.release()
+        cache.stop(timeout=1.0)
+
+
+def test_a_failed_bind_makes_its_pod_pending_again_and_a_later_cycle_binds_it() -> None:
+    cache, api = cache_with(CPU)
+    refused: set[str] = set()
+
+    def refuse_once(key: str) -> bool:
+        if key in refused:
+            refused.discard(key)
+            return True
+        return False
+
+    api.refuse = refuse_once
+    loop = loop_for(cache)
+    try:
+        a = add_gang(cache, "a", 2)
+        refused.add(a[0])
+        api.hold(*a)
+        loop.run_once()
+        assert api.wait_for_binds(set(a))
+        with cache.lock:  # in flight: assumed on its node, so the next snapshot accounts it
+            assert set(cache.stores.assumed) == set(a)
+        second, errors = in_thread(loop.run_once)  # computes with a's binds assumed: nothing to do
+        api.release()
+        second.join(10)
+        assert errors == []
+        cache.drain()
+        with cache.lock:
+            assert a[0] not in cache.stores.assumed and not cache.pods.objects[a[0]]["spec"].get("nodeName")
+        assert api.bind_requests.count(a[0]) == 1
+        loop.run_once()  # the next-but-one cycle retries it
+        cache.drain()
+        assert api.bind_requests.count(a[0]) == 2
+        assert sorted(k for k, _ in api.landed) == sorted(a)
+        # a's PodGroup: never Running before all its pods were bound, Running once they were
+        phases = [phase for key, phase in api.status_patches if key == "ns/a"]
+        assert phases and phases[-1] == "Running"
+        assert all(p != "Running" for p in phases[:-1])
+    finally:
+        api.release()
+        cache.stop(timeout=1.0)
+
+
+def test_a_gang_whose_binds_all_landed_is_written_running_by_its_own_cycle_after_its_binds() -> None:
+    cache, api = cache_with(CPU)
+    loop = loop_for(cache)
+    try:
+        a = add_gang(cache, "a", 2)
+        api.hold(*a)
+        loop.run_once()
+        assert api.wait_for_binds(set(a))
+        assert api.status_patches == []  # nothing written while the binds are out
+        api.release()
+        cache.drain()
+        assert [(k, p) for k, p in api.status_patches if k == "ns/a"] == [("ns/a", "Running")]
+    finally:
+        api.release()
+        cache.stop(timeout=1.0)
+
+
+def test_applies_run_in_the_order_handed_over_and_never_two_behind_the_computing_cycle() -> None:
+    applier = Applier()
+    gates = [threading.Event() for _ in range(3)]
+    ran: list[int] = []
+    running = threading.Semaphore(1)  # two applies at once would find it taken
+    overlapped: list[int] = []
+
+    def finish(i: int) -> Callable[[Future[Failed] | None], Failed]:
+        def run(before: Future[Failed] | None) -> Failed:
+            if not running.acquire(blocking=False):
+                overlapped.append(i)
+            assert before is None or before.done()
+            gates[i].wait(10)
+            ran.append(i)
+            running.release()
+            return {}
+        return run
+
+    try:
+        applier.hand_over(finish(0))  # nothing before it: returns at once
+        second, errors = in_thread(lambda: applier.hand_over(finish(1)))
+        second.join(0.0)
+        assert second.is_alive()  # waits until apply 0 is done: cycle 2 would not start before it
+        gates[0].set()
+        second.join(10)
+        assert not second.is_alive() and errors == []
+        third, _ = in_thread(lambda: applier.hand_over(finish(2)))
+        assert third.is_alive()
+        gates[1].set()
+        third.join(10)
+        gates[2].set()
+        applier.drain()
+        assert ran == [0, 1, 2] and overlapped == []
+    finally:
+        for gate in gates:
+            gate.set()
+        applier.close()
+
+
+def test_an_apply_that_raised_fails_the_cycle_that_hands_over_the_next() -> None:
+    applier = Applier()
+
+    def boom(_: Future[Failed] | None) -> Failed:
+        raise RuntimeError("status write broke")
+
+    try:
+        applier.hand_over(boom)
+        with pytest.raises(RuntimeError, match="status write broke"):
+            applier.hand_over(lambda _: {})
+        applier.drain()
+    finally:
+        applier.close()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_seeded_random_cycles_bind_no_pod_twice_and_overcommit_no_node(seed: int) -> None:
+    rng = random.Random(seed)
+    nodes = {f"n{i}": rng.choice((2, 3, 4)) for i in range(4)}
+    cache, api = cache_with(nodes)
+    fail = random.Random(seed + 1000)
+    lock = threading.Lock()
+
+    def refuse(_: str) -> bool:
+        with lock:
+            return fail.random() < 0.25
+
+    def delay(_: str) -> float:
+        with lock:
+            return fail.choice((0.0, 0.0, 0.002, 0.01))
+
+    api.refuse, api.delay = refuse, delay
+    loop = loop_for(cache)
+    created: list[str] = []
+    try:
+        for cycle in range(25):
+            for g in range(rng.randint(0, 2)):
+                created += add_gang(cache, f"c{cycle}g{g}", rng.randint(1, 3))
+            with api.lock:
+                landed = [k for k, _ in api.landed]
+            for key in rng.sample(landed, k=min(len(landed), rng.randint(0, 2))):
+                delete_pod(cache, key)  # completed: its room is free again
+            loop.run_once()
+            check_no_double_bind_no_overcommit(cache, api, nodes)
+        cache.drain()
+        check_no_double_bind_no_overcommit(cache, api, nodes)
+    finally:
+        cache.stop(timeout=1.0)
+    assert api.landed, "the run bound something"
+    assert len(api.bind_requests) > len(api.landed), "and retried binds that failed"
+
+
+def check_no_double_bind_no_overcommit(cache: ClusterCache, api: Apiserver, cpus: dict[str, int]) -> None:
+    with api.lock:
+        landed = list(api.landed)
+    counts = Counter(k for k, _ in landed)
+    assert [k for k, n in counts.items() if n > 1] == []
+    with cache.lock:  # what a node holds now: its bound pods still there, and the binds in flight
+        holding: Counter[str] = Counter()
+        for key, pod in cache.pods.objects.items():
+            node = pod["spec"].get("nodeName") or cache.stores.assumed.get(key, ("", 0.0))[0]
+            if node:
+                holding[node] += 1
+    assert {node: count for node, count in holding.items() if count > cpus[node]} == {}
