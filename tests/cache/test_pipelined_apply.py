@@ -31,7 +31,7 @@ def in_thread(target: Callable[[], object]) -> tuple[threading.Thread, list[Base
     def run() -> None:
         try:
             target()
-        except BaseException as exc:  # handed to the test
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
             errors.append(exc)
 
     thread = threading.Thread(target=run, daemon=True)
