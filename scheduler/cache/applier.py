@@ -9,8 +9,10 @@ At most one apply is in flight behind the computing cycle: handing over the appl
 apply of cycle k is done (so the snapshot of cycle k+2 sees every result of cycle k). A snapshot taken while an
 apply was in flight assumed that apply's binds would land; the gangs for which one did not are left out of the
 status writes of the cycle that decided on that snapshot (its view of them was wrong); the cycle after writes
-them. Volcano binds asynchronously too (pkg/scheduler/framework/statement.go Allocate, then
-pkg/scheduler/cache/cache.go AddBindTask: a bind worker sends the binds while the next session runs).
+them. Volcano binds asynchronously too: a committed allocation (pkg/scheduler/framework/statement.go Commit) goes to
+pkg/scheduler/cache/cache.go AddBindTask, which marks the task Binding on its node and hands it to a bind worker
+(processBindTask) while the next session runs. Its evictions are asynchronous as well (cache.go Evict: the task
+Releasing, the delete in a goroutine); here a cycle that evicts still applies in line (ClusterCache.apply).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ as a device plugin reads them when the pod starts. A pod is *assumed* on its nod
 submitted until the watch shows it there, so a snapshot taken while the bind is in flight (the next cycle, with
 `--pipeline-apply`) never double-books; a bind that fails drops the assumption, so its pod is pending again in the
 cache and a later cycle retries it (Volcano's cache marks a task Binding the same way and sends the bind from a
-worker: pkg/scheduler/cache/cache.go, Bind and processBindTask).
+worker: pkg/scheduler/cache/cache.go, AddBindTask and processBindTask).
 
 A Binding names the UID of the pod the cycle decided for (as Volcano's do, pkg/scheduler/cache/cache.go), so a
 pod deleted and recreated under the same name since is not bound in its place: the apiserver refuses (409). A
