@@ -9,7 +9,10 @@ At most one apply is in flight behind the computing cycle: handing over the appl
 apply of cycle k is done (so the snapshot of cycle k+2 sees every result of cycle k). A snapshot taken while an
 apply was in flight assumed that apply's binds would land; the gangs for which one did not are left out of the
 status writes of the cycle that decided on that snapshot (its view of them was wrong); the cycle after writes
-them. Volcano binds asynchronously too: a committed allocation (pkg/scheduler/framework/statement.go Commit) goes to
+them. The status of a PodGroup that apply wrote is rebased onto what was written (adapter/podgroup_status.py
+`rebase`): the snapshot read the status from before.
+
+Volcano binds asynchronously too: a committed allocation (pkg/scheduler/framework/statement.go Commit) goes to
 pkg/scheduler/cache/cache.go AddBindTask, which marks the task Binding on its node and hands it to a bind worker
 (processBindTask) while the next session runs. Its evictions are asynchronous as well (cache.go Evict: the task
 Releasing, the delete in a goroutine); here a cycle that evicts still applies in line (ClusterCache.apply).
@@ -21,10 +24,16 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 
 log = logging.getLogger("volcano_py.cache")
 
-Failed = dict[str, int]  # gang -> binds of its cycle that failed
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What an apply did that a cycle whose snapshot was taken before it ended did not see."""
+
+    failed: dict[str, int] = field(default_factory=dict)  # gang -> binds that failed
+    written: frozenset[str] = frozenset()  # the PodGroups whose status it wrote (or tried to)
 
 
 class Applier:
@@ -32,16 +41,16 @@ class Applier:
 
     def __init__(self) -> None:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="volcano-py-apply")
-        self._in_flight: Future[Failed] | None = None
+        self._in_flight: Future[Applied] | None = None
         self._lock = threading.Lock()  # `_in_flight`, read by a snapshot on another thread than the loop's (tests)
 
-    def in_flight(self) -> Future[Failed] | None:
+    def in_flight(self) -> Future[Applied] | None:
         """The apply not done yet (its binds' outcome not known to a snapshot taken now), or None."""
         with self._lock:
             future = self._in_flight
         return future if future is not None and not future.done() else None
 
-    def hand_over(self, finish: Callable[[Future[Failed] | None], Failed]) -> None:
+    def hand_over(self, finish: Callable[[Future[Applied] | None], Applied]) -> None:
         """Run `finish` on the applier thread once the apply handed over before it is done, with that apply's future
         (None if there was none); then wait until that one is done (the backpressure: never two applies behind the
         computing cycle). Its exception, if any, is raised here: the cycle that handed it over fails, as it would
@@ -49,7 +58,7 @@ class Applier:
         with self._lock:
             before = self._in_flight
 
-            def run() -> Failed:
+            def run() -> Applied:
                 if before is not None:
                     wait((before,))  # its exception is raised to the loop by `hand_over`, below
                 return finish(before)

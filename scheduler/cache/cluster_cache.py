@@ -27,10 +27,11 @@ from functools import partial
 from typing import Any
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
+from scheduler.adapter.podgroup_status import rebase
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.node import NodeInfo
-from scheduler.api.snapshot import ClusterSnapshot, CycleResult
-from scheduler.cache.applier import Applier, Failed
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, PodGroupStatus
+from scheduler.cache.applier import Applied, Applier
 from scheduler.cache.binder import Binder, Pending
 from scheduler.cache.dra import DraReader
 from scheduler.cache.events import EventRecorder
@@ -142,7 +143,7 @@ class ClusterCache:
         # Snapshots from the last one and what changed (`cache/snapshots.py`); None: each built afresh.
         self.incremental: CacheSnapshots | None = CacheSnapshots(self.rules, self.parser) if incremental else None
         self.applier = Applier()  # pipelined applies (cache/applier.py)
-        self._unseen: Future[Failed] | None = None  # the apply in flight when the last snapshot was taken
+        self._unseen: Future[Applied] | None = None  # the apply in flight when the last snapshot was taken
 
     @property
     def kube(self) -> Kube:
@@ -329,7 +330,7 @@ class ClusterCache:
         self.applier.drain()
 
     def _finish_apply(self, result: CycleResult, now: float, binds: Pending, waits: list[Future[None]],
-                      unseen: Future[Failed] | None) -> Failed:
+                      unseen: Future[Applied] | None) -> Applied:
         """After the binds were sent: wait for them (and `waits`), then write the statuses, send the events, take
         the NodeShard step. `unseen`: the apply that was in flight when this cycle's snapshot was taken (done by
         now); the gangs whose binds failed in it were seen bound by this cycle, whose statuses of them are not
@@ -339,16 +340,32 @@ class ClusterCache:
             pending.result()
         for job, count in failed.items():
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
-        stale = unseen.result() if unseen is not None and unseen.exception() is None else {}
-        if stale and any(s.job in stale for s in result.podgroups):
-            log.info("not writing the status of %s: the cycle saw binds of the last one that failed",
-                     ", ".join(sorted({s.job for s in result.podgroups if s.job in stale})))
-            result = replace(result, podgroups=[s for s in result.podgroups if s.job not in stale])
+        if unseen is not None and unseen.exception() is None:  # done by now
+            result = replace(result, podgroups=self._behind(result.podgroups, unseen.result()))
         self.status_writer.write(result, now, failed)
         self.events.emit(result.events)
         if self.shards is not None:  # the session has ended and its binds have returned
             self.shards.between_sessions()
-        return failed
+        return Applied(failed, frozenset(s.job for s in result.podgroups))
+
+    def _behind(self, statuses: list[PodGroupStatus], before: Applied) -> list[PodGroupStatus]:
+        """A cycle's statuses, whose snapshot was taken while the apply `before` was in flight: a gang with a bind
+        that failed in it was seen bound, its status is left to the next cycle; a PodGroup it wrote was read as it
+        was before that write, its status is rebased onto what the PodGroup holds now."""
+        skipped = sorted({s.job for s in statuses if s.job in before.failed})
+        if skipped:
+            log.info("not writing the status of %s: the cycle saw binds of the last one that failed",
+                     ", ".join(skipped))
+        out = []
+        for status in statuses:
+            if status.job in before.failed:
+                continue
+            if status.job in before.written:
+                with self.stores.lock:
+                    stored = (self.stores.podgroups.objects.get(status.job) or {}).get("status")
+                status = rebase(status, stored)
+            out.append(status)
+        return out
 
     def apply_binds(self, result: CycleResult) -> int:
         """Only the binds of a cycle (and their `Scheduled` events): the first cycle on a partial view

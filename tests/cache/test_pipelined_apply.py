@@ -14,7 +14,7 @@ from concurrent.futures import Future
 import pytest
 from pipeline_doubles import Apiserver, add_gang, cache_with, delete_pod
 
-from scheduler.cache.applier import Applier, Failed
+from scheduler.cache.applier import Applied, Applier
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 
@@ -157,15 +157,15 @@ def test_applies_run_in_the_order_handed_over_and_never_two_behind_the_computing
     running = threading.Semaphore(1)  # two applies at once would find it taken
     overlapped: list[int] = []
 
-    def finish(i: int) -> Callable[[Future[Failed] | None], Failed]:
-        def run(before: Future[Failed] | None) -> Failed:
+    def finish(i: int) -> Callable[[Future[Applied] | None], Applied]:
+        def run(before: Future[Applied] | None) -> Applied:
             if not running.acquire(blocking=False):
                 overlapped.append(i)
             assert before is None or before.done()
             gates[i].wait(10)
             ran.append(i)
             running.release()
-            return {}
+            return Applied()
         return run
 
     try:
@@ -192,13 +192,13 @@ def test_applies_run_in_the_order_handed_over_and_never_two_behind_the_computing
 def test_an_apply_that_raised_fails_the_cycle_that_hands_over_the_next() -> None:
     applier = Applier()
 
-    def boom(_: Future[Failed] | None) -> Failed:
+    def boom(_: Future[Applied] | None) -> Applied:
         raise RuntimeError("status write broke")
 
     try:
         applier.hand_over(boom)
         with pytest.raises(RuntimeError, match="status write broke"):
-            applier.hand_over(lambda _: {})
+            applier.hand_over(lambda _: Applied())
         applier.drain()
     finally:
         applier.close()
@@ -253,3 +253,31 @@ def check_no_double_bind_no_overcommit(cache: ClusterCache, api: Apiserver, cpus
             if node:
                 holding[node] += 1
     assert {node: count for node, count in holding.items() if count > cpus[node]} == {}
+
+
+def test_a_cycle_computed_while_the_last_apply_was_out_writes_nothing_over_that_applys_status() -> None:
+    """The second cycle read gang a's PodGroup as it was before the first cycle wrote it Running with its
+    Scheduled condition; written as that cycle worked it out, it would drop the condition. Rebased onto what was
+    written, it is the same status: not written again."""
+    cache, api = cache_with(CPU)
+    loop = loop_for(cache)
+    try:
+        a = add_gang(cache, "a", 2)
+        api.hold(*a)
+        loop.run_once()
+        assert api.wait_for_binds(set(a))
+        second, errors = in_thread(loop.run_once)
+        api.release()
+        second.join(10)
+        assert errors == []
+        for _ in range(2):
+            loop.run_once()
+        cache.drain()
+        assert [(k, p) for k, p in api.status_patches if k == "ns/a"] == [("ns/a", "Running")]
+        with cache.lock:
+            status = cache.podgroups.objects["ns/a"]["status"]
+        assert (status["phase"], [(c["type"], c["status"]) for c in status["conditions"]]) == (
+            "Running", [("Scheduled", "True")])
+    finally:
+        api.release()
+        cache.stop(timeout=1.0)
