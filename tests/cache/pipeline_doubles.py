@@ -32,6 +32,7 @@ class Apiserver:
         self.bind_requests: list[str] = []  # pod keys, as the requests arrive
         self.landed: list[tuple[str, str]] = []  # (pod key, node) of the binds carried out
         self.status_patches: list[tuple[str, str]] = []  # (PodGroup key, phase) as written
+        self.log: list[tuple[str, str]] = []  # (method, path) of every request as it arrives, ("ANSWERED", path)
         self.arrived = threading.Condition(self.lock)
 
     def hold(self, *keys: str) -> None:
@@ -52,6 +53,15 @@ class Apiserver:
             return self.arrived.wait_for(lambda: condition(set(self.bind_requests)), timeout)
 
     def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Obj:
+        with self.lock:
+            self.log.append((method, path))
+        try:
+            return self._answer(method, path, body)
+        finally:
+            with self.lock:
+                self.log.append(("ANSWERED", path))
+
+    def _answer(self, method: str, path: str, body: Any) -> Obj:
         parts = path.strip("/").split("/")
         if path.endswith("/binding"):
             return self._bind(f"{parts[3]}/{parts[5]}", body["target"]["name"])

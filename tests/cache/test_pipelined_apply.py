@@ -5,6 +5,7 @@ cycle; and, on seeded random runs with binds failing and slow, no pod bound twic
 
 from __future__ import annotations
 
+import copy
 import random
 import threading
 from collections import Counter
@@ -14,6 +15,7 @@ from concurrent.futures import Future
 import pytest
 from pipeline_doubles import Apiserver, add_gang, cache_with, delete_pod
 
+from scheduler.api.snapshot import CycleResult, Eviction
 from scheduler.cache.applier import Applied, Applier
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.runner import ConfWatcher, SchedulerLoop
@@ -161,6 +163,39 @@ def test_a_gang_whose_binds_all_landed_is_written_running_by_its_own_cycle_after
         api.release()
         cache.drain()
         assert [(k, p) for k, p in api.status_patches if k == "ns/a"] == [("ns/a", "Running")]
+    finally:
+        api.release()
+        cache.stop(timeout=1.0)
+
+
+def test_a_cycle_that_evicts_waits_for_the_apply_in_flight_before_its_evictions_go() -> None:
+    """Conservative: the room of a victim is taken by the next cycles (preempt, reclaim), so a cycle that evicts
+    applies in line, once the apply in flight is done, as without the pipeline."""
+    cache, api = cache_with(CPU)
+    loop = loop_for(cache)
+    try:
+        victim = add_gang(cache, "v", 1)[0]
+        with cache.lock:
+            bound = copy.deepcopy(cache.pods.objects[victim])
+        bound["spec"]["nodeName"] = "n2"
+        bound["metadata"]["resourceVersion"] = "2"
+        cache.watcher._on_event(cache.pods, "MODIFIED", bound)
+        a = add_gang(cache, "a", 1)
+        api.hold(*a)
+        loop.run_once()
+        assert api.wait_for_binds(set(a))
+        cache.snapshot()
+        evicting, errors = in_thread(lambda: cache.apply(
+            CycleResult(evictions=[Eviction("ns/v", victim, "n2", "make room")]), pipelined=True))
+        evicting.join(0.0)
+        assert evicting.is_alive()  # waits for a's apply, blocked on its held bind
+        api.release()
+        evicting.join(10)
+        assert not evicting.is_alive() and errors == []
+        victim_path = f"/api/v1/namespaces/ns/pods/{victim.split('/')[1]}"
+        first_eviction = next(i for i, (m, p) in enumerate(api.log) if m != "ANSWERED" and p.startswith(victim_path))
+        bind_answered = api.log.index(("ANSWERED", f"/api/v1/namespaces/ns/pods/{a[0].split('/')[1]}/binding"))
+        assert bind_answered < first_eviction
     finally:
         api.release()
         cache.stop(timeout=1.0)
