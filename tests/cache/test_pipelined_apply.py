@@ -15,7 +15,7 @@ from concurrent.futures import Future
 import pytest
 from pipeline_doubles import Apiserver, add_gang, cache_with, delete_pod
 
-from scheduler.api.snapshot import CycleResult, Eviction
+from scheduler.api.snapshot import CycleResult, Eviction, GangBind
 from scheduler.cache.applier import Applied, Applier
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.runner import ConfWatcher, SchedulerLoop
@@ -331,6 +331,25 @@ def test_a_cycle_computed_while_the_last_apply_was_out_writes_nothing_over_that_
             status = cache.podgroups.objects["ns/a"]["status"]
         assert (status["phase"], [(c["type"], c["status"]) for c in status["conditions"]]) == (
             "Running", [("Scheduled", "True")])
+    finally:
+        api.release()
+        cache.stop(timeout=1.0)
+
+
+def test_events_wait_while_any_cycles_binds_are_out_not_only_the_last_ones() -> None:
+    """With two cycles' binds out at once, the first cycle's binds returning must not let the events compete with
+    the second's binds (in line, events are held while a cycle's binds are out)."""
+    cache, api = cache_with(CPU)
+    try:
+        a, b = add_gang(cache, "a", 1), add_gang(cache, "b", 1)
+        api.hold(*b)
+        first = cache.binder.submit(CycleResult(binds=[GangBind("ns/a", ((a[0], "n1"),))]), 0.0)
+        second = cache.binder.submit(CycleResult(binds=[GangBind("ns/b", ((b[0], "n2"),))]), 0.0)
+        assert cache.binder.wait(first) == {}
+        assert not cache.events.binds_done.is_set()  # b's bind is still out
+        api.release()
+        assert cache.binder.wait(second) == {}
+        assert cache.events.binds_done.is_set()
     finally:
         api.release()
         cache.stop(timeout=1.0)
