@@ -142,7 +142,8 @@ def churn_one(ctx: argparse.Namespace, contender: str, rate: float, plan: dict, 
     argv = argv_for(contender, cp, ctx.workdir, bindloop=ctx.bindloop, volcano=ctx.volcano, namespace=ns,
                     workers=ctx.ceiling_workers)
     if contender == "volcano-py":
-        argv += [f"--schedule-period={ctx.churn_period}s", f"--schedule-on-arrival={ctx.churn_arrival}s"]
+        argv += [f"--schedule-period={ctx.churn_period}s", f"--schedule-on-arrival={ctx.churn_arrival}s",
+                 f"--pipeline-apply={str(ctx.churn_pipeline_apply).lower()}"]
     c = start(contender, argv, ctx.workdir / f"{ns}.log")
     pids = {"scheduler": c.pid, **{n: cp.procs[n].popen.pid for n in ("kube-apiserver", "etcd")}}
     gen = [ctx.churngen, f"-kubeconfig={cp.kubeconfig}", f"-namespace={ns}", f"-scheduler={SCHEDULER_NAME[contender]}",
@@ -183,7 +184,8 @@ def run_churn_size(ctx: argparse.Namespace, nodes: int, seconds: int) -> dict:
     t0 = time.monotonic()
     out: dict = {"kind": "churn", "nodes": nodes, "seconds": seconds, "gang": ctx.gang, "rounds": ctx.rounds,
                  "volcano_py_schedule_period_s": ctx.churn_period,
-                 "volcano_py_schedule_on_arrival_s": ctx.churn_arrival, "warmup_s": WARMUP_S, "drain_s": DRAIN_S}
+                 "volcano_py_schedule_on_arrival_s": ctx.churn_arrival,
+                 "volcano_py_pipeline_apply": ctx.churn_pipeline_apply, "warmup_s": WARMUP_S, "drain_s": DRAIN_S}
     try:
         kube = ctx.kube = raw_client(str(cp.kubeconfig), 16)
         open_queues(kube)
@@ -201,7 +203,8 @@ def run_churn_size(ctx: argparse.Namespace, nodes: int, seconds: int) -> dict:
         loads = out["loads"] = offered_loads(sustained)
         print(f"  kube-scheduler sustained {sustained} binds/s under churn; offered loads "
               f"{', '.join(f'{f:.0%} = {r}/s' for f, r in loads)}; plan {plan}; volcano-py --schedule-period="
-              f"{ctx.churn_period}s --schedule-on-arrival={ctx.churn_arrival}s", flush=True)
+              f"{ctx.churn_period}s --schedule-on-arrival={ctx.churn_arrival}s "
+              f"--pipeline-apply={str(ctx.churn_pipeline_apply).lower()}", flush=True)
         contenders = [c for c in SCHEDULERS if c in ctx.only]
         runs = out["runs"] = []
         for r in range(ctx.rounds):
@@ -239,7 +242,8 @@ def markdown(size: dict) -> list[str]:
              f"{plan['lifetime_s']} s after its last bind; a second scheduler binds {plan['other_rate']} pods/s; a "
              f"node comes every {plan['node_every_s']} s and goes {plan['node_life_s']} s later with its pods. "
              f"volcano-py runs with --schedule-period={size['volcano_py_schedule_period_s']}s "
-             f"--schedule-on-arrival={size['volcano_py_schedule_on_arrival_s']}s.", "",
+             f"--schedule-on-arrival={size['volcano_py_schedule_on_arrival_s']}s"
+             f"{' --pipeline-apply' if size.get('volcano_py_pipeline_apply') else ''}.", "",
              "| load | contender | offered pods/s | binds/s | p50 creation to bind, s | p99, s | unbound | scheduler "
              "CPU s per 1,000 binds | apiserver+etcd CPU s per 1,000 binds | churngen CPU s | arrivals late by, s "
              "(max) |", "|---|---|---|---|---|---|---|---|---|---|---|"]

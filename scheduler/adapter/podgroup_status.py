@@ -7,11 +7,16 @@ Volcano's scheduler keeps it, pkg/scheduler/api/job_info.go) and minMemberOverri
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
+from scheduler.api.field_parsers import BadValueError
+from scheduler.api.field_readers import check_conditions
 from scheduler.api.job import Condition
 from scheduler.api.objects import MutableObj
+from scheduler.api.phases import PodGroupPhase
 from scheduler.api.snapshot import PodGroupStatus
 from scheduler.api.timestamps import rfc3339
+from scheduler.framework.results import merge_condition
 
 
 def status_body(status: PodGroupStatus, current: object, now: float) -> MutableObj:
@@ -43,3 +48,29 @@ def conditions_body(new: Sequence[Condition], old: Sequence[object], now: float)
         out.append({"type": c.type, "status": c.status, "reason": c.reason, "message": c.message,
                     "lastTransitionTime": when})
     return out
+
+
+def rebase(status: PodGroupStatus, stored: object) -> PodGroupStatus:
+    """A status a cycle worked out from a PodGroup status read before the last cycle's write of it landed
+    (`--pipeline-apply`), put onto the status the PodGroup holds now (`stored`): the conditions this cycle set,
+    merged into the stored ones; a phase the cycle did not work out from the gang's pods (Pending or Inqueue, as it
+    found it) taken as the cycle would have, had it read the stored one. A status with no `base`, or a stored
+    status that cannot be read, is kept as it is."""
+    if status.base is None or not isinstance(stored, Mapping):
+        return status
+    base_phase, base_conditions = status.base
+    raw = stored.get("conditions")
+    try:
+        rows = check_conditions(raw) if isinstance(raw, list) else ()
+    except BadValueError:
+        return status
+    conditions = tuple(Condition(*row) for row in rows)
+    for condition in status.conditions:
+        if condition not in base_conditions:  # set by this cycle
+            conditions = merge_condition(conditions, condition)
+    phase = status.phase
+    if phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE):  # framework/results.py podgroup_phase's last rule
+        admitted = phase == PodGroupPhase.INQUEUE and base_phase != PodGroupPhase.INQUEUE  # by this cycle's enqueue
+        stored_inqueue = PodGroupPhase.parse(stored.get("phase")) == PodGroupPhase.INQUEUE
+        phase = PodGroupPhase.INQUEUE if admitted or stored_inqueue else PodGroupPhase.PENDING
+    return replace(status, phase=phase, conditions=conditions)

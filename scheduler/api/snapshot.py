@@ -117,6 +117,10 @@ class PodGroupStatus:
     # minMember), when it differs from `phase`: the writer, which writes after the binds, writes it instead when
     # none of them failed, so the PodGroup goes Inqueue -> Running in one write instead of two cycles' writes.
     phase_when_bound: PodGroupPhase | None = None
+    # The phase and conditions the cycle read (its snapshot's), from which `phase` and `conditions` were worked
+    # out: a status written after the next cycle's snapshot was taken (--pipeline-apply) is rebased onto what the
+    # PodGroup holds by then (adapter/podgroup_status.py `rebase`). None: not known (then written as it is).
+    base: tuple[PodGroupPhase | None, tuple[Condition, ...]] | None = field(default=None, compare=False, repr=False)
 
 
 def reasons_annotation(status: PodGroupStatus, current: Mapping[str, Any] | None) -> dict[str, str | None] | None:

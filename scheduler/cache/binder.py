@@ -3,9 +3,11 @@
 A gang's claims to bind (`GangBind.volumes`) are bound first (`volumes.VolumeBinder`), then its DRA claims are
 written (`GangBind.claims`, `dra_writer.ClaimWriter`); its pods' binds wait for that and are not sent if it
 failed. A pod that carries bind annotations (deviceshare's cards) is annotated first,
-as a device plugin reads them when the pod starts. A bind that fails leaves its pod pending in the cache, so the
-next cycle retries it. A pod bound here is *assumed* on its node until the watch shows it there, so the next
-snapshot never double-books.
+as a device plugin reads them when the pod starts. A pod is *assumed* on its node from the moment its bind is
+submitted until the watch shows it there, so a snapshot taken while the bind is in flight (the next cycle, with
+`--pipeline-apply`) never double-books; a bind that fails drops the assumption, so its pod is pending again in the
+cache and a later cycle retries it (Volcano's cache marks a task Binding the same way and sends the bind from a
+worker: pkg/scheduler/cache/cache.go, AddBindTask and processBindTask).
 
 A Binding names the UID of the pod the cycle decided for (as Volcano's do, pkg/scheduler/cache/cache.go), so a
 pod deleted and recreated under the same name since is not bound in its place: the apiserver refuses (409). A
@@ -18,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from scheduler import metrics
@@ -61,6 +63,8 @@ class Binder:
         # (the first cycle on a partial view decodes its full list after its binds); not bound again for GONE_TTL.
         self._gone: dict[tuple[str, str], float] = {}
         self._gone_lock = threading.Lock()  # its own: the bind threads' 404s never wait on the stores' lock
+        self._batches = 0  # cycles whose binds were submitted and not yet waited for
+        self._batches_lock = threading.Lock()
 
     def submit(self, result: CycleResult, now: float,
                uid_of: Callable[[str], str | None] = lambda _: None) -> Pending:
@@ -68,8 +72,11 @@ class Binder:
         are bound by a task submitted before its pods' binds, which wait for it: the pool runs tasks in the order
         they were submitted, so a bind that waits never holds the worker its claims' task needs. `uid_of(pod key)`:
         the UID of the pod the cycle saw (its snapshot's)."""
-        if result.binds:
-            self.events.binds_done.clear()
+        if any(gang.binds for gang in result.binds):
+            with self._batches_lock:  # events wait while any cycle's binds are out (two with --pipeline-apply)
+                self._batches += 1
+                self.events.binds_done.clear()
+        self.assume(((task, node) for gang in result.binds for task, node in gang.binds), now)
         pending: Pending = []
         for gang in result.binds:
             claims = self.pool.submit(self._prepare, gang) if gang.volumes or gang.claims else None
@@ -79,6 +86,22 @@ class Binder:
                 for task, node in gang.binds
             )
         return pending
+
+    def assume(self, binds: Iterable[tuple[str, str]], now: float) -> None:
+        """Assume each pod on its node before its bind is sent: a snapshot taken meanwhile accounts it there. A pod
+        the watch already shows bound is left as it is."""
+        with self.stores.lock:
+            pods, assumed = self.stores.pods.objects, self.stores.assumed
+            for task, node in binds:
+                pod = pods.get(task)
+                if pod is None or not (pod.get("spec") or {}).get("nodeName"):
+                    assumed[task] = (node, now)
+
+    def _unassume(self, task_key: str, node: str, now: float) -> None:
+        """The bind failed: its pod is pending again in the cache (unless a later bind assumed it since)."""
+        with self.stores.lock:
+            if self.stores.assumed.get(task_key) == (node, now):
+                del self.stores.assumed[task_key]
 
     def _prepare(self, gang: GangBind) -> bool:
         """Before the gang's pods: its volumes' claims bound, then its DRA claims written."""
@@ -94,11 +117,27 @@ class Binder:
                 if not future.result():
                     failed[gang.job] = failed.get(gang.job, 0) + 1
         finally:
-            self.events.binds_done.set()
+            with self._batches_lock:
+                if pending:
+                    self._batches -= 1
+                if self._batches <= 0:
+                    self._batches = 0
+                    self.events.binds_done.set()
         return failed
 
     def bind(self, task_key: str, node: str, now: float, annotations: Mapping[str, str] | None = None,
              claims: Future[bool] | None = None, uid: str | None = None) -> bool:
+        """Bind one pod; True if it landed. Whatever the outcome short of that, the pod is not assumed any more."""
+        landed = False
+        try:
+            landed = self._bind(task_key, node, now, annotations, claims, uid)
+        finally:
+            if not landed:
+                self._unassume(task_key, node, now)
+        return landed
+
+    def _bind(self, task_key: str, node: str, now: float, annotations: Mapping[str, str] | None,
+              claims: Future[bool] | None, uid: str | None) -> bool:
         if claims is not None and not claims.result():
             return False  # the gang's claims could not be bound: none of its pods is
         if not self.may_write():  # leadership lost while this cycle's binds were being sent

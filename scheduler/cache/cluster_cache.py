@@ -21,16 +21,18 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
+from scheduler.adapter.podgroup_status import rebase
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.node import NodeInfo
-from scheduler.api.snapshot import ClusterSnapshot, CycleResult
-from scheduler.cache.binder import Binder
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, PodGroupStatus
+from scheduler.cache.applier import Applied, Applier
+from scheduler.cache.binder import Binder, Pending
 from scheduler.cache.dra import DraReader
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.evictor import Evictor
@@ -140,6 +142,8 @@ class ClusterCache:
         self.shards = coordinator_for(kube, self.stores, *sharding, may_write) if sharding else None
         # Snapshots from the last one and what changed (`cache/snapshots.py`); None: each built afresh.
         self.incremental: CacheSnapshots | None = CacheSnapshots(self.rules, self.parser) if incremental else None
+        self.applier = Applier()  # pipelined applies (cache/applier.py)
+        self._unseen: Future[Applied] | None = None  # the apply in flight when the last snapshot was taken
 
     @property
     def kube(self) -> Kube:
@@ -205,6 +209,7 @@ class ClusterCache:
         return all(w.synced.wait(max(0.0, deadline - time.monotonic())) for w in self.stores.watched)
 
     def stop(self, timeout: float = 5.0) -> None:
+        self.applier.close()  # the apply in flight finishes (its binds were sent)
         if self.events.running():
             self.flush_events(min(timeout, 2.0))
         self._stop.set()
@@ -226,6 +231,8 @@ class ClusterCache:
     # ---- snapshot ---------------------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
         now = self.clock()
+        # Read before the stores: an apply done by then had its binds' outcome in them.
+        self._unseen = self.applier.in_flight()
         stores = self.stores
         with stores.lock:
             by_key = dict(stores.pods.objects)  # one copy: the parser walks its values, the binds read UIDs
@@ -292,31 +299,80 @@ class ClusterCache:
         return self._pool
 
     # ---- apply ------------------------------------------------------------------------------------------
-    def apply(self, result: CycleResult) -> None:
+    def apply(self, result: CycleResult, *, pipelined: bool = False) -> None:
+        """Carry a cycle's decisions out. In line (the default): binds, evictions and ungates sent and waited for,
+        then the status writes, the events and the NodeShard step. `pipelined` (`--pipeline-apply`,
+        cache/applier.py): the binds are sent (their pods assumed on their nodes) and the rest is left to the
+        applier thread, so the next cycle starts at once; a cycle that evicts or ungates, any with sharding on,
+        and one with deletions due, still applies in line, after the apply in flight."""
         now = self.clock()
         if not self.may_write():
             log.warning("not the leader any more: dropping this cycle's decisions")
             return
+        unseen, self._unseen = self._unseen, None
+        due = self.evictor.due()
         # Every pod of every committed gang is bound concurrently; a failed bind leaves its pod pending in the
-        # cache, so the next cycle retries it.
+        # cache, so a later cycle retries it.
+        if not pipelined or due or result.evictions or result.ungate or self.shards is not None:
+            # Conservative: an eviction's room is taken by the next cycles (preempt, reclaim), the NodeShard step
+            # must follow the binds of every cycle that used a node (docs/scale-out.md): no apply left in flight.
+            self.applier.drain()
+            binds = self.binder.submit(result, now, self._snapshot_uid)
+            waits = [*self.gates.submit(result.ungate, self._snapshot_uid), *self.evictor.submit(result.evictions),
+                     *due]
+            self._finish_apply(result, now, binds, waits, unseen)
+            return
         binds = self.binder.submit(result, now, self._snapshot_uid)
-        ungates = self.gates.submit(result.ungate, self._snapshot_uid)
-        evictions = self.evictor.submit(result.evictions) + self.evictor.due()
+        self.applier.hand_over(lambda _before: self._finish_apply(result, now, binds, [], unseen))
+
+    def drain(self) -> None:
+        """Wait for the apply in flight (pipelined), if any; raise its exception."""
+        self.applier.drain()
+
+    def _finish_apply(self, result: CycleResult, now: float, binds: Pending, waits: list[Future[None]],
+                      unseen: Future[Applied] | None) -> Applied:
+        """After the binds were sent: wait for them (and `waits`), then write the statuses, send the events, take
+        the NodeShard step. `unseen`: the apply that was in flight when this cycle's snapshot was taken (done by
+        now); the gangs whose binds failed in it were seen bound by this cycle, whose statuses of them are not
+        written (the next cycle's are)."""
         failed = self.binder.wait(binds)
-        for pending in (*evictions, *ungates):
+        for pending in waits:
             pending.result()
         for job, count in failed.items():
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
+        if unseen is not None and unseen.exception() is None:  # done by now
+            result = replace(result, podgroups=self._behind(result.podgroups, unseen.result()))
         self.status_writer.write(result, now, failed)
         self.events.emit(result.events)
         if self.shards is not None:  # the session has ended and its binds have returned
             self.shards.between_sessions()
+        return Applied(failed, frozenset(s.job for s in result.podgroups))
+
+    def _behind(self, statuses: list[PodGroupStatus], before: Applied) -> list[PodGroupStatus]:
+        """A cycle's statuses, whose snapshot was taken while the apply `before` was in flight: a gang with a bind
+        that failed in it was seen bound, its status is left to the next cycle; a PodGroup it wrote was read as it
+        was before that write, its status is rebased onto what the PodGroup holds now."""
+        skipped = sorted({s.job for s in statuses if s.job in before.failed})
+        if skipped:
+            log.info("not writing the status of %s: the cycle saw binds of the last one that failed",
+                     ", ".join(skipped))
+        out = []
+        for status in statuses:
+            if status.job in before.failed:
+                continue
+            if status.job in before.written:
+                with self.stores.lock:
+                    stored = (self.stores.podgroups.objects.get(status.job) or {}).get("status")
+                status = rebase(status, stored)
+            out.append(status)
+        return out
 
     def apply_binds(self, result: CycleResult) -> int:
         """Only the binds of a cycle (and their `Scheduled` events): the first cycle on a partial view
         (cache/first_view.py), whose conditions and statuses would be partial. The binds that landed."""
         if not self.may_write():
             return 0
+        self.applier.drain()
         binds = self.binder.submit(result, self.clock(), self._snapshot_uid)
         failed = self.binder.wait(binds)
         if self.shards is not None:  # the session has ended and its binds have returned

@@ -119,6 +119,7 @@ class SchedulerLoop:
         partial_gang_timeout: float = 60.0,
         max_failed_cycles: int = MAX_FAILED_CYCLES,
         arrival_delay: float = 0.0,
+        pipeline: bool = False,
     ):
         self.cache = cache
         self.elector = elector
@@ -133,6 +134,9 @@ class SchedulerLoop:
         # at the period's end; 0, the default, cycles every period only, as Volcano does
         self.arrival_delay = arrival_delay
         self.arrived = threading.Event()
+        # --pipeline-apply: a cycle's binds are sent and the rest of its apply (waiting for them, the status
+        # writes, the events) goes on behind the next cycle (cache/applier.py)
+        self.pipeline = pipeline
         self.cycles = 0
         self.max_failed_cycles = max_failed_cycles
         self.failed_in_a_row = 0  # whole cycles that raised, in a row (a job's own fault is not one: faults.py)
@@ -177,7 +181,10 @@ class SchedulerLoop:
         result = run_cycle(snapshot, self.conf.current(), trace=self.trace, memo=self.memo)
         self._give_up_partial_gangs(snapshot, result)
         decided = time.monotonic()
-        self.cache.apply(result)
+        if self.pipeline:  # returns once the binds are sent; `cache.drain()` waits for the rest
+            self.cache.apply(result, pipelined=True)
+        else:
+            self.cache.apply(result)
         self.cycles += 1
         metrics.observe_cycle(result, time.monotonic() - started, snapshot, snapshot_seconds=snapshot_seconds)
         binds = sum(len(g.binds) for g in result.binds)
@@ -227,6 +234,7 @@ class SchedulerLoop:
         try:
             while not self.stopping.is_set():
                 if self.elector is not None and not self.elector.is_leader():
+                    self._drain()  # what the last apply had not sent was dropped (it checks the Lease)
                     self.cycling_since = None  # a standby is not expected to cycle
                     self.elector.wait_leader(min(self.period, 0.5))  # standby: warm caches, no cycles
                     continue
@@ -250,9 +258,21 @@ class SchedulerLoop:
                 collect_between_cycles()
                 self._wait_next(started)
         finally:
+            self._drain()  # the last cycle's apply finishes before the Lease is released
             if self.elector is not None:
                 self.elector.stop(release=True)
         log.info("scheduler stopped after %d cycles", self.cycles)
+
+    def _drain(self) -> None:
+        """Wait for the apply in flight (with `pipeline`); its failure is the failed cycle's, already counted or
+        counted now."""
+        if not self.pipeline:
+            return
+        try:
+            self.cache.drain()
+        except Exception as exc:
+            log.debug("the failed apply's traceback", exc_info=True)
+            self._cycle_failed(exc)
 
     def _first_view_cycle(self) -> None:
         """The first cycle on a partial view (cache/first_view.py), when the cache listed our pods early; the

@@ -177,7 +177,7 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
             cache, conf, period=opts.schedule_period, default_queue=opts.default_queue,
             trace=trace_log.debug if opts.level == "trace" else None,
             elector=elector, partial_gang_timeout=opts.partial_gang_timeout,
-            arrival_delay=opts.schedule_on_arrival,
+            arrival_delay=opts.schedule_on_arrival, pipeline=opts.pipeline_apply,
         )
         if opts.schedule_on_arrival > 0:
             cache.watcher.on_pending = loop.wake

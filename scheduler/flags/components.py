@@ -114,6 +114,9 @@ SCHEDULER = FlagSet("scheduler", (
     Flag("schedule-period", Kind.DURATION, "cycle period", dest="schedule_period", default=1.0),
     Flag("schedule-on-arrival", Kind.DURATION, "also start a cycle this long after a pending pod arrives, before "
          "the period ends (0: every period only, as Volcano)", dest="schedule_on_arrival", default=0.0),
+    Flag("pipeline-apply", Kind.BOOL, "start the next cycle once a cycle's binds are sent; waiting for them and "
+         "the status writes go on behind it (a cycle that evicts still waits; docs/scheduler.md)",
+         dest="pipeline_apply", default=False),
     Flag("default-queue", Kind.STRING, "queue of PodGroups that name none", dest="default_queue", default="default"),
     Flag("resource-sync-timeout", Kind.DURATION, "wait this long for the first lists before scheduling (0: do not "
          "wait)", dest="resource_sync_timeout", default=60.0),

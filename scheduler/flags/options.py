@@ -116,6 +116,7 @@ class SchedulerOptions(CommonOptions):
     disable_default_scheduler_config: bool
     schedule_period: float
     schedule_on_arrival: float
+    pipeline_apply: bool
     default_queue: str
     resource_sync_timeout: float
     first_cycle_partial_view: bool

@@ -159,7 +159,7 @@ class ResultsCollector:
             before_phase, before_conditions = self._original.get(job.key, (None, ()))
             if (status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job)
                     or status.phase_when_bound not in (None, before_phase)):
-                result.podgroups.append(status)
+                result.podgroups.append(replace(status, base=(before_phase, before_conditions)))
         allocated = self.allocated_by_queue()
         for queue in self._queues.values():
             queue_status = QueueStatus(queue.name, allocated.get(queue.name, ZERO), *self._shares.get(queue.name, ()))
@@ -170,9 +170,9 @@ class ResultsCollector:
     def _podgroup_status(self, job: JobInfo, binding: int = 0) -> PodGroupStatus:
         """`binding`: how many of the job's pods this cycle's result binds."""
         condition = self._conditions.get(job.key)
-        conditions = _merge_condition(job.conditions, condition) if condition else job.conditions
+        conditions = merge_condition(job.conditions, condition) if condition else job.conditions
         for extra in self._extra_conditions.get(job.key, ()):
-            conditions = _merge_condition(conditions, extra)
+            conditions = merge_condition(conditions, extra)
         running = job.count(TaskStatus.RUNNING)
         unschedulable_now = condition is not None and condition.type == "Unschedulable"
         phase = podgroup_phase(job, running, unschedulable_now)
@@ -196,7 +196,7 @@ def _counts_changed(job: JobInfo) -> bool:
     return now != job.reported_counts
 
 
-def _merge_condition(existing: tuple[Condition, ...], new: Condition) -> tuple[Condition, ...]:
+def merge_condition(existing: tuple[Condition, ...], new: Condition) -> tuple[Condition, ...]:
     """One condition per type; the newest replaces the old; Scheduled and Unschedulable exclude each other."""
     opposite = {"Scheduled": "Unschedulable", "Unschedulable": "Scheduled"}.get(new.type)
     kept = tuple(c for c in existing if c.type not in (new.type, opposite))

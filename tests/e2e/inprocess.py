@@ -47,11 +47,12 @@ def running_scheduler(
     control_plane, *, conf: str | None = None, conf_dir: Path | None = None, name: str = "volcano-py-scheduler",
     scheduler_names: tuple[str, ...] = ("volcano-py",), local_clock: Callable[[], float] = time.time,
     partial_gang_timeout: float = 60.0, queue_allocation_gate: bool = False, first_view: bool = False,
+    pipeline: bool = False,
 ) -> Iterator[RunningScheduler]:
     """Run the scheduler until the block ends; `conf` is the text of a volcano-scheduler.conf; it serves pods
     that name one of `scheduler_names`. `local_clock` stands for the scheduler machine's clock (a skewed one, to
     test that timeouts run on the apiserver's). `queue_allocation_gate`: --feature-gates
-    SchedulingGatesQueueAdmission=true."""
+    SchedulingGatesQueueAdmission=true. `pipeline`: --pipeline-apply."""
     conf_path = None
     if conf is not None:
         assert conf_dir is not None, "a conf needs a directory to live in"
@@ -65,13 +66,13 @@ def running_scheduler(
                          local_clock=local_clock, queue_allocation_gate=queue_allocation_gate, kube=kube,
                          ours_early=ours)
     loop = SchedulerLoop(cache, ConfWatcher(str(conf_path) if conf_path else None), period=0.2,
-                         partial_gang_timeout=partial_gang_timeout)
+                         partial_gang_timeout=partial_gang_timeout, pipeline=pipeline)
     running = RunningScheduler(loop, cache)
     apply = cache.apply
 
-    def recording_apply(result: CycleResult) -> None:
+    def recording_apply(result: CycleResult, **how: bool) -> None:
         running.results.append(result)
-        apply(result)
+        apply(result, **how)
 
     cache.apply = recording_apply  # type: ignore[method-assign]
     thread = threading.Thread(target=loop.run, name=name, daemon=True)
