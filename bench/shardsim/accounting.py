@@ -66,9 +66,11 @@ class Accounting:
     def charge(self, who: str, key: str, items: int, status: int) -> None:
         ms = self.cost(key, items)
         self.total_ms += ms
+        if not who:
+            return  # the harness's own requests (no token): charged to the server's total only
         rep = self.replicas.get(who)
         if rep is None:
-            return  # the harness's own requests: charged to the server's total only
+            rep = self.replicas[who] = Replica()
         rep.charged_ms += ms
         label = f"{key} {status}"
         rep.requests[label] = rep.requests.get(label, 0) + (items if key == "watch_event" else 1)
@@ -78,9 +80,7 @@ class Accounting:
         return self.cpu_of(rep.pid) + rep.charged_ms / 1000.0 / self.cores
 
     def bound(self, who: str, pod: str) -> None:
-        rep = self.replicas.get(who)
-        if rep is None:
-            return
+        rep = self.replicas.setdefault(who, Replica())
         rep.binds += 1
         mark = {"virtual_s": self.clock(rep), "cpu_s": self.cpu_of(rep.pid), "wall_s": self.wall() - self.started,
                 "server_total_s": self.total_ms / 1000.0}

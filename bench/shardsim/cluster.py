@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
 from shardsim.store import Store
 
 GPU = "nvidia.com/gpu"
@@ -85,10 +86,12 @@ def load(store: Store, shape: Shape) -> dict[str, int]:
         store.create(pods, NS, pod_doc(f"run-{j}", "default-scheduler", {"cpu": "2", "memory": "8Gi"},
                                        node=f"n{j % shape.nodes}"))
     groups = k(PG_GV, "podgroups")
-    made, g = 0, 0
+    made, g, gpu_pods = 0, 0, 0
+    gpu_room = len(gpu_nodes) * 8 // 2  # GPU gangs take at most half the GPUs: every gang fits (cpu: see below)
     while made < shape.pending:
         size = min(shape.pending - made, rnd.randint(1, shape.max_gang))
-        gpu = bool(gpu_nodes) and rnd.random() < 0.3
+        gpu = gpu_pods + size <= gpu_room and rnd.random() < 0.3
+        gpu_pods += size if gpu else 0
         requests = {"cpu": "1", "memory": "4Gi", **({GPU: "1"} if gpu else {})}
         scheduler = shard_name(g % shape.replicas)
         name = f"g{g}"
@@ -98,7 +101,7 @@ def load(store: Store, shape: Shape) -> dict[str, int]:
         made += size
         g += 1
     return {"nodes": shape.nodes, "gpu_nodes": len(gpu_nodes), "running": shape.running, "pending": made,
-            "gangs": g, "replicas": shape.replicas}
+            "gangs": g, "gpu_pods": gpu_pods, "replicas": shape.replicas}
 
 
 _SUFFIX = {"m": 0.001, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3,

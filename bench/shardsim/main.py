@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from shardsim.accounting import Accounting
 from shardsim.cluster import Shape, check, load
 from shardsim.kinds import all_kinds

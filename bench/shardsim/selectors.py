@@ -113,10 +113,7 @@ def parse_fields(text: str, resource: str) -> tuple[FieldTerm, ...]:
 
 
 def fields_match(terms: tuple[FieldTerm, ...], values: Mapping[str, str]) -> bool:
-    for t in terms:
-        if (values.get(t.field, "") == t.value) != (t.op == "="):
-            return False
-    return True
+    return all((values.get(t.field, "") == t.value) == (t.op == "=") for t in terms)
 
 
 # ---- label selectors ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
+
 from shardsim.accounting import Accounting
 from shardsim.selectors import SelectorError, parse_selector
 from shardsim.store import ApiError, Kind, Store

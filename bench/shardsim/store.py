@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
 from shardsim.patches import PatchError, json_patch, merge_patch, strategic_merge_patch
 from shardsim.selectors import Selector, field_values
 
