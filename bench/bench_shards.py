@@ -33,8 +33,7 @@ from shardsim.accounting import process_cpu
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
-SCHEDULER = [PY, "-m", "scheduler.cli", "scheduler"] if not (Path(PY).parent / "volcano-py").exists() else [
-    str(Path(PY).parent / "volcano-py"), "scheduler"]
+SCHEDULER = [PY, "-m", "scheduler.cli", "scheduler"]  # this checkout's scheduler (cwd and PYTHONPATH: REPO)
 CYCLE_METRIC = "volcano_e2e_scheduling_latency_milliseconds"
 
 
@@ -107,7 +106,8 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
                "--scheduler-sharding-name", name, "--listen-address", f"127.0.0.1:{mport}",
                *(["--scheduler-conf", str(args.conf)] if args.conf else [])]
         with open(workdir / f"replica-{replicas}-{i}.log", "wb") as out:
-            p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+            p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                                 env={**os.environ, "PYTHONPATH": str(REPO)})
         procs.append((name, p, mport))
     post(f"{base}/sim/replicas", {name: p.pid for name, p, _ in procs})
     last_binds, last_change = -1, time.monotonic()
