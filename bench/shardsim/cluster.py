@@ -64,6 +64,14 @@ def pod_doc(name: str, scheduler: str, requests: dict[str, str], *, node: str = 
 def load(store: Store, shape: Shape) -> dict[str, int]:
     """Fill the store; what was made."""
     rnd = random.Random(shape.seed)
+    store.loading = True
+    try:
+        return _load(store, shape, rnd)
+    finally:
+        store.loading = False
+
+
+def _load(store: Store, shape: Shape, rnd: random.Random) -> dict[str, int]:
     k = store.kind
     store.create(k("v1", "namespaces"), "", {"metadata": {"name": NS}})
     store.create(k("v1", "namespaces"), "", {"metadata": {"name": "volcano-py-system"}})
