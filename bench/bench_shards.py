@@ -76,7 +76,7 @@ def kubeconfig(path: Path, port: int, token: str) -> None:
 def start_server(args: argparse.Namespace, shape: dict[str, int], replicas: int, log: Path) -> tuple[Any, int]:
     cmd = [PY, "-m", "shardsim.main", "--cores", str(args.cores), "--calibration", str(args.calibration),
            "--nodes", str(shape["nodes"]), "--running", str(shape["running"]), "--pending", str(shape["pending"]),
-           "--replicas", str(replicas), "--seed", str(args.seed)]
+           "--replicas", str(replicas), "--seed", str(args.seed), "--watch-delay", str(args.watch_delay)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
     with open(log, "wb") as err:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=REPO)
@@ -185,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--idle", type=float, default=60.0, help="stop a phase after this long without a bind")
     p.add_argument("--timeout", type=float, default=1800.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
     p.add_argument("--results", type=Path, default=REPO / "bench/results")
     a = p.parse_args(argv)
     started = datetime.datetime.now(datetime.UTC)

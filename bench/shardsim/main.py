@@ -36,7 +36,8 @@ def read_calibration(path: Path) -> dict[str, Any]:
     return doc
 
 
-def build(shape: Shape, calibration: dict[str, Any], cores: int) -> tuple[Server, dict[str, int], float]:
+def build(shape: Shape, calibration: dict[str, Any], cores: int,
+          watch_delay: float = 0.0) -> tuple[Server, dict[str, int], float]:
     store = Store(all_kinds())
     t0 = time.monotonic()
     made = load(store, shape)
@@ -49,7 +50,7 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int) -> tuple[Server
 
     extra = {"replicas": replicas, "stats": lambda req: acct.stats(), "check": lambda req: check(store),
              "made": lambda req: made}
-    return Server(store, acct, extra), made, time.monotonic() - t0
+    return Server(store, acct, extra, watch_delay), made, time.monotonic() - t0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,10 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pending", type=int, default=10000)
     p.add_argument("--replicas", type=int, default=1)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
     a = p.parse_args(argv)
     calibration = read_calibration(a.calibration)
     gc.disable()  # millions of long-lived objects: the cyclic collector would rescan them all
-    server, made, seconds = build(Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed), calibration, a.cores)
+    server, made, seconds = build(Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed), calibration, a.cores,
+                                   a.watch_delay)
     gc.freeze()
     print(f"loaded {json.dumps(made)} in {seconds:.1f}s", file=sys.stderr, flush=True)
 

@@ -49,8 +49,10 @@ def parse_path(path: str) -> tuple[str, list[str]]:
 
 
 class Server:
-    def __init__(self, store: Store, accounting: Accounting, extra: dict[str, Callable[[Request], Any]] | None = None):
+    def __init__(self, store: Store, accounting: Accounting, extra: dict[str, Callable[[Request], Any]] | None = None,
+                 watch_delay: float = 0.0):
         self.store = store
+        self.watch_delay = watch_delay  # seconds between a write and its watch event (wall-clock)
         self.acct = accounting
         self.extra = extra or {}
         self.stopping = asyncio.Event()
@@ -213,9 +215,12 @@ class Server:
                 at = self.store.watch_start(kind, rv)
             while time.monotonic() < deadline and not self.stopping.is_set():
                 wake.clear()
-                lines, at = self.store.watch_read(kind, at, selector)
+                lines, at = self.store.watch_read(kind, at, selector, delay=self.watch_delay)
                 if lines:
                     await self._chunk(writer, lines, who)
+                    continue
+                if self.watch_delay > 0 and at - kind.base < len(kind.log):  # written, not yet due
+                    await asyncio.sleep(min(self.watch_delay, max(0.0, deadline - time.monotonic())))
                     continue
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), timeout=max(0.01, deadline - time.monotonic()))

@@ -60,6 +60,7 @@ class Event:
     data: bytes
     new: tuple[dict[str, str], dict[str, str]] | None  # labels, fields after (None: deleted)
     old: tuple[dict[str, str], dict[str, str]] | None  # before (None: added)
+    at: float = 0.0  # when it was written (time.monotonic), for the watch delay
 
 
 @dataclass
@@ -119,7 +120,8 @@ class Store:
             kind.floor_rv = entry.rv  # a watch from before the load is too old: it must list
             return
         new = None if type_ == "DELETED" else (entry.labels, entry.fields)
-        kind.log.append(Event(entry.rv, type_, entry.data, new, (old.labels, old.fields) if old else None))
+        kind.log.append(Event(entry.rv, type_, entry.data, new, (old.labels, old.fields) if old else None,
+                              time.monotonic()))
         if len(kind.log) > 2 * LOG_KEEP:
             cut = len(kind.log) - LOG_KEEP
             kind.floor_rv = kind.log[cut - 1].rv
@@ -338,13 +340,20 @@ class Store:
                 hi = mid
         return kind.base + lo
 
-    def watch_read(self, kind: Kind, at: int, selector: Selector) -> tuple[list[bytes], int]:
+    def watch_read(self, kind: Kind, at: int, selector: Selector, *, delay: float = 0.0,
+                   now: float | None = None) -> tuple[list[bytes], int]:
         """The event lines from absolute index `at` on, filtered as the watch cache filters, and the next index;
-        410 when the watcher fell behind the kept events."""
+        410 when the watcher fell behind the kept events. With a `delay` (seconds), only the events written at
+        least that long before `now`: a watcher sees each change that long after it happened."""
         if at < kind.base:
             raise ApiError(410, "Expired", "too old resource version: the watch fell behind")
         lines = []
-        for ev in kind.log[at - kind.base:]:
+        end = len(kind.log)
+        if delay > 0:
+            due = (time.monotonic() if now is None else now) - delay
+            while end > at - kind.base and kind.log[end - 1].at > due:
+                end -= 1
+        for ev in kind.log[at - kind.base:end]:
             type_ = ev.type
             if not selector.everything:
                 now_in = ev.new is not None and selector.matches(*ev.new)
@@ -359,7 +368,7 @@ class Store:
                 elif not now_in:
                     continue
             lines.append(b'{"type":"' + type_.encode() + b'","object":' + ev.data + b"}\n")
-        return lines, kind.base + len(kind.log)
+        return lines, kind.base + end
 
     def initial_events(self, kind: Kind, namespace: str, selector: Selector) -> list[bytes]:
         """A watch from resourceVersion "" or "0": every current object as ADDED first."""

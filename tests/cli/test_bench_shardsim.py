@@ -283,3 +283,17 @@ def test_the_scheduler_s_own_client_lists_pages_and_watches_over_http() -> None:
     assert len(gone) == 25 and {e["type"] for e in gone} == {"ADDED"}
     loop.call_soon_threadsafe(srv.stopping.set)
     thread.join(10)
+
+
+def test_a_watch_delay_holds_each_event_back_that_long() -> None:
+    srv = server()
+    store = srv.store
+    pods = store.kind("v1", "pods")
+    at = store.watch_start(pods, str(store.rv))
+    call(srv, "POST", "/api/v1/namespaces/ns/pods", pod("p1"))
+    written = pods.log[-1].at
+    everything = parse_selector("", "", "pods")
+    lines, next_at = store.watch_read(pods, at, everything, delay=0.5, now=written + 0.4)
+    assert (lines, next_at) == ([], at)
+    lines, _ = store.watch_read(pods, at, everything, delay=0.5, now=written + 0.5)
+    assert [orjson.loads(x)["object"]["metadata"]["name"] for x in lines] == ["p1"]
