@@ -297,3 +297,24 @@ def test_a_watch_delay_holds_each_event_back_that_long() -> None:
     assert (lines, next_at) == ([], at)
     lines, _ = store.watch_read(pods, at, everything, delay=0.5, now=written + 0.5)
     assert [orjson.loads(x)["object"]["metadata"]["name"] for x in lines] == ["p1"]
+
+
+def test_the_checked_in_calibration_names_a_bench_peers_run_that_is_in_the_results() -> None:
+    from pathlib import Path
+
+    from shardsim.main import CALIBRATION, read_calibration
+
+    doc = read_calibration(CALIBRATION)
+    run = doc["source_run"].split()[0]  # bench/results/peers-DATE
+    root = Path(__file__).resolve().parents[2]
+    assert (root / f"{run}.md").is_file() and (root / f"{run}.json").is_file()
+
+
+def test_the_cycle_p95_is_the_first_bucket_holding_95_percent() -> None:
+    report = bench_module("shards").p95_from_histogram
+    m = "volcano_e2e_scheduling_latency_milliseconds"
+    text = "\n".join([f'{m}_bucket{{le="10"}} 50', f'{m}_bucket{{le="100"}} 94', f'{m}_bucket{{le="1000"}} 100',
+                      f'{m}_bucket{{le="+Inf"}} 100', f"{m}_sum 5000", f"{m}_count 100"])
+    assert report(text, m) == 1000.0
+    assert report(text.replace(" 94", " 95"), m) == 100.0
+    assert report("", m) is None
