@@ -3,10 +3,11 @@ simulated apiserver (bench/shardsim/), measured in virtual time (docs/scale-out.
 
 Each phase starts the simulated apiserver with a generated cluster (bench/shardsim/cluster.py), then R replicas
 under Volcano's sharding contract: replica i is `--scheduler-name shard-i --scheduler-sharding-mode hard
---scheduler-sharding-name shard-i`, the NodeShard shard-i holding every R-th node, the pending gangs split between
-the schedulerNames. It waits until every pending pod is bound, or no bind came for --idle seconds, or --timeout;
-then reads each replica's metrics (cycle p95), RSS and CPU, stops them, and counts from the store the over-committed
-nodes, pods bound twice and partial gangs. Phases: first ONE replica (--nodes1 etc.), then --replicas.
+--scheduler-sharding-name shard-i`, the NodeShard shard-i holding the i-th of R blocks of nodes, the pending
+gangs split between the schedulerNames. It waits until every pending pod is bound, or no bind came for --idle
+seconds, or --timeout, or the machine runs short of memory; then reads each replica's metrics (cycle p95), RSS and
+CPU, stops them, and counts from the store the over-committed nodes, pods bound twice and partial gangs.
+Phases: first ONE replica (--nodes1 etc.), then --replicas.
 
     make bench-shards
     make bench-shards BENCH_SHARDS_ARGS='--nodes 50000 --running 500000 --pending 20000 --replicas 4 --skip-one'
@@ -50,6 +51,13 @@ def rss_mib(pid: int, field: str = "VmHWM") -> float:
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
+    return 0.0
+
+
+def mem_available_gib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024 / 1024
     return 0.0
 
 
@@ -111,18 +119,28 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
         procs.append((name, p, mport))
     post(f"{base}/sim/replicas", {name: p.pid for name, p, _ in procs})
     last_binds, last_change = -1, time.monotonic()
+    stopped = "all pending pods bound"
+    peak_mem_used = 0.0
     while True:
         stats = json.loads(get(f"{base}/sim/stats"))
         now = time.monotonic()
+        peak_mem_used = max(peak_mem_used, sum(rss_mib(p.pid, "VmRSS") for _, p, _ in procs) + rss_mib(
+            server.pid, "VmRSS"))
         if stats["binds"] != last_binds:
             last_binds, last_change = stats["binds"], now
         if stats["binds"] >= made["pending"]:
             break
         if now - last_change > args.idle or now - t0 > args.timeout:
-            print(f"  stopped waiting: {stats['binds']:,}/{made['pending']:,} bound", flush=True)
+            stopped = "no bind for --idle seconds" if now - last_change > args.idle else "--timeout"
+            print(f"  stopped waiting ({stopped}): {stats['binds']:,}/{made['pending']:,} bound", flush=True)
             break
         if any(p.poll() is not None for _, p, _ in procs):
-            print("  a replica exited early", flush=True)
+            stopped = "a replica exited early"
+            print(f"  {stopped}", flush=True)
+            break
+        if mem_available_gib() < args.min_free_gib:  # the machine is shared: stop before anyone is OOM-killed
+            stopped = f"memory: under {args.min_free_gib} GiB available"
+            print(f"  stopped: {stopped}", flush=True)
             break
         time.sleep(1.0)  # polling the store's counts once a second: the harness's own pace, not a sync
     wall = time.monotonic() - t0
@@ -160,7 +178,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
     phase = {"replicas": replicas, "shape": shape, "made": made, "stats": stats, "check": check,
              "wall": {"to_last_bind_s": stats["wall_last_bind_s"], "phase_s": round(wall, 1)},
              "cpu": {"replicas_s": round(sum(r["cpu_s"] for r in per), 2), "server_s": round(server_cpu, 2)},
-             "per_replica": per,
+             "per_replica": per, "stopped": stopped, "peak_rss_sum_mib": round(peak_mem_used),
              "server": {"load_s": round(t0 - t_load, 1), "rss_peak_mib": server_rss}}
     print(f"  {stats['binds']:,} binds, {stats['decisions_per_virtual_s']:,.0f} decisions/s virtual "
           f"({stats['virtual_s']:.2f} virtual s, bound by {stats['bound_by']}), {stats['wall_last_bind_s']:.1f}s wall "
@@ -185,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--idle", type=float, default=60.0, help="stop a phase after this long without a bind")
     p.add_argument("--timeout", type=float, default=1800.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--logs", type=Path, default=None, help="keep the replicas' and the server's logs here")
+    p.add_argument("--min-free-gib", type=float, default=3.0, help="stop a phase when the machine has less free")
     p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
     p.add_argument("--results", type=Path, default=REPO / "bench/results")
     a = p.parse_args(argv)
@@ -193,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     t = time.monotonic()
     phases = []
     with tempfile.TemporaryDirectory(prefix="bench-shards-") as tmp:
-        workdir = Path(tmp)
+        workdir = a.logs or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
         if not a.skip_one:
             phases.append(run_phase(a, {"nodes": a.nodes1, "running": a.running1, "pending": a.pending1}, 1,
                                     workdir))

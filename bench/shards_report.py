@@ -71,6 +71,9 @@ def markdown(run: dict[str, Any]) -> str:
             r = p["per_replica"][0]
             lines.append(f"- {p['replicas']} replicas, {r['name']}: " + ", ".join(
                 f"{k} {v:,}" for k, v in list(r["requests"].items())[:10]))
+    lines += ["", "Phases ended: " + "; ".join(
+        f"{p['replicas']} replicas: {p.get('stopped', '?')}, the processes' RSS summed peaked at "
+        f"{p.get('peak_rss_sum_mib', 0):,} MiB (sampled each second)" for p in run["phases"])]
     lines += ["", "Server process: " + "; ".join(
         f"{p['replicas']} replicas: cluster generated in {p['server']['load_s']:.1f} s, "
         f"peak RSS {p['server']['rss_peak_mib']:,.0f} MiB" for p in run["phases"])]

@@ -52,6 +52,9 @@ class Accounting:
         self.started = wall()
 
     def register(self, token: str, pid: int) -> None:
+        """A replica's process; the first registration starts the wall clock (the replicas start then)."""
+        if not any(r.pid for r in self.replicas.values()):
+            self.started = self.wall()
         self.replicas.setdefault(token, Replica()).pid = pid
 
     def cost(self, key: str, items: int) -> float:

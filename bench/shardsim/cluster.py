@@ -86,22 +86,27 @@ def _load(store: Store, shape: Shape, rnd: random.Random) -> dict[str, int]:
         if gpu:
             gpu_nodes.append(i)
     shards = k("shard.volcano.sh/v1alpha1", "nodeshards")
+    # Shard r holds a block of nodes, so each holds its part of the GPU nodes (every R-th node would give the GPU
+    # nodes, every 4th, all to the even shards).
+    bounds = [r * shape.nodes // shape.replicas for r in range(shape.replicas + 1)]
     for r in range(shape.replicas):
         store.create(shards, "", {"metadata": {"name": shard_name(r)},
-                                  "spec": {"nodesDesired": [f"n{i}" for i in range(r, shape.nodes, shape.replicas)]}})
+                                  "spec": {"nodesDesired": [f"n{i}" for i in range(bounds[r], bounds[r + 1])]}})
+    shard_gpus = [8 * sum(1 for i in gpu_nodes if bounds[r] <= i < bounds[r + 1]) for r in range(shape.replicas)]
     pods = k("v1", "pods")
     for j in range(shape.running):  # 2 CPUs and 8 GiB each, round-robin over the nodes
         store.create(pods, NS, pod_doc(f"run-{j}", "default-scheduler", {"cpu": "2", "memory": "8Gi"},
                                        node=f"n{j % shape.nodes}"))
     groups = k(PG_GV, "podgroups")
-    made, g, gpu_pods = 0, 0, 0
-    gpu_room = len(gpu_nodes) * 8 // 2  # GPU gangs take at most half the GPUs: every gang fits (cpu: see below)
+    made, g = 0, 0
+    gpu_used = [0] * shape.replicas  # GPU gangs take at most half a shard's GPUs: every gang fits
     while made < shape.pending:
         size = min(shape.pending - made, rnd.randint(1, shape.max_gang))
-        gpu = gpu_pods + size <= gpu_room and rnd.random() < 0.3
-        gpu_pods += size if gpu else 0
+        r = g % shape.replicas
+        gpu = gpu_used[r] + size <= shard_gpus[r] // 2 and rnd.random() < 0.3
+        gpu_used[r] += size if gpu else 0
         requests = {"cpu": "1", "memory": "4Gi", **({GPU: "1"} if gpu else {})}
-        scheduler = shard_name(g % shape.replicas)
+        scheduler = shard_name(r)
         name = f"g{g}"
         store.create(groups, NS, {"metadata": {"name": name}, "spec": {"minMember": size, "queue": "default"}})
         for m in range(size):
@@ -109,7 +114,7 @@ def _load(store: Store, shape: Shape, rnd: random.Random) -> dict[str, int]:
         made += size
         g += 1
     return {"nodes": shape.nodes, "gpu_nodes": len(gpu_nodes), "running": shape.running, "pending": made,
-            "gangs": g, "gpu_pods": gpu_pods, "replicas": shape.replicas}
+            "gangs": g, "gpu_pods": sum(gpu_used), "replicas": shape.replicas}
 
 
 _SUFFIX = {"m": 0.001, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3,
