@@ -318,3 +318,26 @@ def test_the_cycle_p95_is_the_first_bucket_holding_95_percent() -> None:
     assert report(text, m) == 1000.0
     assert report(text.replace(" 94", " 95"), m) == 100.0
     assert report("", m) is None
+
+
+def test_virtual_time_is_the_replica_cpu_plus_its_server_cost_over_the_cores_and_the_server_bounds_the_run() -> None:
+    cpu = {1: 2.0, 2: 1.0}
+    acct = Accounting({**COSTS, "bind": 1000.0}, 2, cpu_of=lambda pid: cpu[pid], wall=lambda: 0.0)
+    acct.register("a", 1)
+    acct.register("b", 2)
+    for _ in range(3):
+        acct.charge("a", "bind", 0, 201)
+        acct.bound("a", "ns/p")
+    acct.charge("b", "bind", 0, 201)
+    acct.bound("b", "ns/q")
+    stats = acct.stats()
+    assert stats["replicas"]["a"]["last_bind"]["virtual_s"] == pytest.approx(2.0 + 3.0 / 2)
+    assert stats["replicas"]["b"]["last_bind"]["virtual_s"] == pytest.approx(1.0 + 1.0 / 2)
+    assert (stats["virtual_s"], stats["bound_by"]) == (pytest.approx(3.5), "replicas")
+    assert stats["decisions_per_virtual_s"] == pytest.approx(4 / 3.5, abs=0.1)
+    for _ in range(20):  # the server's own work (no replica) grows past what the replicas' clocks show
+        acct.charge("", "bind", 0, 201)
+    acct.charge("b", "bind", 0, 201)
+    acct.bound("b", "ns/r")
+    stats = acct.stats()
+    assert (stats["virtual_s"], stats["bound_by"]) == (pytest.approx((3 + 1 + 20 + 1) / 2), "server")
