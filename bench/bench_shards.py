@@ -130,8 +130,11 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             last_binds, last_change = stats["binds"], now
         if stats["binds"] >= made["pending"]:
             break
-        if now - last_change > args.idle or now - t0 > args.timeout:
-            stopped = "no bind for --idle seconds" if now - last_change > args.idle else "--timeout"
+        idle = args.idle if last_binds > 0 else args.start_timeout  # the first lists take long at scale
+        if now - last_change > idle or now - t0 > args.timeout:
+            stopped = "no bind for --idle seconds" if now - last_change > idle else "--timeout"
+            if last_binds <= 0 and now - last_change > idle:
+                stopped = "no bind within --start-timeout seconds"
             print(f"  stopped waiting ({stopped}): {stats['binds']:,}/{made['pending']:,} bound", flush=True)
             break
         if any(p.poll() is not None for _, p, _ in procs):
@@ -202,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conf", type=Path, default=None, help="--scheduler-conf (default: Volcano's default conf)")
     p.add_argument("--idle", type=float, default=60.0, help="stop a phase after this long without a bind")
     p.add_argument("--timeout", type=float, default=1800.0)
+    p.add_argument("--start-timeout", type=float, default=900.0, help="stop a phase with no bind after this long")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--logs", type=Path, default=None, help="keep the replicas' and the server's logs here")
     p.add_argument("--min-free-gib", type=float, default=3.0, help="stop a phase when the machine has less free")

@@ -9,7 +9,8 @@ from shardsim.store import Kind
 
 def all_kinds() -> list[Kind]:
     return [
-        Kind("pods", "v1", "Pod", namespaced=True, status_subresource=True),
+        Kind("pods", "v1", "Pod", namespaced=True, status_subresource=True,
+             indexes={"spec.nodeName": {}, "spec.schedulerName": {}}),
         Kind("nodes", "v1", "Node", namespaced=False, status_subresource=True),
         Kind("namespaces", "v1", "Namespace", namespaced=False, status_subresource=True),
         Kind("events", "v1", "Event", namespaced=True, status_subresource=False, retain=False),

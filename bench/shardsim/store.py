@@ -77,6 +77,9 @@ class Kind:
     floor_rv: int = 0  # a watch may resume from this resourceVersion or later
     watchers: set[Callable[[], None]] = field(default_factory=set)
     sorted_keys: list[str] | None = None
+    # field -> value -> keys: the fields a list selects on by equality that the apiserver indexes (the watch
+    # cache's pod index on spec.nodeName); here also spec.schedulerName, which the scheduler's first lists ask for
+    indexes: dict[str, dict[str, set[str]]] = field(default_factory=dict)
 
     @property
     def list_kind(self) -> str:
@@ -104,6 +107,22 @@ class Store:
         return kind
 
     # ---- writes -------------------------------------------------------------------------------------------------
+    def _put(self, kind: Kind, key: str, entry: Entry | None) -> None:
+        """Store (or with None, drop) an object, its index entries with it."""
+        old = kind.objects.get(key)
+        for name, index in kind.indexes.items():
+            before = old.fields.get(name) if old is not None else None
+            after = entry.fields.get(name) if entry is not None else None
+            if before != after:
+                if before is not None:
+                    index[before].discard(key)
+                if after is not None:
+                    index.setdefault(after, set()).add(key)
+        if entry is None:
+            del kind.objects[key]
+        else:
+            kind.objects[key] = entry
+
     def _stamp(self, kind: Kind, doc: dict[str, Any]) -> Entry:
         self.rv += 1
         meta = doc.setdefault("metadata", {})
@@ -160,7 +179,7 @@ class Store:
         meta.setdefault("creationTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock())))
         entry = self._stamp(kind, doc)
         if kind.retain:
-            kind.objects[key] = entry
+            self._put(kind, key, entry)
             kind.sorted_keys = None
             self._record(kind, "ADDED", entry, None)
         return entry.data
@@ -200,7 +219,7 @@ class Store:
         if result.get("status") is None:
             result.pop("status", None)
         entry = self._stamp(kind, result)
-        kind.objects[key_of(namespace, name)] = entry
+        self._put(kind, key_of(namespace, name), entry)
         self._record(kind, "MODIFIED", entry, old)
         return entry.data
 
@@ -240,7 +259,7 @@ class Store:
     def delete(self, kind: Kind, namespace: str, name: str) -> bytes:
         key = key_of(namespace, name)
         old = self.get(kind, namespace, name)
-        del kind.objects[key]
+        self._put(kind, key, None)
         kind.sorted_keys = None
         entry = self._stamp(kind, orjson.loads(old.data))
         self._record(kind, "DELETED", entry, old)
@@ -276,7 +295,7 @@ class Store:
         conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
         status["conditions"] = [*conditions, {"type": "PodScheduled", "status": "True"}]
         entry = self._stamp(pods, pod)
-        pods.objects[key_of(namespace, name)] = entry
+        self._put(pods, key_of(namespace, name), entry)
         self._record(pods, "MODIFIED", entry, old)
         key = key_of(namespace, name)
         self.binds[key] = self.binds.get(key, 0) + 1
@@ -302,7 +321,12 @@ class Store:
             if kind.sorted_keys is None:
                 kind.sorted_keys = sorted(kind.objects)
             prefix = f"{namespace}/" if namespace and kind.namespaced else ""
-            items = [e.data for k in kind.sorted_keys if (e := kind.objects[k]) is not None
+            keys = kind.sorted_keys
+            for term in selector.fields:
+                if term.op == "=" and term.field in kind.indexes:
+                    keys = sorted(kind.indexes[term.field].get(term.value, ()))
+                    break
+            items = [e.data for k in keys if (e := kind.objects[k]) is not None
                      and (not prefix or k.startswith(prefix)) and (selector.everything
                                                                    or selector.matches(e.labels, e.fields))]
             rv, offset, sid = self.rv, 0, ""

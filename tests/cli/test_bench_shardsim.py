@@ -341,3 +341,19 @@ def test_virtual_time_is_the_replica_cpu_plus_its_server_cost_over_the_cores_and
     acct.bound("b", "ns/r")
     stats = acct.stats()
     assert (stats["virtual_s"], stats["bound_by"]) == (pytest.approx((3 + 1 + 20 + 1) / 2), "server")
+
+
+def test_an_indexed_field_selector_answers_as_the_scan_does_through_binds_and_deletes() -> None:
+    srv = server()
+    for i in range(6):
+        call(srv, "POST", "/api/v1/namespaces/ns/pods", pod(f"p{i}", **({"nodeName": "n1"} if i % 3 == 0 else {})))
+    call(srv, "POST", "/api/v1/namespaces/ns/pods/p1/binding", {"target": {"name": "n1"}})
+    call(srv, "DELETE", "/api/v1/namespaces/ns/pods/p3")
+
+    def names(query: str) -> list[str]:
+        return [i["metadata"]["name"] for i in call(srv, "GET", f"/api/v1/pods?{query}")[1]["items"]]
+
+    assert names("fieldSelector=spec.nodeName=n1") == ["p0", "p1"]
+    assert names("fieldSelector=spec.nodeName=") == ["p2", "p4", "p5"]
+    assert names("fieldSelector=spec.nodeName=n1,metadata.name!=p0") == ["p1"]
+    assert names("fieldSelector=spec.schedulerName=s&limit=2") == ["p0", "p1"]
