@@ -88,6 +88,10 @@ def markdown(run: dict[str, Any]) -> str:
             r = p["per_replica"][0]
             lines.append(f"- {p['replicas']} replicas, {r['name']}: " + ", ".join(
                 f"{k} {v:,}" for k, v in list(r["requests"].items())[:10]))
+    lines += ["", "PodGroups of gangs bound whole whose status.phase is not Running at the end (information; "
+              "each replica writes the status of every PodGroup, its own gangs' or not): " + "; ".join(
+                  f"{p['replicas']} replicas: {p['check'].get('bound_gangs_not_running', '-')} of "
+                  f"{p['check'].get('gangs_bound', '-')}" for p in run["phases"])]
     lines += ["", "Phases ended: " + "; ".join(
         f"{p['replicas']} replicas: {p.get('stopped', '?')}, the processes' RSS summed peaked at "
         f"{p.get('peak_rss_sum_mib', 0):,} MiB (sampled each second)" for p in run["phases"])]

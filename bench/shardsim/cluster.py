@@ -159,13 +159,17 @@ def check(store: Store) -> dict[str, Any]:
             for r, v in ((c.get("resources") or {}).get("requests") or {}).items():
                 u[r] = u.get(r, 0) + quantity(v)
     over = sorted(n for n, u in used.items() if any(v > alloc.get(n, {}).get(r, 0) + 1e-9 for r, v in u.items()))
-    partial = []
+    partial, not_running = [], []
     for key, e in store.kind(PG_GV, "podgroups").objects.items():
-        minimum = int((orjson.loads(e.data).get("spec") or {}).get("minMember") or 1)
+        doc = orjson.loads(e.data)
+        minimum = int((doc.get("spec") or {}).get("minMember") or 1)
         if 0 < bound_in.get(key, 0) < minimum:
             partial.append(key)
+        elif bound_in.get(key, 0) >= minimum and (doc.get("status") or {}).get("phase") != "Running":
+            not_running.append(key)  # information: what the PodGroup says of a gang whose pods are all bound
     twice = sorted(k for k, n in store.binds.items() if n > 1)
     return {"over_committed_nodes": len(over), "over_committed_examples": over[:5], "pods_bound_twice": len(twice),
             "partial_gangs": len(partial), "partial_examples": sorted(partial)[:5],
+            "bound_gangs_not_running": len(not_running), "not_running_examples": sorted(not_running)[:5],
             "gang_pods": pending, "gang_pods_bound": bound_pending,
             "gangs_bound": sum(1 for n in bound_in.values() if n > 0)}

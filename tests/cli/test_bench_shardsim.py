@@ -357,3 +357,13 @@ def test_an_indexed_field_selector_answers_as_the_scan_does_through_binds_and_de
     assert names("fieldSelector=spec.nodeName=") == ["p2", "p4", "p5"]
     assert names("fieldSelector=spec.nodeName=n1,metadata.name!=p0") == ["p1"]
     assert names("fieldSelector=spec.schedulerName=s&limit=2") == ["p0", "p1"]
+
+
+def test_a_gang_bound_whole_whose_podgroup_is_not_running_is_counted() -> None:
+    store = Store(all_kinds())
+    load(store, Shape(nodes=4, running=0, pending=1, replicas=1, max_gang=1))
+    store.bind("bench", "g0-0", {"target": {"name": "n0"}})
+    assert check(store)["bound_gangs_not_running"] == 1
+    groups = store.kind("scheduling.volcano.sh/v1beta1", "podgroups")
+    store.patch(groups, "bench", "g0", "application/merge-patch+json", {"status": {"phase": "Running"}})
+    assert check(store)["bound_gangs_not_running"] == 0
