@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(run)
     print(text)
     a.results.mkdir(parents=True, exist_ok=True)
-    stem = a.results / f"shards-{started.strftime('%Y%m%d-%H%M')}"
+    stem = a.results / f"shards-{started.strftime('%Y%m%d-%H%M%S')}"  # two short runs in one minute: two files
     stem.with_suffix(".json").write_text(json.dumps(run, indent=1))
     stem.with_suffix(".md").write_text(text)
     print(f"results: {stem}.md, {stem}.json")
