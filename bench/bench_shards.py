@@ -84,7 +84,8 @@ def kubeconfig(path: Path, port: int, token: str) -> None:
 def start_server(args: argparse.Namespace, shape: dict[str, int], replicas: int, log: Path) -> tuple[Any, int]:
     cmd = [PY, "-m", "shardsim.main", "--cores", str(args.cores), "--calibration", str(args.calibration),
            "--nodes", str(shape["nodes"]), "--running", str(shape["running"]), "--pending", str(shape["pending"]),
-           "--replicas", str(replicas), "--seed", str(args.seed), "--watch-delay", str(args.watch_delay)]
+           "--replicas", str(replicas), "--seed", str(args.seed), "--watch-delay", str(args.watch_delay),
+           *(["--gangs-later"] if args.gangs_later else [])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
     with open(log, "wb") as err:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=REPO)
@@ -118,6 +119,20 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
                                  env={**os.environ, "PYTHONPATH": str(REPO)})
         procs.append((name, p, mport))
     post(f"{base}/sim/replicas", {name: p.pid for name, p, _ in procs})
+    if args.gangs_later:  # every replica synced (its /readyz), then the gangs arrive
+        deadline = time.monotonic() + args.start_timeout
+        waiting = {mport for _, _, mport in procs}
+        while waiting and time.monotonic() < deadline:
+            for mport in list(waiting):
+                try:
+                    get(f"http://127.0.0.1:{mport}/readyz", timeout=5)
+                    waiting.discard(mport)
+                except OSError:
+                    pass
+            time.sleep(0.5)  # polling the replicas' readiness, the harness's own pace
+        created = post(f"{base}/sim/arrive", {})["created"]
+        print(f"  {len(procs) - len(waiting)} of {len(procs)} replicas ready after {time.monotonic() - t0:.1f}s; "
+              f"{created:,} pending pods arrive", flush=True)
     last_binds, last_change = -1, time.monotonic()
     stopped = "all pending pods bound"
     peak_mem_used = 0.0
@@ -183,6 +198,9 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
              "cpu": {"replicas_s": round(sum(r["cpu_s"] for r in per), 2), "server_s": round(server_cpu, 2)},
              "per_replica": per, "stopped": stopped, "peak_rss_sum_mib": round(peak_mem_used),
              "server": {"load_s": round(t0 - t_load, 1), "rss_peak_mib": server_rss}}
+    if stats.get("decisions_per_virtual_s_from_arrival"):
+        print(f"  from the arrival: {stats['decisions_per_virtual_s_from_arrival']:,.0f} decisions/s virtual "
+              f"({stats['virtual_from_arrival_s']:.2f} virtual s)", flush=True)
     print(f"  {stats['binds']:,} binds, {stats['decisions_per_virtual_s']:,.0f} decisions/s virtual "
           f"({stats['virtual_s']:.2f} virtual s, bound by {stats['bound_by']}), {stats['wall_last_bind_s']:.1f}s wall "
           f"to last bind; checks {check['over_committed_nodes']}/{check['pods_bound_twice']}/{check['partial_gangs']};"
@@ -208,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--start-timeout", type=float, default=900.0, help="stop a phase with no bind after this long")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--logs", type=Path, default=None, help="keep the replicas' and the server's logs here")
+    p.add_argument("--gangs-at-start", dest="gangs_later", action="store_false",
+                   help="load the pending gangs with the cluster (a restart: the start-up lists in the figures); by "
+                        "default they are created once every replica is ready, and decisions/s is also measured "
+                        "from their arrival")
     p.add_argument("--min-free-gib", type=float, default=3.0, help="stop a phase when the machine has less free")
     p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
     p.add_argument("--results", type=Path, default=REPO / "bench/results")

@@ -39,6 +39,7 @@ class Replica:
     binds: int = 0
     first_bind: dict[str, float] | None = None
     last_bind: dict[str, float] | None = None
+    arrival: dict[str, float] | None = None  # its clock when the pending gangs arrived (with --gangs-later)
 
 
 class Accounting:
@@ -50,6 +51,7 @@ class Accounting:
         self.replicas: dict[str, Replica] = {}
         self.total_ms = 0.0
         self.started = wall()
+        self.arrived: float | None = None  # the server's total charge (ms) when the pending gangs arrived
 
     def register(self, token: str, pid: int) -> None:
         """A replica's process; the first registration starts the wall clock (the replicas start then)."""
@@ -82,6 +84,12 @@ class Accounting:
         """The replica's virtual clock now, seconds."""
         return self.cpu_of(rep.pid) + rep.charged_ms / 1000.0 / self.cores
 
+    def arrive(self) -> None:
+        """The pending gangs arrive now: each replica's clock and the server's charge, to measure from."""
+        self.arrived = self.total_ms
+        for rep in self.replicas.values():
+            rep.arrival = {"virtual_s": self.clock(rep), "server_total_s": self.total_ms / 1000.0}
+
     def bound(self, who: str, pod: str) -> None:
         rep = self.replicas.setdefault(who, Replica())
         rep.binds += 1
@@ -94,7 +102,8 @@ class Accounting:
     def stats(self) -> dict[str, Any]:
         reps = {token: {"pid": r.pid, "binds": r.binds, "charged_s": round(r.charged_ms / 1000, 4),
                         "requests": dict(sorted(r.requests.items(), key=lambda kv: -kv[1])),
-                        "first_bind": r.first_bind, "last_bind": r.last_bind, "virtual_now_s": self.clock(r),
+                        "first_bind": r.first_bind, "last_bind": r.last_bind, "arrival": r.arrival,
+                        "virtual_now_s": self.clock(r),
                         "cpu_now_s": self.cpu_of(r.pid)}
                 for token, r in self.replicas.items()}
         binds = sum(r.binds for r in self.replicas.values())
@@ -102,7 +111,16 @@ class Accounting:
         server_at_last = max((m["server_total_s"] for m in lasts), default=0.0)
         replica_end = max((m["virtual_s"] for m in lasts), default=0.0)
         virtual = max(replica_end, server_at_last / self.cores)
-        return {"cores": self.cores, "binds": binds, "server_charged_s": round(self.total_ms / 1000, 4),
+        since = None  # the virtual length from the arrival to the last bind, as `virtual` from the start
+        arrived = [r for r in self.replicas.values() if r.arrival and r.last_bind]
+        if self.arrived is not None and arrived:
+            since = max(max(r.last_bind["virtual_s"] - r.arrival["virtual_s"] for r in arrived if r.last_bind
+                            and r.arrival),
+                        (server_at_last - self.arrived / 1000.0) / self.cores)
+        return {"cores": self.cores, "binds": binds,
+                "virtual_from_arrival_s": round(since, 4) if since else None,
+                "decisions_per_virtual_s_from_arrival": round(binds / since, 1) if since else None,
+                "server_charged_s": round(self.total_ms / 1000, 4),
                 "server_charged_at_last_bind_s": round(server_at_last, 4), "virtual_s": round(virtual, 4),
                 "bound_by": "server" if server_at_last / self.cores > replica_end else "replicas",
                 "decisions_per_virtual_s": round(binds / virtual, 1) if virtual > 0 else 0.0,

@@ -61,17 +61,29 @@ def pod_doc(name: str, scheduler: str, requests: dict[str, str], *, node: str = 
     return {"metadata": meta, "spec": spec, "status": status}
 
 
-def load(store: Store, shape: Shape) -> dict[str, int]:
-    """Fill the store; what was made."""
+def load(store: Store, shape: Shape, *, gangs_later: bool = False) -> tuple[dict[str, int], list[Gang]]:
+    """Fill the store; what was made, and the pending gangs (already created, or with `gangs_later` for
+    `create_gangs` to create once the replicas are running: their pods then arrive through the watches)."""
     rnd = random.Random(shape.seed)
     store.loading = True
     try:
-        return _load(store, shape, rnd)
+        made, plan = _load(store, shape, rnd)
+        if not gangs_later:
+            create_gangs(store, plan)
     finally:
         store.loading = False
+    return made, plan
 
 
-def _load(store: Store, shape: Shape, rnd: random.Random) -> dict[str, int]:
+@dataclass(frozen=True)
+class Gang:
+    name: str
+    size: int
+    gpu: bool
+    scheduler: str
+
+
+def _load(store: Store, shape: Shape, rnd: random.Random) -> tuple[dict[str, int], list[Gang]]:
     k = store.kind
     store.create(k("v1", "namespaces"), "", {"metadata": {"name": NS}})
     store.create(k("v1", "namespaces"), "", {"metadata": {"name": "volcano-py-system"}})
@@ -97,24 +109,32 @@ def _load(store: Store, shape: Shape, rnd: random.Random) -> dict[str, int]:
     for j in range(shape.running):  # 2 CPUs and 8 GiB each, round-robin over the nodes
         store.create(pods, NS, pod_doc(f"run-{j}", "default-scheduler", {"cpu": "2", "memory": "8Gi"},
                                        node=f"n{j % shape.nodes}"))
-    groups = k(PG_GV, "podgroups")
-    made, g = 0, 0
+    plan: list[Gang] = []
+    made = 0
     gpu_used = [0] * shape.replicas  # GPU gangs take at most half a shard's GPUs: every gang fits
     while made < shape.pending:
         size = min(shape.pending - made, rnd.randint(1, shape.max_gang))
-        r = g % shape.replicas
+        r = len(plan) % shape.replicas
         gpu = gpu_used[r] + size <= shard_gpus[r] // 2 and rnd.random() < 0.3
         gpu_used[r] += size if gpu else 0
-        requests = {"cpu": "1", "memory": "4Gi", **({GPU: "1"} if gpu else {})}
-        scheduler = shard_name(r)
-        name = f"g{g}"
-        store.create(groups, NS, {"metadata": {"name": name}, "spec": {"minMember": size, "queue": "default"}})
-        for m in range(size):
-            store.create(pods, NS, pod_doc(f"{name}-{m}", scheduler, requests, group=name))
+        plan.append(Gang(f"g{len(plan)}", size, gpu, shard_name(r)))
         made += size
-        g += 1
     return {"nodes": shape.nodes, "gpu_nodes": len(gpu_nodes), "running": shape.running, "pending": made,
-            "gangs": g, "gpu_pods": sum(gpu_used), "replicas": shape.replicas}
+            "gangs": len(plan), "gpu_pods": sum(gpu_used), "replicas": shape.replicas}, plan
+
+
+def create_gangs(store: Store, plan: list[Gang]) -> int:
+    """Each gang's PodGroup, then its pods; the number of pods made."""
+    groups, pods = store.kind(PG_GV, "podgroups"), store.kind("v1", "pods")
+    made = 0
+    for gang in plan:
+        requests = {"cpu": "1", "memory": "4Gi", **({GPU: "1"} if gang.gpu else {})}
+        store.create(groups, NS, {"metadata": {"name": gang.name}, "spec": {"minMember": gang.size,
+                                                                            "queue": "default"}})
+        for m in range(gang.size):
+            store.create(pods, NS, pod_doc(f"{gang.name}-{m}", gang.scheduler, requests, group=gang.name))
+        made += gang.size
+    return made
 
 
 _SUFFIX = {"m": 0.001, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3,

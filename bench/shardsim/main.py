@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from shardsim.accounting import Accounting
-from shardsim.cluster import Shape, check, load
+from shardsim.cluster import Shape, check, create_gangs, load
 from shardsim.kinds import all_kinds
 from shardsim.server import Request, Server, serve
 from shardsim.store import Store
@@ -36,12 +36,19 @@ def read_calibration(path: Path) -> dict[str, Any]:
     return doc
 
 
-def build(shape: Shape, calibration: dict[str, Any], cores: int,
-          watch_delay: float = 0.0) -> tuple[Server, dict[str, int], float]:
+def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: float = 0.0,
+          gangs_later: bool = False) -> tuple[Server, dict[str, int], float]:
     store = Store(all_kinds())
     t0 = time.monotonic()
-    made = load(store, shape)
+    made, plan = load(store, shape, gangs_later=gangs_later)
     acct = Accounting(calibration["costs_ms"], cores)
+
+    def arrive(req: Request) -> dict[str, Any]:
+        """The pending gangs, created now (once): every replica sees them arrive through its pod watch."""
+        if not gangs_later or acct.arrived is not None:
+            return {"created": 0}
+        acct.arrive()
+        return {"created": create_gangs(store, plan)}
 
     def replicas(req: Request) -> dict[str, Any]:
         for token, pid in orjson.loads(req.body).items():
@@ -49,7 +56,7 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int,
         return {"registered": len(acct.replicas)}
 
     extra = {"replicas": replicas, "stats": lambda req: acct.stats(), "check": lambda req: check(store),
-             "made": lambda req: made}
+             "made": lambda req: made, "arrive": arrive}
     return Server(store, acct, extra, watch_delay), made, time.monotonic() - t0
 
 
@@ -64,11 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replicas", type=int, default=1)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
+    p.add_argument("--gangs-later", action="store_true", help="create the pending gangs on POST /sim/arrive")
     a = p.parse_args(argv)
     calibration = read_calibration(a.calibration)
     gc.disable()  # millions of long-lived objects: the cyclic collector would rescan them all
     server, made, seconds = build(Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed), calibration, a.cores,
-                                   a.watch_delay)
+                                   a.watch_delay, a.gangs_later)
     gc.freeze()
     print(f"loaded {json.dumps(made)} in {seconds:.1f}s", file=sys.stderr, flush=True)
 

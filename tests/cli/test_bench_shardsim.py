@@ -237,7 +237,7 @@ def test_requests_are_charged_their_calibrated_cost_to_the_replica_that_sent_the
 
 def test_the_generated_cluster_passes_the_checks_and_a_double_booking_is_counted() -> None:
     store = Store(all_kinds())
-    made = load(store, Shape(nodes=8, running=16, pending=40, replicas=2, max_gang=8))
+    made, _ = load(store, Shape(nodes=8, running=16, pending=40, replicas=2, max_gang=8))
     assert made["pending"] == 40
     assert check(store)["over_committed_nodes"] == 0
     pods = store.kind("v1", "pods")
@@ -367,3 +367,25 @@ def test_a_gang_bound_whole_whose_podgroup_is_not_running_is_counted() -> None:
     groups = store.kind("scheduling.volcano.sh/v1beta1", "podgroups")
     store.patch(groups, "bench", "g0", "application/merge-patch+json", {"status": {"phase": "Running"}})
     assert check(store)["bound_gangs_not_running"] == 0
+
+
+def test_gangs_made_later_arrive_through_the_watch_and_the_virtual_clock_restarts_there() -> None:
+    from shardsim.cluster import create_gangs
+
+    store = Store(all_kinds())
+    made, plan = load(store, Shape(nodes=4, running=4, pending=10, replicas=1, max_gang=4), gangs_later=True)
+    pods = store.kind("v1", "pods")
+    assert made["pending"] == 10 and len(pods.objects) == 4
+    at = store.watch_start(pods, str(store.rv))
+    cpu = {7: 5.0}
+    acct = Accounting(COSTS, 2, cpu_of=lambda pid: cpu[pid])
+    acct.register("shard-0", 7)
+    acct.arrive()
+    assert create_gangs(store, plan) == 10
+    lines, _ = store.watch_read(pods, at, parse_selector("", "", "pods"))
+    assert len(lines) == 10
+    cpu[7] = 6.0
+    acct.charge("shard-0", "bind", 0, 201)
+    acct.bound("shard-0", "bench/g0-0")
+    stats = acct.stats()
+    assert stats["virtual_from_arrival_s"] == pytest.approx(1.0 + COSTS["bind"] / 1000 / 2)
