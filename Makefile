@@ -97,3 +97,5 @@ include tools/cluster.mk
 -include tools/differential.mk
 # volcano-py against Volcano's scheduler and kube-scheduler on one control plane (issue 20): `make bench-peers`.
 -include tools/bench-peers.mk
+# N scheduler replicas against a simulated apiserver, in virtual time: `make bench-shards`.
+-include tools/bench-shards.mk

@@ -1,0 +1,271 @@
+"""`make bench-shards`: N scheduler replicas, each the real `volcano-py scheduler` in its own process, against the
+simulated apiserver (bench/shardsim/), measured in virtual time (docs/scale-out.md, "Simulated apiserver").
+
+Each phase starts the simulated apiserver with a generated cluster (bench/shardsim/cluster.py), then R replicas
+under Volcano's sharding contract: replica i is `--scheduler-name shard-i --scheduler-sharding-mode hard
+--scheduler-sharding-name shard-i`, the NodeShard shard-i holding the i-th of R blocks of nodes, the pending
+gangs split between the schedulerNames. It waits until every pending pod is bound, or no bind came for --idle
+seconds, or --timeout, or the machine runs short of memory; then reads each replica's metrics (cycle p95), RSS and
+CPU, stops them, and counts from the store the over-committed nodes, pods bound twice and partial gangs.
+Phases: first ONE replica (--nodes1 etc.), then --replicas.
+
+    make bench-shards
+    make bench-shards BENCH_SHARDS_ARGS='--nodes 50000 --running 500000 --pending 20000 --replicas 4 --skip-one'
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from shards_report import markdown, p95_from_histogram
+from shardsim.accounting import process_cpu
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+SCHEDULER = [PY, "-m", "scheduler.cli", "scheduler"]  # this checkout's scheduler (cwd and PYTHONPATH: REPO)
+CYCLE_METRIC = "volcano_e2e_scheduling_latency_milliseconds"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mib(pid: int, field: str = "VmHWM") -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def mem_available_gib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024 / 1024
+    return 0.0
+
+
+def get(url: str, timeout: float = 300.0) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.read()
+
+
+def post(url: str, body: Any) -> Any:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+def kubeconfig(path: Path, port: int, token: str) -> None:
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sim",
+        "clusters": [{"name": "sim", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": token, "user": {"token": token}}],
+        "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": token}}]}))
+
+
+def start_server(args: argparse.Namespace, shape: dict[str, int], replicas: int, log: Path) -> tuple[Any, int]:
+    cmd = [PY, "-m", "shardsim.main", "--cores", str(args.cores), "--calibration", str(args.calibration),
+           "--nodes", str(shape["nodes"]), "--running", str(shape["running"]), "--pending", str(shape["pending"]),
+           "--replicas", str(replicas), "--seed", str(args.seed), "--watch-delay", str(args.watch_delay),
+           *(["--gangs-later"] if args.gangs_later else [])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
+    with open(log, "wb") as err:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=REPO)
+    line = proc.stdout.readline().decode() if proc.stdout else ""  # blocks until READY (the load) or exit
+    if not line.startswith("READY "):
+        raise SystemExit(f"the simulated apiserver did not start: {log.read_text()[-2000:]}")
+    return proc, int(line.split()[1])
+
+
+def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, workdir: Path) -> dict[str, Any]:
+    print(f"phase: {replicas} replica(s), {shape['nodes']:,} nodes, {shape['running']:,} running, "
+          f"{shape['pending']:,} pending", flush=True)
+    t_load = time.monotonic()
+    server, port = start_server(args, shape, replicas, workdir / f"server-{replicas}.log")
+    base = f"http://127.0.0.1:{port}"
+    made = json.loads(get(f"{base}/sim/made"))
+    print(f"  server up in {time.monotonic() - t_load:.1f}s: {made}", flush=True)
+    procs: list[tuple[str, subprocess.Popen[bytes], int]] = []
+    t0 = time.monotonic()
+    cpu0 = process_cpu(server.pid)
+    for i in range(replicas):
+        name = f"shard-{i}"
+        kc = workdir / f"kubeconfig-{replicas}-{i}.json"
+        kubeconfig(kc, port, name)
+        mport = free_port()
+        cmd = [*SCHEDULER, "--kubeconfig", str(kc), "--scheduler-name", name, "--scheduler-sharding-mode", "hard",
+               "--scheduler-sharding-name", name, "--listen-address", f"127.0.0.1:{mport}",
+               *(["--scheduler-conf", str(args.conf)] if args.conf else [])]
+        with open(workdir / f"replica-{replicas}-{i}.log", "wb") as out:
+            p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                                 env={**os.environ, "PYTHONPATH": str(REPO)})
+        procs.append((name, p, mport))
+    post(f"{base}/sim/replicas", {name: p.pid for name, p, _ in procs})
+    if args.gangs_later:  # every replica synced (its /readyz), then the gangs arrive
+        deadline = time.monotonic() + args.start_timeout
+        waiting = {mport for _, _, mport in procs}
+        while waiting and time.monotonic() < deadline:
+            for mport in list(waiting):
+                try:
+                    get(f"http://127.0.0.1:{mport}/readyz", timeout=5)
+                    waiting.discard(mport)
+                except OSError:
+                    pass
+            time.sleep(0.5)  # polling the replicas' readiness, the harness's own pace
+        created = post(f"{base}/sim/arrive", {})["created"]
+        print(f"  {len(procs) - len(waiting)} of {len(procs)} replicas ready after {time.monotonic() - t0:.1f}s; "
+              f"{created:,} pending pods arrive", flush=True)
+    last_binds, last_change = -1, time.monotonic()
+    stopped = "all pending pods bound"
+    peak_mem_used = 0.0
+    while True:
+        stats = json.loads(get(f"{base}/sim/stats"))
+        now = time.monotonic()
+        peak_mem_used = max(peak_mem_used, sum(rss_mib(p.pid, "VmRSS") for _, p, _ in procs) + rss_mib(
+            server.pid, "VmRSS"))
+        if stats["binds"] != last_binds:
+            last_binds, last_change = stats["binds"], now
+        if stats["binds"] >= made["pending"]:
+            break
+        idle = args.idle if last_binds > 0 else args.start_timeout  # the first lists take long at scale
+        if now - last_change > idle or now - t0 > args.timeout:
+            stopped = "no bind for --idle seconds" if now - last_change > idle else "--timeout"
+            if last_binds <= 0 and now - last_change > idle:
+                stopped = "no bind within --start-timeout seconds"
+            print(f"  stopped waiting ({stopped}): {stats['binds']:,}/{made['pending']:,} bound", flush=True)
+            break
+        if any(p.poll() is not None for _, p, _ in procs):
+            stopped = "a replica exited early"
+            print(f"  {stopped}", flush=True)
+            break
+        if mem_available_gib() < args.min_free_gib:  # the machine is shared: stop before anyone is OOM-killed
+            stopped = f"memory: under {args.min_free_gib} GiB available"
+            print(f"  stopped: {stopped}", flush=True)
+            break
+        time.sleep(1.0)  # polling the store's counts once a second: the harness's own pace, not a sync
+    wall = time.monotonic() - t0
+    per = []
+    for name, p, mport in procs:
+        try:
+            text = get(f"http://127.0.0.1:{mport}/metrics", timeout=30).decode()
+        except OSError:
+            text = ""
+        rep = stats["replicas"].get(name, {})
+        cycles = next((float(line.rpartition(" ")[2]) for line in text.splitlines()
+                       if line.startswith(f"{CYCLE_METRIC}_count")), 0.0)
+        last = rep.get("last_bind") or {}
+        per.append({"name": name, "pid": p.pid, "binds": rep.get("binds", 0),
+                    "virtual_last_bind_s": last.get("virtual_s", 0.0),
+                    "decisions_per_virtual_s": rep.get("binds", 0) / last["virtual_s"] if last.get("virtual_s") else 0,
+                    "cpu_s": process_cpu(p.pid), "cpu_at_last_bind_s": last.get("cpu_s", 0.0),
+                    "server_charged_s": rep.get("charged_s", 0.0), "requests": rep.get("requests", {}),
+                    "cycle_p95_ms": p95_from_histogram(text, CYCLE_METRIC), "cycles": int(cycles),
+                    "rss_peak_mib": rss_mib(p.pid), "rss_now_mib": rss_mib(p.pid, "VmRSS")})
+    server_cpu = process_cpu(server.pid) - cpu0
+    for _, p, _ in procs:
+        p.send_signal(signal.SIGTERM)
+    for _, p, _ in procs:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    check = json.loads(get(f"{base}/sim/check"))
+    stats = json.loads(get(f"{base}/sim/stats"))
+    server_rss = rss_mib(server.pid)
+    server.terminate()
+    server.wait(timeout=60)
+    phase = {"replicas": replicas, "shape": shape, "made": made, "stats": stats, "check": check,
+             "wall": {"to_last_bind_s": stats["wall_last_bind_s"], "phase_s": round(wall, 1)},
+             "cpu": {"replicas_s": round(sum(r["cpu_s"] for r in per), 2), "server_s": round(server_cpu, 2)},
+             "per_replica": per, "stopped": stopped, "peak_rss_sum_mib": round(peak_mem_used),
+             "server": {"load_s": round(t0 - t_load, 1), "rss_peak_mib": server_rss}}
+    if stats.get("decisions_per_virtual_s_from_arrival"):
+        print(f"  from the arrival: {stats['decisions_per_virtual_s_from_arrival']:,.0f} decisions/s virtual "
+              f"({stats['virtual_from_arrival_s']:.2f} virtual s)", flush=True)
+    print(f"  {stats['binds']:,} binds, {stats['decisions_per_virtual_s']:,.0f} decisions/s virtual "
+          f"({stats['virtual_s']:.2f} virtual s, bound by {stats['bound_by']}), {stats['wall_last_bind_s']:.1f}s wall "
+          f"to last bind; checks {check['over_committed_nodes']}/{check['pods_bound_twice']}/{check['partial_gangs']};"
+          f" RSS {', '.join(str(round(r['rss_peak_mib'])) for r in per)} MiB", flush=True)
+    return phase
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nodes1", type=int, default=2000, help="the one-replica phase's nodes")
+    p.add_argument("--running1", type=int, default=20000)
+    p.add_argument("--pending1", type=int, default=5000)
+    p.add_argument("--nodes", type=int, default=8000, help="the N-replica phase's nodes")
+    p.add_argument("--running", type=int, default=80000)
+    p.add_argument("--pending", type=int, default=20000)
+    p.add_argument("--replicas", type=int, default=4)
+    p.add_argument("--skip-one", action="store_true", help="only the N-replica phase")
+    p.add_argument("--cores", type=int, default=8, help="the simulated apiserver's cores")
+    p.add_argument("--calibration", type=Path, default=REPO / "bench/shardsim/calibration.json")
+    p.add_argument("--conf", type=Path, default=None, help="--scheduler-conf (default: Volcano's default conf)")
+    p.add_argument("--idle", type=float, default=60.0, help="stop a phase after this long without a bind")
+    p.add_argument("--timeout", type=float, default=1800.0)
+    p.add_argument("--start-timeout", type=float, default=900.0, help="stop a phase with no bind after this long")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--logs", type=Path, default=None, help="keep the replicas' and the server's logs here")
+    p.add_argument("--gangs-at-start", dest="gangs_later", action="store_false",
+                   help="load the pending gangs with the cluster (a restart: the start-up lists in the figures); by "
+                        "default they are created once every replica is ready, and decisions/s is also measured "
+                        "from their arrival")
+    p.add_argument("--min-free-gib", type=float, default=3.0, help="stop a phase when the machine has less free")
+    p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
+    p.add_argument("--results", type=Path, default=REPO / "bench/results")
+    a = p.parse_args(argv)
+    started = datetime.datetime.now(datetime.UTC)
+    load_before = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    t = time.monotonic()
+    phases = []
+    with tempfile.TemporaryDirectory(prefix="bench-shards-") as tmp:
+        workdir = a.logs or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        if not a.skip_one:
+            phases.append(run_phase(a, {"nodes": a.nodes1, "running": a.running1, "pending": a.pending1}, 1,
+                                    workdir))
+        phases.append(run_phase(a, {"nodes": a.nodes, "running": a.running, "pending": a.pending}, a.replicas,
+                                workdir))
+    calibration = json.loads(a.calibration.read_text())
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=REPO).stdout.strip()
+    run = {"started": started.isoformat(timespec="seconds"), "commit": commit, "cpus": os.cpu_count(),
+           "seconds": time.monotonic() - t, "load_before": load_before,
+           "load_after": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+           "command": " ".join(["python", "bench/bench_shards.py", *(argv if argv is not None else sys.argv[1:])]),
+           "cores": a.cores, "calibration": str(a.calibration.relative_to(REPO)) if a.calibration.is_relative_to(
+               REPO) else str(a.calibration), "calibration_source": calibration.get("source_run"), "phases": phases}
+    text = markdown(run)
+    print(text)
+    a.results.mkdir(parents=True, exist_ok=True)
+    stem = a.results / f"shards-{started.strftime('%Y%m%d-%H%M%S')}"  # two short runs in one minute: two files
+    stem.with_suffix(".json").write_text(json.dumps(run, indent=1))
+    stem.with_suffix(".md").write_text(text)
+    print(f"results: {stem}.md, {stem}.json")
+    failed = any(ph["check"][k] for ph in phases for k in ("over_committed_nodes", "pods_bound_twice",
+                                                               "partial_gangs"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

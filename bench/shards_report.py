@@ -1,0 +1,102 @@
+"""`make bench-shards`' figures and their Markdown (bench/bench_shards.py): per phase, the virtual decisions/s
+with wall-clock and real CPU beside them, per replica the cycle p95, RSS and CPU, and the checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def p95_from_histogram(text: str, metric: str) -> float | None:
+    """The 95th percentile's bucket bound (le) of a Prometheus histogram `metric` in the exposition `text`
+    (the smallest bound whose cumulative count reaches 95% of the total); None without observations."""
+    buckets: list[tuple[float, float]] = []
+    count = 0.0
+    for line in text.splitlines():
+        if line.startswith(f"{metric}_bucket{{"):
+            labels, _, value = line.rpartition(" ")
+            le = labels.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float("inf") if le == "+Inf" else float(le), float(value)))
+        elif line.startswith(f"{metric}_count"):
+            count = float(line.rpartition(" ")[2])
+    if count <= 0:
+        return None
+    for le, cumulative in sorted(buckets):
+        if cumulative >= 0.95 * count:
+            return le
+    return None
+
+
+def window_rate(stats: dict[str, Any]) -> float | None:
+    """Decisions per virtual second from the first accepted bind to the last (the start-up lists left out): the
+    binds after the first, over the span from the earliest replica clock at its first bind to the latest at its
+    last (or the server's charge over its cores, if later)."""
+    reps = [r for r in stats["replicas"].values() if r.get("first_bind") and r.get("last_bind")]
+    if not reps or stats["binds"] < 2:
+        return None
+    start = min(r["first_bind"]["virtual_s"] for r in reps)
+    end = max(max(r["last_bind"]["virtual_s"] for r in reps),
+              max(r["last_bind"]["server_total_s"] for r in reps) / stats["cores"])
+    return (stats["binds"] - 1) / (end - start) if end > start else None
+
+
+def phase_row(phase: dict[str, Any]) -> str:
+    s, c, w = phase["stats"], phase["check"], phase["wall"]
+    window = s.get("decisions_per_virtual_s_from_arrival") or window_rate(s)
+    return (f"| {phase['replicas']} | {phase['shape']['nodes']:,} | {phase['shape']['running']:,} | "
+            f"{phase['made']['pending']:,} | {s['binds']:,} | **{s['decisions_per_virtual_s']:,.0f}** | "
+            f"{'-' if window is None else f'{window:,.0f}'} | "
+            f"{s['virtual_s']:.2f} ({s['bound_by']}) | {w['to_last_bind_s']:.1f} | "
+            f"{s['binds'] / w['to_last_bind_s'] if w['to_last_bind_s'] else 0:,.0f} | "
+            f"{phase['cpu']['replicas_s']:.1f} + {phase['cpu']['server_s']:.1f} | {s['server_load']:.2f} | "
+            f"{c['over_committed_nodes']} | {c['pods_bound_twice']} | {c['partial_gangs']} |")
+
+
+def replica_rows(phase: dict[str, Any]) -> list[str]:
+    rows = []
+    for r in phase["per_replica"]:
+        p95 = r["cycle_p95_ms"]
+        p95 = "-" if p95 is None else "> 5,000 (the last bucket)" if p95 == float("inf") else f"<= {p95:,.0f}"
+        rows.append(f"| {phase['replicas']} | {r['name']} | {r['binds']:,} | {r['virtual_last_bind_s']:.2f} | "
+                    f"{r['decisions_per_virtual_s']:,.0f} | {r['cpu_s']:.1f} | {r['server_charged_s']:.2f} | "
+                    f"{p95} | {r['cycles']} | {r['rss_peak_mib']:,.0f} |")
+    return rows
+
+
+def markdown(run: dict[str, Any]) -> str:
+    lines = [f"Run {run['started']}, commit {run['commit']}, {run['cpus']} CPUs, {run['seconds']:.0f} s in all.",
+             f"Load before: `{run['load_before']}`; after: `{run['load_after']}`.",
+             f"Command: `{run['command']}`.",
+             f"Simulated apiserver: {run['cores']} cores; costs from `{run['calibration']}` "
+             f"(source: {run['calibration_source']}).", "",
+             "| replicas | nodes | running pods | pending pods | binds accepted | decisions/s (virtual, start to "
+             "last bind) | decisions/s (virtual, from the gangs' arrival, else first to last bind) | "
+             "virtual s (bound by) |"
+             " wall s to last bind | binds/s (wall) | real CPU s (replicas + server) | "
+             "server load (virtual) | over-committed nodes | pods bound twice | partial gangs |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [phase_row(p) for p in run["phases"]]
+    lines += ["", "Per replica (virtual: the replica's CPU + its requests' server cost / cores, at its last bind; "
+              "cycle p95: the e2e scheduling latency histogram's bucket, wall-clock, so inflated when replicas "
+              "share the machine's cores):", "",
+              "| replicas | replica | binds | virtual s at last bind | decisions/s (virtual) | CPU s | "
+              "server s charged | cycle p95, ms (wall) | cycles | peak RSS, MiB |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for p in run["phases"]:
+        lines += replica_rows(p)
+    lines += ["", "Requests per replica (first replica of each phase; kind and status: count):", ""]
+    for p in run["phases"]:
+        if p["per_replica"]:
+            r = p["per_replica"][0]
+            lines.append(f"- {p['replicas']} replicas, {r['name']}: " + ", ".join(
+                f"{k} {v:,}" for k, v in list(r["requests"].items())[:10]))
+    lines += ["", "PodGroups of gangs bound whole whose status.phase is not Running at the end (information; "
+              "each replica writes the status of every PodGroup, its own gangs' or not): " + "; ".join(
+                  f"{p['replicas']} replicas: {p['check'].get('bound_gangs_not_running', '-')} of "
+                  f"{p['check'].get('gangs_bound', '-')}" for p in run["phases"])]
+    lines += ["", "Phases ended: " + "; ".join(
+        f"{p['replicas']} replicas: {p.get('stopped', '?')}, the processes' RSS summed peaked at "
+        f"{p.get('peak_rss_sum_mib', 0):,} MiB (sampled each second)" for p in run["phases"])]
+    lines += ["", "Server process: " + "; ".join(
+        f"{p['replicas']} replicas: cluster generated in {p['server']['load_s']:.1f} s, "
+        f"peak RSS {p['server']['rss_peak_mib']:,.0f} MiB" for p in run["phases"])]
+    return "\n".join(lines) + "\n"

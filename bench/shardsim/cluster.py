@@ -1,0 +1,195 @@
+"""A cluster for `make bench-shards`, loaded straight into the simulated apiserver's store: nodes (some with GPUs),
+running pods on them (another scheduler's, as a busy cluster has), and pending gangs of 1-64 pods, each with its
+PodGroup, split between N replicas by schedulerName; the nodes split between them by NodeShards (Volcano's
+sharding contract: each replica is `--scheduler-name shard-i --scheduler-sharding-mode hard
+--scheduler-sharding-name shard-i`). And the checks at the end, counted from the store: over-committed nodes,
+pods bound twice, partial gangs."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from shardsim.store import Store
+
+GPU = "nvidia.com/gpu"
+NS = "bench"
+GROUP = "scheduling.k8s.io/group-name"
+PG_GV = "scheduling.volcano.sh/v1beta1"
+
+
+@dataclass(frozen=True)
+class Shape:
+    nodes: int
+    running: int  # running pods, spread evenly over the nodes
+    pending: int  # pending pods, in gangs of 1..max_gang
+    replicas: int
+    gpu_every: int = 4  # every 4th node has 8 GPUs
+    max_gang: int = 64
+    seed: int = 1
+
+
+def shard_name(i: int) -> str:
+    return f"shard-{i}"
+
+
+def node_doc(i: int, gpu: bool) -> dict[str, Any]:
+    name = f"n{i}"
+    res = {"cpu": "64", "memory": "256Gi", "pods": "110", **({GPU: "8"} if gpu else {})}
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                                                  **({"gpu": "true"} if gpu else {})}},
+            "spec": {}, "status": {"capacity": res, "allocatable": dict(res),
+                                   "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def pod_doc(name: str, scheduler: str, requests: dict[str, str], *, node: str = "", group: str = "") -> dict[str, Any]:
+    resources: dict[str, Any] = {"requests": dict(requests)}
+    if GPU in requests:
+        resources["limits"] = {GPU: requests[GPU]}
+    spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [
+        {"name": "main", "image": "registry.invalid/train:latest", "resources": resources}]}
+    meta: dict[str, Any] = {"name": name, "labels": {"app": "bench"}}
+    if group:
+        meta["annotations"] = {GROUP: group}
+    status: dict[str, Any] = {"phase": "Pending"}
+    if node:
+        spec["nodeName"] = node
+        status = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    return {"metadata": meta, "spec": spec, "status": status}
+
+
+def load(store: Store, shape: Shape, *, gangs_later: bool = False) -> tuple[dict[str, int], list[Gang]]:
+    """Fill the store; what was made, and the pending gangs (already created, or with `gangs_later` for
+    `create_gangs` to create once the replicas are running: their pods then arrive through the watches)."""
+    rnd = random.Random(shape.seed)
+    store.loading = True
+    try:
+        made, plan = _load(store, shape, rnd)
+        if not gangs_later:
+            create_gangs(store, plan)
+    finally:
+        store.loading = False
+    return made, plan
+
+
+@dataclass(frozen=True)
+class Gang:
+    name: str
+    size: int
+    gpu: bool
+    scheduler: str
+
+
+def _load(store: Store, shape: Shape, rnd: random.Random) -> tuple[dict[str, int], list[Gang]]:
+    k = store.kind
+    store.create(k("v1", "namespaces"), "", {"metadata": {"name": NS}})
+    store.create(k("v1", "namespaces"), "", {"metadata": {"name": "volcano-py-system"}})
+    for name in ("root", "default"):
+        store.create(k(PG_GV, "queues"), "", {"metadata": {"name": name}, "spec": {"weight": 1, "reclaimable": True},
+                                             "status": {"state": "Open"}})
+    nodes = k("v1", "nodes")
+    gpu_nodes = []
+    for i in range(shape.nodes):
+        gpu = shape.gpu_every > 0 and i % shape.gpu_every == 0
+        store.create(nodes, "", node_doc(i, gpu))
+        if gpu:
+            gpu_nodes.append(i)
+    shards = k("shard.volcano.sh/v1alpha1", "nodeshards")
+    # Shard r holds a block of nodes, so each holds its part of the GPU nodes (every R-th node would give the GPU
+    # nodes, every 4th, all to the even shards).
+    bounds = [r * shape.nodes // shape.replicas for r in range(shape.replicas + 1)]
+    for r in range(shape.replicas):
+        store.create(shards, "", {"metadata": {"name": shard_name(r)},
+                                  "spec": {"nodesDesired": [f"n{i}" for i in range(bounds[r], bounds[r + 1])]}})
+    shard_gpus = [8 * sum(1 for i in gpu_nodes if bounds[r] <= i < bounds[r + 1]) for r in range(shape.replicas)]
+    pods = k("v1", "pods")
+    for j in range(shape.running):  # 2 CPUs and 8 GiB each, round-robin over the nodes
+        store.create(pods, NS, pod_doc(f"run-{j}", "default-scheduler", {"cpu": "2", "memory": "8Gi"},
+                                       node=f"n{j % shape.nodes}"))
+    plan: list[Gang] = []
+    made = 0
+    gpu_used = [0] * shape.replicas  # GPU gangs take at most half a shard's GPUs: every gang fits
+    while made < shape.pending:
+        size = min(shape.pending - made, rnd.randint(1, shape.max_gang))
+        r = len(plan) % shape.replicas
+        gpu = gpu_used[r] + size <= shard_gpus[r] // 2 and rnd.random() < 0.3
+        gpu_used[r] += size if gpu else 0
+        plan.append(Gang(f"g{len(plan)}", size, gpu, shard_name(r)))
+        made += size
+    return {"nodes": shape.nodes, "gpu_nodes": len(gpu_nodes), "running": shape.running, "pending": made,
+            "gangs": len(plan), "gpu_pods": sum(gpu_used), "replicas": shape.replicas}, plan
+
+
+def create_gangs(store: Store, plan: list[Gang]) -> int:
+    """Each gang's PodGroup, then its pods; the number of pods made."""
+    groups, pods = store.kind(PG_GV, "podgroups"), store.kind("v1", "pods")
+    made = 0
+    for gang in plan:
+        requests = {"cpu": "1", "memory": "4Gi", **({GPU: "1"} if gang.gpu else {})}
+        store.create(groups, NS, {"metadata": {"name": gang.name}, "spec": {"minMember": gang.size,
+                                                                            "queue": "default"}})
+        for m in range(gang.size):
+            store.create(pods, NS, pod_doc(f"{gang.name}-{m}", gang.scheduler, requests, group=gang.name))
+        made += gang.size
+    return made
+
+
+_SUFFIX = {"m": 0.001, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3,
+           "Ti": 1024.0**4}
+
+
+def quantity(text: Any) -> float:
+    """A Kubernetes quantity as a number (the forms the generator writes, and plain numbers)."""
+    s = str(text)
+    for suffix in ("Ki", "Mi", "Gi", "Ti", "m", "k", "M", "G", "T"):
+        if s.endswith(suffix):
+            return float(s[: -len(suffix)]) * _SUFFIX[suffix]
+    return float(s)
+
+
+def check(store: Store) -> dict[str, Any]:
+    """Over-committed nodes (requests of the pods bound there above allocatable, for cpu, memory, GPUs and the pod
+    count), pods bound more than once (accepted bindings per pod), partial gangs (a PodGroup with some but fewer
+    than minMember pods bound), and what was bound."""
+    alloc: dict[str, dict[str, float]] = {}
+    for name, e in store.kind("v1", "nodes").objects.items():
+        doc = orjson.loads(e.data)
+        alloc[name] = {r: quantity(v) for r, v in (doc.get("status") or {}).get("allocatable", {}).items()}
+    used: dict[str, dict[str, float]] = {n: {} for n in alloc}
+    bound_in: dict[str, int] = {}
+    bound_pending = pending = 0
+    for e in store.kind("v1", "pods").objects.values():
+        doc = orjson.loads(e.data)
+        spec, meta = doc.get("spec") or {}, doc.get("metadata") or {}
+        node = spec.get("nodeName")
+        group = (meta.get("annotations") or {}).get(GROUP)
+        if group:
+            pending += 1
+        if not node:
+            continue
+        if group:
+            bound_pending += 1
+            bound_in[f"{meta.get('namespace')}/{group}"] = bound_in.get(f"{meta.get('namespace')}/{group}", 0) + 1
+        u = used.setdefault(node, {})
+        u["pods"] = u.get("pods", 0) + 1
+        for c in spec.get("containers") or ():
+            for r, v in ((c.get("resources") or {}).get("requests") or {}).items():
+                u[r] = u.get(r, 0) + quantity(v)
+    over = sorted(n for n, u in used.items() if any(v > alloc.get(n, {}).get(r, 0) + 1e-9 for r, v in u.items()))
+    partial, not_running = [], []
+    for key, e in store.kind(PG_GV, "podgroups").objects.items():
+        doc = orjson.loads(e.data)
+        minimum = int((doc.get("spec") or {}).get("minMember") or 1)
+        if 0 < bound_in.get(key, 0) < minimum:
+            partial.append(key)
+        elif bound_in.get(key, 0) >= minimum and (doc.get("status") or {}).get("phase") != "Running":
+            not_running.append(key)  # information: what the PodGroup says of a gang whose pods are all bound
+    twice = sorted(k for k, n in store.binds.items() if n > 1)
+    return {"over_committed_nodes": len(over), "over_committed_examples": over[:5], "pods_bound_twice": len(twice),
+            "partial_gangs": len(partial), "partial_examples": sorted(partial)[:5],
+            "bound_gangs_not_running": len(not_running), "not_running_examples": sorted(not_running)[:5],
+            "gang_pods": pending, "gang_pods_bound": bound_pending,
+            "gangs_bound": sum(1 for n in bound_in.values() if n > 0)}

@@ -1,0 +1,91 @@
+"""`python -m shardsim.main`: the simulated apiserver as its own process, its cluster generated into the store
+before it listens. Prints `READY <port>` on stdout once it serves. See bench/bench_shards.py."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from shardsim.accounting import Accounting
+from shardsim.cluster import Shape, check, create_gangs, load
+from shardsim.kinds import all_kinds
+from shardsim.server import Request, Server, serve
+from shardsim.store import Store
+
+CALIBRATION = Path(__file__).with_name("calibration.json")
+
+
+def read_calibration(path: Path) -> dict[str, Any]:
+    doc = json.loads(path.read_text())
+    costs = doc.get("costs_ms")
+    if not isinstance(costs, dict) or not all(isinstance(v, int | float) and v >= 0 for v in costs.values()):
+        raise SystemExit(f"{path}: costs_ms must map request kinds to milliseconds")
+    for needed in ("bind", "event", "write", "get", "list_page", "list_item", "watch", "watch_event", "error"):
+        if needed not in costs:
+            raise SystemExit(f"{path}: costs_ms has no {needed!r}")
+    if not doc.get("source_run"):
+        raise SystemExit(f"{path}: source_run (the bench-peers run it came from) is missing")
+    return doc
+
+
+def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: float = 0.0,
+          gangs_later: bool = False) -> tuple[Server, dict[str, int], float]:
+    store = Store(all_kinds())
+    t0 = time.monotonic()
+    made, plan = load(store, shape, gangs_later=gangs_later)
+    acct = Accounting(calibration["costs_ms"], cores)
+
+    def arrive(req: Request) -> dict[str, Any]:
+        """The pending gangs, created now (once): every replica sees them arrive through its pod watch."""
+        if not gangs_later or acct.arrived is not None:
+            return {"created": 0}
+        acct.arrive()
+        return {"created": create_gangs(store, plan)}
+
+    def replicas(req: Request) -> dict[str, Any]:
+        for token, pid in orjson.loads(req.body).items():
+            acct.register(str(token), int(pid))
+        return {"registered": len(acct.replicas)}
+
+    extra = {"replicas": replicas, "stats": lambda req: acct.stats(), "check": lambda req: check(store),
+             "made": lambda req: made, "arrive": arrive}
+    return Server(store, acct, extra, watch_delay), made, time.monotonic() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--cores", type=int, default=8, help="the simulated apiserver's cores (default 8)")
+    p.add_argument("--calibration", type=Path, default=CALIBRATION)
+    p.add_argument("--nodes", type=int, default=2000)
+    p.add_argument("--running", type=int, default=20000)
+    p.add_argument("--pending", type=int, default=10000)
+    p.add_argument("--replicas", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
+    p.add_argument("--gangs-later", action="store_true", help="create the pending gangs on POST /sim/arrive")
+    a = p.parse_args(argv)
+    calibration = read_calibration(a.calibration)
+    gc.disable()  # millions of long-lived objects: the cyclic collector would rescan them all
+    server, made, seconds = build(Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed), calibration, a.cores,
+                                   a.watch_delay, a.gangs_later)
+    gc.freeze()
+    print(f"loaded {json.dumps(made)} in {seconds:.1f}s", file=sys.stderr, flush=True)
+
+    def ready(port: int) -> None:
+        print(f"READY {port}", flush=True)
+
+    asyncio.run(serve(server, "127.0.0.1", a.port, ready))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

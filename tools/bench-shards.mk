@@ -1,0 +1,15 @@
+# `make bench-shards`: N scheduler replicas, each the real `volcano-py scheduler` in its own process, against a
+# simulated apiserver in virtual time (bench/bench_shards.py, bench/shardsim/; docs/scale-out.md, "Simulated
+# apiserver"). Included (optionally) from the top-level Makefile. Not part of `make test`. No control plane and no
+# Go build: it needs only the venv.
+#
+#   make bench-shards                                   one replica at 2,000 nodes, then 4 at 8,000 nodes
+#   make bench-shards BENCH_SHARDS_ARGS='--skip-one --nodes 50000 --running 500000 --pending 20000 --replicas 4'
+#   HEAVY_LOCK=/tmp/volcano-py-heavy.lock               held by the whole run ('' = none)
+.PHONY: bench-shards
+
+HEAVY_LOCK ?= /tmp/volcano-py-heavy.lock
+BENCH_SHARDS_ARGS ?=
+
+bench-shards: venv
+	$(if $(HEAVY_LOCK),flock $(HEAVY_LOCK)) nice -n 10 $(BIN)/python bench/bench_shards.py $(BENCH_SHARDS_ARGS)
