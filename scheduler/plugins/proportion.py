@@ -34,6 +34,13 @@ so a queue that used more than its weight's share recently deserves less until i
 shares QueueOrder puts the queue with the lower usage per weight first. The usage is folded every session
 from what each queue held since the last fold, and written back by the status writer.
 
+`admitWithinShare: true` (beyond Volcano; off by default): JobEnqueueable also asks that the queue's deserved
+share, water-filled with the job's minResources added to the queue's request (and with time-based fair share when
+it is on), holds what the queue holds (less the elastic part), what its admitted jobs still wait for, and the part
+of the job's minResources it lacks. A job its queue's share could not run now waits at admission, where it
+reserves nothing, instead of being admitted and then held in allocate while its minResources fill overcommit's
+admission room (QueueLimit with limit `deserved`).
+
 The `pods` count takes no part here, as in Volcano. Departures from Volcano: a job without minResources
 declares no minimum, so everything it holds counts as held (Volcano counts all of it as elastic, which admits
 jobs the queue cannot run without reclaim); an admitted job reserves only the part of its minResources it does

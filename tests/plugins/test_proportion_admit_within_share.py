@@ -15,9 +15,10 @@ from scheduler.testing import ClusterBuilder, cluster, conf_from_tiers
 GPU = "nvidia.com/gpu"
 
 
-def conf(within_share: bool | None) -> SchedulerConf:
+def conf(within_share: bool | None, actions: str = "enqueue, allocate, backfill") -> SchedulerConf:
     arguments: dict[str, Any] = {} if within_share is None else {"admitWithinShare": within_share}
-    return conf_from_tiers(("priority", "gang"), ("predicates", {"name": "proportion", "arguments": arguments}))
+    return conf_from_tiers(("priority", "gang"), ("predicates", {"name": "proportion", "arguments": arguments}),
+                           actions=actions)
 
 
 def busy(within_share: bool | None) -> ClusterBuilder:
@@ -55,3 +56,19 @@ def test_without_the_argument_the_gang_is_admitted_and_waits_in_allocate(within_
     c.cycle(conf(within_share))
     assert c.sim.podgroup("a-big")["status"]["phase"] == "Inqueue"
     assert c.sim.bound("a-big") == {}
+
+
+def test_the_condition_names_the_share_and_counts_what_the_queue_has_admitted() -> None:
+    c = busy(True)
+    c.job("a-first", queue="a", replicas=2, gpu=1, min_resources={GPU: 2})
+    c.cycle(conf(True, actions="enqueue"))  # admitted, not placed: it still lacks its 2 GPUs
+    assert c.sim.podgroup("a-first")["status"]["phase"] == "Inqueue"
+    c.job("a-big", queue="a", replicas=4, gpu=1, min_resources={GPU: 4})
+    c.cycle(conf(True, actions="enqueue"))
+    condition = c.sim.condition("a-big")
+    assert condition is not None and condition["reason"] == "NotEnqueued"
+    decision = c.sim.decision("a-big")
+    # a asks 8 + 2 + 4 and b 4 of 16 GPUs: a deserves 12, short of 8 held + 2 admitted + 4
+    assert decision is not None and decision.reasons == (
+        QueueLimit("a", DESERVED, GPU, 12_000, 14_000, 4_000, allocated=8_000, admitted=2_000),)
+    assert "deserved share nvidia.com/gpu 12" in condition["message"] and "2 admitted" in condition["message"]
