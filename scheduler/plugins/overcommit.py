@@ -22,14 +22,6 @@ jobs still wait for counts against the jobs of *other* queues only up to the roo
 job its own queue's share or capability holds back cannot take those resources anyway, so it no longer keeps
 the other queues' jobs out; it still counts in full against its own queue's jobs. Volcano counts every
 admitted job's minResources against every job (plugins/overcommit/overcommit.go, inqueueResource).
-
-`admitStarvingAfter: 30m` (volcano-py's, a Go duration; off by default): a job with minResources that has waited
-that long since its creation is admitted past the factor, if the cluster is within it without the job (nodes'
-use plus admitted jobs' reservations at most `allocatable x factor`), at most one job a session: the first such
-job enqueue comes to. Small jobs otherwise keep the cluster too full for a large gang ever to be admitted, and
-only an admitted gang reserves nodes as they drain (the starvation guard of `allocate`). Volcano has no such
-rule (its TODO in overcommit.go: "if allow 1 more job to be inqueue beyond overcommit-factor, large job may be
-inqueue and create pods").
 """
 
 from __future__ import annotations
@@ -44,7 +36,6 @@ from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo
 from scheduler.api.reasons import OvercommitLimit
 from scheduler.api.resources import CPU, MEMORY, ZERO, Resource
-from scheduler.durations import SECOND, DurationError, parse_go_duration
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.queue_room import share_rooms
@@ -61,8 +52,6 @@ from scheduler.plugins.shares import (
 FACTOR = "overcommit-factor"
 DEFAULT_FACTOR = 1.2
 SHARE_BOUND = "shareBoundReservations"
-STARVING = "admitStarvingAfter"
-STARVING_MAX = 7 * 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +59,6 @@ class OvercommitArgs:
     default_factor: float = DEFAULT_FACTOR
     factors: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # resource -> factor
     share_bound: bool = False  # shareBoundReservations
-    starving_after: float | None = None  # admitStarvingAfter, seconds; None: off
 
     def factor(self, resource: str) -> float:
         return self.factors.get(resource, self.default_factor)
@@ -84,19 +72,6 @@ def _factor(reader: ArgReader, key: str) -> float:
     return value
 
 
-def _starving(reader: ArgReader) -> float | None:
-    raw = reader.raw(STARVING)
-    if raw is None:
-        return None
-    try:
-        seconds = parse_go_duration(str(raw).strip()) / SECOND if isinstance(raw, str) else math.nan
-    except DurationError:
-        seconds = math.nan
-    if not 0 <= seconds <= STARVING_MAX:  # also refuses nan
-        raise reader.fail(STARVING, "a Go duration such as 30m or 1h, from 0s to 168h")
-    return seconds
-
-
 class OvercommitPlugin(Plugin[OvercommitArgs]):
     name = "overcommit"
 
@@ -105,8 +80,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         default = _factor(reader, FACTOR)
         prefix = f"{FACTOR}."
         factors = {key[len(prefix):]: _factor(reader, key) for key in reader.names() if key.startswith(prefix)}
-        return OvercommitArgs(default, MappingProxyType(factors), reader.boolean(SHARE_BOUND, False),
-                              _starving(reader))
+        return OvercommitArgs(default, MappingProxyType(factors), reader.boolean(SHARE_BOUND, False))
 
     def _factor(self, resource: str) -> float:
         return self.args.factor(resource)
@@ -120,7 +94,6 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         # shareBoundReservations: each queue's admitted reservation, and the room its share leaves (on first ask)
         self.by_queue: dict[str, Resource] = {}
         self.rooms: dict[str, dict[str, int]] | None = None
-        self.bypassed = False  # admitStarvingAfter: one job a session
         if self.args.share_bound:
             for job in ssn.jobs.values():
                 reserved = reserved_by_admitted(job)
@@ -148,19 +121,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
             if need > capacity:
                 over.append(OvercommitLimit(name, self.total.get(name), self._factor(name), capacity,
                                             self.used.get(name), admitted.get(name), units, need))
-        if over and self._may_bypass(job, admitted):
-            self.bypassed = True
-            return SUCCESS
         return unschedulable(*over) if over else SUCCESS
-
-    def _may_bypass(self, job: JobInfo, admitted: Resource) -> bool:
-        """admitStarvingAfter: the job waited that long, none bypassed yet this session, and the cluster is within
-        the factor without it on every resource the job asks for."""
-        after = self.args.starving_after
-        if after is None or self.bypassed or self.ssn.now - job.creation < after:
-            return False
-        return all(self.used.get(name) + admitted.get(name) <= self._capacity(name)
-                   for name in dimensions(still_lacking(job)))
 
     def _admitted_for(self, job: JobInfo) -> Resource:
         """What admitted jobs still wait for, as `job` sees it: its own queue's in full, every other queue's up to
