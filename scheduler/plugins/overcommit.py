@@ -15,13 +15,6 @@ When `preempt` or `reclaim` is among the actions, what they could free for the j
 priority running tasks of its queue that may be evicted, and what other reclaimable queues hold above their
 deserved shares (up to what the job's queue is short of its own). So a high-priority job is admitted to a full
 cluster and then preempts, instead of waiting at enqueue for room only preemption can make.
-
-`shareBoundReservations: true` (volcano-py's, off by default and under Volcano's conf): what a queue's admitted
-jobs still wait for counts against the jobs of *other* queues only up to the room the queue's share leaves it
-(its deserved share as `proportion` computes it, capped by its real capability, less what it holds). An admitted
-job its own queue's share or capability holds back cannot take those resources anyway, so it no longer keeps
-the other queues' jobs out; it still counts in full against its own queue's jobs. Volcano counts every
-admitted job's minResources against every job (plugins/overcommit/overcommit.go, inqueueResource).
 """
 
 from __future__ import annotations
@@ -35,10 +28,9 @@ from types import MappingProxyType
 from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo
 from scheduler.api.reasons import OvercommitLimit
-from scheduler.api.resources import CPU, MEMORY, ZERO, Resource
+from scheduler.api.resources import Resource
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
-from scheduler.plugins.queue_room import share_rooms
 from scheduler.plugins.shares import (
     cluster_total,
     dimensions,
@@ -51,14 +43,12 @@ from scheduler.plugins.shares import (
 
 FACTOR = "overcommit-factor"
 DEFAULT_FACTOR = 1.2
-SHARE_BOUND = "shareBoundReservations"
 
 
 @dataclass(frozen=True, slots=True)
 class OvercommitArgs:
     default_factor: float = DEFAULT_FACTOR
     factors: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # resource -> factor
-    share_bound: bool = False  # shareBoundReservations
 
     def factor(self, resource: str) -> float:
         return self.factors.get(resource, self.default_factor)
@@ -80,7 +70,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         default = _factor(reader, FACTOR)
         prefix = f"{FACTOR}."
         factors = {key[len(prefix):]: _factor(reader, key) for key in reader.names() if key.startswith(prefix)}
-        return OvercommitArgs(default, MappingProxyType(factors), reader.boolean(SHARE_BOUND, False))
+        return OvercommitArgs(default, MappingProxyType(factors))
 
     def _factor(self, resource: str) -> float:
         return self.args.factor(resource)
@@ -91,14 +81,6 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         # (summed in one pass each: the same integers as node by node and job by job, at a fraction of the cost)
         self.used = without_pods(Resource.total(node.used for node in ssn.node_list))
         self.admitted = Resource.total(reserved_by_admitted(job) for job in ssn.jobs.values())
-        # shareBoundReservations: each queue's admitted reservation, and the room its share leaves (on first ask)
-        self.by_queue: dict[str, Resource] = {}
-        self.rooms: dict[str, dict[str, int]] | None = None
-        if self.args.share_bound:
-            for job in ssn.jobs.values():
-                reserved = reserved_by_admitted(job)
-                if not reserved.is_zero():
-                    self.by_queue[job.queue] = self.by_queue.get(job.queue, ZERO) + reserved
 
     def _capacity(self, resource: str) -> int:
         """The cluster's allocatable of `resource` times its factor, rounded down, in integer units."""
@@ -108,11 +90,10 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         if job.min_resources is None:
             return SUCCESS
         minimum = still_lacking(job)  # a gang admitted again holds the rest already, in the nodes' use
-        admitted = self._admitted_for(job) if self.args.share_bound else self.admitted
         over: list[OvercommitLimit] = []
         freeable = None
         for name, units in dimensions(minimum).items():
-            need = self.used.get(name) + admitted.get(name) + units
+            need = self.used.get(name) + self.admitted.get(name) + units
             capacity = self._capacity(name)
             if need > capacity:
                 if freeable is None:
@@ -120,30 +101,10 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
                 need = max(units, need - freeable.get(name))
             if need > capacity:
                 over.append(OvercommitLimit(name, self.total.get(name), self._factor(name), capacity,
-                                            self.used.get(name), admitted.get(name), units, need))
+                                            self.used.get(name), self.admitted.get(name), units, need))
         return unschedulable(*over) if over else SUCCESS
 
-    def _admitted_for(self, job: JobInfo) -> Resource:
-        """What admitted jobs still wait for, as `job` sees it: its own queue's in full, every other queue's up to
-        the room that queue's share leaves it (shareBoundReservations)."""
-        if self.rooms is None:
-            self.rooms = share_rooms(self.ssn)
-        total = ZERO
-        for queue, reserved in self.by_queue.items():
-            room = self.rooms.get(queue)
-            if queue == job.queue or room is None:
-                total = total + reserved
-                continue
-            total = total + Resource.of(
-                cpu=min(reserved.cpu, room.get(CPU, reserved.cpu)),
-                memory=min(reserved.memory, room.get(MEMORY, reserved.memory)),
-                scalars={name: min(units, room.get(name, units)) for name, units in reserved.scalars})
-        return total
-
     def on_job_enqueued(self, job: JobInfo) -> None:
-        reserved = reserved_by_admitted(job)
-        self.admitted = self.admitted + reserved
-        if self.args.share_bound and not reserved.is_zero():
-            self.by_queue[job.queue] = self.by_queue.get(job.queue, ZERO) + reserved
+        self.admitted = self.admitted + reserved_by_admitted(job)
 
 

@@ -58,11 +58,10 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import DESERVED, QueueLimit
 from scheduler.api.resources import CPU, MEMORY, Resource
-from scheduler.api.usage import QueueUsage
+from scheduler.api.usage import QueueUsage, history_weights
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.fair_share import UsageArgs, fold_queues, parse_usage_args
 from scheduler.framework.plugin import SessionAPI
-from scheduler.plugins.queue_room import history_fill, water_fill
 from scheduler.plugins.shares import (
     QueueAttr,
     QueueBook,
@@ -88,6 +87,18 @@ class ProportionArgs:
     within_share: bool = False  # admitWithinShare
 
 
+def water_fill(book: QueueBook, weights: dict[str, int] | None = None) -> None:
+    """Each queue's deserved share: the cluster water-filled by weight among the queues' requests (`weights`
+    instead of the queues' own, with history)."""
+    demands = [
+        QueueDemand(a.queue.name, a.queue.weight if weights is None else weights.get(a.queue.name, a.queue.weight),
+                    a.request, without_pods(a.queue.guarantee), a.limit)
+        for a in book.attrs.values()
+    ]
+    for name, deserved in deserved_shares(book.total, demands).items():
+        book.attrs[name].deserved = deserved
+
+
 class ProportionPlugin(QueueSharePlugin[ProportionArgs]):
     name = "proportion"
 
@@ -108,7 +119,9 @@ class ProportionPlugin(QueueSharePlugin[ProportionArgs]):
         return fold_queues(ssn.queues, held, self.book.total, ssn.now, self.args.usage)
 
     def _with_history(self, book: QueueBook) -> None:
-        history_fill(book, self.args.usage, {name: usage.share for name, usage in self.usage.items()})
+        weights = {name: a.queue.weight for name, a in book.attrs.items() if not a.request.is_zero()}
+        shares = {name: self.usage[name].share for name in weights if name in self.usage}
+        water_fill(book, history_weights(weights, shares, self.args.usage.weight))
 
     def on_session_close(self, ssn: SessionAPI) -> None:
         self.book.publish(self.overused)
