@@ -127,6 +127,11 @@ def _queue_limit(r: R.QueueLimit) -> str:
     def amount(units: int) -> str:
         return show(res, units)
 
+    if r.limit == R.DESERVED and (r.admitted or r.elastic):  # at admission (proportion's admitWithinShare)
+        held = f"{amount(r.allocated)} allocated" + (f" - {amount(r.elastic)} elastic" if r.elastic else "")
+        return (f"queue {r.queue} deserved share {res} {amount(r.limit_amount)}, with this job asking: {held} + "
+                f"{amount(r.admitted)} admitted + {amount(r.requested)} requested = {amount(r.total)} > "
+                f"{amount(r.limit_amount)} (short {res} {amount(r.short)})")
     if r.limit == R.DESERVED:
         return (f"queue {r.queue} cannot take {res} {amount(r.requested)} more without passing its deserved share: "
                 f"{amount(r.allocated)} allocated + {amount(r.requested)} requested = {amount(r.total)} > "

@@ -34,6 +34,13 @@ so a queue that used more than its weight's share recently deserves less until i
 shares QueueOrder puts the queue with the lower usage per weight first. The usage is folded every session
 from what each queue held since the last fold, and written back by the status writer.
 
+`admitWithinShare: true` (beyond Volcano; off by default): JobEnqueueable also asks that the queue's deserved
+share, water-filled with the job's minResources added to the queue's request (and with time-based fair share when
+it is on), holds what the queue holds (less the elastic part), what its admitted jobs still wait for, and the part
+of the job's minResources it lacks. A job its queue's share could not run now waits at admission, where it
+reserves nothing, instead of being admitted and then held in allocate while its minResources fill overcommit's
+admission room (QueueLimit with limit `deserved`).
+
 The `pods` count takes no part here, as in Volcano. Departures from Volcano: a job without minResources
 declares no minimum, so everything it holds counts as held (Volcano counts all of it as elastic, which admits
 jobs the queue cannot run without reclaim); an admitted job reserves only the part of its minResources it does
@@ -49,7 +56,7 @@ from fractions import Fraction
 from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.reasons import DESERVED
+from scheduler.api.reasons import DESERVED, QueueLimit
 from scheduler.api.resources import CPU, MEMORY, Resource
 from scheduler.api.usage import QueueUsage, history_weights
 from scheduler.framework.conf_args import ArgReader
@@ -63,6 +70,7 @@ from scheduler.plugins.shares import (
     deserved_shares,
     dimensions,
     real_capability,
+    still_lacking,
     task_limit,
     without_pods,
 )
@@ -70,9 +78,13 @@ from scheduler.plugins.shares import (
 __all__ = ["ProportionPlugin", "QueueDemand", "deserved_shares", "real_capability"]
 
 
+ADMIT_WITHIN_SHARE = "admitWithinShare"
+
+
 @dataclass(frozen=True, slots=True)
 class ProportionArgs:
     usage: UsageArgs = UsageArgs()
+    within_share: bool = False  # admitWithinShare
 
 
 def water_fill(book: QueueBook, weights: dict[str, int] | None = None) -> None:
@@ -92,7 +104,7 @@ class ProportionPlugin(QueueSharePlugin[ProportionArgs]):
 
     @classmethod
     def parse_args(cls, reader: ArgReader) -> ProportionArgs:
-        return ProportionArgs(parse_usage_args(reader))
+        return ProportionArgs(parse_usage_args(reader), reader.boolean(ADMIT_WITHIN_SHARE, False))
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
@@ -177,7 +189,25 @@ class ProportionPlugin(QueueSharePlugin[ProportionArgs]):
         over = self.book.over_limit(attr, job)
         if over:
             return unschedulable(*over)
+        if self.args.within_share:
+            return self._within_share(attr, job)
         return SUCCESS
+
+    def _within_share(self, attr: QueueAttr, job: JobInfo) -> Status:
+        """admitWithinShare: the job's queue, its request grown by the job's minResources, must deserve what it
+        holds, what its admitted jobs still wait for and what the job lacks, on every resource the job asks for."""
+        lacking = still_lacking(job)
+        extra = (lacking - without_pods(job.pending_request())).clamp_zero()  # a bare PodGroup's pods ask already
+        attr.request = attr.request + extra
+        self.book.mark_stale()
+        deserved = self.book.deserved()[attr.queue.name]
+        attr.request = attr.request - extra
+        self.book.mark_stale()
+        need = attr.allocated - attr.elastic + attr.admitted + lacking
+        over = [QueueLimit(attr.queue.name, DESERVED, name, deserved.get(name), need.get(name), units,
+                           attr.allocated.get(name), attr.elastic.get(name), attr.admitted.get(name))
+                for name, units in dimensions(lacking).items() if need.get(name) > deserved.get(name)]
+        return unschedulable(*over) if over else SUCCESS
 
 
 def may_take(attr: QueueAttr, held: Resource, task: TaskInfo, reclaimer: TaskInfo) -> bool:

@@ -382,6 +382,10 @@ class QueueBook:
             self._stale = False
         return {name: a.deserved for name, a in self.attrs.items()}
 
+    def mark_stale(self) -> None:
+        """Deserved shares are computed again when next asked (a plugin changed a queue's request)."""
+        self._stale = True
+
     def fresh(self, queue: str) -> QueueAttr | None:
         if self._stale:
             self.deserved()

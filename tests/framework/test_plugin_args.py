@@ -225,6 +225,7 @@ BAD_CASES = [
     BadCase("a boolean is not a nodeorder weight", "nodeorder", "tainttoleration.weight", "true", True),
     BadCase("a word is not an overcommit factor", "overcommit", "overcommit-factor", "high", "high"),
     BadCase("a word is not a per-resource overcommit factor", "overcommit", "overcommit-factor.cpu", "x", "x"),
+    BadCase("a word is not proportion's admitWithinShare", "proportion", "admitWithinShare", "maybe", "maybe"),
     BadCase("an unknown deviceshare policy is refused", "deviceshare", "deviceshare.policy", "tetris", "tetris"),
     BadCase("an infinite deviceshare weight is refused", "deviceshare", "deviceshare.weight", '"inf"', "inf"),
     BadCase("a word is not a deviceshare half-life", "deviceshare", "deviceshare.halfLife", "long", "long"),
