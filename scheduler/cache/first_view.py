@@ -41,6 +41,7 @@ from scheduler.api.objects import MutableObj
 from scheduler.api.phases import TaskStatus
 from scheduler.api.pod import Constraints
 from scheduler.api.resources import Resource
+from scheduler.api.shard import ShardView
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube, loads
 from scheduler.cache.pages import EarlyList
@@ -95,10 +96,15 @@ def _admits(c: Constraints, node: NodeInfo) -> bool:
 
 
 def pick_candidates(nodes: Sequence[NodeInfo], ours: Iterable[TaskInfo], pending: Sequence[TaskInfo], *,
-                    headroom: int = HEADROOM, least: int = MIN_CANDIDATES, most: int = MAX_CANDIDATES) -> list[str]:
+                    headroom: int = HEADROOM, least: int = MIN_CANDIDATES, most: int = MAX_CANDIDATES,
+                    shard: ShardView | None = None) -> list[str]:
     """Names of the nodes to list the pods of: open to some pending pod, those with the least of our schedulers'
     pods first (their other pods are not known yet), until they hold `headroom` times the pending requests in
-    every resource asked for and number at least `least`, at most `most`."""
+    every resource asked for and number at least `least`, at most `most`. With a NodeShard (`shard`), as the
+    session will use it: in hard mode the shard's nodes only, in soft mode the shard's nodes first."""
+    if shard is not None and shard.hard:
+        nodes = [n for n in nodes if n.name in shard.nodes]
+    preferred = shard.nodes if shard is not None and shard.soft else None
     used: dict[str, Resource] = {}
     count: dict[str, int] = {}
     for task in ours:
@@ -109,7 +115,7 @@ def pick_candidates(nodes: Sequence[NodeInfo], ours: Iterable[TaskInfo], pending
     asked = [name for name, amount in wanted.items() if amount > 0]
     kinds = {t.constraints for t in pending}  # a gang's pods share one Constraints: one check per kind and node
     open_nodes = [n for n in nodes if n.ready and not n.unschedulable and any(_admits(c, n) for c in kinds)]
-    open_nodes.sort(key=lambda n: (count.get(n.name, 0), n.name))
+    open_nodes.sort(key=lambda n: (preferred is not None and n.name not in preferred, count.get(n.name, 0), n.name))
     picked: list[str] = []
     room = Resource()
     for node in open_nodes:
@@ -206,7 +212,9 @@ def prepare(cache: ClusterCache, conf: SchedulerConf, ours: Sequence[EarlyList],
     with stores.lock:
         nodes = list(stores.nodes.objects.values())
     node_infos = cache.parser.nodes(nodes)
-    names = pick_candidates(node_infos, mine, pending)
+    # The NodeShard step, as a session's: the nodes the view's session may use (cache/shards.py)
+    shard = cache.shards.between_sessions() if cache.shards is not None else None
+    names = pick_candidates(node_infos, mine, pending, shard=shard)
     if not names:
         return Skip("no node is open to the pending pods")
     try:

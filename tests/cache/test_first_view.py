@@ -14,6 +14,7 @@ import pytest
 from scheduler.api.job import TaskInfo
 from scheduler.api.phases import TaskStatus
 from scheduler.api.resources import Resource
+from scheduler.api.shard import ShardView
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.first_view import Skip, blocker, first_view_conf, merge, pick_candidates
 from scheduler.cycle import builtin_default_conf, conf_from_text, run_cycle
@@ -172,6 +173,20 @@ def test_candidates_hold_the_pending_pods_twice_over_with_our_busiest_nodes_last
     assert pick_candidates(nodes, ours, pending, least=5) == ["n2", "n3", "n4", "n5", "n1"]
     assert pick_candidates(nodes, ours, pending, least=1, most=1) == ["n2"]
     assert "n0" in pick_candidates(nodes, ours, [_task(f"default/q{i}") for i in range(40)], least=1)
+
+
+def test_candidates_keep_to_the_nodeshard_as_the_session_will() -> None:
+    c = cluster()
+    for i in range(6):
+        c.node(f"n{i}", gpu=8)
+    nodes = list(c.sim.snapshot().nodes.values())
+    pending = [_task(f"default/p{i}") for i in range(8)]  # 8 GPUs: 16 wanted, two nodes
+    shard = frozenset({"n3", "n5"})
+    hard, soft = ShardView("hard", "volcano-py", shard), ShardView("soft", "volcano-py", shard)
+    assert pick_candidates(nodes, [], pending, least=1, shard=hard) == ["n3", "n5"]
+    assert pick_candidates(nodes, [], pending, least=3, shard=hard) == ["n3", "n5"]  # never a node outside
+    assert pick_candidates(nodes, [], pending, least=3, shard=soft) == ["n3", "n5", "n0"]  # the shard's first
+    assert pick_candidates(nodes, [], pending, least=1, shard=ShardView("hard", "volcano-py", frozenset())) == []
 
 
 def test_candidates_follow_the_pending_pods_node_selector() -> None:
