@@ -48,7 +48,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
 from scheduler.api.phases import OCCUPYING_STATUSES, TaskStatus
 from scheduler.api.resources import Resource
-from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.snapshot import ClusterSnapshot, Lineage
 
 IN_JOB, OTHER, ORPHAN, NONE = range(4)  # what `build_snapshot` made of a pod
 
@@ -101,13 +101,16 @@ class IncrementalSnapshot:
         self.orphans: set[str] = set()  # pending pods of ours whose PodGroup does not exist
         self.assumed: dict[str, str] = {}
         self.rebuilt = (0, 0, 0)  # (pods, jobs, nodes) the last build made afresh: for tests and benchmarks
+        self.token: object | None = None  # the last snapshot's `Lineage.token` (None: none built, or one failed)
 
     # ---- the build --------------------------------------------------------------------------------------
     def build(self, inputs: SnapshotInputs, delta: Delta | None) -> ClusterSnapshot:
         dirty_pods: set[str] = set()
         dirty_jobs: set[str] = set()
         dirty_nodes: set[str] = set()
+        since, self.token = self.token, None  # (a build that fails half way is followed by one without a lineage)
         if delta is None:
+            since = None
             self.__init__(self.rules)  # type: ignore[misc]
             delta = Delta({t.key: (m, t) for m, t in inputs.pods}, {n.name: n for n in inputs.nodes},
                           {j.key: j for j in inputs.podgroups})
@@ -136,10 +139,12 @@ class IncrementalSnapshot:
         storage = inputs.storage
         if storage is not None and claims is not None and claims.binding:
             storage = replace(storage, binding=True)
+        self.token = object()
         return ClusterSnapshot(dict(self.nodes), jobs, {q.name: q for q in inputs.queues}, inputs.now,
                                tuple(inputs.hypernodes), storage, dict(inputs.unreadable_queues),
                                tuple(o for _, o in orphans), tuple(inputs.disruption_budgets),  # type: ignore[misc]
-                               tuple(inputs.resource_quotas), dra=_dra(inputs.dra) if self.devices else None)
+                               tuple(inputs.resource_quotas), dra=_dra(inputs.dra) if self.devices else None,
+                               lineage=Lineage(since, self.token, frozenset(dirty_jobs)))
 
     def _session_changes(self, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str]) -> None:
         """What the last session changed: its jobs and nodes are rebuilt, and the tasks it moved made again."""

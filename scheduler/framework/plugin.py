@@ -28,6 +28,7 @@ from scheduler.api.volumes import Storage
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.backend import StatementBackEnd
+from scheduler.framework.carry import JobChanges
 from scheduler.framework.conf import PluginOption, SchedulerConf
 from scheduler.framework.conf_args import NO_ARGS, ArgReader, parse_unloaded
 from scheduler.framework.faults import Faults, JobGuard
@@ -51,11 +52,12 @@ class SessionAPI:
     `domains`, the nodes' topology domains per label key, by the same positions (`api.topology`);
     `trace`, where a plugin may explain its decisions when the cycle is traced (None when it is not);
     `queue_allocation_gate`, Volcano's feature gate SchedulingGatesQueueAdmission (`api.snapshot`);
-    `dra`, the DRA objects (`api.dra`: slices, classes, claims, templates; None when DRA is not modelled).
+    `dra`, the DRA objects (`api.dra`: slices, classes, claims, templates; None when DRA is not modelled);
+    `changes`, which jobs changed since the last session and each plugin's store of per-job work (`carry.py`).
     """
 
     __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
-                 "storage", "disruption_budgets", "resource_quotas", "queue_allocation_gate", "dra",
+                 "storage", "disruption_budgets", "resource_quotas", "queue_allocation_gate", "dra", "changes",
                  "_order", "_fit", "_results",
                  "_requests", "_faults")
 
@@ -81,6 +83,7 @@ class SessionAPI:
         faults: Faults,
         queue_allocation_gate: bool = False,
         dra: DraObjects | None = None,
+        changes: JobChanges | None = None,
     ) -> None:
         self.jobs = jobs
         self.queues = queues
@@ -96,6 +99,7 @@ class SessionAPI:
         self.resource_quotas = resource_quotas
         self.queue_allocation_gate = queue_allocation_gate
         self.dra = dra
+        self.changes = changes if changes is not None else JobChanges(None, None)
         self._order = order
         self._fit = fit
         self._results = results

@@ -22,7 +22,7 @@ At close: every waiting gang gets an `Unschedulable` condition that says what is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -225,25 +225,47 @@ class GangPlugin(Plugin[NoArgs]):
         return gang_safe(candidates, self.jobs, singles_may_go=True)
 
     def on_session_close(self, ssn: SessionAPI) -> None:
-        for job in ssn.jobs.values():
+        # A job whose state is as read, and was at the last session's close too, for which that close did
+        # nothing, is left alone again: what it does depends on the job's state alone, and binds or a fault
+        # this session would have changed it or marked it (`framework/carry.py`).
+        changes = ssn.changes
+        quiet: dict[str, None] = changes.store("gang:quiet") if changes.keeps else {}
+        jobs: Iterable[JobInfo] = ssn.jobs.values()
+        closing = changes.closing
+        if closing is not None:
+            for key in changes.since or ():
+                if key not in ssn.jobs:
+                    quiet.pop(key, None)
+            skip = quiet.keys() - closing
+            if skip:
+                jobs = [job for key, job in ssn.jobs.items() if key not in skip]
+        for job in jobs:
+            acted = True
             with ssn.guard(job):
-                self._close_job(ssn, job)
+                acted = self._close_job(ssn, job)
+            if not acted and not ssn.faulted(job) and changes.clean(job):
+                quiet[job.key] = None
+            else:
+                quiet.pop(job.key, None)
 
-    def _close_job(self, ssn: SessionAPI, job: JobInfo) -> None:
+    def _close_job(self, ssn: SessionAPI, job: JobInfo) -> bool:
+        """The job's condition and events at close; False when there are none."""
         if job.phase == PodGroupPhase.PENDING or not job.tasks or ssn.faulted(job):
-            return
+            return False
         if job.count_ready():
             if ssn.got_binds(job.key) or _was_unschedulable(job):
                 self._scheduled(ssn, job)
-            return
+                return True
+            return False
         if _held_by_releasing(job):
-            return
+            return False
         invalid = valid(job)
         if not invalid.ok:
             self._unschedulable(ssn, job, condition_reason(invalid), invalid.stamped(self.name))
         else:
             status = Status(Code.UNSCHEDULABLE, gang_reasons(ssn, job), self.name)
             self._unschedulable(ssn, job, NOT_ENOUGH_RESOURCES, status)
+        return True
 
     def _unschedulable(self, ssn: SessionAPI, job: JobInfo, reason: str, status: Status) -> None:
         condition = unschedulable_condition(reason, status)

@@ -1,0 +1,125 @@
+"""A session that carries per-job work over from the last one (`framework/carry.py`) decides exactly what a session
+that carries nothing decides on the same cluster: over random deltas and real cycles (the incremental snapshot's
+`World`), each warm cycle (incremental snapshot, the memo kept from cycle to cycle) is compared with a cold one
+(a snapshot built afresh, with a memo of its own that has seen the same cycles: a cold snapshot has no lineage,
+so nothing is carried): binds, evictions,
+PodGroup statuses, queue statuses, events, annotations, all of it. The warm cycle's result is then applied.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from snapshot_values import first_difference, result_value
+from test_incremental_snapshot import World, cold, sim_rules
+
+from scheduler.api.snapshot import CycleResult
+from scheduler.cycle import builtin_default_conf, run_cycle
+from scheduler.framework.conf import SchedulerConf
+from scheduler.framework.memo import CycleMemo
+from scheduler.framework.results import ResultsCollector
+from scheduler.plugins.gang import GangPlugin
+from scheduler.testing import conf_from_tiers
+
+CONFS = {
+    "default": builtin_default_conf(),
+    "capacity, reclaim, preempt": conf_from_tiers(
+        ("priority", "gang", "conformance"), ("drf", "predicates", "capacity", "nodeorder", "binpack"),
+        actions="enqueue, allocate, preempt, reclaim, backfill"),
+}
+
+
+def warm_and_cold(world: World, memo: CycleMemo, cold_memo: CycleMemo,
+                  conf: SchedulerConf) -> tuple[CycleResult, CycleResult, bool]:
+    """(warm result, cold result, whether the warm session followed the last one)."""
+    sim = world.sim
+    cold_result = run_cycle(cold(sim), conf, memo=cold_memo)
+    assert cold_memo.carry.token is None
+    snapshot = sim.snapshot()
+    lineage = snapshot.lineage
+    followed = lineage is not None and lineage.since is not None and memo.carry.token is lineage.since
+    warm_result = run_cycle(snapshot, conf, memo=memo)
+    return warm_result, cold_result, followed
+
+
+def run_world(seed: int, conf: SchedulerConf, steps: int = 30) -> int:
+    """Random deltas with a cycle after each; returns how many warm sessions followed the last one."""
+    world = World(random.Random(seed))
+    sim = world.sim
+    sim.changes.start(sim_rules(sim))
+    memo, cold_memo = CycleMemo(), CycleMemo()
+    first = run_cycle(sim.snapshot(), conf, memo=memo)
+    assert result_value(first) == result_value(run_cycle(cold(sim), conf, memo=cold_memo))
+    followed = 0
+    ops: list[str] = []
+    for _ in range(steps):
+        ops.append(world.step())
+        warm, cold_result, follows = warm_and_cold(world, memo, cold_memo, conf)
+        followed += follows
+        a, b = result_value(warm), result_value(cold_result)
+        assert a == b, (ops, first_difference(a, b))
+        sim.apply(warm)
+        if world.rng.random() < 0.7:
+            sim.start_bound_pods()
+    return followed
+
+
+@pytest.mark.parametrize("conf", sorted(CONFS))
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_warm_session_decides_what_a_cold_one_decides_after_every_delta(conf: str, seed: int) -> None:
+    followed = run_world(seed, CONFS[conf])
+    assert followed >= 1  # the warm sessions did carry work over (a build afresh or a delta-less one does not)
+
+
+def test_most_warm_sessions_follow_the_last_one() -> None:
+    assert run_world(7, CONFS["default"], steps=40) >= 20
+
+
+def test_a_warm_session_redoes_only_the_jobs_that_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a cycle in which nothing changed but one pod, the PodGroup status and the gang's close are worked
+    out for that pod's job and the jobs the session changed, not for every job."""
+    world = World(random.Random(3))
+    sim = world.sim
+    for _ in range(30):
+        world.add_node()
+        world.add_gang()
+    sim.changes.start(sim_rules(sim))
+    memo, cold_memo = CycleMemo(), CycleMemo()
+    conf = CONFS["default"]
+    for _ in range(3):  # the cluster settles: binds applied, pods started
+        run_cycle(cold(sim), conf, memo=cold_memo)
+        sim.apply(run_cycle(sim.snapshot(), conf, memo=memo))
+        sim.start_bound_pods()
+    run_cycle(cold(sim), conf, memo=cold_memo)  # a cycle with the pods as they are: each job's work is kept
+    sim.apply(run_cycle(sim.snapshot(), conf, memo=memo))
+    statuses: list[str] = []
+    closes: list[str] = []
+    status_of, close_job = ResultsCollector._podgroup_status, GangPlugin._close_job
+    monkeypatch.setattr(ResultsCollector, "_podgroup_status",
+                        lambda self, job, binding=0: statuses.append(job.key) or status_of(self, job, binding))
+    monkeypatch.setattr(GangPlugin, "_close_job",
+                        lambda self, ssn, job: closes.append(job.key) or close_job(self, ssn, job))
+    running = sorted(key for key, pod in sim.pods.items() if pod.manifest["status"].get("phase") == "Running")
+    sim.delete_pod(running[0])
+    cold_result = run_cycle(cold(sim), conf, memo=cold_memo)
+    snapshot = sim.snapshot()
+    assert snapshot.lineage is not None and snapshot.lineage.since is memo.carry.token
+    changed = set(snapshot.lineage.jobs)
+    statuses.clear()
+    closes.clear()
+    result = run_cycle(snapshot, conf, memo=memo)
+    touched = {key for key, job in snapshot.jobs.items() if job.touched}
+    assert result_value(result) == result_value(cold_result)
+    assert len(snapshot.jobs) >= 30
+    assert set(statuses) <= changed | touched | {s.job for s in result.podgroups} | unplaced(snapshot)
+    assert set(closes) <= changed | touched | unplaced(snapshot)
+    assert len(statuses) < len(snapshot.jobs) // 2 and len(closes) < len(snapshot.jobs) // 2
+
+
+def unplaced(snapshot: object) -> set[str]:
+    """Jobs whose close writes something every cycle (a gang not ready: its Unschedulable condition)."""
+    jobs = getattr(snapshot, "jobs", {})
+    return {key for key, job in jobs.items() if job.tasks and not job.count_ready()}
