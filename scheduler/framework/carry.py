@@ -34,14 +34,16 @@ class Carry:
 class JobChanges:
     """One session's view of what changed since the last one (see the module's doc)."""
 
-    __slots__ = ("since", "keeps", "closing", "_marked", "_carry", "_stores", "_lineage")
+    __slots__ = ("since", "keeps", "closing", "marked", "_carry", "_stores", "_lineage")
 
     def __init__(self, carry: Carry | None, lineage: Lineage | None) -> None:
         self._carry, self._lineage = carry, lineage
         self.keeps = carry is not None  # whether stores outlive the session (no memo: not worth filling them)
         # at close: the jobs whose state may differ from the state as read (`at_close`); None: any may
         self.closing: frozenset[str] | None = None
-        self._marked: set[str] = set()
+        # jobs whose phase or minAvailable this session set (the results collector adds them): their state is
+        # not as read
+        self.marked: set[str] = set()
         follows = (carry is not None and lineage is not None and lineage.since is not None
                    and carry.token is lineage.since)
         # job keys that may differ from the last session's (made again, new, gone); None: any may
@@ -63,20 +65,19 @@ class JobChanges:
         if self._carry is not None and self._lineage is not None:
             self._carry.token = self._lineage.token
 
-    def at_close(self, jobs: dict[str, JobInfo], marked: set[str]) -> frozenset[str] | None:
+    def at_close(self, jobs: dict[str, JobInfo]) -> frozenset[str] | None:
         """Sets and returns `closing`: the jobs whose state at close may differ from the state as read, that is
         changed since the last session, touched by this one (a task placed, evicted, pipelined), or `marked`
         (their phase or minAvailable set by this session); None when any may."""
-        self._marked = marked  # (the results collector's own set: marks made later count too)
         if self.since is None:
             self.closing = None
         else:
-            self.closing = self.since | marked | {key for key, job in jobs.items() if job.touched}
+            self.closing = self.since | self.marked | {key for key, job in jobs.items() if job.touched}
         return self.closing
 
     def clean(self, job: JobInfo) -> bool:
         """Whether the job's state at close is its state as read (what a store may keep an answer for)."""
-        if job.key in self._marked:
+        if job.key in self.marked:
             return False
         closing = self.closing
         return not job.touched if closing is None else job.key not in closing

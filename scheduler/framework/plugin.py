@@ -58,7 +58,7 @@ class SessionAPI:
 
     __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
                  "storage", "disruption_budgets", "resource_quotas", "queue_allocation_gate", "dra", "changes",
-                 "_order", "_fit", "_results",
+                 "_order", "_fit", "_results", "_total",
                  "_requests", "_faults")
 
     def __init__(
@@ -100,6 +100,7 @@ class SessionAPI:
         self.queue_allocation_gate = queue_allocation_gate
         self.dra = dra
         self.changes = changes if changes is not None else JobChanges(None, None)
+        self._total: Resource | None = None
         self._order = order
         self._fit = fit
         self._results = results
@@ -113,6 +114,12 @@ class SessionAPI:
         return self._faults.guard(job)
 
     # ---- questions -----------------------------------------------------------------------------------
+    def allocatable_total(self) -> Resource:
+        """Every node's allocatable summed, the pods count included: worked out once per session."""
+        if self._total is None:
+            self._total = Resource.total(node.allocatable for node in self.node_list)
+        return self._total
+
     def faulted(self, job: JobInfo) -> bool:
         """Whether a plugin or action failed on `job` this cycle (its condition then says so; leave it be)."""
         return self._results.faulted(job)

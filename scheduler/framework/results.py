@@ -32,7 +32,7 @@ class ResultsCollector:
         self._jobs = jobs
         self._queues = queues
         self.changes = changes if changes is not None else JobChanges(None, None)
-        self.marked: set[str] = set()  # jobs whose phase or minAvailable this session set (`carry.py`)
+        self.marked = self.changes.marked  # jobs whose phase or minAvailable this session set (`carry.py`)
         self._original = {uid: (job.phase, job.conditions) for uid, job in jobs.items()}
         self._events: list[Event] = []
         self._conditions: dict[str, Condition] = {}

@@ -130,7 +130,7 @@ class Session:
     def close(self) -> CycleResult:
         """Let plugins write what they learned, and return the cycle's binds, evictions and status changes."""
         self.fit.close(self.jobs)
-        self.changes.at_close(self.jobs, self.results.marked)
+        self.changes.at_close(self.jobs)
         self.faults.action = CLOSE
         for _, plugin in self.plugins:
             started = time.perf_counter()

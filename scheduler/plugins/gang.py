@@ -186,8 +186,9 @@ class GangPlugin(Plugin[NoArgs]):
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.jobs = ssn.jobs
         for job in ssn.jobs.values():
-            with ssn.guard(job):
-                check_timeout(ssn, job)
+            if job.schedule_timeout is not None:  # (check_timeout's first test, without a guard for every job)
+                with ssn.guard(job):
+                    check_timeout(ssn, job)
 
     # ---- extension points ------------------------------------------------------------------------------------
     def job_valid(self, job: JobInfo) -> Status:
