@@ -175,7 +175,7 @@ class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
         self.tree = QueueTree(self.book) if self.args.hierarchy else None
         if self.tree is not None:
             self.book.path = self.tree.path
-        self.book.count_jobs(job_parts(ssn, self.name))
+        self.book.count_jobs(job_parts(ssn))
         self.usage: dict[str, QueueUsage] = {}
         self.history: dict[str, Fraction] = {}  # queue -> its history multiplier `m` (time-based fair share)
         if self.args.usage.on:

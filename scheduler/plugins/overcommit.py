@@ -82,7 +82,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         # (summed in one pass each: the same integers as node by node and job by job, at a fraction of the cost)
         self.used = without_pods(Resource.total(node.used for node in ssn.node_list))
         # every job's reserved_by_admitted, kept from session to session for the jobs that did not change
-        self.admitted = Resource.total(part[2] for part in job_parts(ssn, self.name).values())
+        self.admitted = Resource.total(part[2] for part in job_parts(ssn).values())
 
     def _capacity(self, resource: str) -> int:
         """The cluster's allocatable of `resource` times its factor, rounded down, in integer units."""

@@ -99,7 +99,7 @@ class ProportionPlugin(QueueSharePlugin[ProportionArgs]):
         self.ssn = ssn
         history = self.args.usage.weight > 0
         self.book = QueueBook(ssn, self._with_history if history else water_fill)
-        self.book.count_jobs(job_parts(ssn, self.name))
+        self.book.count_jobs(job_parts(ssn))
         self.usage: dict[str, QueueUsage] = self._fold(ssn) if history else {}
 
     def _fold(self, ssn: SessionAPI) -> dict[str, QueueUsage]:

@@ -13,14 +13,19 @@ from scheduler.api.job import JobInfo
 from scheduler.framework.plugin import SessionAPI
 from scheduler.plugins.shares import Part, elastic_of, reserved_by_admitted, without_pods
 
+STORE = "queue-parts"
 
-def job_parts(ssn: SessionAPI, store: str) -> dict[str, Part]:
-    """Queue name -> the sum of its jobs' parts (a queue with no job: absent)."""
+
+def job_parts(ssn: SessionAPI) -> dict[str, Part]:
+    """Queue name -> the sum of its jobs' parts (a queue with no job: absent). Not to be changed: the plugins that
+    ask in one session (proportion or capacity, overcommit) share it."""
     jobs, changes = ssn.jobs, ssn.changes
-    kept = changes.store(store) if changes.keeps else {}
+    kept = changes.store(STORE) if changes.keeps else {}
     parts: dict[str, tuple[str, Part]] | None = kept.get("parts")
     sums: dict[str, Part] | None = kept.get("sums")
     redo: set[str] | None = kept.get("redo")  # jobs whose part was not worked out from their state as read
+    if sums is not None and kept.get("by") is changes and kept.get("marks") == len(changes.marked):
+        return sums  # worked out already in this session, and no job's phase was set since
     if changes.since is None or parts is None or sums is None or redo is None:
         parts, sums = {}, {}
         for job in jobs.values():
@@ -40,6 +45,7 @@ def job_parts(ssn: SessionAPI, store: str) -> dict[str, Part]:
     redo = {key for key in changes.marked if key in parts}
     if changes.keeps:
         kept["parts"], kept["sums"], kept["redo"] = parts, sums, redo
+        kept["by"], kept["marks"] = changes, len(changes.marked)
     return sums
 
 
