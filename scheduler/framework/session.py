@@ -53,7 +53,10 @@ class Session:
     ) -> None:
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
         self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.name)
-        self.arrays = NodeArrays(self.node_list)
+        # which jobs changed since the last session, and what its per-job work left for the others (`carry.py`)
+        self.changes = JobChanges(memo.carry if memo is not None else None, snapshot.lineage)
+        self.arrays = NodeArrays(self.node_list) if memo is None else NodeArrays.carried(
+            self.node_list, memo.carry.stores.setdefault("arrays", {}))
         self.domains = NodeDomains([n.labels for n in self.node_list])
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.queues: dict[str, QueueInfo] = snapshot.queues
@@ -69,8 +72,6 @@ class Session:
         self.trace = trace  # a sink for a traced cycle's explanations (`volcano-py simulate --trace`), or None
         self.timings: dict[str, float] = {}  # as CycleResult.timings
         self.tiers = TierRunner()
-        # which jobs changed since the last session, and what its per-job work left for the others (`carry.py`)
-        self.changes = JobChanges(memo.carry if memo is not None else None, snapshot.lineage)
         self.results = ResultsCollector(self.jobs, self.queues, self.changes)
         # One job's failure costs that job alone (`faults.py`): actions run each job's turn under `guard(job)`.
         self.faults = Faults(self.results, memo, self.tiers.plugin_modules, self._jobs_of_queue)

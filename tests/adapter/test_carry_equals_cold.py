@@ -18,6 +18,7 @@ from test_incremental_snapshot import World, cold, sim_rules
 from scheduler.api.phases import TaskStatus
 from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, run_cycle
+from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
 from scheduler.framework.results import ResultsCollector
@@ -138,3 +139,26 @@ def test_a_warm_session_redoes_only_the_jobs_that_changed(monkeypatch: pytest.Mo
     conditions = changed | touched | placeable | {broken}  # (the status of a job given a condition is made)
     assert set(statuses) <= conditions | {s.job for s in result.podgroups}
     assert len(statuses) < len(snapshot.jobs) // 2 and len(closes) < len(snapshot.jobs) // 2
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_node_arrays_carried_from_the_last_session_equal_arrays_made_afresh(seed: int) -> None:
+    world = World(random.Random(seed))
+    sim = world.sim
+    sim.changes.start(sim_rules(sim))
+    store: dict[object, object] = {}
+    reused = 0
+    for _ in range(25):
+        world.step()
+        snapshot = sim.snapshot()
+        nodes = sorted(snapshot.nodes.values(), key=lambda n: n.name)
+        reused += store.get("last") is not None and NodeArrays._from_last(nodes, store["last"]) is not None
+        carried, fresh = NodeArrays.carried(nodes, store), NodeArrays(nodes)
+        assert (carried.dims, carried.row, carried.position) == (fresh.dims, fresh.row, fresh.position)
+        for name in ("idle", "allocatable", "unrequested", "version"):
+            assert (getattr(carried, name) == getattr(fresh, name)).all(), name
+        sim.apply(run_cycle(snapshot, CONFS["default"]))  # the session changes some of the nodes it was handed
+        if world.rng.random() < 0.7:
+            sim.start_bound_pods()
+    assert reused
