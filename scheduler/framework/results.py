@@ -33,7 +33,9 @@ class ResultsCollector:
         self._queues = queues
         self.changes = changes if changes is not None else JobChanges(None, None)
         self.marked = self.changes.marked  # jobs whose phase or minAvailable this session set (`carry.py`)
-        self._original = {uid: (job.phase, job.conditions) for uid, job in jobs.items()}
+        # each job's phase and conditions as read, for those whose phase the session sets (kept before it does);
+        # the others' are theirs at close (nothing else changes them)
+        self._original: dict[str, tuple[PodGroupPhase, tuple[Condition, ...]]] = {}
         self._events: list[Event] = []
         self._conditions: dict[str, Condition] = {}
         self._extra_conditions: dict[str, list[Condition]] = {}  # job uid -> conditions of other types (Timeout)
@@ -92,6 +94,7 @@ class ResultsCollector:
         self._pg_annotations.setdefault(job.key, {}).update(annotations)
 
     def set_phase(self, job: JobInfo, phase: PodGroupPhase) -> None:
+        self._original.setdefault(job.key, (job.phase, job.conditions))
         job.phase = phase
         self.marked.add(job.key)
 
@@ -197,8 +200,8 @@ class ResultsCollector:
             if skip:
                 jobs = [job for key, job in self._jobs.items() if key not in skip]
         for job in jobs:
+            before_phase, before_conditions = self._original.get(job.key) or (job.phase, job.conditions)
             status = self._podgroup_status(job, binding.get(job.key, 0))
-            before_phase, before_conditions = self._original.get(job.key, (None, ()))
             if (status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job)
                     or status.phase_when_bound not in (None, before_phase)):
                 result.podgroups.append(status)
