@@ -34,7 +34,7 @@ class Carry:
 class JobChanges:
     """One session's view of what changed since the last one (see the module's doc)."""
 
-    __slots__ = ("since", "keeps", "closing", "marked", "_carry", "_stores", "_lineage")
+    __slots__ = ("since", "keeps", "closing", "marked", "_carry", "_stores", "_lineage", "_used")
 
     def __init__(self, carry: Carry | None, lineage: Lineage | None) -> None:
         self._carry, self._lineage = carry, lineage
@@ -55,13 +55,19 @@ class JobChanges:
             if self.since is None:
                 carry.stores.clear()
             self._stores = carry.stores
+        self._used: set[str] = set()
 
     def store(self, name: str) -> dict[Any, Any]:
-        """The part `name`'s own store, as the last session left it (empty when `since` is None)."""
+        """The part `name`'s own store, as the last session left it (empty when `since` is None). A part that
+        asks for its store must bring it up to date in this session."""
+        self._used.add(name)
         return self._stores.setdefault(name, {})
 
     def completed(self) -> None:
-        """The session closed: the next one may follow it."""
+        """The session closed: the next one may follow it. A store no part asked for this session is dropped:
+        it missed this session's changes (its plugin left the conf, say), so it starts afresh if asked again."""
+        for name in [name for name in self._stores if name not in self._used]:
+            del self._stores[name]
         if self._carry is not None and self._lineage is not None:
             self._carry.token = self._lineage.token
 

@@ -55,8 +55,8 @@ class Session:
         self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.name)
         # which jobs changed since the last session, and what its per-job work left for the others (`carry.py`)
         self.changes = JobChanges(memo.carry if memo is not None else None, snapshot.lineage)
-        self.arrays = NodeArrays(self.node_list) if memo is None else NodeArrays.carried(
-            self.node_list, memo.carry.stores.setdefault("arrays", {}))
+        self.arrays = NodeArrays(self.node_list) if not self.changes.keeps else NodeArrays.carried(
+            self.node_list, self.changes.store("arrays"))
         self.domains = NodeDomains([n.labels for n in self.node_list])
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.queues: dict[str, QueueInfo] = snapshot.queues

@@ -31,6 +31,7 @@ CONFS = {
     "capacity, reclaim, preempt": conf_from_tiers(
         ("priority", "gang", "conformance"), ("drf", "predicates", "capacity", "nodeorder", "binpack"),
         actions="enqueue, allocate, preempt, reclaim, backfill"),
+    "no gang, no drf": conf_from_tiers(("priority", "conformance"), ("predicates", "proportion", "nodeorder")),
 }
 
 
@@ -47,19 +48,22 @@ def warm_and_cold(world: World, memo: CycleMemo, cold_memo: CycleMemo,
     return warm_result, cold_result, followed
 
 
-def run_world(seed: int, conf: SchedulerConf, steps: int = 30) -> int:
-    """Random deltas with a cycle after each; returns how many warm sessions followed the last one."""
+def run_world(seed: int, conf: SchedulerConf | None, steps: int = 30) -> int:
+    """Random deltas with a cycle after each; returns how many warm sessions followed the last one. `conf` None:
+    each cycle's conf drawn from CONFS (a plugin that leaves the conf and comes back)."""
     world = World(random.Random(seed))
     sim = world.sim
     sim.changes.start(sim_rules(sim))
     memo, cold_memo = CycleMemo(), CycleMemo()
-    first = run_cycle(sim.snapshot(), conf, memo=memo)
-    assert result_value(first) == result_value(run_cycle(cold(sim), conf, memo=cold_memo))
+    confs = sorted(CONFS)
+    first = run_cycle(sim.snapshot(), conf or CONFS["default"], memo=memo)
+    assert result_value(first) == result_value(run_cycle(cold(sim), conf or CONFS["default"], memo=cold_memo))
     followed = 0
     ops: list[str] = []
     for _ in range(steps):
         ops.append(world.step())
-        warm, cold_result, follows = warm_and_cold(world, memo, cold_memo, conf)
+        chosen = conf or CONFS[world.rng.choice(confs)]
+        warm, cold_result, follows = warm_and_cold(world, memo, cold_memo, chosen)
         followed += follows
         a, b = result_value(warm), result_value(cold_result)
         assert a == b, (ops, first_difference(a, b))
@@ -75,6 +79,12 @@ def run_world(seed: int, conf: SchedulerConf, steps: int = 30) -> int:
 def test_a_warm_session_decides_what_a_cold_one_decides_after_every_delta(conf: str, seed: int) -> None:
     followed = run_world(seed, CONFS[conf])
     assert followed >= 1  # the warm sessions did carry work over (a build afresh or a delta-less one does not)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_plugin_that_leaves_the_conf_and_comes_back_decides_as_a_cold_one(seed: int) -> None:
+    assert run_world(seed, None) >= 1
 
 
 def test_most_warm_sessions_follow_the_last_one() -> None:
