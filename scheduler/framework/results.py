@@ -125,10 +125,12 @@ class ResultsCollector:
         totals: dict[str, Resource] | None = store.get("totals")
         if closing is None or kept is None or totals is None:
             kept, totals = {}, {}
+            keeps = changes.keeps
             for job in self._jobs.values():
                 held = job.allocated()
                 if not held.is_zero():
-                    kept[job.key] = (job.queue, held)
+                    if keeps:
+                        kept[job.key] = (job.queue, held)
                     totals[job.queue] = totals.get(job.queue, ZERO) + held
         else:
             for key in closing:  # (gone jobs are among them: they changed since the last session)
@@ -189,7 +191,8 @@ class ResultsCollector:
             binding[gang.job] = binding.get(gang.job, 0) + len(gang.binds)
         # A job whose state is as read, for which this session set nothing, has the status it had at the last
         # session's close if it had the same state then: one that was not written then is not now (`carry.py`).
-        quiet: dict[str, None] = self.changes.store("results:quiet") if self.changes.keeps else {}
+        keeps = self.changes.keeps
+        quiet: dict[str, None] = self.changes.store("results:quiet") if keeps else {}
         ours = self._conditions.keys() | self._extra_conditions.keys() | self._overrides.keys() | binding.keys()
         jobs: Iterable[JobInfo] = self._jobs.values()
         if closing is not None:
@@ -205,7 +208,10 @@ class ResultsCollector:
             if (status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job)
                     or status.phase_when_bound not in (None, before_phase)):
                 result.podgroups.append(status)
-                quiet.pop(job.key, None)
+                if keeps:
+                    quiet.pop(job.key, None)
+            elif not keeps:
+                continue
             elif job.key not in ours and self.changes.clean(job):
                 quiet[job.key] = None
             else:

@@ -231,7 +231,14 @@ class GangPlugin(Plugin[NoArgs]):
         # gate held it and no node turned it away this session, no task of it to place). Binds or a fault this
         # session would have changed or marked it.
         changes = ssn.changes
-        store = changes.store(self.name) if changes.keeps else {}
+        if not changes.keeps:  # (no memo: nothing to keep)
+            for job in ssn.jobs.values():
+                with ssn.guard(job):
+                    act = self._close_job(ssn, job)
+                    if act is not None:
+                        _apply(ssn, job, act)
+            return
+        store = changes.store(self.name)
         quiet: dict[str, None] = store.setdefault("quiet", {})
         acts: dict[str, _Act] = store.setdefault("acts", {})
         jobs: Iterable[JobInfo] = ssn.jobs.values()

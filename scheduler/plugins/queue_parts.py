@@ -20,7 +20,7 @@ def job_parts(ssn: SessionAPI) -> dict[str, Part]:
     """Queue name -> the sum of its jobs' parts (a queue with no job: absent). Not to be changed: the plugins that
     ask in one session (proportion or capacity, overcommit) share it."""
     jobs, changes = ssn.jobs, ssn.changes
-    kept = changes.store(STORE) if changes.keeps else {}
+    kept = changes.store(STORE)  # (without a memo, the session's own: proportion and overcommit share it)
     parts: dict[str, tuple[str, Part]] | None = kept.get("parts")
     sums: dict[str, Part] | None = kept.get("sums")
     redo: set[str] | None = kept.get("redo")  # jobs whose part was not worked out from their state as read
@@ -43,9 +43,8 @@ def job_parts(ssn: SessionAPI) -> dict[str, Part]:
     # A job whose phase or minAvailable was set before this plugin opened (the gang plugin's timeout): its part
     # is made again next session.
     redo = {key for key in changes.marked if key in parts}
-    if changes.keeps:
-        kept["parts"], kept["sums"], kept["redo"] = parts, sums, redo
-        kept["by"], kept["marks"] = changes, len(changes.marked)
+    kept["parts"], kept["sums"], kept["redo"] = parts, sums, redo
+    kept["by"], kept["marks"] = changes, len(changes.marked)
     return sums
 
 
