@@ -11,6 +11,7 @@ nothing else of the session.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from operator import is_
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from scheduler.api.decision import Status
@@ -117,7 +118,17 @@ class SessionAPI:
     def allocatable_total(self) -> Resource:
         """Every node's allocatable summed, the pods count included: worked out once per session."""
         if self._total is None:
-            self._total = Resource.total(node.allocatable for node in self.node_list)
+            # the last session's sum stands while every node's allocatable is the very object it summed (a
+            # Resource does not change; the snapshot shares it from the node as read)
+            kept = self.changes.store("allocatable") if self.changes.keeps else {}
+            resources = [node.allocatable for node in self.node_list]
+            last = kept.get("resources")
+            if last is not None and len(last) == len(resources) and all(map(is_, last, resources)):
+                self._total = kept["total"]
+            else:
+                self._total = Resource.total(resources)
+            if self.changes.keeps:
+                kept["resources"], kept["total"] = resources, self._total
         return self._total
 
     def faulted(self, job: JobInfo) -> bool:
