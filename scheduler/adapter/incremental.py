@@ -30,7 +30,7 @@ this builder may decide otherwise. Keys are namespace/name for both, so only a p
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
+from operator import is_, itemgetter
 
 from scheduler.adapter.snapshot import (
     AdapterRules,
@@ -315,7 +315,7 @@ class IncrementalSnapshot:
     # ---- jobs and nodes --------------------------------------------------------------------------------------
     def _build_job(self, key: str) -> None:
         template = self.templates.get(key)
-        self.jobs.pop(key, None)
+        old = self.jobs.pop(key, None)
         if template is None:  # gone
             self.members.pop(key, None)
             return
@@ -326,6 +326,9 @@ class IncrementalSnapshot:
             task = pods[pod_key].task
             assert task is not None
             job.add_task(task)
+        if (old is not None and old.held is not None and not old.touched and len(old.tasks) == len(job.tasks)
+                and all(map(is_, old.tasks.values(), job.tasks.values()))):
+            job.held = old.held  # the very tasks, untouched (a PodGroup's status written): the same sum
         job.touched = False
         self.jobs[key] = job
 

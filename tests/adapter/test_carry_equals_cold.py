@@ -42,6 +42,9 @@ def warm_and_cold(world: World, memo: CycleMemo, cold_memo: CycleMemo,
     cold_result = run_cycle(cold(sim), conf, memo=cold_memo)
     assert cold_memo.carry.token is None
     snapshot = sim.snapshot()
+    for job in snapshot.jobs.values():  # a job's allocated() kept from its last build is its tasks' sum
+        kept, job.held = job.held, None
+        assert kept is None or kept == job.allocated(), job.key
     lineage = snapshot.lineage
     followed = lineage is not None and lineage.since is not None and memo.carry.token is lineage.since
     warm_result = run_cycle(snapshot, conf, memo=memo)
