@@ -88,7 +88,10 @@ def schedulable_jobs(ssn: Session) -> list[JobInfo]:
             return False
         return ssn.tiers.run(P.JOB_VALID, job).ok  # if not, the gang plugin reports why at close
 
-    return guarded(ssn, ssn.jobs.values(), schedulable)
+    # A job with no pending task has nothing placeable nor queue-gated: it is left out before its guard (the same
+    # answer, without a guarded call for each of the jobs that only run)
+    pending = TaskStatus.PENDING
+    return guarded(ssn, [job for job in ssn.jobs.values() if job.by_status.get(pending)], schedulable)
 
 
 VETOED = NodeFilter(SCORE_VETO)

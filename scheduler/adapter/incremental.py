@@ -30,7 +30,7 @@ this builder may decide otherwise. Keys are namespace/name for both, so only a p
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
+from operator import is_, itemgetter
 
 from scheduler.adapter.snapshot import (
     AdapterRules,
@@ -48,7 +48,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
 from scheduler.api.phases import OCCUPYING_STATUSES, TaskStatus
 from scheduler.api.resources import Resource
-from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.snapshot import ClusterSnapshot, Lineage
 
 IN_JOB, OTHER, ORPHAN, NONE = range(4)  # what `build_snapshot` made of a pod
 
@@ -101,13 +101,16 @@ class IncrementalSnapshot:
         self.orphans: set[str] = set()  # pending pods of ours whose PodGroup does not exist
         self.assumed: dict[str, str] = {}
         self.rebuilt = (0, 0, 0)  # (pods, jobs, nodes) the last build made afresh: for tests and benchmarks
+        self.token: object | None = None  # the last snapshot's `Lineage.token` (None: none built, or one failed)
 
     # ---- the build --------------------------------------------------------------------------------------
     def build(self, inputs: SnapshotInputs, delta: Delta | None) -> ClusterSnapshot:
         dirty_pods: set[str] = set()
         dirty_jobs: set[str] = set()
         dirty_nodes: set[str] = set()
+        since, self.token = self.token, None  # (a build that fails half way is followed by one without a lineage)
         if delta is None:
+            since = None
             self.__init__(self.rules)  # type: ignore[misc]
             delta = Delta({t.key: (m, t) for m, t in inputs.pods}, {n.name: n for n in inputs.nodes},
                           {j.key: j for j in inputs.podgroups})
@@ -136,10 +139,12 @@ class IncrementalSnapshot:
         storage = inputs.storage
         if storage is not None and claims is not None and claims.binding:
             storage = replace(storage, binding=True)
+        self.token = object()
         return ClusterSnapshot(dict(self.nodes), jobs, {q.name: q for q in inputs.queues}, inputs.now,
                                tuple(inputs.hypernodes), storage, dict(inputs.unreadable_queues),
                                tuple(o for _, o in orphans), tuple(inputs.disruption_budgets),  # type: ignore[misc]
-                               tuple(inputs.resource_quotas), dra=_dra(inputs.dra) if self.devices else None)
+                               tuple(inputs.resource_quotas), dra=_dra(inputs.dra) if self.devices else None,
+                               lineage=Lineage(since, self.token, frozenset(dirty_jobs)))
 
     def _session_changes(self, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str]) -> None:
         """What the last session changed: its jobs and nodes are rebuilt, and the tasks it moved made again."""
@@ -310,7 +315,7 @@ class IncrementalSnapshot:
     # ---- jobs and nodes --------------------------------------------------------------------------------------
     def _build_job(self, key: str) -> None:
         template = self.templates.get(key)
-        self.jobs.pop(key, None)
+        old = self.jobs.pop(key, None)
         if template is None:  # gone
             self.members.pop(key, None)
             return
@@ -321,6 +326,9 @@ class IncrementalSnapshot:
             task = pods[pod_key].task
             assert task is not None
             job.add_task(task)
+        if (old is not None and old.held is not None and not old.touched and len(old.tasks) == len(job.tasks)
+                and all(map(is_, old.tasks.values(), job.tasks.values()))):
+            job.held = old.held  # the very tasks, untouched (a PodGroup's status written): the same sum
         job.touched = False
         self.jobs[key] = job
 

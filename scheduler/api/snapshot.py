@@ -25,6 +25,18 @@ from scheduler.api.usage import QueueUsage
 from scheduler.api.volumes import Storage
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Lineage:
+    """What an incremental build (`adapter/incremental.py`) kept of the snapshot it was built from: every job
+    but those in `jobs` is the very JobInfo the snapshot `since` held, untouched by the session that used it and
+    with its phase and minAvailable as read again. A session whose last one opened on `since` does only the
+    changed jobs' share of its per-job work (`framework/carry.py`). `since` None: built afresh."""
+
+    since: object | None
+    token: object
+    jobs: frozenset[str]  # job keys made again, new or gone since `since`
+
+
 @dataclass(slots=True)
 class ClusterSnapshot:
     nodes: dict[str, NodeInfo]
@@ -53,6 +65,8 @@ class ClusterSnapshot:
     # Volcano's NodeShard contract (`api/shard.py`): the mode and the nodes this scheduler's shard may use this
     # session; None with sharding off (--scheduler-sharding-mode none).
     shard: ShardView | None = None
+    # How this snapshot follows from the last one, when an incremental build made it (None: a cold build).
+    lineage: Lineage | None = None
 
 
 @dataclass(frozen=True, slots=True)

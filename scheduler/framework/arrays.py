@@ -9,6 +9,7 @@ those indices instead of a Python call per node.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +44,44 @@ class NodeArrays:
             self.idle[:] = self._rows([node.idle for node in nodes])
             self.allocatable[:] = self._rows([node.allocatable for node in nodes])
             self.unrequested[:] = [[n.no_cpu_request for n in nodes], [n.no_memory_request for n in nodes]]
+
+    @classmethod
+    def carried(cls, nodes: Sequence[NodeInfo], store: dict[Any, Any]) -> NodeArrays:
+        """`NodeArrays(nodes)`, the columns of the nodes the last session opened with too (the very NodeInfos,
+        untouched since: their resources are the same) taken from its arrays as they were at open, kept in
+        `store` (`carry.py`); the others' made again. Made afresh when the nodes are not the same names in the
+        same order, or a node changed the extended resources it has (the rows would differ)."""
+        last = store.get("last")
+        arrays = cls._from_last(nodes, last) if last is not None else None
+        if arrays is None:
+            arrays = cls(nodes)
+        store["last"] = (list(nodes), arrays.dims, arrays.row, arrays.position, arrays.idle.copy(),
+                         arrays.allocatable.copy(), arrays.unrequested.copy())
+        return arrays
+
+    @classmethod
+    def _from_last(cls, nodes: Sequence[NodeInfo], last: tuple[Any, ...]) -> NodeArrays | None:
+        old_nodes, dims, row, position, idle, allocatable, unrequested = last
+        if len(old_nodes) != len(nodes):
+            return None
+        changed = [i for i, (old, node) in enumerate(zip(old_nodes, nodes, strict=True))
+                   if old is not node or node.touched]
+        for i in changed:
+            old, node = old_nodes[i], nodes[i]
+            if old.name != node.name or [n for n, _ in old.allocatable.scalars] != [
+                    n for n, _ in node.allocatable.scalars]:
+                return None
+        arrays = cls.__new__(cls)
+        arrays.dims, arrays.row, arrays.position = dims, row, position
+        arrays.idle, arrays.allocatable, arrays.unrequested = idle.copy(), allocatable.copy(), unrequested.copy()
+        arrays.version = np.zeros(len(nodes), dtype=np.int64)
+        arrays.changes = []
+        if changed:
+            some = [nodes[i] for i in changed]
+            arrays.idle[:, changed] = arrays._rows([node.idle for node in some])
+            arrays.allocatable[:, changed] = arrays._rows([node.allocatable for node in some])
+            arrays.unrequested[:, changed] = [[n.no_cpu_request for n in some], [n.no_memory_request for n in some]]
+        return arrays
 
     def _rows(self, resources: Sequence[Resource]) -> IntArray:
         rows = [[r.cpu for r in resources], [r.memory for r in resources], [r.pods for r in resources]]

@@ -25,6 +25,7 @@ from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
 from scheduler.api.reasons import NodeFilter
+from scheduler.framework.carry import Carry
 from scheduler.framework.holds import HoldBook
 
 
@@ -83,6 +84,8 @@ class CycleMemo:
     holds: HoldBook = field(default_factory=HoldBook)
     # node name -> its statics as last read (`node_statics`): kept, so an unchanged node is not read again
     known_nodes: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    # the per-job work sessions carry over for the jobs an incremental snapshot kept (`carry.py`)
+    carry: Carry = field(default_factory=Carry)
 
     def begin(self, nodes: list[NodeInfo], conf: Any, idle: Any) -> dict[Any, Any]:
         """Called when a session opens; returns the feasible cache the session should use."""

@@ -11,6 +11,7 @@ nothing else of the session.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from operator import is_
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from scheduler.api.decision import Status
@@ -28,6 +29,7 @@ from scheduler.api.volumes import Storage
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.backend import StatementBackEnd
+from scheduler.framework.carry import JobChanges
 from scheduler.framework.conf import PluginOption, SchedulerConf
 from scheduler.framework.conf_args import NO_ARGS, ArgReader, parse_unloaded
 from scheduler.framework.faults import Faults, JobGuard
@@ -51,12 +53,13 @@ class SessionAPI:
     `domains`, the nodes' topology domains per label key, by the same positions (`api.topology`);
     `trace`, where a plugin may explain its decisions when the cycle is traced (None when it is not);
     `queue_allocation_gate`, Volcano's feature gate SchedulingGatesQueueAdmission (`api.snapshot`);
-    `dra`, the DRA objects (`api.dra`: slices, classes, claims, templates; None when DRA is not modelled).
+    `dra`, the DRA objects (`api.dra`: slices, classes, claims, templates; None when DRA is not modelled);
+    `changes`, which jobs changed since the last session and each plugin's store of per-job work (`carry.py`).
     """
 
     __slots__ = ("jobs", "queues", "node_list", "hypernodes", "now", "conf", "arrays", "domains", "trace",
-                 "storage", "disruption_budgets", "resource_quotas", "queue_allocation_gate", "dra",
-                 "_order", "_fit", "_results",
+                 "storage", "disruption_budgets", "resource_quotas", "queue_allocation_gate", "dra", "changes",
+                 "_order", "_fit", "_results", "_total",
                  "_requests", "_faults")
 
     def __init__(
@@ -81,6 +84,7 @@ class SessionAPI:
         faults: Faults,
         queue_allocation_gate: bool = False,
         dra: DraObjects | None = None,
+        changes: JobChanges | None = None,
     ) -> None:
         self.jobs = jobs
         self.queues = queues
@@ -96,6 +100,8 @@ class SessionAPI:
         self.resource_quotas = resource_quotas
         self.queue_allocation_gate = queue_allocation_gate
         self.dra = dra
+        self.changes = changes if changes is not None else JobChanges(None, None)
+        self._total: Resource | None = None
         self._order = order
         self._fit = fit
         self._results = results
@@ -109,6 +115,22 @@ class SessionAPI:
         return self._faults.guard(job)
 
     # ---- questions -----------------------------------------------------------------------------------
+    def allocatable_total(self) -> Resource:
+        """Every node's allocatable summed, the pods count included: worked out once per session."""
+        if self._total is None:
+            # the last session's sum stands while every node's allocatable is the very object it summed (a
+            # Resource does not change; the snapshot shares it from the node as read)
+            kept = self.changes.store("allocatable") if self.changes.keeps else {}
+            resources = [node.allocatable for node in self.node_list]
+            last = kept.get("resources")
+            if last is not None and len(last) == len(resources) and all(map(is_, last, resources)):
+                self._total = kept["total"]
+            else:
+                self._total = Resource.total(resources)
+            if self.changes.keeps:
+                kept["resources"], kept["total"] = resources, self._total
+        return self._total
+
     def faulted(self, job: JobInfo) -> bool:
         """Whether a plugin or action failed on `job` this cycle (its condition then says so; leave it be)."""
         return self._results.faulted(job)

@@ -9,7 +9,7 @@ status.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from scheduler.api.decision import Status
@@ -21,15 +21,21 @@ from scheduler.api.resources import ZERO, Resource
 from scheduler.api.snapshot import CycleResult, Event, Eviction, PodGroupStatus, QueueStatus
 from scheduler.api.usage import QueueUsage
 from scheduler.framework.backend import StatementBackEnd
+from scheduler.framework.carry import JobChanges
 
 SCHEDULER_ERROR = "SchedulerError"  # the condition's and event's reason for a job a plugin failed on
 
 
 class ResultsCollector:
-    def __init__(self, jobs: dict[str, JobInfo], queues: dict[str, QueueInfo]) -> None:
+    def __init__(self, jobs: dict[str, JobInfo], queues: dict[str, QueueInfo],
+                 changes: JobChanges | None = None) -> None:
         self._jobs = jobs
         self._queues = queues
-        self._original = {uid: (job.phase, job.conditions) for uid, job in jobs.items()}
+        self.changes = changes if changes is not None else JobChanges(None, None)
+        self.marked = self.changes.marked  # jobs whose phase or minAvailable this session set (`carry.py`)
+        # each job's phase and conditions as read, for those whose phase the session sets (kept before it does);
+        # the others' are theirs at close (nothing else changes them)
+        self._original: dict[str, tuple[PodGroupPhase, tuple[Condition, ...]]] = {}
         self._events: list[Event] = []
         self._conditions: dict[str, Condition] = {}
         self._extra_conditions: dict[str, list[Condition]] = {}  # job uid -> conditions of other types (Timeout)
@@ -81,13 +87,16 @@ class ResultsCollector:
         """Schedule `job` with a smaller minMember from now on (written to status.minMemberOverride)."""
         job.min_available = min_member
         self._overrides[job.key] = min_member
+        self.marked.add(job.key)
 
     def annotate_podgroup(self, job: JobInfo, annotations: Mapping[str, str | None]) -> None:
         """PodGroup annotations to write at the end of the cycle (None: remove the key)."""
         self._pg_annotations.setdefault(job.key, {}).update(annotations)
 
     def set_phase(self, job: JobInfo, phase: PodGroupPhase) -> None:
+        self._original.setdefault(job.key, (job.phase, job.conditions))
         job.phase = phase
+        self.marked.add(job.key)
 
     def event(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
         """A Kubernetes event on the object `kind`/`key` (a PodGroup's or a pod's uid)."""
@@ -107,13 +116,36 @@ class ResultsCollector:
         self._counters[counter] = self._counters.get(counter, 0) + 1
 
     def allocated_by_queue(self) -> dict[str, Resource]:
-        """What each queue's jobs hold, in one pass over the jobs (not one pass per queue)."""
-        totals: dict[str, Resource] = {}
-        for job in self._jobs.values():
-            held = job.allocated()
-            if not held.is_zero():
-                totals[job.queue] = totals.get(job.queue, ZERO) + held
-        return totals
+        """What each queue's jobs hold, in one pass over the jobs (not one pass per queue); with a store
+        (`carry.py`), over the jobs that changed since the last session, the others' part kept."""
+        changes = self.changes
+        store = changes.store("results:allocated") if changes.keeps else {}
+        closing = changes.closing
+        kept: dict[str, tuple[str, Resource]] | None = store.get("jobs")
+        totals: dict[str, Resource] | None = store.get("totals")
+        if closing is None or kept is None or totals is None:
+            kept, totals = {}, {}
+            keeps = changes.keeps
+            for job in self._jobs.values():
+                held = job.allocated()
+                if not held.is_zero():
+                    if keeps:
+                        kept[job.key] = (job.queue, held)
+                    totals[job.queue] = totals.get(job.queue, ZERO) + held
+        else:
+            for key in closing:  # (gone jobs are among them: they changed since the last session)
+                old = kept.pop(key, None)
+                if old is not None:
+                    totals[old[0]] = totals[old[0]] - old[1]
+                now = self._jobs.get(key)
+                if now is not None:
+                    held = now.allocated()
+                    if not held.is_zero():
+                        kept[key] = (now.queue, held)
+                        totals[now.queue] = totals.get(now.queue, ZERO) + held
+        if changes.keeps:
+            store["jobs"], store["totals"] = kept, totals
+        return {queue: total for queue, total in totals.items() if not total.is_zero()}
 
     # ---- close ----------------------------------------------------------------------------------------
     def _with_notice(self, eviction: Eviction) -> Eviction:
@@ -140,6 +172,9 @@ class ResultsCollector:
             self.set_condition(job, condition, fault)
             if condition not in job.conditions:
                 self.event("PodGroup", uid, "Warning", SCHEDULER_ERROR, condition.message)
+        closing = self.changes.closing  # (the session worked it out before its plugins closed)
+        if closing is not None and not self.marked <= closing:
+            closing = self.changes.closing = closing | self.marked
         result = CycleResult(
             binds=requests.gang_binds(),
             evictions=[self._with_notice(e) for e in requests.evictions()],
@@ -154,12 +189,33 @@ class ResultsCollector:
         binding: dict[str, int] = {}
         for gang in result.binds:
             binding[gang.job] = binding.get(gang.job, 0) + len(gang.binds)
-        for job in self._jobs.values():
+        # A job whose state is as read, for which this session set nothing, has the status it had at the last
+        # session's close if it had the same state then: one that was not written then is not now (`carry.py`).
+        keeps = self.changes.keeps
+        quiet: dict[str, None] = self.changes.store("results:quiet") if keeps else {}
+        ours = self._conditions.keys() | self._extra_conditions.keys() | self._overrides.keys() | binding.keys()
+        jobs: Iterable[JobInfo] = self._jobs.values()
+        if closing is not None:
+            for key in self.changes.since or ():
+                if key not in self._jobs:
+                    quiet.pop(key, None)
+            skip = quiet.keys() - closing - ours
+            if skip:
+                jobs = [job for key, job in self._jobs.items() if key not in skip]
+        for job in jobs:
+            before_phase, before_conditions = self._original.get(job.key) or (job.phase, job.conditions)
             status = self._podgroup_status(job, binding.get(job.key, 0))
-            before_phase, before_conditions = self._original.get(job.key, (None, ()))
             if (status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job)
                     or status.phase_when_bound not in (None, before_phase)):
                 result.podgroups.append(replace(status, base=(before_phase, before_conditions)))
+                if keeps:
+                    quiet.pop(job.key, None)
+            elif not keeps:
+                continue
+            elif job.key not in ours and self.changes.clean(job):
+                quiet[job.key] = None
+            else:
+                quiet.pop(job.key, None)
         allocated = self.allocated_by_queue()
         for queue in self._queues.values():
             queue_status = QueueStatus(queue.name, allocated.get(queue.name, ZERO), *self._shares.get(queue.name, ()))

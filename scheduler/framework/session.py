@@ -26,6 +26,7 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.api.topology import NodeDomains
 from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.backend import StatementBackEnd
+from scheduler.framework.carry import JobChanges
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.faults import CLOSE, OPEN, Faults, JobGuard
 from scheduler.framework.fit import FeasibilityCache
@@ -52,7 +53,10 @@ class Session:
     ) -> None:
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
         self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.name)
-        self.arrays = NodeArrays(self.node_list)
+        # which jobs changed since the last session, and what its per-job work left for the others (`carry.py`)
+        self.changes = JobChanges(memo.carry if memo is not None else None, snapshot.lineage)
+        self.arrays = NodeArrays(self.node_list) if not self.changes.keeps else NodeArrays.carried(
+            self.node_list, self.changes.store("arrays"))
         self.domains = NodeDomains([n.labels for n in self.node_list])
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.queues: dict[str, QueueInfo] = snapshot.queues
@@ -68,7 +72,7 @@ class Session:
         self.trace = trace  # a sink for a traced cycle's explanations (`volcano-py simulate --trace`), or None
         self.timings: dict[str, float] = {}  # as CycleResult.timings
         self.tiers = TierRunner()
-        self.results = ResultsCollector(self.jobs, self.queues)
+        self.results = ResultsCollector(self.jobs, self.queues, self.changes)
         # One job's failure costs that job alone (`faults.py`): actions run each job's turn under `guard(job)`.
         self.faults = Faults(self.results, memo, self.tiers.plugin_modules, self._jobs_of_queue)
         self.order = Orderings(self.tiers, self.faults)
@@ -94,7 +98,7 @@ class Session:
             conf=self.conf, arrays=self.arrays, domains=self.domains, trace=self.trace, storage=self.storage,
             disruption_budgets=self.disruption_budgets, resource_quotas=self.resource_quotas, order=self.order,
             fit=self.fit, results=self.results, requests=self._back_end, faults=self.faults,
-            queue_allocation_gate=self.queue_allocation_gate, dra=self.dra,
+            queue_allocation_gate=self.queue_allocation_gate, dra=self.dra, changes=self.changes,
         )
 
     def _jobs_of_queue(self, queue: str) -> list[JobInfo]:
@@ -127,10 +131,13 @@ class Session:
     def close(self) -> CycleResult:
         """Let plugins write what they learned, and return the cycle's binds, evictions and status changes."""
         self.fit.close(self.jobs)
+        self.changes.at_close(self.jobs)
         self.faults.action = CLOSE
         for _, plugin in self.plugins:
             started = time.perf_counter()
             plugin.on_session_close(self._view)
             self.timings[f"plugin:{plugin.name}:OnSessionClose"] = time.perf_counter() - started
         self.faults.close()
-        return self.results.close(self._back_end, self.timings)
+        result = self.results.close(self._back_end, self.timings)
+        self.changes.completed()
+        return result

@@ -62,6 +62,7 @@ from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.evictable import EvictionContext, EvictionKind
 from scheduler.framework.fair_share import UsageArgs, fold_queues, parse_usage_args
 from scheduler.framework.plugin import SessionAPI
+from scheduler.plugins.queue_parts import job_parts
 from scheduler.plugins.shares import QueueAttr, QueueBook, QueueSharePlugin, dimensions, without_pods
 
 ROOT = "root"
@@ -174,7 +175,7 @@ class CapacityPlugin(QueueSharePlugin[CapacityArgs]):
         self.tree = QueueTree(self.book) if self.args.hierarchy else None
         if self.tree is not None:
             self.book.path = self.tree.path
-        self.book.count_jobs()
+        self.book.count_jobs(job_parts(ssn))
         self.usage: dict[str, QueueUsage] = {}
         self.history: dict[str, Fraction] = {}  # queue -> its history multiplier `m` (time-based fair share)
         if self.args.usage.on:

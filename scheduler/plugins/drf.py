@@ -18,18 +18,33 @@ from scheduler.api.resources import Resource
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import NoArgs
 from scheduler.framework.plugin import Plugin, SessionAPI
-from scheduler.plugins.shares import cluster_total, held_by, share_of, without_pods
+from scheduler.plugins.shares import held_by, session_total, share_of, without_pods
 
 
 class DrfPlugin(Plugin[NoArgs]):
     name = "drf"
 
     def on_session_open(self, ssn: SessionAPI) -> None:
-        self.total = cluster_total(ssn.node_list)
-        self.allocated: dict[str, Resource] = {
-            uid: without_pods(job.allocated()) for uid, job in ssn.jobs.items()
-        }
-        self.shares: dict[str, Fraction] = {uid: share_of(r, self.total) for uid, r in self.allocated.items()}
+        self.total = session_total(ssn)
+        # What each job holds: kept from the last session for the jobs that did not change (`framework/carry.py`)
+        changes = ssn.changes
+        store = changes.store(self.name) if changes.keeps else {}
+        held: dict[str, Resource] | None = store.get("held")
+        if changes.since is None or held is None:
+            held = {uid: without_pods(job.allocated()) for uid, job in ssn.jobs.items()}
+        else:
+            for uid in changes.since:
+                job = ssn.jobs.get(uid)
+                if job is None:
+                    held.pop(uid, None)
+                else:
+                    held[uid] = without_pods(job.allocated())
+        if changes.keeps:
+            store["held"] = held
+            held = dict(held)  # the session's own, which its placements change
+        self.allocated: dict[str, Resource] = held
+        # each job's dominant share, worked out when JobOrder first asks for it (a pure function of the two)
+        self.shares: dict[str, Fraction] = {}
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         return P.compare(self._share(a.key), self._share(b.key))

@@ -22,7 +22,7 @@ At close: every waiting gang gets an `Unschedulable` condition that says what is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -186,8 +186,9 @@ class GangPlugin(Plugin[NoArgs]):
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.jobs = ssn.jobs
         for job in ssn.jobs.values():
-            with ssn.guard(job):
-                check_timeout(ssn, job)
+            if job.schedule_timeout is not None:  # (check_timeout's first test, without a guard for every job)
+                with ssn.guard(job):
+                    check_timeout(ssn, job)
 
     # ---- extension points ------------------------------------------------------------------------------------
     def job_valid(self, job: JobInfo) -> Status:
@@ -225,40 +226,102 @@ class GangPlugin(Plugin[NoArgs]):
         return gang_safe(candidates, self.jobs, singles_may_go=True)
 
     def on_session_close(self, ssn: SessionAPI) -> None:
-        for job in ssn.jobs.values():
-            with ssn.guard(job):
-                self._close_job(ssn, job)
-
-    def _close_job(self, ssn: SessionAPI, job: JobInfo) -> None:
-        if job.phase == PodGroupPhase.PENDING or not job.tasks or ssn.faulted(job):
+        # A job whose state is as read, and was at the last session's close too, gets what that close gave it
+        # (`framework/carry.py`): nothing, or the same condition and events when they came from the job alone (no
+        # gate held it and no node turned it away this session, no task of it to place). Binds or a fault this
+        # session would have changed or marked it.
+        changes = ssn.changes
+        if not changes.keeps:  # (no memo: nothing to keep)
+            for job in ssn.jobs.values():
+                with ssn.guard(job):
+                    act = self._close_job(ssn, job)
+                    if act is not None:
+                        _apply(ssn, job, act)
             return
+        store = changes.store(self.name)
+        quiet: dict[str, None] = store.setdefault("quiet", {})
+        acts: dict[str, _Act] = store.setdefault("acts", {})
+        jobs: Iterable[JobInfo] = ssn.jobs.values()
+        closing = changes.closing
+        if closing is not None:
+            for key in changes.since or ():
+                if key not in ssn.jobs:
+                    quiet.pop(key, None)
+                    acts.pop(key, None)
+            skip = quiet.keys() - closing
+            if skip:
+                jobs = [job for key, job in ssn.jobs.items() if key not in skip]
+        for job in jobs:
+            key = job.key
+            act = acts.get(key) if closing is not None and key not in closing else None
+            if act is not None and not _own(ssn, job):
+                act = None
+            with ssn.guard(job):
+                if act is None:
+                    act = self._close_job(ssn, job)
+                if act is not None:
+                    _apply(ssn, job, act)
+            quiet.pop(key, None)
+            acts.pop(key, None)
+            if ssn.faulted(job) or not changes.clean(job):
+                continue
+            if act is None:
+                quiet[key] = None
+            elif _own(ssn, job):
+                acts[key] = act
+
+    def _close_job(self, ssn: SessionAPI, job: JobInfo) -> _Act | None:
+        """The job's condition and events at close (None: none)."""
+        if job.phase == PodGroupPhase.PENDING or not job.tasks or ssn.faulted(job):
+            return None
         if job.count_ready():
             if ssn.got_binds(job.key) or _was_unschedulable(job):
-                self._scheduled(ssn, job)
-            return
+                return self._scheduled(job)
+            return None
         if _held_by_releasing(job):
-            return
+            return None
         invalid = valid(job)
         if not invalid.ok:
-            self._unschedulable(ssn, job, condition_reason(invalid), invalid.stamped(self.name))
-        else:
-            status = Status(Code.UNSCHEDULABLE, gang_reasons(ssn, job), self.name)
-            self._unschedulable(ssn, job, NOT_ENOUGH_RESOURCES, status)
+            return self._unschedulable(job, condition_reason(invalid), invalid.stamped(self.name))
+        status = Status(Code.UNSCHEDULABLE, gang_reasons(ssn, job), self.name)
+        return self._unschedulable(job, NOT_ENOUGH_RESOURCES, status)
 
-    def _unschedulable(self, ssn: SessionAPI, job: JobInfo, reason: str, status: Status) -> None:
+    @staticmethod
+    def _unschedulable(job: JobInfo, reason: str, status: Status) -> _Act:
         condition = unschedulable_condition(reason, status)
         text = condition.message
-        ssn.set_condition(job, condition, status)
+        events: list[tuple[str, str, str, str, str]] = []
         if condition not in job.conditions:
-            ssn.event("PodGroup", job.key, "Warning", UNSCHEDULABLE, text)
+            events.append(("PodGroup", job.key, "Warning", UNSCHEDULABLE, text))
             for task in job.with_status(TaskStatus.PENDING):
-                ssn.event("Pod", task.key, "Warning", "FailedScheduling", text)
+                events.append(("Pod", task.key, "Warning", "FailedScheduling", text))
+        return condition, status, tuple(events)
 
-    def _scheduled(self, ssn: SessionAPI, job: JobInfo) -> None:
+    @staticmethod
+    def _scheduled(job: JobInfo) -> _Act:
         condition = Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", SCHEDULED_REASON)
-        ssn.set_condition(job, condition)
-        if condition not in job.conditions:
-            ssn.event("PodGroup", job.key, "Normal", "Scheduled", f"{job.ready_task_num()} tasks in gang scheduled")
+        if condition in job.conditions:
+            return condition, None, ()
+        return condition, None, (
+            ("PodGroup", job.key, "Normal", "Scheduled", f"{job.ready_task_num()} tasks in gang scheduled"),)
+
+
+# What the gang's close does for a job: its condition, the Status an Unschedulable one was rendered from, events
+_Act = tuple[Condition, Status | None, tuple[tuple[str, str, str, str, str], ...]]
+
+
+def _apply(ssn: SessionAPI, job: JobInfo, act: _Act) -> None:
+    condition, status, events = act
+    ssn.set_condition(job, condition, status)
+    for event in events:
+        ssn.event(*event)
+
+
+def _own(ssn: SessionAPI, job: JobInfo) -> bool:
+    """Whether the close's act for the job comes from the job's state alone: no gate held it, no node turned a
+    task of it away, and it has no task to place (`gang_reasons` reads the nodes' free room for those)."""
+    return (not ssn.faulted(job) and ssn.held(job) is None and ssn.fit_errors(job) is None
+            and not job.has_placeable())
 
 
 def _was_unschedulable(job: JobInfo) -> bool:

@@ -31,12 +31,13 @@ from scheduler.api.reasons import OvercommitLimit
 from scheduler.api.resources import Resource
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
+from scheduler.plugins.queue_parts import job_parts
 from scheduler.plugins.shares import (
-    cluster_total,
     dimensions,
     preemptable_for,
     reclaimable_for,
     reserved_by_admitted,
+    session_total,
     still_lacking,
     without_pods,
 )
@@ -77,10 +78,11 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
 
     def on_session_open(self, ssn: SessionAPI) -> None:
         self.ssn = ssn
-        self.total = cluster_total(ssn.node_list)
+        self.total = session_total(ssn)
         # (summed in one pass each: the same integers as node by node and job by job, at a fraction of the cost)
         self.used = without_pods(Resource.total(node.used for node in ssn.node_list))
-        self.admitted = Resource.total(reserved_by_admitted(job) for job in ssn.jobs.values())
+        # every job's reserved_by_admitted, kept from session to session for the jobs that did not change
+        self.admitted = Resource.total(part[2] for part in job_parts(ssn).values())
 
     def _capacity(self, resource: str) -> int:
         """The cluster's allocatable of `resource` times its factor, rounded down, in integer units."""

@@ -62,6 +62,7 @@ from scheduler.api.usage import QueueUsage, history_weights
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.fair_share import UsageArgs, fold_queues, parse_usage_args
 from scheduler.framework.plugin import SessionAPI
+from scheduler.plugins.queue_parts import job_parts
 from scheduler.plugins.shares import (
     QueueAttr,
     QueueBook,
@@ -110,7 +111,7 @@ class ProportionPlugin(QueueSharePlugin[ProportionArgs]):
         self.ssn = ssn
         history = self.args.usage.weight > 0
         self.book = QueueBook(ssn, self._with_history if history else water_fill)
-        self.book.count_jobs()
+        self.book.count_jobs(job_parts(ssn))
         self.usage: dict[str, QueueUsage] = self._fold(ssn) if history else {}
 
     def _fold(self, ssn: SessionAPI) -> dict[str, QueueUsage]:

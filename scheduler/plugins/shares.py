@@ -42,6 +42,14 @@ ADMITTED_PHASES = frozenset({PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGr
 
 # ---- resource arithmetic without the pods count -------------------------------------------------------
 
+# A job's part in its queue's amounts (`queue_parts.py`): (allocated, request, admitted, elastic)
+Part = tuple[Resource, Resource, Resource, Resource]
+
+
+def _queue_of(job: JobInfo) -> str:
+    return job.queue
+
+
 
 def without_pods(resource: Resource) -> Resource:
     return Resource(resource.cpu, resource.memory, 0, resource.scalars) if resource.pods else resource
@@ -60,6 +68,11 @@ def dimensions(resource: Resource) -> dict[str, int]:
 
 def cluster_total(nodes: Iterable[NodeInfo]) -> Resource:
     return without_pods(Resource.total(node.allocatable for node in nodes))
+
+
+def session_total(ssn: SessionAPI) -> Resource:
+    """`cluster_total` of the session's nodes, summed once per session for every plugin that asks."""
+    return without_pods(ssn.allocatable_total())
 
 
 def still_lacking(job: JobInfo) -> Resource:
@@ -228,7 +241,7 @@ def reclaimable_for(ssn: SessionAPI, job: JobInfo) -> Resource:
     deserved shares, as the shares would be with `job` admitted, up to what its queue is still short of its own."""
     if "reclaim" not in ssn.conf.actions or job.min_resources is None:
         return ZERO
-    total = cluster_total(ssn.node_list)
+    total = session_total(ssn)
     allocated: dict[str, Resource] = {name: ZERO for name in ssn.queues}
     request: dict[str, Resource] = {name: ZERO for name in ssn.queues}
     for other in ssn.jobs.values():
@@ -307,7 +320,7 @@ class QueueBook:
 
     def __init__(self, ssn: SessionAPI, deserve: Deserve) -> None:
         self.ssn = ssn
-        self.total = cluster_total(ssn.node_list)
+        self.total = session_total(ssn)
         self.total_guarantee = total_guarantee(ssn.queues.values())
         self.attrs: dict[str, QueueAttr] = {}
         self.path: Callable[[str], list[QueueAttr]] = self.flat_path
@@ -330,22 +343,18 @@ class QueueBook:
         return [attr] if attr is not None else []
 
     # -- accounting ---------------------------------------------------------------------------------
-    def count_jobs(self) -> None:
-        for job in self.ssn.jobs.values():
-            for attr in self.path(job.queue):
-                self._count_job(attr, job)
+    def count_jobs(self, sums: Mapping[str, Part]) -> None:
+        """Add each queue's jobs' parts (`queue_parts.job_parts`) to the queues on its path. The attrs are made in
+        the order their queue's first job comes, as a pass over the jobs makes them."""
+        for queue in dict.fromkeys(map(_queue_of, self.ssn.jobs.values())):
+            part = sums.get(queue)
+            for attr in self.path(queue):
+                if part is not None:
+                    attr.allocated = attr.allocated + part[0]
+                    attr.request = attr.request + part[1]
+                    attr.admitted = attr.admitted + part[2]
+                    attr.elastic = attr.elastic + part[3]
         self._stale = True
-
-    @staticmethod
-    def _count_job(attr: QueueAttr, job: JobInfo) -> None:
-        held = without_pods(job.allocated())
-        attr.allocated = attr.allocated + held
-        # Every pending pod asks of its queue, whatever its PodGroup's phase (Volcano's proportion.go counts
-        # TaskStatusIndex[Pending] of every job): a bare PodGroup's pods exist before it is admitted, a Volcano
-        # Job's are created only after, so only the former weigh on the shares before enqueue.
-        attr.request = attr.request + held + without_pods(job.pending_request())
-        attr.admitted = attr.admitted + reserved_by_admitted(job)
-        attr.elastic = attr.elastic + elastic_of(job)
 
     def enqueued(self, job: JobInfo) -> None:
         for attr in self.path(job.queue):
