@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
@@ -44,6 +44,9 @@ from scheduler.cache.status_writer import StatusWriter
 from scheduler.cache.store import PG_API, Stores, Watched
 from scheduler.cache.volumes import StorageReader
 from scheduler.cache.watch import Watcher
+
+if TYPE_CHECKING:  # imported by the CLI only with --active-shards
+    from scheduler.cache.active import ActiveShards
 
 log = logging.getLogger("volcano_py.cache")
 
@@ -138,6 +141,8 @@ class ClusterCache:
         self.ours_early: list[EarlyList] = list(ours_early or [])
         # Volcano's NodeShard contract (cache/shards.py): None with sharding off, and then no NodeShard is watched
         self.shards = coordinator_for(kube, self.stores, *sharding, may_write) if sharding else None
+        # --active-shards N (cache/active.py): this replica's shards, set by the CLI; None: one active replica
+        self.active: ActiveShards | None = None
         # Snapshots from the last one and what changed (`cache/snapshots.py`); None: each built afresh.
         self.incremental: CacheSnapshots | None = CacheSnapshots(self.rules, self.parser) if incremental else None
 
@@ -284,6 +289,8 @@ class ClusterCache:
         snapshot.queue_allocation_gate = self.queue_allocation_gate
         if self.shards is not None:  # between two sessions: publish this shard's status, take its nodes
             snapshot.shard = self.shards.between_sessions()
+        if self.active is not None:  # the held shards' nodes and jobs only
+            snapshot = self.active.restrict(snapshot)
         return snapshot
 
     @property
@@ -307,10 +314,14 @@ class ClusterCache:
             pending.result()
         for job, count in failed.items():
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
+        if self.active is not None and not self.active.writes_queues():
+            result = replace(result, queues=[])  # the holder of shard 0 writes the Queues' status
         self.status_writer.write(result, now, failed)
         self.events.emit(result.events)
         if self.shards is not None:  # the session has ended and its binds have returned
             self.shards.between_sessions()
+        if self.active is not None:  # likewise: the held shards' status, then the shards given up released
+            self.active.after_apply()
 
     def apply_binds(self, result: CycleResult) -> int:
         """Only the binds of a cycle (and their `Scheduled` events): the first cycle on a partial view
