@@ -60,6 +60,7 @@ class PlanWriter:
         self.label, self.period, self.monotonic = label, period, monotonic
         self._facts: tuple[NodeFacts, ...] | None = None
         self._at = 0.0
+        self._seen: tuple[frozenset[str], tuple[int, ...]] | None = None
         self.writes = 0  # NodeShard writes accepted (tests, logs)
 
     def step(self, snapshot: ClusterSnapshot) -> None:
@@ -73,9 +74,16 @@ class PlanWriter:
     def _step(self, snapshot: ClusterSnapshot) -> None:
         if not self.watched.synced.is_set():
             return
-        facts = node_facts(snapshot, len(self.names), self.label)
         now = self.monotonic()
-        if facts == self._facts and now - self._at < self.period:
+        # The facts (a HyperNode tree over every node) are worked out again only when the node names or the
+        # HyperNode objects changed, or the period passed: not every cycle.
+        seen = (frozenset(snapshot.nodes), tuple(id(h) for h in snapshot.hypernodes))
+        if self._facts is not None and seen == self._seen and now - self._at < self.period:
+            return
+        facts = node_facts(snapshot, len(self.names), self.label)
+        self._seen = seen
+        if facts == self._facts:
+            self._at = now
             return
         wanted = dict(zip(self.names, plan_nodes(facts, len(self.names)), strict=True))
         with self.lock:
