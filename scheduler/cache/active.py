@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from scheduler.api.active_shards import lease_moves, member_lease_name, parse_pin, route, shard_name
+from scheduler.api.active_shards import SHARD_ANNOTATION, lease_moves, member_lease_name, parse_pin, route, shard_name
 from scheduler.api.shard import HARD, ShardLedger, ShardView
-from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.active_plan import PlanWriter
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
 from scheduler.cache.leader import BOUND_BY_ANNOTATION, LEASE_API, LeaderConfig, LeaderElector
@@ -70,6 +70,7 @@ class ActiveShards:
         self._owner: dict[str, int] = {}  # node -> the held shard whose NodeShard has it in use, this session
         self._pins: dict[str, tuple[str, int | None]] = {}  # PodGroup -> (resourceVersion, pin)
         self._said: set[str] = set()
+        self._unpinned: dict[str, int] = {}  # gangs of this session with no shard annotation -> their shard
 
     # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
     def held(self) -> frozenset[int]:
@@ -116,12 +117,26 @@ class ActiveShards:
         with self.stores.lock:
             groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}
         jobs = {key: job for key, job in snapshot.jobs.items() if self.route(key, groups.get(key)) in active}
+        # Gangs not pinned yet: pinned at their first bind (`pins`), so a change of the shard count never moves a
+        # gang that has started (its pods bound in one shard, the rest routed to another).
+        self._unpinned = {key: route(key, self.shards) for key, job in jobs.items()
+                          if job.min_available > 1 and groups.get(key) is not None and self._pins[key][1] is None}
         keep = set(owner)
         for job in jobs.values():
             keep.update(t.node_name for t in job.tasks.values() if t.node_name)
         nodes = {name: node for name, node in snapshot.nodes.items() if name in keep}
         return replace(snapshot, jobs=jobs, nodes=nodes,
                        shard=ShardView(HARD, shard_name(self.scheduler_name, 0), frozenset(owner)))
+
+    def pins(self, result: CycleResult) -> dict[str, dict[str, str | None]]:
+        """The shard annotation for each unpinned gang this cycle binds: written once, with the PodGroup
+        annotations the cycle writes anyway (one merge patch per gang, at its first bind only)."""
+        out: dict[str, dict[str, str | None]] = {}
+        for gang in result.binds:
+            shard = self._unpinned.get(gang.job)
+            if shard is not None:
+                out[gang.job] = {**result.podgroup_annotations.get(gang.job, {}), SHARD_ANNOTATION: str(shard)}
+        return out
 
     def route(self, key: str, podgroup: Mapping[str, Any] | None) -> int:
         meta = podgroup.get("metadata") if isinstance(podgroup, Mapping) else None

@@ -314,6 +314,10 @@ class ClusterCache:
             pending.result()
         for job, count in failed.items():
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
+        if self.active is not None:  # gangs pinned to their shard at their first bind
+            pins = self.active.pins(result)
+            if pins:
+                result = replace(result, podgroup_annotations={**result.podgroup_annotations, **pins})
         if self.active is not None and not self.active.writes_queues():
             result = replace(result, queues=[])  # the holder of shard 0 writes the Queues' status
         self.status_writer.write(result, now, failed)

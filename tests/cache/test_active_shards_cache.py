@@ -167,3 +167,24 @@ def test_a_session_sees_its_shards_jobs_and_nodes_only() -> None:
     fence = a.fence_for("n0")
     assert fence is not None and fence[0]["scheduling.volcano-py.io/lease"] == "ns/sched-shard-0"
     assert a.fence_for("n1") is None  # a node of a shard it does not hold: no bind is sent there
+
+
+def test_a_gang_is_pinned_to_its_shard_at_its_first_bind_and_only_then() -> None:
+    from scheduler.api.snapshot import CycleResult, GangBind
+
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a", shards=1)
+    a.round()
+    a.watched.synced.set()
+    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    for key in ("ns/gang", "ns/single", "ns/pinned"):
+        annotations = {"scheduling.volcano-py.io/shard": "0"} if key == "ns/pinned" else {}
+        a.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1",
+                                                        "annotations": annotations}}
+    jobs = {k: JobInfo(k, k.split("/")[1], "ns", "default", min_available=1 if k == "ns/single" else 2)
+            for k in ("ns/gang", "ns/single", "ns/pinned", "ns/waiting")}
+    a.stores.podgroups.objects["ns/waiting"] = {"metadata": {"name": "ns/waiting", "resourceVersion": "1"}}
+    a.restrict(ClusterSnapshot({}, jobs, {}))
+    result = CycleResult(binds=[GangBind(k, ((f"{k}-0", "n0"),)) for k in ("ns/gang", "ns/single", "ns/pinned")])
+    result.podgroup_annotations["ns/gang"] = {"other": "kept"}
+    assert a.pins(result) == {"ns/gang": {"other": "kept", "scheduling.volcano-py.io/shard": "0"}}
