@@ -59,6 +59,9 @@ class Binder:
         # With leader election: the Lease and our identity, on every Binding, for the apiserver's bind fence
         # (manifests/07-bind-fence.yaml), which refuses a bind sent after another replica took the Lease over.
         self.fence_annotations: dict[str, str] = {}
+        # With --active-shards: the fence of the shard that owns the node (its Lease's annotations and how long it
+        # is certainly ours), None for a node of no shard this replica holds (the bind is not sent).
+        self.fence_for: Callable[[str], tuple[dict[str, str], Callable[[], float | None]] | None] | None = None
         # Pods (key, uid) the apiserver answered 404 for: gone, though a list fetched earlier may still show them
         # (the first cycle on a partial view decodes its full list after its binds); not bound again for GONE_TTL.
         self._gone: dict[tuple[str, str], float] = {}
@@ -143,7 +146,14 @@ class Binder:
         if not self.may_write():  # leadership lost while this cycle's binds were being sent
             log.warning("bind %s skipped: not the leader any more", task_key)
             return False
-        timeout = self._fenced_timeout()
+        fence, lease_left = self.fence_annotations, self.lease_left
+        if self.fence_for is not None:
+            owner = self.fence_for(node)
+            if owner is None:
+                log.warning("bind %s skipped: node %s is in no shard this replica holds", task_key, node)
+                return False
+            fence, lease_left = owner
+        timeout = self._fenced_timeout(lease_left)
         if timeout is None:
             log.warning("bind %s skipped: the Lease may pass to another replica within %.1fs", task_key,
                         MIN_LEASE_LEFT)
@@ -157,8 +167,8 @@ class Binder:
             return False
         bind_started = time.monotonic()
         meta: dict[str, object] = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
-        if self.fence_annotations:
-            meta["annotations"] = dict(self.fence_annotations)
+        if fence:
+            meta["annotations"] = dict(fence)
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         try:
@@ -214,11 +224,11 @@ class Binder:
             return False
         return spec.get("nodeName") == node and (uid is None or meta.get("uid") == uid)
 
-    def _fenced_timeout(self) -> float | None:
+    def _fenced_timeout(self, lease_left: Callable[[], float | None] | None = None) -> float | None:
         """The bind request's timeout: no longer than the Lease is certainly ours, so a leader frozen past it (a
         SIGSTOP, a long GC pause) cannot have a bind still in flight when a standby takes over; None when less
         than MIN_LEASE_LEFT is left (the bind is not sent; the pod stays pending for the next leader)."""
-        left = self.lease_left()
+        left = (lease_left or self.lease_left)()
         if left is None:
             return self.kube.request_timeout
         if left < MIN_LEASE_LEFT:

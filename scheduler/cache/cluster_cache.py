@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
 from scheduler.adapter.podgroup_status import rebase
@@ -46,6 +46,9 @@ from scheduler.cache.status_writer import StatusWriter
 from scheduler.cache.store import PG_API, Stores, Watched
 from scheduler.cache.volumes import StorageReader
 from scheduler.cache.watch import Watcher
+
+if TYPE_CHECKING:  # imported by the CLI only with --active-shards
+    from scheduler.cache.active import ActiveShards
 
 log = logging.getLogger("volcano_py.cache")
 
@@ -140,6 +143,8 @@ class ClusterCache:
         self.ours_early: list[EarlyList] = list(ours_early or [])
         # Volcano's NodeShard contract (cache/shards.py): None with sharding off, and then no NodeShard is watched
         self.shards = coordinator_for(kube, self.stores, *sharding, may_write) if sharding else None
+        # --active-shards N (cache/active.py): this replica's shards, set by the CLI; None: one active replica
+        self.active: ActiveShards | None = None
         # Snapshots from the last one and what changed (`cache/snapshots.py`); None: each built afresh.
         self.incremental: CacheSnapshots | None = CacheSnapshots(self.rules, self.parser) if incremental else None
         self.applier = Applier()  # pipelined applies (cache/applier.py)
@@ -291,6 +296,8 @@ class ClusterCache:
         snapshot.queue_allocation_gate = self.queue_allocation_gate
         if self.shards is not None:  # between two sessions: publish this shard's status, take its nodes
             snapshot.shard = self.shards.between_sessions()
+        if self.active is not None:  # the held shards' nodes and jobs only
+            snapshot = self.active.restrict(snapshot)
         return snapshot
 
     @property
@@ -313,9 +320,11 @@ class ClusterCache:
         due = self.evictor.due()
         # Every pod of every committed gang is bound concurrently; a failed bind leaves its pod pending in the
         # cache, so a later cycle retries it.
-        if not pipelined or due or result.evictions or result.ungate or self.shards is not None:
+        if (not pipelined or due or result.evictions or result.ungate or self.shards is not None
+                or self.active is not None):
             # Conservative: an eviction's room is taken by the next cycles (preempt, reclaim), the NodeShard step
-            # must follow the binds of every cycle that used a node (docs/scale-out.md): no apply left in flight.
+            # and a shard's release must follow the binds of every cycle that used a node (docs/scale-out.md): no
+            # apply left in flight.
             self.applier.drain()
             binds = self.binder.submit(result, now, self._snapshot_uid)
             waits = [*self.gates.submit(result.ungate, self._snapshot_uid), *self.evictor.submit(result.evictions),
@@ -342,10 +351,18 @@ class ClusterCache:
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
         if unseen is not None and unseen.exception() is None:  # done by now
             result = replace(result, podgroups=self._behind(result.podgroups, unseen.result()))
+        if self.active is not None:  # gangs pinned to their shard at their first bind
+            pins = self.active.pins(result)
+            if pins:
+                result = replace(result, podgroup_annotations={**result.podgroup_annotations, **pins})
+        if self.active is not None and not self.active.writes_queues():
+            result = replace(result, queues=[])  # the holder of shard 0 writes the Queues' status
         self.status_writer.write(result, now, failed)
         self.events.emit(result.events)
         if self.shards is not None:  # the session has ended and its binds have returned
             self.shards.between_sessions()
+        if self.active is not None:  # likewise: the held shards' status, then the shards given up released
+            self.active.after_apply()
         return Applied(failed, frozenset(s.job for s in result.podgroups))
 
     def _behind(self, statuses: list[PodGroupStatus], before: Applied) -> list[PodGroupStatus]:

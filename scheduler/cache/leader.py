@@ -101,6 +101,7 @@ class LeaderElector:
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
         self.holder: str | None = None  # the holder as last observed
+        self._duration = config.lease_duration  # the holder's leaseDurationSeconds, as last observed
 
     # ---- what the scheduling loop asks ---------------------------------------------------------------------
     def is_leader(self) -> bool:
@@ -165,8 +166,14 @@ class LeaderElector:
             self.on_change(leading)
 
     # ---- one round ---------------------------------------------------------------------------------------
-    def try_acquire_or_renew(self) -> bool:
-        """One read-modify-write of the Lease; True if we hold it afterwards."""
+    def lapsed(self) -> bool:
+        """As last observed, nobody holds the Lease: no holder, or the holder's record has not changed for its
+        lease duration on our clock (an active-shards replica takes such a shard, `cache/active.py`)."""
+        return not self.holder or self.monotonic() >= self._observed_at + self._duration
+
+    def try_acquire_or_renew(self, acquire: bool = True) -> bool:
+        """One read-modify-write of the Lease; True if we hold it afterwards. With `acquire` False, a Lease we do
+        not hold is only observed (its holder and when its record last changed), never taken."""
         now_mono, now = self.monotonic(), self.wall()
         try:
             lease = self.kube.request("GET", self.path, timeout=self._timeout())
@@ -174,7 +181,8 @@ class LeaderElector:
             if exc.status != 404:
                 log.warning("leader election: cannot read the Lease: %s", exc)
                 return False
-            return self._create(now_mono, now)
+            self.holder = None
+            return self._create(now_mono, now) if acquire else False
         except TRANSPORT_ERRORS as exc:  # network trouble: not renewed this round
             log.warning("leader election: cannot read the Lease: %s", exc)
             return False
@@ -184,10 +192,14 @@ class LeaderElector:
             self._observed, self._observed_at = record, now_mono
         holder = spec.get("holderIdentity") or ""
         self.holder = holder or None
-        duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
+        duration = spec.get("leaseDurationSeconds")
+        duration = float(duration) if isinstance(duration, int) and 0 < duration <= 3600 else self.config.lease_duration
+        self._duration = duration
         if holder and holder != self.identity and now_mono < self._observed_at + duration:
             return False  # somebody else holds a live lease
         mine = holder == self.identity
+        if not mine and not acquire:
+            return False
         new_spec = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": int(round(self.config.lease_duration)),

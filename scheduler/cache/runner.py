@@ -222,6 +222,12 @@ class SchedulerLoop:
             self.cache.lease_left = self.elector.valid_for
             self.cache.binder.fence_annotations = self.elector.fence_annotations()
             self.elector.start()
+        active = getattr(self.cache, "active", None)  # a ClusterCache; tests give stand-ins without it
+        if active is not None:  # --active-shards: writes while any shard is held, each bind fenced by its node's
+            self.cache.may_write = active.holds_any
+            self.cache.binder.fence_for = active.fence_for
+            self.cache.binder.fence_annotations = active.bound_by()
+            active.start()
         if sync_timeout > 0:
             self._first_view_cycle()
         # Volcano's --resource-sync-timeout: 0 (or less) starts scheduling without waiting for the first lists.
@@ -237,6 +243,10 @@ class SchedulerLoop:
                     self._drain()  # what the last apply had not sent was dropped (it checks the Lease)
                     self.cycling_since = None  # a standby is not expected to cycle
                     self.elector.wait_leader(min(self.period, 0.5))  # standby: warm caches, no cycles
+                    continue
+                if active is not None and not active.holds_any():
+                    self.cycling_since = None  # holds no shard: a standby
+                    active.wait_any(min(self.period, 0.5))
                     continue
                 if not queue_ensured:
                     self._ensure_default_queue()
@@ -261,6 +271,8 @@ class SchedulerLoop:
             self._drain()  # the last cycle's apply finishes before the Lease is released
             if self.elector is not None:
                 self.elector.stop(release=True)
+            if active is not None:
+                active.stop()
         log.info("scheduler stopped after %d cycles", self.cycles)
 
     def _drain(self) -> None:
@@ -279,6 +291,8 @@ class SchedulerLoop:
         full pod list is decoded after it. Anything it cannot do is left to the full view, with one line."""
         early, self.cache.ours_early = self.cache.ours_early, []
         if not early or (self.elector is not None and not self.elector.wait_leader(FIRST_VIEW_LEADER_WAIT)):
+            return
+        if getattr(self.cache, "active", None) is not None:  # not cut to our shards: the full view decides
             return
         released = self.cache.watcher.pods_released
         released.clear()

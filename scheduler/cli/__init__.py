@@ -76,6 +76,23 @@ def _check_leader_durations(opts: CommonOptions) -> None:
             raise FlagError(str(exc)) from None
 
 
+def _check_active_shards(opts: SchedulerOptions) -> None:
+    """--active-shards: a shard count in range, and not with Volcano's sharding flags (both would write the
+    NodeShards); the Leases' durations as --leader-elect checks them."""
+    from scheduler.api.active_shards import MAX_SHARDS
+
+    if not 0 <= opts.active_shards <= MAX_SHARDS:
+        raise FlagError(f"--active-shards: {opts.active_shards} is not between 0 and {MAX_SHARDS}")
+    if opts.active_shards > 1 and opts.sharding is not None:
+        raise FlagError("--active-shards cannot be used with --scheduler-sharding-mode "
+                        f"{opts.scheduler_sharding_mode}: the shards' replicas write their own NodeShards")
+    if opts.active_shards > 1:
+        try:
+            _leader_config(opts, opts.lease_namespace)
+        except ValueError as exc:
+            raise FlagError(str(exc)) from None
+
+
 def _metrics_tls(opts: CommonOptions) -> ServingCert | None:
     """The TLS context of --metrics-secure, None without it; a bad combination or file is a user error (exit 2),
     found before anything connects."""
@@ -124,6 +141,7 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
         # Volcano's scheduler.go: no conf file and no fallback to the default is fatal.
         raise FlagError("--disable-default-scheduler-config needs --scheduler-conf")
     _check_leader_durations(opts)
+    _check_active_shards(opts)
     tls = _metrics_tls(opts)
     # No cyclic collection until the first lists are in (SchedulerLoop.run freezes what they built, then enables
     # it): the imports below make almost no cyclic garbage, and collecting during them cost 20-60 ms a start.
@@ -170,7 +188,13 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
                          sharding=opts.sharding)
     try:
         elector = None
-        if opts.leader_elect:
+        if opts.active_shards > 1:  # a Lease per shard instead of one for the scheduler (cache/active.py)
+            from scheduler.cache.active import ActiveShards
+
+            lease = _leader_config(opts, ensure_namespace(cache.kube, opts.lease_namespace))
+            cache.active = ActiveShards(cache.kube, cache.stores, lease, cache.identity, names[0], opts.active_shards,
+                                        topology_label=opts.shard_topology_label)
+        elif opts.leader_elect:
             lease = _leader_config(opts, ensure_namespace(cache.kube, opts.lease_namespace))
             elector = LeaderElector(cache.kube, cache.identity, lease)
         loop = SchedulerLoop(

@@ -154,6 +154,15 @@ SCHEDULER = FlagSet("scheduler", (
          "first, then the others)", dest="scheduler_sharding_mode", default=NONE, choices=MODES),
     Flag("scheduler-sharding-name", Kind.STRING, "The name of shard used for this scheduler (the NodeShard it keeps "
          "to and whose status it writes)", dest="scheduler_sharding_name", default="volcano"),
+    # volcano-py's own (docs/scale-out.md, "N active replicas"); 0 or 1 is one active replica, as before.
+    Flag("active-shards", Kind.INT, "run N shards, each scheduled by whichever replica holds its Lease "
+         "<leader-elect-lease-name>-shard-<i> (every replica of the Deployment is active on its shards; a survivor "
+         "takes a lost replica's shards); nodes are split by topology into NodeShards <scheduler-name>-shard-<i>, "
+         "jobs by their PodGroup's scheduling.volcano-py.io/shard annotation or a hash of its name (0 or 1: one "
+         "active replica)", dest="active_shards", default=0),
+    Flag("shard-topology-label", Kind.STRING, "with --active-shards, on a cluster without HyperNodes: the node "
+         "label (a rack or zone) whose nodes stay in one shard (empty: nodes are split one by one)",
+         dest="shard_topology_label", default=""),
 ), description="Run the gang scheduler against a Kubernetes cluster: every period it reads the cluster's pods, "
    "PodGroups, Queues and nodes, runs the actions and plugins of the volcano-scheduler.conf, and binds the pods of "
    "each gang all at once or not at all. It schedules pods whose schedulerName it claims (--scheduler-name). It "

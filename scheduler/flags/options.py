@@ -125,6 +125,8 @@ class SchedulerOptions(CommonOptions):
     feature_gates: FeatureGates
     scheduler_sharding_mode: str = "none"
     scheduler_sharding_name: str = "volcano"
+    active_shards: int = 0
+    shard_topology_label: str = ""
 
     @property
     def sharding(self) -> tuple[str, str] | None:

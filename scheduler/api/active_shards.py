@@ -1,0 +1,152 @@
+"""Layer `api`: N active scheduler replicas over N shards (`--active-shards N`), the rules without I/O.
+
+Three rules every replica computes alike, so that no replica needs to ask another:
+
+- **Nodes -> shards** (`plan_nodes`): whole topology domains (a HyperNode at the chosen tier, else a rack or zone
+  label, else the node alone) go to one shard each, largest first to the least loaded shard (LPT), so a gang that
+  fits a domain fits a shard. The result depends only on the set of (node, domain, weight), never on the order a
+  replica's watch delivered them. One replica (the holder of shard 0) writes it as the shards' NodeShard
+  `spec.nodesDesired`; the NodeShard two-phase handoff (`api/shard.py`) then moves nodes between shards, so two
+  replicas never use one node at once even while they disagree about the plan.
+- **Jobs -> shards** (`route`): a PodGroup's annotation `scheduling.volcano-py.io/shard`, when a person or a tool
+  pinned it, else a stable hash of its `namespace/name` modulo the shard count. Neither input depends on which
+  replicas are alive, so losing a replica moves no job: its shards (and their jobs) pass whole to a survivor.
+- **Leases** (`lease_moves`): every replica is a candidate for every shard's Lease and holds at most its fair
+  count, ceil(shards / live replicas). It takes free shards while below that count (in an order of its own, a
+  rendezvous hash of identity and shard, so replicas starting together reach for different shards), gives one up
+  while above it and none is free (someone is then below: the counts add up), and takes an orphaned shard (free
+  for two lease durations, e.g. the replica counts disagree for a while) whatever its count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass
+from typing import Any, Final
+
+SHARD_ANNOTATION: Final = "scheduling.volcano-py.io/shard"  # on a PodGroup: pins it to shard N (0-based)
+MAX_SHARDS: Final = 64  # --active-shards at most: one Lease and one NodeShard each, read every retry period
+NAME_MAX: Final = 253
+
+
+def shard_name(base: str, index: int) -> str:
+    """The NodeShard (base: the scheduler name) or Lease (base: the lease name) of shard `index`."""
+    return f"{base}-shard-{index}"
+
+
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+# ---- nodes ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    """A node as the planner sees it: its topology domain ("" for none: the node is a domain of its own) and its
+    weight (GPUs, or CPU millicores on a cluster without GPUs)."""
+
+    name: str
+    domain: str = ""
+    weight: int = 0
+
+
+def plan_nodes(nodes: Iterable[NodeFacts], shards: int) -> tuple[tuple[str, ...], ...]:
+    """Each shard's nodes (sorted). Every node is in exactly one shard; a domain's nodes are all in one; the shard
+    loads differ by at most the heaviest domain's weight (LPT). A node named twice counts once (its first facts
+    by name order decide)."""
+    if shards < 1:
+        raise ValueError(f"shards must be at least 1, got {shards}")
+    by_name: dict[str, NodeFacts] = {}
+    for facts in sorted(nodes, key=lambda f: (f.name, f.domain, f.weight)):
+        by_name.setdefault(facts.name, facts)
+    groups: dict[str, list[str]] = {}
+    weights: dict[str, int] = {}
+    for facts in by_name.values():
+        key = f"d/{facts.domain}" if facts.domain else f"n/{facts.name}"
+        groups.setdefault(key, []).append(facts.name)
+        weights[key] = weights.get(key, 0) + max(0, facts.weight)
+    loads = [(0, 0, i) for i in range(shards)]  # (weight, nodes, index): the least loaded first
+    out: list[list[str]] = [[] for _ in range(shards)]
+    for key in sorted(groups, key=lambda k: (-weights[k], -len(groups[k]), k)):
+        weight, count, index = min(loads)
+        out[index].extend(groups[key])
+        loads[index] = (weight + weights[key], count + len(groups[key]), index)
+    return tuple(tuple(sorted(names)) for names in out)
+
+
+# ---- jobs ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PinUnreadable:
+    """A shard annotation that is no shard number below the shard count: the job is routed by its hash."""
+
+    value: str
+    problem: str
+
+    def describe(self, job: str) -> str:
+        return f"PodGroup {job}: annotation {SHARD_ANNOTATION}={self.value!r}: {self.problem}; routed by its name"
+
+
+def parse_pin(annotations: Any, shards: int) -> int | None | PinUnreadable:
+    """The shard a PodGroup's annotations pin it to, None when not pinned."""
+    if not isinstance(annotations, Mapping):
+        return None
+    value = annotations.get(SHARD_ANNOTATION)
+    if value is None:
+        return None
+    text = str(value)[:40]
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit() or len(value) > 3:
+        return PinUnreadable(text, "not a shard number")
+    if int(value) >= shards:
+        return PinUnreadable(text, f"there are {shards} shards (0 to {shards - 1})")
+    return int(value)
+
+
+def route(job: str, shards: int, pin: int | None = None) -> int:
+    """The shard a job (its PodGroup's namespace/name) belongs to."""
+    if pin is not None and 0 <= pin < shards:
+        return pin
+    return _hash(job) % shards
+
+
+# ---- leases --------------------------------------------------------------------------------------------------
+def fair_count(shards: int, replicas: int) -> int:
+    """The most shards one replica holds while `replicas` are alive."""
+    return math.ceil(shards / max(1, replicas))
+
+
+def preference(identity: str, shard: int) -> int:
+    """A replica's rank for a shard (lower: reached for first): rendezvous hashing, so each replica has its own
+    order and one replica's loss changes no other replica's order."""
+    return _hash(f"{identity}/{shard}")
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseMoves:
+    acquire: tuple[int, ...]  # free shards to try, in order
+    release: tuple[int, ...]  # held shards to give up (after the cycle that used them and its binds)
+
+
+def lease_moves(identity: str, shards: int, replicas: int, held: Set[int], free: Set[int],
+                orphaned: Set[int] = frozenset()) -> LeaseMoves:
+    """What one replica does this round. `replicas`: live replicas it knows of, itself included; `free`: shards
+    whose Lease nobody holds (or has lapsed); `orphaned`: free ones that stayed free two lease durations."""
+    fair = fair_count(shards, replicas)
+    mine = set(held)
+    candidates = sorted(set(free) - mine, key=lambda s: (preference(identity, s), s))
+    take = candidates[:max(0, fair - len(mine))]
+    take += [s for s in candidates if s in orphaned and s not in take]
+    give: list[int] = []
+    if len(mine) > fair and not (set(free) - mine):
+        give = sorted(mine, key=lambda s: (preference(identity, s), s))[fair:]  # the least preferred go
+    return LeaseMoves(tuple(take), tuple(give))
+
+
+def member_lease_name(lease: str, identity: str) -> str:
+    """A replica's presence Lease (how the others count live replicas): the lease name, `-member-` and the
+    identity made a DNS label (a hash kept when it had to be cut or changed)."""
+    safe = "".join(c if c.isalnum() and c.isascii() else "-" for c in identity.lower()).strip("-")
+    tag = f"{_hash(identity) % 16**8:08x}"
+    if safe != identity or len(safe) > 40:
+        safe = f"{safe[:40].strip('-')}-{tag}".strip("-")
+    return f"{lease}-member-{safe}"[:NAME_MAX]

@@ -1,0 +1,271 @@
+"""Layer `cache`: N active replicas of one scheduler (`--active-shards N`): the Leases, the NodeShards and what each
+session of this replica may see. The rules are `api.active_shards`'s.
+
+- **Leases.** Shard i is held through Lease `<lease-name>-shard-<i>` (client-go's rules, `cache/leader.py`). Each
+  replica also renews a presence Lease `<lease-name>-member-<identity>`, so the replicas count each other. Every
+  retry period one thread renews what this replica holds, observes the others, and follows `lease_moves`: it
+  takes free shards up to its fair count, takes an orphaned shard whatever its count, and gives up a shard
+  above its fair count. A shard given up is released only between cycles, after the apply of the last cycle
+  that used it returned (`after_apply`), and no session starts on it meanwhile.
+- **Nodes.** Shard i keeps to NodeShard `<scheduler-name>-shard-<i>` with the two-phase handoff of
+  `cache/shards.py` (a `ShardCoordinator` per held shard, hard mode). The holder of shard 0 writes every shard's
+  `spec.nodesDesired` from `plan_nodes` (`cache/active_plan.py`), each shard's losses before any shard's gains.
+- **Sessions.** A session sees the union of the held shards: their nodes in use (plus the nodes its jobs already
+  run on, never placed on), and the jobs routed to them (`route`: a PodGroup's shard annotation, else a hash of
+  its name). A replica never schedules a job of a shard it does not hold. Queue shares are worked out on the
+  session's own nodes, so each shard gives a queue its share of that shard's capacity.
+- **Binds.** Each carries the Lease of the shard owning its node (`fence_for`), so the apiserver's bind fence
+  (manifests/07-bind-fence.yaml, which reads every Lease in the namespace) refuses a bind once another replica
+  took that shard over.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from scheduler.api.active_shards import SHARD_ANNOTATION, lease_moves, member_lease_name, parse_pin, route, shard_name
+from scheduler.api.shard import HARD, ShardLedger, ShardView
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult
+from scheduler.cache.active_plan import PlanWriter
+from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
+from scheduler.cache.leader import BOUND_BY_ANNOTATION, LEASE_API, LeaderConfig, LeaderElector
+from scheduler.cache.shards import ShardCoordinator, node_shards_watched
+from scheduler.cache.store import Stores
+
+log = logging.getLogger("volcano_py.active")
+GONE_DURATIONS = 10.0  # a member Lease unchanged this many lease durations is deleted
+ORPHAN_DURATIONS = 2.0  # a shard free this many lease durations is taken by any replica, whatever its count
+
+
+class ActiveShards:
+    def __init__(self, kube: Kube, stores: Stores, config: LeaderConfig, identity: str, scheduler_name: str,
+                 shards: int, *, topology_label: str = "", plan_period: float = 30.0,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.kube, self.stores, self.config, self.identity = kube, stores, config, identity
+        self.shards, self.monotonic = shards, monotonic
+        self.scheduler_name = scheduler_name
+        self.watched = stores.node_shards = node_shards_watched()
+        self.electors = [LeaderElector(kube, identity, replace(config, name=shard_name(config.name, i)),
+                                       monotonic=monotonic) for i in range(shards)]
+        self.coordinators = [ShardCoordinator(kube, self.watched, stores.lock, HARD,
+                                              shard_name(scheduler_name, i), self.electors[i].is_leader)
+                             for i in range(shards)]
+        self.member = LeaderElector(kube, identity, replace(config, name=member_lease_name(config.name, identity)),
+                                    monotonic=monotonic)
+        self.plan = PlanWriter(kube, self.watched, stores.lock, [c.name for c in self.coordinators], topology_label,
+                               plan_period, monotonic)
+        self.replicas = 1  # live replicas as last counted, this one included
+        self._members: dict[str, tuple[Any, float]] = {}  # member Lease -> (record, when it last changed here)
+        self._free_since: dict[int, float] = {}
+        self._releasing: set[int] = set()
+        self._lock = threading.Lock()  # the Leases' reads and writes: the round thread's and the releases'
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._active: frozenset[int] = frozenset()  # the shards of the session in progress
+        self._owner: dict[str, int] = {}  # node -> the held shard whose NodeShard has it in use, this session
+        self._pins: dict[str, tuple[str, int | None]] = {}  # PodGroup -> (resourceVersion, pin)
+        self._said: set[str] = set()
+        self._unpinned: dict[str, int] = {}  # gangs of this session with no shard annotation -> their shard
+
+    # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
+    def held(self) -> frozenset[int]:
+        """The shards this replica may schedule now: held, renewed within the deadline, not being given up."""
+        return frozenset(i for i, e in enumerate(self.electors) if e.is_leader() and i not in self._releasing)
+
+    def holds_any(self) -> bool:
+        return any(e.is_leader() for e in self.electors)
+
+    def wait_any(self, timeout: float) -> bool:
+        """Wait (up to `timeout`) while this replica holds no shard; whether it holds one now."""
+        if not self.holds_any():
+            self._stop.wait(timeout)
+        return self.holds_any()
+
+    def fence_for(self, node: str) -> tuple[dict[str, str], Callable[[], float | None]] | None:
+        shard = self._owner.get(node)
+        if shard is None or shard not in self._active:
+            return None
+        elector = self.electors[shard]
+        return elector.fence_annotations(), elector.valid_for
+
+    def bound_by(self) -> dict[str, str]:
+        return {BOUND_BY_ANNOTATION: self.identity}
+
+    def writes_queues(self) -> bool:
+        """Queue status is written by the holder of shard 0 alone (from its shards' jobs)."""
+        return 0 in self._active
+
+    # ---- a session ---------------------------------------------------------------------------------------
+    def restrict(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+        """The session's view: the held shards' nodes and jobs (see the module's docstring)."""
+        active = self.held()
+        for i in active - self._active:  # taken (again): its handoff starts from what the NodeShard says
+            self.coordinators[i].ledger = ShardLedger(self.coordinators[i].name)
+            log.info("active shards: scheduling shard %d (NodeShard %s)", i, self.coordinators[i].name)
+        if 0 in active:
+            self.plan.step(snapshot)
+        owner: dict[str, int] = {}
+        for i in sorted(active):
+            for node in self.coordinators[i].between_sessions().nodes:
+                owner.setdefault(node, i)
+        self._active, self._owner = active, owner
+        with self.stores.lock:
+            groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}
+        jobs = {key: job for key, job in snapshot.jobs.items() if self.route(key, groups.get(key)) in active}
+        # Gangs not pinned yet: pinned at their first bind (`pins`), so a change of the shard count never moves a
+        # gang that has started (its pods bound in one shard, the rest routed to another).
+        self._unpinned = {key: route(key, self.shards) for key, job in jobs.items()
+                          if job.min_available > 1 and groups.get(key) is not None and self._pins[key][1] is None}
+        keep = set(owner)
+        for job in jobs.values():
+            keep.update(t.node_name for t in job.tasks.values() if t.node_name)
+        nodes = {name: node for name, node in snapshot.nodes.items() if name in keep}
+        return replace(snapshot, jobs=jobs, nodes=nodes,
+                       shard=ShardView(HARD, shard_name(self.scheduler_name, 0), frozenset(owner)))
+
+    def pins(self, result: CycleResult) -> dict[str, dict[str, str | None]]:
+        """The shard annotation for each unpinned gang this cycle binds: written once, with the PodGroup
+        annotations the cycle writes anyway (one merge patch per gang, at its first bind only)."""
+        out: dict[str, dict[str, str | None]] = {}
+        for gang in result.binds:
+            shard = self._unpinned.get(gang.job)
+            if shard is not None:
+                out[gang.job] = {**result.podgroup_annotations.get(gang.job, {}), SHARD_ANNOTATION: str(shard)}
+        return out
+
+    def route(self, key: str, podgroup: Mapping[str, Any] | None) -> int:
+        meta = podgroup.get("metadata") if isinstance(podgroup, Mapping) else None
+        meta = meta if isinstance(meta, Mapping) else {}
+        version = str(meta.get("resourceVersion") or "")
+        cached = self._pins.get(key)
+        if cached is None or cached[0] != version or not version:
+            pin = parse_pin(meta.get("annotations"), self.shards)
+            if not isinstance(pin, int) and pin is not None:
+                self._say(f"pin:{key}:{version}", pin.describe(key))
+                pin = None
+            cached = self._pins[key] = (version, pin)
+        if len(self._pins) > 4 * max(1024, len(self.stores.podgroups.objects)):
+            self._pins.clear()  # bounded: PodGroups come and go
+        return route(key, self.shards, cached[1])
+
+    def after_apply(self) -> None:
+        """The session's binds have returned: publish the held shards' NodeShard status, then give up the shards
+        being given up (no session uses them any more)."""
+        for i in sorted(self._active):
+            if self.electors[i].is_leader():
+                self.coordinators[i].between_sessions()
+        for i in sorted(self._releasing):
+            with self._lock:
+                self.electors[i].stop(release=True)
+                self.electors[i] = self._fresh(i)
+                self._releasing.discard(i)
+            log.info("active shards: gave up shard %d (its fair count is %d of %d with %d replicas)", i,
+                     -(-self.shards // max(1, self.replicas)), self.shards, self.replicas)
+        self._active = self._active & self.held()
+
+    def _fresh(self, i: int) -> LeaderElector:
+        elector = LeaderElector(self.kube, self.identity, replace(self.config, name=shard_name(self.config.name, i)),
+                                monotonic=self.monotonic)
+        self.coordinators[i].may_write = elector.is_leader
+        return elector
+
+    # ---- the Leases -------------------------------------------------------------------------------------------
+    def start(self) -> ActiveShards:
+        self._thread = threading.Thread(target=self._run, name="active-shards", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.config.renew_deadline)
+        with self._lock:
+            for elector in (*self.electors, self.member):
+                if elector.is_leader():
+                    elector.stop(release=True)
+
+    def _run(self) -> None:
+        log.info("active shards: %s is a candidate for %d shards (Leases %s-shard-0..%d)", self.identity,
+                 self.shards, self.config.name, self.shards - 1)
+        while not self._stop.is_set():
+            try:
+                self.round()
+            except Exception:  # one bad round must not end the elections: the next one reads everything again
+                log.exception("active shards: a round of the Lease elections failed")
+            self._stop.wait(self.config.retry_period)
+
+    def round(self) -> None:
+        self.member.try_acquire_or_renew()
+        self.replicas = self._count_members()
+        held: set[int] = set()
+        free: set[int] = set()
+        now = self.monotonic()
+        with self._lock:
+            for i, elector in enumerate(self.electors):
+                elector.try_acquire_or_renew(acquire=False)  # renews ours, observes the others
+                if elector.is_leader():
+                    held.add(i)
+                elif elector.lapsed():
+                    free.add(i)
+                    self._free_since.setdefault(i, now)
+                    continue
+                self._free_since.pop(i, None)
+        orphaned = {i for i in free if now - self._free_since[i] >= ORPHAN_DURATIONS * self.config.lease_duration}
+        moves = lease_moves(self.identity, self.shards, self.replicas, held, free, orphaned)
+        for i in moves.acquire:
+            with self._lock:
+                if self.electors[i].try_acquire_or_renew():
+                    log.info("active shards: %s took shard %d (%d replicas)", self.identity, i, self.replicas)
+        self._releasing.update(moves.release)
+
+    def _count_members(self) -> int:
+        """Live replicas: member Leases whose record changed within their duration, on our clock."""
+        prefix = f"{self.config.name}-member-"
+        try:
+            page = self.kube.request("GET", f"{LEASE_API}/namespaces/{self.config.namespace}/leases",
+                                     query={"limit": 500})
+        except TRANSPORT_ERRORS as exc:
+            self._say("members", f"active shards: cannot list the member Leases: {exc}; counting {self.replicas}")
+            return self.replicas
+        self._said.discard("members")
+        now, live, seen = self.monotonic(), 0, set()
+        for lease in page.get("items") or ():
+            meta, spec = lease.get("metadata") or {}, lease.get("spec") or {}
+            name = str(meta.get("name") or "")
+            if not name.startswith(prefix):
+                continue
+            seen.add(name)
+            record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseDurationSeconds"))
+            last = self._members.get(name)
+            if last is None or last[0] != record:
+                last = self._members[name] = (record, now)
+            duration = spec.get("leaseDurationSeconds")
+            duration = duration if isinstance(duration, int) and 0 < duration <= 3600 else self.config.lease_duration
+            if record[0] and (name == self.member.config.name or now - last[1] < duration):
+                live += 1
+            elif name != self.member.config.name and now - last[1] > GONE_DURATIONS * duration:
+                self._forget(name, str(meta.get("resourceVersion") or ""))
+        for gone in set(self._members) - seen:
+            del self._members[gone]
+        return max(1, live)
+
+    def _forget(self, name: str, version: str) -> None:
+        """Delete a replica's member Lease unchanged for GONE_DURATIONS lease durations (each restart of a replica
+        named by host and pid leaves one), only as it was read."""
+        try:
+            self.kube.delete(f"{LEASE_API}/namespaces/{self.config.namespace}/leases/{name}",
+                             body={"preconditions": {"resourceVersion": version}} if version else None)
+            log.info("active shards: deleted member Lease %s (its replica is gone)", name)
+        except TRANSPORT_ERRORS as exc:  # renewed meanwhile, or no right to delete: it stays, uncounted
+            log.debug("active shards: member Lease %s not deleted: %s", name, exc)
+        self._members.pop(name, None)
+
+    def _say(self, mark: str, message: str) -> None:
+        if mark not in self._said:
+            self._said.add(mark)
+            log.warning("%s", message)

@@ -1,0 +1,144 @@
+"""Layer `cache`: with `--active-shards N`, the holder of shard 0 writes every shard's NodeShard `spec.nodesDesired`
+from `api.active_shards.plan_nodes` (the role Volcano's sharding controller has for its NodeShards).
+
+A node's topology domain: the HyperNode holding it at the planning tier (the highest tier with at least N
+HyperNodes, so each shard gets whole ones; the lowest tier when no tier has that many), else the value of the
+node's `--shard-topology-label` label, else none (the node alone). Its weight: its GPUs, or on a cluster without
+GPUs its CPU millicores. The plan is worked out again only when a node's (name, domain, weight) changed or
+`plan_period` has passed, and written only where it differs from the NodeShards: every shard's losses first
+(round one), then the missing NodeShards created, then the gains (round two), so no node is ever in two shards'
+`nodesDesired`, which the two-phase handoff needs (sharding_model.py `plan` does the same).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from scheduler.api.active_shards import NodeFacts, plan_nodes
+from scheduler.api.resources import CPU, GPU
+from scheduler.api.shard import NODE_SHARDS_PATH
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.cache.kube import TRANSPORT_ERRORS, Kube, KubeError
+from scheduler.cache.store import Watched
+from scheduler.plugins.hypernode_score import CLUSTER, HyperNodeTree
+
+log = logging.getLogger("volcano_py.active")
+
+
+def node_facts(snapshot: ClusterSnapshot, shards: int, label: str) -> tuple[NodeFacts, ...]:
+    names = sorted(snapshot.nodes)
+    domain: dict[str, str] = {}
+    if snapshot.hypernodes:
+        tree = HyperNodeTree.build(names, snapshot.hypernodes)
+        tiers = sorted({t for h, t in tree.tier.items() if h != CLUSTER})
+        counts = {t: sum(1 for h, ht in tree.tier.items() if ht == t and h != CLUSTER and tree.nodes.get(h))
+                  for t in tiers}
+        wide = [t for t in tiers if counts[t] >= shards]
+        tier = max(wide) if wide else (tiers[0] if tiers else None)
+        for hypernode in sorted(h for h, t in tree.tier.items() if t == tier and h != CLUSTER):
+            for position in sorted(tree.nodes.get(hypernode, ())):
+                domain.setdefault(names[position], f"hypernode/{hypernode}")
+    gpus = any(node.allocatable.get(GPU) > 0 for node in snapshot.nodes.values())
+    facts = []
+    for name in names:
+        node = snapshot.nodes[name]
+        where = domain.get(name) or (f"label/{node.labels.get(label, '')}" if label and node.labels.get(label)
+                                     else "")
+        weight = node.allocatable.get(GPU) if gpus else node.allocatable.get(CPU)
+        facts.append(NodeFacts(name, where, max(0, int(weight))))
+    return tuple(facts)
+
+
+class PlanWriter:
+    def __init__(self, kube: Kube, watched: Watched, lock: threading.Lock, names: Sequence[str], label: str,
+                 period: float, monotonic: Callable[[], float]) -> None:
+        self.kube, self.watched, self.lock, self.names = kube, watched, lock, list(names)
+        self.label, self.period, self.monotonic = label, period, monotonic
+        self._facts: tuple[NodeFacts, ...] | None = None
+        self._at = 0.0
+        self._seen: tuple[frozenset[str], tuple[int, ...]] | None = None
+        self.writes = 0  # NodeShard writes accepted (tests, logs)
+
+    def step(self, snapshot: ClusterSnapshot) -> None:
+        """Between sessions, on the holder of shard 0. Never raises (the next step tries again)."""
+        try:
+            self._step(snapshot)
+        except TRANSPORT_ERRORS as exc:
+            log.warning("active shards: cannot write the NodeShards' plan: %s", exc)
+            self._facts = None  # look again next time
+
+    def _step(self, snapshot: ClusterSnapshot) -> None:
+        if not self.watched.synced.is_set():
+            return
+        now = self.monotonic()
+        # The facts (a HyperNode tree over every node) are worked out again only when the node names or the
+        # HyperNode objects changed, or the period passed: not every cycle.
+        seen = (frozenset(snapshot.nodes), tuple(id(h) for h in snapshot.hypernodes))
+        if self._facts is not None and seen == self._seen and now - self._at < self.period:
+            return
+        facts = node_facts(snapshot, len(self.names), self.label)
+        self._seen = seen
+        if facts == self._facts:
+            self._at = now
+            return
+        wanted = dict(zip(self.names, plan_nodes(facts, len(self.names)), strict=True))
+        with self.lock:
+            stored = {name: self.watched.objects.get(name) for name in self.names}
+        current = {name: _desired(obj) for name, obj in stored.items() if obj is not None}
+        first = {n: [x for x in current[n] if x in set(wanted[n])] for n in current
+                 if set(current[n]) - set(wanted[n])}
+        for name, kept in first.items():
+            stored[name] = self._update(stored[name], kept)
+            if stored[name] is None:
+                return  # changed meanwhile: the next step looks again
+        for name in self.names:
+            if name not in current:
+                self._create(name, list(wanted[name]) if not _taken(wanted[name], current) else [])
+        for name in current:
+            gains = set(wanted[name]) - set(first.get(name, current[name]))
+            if gains and self._update(stored[name], list(wanted[name])) is None:
+                return
+        self._facts, self._at = facts, now
+        log.info("active shards: planned %d nodes in %d shards (%s)", len(facts), len(self.names),
+                 ", ".join(str(len(wanted[n])) for n in self.names))
+
+    def _update(self, shard: Any, desired: list[str]) -> Any:
+        body = {**shard, "spec": {**(shard.get("spec") or {}), "nodesDesired": desired}}
+        name = str((shard.get("metadata") or {}).get("name"))
+        try:
+            answer = self.kube.request("PUT", f"{NODE_SHARDS_PATH}/{quote(name)}", body=body)
+        except KubeError as exc:
+            if exc.status not in (404, 409):
+                raise
+            self._facts = None
+            return None
+        self.writes += 1
+        return answer
+
+    def _create(self, name: str, desired: list[str]) -> None:
+        body = {"apiVersion": "shard.volcano.sh/v1alpha1", "kind": "NodeShard", "metadata": {"name": name},
+                "spec": {"nodesDesired": desired}}
+        try:
+            self.kube.request("POST", NODE_SHARDS_PATH, body=body)
+            self.writes += 1
+            log.info("active shards: created NodeShard %s with %d nodes", name, len(desired))
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+        self._facts = None  # the gains of a shard created empty come next step
+
+
+def _taken(nodes: Sequence[str], current: dict[str, list[str]]) -> bool:
+    """Some of these nodes are still desired by an existing shard (its losses not written yet)."""
+    mine = set(nodes)
+    return any(mine & set(other) for other in current.values())
+
+
+def _desired(shard: Any) -> list[str]:
+    spec = shard.get("spec") if isinstance(shard, dict) else None
+    nodes = spec.get("nodesDesired") if isinstance(spec, dict) else None
+    return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else []

@@ -1,0 +1,190 @@
+"""The cache's side of N active replicas (`cache/active.py`, `cache/active_plan.py`) against an in-memory Lease and
+NodeShard store with resourceVersion preconditions: replicas counting each other through their member Leases each
+take their fair count of shard Leases, a survivor takes a silent replica's shards once their Leases lapse on its
+own clock, a shard given up is released only after the apply of the cycle that used it, the plan writes every
+shard's losses before any shard's gains, and a session sees only its shards' jobs and nodes."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any
+
+from scheduler.api.job import JobInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.resources import Resource
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.cache.active import ActiveShards
+from scheduler.cache.active_plan import PlanWriter
+from scheduler.cache.kube import KubeError
+from scheduler.cache.leader import LeaderConfig
+from scheduler.cache.shards import node_shards_watched
+from scheduler.cache.store import Stores
+
+CONFIG = LeaderConfig(namespace="ns", name="sched", lease_duration=4.0, renew_deadline=3.0, retry_period=0.5)
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/ns/leases"
+
+
+class Server:
+    """Leases and NodeShards by path, each write checked against the resourceVersion it names (409 otherwise)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.version = 0
+        self.log: list[tuple[str, str, Any]] = []
+        self.lock = threading.Lock()
+        self.request_timeout = 5.0
+
+    def delete(self, path: str, body: Any = None) -> bool:
+        self.request("DELETE", path, body=body)
+        return True
+
+    def request(self, method: str, path: str, *, body: Any = None, query: Any = None, **_: Any) -> Any:
+        with self.lock:
+            self.log.append((method, path, copy.deepcopy(body)))
+            if method == "GET" and path == LEASES:
+                return {"items": [copy.deepcopy(o) for p, o in self.objects.items() if p.startswith(LEASES + "/")]}
+            if method == "DELETE":
+                return self.objects.pop(path, None)
+            if method == "GET":
+                if path not in self.objects:
+                    raise KubeError(404, method, path, b"{}")
+                return copy.deepcopy(self.objects[path])
+            if method == "POST":
+                path = f"{path}/{body['metadata']['name']}"
+                if path in self.objects:
+                    raise KubeError(409, method, path, b"{}")
+            if method == "PUT":
+                path = path.removesuffix("/status")
+                stored = self.objects.get(path)
+                if stored is None or stored["metadata"]["resourceVersion"] != body["metadata"].get("resourceVersion"):
+                    raise KubeError(409, method, path, b"{}")
+            self.version += 1
+            obj = copy.deepcopy(body)
+            obj["metadata"]["resourceVersion"] = str(self.version)
+            self.objects[path] = obj
+            return copy.deepcopy(obj)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def replica(server: Server, clock: Clock, identity: str, shards: int = 2) -> ActiveShards:
+    stores = Stores()
+    return ActiveShards(server, stores, CONFIG, identity, "volcano-py", shards, monotonic=clock)  # type: ignore[arg-type]
+
+
+def holders(server: Server, shards: int = 2) -> list[str]:
+    return [(server.objects.get(f"{LEASES}/sched-shard-{i}") or {}).get("spec", {}).get("holderIdentity", "")
+            for i in range(shards)]
+
+
+def test_two_replicas_take_one_shard_each_and_a_survivor_takes_the_silent_ones() -> None:
+    server, clock = Server(), Clock()
+    a, b = replica(server, clock, "a"), replica(server, clock, "b")
+    for _ in range(4):
+        for r in (a, b):
+            r.round()
+            r.after_apply()  # between cycles: a shard given up is released here
+        clock.now += 0.5
+    assert sorted(holders(server)) == ["a", "b"]
+    assert len(a.held()) == len(b.held()) == 1 and a.held() | b.held() == {0, 1}
+    # b goes silent (killed): its Leases lapse on a's clock after their duration, not before
+    clock.now += 2.0
+    a.round()
+    assert len(a.held()) == 1
+    for _ in range(12):
+        clock.now += 0.5
+        a.round()
+    assert holders(server) == ["a", "a"] and a.held() == {0, 1}
+
+
+def test_a_shard_given_up_is_released_only_after_the_apply() -> None:
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a")
+    a.round()
+    assert a.held() == {0, 1}  # alone: both
+    b = replica(server, clock, "b")
+    b.round()  # b is counted from its member Lease; it holds nothing yet
+    a.round()  # two replicas, a above its fair count of one, nothing free: one shard is to be given up
+    leaving = {0, 1} - a.held()
+    assert len(leaving) == 1 and sorted(holders(server)) == ["a", "a"]  # still held: no apply yet
+    (shard,) = leaving
+    a.after_apply()
+    assert holders(server)[shard] == ""
+    b.round()
+    assert holders(server)[shard] == "b" and b.held() == {shard}
+
+
+def test_the_plan_writes_every_shards_losses_before_any_shards_gains() -> None:
+    server, clock = Server(), Clock()
+    watched = node_shards_watched()
+    path = "/apis/shard.volcano.sh/v1alpha1/nodeshards"
+    for name, nodes in (("s-0", ["n1", "n2"]), ("s-1", ["n3", "n4"])):
+        obj = server.request("POST", path, body={"metadata": {"name": name}, "spec": {"nodesDesired": nodes}})
+        watched.objects[name] = obj
+    watched.synced.set()
+    writer = PlanWriter(server, watched, threading.Lock(), ["s-0", "s-1"], "rack", 30.0, clock)  # type: ignore[arg-type]
+    racks = {"n1": "x", "n2": "y", "n3": "x", "n4": "y"}  # racks cross the current shards
+    nodes = {n: NodeInfo(n, Resource.of(cpu=8000), labels={"rack": r}) for n, r in racks.items()}
+    server.log.clear()
+    writer.step(ClusterSnapshot(nodes, {}, {}))
+    puts = [(p.rsplit("/", 1)[1], set(b["spec"]["nodesDesired"])) for m, p, b in server.log if m == "PUT"]
+    stored = {p.rsplit("/", 1)[1]: set(o["spec"]["nodesDesired"]) for p, o in server.objects.items()}
+    assert sorted(map(sorted, stored.values())) == [["n1", "n3"], ["n2", "n4"]]  # one rack per shard
+    for k in range(len(puts)):  # after every write, no node is desired by two shards
+        state = {"s-0": {"n1", "n2"}, "s-1": {"n3", "n4"}}
+        for name, nodes_ in puts[:k + 1]:
+            state[name] = nodes_
+        assert not state["s-0"] & state["s-1"], puts[:k + 1]
+
+
+def test_a_session_sees_its_shards_jobs_and_nodes_only() -> None:
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a")
+    a.round()
+    a.electors[1].stop(release=True)  # a holds shard 0 alone
+    assert a.held() == {0}
+    for i, nodes in enumerate((["n0"], ["n1"])):
+        obj = {"metadata": {"name": f"volcano-py-shard-{i}", "resourceVersion": str(i + 1)},
+               "spec": {"nodesDesired": nodes}, "status": {"nodesInUse": nodes}}
+        a.watched.objects[obj["metadata"]["name"]] = obj
+    a.watched.synced.set()
+    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]  # keep the NodeShards as written here
+    for key, shard in (("ns/zero", "0"), ("ns/one", "1")):
+        a.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1",
+                                                        "annotations": {"scheduling.volcano-py.io/shard": shard}}}
+    nodes = {n: NodeInfo(n, Resource.of(cpu=8000)) for n in ("n0", "n1")}
+    jobs = {k: JobInfo(k, k.split("/")[1], "ns", "default") for k in ("ns/zero", "ns/one")}
+    view = a.restrict(ClusterSnapshot(nodes, jobs, {}))
+    assert set(view.jobs) == {"ns/zero"} and set(view.nodes) == {"n0"}
+    assert view.shard is not None and view.shard.hard and view.shard.nodes == {"n0"}
+    fence = a.fence_for("n0")
+    assert fence is not None and fence[0]["scheduling.volcano-py.io/lease"] == "ns/sched-shard-0"
+    assert a.fence_for("n1") is None  # a node of a shard it does not hold: no bind is sent there
+
+
+def test_a_gang_is_pinned_to_its_shard_at_its_first_bind_and_only_then() -> None:
+    from scheduler.api.snapshot import CycleResult, GangBind
+
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a", shards=1)
+    a.round()
+    a.watched.synced.set()
+    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    for key in ("ns/gang", "ns/single", "ns/pinned"):
+        annotations = {"scheduling.volcano-py.io/shard": "0"} if key == "ns/pinned" else {}
+        a.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1",
+                                                        "annotations": annotations}}
+    jobs = {k: JobInfo(k, k.split("/")[1], "ns", "default", min_available=1 if k == "ns/single" else 2)
+            for k in ("ns/gang", "ns/single", "ns/pinned", "ns/waiting")}
+    a.stores.podgroups.objects["ns/waiting"] = {"metadata": {"name": "ns/waiting", "resourceVersion": "1"}}
+    a.restrict(ClusterSnapshot({}, jobs, {}))
+    result = CycleResult(binds=[GangBind(k, ((f"{k}-0", "n0"),)) for k in ("ns/gang", "ns/single", "ns/pinned")])
+    result.podgroup_annotations["ns/gang"] = {"other": "kept"}
+    assert a.pins(result) == {"ns/gang": {"other": "kept", "scheduling.volcano-py.io/shard": "0"}}
