@@ -16,13 +16,13 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import quote
 
 from scheduler.api.active_shards import NodeFacts, plan_nodes
 from scheduler.api.resources import CPU, GPU
 from scheduler.api.shard import NODE_SHARDS_PATH
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube, KubeError
+from scheduler.cache.shards import put_nodes_desired
 from scheduler.cache.store import Watched
 from scheduler.plugins.hypernode_score import CLUSTER, HyperNodeTree
 
@@ -107,13 +107,8 @@ class PlanWriter:
                  ", ".join(str(len(wanted[n])) for n in self.names))
 
     def _update(self, shard: Any, desired: list[str]) -> Any:
-        body = {**shard, "spec": {**(shard.get("spec") or {}), "nodesDesired": desired}}
-        name = str((shard.get("metadata") or {}).get("name"))
-        try:
-            answer = self.kube.request("PUT", f"{NODE_SHARDS_PATH}/{quote(name)}", body=body)
-        except KubeError as exc:
-            if exc.status not in (404, 409):
-                raise
+        answer = put_nodes_desired(self.kube, shard, desired)
+        if answer is None:  # changed or gone meanwhile: plan again
             self._facts = None
             return None
         self.writes += 1

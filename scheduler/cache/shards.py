@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import quote
 
 from scheduler.api.shard import (
@@ -148,3 +149,17 @@ def coordinator_for(kube: Kube, stores: Stores, mode: str, name: str,
     """Add the NodeShard watch to the cache's stores and make the coordinator (soft or hard mode only)."""
     watched = stores.node_shards = node_shards_watched()
     return ShardCoordinator(kube, watched, stores.lock, mode, name, may_write)
+
+
+def put_nodes_desired(kube: Kube, shard: Mapping[str, Any], desired: Sequence[str]) -> object | None:
+    """Write a NodeShard's `spec.nodesDesired` (a PUT at the resourceVersion it was read with, as Volcano's sharding
+    controller updates it): the object written, or None when it changed or went meanwhile (409, 404) and the
+    caller looks again."""
+    body = {**shard, "spec": {**(shard.get("spec") or {}), "nodesDesired": list(desired)}}
+    name = str((shard.get("metadata") or {}).get("name"))
+    try:
+        return kube.request("PUT", f"{NODE_SHARDS_PATH}/{quote(name)}", body=body)
+    except KubeError as exc:
+        if exc.status not in (404, 409):
+            raise
+        return None

@@ -26,6 +26,7 @@ import urllib3
 from scheduler.api.objects import MutableObj
 from scheduler.api.shard import NODE_SHARDS_PATH
 from scheduler.cache.kube import Kube, KubeError
+from scheduler.cache.shards import put_nodes_desired
 from scheduler.controllers.configmap import entry_text
 from scheduler.controllers.sharding_conf import (
     CONFIGMAP_KEY,
@@ -217,19 +218,14 @@ class ShardingController:
             self._wake.set()  # made meanwhile: look again
 
     def _update(self, shard: MutableObj, desired: Sequence[str]) -> None:
-        body = {**shard, "spec": {**(shard.get("spec") or {}), "nodesDesired": list(desired)}}
-        name = str((shard.get("metadata") or {}).get("name"))
-        try:
-            answer = self.kube.request("PUT", f"{NODE_SHARDS_PATH}/{quote(name)}", body=body)
-        except KubeError as exc:
-            if exc.status not in (404, 409):
-                raise
+        answer = put_nodes_desired(self.kube, shard, desired)
+        if answer is None:
             self._wake.set()  # changed or gone meanwhile: the next sync looks again
             return
         if isinstance(answer, dict):
             shard.clear()
             shard.update(answer)  # a second write this sync (round two) names the new resourceVersion
-        log.info("sharding: NodeShard %s desires %d nodes", name, len(desired))
+        log.info("sharding: NodeShard %s desires %d nodes", (shard.get("metadata") or {}).get("name"), len(desired))
 
     def _list(self, path: str, query: dict[str, Any]) -> Iterator[MutableObj]:
         cont = ""
