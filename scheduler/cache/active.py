@@ -30,7 +30,7 @@ from typing import Any
 
 from scheduler.api.active_shards import SHARD_ANNOTATION, lease_moves, member_lease_name, parse_pin, route, shard_name
 from scheduler.api.shard import HARD, ShardLedger, ShardView
-from scheduler.api.snapshot import ClusterSnapshot, CycleResult
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Lineage
 from scheduler.cache.active_plan import PlanWriter
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
 from scheduler.cache.leader import BOUND_BY_ANNOTATION, LEASE_API, LeaderConfig, LeaderElector
@@ -71,6 +71,7 @@ class ActiveShards:
         self._pins: dict[str, tuple[str, int | None]] = {}  # PodGroup -> (resourceVersion, pin)
         self._said: set[str] = set()
         self._unpinned: dict[str, int] = {}  # gangs of this session with no shard annotation -> their shard
+        self._session_jobs: frozenset[str] | None = None  # the jobs of the last session's view
 
     # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
     def held(self) -> frozenset[int]:
@@ -125,8 +126,20 @@ class ActiveShards:
         for job in jobs.values():
             keep.update(t.node_name for t in job.tasks.values() if t.node_name)
         nodes = {name: node for name, node in snapshot.nodes.items() if name in keep}
-        return replace(snapshot, jobs=jobs, nodes=nodes,
+        return replace(snapshot, jobs=jobs, nodes=nodes, lineage=self._lineage(snapshot.lineage, jobs),
                        shard=ShardView(HARD, shard_name(self.scheduler_name, 0), frozenset(owner)))
+
+    def _lineage(self, lineage: Lineage | None, jobs: Mapping[str, object]) -> Lineage | None:
+        """The snapshot's lineage with the jobs that entered or left this replica's sessions since the last one
+        (a shard taken or given up, a pin changed) among the changed ones: the session carries per-job work from
+        the last one (`framework/carry.py`) only for jobs it had then, the very same."""
+        keys, last = frozenset(jobs), self._session_jobs
+        self._session_jobs = keys
+        if lineage is None or lineage.since is None:
+            return lineage
+        if last is None:  # no session of ours to follow: every job counts as changed
+            return Lineage(None, lineage.token, lineage.jobs)
+        return Lineage(lineage.since, lineage.token, lineage.jobs | (keys ^ last))
 
     def pins(self, result: CycleResult) -> dict[str, dict[str, str | None]]:
         """The shard annotation for each unpinned gang this cycle binds: written once, with the PodGroup

@@ -13,7 +13,7 @@ from typing import Any
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.resources import Resource
-from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.snapshot import ClusterSnapshot, Lineage
 from scheduler.cache.active import ActiveShards
 from scheduler.cache.active_plan import PlanWriter
 from scheduler.cache.kube import KubeError
@@ -167,6 +167,31 @@ def test_a_session_sees_its_shards_jobs_and_nodes_only() -> None:
     fence = a.fence_for("n0")
     assert fence is not None and fence[0]["scheduling.volcano-py.io/lease"] == "ns/sched-shard-0"
     assert a.fence_for("n1") is None  # a node of a shard it does not hold: no bind is sent there
+
+
+def test_jobs_entering_or_leaving_the_sessions_view_count_as_changed_for_the_carried_work() -> None:
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a")
+    a.round()
+    assert a.held() == {0, 1}
+    a.watched.synced.set()
+    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    for key, shard in (("ns/zero", "0"), ("ns/one", "1")):
+        a.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1",
+                                                        "annotations": {"scheduling.volcano-py.io/shard": shard}}}
+    jobs = {k: JobInfo(k, k.split("/")[1], "ns", "default") for k in ("ns/zero", "ns/one")}
+    before, token = object(), object()
+
+    def view() -> ClusterSnapshot:
+        return a.restrict(ClusterSnapshot({}, dict(jobs), {}, lineage=Lineage(before, token, frozenset())))
+
+    first = view().lineage
+    assert first is not None and first.since is None  # no session of this replica to follow yet
+    both = view().lineage
+    assert both is not None and both.since is before and both.jobs == frozenset()  # the same view: nothing moved
+    a.electors[1].stop(release=True)  # shard 1 given up: its job leaves the view
+    left = view().lineage
+    assert left is not None and left.since is before and left.jobs == {"ns/one"}
 
 
 def test_a_gang_is_pinned_to_its_shard_at_its_first_bind_and_only_then() -> None:
