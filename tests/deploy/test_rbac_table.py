@@ -23,8 +23,8 @@ ACCOUNTS = frozenset({"volcano-py-scheduler", "volcano-py-controllers", "volcano
 SCOPES = frozenset({"cluster", "namespace"})
 VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})
 # Every optional part of the chart on: the webhook brings its own ClusterRole; secure metrics the reviews and a
-# reader account for the monitors.
-ALL_ON = {"webhook": {"enabled": True}, "createNamespace": True, "metrics": {
+# reader account for the monitors; active shards the Lease and NodeShard writes.
+ALL_ON = {"webhook": {"enabled": True}, "createNamespace": True, "scheduler": {"activeShards": 2}, "metrics": {
     "secure": True, "prometheusRule": {"enabled": True}, "serviceMonitor": {"enabled": True},
     "podMonitor": {"enabled": True}}}
 
@@ -183,15 +183,16 @@ def test_the_chart_grants_exactly_the_tables_verbs(rows: list[Row], chart: dict[
 
 
 SECURE_METRICS = "`--metrics-secure`"  # how a row that only the chart's metrics.secure grants says so
+ACTIVE_SHARDS = "`--active-shards`"  # likewise, scheduler.activeShards above 1
 
 
 def test_the_manifests_grant_exactly_the_tables_verbs_of_their_accounts(rows: list[Row]) -> None:
-    """manifests/ holds no webhook (it needs a certificate) and no secure metrics (off by default): the
-    scheduler's and the controllers' other rows only."""
+    """manifests/ holds no webhook (it needs a certificate), no secure metrics and no active shards (off by
+    default): the scheduler's and the controllers' other rows only."""
     grants = granted(manifest_objects())
     accounts = frozenset(g.account for g in grants)
     assert accounts == {"volcano-py-scheduler", "volcano-py-controllers"}
-    default = [r for r in rows if not r.feature.startswith(SECURE_METRICS)]
+    default = [r for r in rows if not r.feature.startswith((SECURE_METRICS, ACTIVE_SHARDS))]
     assert differences(default, grants, accounts) == []
 
 
