@@ -20,6 +20,7 @@ Three rules every replica computes alike, so that no replica needs to ask anothe
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Set
@@ -36,7 +37,9 @@ def shard_name(base: str, index: int) -> str:
     return f"{base}-shard-{index}"
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def _hash(text: str) -> int:
+    """Every cycle routes every job: one sha256 per job name, kept (bounded) rather than redone each cycle."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 

@@ -117,11 +117,12 @@ class ActiveShards:
         self._active, self._owner = active, owner
         with self.stores.lock:
             groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}
-        jobs = {key: job for key, job in snapshot.jobs.items() if self.route(key, groups.get(key)) in active}
+        pins = {key: self.pin(key, groups.get(key)) for key in snapshot.jobs}
+        jobs = {key: job for key, job in snapshot.jobs.items() if route(key, self.shards, pins[key]) in active}
         # Gangs not pinned yet: pinned at their first bind (`pins`), so a change of the shard count never moves a
         # gang that has started (its pods bound in one shard, the rest routed to another).
         self._unpinned = {key: route(key, self.shards) for key, job in jobs.items()
-                          if job.min_available > 1 and groups.get(key) is not None and self._pins[key][1] is None}
+                          if job.min_available > 1 and groups.get(key) is not None and pins[key] is None}
         keep = set(owner)
         for job in jobs.values():
             keep.update(t.node_name for t in job.tasks.values() if t.node_name)
@@ -152,19 +153,26 @@ class ActiveShards:
         return out
 
     def route(self, key: str, podgroup: Mapping[str, Any] | None) -> int:
+        return route(key, self.shards, self.pin(key, podgroup))
+
+    def pin(self, key: str, podgroup: Mapping[str, Any] | None) -> int | None:
+        """The shard the PodGroup's annotation pins the job to (None: not pinned, or no PodGroup), read once per
+        resourceVersion; an unreadable pin is said once and ignored."""
         meta = podgroup.get("metadata") if isinstance(podgroup, Mapping) else None
         meta = meta if isinstance(meta, Mapping) else {}
         version = str(meta.get("resourceVersion") or "")
+        if not version:  # an implicit gang of one (no PodGroup): nothing to read, nothing to keep
+            return None
         cached = self._pins.get(key)
-        if cached is None or cached[0] != version or not version:
+        if cached is None or cached[0] != version:
+            if len(self._pins) > 4 * max(1024, len(self.stores.podgroups.objects)):
+                self._pins.clear()  # bounded: PodGroups come and go
             pin = parse_pin(meta.get("annotations"), self.shards)
             if not isinstance(pin, int) and pin is not None:
                 self._say(f"pin:{key}:{version}", pin.describe(key))
                 pin = None
             cached = self._pins[key] = (version, pin)
-        if len(self._pins) > 4 * max(1024, len(self.stores.podgroups.objects)):
-            self._pins.clear()  # bounded: PodGroups come and go
-        return route(key, self.shards, cached[1])
+        return cached[1]
 
     def after_apply(self) -> None:
         """The session's binds have returned: publish the held shards' NodeShard status, then give up the shards

@@ -194,6 +194,22 @@ def test_jobs_entering_or_leaving_the_sessions_view_count_as_changed_for_the_car
     assert left is not None and left.since is before and left.jobs == {"ns/one"}
 
 
+def test_many_plain_pods_beside_few_podgroups_never_fail_the_view() -> None:
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a")
+    a.round()
+    a.watched.synced.set()
+    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    a.stores.podgroups.objects["ns/gang"] = {"metadata": {"name": "gang", "resourceVersion": "1",
+                                                          "annotations": {"scheduling.volcano-py.io/shard": "1"}}}
+    jobs = {"ns/gang": JobInfo("ns/gang", "gang", "ns", "default", min_available=2)}  # routed first
+    jobs.update({f"ns/plain-{i}": JobInfo(f"ns/plain-{i}", f"plain-{i}", "ns", "default") for i in range(5000)})
+    for _ in range(2):  # implicit gangs of one (no PodGroup) outnumber the pin cache's bound
+        view = a.restrict(ClusterSnapshot({}, dict(jobs), {}))
+        assert set(view.jobs) == set(jobs)  # both shards held: every job, the pinned gang included
+    assert a.route("ns/gang", a.stores.podgroups.objects["ns/gang"]) == 1  # pinned
+
+
 def test_a_gang_is_pinned_to_its_shard_at_its_first_bind_and_only_then() -> None:
     from scheduler.api.snapshot import CycleResult, GangBind
 
