@@ -79,6 +79,7 @@ class _Pod:
     status: TaskStatus = TaskStatus.PENDING  # the task's status and node as built: a session changed the task
     node: str = ""  # if either differs (the node whose accounting has it, if that node exists)
     keys: tuple[str, ...] = ()  # the job keys its gang is looked up by
+    names: str = ""  # another scheduler's pod: the job it names
     orphan: tuple[str, str, float] | None = None
 
 
@@ -99,6 +100,7 @@ class IncrementalSnapshot:
         self.claimed: set[str] = set()  # pending pods of ours with volume claims: made again every build
         self.devices: set[str] = set()  # pending pods of ours with DRA claims
         self.orphans: set[str] = set()  # pending pods of ours whose PodGroup does not exist
+        self.named: dict[str, set[str]] = {}  # job key -> other schedulers' pods naming it (none of ours: not a job)
         self.assumed: dict[str, str] = {}
         self.rebuilt = (0, 0, 0)  # (pods, jobs, nodes) the last build made afresh: for tests and benchmarks
         self.token: object | None = None  # the last snapshot's `Lineage.token` (None: none built, or one failed)
@@ -133,7 +135,8 @@ class IncrementalSnapshot:
         if added:  # in the adapter's order, as build_snapshot has them
             self.nodes = {name: self.nodes[name] for name in self.bases if name in self.nodes}
         self.rebuilt = (len(dirty_pods), len(dirty_jobs), len(dirty_nodes))
-        jobs = {key: self.jobs[key] for key in self.podgroups}
+        named, members = self.named, self.members
+        jobs = {key: self.jobs[key] for key in self.podgroups if key not in named or members.get(key)}
         jobs.update((key, self.jobs[key]) for key in self.implicit)
         orphans = sorted((self.pods[key].seq, self.pods[key].orphan) for key in self.orphans)
         storage = inputs.storage
@@ -241,10 +244,16 @@ class IncrementalSnapshot:
                 keyed.discard(key)
                 if not keyed:
                     del self.by_key[job_key]
+        if pod.names:
+            dirty_jobs.add(pod.names)
+            naming = self.named[pod.names]
+            naming.discard(key)
+            if not naming:
+                del self.named[pod.names]
         self.orphans.discard(key)
         self.claimed.discard(key)
         self.devices.discard(key)
-        pod.kind, pod.job, pod.task, pod.node, pod.keys, pod.orphan = NONE, "", None, "", (), None
+        pod.kind, pod.job, pod.task, pod.node, pod.keys, pod.orphan, pod.names = NONE, "", None, "", (), None, ""
 
     # ---- one pod, as build_snapshot reads it ----------------------------------------------------------------
     def _resolve(self, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str],
@@ -262,6 +271,9 @@ class IncrementalSnapshot:
             scheduler = (manifest.get("spec") or {}).get("schedulerName", "default-scheduler")
             if type(scheduler) is not str or scheduler not in ours:
                 self._other(key, pod, dirty_nodes)
+                pod.names = base.job  # a PodGroup only other schedulers' pods name is not ours (`build_snapshot`)
+                self.named.setdefault(base.job, set()).add(key)
+                dirty_jobs.add(base.job)
                 continue
             task = current_task(manifest, base, assumed)
             pending = task.status is TaskStatus.PENDING
@@ -305,8 +317,11 @@ class IncrementalSnapshot:
         """A pod that only takes node resources (`account_others`); the job it names decides whether its task is
         shared or made, which is known once every pod is resolved: `_build_node` makes it."""
         pod.kind = OTHER
-        name = pod.base.node_name or str((pod.manifest.get("spec") or {}).get("nodeName") or "") \
-            or self.assumed.get(key, "")
+        base = pod.base  # the node `_make_other`'s task will name
+        if base.node_name and base.job not in self.templates:
+            name = base.node_name
+        else:
+            name = str((pod.manifest.get("spec") or {}).get("nodeName") or "") or self.assumed.get(key, "")
         pod.node = name
         if name:
             self.on_node.setdefault(name, {})[key] = None

@@ -79,10 +79,13 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
     orphans: list[tuple[str, str, float]] = []
     claims = ClaimResolver(inputs.storage) if inputs.storage is not None else None
     devices_wanted = False  # some pending pod of ours names DRA claims: only then is DRA modelled this cycle
+    named_by_others: set[str] = set()  # the jobs other schedulers' pods name, and those our pods are in
+    named_by_ours: set[str] = set()
     for manifest, base in inputs.pods:
         scheduler = (manifest.get("spec") or {}).get("schedulerName", "default-scheduler")
         if type(scheduler) is not str or scheduler not in ours:  # api/fields.py: an unreadable name is not ours
             others.append((manifest, base))
+            named_by_others.add(base.job)
             continue
         task = current_task(manifest, base, assumed)
         if claims is not None and task.claims and task.status is TaskStatus.PENDING:
@@ -97,10 +100,19 @@ def build_snapshot(inputs: SnapshotInputs, rules: AdapterRules) -> ClusterSnapsh
                 orphans.append((task.key, task.job.partition("/")[2] or task.job, task.creation))
             continue
         job.add_task(task)
+        named_by_ours.add(job.key)
         node = nodes.get(task.node_name)
         if node is not None:
             node.add_task(task)
     account_others(nodes, jobs, others, assumed)
+    # A PodGroup whose pods all name another scheduler is that scheduler's gang: we neither enqueue, place nor
+    # write it. Volcano's cache takes every PodGroup (pkg/scheduler/cache/cache.go filters them only by the
+    # multi-scheduler hash), so two schedulers of different names write each other's PodGroups, one Running and
+    # the other what it sees with none of the pods; volcano-py leaves them alone (CONFORMANCE.md). A PodGroup no
+    # pod names yet is everyone's, as in Volcano (a Job's pods are made once its PodGroup is Inqueue). After
+    # `account_others`, which reads the jobs as they were.
+    for key in named_by_others - named_by_ours:
+        jobs.pop(key, None)
     queues = {queue.name: queue for queue in inputs.queues}
     storage = inputs.storage
     if storage is not None and claims is not None and claims.binding:  # the adapter's Storage is left as it is

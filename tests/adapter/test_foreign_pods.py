@@ -9,6 +9,8 @@ import pytest
 
 from scheduler.api.phases import TaskStatus
 from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cycle import builtin_default_conf, run_cycle
+from scheduler.sim.cluster import InMemoryCluster
 from scheduler.sim.objects import node_object, pod_object
 
 
@@ -44,7 +46,8 @@ def test_other_schedulers_pods_add_up_on_their_node() -> None:
 
 @pytest.mark.parametrize("incremental", [True, False], ids=["incremental snapshot", "cold snapshot"])
 def test_a_session_changing_an_other_schedulers_pod_of_our_job_leaves_the_cache_as_it_was(incremental: bool) -> None:
-    cache = cache_with([bound("mine", "2", group="g"), bound("plain", "2")], incremental=incremental)
+    ours = pod_object("ours", namespace="ns", cpu="1", memory="1Gi", group="g")  # (g is ours: one of its pods is)
+    cache = cache_with([bound("mine", "2", group="g"), bound("plain", "2"), ours], incremental=incremental)
     first = cache.snapshot()
     node, victim = first.nodes["n1"], first.nodes["n1"].tasks["ns/mine"]
     node.remove_task(victim)  # what an eviction in a session does to a victim (framework/backend.py mark_releasing)
@@ -95,3 +98,45 @@ def test_a_pod_naming_a_podgroup_that_does_not_exist_is_told_so_once_it_has_wait
     cache.snapshot()
     ((kind, key, reason, message),) = sent
     assert (kind, key, reason) == ("Pod", "ns/lost", "PodGroupNotFound") and "nowhere" in message
+
+
+@pytest.mark.parametrize("incremental", [True, False], ids=["incremental snapshot", "cold snapshot"])
+def test_a_podgroup_whose_pods_all_name_another_scheduler_is_not_our_job(incremental: bool) -> None:
+    """Another scheduler's gang (its pods name that scheduler) is neither placed nor written by us, though its pods
+    still use their node; once one of our pods joins it, it is ours again; a PodGroup no pod names is ours."""
+    cache = cache_with([bound("theirs-0", "2", group="g"), bound("theirs-1", "2", group="g")],
+                       incremental=incremental)
+    cache.watcher._on_event(cache.podgroups, "ADDED", {
+        "metadata": {"name": "empty", "namespace": "ns", "resourceVersion": "2"},
+        "spec": {"minMember": 1, "queue": "default"}})
+    first = cache.snapshot()
+    assert set(first.jobs) == {"ns/empty"}
+    assert first.nodes["n1"].used.cpu == 4000
+    ours = pod_object("ours", namespace="ns", cpu="1", memory="1Gi", group="g")
+    ours["metadata"]["resourceVersion"] = "50"
+    cache.watcher._on_event(cache.pods, "ADDED", ours)
+    second = cache.snapshot()
+    assert set(second.jobs) == {"ns/g", "ns/empty"}
+    assert set(second.jobs["ns/g"].tasks) == {"ns/ours"}
+    cache.watcher._on_event(cache.pods, "DELETED", ours)
+    assert set(cache.snapshot().jobs) == {"ns/empty"}
+
+
+def test_a_cycle_writes_no_status_for_another_schedulers_gang() -> None:
+    """Two schedulers of different names on one cluster: each writes only its own gangs' PodGroups (Volcano's
+    would also write the other's, with none of its pods seen as its own: the status flips between them)."""
+    sim = InMemoryCluster()
+    sim.add_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}})
+    sim.add_node(node_object("n1", cpu="64", memory="256Gi"))
+    for group in ("theirs", "ours"):
+        sim.add_podgroup({"metadata": {"name": group}, "spec": {"minMember": 2, "queue": "default"},
+                          "status": {"phase": "Running" if group == "theirs" else "Pending"}})
+    for i in range(2):
+        pod = pod_object(f"theirs-{i}", group="theirs", cpu="1", scheduler_name="other-scheduler")
+        pod["spec"]["nodeName"] = "n1"
+        pod["status"] = {"phase": "Running"}
+        sim.add_pod(pod)
+        sim.add_pod(pod_object(f"ours-{i}", group="ours", cpu="1"))
+    result = run_cycle(sim.snapshot(), builtin_default_conf())
+    assert {s.job for s in result.podgroups} == {"default/ours"}
+    assert {b.job for b in result.binds} == {"default/ours"}

@@ -94,16 +94,20 @@ class World:
 
     def step(self) -> str:
         rng, sim = self.rng, self.sim
-        ops = ["pod+", "pod+", "plain+", "other+", "orphan+", "pod-", "bind", "phase", "deleting", "node+", "node-",
-               "node~", "node again", "pg+", "pg-", "pg~", "pg again", "queue~", "claim+", "storage+", "cycle", "cycle"]
+        ops = ["pod+", "pod+", "plain+", "other+", "other+", "orphan+", "pod-", "bind", "phase", "deleting", "node+",
+               "node-", "node~", "node again", "pg+", "pg-", "pg~", "pg again", "queue~", "claim+", "storage+",
+               "cycle", "cycle"]
         op = rng.choice(ops)
         pods, nodes = self.pods(), sorted(sim.nodes)
         if op == "pod+":
             self.add_gang(rng.choice(sorted(sim.podgroups)).partition("/")[2] if sim.podgroups else None)
         elif op == "plain+":
             sim.add_pod(pod_object(self.name("plain"), gpu=rng.choice((0, 1))))
-        elif op == "other+" and nodes:
-            pod = pod_object(self.name("other"), gpu=rng.choice((0, 1)), scheduler_name="default-scheduler")
+        elif op == "other+" and nodes:  # now and then naming a PodGroup (only others' pods in it: not our job)
+            group = rng.choice(sorted(sim.podgroups)).partition("/")[2] if sim.podgroups and rng.random() < 0.5 \
+                else None
+            pod = pod_object(self.name("other"), gpu=rng.choice((0, 1)), scheduler_name="default-scheduler",
+                             group=group)
             pod["spec"]["nodeName"] = rng.choice(nodes + ["gone-node"])
             pod["status"] = {"phase": rng.choice(("Running", "Pending"))}
             sim.add_pod(pod)
