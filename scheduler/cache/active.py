@@ -13,7 +13,8 @@ session of this replica may see. The rules are `api.active_shards`'s.
 - **Sessions.** A session sees the union of the held shards: their nodes in use (plus the nodes its jobs already
   run on, never placed on), and the jobs routed to them (`route`: a PodGroup's shard annotation, else a hash of
   its name). A replica never schedules a job of a shard it does not hold. Queue shares are worked out on the
-  session's own nodes, so each shard gives a queue its share of that shard's capacity.
+  session's own nodes, so each shard gives a queue its share of that shard's capacity. The holder of shard 0
+  writes the Queues' `status.allocated`, summed over every shard's jobs (`queue_statuses`).
 - **Binds.** Each carries the Lease of the shard owning its node (`fence_for`), so the apiserver's bind fence
   (manifests/07-bind-fence.yaml, which reads every Lease in the namespace) refuses a bind once another replica
   took that shard over.
@@ -24,13 +25,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from scheduler.api.active_shards import SHARD_ANNOTATION, lease_moves, member_lease_name, parse_pin, route, shard_name
+from scheduler.api.job import JobInfo
+from scheduler.api.resources import Resource
 from scheduler.api.shard import HARD, ShardLedger, ShardView
-from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Lineage
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Lineage, QueueStatus
 from scheduler.cache.active_plan import PlanWriter
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
 from scheduler.cache.leader import BOUND_BY_ANNOTATION, LEASE_API, LeaderConfig, LeaderElector
@@ -40,6 +43,15 @@ from scheduler.cache.store import Stores
 log = logging.getLogger("volcano_py.active")
 GONE_DURATIONS = 10.0  # a member Lease unchanged this many lease durations is deleted
 ORPHAN_DURATIONS = 2.0  # a shard free this many lease durations is taken by any replica, whatever its count
+
+
+def _allocated_by_queue(jobs: Iterable[JobInfo]) -> dict[str, Resource]:
+    held: dict[str, list[Resource]] = {}
+    for job in jobs:
+        allocated = job.allocated()
+        if not allocated.is_zero():
+            held.setdefault(job.queue, []).append(allocated)
+    return {queue: Resource.total(parts) for queue, parts in held.items()}
 
 
 class ActiveShards:
@@ -71,6 +83,7 @@ class ActiveShards:
         self._pins: dict[str, tuple[str, int | None]] = {}  # PodGroup -> (resourceVersion, pin)
         self._said: set[str] = set()
         self._unpinned: dict[str, int] = {}  # gangs of this session with no shard annotation -> their shard
+        self._others_allocated: dict[str, Resource] = {}  # queue -> what other shards' jobs hold (shard 0 held)
         self._session_jobs: frozenset[str] | None = None  # the jobs of the last session's view
 
     # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
@@ -98,8 +111,17 @@ class ActiveShards:
         return {BOUND_BY_ANNOTATION: self.identity}
 
     def writes_queues(self) -> bool:
-        """Queue status is written by the holder of shard 0 alone (from its shards' jobs)."""
+        """Queue status is written by the holder of shard 0 alone (`queue_statuses`)."""
         return 0 in self._active
+
+    def queue_statuses(self, statuses: list[QueueStatus]) -> list[QueueStatus]:
+        """The Queues' status as the holder of shard 0 writes it: what each queue's jobs hold across the cluster,
+        its own sessions' jobs as the session left them plus the other shards' jobs as the snapshot read them
+        (every replica watches every pod and PodGroup). Deserved share and usage stay the session's own."""
+        others = self._others_allocated
+        if not others:
+            return statuses
+        return [replace(q, allocated=q.allocated + others[q.queue]) if q.queue in others else q for q in statuses]
 
     # ---- a session ---------------------------------------------------------------------------------------
     def restrict(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
@@ -119,6 +141,8 @@ class ActiveShards:
             groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}
         pins = {key: self.pin(key, groups.get(key)) for key in snapshot.jobs}
         jobs = {key: job for key, job in snapshot.jobs.items() if route(key, self.shards, pins[key]) in active}
+        self._others_allocated = _allocated_by_queue(job for key, job in snapshot.jobs.items() if key not in jobs) \
+            if 0 in active else {}
         # Gangs not pinned yet: pinned at their first bind (`pins`), so a change of the shard count never moves a
         # gang that has started (its pods bound in one shard, the rest routed to another).
         self._unpinned = {key: route(key, self.shards) for key, job in jobs.items()

@@ -355,8 +355,9 @@ class ClusterCache:
             pins = self.active.pins(result)
             if pins:
                 result = replace(result, podgroup_annotations={**result.podgroup_annotations, **pins})
-        if self.active is not None and not self.active.writes_queues():
-            result = replace(result, queues=[])  # the holder of shard 0 writes the Queues' status
+        if self.active is not None:  # the holder of shard 0 writes the Queues' status, for every shard
+            result = replace(result, queues=self.active.queue_statuses(result.queues)
+                             if self.active.writes_queues() else [])
         self.status_writer.write(result, now, failed)
         self.events.emit(result.events)
         if self.shards is not None:  # the session has ended and its binds have returned

@@ -229,3 +229,39 @@ def test_a_gang_is_pinned_to_its_shard_at_its_first_bind_and_only_then() -> None
     result = CycleResult(binds=[GangBind(k, ((f"{k}-0", "n0"),)) for k in ("ns/gang", "ns/single", "ns/pinned")])
     result.podgroup_annotations["ns/gang"] = {"other": "kept"}
     assert a.pins(result) == {"ns/gang": {"other": "kept", "scheduling.volcano-py.io/shard": "0"}}
+
+
+def test_the_queues_allocated_counts_every_shards_jobs_and_only_shard_0s_holder_writes_it() -> None:
+    from scheduler.api.job import TaskInfo
+    from scheduler.api.phases import TaskStatus
+    from scheduler.api.snapshot import QueueStatus
+
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a")
+    a.round()
+    a.electors[1].stop(release=True)  # a holds shard 0 alone
+    a.watched.synced.set()
+    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    held = {"ns/zero": ("0", "q", 2000), "ns/one": ("1", "q", 3000), "ns/other": ("1", "r", 5000),
+            "ns/waits": ("1", "r", 0)}
+    jobs = {}
+    for key, (shard, queue, cpu) in held.items():
+        a.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1",
+                                                        "annotations": {"scheduling.volcano-py.io/shard": shard}}}
+        job = jobs[key] = JobInfo(key, key.split("/")[1], "ns", queue)
+        status = TaskStatus.RUNNING if cpu else TaskStatus.PENDING
+        job.add_task(TaskInfo(f"{key}-0", "p", "ns", key, Resource.of(cpu=cpu or 1000), status=status,
+                              node_name="n0" if cpu else ""))
+    view = a.restrict(ClusterSnapshot({}, jobs, {}))
+    assert set(view.jobs) == {"ns/zero"}
+    # the session's own figures (its jobs as it left them: one more cpu placed in q this cycle)
+    session = [QueueStatus("q", Resource.of(cpu=3000)), QueueStatus("r", Resource.of(cpu=0))]
+    assert a.writes_queues()
+    written = {q.queue: q.allocated.cpu for q in a.queue_statuses(session)}
+    assert written == {"q": 3000 + 3000, "r": 5000}
+    b = replica(server, clock, "b")
+    b.round()
+    b.watched.synced.set()
+    b.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    b.restrict(ClusterSnapshot({}, {}, {}))
+    assert b.held() == {1} and not b.writes_queues()
