@@ -54,10 +54,12 @@ class NodeFacts:
     weight: int = 0
 
 
-def plan_nodes(nodes: Iterable[NodeFacts], shards: int) -> tuple[tuple[str, ...], ...]:
+def plan_nodes(nodes: Iterable[NodeFacts], shards: int,
+               needs: Mapping[int, int] | None = None) -> tuple[tuple[str, ...], ...]:
     """Each shard's nodes (sorted). Every node is in exactly one shard; a domain's nodes are all in one; the shard
     loads differ by at most the heaviest domain's weight (LPT). A node named twice counts once (its first facts
-    by name order decide)."""
+    by name order decide). `needs`: shard -> the weight its largest gang needs; a shard whose share is smaller
+    borrows whole domains (`_lend`)."""
     if shards < 1:
         raise ValueError(f"shards must be at least 1, got {shards}")
     by_name: dict[str, NodeFacts] = {}
@@ -70,12 +72,48 @@ def plan_nodes(nodes: Iterable[NodeFacts], shards: int) -> tuple[tuple[str, ...]
         groups.setdefault(key, []).append(facts.name)
         weights[key] = weights.get(key, 0) + max(0, facts.weight)
     loads = [(0, 0, i) for i in range(shards)]  # (weight, nodes, index): the least loaded first
-    out: list[list[str]] = [[] for _ in range(shards)]
+    owner: dict[str, int] = {}
     for key in sorted(groups, key=lambda k: (-weights[k], -len(groups[k]), k)):
         weight, count, index = min(loads)
-        out[index].extend(groups[key])
+        owner[key] = index
         loads[index] = (weight + weights[key], count + len(groups[key]), index)
+    if needs:
+        _lend(owner, weights, needs, shards)
+    out: list[list[str]] = [[] for _ in range(shards)]
+    for key, index in owner.items():
+        out[index].extend(groups[key])
     return tuple(tuple(sorted(names)) for names in out)
+
+
+def _lend(owner: dict[str, int], weights: Mapping[str, int], needs: Mapping[int, int], shards: int) -> None:
+    """A gang larger than its shard borrows whole domains from other shards until its shard's weight holds it.
+    Needs are served in the order given (the planner gives the longest waiting first); a shard already served
+    never lends below its need, any other lends what it has; a need above the whole cluster's weight is met by
+    no plan and moves nothing. Each loan is the lightest domain that closes the gap, else the heaviest there is
+    (fewest domains moved), from the most loaded lender; ties by name: the same inputs give the same plan."""
+    loads = [0] * shards
+    for key, index in owner.items():
+        loads[index] += weights[key]
+    total = sum(loads)
+    served: dict[int, int] = {}
+    for index, need in needs.items():
+        if not 0 <= index < shards or need > total or index in served:
+            continue
+        while loads[index] < need:
+            gap = need - loads[index]
+            lendable = [k for k, i in owner.items()
+                        if i != index and weights[k] > 0 and loads[i] - weights[k] >= served.get(i, 0)]
+            if not lendable:
+                break
+            closing = [k for k in lendable if weights[k] >= gap]
+            if closing:
+                key = min(closing, key=lambda k: (weights[k], -loads[owner[k]], k))
+            else:
+                key = min(lendable, key=lambda k: (-weights[k], -loads[owner[k]], k))
+            loads[owner[key]] -= weights[key]
+            loads[index] += weights[key]
+            owner[key] = index
+        served[index] = min(need, loads[index])
 
 
 # ---- jobs ----------------------------------------------------------------------------------------------------

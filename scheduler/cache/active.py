@@ -130,16 +130,16 @@ class ActiveShards:
         for i in active - self._active:  # taken (again): its handoff starts from what the NodeShard says
             self.coordinators[i].ledger = ShardLedger(self.coordinators[i].name)
             log.info("active shards: scheduling shard %d (NodeShard %s)", i, self.coordinators[i].name)
-        if 0 in active:
-            self.plan.step(snapshot)
+        with self.stores.lock:
+            groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}
+        pins = {key: self.pin(key, groups.get(key)) for key in snapshot.jobs}
+        if 0 in active:  # every shard's nodes, with loans for gangs larger than their shard
+            self.plan.step(snapshot, lambda key: route(key, self.shards, pins[key]))
         owner: dict[str, int] = {}
         for i in sorted(active):
             for node in self.coordinators[i].between_sessions().nodes:
                 owner.setdefault(node, i)
         self._active, self._owner = active, owner
-        with self.stores.lock:
-            groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}
-        pins = {key: self.pin(key, groups.get(key)) for key in snapshot.jobs}
         jobs = {key: job for key, job in snapshot.jobs.items() if route(key, self.shards, pins[key]) in active}
         self._others_allocated = _allocated_by_queue(job for key, job in snapshot.jobs.items() if key not in jobs) \
             if 0 in active else {}

@@ -8,6 +8,10 @@ GPUs its CPU millicores. The plan is worked out again only when a node's (name, 
 `plan_period` has passed, and written only where it differs from the NodeShards: every shard's losses first
 (round one), then the missing NodeShards created, then the gains (round two), so no node is ever in two shards'
 `nodesDesired`, which the two-phase handoff needs (sharding_model.py `plan` does the same).
+
+A gang larger than its shard (the least it needs at once, in the plan's weight, above its shard's share of the
+plan) borrows whole domains from the other shards (`plan_nodes`' needs) for as long as it lives: from the cycle
+it is first seen waiting until it is gone or all its pods have ended; the plan is then written back.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scheduler.api.active_shards import NodeFacts, plan_nodes
+from scheduler.api.job import JobInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.resources import CPU, GPU
 from scheduler.api.shard import NODE_SHARDS_PATH
 from scheduler.api.snapshot import ClusterSnapshot
@@ -53,6 +59,62 @@ def node_facts(snapshot: ClusterSnapshot, shards: int, label: str) -> tuple[Node
     return tuple(facts)
 
 
+ENDED = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
+
+def weight_unit(snapshot: ClusterSnapshot) -> str:
+    """What the plan weighs nodes (and gangs) by: GPUs, or CPU on a cluster without GPUs."""
+    return GPU if any(node.allocatable.get(GPU) > 0 for node in snapshot.nodes.values()) else CPU
+
+
+def gang_weight(job: JobInfo, unit: str) -> int:
+    """The least a gang needs at once, in the plan's weight: its minResources' (when set), or its minAvailable
+    lightest live pods'."""
+    live = sorted(int(t.resreq.get(unit)) for t in job.tasks.values() if t.status not in ENDED)
+    least = sum(live[:max(0, job.min_available)])
+    declared = int(job.min_resources.get(unit)) if job.min_resources is not None else 0
+    return max(least, declared)
+
+
+class Loans:
+    """The gangs larger than their shard's share, from the cycle one is first seen waiting until it is gone or
+    has ended: shard -> the weight its largest such gang needs (`plan_nodes`' needs)."""
+
+    def __init__(self) -> None:
+        self.gangs: dict[str, tuple[int, int]] = {}  # job key -> (its shard, its weight)
+        # job key -> (the job as weighed, the unit, its weight): a snapshot hands unchanged jobs over as the same
+        # objects, so a waiting job is weighed once per change, not every cycle (held here: `is` cannot be fooled)
+        self._weighed: dict[str, tuple[JobInfo, str, int]] = {}
+
+    def needs(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int], shares: Sequence[int],
+              unit: str) -> dict[int, int]:
+        for key in [k for k in self.gangs if k not in snapshot.jobs or _ended(snapshot.jobs[k])]:
+            del self.gangs[key]
+        weighed = self._weighed
+        if len(weighed) > 2 * len(snapshot.jobs) + 64:
+            self._weighed = weighed = {k: v for k, v in weighed.items() if k in snapshot.jobs}
+        for key, job in snapshot.jobs.items():  # waiting gangs only: a cheap test for the rest
+            if key in self.gangs or not job.by_status.get(TaskStatus.PENDING):
+                continue
+            known = weighed.get(key)
+            if known is not None and known[0] is job and known[1] == unit:
+                weight = known[2]
+            else:
+                weight = gang_weight(job, unit)
+                weighed[key] = (job, unit, weight)
+            shard = shard_of(key)
+            if 0 <= shard < len(shares) and weight > shares[shard]:
+                self.gangs[key] = (shard, weight)
+        needs: dict[int, int] = {}
+        for shard, weight in self.gangs.values():
+            needs[shard] = max(needs.get(shard, 0), weight)
+        return needs
+
+
+def _ended(job: JobInfo) -> bool:
+    return job.count(*ENDED) == len(job.tasks)
+
+
 class PlanWriter:
     def __init__(self, kube: Kube, watched: Watched, lock: threading.Lock, names: Sequence[str], label: str,
                  period: float, monotonic: Callable[[], float]) -> None:
@@ -60,32 +122,43 @@ class PlanWriter:
         self.label, self.period, self.monotonic = label, period, monotonic
         self._facts: tuple[NodeFacts, ...] | None = None
         self._at = 0.0
-        self._seen: tuple[frozenset[str], tuple[int, ...]] | None = None
+        self._seen: tuple[frozenset[str], tuple[int, ...], tuple[tuple[int, int], ...]] | None = None
         self.writes = 0  # NodeShard writes accepted (tests, logs)
+        self.loans = Loans()
+        self.shares: list[int] = []  # each shard's weight in the plan without loans (none planned yet: empty)
 
-    def step(self, snapshot: ClusterSnapshot) -> None:
-        """Between sessions, on the holder of shard 0. Never raises (the next step tries again)."""
+    def step(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int] | None = None) -> None:
+        """Between sessions, on the holder of shard 0, with every shard's jobs in `snapshot` and `shard_of` the
+        shard of each (None: no loans). Never raises (the next step tries again)."""
         try:
-            self._step(snapshot)
+            self._step(snapshot, shard_of)
         except TRANSPORT_ERRORS as exc:
             log.warning("active shards: cannot write the NodeShards' plan: %s", exc)
             self._facts = None  # look again next time
 
-    def _step(self, snapshot: ClusterSnapshot) -> None:
+    def _step(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int] | None) -> None:
         if not self.watched.synced.is_set():
             return
         now = self.monotonic()
-        # The facts (a HyperNode tree over every node) are worked out again only when the node names or the
-        # HyperNode objects changed, or the period passed: not every cycle.
-        seen = (frozenset(snapshot.nodes), tuple(id(h) for h in snapshot.hypernodes))
+        needs = self.loans.needs(snapshot, shard_of, self.shares, weight_unit(snapshot)) \
+            if shard_of is not None and self.shares else {}
+        # The facts (a HyperNode tree over every node) are worked out again only when the node names, the
+        # HyperNode objects or the loans changed, or the period passed: not every cycle.
+        seen = (frozenset(snapshot.nodes), tuple(id(h) for h in snapshot.hypernodes), tuple(sorted(needs.items())))
         if self._facts is not None and seen == self._seen and now - self._at < self.period:
             return
         facts = node_facts(snapshot, len(self.names), self.label)
+        changed_needs = self._seen is None or seen[2] != self._seen[2]
         self._seen = seen
-        if facts == self._facts:
+        if facts == self._facts and not changed_needs:
             self._at = now
             return
-        wanted = dict(zip(self.names, plan_nodes(facts, len(self.names)), strict=True))
+        weight = {f.name: f.weight for f in facts}
+        self.shares = [sum(weight[n] for n in names) for names in plan_nodes(facts, len(self.names))]
+        wanted = dict(zip(self.names, plan_nodes(facts, len(self.names), needs), strict=True))
+        if needs:
+            log.info("active shards: lending nodes for gangs larger than their shard (shard: weight needed) %s",
+                     ", ".join(f"{i}: {w}" for i, w in sorted(needs.items())))
         with self.lock:
             stored = {name: self.watched.objects.get(name) for name in self.names}
         current = {name: _desired(obj) for name, obj in stored.items() if obj is not None}

@@ -69,6 +69,44 @@ def test_a_domain_is_never_split_and_loads_stay_within_one_domain(facts, shards)
     assert max(loads) - min(loads) <= max(weight.values(), default=0)
 
 
+@settings(max_examples=300, deadline=None)
+@given(FACTS, st.integers(1, 6), st.dictionaries(st.integers(-1, 6), st.integers(0, 120), max_size=3),
+       st.randoms(use_true_random=False))
+def test_a_shard_whose_gang_outgrows_it_borrows_whole_domains_and_no_node_is_in_two_shards(facts, shards, needs, rnd):
+    plan = plan_nodes(facts, shards, needs)
+    placed = [n for names in plan for n in names]
+    assert sorted(placed) == sorted(f.name for f in facts)  # each node in exactly one shard
+    where = {n: i for i, names in enumerate(plan) for n in names}
+    domains: dict[str, set[int]] = {}
+    for f in facts:
+        domains.setdefault(f.domain or f"node:{f.name}", set()).add(where[f.name])
+    assert all(len(s) == 1 for s in domains.values())  # a loan moves a whole domain
+    loads = [sum(f.weight for f in facts if where[f.name] == i) for i in range(shards)]
+    base = plan_nodes(facts, shards)
+    base_loads = [sum(f.weight for f in facts if f.name in names) for names in base]
+    total = sum(f.weight for f in facts)
+    wanted = {i: w for i, w in needs.items() if 0 <= i < shards and w <= total}
+    first = next(iter(wanted), None)
+    if first is not None:  # the first need served may borrow from every other shard: it is met
+        assert loads[first] >= wanted[first]
+    for i in range(shards):
+        if base_loads[i] >= needs.get(i, 0) and not any(w > base_loads[j] for j, w in wanted.items()):
+            assert plan[i] == base[i]  # no shard outgrown: the plan without loans
+    seen = list(facts)
+    rnd.shuffle(seen)
+    assert plan_nodes(seen, shards, needs) == plan  # every replica plans alike
+
+
+def test_a_gang_of_three_racks_takes_the_lightest_racks_that_close_the_gap():
+    nodes = [NodeFacts(f"{r}{i}", f"rack-{r}", 8) for r in "abcdef" for i in range(2)]  # 16 GPUs a rack
+    base = plan_nodes(nodes, 2)
+    assert [len(names) for names in base] == [6, 6]  # 48 GPUs each
+    plan = plan_nodes(nodes, 2, {1: 80})  # shard 1's gang needs 80 GPUs: two racks more
+    assert [len(names) for names in plan] == [2, 10]
+    assert set(plan[1]) >= set(base[1])  # it keeps its own racks and borrows whole ones
+    assert plan_nodes(nodes, 2, {1: 200}) == base  # more than the cluster has: nothing moves
+
+
 def test_a_pin_is_read_with_bounds():
     assert parse_pin({SHARD_ANNOTATION: "1"}, 2) == 1
     assert parse_pin({}, 2) is None and parse_pin(None, 2) is None

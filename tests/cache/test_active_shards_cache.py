@@ -155,7 +155,7 @@ def test_a_session_sees_its_shards_jobs_and_nodes_only() -> None:
                "spec": {"nodesDesired": nodes}, "status": {"nodesInUse": nodes}}
         a.watched.objects[obj["metadata"]["name"]] = obj
     a.watched.synced.set()
-    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]  # keep the NodeShards as written here
+    a.plan.step = lambda *_: None  # type: ignore[method-assign]  # keep the NodeShards as written here
     for key, shard in (("ns/zero", "0"), ("ns/one", "1")):
         a.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1",
                                                         "annotations": {"scheduling.volcano-py.io/shard": shard}}}
@@ -175,7 +175,7 @@ def test_jobs_entering_or_leaving_the_sessions_view_count_as_changed_for_the_car
     a.round()
     assert a.held() == {0, 1}
     a.watched.synced.set()
-    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    a.plan.step = lambda *_: None  # type: ignore[method-assign]
     for key, shard in (("ns/zero", "0"), ("ns/one", "1")):
         a.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1",
                                                         "annotations": {"scheduling.volcano-py.io/shard": shard}}}
@@ -199,7 +199,7 @@ def test_many_plain_pods_beside_few_podgroups_never_fail_the_view() -> None:
     a = replica(server, clock, "a")
     a.round()
     a.watched.synced.set()
-    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    a.plan.step = lambda *_: None  # type: ignore[method-assign]
     a.stores.podgroups.objects["ns/gang"] = {"metadata": {"name": "gang", "resourceVersion": "1",
                                                           "annotations": {"scheduling.volcano-py.io/shard": "1"}}}
     jobs = {"ns/gang": JobInfo("ns/gang", "gang", "ns", "default", min_available=2)}  # routed first
@@ -217,7 +217,7 @@ def test_a_gang_is_pinned_to_its_shard_at_its_first_bind_and_only_then() -> None
     a = replica(server, clock, "a", shards=1)
     a.round()
     a.watched.synced.set()
-    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    a.plan.step = lambda *_: None  # type: ignore[method-assign]
     for key in ("ns/gang", "ns/single", "ns/pinned"):
         annotations = {"scheduling.volcano-py.io/shard": "0"} if key == "ns/pinned" else {}
         a.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1",
@@ -241,7 +241,7 @@ def test_the_queues_allocated_counts_every_shards_jobs_and_only_shard_0s_holder_
     a.round()
     a.electors[1].stop(release=True)  # a holds shard 0 alone
     a.watched.synced.set()
-    a.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    a.plan.step = lambda *_: None  # type: ignore[method-assign]
     held = {"ns/zero": ("0", "q", 2000), "ns/one": ("1", "q", 3000), "ns/other": ("1", "r", 5000),
             "ns/waits": ("1", "r", 0)}
     jobs = {}
@@ -262,6 +262,53 @@ def test_the_queues_allocated_counts_every_shards_jobs_and_only_shard_0s_holder_
     b = replica(server, clock, "b")
     b.round()
     b.watched.synced.set()
-    b.plan.step = lambda snapshot: None  # type: ignore[method-assign]
+    b.plan.step = lambda *_: None  # type: ignore[method-assign]
     b.restrict(ClusterSnapshot({}, {}, {}))
     assert b.held() == {1} and not b.writes_queues()
+
+
+def test_a_gang_larger_than_its_shard_borrows_racks_for_as_long_as_it_lives() -> None:
+    """The plan lends whole racks to the shard of a waiting gang larger than that shard's share, every shard's
+    losses written before any gains, keeps them while the gang runs, and gives them back once it has ended."""
+    from scheduler.api.job import TaskInfo
+    from scheduler.api.phases import TaskStatus
+
+    server, clock = Server(), Clock()
+    watched = node_shards_watched()
+    path = "/apis/shard.volcano.sh/v1alpha1/nodeshards"
+    racks = {f"{r}{i}": r for r in "abcd" for i in range(2)}  # 4 racks of 2 nodes of 8 GPUs: 16 GPUs a rack
+    gpu = Resource.of(cpu=64000, scalars={"nvidia.com/gpu": 8})
+    nodes = {n: NodeInfo(n, gpu, labels={"rack": r}) for n, r in racks.items()}
+    writer = PlanWriter(server, watched, threading.Lock(), ["s-0", "s-1"], "rack", 30.0, clock)  # type: ignore[arg-type]
+    watched.synced.set()
+
+    def step(jobs: dict[str, JobInfo]) -> list[set[str]]:
+        writer.step(ClusterSnapshot(nodes, jobs, {}), lambda key: 1)  # every job routed to shard 1
+        for p, obj in server.objects.items():
+            if p.startswith(path):
+                watched.objects[p.rsplit("/", 1)[1]] = obj
+        return [set(_nodes_desired(server, f"{path}/s-{i}")) for i in range(2)]
+
+    assert [len(s) for s in step({})] == [4, 4]  # 32 GPUs each: no loans
+    gang = JobInfo("ns/big", "big", "ns", "default", min_available=6)
+    for i in range(6):  # 6 x 8 GPUs: more than shard 1's 32
+        gang.add_task(TaskInfo(f"ns/big-{i}", f"big-{i}", "ns", "ns/big", Resource.of(scalars={"nvidia.com/gpu": 8})))
+    server.log.clear()
+    clock.now += 1.0
+    planned = step({"ns/big": gang})
+    assert sum(8 for _ in planned[1]) >= 48 and not planned[0] & planned[1]
+    assert {racks[n] for n in planned[0]}.isdisjoint({racks[n] for n in planned[1]})  # whole racks moved
+    puts = [(p.rsplit("/", 1)[1], len(b["spec"]["nodesDesired"])) for m, p, b in server.log if m == "PUT"]
+    assert puts[0][0] == "s-0" and puts[0][1] < 4  # the lender's loss first, then the borrower's gain
+    for task in list(gang.tasks.values()):  # it runs: the loan stays
+        gang.set_status(task, TaskStatus.RUNNING)
+    clock.now += 1.0
+    assert step({"ns/big": gang}) == planned
+    for task in list(gang.tasks.values()):  # it ended: the racks go back
+        gang.set_status(task, TaskStatus.SUCCEEDED)
+    clock.now += 1.0
+    assert [len(s) for s in step({"ns/big": gang})] == [4, 4]
+
+
+def _nodes_desired(server: Server, path: str) -> list[str]:
+    return list(server.objects[path]["spec"]["nodesDesired"])
