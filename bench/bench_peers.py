@@ -393,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="churn sizes: volcano-py's --schedule-on-arrival in seconds (0: off; printed)")
     ap.add_argument("--churn-pipeline-apply", action="store_true",
                     help="churn sizes: volcano-py with --pipeline-apply (printed)")
+    ap.add_argument("--churn-bind-workers", type=int, default=0,
+                    help="churn sizes: volcano-py's --bind-workers (0: its default; printed)")
     ap.add_argument("--churn-rate", type=float, default=0.0,
                     help="churn sizes: take this as kube-scheduler's sustained binds/s instead of measuring it")
     ap.add_argument("--results", default=str(REPO / "bench" / "results"))

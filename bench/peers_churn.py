@@ -144,6 +144,8 @@ def churn_one(ctx: argparse.Namespace, contender: str, rate: float, plan: dict, 
     if contender == "volcano-py":
         argv += [f"--schedule-period={ctx.churn_period}s", f"--schedule-on-arrival={ctx.churn_arrival}s",
                  f"--pipeline-apply={str(ctx.churn_pipeline_apply).lower()}"]
+        if ctx.churn_bind_workers:
+            argv.append(f"--bind-workers={ctx.churn_bind_workers}")
     c = start(contender, argv, ctx.workdir / f"{ns}.log")
     pids = {"scheduler": c.pid, **{n: cp.procs[n].popen.pid for n in ("kube-apiserver", "etcd")}}
     gen = [ctx.churngen, f"-kubeconfig={cp.kubeconfig}", f"-namespace={ns}", f"-scheduler={SCHEDULER_NAME[contender]}",
@@ -185,7 +187,8 @@ def run_churn_size(ctx: argparse.Namespace, nodes: int, seconds: int) -> dict:
     out: dict = {"kind": "churn", "nodes": nodes, "seconds": seconds, "gang": ctx.gang, "rounds": ctx.rounds,
                  "volcano_py_schedule_period_s": ctx.churn_period,
                  "volcano_py_schedule_on_arrival_s": ctx.churn_arrival,
-                 "volcano_py_pipeline_apply": ctx.churn_pipeline_apply, "warmup_s": WARMUP_S, "drain_s": DRAIN_S}
+                 "volcano_py_pipeline_apply": ctx.churn_pipeline_apply,
+                 "volcano_py_bind_workers": ctx.churn_bind_workers or None, "warmup_s": WARMUP_S, "drain_s": DRAIN_S}
     try:
         kube = ctx.kube = raw_client(str(cp.kubeconfig), 16)
         open_queues(kube)
@@ -204,7 +207,8 @@ def run_churn_size(ctx: argparse.Namespace, nodes: int, seconds: int) -> dict:
         print(f"  kube-scheduler sustained {sustained} binds/s under churn; offered loads "
               f"{', '.join(f'{f:.0%} = {r}/s' for f, r in loads)}; plan {plan}; volcano-py --schedule-period="
               f"{ctx.churn_period}s --schedule-on-arrival={ctx.churn_arrival}s "
-              f"--pipeline-apply={str(ctx.churn_pipeline_apply).lower()}", flush=True)
+              f"--pipeline-apply={str(ctx.churn_pipeline_apply).lower()}"
+              f"{f' --bind-workers={ctx.churn_bind_workers}' if ctx.churn_bind_workers else ''}", flush=True)
         contenders = [c for c in SCHEDULERS if c in ctx.only]
         runs = out["runs"] = []
         for r in range(ctx.rounds):

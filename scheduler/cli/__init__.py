@@ -76,6 +76,14 @@ def _check_leader_durations(opts: CommonOptions) -> None:
             raise FlagError(str(exc)) from None
 
 
+MAX_BIND_WORKERS = 256
+
+
+def _check_bind_workers(opts: SchedulerOptions) -> None:
+    if not 1 <= opts.bind_workers <= MAX_BIND_WORKERS:
+        raise FlagError(f"--bind-workers: {opts.bind_workers} is not between 1 and {MAX_BIND_WORKERS}")
+
+
 def _check_active_shards(opts: SchedulerOptions) -> None:
     """--active-shards: a shard count in range, and not with Volcano's sharding flags (both would write the
     NodeShards); the Leases' durations as --leader-elect checks them."""
@@ -142,6 +150,7 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
         raise FlagError("--disable-default-scheduler-config needs --scheduler-conf")
     _check_leader_durations(opts)
     _check_active_shards(opts)
+    _check_bind_workers(opts)
     tls = _metrics_tls(opts)
     # No cyclic collection until the first lists are in (SchedulerLoop.run freezes what they built, then enables
     # it): the imports below make almost no cyclic garbage, and collecting during them cost 20-60 ms a start.
@@ -185,7 +194,7 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
     cache = ClusterCache(api, names, opts.default_queue, request_timeout=opts.request_timeout,
                          identity=opts.leader_elect_identity, prefetched=early, kube=kube,
                          queue_allocation_gate=opts.feature_gates.queue_admission, ours_early=ours,
-                         sharding=opts.sharding)
+                         sharding=opts.sharding, bind_workers=opts.bind_workers)
     try:
         elector = None
         if opts.active_shards > 1:  # a Lease per shard instead of one for the scheduler (cache/active.py)

@@ -117,6 +117,9 @@ SCHEDULER = FlagSet("scheduler", (
     Flag("pipeline-apply", Kind.BOOL, "start the next cycle once a cycle's binds are sent; waiting for them and "
          "the status writes go on behind it (a cycle that evicts still waits; docs/scheduler.md)",
          dest="pipeline_apply", default=False),
+    Flag("bind-workers", Kind.INT, "binds (and evictions, PodGroup writes) sent at once, 1 to 256; more keeps a "
+         "busy apiserver's binds of a large cycle in flight together, as kube-scheduler's one goroutine per bind",
+         dest="bind_workers", default=16),
     Flag("default-queue", Kind.STRING, "queue of PodGroups that name none", dest="default_queue", default="default"),
     Flag("resource-sync-timeout", Kind.DURATION, "wait this long for the first lists before scheduling (0: do not "
          "wait)", dest="resource_sync_timeout", default=60.0),

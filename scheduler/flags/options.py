@@ -126,6 +126,7 @@ class SchedulerOptions(CommonOptions):
     scheduler_sharding_mode: str = "none"
     scheduler_sharding_name: str = "volcano"
     active_shards: int = 0
+    bind_workers: int = 16
     shard_topology_label: str = ""
 
     @property
