@@ -20,10 +20,11 @@ Three rules every replica computes alike, so that no replica needs to ask anothe
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -54,12 +55,25 @@ class NodeFacts:
     weight: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Need:
+    """What a gang larger than its shard needs of it: `weight` in all, in pods of `pod` each (0: pods of no weight
+    or of differing weights: any node's whole weight counts)."""
+
+    weight: int
+    pod: int = 0
+
+    def usable(self, node_weight: int) -> int:
+        """What of a node of this weight the gang's pods can use: whole pods only."""
+        return node_weight if self.pod <= 0 else node_weight // self.pod * self.pod
+
+
 def plan_nodes(nodes: Iterable[NodeFacts], shards: int,
-               needs: Mapping[int, int] | None = None) -> tuple[tuple[str, ...], ...]:
+               needs: Mapping[int, Need] | None = None) -> tuple[tuple[str, ...], ...]:
     """Each shard's nodes (sorted). Every node is in exactly one shard; a domain's nodes are all in one; the shard
     loads differ by at most the heaviest domain's weight (LPT). A node named twice counts once (its first facts
-    by name order decide). `needs`: shard -> the weight its largest gang needs; a shard whose share is smaller
-    borrows whole domains (`_lend`)."""
+    by name order decide). `needs`: shard -> what its largest gang needs; a shard that cannot hold it borrows
+    whole domains (`_lend`)."""
     if shards < 1:
         raise ValueError(f"shards must be at least 1, got {shards}")
     by_name: dict[str, NodeFacts] = {}
@@ -78,42 +92,66 @@ def plan_nodes(nodes: Iterable[NodeFacts], shards: int,
         owner[key] = index
         loads[index] = (weight + weights[key], count + len(groups[key]), index)
     if needs:
-        _lend(owner, weights, needs, shards)
+        node_weight = {name: max(0, facts.weight) for name, facts in by_name.items()}
+        _lend(owner, groups, node_weight, needs, shards)
     out: list[list[str]] = [[] for _ in range(shards)]
     for key, index in owner.items():
         out[index].extend(groups[key])
     return tuple(tuple(sorted(names)) for names in out)
 
 
-def _lend(owner: dict[str, int], weights: Mapping[str, int], needs: Mapping[int, int], shards: int) -> None:
-    """A gang larger than its shard borrows whole domains from other shards until its shard's weight holds it.
-    Needs are served in the order given (the planner gives the longest waiting first); a shard already served
-    never lends below its need, any other lends what it has; a need above the whole cluster's weight is met by
-    no plan and moves nothing. Each loan is the lightest domain that closes the gap, else the heaviest there is
-    (fewest domains moved), from the most loaded lender; ties by name: the same inputs give the same plan."""
-    loads = [0] * shards
-    for key, index in owner.items():
-        loads[index] += weights[key]
-    total = sum(loads)
-    served: dict[int, int] = {}
+def _lend(owner: dict[str, int], groups: Mapping[str, list[str]], node_weight: Mapping[str, int],
+          needs: Mapping[int, Need], shards: int) -> None:
+    """A gang larger than its shard borrows whole domains from other shards until its shard holds it, counting of
+    each node what the gang's pods can use (`Need.usable`). Needs are served in the order given (the planner
+    gives the longest waiting first); a shard already served never lends below its own need, any other lends
+    what it has; a need no plan can meet (above what the whole cluster offers those pods) moves nothing. Each
+    loan is the domain offering least that closes the gap, else the one offering most (fewest domains moved);
+    ties by name: the same inputs give the same plan. O(nodes) per need, plus a sort of the domains."""
+    served: dict[int, tuple[Need, int]] = {}  # shard -> (its need, what it holds of it now)
     for index, need in needs.items():
-        if not 0 <= index < shards or need > total or index in served:
+        if not 0 <= index < shards or index in served:
             continue
-        while loads[index] < need:
-            gap = need - loads[index]
-            lendable = [k for k, i in owner.items()
-                        if i != index and weights[k] > 0 and loads[i] - weights[k] >= served.get(i, 0)]
-            if not lendable:
+        offers = {k: sum(need.usable(node_weight[n]) for n in names) for k, names in groups.items()}
+        if need.weight > sum(offers.values()):
+            continue
+        has = sum(o for k, o in offers.items() if owner[k] == index)
+        ranked = sorted((o, k) for k, o in offers.items() if o > 0 and owner[k] != index)
+        taken: set[str] = set()
+        while has < need.weight:
+            key = _pick(ranked, taken, need.weight - has, lambda k: _may_lend(k, owner, groups, node_weight, served))
+            if key is None:
                 break
-            closing = [k for k in lendable if weights[k] >= gap]
-            if closing:
-                key = min(closing, key=lambda k: (weights[k], -loads[owner[k]], k))
-            else:
-                key = min(lendable, key=lambda k: (-weights[k], -loads[owner[k]], k))
-            loads[owner[key]] -= weights[key]
-            loads[index] += weights[key]
+            taken.add(key)
+            lender = owner[key]
+            if lender in served:
+                theirs, held = served[lender]
+                served[lender] = (theirs, held - sum(theirs.usable(node_weight[n]) for n in groups[key]))
             owner[key] = index
-        served[index] = min(need, loads[index])
+            has += offers[key]
+        served[index] = (need, has)
+
+
+def _pick(ranked: list[tuple[int, str]], taken: set[str], gap: int, may: Callable[[str], bool]) -> str | None:
+    """The domain offering least that still closes `gap`, else the one offering most, among those that may lend."""
+    start = bisect.bisect_left(ranked, (gap, ""))
+    for _, key in ranked[start:]:
+        if key not in taken and may(key):
+            return key
+    for _, key in reversed(ranked[:start]):
+        if key not in taken and may(key):
+            return key
+    return None
+
+
+def _may_lend(key: str, owner: Mapping[str, int], groups: Mapping[str, list[str]], node_weight: Mapping[str, int],
+              served: Mapping[int, tuple[Need, int]]) -> bool:
+    """A shard served already lends a domain only if it still holds its own need without it."""
+    lender = owner[key]
+    if lender not in served:
+        return True
+    need, held = served[lender]
+    return held - sum(need.usable(node_weight[n]) for n in groups[key]) >= need.weight
 
 
 # ---- jobs ----------------------------------------------------------------------------------------------------

@@ -9,9 +9,10 @@ GPUs its CPU millicores. The plan is worked out again only when a node's (name, 
 (round one), then the missing NodeShards created, then the gains (round two), so no node is ever in two shards'
 `nodesDesired`, which the two-phase handoff needs (sharding_model.py `plan` does the same).
 
-A gang larger than its shard (the least it needs at once, in the plan's weight, above its shard's share of the
-plan) borrows whole domains from the other shards (`plan_nodes`' needs) for as long as it lives: from the cycle
-it is first seen waiting until it is gone or all its pods have ended; the plan is then written back.
+A gang larger than its shard (the least it needs at once, in the plan's weight, above what its shard's nodes in
+the plan offer pods of its size) borrows whole domains from the other shards (`plan_nodes`' needs) for as long as
+it lives: from the cycle it is first seen waiting until it is gone or all its pods have ended; the plan is then
+written back.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from scheduler.api.active_shards import NodeFacts, plan_nodes
+from scheduler.api.active_shards import Need, NodeFacts, plan_nodes
 from scheduler.api.job import JobInfo
 from scheduler.api.phases import TaskStatus
 from scheduler.api.resources import CPU, GPU
@@ -67,27 +68,28 @@ def weight_unit(snapshot: ClusterSnapshot) -> str:
     return GPU if any(node.allocatable.get(GPU) > 0 for node in snapshot.nodes.values()) else CPU
 
 
-def gang_weight(job: JobInfo, unit: str) -> int:
-    """The least a gang needs at once, in the plan's weight: its minResources' (when set), or its minAvailable
-    lightest live pods'."""
+def gang_need(job: JobInfo, unit: str) -> Need:
+    """The least a gang needs at once, in the plan's weight (its minResources', when set, or its minAvailable
+    lightest live pods'), in pods of its lightest pod's weight above none."""
     live = sorted(int(t.resreq.get(unit)) for t in job.tasks.values() if t.status not in ENDED)
     least = sum(live[:max(0, job.min_available)])
     declared = int(job.min_resources.get(unit)) if job.min_resources is not None else 0
-    return max(least, declared)
+    return Need(max(least, declared), next((w for w in live if w > 0), 0))
 
 
 class Loans:
     """The gangs larger than their shard's share, from the cycle one is first seen waiting until it is gone or
-    has ended: shard -> the weight its largest such gang needs (`plan_nodes`' needs)."""
+    has ended: shard -> what its largest such gang needs (`plan_nodes`' needs), the longest waiting first."""
 
     def __init__(self) -> None:
-        self.gangs: dict[str, tuple[int, int]] = {}  # job key -> (its shard, its weight)
+        self.gangs: dict[str, tuple[int, Need]] = {}  # job key -> (its shard, its need)
         # job key -> (the job as weighed, the unit, its weight): a snapshot hands unchanged jobs over as the same
         # objects, so a waiting job is weighed once per change, not every cycle (held here: `is` cannot be fooled)
-        self._weighed: dict[str, tuple[JobInfo, str, int]] = {}
+        self._weighed: dict[str, tuple[JobInfo, str, Need]] = {}
 
-    def needs(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int], shares: Sequence[int],
-              unit: str) -> dict[int, int]:
+    def needs(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int], offers: Callable[[int, Need], int],
+              shards: int, unit: str) -> dict[int, Need]:
+        """`offers(shard, need)`: what the shard's nodes in the plan without loans offer the need's pods."""
         for key in [k for k in self.gangs if k not in snapshot.jobs or _ended(snapshot.jobs[k])]:
             del self.gangs[key]
         weighed = self._weighed
@@ -98,16 +100,17 @@ class Loans:
                 continue
             known = weighed.get(key)
             if known is not None and known[0] is job and known[1] == unit:
-                weight = known[2]
+                need = known[2]
             else:
-                weight = gang_weight(job, unit)
-                weighed[key] = (job, unit, weight)
+                need = gang_need(job, unit)
+                weighed[key] = (job, unit, need)
             shard = shard_of(key)
-            if 0 <= shard < len(shares) and weight > shares[shard]:
-                self.gangs[key] = (shard, weight)
-        needs: dict[int, int] = {}
-        for shard, weight in self.gangs.values():
-            needs[shard] = max(needs.get(shard, 0), weight)
+            if 0 <= shard < shards and need.weight > offers(shard, need):
+                self.gangs[key] = (shard, need)
+        needs: dict[int, Need] = {}
+        for shard, need in self.gangs.values():
+            if shard not in needs or need.weight > needs[shard].weight:
+                needs[shard] = need
         return needs
 
 
@@ -122,10 +125,12 @@ class PlanWriter:
         self.label, self.period, self.monotonic = label, period, monotonic
         self._facts: tuple[NodeFacts, ...] | None = None
         self._at = 0.0
-        self._seen: tuple[frozenset[str], tuple[int, ...], tuple[tuple[int, int], ...]] | None = None
+        self._seen: tuple[frozenset[str], tuple[int, ...], tuple[tuple[int, Need], ...]] | None = None
         self.writes = 0  # NodeShard writes accepted (tests, logs)
         self.loans = Loans()
-        self.shares: list[int] = []  # each shard's weight in the plan without loans (none planned yet: empty)
+        # each shard's node weights in the plan without loans (none planned yet: empty), and what they offer
+        self.base: list[tuple[int, ...]] = []
+        self._offers: dict[tuple[int, Need], int] = {}
 
     def step(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int] | None = None) -> None:
         """Between sessions, on the holder of shard 0, with every shard's jobs in `snapshot` and `shard_of` the
@@ -140,11 +145,11 @@ class PlanWriter:
         if not self.watched.synced.is_set():
             return
         now = self.monotonic()
-        needs = self.loans.needs(snapshot, shard_of, self.shares, weight_unit(snapshot)) \
-            if shard_of is not None and self.shares else {}
+        needs = self.loans.needs(snapshot, shard_of, self._offer, len(self.base), weight_unit(snapshot)) \
+            if shard_of is not None and self.base else {}
         # The facts (a HyperNode tree over every node) are worked out again only when the node names, the
         # HyperNode objects or the loans changed, or the period passed: not every cycle.
-        seen = (frozenset(snapshot.nodes), tuple(id(h) for h in snapshot.hypernodes), tuple(sorted(needs.items())))
+        seen = (frozenset(snapshot.nodes), tuple(id(h) for h in snapshot.hypernodes), tuple(needs.items()))
         if self._facts is not None and seen == self._seen and now - self._at < self.period:
             return
         facts = node_facts(snapshot, len(self.names), self.label)
@@ -154,11 +159,12 @@ class PlanWriter:
             self._at = now
             return
         weight = {f.name: f.weight for f in facts}
-        self.shares = [sum(weight[n] for n in names) for names in plan_nodes(facts, len(self.names))]
+        self.base = [tuple(weight[n] for n in names) for names in plan_nodes(facts, len(self.names))]
+        self._offers = {}
         wanted = dict(zip(self.names, plan_nodes(facts, len(self.names), needs), strict=True))
         if needs:
             log.info("active shards: lending nodes for gangs larger than their shard (shard: weight needed) %s",
-                     ", ".join(f"{i}: {w}" for i, w in sorted(needs.items())))
+                     ", ".join(f"{i}: {n.weight}" for i, n in sorted(needs.items())))
         with self.lock:
             stored = {name: self.watched.objects.get(name) for name in self.names}
         current = {name: _desired(obj) for name, obj in stored.items() if obj is not None}
@@ -178,6 +184,15 @@ class PlanWriter:
         self._facts, self._at = facts, now
         log.info("active shards: planned %d nodes in %d shards (%s)", len(facts), len(self.names),
                  ", ".join(str(len(wanted[n])) for n in self.names))
+
+    def _offer(self, shard: int, need: Need) -> int:
+        key = (shard, need)
+        offered = self._offers.get(key)
+        if offered is None:
+            if len(self._offers) > 4096:
+                self._offers.clear()
+            offered = self._offers[key] = sum(need.usable(w) for w in self.base[shard])
+        return offered
 
     def _update(self, shard: Any, desired: list[str]) -> Any:
         answer = put_nodes_desired(self.kube, shard, desired)

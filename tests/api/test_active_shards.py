@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from scheduler.api.active_shards import (
     SHARD_ANNOTATION,
+    Need,
     NodeFacts,
     PinUnreadable,
     fair_count,
@@ -70,7 +71,8 @@ def test_a_domain_is_never_split_and_loads_stay_within_one_domain(facts, shards)
 
 
 @settings(max_examples=300, deadline=None)
-@given(FACTS, st.integers(1, 6), st.dictionaries(st.integers(-1, 6), st.integers(0, 120), max_size=3),
+@given(FACTS, st.integers(1, 6), st.dictionaries(st.integers(-1, 6), st.builds(Need, st.integers(0, 120),
+                                                                                st.integers(0, 5)), max_size=3),
        st.randoms(use_true_random=False))
 def test_a_shard_whose_gang_outgrows_it_borrows_whole_domains_and_no_node_is_in_two_shards(facts, shards, needs, rnd):
     plan = plan_nodes(facts, shards, needs)
@@ -81,17 +83,17 @@ def test_a_shard_whose_gang_outgrows_it_borrows_whole_domains_and_no_node_is_in_
     for f in facts:
         domains.setdefault(f.domain or f"node:{f.name}", set()).add(where[f.name])
     assert all(len(s) == 1 for s in domains.values())  # a loan moves a whole domain
-    loads = [sum(f.weight for f in facts if where[f.name] == i) for i in range(shards)]
     base = plan_nodes(facts, shards)
-    base_loads = [sum(f.weight for f in facts if f.name in names) for names in base]
-    total = sum(f.weight for f in facts)
-    wanted = {i: w for i, w in needs.items() if 0 <= i < shards and w <= total}
+
+    def offered(names: tuple[str, ...], need: Need) -> int:
+        return sum(need.usable(f.weight) for f in facts if f.name in names)
+
+    wanted = {i: n for i, n in needs.items() if 0 <= i < shards and n.weight <= offered(tuple(where), n)}
     first = next(iter(wanted), None)
     if first is not None:  # the first need served may borrow from every other shard: it is met
-        assert loads[first] >= wanted[first]
-    for i in range(shards):
-        if base_loads[i] >= needs.get(i, 0) and not any(w > base_loads[j] for j, w in wanted.items()):
-            assert plan[i] == base[i]  # no shard outgrown: the plan without loans
+        assert offered(plan[first], wanted[first]) >= wanted[first].weight
+    if all(offered(base[i], n) >= n.weight for i, n in wanted.items()):
+        assert plan == base  # no shard outgrown: the plan without loans
     seen = list(facts)
     rnd.shuffle(seen)
     assert plan_nodes(seen, shards, needs) == plan  # every replica plans alike
@@ -101,10 +103,21 @@ def test_a_gang_of_three_racks_takes_the_lightest_racks_that_close_the_gap():
     nodes = [NodeFacts(f"{r}{i}", f"rack-{r}", 8) for r in "abcdef" for i in range(2)]  # 16 GPUs a rack
     base = plan_nodes(nodes, 2)
     assert [len(names) for names in base] == [6, 6]  # 48 GPUs each
-    plan = plan_nodes(nodes, 2, {1: 80})  # shard 1's gang needs 80 GPUs: two racks more
+    plan = plan_nodes(nodes, 2, {1: Need(80)})  # shard 1's gang needs 80 GPUs: two racks more
     assert [len(names) for names in plan] == [2, 10]
     assert set(plan[1]) >= set(base[1])  # it keeps its own racks and borrows whole ones
-    assert plan_nodes(nodes, 2, {1: 200}) == base  # more than the cluster has: nothing moves
+    assert plan_nodes(nodes, 2, {1: Need(200)}) == base  # more than the cluster has: nothing moves
+
+
+def test_a_loan_counts_only_what_the_gangs_pods_can_use_of_each_node():
+    big = [NodeFacts(f"b{i}", "rack-b", 1000) for i in range(2)]  # shard 1's rack: 2 nodes of 1,000 GPUs
+    others = [NodeFacts(f"a{i}", "rack-a", 1000) for i in range(2)] + [NodeFacts("small", "", 999)]
+    base = plan_nodes(big + others, 2)
+    shard = next(i for i, names in enumerate(base) if "b0" in names)
+    # 3 pods of 1,000: 3,000 in all; a node of 999 offers them nothing, so only the other rack closes the gap
+    plan = plan_nodes(big + others, 2, {shard: Need(3000, 1000)})
+    assert {"a0", "a1", "b0", "b1"} <= set(plan[shard])
+    assert plan_nodes(big + others, 2, {shard: Need(5000, 1000)}) == base  # 4 such nodes in all: never met
 
 
 def test_a_pin_is_read_with_bounds():
