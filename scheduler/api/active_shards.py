@@ -68,11 +68,13 @@ class Need:
         return node_weight if self.pod <= 0 else node_weight // self.pod * self.pod
 
 
-def plan_nodes(nodes: Iterable[NodeFacts], shards: int,
-               needs: Mapping[int, Need] | None = None) -> tuple[tuple[str, ...], ...]:
+def plan_nodes(nodes: Iterable[NodeFacts], shards: int, needs: Mapping[int, Need] | None = None,
+               current: Mapping[str, int] | None = None) -> tuple[tuple[str, ...], ...]:
     """Each shard's nodes (sorted). Every node is in exactly one shard; a domain's nodes are all in one; the shard
-    loads differ by at most the heaviest domain's weight (LPT). A node named twice counts once (its first facts
-    by name order decide). `needs`: shard -> what its largest gang needs; a shard that cannot hold it borrows
+    loads differ by at most the heaviest domain's weight. A node named twice counts once (its first facts by name
+    order decide). `current`: node -> the shard it is in now; a domain wholly in one shard stays there unless the
+    loads must be evened out (`_sticky`), so a node added or gone moves few others; without it, largest first to
+    the least loaded (LPT). `needs`: shard -> what its largest gang needs; a shard that cannot hold it borrows
     whole domains (`_lend`)."""
     if shards < 1:
         raise ValueError(f"shards must be at least 1, got {shards}")
@@ -85,12 +87,23 @@ def plan_nodes(nodes: Iterable[NodeFacts], shards: int,
         key = f"d/{facts.domain}" if facts.domain else f"n/{facts.name}"
         groups.setdefault(key, []).append(facts.name)
         weights[key] = weights.get(key, 0) + max(0, facts.weight)
-    loads = [(0, 0, i) for i in range(shards)]  # (weight, nodes, index): the least loaded first
     owner: dict[str, int] = {}
-    for key in sorted(groups, key=lambda k: (-weights[k], -len(groups[k]), k)):
-        weight, count, index = min(loads)
+    if current:
+        for key, names in groups.items():
+            where = {current.get(n, -1) for n in names}
+            if len(where) == 1 and 0 <= (index := where.pop()) < shards:
+                owner[key] = index
+    loads = [[0, 0] for _ in range(shards)]  # (weight, nodes) per shard
+    for key, index in owner.items():
+        loads[index][0] += weights[key]
+        loads[index][1] += len(groups[key])
+    for key in sorted((k for k in groups if k not in owner), key=lambda k: (-weights[k], -len(groups[k]), k)):
+        index = min(range(shards), key=lambda i: (loads[i][0], loads[i][1], i))
         owner[key] = index
-        loads[index] = (weight + weights[key], count + len(groups[key]), index)
+        loads[index][0] += weights[key]
+        loads[index][1] += len(groups[key])
+    if current:
+        _sticky(owner, weights, [w for w, _ in loads])
     if needs:
         node_weight = {name: max(0, facts.weight) for name, facts in by_name.items()}
         _lend(owner, groups, node_weight, needs, shards)
@@ -98,6 +111,31 @@ def plan_nodes(nodes: Iterable[NodeFacts], shards: int,
     for key, index in owner.items():
         out[index].extend(groups[key])
     return tuple(tuple(sorted(names)) for names in out)
+
+
+def _sticky(owner: dict[str, int], weights: Mapping[str, int], loads: list[int]) -> None:
+    """Even the loads out with as few moves as the rule needs: while the most and least loaded shards differ by
+    more than the heaviest domain, move from the first to the second the domain whose weight is nearest half the
+    difference (below the difference, so every move narrows it: the loop ends, and only once the bound holds)."""
+    heaviest = max(weights.values(), default=0)
+    by_shard: dict[int, set[str]] = {}
+    for key, index in owner.items():
+        by_shard.setdefault(index, set()).add(key)
+    while True:
+        high = max(range(len(loads)), key=lambda i: (loads[i], -i))
+        low = min(range(len(loads)), key=lambda i: (loads[i], i))
+        gap = loads[high] - loads[low]
+        if gap <= heaviest:
+            return
+        movable = [k for k in by_shard.get(high, ()) if 0 < weights[k] < gap]
+        if not movable:
+            return
+        key = min(movable, key=lambda k: (abs(2 * weights[k] - gap), k))
+        by_shard[high].discard(key)
+        by_shard.setdefault(low, set()).add(key)
+        owner[key] = low
+        loads[high] -= weights[key]
+        loads[low] += weights[key]
 
 
 def _lend(owner: dict[str, int], groups: Mapping[str, list[str]], node_weight: Mapping[str, int],

@@ -131,6 +131,9 @@ class PlanWriter:
         # each shard's node weights in the plan without loans (none planned yet: empty), and what they offer
         self.base: list[tuple[int, ...]] = []
         self._offers: dict[tuple[int, Need], int] = {}
+        # node -> its shard in the last plan written without loans (None: none yet, read from the NodeShards):
+        # the next plan keeps nodes where they are, so a node added or gone moves few others
+        self._placed: dict[str, int] | None = None
 
     def step(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int] | None = None) -> None:
         """Between sessions, on the holder of shard 0, with every shard's jobs in `snapshot` and `shard_of` the
@@ -158,16 +161,19 @@ class PlanWriter:
         if facts == self._facts and not changed_needs:
             self._at = now
             return
-        weight = {f.name: f.weight for f in facts}
-        self.base = [tuple(weight[n] for n in names) for names in plan_nodes(facts, len(self.names))]
-        self._offers = {}
-        wanted = dict(zip(self.names, plan_nodes(facts, len(self.names), needs), strict=True))
-        if needs:
-            log.info("active shards: lending nodes for gangs larger than their shard (shard: weight needed) %s",
-                     ", ".join(f"{i}: {n.weight}" for i, n in sorted(needs.items())))
         with self.lock:
             stored = {name: self.watched.objects.get(name) for name in self.names}
         current = {name: _desired(obj) for name, obj in stored.items() if obj is not None}
+        if self._placed is None:  # the plan as the NodeShards hold it (a new holder of shard 0): kept where it may
+            self._placed = {n: self.names.index(name) for name, nodes in current.items() for n in nodes}
+        weight = {f.name: f.weight for f in facts}
+        base = plan_nodes(facts, len(self.names), current=self._placed)
+        self.base = [tuple(weight[n] for n in names) for names in base]
+        self._offers = {}
+        wanted = dict(zip(self.names, plan_nodes(facts, len(self.names), needs, current=self._placed), strict=True))
+        if needs:
+            log.info("active shards: lending nodes for gangs larger than their shard (shard: weight needed) %s",
+                     ", ".join(f"{i}: {n.weight}" for i, n in sorted(needs.items())))
         first = {n: [x for x in current[n] if x in set(wanted[n])] for n in current
                  if set(current[n]) - set(wanted[n])}
         for name, kept in first.items():
@@ -182,6 +188,7 @@ class PlanWriter:
             if gains and self._update(stored[name], list(wanted[name])) is None:
                 return
         self._facts, self._at = facts, now
+        self._placed = {n: i for i, names in enumerate(base) for n in names}
         log.info("active shards: planned %d nodes in %d shards (%s)", len(facts), len(self.names),
                  ", ".join(str(len(wanted[n])) for n in self.names))
 

@@ -99,6 +99,33 @@ def test_a_shard_whose_gang_outgrows_it_borrows_whole_domains_and_no_node_is_in_
     assert plan_nodes(seen, shards, needs) == plan  # every replica plans alike
 
 
+@settings(max_examples=300, deadline=None)
+@given(FACTS, FACTS, st.integers(1, 6), st.integers(0, 8))
+def test_a_plan_made_from_the_current_one_keeps_its_rules_and_moves_few_nodes(facts, then, shards, added):
+    first = plan_nodes(facts, shards)
+    current = {n: i for i, names in enumerate(first) for n in names}
+    assert plan_nodes(facts, shards, current=current) == first  # nothing changed: nothing moves
+    changed = [f for f in facts if f.name not in {g.name for g in then[:3]}] + then[:3]  # some come, some go
+    plan = plan_nodes(changed, shards, current=current)
+    where = {n: i for i, names in enumerate(plan) for n in names}
+    assert sorted(where) == sorted({f.name for f in changed})  # each node in exactly one shard
+    domains: dict[str, set[int]] = {}
+    weight: dict[str, int] = {}
+    for f in changed:
+        key = f.domain or f"node:{f.name}"
+        domains.setdefault(key, set()).add(where[f.name])
+        weight[key] = weight.get(key, 0) + f.weight
+    assert all(len(s) == 1 for s in domains.values())
+    loads = [sum(f.weight for f in changed if where[f.name] == i) for i in range(shards)]
+    assert max(loads) - min(loads) <= max(weight.values(), default=0)
+    # one node more, in no domain and no heavier than the heaviest: it goes to the least loaded, nothing moves
+    heaviest = max((sum(f.weight for f in facts if (f.domain or f.name) == d) for d in
+                    {f.domain or f.name for f in facts}), default=0)
+    if facts and added <= heaviest:
+        grown = plan_nodes([*facts, NodeFacts("new-node", "", added)], shards, current=current)
+        assert {n: i for i, names in enumerate(grown) for n in names if n != "new-node"} == current
+
+
 def test_a_gang_of_three_racks_takes_the_lightest_racks_that_close_the_gap():
     nodes = [NodeFacts(f"{r}{i}", f"rack-{r}", 8) for r in "abcdef" for i in range(2)]  # 16 GPUs a rack
     base = plan_nodes(nodes, 2)
