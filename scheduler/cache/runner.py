@@ -106,6 +106,15 @@ MAX_FAILED_CYCLES = 5  # whole cycles failed in a row before liveness fails (a r
 STUCK_PERIODS = 10  # liveness fails when no cycle completed within this many schedule periods
 
 
+def next_start(started: float, arrived_at: float | None, delay: float, period: float, now: float) -> float:
+    """When the next cycle starts after a pending pod arrived (`--schedule-on-arrival`): `delay` after the first
+    arrival since the last cycle began, so pods arriving together share a cycle, and never sooner than `delay`
+    after that cycle began, so a flood of arrivals never makes a busy loop; never past the period's end. A
+    cycle (with its apply) that took longer than the delay, under a steady stream of pods, is followed at once."""
+    first = now if arrived_at is None else arrived_at
+    return min(max(first, started) + delay, started + period)
+
+
 class SchedulerLoop:
     def __init__(
         self,
@@ -134,6 +143,7 @@ class SchedulerLoop:
         # at the period's end; 0, the default, cycles every period only, as Volcano does
         self.arrival_delay = arrival_delay
         self.arrived = threading.Event()
+        self.arrived_at: float | None = None  # monotonic: the first arrival since the last cycle began
         # --pipeline-apply: a cycle's binds are sent and the rest of its apply (waiting for them, the status
         # writes, the events) goes on behind the next cycle (cache/applier.py)
         self.pipeline = pipeline
@@ -162,17 +172,19 @@ class SchedulerLoop:
     def wake(self) -> None:
         """A pending pod of ours arrived (the pod watch calls this): with an arrival delay, the next cycle starts
         that long after instead of at the end of the period. Arrivals during a cycle wake the next one."""
+        if self.arrived_at is None:
+            self.arrived_at = time.monotonic()
         self.arrived.set()
 
     def _wait_next(self, started: float) -> None:
-        """Until the period since `started` ends, or with an arrival delay, until that long after an arrival
-        (never past the period's end)."""
+        """Until the period since `started` ends, or with an arrival delay, until `next_start` after an arrival."""
         deadline = started + self.period
         if self.arrival_delay <= 0:
             self.stopping.wait(max(0.0, deadline - time.monotonic()))
             return
         if self.arrived.wait(max(0.0, deadline - time.monotonic())) and not self.stopping.is_set():
-            self.stopping.wait(max(0.0, min(self.arrival_delay, deadline - time.monotonic())))
+            at = next_start(started, self.arrived_at, self.arrival_delay, self.period, time.monotonic())
+            self.stopping.wait(max(0.0, at - time.monotonic()))
 
     def run_once(self) -> CycleResult:
         started = time.monotonic()
@@ -252,6 +264,7 @@ class SchedulerLoop:
                     self._ensure_default_queue()
                     queue_ensured = True
                 started = time.monotonic()
+                self.arrived_at = None
                 self.arrived.clear()  # what arrives from here on wakes the next cycle
                 if self.cycling_since is None:
                     self.cycling_since = started

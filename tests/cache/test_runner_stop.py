@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 
 
@@ -128,3 +130,17 @@ def test_a_flood_of_arrivals_spaces_the_cycles_by_the_delay_not_back_to_back() -
     assert loop.cycles >= 5, "the flood woke no cycle before the 600 s period"
     gaps = [b - a for a, b in zip(loop.started, loop.started[1:], strict=False)]
     assert min(gaps) >= delay * 0.99, gaps
+
+
+def test_the_next_cycle_starts_the_delay_after_the_first_arrival_and_the_cycle_start() -> None:
+    from scheduler.cache.runner import next_start
+
+    # a pod arrived 0.01 s into a 0.02 s cycle: 0.1 s after the arrival
+    assert next_start(started=10.0, arrived_at=10.01, delay=0.1, period=1.0, now=10.02) == pytest.approx(10.11)
+    # the cycle and its apply took 0.4 s, the pod arrived at its start: at once (0.1 s after both passed)
+    assert next_start(started=10.0, arrived_at=10.0, delay=0.1, period=1.0, now=10.4) == pytest.approx(10.1)
+    # arrivals before the cycle began count from its start: never sooner than the delay after it
+    assert next_start(started=10.0, arrived_at=9.5, delay=0.1, period=1.0, now=10.01) == pytest.approx(10.1)
+    # never past the period's end; an arrival time lost to a race counts as now
+    assert next_start(started=10.0, arrived_at=10.95, delay=0.1, period=1.0, now=10.96) == pytest.approx(11.0)
+    assert next_start(started=10.0, arrived_at=None, delay=0.1, period=1.0, now=10.3) == pytest.approx(10.4)
