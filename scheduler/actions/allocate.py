@@ -258,7 +258,10 @@ class Allocate:
                 return
             self._by_pod(ssn, queue, job, order.tasks, True, requeue, remember=True, ready=order)
             return
-        if ssn.fit.known_to_fail(job):
+        known = ssn.fit.known_to_fail(job)
+        if known is not None:
+            if known.held is not None:  # e.g. a queue limit met on the way: the message stays whole
+                ssn.results.hold(job, known.held, first=True)
             return
         tasks = ssn.order.task_order(pending_tasks(job))
         minimums_first = job.minimums_first(tasks)
@@ -345,7 +348,7 @@ class Allocate:
             if node is None:
                 failed.add(task)
                 if remember and not was_ready and not len(stmt):
-                    ssn.fit.remember_failure(job, pending_tasks(job), task)
+                    ssn.fit.remember_failure(job, pending_tasks(job), task, ssn.results.held(job))
                 if job.can_continue_after_failure(failed.roles):
                     continue
                 break
@@ -370,7 +373,7 @@ class Allocate:
         if ssn.tiers.run(P.JOB_PIPELINED, job).rejected:
             stmt.discard()
             if remember and ssn.fit.errors(job) is not None:
-                ssn.fit.remember_failure(job, pending_tasks(job), None)
+                ssn.fit.remember_failure(job, pending_tasks(job), None, ssn.results.held(job))
             return _Outcome.FAILED
         return _Outcome.PIPELINED
 

@@ -27,7 +27,7 @@ from scheduler.api.shard import ShardView
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.conf import SchedulerConf
-from scheduler.framework.memo import CycleMemo
+from scheduler.framework.memo import CycleMemo, Failure
 from scheduler.framework.tiers import TierRunner
 
 NOT_IN_SHARD = unresolvable(NodeFilter(NODE_SHARD))  # hard sharding (pkg/scheduler/util/predicate_helper.go)
@@ -354,18 +354,20 @@ class FeasibilityCache:
         """Why the job's tasks fit no node this cycle (None: none of them was turned away by every node)."""
         return self._errors.get(job.key)
 
-    def known_to_fail(self, job: JobInfo) -> bool:
+    def known_to_fail(self, job: JobInfo) -> Failure | None:
         """A gang that did not fit last cycle, unchanged, with no node it may use freed since: same answer (and
-        the same fit errors). Always False without a `CycleMemo`."""
+        the same fit errors; the caller says again why a gate held it, `Failure.held`). Always None without a
+        `CycleMemo`."""
         if self._memo is None:
-            return False
+            return None
         failure = self._memo.still_failing(job)
         if failure is None:
-            return False
+            return None
         self._errors[job.key] = FitErrors(Counter(failure.reasons), 0, failure.task)
-        return True
+        return failure
 
-    def remember_failure(self, job: JobInfo, pending: Sequence[TaskInfo], task: TaskInfo | None) -> None:
+    def remember_failure(self, job: JobInfo, pending: Sequence[TaskInfo], task: TaskInfo | None,
+                         held: Status | None = None) -> None:
         """After the gang's statement is discarded: it did not fit for lack of resources on its nodes, so later
         cycles skip it while nothing it depends on changes (`memo.py`). `pending`: its tasks still to place."""
         errors = self._errors.get(job.key)
@@ -376,7 +378,7 @@ class FeasibilityCache:
             # Where other pods are matters to these, or a claim's binding: free resources alone do not decide.
             return
         positions = np.unique(np.concatenate([self.feasible_indices(t) for t in shapes]))
-        self._memo.record_failure(job, positions, errors.reasons, errors.task or (task.name if task else ""))
+        self._memo.record_failure(job, positions, errors.reasons, errors.task or (task.name if task else ""), held)
 
     def close(self, jobs: dict[str, JobInfo]) -> None:
         """At session close: the memo keeps this cycle's idle resources, to tell next cycle which nodes gained."""

@@ -66,6 +66,7 @@ class Failure:
     positions: Any  # node positions the gang's tasks may use (numpy int array)
     reasons: Counter[NodeFilter]
     task: str
+    held: Any = None  # the Status a gate held the gang with in that cycle (a queue limit), said again when skipped
 
 
 @dataclass(slots=True)
@@ -110,8 +111,9 @@ class CycleMemo:
         self.skipped += 1
         return failure
 
-    def record_failure(self, job: JobInfo, positions: Any, reasons: Counter[NodeFilter], task: str) -> None:
-        self.failures[job.key] = Failure(gang_signature(job), positions, Counter(reasons), task)
+    def record_failure(self, job: JobInfo, positions: Any, reasons: Counter[NodeFilter], task: str,
+                       held: Any = None) -> None:
+        self.failures[job.key] = Failure(gang_signature(job), positions, Counter(reasons), task, held)
 
     def end(self, jobs: dict[str, JobInfo], idle: Any) -> None:
         self.baseline = idle.copy()

@@ -47,3 +47,26 @@ def test_a_gang_that_changed_is_tried_again() -> None:
     c.sim.podgroup("train")["spec"]["minMember"] = 5
     c.cycle()
     assert len(c.sim.bound("train")) == 5
+
+
+def test_a_skipped_gang_keeps_the_queue_limit_its_last_try_met() -> None:
+    """A gang held by its queue's capability on the way to a node failure: the cycles that skip it (nothing it
+    needs changed) say the same whole message, so its PodGroup is not written again without the queue's line."""
+    from scheduler.testing import conf_from_tiers
+
+    conf = conf_from_tiers(("priority", "gang", "conformance"),
+                           ("drf", "predicates", "capacity", "nodeorder", "binpack"))
+    c = cluster().node("n1", gpu=8, cpu="16").queue(
+        "q", capability={"nvidia.com/gpu": "2", "cpu": "100", "memory": "1Ti"})
+    c.job("t", queue="q", replicas=0, min_available=3)
+    c.pod("t-0", group="t", gpu=2)
+    c.pod("t-1", group="t", gpu=1)  # over the queue's 2 GPUs once t-0 is placed
+    c.pod("t-2", group="t", cpu="64")  # no node has the cpu
+    first = c.cycle(conf)
+    (status,) = [s for s in first.podgroups if s.job == "default/t"]
+    assert "queue q capability nvidia.com/gpu 2" in status.conditions[-1].message
+    reasons = c.sim.reasons("t")
+    second = c.cycle(conf)
+    assert c.memo.skipped == 1
+    assert [s for s in second.podgroups if s.job == "default/t"] == []  # nothing to write: the same condition
+    assert c.sim.reasons("t") == reasons
