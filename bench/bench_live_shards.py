@@ -21,6 +21,10 @@ bound, nodes over-committed (tests/e2e/controlplane.py's check, read after the r
 
 Targets (printed with the medians): `shards2`'s binds/s >= 0.95 x `single`'s and its server CPU per bind <= 1.05 x.
 
+`--with-pinned` adds `shards2-pinned`, information only: `shards2` with every PodGroup created already annotated
+with the shard the hash gives it (`scheduling.volcano-py.io/shard`), so the replicas send no pin at a gang's first
+bind (one PodGroup PATCH per gang), the rest the same: what the pin costs.
+
     .venv/bin/python bench/bench_live_shards.py                              # 300 x 2,000, 3 rounds
     .venv/bin/python bench/bench_live_shards.py --size 300x2000 --size 1000x10000 --rounds 3
 
@@ -57,9 +61,11 @@ from bench_peers import (
 from controlplane import ControlPlane, assert_no_overcommit, wait_for
 from peers_procs import REPO, Contender, bindloop_binary, cpu_seconds, free_port, load, peak_rss_mib, start
 
+from scheduler.api.active_shards import SHARD_ANNOTATION, route
 from scheduler.cache.kube import Kube, KubeError
 
 CONTENDERS = ("single", "shards2")
+PINNED = "shards2-pinned"  # --with-pinned: information only
 SHARDS = 2
 NODESHARD_API = "/apis/shard.volcano.sh/v1alpha1/nodeshards"
 LEASE_API = "/apis/coordination.k8s.io/v1/namespaces/volcano-py-system/leases"
@@ -89,10 +95,11 @@ def set_queue_state(kube: Kube, name: str, state: str) -> None:
                  content_type="application/merge-patch+json")
 
 
-def work(ns: str, queue: str, pods: int, gang: int) -> tuple[list[dict], list[dict]]:
+def work(ns: str, queue: str, pods: int, gang: int, pinned: bool = False) -> tuple[list[dict], list[dict]]:
     groups = [{"path": f"{PG_API}/namespaces/{ns}/podgroups",
                "body": {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                        "metadata": {"name": f"p{g}"},
+                        "metadata": {"name": f"p{g}", **({"annotations": {
+                            SHARD_ANNOTATION: str(route(f"{ns}/p{g}", SHARDS))}} if pinned else {})},
                         "spec": {"minMember": min(gang, pods - g * gang), "queue": queue}}}
               for g in range(-(-pods // gang))]
     plain = [{"path": f"/api/v1/namespaces/{ns}/pods",
@@ -177,13 +184,14 @@ def run_one(ctx: argparse.Namespace, contender: str, pods: int, tag: str) -> dic
     ns = f"{tag}-{contender}"
     create_namespace(kube, ns)
     make_queue(kube, ns, "Closed")
-    groups, plain = work(ns, ns, pods, ctx.gang)
+    groups, plain = work(ns, ns, pods, ctx.gang, pinned=contender == PINNED)
+    sharded = contender.startswith("shards2")
     load(ctx.bindloop, str(cp.kubeconfig), groups, ctx.workdir, f"{ns} podgroups")
     load(ctx.bindloop, str(cp.kubeconfig), plain, ctx.workdir, f"{ns} pods")
     base = [sys.executable, "-m", "scheduler.cli", "scheduler", f"--kubeconfig={cp.kubeconfig}"]
     lease = f"bench-{ns}"
-    identities = [f"{ns}-rep{i}" for i in range(SHARDS)] if contender == "shards2" else [f"{ns}-single"]
-    if contender == "shards2":
+    identities = [f"{ns}-rep{i}" for i in range(SHARDS)] if sharded else [f"{ns}-single"]
+    if sharded:
         delete_nodeshards(kube)
     procs: list[Contender] = []
     res: dict = {"contender": contender, "namespace": ns, "pods": len(plain)}
@@ -192,13 +200,13 @@ def run_one(ctx: argparse.Namespace, contender: str, pods: int, tag: str) -> dic
     try:
         for ident in identities:
             extra = ["--active-shards", str(SHARDS), "--leader-elect-identity", ident,
-                     "--leader-elect-lease-name", lease] if contender == "shards2" else []
+                     "--leader-elect-lease-name", lease] if sharded else []
             procs.append(start(ident, [*base, f"--listen-address=127.0.0.1:{free_port()}", *extra],
                                ctx.workdir / f"{ident}.log"))
         t0 = time.monotonic()
         wait_for(lambda: held_podgroups(kube, ns) == len(groups), ctx.timeout, interval=0.5,
                  what=f"{ns}: every PodGroup held by the Closed queue")
-        if contender == "shards2":
+        if sharded:
             wait_for(lambda: shards_steady(kube, lease, set(identities), ctx.nodes), ctx.timeout, interval=0.5,
                      what=f"{ns}: one shard Lease per replica, every node in use in one shard")
         res["ready_s"] = round(time.monotonic() - t0, 2)
@@ -249,14 +257,14 @@ def run_one(ctx: argparse.Namespace, contender: str, pods: int, tag: str) -> dic
           f"partial {res['partial_gangs']}, over-committed {res['overcommitted_nodes']}", flush=True)
     cleanup(kube, ns)
     kube.request("DELETE", f"{PG_API}/queues/{ns}")
-    if contender == "shards2":
+    if sharded:
         delete_nodeshards(kube)
     return res
 
 
 def medians(runs: list[dict]) -> dict:
     out: dict = {}
-    for contender in CONTENDERS:
+    for contender in (*CONTENDERS, PINNED):
         mine = [r for r in runs if r["contender"] == contender]
         if not mine:
             continue
@@ -277,12 +285,16 @@ def medians(runs: list[dict]) -> dict:
             "partial_gangs": sum(r["partial_gangs"] for r in mine),
             "overcommitted_nodes": sum(r["overcommitted_nodes"] for r in mine),
         }
-    if len(out) == len(CONTENDERS):
+    if "single" in out and "shards2" in out:
         one, two = out["single"], out["shards2"]
         out["rate_ratio"] = round(two["binds_per_s"] / one["binds_per_s"], 3)
         out["server_cpu_ratio"] = round(two["server_ms_per_bind"] / one["server_ms_per_bind"], 3)
         out["rate_target_met"] = out["rate_ratio"] >= TARGET_RATE
         out["server_cpu_target_met"] = out["server_cpu_ratio"] <= TARGET_CPU
+    if "single" in out and PINNED in out:
+        one, pinned = out["single"], out[PINNED]
+        out["pinned_rate_ratio"] = round(pinned["binds_per_s"] / one["binds_per_s"], 3)
+        out["pinned_server_cpu_ratio"] = round(pinned["server_ms_per_bind"] / one["server_ms_per_bind"], 3)
     return out
 
 
@@ -299,7 +311,7 @@ def run_size(ctx: argparse.Namespace, nodes: int, pods: int) -> dict:
         gpus = 8 * max(1, -(-pods // int(nodes * 8 * 0.85)))  # bench_peers' tp fill: ~83% of the GPUs
         make_nodes(kube, ctx.bindloop, str(cp.kubeconfig), ctx.workdir, nodes, gpus)
         for r in range(ctx.rounds):
-            order = CONTENDERS if r % 2 == 0 else tuple(reversed(CONTENDERS))
+            order = ctx.contenders if r % 2 == 0 else tuple(reversed(ctx.contenders))
             for i, contender in enumerate(order):
                 res = run_one(ctx, contender, pods, f"r{r}")
                 res.update({"round": r, "position": i})
@@ -319,7 +331,7 @@ def markdown(report: dict) -> str:
     verdicts = []
     for size in report["sizes"]:
         med = size["median"]
-        for c in CONTENDERS:
+        for c in (*CONTENDERS, PINNED):
             if c in med:
                 m = med[c]
                 lines.append(f"| {size['nodes']}x{size['pods']} | {c} | {m['runs']} | {m['binds_per_s']:.1f} | "
@@ -332,6 +344,10 @@ def markdown(report: dict) -> str:
                 f"{'met' if med['rate_target_met'] else 'NOT met'}); server CPU per bind ratio "
                 f"{med['server_cpu_ratio']:.3f} (target <= {TARGET_CPU}: "
                 f"{'met' if med['server_cpu_target_met'] else 'NOT met'})")
+        if "pinned_rate_ratio" in med:
+            verdicts.append(f"- {size['nodes']}x{size['pods']} {PINNED} (information): binds/s ratio "
+                            f"{med['pinned_rate_ratio']:.3f}, server CPU per bind ratio "
+                            f"{med['pinned_server_cpu_ratio']:.3f}")
     return "\n".join([*lines, "", *verdicts, ""])
 
 
@@ -341,11 +357,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--gang", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=300, help="seconds for readiness, and for every pod bound")
+    ap.add_argument("--with-pinned", action="store_true",
+                    help=f"also run {PINNED}: the PodGroups created pinned, no pin written (information only)")
     ap.add_argument("--results", default=str(REPO / "bench" / "results"))
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.gang < 1:
         ap.error("--rounds and --gang must be at least 1")
     args.sizes = args.sizes or [(300, 2000)]
+    args.contenders = (*CONTENDERS, PINNED) if args.with_pinned else CONTENDERS
     args.bindloop = bindloop_binary()
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
