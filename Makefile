@@ -99,3 +99,5 @@ include tools/cluster.mk
 -include tools/bench-peers.mk
 # N scheduler replicas against a simulated apiserver, in virtual time: `make bench-shards`.
 -include tools/bench-shards.mk
+# Two active replicas (`--active-shards 2`) against one plain replica on the test control plane: `make bench-live-shards`.
+-include tools/bench-live-shards.mk
