@@ -29,14 +29,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from scheduler.api.active_shards import SHARD_ANNOTATION, lease_moves, member_lease_name, parse_pin, route, shard_name
+from scheduler.api.active_shards import lease_moves, member_lease_name, parse_pin, route, shard_name
 from scheduler.api.job import JobInfo
 from scheduler.api.resources import Resource
 from scheduler.api.shard import HARD, ShardLedger, ShardView
-from scheduler.api.snapshot import ClusterSnapshot, CycleResult, Lineage, QueueStatus
+from scheduler.api.snapshot import ClusterSnapshot, Lineage, QueueStatus
 from scheduler.cache.active_plan import PlanWriter
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
-from scheduler.cache.leader import BOUND_BY_ANNOTATION, LEASE_API, LeaderConfig, LeaderElector
+from scheduler.cache.leader import BOUND_BY_ANNOTATION, LEASE_ANNOTATION, LEASE_API, LeaderConfig, LeaderElector
 from scheduler.cache.shards import ShardCoordinator, node_shards_watched
 from scheduler.cache.store import Stores
 
@@ -82,7 +82,9 @@ class ActiveShards:
         self._owner: dict[str, int] = {}  # node -> the held shard whose NodeShard has it in use, this session
         self._pins: dict[str, tuple[str, int | None]] = {}  # PodGroup -> (resourceVersion, pin)
         self._said: set[str] = set()
-        self._unpinned: dict[str, int] = {}  # gangs of this session with no shard annotation -> their shard
+        # job -> (the job as read, the shard its bound pods were bound under): unchanged jobs are the same objects
+        self._bound: dict[str, tuple[JobInfo, int | None]] = {}
+        self._lease_prefix = f"{config.namespace}/{config.name}-shard-"  # a shard's bind fence, as on its pods
         self._others_allocated: dict[str, Resource] = {}  # queue -> what other shards' jobs hold (shard 0 held)
         self._session_jobs: frozenset[str] | None = None  # the jobs of the last session's view
 
@@ -133,6 +135,7 @@ class ActiveShards:
         with self.stores.lock:
             groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}
         pins = {key: self.pin(key, groups.get(key)) for key in snapshot.jobs}
+        self._pin_bound(snapshot.jobs, pins)
         if 0 in active:  # every shard's nodes, with loans for gangs larger than their shard
             self.plan.step(snapshot, lambda key: route(key, self.shards, pins[key]))
         owner: dict[str, int] = {}
@@ -143,10 +146,6 @@ class ActiveShards:
         jobs = {key: job for key, job in snapshot.jobs.items() if route(key, self.shards, pins[key]) in active}
         self._others_allocated = _allocated_by_queue(job for key, job in snapshot.jobs.items() if key not in jobs) \
             if 0 in active else {}
-        # Gangs not pinned yet: pinned at their first bind (`pins`), so a change of the shard count never moves a
-        # gang that has started (its pods bound in one shard, the rest routed to another).
-        self._unpinned = {key: route(key, self.shards) for key, job in jobs.items()
-                          if job.min_available > 1 and groups.get(key) is not None and pins[key] is None}
         keep = set(owner)
         for job in jobs.values():
             keep.update(t.node_name for t in job.tasks.values() if t.node_name)
@@ -166,15 +165,29 @@ class ActiveShards:
             return Lineage(None, lineage.token, lineage.jobs)
         return Lineage(lineage.since, lineage.token, lineage.jobs | (keys ^ last))
 
-    def pins(self, result: CycleResult) -> dict[str, dict[str, str | None]]:
-        """The shard annotation for each unpinned gang this cycle binds: written once, with the PodGroup
-        annotations the cycle writes anyway (one merge patch per gang, at its first bind only)."""
-        out: dict[str, dict[str, str | None]] = {}
-        for gang in result.binds:
-            shard = self._unpinned.get(gang.job)
-            if shard is not None:
-                out[gang.job] = {**result.podgroup_annotations.get(gang.job, {}), SHARD_ANNOTATION: str(shard)}
-        return out
+    def _pin_bound(self, jobs: Mapping[str, JobInfo], pins: dict[str, int | None]) -> None:
+        """A gang (minMember above 1) its PodGroup does not pin keeps to the shard its pods were bound under:
+        each bind carries the Lease of its node's shard (`fence_for`), copied onto the pod, and every replica
+        reads the same pods, so no write is needed and a change of the shard count never moves a gang that has
+        started. Pods bound under several shards (a survivor binding on its own shard's nodes too): the lowest."""
+        bound = self._bound
+        if len(bound) > 2 * len(jobs) + 1024:
+            self._bound = bound = {k: v for k, v in bound.items() if k in jobs}
+        prefix, shards = self._lease_prefix, self.shards
+        for key, job in jobs.items():
+            if pins[key] is not None or job.min_available <= 1:
+                continue
+            known = bound.get(key)
+            if known is None or known[0] is not job:
+                lowest: int | None = None
+                for task in job.tasks.values():
+                    fence = task.annotations.get(LEASE_ANNOTATION) if task.node_name else None
+                    if type(fence) is str and fence.startswith(prefix):
+                        tail = fence[len(prefix):]
+                        if tail.isascii() and tail.isdigit() and len(tail) <= 3 and int(tail) < shards:
+                            lowest = int(tail) if lowest is None else min(lowest, int(tail))
+                known = bound[key] = (job, lowest)
+            pins[key] = known[1]
 
     def route(self, key: str, podgroup: Mapping[str, Any] | None) -> int:
         return route(key, self.shards, self.pin(key, podgroup))

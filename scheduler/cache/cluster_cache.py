@@ -351,10 +351,6 @@ class ClusterCache:
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
         if unseen is not None and unseen.exception() is None:  # done by now
             result = replace(result, podgroups=self._behind(result.podgroups, unseen.result()))
-        if self.active is not None:  # gangs pinned to their shard at their first bind
-            pins = self.active.pins(result)
-            if pins:
-                result = replace(result, podgroup_annotations={**result.podgroup_annotations, **pins})
         if self.active is not None:  # the holder of shard 0 writes the Queues' status, for every shard
             result = replace(result, queues=self.active.queue_statuses(result.queues)
                              if self.active.writes_queues() else [])

@@ -210,25 +210,49 @@ def test_many_plain_pods_beside_few_podgroups_never_fail_the_view() -> None:
     assert a.route("ns/gang", a.stores.podgroups.objects["ns/gang"]) == 1  # pinned
 
 
-def test_a_gang_is_pinned_to_its_shard_at_its_first_bind_and_only_then() -> None:
-    from scheduler.api.snapshot import CycleResult, GangBind
+def test_a_gang_keeps_to_the_shard_its_pods_were_bound_under_with_no_write() -> None:
+    """The shard a gang's bound pods carry (each bind's fence, copied onto the pod) pins it, whatever its hash; a
+    PodGroup's own annotation wins; a gang of one, or a fence of another Lease, pins nothing; nothing is written."""
+    from scheduler.api.job import TaskInfo
+    from scheduler.api.phases import TaskStatus
 
     server, clock = Server(), Clock()
-    a = replica(server, clock, "a", shards=1)
+    a = replica(server, clock, "a", shards=4)
     a.round()
+    assert a.held() == {0, 1, 2, 3}
     a.watched.synced.set()
     a.plan.step = lambda *_: None  # type: ignore[method-assign]
-    for key in ("ns/gang", "ns/single", "ns/pinned"):
-        annotations = {"scheduling.volcano-py.io/shard": "0"} if key == "ns/pinned" else {}
+    fence = "scheduling.volcano-py.io/lease"
+    jobs: dict[str, JobInfo] = {}
+    spec = {"ns/gang": (2, "ns/sched-shard-2", None), "ns/both": (2, "ns/sched-shard-2", "ns/sched-shard-1"),
+            "ns/annotated": (2, "ns/sched-shard-3", None), "ns/single": (1, "ns/sched-shard-3", None),
+            "ns/foreign": (2, "other/sched-shard-3", None), "ns/waiting": (2, None, None)}
+    for key, (minimum, first, second) in spec.items():
+        annotations = {"scheduling.volcano-py.io/shard": "0"} if key == "ns/annotated" else {}
         a.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1",
                                                         "annotations": annotations}}
-    jobs = {k: JobInfo(k, k.split("/")[1], "ns", "default", min_available=1 if k == "ns/single" else 2)
-            for k in ("ns/gang", "ns/single", "ns/pinned", "ns/waiting")}
-    a.stores.podgroups.objects["ns/waiting"] = {"metadata": {"name": "ns/waiting", "resourceVersion": "1"}}
+        job = jobs[key] = JobInfo(key, key.split("/")[1], "ns", "default", min_available=minimum)
+        for i, value in enumerate((first, second, None)):
+            bound = value is not None
+            job.add_task(TaskInfo(f"{key}-{i}", f"p{i}", "ns", key, Resource.of(cpu=1000),
+                                  status=TaskStatus.BOUND if bound else TaskStatus.PENDING,
+                                  node_name="n0" if bound else "", annotations={fence: value} if bound else {}))
+    server.log.clear()
     a.restrict(ClusterSnapshot({}, jobs, {}))
-    result = CycleResult(binds=[GangBind(k, ((f"{k}-0", "n0"),)) for k in ("ns/gang", "ns/single", "ns/pinned")])
-    result.podgroup_annotations["ns/gang"] = {"other": "kept"}
-    assert a.pins(result) == {"ns/gang": {"other": "kept", "scheduling.volcano-py.io/shard": "0"}}
+    pins = {key: a._bound.get(key, (None, None))[1] for key in jobs}
+    assert pins == {"ns/gang": 2, "ns/both": 1, "ns/annotated": None, "ns/single": None, "ns/foreign": None,
+                    "ns/waiting": None}
+    assert server.log == []  # nothing written
+    # another replica reads the same pods: the same shards (by their hash: ns/gang 3, ns/both 3, ns/single 0)
+    b = replica(Server(), clock, "b", shards=4)
+    b.round()
+    b.watched.synced.set()
+    b.plan.step = lambda *_: None  # type: ignore[method-assign]
+    b.stores.podgroups.objects.update(a.stores.podgroups.objects)
+    b.electors[2].stop(release=True)
+    assert b.held() == {0, 1, 3}
+    view = b.restrict(ClusterSnapshot({}, jobs, {}))
+    assert set(view.jobs) == {"ns/both", "ns/annotated", "ns/single", "ns/foreign", "ns/waiting"}
 
 
 def test_the_queues_allocated_counts_every_shards_jobs_and_only_shard_0s_holder_writes_it() -> None:

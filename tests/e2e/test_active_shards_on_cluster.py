@@ -102,21 +102,33 @@ def pinned_gang(core_v1, custom, namespace: str, name: str, shard: int, size: in
         core_v1.create_namespaced_pod(namespace, gang_pod(f"{name}-{i}", name, tag, gpus=gpus))
 
 
+def two_racks(core_v1, node_set, gpus: int) -> dict[str, list[str]]:
+    """Racks a and b of two nodes of `gpus` GPUs each, labelled by rack (unique to this test's nodes)."""
+    racks = {"a": [node_set(gpus=gpus) for _ in range(2)], "b": [node_set(gpus=gpus) for _ in range(2)]}
+    for rack, names in racks.items():
+        for name in names:
+            core_v1.patch_node(name, {"metadata": {"labels": {RACK: f"{rack}-{node_set.tag}"}}})
+    return racks
+
+
+def two_replicas(replicas, coordination, prefix: str):
+    """Two replicas on Leases of this test's own; returns once each holds one shard's Lease."""
+    lease = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    leases = [f"{lease}-shard-0", f"{lease}-shard-1"]
+    one, two = replicas(f"one-{lease}", lease), replicas(f"two-{lease}", lease)
+    wait_for(lambda: {holder(coordination, n) for n in leases} == {one.name, two.name}, TIMEOUT,
+             what="each replica holds one shard's Lease")
+    return lease, leases, one, two
+
+
 def test_two_active_replicas_bind_their_shards_and_a_survivor_takes_over_a_killed_ones_shard(
         replicas, core_v1, custom, namespace, node_set, api_client):
     coordination = client.CoordinationV1Api(api_client)
     # Two racks of two nodes, 200 GPUs each: the heaviest domains of any cluster here, so the plan puts one rack
     # in each shard whatever other nodes exist.
-    racks = {"a": [node_set(gpus=200) for _ in range(2)], "b": [node_set(gpus=200) for _ in range(2)]}
+    racks = two_racks(core_v1, node_set, 200)
     tag = node_set.tag
-    for rack, names in racks.items():
-        for name in names:
-            core_v1.patch_node(name, {"metadata": {"labels": {RACK: f"{rack}-{tag}"}}})
-    lease = f"as-{uuid.uuid4().hex[:8]}"
-    leases = [f"{lease}-shard-0", f"{lease}-shard-1"]
-    one, two = replicas(f"one-{lease}", lease), replicas(f"two-{lease}", lease)
-    wait_for(lambda: {holder(coordination, n) for n in leases} == {one.name, two.name}, TIMEOUT,
-             what="each replica holds one shard's Lease")
+    lease, leases, one, two = two_replicas(replicas, coordination, "as")
     owner = {i: holder(coordination, n) for i, n in enumerate(leases)}
 
     ours = set(racks["a"]) | set(racks["b"])

@@ -8,19 +8,18 @@ The replicas fixture and the NodeShard readers are those of test_active_shards_o
 
 from __future__ import annotations
 
-import uuid
-
 from controlplane import assert_no_overcommit, wait_for
 from kubernetes import client
 from test_active_shards_on_cluster import (  # noqa: F401 (replicas: a fixture, used by name)
     LEASE_NS,
-    RACK,
     SHARDS,
     desired,
     holder,
     in_use,
     pinned_gang,
     replicas,
+    two_racks,
+    two_replicas,
 )
 from test_scheduler import TIMEOUT, bound_pods
 
@@ -29,16 +28,9 @@ def test_a_gang_larger_than_its_shard_borrows_a_rack_and_gives_it_back(
         replicas, core_v1, custom, namespace, node_set, api_client):  # noqa: F811
     coordination = client.CoordinationV1Api(api_client)
     # Two racks of two nodes, 1,000 GPUs each: by far the heaviest domains, so the plan puts one in each shard.
-    racks = {"a": [node_set(gpus=1000) for _ in range(2)], "b": [node_set(gpus=1000) for _ in range(2)]}
+    racks = two_racks(core_v1, node_set, 1000)
     tag = node_set.tag
-    for rack, names in racks.items():
-        for name in names:
-            core_v1.patch_node(name, {"metadata": {"labels": {RACK: f"{rack}-{tag}"}}})
-    lease = f"ln-{uuid.uuid4().hex[:8]}"
-    leases = [f"{lease}-shard-0", f"{lease}-shard-1"]
-    one, two = replicas(f"one-{lease}", lease), replicas(f"two-{lease}", lease)
-    wait_for(lambda: {holder(coordination, n) for n in leases} == {one.name, two.name}, TIMEOUT,
-             what="each replica holds one shard's Lease")
+    _, leases, _, _ = two_replicas(replicas, coordination, "ln")
     ours = set(racks["a"]) | set(racks["b"])
     wait_for(lambda: all(len(desired(custom, s) & ours) == 2 for s in SHARDS), TIMEOUT, what="the plan written")
     base = [desired(custom, s) & ours for s in SHARDS]
