@@ -2,8 +2,12 @@
 running pods on them (another scheduler's, as a busy cluster has), and pending gangs of 1-64 pods, each with its
 PodGroup, split between N replicas by schedulerName; the nodes split between them by NodeShards (Volcano's
 sharding contract: each replica is `--scheduler-name shard-i --scheduler-sharding-mode hard
---scheduler-sharding-name shard-i`). And the checks at the end, counted from the store: over-committed nodes,
-pods bound twice, partial gangs."""
+--scheduler-sharding-name shard-i`). With `Shape.active`, the cluster of volcano-py's own N active replicas
+(`--active-shards N`, docs/scale-out.md "N active replicas"): every pending pod names `schedulerName: volcano-py`,
+each gang belongs to the shard its PodGroup's name hashes to (the scheduler's own `route`), and the NodeShards
+`volcano-py-shard-i` hold the same blocks of nodes (as the holder of shard 0 would keep them: each block's GPUs
+within one node of the others). And the checks at the end, counted from the store: over-committed nodes, pods
+bound twice, partial gangs."""
 
 from __future__ import annotations
 
@@ -13,12 +17,15 @@ from typing import Any
 
 import orjson
 
+from scheduler.api.active_shards import route
 from shardsim.store import Store
 
 GPU = "nvidia.com/gpu"
 NS = "bench"
 GROUP = "scheduling.k8s.io/group-name"
 PG_GV = "scheduling.volcano.sh/v1beta1"
+LEASE_NS = "volcano-py-system"  # the scheduler's default --leader-elect-namespace: the Leases live there
+ACTIVE_SCHEDULER = "volcano-py"  # the scheduler's default --scheduler-name, every active replica's
 
 
 @dataclass(frozen=True)
@@ -30,10 +37,18 @@ class Shape:
     gpu_every: int = 4  # every 4th node has 8 GPUs
     max_gang: int = 64
     seed: int = 1
+    active: bool = False  # volcano-py's --active-shards `replicas` rather than Volcano's contract
 
 
-def shard_name(i: int) -> str:
-    return f"shard-{i}"
+def shard_name(i: int, active: bool = False) -> str:
+    """The NodeShard of shard i: Volcano's contract names it as its replica's scheduler (`shard-i`); with
+    --active-shards the scheduler names it `<scheduler-name>-shard-<i>` (scheduler/api/active_shards.py)."""
+    return f"{ACTIVE_SCHEDULER}-shard-{i}" if active else f"shard-{i}"
+
+
+def gang_shard(name: str, shards: int) -> int:
+    """The shard an active replica routes the gang's PodGroup to: the scheduler's own hash of namespace/name."""
+    return route(f"{NS}/{name}", shards) if shards > 1 else 0
 
 
 def node_doc(i: int, gpu: bool) -> dict[str, Any]:
@@ -61,7 +76,7 @@ def pod_doc(name: str, scheduler: str, requests: dict[str, str], *, node: str = 
     return {"metadata": meta, "spec": spec, "status": status}
 
 
-def load(store: Store, shape: Shape, *, gangs_later: bool = False) -> tuple[dict[str, int], list[Gang]]:
+def load(store: Store, shape: Shape, *, gangs_later: bool = False) -> tuple[dict[str, Any], list[Gang]]:
     """Fill the store; what was made, and the pending gangs (already created, or with `gangs_later` for
     `create_gangs` to create once the replicas are running: their pods then arrive through the watches)."""
     rnd = random.Random(shape.seed)
@@ -81,12 +96,13 @@ class Gang:
     size: int
     gpu: bool
     scheduler: str
+    shard: int = 0
 
 
-def _load(store: Store, shape: Shape, rnd: random.Random) -> tuple[dict[str, int], list[Gang]]:
+def _load(store: Store, shape: Shape, rnd: random.Random) -> tuple[dict[str, Any], list[Gang]]:
     k = store.kind
     store.create(k("v1", "namespaces"), "", {"metadata": {"name": NS}})
-    store.create(k("v1", "namespaces"), "", {"metadata": {"name": "volcano-py-system"}})
+    store.create(k("v1", "namespaces"), "", {"metadata": {"name": LEASE_NS}})
     for name in ("root", "default"):
         store.create(k(PG_GV, "queues"), "", {"metadata": {"name": name}, "spec": {"weight": 1, "reclaimable": True},
                                              "status": {"state": "Open"}})
@@ -102,7 +118,7 @@ def _load(store: Store, shape: Shape, rnd: random.Random) -> tuple[dict[str, int
     # nodes, every 4th, all to the even shards).
     bounds = [r * shape.nodes // shape.replicas for r in range(shape.replicas + 1)]
     for r in range(shape.replicas):
-        store.create(shards, "", {"metadata": {"name": shard_name(r)},
+        store.create(shards, "", {"metadata": {"name": shard_name(r, shape.active)},
                                   "spec": {"nodesDesired": [f"n{i}" for i in range(bounds[r], bounds[r + 1])]}})
     shard_gpus = [8 * sum(1 for i in gpu_nodes if bounds[r] <= i < bounds[r + 1]) for r in range(shape.replicas)]
     pods = k("v1", "pods")
@@ -114,13 +130,15 @@ def _load(store: Store, shape: Shape, rnd: random.Random) -> tuple[dict[str, int
     gpu_used = [0] * shape.replicas  # GPU gangs take at most half a shard's GPUs: every gang fits
     while made < shape.pending:
         size = min(shape.pending - made, rnd.randint(1, shape.max_gang))
-        r = len(plan) % shape.replicas
+        name = f"g{len(plan)}"
+        r = gang_shard(name, shape.replicas) if shape.active else len(plan) % shape.replicas
         gpu = gpu_used[r] + size <= shard_gpus[r] // 2 and rnd.random() < 0.3
         gpu_used[r] += size if gpu else 0
-        plan.append(Gang(f"g{len(plan)}", size, gpu, shard_name(r)))
+        plan.append(Gang(name, size, gpu, ACTIVE_SCHEDULER if shape.active else shard_name(r), r))
         made += size
     return {"nodes": shape.nodes, "gpu_nodes": len(gpu_nodes), "running": shape.running, "pending": made,
-            "gangs": len(plan), "gpu_pods": sum(gpu_used), "replicas": shape.replicas}, plan
+            "gangs": len(plan), "gpu_pods": sum(gpu_used), "replicas": shape.replicas,
+            "pending_by_shard": [sum(g.size for g in plan if g.shard == r) for r in range(shape.replicas)]}, plan
 
 
 def create_gangs(store: Store, plan: list[Gang]) -> int:
@@ -135,6 +153,30 @@ def create_gangs(store: Store, plan: list[Gang]) -> int:
             store.create(pods, NS, pod_doc(f"{gang.name}-{m}", gang.scheduler, requests, group=gang.name))
         made += gang.size
     return made
+
+
+def shards_view(store: Store, plan: list[Gang], lease_namespace: str) -> dict[str, Any]:
+    """What the harness watches of N active replicas, read from the store (no request charged): each Lease's
+    holder in the lease namespace, each NodeShard's desired and in-use node counts, and per shard the pending
+    pods of its gangs not bound yet."""
+    leases = {}
+    for key, e in store.kind("coordination.k8s.io/v1", "leases").objects.items():
+        namespace, _, name = key.partition("/")
+        if namespace == lease_namespace:
+            leases[name] = (orjson.loads(e.data).get("spec") or {}).get("holderIdentity") or ""
+    shards = {}
+    for name, e in store.kind("shard.volcano.sh/v1alpha1", "nodeshards").objects.items():
+        doc = orjson.loads(e.data)
+        shards[name] = {"desired": len((doc.get("spec") or {}).get("nodesDesired") or ()),
+                        "in_use": len((doc.get("status") or {}).get("nodesInUse") or ())}
+    pods = store.kind("v1", "pods").objects
+    unbound: dict[int, int] = {}
+    for gang in plan:
+        for m in range(gang.size):
+            e = pods.get(f"{NS}/{gang.name}-{m}")
+            if e is not None and not e.fields.get("spec.nodeName"):
+                unbound[gang.shard] = unbound.get(gang.shard, 0) + 1
+    return {"leases": leases, "nodeshards": shards, "unbound_by_shard": {str(k): v for k, v in sorted(unbound.items())}}
 
 
 _SUFFIX = {"m": 0.001, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3,

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from shardsim.accounting import Accounting
-from shardsim.cluster import Shape, check, create_gangs, load
+from shardsim.cluster import LEASE_NS, Shape, check, create_gangs, load, shards_view
 from shardsim.kinds import all_kinds
 from shardsim.server import Request, Server, serve
 from shardsim.store import Store
@@ -37,7 +37,7 @@ def read_calibration(path: Path) -> dict[str, Any]:
 
 
 def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: float = 0.0,
-          gangs_later: bool = False) -> tuple[Server, dict[str, int], float]:
+          gangs_later: bool = False, lease_namespace: str = LEASE_NS) -> tuple[Server, dict[str, Any], float]:
     store = Store(all_kinds())
     t0 = time.monotonic()
     made, plan = load(store, shape, gangs_later=gangs_later)
@@ -56,7 +56,8 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: fl
         return {"registered": len(acct.replicas)}
 
     extra = {"replicas": replicas, "stats": lambda req: acct.stats(), "check": lambda req: check(store),
-             "made": lambda req: made, "arrive": arrive}
+             "made": lambda req: made, "arrive": arrive,
+             "shards": lambda req: shards_view(store, plan, lease_namespace)}
     return Server(store, acct, extra, watch_delay), made, time.monotonic() - t0
 
 
@@ -72,11 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
     p.add_argument("--gangs-later", action="store_true", help="create the pending gangs on POST /sim/arrive")
+    p.add_argument("--active", action="store_true", help="the cluster of --active-shards REPLICAS: pending pods for "
+                   "volcano-py, gangs routed by the hash of their PodGroup, NodeShards volcano-py-shard-i")
     a = p.parse_args(argv)
     calibration = read_calibration(a.calibration)
     gc.disable()  # millions of long-lived objects: the cyclic collector would rescan them all
-    server, made, seconds = build(Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed), calibration, a.cores,
-                                   a.watch_delay, a.gangs_later)
+    shape = Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed, active=a.active)
+    server, made, seconds = build(shape, calibration, a.cores, a.watch_delay, a.gangs_later)
     gc.freeze()
     print(f"loaded {json.dumps(made)} in {seconds:.1f}s", file=sys.stderr, flush=True)
 

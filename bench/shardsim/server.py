@@ -171,7 +171,9 @@ class Server:
             ctype = req.headers.get("content-type", "").split(";")[0].strip()
             return 200, store.patch(kind, namespace, name, ctype, self._body(req), sub), write_key, 0
         if m == "DELETE" and not sub:
-            return 200, store.delete(kind, namespace, name), "delete", 0
+            options = self._body(req) if req.body else None
+            preconditions = options.get("preconditions") if isinstance(options, dict) else None
+            return 200, store.delete(kind, namespace, name, preconditions), "delete", 0
         raise ApiError(405, "MethodNotAllowed", f"{m} is not allowed here")
 
     def _selector(self, req: Request, kind: Kind) -> Any:

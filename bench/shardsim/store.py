@@ -10,6 +10,7 @@ Kubernetes semantics kept (each checked by tests/cli/test_bench_shardsim.py):
 - a watch from resourceVersion R sends every change after R, in order; R older than the kept events is a 410
   (an ERROR event with code 410, as the watch cache sends it); a selected watch sees an object leave its selection
   as DELETED and enter it as ADDED (the watch cache's filtering, storage/cacher);
+- a delete whose DeleteOptions name a uid or resourceVersion other than the stored ones is a 409;
 - `pods/binding` sets `spec.nodeName` once: a second binding of a bound pod is a 409;
 - creation in a namespace that does not exist is a 404.
 """
@@ -256,9 +257,20 @@ class Store:
             raise ApiError(422, "Invalid", "the patched object has no metadata")
         return self._write(kind, namespace, name, new, old, subresource, patching=True)
 
-    def delete(self, kind: Kind, namespace: str, name: str) -> bytes:
+    def delete(self, kind: Kind, namespace: str, name: str, preconditions: Any = None) -> bytes:
+        """DELETE, with DeleteOptions' `preconditions` (uid, resourceVersion) checked against the stored object:
+        a mismatch is a 409 Conflict and nothing is deleted (apiserver's registry/generic/registry/store.go)."""
         key = key_of(namespace, name)
         old = self.get(kind, namespace, name)
+        if isinstance(preconditions, dict):
+            uid = orjson.loads(old.data)["metadata"].get("uid")
+            for field_name, stored in (("uid", uid), ("resourceVersion", str(old.rv))):
+                wanted = preconditions.get(field_name)
+                if wanted not in (None, "") and str(wanted) != stored:
+                    label = "UID" if field_name == "uid" else "ResourceVersion"
+                    raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {kind.resource} "{name}": '
+                                   f"Precondition failed: {label} in precondition: {wanted}, {label} in object "
+                                   f"meta: {stored}")
         self._put(kind, key, None)
         kind.sorted_keys = None
         entry = self._stamp(kind, orjson.loads(old.data))
