@@ -9,8 +9,15 @@ seconds, or --timeout, or the machine runs short of memory; then reads each repl
 CPU, stops them, and counts from the store the over-committed nodes, pods bound twice and partial gangs.
 Phases: first ONE replica (--nodes1 etc.), then --replicas.
 
+With --active, volcano-py's own N active replicas instead (bench/shards_active.py): every replica is the scheduler
+`volcano-py` with `--active-shards N` and its own --leader-elect-identity, the shards decided by Leases; both phases
+then run the SAME cluster (--nodes, --running, --pending; the one-replica phase is the plain scheduler), so the
+aggregate rate of N replicas is compared with one replica's on equal work. --kill-one AFTER_S SIGKILLs replica 1
+that long after the gangs arrive and times the survivors' takeover.
+
     make bench-shards
     make bench-shards BENCH_SHARDS_ARGS='--nodes 50000 --running 500000 --pending 20000 --replicas 4 --skip-one'
+    make bench-shards BENCH_SHARDS_ARGS='--active --nodes 8000 --running 80000 --pending 20000 --kill-one 3'
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from shards_active import KillWatch, identity, replica_args, view, wait_settled
 from shards_report import markdown, p95_from_histogram
 from shardsim.accounting import process_cpu
 
@@ -82,10 +90,12 @@ def kubeconfig(path: Path, port: int, token: str) -> None:
 
 
 def start_server(args: argparse.Namespace, shape: dict[str, int], replicas: int, log: Path) -> tuple[Any, int]:
+    # --active: the cluster of --replicas shards in every phase (one cluster, whatever the phase's replicas)
     cmd = [PY, "-m", "shardsim.main", "--cores", str(args.cores), "--calibration", str(args.calibration),
            "--nodes", str(shape["nodes"]), "--running", str(shape["running"]), "--pending", str(shape["pending"]),
-           "--replicas", str(replicas), "--seed", str(args.seed), "--watch-delay", str(args.watch_delay),
-           *(["--gangs-later"] if args.gangs_later else [])]
+           "--replicas", str(args.replicas if args.active else replicas), "--seed", str(args.seed),
+           "--watch-delay", str(args.watch_delay), *(["--gangs-later"] if args.gangs_later else []),
+           *(["--active"] if args.active else [])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
     with open(log, "wb") as err:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=REPO)
@@ -93,6 +103,51 @@ def start_server(args: argparse.Namespace, shape: dict[str, int], replicas: int,
     if not line.startswith("READY "):
         raise SystemExit(f"the simulated apiserver did not start: {log.read_text()[-2000:]}")
     return proc, int(line.split()[1])
+
+
+def start_replicas(args: argparse.Namespace, port: int, replicas: int,
+                   workdir: Path) -> list[tuple[str, subprocess.Popen[bytes], int]]:
+    """The replicas' processes: (token, process, metrics port) each."""
+    procs: list[tuple[str, subprocess.Popen[bytes], int]] = []
+    for i in range(replicas):
+        name = identity(i) if args.active else f"shard-{i}"
+        kc = workdir / f"kubeconfig-{replicas}-{i}.json"
+        kubeconfig(kc, port, name)
+        mport = free_port()
+        mode = replica_args(args, i, replicas) if args.active else [
+            "--scheduler-name", name, "--scheduler-sharding-mode", "hard", "--scheduler-sharding-name", name]
+        cmd = [*SCHEDULER, "--kubeconfig", str(kc), *mode, "--listen-address", f"127.0.0.1:{mport}",
+               *(["--scheduler-conf", str(args.conf)] if args.conf else [])]
+        with open(workdir / f"replica-{replicas}-{i}.log", "wb") as out:
+            p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                                 env={**os.environ, "PYTHONPATH": str(REPO)})
+        procs.append((name, p, mport))
+    return procs
+
+
+def arrive_when_ready(args: argparse.Namespace, base: str, procs: list[tuple[str, subprocess.Popen[bytes], int]],
+                      t0: float) -> None:
+    """Create the pending gangs once every replica answers /readyz (with --active and N replicas, also once the
+    shards' Leases and NodeShards settled), or at --start-timeout."""
+    deadline = time.monotonic() + args.start_timeout
+    waiting = {mport for _, _, mport in procs}
+    while waiting and time.monotonic() < deadline:
+        for mport in list(waiting):
+            try:
+                get(f"http://127.0.0.1:{mport}/readyz", timeout=5)
+                waiting.discard(mport)
+            except OSError:
+                pass
+        time.sleep(0.5)  # polling the replicas' readiness, the harness's own pace
+    ready = len(procs) - len(waiting)
+    if args.active and len(procs) > 1:  # and the Leases and NodeShards settled: one shard each, nodes in use
+        ok, took, doc = wait_settled(base, len(procs), max(0.0, deadline - time.monotonic()))
+        print(f"  {ready} of {len(procs)} replicas ready after {time.monotonic() - t0 - took:.1f}s; shards "
+              f"{'settled' if ok else 'NOT settled'} {took:.1f}s later: leases {doc['leases']}, NodeShards "
+              f"{doc['nodeshards']}", flush=True)
+    created = post(f"{base}/sim/arrive", {})["created"]
+    print(f"  {ready} of {len(procs)} replicas ready after {time.monotonic() - t0:.1f}s; "
+          f"{created:,} pending pods arrive", flush=True)
 
 
 def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, workdir: Path) -> dict[str, Any]:
@@ -103,36 +158,14 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
     base = f"http://127.0.0.1:{port}"
     made = json.loads(get(f"{base}/sim/made"))
     print(f"  server up in {time.monotonic() - t_load:.1f}s: {made}", flush=True)
-    procs: list[tuple[str, subprocess.Popen[bytes], int]] = []
     t0 = time.monotonic()
     cpu0 = process_cpu(server.pid)
-    for i in range(replicas):
-        name = f"shard-{i}"
-        kc = workdir / f"kubeconfig-{replicas}-{i}.json"
-        kubeconfig(kc, port, name)
-        mport = free_port()
-        cmd = [*SCHEDULER, "--kubeconfig", str(kc), "--scheduler-name", name, "--scheduler-sharding-mode", "hard",
-               "--scheduler-sharding-name", name, "--listen-address", f"127.0.0.1:{mport}",
-               *(["--scheduler-conf", str(args.conf)] if args.conf else [])]
-        with open(workdir / f"replica-{replicas}-{i}.log", "wb") as out:
-            p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-                                 env={**os.environ, "PYTHONPATH": str(REPO)})
-        procs.append((name, p, mport))
+    procs = start_replicas(args, port, replicas, workdir)
     post(f"{base}/sim/replicas", {name: p.pid for name, p, _ in procs})
     if args.gangs_later:  # every replica synced (its /readyz), then the gangs arrive
-        deadline = time.monotonic() + args.start_timeout
-        waiting = {mport for _, _, mport in procs}
-        while waiting and time.monotonic() < deadline:
-            for mport in list(waiting):
-                try:
-                    get(f"http://127.0.0.1:{mport}/readyz", timeout=5)
-                    waiting.discard(mport)
-                except OSError:
-                    pass
-            time.sleep(0.5)  # polling the replicas' readiness, the harness's own pace
-        created = post(f"{base}/sim/arrive", {})["created"]
-        print(f"  {len(procs) - len(waiting)} of {len(procs)} replicas ready after {time.monotonic() - t0:.1f}s; "
-              f"{created:,} pending pods arrive", flush=True)
+        arrive_when_ready(args, base, procs, t0)
+    arrived = time.monotonic()
+    kill = KillWatch(args.kill_one, 1, replicas) if args.kill_one is not None and replicas > 1 else None
     last_binds, last_change = -1, time.monotonic()
     stopped = "all pending pods bound"
     peak_mem_used = 0.0
@@ -143,6 +176,12 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             server.pid, "VmRSS"))
         if stats["binds"] != last_binds:
             last_binds, last_change = stats["binds"], now
+        if kill is not None:
+            if kill.due(arrived, now) and stats["binds"] < made["pending"]:
+                victim = procs[kill.victim][1]
+                kill.rss_peak_mib, kill.cpu_s = rss_mib(victim.pid), process_cpu(victim.pid)
+                kill.kill(base, victim, stats["binds"])
+            kill.observe(base, stats["binds"], made["pending"])
         if stats["binds"] >= made["pending"]:
             break
         idle = args.idle if last_binds > 0 else args.start_timeout  # the first lists take long at scale
@@ -152,7 +191,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
                 stopped = "no bind within --start-timeout seconds"
             print(f"  stopped waiting ({stopped}): {stats['binds']:,}/{made['pending']:,} bound", flush=True)
             break
-        if any(p.poll() is not None for _, p, _ in procs):
+        if any(p.poll() is not None for i, (_, p, _) in enumerate(procs) if kill is None or i != kill.victim):
             stopped = "a replica exited early"
             print(f"  {stopped}", flush=True)
             break
@@ -160,7 +199,9 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             stopped = f"memory: under {args.min_free_gib} GiB available"
             print(f"  stopped: {stopped}", flush=True)
             break
-        time.sleep(1.0)  # polling the store's counts once a second: the harness's own pace, not a sync
+        # polling the store's counts once a second (5 times after a kill, to time the takeover): the harness's own
+        # pace, not a sync
+        time.sleep(0.2 if kill is not None and kill.killed_at is not None else 1.0)
     wall = time.monotonic() - t0
     per = []
     for name, p, mport in procs:
@@ -179,7 +220,10 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
                     "server_charged_s": rep.get("charged_s", 0.0), "requests": rep.get("requests", {}),
                     "cycle_p95_ms": p95_from_histogram(text, CYCLE_METRIC), "cycles": int(cycles),
                     "rss_peak_mib": rss_mib(p.pid), "rss_now_mib": rss_mib(p.pid, "VmRSS")})
+        if kill is not None and kill.killed_at is not None and p is procs[kill.victim][1]:  # as it was at the kill
+            per[-1].update(cpu_s=kill.cpu_s, rss_peak_mib=kill.rss_peak_mib, killed=True)
     server_cpu = process_cpu(server.pid) - cpu0
+    shards = view(base) if args.active else None  # who holds what, before the replicas release their Leases
     for _, p, _ in procs:
         p.send_signal(signal.SIGTERM)
     for _, p, _ in procs:
@@ -197,7 +241,9 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
              "wall": {"to_last_bind_s": stats["wall_last_bind_s"], "phase_s": round(wall, 1)},
              "cpu": {"replicas_s": round(sum(r["cpu_s"] for r in per), 2), "server_s": round(server_cpu, 2)},
              "per_replica": per, "stopped": stopped, "peak_rss_sum_mib": round(peak_mem_used),
-             "server": {"load_s": round(t0 - t_load, 1), "rss_peak_mib": server_rss}}
+             "server": {"load_s": round(t0 - t_load, 1), "rss_peak_mib": server_rss},
+             "mode": "active" if args.active else "volcano", **({"shards_at_end": shards} if shards else {}),
+             **({"kill": kill.report(args)} if kill is not None else {})}
     if stats.get("decisions_per_virtual_s_from_arrival"):
         print(f"  from the arrival: {stats['decisions_per_virtual_s_from_arrival']:,.0f} decisions/s virtual "
               f"({stats['virtual_from_arrival_s']:.2f} virtual s)", flush=True)
@@ -233,7 +279,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-free-gib", type=float, default=3.0, help="stop a phase when the machine has less free")
     p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
     p.add_argument("--results", type=Path, default=REPO / "bench/results")
+    p.add_argument("--active", action="store_true", help="volcano-py's N active replicas (--active-shards N, one "
+                   "scheduler name, Leases) instead of Volcano's NodeShard contract; both phases on the cluster of "
+                   "--nodes, --running, --pending (--nodes1 etc. unused)")
+    p.add_argument("--kill-one", type=float, default=None, metavar="AFTER_S", help="with --active: SIGKILL replica 1 "
+                   "this many wall seconds after the gangs arrive, and time the survivors' takeover")
+    p.add_argument("--lease-duration", type=float, default=15.0, help="with --active: --leader-elect-lease-duration")
+    p.add_argument("--renew-deadline", type=float, default=10.0, help="with --active: --leader-elect-renew-deadline")
+    p.add_argument("--retry-period", type=float, default=2.0, help="with --active: --leader-elect-retry-period")
+    p.add_argument("--schedule-period", type=float, default=None, help="the replicas' --schedule-period, seconds "
+                   "(default: the scheduler's, 1s)")
     a = p.parse_args(argv)
+    if a.kill_one is not None and not a.active:
+        p.error("--kill-one needs --active (under Volcano's contract no replica takes another's shard over)")
     started = datetime.datetime.now(datetime.UTC)
     load_before = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     t = time.monotonic()
@@ -242,8 +300,9 @@ def main(argv: list[str] | None = None) -> int:
         workdir = a.logs or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         if not a.skip_one:
-            phases.append(run_phase(a, {"nodes": a.nodes1, "running": a.running1, "pending": a.pending1}, 1,
-                                    workdir))
+            one = {"nodes": a.nodes, "running": a.running, "pending": a.pending} if a.active else {
+                "nodes": a.nodes1, "running": a.running1, "pending": a.pending1}
+            phases.append(run_phase(a, one, 1, workdir))
         phases.append(run_phase(a, {"nodes": a.nodes, "running": a.running, "pending": a.pending}, a.replicas,
                                 workdir))
     calibration = json.loads(a.calibration.read_text())

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from shards_active import kill_line
+
 
 def p95_from_histogram(text: str, metric: str) -> float | None:
     """The 95th percentile's bucket bound (le) of a Prometheus histogram `metric` in the exposition `text`
@@ -56,7 +58,8 @@ def replica_rows(phase: dict[str, Any]) -> list[str]:
     for r in phase["per_replica"]:
         p95 = r["cycle_p95_ms"]
         p95 = "-" if p95 is None else "> 5,000 (the last bucket)" if p95 == float("inf") else f"<= {p95:,.0f}"
-        rows.append(f"| {phase['replicas']} | {r['name']} | {r['binds']:,} | {r['virtual_last_bind_s']:.2f} | "
+        name = f"{r['name']} (SIGKILLed; CPU, RSS at the kill)" if r.get("killed") else r["name"]
+        rows.append(f"| {phase['replicas']} | {name} | {r['binds']:,} | {r['virtual_last_bind_s']:.2f} | "
                     f"{r['decisions_per_virtual_s']:,.0f} | {r['cpu_s']:.1f} | {r['server_charged_s']:.2f} | "
                     f"{p95} | {r['cycles']} | {r['rss_peak_mib']:,.0f} |")
     return rows
@@ -96,6 +99,17 @@ def markdown(run: dict[str, Any]) -> str:
     lines += ["", "Phases ended: " + "; ".join(
         f"{p['replicas']} replicas: {p.get('stopped', '?')}, the processes' RSS summed peaked at "
         f"{p.get('peak_rss_sum_mib', 0):,} MiB (sampled each second)" for p in run["phases"])]
+    active = [p for p in run["phases"] if p.get("mode") == "active"]
+    if active:
+        def holders(phase: dict[str, Any]) -> str:
+            leases = sorted((k, v) for k, v in phase["shards_at_end"]["leases"].items() if "-shard-" in k)
+            return ", ".join(f"shard {k.rsplit('-', 1)[1]} {v or '(free)'}" for k, v in leases) or "none"
+
+        lines += ["", "Mode: volcano-py's N active replicas (`--active-shards N`, each its own "
+                  "--leader-elect-identity, one scheduler name; the one-replica phase is the plain scheduler on the "
+                  "same cluster). Shards' Lease holders at the end: " + "; ".join(
+                      f"{p['replicas']} replicas: {holders(p)}" for p in active)]
+        lines += [kill_line(p["kill"]) for p in active if p.get("kill")]
     lines += ["", "Server process: " + "; ".join(
         f"{p['replicas']} replicas: cluster generated in {p['server']['load_s']:.1f} s, "
         f"peak RSS {p['server']['rss_peak_mib']:,.0f} MiB" for p in run["phases"])]

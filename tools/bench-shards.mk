@@ -5,6 +5,8 @@
 #
 #   make bench-shards                                   one replica at 2,000 nodes, then 4 at 8,000 nodes
 #   make bench-shards BENCH_SHARDS_ARGS='--skip-one --nodes 50000 --running 500000 --pending 20000 --replicas 4'
+#   make bench-shards BENCH_SHARDS_ARGS='--active --nodes 8000 --running 80000 --replicas 4'   volcano-py's
+#                                                       --active-shards, both phases on one cluster (--kill-one S)
 #   HEAVY_LOCK=/tmp/volcano-py-heavy.lock               held by the whole run ('' = none)
 .PHONY: bench-shards
 
