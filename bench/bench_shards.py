@@ -219,7 +219,8 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
                     "cpu_s": process_cpu(p.pid), "cpu_at_last_bind_s": last.get("cpu_s", 0.0),
                     "server_charged_s": rep.get("charged_s", 0.0), "requests": rep.get("requests", {}),
                     "cycle_p95_ms": p95_from_histogram(text, CYCLE_METRIC), "cycles": int(cycles),
-                    "rss_peak_mib": rss_mib(p.pid), "rss_now_mib": rss_mib(p.pid, "VmRSS")})
+                    "rss_peak_mib": rss_mib(p.pid), "rss_now_mib": rss_mib(p.pid, "VmRSS"),
+                    "watch_lag_max_s": rep.get("watch_lag_max_s") or {}})
         if kill is not None and kill.killed_at is not None and p is procs[kill.victim][1]:  # as it was at the kill
             per[-1].update(cpu_s=kill.cpu_s, rss_peak_mib=kill.rss_peak_mib, killed=True)
     server_cpu = process_cpu(server.pid) - cpu0

@@ -110,6 +110,11 @@ def markdown(run: dict[str, Any]) -> str:
                   "same cluster). Shards' Lease holders at the end: " + "; ".join(
                       f"{p['replicas']} replicas: {holders(p)}" for p in active)]
         lines += [kill_line(p["kill"]) for p in active if p.get("kill")]
+    lines += ["", "Longest watch lag per replica, pods (seconds from a write to its event leaving the server once the "
+              "replica's socket drained; a lower bound on how far behind it read): " + "; ".join(
+                  f"{p['replicas']} replicas: " + ", ".join(
+                      f"{r['name']} {r.get('watch_lag_max_s', {}).get('pods', 0):.1f}" for r in p["per_replica"])
+                  for p in run["phases"])]
     lines += ["", "Server process: " + "; ".join(
         f"{p['replicas']} replicas: cluster generated in {p['server']['load_s']:.1f} s, "
         f"peak RSS {p['server']['rss_peak_mib']:,.0f} MiB" for p in run["phases"])]

@@ -40,6 +40,7 @@ class Replica:
     first_bind: dict[str, float] | None = None
     last_bind: dict[str, float] | None = None
     arrival: dict[str, float] | None = None  # its clock when the pending gangs arrived (with --gangs-later)
+    watch_lag: dict[str, float] = field(default_factory=dict)  # resource -> the longest write-to-sent, seconds
 
 
 class Accounting:
@@ -80,6 +81,14 @@ class Accounting:
         label = f"{key} {status}"
         rep.requests[label] = rep.requests.get(label, 0) + (items if key == "watch_event" else 1)
 
+    def lagged(self, who: str, resource: str, seconds: float) -> None:
+        """A watch chunk to `who` held events written `seconds` before it was sent (its socket drained): the
+        longest per resource, a lower bound on how far behind the replica read its watch."""
+        if not who:
+            return  # the harness's own watches
+        rep = self.replicas.setdefault(who, Replica())
+        rep.watch_lag[resource] = max(rep.watch_lag.get(resource, 0.0), seconds)
+
     def clock(self, rep: Replica) -> float:
         """The replica's virtual clock now, seconds."""
         return self.cpu_of(rep.pid) + rep.charged_ms / 1000.0 / self.cores
@@ -103,6 +112,7 @@ class Accounting:
         reps = {token: {"pid": r.pid, "binds": r.binds, "charged_s": round(r.charged_ms / 1000, 4),
                         "requests": dict(sorted(r.requests.items(), key=lambda kv: -kv[1])),
                         "first_bind": r.first_bind, "last_bind": r.last_bind, "arrival": r.arrival,
+                        "watch_lag_max_s": {k: round(v, 3) for k, v in sorted(r.watch_lag.items())},
                         "virtual_now_s": self.clock(r),
                         "cpu_now_s": self.cpu_of(r.pid)}
                 for token, r in self.replicas.items()}

@@ -217,9 +217,12 @@ class Server:
                 at = self.store.watch_start(kind, rv)
             while time.monotonic() < deadline and not self.stopping.is_set():
                 wake.clear()
+                first = kind.log[at - kind.base].at if 0 <= at - kind.base < len(kind.log) else None
                 lines, at = self.store.watch_read(kind, at, selector, delay=self.watch_delay)
                 if lines:
                     await self._chunk(writer, lines, who)
+                    if first is not None:  # the oldest event read (sent or filtered out), once the socket drained
+                        self.acct.lagged(who, kind.resource, time.monotonic() - first)
                     continue
                 if self.watch_delay > 0 and at - kind.base < len(kind.log):  # written, not yet due
                     await asyncio.sleep(min(self.watch_delay, max(0.0, deadline - time.monotonic())))
