@@ -180,7 +180,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             if kill.due(arrived, now) and stats["binds"] < made["pending"]:
                 victim = procs[kill.victim][1]
                 kill.rss_peak_mib, kill.cpu_s = rss_mib(victim.pid), process_cpu(victim.pid)
-                kill.kill(base, victim, stats["binds"])
+                kill.kill(base, victim, stats["binds"], arrived)
             kill.observe(base, stats["binds"], made["pending"])
         if stats["binds"] >= made["pending"]:
             break

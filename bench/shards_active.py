@@ -95,6 +95,7 @@ class KillWatch:
     victim: int
     replicas: int
     killed_at: float | None = None
+    at_s: float = 0.0  # when it was killed, wall seconds after the arrival (the harness polls once a second)
     shards: list[int] = field(default_factory=list)
     unbound_at_kill: int = 0
     bound_at_kill: int = 0
@@ -107,15 +108,16 @@ class KillWatch:
     def due(self, arrived: float, now: float) -> bool:
         return self.killed_at is None and now - arrived >= self.after_s
 
-    def kill(self, base: str, proc: subprocess.Popen[bytes], binds: int) -> None:
+    def kill(self, base: str, proc: subprocess.Popen[bytes], binds: int, arrived: float) -> None:
         doc = view(base)
         self.shards = held_by(doc, self.replicas).get(identity(self.victim), [])
         self.unbound_at_kill = sum(doc["unbound_by_shard"].get(str(i), 0) for i in self.shards)
         self.bound_at_kill = binds
         proc.kill()
         self.killed_at = time.monotonic()
+        self.at_s = self.killed_at - arrived
         proc.wait()
-        print(f"  SIGKILL {identity(self.victim)} {self.after_s:g}s after the arrival ({binds:,} bound): it held "
+        print(f"  SIGKILL {identity(self.victim)} {self.at_s:.1f}s after the arrival ({binds:,} bound): it held "
               f"shards {self.shards}, {self.unbound_at_kill:,} of their pending pods unbound", flush=True)
 
     def observe(self, base: str, binds: int, pending: int) -> None:
@@ -137,7 +139,8 @@ class KillWatch:
     def report(self, args: argparse.Namespace) -> dict[str, Any]:
         period = args.schedule_period if args.schedule_period is not None else 1.0
         target = args.lease_duration + 2 * period
-        return {"after_s": self.after_s, "victim": identity(self.victim), "shards": self.shards,
+        return {"after_s": self.after_s, "killed_after_s": round(self.at_s, 2), "victim": identity(self.victim),
+                "shards": self.shards,
                 "unbound_at_kill": self.unbound_at_kill, "bound_at_kill": self.bound_at_kill,
                 "killed": self.killed_at is not None,
                 "taken": {str(i): {"by": by, "s": round(s, 2)} for i, (by, s) in self.taken.items()},
@@ -155,7 +158,8 @@ def kill_line(kill: dict[str, Any]) -> str:
     taken = ", ".join(f"shard {i} by {t['by']} at {t['s']:.1f}s" for i, t in kill["taken"].items()) or "never"
     bound = "never" if kill["shards_bound_s"] is None else f"{kill['shards_bound_s']:.1f}s"
     every = "never" if kill["all_bound_s"] is None else f"{kill['all_bound_s']:.1f}s"
-    return (f"- kill: SIGKILL {kill['victim']} {kill['after_s']:g}s (wall) after the gangs arrived, "
+    return (f"- kill: SIGKILL {kill['victim']} {kill.get('killed_after_s', kill['after_s']):.1f}s (wall) after the "
+            "gangs arrived, "
             f"{kill['bound_at_kill']:,} pods bound then; it held shards {kill['shards']} with "
             f"{kill['unbound_at_kill']:,} pending pods unbound."
             f" After the kill (wall): taken over: {taken}; its shards' pending pods all bound at {bound}; every "
