@@ -82,6 +82,8 @@ class ActiveShards:
         self._owner: dict[str, int] = {}  # node -> the held shard whose NodeShard has it in use, this session
         self._pins: dict[str, tuple[str, int | None]] = {}  # PodGroup -> (resourceVersion, pin)
         self._said: set[str] = set()
+        self._checked: frozenset[int] = frozenset()  # held shards whose takeover `freshen` has made current
+        self.freshen: Callable[[], bool] | None = None  # set by the CLI: cache/freshen.py `freshen_pending`
         # job -> (the job as read, the shard its bound pods were bound under): unchanged jobs are the same objects
         self._bound: dict[str, tuple[JobInfo, int | None]] = {}
         self._lease_prefix = f"{config.namespace}/{config.name}-shard-"  # a shard's bind fence, as on its pods
@@ -127,8 +129,15 @@ class ActiveShards:
 
     # ---- a session ---------------------------------------------------------------------------------------
     def restrict(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
-        """The session's view: the held shards' nodes and jobs (see the module's docstring)."""
-        active = self.held()
+        """The session's view: the held shards' nodes and jobs (see the module's docstring). A shard just taken
+        joins the session after the one whose snapshot was read before `freshen` made our pending pods current
+        (cache/freshen.py): a survivor whose watch is behind never schedules on the dead replica's last binds."""
+        held = self.held()
+        self._checked &= held
+        taken = held - self._checked
+        if taken and (self.freshen is None or self.freshen()):
+            self._checked |= taken
+        active = held - taken if self.freshen is not None else held  # (None: no apiserver to ask, e.g. tests)
         for i in active - self._active:  # taken (again): its handoff starts from what the NodeShard says
             self.coordinators[i].ledger = ShardLedger(self.coordinators[i].name)
             log.info("active shards: scheduling shard %d (NodeShard %s)", i, self.coordinators[i].name)

@@ -1,0 +1,79 @@
+"""Layer `cache`: our pending pods made current before a replica schedules a shard it has just taken
+(`--active-shards`, cache/active.py).
+
+A replica that takes over a dead replica's shard has seen that replica's binds only as far as its pod watch has
+come. If the watch is further behind than the Lease's duration, the dead replica's last binds are not in the cache:
+their pods look pending (each bind tried again is refused, so no pod is bound twice) and their nodes' room looks
+free (which a full node could be over-committed on). So before the first session on a shard it has just taken, the
+replica lists the pods the apiserver has pending now (one consistent list, selected by `spec.nodeName=`), and every
+pod of ours the cache still holds pending that the list does not name is read again (a GET each) and put into the
+cache as the watch would put it: bound where it was bound, or gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from scheduler.api.objects import MutableObj
+from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
+from scheduler.cache.store import Stores, Watched
+
+log = logging.getLogger("volcano_py.active")
+PENDING_SELECTOR = "spec.nodeName="
+
+
+def freshen_pending(kube: Kube, stores: Stores, scheduler_names: Iterable[str],
+                    on_event: Callable[[Watched, str, MutableObj], None], page_size: int = 500) -> bool:
+    """True when the cache's pending pods of ours are as current as a list taken now; False if the apiserver could
+    not be read (the caller tries again next cycle)."""
+    ours = frozenset(scheduler_names)
+    try:
+        listed = _listed(kube, stores.pods.path, page_size)
+    except TRANSPORT_ERRORS as exc:
+        log.warning("active shards: cannot list the pending pods before scheduling a shard taken over: %s", exc)
+        return False
+    with stores.lock:
+        behind = [key for key, obj in stores.pods.objects.items()
+                  if key not in listed and key not in stores.assumed and _pending_ours(obj, ours)]
+    for key in behind:
+        namespace, _, name = key.partition("/")
+        try:
+            obj = kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{name}")
+        except TRANSPORT_ERRORS as exc:
+            log.warning("active shards: cannot read pod %s before scheduling a shard taken over: %s", key, exc)
+            return False
+        if obj is None:
+            with stores.lock:
+                gone = stores.pods.objects.get(key)
+            if gone is not None:
+                on_event(stores.pods, "DELETED", gone)
+        else:
+            on_event(stores.pods, "MODIFIED", obj)
+    if behind:
+        log.info("active shards: %d pods the cache held pending were bound or gone: read again before scheduling a "
+                 "shard taken over", len(behind))
+    return True
+
+
+def _listed(kube: Kube, path: str, page_size: int) -> set[str]:
+    """The keys of the pods pending now: one consistent list, page by page."""
+    keys: set[str] = set()
+    token = ""
+    while True:
+        query = {"fieldSelector": PENDING_SELECTOR, "limit": page_size, **({"continue": token} if token else {})}
+        page = kube.request("GET", path, query=query)
+        keys.update(_key(obj) for obj in page.get("items") or ())
+        token = str((page.get("metadata") or {}).get("continue") or "")
+        if not token:
+            return keys
+
+
+def _key(obj: MutableObj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def _pending_ours(obj: MutableObj, ours: frozenset[str]) -> bool:
+    spec = obj.get("spec") or {}
+    return not spec.get("nodeName") and spec.get("schedulerName", "default-scheduler") in ours

@@ -1,0 +1,92 @@
+"""Before a replica schedules a shard it has just taken (`--active-shards`), its cache's pending pods of ours are
+made as current as the apiserver's (cache/freshen.py): a pod the cache still holds pending but the apiserver no
+longer lists as pending (the dead replica bound it; this replica's watch is behind) is read again and put into the
+cache bound, or dropped if gone; and the shard joins the sessions only after that (cache/active.py `restrict`)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from test_active_shards_cache import Clock, Server, replica
+
+from scheduler.api.job import JobInfo
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.freshen import freshen_pending
+from scheduler.cache.kube import KubeError
+from scheduler.sim.objects import node_object, pod_object
+
+
+class Apiserver:
+    """The pods as the apiserver has them now: a list of the pending ones (by `spec.nodeName=`) and GETs."""
+
+    def __init__(self, pods: dict[str, dict[str, Any]], *, down: bool = False) -> None:
+        self.pods, self.down, self.gets = pods, down, []
+
+    def request(self, method: str, path: str, *, query: Any = None, **_: Any) -> Any:
+        if self.down:
+            raise KubeError(503, method, path, b"{}")
+        assert method == "GET" and path == "/api/v1/pods" and query["fieldSelector"] == "spec.nodeName="
+        return {"items": [copy.deepcopy(p) for p in self.pods.values() if not p["spec"].get("nodeName")],
+                "metadata": {}}
+
+    def get_or_none(self, path: str) -> Any:
+        self.gets.append(path)
+        key = "/".join(path.split("/")[4:7:2])  # /api/v1/namespaces/<ns>/pods/<name>
+        pod = self.pods.get(key)
+        return copy.deepcopy(pod) if pod is not None else None
+
+
+def cache_with(pods: list[dict[str, Any]]) -> ClusterCache:
+    cache = ClusterCache(None, {"volcano-py"}, "default")
+    cache.watcher._on_event(cache.nodes, "ADDED", node_object("n1", cpu="8", memory="32Gi"))
+    for i, pod in enumerate(pods):
+        pod["metadata"]["resourceVersion"] = str(10 + i)
+        cache.watcher._on_event(cache.pods, "ADDED", copy.deepcopy(pod))
+    return cache
+
+
+def test_pods_the_dead_replica_bound_are_read_again_before_the_shard_is_scheduled() -> None:
+    pods = {f"ns/{n}": pod_object(n, namespace="ns", cpu="4", memory="1Gi") for n in ("bound", "gone", "waits",
+                                                                                        "assumed")}
+    cache = cache_with(list(pods.values()))
+    cache.stores.assumed["ns/assumed"] = ("n1", cache.clock())  # our own bind in flight: not read again
+    now = copy.deepcopy(pods)  # the apiserver now: one bound by the dead replica, one deleted, one still pending
+    now["ns/bound"]["spec"]["nodeName"] = "n1"
+    now["ns/bound"]["metadata"]["resourceVersion"] = "99"
+    now["ns/assumed"]["spec"]["nodeName"] = "n1"
+    del now["ns/gone"]
+    server = Apiserver(now)
+    before = cache.snapshot().nodes["n1"].idle.cpu
+    assert freshen_pending(server, cache.stores, cache.scheduler_names, cache.watcher._on_event)  # type: ignore[arg-type]
+    assert sorted(server.gets) == ["/api/v1/namespaces/ns/pods/bound", "/api/v1/namespaces/ns/pods/gone"]
+    assert cache.pods.objects["ns/bound"]["spec"]["nodeName"] == "n1" and "ns/gone" not in cache.pods.objects
+    snapshot = cache.snapshot()
+    assert "ns/bound" in snapshot.nodes["n1"].tasks and snapshot.nodes["n1"].idle.cpu == before - 4000
+    assert "ns/waits" not in snapshot.nodes["n1"].tasks
+
+
+def test_an_apiserver_that_cannot_be_read_leaves_the_cache_and_says_not_yet() -> None:
+    pods = [pod_object("p", namespace="ns", cpu="1", memory="1Gi")]
+    cache = cache_with(pods)
+    before = copy.deepcopy(cache.pods.objects)
+    assert not freshen_pending(Apiserver({}, down=True), cache.stores, cache.scheduler_names,  # type: ignore[arg-type]
+                               cache.watcher._on_event)
+    assert cache.pods.objects == before
+
+
+def test_a_shard_just_taken_joins_the_sessions_only_once_the_cache_was_made_current() -> None:
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a", shards=1)
+    a.watched.synced.set()
+    a.plan.step = lambda *_: None  # type: ignore[method-assign]
+    answers = [False, True]
+    a.freshen = lambda: answers.pop(0)
+    a.round()
+    assert a.held() == {0}
+    jobs = {"ns/j": JobInfo("ns/j", "j", "ns", "default")}
+    assert a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs == {}  # the apiserver could not be read
+    assert a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs == {}  # read now; this snapshot predates it
+    assert set(a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs) == {"ns/j"}
+    assert answers == []  # asked once per take-over, not every cycle
