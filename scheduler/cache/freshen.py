@@ -30,7 +30,7 @@ def freshen_pending(kube: Kube, stores: Stores, scheduler_names: Iterable[str],
     ours = frozenset(scheduler_names)
     try:
         listed = _listed(kube, stores.pods.path, page_size)
-    except TRANSPORT_ERRORS as exc:
+    except (*TRANSPORT_ERRORS, ValueError, TypeError, AttributeError) as exc:  # (an answer not a list of pods)
         log.warning("active shards: cannot list the pending pods before scheduling a shard taken over: %s", exc)
         return False
     with stores.lock:
@@ -42,6 +42,9 @@ def freshen_pending(kube: Kube, stores: Stores, scheduler_names: Iterable[str],
             obj = kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{name}")
         except TRANSPORT_ERRORS as exc:
             log.warning("active shards: cannot read pod %s before scheduling a shard taken over: %s", key, exc)
+            return False
+        if obj is not None and not isinstance(obj, dict):
+            log.warning("active shards: pod %s read again is not an object; the next cycle tries again", key)
             return False
         if obj is None:
             with stores.lock:
@@ -63,17 +66,23 @@ def _listed(kube: Kube, path: str, page_size: int) -> set[str]:
     while True:
         query = {"fieldSelector": PENDING_SELECTOR, "limit": page_size, **({"continue": token} if token else {})}
         page = kube.request("GET", path, query=query)
-        keys.update(_key(obj) for obj in page.get("items") or ())
-        token = str((page.get("metadata") or {}).get("continue") or "")
+        items = page.get("items") or ()
+        keys.update(_key(obj) for obj in items if isinstance(obj, dict))
+        meta = page.get("metadata")
+        token = str(meta.get("continue") or "") if isinstance(meta, dict) else ""
         if not token:
             return keys
 
 
 def _key(obj: MutableObj) -> str:
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
 def _pending_ours(obj: MutableObj, ours: frozenset[str]) -> bool:
-    spec = obj.get("spec") or {}
-    return not spec.get("nodeName") and spec.get("schedulerName", "default-scheduler") in ours
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or spec.get("nodeName"):
+        return False
+    name = spec.get("schedulerName", "default-scheduler")
+    return type(name) is str and name in ours

@@ -90,3 +90,19 @@ def test_a_shard_just_taken_joins_the_sessions_only_once_the_cache_was_made_curr
     assert a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs == {}  # read now; this snapshot predates it
     assert set(a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs) == {"ns/j"}
     assert answers == []  # asked once per take-over, not every cycle
+
+
+def test_hostile_pods_and_answers_neither_raise_nor_count_as_ours() -> None:
+    cache = cache_with([pod_object("p", namespace="ns", cpu="1", memory="1Gi")])
+    with cache.stores.lock:  # objects no watch would have parsed: a spec that is a list, a name that is a map
+        cache.pods.objects["ns/odd"] = {"metadata": {"name": "odd", "namespace": "ns"}, "spec": ["x"]}
+        cache.pods.objects["ns/odder"] = {"metadata": {"name": "odder", "namespace": "ns"},
+                                          "spec": {"schedulerName": {"a": 1}}}
+
+    class Odd(Apiserver):
+        def request(self, method: str, path: str, **_: Any) -> Any:
+            return {"items": ["not a pod", {"metadata": []}], "metadata": ["no"]}
+
+    server = Odd({"ns/p": cache.pods.objects["ns/p"]})
+    assert freshen_pending(server, cache.stores, cache.scheduler_names, cache.watcher._on_event)  # type: ignore[arg-type]
+    assert server.gets == ["/api/v1/namespaces/ns/pods/p"]  # only our pending pod the list did not name
