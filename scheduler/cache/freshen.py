@@ -21,6 +21,7 @@ from scheduler.cache.store import Stores, Watched
 
 log = logging.getLogger("volcano_py.active")
 PENDING_SELECTOR = "spec.nodeName="
+LIST_ERRORS: tuple[type[Exception], ...] = (*TRANSPORT_ERRORS, TypeError, AttributeError)  # (no list of pods)
 
 
 def freshen_pending(kube: Kube, stores: Stores, scheduler_names: Iterable[str],
@@ -30,7 +31,7 @@ def freshen_pending(kube: Kube, stores: Stores, scheduler_names: Iterable[str],
     ours = frozenset(scheduler_names)
     try:
         listed = _listed(kube, stores.pods.path, page_size)
-    except (*TRANSPORT_ERRORS, ValueError, TypeError, AttributeError) as exc:  # (an answer not a list of pods)
+    except LIST_ERRORS as exc:
         log.warning("active shards: cannot list the pending pods before scheduling a shard taken over: %s", exc)
         return False
     with stores.lock:
