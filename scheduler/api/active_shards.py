@@ -68,7 +68,8 @@ class Need:
         return node_weight if self.pod <= 0 else node_weight // self.pod * self.pod
 
 
-def plan_nodes(nodes: Iterable[NodeFacts], shards: int, needs: Mapping[int, Need] | None = None,
+def plan_nodes(nodes: Iterable[NodeFacts], shards: int,
+               needs: Mapping[int, Need] | Iterable[tuple[int, Need]] | None = None,
                current: Mapping[str, int] | None = None) -> tuple[tuple[str, ...], ...]:
     """Each shard's nodes (sorted). Every node is in exactly one shard; a domain's nodes are all in one; the shard
     loads differ by at most the heaviest domain's weight. A node named twice counts once (its first facts by name
@@ -104,9 +105,10 @@ def plan_nodes(nodes: Iterable[NodeFacts], shards: int, needs: Mapping[int, Need
         loads[index][1] += len(groups[key])
     if current:
         _sticky(owner, weights, [w for w, _ in loads])
-    if needs:
+    pairs = list(needs.items() if isinstance(needs, Mapping) else needs or ())
+    if pairs:
         node_weight = {name: max(0, facts.weight) for name, facts in by_name.items()}
-        _lend(owner, groups, node_weight, needs, shards)
+        _lend(owner, groups, node_weight, pairs, shards)
     out: list[list[str]] = [[] for _ in range(shards)]
     for key, index in owner.items():
         out[index].extend(groups[key])
@@ -139,35 +141,46 @@ def _sticky(owner: dict[str, int], weights: Mapping[str, int], loads: list[int])
 
 
 def _lend(owner: dict[str, int], groups: Mapping[str, list[str]], node_weight: Mapping[str, int],
-          needs: Mapping[int, Need], shards: int) -> None:
-    """A gang larger than its shard borrows whole domains from other shards until its shard holds it, counting of
-    each node what the gang's pods can use (`Need.usable`). Needs are served in the order given (the planner
-    gives the longest waiting first); a shard already served never lends below its own need, any other lends
-    what it has; a need no plan can meet (above what the whole cluster offers those pods) moves nothing. Each
-    loan is the domain offering least that closes the gap, else the one offering most (fewest domains moved);
-    ties by name: the same inputs give the same plan. O(nodes) per need, plus a sort of the domains."""
-    served: dict[int, tuple[Need, int]] = {}  # shard -> (its need, what it holds of it now)
-    for index, need in needs.items():
-        if not 0 <= index < shards or index in served:
+          needs: list[tuple[int, Need]], shards: int) -> None:
+    """Gangs larger than their shard borrow whole domains from other shards until their shard holds them, counting
+    of each node what the gang's pods can use (`Need.usable`). Needs are served in the order given (the planner
+    gives the longest waiting first; a shard may have several); a shard never lends below a need of its own
+    already served, any other lends what it has; a need no plan can meet (above what the whole cluster offers
+    those pods) moves nothing. Each loan is the domain offering least that closes the gap, else the one offering
+    most (fewest domains moved); ties by name: the same inputs give the same plan. O(nodes) per need, plus a sort
+    of the domains."""
+    served: list[list[Any]] = []  # [shard, need, what the shard's domains offer that need now]
+
+    def offer(need: Need, key: str) -> int:
+        return sum(need.usable(node_weight[n]) for n in groups[key])
+
+    def may_lend(key: str) -> bool:
+        lender = owner[key]
+        return all(held - offer(need, key) >= need.weight for shard, need, held in served if shard == lender)
+
+    for index, need in needs:
+        if not 0 <= index < shards:
             continue
-        offers = {k: sum(need.usable(node_weight[n]) for n in names) for k, names in groups.items()}
+        offers = {k: offer(need, k) for k in groups}
         if need.weight > sum(offers.values()):
             continue
         has = sum(o for k, o in offers.items() if owner[k] == index)
         ranked = sorted((o, k) for k, o in offers.items() if o > 0 and owner[k] != index)
         taken: set[str] = set()
         while has < need.weight:
-            key = _pick(ranked, taken, need.weight - has, lambda k: _may_lend(k, owner, groups, node_weight, served))
+            key = _pick(ranked, taken, need.weight - has, may_lend)
             if key is None:
                 break
             taken.add(key)
             lender = owner[key]
-            if lender in served:
-                theirs, held = served[lender]
-                served[lender] = (theirs, held - sum(theirs.usable(node_weight[n]) for n in groups[key]))
+            for entry in served:  # what the lender's and the borrower's served needs hold now
+                if entry[0] == lender:
+                    entry[2] -= offer(entry[1], key)
+                elif entry[0] == index:
+                    entry[2] += offer(entry[1], key)
             owner[key] = index
             has += offers[key]
-        served[index] = (need, has)
+        served.append([index, need, has])
 
 
 def _pick(ranked: list[tuple[int, str]], taken: set[str], gap: int, may: Callable[[str], bool]) -> str | None:
@@ -180,16 +193,6 @@ def _pick(ranked: list[tuple[int, str]], taken: set[str], gap: int, may: Callabl
         if key not in taken and may(key):
             return key
     return None
-
-
-def _may_lend(key: str, owner: Mapping[str, int], groups: Mapping[str, list[str]], node_weight: Mapping[str, int],
-              served: Mapping[int, tuple[Need, int]]) -> bool:
-    """A shard served already lends a domain only if it still holds its own need without it."""
-    lender = owner[key]
-    if lender not in served:
-        return True
-    need, held = served[lender]
-    return held - sum(need.usable(node_weight[n]) for n in groups[key]) >= need.weight
 
 
 # ---- jobs ----------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from scheduler.api.active_shards import Need, NodeFacts, plan_nodes
 from scheduler.api.job import JobInfo
@@ -79,7 +80,7 @@ def gang_need(job: JobInfo, unit: str) -> Need:
 
 class Loans:
     """The gangs larger than their shard's share, from the cycle one is first seen waiting until it is gone or
-    has ended: shard -> what its largest such gang needs (`plan_nodes`' needs), the longest waiting first."""
+    has ended: (shard, what the gang needs) for `plan_nodes`, the longest waiting first."""
 
     def __init__(self) -> None:
         self.gangs: dict[str, tuple[int, Need]] = {}  # job key -> (its shard, its need)
@@ -88,7 +89,7 @@ class Loans:
         self._weighed: dict[str, tuple[JobInfo, str, Need]] = {}
 
     def needs(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int], offers: Callable[[int, Need], int],
-              shards: int, unit: str) -> dict[int, Need]:
+              shards: int, unit: str) -> list[tuple[int, Need]]:
         """`offers(shard, need)`: what the shard's nodes in the plan without loans offer the need's pods."""
         for key in [k for k in self.gangs if k not in snapshot.jobs or _ended(snapshot.jobs[k])]:
             del self.gangs[key]
@@ -107,11 +108,9 @@ class Loans:
             shard = shard_of(key)
             if 0 <= shard < shards and need.weight > offers(shard, need):
                 self.gangs[key] = (shard, need)
-        needs: dict[int, Need] = {}
-        for shard, need in self.gangs.values():
-            if shard not in needs or need.weight > needs[shard].weight:
-                needs[shard] = need
-        return needs
+        # the longest waiting first, each a need some plan can hold (what the whole cluster offers its pods)
+        return [(shard, need) for shard, need in self.gangs.values()
+                if need.weight <= sum(offers(s, need) for s in range(shards))]
 
 
 def _ended(job: JobInfo) -> bool:
@@ -149,10 +148,10 @@ class PlanWriter:
             return
         now = self.monotonic()
         needs = self.loans.needs(snapshot, shard_of, self._offer, len(self.base), weight_unit(snapshot)) \
-            if shard_of is not None and self.base else {}
+            if shard_of is not None and self.base else []
         # The facts (a HyperNode tree over every node) are worked out again only when the node names, the
         # HyperNode objects or the loans changed, or the period passed: not every cycle.
-        seen = (frozenset(snapshot.nodes), tuple(id(h) for h in snapshot.hypernodes), tuple(needs.items()))
+        seen = (frozenset(snapshot.nodes), tuple(id(h) for h in snapshot.hypernodes), tuple(needs))
         if self._facts is not None and seen == self._seen and now - self._at < self.period:
             return
         facts = node_facts(snapshot, len(self.names), self.label)
@@ -161,8 +160,10 @@ class PlanWriter:
         if facts == self._facts and not changed_needs:
             self._at = now
             return
-        with self.lock:
-            stored = {name: self.watched.objects.get(name) for name in self.names}
+        # Every NodeShard read afresh, not from the watch: losses are written before gains only if the writer
+        # knows each shard's desired nodes as they are now (a watch a write behind could let a gain land on a node
+        # another shard still desires).
+        stored = {name: self._read(name) for name in self.names}
         current = {name: _desired(obj) for name, obj in stored.items() if obj is not None}
         if self._placed is None:  # the plan as the NodeShards hold it (a new holder of shard 0): kept where it may
             self._placed = {n: self.names.index(name) for name, nodes in current.items() for n in nodes}
@@ -173,7 +174,7 @@ class PlanWriter:
         wanted = dict(zip(self.names, plan_nodes(facts, len(self.names), needs, current=self._placed), strict=True))
         if needs:
             log.info("active shards: lending nodes for gangs larger than their shard (shard: weight needed) %s",
-                     ", ".join(f"{i}: {n.weight}" for i, n in sorted(needs.items())))
+                     ", ".join(f"{i}: {n.weight}" for i, n in needs))
         first = {n: [x for x in current[n] if x in set(wanted[n])] for n in current
                  if set(current[n]) - set(wanted[n])}
         for name, kept in first.items():
@@ -200,6 +201,14 @@ class PlanWriter:
                 self._offers.clear()
             offered = self._offers[key] = sum(need.usable(w) for w in self.base[shard])
         return offered
+
+    def _read(self, name: str) -> Any:
+        try:
+            return self.kube.request("GET", f"{NODE_SHARDS_PATH}/{quote(name)}")
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+            return None
 
     def _update(self, shard: Any, desired: list[str]) -> Any:
         answer = put_nodes_desired(self.kube, shard, desired)
