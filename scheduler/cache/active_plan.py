@@ -21,7 +21,6 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import quote
 
 from scheduler.api.active_shards import Need, NodeFacts, plan_nodes
 from scheduler.api.job import JobInfo
@@ -160,10 +159,11 @@ class PlanWriter:
         if facts == self._facts and not changed_needs:
             self._at = now
             return
-        # Every NodeShard read afresh, not from the watch: losses are written before gains only if the writer
-        # knows each shard's desired nodes as they are now (a watch a write behind could let a gain land on a node
-        # another shard still desires).
-        stored = {name: self._read(name) for name in self.names}
+        # Every NodeShard read afresh (one list: the scheduler may list them), not from the watch: losses are
+        # written before gains only if the writer knows each shard's desired nodes as they are now (a watch a write
+        # behind could let a gain land on a node another shard still desires).
+        listed = self._list()
+        stored = {name: listed.get(name) for name in self.names}
         current = {name: _desired(obj) for name, obj in stored.items() if obj is not None}
         if self._placed is None:  # the plan as the NodeShards hold it (a new holder of shard 0): kept where it may
             self._placed = {n: self.names.index(name) for name, nodes in current.items() for n in nodes}
@@ -202,13 +202,10 @@ class PlanWriter:
             offered = self._offers[key] = sum(need.usable(w) for w in self.base[shard])
         return offered
 
-    def _read(self, name: str) -> Any:
-        try:
-            return self.kube.request("GET", f"{NODE_SHARDS_PATH}/{quote(name)}")
-        except KubeError as exc:
-            if exc.status != 404:
-                raise
-            return None
+    def _list(self) -> dict[str, Any]:
+        page = self.kube.request("GET", NODE_SHARDS_PATH)
+        items = page.get("items") if isinstance(page, dict) else None
+        return {str((obj.get("metadata") or {}).get("name")): obj for obj in items or () if isinstance(obj, dict)}
 
     def _update(self, shard: Any, desired: list[str]) -> Any:
         answer = put_nodes_desired(self.kube, shard, desired)

@@ -23,6 +23,7 @@ from scheduler.cache.store import Stores
 
 CONFIG = LeaderConfig(namespace="ns", name="sched", lease_duration=4.0, renew_deadline=3.0, retry_period=0.5)
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/ns/leases"
+NODE_SHARDS = "/apis/shard.volcano.sh/v1alpha1/nodeshards"
 
 
 class Server:
@@ -42,8 +43,8 @@ class Server:
     def request(self, method: str, path: str, *, body: Any = None, query: Any = None, **_: Any) -> Any:
         with self.lock:
             self.log.append((method, path, copy.deepcopy(body)))
-            if method == "GET" and path == LEASES:
-                return {"items": [copy.deepcopy(o) for p, o in self.objects.items() if p.startswith(LEASES + "/")]}
+            if method == "GET" and path in (LEASES, NODE_SHARDS):  # a list
+                return {"items": [copy.deepcopy(o) for p, o in self.objects.items() if p.startswith(path + "/")]}
             if method == "DELETE":
                 return self.objects.pop(path, None)
             if method == "GET":
