@@ -25,9 +25,12 @@ LIST_ERRORS: tuple[type[Exception], ...] = (*TRANSPORT_ERRORS, TypeError, Attrib
 
 
 def freshen_pending(kube: Kube, stores: Stores, scheduler_names: Iterable[str],
-                    on_event: Callable[[Watched, str, MutableObj], None], page_size: int = 500) -> bool:
+                    on_event: Callable[[Watched, str, MutableObj], None], clock: Callable[[], float],
+                    page_size: int = 500) -> bool:
     """True when the cache's pending pods of ours are as current as a list taken now; False if the apiserver could
-    not be read (the caller tries again next cycle)."""
+    not be read (the caller tries again next cycle). A pod read again bound is also assumed on its node (as our own
+    binds are, `Stores.assumed`) until the watch shows it bound: a watch event older than the read cannot make it
+    pending again meanwhile."""
     ours = frozenset(scheduler_names)
     try:
         listed = _listed(kube, stores.pods.path, page_size)
@@ -54,6 +57,10 @@ def freshen_pending(kube: Kube, stores: Stores, scheduler_names: Iterable[str],
                 on_event(stores.pods, "DELETED", gone)
         else:
             on_event(stores.pods, "MODIFIED", obj)
+            node = (obj.get("spec") or {}).get("nodeName") if isinstance(obj.get("spec"), dict) else None
+            if isinstance(node, str) and node:
+                with stores.lock:
+                    stores.assumed[key] = (node, clock())
     if behind:
         log.info("active shards: %d pods the cache held pending were bound or gone: read again before scheduling a "
                  "shard taken over", len(behind))
