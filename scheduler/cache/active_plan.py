@@ -141,6 +141,9 @@ class PlanWriter:
         except TRANSPORT_ERRORS as exc:
             log.warning("active shards: cannot write the NodeShards' plan: %s", exc)
             self._facts = None  # look again next time
+        except Exception:  # noqa: BLE001 - a fault in planning (a job read oddly) costs the plan, never the cycle
+            log.exception("active shards: planning the NodeShards failed; the plan stays as it is")
+            self._facts = None
 
     def _step(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int] | None) -> None:
         if not self.watched.synced.is_set():

@@ -118,3 +118,25 @@ def test_a_random_history_keeps_the_plan_whole_and_every_node_in_one_shard(seed:
                   for rack in set(h.racks.values())}
         loads = [sum(nodes[n].allocatable.get(GPU) for n in plan.get(name, ())) for name in h.names]
         assert max(loads) - min(loads) <= max(weight.values()), loads
+
+
+def test_a_fault_while_planning_costs_the_plan_never_the_cycle() -> None:
+    """`PlanWriter.step` runs inside every cycle of the holder of shard 0: a fault in it (here the job routing
+    raising for one job) is logged and the plan left as it is; the next step plans again."""
+    h = History(7)
+    h.change(0)
+    h.step(watch=True)
+    h.jobs["ns/odd"] = JobInfo("ns/odd", "odd", "ns", "default", min_available=2)
+    h.jobs["ns/odd"].add_task(TaskInfo("ns/odd-0", "p", "ns", "ns/odd", Resource.of(scalars={GPU: 8})))
+    before = h.desired()
+
+    def broken(key: str) -> int:
+        raise KeyError(key)
+
+    h.clock.now += 31.0
+    h.writer.step(ClusterSnapshot(dict(h.nodes), dict(h.jobs), {}), broken)  # must not raise
+    assert h.desired() == before
+    h.route["ns/odd"] = 0
+    h.clock.now += 31.0
+    h.step(watch=True)
+    assert sorted(n for shard in h.desired().values() for n in shard) == sorted(h.nodes)
