@@ -43,6 +43,13 @@ from scheduler.cache.store import Stores
 log = logging.getLogger("volcano_py.active")
 GONE_DURATIONS = 10.0  # a member Lease unchanged this many lease durations is deleted
 ORPHAN_DURATIONS = 2.0  # a shard free this many lease durations is taken by any replica, whatever its count
+LAPSE_MARGIN = 0.05  # seconds after a Lease lapses (as observed here) the round that may take it runs
+
+
+def _duration(record: tuple[Any, ...], default: float) -> float:
+    """A member Lease's duration from its record (holder, renewTime, leaseDurationSeconds), bounded."""
+    value = record[2]
+    return float(value) if type(value) is int and 0 < value <= 3600 else default
 
 
 def _allocated_by_queue(jobs: Iterable[JobInfo]) -> dict[str, Resource]:
@@ -78,6 +85,7 @@ class ActiveShards:
         self._lock = threading.Lock()  # the Leases' reads and writes: the round thread's and the releases'
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.on_taken: Callable[[], None] | None = None  # set by the loop: a shard taken starts a cycle now
         self._active: frozenset[int] = frozenset()  # the shards of the session in progress
         self._owner: dict[str, int] = {}  # node -> the held shard whose NodeShard has it in use, this session
         self._pins: dict[str, tuple[str, int | None]] = {}  # PodGroup -> (resourceVersion, pin)
@@ -128,16 +136,23 @@ class ActiveShards:
         return [replace(q, allocated=q.allocated + others[q.queue]) if q.queue in others else q for q in statuses]
 
     # ---- a session ---------------------------------------------------------------------------------------
-    def restrict(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
-        """The session's view: the held shards' nodes and jobs (see the module's docstring). A shard just taken
-        joins the session after the one whose snapshot was read before `freshen` made our pending pods current
-        (cache/freshen.py): a survivor whose watch is behind never schedules on the dead replica's last binds."""
+    def prepare(self) -> None:
+        """Before a snapshot reads the stores: a shard just taken has our pending pods made current by `freshen`
+        (cache/freshen.py), so the snapshot read next (its session's view) holds the dead replica's last binds and
+        the shard joins that very session. A survivor whose watch is behind never schedules on them; if the
+        apiserver cannot be read, the shard waits for the next cycle's try."""
         held = self.held()
         self._checked &= held
         taken = held - self._checked
         if taken and (self.freshen is None or self.freshen()):
             self._checked |= taken
-        active = held - taken if self.freshen is not None else held  # (None: no apiserver to ask, e.g. tests)
+
+    def restrict(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+        """The session's view: the held shards' nodes and jobs (see the module's docstring). A shard taken joins
+        once `prepare` made the cache current for it before this snapshot was read; one taken since waits for the
+        next session."""
+        held = self.held()
+        active = held & self._checked if self.freshen is not None else held  # (None: no apiserver, e.g. tests)
         for i in active - self._active:  # taken (again): its handoff starts from what the NodeShard says
             self.coordinators[i].ledger = ShardLedger(self.coordinators[i].name)
             log.info("active shards: scheduling shard %d (NodeShard %s)", i, self.coordinators[i].name)
@@ -264,7 +279,22 @@ class ActiveShards:
                 self.round()
             except Exception:  # one bad round must not end the elections: the next one reads everything again
                 log.exception("active shards: a round of the Lease elections failed")
-            self._stop.wait(self.config.retry_period)
+            self._stop.wait(self.next_round_in())
+
+    def next_round_in(self) -> float:
+        """Seconds to the next round: the retry period, or sooner, just after the next Lease (a shard's or a
+        member's) lapses as observed here, so a dead replica's shard is taken when its Lease lapses rather than
+        up to a retry period later (client-go polls every retry period)."""
+        now, soonest = self.monotonic(), self.config.retry_period
+        with self._lock:
+            lapses = [e.lapses_at() for e in self.electors]
+        for name, (record, changed) in self._members.items():  # (this thread's: `_count_members` writes it)
+            if name != self.member.config.name and record[0]:
+                lapses.append(changed + _duration(record, self.config.lease_duration))
+        for at in lapses:
+            if at is not None and at > now:
+                soonest = min(soonest, at - now + LAPSE_MARGIN)
+        return soonest
 
     def round(self) -> None:
         self.member.try_acquire_or_renew()
@@ -284,11 +314,15 @@ class ActiveShards:
                 self._free_since.pop(i, None)
         orphaned = {i for i in free if now - self._free_since[i] >= ORPHAN_DURATIONS * self.config.lease_duration}
         moves = lease_moves(self.identity, self.shards, self.replicas, held, free, orphaned)
+        took = False
         for i in moves.acquire:
             with self._lock:
                 if self.electors[i].try_acquire_or_renew():
+                    took = True
                     log.info("active shards: %s took shard %d (%d replicas)", self.identity, i, self.replicas)
         self._releasing.update(moves.release)
+        if took and self.on_taken is not None:
+            self.on_taken()
 
     def _count_members(self) -> int:
         """Live replicas: member Leases whose record changed within their duration, on our clock."""
@@ -311,8 +345,7 @@ class ActiveShards:
             last = self._members.get(name)
             if last is None or last[0] != record:
                 last = self._members[name] = (record, now)
-            duration = spec.get("leaseDurationSeconds")
-            duration = duration if isinstance(duration, int) and 0 < duration <= 3600 else self.config.lease_duration
+            duration = _duration(record, self.config.lease_duration)
             if record[0] and (name == self.member.config.name or now - last[1] < duration):
                 live += 1
             elif name != self.member.config.name and now - last[1] > GONE_DURATIONS * duration:

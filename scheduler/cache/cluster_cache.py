@@ -235,6 +235,8 @@ class ClusterCache:
 
     # ---- snapshot ---------------------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
+        if self.active is not None:  # a shard just taken: our pending pods made current before the stores are read
+            self.active.prepare()
         now = self.clock()
         # Read before the stores: an apply done by then had its binds' outcome in them.
         self._unseen = self.applier.in_flight()

@@ -171,6 +171,14 @@ class LeaderElector:
         lease duration on our clock (an active-shards replica takes such a shard, `cache/active.py`)."""
         return not self.holder or self.monotonic() >= self._observed_at + self._duration
 
+    def lapses_at(self) -> float | None:
+        """When (monotonic, on our clock) another holder's Lease lapses as last observed: its record unchanged for
+        its duration; None when nobody else holds it. A candidate waiting for a lapse looks again then, not at its
+        next retry only (cache/active.py)."""
+        if not self.holder or self.holder == self.identity:
+            return None
+        return self._observed_at + self._duration
+
     def try_acquire_or_renew(self, acquire: bool = True) -> bool:
         """One read-modify-write of the Lease; True if we hold it afterwards. With `acquire` False, a Lease we do
         not hold is only observed (its holder and when its record last changed), never taken."""

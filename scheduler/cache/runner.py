@@ -142,7 +142,8 @@ class SchedulerLoop:
         # --schedule-on-arrival: a cycle starts this long after a pending pod of ours arrives (`wake`) instead of
         # at the period's end; 0, the default, cycles every period only, as Volcano does
         self.arrival_delay = arrival_delay
-        self.arrived = threading.Event()
+        self.arrived = threading.Event()  # set by arrivals (`wake`), `nudge` and `stop`: ends the wait between cycles
+        self.nudged = False  # `nudge` since the last cycle began
         self.arrived_at: float | None = None  # monotonic: the first arrival since the last cycle began
         # --pipeline-apply: a cycle's binds are sent and the rest of its apply (waiting for them, the status
         # writes, the events) goes on behind the next cycle (cache/applier.py)
@@ -169,6 +170,12 @@ class SchedulerLoop:
         self.stopping.set()
         self.arrived.set()  # ends an arrival wait at once
 
+    def nudge(self) -> None:
+        """Start the next cycle now, whatever the period (`--active-shards`: this replica just took a shard, whose
+        pending gangs have waited for a Lease to lapse)."""
+        self.nudged = True
+        self.arrived.set()
+
     def wake(self) -> None:
         """A pending pod of ours arrived (the pod watch calls this): with an arrival delay, the next cycle starts
         that long after instead of at the end of the period. Arrivals during a cycle wake the next one."""
@@ -179,10 +186,17 @@ class SchedulerLoop:
     def _wait_next(self, started: float) -> None:
         """Until the period since `started` ends, or with an arrival delay, until `next_start` after an arrival."""
         deadline = started + self.period
-        if self.arrival_delay <= 0:
-            self.stopping.wait(max(0.0, deadline - time.monotonic()))
+        if self.arrival_delay <= 0:  # only a stop or a nudge ends the period early (an arrival does not)
+            while not (self.stopping.is_set() or self.nudged):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                if self.arrived.wait(left) and not (self.stopping.is_set() or self.nudged):
+                    self.arrived.clear()  # an arrival: the period goes on
             return
         if self.arrived.wait(max(0.0, deadline - time.monotonic())) and not self.stopping.is_set():
+            if self.nudged:
+                return
             at = next_start(started, self.arrived_at, self.arrival_delay, self.period, time.monotonic())
             self.stopping.wait(max(0.0, at - time.monotonic()))
 
@@ -239,6 +253,7 @@ class SchedulerLoop:
             self.cache.may_write = active.holds_any
             self.cache.binder.fence_for = active.fence_for
             self.cache.binder.fence_annotations = active.bound_by()
+            active.on_taken = self.nudge
             active.start()
         if sync_timeout > 0:
             self._first_view_cycle()
@@ -264,7 +279,7 @@ class SchedulerLoop:
                     self._ensure_default_queue()
                     queue_ensured = True
                 started = time.monotonic()
-                self.arrived_at = None
+                self.arrived_at, self.nudged = None, False
                 self.arrived.clear()  # what arrives from here on wakes the next cycle
                 if self.cycling_since is None:
                     self.cycling_since = started

@@ -144,3 +144,22 @@ def test_the_next_cycle_starts_the_delay_after_the_first_arrival_and_the_cycle_s
     # never past the period's end; an arrival time lost to a race counts as now
     assert next_start(started=10.0, arrived_at=10.95, delay=0.1, period=1.0, now=10.96) == pytest.approx(11.0)
     assert next_start(started=10.0, arrived_at=None, delay=0.1, period=1.0, now=10.3) == pytest.approx(10.4)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05])
+def test_a_nudge_starts_the_next_cycle_at_once_whatever_the_period(delay: float) -> None:
+    """`--active-shards`: a replica that has just taken a shard (its pending gangs waited for a Lease to lapse)
+    starts a cycle now, not at the end of a 600 s period; with or without an arrival delay."""
+    loop = CountingLoop(arrival_delay=delay)
+    runner = run_in_thread(loop)
+    assert loop.cycled.wait(10)
+    loop.cycled.clear()
+    loop.nudge()
+    assert loop.cycled.wait(10)  # the period is 600 s
+    assert loop.cycles == 2 and not loop.nudged  # consumed by the cycle it started
+    loop.cycled.clear()
+    loop.wake()  # and an arrival after it still follows the rules above: with no delay it waits for the period
+    assert loop.cycled.wait(1.0) is (delay > 0)
+    loop.stop()
+    runner.join(10)
+    assert not runner.is_alive()

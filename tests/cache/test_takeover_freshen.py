@@ -1,7 +1,8 @@
 """Before a replica schedules a shard it has just taken (`--active-shards`), its cache's pending pods of ours are
 made as current as the apiserver's (cache/freshen.py): a pod the cache still holds pending but the apiserver no
 longer lists as pending (the dead replica bound it; this replica's watch is behind) is read again and put into the
-cache bound, or dropped if gone; and the shard joins the sessions only after that (cache/active.py `restrict`)."""
+cache bound, or dropped if gone; and the shard joins the first session read after that (cache/active.py
+`prepare`)."""
 
 from __future__ import annotations
 
@@ -82,7 +83,8 @@ def test_an_apiserver_that_cannot_be_read_leaves_the_cache_and_says_not_yet() ->
     assert cache.pods.objects == before
 
 
-def test_a_shard_just_taken_joins_the_sessions_only_once_the_cache_was_made_current() -> None:
+def test_a_shard_just_taken_joins_the_first_session_whose_snapshot_was_read_after_the_cache_was_made_current(
+) -> None:
     server, clock = Server(), Clock()
     a = replica(server, clock, "a", shards=1)
     a.watched.synced.set()
@@ -92,10 +94,32 @@ def test_a_shard_just_taken_joins_the_sessions_only_once_the_cache_was_made_curr
     a.round()
     assert a.held() == {0}
     jobs = {"ns/j": JobInfo("ns/j", "j", "ns", "default")}
-    assert a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs == {}  # the apiserver could not be read
-    assert a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs == {}  # read now; this snapshot predates it
+    # a snapshot read with no `prepare` before it (the shard was taken while it was read): not this session
+    assert a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs == {}
+    a.prepare()  # the apiserver could not be read: not yet
+    assert a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs == {}
+    a.prepare()  # read now, before this cycle's snapshot: the shard joins this very session
+    assert set(a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs) == {"ns/j"}
+    a.prepare()
     assert set(a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs) == {"ns/j"}
     assert answers == []  # asked once per take-over, not every cycle
+
+
+def test_the_cache_prepares_the_taken_shard_before_it_reads_the_stores() -> None:
+    """`ClusterCache.snapshot` asks `prepare` first: what `freshen` puts into the stores is in that snapshot."""
+    pod = pod_object("p", namespace="ns", cpu="4", memory="1Gi")
+    cache = cache_with([pod])
+    bound = copy.deepcopy(pod)
+    bound["spec"]["nodeName"], bound["metadata"]["resourceVersion"] = "n1", "99"
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a", shards=1)
+    a.plan.step = lambda *_: None  # type: ignore[method-assign]
+    a.freshen = lambda: freshen_pending(Apiserver({"ns/p": bound}), cache.stores, cache.scheduler_names,  # type: ignore[arg-type]
+                                        cache.watcher._on_event, cache.clock)
+    a.round()
+    cache.active = a
+    snapshot = cache.snapshot()
+    assert "ns/p" in snapshot.nodes["n1"].tasks  # bound by the dead replica, read in the takeover's own session
 
 
 def test_hostile_pods_and_answers_neither_raise_nor_count_as_ours() -> None:
