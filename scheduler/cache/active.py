@@ -31,6 +31,7 @@ from typing import Any
 
 from scheduler.api.active_shards import lease_moves, member_lease_name, parse_pin, route, shard_name
 from scheduler.api.job import JobInfo
+from scheduler.api.objects import MutableObj
 from scheduler.api.resources import Resource
 from scheduler.api.shard import HARD, ShardLedger, ShardView
 from scheduler.api.snapshot import ClusterSnapshot, Lineage, QueueStatus
@@ -38,7 +39,7 @@ from scheduler.cache.active_plan import PlanWriter
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
 from scheduler.cache.leader import BOUND_BY_ANNOTATION, LEASE_ANNOTATION, LEASE_API, LeaderConfig, LeaderElector
 from scheduler.cache.shards import ShardCoordinator, node_shards_watched
-from scheduler.cache.store import Stores
+from scheduler.cache.store import Stores, Watched
 
 log = logging.getLogger("volcano_py.active")
 GONE_DURATIONS = 10.0  # a member Lease unchanged this many lease durations is deleted
@@ -76,6 +77,14 @@ class ActiveShards:
                              for i in range(shards)]
         self.member = LeaderElector(kube, identity, replace(config, name=member_lease_name(config.name, identity)),
                                     monotonic=monotonic)
+        # The lease namespace's Leases, watched (optional: without the right to watch, the rounds' reads alone)
+        # so a Lease's changes are timed when they happen, not at the next round (`observe`)
+        self.leases = stores.leases = Watched("Lease", f"{LEASE_API}/namespaces/{config.namespace}/leases",
+                                              optional=True)
+        self.leases.on_event = self.observe
+        self._shard_of = {shard_name(config.name, i): i for i in range(shards)}
+        self._member_prefix = f"{config.name}-member-"
+        self._wakeup = threading.Event()  # a Lease seen to change, or a stop: the round thread looks again
         self.plan = PlanWriter(kube, self.watched, stores.lock, [c.name for c in self.coordinators], topology_label,
                                plan_period, monotonic)
         self.replicas = 1  # live replicas as last counted, this one included
@@ -264,6 +273,7 @@ class ActiveShards:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wakeup.set()
         if self._thread is not None:
             self._thread.join(self.config.renew_deadline)
         with self._lock:
@@ -279,7 +289,33 @@ class ActiveShards:
                 self.round()
             except Exception:  # one bad round must not end the elections: the next one reads everything again
                 log.exception("active shards: a round of the Lease elections failed")
-            self._stop.wait(self.next_round_in())
+            self._wakeup.wait(self.next_round_in())
+            self._wakeup.clear()
+
+    def observe(self, kind: str, obj: MutableObj) -> None:
+        """The Lease watch (its thread): a shard's Lease or another replica's member Lease, timed as it changes
+        (client-go's observed time, on our clock), so a dead replica's Leases lapse here their duration after its
+        last renew reached us, rather than after the round that next read them; the round thread looks again."""
+        meta, spec = obj.get("metadata"), obj.get("spec")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not isinstance(name, str):
+            return
+        spec = spec if isinstance(spec, dict) and kind != "DELETED" else {}
+        now = self.monotonic()
+        with self._lock:
+            shard = self._shard_of.get(name)
+            if shard is not None:
+                self.electors[shard].observe(spec, now)
+            elif name.startswith(self._member_prefix) and name != self.member.config.name:
+                record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseDurationSeconds"))
+                last = self._members.get(name)
+                if kind == "DELETED":
+                    self._members.pop(name, None)
+                elif last is None or last[0] != record:
+                    self._members[name] = (record, now)
+            else:
+                return
+        self._wakeup.set()
 
     def next_round_in(self) -> float:
         """Seconds to the next round: the retry period, or sooner, just after the next Lease (a shard's or a
@@ -288,9 +324,9 @@ class ActiveShards:
         now, soonest = self.monotonic(), self.config.retry_period
         with self._lock:
             lapses = [e.lapses_at() for e in self.electors]
-        for name, (record, changed) in self._members.items():  # (this thread's: `_count_members` writes it)
-            if name != self.member.config.name and record[0]:
-                lapses.append(changed + _duration(record, self.config.lease_duration))
+            for name, (record, changed) in self._members.items():
+                if name != self.member.config.name and record[0]:
+                    lapses.append(changed + _duration(record, self.config.lease_duration))
         for at in lapses:
             if at is not None and at > now:
                 soonest = min(soonest, at - now + LAPSE_MARGIN)
@@ -334,24 +370,27 @@ class ActiveShards:
             self._say("members", f"active shards: cannot list the member Leases: {exc}; counting {self.replicas}")
             return self.replicas
         self._said.discard("members")
-        now, live, seen = self.monotonic(), 0, set()
-        for lease in page.get("items") or ():
-            meta, spec = lease.get("metadata") or {}, lease.get("spec") or {}
-            name = str(meta.get("name") or "")
-            if not name.startswith(prefix):
-                continue
-            seen.add(name)
-            record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseDurationSeconds"))
-            last = self._members.get(name)
-            if last is None or last[0] != record:
-                last = self._members[name] = (record, now)
-            duration = _duration(record, self.config.lease_duration)
-            if record[0] and (name == self.member.config.name or now - last[1] < duration):
-                live += 1
-            elif name != self.member.config.name and now - last[1] > GONE_DURATIONS * duration:
-                self._forget(name, str(meta.get("resourceVersion") or ""))
-        for gone in set(self._members) - seen:
-            del self._members[gone]
+        now, live, seen, gone = self.monotonic(), 0, set(), []
+        with self._lock:  # `_members` is the Lease watch's too (`observe`)
+            for lease in page.get("items") or ():
+                meta, spec = lease.get("metadata") or {}, lease.get("spec") or {}
+                name = str(meta.get("name") or "")
+                if not name.startswith(prefix):
+                    continue
+                seen.add(name)
+                record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseDurationSeconds"))
+                last = self._members.get(name)
+                if last is None or last[0] != record:
+                    last = self._members[name] = (record, now)
+                duration = _duration(record, self.config.lease_duration)
+                if record[0] and (name == self.member.config.name or now - last[1] < duration):
+                    live += 1
+                elif name != self.member.config.name and now - last[1] > GONE_DURATIONS * duration:
+                    gone.append((name, str(meta.get("resourceVersion") or "")))
+            for name in set(self._members) - seen:
+                del self._members[name]
+        for name, version in gone:
+            self._forget(name, version)
         return max(1, live)
 
     def _forget(self, name: str, version: str) -> None:
@@ -363,7 +402,8 @@ class ActiveShards:
             log.info("active shards: deleted member Lease %s (its replica is gone)", name)
         except TRANSPORT_ERRORS as exc:  # renewed meanwhile, or no right to delete: it stays, uncounted
             log.debug("active shards: member Lease %s not deleted: %s", name, exc)
-        self._members.pop(name, None)
+        with self._lock:
+            self._members.pop(name, None)
 
     def _say(self, mark: str, message: str) -> None:
         if mark not in self._said:

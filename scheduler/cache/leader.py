@@ -171,6 +171,20 @@ class LeaderElector:
         lease duration on our clock (an active-shards replica takes such a shard, `cache/active.py`)."""
         return not self.holder or self.monotonic() >= self._observed_at + self._duration
 
+    def observe(self, spec: MutableObj, now_mono: float) -> None:
+        """The Lease as a watch shows it, `now_mono` when it arrived (cache/active.py): its holder, and when its
+        record last changed, as a GET in `try_acquire_or_renew` would have seen it, only sooner. A change is seen
+        no earlier than it was written, so a lapse counted from it is never early; an event older than the last
+        GET only makes the lapse later."""
+        record = _record(spec)
+        if record != self._observed:
+            self._observed, self._observed_at = record, now_mono
+        holder = spec.get("holderIdentity")
+        self.holder = holder if isinstance(holder, str) and holder else None
+        duration = spec.get("leaseDurationSeconds")
+        self._duration = float(duration) if type(duration) is int and 0 < duration <= 3600 \
+            else self.config.lease_duration
+
     def lapses_at(self) -> float | None:
         """When (monotonic, on our clock) another holder's Lease lapses as last observed: its record unchanged for
         its duration; None when nobody else holds it. A candidate waiting for a lapse looks again then, not at its

@@ -7,6 +7,7 @@ stores under one lock.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduler.api.objects import MutableObj
@@ -30,6 +31,9 @@ class Watched:
     # an older ClusterRole): it then counts as synced and empty, `listed` stays False, and it is tried again later.
     optional: bool = False
     listed: bool = False  # a list succeeded: the objects are the cluster's
+    # Told of every object listed or changed (type, object), on the watch's thread after the store holds it: the
+    # Lease watch of `--active-shards` (cache/active.py `observe`), which times each Lease's changes as they come.
+    on_event: Callable[[str, MutableObj], None] | None = None
 
 
 @dataclass(slots=True)
@@ -82,6 +86,8 @@ class Stores:
     )
     # NodeShards (shard.volcano.sh), watched only with --scheduler-sharding-mode soft or hard (cache/shards.py)
     node_shards: Watched | None = None
+    # The Leases of the lease namespace, watched only with --active-shards (cache/active.py)
+    leases: Watched | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     assumed: dict[str, tuple[str, float]] = field(default_factory=dict)  # pod key -> (node, when) bound by us
     storage_version: int = 0  # bumped on every change to the three storage kinds
@@ -100,6 +106,7 @@ class Stores:
             self.resource_quotas,
             *self.dra,
             *((self.node_shards,) if self.node_shards is not None else ()),
+            *((self.leases,) if self.leases is not None else ()),
         )
 
     @property

@@ -120,6 +120,9 @@ class Watcher:
                 self.stores.storage_version += 1
         w.resource_version = str(meta.get("resourceVersion") or "")
         w.synced.set()
+        if w.on_event is not None:
+            for obj in objects.values():
+                w.on_event("ADDED", obj)
         log.debug("listed %d %s at resourceVersion %s", len(objects), w.kind, w.resource_version)
 
     def _pages(self, path: str) -> Iterator[MutableObj]:
@@ -173,6 +176,8 @@ class Watcher:
                 self.parser.priority_classes_changed(w.objects.values())
             elif w.kind in STORAGE_KINDS:
                 self.stores.storage_version += 1
+        if w.on_event is not None:
+            w.on_event(kind, obj)
 
     def _pending_ours(self, obj: MutableObj) -> bool:
         spec = obj.get("spec")

@@ -4,10 +4,11 @@ clock), not up to a retry period later: the election round runs just after the n
 
 from __future__ import annotations
 
+import copy
 import random
 
 import pytest
-from test_active_shards_cache import CONFIG, Clock, Server, holders, replica
+from test_active_shards_cache import CONFIG, LEASES, Clock, Server, holders, replica
 
 from scheduler.cache.active import LAPSE_MARGIN
 
@@ -55,3 +56,58 @@ def test_with_nothing_about_to_lapse_the_round_waits_the_retry_period() -> None:
     assert a.next_round_in() == CONFIG.retry_period  # b renews every round: its Leases never near their lapse
     clock.now += CONFIG.lease_duration + 1.0  # b silent; a has not looked: already lapsed as last observed
     assert a.next_round_in() == CONFIG.retry_period  # a lapse in the past never makes a busy loop
+
+
+def _leases_of(server: Server, holder: str) -> list[dict[str, object]]:
+    return [copy.deepcopy(o) for p, o in server.objects.items()
+            if p.startswith(LEASES + "/") and o["spec"].get("holderIdentity") == holder]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_leases_seen_through_the_watch_lapse_from_when_they_came_never_before_the_renew(seed: int) -> None:
+    """b renews at random moments and dies; its Leases reach a through the watch after a random delay, some
+    events late, repeated or out of order (an old event after a newer read). a takes b's shard no sooner than the
+    lease duration after b's last renew (safety), and no later than the duration after that renew's event
+    reached it, plus the margin (far sooner than a round every retry period could)."""
+    rnd = random.Random(seed)
+    server, clock = Server(), Clock()
+    a, b = replica(server, clock, "a"), replica(server, clock, "b")
+    for _ in range(4):
+        for r in (a, b):
+            r.round()
+            r.after_apply()
+        clock.now += CONFIG.retry_period
+    assert sorted(holders(server)) == ["a", "b"]
+    inbox: list[tuple[float, dict[str, object]]] = []  # (when the watch delivers it, the Lease as written)
+    old = _leases_of(server, "b")
+    last_renew = delivered = clock.now
+    for _ in range(rnd.randint(1, 4)):  # b's renews, each seen by the watch 0-0.3 s later
+        clock.now += rnd.uniform(0.1, CONFIG.retry_period)
+        b.round()
+        last_renew = clock.now
+        delay = rnd.uniform(0.0, 0.3)
+        delivered = clock.now + delay
+        inbox += [(delivered, lease) for lease in _leases_of(server, "b")]
+    if rnd.random() < 0.5:  # an event from before the latest renew arrives after it
+        inbox += [(delivered + rnd.uniform(0.0, 0.5), lease) for lease in old]
+    inbox.sort(key=lambda e: e[0])
+    latest = inbox[-1][0]  # the last event the watch delivers (an old one read after it is read again by a round)
+    taken_at = None
+    deadline = last_renew + 3 * CONFIG.lease_duration
+    while clock.now < deadline:
+        step = a.next_round_in()
+        if inbox and inbox[0][0] <= clock.now + step:
+            when, lease = inbox.pop(0)
+            clock.now = max(clock.now, when)
+            a.observe("MODIFIED", lease)
+            continue
+        clock.now += step
+        a.round()
+        if len(a.held()) == 2:
+            taken_at = clock.now
+            break
+    assert taken_at is not None, "never taken"
+    assert taken_at >= last_renew + CONFIG.lease_duration  # never before b's Leases lapsed
+    # the lapse counted from that last event, or (an old one last) from the round after it that read the Lease
+    bound = latest + CONFIG.lease_duration + LAPSE_MARGIN + (CONFIG.retry_period if latest > delivered else 0.0)
+    assert taken_at <= bound + 1e-9
