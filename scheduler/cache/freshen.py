@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from concurrent.futures import Executor
 
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
@@ -26,7 +27,7 @@ LIST_ERRORS: tuple[type[Exception], ...] = (*TRANSPORT_ERRORS, TypeError, Attrib
 
 def freshen_pending(kube: Kube, stores: Stores, scheduler_names: Iterable[str],
                     on_event: Callable[[Watched, str, MutableObj], None], clock: Callable[[], float],
-                    page_size: int = 500) -> bool:
+                    page_size: int = 500, pool: Executor | None = None) -> bool:
     """True when the cache's pending pods of ours are as current as a list taken now; False if the apiserver could
     not be read (the caller tries again next cycle). A pod read again bound is also assumed on its node (as our own
     binds are, `Stores.assumed`) until the watch shows it bound: a watch event older than the read cannot make it
@@ -40,27 +41,31 @@ def freshen_pending(kube: Kube, stores: Stores, scheduler_names: Iterable[str],
     with stores.lock:
         behind = [key for key, obj in stores.pods.objects.items()
                   if key not in listed and key not in stores.assumed and _pending_ours(obj, ours)]
-    for key in behind:
+    def read(key: str) -> tuple[str, object]:
         namespace, _, name = key.partition("/")
-        try:
-            obj = kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{name}")
-        except TRANSPORT_ERRORS as exc:
-            log.warning("active shards: cannot read pod %s before scheduling a shard taken over: %s", key, exc)
-            return False
-        if obj is not None and not isinstance(obj, dict):
-            log.warning("active shards: pod %s read again is not an object; the next cycle tries again", key)
-            return False
-        if obj is None:
-            with stores.lock:
-                gone = stores.pods.objects.get(key)
-            if gone is not None:
-                on_event(stores.pods, "DELETED", gone)
-        else:
+        return key, kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    # read in parallel on the API calls' pool when given: a survivor's watch can be thousands of binds behind
+    reads = pool.map(read, behind) if pool is not None and len(behind) > 1 else map(read, behind)
+    try:
+        for key, obj in reads:
+            if obj is not None and not isinstance(obj, dict):
+                log.warning("active shards: pod %s read again is not an object; the next cycle tries again", key)
+                return False
+            if obj is None:
+                with stores.lock:
+                    gone = stores.pods.objects.get(key)
+                if gone is not None:
+                    on_event(stores.pods, "DELETED", gone)
+                continue
             on_event(stores.pods, "MODIFIED", obj)
             node = (obj.get("spec") or {}).get("nodeName") if isinstance(obj.get("spec"), dict) else None
             if isinstance(node, str) and node:
                 with stores.lock:
                     stores.assumed[key] = (node, clock())
+    except TRANSPORT_ERRORS as exc:
+        log.warning("active shards: cannot read a pod again before scheduling a shard taken over: %s", exc)
+        return False
     if behind:
         log.info("active shards: %d pods the cache held pending were bound or gone: read again before scheduling a "
                  "shard taken over", len(behind))

@@ -205,7 +205,7 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
             active = ActiveShards(cache.kube, cache.stores, lease, cache.identity, names[0], opts.active_shards,
                                   topology_label=opts.shard_topology_label)
             active.freshen = lambda: freshen_pending(cache.kube, cache.stores, cache.scheduler_names,
-                                                     cache.watcher._on_event, cache.clock)
+                                                     cache.watcher._on_event, cache.clock, pool=cache.pool)
             cache.active = active
         elif opts.leader_elect:
             lease = _leader_config(opts, ensure_namespace(cache.kube, opts.lease_namespace))

@@ -7,8 +7,11 @@ cache bound, or dropped if gone; and the shard joins the first session read afte
 from __future__ import annotations
 
 import copy
+import random
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
 from test_active_shards_cache import Clock, Server, replica
 
 from scheduler.api.job import JobInfo
@@ -136,3 +139,42 @@ def test_hostile_pods_and_answers_neither_raise_nor_count_as_ours() -> None:
     server = Odd({"ns/p": cache.pods.objects["ns/p"]})
     assert freshen_pending(server, cache.stores, cache.scheduler_names, cache.watcher._on_event, cache.clock)  # type: ignore[arg-type]
     assert server.gets == ["/api/v1/namespaces/ns/pods/p"]  # only our pending pod the list did not name
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pods_read_again_on_a_pool_end_as_read_one_by_one(seed: int) -> None:
+    """Thousands of pods may be behind a survivor's watch: they are read on the API calls' pool, with the same
+    outcome as read in turn (each bound one bound and assumed where it is, each gone one dropped), and one read
+    that fails makes the whole answer 'not yet'."""
+    rnd = random.Random(seed)
+    names = [f"p{i}" for i in range(60)]
+    pods = {f"ns/{n}": pod_object(n, namespace="ns", cpu="1", memory="1Gi") for n in names}
+    now = copy.deepcopy(pods)
+    for key in rnd.sample(sorted(now), 40):
+        if rnd.random() < 0.3:
+            del now[key]
+        else:
+            now[key]["spec"]["nodeName"] = "n1"
+            now[key]["metadata"]["resourceVersion"] = "999"
+    outcomes = []
+    for pool in (None, ThreadPoolExecutor(8)):
+        cache = cache_with(copy.deepcopy(list(pods.values())))
+        assert freshen_pending(Apiserver(now), cache.stores, cache.scheduler_names,  # type: ignore[arg-type]
+                               cache.watcher._on_event, cache.clock, pool=pool)
+        outcomes.append(({k: o["spec"].get("nodeName") for k, o in cache.pods.objects.items()},
+                         sorted(cache.stores.assumed)))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] == {k: o["spec"].get("nodeName") for k, o in now.items()}
+
+    class Flaky(Apiserver):
+        def get_or_none(self, path: str) -> Any:
+            if path.endswith("/p7"):
+                raise KubeError(503, "GET", path, b"{}")
+            return super().get_or_none(path)
+
+    gone = dict(now)
+    gone.pop("ns/p7", None)
+    gone["ns/p7"] = copy.deepcopy(pods["ns/p7"]) | {"spec": {**pods["ns/p7"]["spec"], "nodeName": "n1"}}
+    cache = cache_with(copy.deepcopy(list(pods.values())))
+    assert not freshen_pending(Flaky(gone), cache.stores, cache.scheduler_names,  # type: ignore[arg-type]
+                               cache.watcher._on_event, cache.clock, pool=ThreadPoolExecutor(8))
