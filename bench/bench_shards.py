@@ -95,7 +95,7 @@ def start_server(args: argparse.Namespace, shape: dict[str, int], replicas: int,
            "--nodes", str(shape["nodes"]), "--running", str(shape["running"]), "--pending", str(shape["pending"]),
            "--replicas", str(args.replicas if args.active else replicas), "--seed", str(args.seed),
            "--watch-delay", str(args.watch_delay), *(["--gangs-later"] if args.gangs_later else []),
-           *(["--active"] if args.active else [])]
+           *(["--active"] if args.active else []), *(["--openb", args.openb] if args.openb else [])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
     with open(log, "wb") as err:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=REPO)
@@ -235,6 +235,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             p.wait()
     check = json.loads(get(f"{base}/sim/check"))
     stats = json.loads(get(f"{base}/sim/stats"))
+    gpus = json.loads(get(f"{base}/sim/gpus")) if args.openb else None
     server_rss = rss_mib(server.pid)
     server.terminate()
     server.wait(timeout=60)
@@ -244,7 +245,10 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
              "per_replica": per, "stopped": stopped, "peak_rss_sum_mib": round(peak_mem_used),
              "server": {"load_s": round(t0 - t_load, 1), "rss_peak_mib": server_rss},
              "mode": "active" if args.active else "volcano", **({"shards_at_end": shards} if shards else {}),
-             **({"kill": kill.report(args)} if kill is not None else {})}
+             **({"kill": kill.report(args)} if kill is not None else {}), **({"gpus": gpus} if gpus else {})}
+    if gpus:
+        print(f"  GPUs allocated: {gpus['allocated']:,.1f} of {gpus['gpus']:,.0f} ({100 * gpus['share']:.2f}%)",
+              flush=True)
     if stats.get("decisions_per_virtual_s_from_arrival"):
         print(f"  from the arrival: {stats['decisions_per_virtual_s_from_arrival']:,.0f} decisions/s virtual "
               f"({stats['virtual_from_arrival_s']:.2f} virtual s)", flush=True)
@@ -283,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--active", action="store_true", help="volcano-py's N active replicas (--active-shards N, one "
                    "scheduler name, Leases) instead of Volcano's NodeShard contract; both phases on the cluster of "
                    "--nodes, --running, --pending (--nodes1 etc. unused)")
+    p.add_argument("--openb", default=None, metavar="VARIANT", help="the openb trace (default, multigpu50, gpushare40, "
+                   "gpuspec10) instead of a generated cluster: its GPU nodes, and pods drawn to 130%% of its GPUs "
+                   "(--seed); both phases on it with --active; reports the GPUs allocated (shardsim/openb_load.py)")
     p.add_argument("--kill-one", type=float, default=None, metavar="AFTER_S", help="with --active: SIGKILL replica 1 "
                    "this many wall seconds after the gangs arrive, and time the survivors' takeover")
     p.add_argument("--lease-duration", type=float, default=15.0, help="with --active: --leader-elect-lease-duration")

@@ -110,6 +110,14 @@ def markdown(run: dict[str, Any]) -> str:
                   "same cluster). Shards' Lease holders at the end: " + "; ".join(
                       f"{p['replicas']} replicas: {holders(p)}" for p in active)]
         lines += [kill_line(p["kill"]) for p in active if p.get("kill")]
+    openb = [p for p in run["phases"] if p.get("gpus")]
+    if openb:
+        one = next((p["gpus"]["allocated"] for p in openb if p["replicas"] == 1), None)
+        lines += ["", f"openb ({openb[0]['made'].get('openb')}, seed {openb[0]['made'].get('seed')}, pods drawn to "
+                  f"130% of {openb[0]['gpus']['gpus']:,.0f} GPUs): GPUs allocated " + "; ".join(
+                      f"{p['replicas']} replicas {p['gpus']['allocated']:,.1f} ({100 * p['gpus']['share']:.2f}%)"
+                      + (f", {p['gpus']['allocated'] / one:.4f} of one replica's" if one and p["replicas"] > 1
+                         else "") for p in openb)]
     lines += ["", "Longest watch lag per replica, pods (seconds from a write to its event leaving the server once the "
               "replica's socket drained; a lower bound on how far behind it read): " + "; ".join(
                   f"{p['replicas']} replicas: " + ", ".join(

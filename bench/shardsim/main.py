@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from shardsim import openb_load
 from shardsim.accounting import Accounting
 from shardsim.cluster import LEASE_NS, Shape, check, create_gangs, load, shards_view
 from shardsim.kinds import all_kinds
@@ -37,10 +38,17 @@ def read_calibration(path: Path) -> dict[str, Any]:
 
 
 def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: float = 0.0,
-          gangs_later: bool = False, lease_namespace: str = LEASE_NS) -> tuple[Server, dict[str, Any], float]:
+          gangs_later: bool = False, lease_namespace: str = LEASE_NS,
+          openb: str | None = None) -> tuple[Server, dict[str, Any], float]:
     store = Store(all_kinds())
     t0 = time.monotonic()
-    made, plan = load(store, shape, gangs_later=gangs_later)
+    if openb is not None:  # the trace's nodes and pods instead of a generated cluster (shardsim/openb_load.py)
+        made, plan, docs = openb_load.load(store, shape.replicas, variant=openb, seed=shape.seed,
+                                           active=shape.active)
+        if not gangs_later:
+            openb_load.create(store, docs)
+    else:
+        made, plan = load(store, shape, gangs_later=gangs_later)
     acct = Accounting(calibration["costs_ms"], cores)
 
     def arrive(req: Request) -> dict[str, Any]:
@@ -48,7 +56,7 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: fl
         if not gangs_later or acct.arrived is not None:
             return {"created": 0}
         acct.arrive()
-        return {"created": create_gangs(store, plan)}
+        return {"created": openb_load.create(store, docs) if openb is not None else create_gangs(store, plan)}
 
     def replicas(req: Request) -> dict[str, Any]:
         for token, pid in orjson.loads(req.body).items():
@@ -57,7 +65,8 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: fl
 
     extra = {"replicas": replicas, "stats": lambda req: acct.stats(), "check": lambda req: check(store),
              "made": lambda req: made, "arrive": arrive,
-             "shards": lambda req: shards_view(store, plan, lease_namespace)}
+             "shards": lambda req: shards_view(store, plan, lease_namespace),
+             "gpus": lambda req: openb_load.gpus_allocated(store)}
     return Server(store, acct, extra, watch_delay), made, time.monotonic() - t0
 
 
@@ -75,11 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gangs-later", action="store_true", help="create the pending gangs on POST /sim/arrive")
     p.add_argument("--active", action="store_true", help="the cluster of --active-shards REPLICAS: pending pods for "
                    "volcano-py, gangs routed by the hash of their PodGroup, NodeShards volcano-py-shard-i")
+    p.add_argument("--openb", default=None, metavar="VARIANT", help="the openb trace's GPU nodes and pods drawn from "
+                   "openb_pod_list_VARIANT.csv to 130%% of its GPUs (--seed), instead of a generated cluster")
     a = p.parse_args(argv)
     calibration = read_calibration(a.calibration)
     gc.disable()  # millions of long-lived objects: the cyclic collector would rescan them all
     shape = Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed, active=a.active)
-    server, made, seconds = build(shape, calibration, a.cores, a.watch_delay, a.gangs_later)
+    server, made, seconds = build(shape, calibration, a.cores, a.watch_delay, a.gangs_later, openb=a.openb)
     gc.freeze()
     print(f"loaded {json.dumps(made)} in {seconds:.1f}s", file=sys.stderr, flush=True)
 
