@@ -315,7 +315,11 @@ class ActiveShards:
                     self._members[name] = (record, now)
             else:
                 return
-        self._wakeup.set()
+        # Only a Lease given up or deleted wakes the round at once (a shard to take now, or one replica fewer);
+        # a renew only moves a lapse later, which the round's own timing already covers. (Waking on every event
+        # would wake on our own renewals too: a round, a renew, its event, a round...)
+        if not spec.get("holderIdentity"):
+            self._wakeup.set()
 
     def next_round_in(self) -> float:
         """Seconds to the next round: the retry period, or sooner, just after the next Lease (a shard's or a

@@ -111,3 +111,40 @@ def test_leases_seen_through_the_watch_lapse_from_when_they_came_never_before_th
     # the lapse counted from that last event, or (an old one last) from the round after it that read the Lease
     bound = latest + CONFIG.lease_duration + LAPSE_MARGIN + (CONFIG.retry_period if latest > delivered else 0.0)
     assert taken_at <= bound + 1e-9
+
+
+def test_a_replicas_own_renewals_seen_through_the_watch_never_make_a_busy_loop() -> None:
+    """Every Lease write comes back through the watch, the replica's own renewals too: those (and the others'
+    renewals) never wake the round early, so the rounds keep to the retry period; a Lease given up does."""
+    server, clock = Server(), Clock()
+    a, b = replica(server, clock, "a"), replica(server, clock, "b")
+    write, sent = server.request, []
+
+    def watched(method: str, path: str, **kw: object) -> object:  # the watch: each Lease write, sent on
+        out = write(method, path, **kw)
+        if method in ("PUT", "POST") and path.startswith(LEASES):
+            sent.append(copy.deepcopy(out))
+        return out
+
+    server.request = watched  # type: ignore[method-assign]
+    rounds, start = 0, clock.now
+    while clock.now - start < 10.0:
+        for r in (a, b):
+            r.round()
+            r.after_apply()
+        for lease in sent:  # the watch's thread, once the writes returned
+            for r in (a, b):
+                r.observe("MODIFIED", lease)
+        sent.clear()
+        rounds += 1
+        woken = a._wakeup.is_set() or b._wakeup.is_set()
+        a._wakeup.clear()
+        b._wakeup.clear()
+        clock.now += 0.0 if woken else min(a.next_round_in(), b.next_round_in())
+        assert rounds < 100, "a busy loop: every round's renewals woke the next one"
+    assert rounds <= 10.0 / CONFIG.retry_period + 2
+    assert sorted(holders(server)) == ["a", "b"]
+    given_up = copy.deepcopy(server.objects[f"{LEASES}/sched-shard-{sorted(b.held())[0]}"])
+    given_up["spec"]["holderIdentity"] = ""  # b released it (a clean stop)
+    a.observe("MODIFIED", given_up)
+    assert a._wakeup.is_set()
