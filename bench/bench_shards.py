@@ -151,8 +151,9 @@ def arrive_when_ready(args: argparse.Namespace, base: str, procs: list[tuple[str
 
 
 def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, workdir: Path) -> dict[str, Any]:
-    print(f"phase: {replicas} replica(s), {shape['nodes']:,} nodes, {shape['running']:,} running, "
-          f"{shape['pending']:,} pending", flush=True)
+    what = f"the openb trace ({args.openb}, seed {args.seed})" if args.openb else (
+        f"{shape['nodes']:,} nodes, {shape['running']:,} running, {shape['pending']:,} pending")
+    print(f"phase: {replicas} replica(s), {what}", flush=True)
     t_load = time.monotonic()
     server, port = start_server(args, shape, replicas, workdir / f"server-{replicas}.log")
     base = f"http://127.0.0.1:{port}"
