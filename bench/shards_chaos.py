@@ -286,7 +286,7 @@ def one(seed: int, a: argparse.Namespace, forks: Forks, commit: str) -> dict[str
                     signal_pid(pid, signal.SIGKILL)
         out.update(commit=commit, at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                    load=os.getloadavg()[0], parallel=a.parallel)
-        if any(out.get("violations", {}).values()) or "error" in out:
+        if any(out.get("violations", {}).values()) or "error" in out or a.keep_all:
             keep = a.keep / f"shards-chaos-seed-{seed}"
             shutil.copytree(tmp, keep, dirs_exist_ok=True)
             if hasattr(run, "report"):
@@ -315,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--settle-timeout", type=float, default=20.0)
     p.add_argument("--out", type=Path, default=REPO / "bench/results/shards-chaos.jsonl")
     p.add_argument("--keep", type=Path, default=REPO / "bench/results", help="where a violating run's logs go")
+    p.add_argument("--keep-all", action="store_true", help="keep every run's logs and record under --keep")
     p.add_argument("--table-only", action="store_true", help="print the table of --out and run nothing")
     a = p.parse_args(argv)
     a.out.parent.mkdir(parents=True, exist_ok=True)
