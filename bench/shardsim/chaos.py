@@ -151,7 +151,9 @@ class Chaos:
             if len(last) >= 8:
                 break
             last.setdefault(who, t)
-        return {"t": self.monitor.clock(), "leases": leases, "last_bind": last, "nodeshards": shards,
+        changes = [c["t"] for c in self.monitor.lease_changes if "-shard-" in c["lease"]]
+        return {"t": self.monitor.clock(), "leases": leases, "last_bind": last,
+                "last_shard_lease_change": max(changes, default=0.0), "nodeshards": shards,
                 "unbound": sum(self.gangs[g] - b for g, b in bound.items()),
                 "partial": sorted(g for g, b in bound.items() if 0 < b < self.gangs[g]),
                 "binds": len(self.monitor.binds), "nodes": sorted(self.nodes.objects),
