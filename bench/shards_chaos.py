@@ -178,6 +178,8 @@ class Run:
                    start_s=round(t_settled - t_start, 2), wall_s=round(time.monotonic() - t_start, 2),
                    cpu_s=round(sum(self.cpu.values()), 2), end=end, binds=len(report["monitor"]["binds"]),
                    fence_refused=len(report["monitor"]["fence_refused"]),
+                   fence_refused_binds=[{**f, "t": round(t - self.t0, 2)} for t, f in
+                                        report["monitor"]["fence_refused"]][:10],
                    binds_to_gone_nodes=report["monitor"]["binds_to_gone_nodes"], gangs=report["gangs"],
                    fired={k: {kk: vv for kk, vv in v.items() if kk != "t"} for k, v in self.fired.items()},
                    log=self.log)

@@ -109,7 +109,7 @@ class Store:
         # called after every kept write: (kind, event type, the entry written, the entry before); the chaos
         # bench's monitor (shardsim/monitor.py) checks its invariants there, at every write
         self.observers: list[Callable[[Kind, str, Entry, Entry | None], None]] = []
-        self.fence_refused: list[dict[str, str]] = []  # the binds the bind fence refused
+        self.fence_refused: list[tuple[float, dict[str, str]]] = []  # the binds the fence refused: when, what
 
     def kind(self, group_version: str, resource: str) -> Kind:
         kind = self.by_resource.get((group_version, resource))
@@ -340,7 +340,8 @@ class Store:
             return
         holder = (orjson.loads(entry.data).get("spec") or {}).get("holderIdentity") or ""
         if holder != sender:
-            self.fence_refused.append({"pod": pod, "lease": lease, "sender": sender, "holder": holder})
+            self.fence_refused.append((time.monotonic(), {"pod": pod, "lease": lease, "sender": sender,
+                                                          "holder": holder}))
             raise ApiError(403, "Forbidden", f"admission webhook denied the request: bind fence: {sender} does not "
                            f"hold Lease {lease} (held by {holder or 'nobody'})")
 

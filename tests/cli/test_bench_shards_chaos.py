@@ -52,7 +52,7 @@ def test_the_bind_fence_refuses_a_bind_under_a_lease_its_sender_does_not_hold() 
     status, refused = call(srv, "POST", "/api/v1/namespaces/bench/pods/g-0/binding", binding("g-0", "c0", fence, "a"),
                            who="a")
     assert (status, refused["reason"]) == (403, "Forbidden")
-    assert chaos.store.fence_refused == [{"pod": "g-0", "lease": fence, "sender": "a", "holder": "b"}]
+    assert [f for _, f in chaos.store.fence_refused] == [{"pod": "g-0", "lease": fence, "sender": "a", "holder": "b"}]
     # the holder's bind passes; so does one naming a Lease that does not exist, and one without the annotations
     assert call(srv, "POST", "/api/v1/namespaces/bench/pods/g-0/binding", binding("g-0", "c0", fence, "b"))[0] == 201
     assert call(srv, "POST", "/api/v1/namespaces/bench/pods/g-1/binding",
