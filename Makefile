@@ -99,5 +99,7 @@ include tools/cluster.mk
 -include tools/bench-peers.mk
 # N scheduler replicas against a simulated apiserver, in virtual time: `make bench-shards`.
 -include tools/bench-shards.mk
+# Seeded chaos runs of 3 active replicas on the simulated apiserver (kill, lease expiry, shard move): `make bench-shards-chaos`.
+-include tools/bench-shards-chaos.mk
 # Two active replicas (`--active-shards 2`) against one plain replica on the test control plane: `make bench-live-shards`.
 -include tools/bench-live-shards.mk

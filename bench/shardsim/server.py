@@ -108,6 +108,7 @@ class Server:
                 return 404, b'{"message":"no such endpoint"}'
             return 200, orjson.dumps(handler(req))
         who = self.replica(req)
+        self.store.writer = who
         try:
             if req.method in ("POST", "PUT", "PATCH") and req.headers.get("content-type", "").startswith(PROTOBUF):
                 raise ApiError(415, "UnsupportedMediaType", f"the body type {PROTOBUF} is not supported here")

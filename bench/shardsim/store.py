@@ -12,6 +12,9 @@ Kubernetes semantics kept (each checked by tests/cli/test_bench_shardsim.py):
   as DELETED and enter it as ADDED (the watch cache's filtering, storage/cacher);
 - a delete whose DeleteOptions name a uid or resourceVersion other than the stored ones is a 409;
 - `pods/binding` sets `spec.nodeName` once: a second binding of a bound pod is a 409;
+- the bind fence of manifests/07-bind-fence.yaml: a Binding annotated with a Lease `<namespace>/<name>` and a
+  sender (`scheduling.volcano-py.io/lease`, `.../bound-by`) is refused (403 Forbidden) when that Lease exists and
+  does not name the sender as its holder;
 - creation in a namespace that does not exist is a 404.
 """
 
@@ -30,6 +33,8 @@ import orjson
 from shardsim.patches import PatchError, json_patch, merge_patch, strategic_merge_patch
 from shardsim.selectors import Selector, field_values
 
+LEASE_ANNOTATION = "scheduling.volcano-py.io/lease"  # scheduler/cache/leader.py's, on a fenced Binding
+BOUND_BY_ANNOTATION = "scheduling.volcano-py.io/bound-by"
 LOG_KEEP = 200_000  # events kept per kind for watches to resume from (the watch cache's window)
 SNAPSHOT_TTL = 300.0  # seconds a list's continue token stays valid (etcd compaction runs every 5 minutes)
 
@@ -100,6 +105,11 @@ class Store:
         self._ids = itertools.count(1)
         self.binds: dict[str, int] = {}  # pod key -> accepted bindings (the check: never more than one)
         self.loading = False  # while the harness fills the store: no events kept (nobody watches yet)
+        self.writer = ""  # who sent the write being made (the server sets it per request): for the observers
+        # called after every kept write: (kind, event type, the entry written, the entry before); the chaos
+        # bench's monitor (shardsim/monitor.py) checks its invariants there, at every write
+        self.observers: list[Callable[[Kind, str, Entry, Entry | None], None]] = []
+        self.fence_refused: list[tuple[float, dict[str, str]]] = []  # the binds the fence refused: when, what
 
     def kind(self, group_version: str, resource: str) -> Kind:
         kind = self.by_resource.get((group_version, resource))
@@ -149,6 +159,8 @@ class Store:
             kind.base += cut
         for wake in list(kind.watchers):
             wake()
+        for observe in self.observers:
+            observe(kind, type_, entry, old)
 
     def _check_namespace(self, kind: Kind, namespace: str) -> None:
         if kind.namespaced:
@@ -288,6 +300,7 @@ class Store:
         node = binding["target"].get("name")
         if not isinstance(node, str) or not node:
             raise ApiError(422, "Invalid", "target.name: Required value")
+        self._fence(name, meta.get("annotations"))  # admission runs before the registry's checks
         old = self.get(pods, namespace, name)
         pod = orjson.loads(old.data)
         if meta.get("uid") not in (None, pod["metadata"].get("uid")):
@@ -311,6 +324,26 @@ class Store:
         self._record(pods, "MODIFIED", entry, old)
         key = key_of(namespace, name)
         self.binds[key] = self.binds.get(key, 0) + 1
+
+    def _fence(self, pod: str, annotations: Any) -> None:
+        """manifests/07-bind-fence.yaml's ValidatingAdmissionPolicy: a Binding naming a Lease and its sender is
+        refused when the Lease exists and another (or nobody) holds it; one without both annotations, or naming a
+        Lease that does not exist, passes."""
+        if not isinstance(annotations, dict):
+            return
+        lease, sender = annotations.get(LEASE_ANNOTATION), annotations.get(BOUND_BY_ANNOTATION)
+        if not isinstance(lease, str) or not isinstance(sender, str):
+            return
+        namespace, _, name = lease.partition("/")
+        entry = self.by_resource[("coordination.k8s.io/v1", "leases")].objects.get(key_of(namespace, name))
+        if entry is None:
+            return
+        holder = (orjson.loads(entry.data).get("spec") or {}).get("holderIdentity") or ""
+        if holder != sender:
+            self.fence_refused.append((time.monotonic(), {"pod": pod, "lease": lease, "sender": sender,
+                                                          "holder": holder}))
+            raise ApiError(403, "Forbidden", f"admission webhook denied the request: bind fence: {sender} does not "
+                           f"hold Lease {lease} (held by {holder or 'nobody'})")
 
     # ---- reads --------------------------------------------------------------------------------------------------
     def list(self, kind: Kind, namespace: str, selector: Selector, limit: int, token: str) -> tuple[bytes, int]:
