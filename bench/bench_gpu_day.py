@@ -21,8 +21,8 @@ Variants, the same workload each:
   below their fair share take whole gangs back); shown because it is the one way to give a queue its share back
   now, and on this day it costs more than it gives (docs/simulator.md);
 - all: the policies that pay off together (consolidate with each move losing at most 4 GPU-hours of work,
-  time-based fair share, min-runtime, victim-cost; not gangreclaim), from examples/sim/gpu-day.conf, the conf a
-  user can take.
+  time-based fair share, admission within the queue's share, admission room kept for a job refused an hour,
+  min-runtime, victim-cost; not gangreclaim), from examples/sim/gpu-day.conf, the conf a user can take.
 
 Measures (`gpu_day_metrics.py`): p50 / p95 queueing delay by gang-size class; GPU-hours doing work over the day;
 pods evicted, gangs broken, GPU-hours lost (since the gang's start; and since its last checkpoint, the workload's

@@ -15,6 +15,17 @@ When `preempt` or `reclaim` is among the actions, what they could free for the j
 priority running tasks of its queue that may be evicted, and what other reclaimable queues hold above their
 deserved shares (up to what the job's queue is short of its own). So a high-priority job is admitted to a full
 cluster and then preempts, instead of waiting at enqueue for room only preemption can make.
+
+`reserveAfter: <Go duration>` (beyond Volcano; off by default, so Volcano's confs behave as in Volcano, whose rule in
+pkg/scheduler/plugins/overcommit/overcommit.go reserves nothing): the first job of the session that overcommit
+refuses, that has waited at least that long since its creation and that an empty admission room would hold,
+reserves the room it lacks for the rest of the session. A job asked after it that is behind it (lower priority,
+or the same and created later) is admitted only into room beyond that reservation, as EASY backfill's head of the
+queue reserves its start; older jobs are not held by it. Each session chooses afresh (a job is asked once a
+session, so the reserving job is not admitted in the session it reserves in).
+A job refused for the reservation alone says so by its `admitted` amount, which then includes the reserved room.
+Put `proportion` before `overcommit` in the tier: enqueue's vote stops at the first rejection, so a job its queue
+refuses is then never asked here and never reserves (the order alone changes no decision).
 """
 
 from __future__ import annotations
@@ -28,7 +39,8 @@ from types import MappingProxyType
 from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo
 from scheduler.api.reasons import OvercommitLimit
-from scheduler.api.resources import Resource
+from scheduler.api.resources import ZERO, Resource
+from scheduler.durations import SECOND, DurationError, parse_go_duration
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.queue_parts import job_parts
@@ -44,12 +56,15 @@ from scheduler.plugins.shares import (
 
 FACTOR = "overcommit-factor"
 DEFAULT_FACTOR = 1.2
+RESERVE_AFTER = "reserveAfter"  # volcano-py's: a job refused this long reserves its admission room
+MAX_RESERVE_AFTER = 7 * 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
 class OvercommitArgs:
     default_factor: float = DEFAULT_FACTOR
     factors: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # resource -> factor
+    reserve_after: float | None = None  # seconds; None: no job reserves admission room (Volcano's rule)
 
     def factor(self, resource: str) -> float:
         return self.factors.get(resource, self.default_factor)
@@ -71,7 +86,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         default = _factor(reader, FACTOR)
         prefix = f"{FACTOR}."
         factors = {key[len(prefix):]: _factor(reader, key) for key in reader.names() if key.startswith(prefix)}
-        return OvercommitArgs(default, MappingProxyType(factors))
+        return OvercommitArgs(default, MappingProxyType(factors), _reserve_after(reader))
 
     def _factor(self, resource: str) -> float:
         return self.args.factor(resource)
@@ -83,10 +98,16 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         self.used = without_pods(Resource.total(node.used for node in ssn.node_list))
         # every job's reserved_by_admitted, kept from session to session for the jobs that did not change
         self.admitted = Resource.total(part[2] for part in job_parts(ssn).values())
+        self.reserving: JobInfo | None = None  # reserveAfter: the job whose admission room is kept this session
+        self.reserve = ZERO
 
     def _capacity(self, resource: str) -> int:
         """The cluster's allocatable of `resource` times its factor, rounded down, in integer units."""
         return math.floor(self.total.get(resource) * Fraction(str(self._factor(resource))))
+
+    def _fits_empty(self, lacking: Resource) -> bool:
+        """An admission room with nothing used or admitted would hold `lacking`."""
+        return all(units <= self._capacity(name) for name, units in dimensions(lacking).items())
 
     def job_enqueueable(self, job: JobInfo) -> Status:
         if job.min_resources is None:
@@ -94,8 +115,10 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         minimum = still_lacking(job)  # a gang admitted again holds the rest already, in the nodes' use
         over: list[OvercommitLimit] = []
         freeable = None
+        reserve = ZERO if self.reserving is None or not _behind(job, self.reserving) else self.reserve
+        admitted = self.admitted + reserve
         for name, units in dimensions(minimum).items():
-            need = self.used.get(name) + self.admitted.get(name) + units
+            need = self.used.get(name) + admitted.get(name) + units
             capacity = self._capacity(name)
             if need > capacity:
                 if freeable is None:
@@ -103,10 +126,37 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
                 need = max(units, need - freeable.get(name))
             if need > capacity:
                 over.append(OvercommitLimit(name, self.total.get(name), self._factor(name), capacity,
-                                            self.used.get(name), self.admitted.get(name), units, need))
+                                            self.used.get(name), admitted.get(name), units, need))
+        if over and self._may_reserve(job, minimum):
+            self.reserving, self.reserve = job, minimum
         return unschedulable(*over) if over else SUCCESS
+
+    def _may_reserve(self, job: JobInfo, lacking: Resource) -> bool:
+        """reserveAfter: the first job refused this session that has waited that long since its creation, and
+        that an empty admission room would hold, reserves the room it lacks for the rest of the session."""
+        after = self.args.reserve_after
+        return (after is not None and self.reserving is None and self.ssn.now - job.creation >= after
+                and self._fits_empty(lacking))
 
     def on_job_enqueued(self, job: JobInfo) -> None:
         self.admitted = self.admitted + reserved_by_admitted(job)
+
+
+def _behind(job: JobInfo, head: JobInfo) -> bool:
+    """`job` comes after `head` in the reservation's order: lower priority, or the same and created later."""
+    return (-job.priority, job.creation, job.key) > (-head.priority, head.creation, head.key)
+
+
+def _reserve_after(reader: ArgReader) -> float | None:
+    value = reader.raw(RESERVE_AFTER)
+    if value is None:
+        return None
+    try:
+        seconds = parse_go_duration(str(value).strip()) / SECOND
+    except DurationError:
+        raise reader.fail(RESERVE_AFTER, "a Go duration such as 30m or 1h30m") from None
+    if not 0 <= seconds <= MAX_RESERVE_AFTER:
+        raise reader.fail(RESERVE_AFTER, "a duration from 0s to 168h")
+    return seconds
 
 
