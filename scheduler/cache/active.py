@@ -100,7 +100,7 @@ class ActiveShards:
         self._pins: dict[str, tuple[str, int | None]] = {}  # PodGroup -> (resourceVersion, pin)
         self._said: set[str] = set()
         self._checked: frozenset[int] = frozenset()  # held shards whose takeover `freshen` has made current
-        self.freshen: Callable[[], bool] | None = None  # set by the CLI: cache/freshen.py `freshen_pending`
+        self.freshen: Callable[[], bool] | None = None  # set by the CLI: cache/freshen.py `freshen_pods`
         # job -> (the job as read, the shard its bound pods were bound under): unchanged jobs are the same objects
         self._bound: dict[str, tuple[JobInfo, int | None]] = {}
         self._lease_prefix = f"{config.namespace}/{config.name}-shard-"  # a shard's bind fence, as on its pods

@@ -199,13 +199,12 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
         elector = None
         if opts.active_shards > 1:  # a Lease per shard instead of one for the scheduler (cache/active.py)
             from scheduler.cache.active import ActiveShards
-            from scheduler.cache.freshen import freshen_pending
+            from scheduler.cache.freshen import freshen_pods
 
             lease = _leader_config(opts, ensure_namespace(cache.kube, opts.lease_namespace))
             active = ActiveShards(cache.kube, cache.stores, lease, cache.identity, names[0], opts.active_shards,
                                   topology_label=opts.shard_topology_label)
-            active.freshen = lambda: freshen_pending(cache.kube, cache.stores, cache.scheduler_names,
-                                                     cache.watcher._on_event, cache.clock, pool=cache.pool)
+            active.freshen = lambda: freshen_pods(cache.kube, cache.stores, cache.watcher._on_event, cache.clock)
             cache.active = active
         elif opts.leader_elect:
             lease = _leader_config(opts, ensure_namespace(cache.kube, opts.lease_namespace))

@@ -1,14 +1,12 @@
-"""Before a replica schedules a shard it has just taken (`--active-shards`), its cache's pending pods of ours are
-made as current as the apiserver's (cache/freshen.py): a pod the cache still holds pending but the apiserver no
-longer lists as pending (the dead replica bound it; this replica's watch is behind) is read again and put into the
-cache bound, or dropped if gone; and the shard joins the first session read after that (cache/active.py
-`prepare`)."""
+"""Before a replica schedules a shard it has just taken (`--active-shards`), its cache's pods are made as current
+as the apiserver's (cache/freshen.py): one list of every pod, and each pod the cache holds older or not at all put
+in as the watch would (bound ones assumed on their nodes), each it holds that is gone dropped; and the shard joins
+the first session read after that (cache/active.py `prepare`)."""
 
 from __future__ import annotations
 
 import copy
 import random
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -17,60 +15,62 @@ from test_active_shards_cache import Clock, Server, replica
 from scheduler.api.job import JobInfo
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.cluster_cache import ClusterCache
-from scheduler.cache.freshen import freshen_pending
+from scheduler.cache.freshen import freshen_pods
 from scheduler.cache.kube import KubeError
 from scheduler.sim.objects import node_object, pod_object
 
 
 class Apiserver:
-    """The pods as the apiserver has them now: a list of the pending ones (by `spec.nodeName=`) and GETs."""
+    """The pods as the apiserver has them now: one list of every pod, in pages of two (the continue tokens)."""
 
-    def __init__(self, pods: dict[str, dict[str, Any]], *, down: bool = False) -> None:
-        self.pods, self.down, self.gets = pods, down, []
+    def __init__(self, pods: dict[str, dict[str, Any]], *, down: bool = False, odd: list[Any] | None = None) -> None:
+        self.pods, self.down, self.odd, self.pages = pods, down, odd or [], 0
 
     def request(self, method: str, path: str, *, query: Any = None, **_: Any) -> Any:
         if self.down:
             raise KubeError(503, method, path, b"{}")
-        assert method == "GET" and path == "/api/v1/pods" and query["fieldSelector"] == "spec.nodeName="
-        return {"items": [copy.deepcopy(p) for p in self.pods.values() if not p["spec"].get("nodeName")],
-                "metadata": {}}
-
-    def get_or_none(self, path: str) -> Any:
-        self.gets.append(path)
-        key = "/".join(path.split("/")[4:7:2])  # /api/v1/namespaces/<ns>/pods/<name>
-        pod = self.pods.get(key)
-        return copy.deepcopy(pod) if pod is not None else None
+        assert method == "GET" and path == "/api/v1/pods" and "fieldSelector" not in query
+        items = [copy.deepcopy(p) for p in self.pods.values()] + self.odd
+        at = int(query.get("continue") or 0)
+        self.pages += 1
+        more = at + 2 < len(items)
+        return {"items": items[at:at + 2], "metadata": {"continue": str(at + 2) if more else ""}}
 
 
 def cache_with(pods: list[dict[str, Any]]) -> ClusterCache:
     cache = ClusterCache(None, {"volcano-py"}, "default")
     cache.watcher._on_event(cache.nodes, "ADDED", node_object("n1", cpu="8", memory="32Gi"))
     for i, pod in enumerate(pods):
-        pod["metadata"]["resourceVersion"] = str(10 + i)
+        pod["metadata"].setdefault("resourceVersion", str(10 + i))
+        pod["metadata"].setdefault("uid", f"uid-{pod['metadata']['name']}")
         cache.watcher._on_event(cache.pods, "ADDED", copy.deepcopy(pod))
     return cache
 
 
-def test_pods_the_dead_replica_bound_are_read_again_before_the_shard_is_scheduled() -> None:
-    pods = {f"ns/{n}": pod_object(n, namespace="ns", cpu="4", memory="1Gi") for n in ("bound", "gone", "waits",
-                                                                                        "assumed")}
-    cache = cache_with(list(pods.values()))
-    cache.stores.assumed["ns/assumed"] = ("n1", cache.clock())  # our own bind in flight: not read again
-    now = copy.deepcopy(pods)  # the apiserver now: one bound by the dead replica, one deleted, one still pending
-    now["ns/bound"]["spec"]["nodeName"] = "n1"
-    now["ns/bound"]["metadata"]["resourceVersion"] = "99"
-    now["ns/assumed"]["spec"]["nodeName"] = "n1"
+def _pod(name: str, cpu: str = "1", rv: int = 10, node: str = "", scheduler: str = "volcano-py") -> dict[str, Any]:
+    pod = pod_object(name, namespace="ns", cpu=cpu, memory="1Gi", scheduler_name=scheduler)
+    pod["metadata"]["resourceVersion"], pod["metadata"]["uid"] = str(rv), f"uid-{name}"
+    if node:
+        pod["spec"]["nodeName"] = node
+    return pod
+
+
+def test_pods_bound_while_the_watch_was_behind_are_on_their_nodes_before_the_shard_is_scheduled() -> None:
+    """The seed-3077 case: besides pods the cache holds pending that were bound meanwhile, a pod the cache never saw
+    (created and bound while this replica's watch stood still) fills its node in the next snapshot."""
+    pods = {f"ns/{n}": _pod(n, cpu="2") for n in ("bound", "gone", "waits")}
+    cache = cache_with(copy.deepcopy(list(pods.values())))
+    now = copy.deepcopy(pods)  # the apiserver now
+    now["ns/bound"]["spec"]["nodeName"], now["ns/bound"]["metadata"]["resourceVersion"] = "n1", "99"
     del now["ns/gone"]
-    server = Apiserver(now)
+    now["ns/unseen"] = _pod("unseen", cpu="4", rv=120, node="n1", scheduler="other")  # another scheduler's, too
     before = cache.snapshot().nodes["n1"].idle.cpu
-    assert freshen_pending(server, cache.stores, cache.scheduler_names, cache.watcher._on_event, cache.clock)  # type: ignore[arg-type]
-    assert sorted(server.gets) == ["/api/v1/namespaces/ns/pods/bound", "/api/v1/namespaces/ns/pods/gone"]
-    assert cache.pods.objects["ns/bound"]["spec"]["nodeName"] == "n1" and "ns/gone" not in cache.pods.objects
+    assert freshen_pods(Apiserver(now), cache.stores, cache.watcher._on_event, cache.clock)  # type: ignore[arg-type]
+    assert {k: o["spec"].get("nodeName") for k, o in cache.pods.objects.items()} == {
+        "ns/bound": "n1", "ns/waits": None, "ns/unseen": "n1"}
     snapshot = cache.snapshot()
-    assert "ns/bound" in snapshot.nodes["n1"].tasks and snapshot.nodes["n1"].idle.cpu == before - 4000
-    assert "ns/waits" not in snapshot.nodes["n1"].tasks
-    # a watch event older than the read (the pod pending, a condition patched before its bind) arrives late: the
-    # pod stays bound on its node until the watch shows it bound
+    assert snapshot.nodes["n1"].idle.cpu == before - 6000  # both bound pods' room taken
+    # a watch event older than the list (the pod pending, before its bind) arrives late: it stays on its node
     older = copy.deepcopy(pods["ns/bound"])
     older["metadata"]["resourceVersion"] = "50"
     cache.watcher._on_event(cache.pods, "MODIFIED", older)
@@ -78,11 +78,10 @@ def test_pods_the_dead_replica_bound_are_read_again_before_the_shard_is_schedule
 
 
 def test_an_apiserver_that_cannot_be_read_leaves_the_cache_and_says_not_yet() -> None:
-    pods = [pod_object("p", namespace="ns", cpu="1", memory="1Gi")]
-    cache = cache_with(pods)
+    cache = cache_with([_pod("p")])
     before = copy.deepcopy(cache.pods.objects)
-    assert not freshen_pending(Apiserver({}, down=True), cache.stores, cache.scheduler_names,  # type: ignore[arg-type]
-                               cache.watcher._on_event, cache.clock)
+    assert not freshen_pods(Apiserver({}, down=True), cache.stores,  # type: ignore[arg-type]
+                            cache.watcher._on_event, cache.clock)
     assert cache.pods.objects == before
 
 
@@ -117,64 +116,48 @@ def test_the_cache_prepares_the_taken_shard_before_it_reads_the_stores() -> None
     server, clock = Server(), Clock()
     a = replica(server, clock, "a", shards=1)
     a.plan.step = lambda *_: None  # type: ignore[method-assign]
-    a.freshen = lambda: freshen_pending(Apiserver({"ns/p": bound}), cache.stores, cache.scheduler_names,  # type: ignore[arg-type]
-                                        cache.watcher._on_event, cache.clock)
+    a.freshen = lambda: freshen_pods(Apiserver({"ns/p": bound}), cache.stores,  # type: ignore[arg-type]
+                                     cache.watcher._on_event, cache.clock)
     a.round()
     cache.active = a
     snapshot = cache.snapshot()
     assert "ns/p" in snapshot.nodes["n1"].tasks  # bound by the dead replica, read in the takeover's own session
 
 
-def test_hostile_pods_and_answers_neither_raise_nor_count_as_ours() -> None:
-    cache = cache_with([pod_object("p", namespace="ns", cpu="1", memory="1Gi")])
-    with cache.stores.lock:  # objects no watch would have parsed: a spec that is a list, a name that is a map
-        cache.pods.objects["ns/odd"] = {"metadata": {"name": "odd", "namespace": "ns"}, "spec": ["x"]}
-        cache.pods.objects["ns/odder"] = {"metadata": {"name": "odder", "namespace": "ns"},
-                                          "spec": {"schedulerName": {"a": 1}}}
-
-    class Odd(Apiserver):
-        def request(self, method: str, path: str, **_: Any) -> Any:
-            return {"items": ["not a pod", {"metadata": []}], "metadata": ["no"]}
-
-    server = Odd({"ns/p": cache.pods.objects["ns/p"]})
-    assert freshen_pending(server, cache.stores, cache.scheduler_names, cache.watcher._on_event, cache.clock)  # type: ignore[arg-type]
-    assert server.gets == ["/api/v1/namespaces/ns/pods/p"]  # only our pending pod the list did not name
+def test_hostile_list_items_neither_raise_nor_count() -> None:
+    cache = cache_with([_pod("p")])
+    server = Apiserver({"ns/p": _pod("p")}, odd=["not a pod", {"metadata": []}, 7])
+    assert freshen_pods(server, cache.stores, cache.watcher._on_event, cache.clock)  # type: ignore[arg-type]
+    assert set(cache.pods.objects) == {"ns/p"}
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_pods_read_again_on_a_pool_end_as_read_one_by_one(seed: int) -> None:
-    """Thousands of pods may be behind a survivor's watch: they are read on the API calls' pool, with the same
-    outcome as read in turn (each bound one bound and assumed where it is, each gone one dropped), and one read
-    that fails makes the whole answer 'not yet'."""
+@pytest.mark.parametrize("seed", range(20))
+def test_after_a_freshen_the_cache_holds_the_apiservers_pods_whatever_it_missed(seed: int) -> None:
+    """Random histories: the cache saw some pods at some resourceVersion and missed later changes (binds,
+    deletions, new pods, other schedulers'); after one freshen it holds exactly the apiserver's pods at their
+    resourceVersions, and every bound pod is on its node in the snapshot."""
     rnd = random.Random(seed)
-    names = [f"p{i}" for i in range(60)]
-    pods = {f"ns/{n}": pod_object(n, namespace="ns", cpu="1", memory="1Gi") for n in names}
-    now = copy.deepcopy(pods)
-    for key in rnd.sample(sorted(now), 40):
-        if rnd.random() < 0.3:
-            del now[key]
-        else:
-            now[key]["spec"]["nodeName"] = "n1"
-            now[key]["metadata"]["resourceVersion"] = "999"
-    outcomes = []
-    for pool in (None, ThreadPoolExecutor(8)):
-        cache = cache_with(copy.deepcopy(list(pods.values())))
-        assert freshen_pending(Apiserver(now), cache.stores, cache.scheduler_names,  # type: ignore[arg-type]
-                               cache.watcher._on_event, cache.clock, pool=pool)
-        outcomes.append(({k: o["spec"].get("nodeName") for k, o in cache.pods.objects.items()},
-                         sorted(cache.stores.assumed)))
-    assert outcomes[0] == outcomes[1]
-    assert outcomes[0][0] == {k: o["spec"].get("nodeName") for k, o in now.items()}
+    nodes = ["n1"]
+    seen = {f"ns/p{i}": _pod(f"p{i}", rv=10 + i) for i in range(rnd.randint(0, 12))}
+    cache = cache_with(copy.deepcopy(list(seen.values())))
+    now: dict[str, dict[str, Any]] = {}
+    for key, pod in seen.items():
+        fate = rnd.choice(["same", "bound", "gone", "changed"])
+        if fate == "gone":
+            continue
+        pod = copy.deepcopy(pod)
+        if fate in ("bound", "changed"):
+            pod["metadata"]["resourceVersion"] = str(100 + rnd.randint(0, 50))
+            pod["spec"]["nodeName"] = rnd.choice(nodes) if fate == "bound" else ""
+        now[key] = pod
+    for i in range(rnd.randint(0, 6)):  # created while the watch stood still
+        pod = _pod(f"new{i}", rv=200 + i, node=rnd.choice(["", "n1"]),
+                   scheduler=rnd.choice(["volcano-py", "other"]))
+        now[f"ns/new{i}"] = pod
+    assert freshen_pods(Apiserver(now), cache.stores, cache.watcher._on_event, cache.clock)  # type: ignore[arg-type]
+    def state(pods: dict[str, Any]) -> dict[str, tuple[str, str]]:
+        return {k: (o["metadata"]["resourceVersion"], o["spec"].get("nodeName") or "") for k, o in pods.items()}
 
-    class Flaky(Apiserver):
-        def get_or_none(self, path: str) -> Any:
-            if path.endswith("/p7"):
-                raise KubeError(503, "GET", path, b"{}")
-            return super().get_or_none(path)
-
-    gone = dict(now)
-    gone.pop("ns/p7", None)
-    gone["ns/p7"] = copy.deepcopy(pods["ns/p7"]) | {"spec": {**pods["ns/p7"]["spec"], "nodeName": "n1"}}
-    cache = cache_with(copy.deepcopy(list(pods.values())))
-    assert not freshen_pending(Flaky(gone), cache.stores, cache.scheduler_names,  # type: ignore[arg-type]
-                               cache.watcher._on_event, cache.clock, pool=ThreadPoolExecutor(8))
+    assert state(cache.pods.objects) == state(now)
+    on_node = set(cache.snapshot().nodes["n1"].tasks)
+    assert on_node == {k for k, o in now.items() if o["spec"].get("nodeName") == "n1"}
