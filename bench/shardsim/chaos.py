@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from shardsim.accounting import Accounting
-from shardsim.cluster import ACTIVE_SCHEDULER, LEASE_NS, NS, PG_GV, check, pod_doc, shard_name
+from shardsim.cluster import ACTIVE_SCHEDULER, LEASE_NS, NS, PG_GV, base_objects, check, pod_doc, shard_name
 from shardsim.kinds import all_kinds
 from shardsim.main import read_calibration
 from shardsim.monitor import Monitor
@@ -43,12 +43,7 @@ def load_chaos(store: Store, nodes: int, shards: int) -> None:
     k = store.kind
     store.loading = True
     try:
-        store.create(k("v1", "namespaces"), "", {"metadata": {"name": NS}})
-        store.create(k("v1", "namespaces"), "", {"metadata": {"name": LEASE_NS}})
-        for name in ("root", "default"):
-            store.create(k(PG_GV, "queues"), "", {"metadata": {"name": name},
-                                                  "spec": {"weight": 1, "reclaimable": True},
-                                                  "status": {"state": "Open"}})
+        base_objects(store)
         for i in range(nodes):
             store.create(k("v1", "nodes"), "", chaos_node(f"c{i}"))
         bounds = [r * nodes // shards for r in range(shards + 1)]

@@ -99,13 +99,19 @@ class Gang:
     shard: int = 0
 
 
-def _load(store: Store, shape: Shape, rnd: random.Random) -> tuple[dict[str, Any], list[Gang]]:
+def base_objects(store: Store) -> None:
+    """What every generated cluster starts with: the bench and lease namespaces, the root and default Queues."""
     k = store.kind
     store.create(k("v1", "namespaces"), "", {"metadata": {"name": NS}})
     store.create(k("v1", "namespaces"), "", {"metadata": {"name": LEASE_NS}})
     for name in ("root", "default"):
         store.create(k(PG_GV, "queues"), "", {"metadata": {"name": name}, "spec": {"weight": 1, "reclaimable": True},
                                              "status": {"state": "Open"}})
+
+
+def _load(store: Store, shape: Shape, rnd: random.Random) -> tuple[dict[str, Any], list[Gang]]:
+    k = store.kind
+    base_objects(store)
     nodes = k("v1", "nodes")
     gpu_nodes = []
     for i in range(shape.nodes):

@@ -21,7 +21,18 @@ from typing import Any
 
 import orjson
 
-from shardsim.cluster import ACTIVE_SCHEDULER, GPU, LEASE_NS, NS, PG_GV, Gang, gang_shard, pod_doc, quantity, shard_name
+from shardsim.cluster import (
+    ACTIVE_SCHEDULER,
+    GPU,
+    NS,
+    PG_GV,
+    Gang,
+    base_objects,
+    gang_shard,
+    pod_doc,
+    quantity,
+    shard_name,
+)
 from shardsim.store import Store
 
 TRACE_DIR = Path("/work/shared/traces/openb")
@@ -84,12 +95,7 @@ def load(store: Store, replicas: int, *, variant: str, seed: int, active: bool,
     k = store.kind
     store.loading = True
     try:
-        store.create(k("v1", "namespaces"), "", {"metadata": {"name": NS}})
-        store.create(k("v1", "namespaces"), "", {"metadata": {"name": LEASE_NS}})
-        for name in ("root", "default"):
-            store.create(k(PG_GV, "queues"), "", {"metadata": {"name": name},
-                                                 "spec": {"weight": 1, "reclaimable": True},
-                                                 "status": {"state": "Open"}})
+        base_objects(store)
         for doc in nodes:
             store.create(k("v1", "nodes"), "", doc)
         bounds = [r * len(nodes) // replicas for r in range(replicas + 1)]

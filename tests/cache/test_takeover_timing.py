@@ -10,19 +10,25 @@ import random
 import pytest
 from test_active_shards_cache import CONFIG, LEASES, Clock, Server, holders, replica
 
-from scheduler.cache.active import LAPSE_MARGIN
+from scheduler.cache.active import LAPSE_MARGIN, ActiveShards
+
+
+def settled_pair() -> tuple[Server, Clock, ActiveShards, ActiveShards]:
+    """Two replicas a and b, after four rounds each: one shard each, renewed."""
+    server, clock = Server(), Clock()
+    a, b = replica(server, clock, "a"), replica(server, clock, "b")
+    for _ in range(4):
+        for r in (a, b):
+            r.round()
+            r.after_apply()
+        clock.now += CONFIG.retry_period
+    return server, clock, a, b
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_a_dead_replicas_shard_is_taken_just_after_its_lease_lapses_and_never_before(seed: int) -> None:
     rnd = random.Random(seed)
-    server, clock = Server(), Clock()
-    a, b = replica(server, clock, "a"), replica(server, clock, "b")
-    for _ in range(4):  # settle: one shard each
-        for r in (a, b):
-            r.round()
-            r.after_apply()
-        clock.now += CONFIG.retry_period
+    server, clock, a, b = settled_pair()
     assert sorted(holders(server)) == ["a", "b"]
     taken: list[float] = []
     a.on_taken = lambda: taken.append(clock.now)
@@ -46,13 +52,7 @@ def test_a_dead_replicas_shard_is_taken_just_after_its_lease_lapses_and_never_be
 
 
 def test_with_nothing_about_to_lapse_the_round_waits_the_retry_period() -> None:
-    server, clock = Server(), Clock()
-    a, b = replica(server, clock, "a"), replica(server, clock, "b")
-    for _ in range(4):
-        for r in (a, b):
-            r.round()
-            r.after_apply()
-        clock.now += CONFIG.retry_period
+    server, clock, a, b = settled_pair()
     assert a.next_round_in() == CONFIG.retry_period  # b renews every round: its Leases never near their lapse
     clock.now += CONFIG.lease_duration + 1.0  # b silent; a has not looked: already lapsed as last observed
     assert a.next_round_in() == CONFIG.retry_period  # a lapse in the past never makes a busy loop
@@ -70,13 +70,7 @@ def test_leases_seen_through_the_watch_lapse_from_when_they_came_never_before_th
     lease duration after b's last renew (safety), and no later than the duration after that renew's event
     reached it, plus the margin (far sooner than a round every retry period could)."""
     rnd = random.Random(seed)
-    server, clock = Server(), Clock()
-    a, b = replica(server, clock, "a"), replica(server, clock, "b")
-    for _ in range(4):
-        for r in (a, b):
-            r.round()
-            r.after_apply()
-        clock.now += CONFIG.retry_period
+    server, clock, a, b = settled_pair()
     assert sorted(holders(server)) == ["a", "b"]
     inbox: list[tuple[float, dict[str, object]]] = []  # (when the watch delivers it, the Lease as written)
     old = _leases_of(server, "b")
