@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from scheduler.durations import SECOND, DurationError, parse_go_duration
 from scheduler.framework.conf_values import ArgumentError, KeyKind, KeyPlace, KeyWarning, PluginOption, closest
 from scheduler.framework.volcano_args import (
     VOLCANO_PLUGIN_SWITCHES,
@@ -170,6 +171,16 @@ class ArgReader:
     def warn(self, key: str, message: str) -> None:
         where = f" ({self.option.where})" if self.option.where else ""
         self.warnings.append(f"plugin {self.option.name!r}{where} argument {key!r}: {message}")
+
+    def duration(self, key: str, value: object, high: float) -> float:
+        """`value` (the argument `key`, or an entry of it) as a Go duration in seconds, from 0 to `high`."""
+        try:
+            seconds = parse_go_duration(str(value).strip()) / SECOND
+        except DurationError:
+            raise self.fail(key, "a Go duration such as 30m or 1h30m") from None
+        if not 0 <= seconds <= high:
+            raise self.fail(key, f"a duration from 0s to {high / 3600:g}h")
+        return seconds
 
     def integer(self, key: str, default: int) -> int:
         self.asked.add(key)

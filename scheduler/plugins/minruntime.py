@@ -75,16 +75,6 @@ class Protection:
     source: str
 
 
-def _duration(reader: ArgReader, key: str, value: object) -> float:
-    try:
-        seconds = parse_go_duration(str(value).strip()) / SECOND
-    except DurationError:
-        raise reader.fail(key, "a Go duration such as 10m or 1h30m") from None
-    if not 0 <= seconds <= BOUND:
-        raise reader.fail(key, "a duration from 0s to 168h")
-    return seconds
-
-
 def annotated(task: TaskInfo) -> float | None:
     """The pod's `volcano-py.io/min-runtime` in seconds; None if absent; -1.0 if unreadable or negative."""
     value = task.annotations.get(ANNOTATION) if task.annotations else None
@@ -113,12 +103,12 @@ class MinRuntimePlugin(Plugin[MinRuntimeArgs]):
     @classmethod
     def parse_args(cls, reader: ArgReader) -> MinRuntimeArgs:
         raw_default, raw_max = reader.raw(MIN_RUNTIME), reader.raw(MAX_MIN_RUNTIME)
-        default = 0.0 if raw_default is None else _duration(reader, MIN_RUNTIME, raw_default)
-        maximum = DEFAULT_MAX if raw_max is None else _duration(reader, MAX_MIN_RUNTIME, raw_max)
+        default = 0.0 if raw_default is None else reader.duration(MIN_RUNTIME, raw_default, BOUND)
+        maximum = DEFAULT_MAX if raw_max is None else reader.duration(MAX_MIN_RUNTIME, raw_max, BOUND)
         raw_queues = reader.raw(QUEUE_MIN_RUNTIME)
         if raw_queues is not None and not isinstance(raw_queues, Mapping):
             raise reader.fail(QUEUE_MIN_RUNTIME, "a map of queue name to duration")
-        queues = {str(q): _duration(reader, QUEUE_MIN_RUNTIME, v) for q, v in (raw_queues or {}).items()}
+        queues = {str(q): reader.duration(QUEUE_MIN_RUNTIME, v, BOUND) for q, v in (raw_queues or {}).items()}
         return MinRuntimeArgs(default, queues, maximum, reader.boolean(COOLDOWN, True))
 
     def on_session_open(self, ssn: SessionAPI) -> None:

@@ -40,7 +40,6 @@ from scheduler.api.decision import SUCCESS, Status, unschedulable
 from scheduler.api.job import JobInfo
 from scheduler.api.reasons import OvercommitLimit
 from scheduler.api.resources import ZERO, Resource
-from scheduler.durations import SECOND, DurationError, parse_go_duration
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
 from scheduler.plugins.queue_parts import job_parts
@@ -151,12 +150,6 @@ def _reserve_after(reader: ArgReader) -> float | None:
     value = reader.raw(RESERVE_AFTER)
     if value is None:
         return None
-    try:
-        seconds = parse_go_duration(str(value).strip()) / SECOND
-    except DurationError:
-        raise reader.fail(RESERVE_AFTER, "a Go duration such as 30m or 1h30m") from None
-    if not 0 <= seconds <= MAX_RESERVE_AFTER:
-        raise reader.fail(RESERVE_AFTER, "a duration from 0s to 168h")
-    return seconds
+    return reader.duration(RESERVE_AFTER, value, MAX_RESERVE_AFTER)
 
 
