@@ -37,7 +37,14 @@ from scheduler.api.shard import HARD, ShardLedger, ShardView
 from scheduler.api.snapshot import ClusterSnapshot, Lineage, QueueStatus
 from scheduler.cache.active_plan import PlanWriter
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
-from scheduler.cache.leader import BOUND_BY_ANNOTATION, LEASE_ANNOTATION, LEASE_API, LeaderConfig, LeaderElector
+from scheduler.cache.leader import (
+    BOUND_BY_ANNOTATION,
+    LEASE_ANNOTATION,
+    LEASE_API,
+    LeaderConfig,
+    LeaderElector,
+    lease_seconds,
+)
 from scheduler.cache.shards import ShardCoordinator, node_shards_watched
 from scheduler.cache.store import Stores, Watched
 
@@ -45,12 +52,6 @@ log = logging.getLogger("volcano_py.active")
 GONE_DURATIONS = 10.0  # a member Lease unchanged this many lease durations is deleted
 ORPHAN_DURATIONS = 2.0  # a shard free this many lease durations is taken by any replica, whatever its count
 LAPSE_MARGIN = 0.05  # seconds after a Lease lapses (as observed here) the round that may take it runs
-
-
-def _duration(record: tuple[Any, ...], default: float) -> float:
-    """A member Lease's duration from its record (holder, renewTime, leaseDurationSeconds), bounded."""
-    value = record[2]
-    return float(value) if type(value) is int and 0 < value <= 3600 else default
 
 
 def _allocated_by_queue(jobs: Iterable[JobInfo]) -> dict[str, Resource]:
@@ -330,7 +331,7 @@ class ActiveShards:
             lapses = [e.lapses_at() for e in self.electors]
             for name, (record, changed) in self._members.items():
                 if name != self.member.config.name and record[0]:
-                    lapses.append(changed + _duration(record, self.config.lease_duration))
+                    lapses.append(changed + lease_seconds(record[2], self.config.lease_duration))
         for at in lapses:
             if at is not None and at > now:
                 soonest = min(soonest, at - now + LAPSE_MARGIN)
@@ -386,7 +387,7 @@ class ActiveShards:
                 last = self._members.get(name)
                 if last is None or last[0] != record:
                     last = self._members[name] = (record, now)
-                duration = _duration(record, self.config.lease_duration)
+                duration = lease_seconds(record[2], self.config.lease_duration)
                 if record[0] and (name == self.member.config.name or now - last[1] < duration):
                     live += 1
                 elif name != self.member.config.name and now - last[1] > GONE_DURATIONS * duration:

@@ -62,6 +62,12 @@ def micro_time(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def lease_seconds(value: object, default: float) -> float:
+    """A Lease's `leaseDurationSeconds` as read: a whole number of seconds from 1 to 3600, else `default` (a hostile
+    or hand-written Lease never stretches, shortens or breaks an election)."""
+    return float(value) if type(value) is int and 0 < value <= 3600 else default
+
+
 def _record(spec: MutableObj) -> tuple[Any, ...]:
     """What a candidate compares to see whether the holder is alive."""
     return (
@@ -181,9 +187,7 @@ class LeaderElector:
             self._observed, self._observed_at = record, now_mono
         holder = spec.get("holderIdentity")
         self.holder = holder if isinstance(holder, str) and holder else None
-        duration = spec.get("leaseDurationSeconds")
-        self._duration = float(duration) if type(duration) is int and 0 < duration <= 3600 \
-            else self.config.lease_duration
+        self._duration = lease_seconds(spec.get("leaseDurationSeconds"), self.config.lease_duration)
 
     def lapses_at(self) -> float | None:
         """When (monotonic, on our clock) another holder's Lease lapses as last observed: its record unchanged for
@@ -214,8 +218,7 @@ class LeaderElector:
             self._observed, self._observed_at = record, now_mono
         holder = spec.get("holderIdentity") or ""
         self.holder = holder or None
-        duration = spec.get("leaseDurationSeconds")
-        duration = float(duration) if isinstance(duration, int) and 0 < duration <= 3600 else self.config.lease_duration
+        duration = lease_seconds(spec.get("leaseDurationSeconds"), self.config.lease_duration)
         self._duration = duration
         if holder and holder != self.identity and now_mono < self._observed_at + duration:
             return False  # somebody else holds a live lease
