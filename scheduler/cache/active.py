@@ -154,8 +154,18 @@ class ActiveShards:
         held = self.held()
         self._checked &= held
         taken = held - self._checked
-        if taken and (self.freshen is None or self.freshen()):
+        if taken and (self.freshen is None or self._freshened()):
             self._checked |= taken
+
+    def _freshened(self) -> bool:
+        """`freshen`'s answer; a fault in it is "not yet": the shard just taken waits, the shards held already are
+        scheduled this cycle as usual."""
+        assert self.freshen is not None
+        try:
+            return self.freshen()
+        except Exception:
+            log.exception("active shards: making the pods current for a shard taken over failed; trying next cycle")
+            return False
 
     def restrict(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
         """The session's view: the held shards' nodes and jobs (see the module's docstring). A shard taken joins

@@ -122,7 +122,7 @@ class Watcher:
         w.synced.set()
         if w.on_event is not None:
             for obj in objects.values():
-                w.on_event("ADDED", obj)
+                self._tell(w, "ADDED", obj)
         log.debug("listed %d %s at resourceVersion %s", len(objects), w.kind, w.resource_version)
 
     def _pages(self, path: str) -> Iterator[MutableObj]:
@@ -177,7 +177,16 @@ class Watcher:
             elif w.kind in STORAGE_KINDS:
                 self.stores.storage_version += 1
         if w.on_event is not None:
+            self._tell(w, kind, obj)
+
+    def _tell(self, w: Watched, kind: str, obj: MutableObj) -> None:
+        """The kind's hook (`Watched.on_event`), after the store holds the object: a fault in it is logged and costs
+        neither the watch nor the other objects."""
+        assert w.on_event is not None
+        try:
             w.on_event(kind, obj)
+        except Exception:
+            log.exception("watch %s: the hook for an event failed (the object is stored)", w.kind)
 
     def _pending_ours(self, obj: MutableObj) -> bool:
         spec = obj.get("spec")

@@ -161,3 +161,28 @@ def test_after_a_freshen_the_cache_holds_the_apiservers_pods_whatever_it_missed(
     assert state(cache.pods.objects) == state(now)
     on_node = set(cache.snapshot().nodes["n1"].tasks)
     assert on_node == {k for k, o in now.items() if o["spec"].get("nodeName") == "n1"}
+
+
+def test_a_fault_making_the_pods_current_costs_the_shard_taken_one_cycle_and_nothing_else() -> None:
+    """`freshen` raising (a bug, a hostile answer) is "not yet": the shard held already is scheduled this cycle,
+    the shard just taken waits, and no exception reaches the cycle."""
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a", shards=2)
+    a.plan.step = lambda *_: None  # type: ignore[method-assign]
+    a.freshen = lambda: True
+    a.round()
+    assert a.held() == {0, 1}
+    a.prepare()
+    a._checked = frozenset({0})  # shard 1 as if just taken
+    faults = [RuntimeError("boom")]
+
+    def freshen() -> bool:
+        if faults:
+            raise faults.pop()
+        return True
+
+    a.freshen = freshen
+    a.prepare()  # must not raise
+    assert a._checked == {0}
+    a.prepare()
+    assert a._checked == {0, 1}

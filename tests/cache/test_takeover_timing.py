@@ -142,3 +142,20 @@ def test_a_replicas_own_renewals_seen_through_the_watch_never_make_a_busy_loop()
     given_up["spec"]["holderIdentity"] = ""  # b released it (a clean stop)
     a.observe("MODIFIED", given_up)
     assert a._wakeup.is_set()
+
+
+def test_a_hook_that_raises_costs_the_watch_nothing() -> None:
+    """A Lease the hook cannot take (a bug, a hostile object) is stored all the same and the watch goes on."""
+    from scheduler.cache.cluster_cache import ClusterCache
+    from scheduler.cache.store import Watched
+
+    cache = ClusterCache(None, {"volcano-py"}, "default")
+    leases = Watched("Lease", "/apis/coordination.k8s.io/v1/namespaces/ns/leases")
+
+    def hook(kind: str, obj: object) -> None:
+        raise ValueError("hostile")
+
+    leases.on_event = hook
+    lease = {"metadata": {"name": "x", "namespace": "ns", "resourceVersion": "1"}, "spec": {"holderIdentity": []}}
+    cache.watcher._on_event(leases, "ADDED", lease)
+    assert set(leases.objects) == {"ns/x"}
