@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import urllib3
@@ -40,6 +40,30 @@ except ImportError:  # pragma: no cover - depends on the environment
 
     def dumps(obj: Any) -> bytes:
         return json.dumps(obj).encode()
+
+
+def watch_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """A watch's events, one line of JSON each, from the chunks the connection gives, in linear time whatever
+    their sizes: a chunk of many events (a server sends several per chunk when its client is behind) is split
+    once, and an event spread over many chunks is joined once. (Splitting off one line at a time copied the
+    rest of the buffer per line: quadratic in a chunk's events, a fifth of a lagging replica's CPU.)"""
+    parts: list[bytes] = []  # the start of an event whose line has not ended yet
+    for chunk in chunks:
+        if b"\n" not in chunk:
+            if chunk:
+                parts.append(chunk)
+            continue
+        if parts:
+            parts.append(chunk)
+            chunk = b"".join(parts)
+        lines = chunk.split(b"\n")
+        tail = lines.pop()
+        parts = [tail] if tail else []
+        for line in lines:
+            if line.strip():
+                yield line
+    # What is left unended when the stream closes is an event cut off: dropped, as before; the watch resumes
+    # from the last resourceVersion it saw and is sent that event again.
 
 
 MAX_RETRIES = 10  # client-go's default maxRetries for a response that says Retry-After
@@ -245,13 +269,8 @@ class Kube:
         try:
             if resp.status >= 400:
                 raise KubeError(resp.status, "GET", path, resp.data)
-            buffer = b""
-            for chunk in resp.stream(amt=None, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield loads(line)
+            for line in watch_lines(resp.stream(amt=None, decode_content=True)):
+                yield loads(line)
         finally:
             with self._streams_lock:
                 self._streams.discard(resp)
