@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from scheduler.cache.kube import watch_lines
 
@@ -20,7 +19,7 @@ EVENTS = st.lists(st.fixed_dictionaries({
 def cut(data: bytes, points: list[int]) -> list[bytes]:
     """`data` in chunks at these offsets (some empty when offsets repeat)."""
     edges = [0, *sorted(p % (len(data) + 1) for p in points), len(data)]
-    return [data[a:b] for a, b in zip(edges, edges[1:])]
+    return [data[a:b] for a, b in zip(edges, edges[1:], strict=False)]
 
 
 @settings(max_examples=300, deadline=None)
