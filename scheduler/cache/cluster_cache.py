@@ -30,6 +30,7 @@ from scheduler.adapter.partial import bound_since, owned_by_controller
 from scheduler.adapter.podgroup_status import rebase
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.node import NodeInfo
+from scheduler.api.phases import TaskStatus
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, PodGroupStatus
 from scheduler.cache.applier import Applied, Applier
 from scheduler.cache.binder import Binder, Pending
@@ -300,6 +301,9 @@ class ClusterCache:
             snapshot.shard = self.shards.between_sessions()
         if self.active is not None:  # the held shards' nodes and jobs only
             snapshot = self.active.restrict(snapshot)
+        # Read now, before the session changes any task's status: the pods the status writer may give a condition
+        self.status_writer.pending = {key: tuple(tasks) for key, job in snapshot.jobs.items()
+                                      if (tasks := job.by_status.get(TaskStatus.PENDING))}
         return snapshot
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -45,6 +45,12 @@ class StatusWriter:
         # Pod conditions are patched in the background: nothing in the next cycle depends on them.
         self.status_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="volcano-py-status")
         self._condition_sent: dict[str, str] = {}  # pod key -> PodScheduled message patched (or in flight)
+        # The pending pods of each job of the last snapshot (job key -> pod keys), set by the cache as it takes a
+        # snapshot: the pods looked at for a condition are then those of the gangs a PodGroup says are
+        # Unschedulable, not every pod of the cluster (a walk of 500,000 pods under the stores' lock each cycle:
+        # 0.2-0.3 s, docs/benchmarks-history.md). With --active-shards the snapshot holds this replica's jobs
+        # only, so each replica writes its own gangs' pods. None: every pod is looked at.
+        self.pending: Mapping[str, tuple[str, ...]] | None = None
         # Whether PodGroup status goes through /status (our CRDs before issue 16) or the object (Volcano's CRD,
         # ours now): found out on the first write, see `_patch_podgroup_status`.
         self._pg_status_subresource = True
@@ -220,7 +226,10 @@ class StatusWriter:
                     messages[key] = str(c.get("message") or "")
         todo = []
         pods = self.stores.pods.objects
-        for key, pod in pods.items():
+        pending = self.pending
+        candidates: Iterable[tuple[str, MutableObj]] = pods.items() if pending is None else [
+            (key, pod) for job in messages for key in pending.get(job, ()) if (pod := pods.get(key)) is not None]
+        for key, pod in candidates:
             spec = pod.get("spec") or {}
             if (
                 spec.get("nodeName")
