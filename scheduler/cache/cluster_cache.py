@@ -44,7 +44,7 @@ from scheduler.cache.parse import ParseCache
 from scheduler.cache.shards import coordinator_for
 from scheduler.cache.snapshots import CacheSnapshots
 from scheduler.cache.status_writer import StatusWriter
-from scheduler.cache.store import PG_API, Stores, Watched
+from scheduler.cache.store import PG_API, Stores, Watched, journal_of
 from scheduler.cache.volumes import StorageReader
 from scheduler.cache.watch import Watcher
 
@@ -248,6 +248,7 @@ class ClusterCache:
             if incremental is not None:  # what changed is found by identity (cache/snapshots.py)
                 node_objects, group_objects = dict(stores.nodes.objects), dict(stores.podgroups.objects)
                 dicts = (stores.pods.objects, stores.nodes.objects, stores.podgroups.objects)
+                incremental.written(*(journal_of(d) for d in dicts))  # what changed since, by key
             else:
                 nodes = list(stores.nodes.objects.values())
             stores.expire_assumed(now)

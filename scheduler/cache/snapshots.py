@@ -40,6 +40,19 @@ class CacheSnapshots:
         self._pods: dict[str, MutableObj] = {}  # key -> the object of the last build (read or not)
         self._nodes: dict[str, MutableObj] = {}
         self._podgroups: dict[str, MutableObj] = {}
+        # The keys written to the stores' pods, nodes and PodGroups since the last build (store.Journaled), taken
+        # with the stores' copies; None: not known (a kind's dict not journaled, or its journal dropped). Kept
+        # until a build uses them: a snapshot that fails before its build leaves them for the next one.
+        self._written: list[dict[str, None] | None] = [{}, {}, {}]
+
+    def written(self, pods: dict[str, None] | None, nodes: dict[str, None] | None,
+                podgroups: dict[str, None] | None) -> None:
+        """Under the stores' lock, with their copies: the keys each kind's store wrote since the last take."""
+        for i, keys in enumerate((pods, nodes, podgroups)):
+            if self._written[i] == {}:
+                self._written[i] = keys
+            else:  # an earlier take no build used (it failed before), or not known: compare everything once
+                self._written[i] = None
 
     def build(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj], podgroups: dict[str, MutableObj],
               dicts: tuple[object, ...], pcs: dict[str, int], inputs: SnapshotInputs,
@@ -49,7 +62,8 @@ class CacheSnapshots:
         `defer`: the nodes whose usage may wait (`IncrementalSnapshot.build`, made current by `refresh`)."""
         seen = (*dicts, pcs)
         full = len(seen) != len(self._dicts) or any(a is not b for a, b in zip(seen, self._dicts, strict=False))
-        delta: Delta | None = None if full else self._delta(pods, nodes, podgroups, pcs)
+        written, self._written = self._written, [{}, {}, {}]
+        delta: Delta | None = None if full else self._delta(pods, nodes, podgroups, pcs, written)
         if delta is None:
             inputs = replace(  # (nodes as of their resourceVersion: a relist reads again only those changed)
                 inputs, nodes=self.parser.nodes(nodes.values()),
@@ -68,13 +82,14 @@ class CacheSnapshots:
         return self.builder.refresh(names)
 
     def _delta(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj],
-               podgroups: dict[str, MutableObj], pcs: dict[str, int]) -> Delta | None:
+               podgroups: dict[str, MutableObj], pcs: dict[str, int],
+               written: list[dict[str, None] | None]) -> Delta | None:
         """The changes since the last build; None when one cannot say where a changed object goes: one that could
         not be read before and can now sits in the stores where it always was, which only a full build sees."""
         builder = self.builder
         delta = Delta()
-        pod_changes, node_changes = _changes(self._pods, pods), _changes(self._nodes, nodes)
-        group_changes = _changes(self._podgroups, podgroups)
+        pod_changes, node_changes = _changes(self._pods, pods, written[0]), _changes(self._nodes, nodes, written[1])
+        group_changes = _changes(self._podgroups, podgroups, written[2])
         if pod_changes is None or node_changes is None or group_changes is None:
             return None
         for key, obj, renewed in pod_changes:
@@ -112,11 +127,15 @@ def _record(task: Any, obj: MutableObj) -> PodRecord | None:
     return (obj, task) if task is not None else None
 
 
-def _changes(old: dict[str, MutableObj],
-             new: dict[str, MutableObj]) -> list[tuple[str, MutableObj | None, bool]] | None:
+def _changes(old: dict[str, MutableObj], new: dict[str, MutableObj],
+             written: dict[str, None] | None = None) -> list[tuple[str, MutableObj | None, bool]] | None:
     """(key, the new object or None if gone, whether it went and came back), in the new dict's order, gone last;
     None when that cannot be told: an object that changed has no uid (the apiserver always sets one; a hostile or
-    hand-made object may not), so whether it kept its place or went last is not known."""
+    hand-made object may not), so whether it kept its place or went last is not known. `written`: the keys the
+    store wrote since `old` was copied (store.Journaled), in the order the dict holds its new keys: only those
+    are compared; None: every key is."""
+    if written is not None:
+        return _written_changes(old, new, written)
     out: list[tuple[str, MutableObj | None, bool]] = []
     get = old.get
     added = 0
@@ -133,4 +152,27 @@ def _changes(old: dict[str, MutableObj],
                 added += 1
     if len(old) + added != len(new):  # some went
         out.extend((key, None, False) for key in old.keys() - new.keys())
+    return out
+
+
+def _written_changes(old: dict[str, MutableObj], new: dict[str, MutableObj],
+                     written: dict[str, None]) -> list[tuple[str, MutableObj | None, bool]] | None:
+    """`_changes` over the keys written only (the same list: a key written back to the object it had is no change)."""
+    out: list[tuple[str, MutableObj | None, bool]] = []
+    gone: list[tuple[str, MutableObj | None, bool]] = []
+    get = old.get
+    for key in written:
+        was, obj = get(key), new.get(key)
+        if was is obj:
+            continue
+        if obj is None:
+            gone.append((key, None, False))
+        elif was is None:
+            out.append((key, obj, False))
+        else:
+            uid = _uid(obj)
+            if uid is None or _uid(was) is None:
+                return None
+            out.append((key, obj, _uid(was) != uid))
+    out.extend(gone)
     return out

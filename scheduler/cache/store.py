@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from scheduler.api.objects import MutableObj
 
@@ -18,13 +19,79 @@ ASSUME_TTL = 60.0  # seconds an assumed bind waits for the watch to confirm it
 STORAGE_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
 
 
+class Journaled(dict[str, MutableObj]):
+    """A kind's objects by key, noting the keys written since the last `take`, so the incremental snapshot reads
+    those rather than comparing every object of the cluster each cycle (cache/snapshots.py; 550,000 pods took it
+    a sixth of a second per cycle).
+
+    The keys are noted in the order the dict holds new keys: a key that comes (or comes back after it went) goes
+    last in both, and a change to a key already noted keeps its place. A journal that outgrows the dict (nothing
+    took it: a standby) is dropped, and `take` then says so with None: the reader compares everything once."""
+
+    __slots__ = ("_written",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._written: dict[str, None] | None = {}
+
+    def __setitem__(self, key: str, value: MutableObj) -> None:
+        written = self._written
+        if written is not None:
+            if key not in self:
+                written.pop(key, None)
+                written[key] = None
+            elif key not in written:
+                written[key] = None
+            if len(written) > 2 * len(self) + 1024:
+                self._written = None
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        if self._written is not None:
+            self._written.setdefault(key, None)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        if key in self and self._written is not None:
+            self._written.setdefault(key, None)
+        return super().pop(key, *default)
+
+    def setdefault(self, key: str, default: MutableObj) -> MutableObj:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def clear(self) -> None:
+        for key in list(self):
+            del self[key]
+
+    def _unsupported(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a store's objects change one key at a time")
+
+    popitem = __ior__ = _unsupported
+
+    def take(self) -> dict[str, None] | None:
+        """The keys written since the last take (None: not known), and a fresh journal."""
+        written, self._written = self._written, {}
+        return written
+
+
+def journal_of(objects: dict[str, MutableObj]) -> dict[str, None] | None:
+    """`take` of a Journaled dict; None for a plain one (a test's, or one a list replaced with a plain dict)."""
+    return objects.take() if isinstance(objects, Journaled) else None
+
+
 @dataclass(slots=True)
 class Watched:
     """One resource kind: its collection path, the latest objects by key, and the watch position."""
 
     kind: str
     path: str
-    objects: dict[str, MutableObj] = field(default_factory=dict)
+    objects: dict[str, MutableObj] = field(default_factory=Journaled)
     resource_version: str | None = None
     synced: threading.Event = field(default_factory=threading.Event)
     # A kind that may be absent (a CRD not installed: 404) or that the scheduler may not be allowed to read (403,

@@ -18,7 +18,7 @@ from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.pages import Pages
 from scheduler.cache.parse import ParseCache
-from scheduler.cache.store import STORAGE_KINDS, Stores, Watched, trim
+from scheduler.cache.store import STORAGE_KINDS, Journaled, Stores, Watched, trim
 from scheduler.retry import Backoff, Outage
 
 log = logging.getLogger("volcano_py.cache")
@@ -102,12 +102,12 @@ class Watcher:
             # Pods are parsed as they arrive, with the priority classes: list those first (a small list).
             self.stores.priority_classes.synced.wait(10.0)
             self.pods_released.wait(HOLD_MAX)
-        objects: dict[str, MutableObj] = {}
+        objects = Journaled()
         meta: MutableObj = {}
         for page in self._pages(w.path):
             for obj in page.get("items") or ():
                 trim(obj)
-                objects[key_of(obj)] = obj
+                dict.__setitem__(objects, key_of(obj), obj)  # (no journal for a list: it is a new dict)
                 if pods:
                     self.parser.preparse(obj)
             meta = page.get("metadata") or {}

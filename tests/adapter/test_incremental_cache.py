@@ -20,6 +20,7 @@ from snapshot_values import first_difference, structured
 
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.store import Journaled
 from scheduler.cycle import builtin_default_conf, run_cycle
 from scheduler.framework.backend import StatementBackEnd
 from scheduler.sim.objects import node_object, pod_object
@@ -143,7 +144,7 @@ class Cluster:
             self.event("priority_classes", "ADDED", {"metadata": {"name": self.name("pc")}, "value": 5})
         elif op == "relist":  # the watch lists again: a new dict, in the apiserver's order
             store = self.cache.pods
-            store.objects = dict(sorted(store.objects.items(), key=lambda kv: rng.random()))
+            store.objects = Journaled(sorted(store.objects.items(), key=lambda kv: rng.random()))
         return op
 
 
