@@ -179,8 +179,11 @@ def test_a_queue_notice_annotates_the_victims_and_deletes_them_only_once_it_ran_
     vcjob_cluster.job("high", queue, [task("worker", 2)], 2, priorityClassName=high)
 
     def noticed() -> list[dict]:
+        # The notice is two writes (the annotation, then the DisruptionTarget condition through the status
+        # subresource): a victim counts once both landed, or the checks below race the second.
         return [p for p in pods_of(core_v1, namespace, "low")
-                if POD_NOTICE in (p["metadata"].get("annotations") or {})]
+                if POD_NOTICE in (p["metadata"].get("annotations") or {})
+                and any(c["type"] == "DisruptionTarget" for c in p["status"].get("conditions") or ())]
 
     victims = wait_for(lambda: (v := noticed()) and len(v) == 2 and v, TIMEOUT, interval=0.2,
                        what="2 victims given notice")
