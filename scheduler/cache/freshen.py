@@ -11,7 +11,9 @@ room another replica had filled meanwhile with pods its cache had never seen).
 
 So before the first session on a shard it has just taken, the replica lists every pod (one consistent list,
 paged) and puts into the cache, as the watch would, each pod the cache does not hold or holds at an older
-resourceVersion, and drops each pod the cache holds that the list does not. A pod put in bound is also assumed on
+resourceVersion, and drops each pod the cache holds that the list does not, unless the cache's copy is newer than the
+list (created or changed after it was taken: the watch has already shown it, and will not again). A pod put in
+bound is also assumed on
 its node (as our own binds are, `Stores.assumed`) until the watch shows it bound, so a watch event older than the
 list cannot make it pending again meanwhile. One list at each take-over: it costs what a relist of the pods costs.
 """
@@ -34,7 +36,7 @@ def freshen_pods(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, M
     """True when the cache's pods are as current as a list taken now; False if the apiserver could not be read (the
     caller tries again next cycle). Every pod counts, ours or another scheduler's: any of them fills a node."""
     try:
-        listed = _listed(kube, stores.pods.path, page_size)
+        listed, at = _listed(kube, stores.pods.path, page_size)
     except LIST_ERRORS as exc:
         log.warning("active shards: cannot list the pods before scheduling a shard taken over: %s", exc)
         return False
@@ -42,7 +44,9 @@ def freshen_pods(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, M
         cached = dict(stores.pods.objects)
     behind = [obj for key, obj in listed.items()
               if (was := cached.get(key)) is None or resource_version(was) < resource_version(obj)]
-    gone = [obj for key, obj in cached.items() if key not in listed]
+    # Gone: not listed, and the list was taken after the cache's copy (a list whose resourceVersion cannot be read
+    # drops nothing: a pod it missed stays until the watch says it went)
+    gone = [obj for key, obj in cached.items() if key not in listed and resource_version(obj) <= at]
     for obj in behind:
         on_event(stores.pods, "MODIFIED", obj)
         node = (obj.get("spec") or {}).get("nodeName") if isinstance(obj.get("spec"), dict) else None
@@ -57,10 +61,11 @@ def freshen_pods(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, M
     return True
 
 
-def _listed(kube: Kube, path: str, page_size: int) -> dict[str, MutableObj]:
-    """Every pod, by key: one consistent list, page by page."""
+def _listed(kube: Kube, path: str, page_size: int) -> tuple[dict[str, MutableObj], int]:
+    """Every pod, by key, and the resourceVersion the list was read at (0 if unreadable): one consistent list, page
+    by page (each page's continue token holds the first page's resourceVersion)."""
     pods: dict[str, MutableObj] = {}
-    token = ""
+    token, at = "", None
     while True:
         query = {"limit": page_size, **({"continue": token} if token else {})}
         page = kube.request("GET", path, query=query)
@@ -68,9 +73,11 @@ def _listed(kube: Kube, path: str, page_size: int) -> dict[str, MutableObj]:
             if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
                 pods[_key(obj)] = obj
         meta = page.get("metadata")
+        if at is None:
+            at = resource_version(page)
         token = str(meta.get("continue") or "") if isinstance(meta, dict) else ""
         if not token:
-            return pods
+            return pods, at
 
 
 def _key(obj: MutableObj) -> str:

@@ -195,7 +195,7 @@ def resource_version(obj: MutableObj) -> int:
     """resourceVersion as a number (etcd revisions), to keep the newer of two copies; 0 if not numeric."""
     try:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
+    except (ValueError, TypeError, AttributeError):  # a hand-made object: not as Kubernetes writes one
         return 0
 
 
