@@ -1,11 +1,13 @@
-"""A watch's bytes become its events whatever the chunks they arrive in (`kube.watch_lines`): the same lines, in
-order, for every way of cutting the stream, and nothing from an event the stream cut off."""
+"""A watch's bytes become its events whatever the chunks they arrive in (`kube.watch_lines` over urllib3's own
+iteration of the response, as `Kube.stream` reads it): the same lines, in order, for every way of cutting the
+stream, and nothing from an event the stream cut off."""
 
 from __future__ import annotations
 
 import json
 
 from hypothesis import given, settings, strategies as st
+from urllib3.response import HTTPResponse
 
 from scheduler.cache.kube import watch_lines
 
@@ -16,10 +18,16 @@ EVENTS = st.lists(st.fixed_dictionaries({
 }), max_size=40)
 
 
-def cut(data: bytes, points: list[int]) -> list[bytes]:
-    """`data` in chunks at these offsets (some empty when offsets repeat)."""
+def cut(data: bytes, points: list[int]) -> HTTPResponse:
+    """A response whose body arrives in chunks cut at these offsets (some empty when offsets repeat)."""
     edges = [0, *sorted(p % (len(data) + 1) for p in points), len(data)]
-    return [data[a:b] for a, b in zip(edges, edges[1:], strict=False)]
+    return response([data[a:b] for a, b in zip(edges, edges[1:], strict=False)])
+
+
+def response(chunks: list[bytes]) -> HTTPResponse:
+    made = HTTPResponse(body=b"", preload_content=False)
+    made.stream = lambda *_, **__: iter(chunks)  # type: ignore[method-assign]  # the chunks as the socket gives them
+    return made
 
 
 @settings(max_examples=300, deadline=None)
@@ -42,5 +50,6 @@ def test_an_event_the_stream_cut_off_is_not_given(events, keep, points) -> None:
 def test_one_chunk_of_many_events_and_one_event_in_many_chunks() -> None:
     events = [{"type": "MODIFIED", "object": {"metadata": {"name": f"p{i}"}, "pad": "x" * 3000}} for i in range(2000)]
     data = b"".join(json.dumps(e).encode() + b"\n" for e in events)
-    assert [json.loads(line) for line in watch_lines([data])] == events
-    assert [json.loads(line) for line in watch_lines([data[i:i + 7] for i in range(0, len(data), 7)])] == events
+    assert [json.loads(line) for line in watch_lines(response([data]))] == events
+    sevens = response([data[i:i + 7] for i in range(0, len(data), 7)])
+    assert [json.loads(line) for line in watch_lines(sevens)] == events
