@@ -136,17 +136,25 @@ def _changes(old: dict[str, MutableObj], new: dict[str, MutableObj],
     for key, obj in new.items():
         was = get(key)
         if was is not obj:
-            if was is not None:
-                uid = _uid(obj)
-                if uid is None or _uid(was) is None:
-                    return None
-                out.append((key, obj, _uid(was) != uid))
-            else:
-                out.append((key, obj, False))
-                added += 1
+            renewed = _renewed(was, obj)
+            if renewed is None:
+                return None
+            out.append((key, obj, renewed))
+            added += was is None
     if len(old) + added != len(new):  # some went
         out.extend((key, None, False) for key in old.keys() - new.keys())
     return out
+
+
+def _renewed(was: MutableObj | None, obj: MutableObj) -> bool | None:
+    """Whether `obj`, which replaced `was` (None: new), went and came back: its uid changed; None if one of the two
+    has none (that cannot be told)."""
+    if was is None:
+        return False
+    uid = _uid(obj)
+    if uid is None or _uid(was) is None:
+        return None
+    return bool(_uid(was) != uid)
 
 
 def _written_changes(old: dict[str, MutableObj], new: dict[str, MutableObj],
@@ -161,12 +169,10 @@ def _written_changes(old: dict[str, MutableObj], new: dict[str, MutableObj],
             continue
         if obj is None:
             gone.append((key, None, False))
-        elif was is None:
-            out.append((key, obj, False))
-        else:
-            uid = _uid(obj)
-            if uid is None or _uid(was) is None:
-                return None
-            out.append((key, obj, _uid(was) != uid))
+            continue
+        renewed = _renewed(was, obj)
+        if renewed is None:
+            return None
+        out.append((key, obj, renewed))
     out.extend(gone)
     return out
