@@ -29,6 +29,7 @@ this builder may decide otherwise. Keys are namespace/name for both, so only a p
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from operator import is_, itemgetter
 
@@ -103,10 +104,18 @@ class IncrementalSnapshot:
         self.named: dict[str, set[str]] = {}  # job key -> other schedulers' pods naming it (none of ours: not a job)
         self.assumed: dict[str, str] = {}
         self.rebuilt = (0, 0, 0)  # (pods, jobs, nodes) the last build made afresh: for tests and benchmarks
+        # Nodes whose pods changed but that were not rebuilt, as `build`'s `defer` asked: their infos in `nodes`
+        # hold the usage of an earlier build until `refresh` (or a build without `defer`) makes them again.
+        self.deferred: set[str] = set()
         self.token: object | None = None  # the last snapshot's `Lineage.token` (None: none built, or one failed)
 
     # ---- the build --------------------------------------------------------------------------------------
-    def build(self, inputs: SnapshotInputs, delta: Delta | None) -> ClusterSnapshot:
+    def build(self, inputs: SnapshotInputs, delta: Delta | None,
+              defer: Callable[[str], bool] | None = None) -> ClusterSnapshot:
+        """`defer(name)`: whether a node outside the caller's sessions may keep its stale usage for now (see
+        `deferred`); a node whose object changed, a new one and a gone one are made anyway, so every node's name,
+        labels and allocatable are current. The caller makes a deferred node it hands to a session current first
+        (`refresh`)."""
         dirty_pods: set[str] = set()
         dirty_jobs: set[str] = set()
         dirty_nodes: set[str] = set()
@@ -130,11 +139,21 @@ class IncrementalSnapshot:
         for key in dirty_jobs:
             self._build_job(key)
         added = False
+        deferred = self.deferred
+        if defer is None:
+            dirty_nodes |= deferred
+            deferred.clear()
+        else:
+            dirty_nodes |= {name for name in deferred if not defer(name)}
         for name in dirty_nodes:
+            if defer is not None and name in self.nodes and name not in delta.nodes and defer(name):
+                deferred.add(name)
+                continue
+            deferred.discard(name)
             added = self._build_node(name) or added
         if added:  # in the adapter's order, as build_snapshot has them
             self.nodes = {name: self.nodes[name] for name in self.bases if name in self.nodes}
-        self.rebuilt = (len(dirty_pods), len(dirty_jobs), len(dirty_nodes))
+        self.rebuilt = (len(dirty_pods), len(dirty_jobs), len(dirty_nodes) - len(deferred & dirty_nodes))
         named, members = self.named, self.members
         jobs = {key: self.jobs[key] for key in self.podgroups if key not in named or members.get(key)}
         jobs.update((key, self.jobs[key]) for key in self.implicit)
@@ -148,6 +167,17 @@ class IncrementalSnapshot:
                                tuple(o for _, o in orphans), tuple(inputs.disruption_budgets),  # type: ignore[misc]
                                tuple(inputs.resource_quotas), dra=_dra(inputs.dra) if self.devices else None,
                                lineage=Lineage(since, self.token, frozenset(dirty_jobs)))
+
+    def refresh(self, names: Iterable[str]) -> dict[str, NodeInfo]:
+        """The deferred nodes among `names` made current (as the last build would have made them), by name."""
+        fresh = {}
+        for name in names:
+            if name in self.deferred:
+                self.deferred.discard(name)
+                self._build_node(name)
+                if name in self.nodes:
+                    fresh[name] = self.nodes[name]
+        return fresh
 
     def _session_changes(self, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str]) -> None:
         """What the last session changed: its jobs and nodes are rebuilt, and the tasks it moved made again."""

@@ -107,6 +107,7 @@ class ActiveShards:
         self._lease_prefix = f"{config.namespace}/{config.name}-shard-"  # a shard's bind fence, as on its pods
         self._others_allocated: dict[str, Resource] = {}  # queue -> what other shards' jobs hold (shard 0 held)
         self._session_jobs: frozenset[str] | None = None  # the jobs of the last session's view
+        self._scope: frozenset[str] | None = None  # the nodes of the last session's view (`defers`)
 
     # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
     def held(self) -> frozenset[int]:
@@ -194,8 +195,16 @@ class ActiveShards:
         for job in jobs.values():
             keep.update(t.node_name for t in job.tasks.values() if t.node_name)
         nodes = {name: node for name, node in snapshot.nodes.items() if name in keep}
+        self._scope = frozenset(keep)
         return replace(snapshot, jobs=jobs, nodes=nodes, lineage=self._lineage(snapshot.lineage, jobs),
                        shard=ShardView(HARD, shard_name(self.scheduler_name, 0), frozenset(owner)))
+
+    def defers(self, node: str) -> bool:
+        """Whether the next snapshot may leave the node's usage as it was (`IncrementalSnapshot.build`'s `defer`):
+        a node outside the last session (another shard's), whose pods other replicas bind. A guess only: the
+        cache makes every node `restrict` keeps current before the session (ClusterCache._finish)."""
+        scope = self._scope
+        return scope is not None and node not in scope
 
     def _lineage(self, lineage: Lineage | None, jobs: Mapping[str, object]) -> Lineage | None:
         """The snapshot's lineage with the jobs that entered or left this replica's sessions since the last one

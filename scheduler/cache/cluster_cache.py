@@ -258,7 +258,10 @@ class ClusterCache:
         else:  # from the last snapshot and what changed
             inputs, _, pcs = self._inputs(assumed, now)
             self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
-            snapshot = self._finish(incremental.build(by_key, node_objects, group_objects, dicts, pcs, inputs))
+            # With --active-shards, a node outside this replica's last session is rebuilt only once one needs it
+            defer = self.active.defers if self.active is not None else None
+            snapshot = self._finish(incremental.build(by_key, node_objects, group_objects, dicts, pcs, inputs,
+                                                      defer), incremental)
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
             if created and now - created >= ORPHAN_GRACE:
                 self.events.record("Pod", pod, "Warning", "PodGroupNotFound",
@@ -296,12 +299,16 @@ class ClusterCache:
                                 partial(self.dra.read, stores))  # read only if a pending pod names claims
         return inputs, podgroups, pcs
 
-    def _finish(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+    def _finish(self, snapshot: ClusterSnapshot, built: CacheSnapshots | None = None) -> ClusterSnapshot:
+        """`built`: the incremental builder `snapshot` came from, whose deferred nodes the session may need."""
         snapshot.queue_allocation_gate = self.queue_allocation_gate
         if self.shards is not None:  # between two sessions: publish this shard's status, take its nodes
             snapshot.shard = self.shards.between_sessions()
         if self.active is not None:  # the held shards' nodes and jobs only
             snapshot = self.active.restrict(snapshot)
+            if built is not None and built.builder.deferred:  # a node the session is given is current (restrict
+                deferred = built.builder.deferred  # made `nodes` a dict of its own)
+                snapshot.nodes.update(built.refresh([name for name in snapshot.nodes if name in deferred]))
         # Read now, before the session changes any task's status: the pods the status writer may give a condition
         self.status_writer.pending = {key: tuple(tasks) for key, job in snapshot.jobs.items()
                                       if (tasks := job.by_status.get(TaskStatus.PENDING))}

@@ -12,7 +12,7 @@ every pod's reading may have (a PriorityClass changed).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -55,9 +55,11 @@ class CacheSnapshots:
                 self._written[i] = None
 
     def build(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj], podgroups: dict[str, MutableObj],
-              dicts: tuple[object, ...], pcs: dict[str, int], inputs: SnapshotInputs) -> ClusterSnapshot:
+              dicts: tuple[object, ...], pcs: dict[str, int], inputs: SnapshotInputs,
+              defer: Callable[[str], bool] | None = None) -> ClusterSnapshot:
         """`pods`, `nodes`, `podgroups`: copies of the stores' dicts, taken under the lock; `dicts`: the stores'
-        dicts themselves; `inputs`: the rest of the snapshot's inputs (its nodes, PodGroups and pods unread)."""
+        dicts themselves; `inputs`: the rest of the snapshot's inputs (its nodes, PodGroups and pods unread);
+        `defer`: the nodes whose usage may wait (`IncrementalSnapshot.build`, made current by `refresh`)."""
         seen = (*dicts, pcs)
         full = len(seen) != len(self._dicts) or any(a is not b for a, b in zip(seen, self._dicts, strict=False))
         written, self._written = self._written, [{}, {}, {}]
@@ -70,10 +72,14 @@ class CacheSnapshots:
         self._dicts = seen
         self._pods, self._nodes, self._podgroups = pods, nodes, podgroups
         try:
-            return self.builder.build(inputs, delta)
+            return self.builder.build(inputs, delta, defer)
         except BaseException:
             self._dicts = ()  # the builder may have applied part of the changes: the next build is a full one
             raise
+
+    def refresh(self, names: Iterable[str]) -> dict[str, NodeInfo]:
+        """The nodes among `names` the last build deferred, made current."""
+        return self.builder.refresh(names)
 
     def _delta(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj],
                podgroups: dict[str, MutableObj], pcs: dict[str, int],
