@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from shards_active import KillWatch, identity, replica_args, view, wait_settled
+from shards_moves import Mover
 from shards_report import markdown, p95_from_histogram
 from shardsim.accounting import process_cpu
 
@@ -95,7 +96,8 @@ def start_server(args: argparse.Namespace, shape: dict[str, int], replicas: int,
            "--nodes", str(shape["nodes"]), "--running", str(shape["running"]), "--pending", str(shape["pending"]),
            "--replicas", str(args.replicas if args.active else replicas), "--seed", str(args.seed),
            "--watch-delay", str(args.watch_delay), *(["--gangs-later"] if args.gangs_later else []),
-           *(["--active"] if args.active else []), *(["--openb", args.openb] if args.openb else [])]
+           *(["--active"] if args.active else []), *(["--openb", args.openb] if args.openb else []),
+           *(["--monitor"] if args.move_nodes else [])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
     with open(log, "wb") as err:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=REPO)
@@ -115,7 +117,8 @@ def start_replicas(args: argparse.Namespace, port: int, replicas: int,
         kubeconfig(kc, port, name)
         mport = free_port()
         mode = replica_args(args, i, replicas) if args.active else [
-            "--scheduler-name", name, "--scheduler-sharding-mode", "hard", "--scheduler-sharding-name", name]
+            "--scheduler-name", name, "--scheduler-sharding-mode", "hard", "--scheduler-sharding-name", name,
+            *(["--schedule-period", f"{args.schedule_period}s"] if args.schedule_period is not None else [])]
         cmd = [*SCHEDULER, "--kubeconfig", str(kc), *mode, "--listen-address", f"127.0.0.1:{mport}",
                *(["--scheduler-conf", str(args.conf)] if args.conf else [])]
         with open(workdir / f"replica-{replicas}-{i}.log", "wb") as out:
@@ -169,6 +172,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
     kill = KillWatch(args.kill_one, 1, replicas) if args.kill_one is not None and replicas > 1 else None
     last_binds, last_change = -1, time.monotonic()
     stopped = "all pending pods bound"
+    mover = Mover(base, args.move_nodes, args.move_at) if args.move_nodes and replicas > 1 else None
     peak_mem_used = 0.0
     while True:
         stats = json.loads(get(f"{base}/sim/stats"))
@@ -183,11 +187,13 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
                 kill.rss_peak_mib, kill.cpu_s = rss_mib(victim.pid), process_cpu(victim.pid)
                 kill.kill(base, victim, stats["binds"], arrived)
             kill.observe(base, stats["binds"], made["pending"])
-        if stats["binds"] >= made["pending"]:
+        if mover is not None:
+            mover.step(arrived, now)
+        if stats["binds"] >= made["pending"] and (mover is None or mover.done(now)):
             break
         idle = args.idle if last_binds > 0 else args.start_timeout  # the first lists take long at scale
-        if now - last_change > idle or now - t0 > args.timeout:
-            stopped = "no bind for --idle seconds" if now - last_change > idle else "--timeout"
+        if (now - last_change > idle and stats["binds"] < made["pending"]) or now - t0 > args.timeout:
+            stopped = "--timeout" if now - t0 > args.timeout else "no bind for --idle seconds"
             if last_binds <= 0 and now - last_change > idle:
                 stopped = "no bind within --start-timeout seconds"
             print(f"  stopped waiting ({stopped}): {stats['binds']:,}/{made['pending']:,} bound", flush=True)
@@ -202,7 +208,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             break
         # polling the store's counts once a second (5 times after a kill, to time the takeover): the harness's own
         # pace, not a sync
-        time.sleep(0.2 if kill is not None and kill.killed_at is not None else 1.0)
+        time.sleep(0.2 if (kill is not None and kill.killed_at is not None) or mover is not None else 1.0)
     wall = time.monotonic() - t0
     per = []
     for name, p, mport in procs:
@@ -236,6 +242,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             p.wait()
     check = json.loads(get(f"{base}/sim/check"))
     stats = json.loads(get(f"{base}/sim/stats"))
+    moves = mover.report(per, args) if mover is not None else None
     gpus = json.loads(get(f"{base}/sim/gpus")) if args.openb else None
     server_rss = rss_mib(server.pid)
     server.terminate()
@@ -246,7 +253,17 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
              "per_replica": per, "stopped": stopped, "peak_rss_sum_mib": round(peak_mem_used),
              "server": {"load_s": round(t0 - t_load, 1), "rss_peak_mib": server_rss},
              "mode": "active" if args.active else "volcano", **({"shards_at_end": shards} if shards else {}),
-             **({"kill": kill.report(args)} if kill is not None else {}), **({"gpus": gpus} if gpus else {})}
+             **({"kill": kill.report(args)} if kill is not None else {}), **({"gpus": gpus} if gpus else {}),
+             **({"moves": moves} if moves else {})}
+    _print_phase(phase)
+    return phase
+
+
+def _print_phase(phase: dict[str, Any]) -> None:
+    stats, check, per = phase["stats"], phase["check"], phase["per_replica"]
+    moves, gpus = phase.get("moves"), phase.get("gpus")
+    if moves:
+        print(f"  nodes moved: {moves['summary']}", flush=True)
     if gpus:
         print(f"  GPUs allocated: {gpus['allocated']:,.1f} of {gpus['gpus']:,.0f} ({100 * gpus['share']:.2f}%)",
               flush=True)
@@ -257,7 +274,6 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
           f"({stats['virtual_s']:.2f} virtual s, bound by {stats['bound_by']}), {stats['wall_last_bind_s']:.1f}s wall "
           f"to last bind; checks {check['over_committed_nodes']}/{check['pods_bound_twice']}/{check['partial_gangs']};"
           f" RSS {', '.join(str(round(r['rss_peak_mib'])) for r in per)} MiB", flush=True)
-    return phase
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -298,7 +314,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--retry-period", type=float, default=2.0, help="with --active: --leader-elect-retry-period")
     p.add_argument("--schedule-period", type=float, default=None, help="the replicas' --schedule-period, seconds "
                    "(default: the scheduler's, 1s)")
+    p.add_argument("--move-nodes", type=float, default=None, metavar="FRACTION", help="without --active: move this "
+                   "share of each shard's nodes to the next shard (as Volcano's sharding controller would) --move-at "
+                   "seconds after the gangs arrive, and time each node's handoff (shardsim/moves.py)")
+    p.add_argument("--move-at", type=float, default=2.0, help="with --move-nodes: wall seconds after the arrival")
     a = p.parse_args(argv)
+    if a.move_nodes is not None and (a.active or not 0 < a.move_nodes <= 0.5):
+        p.error("--move-nodes: a share in (0, 0.5], without --active (there the holder of shard 0 writes the plan)")
     if a.kill_one is not None and not a.active:
         p.error("--kill-one needs --active (under Volcano's contract no replica takes another's shard over)")
     started = datetime.datetime.now(datetime.UTC)

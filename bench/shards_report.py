@@ -110,6 +110,10 @@ def markdown(run: dict[str, Any]) -> str:
                   "same cluster). Shards' Lease holders at the end: " + "; ".join(
                       f"{p['replicas']} replicas: {holders(p)}" for p in active)]
         lines += [kill_line(p["kill"]) for p in active if p.get("kill")]
+    for p in run["phases"]:
+        if p.get("moves"):
+            lines += ["", f"Nodes moved between shards at {p['replicas']} replicas (as Volcano's sharding controller "
+                      f"would, binds in flight): {p['moves']['summary']}"]
     openb = [p for p in run["phases"] if p.get("gpus")]
     if openb:
         one = next((p["gpus"]["allocated"] for p in openb if p["replicas"] == 1), None)

@@ -18,6 +18,8 @@ from shardsim import openb_load
 from shardsim.accounting import Accounting
 from shardsim.cluster import LEASE_NS, Shape, check, create_gangs, load, shards_view
 from shardsim.kinds import all_kinds
+from shardsim.monitor import Monitor
+from shardsim.moves import handoff_report, move_nodes
 from shardsim.server import Request, Server, serve
 from shardsim.store import Store
 
@@ -39,7 +41,7 @@ def read_calibration(path: Path) -> dict[str, Any]:
 
 def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: float = 0.0,
           gangs_later: bool = False, lease_namespace: str = LEASE_NS,
-          openb: str | None = None) -> tuple[Server, dict[str, Any], float]:
+          openb: str | None = None, monitor: bool = False) -> tuple[Server, dict[str, Any], float]:
     store = Store(all_kinds())
     t0 = time.monotonic()
     if openb is not None:  # the trace's nodes and pods instead of a generated cluster (shardsim/openb_load.py)
@@ -50,6 +52,22 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: fl
     else:
         made, plan = load(store, shape, gangs_later=gangs_later)
     acct = Accounting(calibration["costs_ms"], cores)
+    # --monitor: the chaos runs' checks at every write, and nodes moved on POST /sim/move (shardsim/moves.py)
+    watch = Monitor(store) if monitor else None
+    moves: list[dict[str, Any]] = []
+
+    def move(req: Request) -> dict[str, Any]:
+        if watch is None:
+            return {"error": "the server runs without --monitor"}
+        moves.append(move_nodes(store, float(orjson.loads(req.body or b"{}").get("fraction", 0.1)), watch.clock))
+        return {"moved": len(moves[-1]["moved"])}
+
+    def handoffs(req: Request) -> dict[str, Any]:
+        if watch is None:
+            return {}
+        return {"moves": [handoff_report(m, watch.handoffs, watch.overlaps) for m in moves],
+                "overlaps": watch.overlaps, "overlap_examples": watch.overlap_examples[:3],
+                "over_commits": watch.over_commits}
 
     def arrive(req: Request) -> dict[str, Any]:
         """The pending gangs, created now (once): every replica sees them arrive through its pod watch."""
@@ -66,7 +84,7 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: fl
     extra = {"replicas": replicas, "stats": lambda req: acct.stats(), "check": lambda req: check(store),
              "made": lambda req: made, "arrive": arrive,
              "shards": lambda req: shards_view(store, plan, lease_namespace),
-             "gpus": lambda req: openb_load.gpus_allocated(store)}
+             "gpus": lambda req: openb_load.gpus_allocated(store), "move": move, "handoffs": handoffs}
     return Server(store, acct, extra, watch_delay), made, time.monotonic() - t0
 
 
@@ -84,13 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gangs-later", action="store_true", help="create the pending gangs on POST /sim/arrive")
     p.add_argument("--active", action="store_true", help="the cluster of --active-shards REPLICAS: pending pods for "
                    "volcano-py, gangs routed by the hash of their PodGroup, NodeShards volcano-py-shard-i")
+    p.add_argument("--monitor", action="store_true", help="check no node in two shards' nodesInUse and no "
+                   "over-commit at every write (shardsim/monitor.py), and move nodes between shards on POST /sim/move")
     p.add_argument("--openb", default=None, metavar="VARIANT", help="the openb trace's GPU nodes and pods drawn from "
                    "openb_pod_list_VARIANT.csv to 130%% of its GPUs (--seed), instead of a generated cluster")
     a = p.parse_args(argv)
     calibration = read_calibration(a.calibration)
     gc.disable()  # millions of long-lived objects: the cyclic collector would rescan them all
     shape = Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed, active=a.active)
-    server, made, seconds = build(shape, calibration, a.cores, a.watch_delay, a.gangs_later, openb=a.openb)
+    server, made, seconds = build(shape, calibration, a.cores, a.watch_delay, a.gangs_later, openb=a.openb,
+                                  monitor=a.monitor)
     gc.freeze()
     print(f"loaded {json.dumps(made)} in {seconds:.1f}s", file=sys.stderr, flush=True)
 

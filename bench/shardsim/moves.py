@@ -1,0 +1,71 @@
+"""Nodes moved between shards while binds are in flight, as Volcano's sharding controller moves them, and how long
+each handoff took (`bench_shards.py --move-nodes`; the row "10% of nodes moved between shards" of docs/scale-out.md).
+
+`move_nodes` rewrites every NodeShard's `spec.nodesDesired` at once, shard by shard in name order, as a controller
+that recomputed its assignment writes it (pkg/controllers/sharding/ in Volcano updates each NodeShard's spec on its
+own): shard r gives the last `fraction` of its desired nodes to shard r+1 (the last to the first). So for a moment a
+node may be in two shards' `nodesDesired` (the gaining shard written before the losing one): the schedulers'
+two-phase `nodesInUse` is what keeps it from being used by two, and the monitor (shardsim/monitor.py) checks that at
+every NodeShard write.
+
+`handoff_report` times each moved node: from the move's write to the write that put it in its new shard's
+`nodesInUse` (the gaining scheduler uses it from its next session; the loser published it gone before that, or the
+monitor counts an overlap).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from shardsim.store import Store
+
+NODESHARDS = ("shard.volcano.sh/v1alpha1", "nodeshards")
+
+
+def move_nodes(store: Store, fraction: float, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """Move ceil(fraction x its desired nodes) from each shard to the next; returns {node: [from, to]} and when (by
+    `clock`, the monitor's, taken before the first write)."""
+    if not 0 < fraction <= 0.5:
+        raise ValueError("fraction: between 0 (excluded) and 0.5")
+    kind = store.kind(*NODESHARDS)
+    names = sorted(kind.objects)
+    if len(names) < 2:
+        raise ValueError("moving nodes needs at least two NodeShards")
+    docs = {name: orjson.loads(kind.objects[name].data) for name in names}
+    desired = {name: list((docs[name].get("spec") or {}).get("nodesDesired") or ()) for name in names}
+    given = {name: desired[name][len(desired[name]) - math.ceil(fraction * len(desired[name])):] for name in names}
+    moved: dict[str, list[str]] = {}
+    t = clock()
+    store.writer = ""  # the harness: as Volcano's controller, no replica's token
+    for i, name in enumerate(names):
+        before = names[i - 1]  # gains from the shard before it (the first from the last)
+        keep = [n for n in desired[name] if n not in set(given[name])]
+        doc = docs[name]
+        doc["spec"] = {**(doc.get("spec") or {}), "nodesDesired": keep + given[before]}
+        store.update(kind, "", name, doc)
+        moved.update((node, [before, name]) for node in given[before])
+    return {"t": t, "moved": moved}
+
+
+def handoff_report(move: dict[str, Any], handoffs: list[dict[str, Any]], overlaps: int) -> dict[str, Any]:
+    """Each moved node's handoff time (seconds from the move to its new shard's `nodesInUse`): how many were done,
+    p50/p95/max, and the NodeShard writes that left a node in two shards' `nodesInUse` (`overlaps`)."""
+    t0 = float(move["t"])
+    done: dict[str, float] = {}
+    for h in handoffs:  # in write order: the first that put the node where it was moved to
+        node, to = h["node"], h["to"]
+        if node in move["moved"] and to == move["moved"][node][1] and node not in done and h["t"] >= t0:
+            done[node] = h["t"] - t0
+    times = sorted(done.values())
+
+    def pct(q: float) -> float | None:
+        return round(times[min(len(times) - 1, math.ceil(q * len(times)) - 1)], 3) if times else None
+
+    return {"moved": len(move["moved"]), "handed_off": len(times), "not_handed_off": len(move["moved"]) - len(times),
+            "p50_s": pct(0.5), "p95_s": pct(0.95), "max_s": round(times[-1], 3) if times else None,
+            "overlaps": overlaps}
