@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 SCHEDULER = [PY, "-m", "scheduler.cli", "scheduler"]  # this checkout's scheduler (cwd and PYTHONPATH: REPO)
 CYCLE_METRIC = "volcano_e2e_scheduling_latency_milliseconds"
+CYCLE_CPU_METRIC = "volcano_py_cycle_cpu_milliseconds"  # the process's CPU over a cycle: its virtual length
 
 
 def free_port() -> int:
@@ -226,6 +227,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
                     "cpu_s": process_cpu(p.pid), "cpu_at_last_bind_s": last.get("cpu_s", 0.0),
                     "server_charged_s": rep.get("charged_s", 0.0), "requests": rep.get("requests", {}),
                     "cycle_p95_ms": p95_from_histogram(text, CYCLE_METRIC), "cycles": int(cycles),
+                    "cycle_cpu_p95_ms": p95_from_histogram(text, CYCLE_CPU_METRIC),
                     "rss_peak_mib": rss_mib(p.pid), "rss_now_mib": rss_mib(p.pid, "VmRSS"),
                     "watch_lag_max_s": rep.get("watch_lag_max_s") or {}})
         if kill is not None and kill.killed_at is not None and p is procs[kill.victim][1]:  # as it was at the kill

@@ -56,13 +56,17 @@ def phase_row(phase: dict[str, Any]) -> str:
 def replica_rows(phase: dict[str, Any]) -> list[str]:
     rows = []
     for r in phase["per_replica"]:
-        p95 = r["cycle_p95_ms"]
-        p95 = "-" if p95 is None else "> 5,000 (the last bucket)" if p95 == float("inf") else f"<= {p95:,.0f}"
+        p95, cpu = (_bucket(r.get(k)) for k in ("cycle_p95_ms", "cycle_cpu_p95_ms"))
         name = f"{r['name']} (SIGKILLed; CPU, RSS at the kill)" if r.get("killed") else r["name"]
         rows.append(f"| {phase['replicas']} | {name} | {r['binds']:,} | {r['virtual_last_bind_s']:.2f} | "
                     f"{r['decisions_per_virtual_s']:,.0f} | {r['cpu_s']:.1f} | {r['server_charged_s']:.2f} | "
-                    f"{p95} | {r['cycles']} | {r['rss_peak_mib']:,.0f} |")
+                    f"{p95} | {cpu} | {r['cycles']} | {r['rss_peak_mib']:,.0f} |")
     return rows
+
+
+def _bucket(p95: float | None) -> str:
+    """A p95 read from a histogram: the upper bound of its bucket."""
+    return "-" if p95 is None else "> 5,000 (the last bucket)" if p95 == float("inf") else f"<= {p95:,.0f}"
 
 
 def markdown(run: dict[str, Any]) -> str:
@@ -80,10 +84,12 @@ def markdown(run: dict[str, Any]) -> str:
     lines += [phase_row(p) for p in run["phases"]]
     lines += ["", "Per replica (virtual: the replica's CPU + its requests' server cost / cores, at its last bind; "
               "cycle p95: the e2e scheduling latency histogram's bucket, wall-clock, so inflated when replicas "
-              "share the machine's cores):", "",
+              "share the machine's cores; cycle CPU p95: `volcano_py_cycle_cpu_milliseconds`' bucket, the "
+              "process's CPU over a cycle, all threads, i.e. the cycle's length in the replica's virtual time but "
+              "for its requests' server cost):", "",
               "| replicas | replica | binds | virtual s at last bind | decisions/s (virtual) | CPU s | "
-              "server s charged | cycle p95, ms (wall) | cycles | peak RSS, MiB |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "server s charged | cycle p95, ms (wall) | cycle CPU p95, ms | cycles | peak RSS, MiB |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in run["phases"]:
         lines += replica_rows(p)
     lines += ["", "Requests per replica (first replica of each phase; kind and status: count):", ""]

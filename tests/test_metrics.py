@@ -82,6 +82,18 @@ def test_registry_has_volcano_names_and_values(gpu_cluster):
     assert value(registry, "volcano_pod_preemption_victims") == 0
 
 
+def test_a_cycles_cpu_time_is_its_own_histogram_and_absent_when_not_measured(gpu_cluster):
+    result, snapshot = run(gpu_cluster)
+    registry = CollectorRegistry()
+    m = SchedulerMetrics(registry)
+    m.record(sample_cycle(result, 0.25, snapshot))
+    assert value(registry, "volcano_py_cycle_cpu_milliseconds_count") == 0
+    m.record(sample_cycle(result, 0.25, snapshot, cpu_seconds=0.04))
+    assert value(registry, "volcano_py_cycle_cpu_milliseconds_count") == 1
+    assert value(registry, "volcano_py_cycle_cpu_milliseconds_sum") == pytest.approx(40.0)
+    assert value(registry, "volcano_e2e_scheduling_latency_milliseconds_sum") == 500.0  # wall-clock, both cycles
+
+
 def test_proportion_fills_deserved_share_and_overused(gpu_cluster):
     result, snapshot = run(gpu_cluster)
     registry = CollectorRegistry()

@@ -201,7 +201,7 @@ class SchedulerLoop:
             self.stopping.wait(max(0.0, at - time.monotonic()))
 
     def run_once(self) -> CycleResult:
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         snapshot = self.cache.snapshot()
         snapshot_seconds = time.monotonic() - started
         result = run_cycle(snapshot, self.conf.current(), trace=self.trace, memo=self.memo)
@@ -212,7 +212,8 @@ class SchedulerLoop:
         else:
             self.cache.apply(result)
         self.cycles += 1
-        metrics.observe_cycle(result, time.monotonic() - started, snapshot, snapshot_seconds=snapshot_seconds)
+        metrics.observe_cycle(result, time.monotonic() - started, snapshot, snapshot_seconds=snapshot_seconds,
+                              cpu_seconds=time.process_time() - cpu)
         binds = sum(len(g.binds) for g in result.binds)
         for eviction in result.evictions:  # one line each: who lost which pod, to whom, under which rule
             log.info("cycle %d: evicting %s (job %s) on %s: %s", self.cycles, eviction.task, eviction.job,

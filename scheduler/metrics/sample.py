@@ -77,6 +77,7 @@ class CycleSample:
     now: float = 0.0
     assumed_ms: tuple[float, ...] = ()  # per task bound this cycle: from its creation to now
     pending_tasks: tuple[tuple[str, float], ...] = ()  # (uid, creation) of every task waiting for a node
+    cpu_ms: float | None = None  # the process's CPU (all its threads) from the cycle's start to its end
 
 
 def _timings(result: CycleResult, prefix: str) -> dict[str, float]:
@@ -140,11 +141,13 @@ def _real_capability(queue: QueueInfo, total: Resource, guarantees: Resource) ->
 
 
 def sample_cycle(
-    result: CycleResult, seconds: float, snapshot: ClusterSnapshot | None = None, *, snapshot_seconds: float = 0.0
+    result: CycleResult, seconds: float, snapshot: ClusterSnapshot | None = None, *, snapshot_seconds: float = 0.0,
+    cpu_seconds: float | None = None,
 ) -> CycleSample:
     """What one cycle says: its latencies, its gang attempts and, given the snapshot after the cycle (the
     session works on the snapshot's infos, so it holds the cycle's placements), the state of queues and gangs.
-    `snapshot_seconds` is how long taking the snapshot took (Volcano's open_session_duration includes it)."""
+    `snapshot_seconds` is how long taking the snapshot took (Volcano's open_session_duration includes it);
+    `cpu_seconds` the process's CPU time over the cycle (None: not measured)."""
     bound_jobs = {gang.job: len(gang.binds) for gang in result.binds if gang.binds}
     attempts: Counter[str] = Counter()
     phases: Counter[str] = Counter()
@@ -219,6 +222,7 @@ def sample_cycle(
         )
     return CycleSample(
         e2e_ms=seconds * 1000.0,
+        cpu_ms=cpu_seconds * 1000.0 if cpu_seconds is not None else None,
         action_ms=_timings(result, "action:"),
         plugin_ms=_plugin_timings(result),
         attempts=dict(attempts),

@@ -141,6 +141,13 @@ class SchedulerMetrics:
         self.unschedulable = self._gauge(
             "volcano_unschedule_job_count", "Gangs waiting after the last cycle (not admitted or short of pods)", ()
         )
+        # -- volcano-py's: what a cycle costs the process (the e2e latency above is wall-clock: on cores shared with
+        # other processes it grows with their load; the CPU a cycle took does not)
+        self.cycle_cpu = self._histogram(
+            "volcano_py_cycle_cpu_milliseconds",
+            "The scheduler process's CPU time, all threads, from a cycle's start to its end, in milliseconds",
+            (), SESSION_BUCKETS_MS,
+        )
         # -- volcano-py's: the conf file (issue 22: a rejected reload must be visible, not only logged)
         self.conf_stale = self._gauge(
             "volcano_py_scheduler_conf_stale",
@@ -241,6 +248,8 @@ class SchedulerMetrics:
     # -- writing ------------------------------------------------------------------------------------------
     def record(self, sample: CycleSample) -> None:
         self.e2e.observe(sample.e2e_ms)
+        if sample.cpu_ms is not None:
+            self.cycle_cpu.observe(sample.cpu_ms)
         if sample.open_session_ms is not None:
             self.open_session.observe(sample.open_session_ms)
         for action, ms in sample.action_ms.items():
@@ -396,11 +405,13 @@ def default() -> SchedulerMetrics:
 
 
 def observe_cycle(
-    result: CycleResult, seconds: float, snapshot: ClusterSnapshot | None = None, *, snapshot_seconds: float = 0.0
+    result: CycleResult, seconds: float, snapshot: ClusterSnapshot | None = None, *, snapshot_seconds: float = 0.0,
+    cpu_seconds: float | None = None,
 ) -> None:
     """Called by the scheduling loop after every cycle. Never raises: metrics must not stop scheduling."""
     try:
-        default().record(sample_cycle(result, seconds, snapshot, snapshot_seconds=snapshot_seconds))
+        default().record(sample_cycle(result, seconds, snapshot, snapshot_seconds=snapshot_seconds,
+                                      cpu_seconds=cpu_seconds))
     except Exception:
         log.exception("recording cycle metrics failed")
 
