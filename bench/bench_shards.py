@@ -173,7 +173,8 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
     kill = KillWatch(args.kill_one, 1, replicas) if args.kill_one is not None and replicas > 1 else None
     last_binds, last_change = -1, time.monotonic()
     stopped = "all pending pods bound"
-    mover = Mover(base, args.move_nodes, args.move_at) if args.move_nodes and replicas > 1 else None
+    mover = Mover(base, args.move_nodes, args.move_at, [m for _, _, m in procs]) \
+        if args.move_nodes and replicas > 1 else None
     peak_mem_used = 0.0
     while True:
         stats = json.loads(get(f"{base}/sim/stats"))
@@ -190,7 +191,8 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             kill.observe(base, stats["binds"], made["pending"])
         if mover is not None:
             mover.step(arrived, now)
-        if stats["binds"] >= made["pending"] and (mover is None or mover.done(now)):
+        moved = mover is None or mover.done(now)  # asked every turn: it notes when the last handoff came
+        if stats["binds"] >= made["pending"] and moved:
             break
         idle = args.idle if last_binds > 0 else args.start_timeout  # the first lists take long at scale
         if (now - last_change > idle and stats["binds"] < made["pending"]) or now - t0 > args.timeout:
@@ -244,7 +246,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             p.wait()
     check = json.loads(get(f"{base}/sim/check"))
     stats = json.loads(get(f"{base}/sim/stats"))
-    moves = mover.report(per, args) if mover is not None else None
+    moves = mover.report() if mover is not None else None
     gpus = json.loads(get(f"{base}/sim/gpus")) if args.openb else None
     server_rss = rss_mib(server.pid)
     server.terminate()
