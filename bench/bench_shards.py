@@ -173,7 +173,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
     kill = KillWatch(args.kill_one, 1, replicas) if args.kill_one is not None and replicas > 1 else None
     last_binds, last_change = -1, time.monotonic()
     stopped = "all pending pods bound"
-    mover = Mover(base, args.move_nodes, args.move_at, [m for _, _, m in procs]) \
+    mover = Mover(base, args.move_nodes, args.move_at, [m for _, _, m in procs], [n for n, _, _ in procs]) \
         if args.move_nodes and replicas > 1 else None
     peak_mem_used = 0.0
     while True:

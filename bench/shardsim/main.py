@@ -65,7 +65,7 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: fl
     def handoffs(req: Request) -> dict[str, Any]:
         if watch is None:
             return {}
-        return {"moves": [handoff_report(m, watch.handoffs, watch.overlaps) for m in moves],
+        return {"moves": [handoff_report(m, watch.handoffs, watch.overlaps, watch.releases) for m in moves],
                 "overlaps": watch.overlaps, "overlap_examples": watch.overlap_examples[:3],
                 "over_commits": watch.over_commits}
 

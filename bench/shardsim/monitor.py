@@ -55,6 +55,7 @@ class Monitor:
         self.binds_to_gone_nodes = 0
         self.moves: list[dict[str, Any]] = []  # nodesDesired: a node from one shard to another
         self.handoffs: list[dict[str, Any]] = []  # nodesInUse: a node from one shard to another
+        self.releases: list[dict[str, Any]] = []  # nodesInUse: a node a shard stopped using
         self.lease_changes: list[dict[str, Any]] = []
         self.shard_writes = 0
         for kind in (store.kind("v1", "nodes"), store.kind("shard.volcano.sh/v1alpha1", "nodeshards"),
@@ -136,6 +137,9 @@ class Monitor:
                 self.moves.append({"t": now, "node": node, "from": before, "to": name, "by": self.store.writer})
             self.desired_owner[node] = name
         nodes = frozenset((doc.get("status") or {}).get("nodesInUse") or ())
+        if not initial:
+            self.releases.extend({"t": now, "node": node, "from": name}
+                                 for node in sorted(self.in_use.get(name, frozenset()) - nodes))
         self.in_use[name] = nodes
         both = {node: sorted(other for other, theirs in self.in_use.items() if other != name and node in theirs)
                 for node in nodes}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -52,20 +52,55 @@ def move_nodes(store: Store, fraction: float, clock: Callable[[], float] = time.
     return {"t": t, "moved": moved}
 
 
-def handoff_report(move: dict[str, Any], handoffs: list[dict[str, Any]], overlaps: int) -> dict[str, Any]:
+def handoff_report(move: dict[str, Any], handoffs: list[dict[str, Any]], overlaps: int,
+                   releases: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Each moved node's handoff time (seconds from the move to its new shard's `nodesInUse`): how many were done,
-    p50/p95/max, and the NodeShard writes that left a node in two shards' `nodesInUse` (`overlaps`)."""
+    p50/p95/max, the NodeShard writes that left a node in two shards' `nodesInUse` (`overlaps`), and per node the
+    seconds from the move to its release by the shard that lost it and to its take by the one that gained it."""
     t0 = float(move["t"])
+    moved = move["moved"]
     done: dict[str, float] = {}
     for h in handoffs:  # in write order: the first that put the node where it was moved to
         node, to = h["node"], h["to"]
-        if node in move["moved"] and to == move["moved"][node][1] and node not in done and h["t"] >= t0:
+        if node in moved and to == moved[node][1] and node not in done and h["t"] >= t0:
             done[node] = h["t"] - t0
+    released: dict[str, float] = {}
+    for r in releases:  # the first write of the losing shard without the node
+        node = r["node"]
+        if node in moved and r["from"] == moved[node][0] and node not in released and r["t"] >= t0:
+            released[node] = r["t"] - t0
     times = sorted(done.values())
 
     def pct(q: float) -> float | None:
         return round(times[min(len(times) - 1, math.ceil(q * len(times)) - 1)], 3) if times else None
 
-    return {"moved": len(move["moved"]), "handed_off": len(times), "not_handed_off": len(move["moved"]) - len(times),
+    return {"moved": len(moved), "handed_off": len(times), "not_handed_off": len(moved) - len(times),
             "p50_s": pct(0.5), "p95_s": pct(0.95), "max_s": round(times[-1], 3) if times else None,
-            "overlaps": overlaps}
+            "overlaps": overlaps, "t": t0,
+            "nodes": {node: [moved[node][0], moved[node][1], released.get(node), done.get(node)] for node in moved}}
+
+
+def ended(series: list[tuple[float, float]], start: float, end: float) -> int | None:
+    """Cycles a replica ended between `start` and `end`, from its cycle counter sampled at (time, count): the last
+    sample at or before `start` against the first at or after `end`, so never fewer than ended (None: no sample
+    on either side)."""
+    before = [c for t, c in series if t <= start]
+    after = [c for t, c in series if t >= end]
+    if not before or not after:
+        return None
+    return int(after[0] - before[-1])
+
+
+def cycles_per_node(report: dict[str, Any], series: dict[str, list[tuple[float, float]]]) -> dict[str, int | None]:
+    """Per moved node, the cycles its handoff took: those the losing shard's replica ended from the move to its
+    release, and those the gaining one ended from the release to its take (None: not handed off, or unsampled)."""
+    t0 = float(report["t"])
+    out: dict[str, int | None] = {}
+    for node, (lost, gained, released, taken) in report["nodes"].items():
+        if released is None or taken is None or lost not in series or gained not in series:
+            out[node] = None
+            continue
+        a = ended(series[lost], t0, t0 + released)
+        b = ended(series[gained], t0 + released, t0 + max(taken, released))
+        out[node] = None if a is None or b is None else a + b
+    return out

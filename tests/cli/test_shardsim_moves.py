@@ -16,7 +16,7 @@ bench_module("shards")  # puts bench/ on sys.path for the packages below
 from shardsim.cluster import Shape, load  # noqa: E402
 from shardsim.kinds import all_kinds  # noqa: E402
 from shardsim.monitor import Monitor  # noqa: E402
-from shardsim.moves import NODESHARDS, handoff_report, move_nodes  # noqa: E402
+from shardsim.moves import NODESHARDS, cycles_per_node, ended, handoff_report, move_nodes  # noqa: E402
 from shardsim.store import Store  # noqa: E402
 
 
@@ -90,4 +90,42 @@ def test_handoff_times_are_the_first_handoff_to_the_new_shard_after_the_move(del
 def test_no_handoff_reports_none_not_zero() -> None:
     report = handoff_report({"t": 1.0, "moved": {"n1": ["a", "b"]}}, [], overlaps=2)
     assert report == {"moved": 1, "handed_off": 0, "not_handed_off": 1, "p50_s": None, "p95_s": None,
-                      "max_s": None, "overlaps": 2}
+                      "max_s": None, "overlaps": 2, "t": 1.0, "nodes": {"n1": ["a", "b", None, None]}}
+
+
+def test_the_monitor_records_when_a_shard_stops_using_a_node() -> None:
+    store = Store(all_kinds())
+    load(store, Shape(6, 0, 0, 2))
+    now = [10.0]
+    monitor = Monitor(store, clock=lambda: now[0])
+    kind = store.kind(*NODESHARDS)
+    for names, t in ((["n0", "n1", "n2"], 11.0), (["n0"], 12.0), (["n0"], 13.0)):
+        now[0] = t
+        doc = orjson.loads(kind.objects["shard-0"].data)
+        doc["status"] = {"nodesInUse": names}
+        store.update(kind, "", "shard-0", doc, "status")
+    assert [(r["t"], r["node"], r["from"]) for r in monitor.releases] == [(12.0, "n1", "shard-0"),
+                                                                          (12.0, "n2", "shard-0")]
+
+
+def test_cycles_ended_are_never_fewer_than_ran() -> None:
+    series = [(0.0, 5.0), (1.0, 6.0), (2.0, 6.0), (3.0, 8.0)]
+    assert ended(series, 0.0, 1.0) == 1
+    assert ended(series, 0.5, 2.5) == 3  # from the sample before (5) to the one after (8)
+    assert ended(series, 1.0, 2.0) == 0
+    assert ended(series, -1.0, 1.0) is None  # nothing sampled before the start
+    assert ended(series, 1.0, 4.0) is None  # nor after the end
+
+
+def test_each_handoff_counts_the_losers_cycles_to_the_release_and_the_gainers_after() -> None:
+    move = {"t": 100.0, "moved": {"n1": ["a", "b"], "n2": ["a", "b"], "n3": ["b", "a"]}}
+    releases = [{"t": 101.0, "node": "n1", "from": "a"}, {"t": 101.0, "node": "n2", "from": "a"},
+                {"t": 99.0, "node": "n3", "from": "b"}]  # before the move: not this move's release
+    handoffs = [{"t": 101.5, "node": "n1", "to": "b"}, {"t": 104.5, "node": "n2", "to": "b"}]
+    report = handoff_report(move, handoffs, 0, releases)
+    assert report["nodes"] == {"n1": ["a", "b", 1.0, 1.5], "n2": ["a", "b", 1.0, 4.5], "n3": ["b", "a", None, None]}
+    series = {"a": [(100.0, 10.0), (101.0, 11.0), (105.0, 12.0)],
+              "b": [(100.0, 3.0), (101.0, 3.0), (102.0, 4.0), (103.0, 5.0), (105.0, 6.0)]}
+    # n1: a ended 1 by its release; b ended 1 from 101 to the first sample after 101.5 (102)
+    # n2: a 1, then b from 101 (3) to the first sample at or after 104.5 (105: 6) = 3
+    assert cycles_per_node(report, series) == {"n1": 2, "n2": 4, "n3": None}
