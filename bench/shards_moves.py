@@ -73,6 +73,7 @@ class Mover:
         moves = _call(f"{self.base}/sim/handoffs").get("moves") or [{}]
         if now - self.moved_at > WAIT_S or (moves[-1].get("moved") and not moves[-1].get("not_handed_off")):
             self.ended_at = now
+            self._sample()  # after the last handoff seen: the sample that closes its count
         return self.ended_at is not None
 
     def report(self) -> dict[str, Any] | None:
