@@ -98,7 +98,7 @@ def start_server(args: argparse.Namespace, shape: dict[str, int], replicas: int,
            "--replicas", str(args.replicas if args.active else replicas), "--seed", str(args.seed),
            "--watch-delay", str(args.watch_delay), *(["--gangs-later"] if args.gangs_later else []),
            *(["--active"] if args.active else []), *(["--openb", args.openb] if args.openb else []),
-           *(["--monitor"] if args.move_nodes else [])]
+           *(["--monitor"] if args.move_nodes else []), *(["--bind-cap", str(args.bind_cap)] if args.bind_cap else [])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
     with open(log, "wb") as err:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=REPO)
@@ -258,14 +258,30 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
              "server": {"load_s": round(t0 - t_load, 1), "rss_peak_mib": server_rss},
              "mode": "active" if args.active else "volcano", **({"shards_at_end": shards} if shards else {}),
              **({"kill": kill.report(args)} if kill is not None else {}), **({"gpus": gpus} if gpus else {}),
-             **({"moves": moves} if moves else {})}
+             **({"moves": moves} if moves else {}),
+             **({"bind_cap": capped(stats, args.bind_cap)} if args.bind_cap else {})}
     _print_phase(phase)
     return phase
 
 
+def capped(stats: dict[str, Any], cap: float) -> dict[str, Any]:
+    """Under --bind-cap: the replicas' binds per wall second from the first bind to the last, against 95% of the cap
+    (virtual time does not count a bind's wait for its turn, so the row is read in wall time)."""
+    marks = [r for r in stats["replicas"].values() if r.get("first_bind") and r.get("last_bind")]
+    first = min((r["first_bind"]["wall_s"] for r in marks), default=0.0)
+    last = max((r["last_bind"]["wall_s"] for r in marks), default=0.0)
+    rate = (stats["binds"] - 1) / (last - first) if last > first else 0.0
+    return {"cap": cap, "binds_per_wall_s": round(rate, 1), "share_of_cap": round(rate / cap, 4),
+            "met": rate >= 0.95 * cap, "first_bind_wall_s": first, "last_bind_wall_s": last}
+
+
 def _print_phase(phase: dict[str, Any]) -> None:
     stats, check, per = phase["stats"], phase["check"], phase["per_replica"]
-    moves, gpus = phase.get("moves"), phase.get("gpus")
+    moves, gpus, cap = phase.get("moves"), phase.get("gpus"), phase.get("bind_cap")
+    if cap:
+        print(f"  bind cap {cap['cap']:,.0f}/s: {cap['binds_per_wall_s']:,.1f} binds per wall second from the first "
+              f"to the last, {100 * cap['share_of_cap']:.1f}% of the cap (target 95%: "
+              f"{'met' if cap['met'] else 'NOT met'})", flush=True)
     if moves:
         print(f"  nodes moved: {moves['summary']}", flush=True)
     if gpus:
@@ -321,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--move-nodes", type=float, default=None, metavar="FRACTION", help="without --active: move this "
                    "share of each shard's nodes to the next shard (as Volcano's sharding controller would) --move-at "
                    "seconds after the gangs arrive, and time each node's handoff (shardsim/moves.py)")
+    p.add_argument("--bind-cap", type=float, default=0.0, metavar="BINDS_PER_S", help="the simulated apiserver takes "
+                   "at most this many binds per wall second (a bind beyond waits its turn, as priority and fairness "
+                   "queues it); the phase reports the replicas' binds per wall second against 95%% of it")
     p.add_argument("--move-at", type=float, default=2.0, help="with --move-nodes: wall seconds after the arrival")
     a = p.parse_args(argv)
     if a.move_nodes is not None and (a.active or not 0 < a.move_nodes <= 0.5):

@@ -117,6 +117,13 @@ def markdown(run: dict[str, Any]) -> str:
                       f"{p['replicas']} replicas: {holders(p)}" for p in active)]
         lines += [kill_line(p["kill"]) for p in active if p.get("kill")]
     for p in run["phases"]:
+        if p.get("bind_cap"):
+            c = p["bind_cap"]
+            lines += ["", f"Bind cap at {p['replicas']} replicas: the simulated apiserver took at most {c['cap']:,.0f} "
+                      f"binds per wall second (a bind beyond waits its turn); the replicas bound "
+                      f"{c['binds_per_wall_s']:,.1f} per wall second from the first bind to the last, "
+                      f"{100 * c['share_of_cap']:.1f}% of the cap "
+                      f"(target 95%: {'met' if c['met'] else 'NOT met'})"]
         if p.get("moves"):
             lines += ["", f"Nodes moved between shards at {p['replicas']} replicas (as Volcano's sharding controller "
                       f"would, binds in flight): {p['moves']['summary']}"]

@@ -41,7 +41,8 @@ def read_calibration(path: Path) -> dict[str, Any]:
 
 def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: float = 0.0,
           gangs_later: bool = False, lease_namespace: str = LEASE_NS,
-          openb: str | None = None, monitor: bool = False) -> tuple[Server, dict[str, Any], float]:
+          openb: str | None = None, monitor: bool = False,
+          bind_cap: float = 0.0) -> tuple[Server, dict[str, Any], float]:
     store = Store(all_kinds())
     t0 = time.monotonic()
     if openb is not None:  # the trace's nodes and pods instead of a generated cluster (shardsim/openb_load.py)
@@ -85,7 +86,7 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: fl
              "made": lambda req: made, "arrive": arrive,
              "shards": lambda req: shards_view(store, plan, lease_namespace),
              "gpus": lambda req: openb_load.gpus_allocated(store), "move": move, "handoffs": handoffs}
-    return Server(store, acct, extra, watch_delay), made, time.monotonic() - t0
+    return Server(store, acct, extra, watch_delay, bind_cap), made, time.monotonic() - t0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gangs-later", action="store_true", help="create the pending gangs on POST /sim/arrive")
     p.add_argument("--active", action="store_true", help="the cluster of --active-shards REPLICAS: pending pods for "
                    "volcano-py, gangs routed by the hash of their PodGroup, NodeShards volcano-py-shard-i")
+    p.add_argument("--bind-cap", type=float, default=0.0, help="binds per wall second the server takes at most; "
+                   "a bind beyond waits its turn (kube-apiserver's priority and fairness queueing; 0: no cap)")
     p.add_argument("--monitor", action="store_true", help="check no node in two shards' nodesInUse and no "
                    "over-commit at every write (shardsim/monitor.py), and move nodes between shards on POST /sim/move")
     p.add_argument("--openb", default=None, metavar="VARIANT", help="the openb trace's GPU nodes and pods drawn from "
@@ -111,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()  # millions of long-lived objects: the cyclic collector would rescan them all
     shape = Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed, active=a.active)
     server, made, seconds = build(shape, calibration, a.cores, a.watch_delay, a.gangs_later, openb=a.openb,
-                                  monitor=a.monitor)
+                                  monitor=a.monitor, bind_cap=a.bind_cap)
     gc.freeze()
     print(f"loaded {json.dumps(made)} in {seconds:.1f}s", file=sys.stderr, flush=True)
 

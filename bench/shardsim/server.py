@@ -50,9 +50,14 @@ def parse_path(path: str) -> tuple[str, list[str]]:
 
 class Server:
     def __init__(self, store: Store, accounting: Accounting, extra: dict[str, Callable[[Request], Any]] | None = None,
-                 watch_delay: float = 0.0):
+                 watch_delay: float = 0.0, bind_cap: float = 0.0):
         self.store = store
         self.watch_delay = watch_delay  # seconds between a write and its watch event (wall-clock)
+        # binds per wall second the server takes at most (0: no cap): a bind beyond it waits its turn, as
+        # kube-apiserver's priority and fairness queues a request over its level's share (never refused here:
+        # APF's 429 when its queues are full is not modelled)
+        self.bind_cap = bind_cap
+        self._next_bind = 0.0  # the wall time (monotonic) of the next free bind slot
         self.acct = accounting
         self.extra = extra or {}
         self.stopping = asyncio.Event()
@@ -83,6 +88,8 @@ class Server:
                 if method == "GET" and query.get("watch") in ("1", "true"):
                     await self._watch(req, writer)
                     continue
+                if self.bind_cap > 0 and method == "POST" and url.path.endswith("/binding"):
+                    await self._bind_turn()
                 status, data = self.dispatch(req)
                 await self._send(writer, status, data)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -90,6 +97,14 @@ class Server:
         finally:
             with contextlib.suppress(Exception):
                 writer.close()
+
+    async def _bind_turn(self) -> None:
+        """Wait for this bind's slot: slots are 1/bind_cap apart, in the order binds arrive."""
+        now = time.monotonic()
+        turn = max(self._next_bind, now)
+        self._next_bind = turn + 1.0 / self.bind_cap
+        if turn > now:
+            await asyncio.sleep(turn - now)
 
     async def _send(self, writer: asyncio.StreamWriter, status: int, data: bytes) -> None:
         writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nDate: {_date()}\r\n"
