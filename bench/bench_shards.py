@@ -306,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pending", type=int, default=20000)
     p.add_argument("--replicas", type=int, default=4)
     p.add_argument("--skip-one", action="store_true", help="only the N-replica phase")
+    p.add_argument("--one-last", action="store_true", help="the N-replica phase first, then the one-replica phase "
+                   "(alternate the order between rounds: a phase may run slower right after another)")
     p.add_argument("--cores", type=int, default=8, help="the simulated apiserver's cores")
     p.add_argument("--calibration", type=Path, default=REPO / "bench/shardsim/calibration.json")
     p.add_argument("--conf", type=Path, default=None, help="--scheduler-conf (default: Volcano's default conf)")
@@ -353,12 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-shards-") as tmp:
         workdir = a.logs or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        if not a.skip_one:
-            one = {"nodes": a.nodes, "running": a.running, "pending": a.pending} if a.active else {
-                "nodes": a.nodes1, "running": a.running1, "pending": a.pending1}
-            phases.append(run_phase(a, one, 1, workdir))
-        phases.append(run_phase(a, {"nodes": a.nodes, "running": a.running, "pending": a.pending}, a.replicas,
-                                workdir))
+        one = {"nodes": a.nodes, "running": a.running, "pending": a.pending} if a.active else {
+            "nodes": a.nodes1, "running": a.running1, "pending": a.pending1}
+        many = {"nodes": a.nodes, "running": a.running, "pending": a.pending}
+        order = [(many, a.replicas)] if a.skip_one else [(one, 1), (many, a.replicas)]
+        for shape, replicas in (reversed(order) if a.one_last else order):
+            phases.append(run_phase(a, shape, replicas, workdir))
     calibration = json.loads(a.calibration.read_text())
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=REPO).stdout.strip()
