@@ -38,7 +38,7 @@ from typing import Any
 
 from shards_active import KillWatch, identity, replica_args, view, wait_settled
 from shards_moves import Mover
-from shards_report import markdown, p95_from_histogram
+from shards_report import markdown, p95_from_histogram, sample_value
 from shardsim.accounting import process_cpu
 
 REPO = Path(__file__).resolve().parent.parent
@@ -220,8 +220,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
         except OSError:
             text = ""
         rep = stats["replicas"].get(name, {})
-        cycles = next((float(line.rpartition(" ")[2]) for line in text.splitlines()
-                       if line.startswith(f"{CYCLE_METRIC}_count")), 0.0)
+        cycles = sample_value(text, f"{CYCLE_METRIC}_count") or 0.0
         last = rep.get("last_bind") or {}
         per.append({"name": name, "pid": p.pid, "binds": rep.get("binds", 0),
                     "virtual_last_bind_s": last.get("virtual_s", 0.0),
@@ -344,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
                    "queues it); the phase reports the replicas' binds per wall second against 95%% of it")
     p.add_argument("--move-at", type=float, default=2.0, help="with --move-nodes: wall seconds after the arrival")
     a = p.parse_args(argv)
+    if not 0 <= a.bind_cap < float("inf"):  # NaN fails too
+        p.error("--bind-cap: binds per second, 0 (no cap) or more")
     if a.move_nodes is not None and (a.active or not 0 < a.move_nodes <= 0.5):
         p.error("--move-nodes: a share in (0, 0.5], without --active (there the holder of shard 0 writes the plan)")
     if a.kill_one is not None and not a.active:

@@ -16,6 +16,7 @@ import time
 import urllib.request
 from typing import Any
 
+from shards_report import sample_value
 from shardsim.moves import cycles_per_node
 
 WAIT_S = 30.0  # after the move: how long the phase waits for the handoffs once every pod is bound
@@ -37,7 +38,7 @@ def cycles(metrics_port: int) -> float | None:
             text = resp.read().decode()
     except OSError:
         return None
-    return next((float(line.rpartition(" ")[2]) for line in text.splitlines() if line.startswith(CYCLES)), None)
+    return sample_value(text, CYCLES)
 
 
 class Mover:
@@ -59,7 +60,10 @@ class Mover:
     def step(self, arrived: float, now: float) -> None:
         if self.moved_at is None and now - arrived >= self.at:
             self._sample()
-            self.moved = int(_call(f"{self.base}/sim/move", {"fraction": self.fraction})["moved"])
+            answer = _call(f"{self.base}/sim/move", {"fraction": self.fraction})
+            if "moved" not in answer:
+                raise SystemExit(f"the simulated apiserver refused the move: {answer.get('error')}")
+            self.moved = int(answer["moved"])
             self.moved_at = now
             print(f"  {self.moved:,} nodes moved between shards {now - arrived:.1f}s after the arrival", flush=True)
 

@@ -28,6 +28,12 @@ def p95_from_histogram(text: str, metric: str) -> float | None:
     return None
 
 
+def sample_value(text: str, name: str) -> float | None:
+    """The value of the first sample named `name` (no labels) in the exposition `text`; None if absent."""
+    prefix = name + " "
+    return next((float(line[len(prefix):]) for line in text.splitlines() if line.startswith(prefix)), None)
+
+
 def window_rate(stats: dict[str, Any]) -> float | None:
     """Decisions per virtual second from the first accepted bind to the last (the start-up lists left out): the
     binds after the first, over the span from the earliest replica clock at its first bind to the latest at its

@@ -60,7 +60,11 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: fl
     def move(req: Request) -> dict[str, Any]:
         if watch is None:
             return {"error": "the server runs without --monitor"}
-        moves.append(move_nodes(store, float(orjson.loads(req.body or b"{}").get("fraction", 0.1)), watch.clock))
+        try:  # the harness's request: a bad one gets its reason, and the server goes on
+            body = orjson.loads(req.body or b"{}")
+            moves.append(move_nodes(store, float(body.get("fraction", 0.1)), watch.clock))
+        except (ValueError, TypeError, AttributeError) as exc:
+            return {"error": f"cannot move nodes: {exc}"}
         return {"moved": len(moves[-1]["moved"])}
 
     def handoffs(req: Request) -> dict[str, Any]:

@@ -77,3 +77,21 @@ def test_the_rate_is_read_from_the_first_bind_to_the_last_over_every_replica() -
     assert out["share_of_cap"] == round(1000 / 11.0 / 100.0, 4)
     assert out["met"] is False  # 90.9% of the cap
     assert capped({"binds": 1001, "replicas": stats["replicas"]}, 95.0)["met"] is True  # 95.7%
+
+
+@pytest.mark.parametrize("bad", ["-5", "nan", "inf"])
+def test_a_cap_that_is_no_rate_is_refused_naming_the_flag(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench_shards import main
+
+    with pytest.raises(SystemExit):
+        main(["--bind-cap", bad, "--results", "/nonexistent"])
+    assert "--bind-cap" in capsys.readouterr().err
+
+
+def test_a_metric_sample_is_read_by_its_exact_name() -> None:
+    from shards_report import sample_value
+
+    text = "# HELP x\nx_count 12.0\nx_count_total 99\nx_sum 3.5\n"
+    assert sample_value(text, "x_count") == 12.0
+    assert sample_value(text, "x_sum") == 3.5
+    assert sample_value(text, "y_count") is None

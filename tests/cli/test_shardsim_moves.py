@@ -129,3 +129,17 @@ def test_each_handoff_counts_the_losers_cycles_to_the_release_and_the_gainers_af
     # n1: a ended 1 by its release; b ended 1 from 101 to the first sample after 101.5 (102)
     # n2: a 1, then b from 101 (3) to the first sample at or after 104.5 (105: 6) = 3
     assert cycles_per_node(report, series) == {"n1": 2, "n2": 4, "n3": None}
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1]", b'{"fraction": "x"}', b'{"fraction": 0.9}',
+                                  b'{"fraction": NaN}'])
+def test_a_bad_move_request_gets_a_reason_and_moves_nothing(body: bytes) -> None:
+    from shardsim.main import CALIBRATION, build, read_calibration
+    from shardsim.server import Request
+
+    srv, _, _ = build(Shape(8, 0, 0, 2), read_calibration(CALIBRATION), 4, monitor=True)
+    before = desired(srv.store)
+    answer = srv.extra["move"](Request("POST", "/sim/move", {}, {}, body))
+    assert "cannot move nodes" in answer["error"]
+    assert desired(srv.store) == before
+    assert srv.extra["handoffs"](Request("GET", "/sim/handoffs", {}, {}, b""))["moves"] == []
