@@ -9,6 +9,9 @@ apiserver's bind ceiling.
     kube-scheduler  the control plane's own build (.bin/kube-scheduler), default profile, client QPS and burst 5,000
     ceiling         bindloop bind: no scheduling, N goroutines, QPS unlimited, HTTP/1.1 over N connections (with
                     --ceiling-http2: client-go's default, one HTTP/2 connection; the same rate on this machine)
+    limit           the ceiling plus the writes users rely on after a gang is bound (bindloop bind -events
+                    -podgroups): each pod's `Scheduled` Event after its bind, each PodGroup's status Running once its
+                    pods are bound; the floor of server CPU per bind for any scheduler that keeps them
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 SCHEDULERS = ("volcano-py", "volcano", "kube-scheduler")
 CEILING = "ceiling"
+LIMIT = "limit"
+CEILINGS = (CEILING, LIMIT)  # the Go bind loop, bare or with the writes users rely on
 # volcano-py with some writes switched off (bench/py_variant.py, --py-off): information only, never in the default
 # set, never in a target
 PY_OFF = "volcano-py-off"
 # the schedulerName each contender's pods carry
 SCHEDULER_NAME = {"volcano-py": "volcano-py", "volcano": "volcano", "kube-scheduler": "default-scheduler",
-                  CEILING: "bench-nobody", PY_OFF: "volcano-py"}
-GANG_SCHEDULERS = ("volcano-py", "volcano", PY_OFF)
+                  CEILING: "bench-nobody", LIMIT: "bench-nobody", PY_OFF: "volcano-py"}
+GANG_SCHEDULERS = ("volcano-py", "volcano", PY_OFF, LIMIT)  # their pods come in gangs with a PodGroup each
 
 
 def cpu_seconds(pid: int) -> float:
@@ -152,10 +157,10 @@ def argv_for(name: str, cp, workdir: Path, *, bindloop: str, volcano: str, names
                 "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
                 f"--cert-dir={workdir / 'kube-scheduler-certs'}", "--leader-elect=false",
                 "--kube-api-qps=5000", "--kube-api-burst=5000", "--v=1"]
-    if name == CEILING:
+    if name in CEILINGS:
         return [bindloop, f"-kubeconfig={kc}", f"-workers={workers}", f"-http1={str(not http2).lower()}", "bind",
-                f"-namespace={namespace}",
-                "-node-selector=bench=peers"]
+                f"-namespace={namespace}", "-node-selector=bench=peers",
+                *(("-events", "-podgroups") if name == LIMIT else ())]
     raise ValueError(name)
 
 
