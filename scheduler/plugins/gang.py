@@ -275,7 +275,12 @@ class GangPlugin(Plugin[NoArgs]):
         if job.phase == PodGroupPhase.PENDING or not job.tasks or ssn.faulted(job):
             return None
         if job.count_ready():
-            if ssn.got_binds(job.key) or _was_unschedulable(job):
+            # A ready gang is marked Scheduled when this cycle bound it, when it was Unschedulable, and when it has
+            # no Scheduled condition at all: bound by a cycle that wrote nothing else (the first cycle on a partial
+            # view, scheduler/cache/first_view.py) or by a replica that died before its status write. Volcano marks
+            # every ready gang Scheduled at each session close (pkg/scheduler/plugins/gang/gang.go OnSessionClose);
+            # a gang already Scheduled (by Volcano too, whatever its message) is left as it is.
+            if ssn.got_binds(job.key) or _was_unschedulable(job) or not _was_scheduled(job):
                 return self._scheduled(job)
             return None
         if _held_by_releasing(job):
@@ -326,3 +331,7 @@ def _own(ssn: SessionAPI, job: JobInfo) -> bool:
 
 def _was_unschedulable(job: JobInfo) -> bool:
     return any(c.type == UNSCHEDULABLE for c in job.conditions)
+
+
+def _was_scheduled(job: JobInfo) -> bool:
+    return any(c.type == "Scheduled" and c.status == "True" for c in job.conditions)

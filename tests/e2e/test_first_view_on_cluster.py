@@ -1,12 +1,13 @@
 """The first cycle on a partial view (scheduler/cache/first_view.py) on a real control plane: a scheduler that
 starts with a full queue and an open one binds the open queue's gang from its partial view, before the full pod
-list, and leaves the full queue's job pending through that cycle and every cycle after it."""
+list, and leaves the full queue's job pending through that cycle and every cycle after it; the gang it bound gets its
+`Scheduled` condition and PodGroup event from the next, full-view cycle."""
 
 from __future__ import annotations
 
 from controlplane import assert_no_overcommit, wait_for
 from inprocess import running_scheduler
-from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod, unschedulable
+from test_scheduler import GROUP, TIMEOUT, bound_pods, gang_pod, pg_status, unschedulable
 
 from scheduler.cache.first_view import FirstView, Skip
 
@@ -43,6 +44,15 @@ def test_a_restart_under_a_full_queue_binds_the_open_queue_first_and_never_the_f
         assert first_binds == {f"{namespace}/fits-0", f"{namespace}/fits-1"}  # the gang came from the first view
         assert not running.results or all(  # and no full cycle bound it again
             f"{namespace}/fits-0" not in {t for g in r.binds for t, _ in g.binds} for r in running.results)
+        # the first view wrote only the binds and the pods' events; a full-view cycle marks the gang Scheduled
+        # and sends its PodGroup event, as for a gang it bound itself
+        wait_for(lambda: any(c.get("type") == "Scheduled" and c.get("status") == "True"
+                             for c in pg_status(custom, namespace, "fits").get("conditions") or ()), TIMEOUT,
+                 what="the first view's gang marked Scheduled by a full-view cycle")
+        wait_for(lambda: any((e.involved_object.kind, e.involved_object.name, e.reason) == ("PodGroup", "fits",
+                                                                                            "Scheduled")
+                             for e in core_v1.list_namespaced_event(namespace).items), TIMEOUT,
+                 what="the first view's gang's PodGroup Scheduled event")
         held = wait_for(lambda: unschedulable(custom, namespace, "waits"), TIMEOUT,
                         what="the full queue's job held by a full-view cycle")
         assert "capability" in held["message"] or "queue" in held["message"], held
