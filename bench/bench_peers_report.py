@@ -7,7 +7,7 @@ from collections import defaultdict
 
 NAMES = {"volcano-py": "volcano-py", "volcano": "Volcano vc-scheduler", "kube-scheduler": "kube-scheduler",
          "ceiling": "Go bind loop (ceiling)",
-         "limit": "Go bind loop + a Scheduled event per pod + each PodGroup Running (limit)"}
+         "limit": "Go bind loop + Scheduled events (each pod, each PodGroup) + each PodGroup Running (limit)"}
 ORDER = ("volcano-py", "volcano", "kube-scheduler", "volcano-py-off", "ceiling", "limit")
 # Restart to first bind: at most half of Volcano's, at 5,000 x 50,000 and 10,000 x 100,000 (the to-the-limits goal).
 RESTART_TARGET = 0.5
@@ -220,8 +220,8 @@ def target_checks(report: dict) -> list[dict]:
                                  ratio(py.get(key), ceil.get(key)), 1.1, False))
             # the bound of the line above for a scheduler that keeps every pod's Scheduled event and writes each
             # gang's PodGroup Running, as the issue requires: the bind loop doing just those writes
-            out.append(check(size, "volcano-py server CPU per bind / limit (whole run; the bind loop with a "
-                               "Scheduled event per pod and each PodGroup Running)",
+            out.append(check(size, "volcano-py server CPU per bind / limit (whole run; the bind loop with "
+                               "Volcano's Scheduled events and each PodGroup Running)",
                              ratio(py.get("server_ms_per_bind.total"), lim.get("server_ms_per_bind.total")), 1.1,
                              False))
             if (py.get("window_cores") or 0) > 1.9:  # the machine is the bound: the total per bind is the target

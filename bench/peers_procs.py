@@ -10,8 +10,9 @@ apiserver's bind ceiling.
     ceiling         bindloop bind: no scheduling, N goroutines, QPS unlimited, HTTP/1.1 over N connections (with
                     --ceiling-http2: client-go's default, one HTTP/2 connection; the same rate on this machine)
     limit           the ceiling plus the writes users rely on after a gang is bound (bindloop bind -events
-                    -podgroups): each pod's `Scheduled` Event after its bind, each PodGroup's status Running once its
-                    pods are bound; the floor of server CPU per bind for any scheduler that keeps them
+                    -podgroups): each pod's `Scheduled` Event after its bind, each PodGroup's status Running and its
+                    `Scheduled` Event once its pods are bound (what Volcano writes); the floor of server CPU per bind
+                    for a scheduler that keeps them
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@
 //	    QPS unlimited, protobuf on the wire (as kube-scheduler talks); print one JSON line.
 //	-events: after each bind, create the pod's `Scheduled` Event (core/v1, as Volcano's recorder does);
 //	-podgroups: once every listed pod of a PodGroup (annotation scheduling.k8s.io/group-name) is bound, merge-patch
-//	    the PodGroup's status to Running, once. With both it is the "limit" of `make bench-peers`: the writes users
-//	    rely on after a gang is bound (a Scheduled event per pod, the gang's PodGroup Running) and nothing else.
+//	    the PodGroup's status to Running, once (with -events, also the PodGroup's Scheduled event). With both it is
+//	    the "limit" of `make bench-peers`: what Volcano's users see after a gang is bound (a Scheduled event per
+//	    pod, the gang's PodGroup Running and its Scheduled event) and nothing else.
 //	-http1 (the default) talks HTTP/1.1 over up to N connections, as volcano-py's urllib3 pool does; -http1=false
 //	    is client-go's default, every request a stream of one HTTP/2 connection (as kube-scheduler and Volcano
 //	    talk). On a quiet 2-core machine the two gave the same rate (815 and 823 binds/s, 4,000 pods); HTTP/1.1
@@ -140,18 +141,8 @@ func newWrites(cs *kubernetes.Clientset, events, podgroups bool, pods []corev1.P
 
 func (w *writes) after(ctx context.Context, p *corev1.Pod, node string) {
 	if w.events {
-		now := metav1.Now()
-		_, err := w.cs.CoreV1().Events(p.Namespace).Create(ctx, &corev1.Event{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", p.Name, time.Now().UnixNano()),
-				Namespace: p.Namespace},
-			InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: p.Name,
-				Namespace: p.Namespace, UID: p.UID},
-			Type: corev1.EventTypeNormal, Reason: "Scheduled",
-			Message: fmt.Sprintf("Successfully assigned %s/%s to %s", p.Namespace, p.Name, node),
-			Source:  corev1.EventSource{Component: "bindloop"}, ReportingController: "bindloop",
-			ReportingInstance: "bindloop", FirstTimestamp: now, LastTimestamp: now, Count: 1,
-		}, metav1.CreateOptions{})
-		w.count(&w.nEvents, err)
+		w.event(ctx, p.Namespace, corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: p.Name,
+			Namespace: p.Namespace, UID: p.UID}, fmt.Sprintf("Successfully assigned %s/%s to %s", p.Namespace, p.Name, node))
 	}
 	g := p.Annotations[groupAnnotation]
 	if counter := w.bound[g]; counter != nil && counter.Add(1) == w.size[g] {
@@ -163,7 +154,22 @@ func (w *writes) after(ctx context.Context, p *corev1.Pod, node string) {
 			AbsPath("/apis/scheduling.volcano.sh/v1beta1/namespaces", p.Namespace, "podgroups", g).
 			Body(body).Do(ctx).Error()
 		w.count(&w.nGroups, err)
+		if w.events { // the PodGroup's own Scheduled event, as Volcano's RecordJobStatusEvent sends it
+			w.event(ctx, p.Namespace, corev1.ObjectReference{APIVersion: "scheduling.volcano.sh/v1beta1",
+				Kind: "PodGroup", Name: g, Namespace: p.Namespace}, "pod group is ready")
+		}
 	}
+}
+
+func (w *writes) event(ctx context.Context, ns string, about corev1.ObjectReference, message string) {
+	now := metav1.Now()
+	_, err := w.cs.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", about.Name, time.Now().UnixNano()), Namespace: ns},
+		InvolvedObject: about, Type: corev1.EventTypeNormal, Reason: "Scheduled", Message: message,
+		Source: corev1.EventSource{Component: "bindloop"}, ReportingController: "bindloop",
+		ReportingInstance: "bindloop", FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}, metav1.CreateOptions{})
+	w.count(&w.nEvents, err)
 }
 
 func (w *writes) count(done *atomic.Int64, err error) {
