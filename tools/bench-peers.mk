@@ -1,5 +1,6 @@
 # `make bench-peers` (issue 20): volcano-py against Volcano's vc-scheduler and kube-scheduler, with a Go client-go
-# bind loop as the apiserver's ceiling, in one run. Included (optionally) from the top-level Makefile. Not part of
+# bind loop as the apiserver's ceiling (and, as the `limit`, the same loop sending the events and PodGroup status
+# Volcano writes after a bind), in one run. Included (optionally) from the top-level Makefile. Not part of
 # `make test`. See bench/bench_peers.py and BENCHMARKS.md.
 #
 #   make bench-peers                                   all five sizes, 3 rounds
