@@ -4,11 +4,12 @@ the ones Volcano's order takes: first the jobs whose eviction breaks no gang, th
 1. Lost work. Volcano's gang-eviction conf (examples/sim/gang-eviction.conf) with `victimcost` added to the first
    tier, no arguments. One node of 4 GPUs, held by two gangs of 2 one-GPU pods (minAvailable 2, priority 10) of
    one queue: `old`, started first, then `fresh`, created in a later second. Then `old`'s training loop records a
-   checkpoint: its pods get `volcano-py.io/last-checkpoint`, the time of the patch, after `fresh` started.
-   `urgent` (2 x 1 GPU, minAvailable 2, priority 1000) arrives and gangpreempt must evict one whole gang. Both
-   would break (each is at its minAvailable), so victimcost takes the one that loses less work: `old` (since its
-   checkpoint) rather than `fresh` (since its start). Without the plugin, Volcano's order (the reverse of
-   JobOrder: the newer job first) evicts `fresh`.
+   checkpoint: its pods get `volcano-py.io/last-checkpoint`, half a second after `fresh`'s start (its
+   PodScheduled time). `urgent` (2 x 1 GPU, minAvailable 2, priority 1000) arrives once that time is past on the
+   scheduler's clock too (victimcost ignores a checkpoint in the future), and gangpreempt must evict one whole
+   gang. Both would break (each is at its minAvailable), so victimcost takes the one that loses less work: `old`
+   (since its checkpoint) rather than `fresh` (since its start). Without the plugin, Volcano's order (the reverse
+   of JobOrder: the newer job first) evicts `fresh`.
 2. Gangs broken. Legacy `preempt` (gang's and drf's Preemptable off, as in tests/plugins/test_victimcost.py), one
    node of 5 GPUs: `elastic` (3 pods, minAvailable 1) started first, `rigid` (2 pods, minAvailable 2) in a later
    second. `urgent` needs 2 GPUs: victimcost takes 2 pods of `elastic`, which stays a whole gang, though it loses
@@ -36,6 +37,9 @@ __all__ = ["vcjob_cluster"]  # the fixture
 REPO = Path(__file__).resolve().parents[2]
 CONF = (REPO / "examples" / "sim" / "gang-eviction.conf").read_text().replace(
     "  - name: conformance\n", "  - name: conformance\n  - name: victimcost\n", 1)
+# The scheduler's clock is this machine's corrected by the apiserver's offset as estimated from the whole-second
+# Date headers of its answers (scheduler/cache/clock.py): off by up to about half a second plus a round trip.
+CLOCK_SLACK = 1.5
 LEGACY_CONF = """actions: "enqueue, allocate, preempt, backfill"
 tiers:
 - plugins:
@@ -89,13 +93,15 @@ def test_the_gang_that_checkpointed_last_is_evicted_rather_than_the_newer_one(
     fresh = wait_running(core_v1, namespace, "fresh", 2)
     fresh_start = started_at(pods_of(core_v1, namespace, "fresh"))
 
-    # old checkpoints now, after fresh started: it has less work to lose than fresh
-    checkpoint = datetime.now(UTC)
-    assert checkpoint.timestamp() > fresh_start >= started_at(pods_of(core_v1, namespace, "old"))
-    stamp = checkpoint.isoformat(timespec="microseconds").replace("+00:00", "Z")
+    # old checkpoints after fresh started (as fresh's pods record it): it has less work to lose than fresh
+    checkpoint = fresh_start + 0.5
+    assert fresh_start >= started_at(pods_of(core_v1, namespace, "old"))
+    stamp = datetime.fromtimestamp(checkpoint, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     for pod in pods_of(core_v1, namespace, "old"):
         core_v1.patch_namespaced_pod(pod["metadata"]["name"], namespace,
                                      {"metadata": {"annotations": {CHECKPOINT: stamp}}})
+    # victimcost ignores a checkpoint in the future: urgent comes once it is past on the scheduler's clock too
+    wait_for(lambda: time.time() >= checkpoint + CLOCK_SLACK, TIMEOUT, interval=0.05, what="the checkpoint past")
 
     vcjob_cluster.job("urgent", queue, [task("worker", 2)], 2, priorityClassName=high)
     wait_running(core_v1, namespace, "urgent", 2)
