@@ -19,7 +19,17 @@ import json
 
 import pytest
 from controlplane import COMPLETE_ANNOTATION, GPU_RESOURCE, wait_for
-from vcjob_cluster import SCHED, TIMEOUT, pods_of, running, task, vcjob_cluster, wait_running
+from vcjob_cluster import (
+    TIMEOUT,
+    others_in_cluster,
+    pg_phase,
+    podgroup_of,
+    pods_of,
+    running,
+    task,
+    vcjob_cluster,
+    wait_running,
+)
 
 from scheduler.api.decision import REASONS_ANNOTATION, Status
 from scheduler.api.reasons import DESERVED, QueueLimit
@@ -42,16 +52,6 @@ tiers:
 """
 
 
-def podgroup_of(custom, namespace: str, job: str) -> dict | None:
-    items = custom.list_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups")["items"]
-    return next((pg for pg in items if any(o.get("name") == job for o in pg["metadata"].get("ownerReferences") or ())),
-                None)
-
-
-def phase(pg: dict | None) -> str:
-    return ((pg or {}).get("status") or {}).get("phase") or "Pending"
-
-
 def decision(pg: dict | None) -> Status | None:
     """The decision the scheduler published on the PodGroup (its reasons annotation), if any."""
     text = ((pg or {}).get("metadata", {}).get("annotations") or {}).get(REASONS_ANNOTATION)
@@ -62,22 +62,7 @@ def admitted_or_refused(custom, namespace: str, job: str) -> tuple[str, Status |
     """(phase, published decision) once the scheduler admitted the job or published why not."""
     pg = podgroup_of(custom, namespace, job)
     status = decision(pg)
-    return (phase(pg), status) if phase(pg) != "Pending" or status is not None else None
-
-
-def foreign(core_v1, custom, namespace: str) -> list[str]:
-    """What would share the cluster with this test's queues: GPUs of other tests' nodes, other tests' live pods
-    for volcano-py, other namespaces' admitted PodGroups."""
-    nodes = json.loads(core_v1.list_node(_preload_content=False).data)["items"]
-    gpus = sum(int((n["status"].get("allocatable") or {}).get(GPU_RESOURCE, "0")) for n in nodes)
-    pods = json.loads(core_v1.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
-    groups = custom.list_cluster_custom_object(SCHED, "v1beta1", "podgroups")["items"]
-    return ([f"{gpus} GPUs"] if gpus != GPUS else []) + [
-        f"pod {p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods
-        if p["metadata"]["namespace"] != namespace and p["spec"].get("schedulerName") == "volcano-py"
-        and p["status"].get("phase") not in ("Succeeded", "Failed")] + [
-        f"podgroup {g['metadata']['namespace']}/{g['metadata']['name']}" for g in groups
-        if g["metadata"]["namespace"] != namespace and phase(g) == "Inqueue"]
+    return (pg_phase(pg), status) if pg_phase(pg) != "Pending" or status is not None else None
 
 
 @pytest.mark.scheduler_conf(CONF)
@@ -85,7 +70,8 @@ def test_a_gang_beyond_its_queues_share_waits_at_admission_and_another_queues_jo
     vcjob_cluster, core_v1, custom, namespace
 ):
     vcjob_cluster.nodes(1, gpus=GPUS)
-    wait_for(lambda: not foreign(core_v1, custom, namespace), TIMEOUT, what="this test's queues alone in the cluster")
+    wait_for(lambda: not others_in_cluster(core_v1, custom, namespace, GPUS), TIMEOUT,
+             what="this test's queues alone in the cluster")
     a, b, c = (vcjob_cluster.queue(name) for name in ("a", "b", "c"))
     vcjob_cluster.job("b-run", b, [task("worker", 5)], 5)
     b_run = wait_running(core_v1, namespace, "b-run", 5)
@@ -106,7 +92,7 @@ def test_a_gang_beyond_its_queues_share_waits_at_admission_and_another_queues_jo
     # c-small, in another queue, fits its share and the admission room a-big does not fill: it runs
     vcjob_cluster.job("c-small", c, [task("worker", 2)], 2)
     wait_running(core_v1, namespace, "c-small", 2)
-    assert phase(podgroup_of(custom, namespace, "a-big")) == "Pending"
+    assert pg_phase(podgroup_of(custom, namespace, "a-big")) == "Pending"
     assert pods_of(core_v1, namespace, "a-big") == []
 
     # b-run finishes: b asks nothing, a deserves 6 (c asks 2) and a-big is admitted and runs

@@ -14,7 +14,17 @@ from pathlib import Path
 
 import pytest
 from controlplane import wait_for
-from vcjob_cluster import SCHED, TIMEOUT, evicted_uids, pods_of, scheduler_events, task, vcjob_cluster, wait_running
+from vcjob_cluster import (
+    SCHED,
+    TIMEOUT,
+    evicted_uids,
+    pods_of,
+    scheduler_events,
+    started_at,
+    task,
+    vcjob_cluster,
+    wait_running,
+)
 
 from scheduler.api import reasons as R
 from scheduler.api.decision import REASONS_ANNOTATION, Status
@@ -39,14 +49,6 @@ def protected_reason(custom, namespace: str, job: str) -> R.MinRuntimeProtected 
             status = Status.from_json(json.loads(text))
             return next((r for r in status.reasons if isinstance(r, R.MinRuntimeProtected)), None)
     return None
-
-
-def started_at(pods: list[dict]) -> float:
-    """The job's start: its first pod's PodScheduled=True time, as the plugin reads it."""
-    times = [parse_time(c.get("lastTransitionTime")) for p in pods for c in p["status"].get("conditions") or ()
-             if c.get("type") == "PodScheduled" and c.get("status") == "True"]
-    assert times, "bound pods carry a PodScheduled condition"
-    return min(times)
 
 
 @pytest.mark.scheduler_conf(CONF)

@@ -22,7 +22,17 @@ import time
 
 import pytest
 from controlplane import COMPLETE_ANNOTATION, GPU_RESOURCE, wait_for
-from vcjob_cluster import SCHED, TIMEOUT, pods_of, running, task, vcjob_cluster, wait_running
+from vcjob_cluster import (
+    TIMEOUT,
+    others_in_cluster,
+    pg_phase,
+    podgroup_of,
+    pods_of,
+    running,
+    task,
+    vcjob_cluster,
+    wait_running,
+)
 
 from scheduler.api.decision import REASONS_ANNOTATION, Status
 from scheduler.api.reasons import OvercommitLimit
@@ -51,16 +61,6 @@ tiers:
 """
 
 
-def podgroup_of(custom, namespace: str, job: str) -> dict | None:
-    items = custom.list_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups")["items"]
-    return next((pg for pg in items if any(o.get("name") == job for o in pg["metadata"].get("ownerReferences") or ())),
-                None)
-
-
-def phase(pg: dict | None) -> str:
-    return ((pg or {}).get("status") or {}).get("phase") or "Pending"
-
-
 def gpu_limit(pg: dict | None) -> OvercommitLimit | None:
     """overcommit's GPU reason in the decision the scheduler published on the PodGroup, if any."""
     text = ((pg or {}).get("metadata", {}).get("annotations") or {}).get(REASONS_ANNOTATION)
@@ -74,22 +74,7 @@ def admitted_or_refused(custom, namespace: str, job: str) -> tuple[str, Overcomm
     """(phase, overcommit's GPU reason) once the scheduler admitted the job or overcommit refused it."""
     pg = podgroup_of(custom, namespace, job)
     limit = gpu_limit(pg)
-    return (phase(pg), limit) if phase(pg) != "Pending" or limit is not None else None
-
-
-def foreign(core_v1, custom, namespace: str) -> list[str]:
-    """What would share the cluster-wide admission room: GPUs of other tests' nodes, other tests' live pods for
-    volcano-py, other namespaces' admitted PodGroups."""
-    nodes = json.loads(core_v1.list_node(_preload_content=False).data)["items"]
-    gpus = sum(int((n["status"].get("allocatable") or {}).get(GPU_RESOURCE, "0")) for n in nodes)
-    pods = json.loads(core_v1.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
-    groups = custom.list_cluster_custom_object(SCHED, "v1beta1", "podgroups")["items"]
-    return ([f"{gpus} GPUs"] if gpus != GPUS else []) + [
-        f"pod {p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods
-        if p["metadata"]["namespace"] != namespace and p["spec"].get("schedulerName") == "volcano-py"
-        and p["status"].get("phase") not in ("Succeeded", "Failed")] + [
-        f"podgroup {g['metadata']['namespace']}/{g['metadata']['name']}" for g in groups
-        if g["metadata"]["namespace"] != namespace and phase(g) == "Inqueue"]
+    return (pg_phase(pg), limit) if pg_phase(pg) != "Pending" or limit is not None else None
 
 
 @pytest.mark.scheduler_conf(CONF)
@@ -97,7 +82,8 @@ def test_a_gang_refused_for_reserve_after_keeps_its_room_from_a_later_small_job(
     vcjob_cluster, core_v1, custom, namespace
 ):
     vcjob_cluster.nodes(1, gpus=GPUS)
-    wait_for(lambda: not foreign(core_v1, custom, namespace), TIMEOUT, what="this test alone in the admission room")
+    wait_for(lambda: not others_in_cluster(core_v1, custom, namespace, GPUS), TIMEOUT,
+             what="this test alone in the admission room")
     busy_queue, wait_queue = vcjob_cluster.queue("busy"), vcjob_cluster.queue("wait")
     vcjob_cluster.job("busy", busy_queue, [task("worker", 2)], 2)
     busy = wait_running(core_v1, namespace, "busy", 2)
@@ -120,7 +106,7 @@ def test_a_gang_refused_for_reserve_after_keeps_its_room_from_a_later_small_job(
     # refused for the reservation alone: 2 used + 2 requested fit the room, big's 4 counted as admitted do not
     assert held is not None and (held.used, held.admitted, held.requested, held.total) == (2_000, 4_000, 2_000, 8_000)
     assert pods_of(core_v1, namespace, "small") == [] and pods_of(core_v1, namespace, "big") == []
-    assert phase(podgroup_of(custom, namespace, "big")) == "Pending"
+    assert pg_phase(podgroup_of(custom, namespace, "big")) == "Pending"
 
     # busy finishes: big is admitted and runs; small, behind it, still waits (4 used + 2 > 4.8)
     for pod in pods_of(core_v1, namespace, "busy"):
@@ -129,4 +115,4 @@ def test_a_gang_refused_for_reserve_after_keeps_its_room_from_a_later_small_job(
     wait_running(core_v1, namespace, "big", 4)
     assert not set(running(core_v1, namespace, "busy")) & set(busy)
     assert running(core_v1, namespace, "small") == {}
-    assert phase(podgroup_of(custom, namespace, "small")) == "Pending"
+    assert pg_phase(podgroup_of(custom, namespace, "small")) == "Pending"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 from controlplane import wait_for
-from vcjob_cluster import SCHED, TIMEOUT, evicted_uids, pods_of, running, task, vcjob_cluster, wait_running
+from vcjob_cluster import SCHED, TIMEOUT, evicted_uids, pods_of, running, started_at, task, vcjob_cluster, wait_running
 
 from scheduler.api.timestamps import parse_time
 from scheduler.plugins.victimcost import CHECKPOINT
@@ -69,14 +69,6 @@ def a_second_after(custom, namespace: str, job: str) -> None:
     """Wait until a PodGroup created now has a later creationTimestamp (whole seconds) than the job's."""
     created = wait_for(lambda: podgroup_created(custom, namespace, job), TIMEOUT, what=f"{job}'s PodGroup")
     wait_for(lambda: time.time() >= created + 1, TIMEOUT, interval=0.05, what=f"a second after {job}'s PodGroup")
-
-
-def started_at(pods: list[dict]) -> float:
-    """The job's start as the plugin reads it: its first pod's PodScheduled=True time."""
-    times = [parse_time(c.get("lastTransitionTime")) for p in pods for c in p["status"].get("conditions") or ()
-             if c.get("type") == "PodScheduled" and c.get("status") == "True"]
-    assert times, "bound pods carry a PodScheduled condition"
-    return min(times)
 
 
 @pytest.mark.scheduler_conf(CONF)

@@ -11,6 +11,7 @@ from controlplane import GPU_RESOURCE, create_gpu_node, node_is_ready, wait_for
 from kubernetes import client
 from processes import Process
 
+from scheduler.api.timestamps import parse_time
 from scheduler.cache.events import COMPONENT
 
 BATCH, SCHED = "batch.volcano.sh", "scheduling.volcano.sh"
@@ -154,3 +155,37 @@ def scheduler_events(core_v1, namespace: str, reason: str, kind: str = "Pod") ->
 
 def evicted_uids(core_v1, namespace: str) -> set[str]:
     return {e["involvedObject"].get("uid", "") for e in scheduler_events(core_v1, namespace, "Evict")}
+
+
+def podgroup_of(custom, namespace: str, job: str) -> dict | None:
+    """The PodGroup the Job controller made for `job` (owned by it), once it exists."""
+    items = custom.list_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups")["items"]
+    return next((pg for pg in items if any(o.get("name") == job for o in pg["metadata"].get("ownerReferences") or ())),
+                None)
+
+
+def pg_phase(pg: dict | None) -> str:
+    return ((pg or {}).get("status") or {}).get("phase") or "Pending"
+
+
+def started_at(pods: list[dict]) -> float:
+    """A job's start, as minruntime and victimcost read it: its first pod's PodScheduled=True time."""
+    times = [parse_time(c.get("lastTransitionTime")) for p in pods for c in p["status"].get("conditions") or ()
+             if c.get("type") == "PodScheduled" and c.get("status") == "True"]
+    assert times, "bound pods carry a PodScheduled condition"
+    return min(times)
+
+
+def others_in_cluster(core_v1, custom, namespace: str, gpus: int) -> list[str]:
+    """What would share cluster-wide admission room with a test of this namespace: GPUs beyond the test's own
+    `gpus`, other namespaces' live pods for volcano-py, other namespaces' admitted (Inqueue) PodGroups."""
+    nodes = json.loads(core_v1.list_node(_preload_content=False).data)["items"]
+    total = sum(int((n["status"].get("allocatable") or {}).get(GPU_RESOURCE, "0")) for n in nodes)
+    pods = json.loads(core_v1.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
+    groups = custom.list_cluster_custom_object(SCHED, "v1beta1", "podgroups")["items"]
+    return ([f"{total} GPUs"] if total != gpus else []) + [
+        f"pod {p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods
+        if p["metadata"]["namespace"] != namespace and p["spec"].get("schedulerName") == "volcano-py"
+        and p["status"].get("phase") not in ("Succeeded", "Failed")] + [
+        f"podgroup {g['metadata']['namespace']}/{g['metadata']['name']}" for g in groups
+        if g["metadata"]["namespace"] != namespace and pg_phase(g) == "Inqueue"]
