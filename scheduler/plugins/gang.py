@@ -279,8 +279,10 @@ class GangPlugin(Plugin[NoArgs]):
             # no Scheduled condition at all: bound by a cycle that wrote nothing else (the first cycle on a partial
             # view, scheduler/cache/first_view.py) or by a replica that died before its status write. Volcano marks
             # every ready gang Scheduled at each session close (pkg/scheduler/plugins/gang/gang.go OnSessionClose);
-            # a gang already Scheduled (by Volcano too, whatever its message) is left as it is.
-            if ssn.got_binds(job.key) or _was_unschedulable(job) or not _was_scheduled(job):
+            # a gang already Scheduled (by Volcano too, whatever its message) is left as it is. A pod without a
+            # PodGroup (an implicit gang of one, keyed by the pod itself) has no condition to keep: not marked each
+            # cycle.
+            if ssn.got_binds(job.key) or _was_unschedulable(job) or not (_was_scheduled(job) or job.key in job.tasks):
                 return self._scheduled(job)
             return None
         if _held_by_releasing(job):

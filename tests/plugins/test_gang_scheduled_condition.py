@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.sim.objects import pod_object
 from scheduler.testing import cluster
 
 GPU = "nvidia.com/gpu"
@@ -54,3 +55,17 @@ def test_a_gang_scheduled_by_volcano_with_its_own_message_is_left_as_it_is() -> 
     c.cycles(2)
     assert c.sim.podgroup("gang")["status"]["conditions"] == [volcano]
     assert podgroup_events(c, "default/gang") == []
+
+
+def test_a_running_pod_without_a_podgroup_is_not_marked_in_every_cycle() -> None:
+    """An implicit gang of one has no PodGroup to hold a condition: it is not given one, nor a PodGroup event,
+    cycle after cycle (one per running plain pod)."""
+    c = cluster().nodes("n", 1, gpu=2).queue("team")
+    c.sim.add_pod(pod_object("solo", gpu=1))
+    c.cycle()
+    (solo,) = (p for p in c.sim.pods.values() if p.task.name == "solo")
+    assert solo.manifest["spec"].get("nodeName") == "n0", "bound"
+    c.sim.events.clear()
+    for result in c.cycles(3):
+        assert [s.conditions for s in result.podgroups if s.job == "default/solo"] in ([], [()])
+    assert podgroup_events(c, "default/solo") == []
