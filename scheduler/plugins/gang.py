@@ -275,14 +275,7 @@ class GangPlugin(Plugin[NoArgs]):
         if job.phase == PodGroupPhase.PENDING or not job.tasks or ssn.faulted(job):
             return None
         if job.count_ready():
-            # A ready gang is marked Scheduled when this cycle bound it, when it was Unschedulable, and when it has
-            # no Scheduled condition at all: bound by a cycle that wrote nothing else (the first cycle on a partial
-            # view, scheduler/cache/first_view.py) or by a replica that died before its status write. Volcano marks
-            # every ready gang Scheduled at each session close (pkg/scheduler/plugins/gang/gang.go OnSessionClose);
-            # a gang already Scheduled (by Volcano too, whatever its message) is left as it is. A pod without a
-            # PodGroup (an implicit gang of one, keyed by the pod itself) has no condition to keep: not marked each
-            # cycle.
-            if ssn.got_binds(job.key) or _was_unschedulable(job) or not (_was_scheduled(job) or job.key in job.tasks):
+            if ssn.got_binds(job.key) or _was_unschedulable(job) or _never_marked(job):
                 return self._scheduled(job)
             return None
         if _held_by_releasing(job):
@@ -335,5 +328,12 @@ def _was_unschedulable(job: JobInfo) -> bool:
     return any(c.type == UNSCHEDULABLE for c in job.conditions)
 
 
-def _was_scheduled(job: JobInfo) -> bool:
-    return any(c.type == "Scheduled" and c.status == "True" for c in job.conditions)
+def _never_marked(job: JobInfo) -> bool:
+    """A ready gang whose PodGroup has no `Scheduled=True` condition: bound by a cycle that wrote nothing else (the
+    first cycle on a partial view, scheduler/cache/first_view.py) or by a replica that died before its status
+    write. Volcano marks every ready gang Scheduled at each session close (pkg/scheduler/plugins/gang/gang.go
+    OnSessionClose); one already Scheduled (by Volcano too, whatever its message) is left as it is. A pod without a
+    PodGroup (an implicit gang of one, keyed by the pod itself) has no condition to keep."""
+    if job.key in job.tasks:
+        return False
+    return not any(c.type == "Scheduled" and c.status == "True" for c in job.conditions)
