@@ -28,7 +28,17 @@ from pathlib import Path
 
 import pytest
 from controlplane import wait_for
-from vcjob_cluster import SCHED, TIMEOUT, evicted_uids, pods_of, running, started_at, task, vcjob_cluster, wait_running
+from vcjob_cluster import (
+    TIMEOUT,
+    evicted_uids,
+    podgroup_of,
+    pods_of,
+    running,
+    started_at,
+    task,
+    vcjob_cluster,
+    wait_running,
+)
 
 from scheduler.api.timestamps import parse_time
 from scheduler.plugins.victimcost import CHECKPOINT
@@ -59,10 +69,8 @@ tiers:
 
 def podgroup_created(custom, namespace: str, job: str) -> float | None:
     """The creationTimestamp of the job's PodGroup (the job's creation, as JobOrder reads it), once it exists."""
-    for pg in custom.list_namespaced_custom_object(SCHED, "v1beta1", namespace, "podgroups")["items"]:
-        if any(o.get("name") == job for o in pg["metadata"].get("ownerReferences") or ()):
-            return parse_time(pg["metadata"]["creationTimestamp"])
-    return None
+    pg = podgroup_of(custom, namespace, job)
+    return parse_time(pg["metadata"]["creationTimestamp"]) if pg else None
 
 
 def a_second_after(custom, namespace: str, job: str) -> None:
