@@ -103,7 +103,7 @@ def throughput_table(size: dict) -> list[str]:
     py = med.get("volcano-py", {})
     lines += ["", "| volcano-py as a ratio to | binds/s | start to last bind | CPU per bind (whole run) | "
               "CPU per bind (bind window) | peak RSS |", "|---|---|---|---|---|---|"]
-    for name in ("volcano", "kube-scheduler", "ceiling", "limit"):
+    for name in ("volcano", "kube-scheduler", "ceiling"):  # not the limit: its rate is not a yardstick
         m = med.get(name)
         if not m or not py:
             continue

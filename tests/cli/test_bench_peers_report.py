@@ -4,6 +4,9 @@ not part of `make test`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+
 from scheduler.cli import bench_module
 
 report = bench_module("peers_report")
@@ -95,25 +98,25 @@ def test_the_limit_is_the_bind_loop_with_the_writes_users_rely_on_and_volcano_py
             server_run("limit", 0, 2.0, 1.5, scheduled_events=2000, podgroups=250, podgroups_running=250)]
     size = {"kind": "tp", "nodes": 300, "pods": 2000, "gang": 8, "rounds": 1, "runs": runs,
             "median": report.summarise(runs)}
-    checks = {c["what"].split(" (")[0] + c["what"][-10:]: c for c in report.target_checks({"sizes": [size]})}
+    checks = report.target_checks({"sizes": [size]})
+
+    def check_of(what: str) -> dict:
+        (only,) = (c for c in checks if c["what"].startswith(what))
+        return only
+
     # the issue's own target stays against the bare loop; the limit's line says how far the writes put it
-    ceiling = checks["volcano-py server CPU per bind / ceilingwhole run)"]
-    limit = next(c for what, c in checks.items() if what.startswith("volcano-py server CPU per bind / limit"))
+    ceiling = check_of("volcano-py server CPU per bind / ceiling (whole run)")
+    limit = check_of("volcano-py server CPU per bind / limit")
     assert (ceiling["value"], ceiling["met"], limit["value"], limit["met"]) == (2.2, False, 1.1, True)
     row = next(line for line in report.server_table(size) if line.startswith("| volcano-py |"))
     assert row.split(" | ")[4:6] == ["2.20", "1.10"]  # x ceiling, x limit
     limit_row = next(line for line in report.server_table(size) if "(limit)" in line)
     assert limit_row.rstrip(" |").endswith("2,000/2,000 | 250/250")  # the limit did write what it claims
 
-    class Plane:
-        kubeconfig = "kc"
-
-    from pathlib import Path
-
-    argv = peers.argv_for("limit", Plane(), Path("/tmp"), bindloop="bl", volcano="", namespace="ns", workers=8)
-    assert argv[-2:] == ["-events", "-podgroups"] and "bind" in argv
-    assert "-events" not in peers.argv_for("ceiling", Plane(), Path("/tmp"), bindloop="bl", volcano="",
-                                           namespace="ns", workers=8)
+    plane = SimpleNamespace(kubeconfig="kc")
+    limit_argv, ceiling_argv = (peers.argv_for(name, plane, Path("/tmp"), bindloop="bl", volcano="", namespace="ns",
+                                               workers=8) for name in ("limit", "ceiling"))
+    assert limit_argv == [*ceiling_argv, "-events", "-podgroups"]  # the same loop, and the writes
 
 
 def test_restart_is_judged_against_half_of_volcanos_time() -> None:
