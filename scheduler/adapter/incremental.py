@@ -294,17 +294,21 @@ class IncrementalSnapshot:
             pod = self.pods[key]
             self._forget(key, pod, dirty_jobs, dirty_nodes)
             manifest, base = pod.manifest, pod.base
-            owner = owner_group_of(manifest, base)
-            pod.keys = tuple(k for k in dict.fromkeys((base.job, owner, plain_group_of(manifest))) if k)
-            for job_key in pod.keys:
-                self.by_key.setdefault(job_key, set()).add(key)
             scheduler = (manifest.get("spec") or {}).get("schedulerName", "default-scheduler")
             if type(scheduler) is not str or scheduler not in ours:
+                # Only the job it names decides how it is accounted (`account_others`): keyed by that alone (most
+                # pods of a large cluster: no owner's or plain PodGroup's key kept for each)
+                pod.keys = (base.job,)
+                self.by_key.setdefault(base.job, set()).add(key)
                 self._other(key, pod, dirty_nodes)
                 pod.names = base.job  # a PodGroup only other schedulers' pods name is not ours (`build_snapshot`)
                 self.named.setdefault(base.job, set()).add(key)
                 dirty_jobs.add(base.job)
                 continue
+            owner = owner_group_of(manifest, base)
+            pod.keys = tuple(k for k in dict.fromkeys((base.job, owner, plain_group_of(manifest))) if k)
+            for job_key in pod.keys:
+                self.by_key.setdefault(job_key, set()).add(key)
             task = current_task(manifest, base, assumed)
             pending = task.status is TaskStatus.PENDING
             if task.claims and pending:  # made again every build, whether volumes are modelled now or not

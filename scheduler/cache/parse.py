@@ -22,6 +22,7 @@ from scheduler.api.convert import (
     node_from_object,
     priority_of,
     queue_from_object,
+    request_of,
     task_from_pod,
 )
 from scheduler.api.disruption import DisruptionBudget, budget_from_object
@@ -31,6 +32,7 @@ from scheduler.api.objects import MutableObj
 from scheduler.api.pod import (
     F_NODE_NAME,
     Constraints,
+    constraints_of,
     host_ports_of,
     is_preemptable,
     role_of,
@@ -95,10 +97,11 @@ class ParseCache:
             self.pcs = pcs
             self.parsed.clear()
 
-    def preparse(self, obj: MutableObj) -> None:
-        """Never raises (it runs on a watch thread): an unreadable pod is left to the snapshot to report."""
+    def preparse(self, obj: MutableObj, key: str | None = None) -> None:
+        """Never raises (it runs on a watch thread): an unreadable pod is left to the snapshot to report. `key`: the
+        pod's `key_of`, when the caller has it (one string kept per pod, not two)."""
         try:
-            key = key_of(obj)
+            key = key_of(obj) if key is None else key
             rv = _version("Pod", obj)
         except Exception:
             log.debug("preparse: an unreadable pod, left to the snapshot to report", exc_info=True)
@@ -292,17 +295,18 @@ class ParseCache:
         if stamp is not None and not created and stamp != "":  # unreadable: the pod reads as created at 0
             _POD_CREATED.refuse(stamp, "is not an RFC 3339 time", key, early)
         request = self._requests.get(shape) if shape is not None else None
+        if foreign:  # every such pod read alike, the first of its request's shape too (its stored part: slim.py)
+            def foreign_task(o: MutableObj, sink: list[F.FieldInvalid]) -> TaskInfo:
+                made = request if request is not None else self._request(shape, spec, key)
+                return _foreign_task(o, key, made, pcs, created, sink)
+
+            return self.read_fields("Pod", obj, foreign_task, early)  # type: ignore[no-any-return]
         if request is None:
             task = self.read_fields(
                 "Pod", obj, lambda o, sink: task_from_pod(o, priority_classes=pcs, creation=created, sink=sink), early)
             if task is not None and shape is not None:
-                if len(self._requests) > 50_000:
-                    self._requests.clear()
-                self._requests[shape] = task.resreq
+                self._keep_request(shape, task.resreq)
             return task  # type: ignore[no-any-return]
-        if foreign:
-            return self.read_fields(  # type: ignore[no-any-return]
-                "Pod", obj, lambda o, sink: _foreign_task(o, key, request, pcs, created, sink), early)
         stub = {**obj, "spec": {k: v for k, v in spec.items() if k not in _REQUEST_FIELDS}}
 
         def from_stub(o: MutableObj, sink: list[F.FieldInvalid]) -> TaskInfo:
@@ -316,11 +320,25 @@ class ParseCache:
         return self.read_fields("Pod", stub, from_stub, early)  # type: ignore[no-any-return]
 
 
+    def _request(self, shape: bytes | None, spec: MutableObj, key: str) -> Resource:
+        """The request of a pod whose shape was not read before (FieldError for a quantity Kubernetes rejects)."""
+        made = request_of(spec, key)
+        if shape is not None:
+            self._keep_request(shape, made)
+        return made
+
+    def _keep_request(self, shape: bytes, request: Resource) -> None:
+        if len(self._requests) > 50_000:
+            self._requests.clear()
+        self._requests[shape] = request
+
+
 def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, int], created: float,
                   sink: list[F.FieldInvalid]) -> TaskInfo:
-    """A pod of another scheduler: only what node accounting and victim selection read (no placement
-    constraints: we never place it). Most pods of a large cluster are these, so this must be cheap. `key` is
-    the pod's `key_of`. Each field through the table, as `task_from_pod` reads it."""
+    """A pod of another scheduler: only what node accounting, victim selection and our pods' placement read (of
+    its constraints, its host ports and pod affinity: we never place it). Most pods of a large cluster are these,
+    so this must be cheap. `key` is the pod's `key_of`. Each field through the table, as `task_from_pod` reads
+    it."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     name, namespace = meta.get("name"), meta.get("namespace")
@@ -345,17 +363,20 @@ def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, i
         node_name=node_name,
         priority=priority_of(spec, pcs, key, sink),
         preemptable=is_preemptable(annotations, labels, key, sink),
-        # Its host ports, the one constraint of another scheduler's pod that ours must respect (NodePorts).
-        constraints=_ports_only(spec, key),
+        # What of another scheduler's pod ours must respect: its host ports (NodePorts) and its pod affinity
+        # terms (the symmetric half of anti-affinity, and what scoring counts), as kube-scheduler does.
+        constraints=_foreign_constraints(spec, key, sink),
         creation=created,
-        labels=dict(labels),
+        labels=labels,  # (shared with the stored pod, cache/slim.py: neither is ever changed in place)
     )
 
 
 _NO_CONSTRAINTS = Constraints()
 
 
-def _ports_only(spec: MutableObj, key: str) -> Constraints:
+def _foreign_constraints(spec: MutableObj, key: str, sink: list[F.FieldInvalid]) -> Constraints:
+    if spec.get("affinity") is not None:
+        return constraints_of({"affinity": spec["affinity"], "containers": spec.get("containers")}, key, sink)
     ports = host_ports_of(spec, key)
     return Constraints(host_ports=ports) if ports else _NO_CONSTRAINTS
 

@@ -18,6 +18,7 @@ from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.pages import Pages
 from scheduler.cache.parse import ParseCache
+from scheduler.cache.slim import Slimmer
 from scheduler.cache.store import STORAGE_KINDS, Journaled, Stores, Watched, trim
 from scheduler.retry import Backoff, Outage
 
@@ -39,6 +40,8 @@ class Watcher:
         self.kube = kube
         self.stores = stores
         self.parser = parser
+        # Another scheduler's pod is stored as the part of it the scheduler reads (cache/slim.py)
+        self.slim = Slimmer(parser.scheduler_names).slim if parser is not None else _whole
         self._stop = stop
         self.watch_timeout = watch_timeout
         self.page_size = page_size
@@ -107,9 +110,11 @@ class Watcher:
         for page in self._pages(w.path):
             for obj in page.get("items") or ():
                 trim(obj)
-                dict.__setitem__(objects, key_of(obj), obj)  # (no journal for a list: it is a new dict)
+                key = key_of(obj)
                 if pods:
-                    self.parser.preparse(obj)
+                    obj = self.slim(obj)
+                    self.parser.preparse(obj, key)
+                dict.__setitem__(objects, key, obj)  # (no journal for a list: it is a new dict)
             meta = page.get("metadata") or {}
         with self.stores.lock:
             w.objects = objects
@@ -159,7 +164,8 @@ class Watcher:
         key = key_of(obj)
         pods = w is self.stores.pods
         if pods and kind != "DELETED":
-            self.parser.preparse(obj)  # here, on the watch thread, not in the next cycle's snapshot
+            obj = self.slim(obj)
+            self.parser.preparse(obj, key)  # here, on the watch thread, not in the next cycle's snapshot
             if kind == "ADDED" and self.on_pending is not None and self._pending_ours(obj):
                 self.on_pending()
         with self.stores.lock:
@@ -194,6 +200,10 @@ class Watcher:
             return False
         name = spec.get("schedulerName", "default-scheduler")
         return isinstance(name, str) and name in self.parser.scheduler_names
+
+
+def _whole(obj: MutableObj) -> MutableObj:
+    return obj
 
 
 def _node_name(pod: MutableObj) -> bool:

@@ -1,0 +1,143 @@
+"""Layer `cache`: another scheduler's pod kept as the part of it the scheduler reads, not the whole object.
+
+Most pods of a large cluster are other schedulers' (DaemonSets, services, kube-scheduler's batch), and volcano-py
+only accounts them on their nodes, never places them: `ParseCache._foreign_task` reads their name, namespace,
+labels, annotations, node, priority, request, host ports, pod affinity and phase; the snapshot their scheduler
+name and node; the evictor their uid, resourceVersion, deletion and DisruptionTarget condition; the partial-gang
+policy their owners. A decoded pod costs ~6 times its JSON in Python objects (2.9 KB for the bench's 460-byte
+pod, tens of KB for a real one with env, volumes, probes and container statuses), so the stores keep of such a
+pod only those fields (`slim`): what every reader reads is exactly what it read from the whole pod, which
+tests/cache/test_slim_foreign.py checks on random pods. A pod of ours is kept whole (we place it, write its
+conditions, bind it).
+
+What is left is shared where pods made from one template repeat it: the containers' projection (resources,
+ports, restartPolicy) by value, and the short strings (namespace, node, scheduler, phase, timestamps) by value.
+Shared parts are never written: the stores replace an object on every change, and no writer of a pod edits
+another scheduler's pod in place (the status writer, gates and evictor write ours, or build new objects).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.api.objects import MutableObj
+from scheduler.cache.kube import dumps
+
+_META = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "labels",
+         "annotations", "ownerReferences")
+_SPEC = ("schedulerName", "nodeName", "priority", "priorityClassName", "overhead", "resources", "affinity")
+_CONTAINER = ("resources", "ports", "restartPolicy")
+_SHARED_MAX = 50_000  # entries of each sharing table before it is cleared (a cluster of many distinct values)
+DISRUPTION_TARGET = "DisruptionTarget"
+
+
+class Slimmer:
+    """`slim` with its sharing tables. Called on the watch threads, one object at a time per kind's thread; the
+    tables are plain dicts (a lost race shares a little less, never wrongly: values are compared whole)."""
+
+    def __init__(self, scheduler_names: frozenset[str]) -> None:
+        self.scheduler_names = scheduler_names
+        self._strings: dict[str, str] = {}
+        self._containers: dict[bytes, list[Any]] = {}
+        self._labels: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+        self._statuses: dict[str, dict[str, Any]] = {}  # phase -> {"phase": phase}
+
+    def slim(self, obj: MutableObj) -> MutableObj:
+        """`obj` itself when it is ours, or not shaped as a pod (the parser names what is wrong with it, from the
+        whole object); else a new object with only what the scheduler reads of another scheduler's pod."""
+        meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
+        if type(meta) is not dict or type(spec) is not dict or (status is not None and type(status) is not dict):
+            return obj
+        scheduler = spec.get("schedulerName", "default-scheduler")
+        if type(scheduler) is not str or scheduler in self.scheduler_names:
+            return obj
+        string = self._string
+        out_spec = {k: spec[k] for k in _SPEC if k in spec}
+        if "schedulerName" in out_spec:
+            out_spec["schedulerName"] = string(scheduler)
+        node = out_spec.get("nodeName")
+        if type(node) is str:
+            out_spec["nodeName"] = string(node)
+        containers = spec.get("containers")
+        if containers is not None:
+            out_spec["containers"] = self._containers_of(containers)
+        containers = spec.get("initContainers")
+        if containers is not None or "initContainers" in spec:
+            out_spec["initContainers"] = self._containers_of(containers)
+        out_meta = {k: meta[k] for k in _META if k in meta}
+        value = out_meta.get("namespace")
+        if type(value) is str:
+            out_meta["namespace"] = string(value)
+        value = out_meta.get("creationTimestamp")
+        if type(value) is str:
+            out_meta["creationTimestamp"] = string(value)
+        labels = out_meta.get("labels")
+        if type(labels) is dict and labels:
+            out_meta["labels"] = self._shared_labels(labels)
+        if status is None:
+            return {"metadata": out_meta, "spec": out_spec}
+        return {"metadata": out_meta, "spec": out_spec, "status": self._status(status)}
+
+    def _string(self, value: str) -> str:
+        seen = self._strings.get(value)
+        if seen is None:
+            if len(self._strings) >= _SHARED_MAX:
+                self._strings.clear()
+            seen = self._strings[value] = value
+        return seen
+
+    def _containers_of(self, containers: Any) -> Any:
+        """The containers' projection, one list shared by every pod with the same; anything not a list of
+        objects as it came (the parser reports it)."""
+        if type(containers) is not list:
+            return containers
+        made = []
+        for c in containers:
+            if type(c) is not dict:
+                return containers
+            made.append({k: c[k] for k in _CONTAINER if k in c})
+        try:
+            key = dumps(made)
+        except (TypeError, ValueError):  # not JSON (never from the apiserver): kept unshared
+            return made
+        table = self._containers
+        seen = table.get(key)
+        if seen is None:
+            if len(table) >= _SHARED_MAX:
+                table.clear()
+            seen = table[key] = made
+        return seen
+
+    def _shared_labels(self, labels: dict[str, Any]) -> dict[str, Any]:
+        if len(labels) > 16:
+            return labels
+        key = tuple(labels.items())  # (an unhashable value, never from the apiserver: kept unshared)
+        table = self._labels
+        try:
+            seen = table.get(key)
+        except TypeError:
+            return labels
+        if seen is None:
+            if len(table) >= _SHARED_MAX:
+                table.clear()
+            seen = table[key] = labels
+        return seen
+
+    def _status(self, status: dict[str, Any]) -> dict[str, Any]:
+        phase = status.get("phase")
+        conditions = status.get("conditions")
+        kept = [c for c in conditions if type(c) is not dict or c.get("type") == DISRUPTION_TARGET] \
+            if type(conditions) is list else conditions
+        if not kept and type(phase) is str:  # nearly always: one shared object per phase
+            seen = self._statuses.get(phase)
+            if seen is None:
+                if len(self._statuses) >= 64:
+                    self._statuses.clear()
+                seen = self._statuses[phase] = {"phase": phase}
+            return seen
+        out: dict[str, Any] = {}
+        if "phase" in status:
+            out["phase"] = phase
+        if kept or (conditions is not None and type(conditions) is not list):
+            out["conditions"] = kept
+        return out
