@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from operator import is_, itemgetter
 
+from scheduler.adapter.keysets import KeySets
 from scheduler.adapter.snapshot import (
     AdapterRules,
     ClaimResolver,
@@ -97,11 +98,11 @@ class IncrementalSnapshot:
         self.bases: dict[str, NodeInfo] = {}  # node name -> as read, in the adapter's order
         self.nodes: dict[str, NodeInfo] = {}  # as built
         self.on_node: dict[str, dict[str, None]] = {}  # node name -> keys of pods accounted there (node or not)
-        self.by_key: dict[str, set[str]] = {}  # job key -> pods whose gang it may be
+        self.by_key = KeySets()  # job key -> pods whose gang it may be
         self.claimed: set[str] = set()  # pending pods of ours with volume claims: made again every build
         self.devices: set[str] = set()  # pending pods of ours with DRA claims
         self.orphans: set[str] = set()  # pending pods of ours whose PodGroup does not exist
-        self.named: dict[str, set[str]] = {}  # job key -> other schedulers' pods naming it (none of ours: not a job)
+        self.named = KeySets()  # job key -> other schedulers' pods naming it (none of ours: not a job)
         self.assumed: dict[str, str] = {}
         self.rebuilt = (0, 0, 0)  # (pods, jobs, nodes) the last build made afresh: for tests and benchmarks
         # Nodes whose pods changed but that were not rebuilt, as `build`'s `defer` asked: their infos in `nodes`
@@ -243,13 +244,13 @@ class IncrementalSnapshot:
                 if key in self.implicit:  # a pod's gang of one had this key: it goes, the PodGroup takes it
                     del self.implicit[key]
                     dirty_pods.update(self.members.get(key, {}).keys())
-                dirty_pods.update(self.by_key.get(key, set()))
+                dirty_pods.update(self.by_key.get(key))
 
     def _job_gone(self, key: str, dirty_pods: set[str], dirty_jobs: set[str]) -> None:
         self.templates.pop(key, None)
         self.implicit.pop(key, None)
         dirty_pods.update(self.members.get(key, {}).keys())
-        dirty_pods.update(self.by_key.get(key, set()))
+        dirty_pods.update(self.by_key.get(key))
         dirty_jobs.add(key)
 
     def _forget(self, key: str, pod: _Pod, dirty_jobs: set[str], dirty_nodes: set[str]) -> None:
@@ -269,17 +270,10 @@ class IncrementalSnapshot:
                 if on is not None:
                     on.pop(key, None)
         for job_key in pod.keys:
-            keyed = self.by_key.get(job_key)
-            if keyed is not None:
-                keyed.discard(key)
-                if not keyed:
-                    del self.by_key[job_key]
+            self.by_key.discard(job_key, key)
         if pod.names:
             dirty_jobs.add(pod.names)
-            naming = self.named[pod.names]
-            naming.discard(key)
-            if not naming:
-                del self.named[pod.names]
+            self.named.discard(pod.names, key)
         self.orphans.discard(key)
         self.claimed.discard(key)
         self.devices.discard(key)
@@ -299,16 +293,16 @@ class IncrementalSnapshot:
                 # Only the job it names decides how it is accounted (`account_others`): keyed by that alone (most
                 # pods of a large cluster: no owner's or plain PodGroup's key kept for each)
                 pod.keys = (base.job,)
-                self.by_key.setdefault(base.job, set()).add(key)
+                self.by_key.add(base.job, key)
                 self._other(key, pod, dirty_nodes)
                 pod.names = base.job  # a PodGroup only other schedulers' pods name is not ours (`build_snapshot`)
-                self.named.setdefault(base.job, set()).add(key)
+                self.named.add(base.job, key)
                 dirty_jobs.add(base.job)
                 continue
             owner = owner_group_of(manifest, base)
             pod.keys = tuple(k for k in dict.fromkeys((base.job, owner, plain_group_of(manifest))) if k)
             for job_key in pod.keys:
-                self.by_key.setdefault(job_key, set()).add(key)
+                self.by_key.add(job_key, key)
             task = current_task(manifest, base, assumed)
             pending = task.status is TaskStatus.PENDING
             if task.claims and pending:  # made again every build, whether volumes are modelled now or not

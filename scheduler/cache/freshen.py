@@ -36,13 +36,13 @@ def freshen_pods(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, M
     """True when the cache's pods are as current as a list taken now; False if the apiserver could not be read (the
     caller tries again next cycle). Every pod counts, ours or another scheduler's: any of them fills a node."""
     try:
-        listed, at = _listed(kube, stores.pods.path, page_size)
+        listed, candidates, at = _listed(kube, stores, page_size)
     except LIST_ERRORS as exc:
         log.warning("active shards: cannot list the pods before scheduling a shard taken over: %s", exc)
         return False
     with stores.lock:
         cached = dict(stores.pods.objects)
-    behind = [obj for key, obj in listed.items()
+    behind = [obj for key, obj in candidates.items()
               if (was := cached.get(key)) is None or resource_version(was) < resource_version(obj)]
     # Gone: not listed, and the list was taken after the cache's copy (a list whose resourceVersion cannot be read
     # drops nothing: a pod it missed stays until the watch says it went)
@@ -61,23 +61,32 @@ def freshen_pods(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, M
     return True
 
 
-def _listed(kube: Kube, path: str, page_size: int) -> tuple[dict[str, MutableObj], int]:
-    """Every pod, by key, and the resourceVersion the list was read at (0 if unreadable): one consistent list, page
-    by page (each page's continue token holds the first page's resourceVersion)."""
-    pods: dict[str, MutableObj] = {}
+def _listed(kube: Kube, stores: Stores, page_size: int) -> tuple[set[str], dict[str, MutableObj], int]:
+    """The keys of every pod, in one consistent list, page by page (each page's continue token holds the first
+    page's resourceVersion); the listed pods the cache held older or not at all as each page came (checked again
+    against the cache once the list is done); and the resourceVersion the list was read at (0 if unreadable). Only
+    those pods are kept, not the list: a list of every pod, decoded, is several times what the cache holds of them."""
+    keys: set[str] = set()
+    candidates: dict[str, MutableObj] = {}
     token, at = "", None
     while True:
         query = {"limit": page_size, **({"continue": token} if token else {})}
-        page = kube.request("GET", path, query=query)
-        for obj in page.get("items") or ():
-            if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
-                pods[_key(obj)] = obj
+        page = kube.request("GET", stores.pods.path, query=query)
+        items = [(_key(obj), obj) for obj in page.get("items") or ()
+                 if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict)]
+        with stores.lock:
+            held = stores.pods.objects
+            for key, obj in items:
+                keys.add(key)
+                was = held.get(key)
+                if was is None or resource_version(was) < resource_version(obj):
+                    candidates[key] = obj
         meta = page.get("metadata")
         if at is None:
             at = resource_version(page)
         token = str(meta.get("continue") or "") if isinstance(meta, dict) else ""
         if not token:
-            return pods, at
+            return keys, candidates, at
 
 
 def _key(obj: MutableObj) -> str:
