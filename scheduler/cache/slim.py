@@ -27,6 +27,13 @@ _META = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "de
          "annotations", "ownerReferences")
 _SPEC = ("schedulerName", "nodeName", "priority", "priorityClassName", "overhead", "resources", "affinity")
 _CONTAINER = ("resources", "ports", "restartPolicy")
+# A node: what api/fields.py lists of a Node (name, resourceVersion, labels, allocatable, capacity, conditions,
+# taints, unschedulable) and the uid the incremental snapshot tells a node made again by. A real node's status
+# (images, addresses, nodeInfo, volumes, each condition's times and messages) is most of its object.
+_NODE_META = ("name", "uid", "resourceVersion", "labels")
+_NODE_SPEC = ("taints", "unschedulable")
+_NODE_STATUS = ("allocatable", "capacity")
+_NODE_CONDITION = ("type", "status")
 _SHARED_MAX = 50_000  # entries of each sharing table before it is cleared (a cluster of many distinct values)
 DISRUPTION_TARGET = "DisruptionTarget"
 
@@ -77,6 +84,25 @@ class Slimmer:
         if status is None:
             return {"metadata": out_meta, "spec": out_spec}
         return {"metadata": out_meta, "spec": out_spec, "status": self._status(status)}
+
+    def node(self, obj: MutableObj) -> MutableObj:
+        """A node as the part of it the scheduler reads (its conditions' type and status only: it reads Ready);
+        `obj` itself when it is not shaped as a node (the parser names what is wrong, from the whole object)."""
+        meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
+        if type(meta) is not dict or type(spec) not in (dict, type(None)) or type(status) not in (dict, type(None)):
+            return obj
+        out: MutableObj = {"metadata": {k: meta[k] for k in _NODE_META if k in meta}}
+        if spec is not None:
+            out["spec"] = {k: spec[k] for k in _NODE_SPEC if k in spec}
+        if status is not None:
+            out_status = {k: status[k] for k in _NODE_STATUS if k in status}
+            if "conditions" in status:
+                conditions = status["conditions"]
+                out_status["conditions"] = [
+                    {k: c[k] for k in _NODE_CONDITION if k in c} if type(c) is dict else c for c in conditions
+                ] if type(conditions) is list else conditions
+            out["status"] = out_status
+        return out
 
     def _string(self, value: str) -> str:
         seen = self._strings.get(value)
@@ -141,3 +167,17 @@ class Slimmer:
         if kept or (conditions is not None and type(conditions) is not list):
             out["conditions"] = kept
         return out
+
+
+def same_but_version(old: MutableObj | None, new: MutableObj) -> bool:
+    """Two slim objects that differ at most in their resourceVersion: the newer changes nothing the scheduler
+    reads (a node's heartbeat, its images), so the store keeps the older one and nothing downstream is redone."""
+    if old is None or old.get("spec") != new.get("spec") or old.get("status") != new.get("status"):
+        return False
+    a, b = old.get("metadata"), new.get("metadata")
+    if type(a) is not dict or type(b) is not dict or len(a) != len(b):
+        return False
+    return all(k == "resourceVersion" or b.get(k, _ABSENT) == v for k, v in a.items())
+
+
+_ABSENT = object()

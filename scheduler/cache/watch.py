@@ -18,7 +18,7 @@ from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.pages import Pages
 from scheduler.cache.parse import ParseCache
-from scheduler.cache.slim import Slimmer
+from scheduler.cache.slim import Slimmer, same_but_version
 from scheduler.cache.store import STORAGE_KINDS, Journaled, Stores, Watched, trim
 from scheduler.retry import Backoff, Outage
 
@@ -41,7 +41,9 @@ class Watcher:
         self.stores = stores
         self.parser = parser
         # Another scheduler's pod is stored as the part of it the scheduler reads (cache/slim.py)
-        self.slim = Slimmer(parser.scheduler_names).slim if parser is not None else _whole
+        slimmer = Slimmer(parser.scheduler_names if parser is not None else frozenset())
+        self.slim = slimmer.slim if parser is not None else _whole
+        self.slim_node = slimmer.node  # and a node as the part of it the scheduler reads
         self._stop = stop
         self.watch_timeout = watch_timeout
         self.page_size = page_size
@@ -100,7 +102,7 @@ class Watcher:
                 self._stop.wait(delay)
 
     def _list(self, w: Watched) -> None:
-        pods = w is self.stores.pods
+        pods, nodes = w is self.stores.pods, w is self.stores.nodes
         if pods:
             # Pods are parsed as they arrive, with the priority classes: list those first (a small list).
             self.stores.priority_classes.synced.wait(10.0)
@@ -114,6 +116,8 @@ class Watcher:
                 if pods:
                     obj = self.slim(obj)
                     self.parser.preparse(obj, key)
+                elif nodes:
+                    obj = self.slim_node(obj)
                 dict.__setitem__(objects, key, obj)  # (no journal for a list: it is a new dict)
             meta = page.get("metadata") or {}
         with self.stores.lock:
@@ -162,8 +166,10 @@ class Watcher:
     def _on_event(self, w: Watched, kind: str, obj: MutableObj) -> None:
         trim(obj)
         key = key_of(obj)
-        pods = w is self.stores.pods
-        if pods and kind != "DELETED":
+        pods, nodes = w is self.stores.pods, w is self.stores.nodes
+        if nodes and kind != "DELETED":
+            obj = self.slim_node(obj)
+        elif pods and kind != "DELETED":
             obj = self.slim(obj)
             self.parser.preparse(obj, key)  # here, on the watch thread, not in the next cycle's snapshot
             if kind == "ADDED" and self.on_pending is not None and self._pending_ours(obj):
@@ -174,6 +180,8 @@ class Watcher:
                 if pods:
                     self.stores.assumed.pop(key, None)
                     self.parser.forget(key)
+            elif nodes and same_but_version(w.objects.get(key), obj):
+                pass  # a heartbeat (or its images): the store keeps the node it has, and no snapshot rebuilds it
             else:
                 w.objects[key] = obj
                 if pods and _node_name(obj):
