@@ -6,6 +6,7 @@ This sits above `actions` and `plugins` and below the adapters (`cache`, `sim`),
 from __future__ import annotations
 
 import gc
+import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +20,8 @@ from scheduler.framework.memo import CycleMemo
 from scheduler.framework.runtime import BulkBlocker, bulk_blockers as runtime_blockers
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGIN_ARGS, PLUGINS
+
+log = logging.getLogger("volcano_py.scheduler")
 
 
 def builtin_default_conf() -> SchedulerConf:
@@ -75,6 +78,10 @@ def bulk_blockers(conf: SchedulerConf) -> list[BulkBlocker]:
     return runtime_blockers(named)
 
 
+FULL_PASS_EVERY = 600.0  # seconds between the collector's passes over everything (`collect_between_cycles`)
+_last_full_pass = [time.monotonic()]
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Run a cycle with the cyclic garbage collector off; call `collect_between_cycles` after it.
@@ -83,6 +90,13 @@ def collector_paused() -> Iterator[None]:
     operations) that live until it ends, so the collector's automatic passes mid-cycle find nothing to free
     but walk all of them, more than once (80-200 ms of a 5,000-node x 20,000-pod cycle, BENCHMARKS.md).
     Reference counting still frees everything without cycles as the cycle goes.
+
+    On the way out, still paused, one pass over the young generations frees the cycle's reference cycles (the
+    session and its plugins point at each other), and what is left (the watches' new objects, the snapshot kept
+    for the next cycle) is frozen out of the collector's sight, as the first lists were once synced. Turned back
+    on first, the collector would walk all the cycle made in its first automatic pass and again in the next, and
+    its full passes would walk every object the watches stored since the start: 27% of the CPU of 12 cycles over
+    200,000 pods with gangs arriving, 8% once frozen (bench/bench_gc_cycles.py; BENCHMARKS.md, 2026-12-05).
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -90,12 +104,22 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            gc.collect(1)
+            gc.freeze()
             gc.enable()
 
 
-def collect_between_cycles() -> None:
-    """Free the finished cycle's reference cycles (the session and its plugins point at each other) while the
-    scheduler waits for the next period. With the collector paused, all the cycle made is in the youngest
-    generation, so a young-generation pass finds it without walking the long-lived caches (those were frozen
-    once synced, and anything newer is left to the collector's own, rarer, full passes between cycles)."""
-    gc.collect(1)
+def collect_between_cycles(now: Callable[[], float] = time.monotonic) -> int:
+    """Every FULL_PASS_EVERY seconds, one pass over everything frozen so far: a reference cycle that became
+    garbage after it was frozen (none is known; a safety net) is freed at most that late. Returns the objects it
+    found unreachable (0 between passes)."""
+    at = now()
+    if at - _last_full_pass[0] < FULL_PASS_EVERY:
+        return 0
+    _last_full_pass[0] = at
+    gc.unfreeze()
+    found = gc.collect()
+    gc.freeze()
+    if found:
+        log.info("garbage collector: its periodic full pass freed %d objects in reference cycles", found)
+    return found
