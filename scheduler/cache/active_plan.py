@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -126,8 +127,10 @@ class PlanWriter:
         self._seen: tuple[frozenset[str], tuple[int, ...], tuple[tuple[int, Need], ...]] | None = None
         self.writes = 0  # NodeShard writes accepted (tests, logs)
         self.loans = Loans()
-        # each shard's node weights in the plan without loans (none planned yet: empty), and what they offer
-        self.base: list[tuple[int, ...]] = []
+        # each shard's node weights in the plan without loans, as (weight, nodes of it) (none planned yet: empty),
+        # and what they offer: a shard of 12,500 nodes has a few distinct weights, and every waiting gang of its
+        # own need asks what they offer (summed over every node, that was a tenth of a replica's cycle)
+        self.base: list[tuple[tuple[int, int], ...]] = []
         self._offers: dict[tuple[int, Need], int] = {}
         # node -> its shard in the last plan written without loans (None: none yet, read from the NodeShards):
         # the next plan keeps nodes where they are, so a node added or gone moves few others
@@ -172,7 +175,7 @@ class PlanWriter:
             self._placed = {n: self.names.index(name) for name, nodes in current.items() for n in nodes}
         weight = {f.name: f.weight for f in facts}
         base = plan_nodes(facts, len(self.names), current=self._placed)
-        self.base = [tuple(weight[n] for n in names) for names in base]
+        self.base = [tuple(sorted(Counter(weight[n] for n in names).items())) for names in base]
         self._offers = {}
         wanted = dict(zip(self.names, plan_nodes(facts, len(self.names), needs, current=self._placed), strict=True))
         if needs:
@@ -202,7 +205,7 @@ class PlanWriter:
         if offered is None:
             if len(self._offers) > 4096:
                 self._offers.clear()
-            offered = self._offers[key] = sum(need.usable(w) for w in self.base[shard])
+            offered = self._offers[key] = sum(need.usable(w) * count for w, count in self.base[shard])
         return offered
 
     def _list(self) -> dict[str, Any]:
