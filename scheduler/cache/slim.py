@@ -18,10 +18,13 @@ another scheduler's pod in place (the status writer, gates and evictor write our
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import dumps
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 _META = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "labels",
          "annotations", "ownerReferences")
@@ -105,12 +108,7 @@ class Slimmer:
         return out
 
     def _string(self, value: str) -> str:
-        seen = self._strings.get(value)
-        if seen is None:
-            if len(self._strings) >= _SHARED_MAX:
-                self._strings.clear()
-            seen = self._strings[value] = value
-        return seen
+        return _shared(self._strings, value, value)
 
     def _containers_of(self, containers: Any) -> Any:
         """The containers' projection, one list shared by every pod with the same; anything not a list of
@@ -126,28 +124,15 @@ class Slimmer:
             key = dumps(made)
         except (TypeError, ValueError):  # not JSON (never from the apiserver): kept unshared
             return made
-        table = self._containers
-        seen = table.get(key)
-        if seen is None:
-            if len(table) >= _SHARED_MAX:
-                table.clear()
-            seen = table[key] = made
-        return seen
+        return _shared(self._containers, key, made)
 
     def _shared_labels(self, labels: dict[str, Any]) -> dict[str, Any]:
         if len(labels) > 16:
             return labels
-        key = tuple(labels.items())  # (an unhashable value, never from the apiserver: kept unshared)
-        table = self._labels
         try:
-            seen = table.get(key)
-        except TypeError:
+            return _shared(self._labels, tuple(labels.items()), labels)
+        except TypeError:  # an unhashable value (never from the apiserver): kept unshared
             return labels
-        if seen is None:
-            if len(table) >= _SHARED_MAX:
-                table.clear()
-            seen = table[key] = labels
-        return seen
 
     def _status(self, status: dict[str, Any]) -> dict[str, Any]:
         phase = status.get("phase")
@@ -156,17 +141,23 @@ class Slimmer:
             if type(conditions) is list else conditions
         if not kept and type(phase) is str:  # nearly always: one shared object per phase
             seen = self._statuses.get(phase)
-            if seen is None:
-                if len(self._statuses) >= 64:
-                    self._statuses.clear()
-                seen = self._statuses[phase] = {"phase": phase}
-            return seen
+            return seen if seen is not None else _shared(self._statuses, phase, {"phase": phase}, 64)
         out: dict[str, Any] = {}
         if "phase" in status:
             out["phase"] = phase
         if kept or (conditions is not None and type(conditions) is not list):
             out["conditions"] = kept
         return out
+
+
+def _shared(table: dict[K, V], key: K, made: V, limit: int = _SHARED_MAX) -> V:
+    """The value `table` holds for `key`, else `made`, kept (the table cleared when it reaches `limit`)."""
+    seen = table.get(key)
+    if seen is None:
+        if len(table) >= limit:
+            table.clear()
+        seen = table[key] = made
+    return seen
 
 
 def same_but_version(old: MutableObj | None, new: MutableObj) -> bool:
