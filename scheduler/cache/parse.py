@@ -319,7 +319,6 @@ class ParseCache:
 
         return self.read_fields("Pod", stub, from_stub, early)  # type: ignore[no-any-return]
 
-
     def _request(self, shape: bytes | None, spec: MutableObj, key: str) -> Resource:
         """The request of a pod whose shape was not read before (FieldError for a quantity Kubernetes rejects)."""
         made = request_of(spec, key)
@@ -375,8 +374,13 @@ _NO_CONSTRAINTS = Constraints()
 
 
 def _foreign_constraints(spec: MutableObj, key: str, sink: list[F.FieldInvalid]) -> Constraints:
+    """Its host ports and pod affinity. An affinity our table cannot read (past its bounds, or malformed) is
+    dropped with its reason, never the pod: left out, its node's room would be counted free."""
     if spec.get("affinity") is not None:
-        return constraints_of({"affinity": spec["affinity"], "containers": spec.get("containers")}, key, sink)
+        try:
+            return constraints_of({"affinity": spec["affinity"], "containers": spec.get("containers")}, key, sink)
+        except F.FieldError as exc:
+            sink.append(exc.reason)
     ports = host_ports_of(spec, key)
     return Constraints(host_ports=ports) if ports else _NO_CONSTRAINTS
 

@@ -226,3 +226,15 @@ def test_every_pod_of_another_scheduler_repels_ours_by_its_anti_affinity() -> No
     result = run_cycle(cache.snapshot(), builtin_default_conf())
     bound = {task for g in result.binds for task, _ in g.binds}
     assert bound == {"ns/free"}  # the unrelated pod fits; ours is kept off both nodes
+
+
+def test_another_schedulers_pod_whose_affinity_cannot_be_read_still_fills_its_node() -> None:
+    """Its affinity is dropped with a reason, the pod is not: left out, its node's room would read as free."""
+    pod = pod_object("odd", namespace="ns", cpu="3", memory="1Gi", scheduler_name="default-scheduler")
+    pod["metadata"]["uid"] = "uid-odd"
+    pod["spec"].update(nodeName="n1", affinity={"podAntiAffinity": 3})
+    pod["status"] = {"phase": "Running"}
+    cache = _cache([node_object("n1", cpu="16", memory="64Gi")], [], [pod], slim=True)
+    node = cache.snapshot().nodes["n1"]
+    assert "ns/odd" in node.tasks and node.used.cpu == 3000
+    assert [r.path for r in cache.parser.problems[("Pod", "ns/odd")]] == ["spec.affinity"]
