@@ -20,8 +20,6 @@ from collections.abc import Mapping
 from decimal import ROUND_CEILING
 from typing import Any
 
-from cel_expr_python import cel
-
 from scheduler.api.dra import Device
 from scheduler.api.resources import QuantityError, parse_quantity
 
@@ -46,7 +44,16 @@ def _compare(a: int, b: int) -> int:
     return (a > b) - (a < b)
 
 
+def _cel() -> Any:
+    """The CEL runtime, imported on the first selector compiled: it loads protobuf, ~15 ms of every scheduler's
+    start (a restart's first bind waits for the imports) on a cluster that may have no DRA claim at all."""
+    from cel_expr_python import cel
+
+    return cel
+
+
 def _env() -> Any:
+    cel = _cel()
     t = cel.Type
 
     def member(name: str, result: Any, impl: Any) -> Any:
@@ -76,7 +83,7 @@ class Selectors:
     (expression, device) evaluated once per snapshot of devices (`forget_devices` drops those results)."""
 
     def __init__(self) -> None:
-        self._env = _env()
+        self._env: Any = None  # made on the first compile (`_cel`)
         self._programs: dict[str, _Compiled] = {}
         self._results: dict[tuple[str, int], bool | str] = {}
         self._inputs: dict[int, tuple[Device, dict[str, Any]]] = {}
@@ -93,6 +100,8 @@ class Selectors:
                 self._programs.clear()
             self.compiled += 1
             domains = tuple((m[1], m[2] if m[2] is not None else m[3]) for m in _DOMAIN_KEY.finditer(expression))
+            if self._env is None:
+                self._env = _env()
             try:
                 done = _Compiled(self._env.compile(expression), "", domains)
             except (RuntimeError, ValueError, TypeError) as exc:  # TypeError: text the binding cannot take
@@ -127,7 +136,7 @@ class Selectors:
             result = value.value()
         except (RuntimeError, ValueError, TypeError) as exc:
             return f"failed: {_short(str(exc))}"
-        if value.type() == cel.Type.ERROR:
+        if value.type() == _cel().Type.ERROR:
             return f"failed: {_short(str(result))}"
         if not isinstance(result, bool):
             return f"gave {type(result).__name__}, not a boolean"

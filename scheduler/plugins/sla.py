@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from scheduler.api.decision import ABSTAIN, SUCCESS, Status
 from scheduler.api.job import JobInfo
+from scheduler.durations import parse_seconds as parse_duration
 from scheduler.framework.conf_args import ArgReader
 from scheduler.framework.plugin import Plugin, SessionAPI
-from scheduler.jobs.policies import parse_duration
 
 WAITING_TIME = "sla-waiting-time"
 
