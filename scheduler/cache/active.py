@@ -114,6 +114,10 @@ class ActiveShards:
         """The shards this replica may schedule now: held, renewed within the deadline, not being given up."""
         return frozenset(i for i, e in enumerate(self.electors) if e.is_leader() and i not in self._releasing)
 
+    def held_names(self) -> frozenset[str]:
+        """The NodeShards of the shards held now (the NodeShard watch's `ShardWake`)."""
+        return frozenset(self.coordinators[i].name for i in self.held())
+
     def holds_any(self) -> bool:
         return any(e.is_leader() for e in self.electors)
 

@@ -26,6 +26,7 @@ from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.first_view import FirstView, Skip, prepare
 from scheduler.cache.kube import TRANSPORT_ERRORS
 from scheduler.cache.leader import LeaderElector
+from scheduler.cache.shards import ShardWake
 from scheduler.conf_check import action_warnings  # the actions' arguments, checked as conf check does
 from scheduler.cycle import (
     builtin_default_conf,
@@ -243,6 +244,7 @@ class SchedulerLoop:
         # 50,000 pods). Raw JSON holds no cycles, so collect nothing until the caches are synced, then move
         # them out of the collector's sight (gc.freeze).
         gc.disable()
+        self._wake_on_shards()
         self.cache.start()
         if self.elector is not None:
             self.cache.may_write = self.elector.is_leader
@@ -303,6 +305,17 @@ class SchedulerLoop:
             if active is not None:
                 active.stop()
         log.info("scheduler stopped after %d cycles", self.cycles)
+
+    def _wake_on_shards(self) -> None:
+        """With sharding on, a NodeShard change that moves one of our shards' nodes starts the next session now
+        (cache/shards.py `ShardWake`), before the watches start."""
+        shards = getattr(self.cache, "shards", None)  # a ClusterCache; tests give stand-ins without them
+        active = getattr(self.cache, "active", None)
+        if shards is not None:
+            name = shards.name
+            shards.watched.on_event = ShardWake(lambda: (name,), self.nudge).on_event
+        elif active is not None:
+            active.watched.on_event = ShardWake(active.held_names, self.nudge).on_event
 
     def _drain(self) -> None:
         """Wait for the apply in flight (with `pipeline`); its failure is the failed cycle's, already counted or

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -142,6 +142,60 @@ class ShardCoordinator:
         if mark not in self._said:
             self._said.add(mark)
             log.warning("%s", message)
+
+
+class ShardWake:
+    """The NodeShard watch's hook (`Watched.on_event`): starts the next session now (`wake`, the runner's nudge)
+    when a NodeShard event concerns this scheduler's shards, so a handoff does not wait for the schedule period.
+    Volcano writes a shard's status as soon as a NodeShard changes when no session runs, and at the session's end
+    when one does (pkg/scheduler/cache/shard_coordinator.go `RefreshNodeShards`, `tryUpdateNodeShardStatus`, called
+    from event_handlers.go on each NodeShard add and update); here the session started now writes it at its
+    start (`between_sessions`, before its snapshot), and one running writes it after its apply, as before.
+
+    Which events: one of our shards' `spec` changed (nodes desired added or taken away), or another shard's
+    `nodesInUse` let go of a node one of our shards desires (it may now be taken). Our own status writes coming
+    back, other shards' writes that free nothing of ours and anything unreadable wake nothing. `names`: our shards'
+    NodeShard names now (one with `--scheduler-sharding-name`, the held ones with `--active-shards`)."""
+
+    def __init__(self, names: Callable[[], Collection[str]], wake: Callable[[], None]) -> None:
+        self.names, self.wake = names, wake
+        self._spec: dict[str, object] = {}  # every shard's spec as last seen
+        self._in_use: dict[str, frozenset[str]] = {}  # every shard's nodesInUse as last seen
+        self.wakes = 0  # (tests, logs)
+
+    def on_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(name, str):
+            return
+        if kind == "DELETED":
+            self._spec.pop(name, None)
+            self._in_use.pop(name, None)
+            return
+        ours = self.names()
+        status = obj.get("status")
+        listed = status.get("nodesInUse") if isinstance(status, Mapping) else None
+        in_use = frozenset(n for n in listed if isinstance(n, str)) if isinstance(listed, list) else frozenset()
+        before, self._in_use[name] = self._in_use.get(name), in_use
+        spec = obj.get("spec")
+        spec_before, self._spec[name] = self._spec.get(name), spec  # every shard's: ours may change (a take)
+        if name in ours:
+            if spec != spec_before:
+                self._wake()
+            return
+        if before is None or not before - in_use:
+            return
+        freed = before - in_use
+        for own in ours:
+            spec = self._spec.get(own)
+            desired = spec.get("nodesDesired") if isinstance(spec, Mapping) else None
+            if isinstance(desired, list) and not freed.isdisjoint(desired):
+                self._wake()
+                return
+
+    def _wake(self) -> None:
+        self.wakes += 1
+        self.wake()
 
 
 def coordinator_for(kube: Kube, stores: Stores, mode: str, name: str,
