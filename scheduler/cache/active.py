@@ -33,7 +33,7 @@ from scheduler.api.active_shards import lease_moves, member_lease_name, parse_pi
 from scheduler.api.job import JobInfo
 from scheduler.api.objects import MutableObj
 from scheduler.api.resources import Resource
-from scheduler.api.shard import HARD, ShardLedger, ShardView
+from scheduler.api.shard import HARD, ShardView
 from scheduler.api.snapshot import ClusterSnapshot, Lineage, QueueStatus
 from scheduler.cache.active_plan import PlanWriter
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
@@ -179,7 +179,7 @@ class ActiveShards:
         held = self.held()
         active = held & self._checked if self.freshen is not None else held  # (None: no apiserver, e.g. tests)
         for i in active - self._active:  # taken (again): its handoff starts from what the NodeShard says
-            self.coordinators[i].ledger = ShardLedger(self.coordinators[i].name)
+            self.coordinators[i].restart()
             log.info("active shards: scheduling shard %d (NodeShard %s)", i, self.coordinators[i].name)
         with self.stores.lock:
             groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}

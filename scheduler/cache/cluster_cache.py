@@ -37,11 +37,12 @@ from scheduler.cache.binder import Binder, Pending
 from scheduler.cache.dra import DraReader
 from scheduler.cache.events import EventRecorder
 from scheduler.cache.evictor import Evictor
+from scheduler.cache.freshen import freshener
 from scheduler.cache.gates import GateRemover
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cache.pages import PAGE_SIZE, EarlyList, Pages
 from scheduler.cache.parse import ParseCache
-from scheduler.cache.shards import coordinator_for
+from scheduler.cache.shards import ShardCoordinator, coordinator_for
 from scheduler.cache.snapshots import CacheSnapshots
 from scheduler.cache.status_writer import StatusWriter
 from scheduler.cache.store import PG_API, Stores, Watched, journal_of
@@ -144,12 +145,21 @@ class ClusterCache:
         self.ours_early: list[EarlyList] = list(ours_early or [])
         # Volcano's NodeShard contract (cache/shards.py): None with sharding off, and then no NodeShard is watched
         self.shards = coordinator_for(kube, self.stores, *sharding, may_write) if sharding else None
+        if self.shards is not None:
+            self.guard_gains(self.shards)
         # --active-shards N (cache/active.py): this replica's shards, set by the CLI; None: one active replica
         self.active: ActiveShards | None = None
         # Snapshots from the last one and what changed (`cache/snapshots.py`); None: each built afresh.
         self.incremental: CacheSnapshots | None = CacheSnapshots(self.rules, self.parser) if incremental else None
         self.applier = Applier()  # pipelined applies (cache/applier.py)
         self._unseen: Future[Applied] | None = None  # the apply in flight when the last snapshot was taken
+
+    def guard_gains(self, coordinator: ShardCoordinator) -> None:
+        """A node another shard lets this one have is used once its pods are current (cache/shards.py
+        `ShardCoordinator._checked`): from the pod watch's position, or listed (cache/freshen.py)."""
+        coordinator.freshen = freshener(lambda: self.kube, self.stores, self.watcher._on_event, self.clock,
+                                        self._pool)
+        coordinator.pods_version = lambda: self.stores.pods.resource_version
 
     @property
     def kube(self) -> Kube:

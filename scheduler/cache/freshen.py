@@ -21,7 +21,8 @@ list cannot make it pending again meanwhile. One list at each take-over: it cost
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
@@ -59,6 +60,57 @@ def freshen_pods(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, M
         log.info("active shards: %d pods the cache held older or not at all, %d it held that are gone: made "
                  "current before scheduling a shard taken over", len(behind), len(gone))
     return True
+
+
+def freshen_nodes(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, MutableObj], None],
+                  clock: Callable[[], float], pool: Executor, names: Sequence[str]) -> bool:
+    """The pods of the nodes `names` made current before a session uses them: nodes another shard has just let go
+    of (cache/shards.py), whose last binds this replica's pod watch may not have delivered yet. One consistent list
+    per node by the `spec.nodeName` field selector (the apiserver's watch cache indexes it), each pod the cache
+    holds older or not at all put in as the watch would and assumed on its node, as `freshen_pods` does. A pod the
+    list lacks is left to the watch (one counted too long fills a node, never over-commits it). False if any node
+    could not be listed (the caller leaves those nodes out and tries again)."""
+    futures = [pool.submit(kube.request, "GET", stores.pods.path, query={"fieldSelector": f"spec.nodeName={name}"})
+               for name in names]
+    try:
+        pages = [future.result() for future in futures]
+    except LIST_ERRORS as exc:
+        log.warning("cannot list the pods of %d nodes this shard takes: leaving them out this cycle: %s",
+                    len(names), exc)
+        return False
+    behind = []
+    with stores.lock:
+        held = stores.pods.objects
+        for page in pages:
+            for obj in page.get("items") or ():
+                if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
+                    was = held.get(_key(obj))
+                    if was is None or resource_version(was) < resource_version(obj):
+                        behind.append(obj)
+    for obj in behind:
+        on_event(stores.pods, "MODIFIED", obj)
+        node = (obj.get("spec") or {}).get("nodeName") if isinstance(obj.get("spec"), dict) else None
+        if isinstance(node, str) and node:
+            with stores.lock:
+                stores.assumed[_key(obj)] = (node, clock())
+    if behind:
+        log.info("%d pods on %d nodes this shard takes were not in the cache yet: put in before using the nodes",
+                 len(behind), len(names))
+    return True
+
+
+NODE_LISTS_MAX = 256  # nodes listed one by one at most; past it, one list of every pod
+
+
+def freshener(kube: Callable[[], Kube], stores: Stores, on_event: Callable[[Watched, str, MutableObj], None],
+              clock: Callable[[], float], pool: Executor) -> Callable[[Sequence[str]], bool]:
+    """What a shard's coordinator calls before a session uses nodes it has just been let have (cache/shards.py):
+    their pods listed node by node, or every pod once when there are many. `kube`: the cache's client now."""
+    def freshen(names: Sequence[str]) -> bool:
+        if len(names) <= NODE_LISTS_MAX:
+            return freshen_nodes(kube(), stores, on_event, clock, pool, names)
+        return freshen_pods(kube(), stores, on_event, clock)
+    return freshen
 
 
 def _listed(kube: Kube, stores: Stores, page_size: int) -> tuple[set[str], dict[str, MutableObj], int]:

@@ -27,6 +27,7 @@ from scheduler.api.shard import (
     ShardUnreadable,
     ShardView,
     parse_node_shard,
+    revision,
 )
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube, KubeError
 from scheduler.cache.store import Stores, Watched
@@ -54,6 +55,18 @@ class ShardCoordinator:
         self._said: set[str] = set()
         self.writes = 0  # status writes accepted (tests, logs)
         self.current = ShardView(mode, name, frozenset())
+        # Before a session uses nodes another shard has just let go of, their pods are made current (`_checked`):
+        # `freshen(names)` (cache/freshen.py `freshener`) and the pod watch's resourceVersion; None: not checked
+        self.freshen: Callable[[Sequence[str]], bool] | None = None
+        self.pods_version: Callable[[], str | None] | None = None
+        self._last: frozenset[str] | None = None  # the nodes the last step gave (None: no step since the start)
+
+    def restart(self) -> None:
+        """A shard taken (again) by `--active-shards`: its handoff starts from what its NodeShard says, and the
+        nodes of its first step are used as the cache has their pods, which one list of every pod has just made
+        current (cache/freshen.py `freshen_pods`)."""
+        self.ledger = ShardLedger(self.name)
+        self._last = None
 
     def view(self) -> dict[str, NodeShardInfo]:
         """Every readable NodeShard as the watch has it now, each read once per resourceVersion."""
@@ -92,7 +105,8 @@ class ShardCoordinator:
             return self.current
 
     def _between_sessions(self) -> ShardView:
-        nodes = self.ledger.step(self.view(), self._write)
+        view = self.view()
+        nodes = self.ledger.step(view, self._write)
         self._said.discard("bug")
         if nodes is None and not self.watched.synced.is_set():
             nodes = frozenset()  # the NodeShards are not listed yet (the first cycle on a partial view): no shard
@@ -103,10 +117,35 @@ class ShardCoordinator:
             nodes = frozenset()
         else:
             self._said.discard("missing")
+        nodes = self._checked(nodes, view)
         if nodes != self.current.nodes:
             log.info("NodeShard %s: %d nodes in this scheduler's shard (%s mode)", self.name, len(nodes), self.mode)
         self.current = ShardView(self.mode, self.name, nodes)
         return self.current
+
+    def _checked(self, nodes: frozenset[str], view: Mapping[str, NodeShardInfo]) -> frozenset[str]:
+        """`nodes` less those new since the last step whose pods could not be made current. Stricter than Volcano,
+        which uses a node as soon as the other shard's status lets it go: the pod watch is a stream of its own and
+        may not yet have delivered the last binds the other scheduler made on that node (its lag is seconds on a
+        busy apiserver, the NodeShard watch's none), whose room would then look free. So a node gained while
+        running is used once the pod watch has passed every other NodeShard's resourceVersion (the status that let
+        the node go is older), or once its pods were listed (`freshen`). The first step after the start or a take
+        uses the nodes as they are (the first lists, or the list of every pod at the take, are that current)."""
+        last, self._last = self._last, nodes
+        if last is None or self.freshen is None:
+            return nodes
+        new = nodes - last
+        if not new or self._watch_past(view):
+            return nodes
+        if self.freshen(sorted(new)):
+            return nodes
+        self._last = nodes - new  # tried again at the next step
+        return self._last
+
+    def _watch_past(self, view: Mapping[str, NodeShardInfo]) -> bool:
+        latest = max((revision(s.resource_version) for name, s in view.items() if name != self.name), default=0)
+        seen = revision(str(self.pods_version() or "")) if self.pods_version is not None else 0
+        return 0 < latest <= seen
 
     def _write(self, shard: NodeShardInfo, status: dict[str, list[str]]) -> str | None:
         """PUT the status subresource with the shard's resourceVersion; the new resourceVersion, or None when

@@ -205,6 +205,8 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
             active = ActiveShards(cache.kube, cache.stores, lease, cache.identity, names[0], opts.active_shards,
                                   topology_label=opts.shard_topology_label)
             active.freshen = lambda: freshen_pods(cache.kube, cache.stores, cache.watcher._on_event, cache.clock)
+            for coordinator in active.coordinators:
+                cache.guard_gains(coordinator)
             cache.active = active
         elif opts.leader_elect:
             lease = _leader_config(opts, ensure_namespace(cache.kube, opts.lease_namespace))

@@ -9,8 +9,7 @@ import threading
 import time
 from typing import Any
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from scheduler.api.shard import HARD
 from scheduler.cache.runner import ConfWatcher, SchedulerLoop
