@@ -31,6 +31,7 @@ from scheduler.adapter.podgroup_status import rebase
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
+from scheduler.api.shard import revision
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult, PodGroupStatus
 from scheduler.cache.applier import Applied, Applier
 from scheduler.cache.binder import Binder, Pending
@@ -159,7 +160,8 @@ class ClusterCache:
         `ShardCoordinator._checked`): from the pod watch's position, or listed (cache/freshen.py)."""
         coordinator.freshen = freshener(lambda: self.kube, self.stores, self.watcher._on_event, self.clock,
                                         self._pool)
-        coordinator.pods_version = lambda: self.stores.pods.resource_version
+        coordinator.pods_version = lambda: str(max(revision(self.stores.pods.resource_version or ""),
+                                                   self.stores.pods_listed_at))
 
     @property
     def kube(self) -> Kube:

@@ -56,6 +56,7 @@ def freshen_pods(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, M
                 stores.assumed[_key(obj)] = (node, clock())
     for obj in gone:
         on_event(stores.pods, "DELETED", obj)
+    stores.pods_listed_at = max(stores.pods_listed_at, at)
     if behind or gone:
         log.info("active shards: %d pods the cache held older or not at all, %d it held that are gone: made "
                  "current before scheduling a shard taken over", len(behind), len(gone))

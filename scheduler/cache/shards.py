@@ -59,12 +59,12 @@ class ShardCoordinator:
         # `freshen(names)` (cache/freshen.py `freshener`) and the pod watch's resourceVersion; None: not checked
         self.freshen: Callable[[Sequence[str]], bool] | None = None
         self.pods_version: Callable[[], str | None] | None = None
-        self._last: frozenset[str] | None = None  # the nodes the last step gave (None: no step since the start)
+        self._last: frozenset[str] | None = None  # the nodes the last step gave (None: none since the start or a take)
 
     def restart(self) -> None:
-        """A shard taken (again) by `--active-shards`: its handoff starts from what its NodeShard says, and the
-        nodes of its first step are used as the cache has their pods, which one list of every pod has just made
-        current (cache/freshen.py `freshen_pods`)."""
+        """A shard taken (again) by `--active-shards`: its handoff starts from what its NodeShard says (the nodes
+        its stored `nodesInUse` holds are used as the cache has their pods, which one list of every pod has just
+        made current: cache/freshen.py `freshen_pods`)."""
         self.ledger = ShardLedger(self.name)
         self._last = None
 
@@ -106,6 +106,8 @@ class ShardCoordinator:
 
     def _between_sessions(self) -> ShardView:
         view = self.view()
+        own = view.get(self.name)
+        stored = own.in_use if own is not None else frozenset()  # this shard's nodes before this step
         nodes = self.ledger.step(view, self._write)
         self._said.discard("bug")
         if nodes is None and not self.watched.synced.is_set():
@@ -117,22 +119,25 @@ class ShardCoordinator:
             nodes = frozenset()
         else:
             self._said.discard("missing")
-        nodes = self._checked(nodes, view)
+        nodes = self._checked(nodes, view, stored)
         if nodes != self.current.nodes:
             log.info("NodeShard %s: %d nodes in this scheduler's shard (%s mode)", self.name, len(nodes), self.mode)
         self.current = ShardView(self.mode, self.name, nodes)
         return self.current
 
-    def _checked(self, nodes: frozenset[str], view: Mapping[str, NodeShardInfo]) -> frozenset[str]:
+    def _checked(self, nodes: frozenset[str], view: Mapping[str, NodeShardInfo],
+                 stored: frozenset[str]) -> frozenset[str]:
         """`nodes` less those new since the last step whose pods could not be made current. Stricter than Volcano,
         which uses a node as soon as the other shard's status lets it go: the pod watch is a stream of its own and
         may not yet have delivered the last binds the other scheduler made on that node (its lag is seconds on a
-        busy apiserver, the NodeShard watch's none), whose room would then look free. So a node gained while
-        running is used once the pod watch has passed every other NodeShard's resourceVersion (the status that let
-        the node go is older), or once its pods were listed (`freshen`). The first step after the start or a take
-        uses the nodes as they are (the first lists, or the list of every pod at the take, are that current)."""
+        busy apiserver, the NodeShard watch's none), whose room would then look free. So a node gained is used
+        once the pod watch has passed every other NodeShard's resourceVersion (the status that let the node go is
+        older), or once its pods were listed (`freshen`). At the start or a take, the nodes this shard's stored
+        `nodesInUse` already held (`stored`) count as known: no other scheduler binds on them."""
         last, self._last = self._last, nodes
-        if last is None or self.freshen is None:
+        if last is None:
+            last = stored
+        if self.freshen is None:
             return nodes
         new = nodes - last
         if not new or self._watch_past(view):

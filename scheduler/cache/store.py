@@ -158,6 +158,9 @@ class Stores:
     lock: threading.Lock = field(default_factory=threading.Lock)
     assumed: dict[str, tuple[str, float]] = field(default_factory=dict)  # pod key -> (node, when) bound by us
     storage_version: int = 0  # bumped on every change to the three storage kinds
+    # The resourceVersion (as a number) of the last list of every pod merged in (cache/freshen.py): the pods are as
+    # current as that, whatever the pod watch's own position
+    pods_listed_at: int = 0
 
     @property
     def watched(self) -> tuple[Watched, ...]:

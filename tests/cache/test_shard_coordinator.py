@@ -21,8 +21,12 @@ class Recorder:
     def __init__(self, refuse: int | None = None) -> None:
         self.refuse = refuse
         self.sent: list[tuple[str, str, Any]] = []
+        self.gets: list[tuple[str, Any]] = []
 
-    def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+    def request(self, method: str, path: str, *, body: Any = None, query: Any = None, **_: Any) -> Any:
+        if method == "GET":  # the pods of nodes the shard gains (cache/shards.py `_checked`): none here
+            self.gets.append((path, query))
+            return {"items": [], "metadata": {"resourceVersion": "1"}}
         self.sent.append((method, path, body))
         if self.refuse:
             raise KubeError(self.refuse, method, path, b'{"message": "conflict"}')
@@ -107,6 +111,8 @@ def test_the_cache_watches_nodeshards_only_with_sharding_on_and_its_snapshot_car
     on.stores.node_shards.objects["ours"] = obj("ours", ["a"])
     snapshot = on.snapshot()
     assert snapshot.shard is not None and snapshot.shard.nodes == {"a"} and snapshot.shard.hard
+    # a node no stored status held is used once its pods were listed
+    assert kube.gets == [("/api/v1/pods", {"fieldSelector": "spec.nodeName=a"})]
     assert [(m, p) for m, p, _ in kube.sent] == [("PUT", "/apis/shard.volcano.sh/v1alpha1/nodeshards/ours/status")]
     on.stores.node_shards.objects["ours"] = obj("ours", [], ["a"], rv="100")  # the node moved away
     on.apply(CycleResult())  # after the session (and its binds): the status says so

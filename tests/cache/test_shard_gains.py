@@ -139,6 +139,21 @@ def test_a_pod_watch_past_the_status_that_let_the_node_go_needs_no_list() -> Non
     assert api.listed == []
 
 
+def test_a_list_of_every_pod_past_the_status_needs_no_list_of_the_node_either() -> None:
+    """A takeover's list of every pod (cache/freshen.py `freshen_pods`) leaves the pods as current as it was read,
+    whatever the pod watch's own position."""
+    api = Apiserver()
+    cache = sharded_cache(api)
+    step(cache)
+    api.rv = 700
+    freshen = freshener(lambda: api, cache.stores, cache.watcher._on_event, cache.clock,  # type: ignore[arg-type,return-value]
+                        cache.pool)
+    assert freshen([f"m{i}" for i in range(NODE_LISTS_MAX + 1)]) and cache.stores.pods_listed_at == 700
+    let_go(cache, rv="600")
+    assert step(cache) == {"n1", "n2"}
+    assert api.listed == []
+
+
 def test_resource_versions_that_are_not_numbers_are_listed() -> None:
     api = Apiserver()
     cache = sharded_cache(api, watch_at="zzz")
@@ -148,15 +163,27 @@ def test_resource_versions_that_are_not_numbers_are_listed() -> None:
     assert api.listed == ["spec.nodeName=n2"]
 
 
+def test_at_the_start_a_node_let_go_before_the_first_step_is_listed_and_the_stored_ones_are_not() -> None:
+    """The first lists may be older than the NodeShards': what our stored nodesInUse held is ours (no other
+    scheduler bound there), a node the other shard let go of meanwhile is not known yet."""
+    api = Apiserver()
+    cache = sharded_cache(api)
+    api.pods.append(hog("n2"))
+    let_go(cache)
+    assert step(cache) == {"n1", "n2"}
+    assert api.listed == ["spec.nodeName=n2"] and "ns/hog" in cache.pods.objects
+
+
 def test_a_shard_taken_again_uses_its_first_nodes_as_the_list_of_every_pod_left_them() -> None:
     api = Apiserver()
     cache = sharded_cache(api)
     assert cache.shards is not None
     step(cache)
     cache.shards.restart()
-    let_go(cache)
-    assert step(cache) == {"n1", "n2"}
+    assert step(cache) == {"n1"}  # its stored nodes: no list
     assert api.listed == []
+    let_go(cache)
+    assert step(cache) == {"n1", "n2"} and api.listed == ["spec.nodeName=n2"]  # a gain after it is checked
 
 
 def test_many_nodes_gained_at_once_are_made_current_by_one_list_of_every_pod() -> None:
