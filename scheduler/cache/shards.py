@@ -60,6 +60,7 @@ class ShardCoordinator:
         self.freshen: Callable[[Sequence[str]], bool] | None = None
         self.pods_version: Callable[[], str | None] | None = None
         self._last: frozenset[str] | None = None  # the nodes the last step gave (None: none since the start or a take)
+        self._held_by_others: set[str] = set()  # every node seen in another shard's nodesInUse since the start
 
     def restart(self) -> None:
         """A shard taken (again) by `--active-shards`: its handoff starts from what its NodeShard says (the nodes
@@ -127,19 +128,26 @@ class ShardCoordinator:
 
     def _checked(self, nodes: frozenset[str], view: Mapping[str, NodeShardInfo],
                  stored: frozenset[str]) -> frozenset[str]:
-        """`nodes` less those new since the last step whose pods could not be made current. Stricter than Volcano,
-        which uses a node as soon as the other shard's status lets it go: the pod watch is a stream of its own and
-        may not yet have delivered the last binds the other scheduler made on that node (its lag is seconds on a
-        busy apiserver, the NodeShard watch's none), whose room would then look free. So a node gained is used
-        once the pod watch has passed every other NodeShard's resourceVersion (the status that let the node go is
-        older), or once its pods were listed (`freshen`). At the start or a take, the nodes this shard's stored
-        `nodesInUse` already held (`stored`) count as known: no other scheduler binds on them."""
+        """`nodes` less those gained since the last step whose pods could not be made current. Stricter than
+        Volcano, which uses a node as soon as the other shard's status lets it go: the pod watch is a stream of its
+        own and may not yet have delivered the last binds the other scheduler made on that node (its lag is
+        seconds on a busy apiserver, the NodeShard watch's none), whose room would then look free. So a node
+        gained that another shard was seen holding (in any view since the start) is used once the pod watch has
+        passed every other NodeShard's resourceVersion (the status that let the node go is older), or once its
+        pods were listed (`freshen`). At the start or a take, the nodes this shard's stored `nodesInUse` already
+        held (`stored`) count as known: no other scheduler binds on them. Not covered: a node another shard let go
+        of before this process first saw it held (a restart, a NodeShard made meanwhile), used as Volcano uses
+        it; the first lists are read after it was let go, but the pod watch may lag behind them."""
+        held = self._held_by_others
+        for name, shard in view.items():
+            if name != self.name and not shard.in_use <= held:
+                held |= shard.in_use
         last, self._last = self._last, nodes
         if last is None:
             last = stored
         if self.freshen is None:
             return nodes
-        new = nodes - last
+        new = (nodes - last) & held
         if not new or self._watch_past(view):
             return nodes
         if self.freshen(sorted(new)):
