@@ -153,15 +153,16 @@ class ClusterCache:
         # Snapshots from the last one and what changed (`cache/snapshots.py`); None: each built afresh.
         self.incremental: CacheSnapshots | None = CacheSnapshots(self.rules, self.parser) if incremental else None
         self.applier = Applier()  # pipelined applies (cache/applier.py)
+        self._pods_through = 0  # the resourceVersion the last snapshot's copy of the pods is current to
         self._unseen: Future[Applied] | None = None  # the apply in flight when the last snapshot was taken
 
     def guard_gains(self, coordinator: ShardCoordinator) -> None:
-        """A node another shard lets this one have is used once its pods are current (cache/shards.py
-        `ShardCoordinator._checked`): from the pod watch's position, or listed (cache/freshen.py)."""
+        """A node another shard lets this one have is used once the session's pods are current on it (cache/shards.py
+        `ShardCoordinator._checked`): the snapshot's copy of the pods read past its release, or its pods listed
+        (cache/freshen.py) before the copy."""
         coordinator.freshen = freshener(lambda: self.kube, self.stores, self.watcher._on_event, self.clock,
                                         self._pool)
-        coordinator.pods_version = lambda: str(max(revision(self.stores.pods.resource_version or ""),
-                                                   self.stores.pods_listed_at))
+        coordinator.pods_version = lambda: str(self._pods_through)
 
     @property
     def kube(self) -> Kube:
@@ -256,6 +257,8 @@ class ClusterCache:
         stores = self.stores
         with stores.lock:
             by_key = dict(stores.pods.objects)  # one copy: the parser walks its values, the binds read UIDs
+            # how current that copy is (a shard's gained nodes are used only if it is past their release)
+            self._pods_through = max(revision(stores.pods.resource_version or ""), stores.pods_listed_at)
             incremental = self.incremental
             if incremental is not None:  # what changed is found by identity (cache/snapshots.py)
                 node_objects, group_objects = dict(stores.nodes.objects), dict(stores.podgroups.objects)

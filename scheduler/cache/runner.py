@@ -314,8 +314,11 @@ class SchedulerLoop:
         if shards is not None:
             name = shards.name
             shards.watched.on_event = ShardWake(lambda: (name,), self.nudge).on_event
+            shards.wake = self.nudge  # a gained node whose pods were just listed: the session that uses them
         elif active is not None:
             active.watched.on_event = ShardWake(active.held_names, self.nudge).on_event
+            for coordinator in active.coordinators:
+                coordinator.wake = self.nudge
 
     def _drain(self) -> None:
         """Wait for the apply in flight (with `pipeline`); its failure is the failed cycle's, already counted or

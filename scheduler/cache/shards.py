@@ -61,6 +61,8 @@ class ShardCoordinator:
         self.pods_version: Callable[[], str | None] | None = None
         self._last: frozenset[str] | None = None  # the nodes the last step gave (None: none since the start or a take)
         self._held_by_others: set[str] = set()  # every node seen in another shard's nodesInUse since the start
+        self._listed: set[str] = set()  # gained nodes whose pods were listed, for the next session
+        self.wake: Callable[[], None] | None = None  # starts the next session (the runner's nudge)
 
     def restart(self) -> None:
         """A shard taken (again) by `--active-shards`: its handoff starts from what its NodeShard says (the nodes
@@ -128,16 +130,16 @@ class ShardCoordinator:
 
     def _checked(self, nodes: frozenset[str], view: Mapping[str, NodeShardInfo],
                  stored: frozenset[str]) -> frozenset[str]:
-        """`nodes` less those gained since the last step whose pods could not be made current. Stricter than
-        Volcano, which uses a node as soon as the other shard's status lets it go: the pod watch is a stream of its
-        own and may not yet have delivered the last binds the other scheduler made on that node (its lag is
-        seconds on a busy apiserver, the NodeShard watch's none), whose room would then look free. So a node
-        gained that another shard was seen holding (in any view since the start) is used once the pod watch has
-        passed every other NodeShard's resourceVersion (the status that let the node go is older), or once its
-        pods were listed (`freshen`). At the start or a take, the nodes this shard's stored `nodesInUse` already
-        held (`stored`) count as known: no other scheduler binds on them. Not covered: a node another shard let go
-        of before this process first saw it held (a restart, a NodeShard made meanwhile), used as Volcano uses
-        it; the first lists are read after it was let go, but the pod watch may lag behind them."""
+        """`nodes` less those gained whose pods the session's copy may not have. Stricter than Volcano, which uses
+        a node as soon as the other shard's status lets it go: the pod watch is a stream of its own and may not yet
+        have delivered the last binds the other scheduler made on that node (its lag is seconds on a busy apiserver,
+        the NodeShard watch's none), whose room would then look free. So a node gained that another shard was seen
+        holding (in any view since the start) is used in a session whose copy of the pods was read past every other
+        NodeShard's resourceVersion (`pods_version`: the status that let the node go is older); else its pods are
+        listed (`freshen`) into the stores, and the node is used from the next session on, whose copy has them
+        (`wake` starts it). At the start or a take, the nodes this shard's stored `nodesInUse` already held
+        (`stored`) count as known: no other scheduler binds on them. Not covered: a node another shard let go of
+        before this process first saw it held (a restart, a NodeShard made meanwhile), used as Volcano uses it."""
         held = self._held_by_others
         for name, shard in view.items():
             if name != self.name and not shard.in_use <= held:
@@ -145,14 +147,20 @@ class ShardCoordinator:
         last, self._last = self._last, nodes
         if last is None:
             last = stored
+        self._listed &= nodes  # (one that left again is listed again if it comes back)
         if self.freshen is None:
             return nodes
         new = (nodes - last) & held
+        ready = new & self._listed  # listed at an earlier step: in the stores before this session's copy
+        self._listed -= ready
+        new -= ready
         if not new or self._watch_past(view):
             return nodes
         if self.freshen(sorted(new)):
-            return nodes
-        self._last = nodes - new  # tried again at the next step
+            self._listed |= new
+        if self.wake is not None:  # the next session, whose copy has them (or that lists them again)
+            self.wake()
+        self._last = nodes - new
         return self._last
 
     def _watch_past(self, view: Mapping[str, NodeShardInfo]) -> bool:

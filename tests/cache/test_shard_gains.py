@@ -78,29 +78,39 @@ def let_go(cache: ClusterCache, rv: str = "600") -> None:
 
 
 def step(cache: ClusterCache) -> frozenset[str]:
+    """One snapshot (its step between sessions): the nodes its session may use. Then our status write comes back
+    through the watch."""
     assert cache.shards is not None
-    nodes = cache.shards.between_sessions().nodes
-    ours = cache.stores.node_shards.objects["ours"]  # our last write, as the watch would show it
+    shard_view = cache.snapshot().shard
+    assert shard_view is not None
+    ours = cache.stores.node_shards.objects["ours"]
     written = cache.shards.ledger._written
     if written is not None:
         cache.stores.node_shards.objects["ours"] = {
             **ours, "metadata": {**ours["metadata"], "resourceVersion": str(written[0])},
             "status": {"nodesInUse": sorted(written[1])}}
-    return nodes
+    return shard_view.nodes
 
 
 def test_a_node_let_go_is_used_with_the_pods_the_other_scheduler_bound_on_it_that_the_watch_had_not_shown() -> None:
     api = Apiserver()
+    woken: list[int] = []
     cache = sharded_cache(api)
+    assert cache.shards is not None
+    cache.shards.wake = lambda: woken.append(1)
     assert step(cache) == {"n1"}  # the first step: as the first lists show (no list)
     assert api.listed == []
     api.pods.append(hog("n2"))  # bound by the other scheduler, then n2 let go: the NodeShard watch shows that first
     let_go(cache)
-    assert step(cache) == {"n1", "n2"}
-    assert api.listed == ["spec.nodeName=n2"]  # only the node gained
+    # this session's copy of the pods was read before the step: n2 waits for the next session, its pods listed
+    assert step(cache) == {"n1"}
+    assert api.listed == ["spec.nodeName=n2"] and woken == [1]
     assert "ns/hog" in cache.pods.objects and cache.stores.assumed["ns/hog"][0] == "n2"
-    assert cache.snapshot().nodes["n2"].idle.cpu == 2000  # 8 CPUs less the hog's 6: not counted free
-    assert step(cache) == {"n1", "n2"} and len(api.listed) == 1  # listed once, when gained
+    assert step(cache) == {"n1", "n2"}
+    snapshot = cache.snapshot()
+    assert snapshot.shard is not None and "n2" in snapshot.shard.nodes
+    assert snapshot.nodes["n2"].idle.cpu == 2000  # 8 CPUs less the hog's 6: not counted free
+    assert len(api.listed) == 1 and woken == [1]  # listed once
 
 
 def test_without_the_list_the_node_would_look_free() -> None:
@@ -112,8 +122,9 @@ def test_without_the_list_the_node_would_look_free() -> None:
     step(cache)
     api.pods.append(hog("n2"))
     let_go(cache)
-    assert step(cache) == {"n1", "n2"}
-    assert cache.snapshot().nodes["n2"].idle.cpu == 8000
+    snapshot = cache.snapshot()
+    assert snapshot.shard is not None and snapshot.shard.nodes == {"n1", "n2"}
+    assert snapshot.nodes["n2"].idle.cpu == 8000
 
 
 def test_a_node_whose_pods_cannot_be_listed_waits_for_the_next_step() -> None:
@@ -125,9 +136,11 @@ def test_a_node_whose_pods_cannot_be_listed_waits_for_the_next_step() -> None:
     api.down = True
     assert step(cache) == {"n1"}  # published as ours, not used yet
     assert "ns/hog" not in cache.pods.objects
+    assert step(cache) == {"n1"}  # listed again
     api.down = False
+    assert step(cache) == {"n1"} and "ns/hog" in cache.pods.objects
     assert step(cache) == {"n1", "n2"}
-    assert "ns/hog" in cache.pods.objects
+    assert api.listed == ["spec.nodeName=n2"]  # the failed lists raised before recording
 
 
 def test_a_pod_watch_past_the_status_that_let_the_node_go_needs_no_list() -> None:
@@ -135,8 +148,16 @@ def test_a_pod_watch_past_the_status_that_let_the_node_go_needs_no_list() -> Non
     cache = sharded_cache(api, watch_at="700")  # it has delivered everything up to 700, after the status at 600
     step(cache)
     let_go(cache, rv="600")
-    assert step(cache) == {"n1", "n2"}
+    assert step(cache) == {"n1", "n2"}  # the session's copy was read at 700
     assert api.listed == []
+
+
+def test_a_copy_read_before_the_status_that_let_the_node_go_is_not_enough() -> None:
+    api = Apiserver()
+    cache = sharded_cache(api, watch_at="550")
+    step(cache)
+    let_go(cache, rv="600")
+    assert step(cache) == {"n1"} and api.listed == ["spec.nodeName=n2"]
 
 
 def test_a_list_of_every_pod_past_the_status_needs_no_list_of_the_node_either() -> None:
@@ -159,8 +180,8 @@ def test_resource_versions_that_are_not_numbers_are_listed() -> None:
     cache = sharded_cache(api, watch_at="zzz")
     step(cache)
     let_go(cache, rv="abc")
+    assert step(cache) == {"n1"} and api.listed == ["spec.nodeName=n2"]
     assert step(cache) == {"n1", "n2"}
-    assert api.listed == ["spec.nodeName=n2"]
 
 
 def test_a_node_no_other_shard_was_seen_holding_is_used_as_volcano_uses_it() -> None:
@@ -182,7 +203,8 @@ def test_a_shard_taken_again_uses_its_first_nodes_as_the_list_of_every_pod_left_
     assert step(cache) == {"n1"}  # its stored nodes: no list
     assert api.listed == []
     let_go(cache)
-    assert step(cache) == {"n1", "n2"} and api.listed == ["spec.nodeName=n2"]  # a gain after it is checked
+    assert step(cache) == {"n1"} and api.listed == ["spec.nodeName=n2"]  # a gain after it is checked
+    assert step(cache) == {"n1", "n2"}
 
 
 def test_many_nodes_gained_at_once_are_made_current_by_one_list_of_every_pod() -> None:
