@@ -48,12 +48,7 @@ def freshen_pods(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, M
     # Gone: not listed, and the list was taken after the cache's copy (a list whose resourceVersion cannot be read
     # drops nothing: a pod it missed stays until the watch says it went)
     gone = [obj for key, obj in cached.items() if key not in listed and resource_version(obj) <= at]
-    for obj in behind:
-        on_event(stores.pods, "MODIFIED", obj)
-        node = (obj.get("spec") or {}).get("nodeName") if isinstance(obj.get("spec"), dict) else None
-        if isinstance(node, str) and node:
-            with stores.lock:
-                stores.assumed[_key(obj)] = (node, clock())
+    _put_in(stores, on_event, clock, behind)
     for obj in gone:
         on_event(stores.pods, "DELETED", obj)
     stores.pods_listed_at = max(stores.pods_listed_at, at)
@@ -88,12 +83,7 @@ def freshen_nodes(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, 
                     was = held.get(_key(obj))
                     if was is None or resource_version(was) < resource_version(obj):
                         behind.append(obj)
-    for obj in behind:
-        on_event(stores.pods, "MODIFIED", obj)
-        node = (obj.get("spec") or {}).get("nodeName") if isinstance(obj.get("spec"), dict) else None
-        if isinstance(node, str) and node:
-            with stores.lock:
-                stores.assumed[_key(obj)] = (node, clock())
+    _put_in(stores, on_event, clock, behind)
     if behind:
         log.info("%d pods on %d nodes this shard takes were not in the cache yet: put in before using the nodes",
                  len(behind), len(names))
@@ -140,6 +130,18 @@ def _listed(kube: Kube, stores: Stores, page_size: int) -> tuple[set[str], dict[
         token = str(meta.get("continue") or "") if isinstance(meta, dict) else ""
         if not token:
             return keys, candidates, at
+
+
+def _put_in(stores: Stores, on_event: Callable[[Watched, str, MutableObj], None], clock: Callable[[], float],
+            pods: list[MutableObj]) -> None:
+    """Each pod put in as the watch would, a bound one also assumed on its node (as our own binds are), so a watch
+    event older than the list cannot make it pending again meanwhile."""
+    for obj in pods:
+        on_event(stores.pods, "MODIFIED", obj)
+        node = (obj.get("spec") or {}).get("nodeName") if isinstance(obj.get("spec"), dict) else None
+        if isinstance(node, str) and node:
+            with stores.lock:
+                stores.assumed[_key(obj)] = (node, clock())
 
 
 def _key(obj: MutableObj) -> str:

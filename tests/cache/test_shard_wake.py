@@ -10,9 +10,9 @@ import time
 from typing import Any
 
 from hypothesis import given, settings, strategies as st
+from test_runner_stop import CountingLoop, Synced
 
 from scheduler.api.shard import HARD
-from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 from scheduler.cache.shards import ShardCoordinator, ShardWake, node_shards_watched
 
 
@@ -98,35 +98,17 @@ def test_any_object_at_all_is_read_without_raising(events: list[tuple[str, Any]]
     assert w.count == w.hook.wakes >= 0
 
 
-class Synced:
-    ours_early: list[object] = []
+class ShardedSynced(Synced):
+    """test_runner_stop's synced cache, with Volcano's NodeShard contract on."""
 
     def __init__(self) -> None:
         self.shards = ShardCoordinator(None, node_shards_watched(), threading.Lock(), HARD,  # type: ignore[arg-type]
                                        "ours")
 
-    def start(self) -> None:
-        pass
-
-    def wait_synced(self, timeout: float) -> bool:
-        return True
-
-    def ensure_queue(self, name: str) -> None:
-        pass
-
-
-class CountingLoop(SchedulerLoop):
-    def __init__(self) -> None:
-        super().__init__(Synced(), ConfWatcher(None), period=600.0)  # type: ignore[arg-type]
-        self.cycled = threading.Event()
-
-    def run_once(self) -> None:  # type: ignore[override]
-        self.cycles += 1
-        self.cycled.set()
-
 
 def test_with_sharding_on_a_move_of_our_nodes_starts_the_next_cycle_at_once() -> None:
     loop = CountingLoop()
+    loop.cache = ShardedSynced()  # type: ignore[assignment]
     watched = loop.cache.shards.watched  # type: ignore[attr-defined]
     runner = threading.Thread(target=loop.run, daemon=True)
     runner.start()
