@@ -158,8 +158,8 @@ class ShardCoordinator:
             return nodes
         if self.freshen(sorted(new)):
             self._listed |= new
-        if self.wake is not None:  # the next session, whose copy has them (or that lists them again)
-            self.wake()
+            if self.wake is not None:  # the next session, whose copy has them, at once (a list that failed is
+                self.wake()  # tried again a period later: no cycle after cycle while the apiserver refuses it)
         self._last = nodes - new
         return self._last
 

@@ -133,10 +133,14 @@ def test_a_node_whose_pods_cannot_be_listed_waits_for_the_next_step() -> None:
     step(cache)
     api.pods.append(hog("n2"))
     let_go(cache)
+    woken: list[int] = []
+    assert cache.shards is not None
+    cache.shards.wake = lambda: woken.append(1)
     api.down = True
     assert step(cache) == {"n1"}  # published as ours, not used yet
     assert "ns/hog" not in cache.pods.objects
-    assert step(cache) == {"n1"}  # listed again
+    assert step(cache) == {"n1"}  # listed again, at the next step
+    assert woken == []  # a list refused starts no session at once: the next comes at its period
     api.down = False
     assert step(cache) == {"n1"} and "ns/hog" in cache.pods.objects
     assert step(cache) == {"n1", "n2"}
