@@ -144,24 +144,21 @@ class ShardCoordinator:
         for name, shard in view.items():
             if name != self.name and not shard.in_use <= held:
                 held |= shard.in_use
-        last, self._last = self._last, nodes
-        if last is None:
-            last = stored
+        last = stored if self._last is None else self._last
         self._listed &= nodes  # (one that left again is listed again if it comes back)
-        if self.freshen is None:
-            return nodes
-        new = (nodes - last) & held
+        new = (nodes - last) & held if self.freshen is not None else frozenset()
         ready = new & self._listed  # listed at an earlier step: in the stores before this session's copy
         self._listed -= ready
         new -= ready
-        if not new or self._watch_past(view):
-            return nodes
-        if self.freshen(sorted(new)):
-            self._listed |= new
-            if self.wake is not None:  # the next session, whose copy has them, at once (a list that failed is
-                self.wake()  # tried again a period later: no cycle after cycle while the apiserver refuses it)
-        self._last = nodes - new
-        return self._last
+        if new and not self._watch_past(view):
+            assert self.freshen is not None
+            if self.freshen(sorted(new)):  # (a fault in it leaves `_last` as it was: checked again next step)
+                self._listed |= new
+                if self.wake is not None:  # the next session, whose copy has them, at once (a list that failed
+                    self.wake()  # is tried again a period later: no cycle after cycle while it is refused)
+            nodes = nodes - new
+        self._last = nodes
+        return nodes
 
     def _watch_past(self, view: Mapping[str, NodeShardInfo]) -> bool:
         latest = max((revision(s.resource_version) for name, s in view.items() if name != self.name), default=0)
@@ -249,7 +246,7 @@ class ShardWake:
         for own in ours:
             spec = self._spec.get(own)
             desired = spec.get("nodesDesired") if isinstance(spec, Mapping) else None
-            if isinstance(desired, list) and not freed.isdisjoint(desired):
+            if isinstance(desired, list) and any(type(n) is str and n in freed for n in desired):
                 self._wake()
                 return
 

@@ -221,3 +221,19 @@ def test_many_nodes_gained_at_once_are_made_current_by_one_list_of_every_pod() -
     assert (api.full_lists, api.listed) == (1, [])
     assert "ns/hog" in cache.pods.objects
     assert freshen(["n2", "m1"]) and api.listed == ["spec.nodeName=n2", "spec.nodeName=m1"]
+
+
+def test_a_fault_while_listing_leaves_the_node_to_be_checked_again() -> None:
+    """A page the apiserver should never send (its items not a list) raises out of the list: the step keeps the
+    last session's nodes, and the next step checks the gained node again rather than taking it unchecked."""
+    api = Apiserver()
+    cache = sharded_cache(api)
+    step(cache)
+    api.pods.append(hog("n2"))
+    let_go(cache)
+    real = api.request
+    api.request = lambda method, path, **kw: {"items": 5} if method == "GET" else real(method, path, **kw)  # type: ignore[method-assign]
+    assert step(cache) == {"n1"}
+    api.request = real  # type: ignore[method-assign]
+    assert step(cache) == {"n1"} and "ns/hog" in cache.pods.objects
+    assert step(cache) == {"n1", "n2"}

@@ -127,3 +127,10 @@ def test_with_sharding_on_a_move_of_our_nodes_starts_the_next_cycle_at_once() ->
         loop.stop()
         runner.join(10)
     assert not runner.is_alive()
+
+
+def test_a_desired_list_of_objects_neither_raises_nor_wakes() -> None:
+    w = Woken()
+    w.event({"metadata": {"name": "ours"}, "spec": {"nodesDesired": [{"a": 1}, ["b"]]}, "status": {}}, "ADDED")
+    w.event(shard("other", [], ["a"]), "ADDED")
+    assert w.event(shard("other", [], [], rv="2")) == 0
