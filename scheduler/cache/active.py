@@ -108,6 +108,8 @@ class ActiveShards:
         self._others_allocated: dict[str, Resource] = {}  # queue -> what other shards' jobs hold (shard 0 held)
         self._session_jobs: frozenset[str] | None = None  # the jobs of the last session's view
         self._scope: frozenset[str] | None = None  # the nodes of the last session's view (`defers`)
+        self._routes: dict[str, int] = {}  # job -> its shard, as the last view routed it (`light_jobs`)
+        self.is_light: Callable[[str], bool] | None = None  # set by the cache: a pod read light (cache/parse.py)
 
     # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
     def held(self) -> frozenset[int]:
@@ -192,7 +194,9 @@ class ActiveShards:
             for node in self.coordinators[i].between_sessions().nodes:
                 owner.setdefault(node, i)
         self._active, self._owner = active, owner
-        jobs = {key: job for key, job in snapshot.jobs.items() if route(key, self.shards, pins[key]) in active}
+        routes = {key: route(key, self.shards, pins[key]) for key in snapshot.jobs}
+        jobs = {key: job for key, job in snapshot.jobs.items() if routes[key] in active and self._whole(key, job)}
+        self._routes = routes
         self._others_allocated = _allocated_by_queue(job for key, job in snapshot.jobs.items() if key not in jobs) \
             if 0 in active else {}
         keep = set(owner)
@@ -202,6 +206,23 @@ class ActiveShards:
         self._scope = frozenset(keep)
         return replace(snapshot, jobs=jobs, nodes=nodes, lineage=self._lineage(snapshot.lineage, jobs),
                        shard=ShardView(HARD, shard_name(self.scheduler_name, 0), frozenset(owner)))
+
+    def light_jobs(self) -> frozenset[str]:
+        """The jobs whose pods of ours may be read light (cache/parse.py): those the last view routed to a shard
+        this replica does not hold now (a shard just taken, not yet in a session, holds its jobs already)."""
+        held = self.held()
+        return frozenset(key for key, shard in self._routes.items() if shard not in held)
+
+    def _whole(self, key: str, job: JobInfo) -> bool:
+        """Whether a job entering the session (not in the last one) has every pod read in full: one read light
+        while another replica scheduled it (`is_light`) waits for the next session, which reads it again."""
+        last = self._session_jobs
+        if self.is_light is None or (last is not None and key in last):
+            return True
+        if any(self.is_light(task_key) for task_key in job.tasks):
+            log.debug("active shards: job %s joins the next session, its pods read in full first", key)
+            return False
+        return True
 
     def defers(self, node: str) -> bool:
         """Whether the next snapshot may leave the node's usage as it was (`IncrementalSnapshot.build`'s `defer`):

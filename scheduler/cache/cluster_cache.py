@@ -249,8 +249,12 @@ class ClusterCache:
 
     # ---- snapshot ---------------------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
+        reread: set[str] = set()
         if self.active is not None:  # a shard just taken: our pending pods made current before the stores are read
+            self.active.is_light = self.parser.is_light  # (its guard against a pod the parser read light)
             self.active.prepare()
+            self.parser.set_light_jobs(self.active.light_jobs())  # a shard's jobs read in full once it is held
+            reread = self.parser.take_reread()
         now = self.clock()
         # Read before the stores: an apply done by then had its binds' outcome in them.
         self._unseen = self.applier.in_flight()
@@ -276,7 +280,7 @@ class ClusterCache:
             # With --active-shards, a node outside this replica's last session is rebuilt only once one needs it
             defer = self.active.defers if self.active is not None else None
             snapshot = self._finish(incremental.build(by_key, node_objects, group_objects, dicts, pcs, inputs,
-                                                      defer), incremental)
+                                                      defer, reread), incremental)
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
             if created and now - created >= ORPHAN_GRACE:
                 self.events.record("Pod", pod, "Warning", "PodGroupNotFound",
@@ -321,6 +325,7 @@ class ClusterCache:
             snapshot.shard = self.shards.between_sessions()
         if self.active is not None:  # the held shards' nodes and jobs only
             snapshot = self.active.restrict(snapshot)
+            self.parser.set_light_jobs(self.active.light_jobs())  # other replicas' jobs, as this view routed them
             if built is not None and built.builder.deferred:  # a node the session is given is current (restrict
                 deferred = built.builder.deferred  # made `nodes` a dict of its own)
                 snapshot.nodes.update(built.refresh([name for name in snapshot.nodes if name in deferred]))

@@ -4,6 +4,13 @@ Pods are read on the watch threads as they arrive (`preparse`), so a cycle's sna
 costly part of a pod, its request (quantity parsing), is computed once per distinct set of resource fields: pods
 made from one template share it. Pods of other schedulers are read only as far as node accounting and victim
 selection need. An object that cannot be read is skipped, logged once, and (Pods, PodGroups) named in an event.
+
+With `--active-shards`, a pod of ours whose job another replica schedules (`light_jobs`, set by cache/active.py)
+is read as far as another scheduler's is, plus its annotations (what node accounting reads of a bound pod:
+deviceshare's GPU indexes, the bind fence): three quarters of the pod events at four replicas are of such pods,
+and a full read costs ~3.5 times as much. Such a read is "light" (`light`: pod key -> its job); `task` reads a
+light pod again in full once its job is no longer in `light_jobs`, and `set_light_jobs` names the pods read light
+that the next snapshot must read again (`take_reread`) though they did not change.
 """
 
 from __future__ import annotations
@@ -67,6 +74,11 @@ class ParseCache:
         self.lock = lock  # the stores' lock: `parsed` and `pcs` change under it
         self.on_unreadable = on_unreadable
         self.parsed: dict[str, tuple[str, TaskInfo | None]] = {}  # pod key -> (resourceVersion, task)
+        # --active-shards: the jobs other replicas schedule, whose pods of ours are read light; the pods read light
+        # (pod key -> its job); those whose job left `light_jobs` since, for the next snapshot to read again
+        self.light_jobs: frozenset[str] = frozenset()
+        self.light: dict[str, str] = {}
+        self._reread: set[str] = set()
         self.pcs: dict[str, int] = {}  # PriorityClass name -> value, rebuilt when one changes
         self._requests: dict[bytes, Resource] = {}  # a pod's resource fields (JSON) -> its request
         self._times: dict[str, float] = {}  # creationTimestamp -> seconds since the epoch
@@ -96,6 +108,7 @@ class ParseCache:
         if pcs != self.pcs:
             self.pcs = pcs
             self.parsed.clear()
+            self.light.clear()
 
     def preparse(self, obj: MutableObj, key: str | None = None) -> None:
         """Never raises (it runs on a watch thread): an unreadable pod is left to the snapshot to report. `key`: the
@@ -107,15 +120,45 @@ class ParseCache:
             log.debug("preparse: an unreadable pod, left to the snapshot to report", exc_info=True)
             return
         pcs = self.pcs
-        task = self._parse_task(obj, pcs, key)
+        task, light = self._parse_task(obj, pcs, key)
         with self.lock:
             if pcs is self.pcs:
                 self.parsed[key] = (rv, task)
+                self._mark(key, light)
 
     def forget(self, key: str) -> None:
         """Under the lock: the pod was deleted."""
         self.parsed.pop(key, None)
+        self.light.pop(key, None)
         self.problems.pop(("Pod", key), None)
+
+    def _mark(self, key: str, light: str | None) -> None:
+        if light is not None:
+            self.light[key] = light
+        elif self.light:
+            self.light.pop(key, None)
+
+    # ---- the jobs read light (--active-shards) ------------------------------------------------------------
+    def set_light_jobs(self, jobs: frozenset[str]) -> None:
+        """From the loop, before a snapshot reads the stores and after its view is decided: the jobs whose pods
+        may be read light from now on. The pods read light for a job no longer among them are read again in full
+        by the next snapshot (`take_reread`), whether or not they change."""
+        with self.lock:
+            gone = self.light_jobs - jobs if self.light else ()
+            self.light_jobs = jobs
+            if gone:
+                self._reread.update(key for key, job in self.light.items() if job in gone)
+
+    def take_reread(self) -> set[str]:
+        """The pods the next snapshot reads again though they did not change (their light read no longer
+        serves), taken: a snapshot that fails after this builds in full next, and reads them again then."""
+        with self.lock:
+            out, self._reread = self._reread, set()
+        return out
+
+    def is_light(self, key: str) -> bool:
+        """Whether the pod was last read light (its task lacks what only a session of its job reads)."""
+        return key in self.light
 
     # ---- in the snapshot --------------------------------------------------------------------------------
     def nodes(self, objects: Iterable[MutableObj]) -> list[NodeInfo]:
@@ -205,9 +248,12 @@ class ParseCache:
         rv = _version("Pod", obj)
         cached = self.parsed.get(key)
         if cached is not None and cached[0] == rv:
-            return cached[1]
-        task = self._parse_task(obj, pcs, key)
+            job = self.light.get(key) if self.light else None
+            if job is None or job in self.light_jobs:
+                return cached[1]
+        task, light = self._parse_task(obj, pcs, key)
         self.parsed[key] = (rv, task)
+        self._mark(key, light)
         return task
 
     def read(self, kind: str, obj: MutableObj, parse: Callable[[MutableObj], Any]) -> Any:
@@ -277,36 +323,46 @@ class ParseCache:
             seen = self._times[value] = parse_time(value)
         return seen
 
-    def _parse_task(self, obj: MutableObj, pcs: dict[str, int], key: str) -> TaskInfo | None:
-        """`task_from_pod`, with the request computed once per distinct set of resource fields."""
+    def _parse_task(self, obj: MutableObj, pcs: dict[str, int], key: str) -> tuple[TaskInfo | None, str | None]:
+        """`task_from_pod`, with the request computed once per distinct set of resource fields; and the job the
+        pod was read light for (None: read in full, or another scheduler's)."""
         early: list[F.FieldInvalid] = []
+        light: str | None = None
         try:
             spec = obj.get("spec") or {}
-            stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+            meta = obj.get("metadata") or {}
+            stamp = meta.get("creationTimestamp")
             created = self._time(stamp)
             shape: bytes | None = _request_shape(spec)
             scheduler = spec.get("schedulerName", "default-scheduler")
             if type(scheduler) is not str or len(scheduler) > F.NAME_MAX:
                 scheduler = _POD_SCHEDULER.refuse(scheduler, "is not a scheduler name", key, early)
             foreign = scheduler not in self.scheduler_names
+            if not foreign and self.light_jobs:  # ours: another replica's job? (the key task_from_pod makes)
+                group = (meta.get("annotations") or {}).get(F.GROUP_NAME)
+                namespace = meta.get("namespace")
+                if type(group) is str and type(namespace) is str and f"{namespace}/{group}" in self.light_jobs:
+                    light = f"{namespace}/{group}"
         except Exception:  # a malformed object: task_from_pod below names the bad field
             log.debug("pod %s: read as malformed", key, exc_info=True)
-            spec, created, shape, foreign, stamp = {}, 0.0, None, False, None
+            spec, created, shape, foreign, stamp, light = {}, 0.0, None, False, None, None
         if stamp is not None and not created and stamp != "":  # unreadable: the pod reads as created at 0
             _POD_CREATED.refuse(stamp, "is not an RFC 3339 time", key, early)
         request = self._requests.get(shape) if shape is not None else None
-        if foreign:  # every such pod read alike, the first of its request's shape too (its stored part: slim.py)
+        if foreign or light is not None:  # every such pod read alike, the first of its shape too (slim.py)
+            keep = light is not None
+
             def foreign_task(o: MutableObj, sink: list[F.FieldInvalid]) -> TaskInfo:
                 made = request if request is not None else self._request(shape, spec, key)
-                return _foreign_task(o, key, made, pcs, created, sink)
+                return _foreign_task(o, key, made, pcs, created, sink, keep_annotations=keep)
 
-            return self.read_fields("Pod", obj, foreign_task, early)  # type: ignore[no-any-return]
+            return self.read_fields("Pod", obj, foreign_task, early), light
         if request is None:
             task = self.read_fields(
                 "Pod", obj, lambda o, sink: task_from_pod(o, priority_classes=pcs, creation=created, sink=sink), early)
             if task is not None and shape is not None:
                 self._keep_request(shape, task.resreq)
-            return task  # type: ignore[no-any-return]
+            return task, None
         stub = {**obj, "spec": {k: v for k, v in spec.items() if k not in _REQUEST_FIELDS}}
 
         def from_stub(o: MutableObj, sink: list[F.FieldInvalid]) -> TaskInfo:
@@ -317,7 +373,7 @@ class ParseCache:
                 task.constraints = with_host_ports(task.constraints, ports)
             return task
 
-        return self.read_fields("Pod", stub, from_stub, early)  # type: ignore[no-any-return]
+        return self.read_fields("Pod", stub, from_stub, early), None
 
     def _request(self, shape: bytes | None, spec: MutableObj, key: str) -> Resource:
         """The request of a pod whose shape was not read before (FieldError for a quantity Kubernetes rejects)."""
@@ -333,11 +389,12 @@ class ParseCache:
 
 
 def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, int], created: float,
-                  sink: list[F.FieldInvalid]) -> TaskInfo:
+                  sink: list[F.FieldInvalid], *, keep_annotations: bool = False) -> TaskInfo:
     """A pod of another scheduler: only what node accounting, victim selection and our pods' placement read (of
     its constraints, its host ports and pod affinity: we never place it). Most pods of a large cluster are these,
     so this must be cheap. `key` is the pod's `key_of`. Each field through the table, as `task_from_pod` reads
-    it."""
+    it. `keep_annotations`: a pod of ours read light (another replica's job), whose annotations node accounting
+    reads (deviceshare's GPU indexes, the bind fence `active.py` pins its gang by)."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     name, namespace = meta.get("name"), meta.get("namespace")
@@ -367,6 +424,7 @@ def _foreign_task(pod: MutableObj, key: str, request: Resource, pcs: dict[str, i
         constraints=_foreign_constraints(spec, key, sink),
         creation=created,
         labels=labels,  # (shared with the stored pod, cache/slim.py: neither is ever changed in place)
+        annotations=dict(annotations) if keep_annotations else {},
     )
 
 

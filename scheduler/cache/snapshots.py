@@ -12,7 +12,7 @@ every pod's reading may have (a PriorityClass changed).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -56,14 +56,15 @@ class CacheSnapshots:
 
     def build(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj], podgroups: dict[str, MutableObj],
               dicts: tuple[object, ...], pcs: dict[str, int], inputs: SnapshotInputs,
-              defer: Callable[[str], bool] | None = None) -> ClusterSnapshot:
+              defer: Callable[[str], bool] | None = None, reread: Collection[str] = ()) -> ClusterSnapshot:
         """`pods`, `nodes`, `podgroups`: copies of the stores' dicts, taken under the lock; `dicts`: the stores'
         dicts themselves; `inputs`: the rest of the snapshot's inputs (its nodes, PodGroups and pods unread);
-        `defer`: the nodes whose usage may wait (`IncrementalSnapshot.build`, made current by `refresh`)."""
+        `defer`: the nodes whose usage may wait (`IncrementalSnapshot.build`, made current by `refresh`);
+        `reread`: pods read again though unchanged (their light read no longer serves, cache/parse.py)."""
         seen = (*dicts, pcs)
         full = len(seen) != len(self._dicts) or any(a is not b for a, b in zip(seen, self._dicts, strict=False))
         written, self._written = self._written, [{}, {}, {}]
-        delta: Delta | None = None if full else self._delta(pods, nodes, podgroups, pcs, written)
+        delta: Delta | None = None if full else self._delta(pods, nodes, podgroups, pcs, written, reread)
         if delta is None:
             inputs = replace(  # (nodes as of their resourceVersion: a relist reads again only those changed)
                 inputs, nodes=self.parser.nodes(nodes.values()),
@@ -83,7 +84,7 @@ class CacheSnapshots:
 
     def _delta(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj],
                podgroups: dict[str, MutableObj], pcs: dict[str, int],
-               written: list[dict[str, None] | None]) -> Delta | None:
+               written: list[dict[str, None] | None], reread: Collection[str] = ()) -> Delta | None:
         """The changes since the last build; None when one cannot say where a changed object goes: one that could
         not be read before and can now sits in the stores where it always was, which only a full build sees."""
         builder = self.builder
@@ -92,6 +93,9 @@ class CacheSnapshots:
         group_changes = _changes(self._podgroups, podgroups, written[2])
         if pod_changes is None or node_changes is None or group_changes is None:
             return None
+        if reread:  # unchanged, read again (in the parser's cache no more: its `task` reads them in full)
+            changed = {key for key, _, _ in pod_changes}
+            pod_changes += [(key, pods[key], False) for key in reread if key not in changed and key in pods]
         for key, obj, renewed in pod_changes:
             record = _record(self.parser.task(obj, pcs), obj) if obj is not None else None
             if record is not None and not renewed and key in self._pods and key not in builder.pods:

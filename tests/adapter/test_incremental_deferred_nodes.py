@@ -89,9 +89,13 @@ class Keeps:
 
     def __init__(self, keep: set[str]) -> None:
         self.keep, self.scope = keep, None
+        self.is_light = None
 
     def prepare(self) -> None:
         pass
+
+    def light_jobs(self) -> frozenset[str]:
+        return frozenset()
 
     def defers(self, name: str) -> bool:
         return self.scope is not None and name not in self.scope
