@@ -13,7 +13,7 @@ Every NodeShard is read once here, bounded; an unreadable one is `ShardUnreadabl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -178,3 +178,31 @@ class ShardLedger:
                 self._written = (revision(version), available)
                 self.published = available
         return available & self.published
+
+    def release(self, view: Mapping[str, NodeShardInfo],
+                write: Callable[[NodeShardInfo, dict[str, list[str]]], str | None], keep: Collection[str]) -> bool:
+        """During an apply, once its binds are sent: let go of the nodes leaving this shard (no longer available)
+        that none of the apply's writes names (`keep`: the nodes of its binds and evictions), instead of after
+        the binds return. Only removals are written; the nodes kept leave at the next `step`. Stricter than
+        Volcano still (it publishes as the session ends, its binds still in flight): a node leaves only once no
+        write of this scheduler to it is in flight. True when a status was written."""
+        own = view.get(self.name)
+        if own is None:
+            return False
+        if self._written is not None:
+            if revision(own.resource_version) < self._written[0]:  # our write is not in the view yet
+                return False
+            self._written = None
+        self.published = own.in_use
+        available = available_nodes(self.name, view) or frozenset()
+        leaving = own.in_use - available
+        target = own.in_use - (leaving - frozenset(keep))
+        if target == own.in_use:
+            return False
+        body = status_body(own, target)
+        version = write(own, body) if body is not None else None
+        if version is None:
+            return False
+        self._written = (revision(version), target)
+        self.published = target
+        return True

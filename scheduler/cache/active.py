@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -288,6 +288,12 @@ class ActiveShards:
                 pin = None
             cached = self._pins[key] = (version, pin)
         return cached[1]
+
+    def release(self, keep: Collection[str]) -> None:
+        """The apply's binds are sent: each held shard lets go of its leaving nodes that none of them names."""
+        for i in sorted(self._active):
+            if self.electors[i].is_leader():
+                self.coordinators[i].release(keep)
 
     def after_apply(self) -> None:
         """The session's binds have returned: publish the held shards' NodeShard status, then give up the shards

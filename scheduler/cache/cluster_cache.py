@@ -363,6 +363,11 @@ class ClusterCache:
             binds = self.binder.submit(result, now, self._snapshot_uid)
             waits = [*self.gates.submit(result.ungate, self._snapshot_uid), *self.evictor.submit(result.evictions),
                      *due]
+            if self.shards is not None or self.active is not None:  # leaving nodes no write names: let go now
+                keep = {node for gang in result.binds for _, node in gang.binds} | {e.node for e in result.evictions}
+                for shards in (self.shards, self.active):
+                    if shards is not None:
+                        shards.release(keep)
             self._finish_apply(result, now, binds, waits, unseen)
             return
         binds = self.binder.submit(result, now, self._snapshot_uid)

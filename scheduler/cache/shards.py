@@ -107,6 +107,18 @@ class ShardCoordinator:
                       f"last one's {len(self.current.nodes)} nodes")
             return self.current
 
+    def release(self, keep: Collection[str]) -> None:
+        """The apply's binds are sent: let go of the nodes leaving this shard that none of its writes names (`keep`),
+        not after they return (`ShardLedger.release`). Never raises: on a fault they leave at the next step."""
+        try:
+            if self.ledger.release(self.view(), self._write, keep):
+                log.debug("NodeShard %s: nodes leaving with no write in flight let go as the binds were sent",
+                          self.name)
+        except Exception:
+            log.debug("the NodeShard early release's traceback", exc_info=True)
+            self._say("bug:release", f"NodeShard {self.name}: letting go of the leaving nodes during an apply "
+                      "failed; they leave after it")
+
     def _between_sessions(self) -> ShardView:
         view = self.view()
         own = view.get(self.name)
@@ -210,8 +222,10 @@ class ShardWake:
     start (`between_sessions`, before its snapshot), and one running writes it after its apply, as before.
 
     Which events: one of our shards' `spec` changed (nodes desired added or taken away), or another shard's
-    `nodesInUse` let go of a node one of our shards desires (it may now be taken). Our own status writes coming
-    back, other shards' writes that free nothing of ours and anything unreadable wake nothing. `names`: our shards'
+    `nodesInUse` let go of a node one of our shards desires (it may now be taken), or our own status came back
+    from a release during an apply (`ShardLedger.release`) with nodes still leaving (they go at the next step,
+    which the view must show that write to take). Our other status writes coming back, other shards' writes
+    that free nothing of ours and anything unreadable wake nothing. `names`: our shards'
     NodeShard names now (one with `--scheduler-sharding-name`, the held ones with `--active-shards`)."""
 
     def __init__(self, names: Callable[[], Collection[str]], wake: Callable[[], None]) -> None:
@@ -237,8 +251,12 @@ class ShardWake:
         spec = obj.get("spec")
         spec_before, self._spec[name] = self._spec.get(name), spec  # every shard's: ours may change (a take)
         if name in ours:
+            desired = spec.get("nodesDesired") if isinstance(spec, Mapping) else None
+            wanted = frozenset(n for n in desired if isinstance(n, str)) if isinstance(desired, list) else frozenset()
             if spec != spec_before:
                 self._wake()
+            elif before is not None and before - in_use and in_use - wanted:
+                self._wake()  # our release during an apply came back (`ShardLedger.release`): the rest leaves now
             return
         if before is None or not before - in_use:
             return

@@ -130,7 +130,7 @@ SHARDS = ("a", "b", "c")
 NODES = tuple(f"n{i}" for i in range(6))
 
 # (op, shard index, node index, how far a view advances)
-ops = st.lists(st.tuples(st.sampled_from(("move", "drop", "watch", "step", "step", "watch")),
+ops = st.lists(st.tuples(st.sampled_from(("move", "drop", "watch", "step", "step", "watch", "apply")),
                          st.integers(0, len(SHARDS) - 1), st.integers(0, len(NODES) - 1), st.integers(0, 3)),
                max_size=80)
 
@@ -139,6 +139,9 @@ ops = st.lists(st.tuples(st.sampled_from(("move", "drop", "watch", "step", "step
 @given(ops)
 # a's watch lags: it still sees n0 desired and free when b, which has it now, takes it; a's write must be refused
 @example([("move", 1, 0, 0), ("watch", 1, 0, 3), ("step", 1, 0, 0), ("step", 0, 0, 0)])
+# n0 leaves a while a's apply binds to it: a keeps it in use until that bind returns (the next step); b waits
+@example([("step", 0, 0, 0), ("step", 0, 0, 0), ("move", 1, 0, 0), ("watch", 0, 0, 3), ("apply", 0, 0, 1),
+          ("watch", 1, 0, 3), ("step", 1, 0, 0), ("step", 1, 0, 0)])
 def test_no_node_is_ever_in_two_shards_in_use_nor_used_by_two_sessions(sequence: list[tuple[str, int, int, int]]
                                                                         ) -> None:
     store = Store()
@@ -160,6 +163,13 @@ def test_no_node_is_ever_in_two_shards_in_use_nor_used_by_two_sessions(sequence:
         nodes = ledgers[name].step(store.view(views[name]), store.write_status)
         sessions[name] = nodes or frozenset()  # the next session's nodes; it ends (binds returned) by the next step
 
+    def apply(name: str, pick: int) -> None:
+        """The session's binds sent to some of its nodes (`pick`'s bits): the nodes leaving that none of them
+        names are let go; from here to the next step the shard writes to the nodes of its binds only."""
+        binds = frozenset(node for i, node in enumerate(sorted(sessions[name])) if pick >> i & 1)
+        ledgers[name].release(store.view(views[name]), store.write_status, binds)
+        sessions[name] = binds
+
     for op, s, n, k in sequence:
         name, node = SHARDS[s], NODES[n]
         if op in ("move", "drop"):  # the controller keeps desired lists disjoint: off the old shard first
@@ -170,6 +180,8 @@ def test_no_node_is_ever_in_two_shards_in_use_nor_used_by_two_sessions(sequence:
                 store.set_desired(name, store.desired(name) | {node})
         elif op == "watch":  # the watch delivers some more of the changes, in order
             views[name] = min(store.revision, views[name] + k + 1)
+        elif op == "apply":
+            apply(name, n * 4 + k)
         else:
             step(name)
         check()
@@ -187,3 +199,16 @@ def test_a_resource_version_that_is_not_ascii_digits_is_no_revision() -> None:
     from scheduler.api.shard import revision
 
     assert [revision(v) for v in ("42", "", "abc", "\u00b2", "\u0663", "9" * 21)] == [42, 0, 0, 0, 0, 0]
+
+
+def test_an_apply_lets_go_of_the_leaving_nodes_its_binds_do_not_name_at_once() -> None:
+    store = Store()
+    store.put("a", {"spec": {"nodesDesired": ["n0", "n1", "n2"]}, "status": {}})
+    ledger = ShardLedger("a")
+    assert ledger.step(store.view(store.revision), store.write_status) == {"n0", "n1", "n2"}
+    store.set_desired("a", {"n0"})  # n1 and n2 leave while a session that had them applies
+    assert ledger.release(store.view(store.revision), store.write_status, keep={"n2", "n0"})
+    assert store.in_use("a") == {"n0", "n2"}  # n1 let go as the binds are sent; n2 when they return
+    assert not ledger.release(store.view(store.revision), store.write_status, keep={"n2"})  # nothing more to let go
+    assert ledger.step(store.view(store.revision), store.write_status) == {"n0"}
+    assert store.in_use("a") == {"n0"}

@@ -114,8 +114,8 @@ def test_the_cache_watches_nodeshards_only_with_sharding_on_and_its_snapshot_car
     assert kube.gets == []  # a node no other shard was seen holding: used as Volcano uses it
     assert [(m, p) for m, p, _ in kube.sent] == [("PUT", "/apis/shard.volcano.sh/v1alpha1/nodeshards/ours/status")]
     on.stores.node_shards.objects["ours"] = obj("ours", [], ["a"], rv="100")  # the node moved away
-    on.apply(CycleResult())  # after the session (and its binds): the status says so
-    assert kube.sent[-1][2]["status"]["nodesInUse"] == [] and len(kube.sent) == 2
+    on.apply(CycleResult())  # the session's apply: no bind names the node, so it is let go as the binds are sent
+    assert len(kube.sent) >= 2 and all(body["status"]["nodesInUse"] == [] for _, _, body in kube.sent[1:])
 
 
 class Broken(Recorder):
