@@ -108,7 +108,8 @@ class ActiveShards:
         self._others_allocated: dict[str, Resource] = {}  # queue -> what other shards' jobs hold (shard 0 held)
         self._session_jobs: frozenset[str] | None = None  # the jobs of the last session's view
         self._scope: frozenset[str] | None = None  # the nodes of the last session's view (`defers`)
-        self._routes: dict[str, int] = {}  # job -> its shard, as the last view routed it (`light_jobs`)
+        self._routes: dict[str, int] = {}  # job -> its shard, as the last view routed it (`reads_light`)
+        self._light_held: frozenset[int] = frozenset(range(shards))  # the held shards `reads_light` counts
         self.is_light: Callable[[str], bool] | None = None  # set by the cache: a pod read light (cache/parse.py)
 
     # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
@@ -207,11 +208,23 @@ class ActiveShards:
         return replace(snapshot, jobs=jobs, nodes=nodes, lineage=self._lineage(snapshot.lineage, jobs),
                        shard=ShardView(HARD, shard_name(self.scheduler_name, 0), frozenset(owner)))
 
-    def light_jobs(self) -> frozenset[str]:
-        """The jobs whose pods of ours may be read light (cache/parse.py): those the last view routed to a shard
-        this replica does not hold now (a shard just taken, not yet in a session, holds its jobs already)."""
-        held = self.held()
-        return frozenset(key for key, shard in self._routes.items() if shard not in held)
+    def refresh_light(self) -> None:
+        """From the loop, after `prepare` and after `restrict`: the held shards `reads_light` counts from now on
+        (a shard just taken, not yet in a session, holds its jobs already)."""
+        self._light_held = self.held()
+
+    def reads_light(self, job: str) -> bool:
+        """Whether the job's pods of ours may be read light (cache/parse.py): another replica schedules it. Its
+        shard as the last view routed it; a job that view did not have yet, by its PodGroup as the stores hold it
+        (`route`; none yet: no). Called on the pod watch's thread too: it reads only references swapped whole. A
+        wrong answer costs a full read, or (a job of ours read light) one session: `_whole` holds it back."""
+        shard = self._routes.get(job)
+        if shard is None:
+            podgroup = self.stores.podgroups.objects.get(job)
+            if podgroup is None:
+                return False
+            shard = self.route(job, podgroup)
+        return shard not in self._light_held
 
     def _whole(self, key: str, job: JobInfo) -> bool:
         """Whether a job entering the session (not in the last one) has every pod read in full: one read light

@@ -252,8 +252,10 @@ class ClusterCache:
         reread: set[str] = set()
         if self.active is not None:  # a shard just taken: our pending pods made current before the stores are read
             self.active.is_light = self.parser.is_light  # (its guard against a pod the parser read light)
+            self.parser.light_of = self.active.reads_light
             self.active.prepare()
-            self.parser.set_light_jobs(self.active.light_jobs())  # a shard's jobs read in full once it is held
+            self.active.refresh_light()  # a shard's jobs read in full once it is held, from this snapshot on
+            self.parser.revalidate()
             reread = self.parser.take_reread()
         now = self.clock()
         # Read before the stores: an apply done by then had its binds' outcome in them.
@@ -325,7 +327,8 @@ class ClusterCache:
             snapshot.shard = self.shards.between_sessions()
         if self.active is not None:  # the held shards' nodes and jobs only
             snapshot = self.active.restrict(snapshot)
-            self.parser.set_light_jobs(self.active.light_jobs())  # other replicas' jobs, as this view routed them
+            self.active.refresh_light()  # other replicas' jobs, as this view routed them
+            self.parser.revalidate()
             if built is not None and built.builder.deferred:  # a node the session is given is current (restrict
                 deferred = built.builder.deferred  # made `nodes` a dict of its own)
                 snapshot.nodes.update(built.refresh([name for name in snapshot.nodes if name in deferred]))

@@ -5,12 +5,12 @@ costly part of a pod, its request (quantity parsing), is computed once per disti
 made from one template share it. Pods of other schedulers are read only as far as node accounting and victim
 selection need. An object that cannot be read is skipped, logged once, and (Pods, PodGroups) named in an event.
 
-With `--active-shards`, a pod of ours whose job another replica schedules (`light_jobs`, set by cache/active.py)
-is read as far as another scheduler's is, plus its annotations (what node accounting reads of a bound pod:
-deviceshare's GPU indexes, the bind fence): three quarters of the pod events at four replicas are of such pods,
-and a full read costs ~3.5 times as much. Such a read is "light" (`light`: pod key -> its job); `task` reads a
-light pod again in full once its job is no longer in `light_jobs`, and `set_light_jobs` names the pods read light
-that the next snapshot must read again (`take_reread`) though they did not change.
+With `--active-shards`, a pod of ours whose job another replica schedules (`light_of`, cache/active.py
+`reads_light`) is read as far as another scheduler's is, plus its annotations (what node accounting reads of a
+bound pod: deviceshare's GPU indexes, the bind fence): three quarters of the pod events at four replicas are of
+such pods, and a full read costs ~3.5 times as much. Such a read is "light" (`light`: pod key -> its job); `task`
+reads a light pod again in full once `light_of` says no more of its job, and `revalidate` names the pods read
+light that the next snapshot must read again (`take_reread`) though they did not change.
 """
 
 from __future__ import annotations
@@ -74,9 +74,9 @@ class ParseCache:
         self.lock = lock  # the stores' lock: `parsed` and `pcs` change under it
         self.on_unreadable = on_unreadable
         self.parsed: dict[str, tuple[str, TaskInfo | None]] = {}  # pod key -> (resourceVersion, task)
-        # --active-shards: the jobs other replicas schedule, whose pods of ours are read light; the pods read light
-        # (pod key -> its job); those whose job left `light_jobs` since, for the next snapshot to read again
-        self.light_jobs: frozenset[str] = frozenset()
+        # --active-shards: whether a job's pods of ours may be read light (another replica schedules it); the pods
+        # read light (pod key -> its job); those whose light read serves no more, for the next snapshot to read
+        self.light_of: Callable[[str], bool] | None = None
         self.light: dict[str, str] = {}
         self._reread: set[str] = set()
         self.pcs: dict[str, int] = {}  # PriorityClass name -> value, rebuilt when one changes
@@ -139,15 +139,17 @@ class ParseCache:
             self.light.pop(key, None)
 
     # ---- the jobs read light (--active-shards) ------------------------------------------------------------
-    def set_light_jobs(self, jobs: frozenset[str]) -> None:
-        """From the loop, before a snapshot reads the stores and after its view is decided: the jobs whose pods
-        may be read light from now on. The pods read light for a job no longer among them are read again in full
-        by the next snapshot (`take_reread`), whether or not they change."""
+    def revalidate(self) -> None:
+        """From the loop, before a snapshot reads the stores and after its view is decided (what `light_of` says
+        may change then): the pods read light for a job `light_of` now refuses are read again in full by the next
+        snapshot (`take_reread`), whether or not they change."""
+        light_of = self.light_of
+        if light_of is None or not self.light:
+            return
         with self.lock:
-            gone = self.light_jobs - jobs if self.light else ()
-            self.light_jobs = jobs
-            if gone:
-                self._reread.update(key for key, job in self.light.items() if job in gone)
+            refused = {job for job in set(self.light.values()) if not light_of(job)}
+            if refused:
+                self._reread.update(key for key, job in self.light.items() if job in refused)
 
     def take_reread(self) -> set[str]:
         """The pods the next snapshot reads again though they did not change (their light read no longer
@@ -249,7 +251,7 @@ class ParseCache:
         cached = self.parsed.get(key)
         if cached is not None and cached[0] == rv:
             job = self.light.get(key) if self.light else None
-            if job is None or job in self.light_jobs:
+            if job is None or (self.light_of is not None and self.light_of(job)):
                 return cached[1]
         task, light = self._parse_task(obj, pcs, key)
         self.parsed[key] = (rv, task)
@@ -338,11 +340,12 @@ class ParseCache:
             if type(scheduler) is not str or len(scheduler) > F.NAME_MAX:
                 scheduler = _POD_SCHEDULER.refuse(scheduler, "is not a scheduler name", key, early)
             foreign = scheduler not in self.scheduler_names
-            if not foreign and self.light_jobs:  # ours: another replica's job? (the key task_from_pod makes)
+            light_of = self.light_of
+            if not foreign and light_of is not None:  # ours: another replica's job? (the key task_from_pod makes)
                 group = (meta.get("annotations") or {}).get(F.GROUP_NAME)
                 namespace = meta.get("namespace")
-                if type(group) is str and type(namespace) is str and f"{namespace}/{group}" in self.light_jobs:
-                    light = f"{namespace}/{group}"
+                if type(group) is str and type(namespace) is str and light_of(job := f"{namespace}/{group}"):
+                    light = job
         except Exception:  # a malformed object: task_from_pod below names the bad field
             log.debug("pod %s: read as malformed", key, exc_info=True)
             spec, created, shape, foreign, stamp, light = {}, 0.0, None, False, None, None

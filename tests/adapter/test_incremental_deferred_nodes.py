@@ -94,8 +94,11 @@ class Keeps:
     def prepare(self) -> None:
         pass
 
-    def light_jobs(self) -> frozenset[str]:
-        return frozenset()
+    def refresh_light(self) -> None:
+        pass
+
+    def reads_light(self, job: str) -> bool:
+        return False
 
     def defers(self, name: str) -> bool:
         return self.scope is not None and name not in self.scope

@@ -41,7 +41,7 @@ def accounted(task: TaskInfo | None) -> Any:
 
 def read(pod: dict[str, Any], light: frozenset[str]) -> tuple[TaskInfo | None, bool]:
     parser = ParseCache(OURS, threading.Lock(), lambda *_: None)
-    parser.light_jobs = light
+    parser.light_of = light.__contains__
     parser.preparse(copy.deepcopy(pod))
     task = parser.task(pod, {})
     return task, parser.is_light(str(task.key) if task is not None else "")
@@ -116,7 +116,7 @@ def test_a_taken_shards_jobs_join_its_first_session_read_in_full() -> None:
         r.podgroup("zero", 0)
         r.podgroup("one", 1)
         r.cache.snapshot()  # the first view routes the jobs: ns/one is another replica's
-        assert r.cache.parser.light_jobs == {"ns/one"}
+        assert r.active.reads_light("ns/one") and not r.active.reads_light("ns/zero")
         keys = [r.pod(f"one-{i}", "one") for i in range(2)]
         mine = r.pod("zero-0", "zero")
         assert all(r.cache.parser.is_light(k) for k in keys) and not r.cache.parser.is_light(mine)
@@ -128,7 +128,7 @@ def test_a_taken_shards_jobs_join_its_first_session_read_in_full() -> None:
         view = r.cache.snapshot()
         assert set(view.jobs) == {"ns/zero", "ns/one"}
         assert [selector(view.jobs["ns/one"].tasks[k]) for k in keys] == [(("zone", "a"),)] * 2
-        assert not any(r.cache.parser.is_light(k) for k in keys) and r.cache.parser.light_jobs == frozenset()
+        assert not any(r.cache.parser.is_light(k) for k in keys) and not r.active.reads_light("ns/one")
     finally:
         r.cache.stop(timeout=1.0)
 
@@ -150,6 +150,23 @@ def test_a_job_its_podgroup_routes_here_waits_one_session_for_its_pods_read_in_f
         r.cache.stop(timeout=1.0)
 
 
+def test_a_job_no_view_has_routed_yet_is_read_as_its_podgroup_routes_it() -> None:
+    r = Replica()
+    try:
+        r.cache.snapshot()  # routes nothing: no job yet
+        r.podgroup("new-there", 1)
+        r.podgroup("new-here", 0)
+        there, here = r.pod("new-there-0", "new-there"), r.pod("new-here-0", "new-here")
+        orphan = r.pod("orphan-0", "no-podgroup")
+        assert r.cache.parser.is_light(there) and not r.cache.parser.is_light(here)
+        assert not r.cache.parser.is_light(orphan)  # no PodGroup to route it by: read in full
+        view = r.cache.snapshot()
+        assert "ns/new-here" in view.jobs and "ns/new-there" not in view.jobs
+        assert r.cache.parser.is_light(there)  # the view agrees: not read again
+    finally:
+        r.cache.stop(timeout=1.0)
+
+
 def test_a_job_given_up_is_read_light_from_its_next_pod_event() -> None:
     r = Replica()
     try:
@@ -160,7 +177,7 @@ def test_a_job_given_up_is_read_light_from_its_next_pod_event() -> None:
         assert not r.cache.parser.is_light(key)
         r.held = {0}  # given up: another replica schedules ns/one now
         assert "ns/one" not in r.cache.snapshot().jobs
-        assert r.cache.parser.light_jobs == {"ns/one"}
+        assert r.active.reads_light("ns/one")
         assert r.cache.parser.is_light(r.pod("one-1", "one"))
     finally:
         r.cache.stop(timeout=1.0)
