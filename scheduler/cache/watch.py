@@ -172,7 +172,8 @@ class Watcher:
         elif pods and kind != "DELETED":
             obj = self.slim(obj)
             self.parser.preparse(obj, key)  # here, on the watch thread, not in the next cycle's snapshot
-            if kind == "ADDED" and self.on_pending is not None and self._pending_ours(obj):
+            if (kind == "ADDED" and self.on_pending is not None and self._pending_ours(obj)
+                    and not self.parser.is_light(key)):  # (read light: another active replica's job)
                 self.on_pending()
         with self.stores.lock:
             if kind == "DELETED":
