@@ -165,19 +165,10 @@ class ShardLedger:
         if own is None:
             return None
         available = available_nodes(self.name, view) or frozenset()
-        if self._written is not None:
-            if revision(own.resource_version) < self._written[0]:  # our write is not in the view yet
-                self.published = self._written[1]
-                return available & self.published
-            self._written = None
-        self.published = own.in_use
-        body = status_body(own, available)
-        if body is not None:
-            version = write(own, body)
-            if version is not None:
-                self._written = (revision(version), available)
-                self.published = available
-        return available & self.published
+        if not self._caught_up(own):
+            return available & (self.published or frozenset())
+        self._publish(own, available, write)
+        return available & (self.published or frozenset())
 
     def release(self, view: Mapping[str, NodeShardInfo],
                 write: Callable[[NodeShardInfo, dict[str, list[str]]], str | None], keep: Collection[str]) -> bool:
@@ -187,22 +178,29 @@ class ShardLedger:
         Volcano still (it publishes as the session ends, its binds still in flight): a node leaves only once no
         write of this scheduler to it is in flight. True when a status was written."""
         own = view.get(self.name)
-        if own is None:
+        if own is None or not self._caught_up(own):
             return False
+        let_go = (own.in_use - (available_nodes(self.name, view) or frozenset())).difference(keep)
+        return bool(let_go) and self._publish(own, own.in_use - let_go, write)
+
+    def _caught_up(self, own: NodeShardInfo) -> bool:
+        """Whether the view shows our last write (`published` then what the stored status holds); if not,
+        `published` is what that write held, and nothing more may be written yet."""
         if self._written is not None:
-            if revision(own.resource_version) < self._written[0]:  # our write is not in the view yet
+            if revision(own.resource_version) < self._written[0]:
+                self.published = self._written[1]
                 return False
             self._written = None
         self.published = own.in_use
-        available = available_nodes(self.name, view) or frozenset()
-        leaving = own.in_use - available
-        target = own.in_use - (leaving - frozenset(keep))
-        if target == own.in_use:
-            return False
-        body = status_body(own, target)
+        return True
+
+    def _publish(self, own: NodeShardInfo, in_use: frozenset[str],
+                 write: Callable[[NodeShardInfo, dict[str, list[str]]], str | None]) -> bool:
+        """Write the status for `in_use` unless the stored one says it already; True when a write was accepted."""
+        body = status_body(own, in_use)
         version = write(own, body) if body is not None else None
         if version is None:
             return False
-        self._written = (revision(version), target)
-        self.published = target
+        self._written = (revision(version), in_use)
+        self.published = in_use
         return True

@@ -217,13 +217,18 @@ class ActiveShards:
         """Whether the job's pods of ours may be read light (cache/parse.py): another replica schedules it. Its
         shard as the last view routed it; a job that view did not have yet, by its PodGroup as the stores hold it
         (`route`; none yet: no). Called on the pod watch's thread too: it reads only references swapped whole. A
-        wrong answer costs a full read, or (a job of ours read light) one session: `_whole` holds it back."""
+        wrong answer costs a full read, or (a job of ours read light) one session: `_whole` holds it back. Never
+        raises (a fault in one PodGroup's route reads its pods in full, and costs no other job anything)."""
         shard = self._routes.get(job)
         if shard is None:
-            podgroup = self.stores.podgroups.objects.get(job)
-            if podgroup is None:
+            try:
+                podgroup = self.stores.podgroups.objects.get(job)
+                if podgroup is None:
+                    return False
+                shard = self.route(job, podgroup)
+            except Exception:
+                log.debug("active shards: routing job %s for a light read failed; read in full", job, exc_info=True)
                 return False
-            shard = self.route(job, podgroup)
         return shard not in self._light_held
 
     def _whole(self, key: str, job: JobInfo) -> bool:

@@ -149,7 +149,7 @@ class ClusterCache:
         if self.shards is not None:
             self.guard_gains(self.shards)
         # --active-shards N (cache/active.py): this replica's shards, set by the CLI; None: one active replica
-        self.active: ActiveShards | None = None
+        self._active: ActiveShards | None = None
         # Snapshots from the last one and what changed (`cache/snapshots.py`); None: each built afresh.
         self.incremental: CacheSnapshots | None = CacheSnapshots(self.rules, self.parser) if incremental else None
         self.applier = Applier()  # pipelined applies (cache/applier.py)
@@ -163,6 +163,19 @@ class ClusterCache:
         coordinator.freshen = freshener(lambda: self.kube, self.stores, self.watcher._on_event, self.clock,
                                         self._pool)
         coordinator.pods_version = lambda: str(self._pods_through)
+
+    @property
+    def active(self) -> ActiveShards | None:
+        return self._active
+
+    @active.setter
+    def active(self, active: ActiveShards | None) -> None:
+        """With --active-shards: the parser reads another replica's pods light (`reads_light`), and the view holds
+        back a job with a pod so read (`is_light`)."""
+        self._active = active
+        self.parser.light_of = active.reads_light if active is not None else None
+        if active is not None:
+            active.is_light = self.parser.is_light
 
     @property
     def kube(self) -> Kube:
@@ -251,8 +264,6 @@ class ClusterCache:
     def snapshot(self) -> ClusterSnapshot:
         reread: set[str] = set()
         if self.active is not None:  # a shard just taken: our pending pods made current before the stores are read
-            self.active.is_light = self.parser.is_light  # (its guard against a pod the parser read light)
-            self.parser.light_of = self.active.reads_light
             self.active.prepare()
             self.active.refresh_light()  # a shard's jobs read in full once it is held, from this snapshot on
             self.parser.revalidate()
@@ -368,9 +379,10 @@ class ClusterCache:
                      *due]
             if self.shards is not None or self.active is not None:  # leaving nodes no write names: let go now
                 keep = {node for gang in result.binds for _, node in gang.binds} | {e.node for e in result.evictions}
-                for shards in (self.shards, self.active):
-                    if shards is not None:
-                        shards.release(keep)
+                if self.shards is not None:
+                    self.shards.release(keep)
+                if self.active is not None:
+                    self.active.release(keep)
             self._finish_apply(result, now, binds, waits, unseen)
             return
         binds = self.binder.submit(result, now, self._snapshot_uid)

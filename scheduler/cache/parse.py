@@ -344,8 +344,9 @@ class ParseCache:
             if not foreign and light_of is not None:  # ours: another replica's job? (the key task_from_pod makes)
                 group = (meta.get("annotations") or {}).get(F.GROUP_NAME)
                 namespace = meta.get("namespace")
-                if type(group) is str and type(namespace) is str and light_of(job := f"{namespace}/{group}"):
-                    light = job
+                if (type(group) is str and type(namespace) is str and len(group) <= F.NAME_MAX
+                        and len(namespace) <= 63 and light_of(job := f"{namespace}/{group}")):
+                    light = job  # (a name past its bounds: read in full, which names the field)
         except Exception:  # a malformed object: task_from_pod below names the bad field
             log.debug("pod %s: read as malformed", key, exc_info=True)
             spec, created, shape, foreign, stamp, light = {}, 0.0, None, False, None, None

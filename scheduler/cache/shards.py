@@ -251,12 +251,8 @@ class ShardWake:
         spec = obj.get("spec")
         spec_before, self._spec[name] = self._spec.get(name), spec  # every shard's: ours may change (a take)
         if name in ours:
-            desired = spec.get("nodesDesired") if isinstance(spec, Mapping) else None
-            wanted = frozenset(n for n in desired if isinstance(n, str)) if isinstance(desired, list) else frozenset()
-            if spec != spec_before:
-                self._wake()
-            elif before is not None and before - in_use and in_use - wanted:
-                self._wake()  # our release during an apply came back (`ShardLedger.release`): the rest leaves now
+            if spec != spec_before or (before is not None and before - in_use and _leaving(spec, in_use)):
+                self._wake()  # (or our release during an apply came back, `ShardLedger.release`: the rest leaves now)
             return
         if before is None or not before - in_use:
             return
@@ -271,6 +267,12 @@ class ShardWake:
     def _wake(self) -> None:
         self.wakes += 1
         self.wake()
+
+
+def _leaving(spec: object, in_use: frozenset[str]) -> bool:
+    """Whether `in_use` holds a node the spec no longer desires."""
+    desired = spec.get("nodesDesired") if isinstance(spec, Mapping) else None
+    return bool(in_use.difference(n for n in desired if isinstance(n, str)) if isinstance(desired, list) else in_use)
 
 
 def coordinator_for(kube: Kube, stores: Stores, mode: str, name: str,

@@ -100,7 +100,8 @@ class Replica:
         """A pending pod of the gang, through the pod watch's own path (read as it arrives)."""
         self.rv += 1
         pod = pod_object(name, namespace="ns", group=group, node_selector={"zone": "a"})
-        pod["metadata"].update(uid=f"uid-{name}", resourceVersion=str(self.rv))
+        pod["metadata"].update(uid=f"uid-{name}", resourceVersion=str(self.rv),
+                               creationTimestamp="2026-12-06T00:00:00Z")
         pod["spec"]["schedulerName"] = "volcano-py"
         self.cache.watcher._on_event(self.cache.pods, "ADDED", pod)
         return f"ns/{name}"
@@ -222,5 +223,30 @@ def test_random_takeovers_and_pins_never_give_a_session_a_pod_read_light() -> No
                     fresh = full.task(r.cache.pods.objects[key], {})
                     assert value(task) == value(fresh), key
         assert light_seen > 0  # the run did read pods light
+    finally:
+        r.cache.stop(timeout=1.0)
+
+
+def test_a_hostile_podgroup_or_name_is_read_in_full_and_costs_no_other_job_its_session() -> None:
+    r = Replica()
+    try:
+        r.podgroup("fine", 0)
+        r.cache.snapshot()
+        r.cache.podgroups.objects["ns/odd"] = {"metadata": 7, "spec": "x"}  # no route can be read from it
+        r.cache.podgroups.objects["ns/bad"] = {"metadata": {"name": "bad", "resourceVersion": "9"}}
+
+        def broken(job: str, podgroup: Any) -> int:
+            if job == "ns/bad":
+                raise RuntimeError("a fault while routing one PodGroup")
+            return ActiveShards.route(r.active, job, podgroup)
+
+        r.active.route = broken  # type: ignore[method-assign]
+        odd, bad = r.pod("odd-0", "odd"), r.pod("bad-0", "bad")
+        long = r.pod("long-0", "g" * 300)  # a group name past its bounds
+        assert not any(map(r.cache.parser.is_light, (odd, bad, long)))
+        assert r.cache.parser.parsed[bad][1] is not None and r.cache.parser.parsed[bad][1].creation > 0
+        mine = r.pod("fine-0", "fine")
+        view = r.cache.snapshot()
+        assert mine in view.jobs["ns/fine"].tasks  # the other jobs' faults cost this one nothing
     finally:
         r.cache.stop(timeout=1.0)
