@@ -36,6 +36,10 @@ def test_a_restart_under_a_full_queue_binds_the_open_queue_first_and_never_the_f
     with running_scheduler(control_plane, first_view=True) as running:
         wait_for(lambda: {"fits-0", "fits-1"} <= set(bound_pods(core_v1, namespace)), TIMEOUT,
                  what="the open queue's gang bound")
+        # the binds land on the apiserver before the first view's apply returns and records its result: wait for
+        # that too (it stays None if that cycle failed, and the wait says so)
+        wait_for(lambda: running.loop.first_view_result is not None or running.loop.first_view is None, TIMEOUT,
+                 what="the first view's cycle recorded")
         view, result = running.loop.first_view, running.loop.first_view_result
         assert isinstance(view, FirstView), view
         assert view.nodes < view.of_nodes or view.of_nodes <= 16  # a part of the cluster, or all of a small one
