@@ -5,8 +5,8 @@ An action reads its arguments when it runs and falls back to its default on a va
 `Arguments.GetInt`/`GetBool` do the same: pkg/scheduler/framework/arguments.go), so a misspelt key or a bad value
 would go unnoticed. Each is a warning here naming the action, the key, and the value the action uses instead.
 The keys are those Volcano's actions read (pkg/scheduler/actions/*/*.go: `GetArgOfActionFromConf`) and
-volcano-py's own (`starvationThresholdSeconds`); `ACTION_ARGS` lists them with the reading each action applies
-(scheduler/actions/starvation.py, gang_evict.py, preempt.py, consolidate.py).
+volcano-py's own (`starvationThresholdSeconds`, `maxBindsPerCycle`); `ACTION_ARGS` lists them with the reading
+each action applies (scheduler/actions/starvation.py, allocate.py, gang_evict.py, preempt.py, consolidate.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from scheduler.actions.allocate import MAX_BINDS, MAX_BINDS_TOP
 from scheduler.actions.consolidate import (
     BOUNDS as CONSOLIDATE_BOUNDS,
     MAX_LOST as CONSOLIDATE_MAX_LOST,
@@ -64,7 +65,8 @@ ACTION_ARGS: Mapping[str, Mapping[str, ArgSpec]] = {
     "enqueue": {},
     "allocate": {"predicateErrorCacheEnable": _CACHE,
                  "starvationThresholdSeconds": ArgSpec(parse_threshold, 300.0,
-                                                       "a duration such as 5m or a number of seconds (negative: off)")},
+                                                       "a duration such as 5m or a number of seconds (negative: off)"),
+                 MAX_BINDS: ArgSpec(_count(1, MAX_BINDS_TOP), "no bound", f"a whole number from 1 to {MAX_BINDS_TOP}")},
     "backfill": {"predicateErrorCacheEnable": _VOLCANO_CACHE},
     "reclaim": {"predicateErrorCacheEnable": _VOLCANO_CACHE},
     "preempt": {"predicateErrorCacheEnable": _VOLCANO_CACHE,

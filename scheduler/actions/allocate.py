@@ -17,6 +17,13 @@
    A job that became ready with tasks left (minAvailable < replicas) is requeued for more after others. A ready
    job with a network topology takes each further pod from the gang placer (network-topology-aware: inside the
    job's search root, as Volcano's allocateForJob places it on every turn), pod by pod if the placer abstains.
+5. A budget, beyond Volcano (whose allocate visits every job each cycle): with `maxBindsPerCycle: N` in
+   allocate's `configurations` arguments, once the cycle has committed N binds no further job takes a turn (the
+   job whose turn crossed N is placed whole: a gang is never split). The jobs left are deferred: no later action
+   of the cycle takes them up (they were not tried: preempt must not evict for a job the free room may hold),
+   their conditions are left as they are, and the next cycle starts at once (cache/runner.py) from the state
+   this one left, in the same order. A cycle then binds about N pods, so its length, its apply and the time to
+   its first binds stay bounded however many pods arrive at once (docs/configuration.md).
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ from scheduler.api.reasons import (
     resource_misfit,
 )
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import whole_number_or
+from scheduler.framework.conf_values import SchedulerConf
 from scheduler.framework.fit import FitErrors
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -79,6 +88,19 @@ def ungate(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
             ssn.results.hold(job, _over_share(allowed, queue, task), first=True)
 
 
+MAX_BINDS = "maxBindsPerCycle"  # allocate's argument: the cycle's budget of binds (step 5 above)
+MAX_BINDS_TOP = 10_000_000
+
+
+def binds_budget(conf: SchedulerConf) -> int | None:
+    """The cycle's budget of binds (None: no bound, Volcano's allocate); a value that is not a whole number from
+    1 to MAX_BINDS_TOP is no bound (`volcano-py conf check` and the conf loader name it)."""
+    raw = (conf.configurations.get(Allocate.name) or {}).get(MAX_BINDS)
+    if raw is None:
+        return None
+    return whole_number_or(raw, 0, 1, MAX_BINDS_TOP) or None
+
+
 def schedulable_jobs(ssn: Session) -> list[JobInfo]:
     def schedulable(job: JobInfo) -> bool:
         if job.phase == PodGroupPhase.PENDING or not (job.has_placeable() or queue_gated(ssn, job)):
@@ -91,7 +113,8 @@ def schedulable_jobs(ssn: Session) -> list[JobInfo]:
     # A job with no pending task has nothing placeable nor queue-gated: it is left out before its guard (the same
     # answer, without a guarded call for each of the jobs that only run)
     pending = TaskStatus.PENDING
-    return guarded(ssn, [job for job in ssn.jobs.values() if job.by_status.get(pending)], schedulable)
+    return guarded(ssn, [job for job in ssn.jobs.values() if job.by_status.get(pending) and not ssn.deferred(job)],
+                   schedulable)
 
 
 VETOED = NodeFilter(SCORE_VETO)
@@ -173,6 +196,15 @@ class _Outcome(enum.Enum):
     FAILED = "failed"  # discarded
 
 
+def _defer_untried(ssn: Session, by_queue: dict[str, list[JobInfo]], turns: set[str]) -> None:
+    """The jobs that had no turn yet, left for the next cycle (step 5); one a gate held already (an overused
+    queue) keeps what the gate said."""
+    for jobs in by_queue.values():
+        for job in jobs:
+            if job.key not in turns and ssn.results.held(job) is None and not ssn.faulted(job):
+                ssn.results.defer(job)
+
+
 class Allocate:
     name = "allocate"
 
@@ -186,6 +218,7 @@ class Allocate:
 
     def execute(self, ssn: Session) -> None:
         self._failed, self._ready, self._ungated = {}, {}, set()
+        budget, spent = binds_budget(ssn.conf), ssn.binds_committed()
         placer = BulkPlacer(ssn.node_list, ssn.arrays, ssn.tiers, ssn.fit) if self.bulk else None
         self._placer = placer if placer is not None and placer.enabled else None
         self._sub_groups = SubGroupPlacer(ssn)
@@ -219,8 +252,13 @@ class Allocate:
         for job in jobs:
             if job not in partial and job not in starving:
                 by_queue.setdefault(job.queue, []).append(job)
+        turns: set[str] = set()
         for queue, job, requeue in round_robin(ssn, by_queue, skip_queue=lambda q: self._overused(ssn, q),
                                                jobs_change_only_when_out=True):
+            if budget is not None and ssn.binds_committed() - spent >= budget:
+                _defer_untried(ssn, by_queue, turns)
+                break
+            turns.add(job.key)
             with ssn.guard(job):
                 self._ungate_once(ssn, queue, job)
                 if job.has_placeable():

@@ -26,7 +26,7 @@ class Backfill:
             return -1 if ssn.order.job_less(a, b) else (1 if ssn.order.job_less(b, a) else 0)
 
         for job in sorted(jobs, key=functools.cmp_to_key(compare)):
-            if not ssn.faulted(job):
+            if not ssn.faulted(job) and not ssn.deferred(job):  # (deferred: allocate's budget, allocate.py)
                 with ssn.guard(job):  # a plugin failing on this job costs this job alone (framework/faults.py)
                     self._backfill(ssn, job)
 

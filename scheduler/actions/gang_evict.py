@@ -91,7 +91,7 @@ class GangEviction:
         preemptors: dict[str, list[JobInfo]] = {}
 
         def consider(job: JobInfo) -> bool:
-            if job.phase == PodGroupPhase.PENDING or ssn.tiers.run(P.JOB_VALID, job).rejected:
+            if job.phase == PodGroupPhase.PENDING or ssn.deferred(job) or ssn.tiers.run(P.JOB_VALID, job).rejected:
                 return False
             queue = ssn.queues.get(job.queue)
             if queue is None:

@@ -213,15 +213,18 @@ class SchedulerLoop:
         else:
             self.cache.apply(result)
         self.cycles += 1
+        cpu = time.process_time() - cpu  # the process's, all threads: the cycle's length in CPU
         metrics.observe_cycle(result, time.monotonic() - started, snapshot, snapshot_seconds=snapshot_seconds,
-                              cpu_seconds=time.process_time() - cpu)
+                              cpu_seconds=cpu)
         binds = sum(len(g.binds) for g in result.binds)
+        if result.deferred:  # allocate's budget of binds left jobs untried (actions/allocate.py): no wait
+            self.nudge()
         for eviction in result.evictions:  # one line each: who lost which pod, to whom, under which rule
             log.info("cycle %d: evicting %s (job %s) on %s: %s", self.cycles, eviction.task, eviction.job,
                      eviction.node, eviction.reason)
         if binds or result.evictions:
             log.info(
-                "cycle %d: %d jobs %d nodes; bound %d pods in %d gangs, evicted %d (%.3fs + apply %.3fs)",
+                "cycle %d: %d jobs %d nodes; bound %d pods in %d gangs, evicted %d (%.3fs + apply %.3fs, cpu %.3fs)%s",
                 self.cycles,
                 len(snapshot.jobs),
                 len(snapshot.nodes),
@@ -230,6 +233,8 @@ class SchedulerLoop:
                 len(result.evictions),
                 decided - started,
                 time.monotonic() - decided,
+                cpu,
+                f"; {result.deferred} jobs left for the next cycle (maxBindsPerCycle)" if result.deferred else "",
             )
         return result
 

@@ -31,6 +31,7 @@ class StatementBackEnd:
         self._annotations: dict[str, dict[str, str]] = {}
         self._volumes: dict[str, dict[VolumeBind, None]] = {}
         self._device_claims: dict[str, list[ClaimWrite]] = {}
+        self.bind_count = 0  # binds committed so far this cycle (allocate's `maxBindsPerCycle`)
 
     # ---- placements (undone in reverse by a discard) -------------------------------------------------
     def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
@@ -80,6 +81,7 @@ class StatementBackEnd:
     # ---- requests (made by a commit) ---------------------------------------------------------------
     def record_bind(self, task: TaskInfo, node: str) -> None:
         self._binds.setdefault(task.job, []).append((task.key, node))
+        self.bind_count += 1
 
     def record_eviction(self, task: TaskInfo, reason: str, cause: EvictCause | None = None) -> None:
         self._evictions.append(Eviction(task.job, task.key, task.node_name, reason, cause))

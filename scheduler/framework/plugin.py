@@ -135,6 +135,10 @@ class SessionAPI:
         """Whether a plugin or action failed on `job` this cycle (its condition then says so; leave it be)."""
         return self._results.faulted(job)
 
+    def deferred(self, job: JobInfo) -> bool:
+        """Whether allocate left `job` untried for the next cycle (its budget of binds spent): leave it be."""
+        return self._results.deferred(job)
+
     def task_order(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
         """The tasks in TaskOrder, as the actions take them."""
         return self._order.task_order(tasks)

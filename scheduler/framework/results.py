@@ -49,6 +49,7 @@ class ResultsCollector:
         self._ungate: dict[str, None] = {}  # tasks whose queue-allocation gate is to be removed, in order
         self._pg_annotations: dict[str, dict[str, str | None]] = {}  # job key -> merge patch of its annotations
         self._look_again: float | None = None  # CycleResult.look_again
+        self._deferred: dict[str, None] = {}  # jobs allocate left for the next cycle (`maxBindsPerCycle`)
 
     # ---- jobs -----------------------------------------------------------------------------------------
     def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
@@ -77,6 +78,14 @@ class ResultsCollector:
 
     def faulted(self, job: JobInfo) -> bool:
         return job.key in self._faults
+
+    def defer(self, job: JobInfo) -> None:
+        """Allocate spent the cycle's budget of binds before the job's turn (actions/allocate.py): no action tries
+        it again this cycle, no condition or event is written for it, and the next cycle starts at once."""
+        self._deferred[job.key] = None
+
+    def deferred(self, job: JobInfo) -> bool:
+        return job.key in self._deferred
 
     def add_condition(self, job: JobInfo, condition: Condition) -> None:
         """A condition beside the Scheduled/Unschedulable one (e.g. `Timeout`); one per type."""
@@ -185,6 +194,7 @@ class ResultsCollector:
             ungate=list(self._ungate),
             podgroup_annotations={uid: dict(patch) for uid, patch in self._pg_annotations.items()},
             look_again=self._look_again,
+            deferred=len(self._deferred),
         )
         binding: dict[str, int] = {}
         for gang in result.binds:

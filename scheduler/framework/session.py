@@ -128,6 +128,14 @@ class Session:
         """Whether a plugin or action failed on `job` this cycle: every action leaves it out from then on."""
         return self.results.faulted(job)
 
+    def deferred(self, job: JobInfo) -> bool:
+        """Whether allocate left the job for the next cycle (its budget of binds spent): no action takes it up."""
+        return self.results.deferred(job)
+
+    def binds_committed(self) -> int:
+        """Binds committed so far this cycle, every action's."""
+        return self._back_end.bind_count
+
     def close(self) -> CycleResult:
         """Let plugins write what they learned, and return the cycle's binds, evictions and status changes."""
         self.fit.close(self.jobs)

@@ -263,7 +263,7 @@ class GangPlugin(Plugin[NoArgs]):
                     _apply(ssn, job, act)
             quiet.pop(key, None)
             acts.pop(key, None)
-            if ssn.faulted(job) or not changes.clean(job):
+            if ssn.faulted(job) or ssn.deferred(job) or not changes.clean(job):
                 continue
             if act is None:
                 quiet[key] = None
@@ -272,8 +272,8 @@ class GangPlugin(Plugin[NoArgs]):
 
     def _close_job(self, ssn: SessionAPI, job: JobInfo) -> _Act | None:
         """The job's condition and events at close (None: none)."""
-        if job.phase == PodGroupPhase.PENDING or not job.tasks or ssn.faulted(job):
-            return None
+        if job.phase == PodGroupPhase.PENDING or not job.tasks or ssn.faulted(job) or ssn.deferred(job):
+            return None  # (deferred: not tried this cycle, allocate's budget: its condition stays as it is)
         if job.count_ready():
             if ssn.got_binds(job.key) or _was_unschedulable(job) or _never_marked(job):
                 return self._scheduled(job)
