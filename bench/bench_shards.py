@@ -38,7 +38,7 @@ from typing import Any
 
 from shards_active import KillWatch, identity, replica_args, view, wait_settled
 from shards_moves import Mover
-from shards_report import markdown, p95_from_histogram, sample_value
+from shards_report import binding_cycles, markdown, p95_from_histogram, sample_value
 from shardsim.accounting import process_cpu
 
 REPO = Path(__file__).resolve().parent.parent
@@ -243,6 +243,8 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+    for i, r in enumerate(per):  # every replica has ended: its log is whole
+        r.update(binding_cycles((workdir / f"replica-{replicas}-{i}.log").read_text(errors="replace")))
     check = json.loads(get(f"{base}/sim/check"))
     stats = json.loads(get(f"{base}/sim/stats"))
     moves = mover.report() if mover is not None else None

@@ -3,6 +3,7 @@ with wall-clock and real CPU beside them, per replica the cycle p95, RSS and CPU
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from shards_active import kill_line
@@ -64,10 +65,25 @@ def replica_rows(phase: dict[str, Any]) -> list[str]:
     for r in phase["per_replica"]:
         p95, cpu = (_bucket(r.get(k)) for k in ("cycle_p95_ms", "cycle_cpu_p95_ms"))
         name = f"{r['name']} (SIGKILLed; CPU, RSS at the kill)" if r.get("killed") else r["name"]
+        binding = (f"{r['binding_cycles']}: {r['binding_cycle_cpu_p95_s']:.2f} / {r['binding_cycle_cpu_max_s']:.2f}"
+                   if r.get("binding_cycles") else "-")
         rows.append(f"| {phase['replicas']} | {name} | {r['binds']:,} | {r['virtual_last_bind_s']:.2f} | "
                     f"{r['decisions_per_virtual_s']:,.0f} | {r['cpu_s']:.1f} | {r['server_charged_s']:.2f} | "
-                    f"{p95} | {cpu} | {r['cycles']} | {r['rss_peak_mib']:,.0f} |")
+                    f"{p95} | {cpu} | {r['cycles']} | {binding} | {r['rss_peak_mib']:,.0f} |")
     return rows
+
+
+_CYCLE_CPU = re.compile(r"cycle \d+: .*; bound (\d+) pods .*, cpu (\d+\.\d+)s\)")
+
+
+def binding_cycles(log: str) -> dict[str, Any]:
+    """The cycles that bound pods, from a replica's log lines (scheduler/cache/runner.py): how many, and the
+    process CPU of each as p95 (nearest rank) and max, in seconds: exact, where the histogram gives a bucket."""
+    cpus = sorted(float(m.group(2)) for m in _CYCLE_CPU.finditer(log) if int(m.group(1)))
+    if not cpus:
+        return {"binding_cycles": 0}
+    return {"binding_cycles": len(cpus), "binding_cycle_cpu_p95_s": cpus[max(0, -(-95 * len(cpus) // 100) - 1)],
+            "binding_cycle_cpu_max_s": cpus[-1]}
 
 
 def _bucket(p95: float | None) -> str:
@@ -92,10 +108,12 @@ def markdown(run: dict[str, Any]) -> str:
               "cycle p95: the e2e scheduling latency histogram's bucket, wall-clock, so inflated when replicas "
               "share the machine's cores; cycle CPU p95: `volcano_py_cycle_cpu_milliseconds`' bucket, the "
               "process's CPU over a cycle, all threads, i.e. the cycle's length in the replica's virtual time but "
-              "for its requests' server cost):", "",
+              "for its requests' server cost; cycles that bound pods: their count, and the process CPU of each, "
+              "p95 / max, exact, from the replica's log):", "",
               "| replicas | replica | binds | virtual s at last bind | decisions/s (virtual) | CPU s | "
-              "server s charged | cycle p95, ms (wall) | cycle CPU p95, ms | cycles | peak RSS, MiB |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "server s charged | cycle p95, ms (wall) | cycle CPU p95, ms | cycles | cycles that bound: CPU p95 / "
+              "max, s | peak RSS, MiB |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in run["phases"]:
         lines += replica_rows(p)
     lines += ["", "Requests per replica (first replica of each phase; kind and status: count):", ""]
