@@ -82,6 +82,9 @@ def vcjob_cluster(request, control_plane, core_v1, custom, namespace, tmp_path):
         def tag(self) -> str:
             return tag
 
+        def scheduler_log(self) -> str:
+            return scheduler.log()
+
         def job(self, name: str, queue: str, tasks: list[dict], min_available: int, **spec) -> None:
             for t in tasks:
                 t["template"]["spec"]["nodeSelector"] = {NODE_SET: tag}
