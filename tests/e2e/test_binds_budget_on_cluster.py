@@ -17,24 +17,12 @@ import pytest
 from controlplane import wait_for
 from vcjob_cluster import TIMEOUT, pods_of, task, vcjob_cluster, wait_running
 
+from scheduler.testing import conf_text_from_tiers
+
 __all__ = ["vcjob_cluster"]  # the fixture
 BUDGET = 2
-CONF = f"""actions: "allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-configurations:
-- name: allocate
-  arguments:
-    maxBindsPerCycle: {BUDGET}
-"""
+CONF = conf_text_from_tiers(["priority", "gang", "conformance"], ["drf", "predicates", "proportion", "nodeorder"],
+                            actions="allocate, backfill", configurations={"allocate": {"maxBindsPerCycle": BUDGET}})
 CYCLE = re.compile(r"cycle (\d+): .*; bound (\d+) pods in (\d+) gangs, evicted \d+ \([^)]*\)"
                    r"(?:; (\d+) jobs left for the next cycle)?")
 
