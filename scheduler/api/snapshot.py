@@ -197,9 +197,9 @@ class CycleResult:
     # The earliest time a rule that held something back this cycle lets go by itself (a victim's minimum runtime
     # ends: plugins/minruntime.py), or None: a replay that skips idle time runs a cycle then (sim/replay.py).
     look_again: float | None = None
-    # Jobs allocate left untried because the cycle's budget of binds was spent (`maxBindsPerCycle`): the next
-    # cycle starts at once rather than after the period (cache/runner.py).
-    deferred: int = 0
+    # Jobs allocate left untried because the cycle's budget of binds was spent (`maxBindsPerCycle`), by key: the
+    # next cycle starts at once rather than after the period (cache/runner.py), and none counts as an attempt.
+    deferred: tuple[str, ...] = ()
 
 
 class ClusterAdapter(Protocol):

@@ -234,7 +234,7 @@ class SchedulerLoop:
                 decided - started,
                 time.monotonic() - decided,
                 cpu,
-                f"; {result.deferred} jobs left for the next cycle (maxBindsPerCycle)" if result.deferred else "",
+                f"; {len(result.deferred)} jobs left for the next cycle (maxBindsPerCycle)" if result.deferred else "",
             )
         return result
 

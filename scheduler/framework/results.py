@@ -194,7 +194,7 @@ class ResultsCollector:
             ungate=list(self._ungate),
             podgroup_annotations={uid: dict(patch) for uid, patch in self._pg_annotations.items()},
             look_again=self._look_again,
-            deferred=len(self._deferred),
+            deferred=tuple(self._deferred),
         )
         binding: dict[str, int] = {}
         for gang in result.binds:

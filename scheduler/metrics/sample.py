@@ -149,6 +149,7 @@ def sample_cycle(
     `snapshot_seconds` is how long taking the snapshot took (Volcano's open_session_duration includes it);
     `cpu_seconds` the process's CPU time over the cycle (None: not measured)."""
     bound_jobs = {gang.job: len(gang.binds) for gang in result.binds if gang.binds}
+    deferred = frozenset(result.deferred)
     attempts: Counter[str] = Counter()
     phases: Counter[str] = Counter()
     durations: list[float] = []
@@ -170,8 +171,8 @@ def sample_cycle(
             attempts[SCHEDULED] += 1
             if bound_jobs[job.key] >= job.ready_task_num() and job.creation:
                 durations.append(max(0.0, now - job.creation))  # every ready pod was bound now: it started
-        elif waiting and job.phase != PodGroupPhase.PENDING:
-            attempts[UNSCHEDULABLE] += 1
+        elif waiting and job.phase != PodGroupPhase.PENDING and job.key not in deferred:
+            attempts[UNSCHEDULABLE] += 1  # (a job allocate's budget left untried was not attempted)
         if waiting:
             unschedulable += 1
             if job.creation:

@@ -19,8 +19,9 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 from scheduler.cli import bench_module
 from scheduler.conf_check import action_warnings
-from scheduler.cycle import builtin_default_conf, conf_from_text
+from scheduler.cycle import builtin_default_conf, conf_from_text, run_cycle
 from scheduler.framework.conf import SchedulerConf
+from scheduler.metrics import sample_cycle
 from scheduler.testing import ClusterBuilder, cluster, conf_text_from_tiers
 
 
@@ -77,7 +78,7 @@ def test_a_gang_larger_than_the_budget_is_bound_whole_in_one_cycle() -> None:
     c = cluster().nodes("n", 3, gpu=8).job("big", replicas=8, gpu=2).job("small", replicas=1, gpu=1)
     first = c.cycle(budgeted(3))
     assert binds(first) == 8 and [g.job for g in first.binds] == ["default/big"]
-    assert first.deferred == 1  # "small" had no turn
+    assert first.deferred == ("default/small",)  # it had no turn
     assert binds(c.cycle(budgeted(3))) == 1
 
 
@@ -85,12 +86,24 @@ def test_a_deferred_job_gets_no_condition_and_no_event() -> None:
     """Not tried is not unschedulable: its PodGroup keeps what it had, and no FailedScheduling event is sent."""
     c = cluster().nodes("n", 1, gpu=8).job("a", replicas=1, gpu=1).job("b", replicas=1, gpu=1)
     result = c.cycle(budgeted(1))
-    assert binds(result) == 1 and result.deferred == 1
+    assert binds(result) == 1 and len(result.deferred) == 1
     deferred = "default/b" if c.sim.bound("a") else "default/a"
+    assert result.deferred == (deferred,)
     assert c.sim.condition(deferred.split("/")[1]) is None
     assert not [e for e in result.events if e.key.startswith(deferred)]
     assert not [s for s in result.podgroups if s.job == deferred and any(
         cond.type == "Unschedulable" for cond in s.conditions)]
+
+
+def test_a_deferred_job_is_not_counted_as_an_unschedulable_attempt() -> None:
+    """volcano_schedule_attempts_total: `huge` (high priority, so tried first) fits nowhere and counts as an
+    unschedulable attempt; `a` is bound; `b`, which the budget of 1 left untried, counts as no attempt."""
+    c = cluster().priority_class("high", 100).nodes("n", 1, gpu=8)
+    c.job("huge", replicas=1, gpu=16, priority_class="high").job("a", replicas=1, gpu=1).job("b", replicas=1, gpu=1)
+    snapshot = c.sim.snapshot()
+    result = run_cycle(snapshot, budgeted(1), memo=c.memo)
+    assert [g.job for g in result.binds] == ["default/a"] and result.deferred == ("default/b",)
+    assert sample_cycle(result, 0.1, snapshot).attempts == {"scheduled": 1, "unschedulable": 1}
 
 
 def test_preempt_does_not_evict_for_a_job_the_budget_left_untried() -> None:
@@ -111,10 +124,10 @@ def test_preempt_does_not_evict_for_a_job_the_budget_left_untried() -> None:
     c.job("h1", replicas=1, gpu=1, cpu="1", memory="1Gi", priority_class="high")
     c.job("h2", replicas=1, gpu=1, cpu="1", memory="1Gi", priority_class="high")
     first = c.cycle(conf)
-    assert binds(first) == 1 and first.deferred == 1
+    assert binds(first) == 1 and len(first.deferred) == 1
     assert first.evictions == []
     second = c.cycle(conf)
-    assert binds(second) == 1 and second.evictions == [] and second.deferred == 0
+    assert binds(second) == 1 and second.evictions == [] and second.deferred == ()
     assert set(c.sim.bound("h1").values()) == set(c.sim.bound("h2").values()) == {"n0"}
 
 
@@ -122,7 +135,7 @@ def test_preempt_does_not_evict_for_a_job_the_budget_left_untried() -> None:
 def test_a_budget_that_is_not_a_whole_number_in_range_is_no_bound_and_conf_check_names_it(raw: Any) -> None:
     c = cluster().nodes("n", 1, gpu=8).job("a", replicas=1, gpu=1).job("b", replicas=1, gpu=1)
     result = c.cycle(budgeted(raw))
-    assert binds(result) == 2 and result.deferred == 0
+    assert binds(result) == 2 and result.deferred == ()
     warnings = action_warnings(budgeted(raw))
     assert [(w.action, w.key) for w in warnings] == [("allocate", "maxBindsPerCycle")]
     assert warnings[0].using == "allocate uses no bound (the default)"
@@ -183,7 +196,7 @@ def test_the_loop_starts_the_next_cycle_at_once_while_jobs_are_deferred(
     runner.join(10)
     assert not runner.is_alive()
     assert [binds(r) for r in cache.applied] == [2, 2, 1]  # no fourth cycle: nothing deferred, the period holds
-    assert [r.deferred for r in cache.applied] == [3, 1, 0]
+    assert [len(r.deferred) for r in cache.applied] == [3, 1, 0]
     assert "3 jobs left for the next cycle (maxBindsPerCycle)" in caplog.text
     bench_module("shards")  # bench/ on sys.path
     from shards_report import binding_cycles
