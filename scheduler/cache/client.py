@@ -85,8 +85,7 @@ def api_client(kubeconfig: str | None, *, master: str | None = None,
         where = "the in-cluster config" if in_cluster else f"the kubeconfig {path or '~/.kube/config'}"
         detail = " ".join(str(exc).split())  # a YAML error's lines, in one
         raise KubeconfigError(f"cannot load {where}: {detail}") from None
-    if master:  # Volcano's --master overrides the kubeconfig's server
-        cfg.host = master
+    steady_refresh(cfg, master=master)
     cfg.connection_pool_maxsize = 64
     api = client.ApiClient(cfg)
     if rate_limit is not None:
@@ -138,6 +137,38 @@ def keep_token_fresh(cfg: Any, token_file: str, *, clock: Callable[[], float] = 
 
     # In place of the loader's own hook, which only sets the token it read at start again (and sets itself again):
     # a user with a tokenFile has no expiring exec or OIDC credentials for it to renew.
+    cfg.refresh_api_key_hook = refresh
+
+
+def steady_refresh(cfg: Any, *, master: str | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    """Make the client's per-request credential hook cheap and keep Volcano's `--master` over the kubeconfig.
+
+    The official client calls `refresh_api_key_hook` for the header of every request. The kubeconfig loader's
+    hook sets the token, the server and the TLS settings of the kubeconfig again each time (~70 us of every bind
+    on this machine), and so silently puts the kubeconfig's server back in place of `--master` from the first
+    request on; it also sets itself again as the hook. Here whatever hook is set (the loader's, or
+    `keep_token_fresh`'s) runs at most once every TOKEN_CHECK_EVERY seconds, `master` is set again after it, and
+    this wrapper stays the hook. The loader renews an expiring credential 5 minutes before its expiry
+    (kubernetes/config/kube_config.py), so a second's delay never sends an expired one."""
+    if master:  # Volcano's --master overrides the kubeconfig's server
+        cfg.host = master.rstrip("/")
+    inner = cfg.refresh_api_key_hook
+    if inner is None:
+        return
+    lock = threading.Lock()
+    state = {"at": float("-inf")}
+
+    def refresh(configuration: Any) -> None:
+        now = clock()
+        if now - state["at"] < TOKEN_CHECK_EVERY:
+            return
+        with lock:
+            state["at"] = now
+            inner(configuration)
+            configuration.refresh_api_key_hook = refresh  # (the loader's hook puts itself back)
+            if master:
+                configuration.host = master.rstrip("/")
+
     cfg.refresh_api_key_hook = refresh
 
 

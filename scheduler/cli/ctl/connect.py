@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from scheduler.cache.client import steady_refresh
 from scheduler.cache.kube import Kube, KubeError
 from scheduler.cli.ctl.client import Client, MissingCRDError, missing_crd
 from scheduler.cli.ctl.exits import EXIT_FAILURE, EXIT_USER
@@ -100,16 +101,7 @@ def kube(args: argparse.Namespace) -> Kube:
                     "no cluster to talk to: no kubeconfig (--kubeconfig, $KUBECONFIG or "
                     "~/.kube/config) and not running in a pod"
                 ) from exc
-    if master:
-        cfg.host = master.rstrip("/")
-        loader_hook = cfg.refresh_api_key_hook  # the kubeconfig loader's, which sets the kubeconfig's server again
-
-        def keep_master(configuration: object) -> None:
-            if loader_hook is not None:
-                loader_hook(configuration)
-            configuration.host = master.rstrip("/")  # type: ignore[attr-defined]
-
-        cfg.refresh_api_key_hook = keep_master  # type: ignore[assignment]
+    steady_refresh(cfg, master=master)  # (the loader's hook would put the kubeconfig's server back)
     return WaitingKube(k8s.ApiClient(cfg), request_timeout=args.request_timeout)
 
 
