@@ -273,15 +273,16 @@ class ClusterCache:
         self._unseen = self.applier.in_flight()
         stores = self.stores
         with stores.lock:
-            by_key = dict(stores.pods.objects)  # one copy: the parser walks its values, the binds read UIDs
-            # how current that copy is (a shard's gained nodes are used only if it is past their release)
+            # how current the pods read now are (a shard's gained nodes are used only if it is past their release)
             self._pods_through = max(revision(stores.pods.resource_version or ""), stores.pods_listed_at)
             incremental = self.incremental
             if incremental is not None:  # what changed is found by identity (cache/snapshots.py)
+                by_key = incremental.take_pods(stores.pods.objects)  # the pods as of now, not copied each cycle
                 node_objects, group_objects = dict(stores.nodes.objects), dict(stores.podgroups.objects)
                 dicts = (stores.pods.objects, stores.nodes.objects, stores.podgroups.objects)
-                incremental.written(*(journal_of(d) for d in dicts))  # what changed since, by key
+                incremental.written(journal_of(dicts[1]), journal_of(dicts[2]))  # what changed since, by key
             else:
+                by_key = dict(stores.pods.objects)  # one copy: the parser walks its values, the binds read UIDs
                 nodes = list(stores.nodes.objects.values())
             stores.expire_assumed(now)
             assumed = {key: node for key, (node, _) in stores.assumed.items()}

@@ -25,23 +25,25 @@ class Journaled(dict[str, MutableObj]):
     a sixth of a second per cycle).
 
     The keys are noted in the order the dict holds new keys: a key that comes (or comes back after it went) goes
-    last in both, and a change to a key already noted keeps its place. A journal that outgrows the dict (nothing
+    last in both, and a change to a key already noted keeps its place. Each key notes whether it came (or came
+    back) since the last take: True, it went last in the dict; False, it was changed or deleted only. So a reader
+    can keep a copy in the dict's very order from the journal alone. A journal that outgrows the dict (nothing
     took it: a standby) is dropped, and `take` then says so with None: the reader compares everything once."""
 
     __slots__ = ("_written",)
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self._written: dict[str, None] | None = {}
+        self._written: dict[str, bool] | None = {}
 
     def __setitem__(self, key: str, value: MutableObj) -> None:
         written = self._written
         if written is not None:
             if key not in self:
                 written.pop(key, None)
-                written[key] = None
+                written[key] = True
             elif key not in written:
-                written[key] = None
+                written[key] = False
             if len(written) > 2 * len(self) + 1024:
                 self._written = None
         super().__setitem__(key, value)
@@ -49,11 +51,11 @@ class Journaled(dict[str, MutableObj]):
     def __delitem__(self, key: str) -> None:
         super().__delitem__(key)
         if self._written is not None:
-            self._written.setdefault(key, None)
+            self._written.setdefault(key, False)
 
     def pop(self, key: str, *default: Any) -> Any:
         if key in self and self._written is not None:
-            self._written.setdefault(key, None)
+            self._written.setdefault(key, False)
         return super().pop(key, *default)
 
     def setdefault(self, key: str, default: MutableObj) -> MutableObj:
@@ -74,13 +76,13 @@ class Journaled(dict[str, MutableObj]):
 
     popitem = __ior__ = _unsupported
 
-    def take(self) -> dict[str, None] | None:
+    def take(self) -> dict[str, bool] | None:
         """The keys written since the last take (None: not known), and a fresh journal."""
         written, self._written = self._written, {}
         return written
 
 
-def journal_of(objects: dict[str, MutableObj]) -> dict[str, None] | None:
+def journal_of(objects: dict[str, MutableObj]) -> dict[str, bool] | None:
     """`take` of a Journaled dict; None for a plain one (a test's, or one a list replaced with a plain dict)."""
     return objects.take() if isinstance(objects, Journaled) else None
 
