@@ -20,7 +20,7 @@ from typing import Any
 
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.kube import loads
-from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, run_cycle
+from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, freeze_snapshot, run_cycle
 
 GROUP = "scheduling.k8s.io/group-name"
 
@@ -95,7 +95,10 @@ def run(policy: str, pods: int, cycles: int, arrive: int) -> tuple[float, float]
             made += arrive
             paused: AbstractContextManager[None] = collector_paused() if policy == "now" else before_2026_12_05()
             with paused:
-                result = run_cycle(cache.snapshot(), conf)
+                snapshot = cache.snapshot()
+                if policy == "now":
+                    freeze_snapshot()  # as the scheduler's loop does (cache/runner.py)
+                result = run_cycle(snapshot, conf)
                 for gang in result.binds:  # each bind lands, as the watch would show it
                     for key, name in gang.binds:
                         obj = dict(cache.pods.objects[key])

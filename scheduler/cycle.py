@@ -100,13 +100,29 @@ def collector_paused() -> Iterator[None]:
     """
     was_enabled = gc.isenabled()
     gc.disable()
+    _paused[0] = was_enabled
     try:
         yield
     finally:
+        _paused[0] = False
         if was_enabled:
             gc.collect(1)
             gc.freeze()
             gc.enable()
+
+
+_paused = [False]  # inside `collector_paused`, which will collect the young generations and freeze at its end
+
+
+def freeze_snapshot() -> None:
+    """Inside `collector_paused`, once the cycle's snapshot is built: freeze what exists now (the snapshot, and
+    what the watches stored since the last cycle), as the end of the cycle would, so the young pass there walks
+    only what the session made and what the watches stored meanwhile. Building a snapshot leaves no reference
+    cycles behind (tests/framework/test_collector.py), so nothing collectable is frozen; the session's cycles are
+    made after this and collected at the end. A 4-replica burst at 50,000 nodes spent ~7% of a replica's GIL
+    time in that pass, most of it walking the snapshot's new objects. Outside `collector_paused`, nothing."""
+    if _paused[0]:
+        gc.freeze()
 
 
 def collect_between_cycles(now: Callable[[], float] = time.monotonic) -> int:

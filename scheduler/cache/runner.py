@@ -33,6 +33,7 @@ from scheduler.cycle import (
     bulk_blockers,
     collect_between_cycles,
     collector_paused,
+    freeze_snapshot,
     load_conf,
     run_cycle,
 )
@@ -204,6 +205,7 @@ class SchedulerLoop:
     def run_once(self) -> CycleResult:
         started, cpu = time.monotonic(), time.process_time()
         snapshot = self.cache.snapshot()
+        freeze_snapshot()  # (the cycle's young pass walks what the session makes, not the snapshot)
         snapshot_seconds = time.monotonic() - started
         result = run_cycle(snapshot, self.conf.current(), trace=self.trace, memo=self.memo)
         self._give_up_partial_gangs(snapshot, result)

@@ -3,13 +3,26 @@ way out and freezes what is left, and passes over everything frozen once every F
 
 from __future__ import annotations
 
+import copy
 import gc
+import itertools
+import random
 import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from scheduler.cycle import FULL_PASS_EVERY, collect_between_cycles, collector_paused
+from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cycle import (
+    FULL_PASS_EVERY,
+    builtin_default_conf,
+    collect_between_cycles,
+    collector_paused,
+    freeze_snapshot,
+    run_cycle,
+)
+from scheduler.sim.objects import node_object, pod_object
 
 
 @pytest.fixture(autouse=True)
@@ -87,3 +100,75 @@ def _cycle_frozen() -> _Node:
         node.other = _Node()
         node.other.other = node
     return node
+
+
+def test_freezing_after_the_snapshot_still_frees_the_sessions_cycles_and_does_nothing_outside_a_cycle() -> None:
+    gc.unfreeze()
+    freeze_snapshot()  # outside a cycle: nothing frozen
+    assert gc.get_freeze_count() == 0
+    with collector_paused():
+        snapshot = _Node()  # made before the freeze, still in use: frozen, out of the end's young pass
+        freeze_snapshot()
+        assert gc.get_freeze_count() > 0
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a  # the session's cycle, made after the freeze
+        gone = weakref.ref(a)
+        del a, b
+    assert gone() is None
+    assert snapshot.other is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_taking_a_snapshot_leaves_no_reference_cycle_behind(seed: int) -> None:
+    """What `freeze_snapshot` relies on: the cache's snapshot, full or incremental, with pods of ours and of other
+    schedulers coming, bound, deleted and made again, and a cycle between, leaves nothing only the collector
+    could free (nothing collectable is frozen with it)."""
+    rng = random.Random(seed)
+    cache = ClusterCache(None, {"volcano-py"}, "default", clock=lambda: 1.8e9)
+    cache.events.record = lambda *_: None  # type: ignore[method-assign]
+    on, rv = cache.watcher._on_event, itertools.count(1)
+
+    def event(kind: str, type_: str, obj: dict[str, Any]) -> None:
+        obj["metadata"]["resourceVersion"] = str(next(rv))
+        on(getattr(cache, kind), type_, obj)
+
+    event("queues", "ADDED", {"metadata": {"name": "default"}, "spec": {"weight": 1}})
+    for i in range(6):
+        event("nodes", "ADDED", node_object(f"n{i}", gpu=8, cpu="32", memory="128Gi"))
+    made = itertools.count()
+    conf = builtin_default_conf()
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(6):
+            for _ in range(rng.randint(1, 3)):
+                group, size = f"pg{next(made)}", rng.randint(1, 4)
+                event("podgroups", "ADDED", {"metadata": {"name": group, "namespace": "ns", "uid": group},
+                                             "spec": {"minMember": size, "queue": "default"}})
+                for j in range(size):
+                    pod = pod_object(f"{group}-{j}", namespace="ns", group=group, gpu=1, cpu="1")
+                    pod["metadata"]["uid"] = f"{group}-{j}-{next(made)}"
+                    event("pods", "ADDED", pod)
+            other = pod_object(f"o{next(made)}", namespace="x", cpu="1", scheduler_name="default-scheduler")
+            other["spec"]["nodeName"] = f"n{rng.randrange(6)}"
+            other["status"] = {"phase": "Running"}
+            other["metadata"]["uid"] = other["metadata"]["name"]
+            event("pods", "ADDED", other)
+            for key in rng.sample(sorted(cache.pods.objects), k=min(2, len(cache.pods.objects))):
+                event("pods", "DELETED", cache.pods.objects[key])
+            gc.collect()
+            del gc.garbage[:]
+            gc.freeze()  # as the cycle before ended: only what the snapshot makes is seen by the collector now
+            snapshot = cache.snapshot()
+            assert gc.collect() == 0, [type(o).__qualname__ for o in gc.garbage][:20]
+            result = run_cycle(snapshot, conf)
+            for gang in result.binds:  # each bind lands, as the watch shows it
+                for key, name in gang.binds:
+                    pod = copy.deepcopy(cache.pods.objects[key])
+                    pod["spec"]["nodeName"] = name
+                    event("pods", "MODIFIED", pod)
+            del snapshot, result
+    finally:
+        gc.set_debug(0)
+        del gc.garbage[:]
+        cache.stop(timeout=1.0)
