@@ -292,9 +292,9 @@ class ClusterCache:
             inputs, _, pcs = self._inputs(assumed, now)
             self._snapshot_pods = by_key  # the pods this cycle decides for: its binds name their UIDs
             # With --active-shards, a node outside this replica's last session is rebuilt only once one needs it
-            defer = self.active.defers if self.active is not None else None
+            defer, undefer = (self.active.defers, self.active.undeferred) if self.active is not None else (None, None)
             snapshot = self._finish(incremental.build(by_key, node_objects, group_objects, dicts, pcs, inputs,
-                                                      defer, reread), incremental)
+                                                      defer, reread, undefer), incremental)
         for pod, group, created in snapshot.orphans:  # the recorder sends each (pod, message) once
             if created and now - created >= ORPHAN_GRACE:
                 self.events.record("Pod", pod, "Warning", "PodGroupNotFound",

@@ -103,11 +103,13 @@ class CacheSnapshots:
 
     def build(self, pods: dict[str, MutableObj], nodes: dict[str, MutableObj], podgroups: dict[str, MutableObj],
               dicts: tuple[object, ...], pcs: dict[str, int], inputs: SnapshotInputs,
-              defer: Callable[[str], bool] | None = None, reread: Collection[str] = ()) -> ClusterSnapshot:
+              defer: Callable[[str], bool] | None = None, reread: Collection[str] = (),
+              undefer: Callable[[set[str]], set[str]] | None = None) -> ClusterSnapshot:
         """`pods`: `take_pods`'s answer; `nodes`, `podgroups`: copies of the stores' dicts, taken under the lock;
         `dicts`: the stores' dicts themselves; `inputs`: the rest of the snapshot's inputs (its nodes, PodGroups
         and pods unread);
-        `defer`: the nodes whose usage may wait (`IncrementalSnapshot.build`, made current by `refresh`);
+        `defer`, `undefer`: the nodes whose usage may wait (`IncrementalSnapshot.build`, made current by
+        `refresh`);
         `reread`: pods read again though unchanged (their light read no longer serves, cache/parse.py)."""
         seen = (*dicts, pcs)
         full = len(seen) != len(self._dicts) or any(a is not b for a, b in zip(seen, self._dicts, strict=False))
@@ -124,7 +126,7 @@ class CacheSnapshots:
         self._dicts = seen
         self._nodes, self._podgroups = nodes, podgroups
         try:
-            return self.builder.build(inputs, delta, defer)
+            return self.builder.build(inputs, delta, defer, undefer)
         except BaseException:
             self._dicts = ()  # the builder may have applied part of the changes: the next build is a full one
             raise

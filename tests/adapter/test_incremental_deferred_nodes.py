@@ -103,6 +103,9 @@ class Keeps:
     def defers(self, name: str) -> bool:
         return self.scope is not None and name not in self.scope
 
+    def undeferred(self, names: set[str]) -> set[str]:
+        return {name for name in names if not self.defers(name)}
+
     def restrict(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
         self.scope = frozenset(self.keep)
         return replace(snapshot, nodes={n: v for n, v in snapshot.nodes.items() if n in self.keep})
