@@ -129,10 +129,11 @@ def wants_gang(pod: Obj) -> bool:
 
 
 def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None, creation: float = 0.0,
-                  sink: list[F.FieldInvalid] | None = None) -> TaskInfo:
+                  sink: list[F.FieldInvalid] | None = None, resreq: Resource | None = None) -> TaskInfo:
     """Every field through the table (api/fields.py): a bad one is reported to `sink` and read as its safe
     default, or raises FieldError (a request Kubernetes would reject, a constraint that cannot be read) and the
-    caller skips that pod with an event."""
+    caller skips that pod with an event. `resreq`: the pod's request, when the caller read one of the very same
+    resource fields before (cache/parse.py keeps one per shape)."""
     raw_meta = pod.get("metadata")
     meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     name, namespace = meta.get("name"), meta.get("namespace")
@@ -165,7 +166,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
         name=name,
         namespace=namespace,
         job=f"{namespace}/{F_GROUP.read(group, key, sink)}" if group else key,
-        resreq=request_of(spec, key),
+        resreq=request_of(spec, key) if resreq is None else resreq,
         role=role_of(annotations, labels, key, sink),
         status=status_of(pod, key, sink),
         node_name=node_name if type(node_name) is str and len(node_name) <= F.NAME_MAX

@@ -44,7 +44,6 @@ from scheduler.api.pod import (
     is_preemptable,
     role_of,
     status_of,
-    with_host_ports,
 )
 from scheduler.api.queue import QueueInfo
 from scheduler.api.quota import ResourceQuotaInfo, quota_from_object
@@ -53,9 +52,6 @@ from scheduler.api.timestamps import parse_time
 from scheduler.cache.kube import dumps
 
 log = logging.getLogger("volcano_py.cache")
-
-# Every field of a pod spec that `pod_request` reads; the rest of the spec does not change the request.
-_REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")
 
 Unreadable = Callable[[str, str, str], None]  # (kind, key, message): an object skipped, first time
 
@@ -367,17 +363,9 @@ class ParseCache:
             if task is not None and shape is not None:
                 self._keep_request(shape, task.resreq)
             return task, None
-        stub = {**obj, "spec": {k: v for k, v in spec.items() if k not in _REQUEST_FIELDS}}
-
-        def from_stub(o: MutableObj, sink: list[F.FieldInvalid]) -> TaskInfo:
-            task = task_from_pod(o, priority_classes=pcs, creation=created, sink=sink)
-            task.resreq = request
-            ports = host_ports_of(spec, key)  # in the containers the stub left out
-            if ports:
-                task.constraints = with_host_ports(task.constraints, ports)
-            return task
-
-        return self.read_fields("Pod", stub, from_stub, early), None
+        known = request  # (the request of this shape, read before: not computed again)
+        return self.read_fields("Pod", obj, lambda o, sink: task_from_pod(
+            o, priority_classes=pcs, creation=created, sink=sink, resreq=known), early), None
 
     def _request(self, shape: bytes | None, spec: MutableObj, key: str) -> Resource:
         """The request of a pod whose shape was not read before (FieldError for a quantity Kubernetes rejects)."""

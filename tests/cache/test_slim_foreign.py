@@ -238,3 +238,22 @@ def test_another_schedulers_pod_whose_affinity_cannot_be_read_still_fills_its_no
     node = cache.snapshot().nodes["n1"]
     assert "ns/odd" in node.tasks and node.used.cpu == 3000
     assert [r.path for r in cache.parser.problems[("Pod", "ns/odd")]] == ["spec.affinity"]
+
+
+@given(pods)
+@example(PORTS)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_pod_of_ours_whose_request_shape_was_read_before_reads_as_a_fresh_parse(pod: dict[str, Any]) -> None:
+    """The parse cache computes a request once per shape of resource fields (cache/parse.py): the next pod of
+    that shape (a gang's next member) reads as it would alone, problems included."""
+    if not isinstance(pod.get("spec"), dict) or not isinstance(pod.get("metadata"), dict):
+        return
+    pod = {**pod, "spec": {**pod["spec"], "schedulerName": "volcano-py"}}
+    twin = {**pod, "metadata": {**pod["metadata"], "name": "twin"}}
+    for pcs in ({}, {"high": 100, "low": -1}):
+        alone = parsed(pod, pcs)
+        parser = ParseCache(OURS, threading.Lock(), lambda *_: None)
+        parser.task(twin, pcs)  # the same resource fields, read first
+        task = parser.task(pod, pcs)
+        key = key_of(pod)
+        assert (value(task), sorted(repr(p) for k, p in parser.problems.items() if k == ("Pod", key))) == alone
