@@ -132,8 +132,7 @@ def task_from_pod(pod: Obj, *, priority_classes: Mapping[str, int] | None = None
                   sink: list[F.FieldInvalid] | None = None, resreq: Resource | None = None) -> TaskInfo:
     """Every field through the table (api/fields.py): a bad one is reported to `sink` and read as its safe
     default, or raises FieldError (a request Kubernetes would reject, a constraint that cannot be read) and the
-    caller skips that pod with an event. `resreq`: the pod's request, when the caller read one of the very same
-    resource fields before (cache/parse.py keeps one per shape)."""
+    caller skips that pod with an event. `resreq`: the request, known from a pod of the same resource fields."""
     raw_meta = pod.get("metadata")
     meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     name, namespace = meta.get("name"), meta.get("namespace")
