@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from scheduler.cache.cluster_cache import ClusterCache
+from scheduler.cache.runner import ConfWatcher, SchedulerLoop
 from scheduler.cycle import (
     FULL_PASS_EVERY,
     builtin_default_conf,
@@ -23,6 +24,7 @@ from scheduler.cycle import (
     run_cycle,
 )
 from scheduler.sim.objects import node_object, pod_object
+from scheduler.testing import cluster
 
 
 @pytest.fixture(autouse=True)
@@ -172,3 +174,42 @@ def test_taking_a_snapshot_leaves_no_reference_cycle_behind(seed: int) -> None:
         gc.set_debug(0)
         del gc.garbage[:]
         cache.stop(timeout=1.0)
+
+
+class _Marker:
+    pass
+
+
+class _Cache:
+    """A small cluster whose snapshot and apply each leave one marker object, to see which the loop froze."""
+
+    def __init__(self) -> None:
+        self._sim = cluster().node("n0", gpu=8).job("j", replicas=2, gpu=1).sim
+        self.made: dict[str, _Marker] = {}
+
+    def snapshot(self) -> Any:
+        self.made["snapshot"] = _Marker()
+        return self._sim.snapshot()
+
+    def apply(self, result: Any) -> None:
+        self.made["apply"] = _Marker()
+
+    def bound_at(self, key: str) -> float | None:
+        return None
+
+    def controller_owned(self, job: str) -> bool:
+        return False
+
+    def has_podgroup(self, job: str) -> bool:
+        return True
+
+
+def test_the_loop_freezes_the_snapshot_before_the_session_and_not_what_the_session_makes() -> None:
+    gc.unfreeze()
+    cache = _Cache()
+    with collector_paused():
+        SchedulerLoop(cache, ConfWatcher(None), period=1.0).run_once()  # type: ignore[arg-type]
+        young = gc.get_objects()  # every tracked object the collector still sees (frozen ones are not)
+        assert not any(o is cache.made["snapshot"] for o in young)  # frozen with the snapshot
+        assert any(o is cache.made["apply"] for o in young)  # made after: left to the cycle's young pass
+        del young
