@@ -206,6 +206,7 @@ class _Cache:
 
 def test_the_loop_freezes_the_snapshot_before_the_session_and_not_what_the_session_makes() -> None:
     gc.unfreeze()
+    gc.enable()  # (as the scheduler runs: collector_paused freezes nothing when the collector was off)
     cache = _Cache()
     with collector_paused():
         SchedulerLoop(cache, ConfWatcher(None), period=1.0).run_once()  # type: ignore[arg-type]
