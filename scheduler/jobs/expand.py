@@ -1,7 +1,10 @@
 """Expand a Volcano Job into its PodGroup and pods. Layer: jobs (pure: plain dicts in, plain dicts out).
 
 The simulator and the kopf controllers both call these functions, so a Job expands the same way in both.
-Inputs are never mutated; every result is a fresh deep copy.
+Inputs are never mutated; every result is a fresh deep copy, except that `normalize_job` of its own answer is that
+answer: each function here normalizes what it is given and they call one another, so a job normalized once is
+not copied again at every step (the simulator's job controller syncs every job every cycle). A normalized job is
+not to be changed; a copy of one (`copy.copy`, `copy.deepcopy`) is a plain dict, normalized afresh.
 """
 
 from __future__ import annotations
@@ -23,6 +26,18 @@ if TYPE_CHECKING:
 Manifest = dict[str, Any]
 
 
+class NormalizedJob(dict[str, Any]):
+    """What `normalize_job` answers: normalizing it again answers it as it is. Copies are plain dicts."""
+
+    __slots__ = ()
+
+    def __copy__(self) -> Manifest:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Manifest:
+        return copy.deepcopy(dict(self), memo)
+
+
 # ---------------------------------------------------------------------------------------------- defaults
 
 
@@ -32,7 +47,9 @@ def normalize_job(job: Mapping[str, Any]) -> Manifest:
     Each default follows pkg/webhooks/admission/jobs/mutate/mutate_job.go (createPatch); docs/volcano-defaults.md
     lists them with where volcano-py applies each (the CRD's `default:` where the apiserver can, else here).
     """
-    out = copy.deepcopy(dict(job))
+    if type(job) is NormalizedJob:
+        return job
+    out = NormalizedJob(copy.deepcopy(dict(job)))
     spec = out.setdefault("spec", {})
     if not spec.get("queue"):  # patchDefaultQueue
         spec["queue"] = keys.DEFAULT_QUEUE
