@@ -8,6 +8,8 @@ see which cycle bound which pod. kwok moves bound pods to Running and finishes a
 from __future__ import annotations
 
 import json
+import signal
+import time
 import uuid
 from datetime import datetime
 
@@ -453,3 +455,25 @@ def test_a_standby_replica_takes_over_only_when_the_leader_leaves(control_plane,
         stop_controllers(first)
         if second is not None:
             stop_controllers(second)
+
+
+def test_sigterm_stops_the_running_controllers_at_once(control_plane, tmp_path):
+    """kopf's own SIGTERM handler left its wait on our stop flag running and gave it 5 s at every stop (a rolling
+    update, a Lease handed over); once kopf is ready the signal sets that flag, and the controllers stop at once."""
+    ctl = start_controllers(control_plane, tmp_path / "stop.log", "--no-leader-elect", "--log-level", "debug")
+    try:
+        wait_for(lambda: "controllers ready: SIGTERM" in ctl.text(), TIMEOUT, what="the controllers ready")
+        # and running: kopf has found the resources and watches them (a stop during its first discovery leaves
+        # its retrying requests to the same 5 s, a kopf matter of the first second only)
+        wait_for(lambda: "Starting the watch-stream for jobs.v1alpha1.batch.volcano.sh" in ctl.text(), TIMEOUT,
+                 what="the controllers watching Jobs")
+        signalled = time.monotonic()
+        ctl.proc.send_signal(signal.SIGTERM)
+        assert ctl.proc.wait(TIMEOUT) == 0, ctl.text()
+        took = time.monotonic() - signalled
+    finally:
+        stop_controllers(ctl)
+    text = ctl.text()
+    assert "Stop-flag is set" in text and "Signal SIGTERM is received" not in text, text[-3000:]
+    assert "Hung tasks are stopped" not in text, text[-3000:]  # nothing left for kopf to wait 5 s on
+    assert took < 3.0, f"stopped {took:.1f}s after SIGTERM"
