@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from controlplane import create_gpu_node, node_is_ready, wait_for
+from operators import delete_namespace
 from test_scheduler import NODE_SET, TIMEOUT
 
 HERE = Path(__file__).resolve().parent
@@ -31,7 +32,7 @@ def namespace(core_v1, request):
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     core_v1.create_namespace({"metadata": {"name": name, "labels": {"volcano-py.test/e2e": "true"}}})
     yield name
-    core_v1.delete_namespace(name)
+    delete_namespace(core_v1, name)  # a fixture may have deleted it already (operators.gpu_nodes)
 
 
 @pytest.fixture

@@ -120,9 +120,15 @@ tiers:
 
 
 @contextmanager
-def gpu_nodes(core_v1, label: str, tag: str, **node: str) -> Iterator[Callable[[int, int], list[str]]]:
+def gpu_nodes(core_v1, label: str, tag: str, namespace: str | None = None,
+              **node: str) -> Iterator[Callable[[int, int], list[str]]]:
     """`make(count, gpus)`: that many Ready nodes of `gpus` GPUs each, labelled `label=tag` (a module pins its
-    pods to them); deleted when the block ends. `node`: more of create_gpu_node's arguments."""
+    pods to them); deleted when the block ends. `node`: more of create_gpu_node's arguments.
+
+    `namespace`: the test's; it is deleted, and its pods gone, before the nodes are. A pod whose node is deleted
+    under it stays bound to no node until kube-controller-manager's pod GC takes it, 40 s later, and until then
+    it counts as its queue's, as in Volcano (its cache keeps a bound pod's node as a placeholder): the next
+    test's gang waited behind the last one's for that long."""
     made: list[str] = []
 
     def make(count: int, gpus: int) -> list[str]:
@@ -137,8 +143,22 @@ def gpu_nodes(core_v1, label: str, tag: str, **node: str) -> Iterator[Callable[[
     try:
         yield make
     finally:
+        if namespace is not None:
+            delete_namespace(core_v1, namespace)  # no pod can be made in it from now on
+            core_v1.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+            wait_for(lambda: not core_v1.list_namespaced_pod(namespace).items, TIMEOUT,
+                     what=f"the pods of namespace {namespace} gone before their nodes")
         for name in made:
             core_v1.delete_node(name)
+
+
+def delete_namespace(core_v1, name: str) -> None:
+    """Delete the namespace; one being deleted already, or gone, is left as it is."""
+    try:
+        core_v1.delete_namespace(name)
+    except client.ApiException as exc:
+        if exc.status not in (404, 409):
+            raise
 
 
 def install_crds(api_client, name: str, files: tuple[str, ...]) -> list[str]:

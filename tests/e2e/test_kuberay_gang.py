@@ -69,8 +69,8 @@ def operator(control_plane, scheduler, tmp_path_factory):
 
 
 @pytest.fixture
-def nodes(core_v1):
-    with gpu_nodes(core_v1, "ray-e2e", TAG) as make:
+def nodes(core_v1, namespace):
+    with gpu_nodes(core_v1, "ray-e2e", TAG, namespace) as make:
         yield make
 
 

@@ -60,9 +60,9 @@ def operator(control_plane, api_client, core_v1, scheduler, tmp_path_factory):
 
 
 @pytest.fixture
-def nodes(core_v1):
+def nodes(core_v1, namespace):
     # ephemeral-storage as a kubelet reports it: MPIJob's launcher init container asks for some.
-    with gpu_nodes(core_v1, "op-e2e", TAG, ephemeral_storage="100Gi") as make:
+    with gpu_nodes(core_v1, "op-e2e", TAG, namespace, ephemeral_storage="100Gi") as make:
         yield make
 
 
