@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from controlplane import create_gpu_node, node_is_ready, wait_for
+from controlplane import create_gpu_node, delete_node_and_pods, node_is_ready, wait_for
 from operators import delete_namespace
 from test_scheduler import NODE_SET, TIMEOUT
 
@@ -51,7 +51,7 @@ def node_set(core_v1):
     make_node.tag = tag  # type: ignore[attr-defined]
     yield make_node
     for name in created:
-        core_v1.delete_node(name)
+        delete_node_and_pods(core_v1, name)
 
 
 @pytest.fixture

@@ -915,6 +915,23 @@ def _core(api):
     return client.CoreV1Api(api) if isinstance(api, client.ApiClient) else api
 
 
+def delete_node_and_pods(api, name: str) -> None:
+    """Delete the node, its pods first (grace 0, as kwok would end them). A pod whose node is deleted under it stays
+    bound to no node until kube-controller-manager's pod GC takes it, 40 s later, and counts as its queue's until
+    then (as in Volcano, whose cache keeps a placeholder node for it): the next test waited behind it."""
+    from kubernetes import client
+
+    core = _core(api)
+    pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}").items
+    for pod in pods:
+        try:
+            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
+    core.delete_node(name)
+
+
 def create_gpu_node(
     api,
     name: str,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from controlplane import REPO_ROOT, create_gpu_node, node_is_ready, wait_for
+from controlplane import REPO_ROOT, create_gpu_node, delete_node_and_pods, node_is_ready, wait_for
 from kubernetes import client
 
 from scheduler.api.snapshot import CycleResult
@@ -98,7 +98,7 @@ def kwok_nodes(core_v1, names: list[str], **node: object) -> Iterator[list[str]]
         yield names
     finally:
         for name in names:
-            core_v1.delete_node(name)
+            delete_node_and_pods(core_v1, name)
 
 
 # ---- the controllers, as a process -------------------------------------------------------------------------

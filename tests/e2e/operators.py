@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import create_gpu_node, free_port, node_is_ready, wait_for
+from controlplane import create_gpu_node, delete_node_and_pods, free_port, node_is_ready, wait_for
 from inprocess import running_controllers, running_scheduler
 from kubernetes import client
 from test_controllers import podgroup
@@ -149,7 +149,7 @@ def gpu_nodes(core_v1, label: str, tag: str, namespace: str | None = None,
             wait_for(lambda: not core_v1.list_namespaced_pod(namespace).items, TIMEOUT,
                      what=f"the pods of namespace {namespace} gone before their nodes")
         for name in made:
-            core_v1.delete_node(name)
+            delete_node_and_pods(core_v1, name)
 
 
 def delete_namespace(core_v1, name: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from controlplane import assert_no_overcommit, create_gpu_node, node_is_ready, wait_for
+from controlplane import assert_no_overcommit, create_gpu_node, delete_node_and_pods, node_is_ready, wait_for
 from kubernetes import client
 from test_active_shards_on_cluster import LEASE, LEASE_NS, RACK, SHARDS, desired, holder, in_use, pinned_gang, replicas
 from test_scheduler import NODE_SET, TIMEOUT, bound_pods
@@ -95,7 +95,7 @@ def test_a_replica_killed_mid_gang_leaves_the_gang_to_the_survivor_which_binds_i
     finally:
         for name in ours:
             try:
-                core_v1.delete_node(name)
+                delete_node_and_pods(core_v1, name)
             except client.ApiException as exc:
                 if exc.status != 404:
                     raise

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from controlplane import REPO_ROOT, create_gpu_node, node_is_ready, wait_for
+from controlplane import REPO_ROOT, create_gpu_node, delete_node_and_pods, node_is_ready, wait_for
 from kubernetes import client
 
 from scheduler.cache.kube import Kube, KubeError
@@ -33,7 +33,7 @@ def fenced(control_plane, core_v1, namespace):
     wait_for(lambda: node_is_ready(core_v1, node), 60, what=f"node {node} Ready")
     yield f"{LEASE_NS}/{lease}", node
     coordination.delete_namespaced_lease(lease, LEASE_NS)
-    core_v1.delete_node(node)
+    delete_node_and_pods(core_v1, node)
 
 
 def bind(kube: Kube, namespace: str, pod: str, node: str, annotations: dict[str, str]) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from controlplane import create_gpu_node, free_port, node_is_ready, wait_for
+from controlplane import create_gpu_node, delete_node_and_pods, free_port, node_is_ready, wait_for
 from processes import Process
 from test_manifests import http_get, sample
 
@@ -33,7 +33,7 @@ def two_nodes(core_v1):
         wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
     yield tag, names
     for name in names:
-        core_v1.delete_node(name)
+        delete_node_and_pods(core_v1, name)
 
 
 def pod(name: str, tag: str, cpu: str, *, group: str | None = None, node: str | None = None) -> dict:

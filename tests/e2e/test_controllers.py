@@ -20,6 +20,7 @@ from controlplane import (
     EXIT_CODE_ANNOTATION,
     REPO_ROOT,
     create_gpu_node,
+    delete_node_and_pods,
     node_is_ready,
     wait_for,
 )
@@ -51,7 +52,7 @@ def gpu_nodes(control_plane, core_v1):
         wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
     yield names
     for name in names:
-        core_v1.delete_node(name)
+        delete_node_and_pods(core_v1, name)
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from controlplane import (
     assert_no_overcommit,
     bind_pod,
     create_gpu_node,
+    delete_node_and_pods,
     node_is_ready,
     wait_for,
 )
@@ -29,7 +30,7 @@ def gpu_node(core_v1):
     create_gpu_node(core_v1, name, zone="zone-test", rack="rack-test")
     wait_for(lambda: node_is_ready(core_v1, name), TIMEOUT, what=f"node {name} Ready (kwok)")
     yield name
-    core_v1.delete_node(name)
+    delete_node_and_pods(core_v1, name)
 
 
 def make_pod(name, gpus=1, cpu="1", annotations=None, owner=None):

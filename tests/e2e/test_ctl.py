@@ -14,7 +14,7 @@ import sys
 import uuid
 
 import pytest
-from controlplane import REPO_ROOT, create_gpu_node, node_is_ready, wait_for
+from controlplane import REPO_ROOT, create_gpu_node, delete_node_and_pods, node_is_ready, wait_for
 from inprocess import queue_status, running_controllers, running_scheduler
 from test_controllers import (
     BATCH,
@@ -59,7 +59,7 @@ def nodes(control_plane, core_v1):
         wait_for(lambda n=name: node_is_ready(core_v1, n), TIMEOUT, what=f"node {name} Ready")
     yield names
     for name in names:
-        core_v1.delete_node(name)
+        delete_node_and_pods(core_v1, name)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import REPO_ROOT, wait_for
+from controlplane import REPO_ROOT, delete_node_and_pods, wait_for
 from kubernetes import client
 
 TIMEOUT = 60
@@ -77,7 +77,7 @@ def nodes(core_v1, keys: Keys, labels: dict[str, dict[str, str]]):
         yield
     finally:
         for name in names:
-            core_v1.delete_node(name)
+            delete_node_and_pods(core_v1, name)
 
 
 def all_hypernodes(custom) -> list[dict]:

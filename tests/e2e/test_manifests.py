@@ -22,7 +22,15 @@ from typing import Any
 
 import pytest
 import yaml
-from controlplane import GPU_RESOURCE, REPO_ROOT, create_gpu_node, free_port, node_is_ready, wait_for
+from controlplane import (
+    GPU_RESOURCE,
+    REPO_ROOT,
+    create_gpu_node,
+    delete_node_and_pods,
+    free_port,
+    node_is_ready,
+    wait_for,
+)
 from kubernetes import client
 
 MANIFESTS = REPO_ROOT / "manifests"
@@ -281,7 +289,7 @@ def gpu_node(core_v1):
     create_gpu_node(core_v1, name, gpus=8, labels={NODE_SET: tag})
     wait_for(lambda: node_is_ready(core_v1, name), TIMEOUT, what=f"node {name} Ready")
     yield tag
-    core_v1.delete_node(name)
+    delete_node_and_pods(core_v1, name)
 
 
 @pytest.fixture

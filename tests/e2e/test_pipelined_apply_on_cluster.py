@@ -5,7 +5,7 @@ per pod (tests/cache/test_pipelined_apply.py checks the ordering rules on test d
 
 from __future__ import annotations
 
-from controlplane import assert_no_overcommit, create_gpu_node, node_is_ready, wait_for
+from controlplane import assert_no_overcommit, create_gpu_node, delete_node_and_pods, node_is_ready, wait_for
 from inprocess import running_scheduler
 from test_scheduler import GROUP, NODE_SET, bound_pods, gang_pod, pg_status, podgroup
 
@@ -60,4 +60,4 @@ def test_gangs_in_waves_bind_whole_without_overcommit_with_the_apply_pipelined(c
             assert [k for k in keys if len(scheduler.bind_cycles({k})) != 1] == [], "a pod decided by two cycles"
     finally:
         for name in nodes:
-            core_v1.delete_node(name)
+            delete_node_and_pods(core_v1, name)

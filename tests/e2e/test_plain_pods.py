@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from controlplane import create_gpu_node, node_is_ready, wait_for
+from controlplane import create_gpu_node, delete_node_and_pods, node_is_ready, wait_for
 from inprocess import queue_status, running_controllers, running_scheduler
 from kubernetes import client
 from test_controllers import (
@@ -49,7 +49,7 @@ def nodes(core_v1):
 
     yield make
     for name in made:
-        core_v1.delete_node(name)
+        delete_node_and_pods(core_v1, name)
 
 
 def pods_of(core_v1, namespace: str, app: str) -> list:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from controlplane import ZONE_LABEL, create_gpu_node, node_is_ready, wait_for
+from controlplane import ZONE_LABEL, create_gpu_node, delete_node_and_pods, node_is_ready, wait_for
 from inprocess import running_controllers, running_scheduler
 from kubernetes import client
 
@@ -66,7 +66,7 @@ def nodes(core_v1, tag):
 
     yield make
     for name in created:
-        core_v1.delete_node(name)
+        delete_node_and_pods(core_v1, name)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import json
 import uuid
 
 import pytest
-from controlplane import GPU_RESOURCE, create_gpu_node, node_is_ready, wait_for
+from controlplane import GPU_RESOURCE, create_gpu_node, delete_node_and_pods, node_is_ready, wait_for
 from kubernetes import client
 from processes import Process
 
@@ -106,7 +106,7 @@ def vcjob_cluster(request, control_plane, core_v1, custom, namespace, tmp_path):
         for name in made["classes"]:
             client.SchedulingV1Api(core_v1.api_client).delete_priority_class(name)
         for name in made["nodes"]:
-            core_v1.delete_node(name)
+            delete_node_and_pods(core_v1, name)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
