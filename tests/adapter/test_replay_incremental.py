@@ -137,7 +137,7 @@ def random_workload(rng: random.Random) -> tuple[dict[str, Any], list[dict[str, 
 def test_on_random_workloads_the_incremental_replay_decides_as_the_cold_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     evicted = 0
-    for seed in range(8):
+    for seed in range(5):
         cluster, jobs = random_workload(random.Random(seed))
         (tmp_path / "c.yaml").write_text(yaml.safe_dump(cluster))
         (tmp_path / "w.yaml").write_text(yaml.safe_dump({"jobs": jobs}))
