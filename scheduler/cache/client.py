@@ -164,10 +164,12 @@ def steady_refresh(cfg: Any, *, master: str | None = None, clock: Callable[[], f
             return
         with lock:
             state["at"] = now
-            inner(configuration)
-            configuration.refresh_api_key_hook = refresh  # (the loader's hook puts itself back)
-            if master:
-                configuration.host = master.rstrip("/")
+            try:
+                inner(configuration)  # may fail (an exec credential plugin that cannot run): the request fails
+            finally:  # and whatever the hook set before failing, this wrapper and --master stay
+                configuration.refresh_api_key_hook = refresh  # (the loader's hook puts itself back)
+                if master:
+                    configuration.host = master.rstrip("/")
 
     cfg.refresh_api_key_hook = refresh
 

@@ -92,3 +92,30 @@ def test_a_token_changed_under_the_loader_is_sent_after_the_next_check(tmp_path:
     assert cfg.get_api_key_with_prefix("BearerToken") == "stale"
     now[0] += TOKEN_CHECK_EVERY
     assert cfg.get_api_key_with_prefix("BearerToken") == "Bearer abc"  # the loader's token, set again
+
+
+def test_a_hook_that_fails_half_way_leaves_the_wrapper_and_master_in_place() -> None:
+    """An exec credential plugin that cannot run makes the loader's hook raise, after it may have set its server
+    and itself as the hook: that request fails, and the next ones still go to --master through the wrapper."""
+    cfg = client.Configuration()
+    cfg.host = KUBECONFIG_SERVER
+    calls = []
+
+    def failing(configuration: client.Configuration) -> None:
+        calls.append(1)
+        configuration.host = KUBECONFIG_SERVER
+        configuration.refresh_api_key_hook = failing
+        raise RuntimeError("exec plugin: cannot run")
+
+    now = [0.0]
+    cfg.refresh_api_key_hook = failing
+    steady_refresh(cfg, master=MASTER, clock=lambda: now[0])
+    wrapper = cfg.refresh_api_key_hook
+    with pytest.raises(RuntimeError, match="exec plugin"):
+        wrapper(cfg)
+    assert cfg.refresh_api_key_hook is wrapper and cfg.host == MASTER
+    wrapper(cfg)  # within the second: not asked again
+    now[0] += TOKEN_CHECK_EVERY
+    with pytest.raises(RuntimeError):
+        wrapper(cfg)
+    assert calls == [1, 1] and cfg.refresh_api_key_hook is wrapper and cfg.host == MASTER
