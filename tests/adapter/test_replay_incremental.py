@@ -19,7 +19,7 @@ import yaml
 from snapshot_values import first_difference, structured
 
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.cycle import conf_from_text, load_conf_or_default
+from scheduler.cycle import load_conf_or_default
 from scheduler.framework.conf import SchedulerConf
 from scheduler.sim import replay as replay_module
 from scheduler.sim.cluster import InMemoryCluster
@@ -35,20 +35,7 @@ PAIRS = {
     "dra": ("dra-cluster.yaml", "dra-workload.yaml", "dra.conf", None),
     "day-first-hours": ("day-cluster.yaml", "day-workload.yaml", None, 2 * 3600.0),
 }
-PREEMPTING = conf_from_text("""
-actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-""", source="test")
+PREEMPTING = load_conf_or_default(str(EXAMPLES / "proportion.conf"))  # preempt and reclaim, shares by weight
 
 
 def outcome(result: Replay) -> tuple[Any, ...]:
