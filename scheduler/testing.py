@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from scheduler.api.reasons import NodeFilter, NodesUnavailable, Reason
-from scheduler.api.snapshot import CycleResult
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cycle import builtin_default_conf, conf_from_text, run_cycle
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
@@ -165,6 +165,30 @@ def node_filters(reasons: Iterable[Reason]) -> set[NodeFilter]:
 
 def cluster() -> ClusterBuilder:
     return ClusterBuilder()
+
+
+class LoopCache:
+    """What the scheduler's loop (`cache/runner.py` SchedulerLoop) asks of its cache, on a small in-memory
+    cluster (one 8-GPU node, a gang of two): for tests that run the real loop with only the cache stood in.
+    Subclasses override what their test watches (`snapshot`, `apply`)."""
+
+    def __init__(self) -> None:
+        self._sim = cluster().node("n0", gpu=8).job("j", replicas=2, gpu=1).sim
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self._sim.snapshot()
+
+    def apply(self, result: CycleResult) -> None:
+        pass
+
+    def bound_at(self, key: str) -> float | None:  # the partial-gang policy's questions
+        return None
+
+    def controller_owned(self, job: str) -> bool:
+        return False
+
+    def has_podgroup(self, job: str) -> bool:
+        return True
 
 
 # ---- the Volcano snapshot the oracle tests read ---------------------------------------------------------------

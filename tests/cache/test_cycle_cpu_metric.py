@@ -8,21 +8,18 @@ import time
 
 import pytest
 
-from scheduler.api.snapshot import ClusterSnapshot, CycleResult
+from scheduler.api.snapshot import CycleResult
 from scheduler.cache import runner
 from scheduler.cache.runner import ConfWatcher, SchedulerLoop
-from scheduler.testing import cluster
+from scheduler.testing import LoopCache
 
 
-class Cache:
+class Cache(LoopCache):
     """A small cluster; `apply` either computes for `burn` CPU seconds or waits `wait` wall seconds."""
 
     def __init__(self, burn: float = 0.0, wait: float = 0.0) -> None:
+        super().__init__()
         self.burn, self.wait = burn, wait
-        self._sim = cluster().node("n0", gpu=8).job("j", replicas=2, gpu=1).sim
-
-    def snapshot(self) -> ClusterSnapshot:
-        return self._sim.snapshot()
 
     def apply(self, result: CycleResult) -> None:
         if self.burn:
@@ -31,15 +28,6 @@ class Cache:
                 pass
         if self.wait:
             threading.Event().wait(self.wait)  # a cycle waiting on the apiserver: wall time, no CPU
-
-    def bound_at(self, key: str) -> float | None:  # the partial-gang policy's questions
-        return None
-
-    def controller_owned(self, job: str) -> bool:
-        return False
-
-    def has_podgroup(self, job: str) -> bool:
-        return True
 
 
 def observed(monkeypatch: pytest.MonkeyPatch, cache: Cache) -> dict[str, float]:

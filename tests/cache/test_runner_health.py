@@ -15,13 +15,14 @@ import pytest
 from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 from scheduler.cache.runner import STUCK_PERIODS, ConfWatcher, SchedulerLoop
 from scheduler.metrics import MetricsServer
-from scheduler.testing import cluster
+from scheduler.testing import LoopCache
 
 
-class Cache:
+class Cache(LoopCache):
     """Synced at once; `snapshot` does what the test says (raise, block, or give a small cluster)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.mode = "ok"
         self.release = threading.Event()
         self.calls = 0
@@ -30,8 +31,6 @@ class Cache:
         self.health: list[tuple[int, bool]] = []  # (failed in a row, healthy) as each snapshot was asked
         self.loop: SchedulerLoop | None = None
         self.ours_early: list[object] = []  # no first cycle on a partial view
-        c = cluster().node("n0", gpu=8).job("j", replicas=2, gpu=1)
-        self._sim = c.sim
 
     def start(self) -> None:
         pass
@@ -53,19 +52,10 @@ class Cache:
             raise RuntimeError("the snapshot is broken, for now")
         if self.mode == "block":
             self.release.wait(30)
-        return self._sim.snapshot()
+        return super().snapshot()
 
     def apply(self, result: CycleResult) -> None:
         self.applied += 1
-
-    def bound_at(self, key: str) -> float | None:
-        return None
-
-    def controller_owned(self, job: str) -> bool:
-        return False
-
-    def has_podgroup(self, job: str) -> bool:
-        return True
 
 
 def wait_for(predicate: Callable[[], bool], seconds: float = 10.0) -> None:

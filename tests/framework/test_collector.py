@@ -24,7 +24,7 @@ from scheduler.cycle import (
     run_cycle,
 )
 from scheduler.sim.objects import node_object, pod_object
-from scheduler.testing import cluster
+from scheduler.testing import LoopCache
 
 
 @pytest.fixture(autouse=True)
@@ -180,28 +180,19 @@ class _Marker:
     pass
 
 
-class _Cache:
-    """A small cluster whose snapshot and apply each leave one marker object, to see which the loop froze."""
+class _Cache(LoopCache):
+    """The loop's small cluster, whose snapshot and apply each leave one marker object, to see which it froze."""
 
     def __init__(self) -> None:
-        self._sim = cluster().node("n0", gpu=8).job("j", replicas=2, gpu=1).sim
+        super().__init__()
         self.made: dict[str, _Marker] = {}
 
     def snapshot(self) -> Any:
         self.made["snapshot"] = _Marker()
-        return self._sim.snapshot()
+        return super().snapshot()
 
     def apply(self, result: Any) -> None:
         self.made["apply"] = _Marker()
-
-    def bound_at(self, key: str) -> float | None:
-        return None
-
-    def controller_owned(self, job: str) -> bool:
-        return False
-
-    def has_podgroup(self, job: str) -> bool:
-        return True
 
 
 def test_the_loop_freezes_the_snapshot_before_the_session_and_not_what_the_session_makes() -> None:
