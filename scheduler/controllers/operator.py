@@ -262,17 +262,25 @@ async def _operate(registry: kopf.OperatorRegistry, settings: kopf.OperatorSetti
         stop.set()
         stopping.set()
 
+    def take_signals() -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signals reach the main thread's loop only, as kopf's own handlers
+        try:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, on_signal)
+        except (ValueError, RuntimeError, NotImplementedError) as exc:  # the bridge lives on (it carries a lost Lease)
+            log.warning("controllers: SIGTERM stays kopf's (%s): a stop takes 5 s longer", exc)
+            return
+        log.debug("controllers ready: SIGTERM and SIGINT stop them at once")
+
     async def bridge() -> None:
-        while not stop.is_set():
-            if ready.is_set():
-                await asyncio.sleep(0.2)
-                continue
+        while not stop.is_set() and not ready.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(ready.wait(), 0.2)
-            if ready.is_set() and threading.current_thread() is threading.main_thread():
-                for sig in (signal.SIGTERM, signal.SIGINT):
-                    loop.add_signal_handler(sig, on_signal)
-                log.debug("controllers ready: SIGTERM and SIGINT stop them at once")
+        if ready.is_set():
+            take_signals()
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
         stopping.set()
 
     watcher = asyncio.create_task(bridge())
