@@ -10,8 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from controlplane import create_gpu_node, delete_node_and_pods, node_is_ready, wait_for
-from operators import delete_namespace
+from controlplane import create_gpu_node, delete_namespace, delete_node_and_pods, node_is_ready, wait_for
 from test_scheduler import NODE_SET, TIMEOUT
 
 HERE = Path(__file__).resolve().parent

@@ -932,6 +932,17 @@ def delete_node_and_pods(api, name: str) -> None:
     core.delete_node(name)
 
 
+def delete_namespace(api, name: str) -> None:
+    """Delete the namespace; one being deleted already, or gone, is left as it is."""
+    from kubernetes import client
+
+    try:
+        _core(api).delete_namespace(name)
+    except client.ApiException as exc:
+        if exc.status not in (404, 409):
+            raise
+
+
 def create_gpu_node(
     api,
     name: str,

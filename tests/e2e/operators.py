@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from controlplane import create_gpu_node, delete_node_and_pods, free_port, node_is_ready, wait_for
+from controlplane import create_gpu_node, delete_namespace, delete_node_and_pods, free_port, node_is_ready, wait_for
 from inprocess import running_controllers, running_scheduler
 from kubernetes import client
 from test_controllers import podgroup
@@ -150,15 +150,6 @@ def gpu_nodes(core_v1, label: str, tag: str, namespace: str | None = None,
                      what=f"the pods of namespace {namespace} gone before their nodes")
         for name in made:
             delete_node_and_pods(core_v1, name)
-
-
-def delete_namespace(core_v1, name: str) -> None:
-    """Delete the namespace; one being deleted already, or gone, is left as it is."""
-    try:
-        core_v1.delete_namespace(name)
-    except client.ApiException as exc:
-        if exc.status not in (404, 409):
-            raise
 
 
 def install_crds(api_client, name: str, files: tuple[str, ...]) -> list[str]:
