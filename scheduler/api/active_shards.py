@@ -28,6 +28,9 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, Final
 
+from scheduler.api.job import JobInfo
+from scheduler.api.resources import Resource
+
 SHARD_ANNOTATION: Final = "scheduling.volcano-py.io/shard"  # on a PodGroup: pins it to shard N (0-based)
 MAX_SHARDS: Final = 64  # --active-shards at most: one Lease and one NodeShard each, read every retry period
 NAME_MAX: Final = 253
@@ -270,3 +273,13 @@ def member_lease_name(lease: str, identity: str) -> str:
     if safe != identity or len(safe) > 40:
         safe = f"{safe[:40].strip('-')}-{tag}".strip("-")
     return f"{lease}-member-{safe}"[:NAME_MAX]
+
+
+def allocated_by_queue(jobs: Iterable[JobInfo]) -> dict[str, Resource]:
+    """What the jobs hold, per queue (the Queues' `status.allocated` across shards, cache/active.py)."""
+    held: dict[str, list[Resource]] = {}
+    for job in jobs:
+        allocated = job.allocated()
+        if not allocated.is_zero():
+            held.setdefault(job.queue, []).append(allocated)
+    return {queue: Resource.total(parts) for queue, parts in held.items()}

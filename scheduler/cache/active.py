@@ -25,11 +25,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from scheduler.api.active_shards import lease_moves, member_lease_name, parse_pin, route, shard_name
+from scheduler.api.active_shards import allocated_by_queue, lease_moves, member_lease_name, parse_pin, route, shard_name
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
@@ -44,8 +44,10 @@ from scheduler.cache.leader import (
     LEASE_API,
     LeaderConfig,
     LeaderElector,
+    forget_member,
     lease_seconds,
 )
+from scheduler.cache.scope import PodScope, held_nodes
 from scheduler.cache.shards import ShardCoordinator, node_shards_watched
 from scheduler.cache.store import Stores, Watched
 
@@ -53,15 +55,6 @@ log = logging.getLogger("volcano_py.active")
 GONE_DURATIONS = 10.0  # a member Lease unchanged this many lease durations is deleted
 ORPHAN_DURATIONS = 2.0  # a shard free this many lease durations is taken by any replica, whatever its count
 LAPSE_MARGIN = 0.05  # seconds after a Lease lapses (as observed here) the round that may take it runs
-
-
-def _allocated_by_queue(jobs: Iterable[JobInfo]) -> dict[str, Resource]:
-    held: dict[str, list[Resource]] = {}
-    for job in jobs:
-        allocated = job.allocated()
-        if not allocated.is_zero():
-            held.setdefault(job.queue, []).append(allocated)
-    return {queue: Resource.total(parts) for queue, parts in held.items()}
 
 
 class ActiveShards:
@@ -114,6 +107,10 @@ class ActiveShards:
         self._routes: dict[str, int] = {}  # job -> its shard, as the last view routed it (`reads_light`)
         self._light_held: frozenset[int] = frozenset(range(shards))  # the held shards `reads_light` counts
         self.is_light: Callable[[str], bool] | None = None  # set by the cache: a pod read light (cache/parse.py)
+        # Set by the CLI: which other schedulers' pods are kept (cache/scope.py), and how nodes joining it are listed
+        self.scope: PodScope | None = None
+        self.list_pods: Callable[[Sequence[str]], bool] | None = None
+        self._outside: frozenset[str] = frozenset()  # the last session's nodes outside its shards (its jobs run there)
 
     # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
     def held(self) -> frozenset[int]:
@@ -165,8 +162,14 @@ class ActiveShards:
         held = self.held()
         self._checked &= held
         taken = held - self._checked
+        scope = self.scope
+        if scope is not None:  # the held shards' nodes; with a shard just taken, the list of every pod below
+            nodes = held_nodes(self.coordinators[i] for i in held) | self._outside  # (whose pods affinity counts)
+            scope.step(nodes, None if taken else self.list_pods)
         if taken and (self.freshen is None or self._freshened()):
             self._checked |= taken
+            if scope is not None:
+                scope.step(scope.nodes, None, listed_all=True)
 
     def _freshened(self) -> bool:
         """`freshen`'s answer; a fault in it is "not yet": the shard just taken waits, the shards held already are
@@ -194,20 +197,22 @@ class ActiveShards:
         if 0 in active:  # every shard's nodes, with loans for gangs larger than their shard
             self.plan.step(snapshot, lambda key: route(key, self.shards, pins[key]))
         owner: dict[str, int] = {}
+        scope = self.scope  # (a node whose other schedulers' pods are not all in the stores yet is not placed on)
         for i in sorted(active):
             for node in self.coordinators[i].between_sessions().nodes:
-                owner.setdefault(node, i)
+                if scope is None or (node in scope.nodes and node not in scope.unlisted):
+                    owner.setdefault(node, i)
         self._active, self._owner = active, owner
         routes = {key: route(key, self.shards, pins[key]) for key in snapshot.jobs}
         jobs = {key: job for key, job in snapshot.jobs.items() if routes[key] in active and self._whole(key, job)}
         self._routes = routes
-        self._others_allocated = _allocated_by_queue(job for key, job in snapshot.jobs.items() if key not in jobs) \
+        self._others_allocated = allocated_by_queue(job for key, job in snapshot.jobs.items() if key not in jobs) \
             if 0 in active else {}
         keep = set(owner)
         for job in jobs.values():
             keep.update(t.node_name for t in job.tasks.values() if t.node_name)
         nodes = self._kept_nodes(snapshot.nodes, keep)
-        self._scope = frozenset(keep)
+        self._scope, self._outside = frozenset(keep), frozenset(keep.difference(owner))
         return replace(snapshot, jobs=jobs, nodes=nodes, lineage=self._lineage(snapshot.lineage, jobs),
                        shard=ShardView(HARD, shard_name(self.scheduler_name, 0), frozenset(owner)))
 
@@ -478,21 +483,11 @@ class ActiveShards:
                     gone.append((name, str(meta.get("resourceVersion") or "")))
             for name in set(self._members) - seen:
                 del self._members[name]
-        for name, version in gone:
-            self._forget(name, version)
+        for name, version in gone:  # (each restart of a replica named by host and pid leaves one)
+            forget_member(self.kube, self.config.namespace, name, version)
+            with self._lock:
+                self._members.pop(name, None)
         return max(1, live)
-
-    def _forget(self, name: str, version: str) -> None:
-        """Delete a replica's member Lease unchanged for GONE_DURATIONS lease durations (each restart of a replica
-        named by host and pid leaves one), only as it was read."""
-        try:
-            self.kube.delete(f"{LEASE_API}/namespaces/{self.config.namespace}/leases/{name}",
-                             body={"preconditions": {"resourceVersion": version}} if version else None)
-            log.info("active shards: deleted member Lease %s (its replica is gone)", name)
-        except TRANSPORT_ERRORS as exc:  # renewed meanwhile, or no right to delete: it stays, uncounted
-            log.debug("active shards: member Lease %s not deleted: %s", name, exc)
-        with self._lock:
-            self._members.pop(name, None)
 
     def _say(self, mark: str, message: str) -> None:
         if mark not in self._said:

@@ -26,6 +26,7 @@ from concurrent.futures import Executor
 
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
+from scheduler.cache.scope import PodScope
 from scheduler.cache.store import Stores, Watched, resource_version
 
 log = logging.getLogger("volcano_py.active")
@@ -90,6 +91,19 @@ def freshen_nodes(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, 
     return True
 
 
+def drop_pods(stores: Stores, on_event: Callable[[Watched, str, MutableObj], None], scope: PodScope,
+              nodes: frozenset[str]) -> int:
+    """With `--active-shards`: the pods the stores hold on `nodes` (which left the scope) that the scope no longer
+    keeps, dropped as the watch drops a deleted pod (cache/scope.py); how many."""
+    with stores.lock:
+        gone = [obj for obj in stores.pods.objects.values()
+                if type(spec := obj.get("spec")) is dict and spec.get("nodeName") in nodes and not scope.keeps(obj)]
+    for obj in gone:
+        on_event(stores.pods, "DELETED", obj)
+    scope.dropped += len(gone)
+    return len(gone)
+
+
 NODE_LISTS_MAX = 256  # nodes listed one by one at most; past it, one list of every pod
 
 
@@ -112,11 +126,13 @@ def _listed(kube: Kube, stores: Stores, page_size: int) -> tuple[set[str], dict[
     keys: set[str] = set()
     candidates: dict[str, MutableObj] = {}
     token, at = "", None
+    scope = stores.pod_scope  # (another scheduler's pod outside it is not kept: not a candidate, cache/scope.py)
     while True:
         query = {"limit": page_size, **({"continue": token} if token else {})}
         page = kube.request("GET", stores.pods.path, query=query)
         items = [(_key(obj), obj) for obj in page.get("items") or ()
-                 if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict)]
+                 if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict)
+                 and (scope is None or scope.keeps(obj))]
         with stores.lock:
             held = stores.pods.objects
             for key, obj in items:
@@ -136,7 +152,10 @@ def _put_in(stores: Stores, on_event: Callable[[Watched, str, MutableObj], None]
             pods: list[MutableObj]) -> None:
     """Each pod put in as the watch would, a bound one also assumed on its node (as our own binds are), so a watch
     event older than the list cannot make it pending again meanwhile."""
+    scope = stores.pod_scope
     for obj in pods:
+        if scope is not None and not scope.keeps(obj):
+            continue
         on_event(stores.pods, "MODIFIED", obj)
         node = (obj.get("spec") or {}).get("nodeName") if isinstance(obj.get("spec"), dict) else None
         if isinstance(node, str) and node:

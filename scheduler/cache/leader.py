@@ -328,3 +328,14 @@ def ensure_namespace(kube: Kube, namespace: str, fallback: str = "default") -> s
             return namespace
         log.warning("cannot create namespace %s (%s): the Lease goes to %s", namespace, exc, fallback)
         return fallback
+
+
+def forget_member(kube: Kube, namespace: str, name: str, version: str) -> None:
+    """Delete a replica's member Lease (cache/active.py: unchanged for many lease durations), only as it was read
+    (`version`). Renewed meanwhile, or no right to delete: it stays, uncounted."""
+    try:
+        kube.delete(f"{LEASE_API}/namespaces/{namespace}/leases/{name}",
+                    body={"preconditions": {"resourceVersion": version}} if version else None)
+        log.info("active shards: deleted member Lease %s (its replica is gone)", name)
+    except TRANSPORT_ERRORS as exc:
+        log.debug("active shards: member Lease %s not deleted: %s", name, exc)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.objects import MutableObj
+from scheduler.cache.scope import PodScope
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
 DRA_API = "/apis/resource.k8s.io/v1"
@@ -163,6 +164,8 @@ class Stores:
     # The resourceVersion (as a number) of the last list of every pod merged in (cache/freshen.py): the pods are as
     # current as that, whatever the pod watch's own position
     pods_listed_at: int = 0
+    # With --active-shards: which other schedulers' pods are kept (cache/scope.py); None: every pod
+    pod_scope: PodScope | None = None
 
     @property
     def watched(self) -> tuple[Watched, ...]:

@@ -109,8 +109,12 @@ class Watcher:
             self.pods_released.wait(HOLD_MAX)
         objects = Journaled()
         meta: MutableObj = {}
+        scope = self.stores.pod_scope if pods else None
         for page in self._pages(w.path):
             for obj in page.get("items") or ():
+                if scope is not None and not scope.keeps(obj):  # another scheduler's, outside the scope
+                    scope.dropped += 1
+                    continue
                 trim(obj)
                 key = key_of(obj)
                 if pods:
@@ -167,6 +171,9 @@ class Watcher:
         trim(obj)
         key = key_of(obj)
         pods, nodes = w is self.stores.pods, w is self.stores.nodes
+        if pods and kind != "DELETED" and (scope := self.stores.pod_scope) is not None and not scope.keeps(obj):
+            scope.dropped += 1  # another scheduler's pod outside this replica's scope: a copy held goes (scope.py)
+            kind = "DELETED"
         if nodes and kind != "DELETED":
             obj = self.slim_node(obj)
         elif pods and kind != "DELETED":

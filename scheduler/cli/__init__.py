@@ -198,13 +198,21 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
     try:
         elector = None
         if opts.active_shards > 1:  # a Lease per shard instead of one for the scheduler (cache/active.py)
+            from functools import partial
+
             from scheduler.cache.active import ActiveShards
-            from scheduler.cache.freshen import freshen_pods
+            from scheduler.cache.freshen import drop_pods, freshen_pods, freshener
+            from scheduler.cache.scope import PodScope
 
             lease = _leader_config(opts, ensure_namespace(cache.kube, opts.lease_namespace))
             active = ActiveShards(cache.kube, cache.stores, lease, cache.identity, names[0], opts.active_shards,
                                   topology_label=opts.shard_topology_label)
             active.freshen = lambda: freshen_pods(cache.kube, cache.stores, cache.watcher._on_event, cache.clock)
+            # Other schedulers' pods kept on the held shards' nodes only (cache/scope.py), those joining listed
+            active.scope = cache.stores.pod_scope = PodScope(names, partial(drop_pods, cache.stores,
+                                                                            cache.watcher._on_event))
+            active.list_pods = freshener(lambda: cache.kube, cache.stores, cache.watcher._on_event, cache.clock,
+                                         cache.pool)
             for coordinator in active.coordinators:
                 cache.guard_gains(coordinator)
             cache.active = active
