@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,13 +40,23 @@ def chaos_node(name: str, cpu: int = NODE_CPU) -> dict[str, Any]:
             "status": {"capacity": res, "allocatable": dict(res), "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def load_chaos(store: Store, nodes: int, shards: int) -> None:
+OTHER = "other-scheduler"  # another scheduler's pods, running at the start (`--other-pods`)
+
+
+def load_chaos(store: Store, nodes: int, shards: int, other: int = 0) -> None:
+    """`other`: up to this many 1-CPU pods of another scheduler already running on each node (a draw per node),
+    which every replica must count on a node once its shard holds it: each replica keeps another scheduler's pods
+    only on its shards' nodes (cache/scope.py), so a node moving between shards has them listed on arrival."""
     k = store.kind
+    draw = random.Random(nodes * 7919 + shards)
     store.loading = True
     try:
         base_objects(store)
         for i in range(nodes):
             store.create(k("v1", "nodes"), "", chaos_node(f"c{i}"))
+            for j in range(draw.randint(0, other)):
+                store.create(k("v1", "pods"), NS, pod_doc(f"other-c{i}-{j}", OTHER, {"cpu": "1", "memory": "4Gi"},
+                                                          node=f"c{i}"))
         bounds = [r * nodes // shards for r in range(shards + 1)]
         for r in range(shards):
             store.create(k("shard.volcano.sh/v1alpha1", "nodeshards"), "", {
@@ -65,6 +76,7 @@ class Chaos:
         self.finished: list[str] = []
         self.pods, self.groups = store.kind("v1", "pods"), store.kind(PG_GV, "podgroups")
         self.nodes = store.kind("v1", "nodes")
+        self.draw = random.Random(len(self.nodes.objects))
 
     def _bound(self, gang: str) -> int:
         return sum(1 for m in range(self.gangs[gang])
@@ -129,6 +141,11 @@ class Chaos:
         return {"deleted": deleted, "added": added, "gangs_ended": sorted(on)}
 
     def state(self) -> dict[str, Any]:
+        others = [key for key, e in self.pods.objects.items() if key.startswith(f"{NS}/other-")]
+        if others and self.draw.random() < 0.2:  # another scheduler's pod ends now and then (the driver polls)
+            self.store.writer = ""
+            with contextlib.suppress(ApiError):
+                self.store.delete(self.pods, NS, self.draw.choice(sorted(others)).split("/", 1)[1])
         leases = {}
         for key, e in self.store.kind("coordination.k8s.io/v1", "leases").objects.items():
             namespace, _, name = key.partition("/")
@@ -171,9 +188,10 @@ class Chaos:
                 "partial_pods": partial_pods}
 
 
-def build(nodes: int, shards: int, calibration: dict[str, Any], cores: int) -> tuple[Server, Chaos]:
+def build(nodes: int, shards: int, calibration: dict[str, Any], cores: int,
+          other: int = 0) -> tuple[Server, Chaos]:
     store = Store(all_kinds())
-    load_chaos(store, nodes, shards)
+    load_chaos(store, nodes, shards, other)
     chaos = Chaos(store)
     acct = Accounting(calibration["costs_ms"], cores)
 
@@ -201,8 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shards", type=int, default=3)
     p.add_argument("--cores", type=int, default=8)
     p.add_argument("--calibration", type=Path, default=CALIBRATION)
+    p.add_argument("--other-pods", type=int, default=3, help="up to this many pods of another scheduler per node")
     a = p.parse_args(argv)
-    server, _ = build(a.nodes, a.shards, read_calibration(a.calibration), a.cores)
+    server, _ = build(a.nodes, a.shards, read_calibration(a.calibration), a.cores, a.other_pods)
 
     def ready(port: int) -> None:
         print(f"READY {port}", flush=True)
