@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -176,6 +177,8 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
     mover = Mover(base, args.move_nodes, args.move_at, [m for _, _, m in procs], [n for n, _, _ in procs]) \
         if args.move_nodes and replicas > 1 else None
     peak_mem_used = 0.0
+    churner = Churner(base, args.churn, args.churn_period) if args.churn else None
+    all_bound_at: float | None = None
     while True:
         stats = json.loads(get(f"{base}/sim/stats"))
         now = time.monotonic()
@@ -193,7 +196,9 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             mover.step(arrived, now)
         moved = mover is None or mover.done(now)  # asked every turn: it notes when the last handoff came
         if stats["binds"] >= made["pending"] and moved:
-            break
+            all_bound_at = now if all_bound_at is None else all_bound_at
+            if churner is None or now - all_bound_at >= args.churn_for:
+                break
         idle = args.idle if last_binds > 0 else args.start_timeout  # the first lists take long at scale
         if (now - last_change > idle and stats["binds"] < made["pending"]) or now - t0 > args.timeout:
             stopped = "--timeout" if now - t0 > args.timeout else "no bind for --idle seconds"
@@ -213,6 +218,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
         # pace, not a sync
         time.sleep(0.2 if (kill is not None and kill.killed_at is not None) or mover is not None else 1.0)
     wall = time.monotonic() - t0
+    churned = churner.stop() if churner is not None else None
     per = []
     for name, p, mport in procs:
         try:
@@ -259,10 +265,46 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
              "server": {"load_s": round(t0 - t_load, 1), "rss_peak_mib": server_rss},
              "mode": "active" if args.active else "volcano", **({"shards_at_end": shards} if shards else {}),
              **({"kill": kill.report(args)} if kill is not None else {}), **({"gpus": gpus} if gpus else {}),
-             **({"moves": moves} if moves else {}),
+             **({"moves": moves} if moves else {}), **({"churn": churned} if churned else {}),
              **({"bind_cap": capped(stats, args.bind_cap)} if args.bind_cap else {})}
     _print_phase(phase)
     return phase
+
+
+class Churner:
+    """`--churn`: a thread asking the simulated apiserver to replace a share of another scheduler's running pods
+    every period (shardsim/churn.py), from the arrival until `stop`; how many it replaced, and how late it ran
+    (a step the server took longer than the period to answer delays the next: the churn asked is not the churn
+    made, and the report says so)."""
+
+    def __init__(self, base: str, fraction: float, period: float) -> None:
+        self.base, self.fraction, self.period = base, fraction, period
+        self.steps, self.replaced, self.late = 0, 0, 0
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="churn", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        due = time.monotonic()
+        while not self._stop.is_set():
+            answer = post(f"{self.base}/sim/churn", {"fraction": self.fraction})
+            self.steps += 1
+            self.replaced += int(answer.get("replaced") or 0)
+            due += self.period
+            wait = due - time.monotonic()
+            if wait < 0:
+                self.late += 1
+                due = time.monotonic()
+            self._stop.wait(max(0.0, wait))  # the churn's own pace, not a sync
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        self._thread.join(60)
+        seconds = time.monotonic() - self.started
+        return {"fraction": self.fraction, "period_s": self.period, "steps": self.steps, "replaced": self.replaced,
+                "seconds": round(seconds, 1), "replaced_per_s": round(self.replaced / seconds, 1) if seconds else 0,
+                "late_steps": self.late}
 
 
 def capped(stats: dict[str, Any], cap: float) -> dict[str, Any]:
@@ -288,6 +330,11 @@ def _print_phase(phase: dict[str, Any]) -> None:
     if gpus:
         print(f"  GPUs allocated: {gpus['allocated']:,.1f} of {gpus['gpus']:,.0f} ({100 * gpus['share']:.2f}%)",
               flush=True)
+    churn = phase.get("churn")
+    if churn:
+        print(f"  churn: {churn['replaced']:,} of another scheduler's pods replaced in {churn['seconds']:.0f}s "
+              f"({churn['replaced_per_s']:,.0f}/s; asked {100 * churn['fraction']:g}% every {churn['period_s']:g}s, "
+              f"{churn['late_steps']} steps late)", flush=True)
     if stats.get("decisions_per_virtual_s_from_arrival"):
         print(f"  from the arrival: {stats['decisions_per_virtual_s_from_arrival']:,.0f} decisions/s virtual "
               f"({stats['virtual_from_arrival_s']:.2f} virtual s)", flush=True)
@@ -344,11 +391,18 @@ def main(argv: list[str] | None = None) -> int:
                    "at most this many binds per wall second (a bind beyond waits its turn, as priority and fairness "
                    "queues it); the phase reports the replicas' binds per wall second against 95%% of it")
     p.add_argument("--move-at", type=float, default=2.0, help="with --move-nodes: wall seconds after the arrival")
+    p.add_argument("--churn", type=float, default=0.0, metavar="FRACTION", help="from the arrival, replace this "
+                   "share of another scheduler's running pods every --churn-period (shardsim/churn.py)")
+    p.add_argument("--churn-period", type=float, default=1.0, help="with --churn: seconds between steps")
+    p.add_argument("--churn-for", type=float, default=30.0, help="with --churn: seconds the phase goes on after its "
+                   "last bind, the churn with it (the replicas' steady cycles)")
     a = p.parse_args(argv)
     if not 0 <= a.bind_cap < float("inf"):  # NaN fails too
         p.error("--bind-cap: binds per second, 0 (no cap) or more")
     if a.move_nodes is not None and (a.active or not 0 < a.move_nodes <= 0.5):
         p.error("--move-nodes: a share in (0, 0.5], without --active (there the holder of shard 0 writes the plan)")
+    if not 0 <= a.churn <= 1 or a.churn_period <= 0 or a.churn_for < 0:
+        p.error("--churn: a share in [0, 1]; --churn-period above 0; --churn-for 0 or more")
     if a.kill_one is not None and not a.active:
         p.error("--kill-one needs --active (under Volcano's contract no replica takes another's shard over)")
     started = datetime.datetime.now(datetime.UTC)

@@ -16,6 +16,7 @@ import orjson
 
 from shardsim import openb_load
 from shardsim.accounting import Accounting
+from shardsim.churn import Churn
 from shardsim.cluster import LEASE_NS, Shape, check, create_gangs, load, shards_view
 from shardsim.kinds import all_kinds
 from shardsim.monitor import Monitor
@@ -86,7 +87,17 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: fl
             acct.register(str(token), int(pid))
         return {"registered": len(acct.replicas)}
 
+    churn = Churn(store, shape.seed)
+
+    def replace_pods(req: Request) -> dict[str, Any]:
+        """The harness's churn step (`--churn`, shardsim/churn.py): a bad request gets its reason."""
+        try:
+            return churn.step(float(orjson.loads(req.body or b"{}").get("fraction", 0.01)))
+        except (ValueError, TypeError, AttributeError) as exc:
+            return {"error": f"cannot churn: {exc}"}
+
     extra = {"replicas": replicas, "stats": lambda req: acct.stats(), "check": lambda req: check(store),
+             "churn": replace_pods,
              "made": lambda req: made, "arrive": arrive,
              "shards": lambda req: shards_view(store, plan, lease_namespace),
              "gpus": lambda req: openb_load.gpus_allocated(store), "move": move, "handoffs": handoffs}
