@@ -284,7 +284,7 @@ class ClusterCache:
             else:
                 by_key = dict(stores.pods.objects)  # one copy: the parser walks its values, the binds read UIDs
                 nodes = list(stores.nodes.objects.values())
-            stores.expire_assumed(now)
+            stores.expire_assumed()
             assumed = {key: node for key, (node, _) in stores.assumed.items()}
         if incremental is None:
             snapshot = self.build(self.parser.nodes(nodes), by_key, assumed, now)

@@ -16,7 +16,6 @@ from scheduler.cache.scope import PodScope
 
 PG_API = "/apis/scheduling.volcano.sh/v1beta1"
 DRA_API = "/apis/resource.k8s.io/v1"
-ASSUME_TTL = 60.0  # seconds an assumed bind waits for the watch to confirm it
 STORAGE_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
 
 
@@ -192,11 +191,15 @@ class Stores:
     def storage(self) -> tuple[Watched, Watched, Watched]:
         return (self.volumes, self.claims, self.storage_classes)
 
-    def expire_assumed(self, now: float) -> None:
-        """Under the lock: forget binds the watch never confirmed (or whose pod is gone)."""
-        for key, (_, when) in list(self.assumed.items()):
-            if now - when > ASSUME_TTL or key not in self.pods.objects:
-                del self.assumed[key]
+    def expire_assumed(self) -> None:
+        """Under the lock: forget the binds whose pod is gone from the stores. A bind is never forgotten for its age
+        alone, as kube-scheduler's assumed pods never expire (kubernetes#106361: expiry raced with slow watches):
+        the apiserver accepted it, so the pod is bound there whatever the watch has shown yet. With a 60 s expiry, a
+        pod watch more than a minute behind (8 replicas at 100,000 nodes under `make bench-shards --churn`: 60-80 s)
+        saw those pods pending again and their room free, and 11 nodes were over-committed. The watch's event
+        showing the pod bound, its deletion, or a list showing it bound (cache/watch.py) ends the assumption."""
+        for key in [key for key in self.assumed if key not in self.pods.objects]:
+            del self.assumed[key]
 
 
 def resource_version(obj: MutableObj) -> int:

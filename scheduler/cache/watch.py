@@ -127,6 +127,10 @@ class Watcher:
         with self.stores.lock:
             w.objects = objects
             w.listed = True
+            if pods:  # a bind the list shows needs its assumption no more (no older event follows a list)
+                assumed = self.stores.assumed
+                for key in [key for key in assumed if _node_name(objects.get(key) or {})]:
+                    del assumed[key]
             if w is self.stores.priority_classes:
                 self.parser.priority_classes_changed(w.objects.values())
             if w.kind in STORAGE_KINDS:
