@@ -102,3 +102,18 @@ def test_an_update_that_changes_nothing_read_keeps_the_stored_node_and_the_snaps
     unready["status"]["conditions"][0]["status"] = "False"
     on(cache.nodes, "MODIFIED", unready)
     assert cache.snapshot().nodes["n1"].ready is False
+
+
+def test_nodes_of_one_pool_share_one_status_and_read_as_their_own() -> None:
+    """A pool's nodes (same resources, same condition types and statuses) are stored with one status dict between
+    them (~0.8 KB a node less), and each reads as its whole object does; a node whose status differs has its own."""
+    slimmer = Slimmer(frozenset({"volcano-py"}))
+    whole = [node_object(f"n{i}", cpu="64", memory="256Gi", gpu=8) for i in range(3)]
+    whole.append(node_object("other", cpu="32", memory="256Gi"))
+    for obj in whole:
+        obj["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-12-06T15:00:00Z"  # dropped: not read
+    slim = [slimmer.node(copy.deepcopy(obj)) for obj in whole]
+    assert slim[0]["status"] is slim[1]["status"] is slim[2]["status"]
+    assert slim[3]["status"] is not slim[0]["status"]
+    for obj, kept in zip(whole, slim, strict=True):
+        assert value(node_from_object(kept, [])) == value(node_from_object(obj, []))
