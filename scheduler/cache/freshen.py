@@ -96,8 +96,9 @@ def drop_pods(stores: Stores, on_event: Callable[[Watched, str, MutableObj], Non
     """With `--active-shards`: the pods the stores hold on `nodes` (which left the scope) that the scope no longer
     keeps, dropped as the watch drops a deleted pod (cache/scope.py); how many."""
     with stores.lock:
-        gone = [obj for obj in stores.pods.objects.values()
-                if type(spec := obj.get("spec")) is dict and spec.get("nodeName") in nodes and not scope.keeps(obj)]
+        gone = [obj for obj in stores.pods.objects.values()  # (a node name that is not a string is no node here)
+                if type(spec := obj.get("spec")) is dict and type(node := spec.get("nodeName")) is str
+                and node in nodes and not scope.keeps(obj)]
     for obj in gone:
         on_event(stores.pods, "DELETED", obj)
     scope.dropped += len(gone)

@@ -51,7 +51,7 @@ class PodScope:
     def keeps(self, obj: MutableObj) -> bool:
         """Whether the stores keep the pod: ours, pending, bound in the scope, or not readable as a pod at all (kept:
         the parser says why it cannot be read)."""
-        spec = obj.get("spec")
+        spec = obj.get("spec") if type(obj) is dict else None
         if type(spec) is not dict:
             return True
         node = spec.get("nodeName")

@@ -219,3 +219,19 @@ def test_a_session_places_on_no_node_of_its_shard_whose_pods_are_unlisted(listed
     view = a.restrict(ClusterSnapshot(nodes, {"ns/j": JobInfo("ns/j", "j", "ns", "default")}, {}))
     assert view.shard is not None
     assert view.shard.nodes == ({"n0", "n1", "n2"} if listed else {"n0", "n1"})
+
+
+def test_a_pod_whose_node_name_is_not_a_string_never_fails_the_scope_step() -> None:
+    """A stored pod written carelessly (its nodeName a list, a number): the nodes leaving the scope are dropped
+    without a fault, and that pod is kept (the parser names its field)."""
+    scope = PodScope(["volcano-py"])
+    cache = _cache(scope)
+    scope.drop = partial(drop_pods, cache.stores, cache.watcher._on_event)
+    scope.nodes = frozenset({"n0", "n1"})
+    for name, node in (("list", ["n0"]), ("number", 7), ("dict", {"n": 1}), ("fine", "n0")):
+        pod = _pod(name, scheduler="other")
+        pod["spec"]["nodeName"] = node
+        cache.pods.objects[f"ns/{name}"] = pod
+    scope.step(frozenset({"n1"}), None)
+    assert set(cache.pods.objects) == {"ns/list", "ns/number", "ns/dict"}
+    assert scope.keeps([]) and scope.keeps("x")  # type: ignore[arg-type]
