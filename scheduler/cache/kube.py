@@ -251,14 +251,19 @@ class Kube:
 
     def stream(self, path: str, query: Mapping[str, Any], read_timeout: float) -> Iterator[MutableObj]:
         """The events of a watch, one dict each; ends when the server closes the stream."""
+        for line in self.stream_lines(path, query, read_timeout):
+            yield loads(line)
+
+    def stream_lines(self, path: str, query: Mapping[str, Any], read_timeout: float) -> Iterator[bytes]:
+        """The events of a watch, one line of JSON each, undecoded (the cache's pod watch reads some no further:
+        cache/scope.py `PodScope.skips`); ends when the server closes the stream."""
         resp = self._send("GET", path, query, None, None, read_timeout, stream=True)
         with self._streams_lock:
             self._streams.add(resp)
         try:
             if resp.status >= 400:
                 raise KubeError(resp.status, "GET", path, resp.data)
-            for line in watch_lines(resp):
-                yield loads(line)
+            yield from watch_lines(resp)
         finally:
             with self._streams_lock:
                 self._streams.discard(resp)

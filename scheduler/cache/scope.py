@@ -47,6 +47,7 @@ class PodScope:
         self.nodes: frozenset[str] = frozenset()
         self.unlisted: frozenset[str] = frozenset()
         self.dropped = 0  # pods not kept or dropped (logs, tests)
+        self.skipped = 0  # watch events of pods not kept, not decoded (`skips`)
 
     def keeps(self, obj: MutableObj) -> bool:
         """Whether the stores keep the pod: ours, pending, bound in the scope, or not readable as a pod at all (kept:
@@ -59,6 +60,31 @@ class PodScope:
             return True
         name = spec.get("schedulerName", "default-scheduler")
         return type(name) is str and name in self.names
+
+    def skips(self, line: bytes) -> bool:
+        """Whether a pod watch's event, undecoded, is one `keeps` would refuse, read without decoding it. Decoding
+        and slimming a pod is most of what a watch event costs a replica (a real apiserver's pod, with its
+        managedFields, is several KB), and at N replicas N-1 in N of another scheduler's pods are bound outside a
+        replica's scope.
+
+        Only an added or modified pod is skipped (a delete is read: a copy kept before the scope moved goes), and
+        only when the line holds exactly one member each named nodeName and schedulerName, without an escape, the
+        node outside the scope and the scheduler not ours. In compact JSON a quote inside a string is escaped, so
+        `"nodeName":"` is a member named nodeName; a label, annotation or nodeSelector key of that name makes two and
+        the pod is decoded. Our pods are always decoded (the apiserver sets spec.schedulerName on every pod). A
+        pending pod of another scheduler carrying a label or annotation named nodeName, whose value is a node outside
+        the scope, may be skipped: it is on no node, so no room is counted wrong, and the event that binds it names
+        two nodeNames and is decoded."""
+        if not line.startswith((b'{"type":"MODIFIED",', b'{"type":"ADDED",')):
+            return False
+        try:  # (each check ends the read as soon as it fails: a pod in the scope costs one look)
+            node = _only(line, b'"nodeName":"')
+            if not node or node.decode() in self.nodes:
+                return False
+            scheduler = _only(line, b'"schedulerName":"')
+            return scheduler is not None and scheduler.decode() not in self.names
+        except UnicodeDecodeError:
+            return False
 
     def step(self, nodes: frozenset[str], list_pods: Callable[[Sequence[str]], bool] | None,
              listed_all: bool = False) -> None:
@@ -81,6 +107,20 @@ class PodScope:
             pending = sorted(self.unlisted)
             if list_pods(pending):
                 self.unlisted = self.unlisted - frozenset(pending)
+
+
+def _only(line: bytes, member: bytes) -> bytes | None:
+    """The string value of the one `member` (`"name":"`) in `line`; None when there is none or more than one, or
+    when the value holds an escape."""
+    at = line.find(member)
+    if at < 0 or line.rfind(member) != at:
+        return None
+    start = at + len(member)
+    end = line.find(b'"', start)
+    if end < 0:
+        return None
+    value = line[start:end]
+    return None if b"\\" in value else value
 
 
 def held_nodes(coordinators: Iterable[Shard]) -> frozenset[str]:

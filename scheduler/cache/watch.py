@@ -15,7 +15,7 @@ import urllib3
 
 from scheduler.api.convert import key_of
 from scheduler.api.objects import MutableObj
-from scheduler.cache.kube import Kube, KubeError
+from scheduler.cache.kube import Kube, KubeError, loads
 from scheduler.cache.pages import Pages
 from scheduler.cache.parse import ParseCache
 from scheduler.cache.slim import Slimmer, same_but_version
@@ -155,21 +155,48 @@ class Watcher:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": self.watch_timeout,
         }
-        for event in self.kube.stream(w.path, query, read_timeout=self.watch_timeout + 15):
-            if self._stop.is_set():
-                return
-            if self.outage.failing:
-                self.outage.recovered()
-            kind, obj = event.get("type"), event.get("object") or {}
-            if kind == "ERROR":
-                if obj.get("code") == 410:
-                    raise GoneError()
-                raise RuntimeError(f"watch error: {obj.get('message')}")
-            rv = (obj.get("metadata") or {}).get("resourceVersion")
-            if kind != "BOOKMARK":
-                self._on_event(w, str(kind), obj)
-            if rv:
-                w.resource_version = str(rv)
+        skipped: bytes | None = None  # the last event read and not decoded (cache/scope.py `PodScope.skips`)
+        try:
+            for line in self.kube.stream_lines(w.path, query, read_timeout=self.watch_timeout + 15):
+                if self._stop.is_set():
+                    return
+                if self.outage.failing:
+                    self.outage.recovered()
+                skipped = line if self._on_line(w, line) else None
+        finally:
+            if skipped is not None:  # where the watch goes on from: that event's resourceVersion, decoded now
+                self._resume_after(w, skipped)
+
+    def _on_line(self, w: Watched, line: bytes) -> bool:
+        """One event of the watch, as the line the server sent; whether it was skipped undecoded (another
+        scheduler's pod bound outside this replica's scope: `w.resource_version` is not moved past it)."""
+        if w is self.stores.pods and (scope := self.stores.pod_scope) is not None and scope.skips(line):
+            scope.skipped += 1
+            return True
+        event = loads(line)
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise GoneError()
+            raise RuntimeError(f"watch error: {obj.get('message')}")
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind != "BOOKMARK":
+            self._on_event(w, str(kind), obj)
+        if rv:
+            w.resource_version = str(rv)
+        return False
+
+    @staticmethod
+    def _resume_after(w: Watched, line: bytes) -> None:
+        """The watch resumes after the last event it read, one it skipped: its resourceVersion. A line that does
+        not decode leaves the position where it was (the events since are sent again: each is read as before)."""
+        try:
+            event = loads(line)
+            rv = event["object"]["metadata"]["resourceVersion"]
+        except (ValueError, KeyError, TypeError):
+            return
+        if rv and type(rv) is str:
+            w.resource_version = rv
 
     def _on_event(self, w: Watched, kind: str, obj: MutableObj) -> None:
         trim(obj)

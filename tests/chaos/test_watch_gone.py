@@ -57,7 +57,7 @@ def test_a_watch_from_a_compacted_revision_relists_and_loses_nothing(etcd_watche
     core_v1.create_namespace({"metadata": {"name": namespace}})
     cache = ClusterCache(api, {"volcano-py"}, "default", watch_timeout=20, request_timeout=15)
     lists: list[str] = []
-    real_list, real_stream = cache.watcher._list, cache.kube.stream
+    real_list, real_stream = cache.watcher._list, cache.kube.stream_lines
 
     def counting_list(w):
         lists.append(w.kind)
@@ -71,7 +71,7 @@ def test_a_watch_from_a_compacted_revision_relists_and_loses_nothing(etcd_watche
         yield from real_stream(path, query, read_timeout)
 
     cache.watcher._list = counting_list  # type: ignore[method-assign]
-    cache.kube.stream = stream  # type: ignore[method-assign]
+    cache.kube.stream_lines = stream  # type: ignore[method-assign]  # (the watcher reads lines)
     cache.start()
     try:
         assert cache.wait_synced(TIMEOUT)
