@@ -6,7 +6,9 @@ pods (at 8 replicas, seven in eight), and keeping them all (~1.9 KB each, stored
 records) is what made a replica's memory the cluster's. The scope is the nodes every held shard's NodeShard desires
 or uses; another scheduler's pod bound outside it is not kept (its event is read as far as its node, and a copy
 the store held is dropped as if the pod were deleted). Our own pods, every replica's, are always kept: gangs,
-routes and the queues' totals read them. Pending pods are always kept.
+routes and the queues' totals read them. Another scheduler's pending pod is not kept either: it holds no room on
+any node (nothing a session reads), and the event that binds it in the scope is read then. Were it kept, the event
+binding it outside the scope, passed over undecoded (`skips`), would leave it stored pending until its delete.
 
 The rule that makes it safe: a node that joins the scope is `unlisted` (its other schedulers' pods may have been
 dropped) until a list taken after it joined has put them in (cache/freshen.py, node by node, or every pod at once
@@ -50,13 +52,13 @@ class PodScope:
         self.skipped = 0  # watch events of pods not kept, not decoded (`skips`)
 
     def keeps(self, obj: MutableObj) -> bool:
-        """Whether the stores keep the pod: ours, pending, bound in the scope, or not readable as a pod at all (kept:
-        the parser says why it cannot be read)."""
+        """Whether the stores keep the pod: ours, bound in the scope, or not readable as a pod at all (kept: the
+        parser says why it cannot be read)."""
         spec = obj.get("spec") if type(obj) is dict else None
         if type(spec) is not dict:
             return True
         node = spec.get("nodeName")
-        if not node or type(node) is not str or node in self.nodes:
+        if (node is not None and type(node) is not str) or (node and node in self.nodes):
             return True
         name = spec.get("schedulerName", "default-scheduler")
         return type(name) is str and name in self.names
@@ -72,9 +74,8 @@ class PodScope:
         node outside the scope and the scheduler not ours. In compact JSON a quote inside a string is escaped, so
         `"nodeName":"` is a member named nodeName; a label, annotation or nodeSelector key of that name makes two and
         the pod is decoded. Our pods are always decoded (the apiserver sets spec.schedulerName on every pod). A
-        pending pod of another scheduler carrying a label or annotation named nodeName, whose value is a node outside
-        the scope, may be skipped: it is on no node, so no room is counted wrong, and the event that binds it names
-        two nodeNames and is decoded."""
+        pending pod of another scheduler carrying a label or annotation named nodeName may be skipped: it is not
+        kept either, and the event that binds it names two nodeNames and is decoded."""
         if not line.startswith((b'{"type":"MODIFIED",', b'{"type":"ADDED",')):
             return False
         try:  # (each check ends the read as soon as it fails: a pod in the scope costs one look)

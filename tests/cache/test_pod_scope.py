@@ -29,11 +29,12 @@ from scheduler.sim.objects import node_object
 NODES = [f"n{i}" for i in range(6)]
 
 
-def test_a_pod_is_kept_when_ours_pending_bound_in_the_scope_or_unreadable() -> None:
+def test_a_pod_is_kept_when_ours_bound_in_the_scope_or_unreadable() -> None:
     scope = PodScope(["volcano-py"])
     scope.nodes = frozenset({"n0"})
     assert scope.keeps(_pod("ours", node="n5"))  # every replica's pods: gangs, routes and queue totals read them
-    assert scope.keeps(_pod("waits", scheduler="other"))  # pending: on no node
+    assert scope.keeps(_pod("ours-waits"))
+    assert not scope.keeps(_pod("waits", scheduler="other"))  # another scheduler's, pending: on no node, no room
     assert scope.keeps(_pod("here", node="n0", scheduler="other"))
     assert not scope.keeps(_pod("there", node="n5", scheduler="other"))
     default = _pod("default", node="n5")
@@ -121,7 +122,7 @@ def test_every_node_a_session_may_place_on_holds_the_pods_a_replica_keeping_ever
     failing now and then, a shard taken (every pod listed). After every step, on every node in the scope and
     listed, the scoped cache (reading each event as the watch's line, some skipped undecoded: `PodScope.skips`) holds
     exactly the pods (and versions) the keep-everything cache holds, and the same room
-    free in its snapshot; our pods and pending pods are all kept; nothing else is kept outside the scope."""
+    free in its snapshot; our pods are all kept; of another scheduler's, only those bound in the scope (not pending)."""
     rng = random.Random(seed)
     scope = PodScope(["volcano-py"])
     scoped, whole = _cache(scope), _cache(None)
@@ -171,13 +172,13 @@ def test_every_node_a_session_may_place_on_holds_the_pods_a_replica_keeping_ever
             assert free_scoped[node].idle == free_whole[node].idle, (seed, step, node)
         for key, obj in whole.pods.objects.items():
             spec = obj["spec"]
-            if spec.get("schedulerName") == "volcano-py" or not spec.get("nodeName"):
+            if spec.get("schedulerName") == "volcano-py":
                 assert scoped.pods.objects.get(key, {}).get("metadata", {}).get("resourceVersion") == \
                     obj["metadata"]["resourceVersion"], (seed, step, key)
-        for key, obj in scoped.pods.objects.items():  # nothing of another scheduler kept outside the scope
+        for key, obj in scoped.pods.objects.items():  # of another scheduler's pods, only those bound in the scope
             assert key in scoped.parser.parsed or not obj["spec"].get("nodeName"), (seed, key)
             node = obj["spec"].get("nodeName")
-            assert not node or node in scope.nodes or obj["spec"].get("schedulerName") == "volcano-py", (seed, key)
+            assert node in scope.nodes or obj["spec"].get("schedulerName") == "volcano-py", (seed, key)
 
 
 def test_the_pod_list_keeps_only_what_the_scope_keeps() -> None:
@@ -189,7 +190,7 @@ def test_the_pod_list_keeps_only_what_the_scope_keeps() -> None:
     cache.watcher._pages = lambda path: iter([{"items": copy.deepcopy(pods),  # type: ignore[method-assign]
                                                "metadata": {"resourceVersion": "9"}}])
     cache.watcher._list(cache.pods)
-    assert set(cache.pods.objects) == {"ns/ours", "ns/here", "ns/waits"} and scope.dropped == 1
+    assert set(cache.pods.objects) == {"ns/ours", "ns/here"} and scope.dropped == 2
     # the pod moves out of the scope (the scope narrowed): its copy goes as if deleted, parsed copy too
     scope.nodes = frozenset()
     moved = copy.deepcopy(pods[1])

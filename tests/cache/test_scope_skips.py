@@ -1,8 +1,7 @@
 """A replica's pod watch reads another scheduler's pod bound outside its scope without decoding it
 (cache/scope.py `PodScope.skips`, cache/watch.py `_on_line`): on any pod, however its labels, annotations and
-nodeSelector are named, a line is skipped only when the decoded pod is one the scope does not keep (or a pending
-pod of another scheduler, which holds no room), never ours and never one bound in the scope; the watch goes on
-from the last event it read, skipped or not."""
+nodeSelector are named, a line is skipped only when the decoded pod is one the scope does not keep, never ours
+and never one bound in the scope; the watch goes on from the last event it read, skipped or not."""
 
 from __future__ import annotations
 
@@ -61,8 +60,7 @@ def test_a_line_is_skipped_only_when_the_scope_would_not_keep_its_pod(pod: dict[
     assert kind in ("ADDED", "MODIFIED")  # a delete is always read
     assert spec.get("schedulerName", "default-scheduler") != OURS  # ours: always read
     assert spec.get("nodeName") not in SCOPE  # bound in the scope: always read
-    # what the decoded read would do: not keep it, or keep a pending pod of another scheduler (on no node)
-    assert not scope.keeps(pod) or not spec.get("nodeName")
+    assert not scope.keeps(pod)  # what the decoded read would do
 
 
 def test_a_label_named_like_the_members_never_hides_a_pod_in_the_scope_or_ours() -> None:
