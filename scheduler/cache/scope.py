@@ -21,7 +21,7 @@ One active replica (no `--active-shards`) keeps every pod, as before: `Stores.po
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from scheduler.api.objects import MutableObj
@@ -63,19 +63,28 @@ class PodScope:
         name = spec.get("schedulerName", "default-scheduler")
         return type(name) is str and name in self.names
 
-    def skips(self, line: bytes) -> bool:
-        """Whether a pod watch's event, undecoded, is one `keeps` would refuse, read without decoding it. Decoding
-        and slimming a pod is most of what a watch event costs a replica (a real apiserver's pod, with its
-        managedFields, is several KB), and at N replicas N-1 in N of another scheduler's pods are bound outside a
-        replica's scope.
+    def skips(self, line: bytes, held: Container[str]) -> bool:
+        """Whether a pod watch's event, undecoded, changes nothing in the stores, read without decoding it (`held`:
+        the keys the pod store holds). Decoding a pod is most of what a watch event costs a replica (a real
+        apiserver's pod, with its managedFields, is several KB), and at N replicas N-1 in N of another scheduler's
+        pods are bound outside a replica's scope.
 
-        Only an added or modified pod is skipped (a delete is read: a copy kept before the scope moved goes), and
-        only when the line holds exactly one member each named nodeName and schedulerName, without an escape, the
-        node outside the scope and the scheduler not ours. In compact JSON a quote inside a string is escaped, so
-        `"nodeName":"` is a member named nodeName; a label, annotation or nodeSelector key of that name makes two and
-        the pod is decoded. Our pods are always decoded (the apiserver sets spec.schedulerName on every pod). A
-        pending pod of another scheduler carrying a label or annotation named nodeName may be skipped: it is not
-        kept either, and the event that binds it names two nodeNames and is decoded."""
+        An added or modified pod is skipped when the line holds exactly one member each named nodeName and
+        schedulerName, without an escape, the node outside the scope and the scheduler not ours: one `keeps`
+        refuses. In compact JSON a quote inside a string is escaped, so `"nodeName":"` is a member named nodeName;
+        a label, annotation or nodeSelector key of that name makes two and the pod is decoded. Our pods are always
+        decoded (the apiserver sets spec.schedulerName on every pod). A deleted pod is skipped when the store does
+        not hold it, its key read the same way (one `"namespace":"`, and one `"metadata":{"name":"`: the apiserver
+        writes a pod's name first in its metadata); one the store holds is decoded and goes."""
+        if line.startswith(b'{"type":"DELETED",'):
+            namespace = _only(line, b'"namespace":"')
+            name = _only(line, b'"metadata":{"name":"') if namespace else None
+            if not namespace or not name:
+                return False
+            try:
+                return f"{namespace.decode()}/{name.decode()}" not in held
+            except UnicodeDecodeError:
+                return False
         if not line.startswith((b'{"type":"MODIFIED",', b'{"type":"ADDED",')):
             return False
         try:  # (each check ends the read as soon as it fails: a pod in the scope costs one look)

@@ -170,7 +170,7 @@ class Watcher:
     def _on_line(self, w: Watched, line: bytes) -> bool:
         """One event of the watch, as the line the server sent; whether it was skipped undecoded (another
         scheduler's pod bound outside this replica's scope: `w.resource_version` is not moved past it)."""
-        if w is self.stores.pods and (scope := self.stores.pod_scope) is not None and scope.skips(line):
+        if w is self.stores.pods and (scope := self.stores.pod_scope) is not None and scope.skips(line, w.objects):
             scope.skipped += 1
             return True
         event = loads(line)

@@ -18,7 +18,7 @@ from scheduler.cache.scope import PodScope
 OURS = "volcano-py"
 NODES = ["n0", "n1", "n2", "n3"]
 SCOPE = frozenset({"n0", "n1"})
-MEMBERS = ["nodeName", "schedulerName", "nodeName", "schedulerName", "resourceVersion", "app"]
+MEMBERS = ["nodeName", "schedulerName", "nodeName", "schedulerName", "namespace", "name", "metadata", "app"]
 # values a careless or hostile writer might give: node names in and out of the scope, our name, quotes, escapes
 VALUES = st.sampled_from(["n2", "n3", "other", "n0", OURS, "", 'a"b', "a\\b", "\u00e9", "n2\\", '"n2"'])
 
@@ -44,20 +44,27 @@ def pods(draw: Any) -> dict[str, Any]:
     for field in ("labels", "annotations"):
         if draw(st.booleans()):
             meta[field] = draw(st.dictionaries(st.sampled_from(MEMBERS), VALUES, max_size=3))
+    meta = {key: meta[key] for key in draw(st.permutations(sorted(meta)))}  # the name first, or not
     order = draw(st.permutations(["metadata", "spec", "status"]))  # a server may order the members its own way
     parts = {"metadata": meta, "spec": spec, "status": {"phase": "Running" if node else "Pending"}}
     return {key: parts[key] for key in order}
 
 
 @settings(max_examples=1500, deadline=None)
-@given(pods(), st.sampled_from(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]))
-def test_a_line_is_skipped_only_when_the_scope_would_not_keep_its_pod(pod: dict[str, Any], kind: str) -> None:
+@given(pods(), st.sampled_from(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]), st.booleans())
+def test_a_line_is_skipped_only_when_the_scope_would_not_keep_its_pod(pod: dict[str, Any], kind: str,
+                                                                     stored: bool) -> None:
+    """`stored`: the store holds the pod (kept before the scope moved, or ours): its delete must be read. A delete
+    of a pod the store does not hold changes nothing."""
     scope = _scope()
     line = orjson.dumps({"type": kind, "object": pod}) + b"\n"
-    if not scope.skips(line):
+    if not scope.skips(line, {"ns/p"} if stored else set()):
+        return
+    if kind == "DELETED":
+        assert not stored
         return
     spec = pod["spec"]
-    assert kind in ("ADDED", "MODIFIED")  # a delete is always read
+    assert kind in ("ADDED", "MODIFIED")
     assert spec.get("schedulerName", "default-scheduler") != OURS  # ours: always read
     assert spec.get("nodeName") not in SCOPE  # bound in the scope: always read
     assert not scope.keeps(pod)  # what the decoded read would do
@@ -69,12 +76,12 @@ def test_a_label_named_like_the_members_never_hides_a_pod_in_the_scope_or_ours()
                          ({"schedulerName": "other"}, {"nodeName": "n2", "schedulerName": OURS})):
         for pod in ({"metadata": {"labels": labels, "resourceVersion": "3"}, "spec": spec},
                     {"spec": {"nodeSelector": labels, **spec}, "metadata": {"resourceVersion": "3"}}):
-            assert scope.keeps(pod) and not scope.skips(orjson.dumps({"type": "ADDED", "object": pod}))
+            assert scope.keeps(pod) and not scope.skips(orjson.dumps({"type": "ADDED", "object": pod}), ())
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(["n2", "n3", "node-with-a-long-name.example.com"]), st.sampled_from(["other", None]),
-       st.sampled_from(["ADDED", "MODIFIED"]), st.dictionaries(st.sampled_from(["app", "team"]), VALUES))
+       st.sampled_from(["ADDED", "MODIFIED", "DELETED"]), st.dictionaries(st.sampled_from(["app", "team"]), VALUES))
 def test_another_schedulers_pod_bound_outside_the_scope_is_skipped(node: str, scheduler: str | None, kind: str,
                                                                     labels: dict[str, str]) -> None:
     """The skip is taken: a pod with one nodeName and one schedulerName, as the apiserver writes a bound pod."""
@@ -82,8 +89,10 @@ def test_another_schedulers_pod_bound_outside_the_scope_is_skipped(node: str, sc
     pod: dict[str, Any] = {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": "7", "labels": labels},
                            "spec": {"nodeName": node, "schedulerName": scheduler or "default-scheduler"}}
     assert not scope.keeps(pod)
-    assert scope.skips(orjson.dumps({"type": kind, "object": pod}))
-    assert not scope.skips(json.dumps({"type": kind, "object": pod}).encode())  # not compact: decoded, as before
+    line = orjson.dumps({"type": kind, "object": pod})
+    assert scope.skips(line, ())
+    assert scope.skips(line, {"ns/p"}) == (kind != "DELETED")  # a delete of a pod the store holds: decoded
+    assert not scope.skips(json.dumps({"type": kind, "object": pod}).encode(), ())  # not compact: decoded
 
 
 def _line(kind: str, name: str, rv: int, node: str, scheduler: str = "other") -> bytes:
@@ -115,22 +124,38 @@ def _cache(kube: Lines) -> ClusterCache:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["ADDED", "MODIFIED"]), st.sampled_from(NODES),
-                          st.sampled_from(["other", OURS])), min_size=1, max_size=12), st.booleans())
-def test_the_watch_goes_on_from_the_last_event_it_read_skipped_or_not(events: list[tuple[str, str, str]],
-                                                                       cut: bool) -> None:
-    lines = [_line(kind, f"p{i}", 10 + i, node, scheduler) for i, (kind, node, scheduler) in enumerate(events)]
+@given(st.lists(st.tuples(st.sampled_from(NODES), st.sampled_from(["other", OURS]), st.booleans()), min_size=1,
+                max_size=12), st.randoms(use_true_random=False), st.booleans())
+def test_the_watch_keeps_what_the_scope_keeps_and_goes_on_from_the_last_event_it_read(
+        pods: list[tuple[str, str, bool]], rnd: Any, cut: bool) -> None:
+    """Pods added, changed, some deleted (in any order after their adds); one of another scheduler's outside the
+    scope already stored (kept before the scope moved) and deleted too. The store ends holding exactly the pods the
+    scope keeps that were not deleted, the stored one's delete read, and the watch's position is the last line's."""
+    lines, rv = [], 10
+    for i, (node, scheduler, _) in enumerate(pods):
+        for kind in ("ADDED", "MODIFIED"):
+            rv += 1
+            lines.append(_line(kind, f"p{i}", rv, node, scheduler))
+    deletes = [i for i, (_, _, deleted) in enumerate(pods) if deleted]
+    rnd.shuffle(deletes)
+    for i in [*deletes, -1]:  # p-1: stored before the scope moved, outside it now
+        rv += 1
+        lines.append(_line("DELETED", f"p{i}", rv, pods[i][0] if i >= 0 else "n3",
+                           pods[i][1] if i >= 0 else "other"))
     cache = _cache(Lines(lines, cut))
+    cache.pods.objects["ns/p-1"] = orjson.loads(_line("ADDED", "p-1", 9, "n3"))["object"]
     try:
         cache.watcher._watch(cache.pods)
     except OSError:
         assert cut
     scope = cache.stores.pod_scope
     assert scope is not None
-    assert cache.pods.resource_version == str(10 + len(events) - 1)  # the last line's, even one not decoded
-    kept = {f"ns/p{i}" for i, (_, node, scheduler) in enumerate(events) if node in SCOPE or scheduler == OURS}
+    assert cache.pods.resource_version == str(rv)  # the last line's, even one not decoded
+    kept = {f"ns/p{i}" for i, (node, scheduler, deleted) in enumerate(pods)
+            if (node in SCOPE or scheduler == OURS) and not deleted}
     assert set(cache.pods.objects) == kept
-    assert scope.skipped == len(events) - len(kept)
+    outside = sum((2 + deleted) for node, scheduler, deleted in pods if node not in SCOPE and scheduler != OURS)
+    assert scope.skipped == outside  # every line of theirs skipped but the stored pod's delete
 
 
 def test_a_skipped_line_that_does_not_decode_leaves_the_position_where_it_was() -> None:

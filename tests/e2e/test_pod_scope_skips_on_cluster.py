@@ -1,7 +1,8 @@
 """A replica's pod watch on a real kube-apiserver skips, undecoded, the events of another scheduler's pods bound
 outside its scope (cache/scope.py `PodScope.skips`): the lines kube-apiserver writes have the shape the skip reads
-(`{"type":"ADDED","object":...}`, compact, one nodeName and one schedulerName), so the skip is taken in production
-and not only against the simulated apiserver; the pods in the scope and ours are kept, and the watch goes on."""
+(`{"type":"ADDED","object":...}`, compact, one nodeName and one schedulerName, a pod's metadata opening with its
+name), so the skip is taken in production and not only against the simulated apiserver; the pods in the scope and
+ours are kept, and the watch goes on."""
 
 from __future__ import annotations
 
@@ -50,6 +51,12 @@ def test_a_real_apiservers_events_of_pods_outside_the_scope_are_skipped(control_
         assert kept == {"decoy", "here", "ours", "last"}
         mine = [line for line in skipped if f'"namespace":"{namespace}"'.encode() in line]
         assert mine and all(b'"name":"there"' in line for line in mine)  # "there" alone, never decoded
+        for name in ("there", "here"):  # deleted: "there"'s delete skipped too (its key read from the line)
+            core_v1.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        core_v1.create_namespaced_pod(namespace, _pod("after", None, "volcano-py"))
+        wait_for(lambda: f"{namespace}/after" in cache.pods.objects, TIMEOUT, what="the cache reads the pod after")
+        assert f"{namespace}/here" not in cache.pods.objects  # in the scope: its delete read
+        assert any(line.startswith(b'{"type":"DELETED",') and b'"name":"there"' in line for line in skipped)
         latest = core_v1.read_namespaced_pod("last", namespace).metadata.resource_version
         assert int(cache.pods.resource_version) >= int(latest)
     finally:
