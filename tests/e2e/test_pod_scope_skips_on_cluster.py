@@ -31,8 +31,8 @@ def test_a_real_apiservers_events_of_pods_outside_the_scope_are_skipped(control_
     skipped: list[bytes] = []
     real = scope.skips
 
-    def skips(line: bytes) -> bool:
-        if real(line):
+    def skips(line: bytes, held) -> bool:
+        if real(line, held):
             skipped.append(line)
             return True
         return False
