@@ -168,8 +168,9 @@ class Watcher:
                 self._resume_after(w, skipped)
 
     def _on_line(self, w: Watched, line: bytes) -> bool:
-        """One event of the watch, as the line the server sent; whether it was skipped undecoded (another
-        scheduler's pod bound outside this replica's scope: `w.resource_version` is not moved past it)."""
+        """One event of the watch, as the line the server sent; whether it was skipped undecoded (`PodScope.skips`:
+        another scheduler's pod bound outside this replica's scope, or the delete of a pod the store does not hold;
+        `w.resource_version` is not moved past it, `_resume_after` does that when the stream ends)."""
         if w is self.stores.pods and (scope := self.stores.pod_scope) is not None and scope.skips(line, w.objects):
             scope.skipped += 1
             return True
