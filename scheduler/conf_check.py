@@ -23,7 +23,7 @@ from scheduler.actions.consolidate import (
     MAX_LOST as CONSOLIDATE_MAX_LOST,
     MAX_LOST_TOP as CONSOLIDATE_MAX_LOST_TOP,
 )
-from scheduler.actions.starvation import parse_threshold
+from scheduler.actions.starvation import parse_hold_idle, parse_threshold
 from scheduler.framework.conf import ConfError, SchedulerConf, describe_conf
 from scheduler.framework.conf_args import as_bool, whole_number
 from scheduler.framework.conf_values import closest
@@ -66,6 +66,8 @@ ACTION_ARGS: Mapping[str, Mapping[str, ArgSpec]] = {
     "allocate": {"predicateErrorCacheEnable": _CACHE,
                  "starvationThresholdSeconds": ArgSpec(parse_threshold, 300.0,
                                                        "a duration such as 5m or a number of seconds (negative: off)"),
+                 "starvationHoldIdle": ArgSpec(parse_hold_idle, "off",
+                                               "a duration from 0s to 168h such as 1h, or true (1h) or false"),
                  MAX_BINDS: ArgSpec(_count(1, MAX_BINDS_TOP), "no bound", f"a whole number from 1 to {MAX_BINDS_TOP}")},
     "backfill": {"predicateErrorCacheEnable": _VOLCANO_CACHE},
     "reclaim": {"predicateErrorCacheEnable": _VOLCANO_CACHE},

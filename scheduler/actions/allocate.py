@@ -35,7 +35,7 @@ from collections.abc import Callable
 from scheduler.actions.base import guarded, queue_missing, round_robin
 from scheduler.actions.bulk import BulkPlacer
 from scheduler.actions.domain_reserve import reserve_in_domain
-from scheduler.actions.starvation import reserve, starving_gangs
+from scheduler.actions.starvation import hold_idle, reserve, starving_gangs
 from scheduler.actions.subgroups import SubGroupPlacer, sub_group_job
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
@@ -430,7 +430,8 @@ class Allocate:
                 if job.is_ready():
                     return
             declined = not answer.status.abstained
-        reserve(ssn, queue, job, pending_tasks(job), find_node, declined)
+        reserve(ssn, queue, job, pending_tasks(job), find_node, declined,
+                hold_idle(ssn.conf.configurations.get("allocate") or {}))
 
     @staticmethod
     def replay_placement(

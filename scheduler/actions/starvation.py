@@ -19,6 +19,15 @@ partly bound gangs, oldest first:
    or a queue whose room is all reserved): it is dropped, and the gang waits with the queue's reason. A kept
    reservation counts in the queue's allocation, so without this a queue could sit on a reservation forever
    with none of its jobs allowed to run (the simulated GPU day, docs/simulator.md).
+5. With `starvationHoldIdle` (an `allocate` argument; off by default, and Volcano has no guard at all) a
+   reservation also holds the idle room of the nodes its missing tasks are pipelined on, up to each task's
+   request, for the rest of the cycle (placeholders that belong to no job, as `consolidate`'s held room,
+   `holds.py`): no later job of the cycle takes a GPU freed there, so the nodes drain for the gang. Off, a small
+   job still uses a reserved node when it fits beside the reservation, and on a busy cluster the small jobs take
+   each freed GPU before the gang has them all (the simulated GPU day, docs/simulator.md). The value is a
+   duration (`true`: 1h): a node held for a gang that has freed nothing more for the gang in that long (its pods
+   may never end: a service) is held no longer, so a gang cannot keep a node's idle GPUs from everyone forever.
+   Progress is remembered from cycle to cycle in the `CycleMemo` (`framework/holds.py`, `DrainBook`).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.actions.holds import placeholder
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
@@ -35,11 +45,16 @@ from scheduler.api.reasons import QueueShareExceeded, Reserving, amounts
 from scheduler.api.resources import Resource
 from scheduler.durations import parse_seconds
 from scheduler.framework import points as P
+from scheduler.framework.conf_args import as_bool
+from scheduler.framework.holds import HeldPod
 from scheduler.framework.session import Session
 from scheduler.plugins.shares import without_pods
 
 THRESHOLD_ARG = "starvationThresholdSeconds"
 DEFAULT_THRESHOLD = 300.0
+HOLD_IDLE_ARG = "starvationHoldIdle"
+DEFAULT_HOLD_IDLE = 3600.0  # seconds a held node may go without freeing anything for its gang (`true`)
+HOLD_IDLE_TOP = 7 * 24 * 3600.0
 
 
 def parse_threshold(raw: object) -> float:
@@ -59,6 +74,26 @@ def threshold(arguments: Mapping[str, Any]) -> float | None:
     except ValueError:
         return DEFAULT_THRESHOLD
     return None if value < 0 else value
+
+
+def parse_hold_idle(raw: object) -> float:
+    """`starvationHoldIdle` in seconds (0: off): a duration (`30m`, or seconds) from 0 to 7 days, or a boolean
+    (`true`: 1h, `false`: off). A ValueError names what is wrong."""
+    switch = as_bool(raw) if isinstance(raw, bool | str) else None
+    if switch is not None:
+        return DEFAULT_HOLD_IDLE if switch else 0.0
+    value = parse_seconds(raw)
+    if not 0 <= value <= HOLD_IDLE_TOP:  # NaN fails too
+        raise ValueError(f"not a duration from 0s to 168h: {raw!r}")
+    return value
+
+
+def hold_idle(arguments: Mapping[str, Any]) -> float:
+    """The configured `starvationHoldIdle` in seconds, 0 when off or unreadable (`conf check` names it)."""
+    try:
+        return parse_hold_idle(arguments.get(HOLD_IDLE_ARG, 0))
+    except ValueError:
+        return 0.0
 
 
 def starving_gangs(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
@@ -121,7 +156,7 @@ def _within_share(ssn: Session, queue: QueueInfo, task: TaskInfo) -> Status:
 
 
 def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo],
-            place: Any, placer_declined: bool) -> None:
+            place: Any, placer_declined: bool, hold_for: float = 0.0) -> None:
     """Place `job` as far as it goes; commit it if ready, else keep it as a reservation (see the module doc)."""
     stmt = ssn.statement()
     tasks = job.minimums_first(ssn.order.task_order(pending))
@@ -164,6 +199,30 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
             stmt.discard()
             ssn.results.hold(job, refused)
             return
+    if hold_for > 0:
+        _hold_idle(ssn, job, [(op.task, op.node) for op in stmt.operations if op.kind == "pipeline"], hold_for)
     reserving = Reserving(ssn.now - job.creation, len({op.node for op in stmt.operations}),
                           sum(1 for op in stmt.operations), job.min_available)
     ssn.results.hold(job, Status(Code.UNSCHEDULABLE, (reserving,), "allocate"))
+
+
+def _hold_idle(ssn: Session, job: JobInfo, pipelined: list[tuple[TaskInfo, str]], hold_for: float) -> None:
+    """5.: for each reserved task, a placeholder on its node taking what of the node's idle the task asks for (never
+    more than the idle: the node's idle stays at or above zero), unless the node freed nothing more for the gang in
+    `hold_for` seconds. A placeholder belongs to no job and no queue, is no victim and is never bound; the session
+    ends with the cycle, and with it the placeholder."""
+    drains = ssn.holds.drains
+    drains.forget(job.key, {name for _, name in pipelined}, ssn.now, hold_for)
+    for task, name in pipelined:
+        node = ssn.nodes.get(name)
+        if node is None:
+            continue
+        short = task.resreq.shortfall(node.future_idle())
+        lacking = sum(units / max(1, task.resreq.get(dim)) for dim, units in short.items())
+        if not drains.progressing(job.key, name, lacking, ssn.now, hold_for):
+            continue
+        room = task.resreq - task.resreq.shortfall(node.idle)  # per dimension, the smaller of the two
+        if without_pods(room).is_zero():
+            continue
+        node.add_task(placeholder(HeldPod(task.key, name, room)))
+        ssn.arrays.update(node)

@@ -41,11 +41,35 @@ class Hold:
 
 
 @dataclass(slots=True)
+class DrainBook:
+    """For the starvation guard's held idle room (`actions/starvation.py`, 5.): per (gang, node) the least the node
+    lacked to hold the gang's task, and when it last lacked less, so a node that frees nothing more is let go."""
+
+    best: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # -> (lacking, since)
+
+    def progressing(self, job: str, node: str, lacking: float, now: float, limit: float) -> bool:
+        """Whether the node lacked less than ever before for `job` within the last `limit` seconds."""
+        key = (job, node)
+        seen = self.best.get(key)
+        if seen is None or lacking < seen[0]:
+            self.best[key] = seen = (lacking, now)
+        return now - seen[1] <= limit
+
+    def forget(self, job: str, nodes: set[str], now: float, limit: float) -> None:
+        """Drop `job`'s nodes it no longer reserves, and every other entry older than `limit` twice (a gang that
+        started or is gone), so the book stays as small as the reservations in force."""
+        for key, (_, since) in list(self.best.items()):
+            if (key[0] == job and key[1] not in nodes) or (key[0] != job and now - since > 2 * limit):
+                del self.best[key]
+
+
+@dataclass(slots=True)
 class HoldBook:
     """The holds in force, by the moved job's key, and what became of the ones that ended (for tests and logs)."""
 
     holds: dict[str, Hold] = field(default_factory=dict)
     ended: list[tuple[str, str]] = field(default_factory=list)  # (job, why): placed | gone | expired | refused
+    drains: DrainBook = field(default_factory=DrainBook)  # the starvation guard's held nodes (`DrainBook`)
 
     ENDED_MAX = 1000
 

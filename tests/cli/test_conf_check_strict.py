@@ -56,6 +56,7 @@ def test_a_bad_action_argument_value_is_a_warning_with_the_default_used(
 @pytest.mark.parametrize(("action", "key", "value", "default"), [
     ("gangpreempt", "maxDomains", "0", 8), ("gangreclaim", "allowWholeBundle", "sometimes", True),
     ("preempt", "enableTopologyAwarePreemption", "yes", False), ("allocate", "predicateErrorCacheEnable", "2", True),
+    ("allocate", "starvationHoldIdle", "soon", "off"), ("allocate", "starvationHoldIdle", "-5m", "off"),
 ])
 def test_every_action_argument_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str], action: str,
                                           key: str, value: str, default: object) -> None:
@@ -63,12 +64,13 @@ def test_every_action_argument_is_checked(tmp_path: Path, capsys: pytest.Capture
     _, out, _ = run(capsys, conf(tmp_path, text), "-o", "json")
     (warning,) = json.loads(out)["argumentWarnings"]
     assert (warning["action"], warning["key"], warning["value"]) == (action, key, value)
-    assert json.dumps(default) in warning["using"]
+    assert (default if isinstance(default, str) else json.dumps(default)) in warning["using"]
 
 
 def test_good_action_arguments_warn_of_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = ("configurations:\n- name: allocate\n  arguments:\n    starvationThresholdSeconds: -1\n"
-            "    predicateErrorCacheEnable: 'false'\n- name: gangpreempt\n  arguments:\n    maxDomains: 3\n")
+            "    predicateErrorCacheEnable: 'false'\n    starvationHoldIdle: 1h\n"
+            "- name: gangpreempt\n  arguments:\n    maxDomains: 3\n")
     code, out, _ = run(capsys, conf(tmp_path, text), "--strict")
     assert code == 0
     assert "warnings: none" in out.splitlines()

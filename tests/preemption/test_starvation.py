@@ -7,7 +7,14 @@ from dataclasses import dataclass
 import pytest
 from preemption_confs import make_conf
 
-from scheduler.actions.starvation import DEFAULT_THRESHOLD, THRESHOLD_ARG, threshold
+from scheduler.actions.starvation import (
+    DEFAULT_THRESHOLD,
+    HOLD_IDLE_ARG,
+    THRESHOLD_ARG,
+    hold_idle,
+    parse_hold_idle,
+    threshold,
+)
 from scheduler.api.reasons import Reserving
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
@@ -94,3 +101,82 @@ def test_a_reservation_holds_its_nodes_and_small_jobs_fit_around_it() -> None:
                                               ("5 minutes", DEFAULT_THRESHOLD), (True, DEFAULT_THRESHOLD)])
 def test_the_threshold_reads_the_one_duration_grammar(raw: object, seconds: float | None) -> None:
     assert threshold({THRESHOLD_ARG: raw}) == seconds
+
+
+# ---- starvationHoldIdle: the reserved nodes' idle room held for the gang (actions/starvation.py, 5.) ----
+
+def held_cluster(hold: object | None) -> tuple[ClusterBuilder, object]:
+    """2 x 8 GPUs, each running a 5-GPU pod that does not end; a 2 x 8-GPU gang waits past the 60 s threshold,
+    so the guard reserves both nodes; 3 GPUs sit idle on each. No queue limit (no `proportion`): the reservation
+    is kept for the nodes alone."""
+    arguments: dict[str, object] = {"starvationThresholdSeconds": 60}
+    if hold is not None:
+        arguments[HOLD_IDLE_ARG] = hold
+    conf = make_conf("enqueue, allocate, backfill", second=("drf", "predicates", "nodeorder", "binpack"),
+                     configurations={"allocate": arguments})
+    c = cluster().nodes("n", 2, gpu=8)
+    c.job("resident", replicas=2, gpu=5)
+    c.cycle(conf)
+    assert sorted(c.sim.bound("resident").values()) == ["n0", "n1"]
+    c.job("big", replicas=2, gpu=8)
+    c.sim.now = 120.0
+    return c, conf
+
+
+@pytest.mark.parametrize("hold", [None, False, "0s"], ids=["unset", "false", "0s"])
+def test_without_the_hold_a_small_job_takes_a_reserved_nodes_idle_gpus(hold: object | None) -> None:
+    c, conf = held_cluster(hold)
+    c.sim.add_pod(pod_object("small", gpu=3))
+    c.cycle(conf)
+    assert c.sim.bound("big") == {}
+    assert any(isinstance(r, Reserving) for r in c.sim.reasons("big"))
+    assert list(c.sim.bound("small").values()) in (["n0"], ["n1"])
+
+
+@pytest.mark.parametrize("hold", [True, "1h", 3600, "true"], ids=["true", "1h", "3600", "'true'"])
+def test_with_the_hold_the_reserved_nodes_idle_gpus_wait_for_the_gang(hold: object) -> None:
+    c, conf = held_cluster(hold)
+    c.sim.add_pod(pod_object("small", gpu=3))
+    c.cycle(conf)
+    assert c.sim.bound("big") == {} and c.sim.bound("small") == {}
+    assert any(isinstance(r, Reserving) for r in c.sim.reasons("big"))
+    assert c.sim.partially_bound_gangs() == []
+    # the residents end: the gang has both nodes whole, and the small job still waits behind it
+    for key in list(c.sim.bound("resident")):
+        c.sim.finish_pod(f"default/{key}")
+        c.sim.delete_pod(f"default/{key}")
+    c.sim.now += 10
+    c.cycle(conf)
+    assert sorted(c.sim.bound("big").values()) == ["n0", "n1"]
+    assert c.sim.bound("small") == {}
+
+
+def test_a_held_node_that_frees_nothing_is_let_go_after_the_duration() -> None:
+    """The residents never end: the nodes are held 10 minutes from the first reservation, no longer; then the small
+    job that waited takes the idle GPUs (so a gang cannot keep them from everyone for ever)."""
+    c, conf = held_cluster("10m")
+    c.sim.add_pod(pod_object("small", gpu=3))
+    first = c.sim.now
+    while c.sim.now <= first + 600:
+        c.cycle(conf)
+        assert c.sim.bound("small") == {}, f"let go at {c.sim.now - first:.0f} s, before the 600 s"
+        c.sim.now += 29  # cycle() advanced the clock by a second: a 30 s period
+    c.cycle(conf)
+    assert list(c.sim.bound("small").values()) in (["n0"], ["n1"])
+    assert c.sim.bound("big") == {}
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [
+    (True, 3600.0), ("True", 3600.0), (False, 0.0), ("false", 0.0), ("0s", 0.0), (0, 0.0), ("30m", 1800.0),
+    (90, 90.0), ("90", 90.0), ("168h", 168 * 3600.0),
+])
+def test_the_hold_duration_reads_as_the_conf_writes_it(raw: object, seconds: float) -> None:
+    assert parse_hold_idle(raw) == seconds
+    assert hold_idle({HOLD_IDLE_ARG: raw}) == seconds
+
+
+@pytest.mark.parametrize("raw", ["-1s", "169h", "soon", float("nan"), [], {"a": 1}, "1e400"])
+def test_an_unreadable_hold_duration_is_refused_and_means_off(raw: object) -> None:
+    with pytest.raises(ValueError):
+        parse_hold_idle(raw)
+    assert hold_idle({HOLD_IDLE_ARG: raw}) == 0.0

@@ -35,6 +35,11 @@ ADMISSION_CYCLES = 2
 # volcano-py's default actions with a short guard threshold, so the guard acts often in a short day.
 EAGER_GUARD = NO_OVERCOMMIT.replace("tiers:\n", "configurations:\n- name: allocate\n  arguments:\n"
                                     "    starvationThresholdSeconds: 60\ntiers:\n", 1)
+# ... and holding the reserved nodes' idle room for the gang (`starvationHoldIdle`, actions/starvation.py 5.): the
+# held GPUs sit idle while the nodes drain, never while nothing runs that could free them.
+HOLDING_GUARD = EAGER_GUARD.replace("starvationThresholdSeconds: 60\n", "starvationThresholdSeconds: 60\n"
+                                    "    starvationHoldIdle: 10m\n", 1)
+CONFS = {"eager-guard": EAGER_GUARD, "holding-guard": HOLDING_GUARD}
 
 
 def workload(seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -90,8 +95,10 @@ def run_day(tmp_path: Path, seed: int, conf: SchedulerConf) -> tuple[Replay, int
 
 
 @pytest.mark.parametrize("seed", range(SEEDS))
-@pytest.mark.parametrize("conf_name", ["default", "eager-guard"])
+@pytest.mark.parametrize("conf_name", ["default", *CONFS])
 def test_the_cluster_never_idles_with_a_runnable_job(tmp_path: Path, seed: int, conf_name: str) -> None:
-    conf = load_conf_or_default(None) if conf_name == "default" else conf_from_text(EAGER_GUARD)
+    conf = load_conf_or_default(None) if conf_name == "default" else conf_from_text(CONFS[conf_name])
+    if conf_name == "holding-guard":
+        assert conf.configurations["allocate"]["starvationHoldIdle"] == "10m"
     outcome, nodes = run_day(tmp_path, seed, conf)
     assert stalls(outcome, nodes) == []
