@@ -43,23 +43,24 @@ class Hold:
 @dataclass(slots=True)
 class DrainBook:
     """For the starvation guard's held idle room (`actions/starvation.py`, 5.): per (gang, node) the least the node
-    lacked to hold the gang's task, and when it last lacked less, so a node that frees nothing more is let go."""
+    lacked to hold the gang's task, when it last lacked less, and when the gang last reserved it, so a node that
+    frees nothing more is let go."""
 
-    best: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # -> (lacking, since)
+    best: dict[tuple[str, str], tuple[float, float, float]] = field(default_factory=dict)  # (lacking, since, seen)
 
     def progressing(self, job: str, node: str, lacking: float, now: float, limit: float) -> bool:
         """Whether the node lacked less than ever before for `job` within the last `limit` seconds."""
         key = (job, node)
         seen = self.best.get(key)
-        if seen is None or lacking < seen[0]:
-            self.best[key] = seen = (lacking, now)
-        return now - seen[1] <= limit
+        least, since = (lacking, now) if seen is None or lacking < seen[0] else seen[:2]
+        self.best[key] = (least, since, now)
+        return now - since <= limit
 
     def forget(self, job: str, nodes: set[str], now: float, limit: float) -> None:
-        """Drop `job`'s nodes it no longer reserves, and every other entry older than `limit` twice (a gang that
-        started or is gone), so the book stays as small as the reservations in force."""
-        for key, (_, since) in list(self.best.items()):
-            if (key[0] == job and key[1] not in nodes) or (key[0] != job and now - since > 2 * limit):
+        """Drop `job`'s nodes it no longer reserves, and every other gang's node it has not reserved for `limit`
+        (it started, is gone, or reserves elsewhere), so the book stays as small as the reservations in force."""
+        for key, (_, _, seen) in list(self.best.items()):
+            if (key[1] not in nodes) if key[0] == job else (now - seen > limit):
                 del self.best[key]
 
 
