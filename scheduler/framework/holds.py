@@ -42,25 +42,37 @@ class Hold:
 
 @dataclass(slots=True)
 class DrainBook:
-    """For the starvation guard's held idle room (`actions/starvation.py`, 5.): per (gang, node) the least the node
+    """For the starvation guard's held idle room (`actions/starvation.py`, 5.): per gang and node the least the node
     lacked to hold the gang's task, when it last lacked less, and when the gang last reserved it, so a node that
     frees nothing more is let go."""
 
-    best: dict[tuple[str, str], tuple[float, float, float]] = field(default_factory=dict)  # (lacking, since, seen)
+    best: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)  # (lacking, since, seen)
+    swept: float = float("-inf")  # when every gang's entries were last swept
 
     def progressing(self, job: str, node: str, lacking: float, now: float, limit: float) -> bool:
         """Whether the node lacked less than ever before for `job` within the last `limit` seconds."""
-        key = (job, node)
-        seen = self.best.get(key)
+        nodes = self.best.setdefault(job, {})
+        seen = nodes.get(node)
         least, since = (lacking, now) if seen is None or lacking < seen[0] else seen[:2]
-        self.best[key] = (least, since, now)
+        nodes[node] = (least, since, now)
         return now - since <= limit
 
     def forget(self, job: str, nodes: set[str], now: float, limit: float) -> None:
-        """Drop `job`'s nodes it no longer reserves, and every other gang's node it has not reserved for `limit`
-        (it started, is gone, or reserves elsewhere), so the book stays as small as the reservations in force."""
-        for key, (_, _, seen) in list(self.best.items()):
-            if (key[1] not in nodes) if key[0] == job else (now - seen > limit):
+        """Drop `job`'s nodes it no longer reserves; once every `limit`, also every other gang's node it has not
+        reserved for `limit` (it started, is gone, or reserves elsewhere). So the book holds what reservations used
+        in the last two limits, and a call costs the gang's own nodes but for that sweep."""
+        own = self.best.get(job)
+        if own is not None:
+            for node in [n for n in own if n not in nodes]:
+                del own[node]
+        if now - self.swept <= limit:
+            return
+        self.swept = now
+        for key in list(self.best):
+            kept = {n: entry for n, entry in self.best[key].items() if key == job or now - entry[2] <= limit}
+            if kept:
+                self.best[key] = kept
+            else:
                 del self.best[key]
 
 
