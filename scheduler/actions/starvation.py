@@ -199,30 +199,38 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
             stmt.discard()
             ssn.results.hold(job, refused)
             return
+    drained = 0
     if hold_for > 0:
-        _hold_idle(ssn, job, [(op.task, op.node) for op in stmt.operations if op.kind == "pipeline"], hold_for)
+        drained = _hold_idle(ssn, job, [(op.task, op.node) for op in stmt.operations if op.kind == "pipeline"],
+                             hold_for)
     reserving = Reserving(ssn.now - job.creation, len({op.node for op in stmt.operations}),
-                          sum(1 for op in stmt.operations), job.min_available)
+                          sum(1 for op in stmt.operations), job.min_available, drained)
     ssn.results.hold(job, Status(Code.UNSCHEDULABLE, (reserving,), "allocate"))
 
 
-def _hold_idle(ssn: Session, job: JobInfo, pipelined: list[tuple[TaskInfo, str]], hold_for: float) -> None:
+def _hold_idle(ssn: Session, job: JobInfo, pipelined: list[tuple[TaskInfo, str]], hold_for: float) -> int:
     """5.: for each reserved task, a placeholder on its node taking what of the node's idle the task asks for (never
     more than the idle: the node's idle stays at or above zero), unless the node freed nothing more for the gang in
-    `hold_for` seconds. A placeholder belongs to no job and no queue, is no victim and is never bound; the session
-    ends with the cycle, and with it the placeholder."""
+    `hold_for` seconds; the number of nodes that keep their free room for the gang (held now, or with none free
+    yet). A placeholder belongs to no job and no queue, is no victim and is never bound; the session ends with the
+    cycle, and with it the placeholder."""
     drains = ssn.holds.drains
+    drained: set[str] = set()
     drains.forget(job.key, {name for _, name in pipelined}, ssn.now, hold_for)
     for task, name in pipelined:
         node = ssn.nodes.get(name)
         if node is None:
             continue
+        # what the node still lacks for the task (the task's own pipelined place counts in future idle: the same
+        # offset every cycle, so a smaller number is progress)
         short = task.resreq.shortfall(node.future_idle())
         lacking = sum(units / max(1, task.resreq.get(dim)) for dim, units in short.items())
         if not drains.progressing(job.key, name, lacking, ssn.now, hold_for):
             continue
+        drained.add(name)
         room = task.resreq - task.resreq.shortfall(node.idle)  # per dimension, the smaller of the two
         if without_pods(room).is_zero():
             continue
         node.add_task(placeholder(HeldPod(task.key, name, room)))
         ssn.arrays.update(node)
+    return len(drained)

@@ -90,9 +90,10 @@ def render(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by desig
                     f"the most on one node is {show_amounts(largest)} ({node})")
         case R.NotPipelined(min_available=minimum):
             return f"gang is not pipelined: fewer than {minimum} tasks placed, counting releasing resources"
-        case R.Reserving(waited_seconds=waited, nodes=nodes, held=held, min_available=minimum):
+        case R.Reserving(waited_seconds=waited, nodes=nodes, held=held, min_available=minimum, drained=drained):
+            kept = f"; {drained} of its nodes keep their free resources for it" if drained else ""
             return (f"starving for {waited:g}s: reserving resources on {nodes} nodes as running pods free them "
-                    f"({held} of {minimum} tasks held)")
+                    f"({held} of {minimum} tasks held{kept})")
         case R.PlacementStale(task=task, node=node):
             return f"placement of {task} on {node} no longer fits"
         case R.PartialGangTimeout():

@@ -236,13 +236,15 @@ class NotPipelined(Reason):
 
 @dataclass(frozen=True, slots=True)
 class Reserving(Reason):
-    """The starvation guard holds resources for the gang as running pods free them."""
+    """The starvation guard holds resources for the gang as running pods free them; with `starvationHoldIdle`,
+    `drained` of its nodes also keep their free resources for it (0: none)."""
 
     kind: ClassVar[str] = "Reserving"
     waited_seconds: float
     nodes: int
     held: int
     min_available: int
+    drained: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,7 @@ SAMPLES = [
     Sample(R.Fragmented(((GPU, 8000), (MEMORY, TI16)), ((GPU, 3000), (MEMORY, 2**40)), "n1"), Gate.FRAGMENTED),
     Sample(R.NotPipelined(4), Gate.WAITING),
     Sample(R.Reserving(301.5, 2, 3, 4), Gate.RESERVING),
+    Sample(R.Reserving(301.5, 2, 0, 2, 2), Gate.RESERVING),
     Sample(R.PlacementStale("g-0", "n1"), Gate.WAITING),
     Sample(R.PartialGangTimeout(2, 4, 600.0, 1, 1), Gate.PARTIAL),
     Sample(R.ScheduleTimeout(600.0, 601.0, 8, 4), Gate.WAITING),
@@ -181,3 +182,8 @@ def test_the_annotation_goes_when_the_gang_is_scheduled() -> None:
     c.cycle()
     assert len(c.sim.bound("train")) == 2
     assert REASONS_ANNOTATION not in (c.sim.podgroup("train")["metadata"].get("annotations") or {})
+
+
+def test_a_reserving_reason_published_before_drained_existed_reads_as_none_drained() -> None:
+    old = {"kind": "Reserving", "waited_seconds": 301.5, "nodes": 2, "held": 3, "min_available": 4}
+    assert R.from_json(old) == R.Reserving(301.5, 2, 3, 4, 0)

@@ -47,8 +47,9 @@ def test_a_reserving_gangs_nodes_keep_their_free_gpus_for_it_until_it_binds_whol
     assert sorted(wait_running(core_v1, namespace, "resident", 2).values()) == sorted(nodes)
 
     vcjob_cluster.job("big", queue, [gpu_task("worker", 2, 8)], 2)
-    wait_for(lambda: "reserving" in unschedulable_message(custom, namespace, "big"), TIMEOUT, interval=0.2,
-             what="big reserving both nodes")
+    reserving = wait_for(lambda: (m := unschedulable_message(custom, namespace, "big")) and "reserving" in m and m,
+                         TIMEOUT, interval=0.2, what="big reserving both nodes")
+    assert "reserving resources on 2 nodes" in reserving and "2 of its nodes keep their free resources" in reserving
 
     vcjob_cluster.job("small", queue, [gpu_task("worker", 1, 3)], 1)
     # a cycle looked at small while big reserved: small is bound (no hold) or its PodGroup says why it waits

@@ -15,6 +15,7 @@ from scheduler.actions.starvation import (
     parse_hold_idle,
     threshold,
 )
+from scheduler.api.messages import message
 from scheduler.api.reasons import Reserving
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
@@ -129,7 +130,8 @@ def test_without_the_hold_a_small_job_takes_a_reserved_nodes_idle_gpus(hold: obj
     c.sim.add_pod(pod_object("small", gpu=3))
     c.cycle(conf)
     assert c.sim.bound("big") == {}
-    assert any(isinstance(r, Reserving) for r in c.sim.reasons("big"))
+    (reserving,) = [r for r in c.sim.reasons("big") if isinstance(r, Reserving)]
+    assert (reserving.nodes, reserving.drained) == (2, 0)
     assert list(c.sim.bound("small").values()) in (["n0"], ["n1"])
 
 
@@ -139,7 +141,9 @@ def test_with_the_hold_the_reserved_nodes_idle_gpus_wait_for_the_gang(hold: obje
     c.sim.add_pod(pod_object("small", gpu=3))
     c.cycle(conf)
     assert c.sim.bound("big") == {} and c.sim.bound("small") == {}
-    assert any(isinstance(r, Reserving) for r in c.sim.reasons("big"))
+    (reserving,) = [r for r in c.sim.reasons("big") if isinstance(r, Reserving)]
+    assert (reserving.nodes, reserving.drained) == (2, 2)
+    assert "2 of its nodes keep their free resources for it" in message([reserving])
     assert c.sim.partially_bound_gangs() == []
     # the residents end: the gang has both nodes whole, and the small job still waits behind it
     for key in list(c.sim.bound("resident")):
@@ -164,6 +168,8 @@ def test_a_held_node_that_frees_nothing_is_let_go_after_the_duration() -> None:
     c.cycle(conf)
     assert list(c.sim.bound("small").values()) in (["n0"], ["n1"])
     assert c.sim.bound("big") == {}
+    (reserving,) = [r for r in c.sim.reasons("big") if isinstance(r, Reserving)]
+    assert reserving.drained == 0, "neither node is held any more"
 
 
 @pytest.mark.parametrize(("raw", "seconds"), [
