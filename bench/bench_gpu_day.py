@@ -17,12 +17,15 @@ Variants, the same workload each:
 - consolidate, fair-share: volcano-py's default plus that one policy;
 - min-runtime, victim-cost: consolidate plus that policy (both act on evictions; consolidate's moves are the
   only evictions of the default actions with it, so `consolidate` is their baseline);
+- hold-idle: volcano-py's default plus the starvation guard's reserved nodes holding their free GPUs for the gang
+  until they drain (`allocate`'s `starvationHoldIdle: 1h`);
 - gangreclaim: volcano-py's default plus Volcano's gang-aware reclaim, with min-runtime and victim-cost (queues
   below their fair share take whole gangs back); shown because it is the one way to give a queue its share back
   now, and on this day it costs more than it gives (docs/simulator.md);
 - all: the policies that pay off together (consolidate with each move losing at most 4 GPU-hours of work,
   time-based fair share, admission within the queue's share, admission room kept for a job refused an hour,
-  min-runtime, victim-cost; not gangreclaim), from examples/sim/gpu-day.conf, the conf a user can take.
+  reserved nodes' free GPUs held for the gang, min-runtime, victim-cost; not gangreclaim), from
+  examples/sim/gpu-day.conf, the conf a user can take.
 
 Measures (`gpu_day_metrics.py`): p50 / p95 queueing delay by gang-size class; GPU-hours doing work over the day;
 pods evicted, gangs broken, GPU-hours lost (since the gang's start; and since its last checkpoint, the workload's
@@ -99,11 +102,12 @@ tiers:
   - name: proportion{proportion}
   - name: nodeorder
   - name: binpack
-"""
+{configurations}"""
 NOT_PREEMPTABLE = "\n    enablePreemptable: false"  # gang-aware reclaim takes whole gangs, as Volcano's conf for it
 FAIR_SHARE = '\n    arguments: {"usage.weight": 1, "usage.halfLife": "4h", "usage.window": "24h"}'
 MIN_RUNTIME = '\n  - name: minruntime\n    arguments: {"minRuntime": "30m"}'
 VICTIM_COST = '\n  - name: victimcost\n    arguments: {"maxEvictionsPerCycle": 16, "maxEvictionsPerJob": 8}'
+HOLD_IDLE = 'configurations:\n- name: allocate\n  arguments: {"starvationHoldIdle": "1h"}\n'
 
 
 # Volcano's binpack weighs only cpu, memory and the resources `binpack.resources` lists (plugins/binpack); the Helm
@@ -123,11 +127,12 @@ def volcano_as_volcano() -> SchedulerConf:
 
 
 def policy_conf(*, consolidate: bool = False, reclaim: bool = False, fair_share: bool = False,
-                min_runtime: bool = False, victim_cost: bool = False) -> SchedulerConf:
+                min_runtime: bool = False, victim_cost: bool = False, hold_idle: bool = False) -> SchedulerConf:
     actions = ["enqueue", "allocate"] + ["consolidate"] * consolidate + ["gangreclaim"] * reclaim + ["backfill"]
     text = POLICY_CONF.format(actions=", ".join(actions), gang=NOT_PREEMPTABLE if reclaim else "",
                               tier1=MIN_RUNTIME * min_runtime + VICTIM_COST * victim_cost,
-                              proportion=FAIR_SHARE if fair_share else "")
+                              proportion=FAIR_SHARE if fair_share else "",
+                              configurations=HOLD_IDLE if hold_idle else "")
     return conf_from_text(text, source="bench_gpu_day")
 
 
@@ -139,6 +144,7 @@ VARIANTS: dict[str, Callable[[], SchedulerConf]] = {
     "fair-share": lambda: policy_conf(fair_share=True),
     "min-runtime": lambda: policy_conf(consolidate=True, min_runtime=True),
     "victim-cost": lambda: policy_conf(consolidate=True, victim_cost=True),
+    "hold-idle": lambda: policy_conf(hold_idle=True),
     "gangreclaim": lambda: policy_conf(reclaim=True, min_runtime=True, victim_cost=True),
     "all": lambda: load_conf(str(ALL_CONF)),
 }
