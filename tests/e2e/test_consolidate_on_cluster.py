@@ -43,6 +43,18 @@ def moves(core_v1, namespace: str) -> dict[str, str]:
     return out
 
 
+def where_all(core_v1, namespace: str) -> dict[str, tuple[str | None, str | None]]:
+    """Every pod of the namespace: (its node, its phase), with a deleting pod marked."""
+    pods = core_v1.list_namespaced_pod(namespace).items
+    return {p.metadata.name + (" (deleting)" if p.metadata.deletion_timestamp else ""): (p.spec.node_name,
+                                                                                      p.status.phase) for p in pods}
+
+
+def consolidate_lines(log_text: str) -> list[str]:
+    """The scheduler's log lines about holds and moves."""
+    return [line for line in log_text.splitlines() if "consolidate" in line or "held" in line][-12:]
+
+
 @pytest.mark.scheduler_conf(CONF)
 def test_a_16_gpu_gang_is_placed_after_consolidation_and_the_moved_jobs_run_whole_on_their_held_nodes(
     vcjob_cluster, core_v1, namespace
@@ -68,7 +80,11 @@ def test_a_16_gpu_gang_is_placed_after_consolidation_and_the_moved_jobs_run_whol
     moved_jobs = {name.rsplit("-", 2)[0] for name in moved}
     assert len(moved_jobs) == 2
     for job in moved_jobs:  # each moved job runs whole again, on the node its plan held for it
-        again = wait_running(core_v1, namespace, job, 1)
+        try:
+            again = wait_running(core_v1, namespace, job, 1)
+        except AssertionError as exc:  # say where everything is: a hold lost, or a pod never recreated
+            raise AssertionError(f"{exc}; pods: {where_all(core_v1, namespace)}; the scheduler said: "
+                                 f"{consolidate_lines(vcjob_cluster.scheduler_log())}") from exc
         pod = pods_of(core_v1, namespace, job)[0]
         assert pod["metadata"]["name"] in moved and set(again.values()) == {moved[pod["metadata"]["name"]]}
     assert not set(big.values()) & set(moved.values()), "big went where the moved jobs were, not their new room"
