@@ -61,9 +61,10 @@ def plain(reason: R.Reason) -> str:  # noqa: C901 - one case per kind, by design
                     f"on one node was on {node}).")
         case R.NotPipelined():
             return "Not enough room even counting the pods that were on their way out."
-        case R.Reserving(held=held, min_available=minimum):
+        case R.Reserving(held=held, min_available=minimum, drained=drained):
+            kept = f"; {drained} of the nodes kept their free room for it, so they could empty" if drained else ""
             return (f"It had waited long enough to be protected from starving: nodes were being reserved for it "
-                    f"as running pods finished ({held} of {minimum} pods held).")
+                    f"as running pods finished ({held} of {minimum} pods held{kept}).")
         case R.NodesUnavailable(total=total, counts=counts):
             ranked = sorted(counts, key=lambda c: -c.nodes)
             return f"None of the {total} nodes could take its next pod: " + ", ".join(

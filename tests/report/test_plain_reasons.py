@@ -36,6 +36,13 @@ def test_a_gang_says_how_far_it_got_and_a_lone_pod_says_it_found_no_room() -> No
     assert plain(R.GangNotReady(1, 1, 0, 1)) == "Its pod found no room."
 
 
+def test_a_reservation_says_when_its_nodes_keep_their_free_room_for_it() -> None:
+    plain_reservation = plain(R.Reserving(400.0, 2, 0, 2))
+    assert plain_reservation.endswith("(0 of 2 pods held).") and "free room" not in plain_reservation
+    held = plain(R.Reserving(400.0, 2, 0, 2, 2))
+    assert held.endswith("(0 of 2 pods held; 2 of the nodes kept their free room for it, so they could empty).")
+
+
 def test_a_kind_without_a_plain_sentence_still_says_what_the_scheduler_said() -> None:
     reason = R.PlacementStale("default/p-0", "node-1")
     assert plain(reason) == render(reason)
