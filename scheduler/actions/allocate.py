@@ -215,6 +215,7 @@ class Allocate:
         self.bulk = bulk  # place runs of a gang's identical tasks at once where that gives the same binds
         self._placer: BulkPlacer | None = None
         self._sub_groups: SubGroupPlacer | None = None  # jobs whose sub-groups have a hard topology
+        self._hold_for = 0.0  # `starvationHoldIdle` in seconds, read once a cycle (0: off)
 
     def execute(self, ssn: Session) -> None:
         self._failed, self._ready, self._ungated = {}, {}, set()
@@ -222,6 +223,7 @@ class Allocate:
         placer = BulkPlacer(ssn.node_list, ssn.arrays, ssn.tiers, ssn.fit) if self.bulk else None
         self._placer = placer if placer is not None and placer.enabled else None
         self._sub_groups = SubGroupPlacer(ssn)
+        self._hold_for = hold_idle(ssn.conf.configurations.get("allocate") or {})  # the starvation guard's hold
         # 1.
         if "enqueue" not in ssn.conf.actions:
             # Without an enqueue action nothing would ever admit a job: Volcano's allocate moves every Pending
@@ -430,8 +432,7 @@ class Allocate:
                 if job.is_ready():
                     return
             declined = not answer.status.abstained
-        reserve(ssn, queue, job, pending_tasks(job), find_node, declined,
-                hold_idle(ssn.conf.configurations.get("allocate") or {}))
+        reserve(ssn, queue, job, pending_tasks(job), find_node, declined, self._hold_for)
 
     @staticmethod
     def replay_placement(

@@ -120,7 +120,7 @@ def _place(ssn: Session, job: JobInfo, recreated: list[tuple[TaskInfo, HeldPod]]
             stmt.allocate(task, node)
         elif task.resreq <= node.future_idle():
             stmt.pipeline(task, node)
-            free = task.resreq - task.resreq.shortfall(node.idle.clamp_zero())  # what of it is idle already
+            free = task.resreq.min_with(node.idle.clamp_zero())  # what of it is idle already
             if not free.is_zero():
                 partial.append(HeldPod(held.pod, held.node, free))
         else:

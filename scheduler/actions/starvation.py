@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.actions.holds import placeholder
+from scheduler.actions.holds import hold_room
 from scheduler.api.decision import Code, Status
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
@@ -107,6 +107,12 @@ def starving_gangs(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
     return sorted(waiting, key=lambda j: (j.creation, j.key))
 
 
+def lacking(request: Resource, available: Resource) -> float:
+    """How far `available` is from holding `request`: each resource's shortfall as a share of the request, summed
+    (0: it holds it)."""
+    return sum(units / max(1, request.get(name)) for name, units in request.shortfall(available).items())
+
+
 def _closest(ssn: Session, task: TaskInfo, held: dict[str, int]) -> NodeInfo | None:
     """The feasible node whose future idle is closest to holding the task and that can still be reserved."""
     request = task.resreq
@@ -114,8 +120,7 @@ def _closest(ssn: Session, task: TaskInfo, held: dict[str, int]) -> NodeInfo | N
     for node in ssn.fit.feasible_nodes(task):
         if not request <= node.allocatable - node.pipelined:
             continue
-        short = request.shortfall(node.future_idle())
-        key = sum(units / max(1, request.get(name)) for name, units in short.items())
+        key = lacking(request, node.future_idle())
         candidate = (key + held.get(node.name, 0) * 1e-9, node.name, node)
         if best is None or candidate[:2] < best[:2]:
             best = candidate
@@ -209,28 +214,25 @@ def reserve(ssn: Session, queue: QueueInfo, job: JobInfo, pending: list[TaskInfo
 
 
 def _hold_idle(ssn: Session, job: JobInfo, pipelined: list[tuple[TaskInfo, str]], hold_for: float) -> int:
-    """5.: for each reserved task, a placeholder on its node taking what of the node's idle the task asks for (never
-    more than the idle: the node's idle stays at or above zero), unless the node freed nothing more for the gang in
-    `hold_for` seconds; the number of nodes that keep their free room for the gang (held now, or with none free
-    yet). A placeholder belongs to no job and no queue, is no victim and is never bound; the session ends with the
-    cycle, and with it the placeholder."""
+    """5.: for each reserved task, a placeholder on its node taking what of the node's idle the task asks for,
+    unless the node freed nothing more for the gang in `hold_for` seconds; the number of nodes that keep their free
+    room for the gang (held now, or with none free yet). What to hold is worked out first and placed at the end
+    (`holds.hold_room`), so a failure on this gang leaves no placeholder behind. A placeholder belongs to no job and
+    no queue, is no victim and is never bound; the session ends with the cycle, and with it the placeholder."""
     drains = ssn.holds.drains
+    drains.forget(job.key, {name for _, name in pipelined}, ssn.now, hold_for, ssn.jobs)
     drained: set[str] = set()
-    drains.forget(job.key, {name for _, name in pipelined}, ssn.now, hold_for)
+    held: list[HeldPod] = []
     for task, name in pipelined:
         node = ssn.nodes.get(name)
-        if node is None:
-            continue
-        # what the node still lacks for the task (the task's own pipelined place counts in future idle: the same
-        # offset every cycle, so a smaller number is progress)
-        short = task.resreq.shortfall(node.future_idle())
-        lacking = sum(units / max(1, task.resreq.get(dim)) for dim, units in short.items())
-        if not drains.progressing(job.key, name, lacking, ssn.now, hold_for):
+        # what the node still lacks for the task (its own pipelined place counts in future idle: the same offset
+        # every cycle, so a smaller number is progress)
+        if node is None or not drains.progressing(job.key, name, lacking(task.resreq, node.future_idle()),
+                                                  ssn.now, hold_for):
             continue
         drained.add(name)
         room = task.resreq - task.resreq.shortfall(node.idle)  # per dimension, the smaller of the two
-        if without_pods(room).is_zero():
-            continue
-        node.add_task(placeholder(HeldPod(task.key, name, room)))
-        ssn.arrays.update(node)
+        if not without_pods(room).is_zero():
+            held.append(HeldPod(task.key, name, room))
+    hold_room(ssn, held)
     return len(drained)

@@ -285,6 +285,16 @@ class Resource:
             _freeze({k: max(mine.get(k, 0), theirs.get(k, 0)) for k in mine.keys() | theirs.keys()}),
         )
 
+    def min_with(self, other: Resource) -> Resource:
+        """Per dimension the smaller of the two (a missing scalar is zero)."""
+        mine, theirs = dict(self.scalars), dict(other.scalars)
+        return Resource(
+            min(self.cpu, other.cpu),
+            min(self.memory, other.memory),
+            min(self.pods, other.pods),
+            _freeze({k: min(mine.get(k, 0), theirs.get(k, 0)) for k in mine.keys() | theirs.keys()}),
+        )
+
     def clamp_zero(self) -> Resource:
         return Resource(
             max(0, self.cpu), max(0, self.memory), max(0, self.pods), _freeze({k: v for k, v in self.scalars if v > 0})

@@ -11,6 +11,7 @@ pending job is. A hold ends when its job runs whole again, when its job is gone,
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from scheduler.api.resources import Resource
@@ -57,10 +58,12 @@ class DrainBook:
         nodes[node] = (least, since, now)
         return now - since <= limit
 
-    def forget(self, job: str, nodes: set[str], now: float, limit: float) -> None:
-        """Drop `job`'s nodes it no longer reserves; once every `limit`, also every other gang's node it has not
-        reserved for `limit` (it started, is gone, or reserves elsewhere). So the book holds what reservations used
-        in the last two limits, and a call costs the gang's own nodes but for that sweep."""
+    def forget(self, job: str, nodes: set[str], now: float, limit: float,
+               live: Container[str] | None = None) -> None:
+        """Drop `job`'s nodes it no longer reserves; once every `limit`, also every gang not in `live` (gone from the
+        cluster; None: all live) and every other gang's node it has not reserved for `limit` (it started or reserves
+        elsewhere). So the book holds what reservations used in the last two limits, and a call costs the gang's
+        own nodes but for that sweep."""
         own = self.best.get(job)
         if own is not None:
             for node in [n for n in own if n not in nodes]:
@@ -69,7 +72,9 @@ class DrainBook:
             return
         self.swept = now
         for key in list(self.best):
-            kept = {n: entry for n, entry in self.best[key].items() if key == job or now - entry[2] <= limit}
+            gone = live is not None and key != job and key not in live
+            kept = {} if gone else {n: entry for n, entry in self.best[key].items()
+                                    if key == job or now - entry[2] <= limit}
             if kept:
                 self.best[key] = kept
             else:

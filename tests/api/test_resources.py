@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import given, strategies as st
 
 from scheduler.api.resources import ZERO, QuantityError, Resource, parse_quantity, pod_request, to_units
 
@@ -142,3 +143,17 @@ def test_total_of_many_resources_equals_adding_them_one_by_one() -> None:
     assert Resource.total(parts) == one_by_one
     assert Resource.total([]) is ZERO
     assert Resource.total([parts[0], Resource() - parts[0]]) == ZERO
+
+
+_amount = st.integers(-(10**12), 10**12)
+_resources = st.builds(lambda cpu, mem, pods, scalars: Resource.of(cpu, mem, pods, scalars), _amount, _amount,
+                       _amount, st.dictionaries(st.sampled_from(["nvidia.com/gpu", "example.com/fpga"]), _amount))
+
+
+@given(_resources, _resources)
+def test_min_with_is_the_smaller_of_each_dimension(a: Resource, b: Resource) -> None:
+    low = a.min_with(b)
+    for name in {*a.names(), *b.names()}:
+        assert low.get(name) == min(a.get(name), b.get(name)), name
+    assert low == b.min_with(a) and low <= a and low <= b
+    assert all(units for _, units in low.scalars)  # no zeros kept, as every Resource
