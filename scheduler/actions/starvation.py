@@ -231,7 +231,7 @@ def _hold_idle(ssn: Session, job: JobInfo, pipelined: list[tuple[TaskInfo, str]]
                                                   ssn.now, hold_for):
             continue
         drained.add(name)
-        room = task.resreq - task.resreq.shortfall(node.idle)  # per dimension, the smaller of the two
+        room = task.resreq.min_with(node.idle.clamp_zero())  # an over-committed node's idle is below zero
         if not without_pods(room).is_zero():
             held.append(HeldPod(task.key, name, room))
     hold_room(ssn, held)

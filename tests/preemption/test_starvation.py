@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 from preemption_confs import make_conf
 
+from scheduler.actions.allocate import Allocate
 from scheduler.actions.starvation import (
     DEFAULT_THRESHOLD,
     HOLD_IDLE_ARG,
@@ -17,6 +18,8 @@ from scheduler.actions.starvation import (
 )
 from scheduler.api.messages import message
 from scheduler.api.reasons import Reserving
+from scheduler.framework.session import Session
+from scheduler.plugins.registry import PLUGINS
 from scheduler.testing import ClusterBuilder, cluster, pod_object
 
 SMALL_RUNS = 600.0  # each 1-GPU job runs 10 minutes
@@ -186,3 +189,30 @@ def test_an_unreadable_hold_duration_is_refused_and_means_off(raw: object) -> No
     with pytest.raises(ValueError):
         parse_hold_idle(raw)
     assert hold_idle({HOLD_IDLE_ARG: raw}) == 0.0
+
+
+def test_a_hold_on_an_over_committed_node_never_raises_its_free_room() -> None:
+    """Another scheduler put 10 GPUs of pods on an 8-GPU node (its idle GPUs are -2). The gang's reservation takes
+    that node too; what it holds there is what is free (cpu, memory), never a negative amount that would raise the
+    node's idle GPUs back towards zero for the jobs after it."""
+    conf = make_conf("enqueue, allocate, backfill", second=("drf", "predicates", "nodeorder", "binpack"),
+                     configurations={"allocate": {"starvationThresholdSeconds": 60, HOLD_IDLE_ARG: "1h"}})
+    c = cluster().nodes("n", 2, gpu=8)
+    for name, node, gpu in (("svc-0", "n0", 5), ("svc-1", "n0", 5), ("resident", "n1", 5)):
+        made = pod_object(name, gpu=gpu, scheduler_name="another-scheduler")
+        made["spec"]["nodeName"], made["status"]["phase"] = node, "Running"
+        c.sim.add_pod(made)
+    c.job("big", replicas=2, gpu=8)
+    c.cycle(conf)
+    c.sim.now = 120.0
+    ssn = Session(c.sim.snapshot(), conf, PLUGINS, memo=c.memo)
+    before = {n.name: dict(n.idle.items()) for n in ssn.node_list}
+    assert before["n0"]["nvidia.com/gpu"] == -2000
+    Allocate().execute(ssn)
+    held = ssn.results.held(ssn.jobs["default/big"])
+    reserving = [r for r in (held.reasons if held else ()) if isinstance(r, Reserving)]
+    assert reserving and reserving[0].nodes == 2
+    for node in ssn.node_list:
+        for name, units in node.idle.items():
+            assert units <= before[node.name][name], (node.name, name, units, before[node.name][name])
+        assert all(all(v >= 0 for _, v in t.resreq.items()) for t in node.tasks.values()), node.name
