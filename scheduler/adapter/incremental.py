@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from operator import is_, itemgetter
+from operator import itemgetter
 
 from scheduler.adapter.keysets import KeySets
 from scheduler.adapter.snapshot import (
@@ -370,16 +370,34 @@ class IncrementalSnapshot:
             return
         job = template.clone()
         members = self.members.get(key, {})
-        pods = self.pods
-        for pod_key, _ in sorted(members.items(), key=itemgetter(1)):
-            task = pods[pod_key].task
-            assert task is not None
-            job.add_task(task)
-        if (old is not None and old.held is not None and not old.touched and len(old.tasks) == len(job.tasks)
-                and all(map(is_, old.tasks.values(), job.tasks.values()))):
-            job.held = old.held  # the very tasks, untouched (a PodGroup's status written): the same sum
+        gone = self._only_gone(old, members) if old is not None and not old.touched and not job.sub_groups else None
+        if gone is not None and old is not None:
+            job.adopt_tasks(old, gone)  # the same tables in the same order as below, and the sum kept
+        else:
+            pods = self.pods
+            for pod_key, _ in sorted(members.items(), key=itemgetter(1)):
+                task = pods[pod_key].task
+                assert task is not None
+                job.add_task(task)
         job.touched = False
         self.jobs[key] = job
+
+    def _only_gone(self, old: JobInfo, members: dict[str, int]) -> list[TaskInfo] | None:
+        """The tasks of `old` whose pods are no longer members, when every member is a task of `old` (the very
+        TaskInfo: its pod not made again) and `old`'s tasks are in the members' order (a session that did not
+        change the job kept the order it was built in); None otherwise (a member came or changed: build it)."""
+        tasks = old.tasks
+        if len(members) > len(tasks) or old.sub_groups:
+            return None
+        pods = self.pods
+        gone: list[TaskInfo] = []
+        for key, task in tasks.items():
+            if key in members:
+                if pods[key].task is not task:
+                    return None
+            else:
+                gone.append(task)
+        return gone if len(tasks) - len(gone) == len(members) else None
 
     def _build_node(self, name: str) -> bool:
         """Build the node afresh; True if it is new to the snapshot."""

@@ -17,6 +17,8 @@ from scheduler.api.subgroups import SubGroupCounts, SubGroupPolicy
 
 # Tasks that still count towards their gang (Volcano's ValidTaskNum and CheckTaskValid).
 VALID_STATUSES = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+# the statuses whose tasks `allocated()` sums, in its order
+HELD_STATUSES = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
 
 
 @dataclass(slots=True, eq=False)
@@ -156,6 +158,32 @@ class JobInfo:
             self.pending_best_effort += 1
         if task.status in READY_STATUSES:
             self.ready += 1
+
+    def adopt_tasks(self, old: JobInfo, gone: list[TaskInfo]) -> None:
+        """Take the tasks of `old` (the same job, built before) but those in `gone`, in their order: the same
+        tables, counts and sum as `add_task` of each kept task in that order gives (the incremental snapshot's
+        job whose pods only went, or whose PodGroup alone changed: adapter/incremental.py), without walking them.
+        Only the order of `by_status`'s keys may differ, which nothing reads (each bucket keeps its tasks' order).
+        Not for a job with sub-group policies (their counts are not taken over): `add_task` each then."""
+        assert not self.tasks and not self.sub_groups and not old.sub_groups
+        self.touched = True
+        self.tasks = dict(old.tasks)
+        self.by_status = {status: dict(bucket) for status, bucket in old.by_status.items()}
+        self.pending_best_effort, self.ready = old.pending_best_effort, old.ready
+        held = old.held
+        for task in gone:
+            del self.tasks[task.key]
+            bucket = self.by_status[task.status]
+            del bucket[task.key]
+            if not bucket:  # (as `add_task` of the rest would have it: no bucket for a status no task has)
+                del self.by_status[task.status]
+            if task.status == TaskStatus.PENDING and task.best_effort:
+                self.pending_best_effort -= 1
+            if task.status in READY_STATUSES:
+                self.ready -= 1
+            if held is not None and task.status in HELD_STATUSES:
+                held = held - task.resreq
+        self.held = held
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         self.touched, self.held = True, None
@@ -314,10 +342,7 @@ class JobInfo:
         held = self.held
         if held is None:
             held = self.held = Resource.total(
-                task.resreq
-                for status in (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
-                for task in self.by_status.get(status, {}).values()
-            )
+                task.resreq for status in HELD_STATUSES for task in self.by_status.get(status, {}).values())
         return held
 
     def pending_request(self) -> Resource:

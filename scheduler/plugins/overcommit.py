@@ -94,7 +94,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         self.ssn = ssn
         self.total = session_total(ssn)
         # (summed in one pass each: the same integers as node by node and job by job, at a fraction of the cost)
-        self.used = without_pods(Resource.total(node.used for node in ssn.node_list))
+        self.used = without_pods(ssn.used_total())
         # every job's reserved_by_admitted, kept from session to session for the jobs that did not change
         self.admitted = Resource.total(part[2] for part in job_parts(ssn).values())
         self.reserving: JobInfo | None = None  # reserveAfter: the job whose admission room is kept this session

@@ -15,14 +15,20 @@ from hypothesis import given, settings, strategies as st
 from snapshot_values import first_difference, result_value
 from test_incremental_snapshot import World, cold, sim_rules
 
+from scheduler.actions import ACTIONS
 from scheduler.api.phases import TaskStatus
+from scheduler.api.resources import Resource
 from scheduler.api.snapshot import CycleResult
 from scheduler.cycle import builtin_default_conf, run_cycle
 from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.conf import SchedulerConf
 from scheduler.framework.memo import CycleMemo
 from scheduler.framework.results import ResultsCollector
+from scheduler.framework.session import Session
 from scheduler.plugins.gang import GangPlugin
+from scheduler.plugins.overcommit import OvercommitPlugin
+from scheduler.plugins.registry import PLUGINS
+from scheduler.plugins.shares import without_pods
 from scheduler.sim.cluster import InMemoryCluster
 from scheduler.testing import conf_from_tiers
 
@@ -175,3 +181,31 @@ def test_node_arrays_carried_from_the_last_session_equal_arrays_made_afresh(seed
         if world.rng.random() < 0.7:
             sim.start_bound_pods()
     assert reused
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_nodes_used_sum_carried_from_the_last_session_equals_a_sum_over_every_node(seed: int) -> None:
+    """`SessionAPI.used_total` (overcommit's admission room) corrects the last session's sum by the nodes whose
+    `used` changed: over random deltas and real cycles it equals the sum over every node, and it did correct (not
+    sum afresh) in some sessions."""
+    world = World(random.Random(seed))
+    sim = world.sim
+    sim.changes.start(sim_rules(sim))
+    memo = CycleMemo()
+    corrected = 0
+    for _ in range(25):
+        world.step()
+        last = list(memo.carry.stores.get("used", {}).get("useds") or ())
+        ssn = Session(sim.snapshot(), CONFS["default"], PLUGINS, memo=memo)
+        nodes = ssn.node_list
+        overcommit = next(plugin for _, plugin in ssn.plugins if isinstance(plugin, OvercommitPlugin))
+        assert overcommit.used == without_pods(Resource.total(node.used for node in nodes))
+        corrected += (ssn.changes.since is not None and len(last) == len(nodes)
+                      and any(old is not node.used for old, node in zip(last, nodes, strict=True)))
+        for action in CONFS["default"].actions:
+            ACTIONS[action]().execute(ssn)
+        sim.apply(ssn.close())
+        if world.rng.random() < 0.7:
+            sim.start_bound_pods()
+    assert corrected
