@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from operator import itemgetter
 
 from scheduler.adapter.keysets import KeySets
+from scheduler.adapter.node_fill import fill, load_of
 from scheduler.adapter.snapshot import (
     AdapterRules,
     ClaimResolver,
@@ -48,8 +49,7 @@ from scheduler.api.convert import plain_group_of
 from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import Obj
-from scheduler.api.phases import OCCUPYING_STATUSES, TaskStatus
-from scheduler.api.resources import Resource
+from scheduler.api.phases import TaskStatus
 from scheduler.api.snapshot import ClusterSnapshot, Lineage
 
 IN_JOB, OTHER, ORPHAN, NONE = range(4)  # what `build_snapshot` made of a pod
@@ -421,8 +421,10 @@ class IncrementalSnapshot:
             runs.setdefault((id(task.resreq), task.status), []).append(task)
         for run in runs.values():
             tasks.extend(run)
-        fill(node, tasks)
-        new = name not in self.nodes
+        old = self.nodes.get(name)
+        if old is None or not load_of(old, tasks, base, node):
+            fill(node, tasks)
+        new = old is None
         self.nodes[name] = node  # a node keeps its place
         return new
 
@@ -431,35 +433,3 @@ class IncrementalSnapshot:
         task = base if base.node_name and base.job not in self.templates else current_task(
             pod.manifest, base, self.assumed)
         pod.task, pod.status = task, task.status
-
-
-def fill(node: NodeInfo, tasks: list[TaskInfo]) -> None:
-    """`node.add_task` for each of `tasks` in order, the accounting summed once (integer sums: the same infos as
-    one by one, which is what `build_snapshot` does)."""
-    table = node.tasks
-    used: list[Resource] = []
-    pipelined: list[Resource] = []
-    releasing: list[Resource] = []
-    no_cpu = no_memory = 0
-    for task in tasks:
-        table[task.key] = task
-        status, request = task.status, task.resreq
-        if status is TaskStatus.PIPELINED:
-            pipelined.append(request)
-        elif status in OCCUPYING_STATUSES:
-            used.append(request)
-            no_cpu += not request.cpu
-            no_memory += not request.memory
-            if status is TaskStatus.RELEASING:
-                releasing.append(request)
-    if used:
-        total = Resource.total(used)
-        node.idle, node.used = node.idle - total, node.used + total
-        node.no_cpu_request += no_cpu
-        node.no_memory_request += no_memory
-    if pipelined:
-        node.pipelined = node.pipelined + Resource.total(pipelined)
-    if releasing:
-        node.releasing = node.releasing + Resource.total(releasing)
-    node.touched = False
-

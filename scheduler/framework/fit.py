@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -113,6 +114,16 @@ class FeasibilityCache:
         self._scores: dict[tuple[Constraints, Resource], _Scores] = {}
         self._scalars: list[Callable[..., float]] | None = None  # set once plugins registered: _scalar_scorers
         self._errors: dict[str, FitErrors] = {}
+        self._own_kept: dict[str, dict[Any, Any]] = {}  # `kept` without a memo
+
+    def kept(self, name: str) -> dict[Any, Any]:
+        """A store for answers that depend only on the nodes' statics (labels, taints, allocatable's names,
+        readiness: `memo.node_statics`), a task's constraints and the conf: kept from cycle to cycle in the memo
+        while those are the same (the very condition under which the feasible sets are kept), else empty; without
+        a memo, this session's own."""
+        if self._memo is None:
+            return self._own_kept.setdefault(name, {})
+        return self._memo.kept.setdefault(name, {})
 
     def scorers_registered(self) -> None:
         """Called once every plugin has registered: take the batch scorers' scalar forms, if they all have one."""

@@ -74,6 +74,9 @@ class CycleMemo:
     statics: tuple[object, ...] = ()
     conf: Any = None
     feasible: dict[Any, Any] = field(default_factory=dict)  # Constraints -> the session's feasible record
+    # a plugin's answers that depend on the nodes' statics and the conf alone (`FeasibilityCache.kept`), by the
+    # plugin's name: dropped with `feasible`
+    kept: dict[str, dict[Any, Any]] = field(default_factory=dict)
     baseline: Any = None  # idle matrix at the end of the last cycle
     failures: dict[str, Failure] = field(default_factory=dict)
     gained: Any = None  # per node: more idle than at the end of the last cycle (this cycle only)
@@ -93,7 +96,7 @@ class CycleMemo:
         statics = node_statics(nodes, self.known_nodes)
         if statics != self.statics or conf != self.conf:
             self.statics, self.conf = statics, conf
-            self.feasible, self.failures, self.baseline = {}, {}, None
+            self.feasible, self.failures, self.baseline, self.kept = {}, {}, None, {}
         if self.baseline is not None and self.baseline.shape == idle.shape:
             self.gained = np.any(idle > self.baseline, axis=0)
         else:

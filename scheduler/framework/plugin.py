@@ -166,6 +166,13 @@ class SessionAPI:
         """The tasks in TaskOrder, as the actions take them."""
         return self._order.task_order(tasks)
 
+    def kept_for_nodes(self, name: str) -> dict[Any, Any]:
+        """A store (`name`: the plugin's, with whatever else its answers depend on) for answers that depend only on
+        the nodes' statics (labels, taints, readiness), a task's constraints and the conf, kept from cycle to cycle
+        while those stay the same (`FeasibilityCache.kept`). Not for anything that reads the nodes' resources or a
+        dynamic predicate's answer."""
+        return self._fit.kept(name)
+
     def feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         """The nodes every predicate (the dynamic ones included) allows for the task."""
         return self._fit.feasible_nodes(task)

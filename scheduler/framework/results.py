@@ -199,17 +199,21 @@ class ResultsCollector:
         binding: dict[str, int] = {}
         for gang in result.binds:
             binding[gang.job] = binding.get(gang.job, 0) + len(gang.binds)
-        # A job whose state is as read, for which this session set nothing, has the status it had at the last
-        # session's close if it had the same state then: one that was not written then is not now (`carry.py`).
+        # A job whose state is as read, for which this session set what the last one set (nothing, or the very
+        # condition: a gang that lost pods is told it is Unschedulable every cycle), has the status it had at the
+        # last session's close if it had the same state then: one that was not written then is not now
+        # (`carry.py`). `quiet` keeps, per such job, what the session set (`_set_for`).
         keeps = self.changes.keeps
-        quiet: dict[str, None] = self.changes.store("results:quiet") if keeps else {}
+        quiet: dict[str, tuple[object, ...] | None] = self.changes.store("results:quiet") if keeps else {}
         ours = self._conditions.keys() | self._extra_conditions.keys() | self._overrides.keys() | binding.keys()
         jobs: Iterable[JobInfo] = self._jobs.values()
         if closing is not None:
             for key in self.changes.since or ():
                 if key not in self._jobs:
                     quiet.pop(key, None)
-            skip = quiet.keys() - closing - ours
+            settled = quiet.keys() - closing
+            skip = {key for key in settled - ours if quiet[key] is None}
+            skip.update(key for key in settled & ours if quiet[key] == self._set_for(key))
             if skip:
                 jobs = [job for key, job in self._jobs.items() if key not in skip]
         for job in jobs:
@@ -222,8 +226,8 @@ class ResultsCollector:
                     quiet.pop(job.key, None)
             elif not keeps:
                 continue
-            elif job.key not in ours and self.changes.clean(job):
-                quiet[job.key] = None
+            elif self.changes.clean(job):
+                quiet[job.key] = self._set_for(job.key) if job.key in ours else None
             else:
                 quiet.pop(job.key, None)
         allocated = self.allocated_by_queue()
@@ -232,6 +236,13 @@ class ResultsCollector:
             usage = self._usage.get(queue.name)
             result.queues.append(queue_status if usage is None else replace(queue_status, usage=usage))
         return result
+
+    def _set_for(self, key: str) -> tuple[object, ...]:
+        """Everything this session set that `_podgroup_status` reads for the job besides the job itself (binds
+        aside: a job with binds is not as read)."""
+        extra = self._extra_conditions.get(key)
+        return (self._conditions.get(key), self._published.get(key), tuple(extra) if extra else (),
+                self._overrides.get(key))
 
     def _podgroup_status(self, job: JobInfo, binding: int = 0) -> PodGroupStatus:
         """`binding`: how many of the job's pods this cycle's result binds."""

@@ -9,6 +9,7 @@ import pytest
 
 from scheduler.cycle import builtin_default_conf
 from scheduler.framework.fit import FeasibilityCache
+from scheduler.framework.memo import CycleMemo
 from scheduler.framework.session import Session
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
@@ -100,3 +101,34 @@ def test_one_node_rescoring_places_every_task_where_the_batch_path_does(monkeypa
 def test_with_the_default_conf_the_one_node_rescoring_takes_the_scalar_path() -> None:
     ssn = random_cluster(0)
     assert ssn.fit._scalars is not None and len(ssn.fit._scalars) == 2  # nodeorder's and binpack's scalar forms
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_static_scores_kept_from_cycle_to_cycle_equal_those_made_afresh(seed: int) -> None:
+    """nodeorder's taint and preferred-affinity scores, kept in the memo while the nodes' statics hold, equal a
+    session's own; once a node's taints change they are made again (and still equal)."""
+    rng = random.Random(seed)
+    c = cluster()
+    for i in range(30):
+        taints = [{"key": "soft", "effect": "PreferNoSchedule"}] if rng.random() < 0.3 else []
+        c.node(f"n{i:02d}", gpu=8, taints=taints, labels={"zone": rng.choice("ab")})
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]}}
+    c.job("probe", replicas=1, gpu=1, affinity=affinity)
+    memo = CycleMemo()
+
+    def scores(memo: CycleMemo | None) -> np.ndarray:
+        ssn = Session(c.sim.snapshot(), builtin_default_conf(), PLUGINS, memo=memo)
+        plugin = next(p for _, p in ssn.plugins if isinstance(p, NodeOrderPlugin))
+        task = next(iter(ssn.jobs["default/probe"].tasks.values()))
+        return plugin._static_scores(task)
+
+    first = scores(memo)
+    again = scores(memo)
+    assert again is first  # kept, not made again
+    assert again.tolist() == scores(None).tolist()
+    flip = "n00" if not c.sim.nodes["n00"].taints else "n01"
+    c.node(flip, gpu=8, taints=[] if c.sim.nodes[flip].taints else [{"key": "soft", "effect": "PreferNoSchedule"}],
+           labels=dict(c.sim.nodes[flip].labels))
+    after = scores(memo)
+    assert after is not first and after.tolist() == scores(None).tolist() != first.tolist()
