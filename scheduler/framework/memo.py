@@ -29,19 +29,25 @@ from scheduler.framework.carry import Carry
 from scheduler.framework.holds import HoldBook
 
 
-def node_statics(nodes: list[NodeInfo], known: dict[str, tuple[object, ...]] | None = None) -> tuple[object, ...]:
+def node_statics(nodes: list[NodeInfo], known: dict[str, tuple[object, ...]] | None = None,
+                 last: list[Any] | None = None) -> tuple[object, ...]:
     """Everything about the nodes that predicates read, besides resources. With `known` (node name -> what the
     last call read and made of it, kept by the caller), a node whose labels and allocatable are the very objects
     of last time (a snapshot shares them from the node as read) and whose taints, unschedulable and ready are
     equal gives the same tuple, not made again: the tuple of tuples then compares by identity, element by
-    element."""
+    element. With `last` (kept by the caller: [the nodes, their statics] of the last call), a node that is the
+    very NodeInfo at the same place is not looked at at all."""
     if known is None:
         return tuple(
             (n.name, frozenset(n.labels.items()), n.taints, n.unschedulable, n.ready, n.allocatable.names())
             for n in nodes
         )
-    out = []
-    for n in nodes:
+    out: list[object] = []
+    prev_nodes, prev_out = last if last and len(last[0]) == len(nodes) else ([], [])
+    for i, n in enumerate(nodes):
+        if prev_nodes and prev_nodes[i] is n:  # the very NodeInfo of last time (kept by an incremental
+            out.append(prev_out[i])  # snapshot): its statics are what they were (a snapshot never changes them)
+            continue
         seen = known.get(n.name)
         if (seen is None or seen[0] is not n.labels or seen[1] is not n.allocatable or seen[2] != n.taints
                 or seen[3] != n.unschedulable or seen[4] != n.ready):
@@ -52,6 +58,8 @@ def node_statics(nodes: list[NodeInfo], known: dict[str, tuple[object, ...]] | N
         names = {n.name for n in nodes}
         for name in [name for name in known if name not in names]:
             del known[name]
+    if last is not None:
+        last[:] = [list(nodes), out]
     return tuple(out)
 
 
@@ -88,12 +96,13 @@ class CycleMemo:
     holds: HoldBook = field(default_factory=HoldBook)
     # node name -> its statics as last read (`node_statics`): kept, so an unchanged node is not read again
     known_nodes: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    last_nodes: list[Any] = field(default_factory=list)  # `node_statics`'s `last`
     # the per-job work sessions carry over for the jobs an incremental snapshot kept (`carry.py`)
     carry: Carry = field(default_factory=Carry)
 
     def begin(self, nodes: list[NodeInfo], conf: Any, idle: Any) -> dict[Any, Any]:
         """Called when a session opens; returns the feasible cache the session should use."""
-        statics = node_statics(nodes, self.known_nodes)
+        statics = node_statics(nodes, self.known_nodes, self.last_nodes)
         if statics != self.statics or conf != self.conf:
             self.statics, self.conf = statics, conf
             self.feasible, self.failures, self.baseline, self.kept = {}, {}, None, {}

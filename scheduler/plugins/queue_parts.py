@@ -9,7 +9,10 @@ integers, so the sums are those of a pass over every job.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from scheduler.api.job import JobInfo
+from scheduler.api.resources import ZERO, Resource
 from scheduler.framework.plugin import SessionAPI
 from scheduler.plugins.shares import Part, elastic_of, reserved_by_admitted, without_pods
 
@@ -31,15 +34,27 @@ def job_parts(ssn: SessionAPI) -> dict[str, Part]:
         for job in jobs.values():
             _add(parts, sums, job)
     else:
+        # the parts that went and came, per queue, summed in one pass each (not a Resource per addition); a job
+        # whose part is what it was (its PodGroup's status written, say) changes no sum
+        went: dict[str, list[Part]] = {}
+        came: dict[str, list[Part]] = {}
         for key in changes.since | redo:
             old = parts.pop(key, None)
-            if old is not None:
-                before = sums[old[0]]
-                sums[old[0]] = (before[0] - old[1][0], before[1] - old[1][1], before[2] - old[1][2],
-                                before[3] - old[1][3])
             now = jobs.get(key)
-            if now is not None:
-                _add(parts, sums, now)
+            part = _part(now) if now is not None else None
+            if old is not None and now is not None and old[0] == now.queue and old[1] == part:
+                parts[key] = old
+                continue
+            if old is not None:
+                went.setdefault(old[0], []).append(old[1])
+            if now is not None and part is not None:
+                parts[key] = (now.queue, part)
+                came.setdefault(now.queue, []).append(part)
+        for queue in went.keys() | came.keys():
+            gone, new = went.get(queue, []), came.get(queue, [])
+            b = sums.get(queue) or (ZERO, ZERO, ZERO, ZERO)
+            sums[queue] = (_moved(b, gone, new, 0), _moved(b, gone, new, 1), _moved(b, gone, new, 2),
+                           _moved(b, gone, new, 3))
     # A job whose phase or minAvailable was set before this plugin opened (the gang plugin's timeout): its part
     # is made again next session.
     redo = {key for key in changes.marked if key in parts}
@@ -48,12 +63,21 @@ def job_parts(ssn: SessionAPI) -> dict[str, Part]:
     return sums
 
 
-def _add(parts: dict[str, tuple[str, Part]], sums: dict[str, Part], job: JobInfo) -> None:
+def _moved(before: Part, gone: Iterable[Part], new: Iterable[Part], i: int) -> Resource:
+    """The `i`th amount of a queue's sum with the parts `gone` taken off and the parts `new` added."""
+    return before[i] - Resource.total(p[i] for p in gone) + Resource.total(p[i] for p in new)
+
+
+def _part(job: JobInfo) -> Part:
     held = without_pods(job.allocated())
     # Every pending pod asks of its queue, whatever its PodGroup's phase (Volcano's proportion.go counts
     # TaskStatusIndex[Pending] of every job): a bare PodGroup's pods exist before it is admitted, a Volcano
     # Job's are created only after, so only the former weigh on the shares before enqueue.
-    part = (held, held + without_pods(job.pending_request()), reserved_by_admitted(job), elastic_of(job))
+    return (held, held + without_pods(job.pending_request()), reserved_by_admitted(job), elastic_of(job))
+
+
+def _add(parts: dict[str, tuple[str, Part]], sums: dict[str, Part], job: JobInfo) -> None:
+    part = _part(job)
     parts[job.key] = (job.queue, part)
     before = sums.get(job.queue)
     sums[job.queue] = part if before is None else (

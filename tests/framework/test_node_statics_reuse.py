@@ -41,3 +41,19 @@ def test_each_kind_of_change_is_seen() -> None:
         now = node_statics([changed, *base[1:]], known)
         assert now != before and now == node_statics([changed, *base[1:]])
         assert node_statics(base, known) == before
+
+
+def test_with_the_last_call_kept_a_node_at_its_place_is_passed_over_and_any_other_is_read() -> None:
+    """`last` (the memo's): the very NodeInfo at the same place gives its statics without a look; a changed node
+    (a new object), a node at another place and a different number of nodes are read as without `last`."""
+    known: dict = {}
+    last: list = []
+    base = nodes()
+    before = node_statics(base, known, last)
+    assert last[0] == base and node_statics(base, known, last) == before
+    changed = replace(base[1], taints=(Taint("k", "v", "NoSchedule"),))
+    now = node_statics([base[0], changed, base[2]], known, last)
+    assert now == node_statics([base[0], changed, base[2]]) != before
+    swapped = [base[2], base[1], base[0]]
+    assert node_statics(swapped, known, last) == node_statics(swapped)
+    assert node_statics(base[:2], known, last) == node_statics(base[:2])
