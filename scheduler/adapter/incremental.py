@@ -109,6 +109,7 @@ class IncrementalSnapshot:
         # hold the usage of an earlier build until `refresh` (or a build without `defer`) makes them again.
         self.deferred: set[str] = set()
         self.token: object | None = None  # the last snapshot's `Lineage.token` (None: none built, or one failed)
+        self.joined: set[str] = set()  # this build: the jobs a pod was made again into (`_resolve`)
 
     # ---- the build --------------------------------------------------------------------------------------
     def build(self, inputs: SnapshotInputs, delta: Delta | None,
@@ -120,6 +121,7 @@ class IncrementalSnapshot:
         (`refresh`). `undefer(names)`: those of `names` `defer` no longer defers, in one set operation (else each
         is asked: tens of thousands of nodes deferred at 50,000)."""
         dirty_pods: set[str] = set()
+        self.joined = set()
         dirty_jobs: set[str] = set()
         dirty_nodes: set[str] = set()
         since, self.token = self.token, None  # (a build that fails half way is followed by one without a lineage)
@@ -334,6 +336,7 @@ class IncrementalSnapshot:
             pod.kind, pod.job, pod.task = IN_JOB, template.key, task
             pod.status, pod.node = task.status, task.node_name
             self.members.setdefault(template.key, {})[key] = pod.seq
+            self.joined.add(template.key)
             dirty_jobs.add(template.key)
             if task.node_name:
                 self.on_node.setdefault(task.node_name, {})[key] = None
@@ -370,7 +373,9 @@ class IncrementalSnapshot:
             return
         job = template.clone()
         members = self.members.get(key, {})
-        gone = self._only_gone(old, members) if old is not None and not old.touched and not job.sub_groups else None
+        gone = None
+        if old is not None and not old.touched and not job.sub_groups and key not in self.joined:
+            gone = self._only_gone(old, members)
         if gone is not None and old is not None:
             job.adopt_tasks(old, gone)  # the same tables in the same order as below, and the sum kept
         else:
@@ -382,21 +387,15 @@ class IncrementalSnapshot:
         job.touched = False
         self.jobs[key] = job
 
-    def _only_gone(self, old: JobInfo, members: dict[str, int]) -> list[TaskInfo] | None:
-        """The tasks of `old` whose pods are no longer members, when every member is a task of `old` (the very
-        TaskInfo: its pod not made again) and `old`'s tasks are in the members' order (a session that did not
-        change the job kept the order it was built in); None otherwise (a member came or changed: build it)."""
+    @staticmethod
+    def _only_gone(old: JobInfo, members: dict[str, int]) -> list[TaskInfo] | None:
+        """The tasks of `old` whose pods are no longer members, for a job no pod was made again into in this build
+        (`joined`): its members are then tasks of `old` (the very TaskInfos, in the order `old` has them: a
+        session that did not change the job kept the order it was built in). None if not so after all."""
         tasks = old.tasks
-        if len(members) > len(tasks) or old.sub_groups:
-            return None
-        pods = self.pods
-        gone: list[TaskInfo] = []
-        for key, task in tasks.items():
-            if key in members:
-                if pods[key].task is not task:
-                    return None
-            else:
-                gone.append(task)
+        if len(members) == len(tasks):
+            return []
+        gone = [tasks[key] for key in tasks.keys() - members.keys()]
         return gone if len(tasks) - len(gone) == len(members) else None
 
     def _build_node(self, name: str) -> bool:
