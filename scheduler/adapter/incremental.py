@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from operator import itemgetter
 
 from scheduler.adapter.keysets import KeySets
-from scheduler.adapter.node_fill import fill, load_of
+from scheduler.adapter.node_fill import fill, less, load_of
 from scheduler.adapter.snapshot import (
     AdapterRules,
     ClaimResolver,
@@ -110,6 +110,9 @@ class IncrementalSnapshot:
         self.deferred: set[str] = set()
         self.token: object | None = None  # the last snapshot's `Lineage.token` (None: none built, or one failed)
         self.joined: set[str] = set()  # this build: the jobs a pod was made again into (`_resolve`)
+        # this build: the nodes a pod was made again onto, or another scheduler's pod left (their tasks' order may
+        # not be their last build's less the pods that went: `_build_node`)
+        self.reordered: set[str] = set()
 
     # ---- the build --------------------------------------------------------------------------------------
     def build(self, inputs: SnapshotInputs, delta: Delta | None,
@@ -121,7 +124,7 @@ class IncrementalSnapshot:
         (`refresh`). `undefer(names)`: those of `names` `defer` no longer defers, in one set operation (else each
         is asked: tens of thousands of nodes deferred at 50,000)."""
         dirty_pods: set[str] = set()
-        self.joined = set()
+        self.joined, self.reordered = set(), set()
         dirty_jobs: set[str] = set()
         dirty_nodes: set[str] = set()
         since, self.token = self.token, None  # (a build that fails half way is followed by one without a lineage)
@@ -145,6 +148,7 @@ class IncrementalSnapshot:
             self._build_job(key)
         added = False
         deferred = self.deferred
+        stale = set(deferred)  # (made from scratch: their last build missed changes, `_build_node`)
         if defer is None:
             dirty_nodes |= deferred
             deferred.clear()
@@ -155,7 +159,7 @@ class IncrementalSnapshot:
                 deferred.add(name)
                 continue
             deferred.discard(name)
-            added = self._build_node(name) or added
+            added = self._build_node(name, scratch=name in stale) or added
         if added:  # in the adapter's order, as build_snapshot has them
             self.nodes = {name: self.nodes[name] for name in self.bases if name in self.nodes}
         self.rebuilt = (len(dirty_pods), len(dirty_jobs), len(dirty_nodes) - len(deferred & dirty_nodes))
@@ -179,7 +183,7 @@ class IncrementalSnapshot:
         for name in names:
             if name in self.deferred:
                 self.deferred.discard(name)
-                self._build_node(name)
+                self._build_node(name, scratch=True)
                 if name in self.nodes:
                     fresh[name] = self.nodes[name]
         return fresh
@@ -270,6 +274,8 @@ class IncrementalSnapshot:
         for name in (pod.node, pod.task.node_name if pod.task is not None else ""):
             if name:
                 dirty_nodes.add(name)
+                if pod.kind == OTHER:  # (other schedulers' tasks go in runs: one leaving may reorder the rest)
+                    self.reordered.add(name)
                 on = self.on_node.get(name)
                 if on is not None:
                     on.pop(key, None)
@@ -340,6 +346,7 @@ class IncrementalSnapshot:
             dirty_jobs.add(template.key)
             if task.node_name:
                 self.on_node.setdefault(task.node_name, {})[key] = None
+                self.reordered.add(task.node_name)
                 dirty_nodes.add(task.node_name)
 
     def _order_implicit(self) -> None:
@@ -362,6 +369,7 @@ class IncrementalSnapshot:
         pod.node = name
         if name:
             self.on_node.setdefault(name, {})[key] = None
+            self.reordered.add(name)
             dirty_nodes.add(name)
 
     # ---- jobs and nodes --------------------------------------------------------------------------------------
@@ -398,13 +406,20 @@ class IncrementalSnapshot:
         gone = [tasks[key] for key in tasks.keys() - members.keys()]
         return gone if len(tasks) - len(gone) == len(members) else None
 
-    def _build_node(self, name: str) -> bool:
-        """Build the node afresh; True if it is new to the snapshot."""
+    def _build_node(self, name: str, *, scratch: bool = False) -> bool:
+        """Build the node; True if it is new to the snapshot. From its last build when that holds (`less`,
+        `load_of`), unless `scratch`: a deferred node's last build missed the changes of the builds since, and a
+        session may have changed its tasks through their jobs meanwhile."""
         base = self.bases.get(name)
         if base is None:
             self.nodes.pop(name, None)
             return False
         node = base.clone_empty()
+        old = None if scratch else self.nodes.get(name)
+        if old is not None and not old.touched and name not in self.reordered and less(
+                old, self.on_node.get(name, {}), base, node):
+            self.nodes[name] = node  # its last build less the pods that went, in the order it had
+            return False
         ours: list[_Pod] = []
         others: list[_Pod] = []
         for pod_key in self.on_node.get(name, ()):
@@ -420,10 +435,9 @@ class IncrementalSnapshot:
             runs.setdefault((id(task.resreq), task.status), []).append(task)
         for run in runs.values():
             tasks.extend(run)
-        old = self.nodes.get(name)
         if old is None or not load_of(old, tasks, base, node):
             fill(node, tasks)
-        new = old is None
+        new = name not in self.nodes
         self.nodes[name] = node  # a node keeps its place
         return new
 

@@ -7,6 +7,8 @@ nodes a warm cycle rebuilds lost a pod that completed, or hold the pods the last
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from scheduler.api.job import TaskInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import OCCUPYING_STATUSES, TaskStatus
@@ -23,6 +25,35 @@ def _weighs(status: TaskStatus) -> int:
     return 0
 
 
+def _same_base(old: NodeInfo, base: NodeInfo) -> bool:
+    """`old` was built from the node as read that `base` is (the very allocatable and labels)."""
+    return (old.allocatable is base.allocatable and old.labels is base.labels and old.taints == base.taints
+            and old.unschedulable == base.unschedulable and old.ready == base.ready)
+
+
+def less(old: NodeInfo, keys: Mapping[str, object], base: NodeInfo, node: NodeInfo) -> bool:
+    """Give `node` (empty, made from `base`) the tasks and accounting of `old` (its last build, untouched since,
+    no task of it made again: the builder knows) but those whose keys are not in `keys`, in the order `old` has
+    them, the ones that went taken off by the node's own rule. False (nothing done) when `old` came from another
+    node as read or holds a key of `keys` it does not have."""
+    if not _same_base(old, base):
+        return False
+    table = dict(old.tasks)
+    if len(table) != len(keys):
+        gone = table.keys() - keys.keys()
+        if len(table) - len(gone) != len(keys):
+            return False
+    else:
+        gone = set()
+    node.idle, node.used, node.releasing, node.pipelined = old.idle, old.used, old.releasing, old.pipelined
+    node.no_cpu_request, node.no_memory_request = old.no_cpu_request, old.no_memory_request
+    node.tasks = table
+    for key in gone:
+        node.remove_task(table[key])
+    node.touched = False
+    return True
+
+
 def load_of(old: NodeInfo, tasks: list[TaskInfo], base: NodeInfo, node: NodeInfo) -> bool:
     """Give `node` (empty, made from `base`) `tasks` in order and the accounting `fill` would sum, taken from the
     node's last build `old` when that is cheaper: `old` came from the same node as read (the very allocatable and
@@ -30,8 +61,7 @@ def load_of(old: NodeInfo, tasks: list[TaskInfo], base: NodeInfo, node: NodeInfo
     session did) and weighs as that one did (`_weighs`, an equal request); those of `old`'s that went are taken
     off. Integer sums, so the same values as `fill` (tests/adapter: every build compared with a cold one). False
     (nothing done) when not: `fill` then."""
-    if (old.allocatable is not base.allocatable or old.labels is not base.labels or old.taints != base.taints
-            or old.unschedulable != base.unschedulable or old.ready != base.ready or len(tasks) > len(old.tasks)):
+    if not _same_base(old, base) or len(tasks) > len(old.tasks):
         return False
     before = old.tasks
     for task in tasks:

@@ -140,3 +140,18 @@ def test_a_cycle_writes_no_status_for_another_schedulers_gang() -> None:
     result = run_cycle(sim.snapshot(), builtin_default_conf())
     assert {s.job for s in result.podgroups} == {"default/ours"}
     assert {b.job for b in result.binds} == {"default/ours"}
+
+
+def test_an_other_schedulers_pod_leaving_keeps_the_others_in_a_cold_snapshots_order() -> None:
+    """Other schedulers' pods sit on their node in runs of one request (adapter/snapshot.py); when the first of a
+    run leaves, a later run may come first now: the incremental snapshot's node (not taken from its last build
+    less the pod, adapter/node_fill.py `less`) has its tasks in the cold snapshot's order."""
+    pods = [bound("a", "2"), bound("b", "500m"), bound("c", "2"), bound("d", "500m")]
+    caches = [cache_with([dict(p, metadata=dict(p["metadata"])) for p in pods], incremental=flag)
+              for flag in (True, False)]
+    for cache in caches:
+        cache.snapshot()
+        cache.watcher._on_event(cache.pods, "DELETED", dict(pods[0], metadata=dict(pods[0]["metadata"],
+                                                                                   resourceVersion="99")))
+    warm, cold = (list(cache.snapshot().nodes["n1"].tasks) for cache in caches)
+    assert cold == ["ns/b", "ns/d", "ns/c"] and warm == cold
