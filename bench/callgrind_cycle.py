@@ -2,12 +2,17 @@
 machine does, so two trees can be compared on a noisy machine (BENCHMARKS.md).
 
     .venv/bin/python bench/callgrind_cycle.py [--size 5000x20000] [--conf bench/gang-only.conf] [--tree DIR]
+    .venv/bin/python bench/callgrind_cycle.py --size 5000x50000 --warm 30 [--tree DIR]
 
 The cluster is built as bench_cycle builds it and frozen with the instrumentation off; a two-function C helper
 (compiled once with the system's callgrind.h, loaded with ctypes) zeroes the counters and starts them just before
 the cycle (snapshot, session, actions, close) and stops and dumps them just after, so only the cycle is counted.
 `--tree DIR` counts another checkout's code (a worktree of an earlier commit) with this script.
 Prints one line: `<conf> <size> <instructions>`. Needs valgrind and a C compiler.
+
+`--warm N` counts `bench_cycle.py --warm N --incremental`'s cycles instead (`bench/warm_cycles.py`: the cluster
+filled, one cold cycle on it, then N warm cycles after a churn of 1% of the pods each, incremental snapshots and
+the memo kept): prints the cold cycle's count, each warm cycle's, and the largest warm one over the cold one.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HELPER_C = r"""
 #include <valgrind/callgrind.h>
@@ -59,6 +65,74 @@ def inner(size: str, conf_path: str | None) -> None:
     lib.cg_stop()
 
 
+def inner_warm(size: str, conf_path: str | None, warm: int) -> None:
+    """Under valgrind: `warm_cycles` with the cold cycle and the warm ones counted, one dump each, in order."""
+    import argparse
+
+    sys.path.insert(0, str(Path(__file__).parent))  # (bench_cycle imports warm_cycles as a sibling)
+    from bench.bench_cycle import build, one_cycle
+    from bench.warm_cycles import warm_cycles
+    from scheduler.actions import ACTIONS
+    from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, load_conf
+    from scheduler.framework.session import Session
+    from scheduler.plugins.registry import PLUGINS
+
+    nodes, pods = (int(x) for x in size.split("x"))
+    conf = load_conf(conf_path) if conf_path else builtin_default_conf()
+    sim = build(nodes, pods, gpu_share=0.6)
+    gc.collect()
+    gc.freeze()
+    lib = ctypes.CDLL(str(helper()))
+    seen_cold = [False]
+
+    def counted(sim: Any, conf: Any, memo: Any = None, keep: Any = None) -> tuple[dict[str, float], int]:
+        if memo is not None and not (seen_cold[0] and keep is not None):
+            return one_cycle(sim, conf, memo, keep)  # filling, and the incremental builder's first (cold) build
+        seen_cold[0] = True
+        with collector_paused():
+            lib.cg_start()
+            snapshot = sim.snapshot()
+            ssn = Session(snapshot, conf, PLUGINS, memo=memo)
+            for name in conf.actions:
+                ACTIONS[name]().execute(ssn)
+            result = ssn.close()
+            lib.cg_stop()
+        if keep is not None:
+            keep.append(result)
+        bound = sum(len(b.binds) for b in result.binds)
+        del snapshot, ssn, result
+        collect_between_cycles()
+        return {"total": 1.0}, bound
+
+    args = argparse.Namespace(repeat=1, warm=warm, churn=0.01, gpu_share=None, incremental=True)
+    warm_cycles(sim, conf, nodes, pods, args, counted)
+
+
+def count_warm(size: str, conf: str | None, tree: Path, warm: int) -> list[int]:
+    """[the cold cycle's instructions, each warm cycle's]."""
+    helper()
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{Path(__file__).parents[1]}")
+        cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}/cg.out",
+               sys.executable, "-c",
+               "import sys; sys.path.insert(0, sys.argv[1]); "
+               "from bench.callgrind_cycle import inner_warm; inner_warm(sys.argv[2], sys.argv[3] or None, "
+               "int(sys.argv[4]))",
+               str(tree), size, conf or "", str(warm)]
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        totals: list[tuple[int, int]] = []
+        for name in glob.glob(f"{out}/cg.out*"):
+            text = Path(name).read_text(errors="replace")
+            head = text.split("\nevents:", 1)[0]
+            part = re.search(r"^part: (\d+)", head, re.M)
+            found = re.search(r"^totals: (\d+)", text, re.M)
+            if "Trigger: Client Request: cycle" in head and part and found:
+                totals.append((int(part.group(1)), int(found.group(1))))
+        if len(totals) != warm + 1:
+            raise SystemExit(f"expected {warm + 1} dumps (one cold cycle, {warm} warm), found {len(totals)}")
+        return [total for _, total in sorted(totals)]
+
+
 def count(size: str, conf: str | None, tree: Path) -> int:
     helper()
     with tempfile.TemporaryDirectory() as out:
@@ -88,8 +162,15 @@ def main() -> None:
     parser.add_argument("--conf", help="a volcano-scheduler.conf (default: the built-in default)")
     parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1],
                         help="the checkout whose scheduler is counted (default: this one)")
+    parser.add_argument("--warm", type=int, default=0, help="count this many warm cycles (see above)")
     args = parser.parse_args()
     conf = str(Path(args.conf).resolve()) if args.conf else None
+    if args.warm:
+        cold, *warm = count_warm(args.size, conf, args.tree.resolve(), args.warm)
+        print(f"{args.conf or 'default'} {args.size} cold {cold} warm {' '.join(str(w) for w in warm)} "
+              f"largest warm / cold {max(warm) / cold:.3f} median warm / cold "
+              f"{sorted(warm)[len(warm) // 2] / cold:.3f}")
+        return
     print(f"{args.conf or 'default'} {args.size} {count(args.size, conf, args.tree.resolve())}")
 
 

@@ -361,6 +361,10 @@ class FeasibilityCache:
         errors.reasons[reason] += count
         errors.task = errors.task or task.name
 
+    def erred(self) -> set[str]:
+        """The keys of the jobs `errors` has an answer for."""
+        return set(self._errors)
+
     def errors(self, job: JobInfo) -> FitErrors | None:
         """Why the job's tasks fit no node this cycle (None: none of them was turned away by every node)."""
         return self._errors.get(job.key)

@@ -194,6 +194,16 @@ class SessionAPI:
         pod (-inf where a scorer vetoes the node): what a gang placer ranks its placements by."""
         return self._fit.node_scores(task, indices)
 
+    def carry_conditions(self, carried: dict[str, tuple[Condition, Status | None]]) -> None:
+        """`set_condition` for many jobs as read, each given what the plugin gave it last session (the results
+        collector sets them only where a status is worked out: `ResultsCollector.carry_conditions`)."""
+        self._results.carry_conditions(carried)
+
+    def troubled(self) -> set[str]:
+        """The jobs a fault marked, a gate held, allocate deferred or a node turned a task of away this session:
+        what `faulted`, `held`, `deferred` and `fit_errors` answer for."""
+        return self._results.troubled() | self._fit.erred()
+
     def fit_errors(self, job: JobInfo) -> FitErrors | None:
         """Why the job's tasks fit no node this cycle (None: no task of it was tried and turned away)."""
         return self._fit.errors(job)

@@ -50,6 +50,8 @@ class ResultsCollector:
         self._pg_annotations: dict[str, dict[str, str | None]] = {}  # job key -> merge patch of its annotations
         self._look_again: float | None = None  # CycleResult.look_again
         self._deferred: dict[str, None] = {}  # jobs allocate left for the next cycle (`maxBindsPerCycle`)
+        # job -> the condition (and Status) a plugin gives it again as it gave it last session (`carry_conditions`)
+        self._carried: dict[str, tuple[Condition, Status | None]] = {}
 
     # ---- jobs -----------------------------------------------------------------------------------------
     def set_condition(self, job: JobInfo, condition: Condition, status: Status | None = None) -> None:
@@ -60,6 +62,17 @@ class ResultsCollector:
             self._published[job.key] = status
         else:
             self._published.pop(job.key, None)
+
+    def carry_conditions(self, carried: dict[str, tuple[Condition, Status | None]]) -> None:
+        """`set_condition` for many jobs at once, each as read and given what the caller gave it last session: set
+        at close only for a job whose status is worked out anyway (`close`), so a job settled in that condition
+        costs nothing. Only for conditions no one else sets for those jobs this session (the gang plugin's; the
+        jobs a gate held or a fault marked are not carried)."""
+        self._carried.update(carried)
+
+    def troubled(self) -> set[str]:
+        """The jobs a fault marked, a gate held or allocate deferred this session."""
+        return set(self._faults) | set(self._gates) | set(self._deferred)
 
     def hold(self, job: JobInfo, status: Status, *, first: bool = False) -> None:
         """Remember why a gate held the job this cycle, for its condition (`first`: keep an earlier one)."""
@@ -207,15 +220,26 @@ class ResultsCollector:
         quiet: dict[str, tuple[object, ...] | None] = self.changes.store("results:quiet") if keeps else {}
         ours = self._conditions.keys() | self._extra_conditions.keys() | self._overrides.keys() | binding.keys()
         jobs: Iterable[JobInfo] = self._jobs.values()
+        skip: set[str] = set()
         if closing is not None:
             for key in self.changes.since or ():
                 if key not in self._jobs:
                     quiet.pop(key, None)
             settled = quiet.keys() - closing
-            skip = {key for key in settled - ours if quiet[key] is None}
+            skip = {key for key in settled - ours - self._carried.keys() if quiet[key] is None}
             skip.update(key for key in settled & ours if quiet[key] == self._set_for(key))
+            carried = self._carried
+            skip.update(key for key in (settled & carried.keys()) - ours
+                        if quiet[key] == (*carried[key], (), None))
             if skip:
                 jobs = [job for key, job in self._jobs.items() if key not in skip]
+        for key in self._carried.keys() - skip:
+            condition, status = self._carried[key]  # worked out below: the condition it was given again
+            if key not in self._conditions:
+                self._conditions[key] = condition
+                if status is not None:
+                    self._published[key] = status
+        ours |= self._carried.keys()
         for job in jobs:
             before_phase, before_conditions = self._original.get(job.key) or (job.phase, job.conditions)
             status = self._podgroup_status(job, binding.get(job.key, 0))

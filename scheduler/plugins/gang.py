@@ -249,6 +249,15 @@ class GangPlugin(Plugin[NoArgs]):
                     quiet.pop(key, None)
                     acts.pop(key, None)
             skip = quiet.keys() - closing
+            # A job as read whose kept act came from it alone and wrote no event (a gang that lost pods for good,
+            # told again it is Unschedulable) gets it again without being looked at, when nothing this session
+            # could change the act (`_own`: no fault, gate, deferral or node turned a task of it away; no task to
+            # place, as read); the results collector sets it only if it works the job's status out.
+            again = {key: (act[0], act[1]) for key in acts.keys() - closing - ssn.troubled()
+                     if not (act := acts[key])[2]}
+            if again:
+                ssn.carry_conditions(again)
+                skip |= again.keys()
             if skip:
                 jobs = [job for key, job in ssn.jobs.items() if key not in skip]
         for job in jobs:

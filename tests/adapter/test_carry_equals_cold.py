@@ -209,3 +209,47 @@ def test_the_nodes_used_sum_carried_from_the_last_session_equals_a_sum_over_ever
         if world.rng.random() < 0.7:
             sim.start_bound_pods()
     assert corrected
+
+
+def test_a_gang_given_its_condition_again_is_written_while_its_writes_are_lost(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gang that lost pods for good is given its Unschedulable condition again each cycle without being looked at
+    (the gang plugin's kept act, `carry_conditions`). When its PodGroup as read is not what the cycles compute and
+    their writes are lost (the PodGroup does not change, so the job stays as read), each warm cycle still works
+    its status out with that condition and writes it, as a cold one does."""
+    world = World(random.Random(5))
+    sim = world.sim
+    for _ in range(20):
+        world.add_node()
+        world.add_gang()
+    sim.changes.start(sim_rules(sim))
+    memo, cold_memo = CycleMemo(), CycleMemo()
+    conf = CONFS["default"]
+    for _ in range(3):
+        cycle(sim, conf, memo, cold_memo)
+        sim.start_bound_pods()
+    jobs = cold(sim).jobs
+    broken = next(job.key for job in jobs.values()
+                  if job.min_available > 1 and job.count(TaskStatus.RUNNING) == len(job.tasks) == job.min_available)
+    running = [key for key, pod in sim.pods.items() if pod.task.job == broken
+               and pod.manifest["status"].get("phase") == "Running"]
+    sim.delete_pod(running[0])
+    for _ in range(4):  # told Unschedulable, written; read back; then given it again without a look
+        cycle(sim, conf, memo, cold_memo)
+    assert broken in memo.carry.stores["gang"]["acts"]
+    assert sim.podgroups[broken].manifest["status"]["phase"] == "Unknown"
+    sim.podgroups[broken].manifest["status"]["phase"] = "Running"  # someone else's write
+    sim.changes.changed_podgroup(broken)
+    closes: list[str] = []
+    close_job = GangPlugin._close_job
+    monkeypatch.setattr(GangPlugin, "_close_job",
+                        lambda self, ssn, job: closes.append(job.key) or close_job(self, ssn, job))
+    for turn in range(3):  # changed (worked out), as read (worked out, its act kept), as read (given it again)
+        cold_result = run_cycle(cold(sim), conf, memo=cold_memo)
+        closes.clear()
+        result = run_cycle(sim.snapshot(), conf, memo=memo)
+        assert (broken in closes) == (turn < 2)
+        assert result_value(result) == result_value(cold_result)
+        assert [s.phase.value for s in result.podgroups if s.job == broken] == ["Unknown"]
+        result.podgroups = [s for s in result.podgroups if s.job != broken]  # the write is lost
+        sim.apply(result)
