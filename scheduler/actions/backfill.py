@@ -21,7 +21,7 @@ class Backfill:
 
     def execute(self, ssn: Session) -> None:
         # 1.
-        jobs = [j for j in ssn.jobs.values() if j.phase != PodGroupPhase.PENDING and j.pending_best_effort_num()]
+        jobs = [j for j in ssn.jobs.values() if j.pending_best_effort and j.phase != PodGroupPhase.PENDING]
         def compare(a: JobInfo, b: JobInfo) -> int:
             return -1 if ssn.order.job_less(a, b) else (1 if ssn.order.job_less(b, a) else 0)
 

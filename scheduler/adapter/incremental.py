@@ -203,7 +203,7 @@ class IncrementalSnapshot:
         for name, node in self.nodes.items():
             if node.touched:  # the tasks it had, and those the session put there (even one whose job it did not
                 dirty_nodes.add(name)  # mark: it is made again, and its job with it)
-                for pod_key in (*self.on_node.get(name, ()), *node.tasks):
+                for pod_key in self.on_node.get(name, {}).keys() | node.tasks.keys():  # (mostly the same keys)
                     self._check_task(pod_key, dirty_pods)
 
     def _check_task(self, key: str, dirty_pods: set[str]) -> None:
