@@ -234,11 +234,11 @@ class ResultsCollector:
             if skip:
                 jobs = [job for key, job in self._jobs.items() if key not in skip]
         for key in self._carried.keys() - skip:
-            condition, status = self._carried[key]  # worked out below: the condition it was given again
+            condition, reason = self._carried[key]  # worked out below: the condition it was given again
             if key not in self._conditions:
                 self._conditions[key] = condition
-                if status is not None:
-                    self._published[key] = status
+                if reason is not None:
+                    self._published[key] = reason
         ours |= self._carried.keys()
         for job in jobs:
             before_phase, before_conditions = self._original.get(job.key) or (job.phase, job.conditions)
