@@ -49,7 +49,7 @@ def helper() -> Path:
 
 
 def inner(size: str, conf_path: str | None) -> None:
-    """Under valgrind: build, freeze, count one cycle."""
+    """Under valgrind: build, freeze, count one cycle (`conf_path` "": the built-in default)."""
     from bench.bench_cycle import build
     from scheduler.cycle import builtin_default_conf, load_conf, run_cycle
 
@@ -65,8 +65,10 @@ def inner(size: str, conf_path: str | None) -> None:
     lib.cg_stop()
 
 
-def inner_warm(size: str, conf_path: str | None, warm: int) -> None:
-    """Under valgrind: `warm_cycles` with the cold cycle and the warm ones counted, one dump each, in order."""
+def inner_warm(size: str, conf_path: str | None, warm: int | str) -> None:
+    """Under valgrind: `warm_cycles` with the cold cycle and the warm ones counted, one dump each, in order
+    (`conf_path` "": the built-in default)."""
+    warm = int(warm)
     import argparse
 
     sys.path.insert(0, str(Path(__file__).parent))  # (bench_cycle imports warm_cycles as a sibling)
@@ -108,17 +110,16 @@ def inner_warm(size: str, conf_path: str | None, warm: int) -> None:
     warm_cycles(sim, conf, nodes, pods, args, counted)
 
 
-def count_warm(size: str, conf: str | None, tree: Path, warm: int) -> list[int]:
-    """[the cold cycle's instructions, each warm cycle's]."""
+def _cycle_dumps(tree: Path, call: str, *args: str) -> list[int]:
+    """Run `call` (a function of this module, given `args`) under callgrind with `tree`'s code; the instruction
+    totals of the dumps it made of cycles (not the one at exit), in the order it made them."""
     helper()
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{Path(__file__).parents[1]}")
+        code = (f"import sys; sys.path.insert(0, sys.argv[1]); from bench.callgrind_cycle import {call}; "
+                f"{call}(*sys.argv[2:])")
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}/cg.out",
-               sys.executable, "-c",
-               "import sys; sys.path.insert(0, sys.argv[1]); "
-               "from bench.callgrind_cycle import inner_warm; inner_warm(sys.argv[2], sys.argv[3] or None, "
-               "int(sys.argv[4]))",
-               str(tree), size, conf or "", str(warm)]
+               sys.executable, "-c", code, str(tree), *args]
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         totals: list[tuple[int, int]] = []
         for name in glob.glob(f"{out}/cg.out*"):
@@ -126,34 +127,24 @@ def count_warm(size: str, conf: str | None, tree: Path, warm: int) -> list[int]:
             head = text.split("\nevents:", 1)[0]
             part = re.search(r"^part: (\d+)", head, re.M)
             found = re.search(r"^totals: (\d+)", text, re.M)
-            if "Trigger: Client Request: cycle" in head and part and found:
-                totals.append((int(part.group(1)), int(found.group(1))))
-        if len(totals) != warm + 1:
-            raise SystemExit(f"expected {warm + 1} dumps (one cold cycle, {warm} warm), found {len(totals)}")
+            if "Trigger: Client Request: cycle" in head and found:
+                totals.append((int(part.group(1)) if part else 0, int(found.group(1))))
         return [total for _, total in sorted(totals)]
 
 
+def count_warm(size: str, conf: str | None, tree: Path, warm: int) -> list[int]:
+    """[the cold cycle's instructions, each warm cycle's]."""
+    totals = _cycle_dumps(tree, "inner_warm", size, conf or "", str(warm))
+    if len(totals) != warm + 1:
+        raise SystemExit(f"expected {warm + 1} dumps (one cold cycle, {warm} warm), found {len(totals)}")
+    return totals
+
+
 def count(size: str, conf: str | None, tree: Path) -> int:
-    helper()
-    with tempfile.TemporaryDirectory() as out:
-        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{Path(__file__).parents[1]}")
-        cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}/cg.out",
-               sys.executable, "-c",
-               "import sys; sys.path.insert(0, sys.argv[1]); "
-               "from bench.callgrind_cycle import inner; inner(sys.argv[2], sys.argv[3] or None)",
-               str(tree), size, conf or ""]
-        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        totals = []
-        for name in glob.glob(f"{out}/cg.out*"):
-            text = Path(name).read_text(errors="replace")
-            if "Trigger: Client Request: cycle" not in text.split("\nevents:", 1)[0]:
-                continue  # the dump at exit, not the cycle's
-            found = re.search(r"^totals: (\d+)", text, re.M)
-            if found:
-                totals.append(int(found.group(1)))
-        if len(totals) != 1:
-            raise SystemExit(f"expected one dump of the cycle, found {len(totals)}")
-        return totals[0]
+    totals = _cycle_dumps(tree, "inner", size, conf or "")
+    if len(totals) != 1:
+        raise SystemExit(f"expected one dump of the cycle, found {len(totals)}")
+    return totals[0]
 
 
 def main() -> None:

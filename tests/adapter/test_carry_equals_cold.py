@@ -109,25 +109,31 @@ def cycle(sim: InMemoryCluster, conf: SchedulerConf, memo: CycleMemo, cold_memo:
     return result
 
 
-def test_a_warm_session_redoes_only_the_jobs_that_changed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """After a cycle in which nothing changed but one pod, the PodGroup status and the gang's close are worked
-    out for that pod's job, the jobs the session changed and those with a task to place, not for every job; a gang
-    that lost a member in an earlier cycle gets its Unschedulable condition again without it being worked out."""
-    world = World(random.Random(3))
+def settled(seed: int, size: int) -> tuple[InMemoryCluster, CycleMemo, CycleMemo, str]:
+    """`size` nodes and gangs, settled by three checked cycles (binds applied, pods started), with the memos of the
+    warm and the cold cycles, and the key of a gang whose every pod runs and is needed (minAvailable > 1)."""
+    world = World(random.Random(seed))
     sim = world.sim
-    for _ in range(30):
+    for _ in range(size):
         world.add_node()
         world.add_gang()
     sim.changes.start(sim_rules(sim))
     memo, cold_memo = CycleMemo(), CycleMemo()
-    conf = CONFS["default"]
-    for _ in range(3):  # the cluster settles: binds applied, pods started
-        cycle(sim, conf, memo, cold_memo)
+    for _ in range(3):
+        cycle(sim, CONFS["default"], memo, cold_memo)
         sim.start_bound_pods()
-    running = sorted(key for key, pod in sim.pods.items() if pod.manifest["status"].get("phase") == "Running")
-    jobs = cold(sim).jobs
-    broken = next(job.key for job in jobs.values()
+    broken = next(job.key for job in cold(sim).jobs.values()
                   if job.min_available > 1 and job.count(TaskStatus.RUNNING) == len(job.tasks) == job.min_available)
+    return sim, memo, cold_memo, broken
+
+
+def test_a_warm_session_redoes_only_the_jobs_that_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a cycle in which nothing changed but one pod, the PodGroup status and the gang's close are worked
+    out for that pod's job, the jobs the session changed and those with a task to place, not for every job; a gang
+    that lost a member in an earlier cycle gets its Unschedulable condition again without it being worked out."""
+    sim, memo, cold_memo, broken = settled(3, 30)
+    conf = CONFS["default"]
+    running = sorted(key for key, pod in sim.pods.items() if pod.manifest["status"].get("phase") == "Running")
     sim.delete_pod(next(key for key in running if sim.pods[key].task.job == broken))  # below its minimum now
     cycle(sim, conf, memo, cold_memo)  # it changed: worked out; its PodGroup gets its Unschedulable condition
     cycle(sim, conf, memo, cold_memo)  # its PodGroup changed (the status written): worked out
@@ -217,20 +223,8 @@ def test_a_gang_given_its_condition_again_is_written_while_its_writes_are_lost(
     (the gang plugin's kept act, `carry_conditions`). When its PodGroup as read is not what the cycles compute and
     their writes are lost (the PodGroup does not change, so the job stays as read), each warm cycle still works
     its status out with that condition and writes it, as a cold one does."""
-    world = World(random.Random(5))
-    sim = world.sim
-    for _ in range(20):
-        world.add_node()
-        world.add_gang()
-    sim.changes.start(sim_rules(sim))
-    memo, cold_memo = CycleMemo(), CycleMemo()
+    sim, memo, cold_memo, broken = settled(5, 20)
     conf = CONFS["default"]
-    for _ in range(3):
-        cycle(sim, conf, memo, cold_memo)
-        sim.start_bound_pods()
-    jobs = cold(sim).jobs
-    broken = next(job.key for job in jobs.values()
-                  if job.min_available > 1 and job.count(TaskStatus.RUNNING) == len(job.tasks) == job.min_available)
     running = [key for key, pod in sim.pods.items() if pod.task.job == broken
                and pod.manifest["status"].get("phase") == "Running"]
     sim.delete_pod(running[0])
