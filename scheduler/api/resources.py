@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
@@ -277,22 +277,20 @@ class Resource:
         )
 
     def max_with(self, other: Resource) -> Resource:
-        mine, theirs = dict(self.scalars), dict(other.scalars)
-        return Resource(
-            max(self.cpu, other.cpu),
-            max(self.memory, other.memory),
-            max(self.pods, other.pods),
-            _freeze({k: max(mine.get(k, 0), theirs.get(k, 0)) for k in mine.keys() | theirs.keys()}),
-        )
+        """Per dimension the larger of the two (a missing scalar is zero)."""
+        return self._each(other, max)
 
     def min_with(self, other: Resource) -> Resource:
         """Per dimension the smaller of the two (a missing scalar is zero)."""
+        return self._each(other, min)
+
+    def _each(self, other: Resource, pick: Callable[[int, int], int]) -> Resource:
         mine, theirs = dict(self.scalars), dict(other.scalars)
         return Resource(
-            min(self.cpu, other.cpu),
-            min(self.memory, other.memory),
-            min(self.pods, other.pods),
-            _freeze({k: min(mine.get(k, 0), theirs.get(k, 0)) for k in mine.keys() | theirs.keys()}),
+            pick(self.cpu, other.cpu),
+            pick(self.memory, other.memory),
+            pick(self.pods, other.pods),
+            _freeze({k: pick(mine.get(k, 0), theirs.get(k, 0)) for k in mine.keys() | theirs.keys()}),
         )
 
     def clamp_zero(self) -> Resource:
