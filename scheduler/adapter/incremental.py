@@ -148,8 +148,11 @@ class IncrementalSnapshot:
             self._build_job(key)
         added = False
         deferred = self.deferred
-        stale = set(deferred)  # (made from scratch: their last build missed changes, `_build_node`)
+        # the nodes deferred before this build are made from scratch (`_build_node`): `deferred` itself names them
+        # while they are looked at, unless it is emptied here (no `defer`: then few or none, copied)
+        stale: set[str] | None = None
         if defer is None:
+            stale = set(deferred)
             dirty_nodes |= deferred
             deferred.clear()
         else:
@@ -158,8 +161,9 @@ class IncrementalSnapshot:
             if defer is not None and name in self.nodes and name not in delta.nodes and defer(name):
                 deferred.add(name)
                 continue
+            scratch = name in (deferred if stale is None else stale)
             deferred.discard(name)
-            added = self._build_node(name, scratch=name in stale) or added
+            added = self._build_node(name, scratch=scratch) or added
         if added:  # in the adapter's order, as build_snapshot has them
             self.nodes = {name: self.nodes[name] for name in self.bases if name in self.nodes}
         self.rebuilt = (len(dirty_pods), len(dirty_jobs), len(dirty_nodes) - len(deferred & dirty_nodes))
