@@ -262,13 +262,6 @@ class GangPlugin(Plugin[NoArgs]):
                 jobs = [job for key, job in ssn.jobs.items() if key not in skip]
         for job in jobs:
             key = job.key
-            if closing is not None and key not in closing:
-                act = acts.get(key)
-                if act is not None and _own(ssn, job) and not ssn.deferred(job):
-                    # the last close's act again, and kept: no plugin code runs (no guard needed), the job stays
-                    # as it is in `acts` (a gang that lost pods is told it is Unschedulable every cycle)
-                    _apply(ssn, job, act)
-                    continue
             act = acts.get(key) if closing is not None and key not in closing else None
             if act is not None and not _own(ssn, job):
                 act = None
