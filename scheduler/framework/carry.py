@@ -82,8 +82,10 @@ class JobChanges:
         return self.closing
 
     def clean(self, job: JobInfo) -> bool:
-        """Whether the job's state at close is its state as read (what a store may keep an answer for)."""
-        if job.key in self.marked:
-            return False
-        closing = self.closing
-        return not job.touched if closing is None else job.key not in closing
+        """Whether the job's state at close is its state as read (what a store may keep an answer for): no task of
+        it placed, evicted or pipelined, its phase or minAvailable not set. A job that changed since the last
+        session is clean too: what a part keeps for it answers for the state as read in this session, which is
+        the next one's unless the job changes again (it is then in the next session's `since`, and the kept
+        answer is not asked for). So the session after a job's change keeps its answer, rather than the one
+        after that (a status this session writes comes back as a change in the next one)."""
+        return job.key not in self.marked and not job.touched
