@@ -193,28 +193,32 @@ class IncrementalSnapshot:
         return fresh
 
     def _session_changes(self, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str]) -> None:
-        """What the last session changed: its jobs and nodes are rebuilt, and the tasks it moved made again."""
+        """What the last session changed: its jobs and nodes are rebuilt, the tasks it moved made again (each pod
+        looked at once: one bound this session is both its job's and its node's), and a phase or minAvailable it
+        set is put back as read."""
+        looked: set[str] = set()
+        templates, members = self.templates, self.members
         for key, job in self.jobs.items():
-            template = self.templates[key]
+            template = templates[key]
             if job.phase is not template.phase:
                 job.phase = template.phase
             if job.min_available != template.min_available:
                 job.min_available = template.min_available
             if job.touched:
                 dirty_jobs.add(key)
-                for pod_key in self.members.get(key, ()):
-                    self._check_task(pod_key, dirty_pods)
+                looked.update(members.get(key, ()))
+        on_node = self.on_node
         for name, node in self.nodes.items():
             if node.touched:  # the tasks it had, and those the session put there (even one whose job it did not
                 dirty_nodes.add(name)  # mark: it is made again, and its job with it)
-                for pod_key in self.on_node.get(name, {}).keys() | node.tasks.keys():  # (mostly the same keys)
-                    self._check_task(pod_key, dirty_pods)
-
-    def _check_task(self, key: str, dirty_pods: set[str]) -> None:
-        pod = self.pods.get(key)  # (a task a session put on a node may be of a pod gone since)
-        task = pod.task if pod is not None else None
-        if pod is not None and task is not None and (task.status is not pod.status or task.node_name != pod.node):
-            dirty_pods.add(key)
+                looked.update(on_node.get(name, ()))
+                looked.update(node.tasks)
+        pods = self.pods
+        for key in looked:
+            pod = pods.get(key)  # (a task a session put on a node may be of a pod gone since)
+            task = pod.task if pod is not None else None
+            if pod is not None and task is not None and (task.status is not pod.status or task.node_name != pod.node):
+                dirty_pods.add(key)
 
     def _apply(self, delta: Delta, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str]) -> None:
         for key, record in delta.pods.items():

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from scheduler.api.node import NodeInfo
 from scheduler.api.resources import CPU, MEMORY, PODS, Resource
+from scheduler.framework.carry import moved
 
 IntArray = npt.NDArray[np.int64]
 
@@ -64,8 +65,11 @@ class NodeArrays:
         old_nodes, dims, row, position, idle, allocatable, unrequested = last
         if len(old_nodes) != len(nodes):
             return None
-        changed = [i for i, (old, node) in enumerate(zip(old_nodes, nodes, strict=True))
-                   if old is not node or node.touched]
+        changed = moved(old_nodes, nodes)
+        assert changed is not None  # (the same length)
+        touched = [i for i, node in enumerate(nodes) if node.touched]  # (none at a session's open, as a rule: the
+        if touched:  # snapshot makes a node a session touched again)
+            changed = sorted(set(changed).union(touched))
         for i in changed:
             old, node = old_nodes[i], nodes[i]
             if old.name != node.name or [n for n, _ in old.allocatable.scalars] != [

@@ -68,10 +68,13 @@ class _Scores:
 
 @dataclass(slots=True)
 class _Feasible:
-    nodes: list[NodeInfo]
+    nodes: list[NodeInfo]  # the session's NodeInfos at `indices` (`_STALE`: a memo's, until first asked for)
     indices: IntArray
     rejected: Counter[NodeFilter]
     slot: IntArray  # node position -> its place in `indices`, or -1
+
+
+_STALE: list[NodeInfo] = []  # (by identity)
 
 
 class FeasibilityCache:
@@ -109,8 +112,8 @@ class FeasibilityCache:
         self._feasible: dict[Constraints, _Feasible] = (
             memo.begin(node_list, conf, arrays.idle) if memo is not None else {}
         )
-        for remembered in self._feasible.values():  # same nodes as last cycle, but this snapshot's objects
-            remembered.nodes = [node_list[i] for i in remembered.indices]
+        for remembered in self._feasible.values():  # the same nodes as last cycle, but this snapshot's objects:
+            remembered.nodes = _STALE  # taken when the constraint set is first asked for (`_feasible_for`)
         self._scores: dict[tuple[Constraints, Resource], _Scores] = {}
         self._scalars: list[Callable[..., float]] | None = None  # set once plugins registered: _scalar_scorers
         self._errors: dict[str, FitErrors] = {}
@@ -180,6 +183,9 @@ class FeasibilityCache:
 
     def _feasible_for(self, task: TaskInfo) -> _Feasible:
         cached = self._feasible.get(task.constraints)
+        if cached is not None and cached.nodes is _STALE:
+            node_list = self._node_list
+            cached.nodes = [node_list[i] for i in cached.indices.tolist()]
         if cached is None:
             node_list = self._node_list
             if self._hard is None:

@@ -25,7 +25,7 @@ from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
 from scheduler.api.reasons import NodeFilter
-from scheduler.framework.carry import Carry
+from scheduler.framework.carry import Carry, moved
 from scheduler.framework.holds import HoldBook
 
 
@@ -42,18 +42,25 @@ def node_statics(nodes: list[NodeInfo], known: dict[str, tuple[object, ...]] | N
             (n.name, frozenset(n.labels.items()), n.taints, n.unschedulable, n.ready, n.allocatable.names())
             for n in nodes
         )
-    out: list[object] = []
-    prev_nodes, prev_out = last if last and len(last[0]) == len(nodes) else ([], [])
-    for i, n in enumerate(nodes):
-        if prev_nodes and prev_nodes[i] is n:  # the very NodeInfo of last time (kept by an incremental
-            out.append(prev_out[i])  # snapshot): its statics are what they were (a snapshot never changes them)
-            continue
-        seen = known.get(n.name)
+    book = known  # (a name of its own for the function below)
+
+    def statics(n: NodeInfo) -> object:
+        seen = book.get(n.name)
         if (seen is None or seen[0] is not n.labels or seen[1] is not n.allocatable or seen[2] != n.taints
                 or seen[3] != n.unschedulable or seen[4] != n.ready):
             made = (n.name, frozenset(n.labels.items()), n.taints, n.unschedulable, n.ready, n.allocatable.names())
-            seen = known[n.name] = (n.labels, n.allocatable, n.taints, n.unschedulable, n.ready, made)
-        out.append(seen[5])
+            seen = book[n.name] = (n.labels, n.allocatable, n.taints, n.unschedulable, n.ready, made)
+        return seen[5]
+
+    changed = moved(last[0], nodes) if last else None
+    if last and changed is not None:
+        # the very NodeInfo of last time at a place (kept by an incremental snapshot) has the statics it had (a
+        # snapshot never changes them): only the others are looked at
+        out: list[object] = list(last[1])
+        for i in changed:
+            out[i] = statics(nodes[i])
+    else:
+        out = [statics(n) for n in nodes]
     if len(known) > 2 * len(nodes) + 1000:  # nodes gone: forget them
         names = {n.name for n in nodes}
         for name in [name for name in known if name not in names]:

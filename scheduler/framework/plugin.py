@@ -29,7 +29,7 @@ from scheduler.api.volumes import Storage
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
 from scheduler.framework.backend import StatementBackEnd
-from scheduler.framework.carry import JobChanges
+from scheduler.framework.carry import JobChanges, moved
 from scheduler.framework.conf import PluginOption, SchedulerConf
 from scheduler.framework.conf_args import NO_ARGS, ArgReader, parse_unloaded
 from scheduler.framework.faults import Faults, JobGuard
@@ -143,11 +143,11 @@ class SessionAPI:
             useds = [node.used for node in self.node_list]
             kept = self.changes.store("used") if self.changes.keeps else {}
             last: list[Resource] | None = kept.get("useds")
-            if last is not None and len(last) == len(useds):
+            changed = moved(last, useds) if last is not None else None
+            if last is not None and changed is not None:
                 # position by position: which node sits where does not matter to a sum
-                gone = [old for old, new in zip(last, useds, strict=True) if old is not new]
-                came = [new for old, new in zip(last, useds, strict=True) if old is not new]
-                self._used = kept["total"] - Resource.total(gone) + Resource.total(came) if gone else kept["total"]
+                self._used = kept["total"] - Resource.total(last[i] for i in changed) + Resource.total(
+                    useds[i] for i in changed) if changed else kept["total"]
             else:
                 self._used = Resource.total(useds)
             if self.changes.keeps:
