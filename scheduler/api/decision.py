@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -52,7 +52,8 @@ class Status:
         return self.code in _REJECTIONS
 
     def stamped(self, plugin: str) -> Status:
-        return self if self.plugin == plugin else replace(self, plugin=plugin)
+        # (the constructor, not `dataclasses.replace`: a gang told each cycle why it is not valid stamps one)
+        return self if self.plugin == plugin else Status(self.code, self.reasons, plugin)
 
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code.value, "plugin": self.plugin, "reasons": [r.to_json() for r in self.reasons]}

@@ -155,16 +155,28 @@ class ResultsCollector:
                         kept[job.key] = (job.queue, held)
                     totals[job.queue] = totals.get(job.queue, ZERO) + held
         else:
+            # what went and came, per queue, summed in one pass each; a job holding what it held (its PodGroup's
+            # status written, say) changes no sum
+            went: dict[str, list[Resource]] = {}
+            came: dict[str, list[Resource]] = {}
             for key in closing:  # (gone jobs are among them: they changed since the last session)
-                old = kept.pop(key, None)
-                if old is not None:
-                    totals[old[0]] = totals[old[0]] - old[1]
+                old = kept.get(key)
                 now = self._jobs.get(key)
-                if now is not None:
-                    held = now.allocated()
-                    if not held.is_zero():
-                        kept[key] = (now.queue, held)
-                        totals[now.queue] = totals.get(now.queue, ZERO) + held
+                holds: Resource | None = now.allocated() if now is not None else None
+                if holds is not None and holds.is_zero():
+                    holds = None
+                if (old is not None and holds is not None and now is not None and old[0] == now.queue
+                        and (old[1] is holds or old[1] == holds)):
+                    continue
+                if old is not None:
+                    del kept[key]
+                    went.setdefault(old[0], []).append(old[1])
+                if holds is not None and now is not None:
+                    kept[key] = (now.queue, holds)
+                    came.setdefault(now.queue, []).append(holds)
+            for queue in went.keys() | came.keys():
+                totals[queue] = (totals.get(queue, ZERO) - Resource.total(went.get(queue, ()))
+                                 + Resource.total(came.get(queue, ())))
         if changes.keeps:
             store["jobs"], store["totals"] = kept, totals
         return {queue: total for queue, total in totals.items() if not total.is_zero()}
@@ -242,10 +254,10 @@ class ResultsCollector:
         ours |= self._carried.keys()
         for job in jobs:
             before_phase, before_conditions = self._original.get(job.key) or (job.phase, job.conditions)
-            status = self._podgroup_status(job, binding.get(job.key, 0))
+            status = self._podgroup_status(job, binding.get(job.key, 0), (before_phase, before_conditions))
             if (status.phase != before_phase or status.conditions != before_conditions or _counts_changed(job)
                     or status.phase_when_bound not in (None, before_phase)):
-                result.podgroups.append(replace(status, base=(before_phase, before_conditions)))
+                result.podgroups.append(status)
                 if keeps:
                     quiet.pop(job.key, None)
             elif not keeps:
@@ -268,8 +280,10 @@ class ResultsCollector:
         return (self._conditions.get(key), self._published.get(key), tuple(extra) if extra else (),
                 self._overrides.get(key))
 
-    def _podgroup_status(self, job: JobInfo, binding: int = 0) -> PodGroupStatus:
-        """`binding`: how many of the job's pods this cycle's result binds."""
+    def _podgroup_status(self, job: JobInfo, binding: int = 0,
+                         base: tuple[PodGroupPhase | None, tuple[Condition, ...]] | None = None) -> PodGroupStatus:
+        """`binding`: how many of the job's pods this cycle's result binds; `base`: the phase and conditions it
+        was worked out from (`PodGroupStatus.base`)."""
         condition = self._conditions.get(job.key)
         conditions = merge_condition(job.conditions, condition) if condition else job.conditions
         for extra in self._extra_conditions.get(job.key, ()):
@@ -289,6 +303,7 @@ class ResultsCollector:
             self._overrides.get(job.key, job.extra.get("minMemberOverride")),
             decision=self._published.get(job.key) if unschedulable_now else None,
             phase_when_bound=when_bound if when_bound != phase else None,
+            base=base,
         )
 
 

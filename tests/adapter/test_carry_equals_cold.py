@@ -136,13 +136,14 @@ def test_a_warm_session_redoes_only_the_jobs_that_changed(monkeypatch: pytest.Mo
     running = sorted(key for key, pod in sim.pods.items() if pod.manifest["status"].get("phase") == "Running")
     sim.delete_pod(next(key for key in running if sim.pods[key].task.job == broken))  # below its minimum now
     cycle(sim, conf, memo, cold_memo)  # it changed: worked out; its PodGroup gets its Unschedulable condition
-    cycle(sim, conf, memo, cold_memo)  # its PodGroup changed (the status written): worked out
-    cycle(sim, conf, memo, cold_memo)  # as read, as at the last close: worked out, kept
+    cycle(sim, conf, memo, cold_memo)  # its PodGroup changed (the status written): worked out, kept
+    cycle(sim, conf, memo, cold_memo)  # as read, as at the last close: given again
     statuses: list[str] = []
     closes: list[str] = []
     status_of, close_job = ResultsCollector._podgroup_status, GangPlugin._close_job
     monkeypatch.setattr(ResultsCollector, "_podgroup_status",
-                        lambda self, job, binding=0: statuses.append(job.key) or status_of(self, job, binding))
+                        lambda self, job, binding=0, base=None: statuses.append(job.key)
+                        or status_of(self, job, binding, base))
     monkeypatch.setattr(GangPlugin, "_close_job",
                         lambda self, ssn, job: closes.append(job.key) or close_job(self, ssn, job))
     sim.delete_pod(next(key for key in running if sim.pods[key].task.job != broken))
