@@ -113,6 +113,11 @@ class IncrementalSnapshot:
         # this build: the nodes a pod was made again onto, or another scheduler's pod left (their tasks' order may
         # not be their last build's less the pods that went: `_build_node`)
         self.reordered: set[str] = set()
+        # Each JobInfo and NodeInfo this builder makes is given these (`JobInfo.journal`, `NodeInfo.journal`):
+        # the keys of the jobs a session touched or set the phase or minAvailable of, and the names of the nodes
+        # it touched, which the next build looks at (`_session_changes`) instead of every job and node.
+        self.job_journal: list[str] = []
+        self.node_journal: list[str] = []
 
     # ---- the build --------------------------------------------------------------------------------------
     def build(self, inputs: SnapshotInputs, delta: Delta | None,
@@ -197,8 +202,11 @@ class IncrementalSnapshot:
         looked at once: one bound this session is both its job's and its node's), and a phase or minAvailable it
         set is put back as read."""
         looked: set[str] = set()
-        templates, members = self.templates, self.members
-        for key, job in self.jobs.items():
+        templates, members, jobs, nodes = self.templates, self.members, self.jobs, self.nodes
+        for key in set(self.job_journal):  # (the jobs the session touched or set the phase of: the journal)
+            job = jobs.get(key)
+            if job is None:
+                continue
             template = templates[key]
             if job.phase is not template.phase:
                 job.phase = template.phase
@@ -207,12 +215,15 @@ class IncrementalSnapshot:
             if job.touched:
                 dirty_jobs.add(key)
                 looked.update(members.get(key, ()))
+        self.job_journal.clear()
         on_node = self.on_node
-        for name, node in self.nodes.items():
-            if node.touched:  # the tasks it had, and those the session put there (even one whose job it did not
-                dirty_nodes.add(name)  # mark: it is made again, and its job with it)
+        for name in set(self.node_journal):
+            node = nodes.get(name)
+            if node is not None and node.touched:  # the tasks it had, and those the session put there (even one
+                dirty_nodes.add(name)  # whose job it did not mark: it is made again, and its job with it)
                 looked.update(on_node.get(name, ()))
                 looked.update(node.tasks)
+        self.node_journal.clear()
         pods = self.pods
         for key in looked:
             pod = pods.get(key)  # (a task a session put on a node may be of a pod gone since)
@@ -400,7 +411,7 @@ class IncrementalSnapshot:
                 task = pods[pod_key].task
                 assert task is not None
                 job.add_task(task)
-        job.touched = False
+        job.touched, job.journal = False, self.job_journal
         self.jobs[key] = job
 
     @staticmethod
@@ -426,6 +437,7 @@ class IncrementalSnapshot:
         old = None if scratch else self.nodes.get(name)
         if old is not None and not old.touched and name not in self.reordered and less(
                 old, self.on_node.get(name, {}), base, node):
+            node.journal = self.node_journal
             self.nodes[name] = node  # its last build less the pods that went, in the order it had
             return False
         ours: list[_Pod] = []
@@ -446,6 +458,7 @@ class IncrementalSnapshot:
         if old is None or not load_of(old, tasks, base, node):
             fill(node, tasks)
         new = name not in self.nodes
+        node.journal = self.node_journal
         self.nodes[name] = node  # a node keeps its place
         return new
 

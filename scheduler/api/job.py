@@ -144,9 +144,31 @@ class JobInfo:
     # `allocated()` as last summed; None once a task comes or changes status (kept by an incremental snapshot
     # while its job is reused, so a cycle sums only the jobs that changed)
     held: Resource | None = field(default=None, repr=False)
+    # Given by the incremental snapshot that built the job (adapter/incremental.py): the job's key is appended
+    # when it is first touched and whenever a session sets its phase or minAvailable, so that the next build
+    # looks at those jobs alone, not at every job. None: no one asks.
+    journal: list[str] | None = field(default=None, repr=False)
+
+    def _note(self) -> None:
+        if self.journal is not None:
+            self.journal.append(self.key)
+
+    def set_phase(self, phase: PodGroupPhase) -> None:
+        """The phase a session gives the job (the next snapshot reads the PodGroup's again)."""
+        if phase is not self.phase:
+            self.phase = phase
+            self._note()
+
+    def set_min_available(self, min_available: int) -> None:
+        """The minAvailable a session gives the job (a timed-out gang's smaller minimum)."""
+        if min_available != self.min_available:
+            self.min_available = min_available
+            self._note()
 
     # -- membership ---------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
+        if not self.touched:
+            self._note()
         self.touched, self.held = True, None
         self.tasks[task.key] = task
         if self.sub_groups:
@@ -166,6 +188,8 @@ class JobInfo:
         Only the order of `by_status`'s keys may differ, which nothing reads (each bucket keeps its tasks' order).
         Not for a job with sub-group policies (their counts are not taken over): `add_task` each then."""
         assert not self.tasks and not self.sub_groups and not old.sub_groups
+        if not self.touched:
+            self._note()
         self.touched = True
         self.tasks = dict(old.tasks)
         self.by_status = {status: dict(bucket) for status, bucket in old.by_status.items()}
@@ -186,6 +210,8 @@ class JobInfo:
         self.held = held
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        if not self.touched:
+            self._note()
         self.touched, self.held = True, None
         bucket = self.by_status.get(task.status)
         if bucket is not None:

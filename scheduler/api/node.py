@@ -35,6 +35,9 @@ class NodeInfo:
     # Set by every change of its tasks: an incremental snapshot (adapter/incremental.py) rebuilds a node a
     # session changed before it hands the node to the next one.
     touched: bool = False
+    # Given by the incremental snapshot that built the node: its name is appended when it is first touched, so
+    # that the next build looks at those nodes alone (adapter/incremental.py). None: no one asks.
+    journal: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.idle is ZERO and not self.tasks:
@@ -45,6 +48,8 @@ class NodeInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         """Account for a task placed here (by the cluster, or by a Statement in this session)."""
+        if not self.touched and self.journal is not None:
+            self.journal.append(self.name)
         self.touched = True
         self.tasks[task.key] = task
         if task.status == TaskStatus.PIPELINED:
@@ -61,6 +66,8 @@ class NodeInfo:
     def add_tasks(self, tasks: Sequence[TaskInfo]) -> None:
         """`add_task` for each of `tasks`, which share one request and one status (the bulk placer's run): the
         accounting is done once, with the same result (integer sums)."""
+        if not self.touched and self.journal is not None:
+            self.journal.append(self.name)
         self.touched = True
         first = tasks[0]
         if len(tasks) == 1 or first.status not in OCCUPYING_STATUSES or first.status == TaskStatus.RELEASING:
@@ -78,6 +85,8 @@ class NodeInfo:
             self.no_memory_request += len(tasks)
 
     def remove_task(self, task: TaskInfo) -> None:
+        if not self.touched and self.journal is not None:
+            self.journal.append(self.name)
         self.touched = True
         if self.tasks.pop(task.key, None) is None:
             return

@@ -107,7 +107,7 @@ class ResultsCollector:
 
     def override_min_member(self, job: JobInfo, min_member: int) -> None:
         """Schedule `job` with a smaller minMember from now on (written to status.minMemberOverride)."""
-        job.min_available = min_member
+        job.set_min_available(min_member)
         self._overrides[job.key] = min_member
         self.marked.add(job.key)
 
@@ -117,7 +117,7 @@ class ResultsCollector:
 
     def set_phase(self, job: JobInfo, phase: PodGroupPhase) -> None:
         self._original.setdefault(job.key, (job.phase, job.conditions))
-        job.phase = phase
+        job.set_phase(phase)
         self.marked.add(job.key)
 
     def event(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
@@ -292,7 +292,7 @@ class ResultsCollector:
         unschedulable_now = condition is not None and condition.type == "Unschedulable"
         phase = podgroup_phase(job, running, unschedulable_now)
         when_bound = podgroup_phase(job, running, unschedulable_now, binding) if binding else phase
-        job.phase = phase
+        job.set_phase(phase)
         return PodGroupStatus(
             job.key,
             phase,

@@ -13,9 +13,9 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 # The cache reads a pod of another scheduler only as far as node accounting and victim selection need
 # (cache/parse.py `_foreign_task`): its placement constraints, annotations and index are not read.
 FOREIGN_UNREAD = ("constraints", "annotations", "index")
-# Bookkeeping of jobs and nodes, not what they are: whether a session changed one since it was built (read by the
-# incremental snapshot) and a job's allocated() as last summed.
-BOOKKEEPING = ("touched", "held")
+# Bookkeeping of jobs and nodes, not what they are: whether a session changed one since it was built and the
+# journal its builder gave it (read by the incremental snapshot), and a job's allocated() as last summed.
+BOOKKEEPING = ("touched", "held", "journal")
 
 
 def value(obj: Any) -> Any:
@@ -53,6 +53,7 @@ def snapshot_value(snapshot: ClusterSnapshot) -> dict[str, Any]:
     for name, node in snapshot.nodes.items():
         v = value(dataclasses.replace(node, tasks={}))
         v.pop("touched")
+        v.pop("journal")
         v["tasks"] = {t: task_value(task, ours) for t, task in node.tasks.items()}
         nodes[name] = v
     return {"now": snapshot.now, "jobs": jobs, "nodes": nodes, "queues": value(snapshot.queues),
