@@ -30,7 +30,7 @@ this builder may decide otherwise. Keys are namespace/name for both, so only a p
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from operator import itemgetter
 
 from scheduler.adapter.keysets import KeySets
@@ -53,6 +53,18 @@ from scheduler.api.phases import TaskStatus
 from scheduler.api.snapshot import ClusterSnapshot, Lineage
 
 IN_JOB, OTHER, ORPHAN, NONE = range(4)  # what `build_snapshot` made of a pod
+
+# A JobInfo's fields read from its PodGroup's status, and those a build or a session keeps (its tasks and their
+# counts): every other field is the PodGroup's spec and metadata as parsed (`_status_alone`).
+_STATUS_FIELDS = frozenset({"phase", "conditions", "reported_counts"})
+_KEPT_FIELDS = frozenset({"tasks", "by_status", "pending_best_effort", "ready", "touched", "held", "journal", "subs"})
+_SPEC_FIELDS = tuple(f.name for f in fields(JobInfo) if f.name not in _STATUS_FIELDS | _KEPT_FIELDS)
+
+
+def _status_alone(old: JobInfo, template: JobInfo) -> bool:
+    """Whether `template` (the PodGroup as read now) differs from the job `old` was built as in its status
+    alone: its phase, conditions and counts (a minMemberOverride is in `min_available` and `extra`, compared)."""
+    return all(getattr(old, name) == getattr(template, name) for name in _SPEC_FIELDS)
 
 
 @dataclass(slots=True)
@@ -398,8 +410,16 @@ class IncrementalSnapshot:
         if template is None:  # gone
             self.members.pop(key, None)
             return
-        job = template.clone()
         members = self.members.get(key, {})
+        if (old is not None and not old.touched and key not in self.joined and len(members) == len(old.tasks)
+                and not template.sub_groups and _status_alone(old, template)):
+            # its pods are its last build's very tasks and its PodGroup changed in its status alone (most often
+            # the status the last session wrote, read back): that build's job, its status as read now
+            old.phase, old.conditions, old.reported_counts = (template.phase, template.conditions,
+                                                              template.reported_counts)
+            self.jobs[key] = old
+            return
+        job = template.clone()
         gone = None
         if old is not None and not old.touched and not job.sub_groups and key not in self.joined:
             gone = self._only_gone(old, members)
