@@ -153,6 +153,11 @@ class JobInfo:
         if self.journal is not None:
             self.journal.append(self.key)
 
+    def _touch(self) -> None:
+        if not self.touched:
+            self._note()
+            self.touched = True
+
     def set_phase(self, phase: PodGroupPhase) -> None:
         """The phase a session gives the job (the next snapshot reads the PodGroup's again)."""
         if phase is not self.phase:
@@ -167,9 +172,8 @@ class JobInfo:
 
     # -- membership ---------------------------------------------------------------------------------
     def add_task(self, task: TaskInfo) -> None:
-        if not self.touched:
-            self._note()
-        self.touched, self.held = True, None
+        self._touch()
+        self.held = None
         self.tasks[task.key] = task
         if self.sub_groups:
             if self.subs is None:
@@ -188,9 +192,7 @@ class JobInfo:
         Only the order of `by_status`'s keys may differ, which nothing reads (each bucket keeps its tasks' order).
         Not for a job with sub-group policies (their counts are not taken over): `add_task` each then."""
         assert not self.tasks and not self.sub_groups and not old.sub_groups
-        if not self.touched:
-            self._note()
-        self.touched = True
+        self._touch()
         self.tasks = dict(old.tasks)
         self.by_status = {status: dict(bucket) for status, bucket in old.by_status.items()}
         self.pending_best_effort, self.ready = old.pending_best_effort, old.ready
@@ -210,9 +212,8 @@ class JobInfo:
         self.held = held
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
-        if not self.touched:
-            self._note()
-        self.touched, self.held = True, None
+        self._touch()
+        self.held = None
         bucket = self.by_status.get(task.status)
         if bucket is not None:
             bucket.pop(task.key, None)

@@ -43,14 +43,18 @@ class NodeInfo:
         if self.idle is ZERO and not self.tasks:
             self.idle = self.allocatable
 
+    def _touch(self) -> None:
+        if not self.touched:
+            if self.journal is not None:
+                self.journal.append(self.name)
+            self.touched = True
+
     def future_idle(self) -> Resource:
         return self.idle + self.releasing - self.pipelined
 
     def add_task(self, task: TaskInfo) -> None:
         """Account for a task placed here (by the cluster, or by a Statement in this session)."""
-        if not self.touched and self.journal is not None:
-            self.journal.append(self.name)
-        self.touched = True
+        self._touch()
         self.tasks[task.key] = task
         if task.status == TaskStatus.PIPELINED:
             self.pipelined = self.pipelined + task.resreq
@@ -66,9 +70,7 @@ class NodeInfo:
     def add_tasks(self, tasks: Sequence[TaskInfo]) -> None:
         """`add_task` for each of `tasks`, which share one request and one status (the bulk placer's run): the
         accounting is done once, with the same result (integer sums)."""
-        if not self.touched and self.journal is not None:
-            self.journal.append(self.name)
-        self.touched = True
+        self._touch()
         first = tasks[0]
         if len(tasks) == 1 or first.status not in OCCUPYING_STATUSES or first.status == TaskStatus.RELEASING:
             for task in tasks:
@@ -85,9 +87,7 @@ class NodeInfo:
             self.no_memory_request += len(tasks)
 
     def remove_task(self, task: TaskInfo) -> None:
-        if not self.touched and self.journal is not None:
-            self.journal.append(self.name)
-        self.touched = True
+        self._touch()
         if self.tasks.pop(task.key, None) is None:
             return
         if task.status == TaskStatus.PIPELINED:
