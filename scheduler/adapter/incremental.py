@@ -54,17 +54,11 @@ from scheduler.api.snapshot import ClusterSnapshot, Lineage
 
 IN_JOB, OTHER, ORPHAN, NONE = range(4)  # what `build_snapshot` made of a pod
 
-# A JobInfo's fields read from its PodGroup's status, and those a build or a session keeps (its tasks and their
-# counts): every other field is the PodGroup's spec and metadata as parsed (`_status_alone`).
-_STATUS_FIELDS = frozenset({"phase", "conditions", "reported_counts"})
+# A JobInfo's fields a build or a session keeps with its tasks (the tasks, their counts and sum, the session's
+# marks); every other field is read from its PodGroup (its spec, metadata and status, as parsed): `_reuse` takes
+# those from the PodGroup as read now.
 _KEPT_FIELDS = frozenset({"tasks", "by_status", "pending_best_effort", "ready", "touched", "held", "journal", "subs"})
-_SPEC_FIELDS = tuple(f.name for f in fields(JobInfo) if f.name not in _STATUS_FIELDS | _KEPT_FIELDS)
-
-
-def _status_alone(old: JobInfo, template: JobInfo) -> bool:
-    """Whether `template` (the PodGroup as read now) differs from the job `old` was built as in its status
-    alone: its phase, conditions and counts (a minMemberOverride is in `min_available` and `extra`, compared)."""
-    return all(getattr(old, name) == getattr(template, name) for name in _SPEC_FIELDS)
+_READ_FIELDS = tuple(f.name for f in fields(JobInfo) if f.name not in _KEPT_FIELDS)
 
 
 @dataclass(slots=True)
@@ -411,28 +405,34 @@ class IncrementalSnapshot:
             self.members.pop(key, None)
             return
         members = self.members.get(key, {})
-        if (old is not None and not old.touched and key not in self.joined and len(members) == len(old.tasks)
-                and not template.sub_groups and _status_alone(old, template)):
-            # its pods are its last build's very tasks and its PodGroup changed in its status alone (most often
-            # the status the last session wrote, read back): that build's job, its status as read now
-            old.phase, old.conditions, old.reported_counts = (template.phase, template.conditions,
-                                                              template.reported_counts)
-            self.jobs[key] = old
-            return
-        job = template.clone()
-        gone = None
-        if old is not None and not old.touched and not job.sub_groups and key not in self.joined:
+        if (old is not None and not old.touched and key not in self.joined and not template.sub_groups
+                and not old.sub_groups):
             gone = self._only_gone(old, members)
-        if gone is not None and old is not None:
-            job.adopt_tasks(old, gone)  # the same tables in the same order as below, and the sum kept
-        else:
-            pods = self.pods
-            for pod_key, _ in sorted(members.items(), key=itemgetter(1)):
-                task = pods[pod_key].task
-                assert task is not None
-                job.add_task(task)
+            if gone is not None:
+                self._reuse(old, template, gone)
+                self.jobs[key] = old
+                return
+        job = template.clone()
+        pods = self.pods
+        for pod_key, _ in sorted(members.items(), key=itemgetter(1)):
+            task = pods[pod_key].task
+            assert task is not None
+            job.add_task(task)
         job.touched, job.journal = False, self.job_journal
         self.jobs[key] = job
+
+    @staticmethod
+    def _reuse(old: JobInfo, template: JobInfo, gone: list[TaskInfo]) -> None:
+        """`old` (the job's last build, untouched since, no pod made again into it) made what a build from
+        `template` and its members would make, in place: every field read from the PodGroup taken from
+        `template`, the tasks in `gone` taken off (the rest keep their order, counts and sum). Most jobs a warm
+        cycle rebuilds are so: a running gang that lost a pod, or one whose status and reasons the last session
+        wrote, read back. The job stays among the lineage's changed jobs: every part of the session works it
+        out again."""
+        for name in _READ_FIELDS:
+            setattr(old, name, getattr(template, name))
+        if gone:
+            old.drop_tasks(gone)
 
     @staticmethod
     def _only_gone(old: JobInfo, members: dict[str, int]) -> list[TaskInfo] | None:

@@ -185,24 +185,20 @@ class JobInfo:
         if task.status in READY_STATUSES:
             self.ready += 1
 
-    def adopt_tasks(self, old: JobInfo, gone: list[TaskInfo]) -> None:
-        """Take the tasks of `old` (the same job, built before) but those in `gone`, in their order: the same
-        tables, counts and sum as `add_task` of each kept task in that order gives (the incremental snapshot's
-        job whose pods only went, or whose PodGroup alone changed: adapter/incremental.py), without walking them.
-        Only the order of `by_status`'s keys may differ, which nothing reads (each bucket keeps its tasks' order).
-        Not for a job with sub-group policies (their counts are not taken over): `add_task` each then."""
-        assert not self.tasks and not self.sub_groups and not old.sub_groups
-        self._touch()
-        self.tasks = dict(old.tasks)
-        self.by_status = {status: dict(bucket) for status, bucket in old.by_status.items()}
-        self.pending_best_effort, self.ready = old.pending_best_effort, old.ready
-        held = old.held
+    def drop_tasks(self, gone: list[TaskInfo]) -> None:
+        """Take `gone` (tasks of this job) off, the rest kept in their order: the same tables, counts and sum as
+        `add_task` of each other task in that order gives, without walking them (the incremental snapshot's job
+        whose pods only went: adapter/incremental.py). Not a session's change: the job is not touched. Only the
+        order of `by_status`'s keys may differ, which nothing reads. Not for a job with sub-group policies (their
+        counts are not kept here)."""
+        assert not self.sub_groups
+        tasks, by_status, held = self.tasks, self.by_status, self.held
         for task in gone:
-            del self.tasks[task.key]
-            bucket = self.by_status[task.status]
+            del tasks[task.key]
+            bucket = by_status[task.status]
             del bucket[task.key]
             if not bucket:  # (as `add_task` of the rest would have it: no bucket for a status no task has)
-                del self.by_status[task.status]
+                del by_status[task.status]
             if task.status == TaskStatus.PENDING and task.best_effort:
                 self.pending_best_effort -= 1
             if task.status in READY_STATUSES:

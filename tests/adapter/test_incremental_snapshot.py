@@ -92,6 +92,22 @@ class World:
             sim.changes.changed_podgroup(key)
             sim.add_podgroup(manifest)
 
+    def change_podgroup(self, manifest: dict[str, Any]) -> None:
+        """Its minMember and phase, and now and then what else its owner or the scheduler changes in it: its
+        queue, an annotation (the reasons the scheduler publishes, a preemptable mark), its conditions."""
+        rng = self.rng
+        manifest["spec"]["minMember"] = rng.randint(1, 5)
+        manifest["status"]["phase"] = rng.choice(("Pending", "Inqueue", "Running"))
+        if rng.random() < 0.4:
+            manifest["spec"]["queue"] = rng.choice(("default", "q2"))
+        if rng.random() < 0.4:
+            annotations = manifest["metadata"].setdefault("annotations", {})
+            annotations[rng.choice(("scheduling.volcano-py.io/reasons", "volcano.sh/preemptable"))] = rng.choice(
+                ("true", "false", '{"code": "Unschedulable"}'))
+        if rng.random() < 0.3:
+            manifest["status"]["conditions"] = [{"type": "Unschedulable", "status": "True",
+                                                 "reason": "NotEnoughResources", "message": self.name("m")}]
+
     def step(self) -> str:
         rng, sim = self.rng, self.sim
         ops = ["pod+", "pod+", "plain+", "other+", "other+", "orphan+", "pod-", "bind", "phase", "deleting", "node+",
@@ -149,9 +165,7 @@ class World:
             sim.changes.changed_podgroup(key)
         elif op == "pg~" and sim.podgroups:
             key = rng.choice(sorted(sim.podgroups))
-            manifest = sim.podgroups[key].manifest
-            manifest["spec"]["minMember"] = rng.randint(1, 5)
-            manifest["status"]["phase"] = rng.choice(("Pending", "Inqueue", "Running"))
+            self.change_podgroup(sim.podgroups[key].manifest)
             sim.changes.changed_podgroup(key)
         elif op == "claim+":  # a pending pod with a claim (what it requires follows the storage objects)
             sim.add_pod(pod_object(self.name("claims"), claims=[f"data-{rng.randint(1, 3)}"]))
