@@ -9,8 +9,9 @@ snapshot, session open, each action, and close. Reports median and p95 and the p
 
 The garbage collector is handled as the scheduler process handles it (`scheduler/cache/runner.py`): the
 cluster's objects are frozen once built (the runner freezes its synced caches), each cycle runs with the
-collector paused, and what happens between cycles is timed on its own line ("free": dropping the cycle's
-objects and collecting their reference cycles), outside the cycle.
+collector paused and freezes its snapshot once built, and the collector's pass over what the session made as
+the cycle ends is timed as part of the cycle ("collect", in "total"); what happens between cycles is timed on
+its own line ("free": dropping the cycle's objects and collecting their reference cycles), outside the cycle.
 
 `--warm N` times a scheduler in steady state instead (`bench/warm_cycles.py`): the cluster is filled by cycles
 whose binds are applied, then each of N cycles follows a churn of `--churn` of the pods (half of them running
@@ -37,7 +38,7 @@ from warm_cycles import GANG_SIZES, warm_cycles
 
 from scheduler.actions import ACTIONS
 from scheduler.api.snapshot import CycleResult
-from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, load_conf
+from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, freeze_snapshot, load_conf
 from scheduler.framework.memo import CycleMemo
 from scheduler.framework.session import Session
 from scheduler.plugins.registry import PLUGINS
@@ -82,14 +83,18 @@ def one_cycle(sim: InMemoryCluster, conf: Any, memo: CycleMemo | None = None,
     times: dict[str, float] = {}
     with collector_paused():
         snapshot, times["snapshot"] = timed(sim.snapshot)
+        freeze_snapshot()  # as the scheduler's loop does (cache/runner.py)
         ssn, times["open"] = timed(lambda: Session(snapshot, conf, PLUGINS, memo=memo))
         for name in conf.actions:
             _, times[name] = timed(lambda name=name: ACTIONS[name]().execute(ssn))
         result, times["close"] = timed(ssn.close)
-        times["total"] = sum(times.values())
         bound = sum(len(b.binds) for b in result.binds)
         if keep is not None:
             keep.append(result)
+        ended = time.perf_counter()
+    # the collector's pass over what the session made, as the cycle ends (`collector_paused`): part of the cycle
+    times["collect"] = (time.perf_counter() - ended) * 1000
+    times["total"] = sum(times.values())
 
     def free() -> None:
         nonlocal snapshot, ssn, result

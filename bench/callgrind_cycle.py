@@ -13,6 +13,8 @@ Prints one line: `<conf> <size> <instructions>`. Needs valgrind and a C compiler
 `--warm N` counts `bench_cycle.py --warm N --incremental`'s cycles instead (`bench/warm_cycles.py`: the cluster
 filled, one cold cycle on it, then N warm cycles after a churn of 1% of the pods each, incremental snapshots and
 the memo kept): prints the cold cycle's count, each warm cycle's, and the largest warm one over the cold one.
+Each counted cycle runs as the scheduler's loop runs it: its snapshot frozen once built, and the collector's
+pass over what the session made, as the cycle ends, counted with it (not counted before 2026-12-07 midday).
 """
 
 from __future__ import annotations
@@ -75,7 +77,13 @@ def inner_warm(size: str, conf_path: str | None, warm: int | str) -> None:
     from bench.bench_cycle import build, one_cycle
     from bench.warm_cycles import warm_cycles
     from scheduler.actions import ACTIONS
-    from scheduler.cycle import builtin_default_conf, collect_between_cycles, collector_paused, load_conf
+    from scheduler.cycle import (
+        builtin_default_conf,
+        collect_between_cycles,
+        collector_paused,
+        freeze_snapshot,
+        load_conf,
+    )
     from scheduler.framework.session import Session
     from scheduler.plugins.registry import PLUGINS
 
@@ -91,14 +99,15 @@ def inner_warm(size: str, conf_path: str | None, warm: int | str) -> None:
         if memo is not None and not (seen_cold[0] and keep is not None):
             return one_cycle(sim, conf, memo, keep)  # filling, and the incremental builder's first (cold) build
         seen_cold[0] = True
-        with collector_paused():
-            lib.cg_start()
+        lib.cg_start()
+        with collector_paused():  # (its pass over what the session made, as the cycle ends, counted too)
             snapshot = sim.snapshot()
+            freeze_snapshot()  # as the scheduler's loop does (cache/runner.py)
             ssn = Session(snapshot, conf, PLUGINS, memo=memo)
             for name in conf.actions:
                 ACTIONS[name]().execute(ssn)
             result = ssn.close()
-            lib.cg_stop()
+        lib.cg_stop()
         if keep is not None:
             keep.append(result)
         bound = sum(len(b.binds) for b in result.binds)
