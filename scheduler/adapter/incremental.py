@@ -178,8 +178,11 @@ class IncrementalSnapshot:
         if added:  # in the adapter's order, as build_snapshot has them
             self.nodes = {name: self.nodes[name] for name in self.bases if name in self.nodes}
         self.rebuilt = (len(dirty_pods), len(dirty_jobs), len(dirty_nodes) - len(deferred & dirty_nodes))
-        named, members = self.named, self.members
-        jobs = {key: self.jobs[key] for key in self.podgroups if key not in named or members.get(key)}
+        named, members, built, podgroups = self.named, self.members, self.jobs, self.podgroups
+        if named:
+            jobs = {key: built[key] for key in podgroups if key not in named or members.get(key)}
+        else:  # (no other scheduler's pod names a PodGroup, as in most clusters: every PodGroup is a job)
+            jobs = {key: built[key] for key in podgroups}
         jobs.update((key, self.jobs[key]) for key in self.implicit)
         orphans = sorted((self.pods[key].seq, self.pods[key].orphan) for key in self.orphans)
         storage = inputs.storage
