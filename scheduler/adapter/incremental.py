@@ -57,7 +57,8 @@ IN_JOB, OTHER, ORPHAN, NONE = range(4)  # what `build_snapshot` made of a pod
 # A JobInfo's fields a build or a session keeps with its tasks (the tasks, their counts and sum, the session's
 # marks); every other field is read from its PodGroup (its spec, metadata and status, as parsed): `_reuse` takes
 # those from the PodGroup as read now.
-_KEPT_FIELDS = frozenset({"tasks", "by_status", "pending_best_effort", "ready", "touched", "held", "journal", "subs"})
+_KEPT_FIELDS = frozenset({"tasks", "by_status", "pending_best_effort", "ready", "touched", "held", "journal", "moves",
+                          "subs"})
 _READ_FIELDS = tuple(f.name for f in fields(JobInfo) if f.name not in _KEPT_FIELDS)
 
 
@@ -119,10 +120,12 @@ class IncrementalSnapshot:
         # this build: the nodes a pod was made again onto, or another scheduler's pod left (their tasks' order may
         # not be their last build's less the pods that went: `_build_node`)
         self.reordered: set[str] = set()
-        # Each JobInfo and NodeInfo this builder makes is given these (`JobInfo.journal`, `NodeInfo.journal`):
-        # the keys of the jobs a session touched or set the phase or minAvailable of, and the names of the nodes
-        # it touched, which the next build looks at (`_session_changes`) instead of every job and node.
+        # Each JobInfo and NodeInfo this builder makes is given these (`JobInfo.journal`, `JobInfo.moves`,
+        # `NodeInfo.journal`): the keys of the jobs a session touched or set the phase or minAvailable of, of the
+        # tasks it set the status (and node) of, and the names of the nodes it touched, which the next build looks
+        # at (`_session_changes`) instead of every job, pod and node.
         self.job_journal: list[str] = []
+        self.task_journal: list[str] = []
         self.node_journal: list[str] = []
 
     # ---- the build --------------------------------------------------------------------------------------
@@ -207,11 +210,15 @@ class IncrementalSnapshot:
         return fresh
 
     def _session_changes(self, dirty_pods: set[str], dirty_jobs: set[str], dirty_nodes: set[str]) -> None:
-        """What the last session changed: its jobs and nodes are rebuilt, the tasks it moved made again (each pod
-        looked at once: one bound this session is both its job's and its node's), and a phase or minAvailable it
-        set is put back as read."""
-        looked: set[str] = set()
-        templates, members, jobs, nodes = self.templates, self.members, self.jobs, self.nodes
+        """What the last session changed: its jobs and nodes are rebuilt, the tasks it moved made again, and a
+        phase or minAvailable it set is put back as read. The tasks looked at (each once) are those it set the
+        status of (the task journal: a session changes a task's status only by `JobInfo.set_status`, and its node
+        with its status, `framework/backend.py`) and, on each node it touched, those that came or went
+        (`NodeInfo.tasks` against the pods the last build put there: a task put on a node alone is seen too), not
+        every pod of the jobs and nodes it touched."""
+        looked: set[str] = set(self.task_journal)
+        self.task_journal.clear()
+        templates, jobs, nodes = self.templates, self.jobs, self.nodes
         for key in set(self.job_journal):  # (the jobs the session touched or set the phase of: the journal)
             job = jobs.get(key)
             if job is None:
@@ -223,15 +230,14 @@ class IncrementalSnapshot:
                 job.min_available = template.min_available
             if job.touched:
                 dirty_jobs.add(key)
-                looked.update(members.get(key, ()))
         self.job_journal.clear()
         on_node = self.on_node
+        none: dict[str, None] = {}
         for name in set(self.node_journal):
             node = nodes.get(name)
-            if node is not None and node.touched:  # the tasks it had, and those the session put there (even one
-                dirty_nodes.add(name)  # whose job it did not mark: it is made again, and its job with it)
-                looked.update(on_node.get(name, ()))
-                looked.update(node.tasks)
+            if node is not None and node.touched:  # the tasks the session put there or took off (even one whose
+                dirty_nodes.add(name)  # job it did not mark: it is made again, and its job with it)
+                looked.update(node.tasks.keys() ^ on_node.get(name, none).keys())
         self.node_journal.clear()
         pods = self.pods
         for key in looked:
@@ -421,7 +427,7 @@ class IncrementalSnapshot:
             task = pods[pod_key].task
             assert task is not None
             job.add_task(task)
-        job.touched, job.journal = False, self.job_journal
+        job.touched, job.journal, job.moves = False, self.job_journal, self.task_journal
         self.jobs[key] = job
 
     @staticmethod

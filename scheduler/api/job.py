@@ -148,6 +148,9 @@ class JobInfo:
     # when it is first touched and whenever a session sets its phase or minAvailable, so that the next build
     # looks at those jobs alone, not at every job. None: no one asks.
     journal: list[str] | None = field(default=None, repr=False)
+    # Given by that snapshot too: the key of each task whose status a session sets (`set_status`; its node is set
+    # with it, `framework/backend.py`), so that the next build looks at those tasks alone. None: no one asks.
+    moves: list[str] | None = field(default=None, repr=False)
 
     def _note(self) -> None:
         if self.journal is not None:
@@ -209,6 +212,8 @@ class JobInfo:
 
     def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         self._touch()
+        if self.moves is not None:
+            self.moves.append(task.key)
         self.held = None
         bucket = self.by_status.get(task.status)
         if bucket is not None:

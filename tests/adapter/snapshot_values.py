@@ -15,7 +15,7 @@ from scheduler.api.snapshot import ClusterSnapshot, CycleResult
 FOREIGN_UNREAD = ("constraints", "annotations", "index")
 # Bookkeeping of jobs and nodes, not what they are: whether a session changed one since it was built and the
 # journal its builder gave it (read by the incremental snapshot), and a job's allocated() as last summed.
-BOOKKEEPING = ("touched", "held", "journal")
+BOOKKEEPING = ("touched", "held", "journal", "moves")
 
 
 def value(obj: Any) -> Any:

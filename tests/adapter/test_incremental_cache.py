@@ -18,11 +18,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from snapshot_values import first_difference, structured
 
+from scheduler.api.phases import TaskStatus
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.store import Journaled
 from scheduler.cycle import builtin_default_conf, run_cycle
+from scheduler.framework.arrays import NodeArrays
 from scheduler.framework.backend import StatementBackEnd
+from scheduler.framework.tiers import TierRunner
 from scheduler.sim.objects import node_object, pod_object
 
 CONF = builtin_default_conf()
@@ -235,4 +238,27 @@ def test_a_task_put_on_a_node_without_its_job_knowing_is_made_again() -> None:
     task.node_name = node.name
     node.add_task(task)
     a, b = structured(cache.snapshot()), structured(cold(cache))
+    assert a == b, first_difference(a, b)
+
+
+def test_a_task_a_session_marked_releasing_on_its_node_is_made_again() -> None:
+    """A session that evicts a running task marks it Releasing where it is (`StatementBackEnd.mark_releasing`:
+    taken off and put back on the same node, so the node's tasks are the same keys): the next build, before the
+    eviction shows in the watch, makes it again as read (Running), found by the task journal (`JobInfo.moves`)."""
+    cluster = Cluster(random.Random(5))
+    cache = cluster.cache
+    pod = copy.deepcopy(cluster.current("pods")[sorted(cluster.current("pods"))[0]])
+    pod["status"] = {"phase": "Running"}
+    pod["spec"]["nodeName"] = sorted(cluster.current("nodes"))[0]
+    cluster.event("pods", "MODIFIED", pod)
+    cache.snapshot()
+    snapshot = cache.snapshot()
+    task = next(t for job in snapshot.jobs.values() for t in job.tasks.values() if t.status is TaskStatus.RUNNING)
+    back_end = StatementBackEnd(snapshot.jobs, snapshot.nodes, NodeArrays(list(snapshot.nodes.values())),
+                                TierRunner())
+    back_end.mark_releasing(task)
+    assert task.status is TaskStatus.RELEASING and task.key in snapshot.nodes[task.node_name].tasks
+    again = cache.snapshot()
+    assert again.jobs[task.job].tasks[task.key].status is TaskStatus.RUNNING
+    a, b = structured(again), structured(cold(cache))
     assert a == b, first_difference(a, b)
