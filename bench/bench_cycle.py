@@ -81,6 +81,7 @@ def one_cycle(sim: InMemoryCluster, conf: Any, memo: CycleMemo | None = None,
               keep: list[CycleResult] | None = None) -> tuple[dict[str, float], int]:
     """Time one cycle; with `keep`, its result is appended there (to apply it)."""
     times: dict[str, float] = {}
+    cpu = time.process_time()
     with collector_paused():
         snapshot, times["snapshot"] = timed(sim.snapshot)
         freeze_snapshot()  # as the scheduler's loop does (cache/runner.py)
@@ -95,6 +96,8 @@ def one_cycle(sim: InMemoryCluster, conf: Any, memo: CycleMemo | None = None,
     # the collector's pass over what the session made, as the cycle ends (`collector_paused`): part of the cycle
     times["collect"] = (time.perf_counter() - ended) * 1000
     times["total"] = sum(times.values())
+    # the process's CPU time over the same span: what another process on the machine does not add to
+    times["cpu"] = (time.process_time() - cpu) * 1000
 
     def free() -> None:
         nonlocal snapshot, ssn, result
