@@ -2,17 +2,17 @@
 
 The condition's message is for people; the annotation holds the same decision as JSON for tools (`volcano-py
 explain`). It lives in `metadata`, so it is written through the object (RBAC: `patch` on `podgroups`, which the
-scheduler already has for Volcano's CRD without a status subresource), not through `/status`.
+scheduler already has for Volcano's CRD without a status subresource), not through `/status`: in the very request
+that writes the status when that goes through the object (Volcano's CRD and ours: one write, one watch event,
+`status_writer.py`), in one of its own otherwise (`publish_reasons`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from scheduler.api.objects import MutableObj
-from scheduler.api.snapshot import PodGroupStatus, reasons_annotation
 from scheduler.cache.kube import MERGE_PATCH, TRANSPORT_ERRORS, Kube, KubeError
 
 log = logging.getLogger("volcano_py.cache")
@@ -31,15 +31,13 @@ def publish_annotations(kube: Kube, job: str, patch: Mapping[str, str | None]) -
         return None
 
 
-def publish_reasons(kube: Kube, status: PodGroupStatus, podgroup: Mapping[str, Any]) -> None:
-    """Merge-patch the annotation when it differs from what the PodGroup carries; a failure is retried when the
-    decision is next written (the condition's message still says it all)."""
-    patch = reasons_annotation(status, (podgroup.get("metadata") or {}).get("annotations"))
-    if patch is None:
-        return
-    namespace, name = status.job.split("/", 1)
+def publish_reasons(kube: Kube, job: str, patch: Mapping[str, str | None]) -> None:
+    """Merge-patch the reasons annotation alone (`reasons_annotation`'s patch): when the status does not change, or
+    goes through `/status`, which takes no metadata. A failure is retried when the decision is next written (the
+    condition's message still says it all)."""
+    namespace, name = job.split("/", 1)
     try:
         kube.request("PATCH", PODGROUPS.format(namespace=namespace, name=name),
-                     body={"metadata": {"annotations": patch}}, content_type=MERGE_PATCH)
+                     body={"metadata": {"annotations": dict(patch)}}, content_type=MERGE_PATCH)
     except TRANSPORT_ERRORS as exc:  # network trouble or a deleted PodGroup: the status write says which
-        log.warning("annotating PodGroup %s with its reasons failed: %s", status.job, exc)
+        log.warning("annotating PodGroup %s with its reasons failed: %s", job, exc)

@@ -20,7 +20,7 @@ from scheduler.api.field_parsers import BadValueError
 from scheduler.api.objects import MutableObj
 from scheduler.api.owner_gang import owner_group_name
 from scheduler.api.resources import Resource
-from scheduler.api.snapshot import CycleResult, PodGroupStatus
+from scheduler.api.snapshot import CycleResult, PodGroupStatus, reasons_annotation
 from scheduler.api.timestamps import rfc3339
 from scheduler.api.usage import USAGE_ANNOTATION, QueueUsage, encode, parse_usage
 from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, TRANSPORT_ERRORS, Kube, KubeError
@@ -108,12 +108,14 @@ class StatusWriter:
         stored = pg.get("status")
         current = stored if isinstance(stored, dict) else {}
         wanted = status_body(status, current, now)
-        publish_reasons(self.kube, status, pg)
+        reasons = reasons_annotation(status, (pg.get("metadata") or {}).get("annotations"))
         if all(_same(current.get(k), v) for k, v in wanted.items()):
+            if reasons is not None:
+                publish_reasons(self.kube, status.job, reasons)
             return
         namespace, name = status.job.split("/", 1)
         try:
-            updated = self._patch_podgroup_status(namespace, name, wanted)
+            updated = self._patch_podgroup_status(namespace, name, wanted, reasons)
         except TRANSPORT_ERRORS as exc:  # retried next cycle (the status still differs)
             log.warning("patch PodGroup %s status failed: %s", status.job, exc)
             return
@@ -122,17 +124,22 @@ class StatusWriter:
             if status.job in self.stores.podgroups.objects:
                 self.stores.podgroups.objects[status.job] = updated
 
-    def _patch_podgroup_status(self, namespace: str, name: str, wanted: Mapping[str, Any]) -> MutableObj:
-        """Merge-patch a PodGroup's status on either set of CRDs.
+    def _patch_podgroup_status(self, namespace: str, name: str, wanted: Mapping[str, Any],
+                               annotations: Mapping[str, str | None] | None = None) -> MutableObj:
+        """Merge-patch a PodGroup's status on either set of CRDs, and `annotations` (the reasons, `publish.py`).
 
         Volcano's PodGroup CRD has no status subresource (its scheduler updates the whole object,
         pkg/scheduler/cache/cache.go); volcano-py's had one until issue 16. So: write through /status while that
         works; on its 404 write through the object (a 404 there too means the PodGroup is gone) and keep doing so;
-        should the object's status then not take the write, a status subresource is back: use it again."""
+        should the object's status then not take the write, a status subresource is back: use it again. Through
+        the object the annotations go in the same request (one write and one watch event where there were two);
+        `/status` takes no metadata, so they go in a request of their own before it."""
         path = f"{PG_API}/namespaces/{namespace}/podgroups/{name}"
-        body = {"status": dict(wanted)}
+        body: MutableObj = {"status": dict(wanted)}
         self._pg_status_probed = True
         if self._pg_status_subresource:
+            if annotations:
+                publish_reasons(self.kube, f"{namespace}/{name}", annotations)
             try:
                 return self.kube.request("PATCH", f"{path}/status", body=body, content_type=MERGE_PATCH)
             except KubeError as exc:
@@ -142,7 +149,8 @@ class StatusWriter:
             self._pg_status_subresource = False
             log.info("PodGroups have no status subresource: writing their status through the object")
             return updated
-        updated = self.kube.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+        whole = {**body, "metadata": {"annotations": dict(annotations)}} if annotations else body
+        updated = self.kube.request("PATCH", path, body=whole, content_type=MERGE_PATCH)
         if all(_same((updated.get("status") or {}).get(k), v) for k, v in wanted.items()):
             return updated
         self._pg_status_subresource = True

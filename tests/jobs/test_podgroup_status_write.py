@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -36,15 +37,15 @@ class FakeApiserver:
         self.calls.append(path.removeprefix(PATH) or "object")
         if self.obj is None or (path.endswith("/status") and not self.subresource):
             raise KubeError(404, method, path, b'{"message": "not found"}')
-        if "metadata" in body and not path.endswith("/status"):  # a merge patch: null removes a key
-            annotations = self.obj["metadata"].setdefault("annotations", {})
+        if "metadata" in body and not path.endswith("/status"):  # a merge patch: null removes a key (/status
+            annotations = self.obj["metadata"].setdefault("annotations", {})  # takes no metadata)
             for key, value in body["metadata"]["annotations"].items():
                 if value is None:
                     annotations.pop(key, None)
                 else:
                     annotations[key] = value
-            return copy.deepcopy(self.obj)
-        if path.endswith("/status") or not self.subresource:  # the object ignores status under a subresource
+        # the object ignores status under a subresource
+        if "status" in body and (path.endswith("/status") or not self.subresource):
             self.obj["status"] = {**(self.obj.get("status") or {}), **body["status"]}
         return copy.deepcopy(self.obj)
 
@@ -123,6 +124,44 @@ def test_the_reasons_are_published_on_the_object_and_removed_once_scheduled(subr
 
 
 SCHEDULED = Condition("Scheduled", "True", "tasks in gang are ready to be scheduled", "")
+
+
+@pytest.mark.parametrize("subresource", [True, False], ids=["our old CRD (/status)", "Volcano's CRD (no /status)"])
+def test_a_status_and_its_reasons_go_in_one_request_through_the_object(subresource: bool) -> None:
+    """Without a status subresource the status goes through the object, and the reasons annotation with it: one
+    write (and one watch event) where there were two; through /status, which takes no metadata, two."""
+    server = FakeApiserver(subresource)
+    cache = cache_on(server)
+    write(cache, PodGroupPhase.INQUEUE, 0)  # (finds where status goes)
+    server.calls.clear()
+    held = Condition("Unschedulable", "True", "NotEnoughResources", "short")
+    cache.status_writer._write_podgroup(
+        PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (held,), 0, 0, 0, decision=SHORT), 1_000_000.0)
+    assert server.obj is not None
+    assert read_published(server.obj["metadata"]["annotations"][REASONS_ANNOTATION]) == SHORT
+    assert server.obj["status"]["conditions"][0]["type"] == "Unschedulable"
+    assert server.calls == (["object", "/status"] if subresource else ["object"])
+    stored = cache.podgroups.objects["ns/pg"]
+    assert REASONS_ANNOTATION in stored["metadata"]["annotations"] and stored["status"]["conditions"]
+    server.calls.clear()  # scheduled: the status changes and the annotation goes, in one request again
+    cache.status_writer._write_podgroup(PodGroupStatus("ns/pg", PodGroupPhase.RUNNING, (SCHEDULED,), 1, 0, 0),
+                                        1_000_000.0)
+    assert REASONS_ANNOTATION not in server.obj["metadata"]["annotations"]
+    assert server.obj["status"]["phase"] == "Running"
+    assert server.calls == (["object", "/status"] if subresource else ["object"])
+
+
+def test_reasons_that_change_under_an_unchanged_status_are_written_alone() -> None:
+    server = FakeApiserver(subresource=False)
+    cache = cache_on(server)
+    held = Condition("Unschedulable", "True", "NotEnoughResources", "short")
+    first = PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (held,), 0, 0, 0, decision=SHORT)
+    cache.status_writer._write_podgroup(first, 1_000_000.0)
+    other = Status(Code.UNSCHEDULABLE, (ResourceShortfall(GPU, 16_000, 5_000, tasks=16, nodes=2),), "gang")
+    server.calls.clear()
+    cache.status_writer._write_podgroup(replace(first, decision=other), 1_000_000.0)
+    assert server.calls == ["object"]
+    assert server.obj is not None and read_published(server.obj["metadata"]["annotations"][REASONS_ANNOTATION]) == other
 
 
 def test_a_status_write_that_changes_nothing_is_not_sent() -> None:
