@@ -4,7 +4,7 @@ The condition's message is for people; the annotation holds the same decision as
 explain`). It lives in `metadata`, so it is written through the object (RBAC: `patch` on `podgroups`, which the
 scheduler already has for Volcano's CRD without a status subresource), not through `/status`: in the very request
 that writes the status when that goes through the object (Volcano's CRD and ours: one write, one watch event,
-`status_writer.py`), in one of its own otherwise (`publish_reasons`).
+`status_writer.py`), in one of its own otherwise (`publish_annotations`, as plugins' annotations are).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 
 from scheduler.api.objects import MutableObj
-from scheduler.cache.kube import MERGE_PATCH, TRANSPORT_ERRORS, Kube, KubeError
+from scheduler.cache.kube import MERGE_PATCH, TRANSPORT_ERRORS, Kube
 
 log = logging.getLogger("volcano_py.cache")
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/{name}"
@@ -21,23 +21,13 @@ PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroup
 
 def publish_annotations(kube: Kube, job: str, patch: Mapping[str, str | None]) -> MutableObj | None:
     """Merge-patch the PodGroup's annotations (a None value removes its key); the object written, or None when
-    the write failed (logged; the plugin asks again next cycle, as the PodGroup still differs)."""
+    the write failed (logged; the plugin, or the status writer for the reasons, asks again next cycle, as the
+    PodGroup still differs)."""
     namespace, name = job.split("/", 1)
     try:
         return kube.request("PATCH", PODGROUPS.format(namespace=namespace, name=name),
                             body={"metadata": {"annotations": dict(patch)}}, content_type=MERGE_PATCH)
-    except (KubeError, OSError, ValueError) as exc:  # network trouble or a deleted PodGroup: asked again
+    except TRANSPORT_ERRORS as exc:  # network trouble or a deleted PodGroup: asked again
         log.warning("annotating PodGroup %s failed: %s", job, exc)
         return None
 
-
-def publish_reasons(kube: Kube, job: str, patch: Mapping[str, str | None]) -> None:
-    """Merge-patch the reasons annotation alone (`reasons_annotation`'s patch): when the status does not change, or
-    goes through `/status`, which takes no metadata. A failure is retried when the decision is next written (the
-    condition's message still says it all)."""
-    namespace, name = job.split("/", 1)
-    try:
-        kube.request("PATCH", PODGROUPS.format(namespace=namespace, name=name),
-                     body={"metadata": {"annotations": dict(patch)}}, content_type=MERGE_PATCH)
-    except TRANSPORT_ERRORS as exc:  # network trouble or a deleted PodGroup: the status write says which
-        log.warning("annotating PodGroup %s with its reasons failed: %s", job, exc)

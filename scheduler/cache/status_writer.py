@@ -24,7 +24,7 @@ from scheduler.api.snapshot import CycleResult, PodGroupStatus, reasons_annotati
 from scheduler.api.timestamps import rfc3339
 from scheduler.api.usage import USAGE_ANNOTATION, QueueUsage, encode, parse_usage
 from scheduler.cache.kube import MERGE_PATCH, STRATEGIC_PATCH, TRANSPORT_ERRORS, Kube, KubeError
-from scheduler.cache.publish import publish_annotations, publish_reasons
+from scheduler.cache.publish import publish_annotations
 from scheduler.cache.store import PG_API, Stores, resource_version, trim
 
 log = logging.getLogger("volcano_py.cache")
@@ -108,10 +108,11 @@ class StatusWriter:
         stored = pg.get("status")
         current = stored if isinstance(stored, dict) else {}
         wanted = status_body(status, current, now)
-        reasons = reasons_annotation(status, (pg.get("metadata") or {}).get("annotations"))
+        annotations = (pg.get("metadata") or {}).get("annotations")
+        reasons = reasons_annotation(status, annotations if isinstance(annotations, Mapping) else None)
         if all(_same(current.get(k), v) for k, v in wanted.items()):
             if reasons is not None:
-                publish_reasons(self.kube, status.job, reasons)
+                publish_annotations(self.kube, status.job, reasons)
             return
         namespace, name = status.job.split("/", 1)
         try:
@@ -139,7 +140,7 @@ class StatusWriter:
         self._pg_status_probed = True
         if self._pg_status_subresource:
             if annotations:
-                publish_reasons(self.kube, f"{namespace}/{name}", annotations)
+                publish_annotations(self.kube, f"{namespace}/{name}", annotations)
             try:
                 return self.kube.request("PATCH", f"{path}/status", body=body, content_type=MERGE_PATCH)
             except KubeError as exc:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+import urllib3
 
 from scheduler.api.decision import REASONS_ANNOTATION, Code, Status, read_published
 from scheduler.api.job import Condition
@@ -216,3 +217,40 @@ def test_the_first_write_alone_finds_where_status_goes_then_the_rest_go_through_
     cache.status_writer.write_podgroups([PodGroupStatus(f"ns/{n}", PodGroupPhase.INQUEUE, (), 0, 0, 0)
                                          for n in ("pg", "pg2", "pg3")], 1_000_000.0)
     assert paths.count("status") == 1, "every concurrent first write probed /status"
+
+
+def test_a_podgroup_whose_annotations_are_not_a_map_still_gets_its_status_and_reasons() -> None:
+    """Careless input: annotations written as a list (no apiserver serves that, a hand-made store may hold it).
+    The reasons are taken as absent, so they are written, with the status, in one request."""
+    server = FakeApiserver(subresource=False)
+    cache = cache_on(server)
+    write(cache, PodGroupPhase.INQUEUE, 0)
+    assert server.obj is not None
+    cache.podgroups.objects["ns/pg"]["metadata"]["annotations"] = ["not", "a", "map"]
+    server.calls.clear()
+    held = Condition("Unschedulable", "True", "NotEnoughResources", "short")
+    cache.status_writer._write_podgroup(
+        PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (held,), 0, 0, 0, decision=SHORT), 1_000_000.0)
+    assert server.calls == ["object"]
+    assert read_published(server.obj["metadata"]["annotations"][REASONS_ANNOTATION]) == SHORT
+
+
+def test_a_reasons_write_lost_in_transport_is_logged_and_the_writer_goes_on() -> None:
+    """The reasons alone (the status unchanged) and the connection drops (urllib3's error, not an OSError): the
+    write is given up for this cycle, the next PodGroup's status is still written."""
+    server = FakeApiserver(subresource=False)
+    cache = cache_on(server)
+    held = Condition("Unschedulable", "True", "NotEnoughResources", "short")
+    first = PodGroupStatus("ns/pg", PodGroupPhase.INQUEUE, (held,), 0, 0, 0, decision=SHORT)
+    cache.status_writer._write_podgroup(first, 1_000_000.0)
+    request = server.request
+
+    def dropped(method: str, path: str, **kw: Any) -> dict[str, Any]:
+        raise urllib3.exceptions.ProtocolError("connection dropped")
+
+    server.request = dropped  # type: ignore[method-assign]
+    other = Status(Code.UNSCHEDULABLE, (ResourceShortfall(GPU, 16_000, 5_000, tasks=16, nodes=2),), "gang")
+    cache.status_writer._write_podgroup(replace(first, decision=other), 1_000_000.0)  # no exception
+    server.request = request  # type: ignore[method-assign]
+    write(cache, PodGroupPhase.RUNNING, 1)
+    assert server.obj is not None and server.obj["status"]["phase"] == "Running"
