@@ -113,7 +113,7 @@ def inner_warm(size: str, conf_path: str | None, warm: int | str) -> None:
         bound = sum(len(b.binds) for b in result.binds)
         del snapshot, ssn, result
         collect_between_cycles()
-        return {"total": 1.0, "cpu": 1.0}, bound
+        return {"total": 1.0}, bound
 
     args = argparse.Namespace(repeat=1, warm=warm, churn=0.01, gpu_share=None, incremental=True)
     warm_cycles(sim, conf, nodes, pods, args, counted)

@@ -18,7 +18,7 @@ import gc
 import random
 
 from bench_cycle import build, one_cycle
-from warm_cycles import churn
+from warm_cycles import churn, fill
 
 from scheduler.adapter.podgroup_status import status_body
 from scheduler.adapter.snapshot import AdapterRules
@@ -56,20 +56,14 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     memo = CycleMemo()
-    for _ in range(4):  # filled as warm_cycles fills it
-        kept: list[CycleResult] = []
-        _, bound = one_cycle(sim, conf, memo, kept)
-        sim.apply(kept[0])
-        sim.start_bound_pods()
-        if not bound:
-            break
+    fill(sim, conf, memo, one_cycle)
     sim.changes.start(AdapterRules(sim.scheduler_names, sim.default_queue))
     one_cycle(sim, conf, memo)
     rng, serial = random.Random(11), [0]
     totals = [0, 0, 0]
     for cycle in range(args.cycles):
         churn(sim, rng, max(2, round(pods * 0.01)), serial, 0.6)
-        kept = []
+        kept: list[CycleResult] = []
         one_cycle(sim, conf, memo, kept)
         counts = weigh(sim, kept[0])
         totals = [a + b for a, b in zip(totals, counts, strict=True)]

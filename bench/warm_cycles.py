@@ -51,16 +51,22 @@ def churn(sim: InMemoryCluster, rng: random.Random, count: int, serial: list[int
     return len(gone), made
 
 
-def warm_cycles(sim: InMemoryCluster, conf: Any, nodes: int, pods: int, args: Any, one_cycle: CycleFn) -> None:
-    memo = CycleMemo()
-    started = time.perf_counter()
-    for _ in range(4):  # fill the cluster: cycles with their binds applied, until one binds nothing
+def fill(sim: InMemoryCluster, conf: Any, memo: CycleMemo, one_cycle: CycleFn) -> None:
+    """Fill the cluster: cycles with their binds applied and their pods started, until one binds nothing (4 at
+    most)."""
+    for _ in range(4):
         kept: list[CycleResult] = []
         _, bound = one_cycle(sim, conf, memo, kept)
         sim.apply(kept[0])
         sim.start_bound_pods()
         if not bound:
             break
+
+
+def warm_cycles(sim: InMemoryCluster, conf: Any, nodes: int, pods: int, args: Any, one_cycle: CycleFn) -> None:
+    memo = CycleMemo()
+    started = time.perf_counter()
+    fill(sim, conf, memo, one_cycle)
     running = sum(1 for p in sim.pods.values() if p.manifest["status"].get("phase") == "Running")
     print(f"\n{nodes} nodes x {pods} pods: {running} running after filling ({time.perf_counter() - started:.1f} s)")
     cold = [one_cycle(sim, conf)[0] for _ in range(args.repeat)]  # as after a restart: no memo either
@@ -96,6 +102,8 @@ def warm_cycles(sim: InMemoryCluster, conf: Any, nodes: int, pods: int, args: An
     print(f"  warm p99 / cold median = {warm_p99 / cold_total:.3f}")
     # the same in the process's CPU time (`one_cycle`'s "cpu"), which time the machine gives other processes does
     # not inflate: the wall-clock ratio above is the target's; this one says how much of it is the machine
+    if "cpu" not in cold[0]:  # (a caller that counts instructions times nothing)
+        return
     cold_cpu = statistics.median(r["cpu"] for r in cold)
     warm_cpu = [r["cpu"] for r in warm]
     print(f"  in CPU time: warm median {statistics.median(warm_cpu):.1f} ms, p99 {percentile(warm_cpu, 99):.1f} ms; "
