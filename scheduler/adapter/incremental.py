@@ -186,7 +186,7 @@ class IncrementalSnapshot:
             jobs = {key: built[key] for key in podgroups if key not in named or members.get(key)}
         else:  # (no other scheduler's pod names a PodGroup, as in most clusters: every PodGroup is a job)
             jobs = {key: built[key] for key in podgroups}
-        jobs.update((key, self.jobs[key]) for key in self.implicit)
+        jobs.update((key, built[key]) for key in self.implicit)
         orphans = sorted((self.pods[key].seq, self.pods[key].orphan) for key in self.orphans)
         storage = inputs.storage
         if storage is not None and claims is not None and claims.binding:

@@ -13,6 +13,7 @@ order, the queues, the orphans and the order of nodes and jobs.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import random
 from typing import Any
 
@@ -20,6 +21,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from snapshot_values import first_difference, structured
 
+from scheduler.adapter import incremental
+from scheduler.api.job import JobInfo
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cycle import builtin_default_conf, run_cycle
 from scheduler.sim.cluster import InMemoryCluster
@@ -226,6 +229,46 @@ def test_a_warm_build_rebuilds_only_what_changed() -> None:
     assert same(sim.snapshot(), sim) == ""
     assert builder.rebuilt == (1, 1, 0)  # one pod, its job; it is on no node
     assert everything[0] == len(sim.pods) and everything[2] == len(sim.nodes)
+
+
+def test_a_job_that_only_lost_a_pod_or_changed_its_podgroup_is_its_last_build_made_again_in_place() -> None:
+    """The builder's `_reuse`: a job whose pods only went, or whose PodGroup alone changed (its queue, its status
+    and an annotation, as a status written and read back with its reasons), is the very JobInfo of the last
+    build, its tasks and fields those of a cold build; one a pod joined is made anew."""
+    world = World(random.Random(8))
+    sim = world.sim
+    sim.changes.start(sim_rules(sim))
+    first = sim.snapshot()
+    gangs = [key for key, job in first.jobs.items() if len(job.tasks) >= 2]
+    assert len(gangs) >= 2
+    lost, changed = gangs[0], gangs[1]
+    sim.delete_pod(sorted(first.jobs[lost].tasks)[0])
+    manifest = sim.podgroups[changed].manifest
+    manifest["spec"]["queue"] = "q2" if first.jobs[changed].queue == "default" else "default"
+    manifest["status"]["phase"] = "Running"
+    manifest["metadata"].setdefault("annotations", {})["scheduling.volcano-py.io/reasons"] = "{}"
+    sim.changes.changed_podgroup(changed)
+    second = sim.snapshot()
+    assert same(second, sim) == ""
+    assert second.jobs[lost] is first.jobs[lost] and len(second.jobs[lost].tasks) == len(first.jobs[lost].tasks)
+    assert second.jobs[changed] is first.jobs[changed] and second.jobs[changed].queue == manifest["spec"]["queue"]
+    assert second.lineage is not None and {lost, changed} <= second.lineage.jobs  # worked out again by the parts
+    world.add_gang(changed.partition("/")[2])  # a pod joins: made anew
+    third = sim.snapshot()
+    assert same(third, sim) == "" and third.jobs[changed] is not second.jobs[changed]
+
+
+def test_every_field_a_job_reads_from_its_podgroup_is_taken_by_a_job_made_again_in_place() -> None:
+    """`_reuse` takes from the PodGroup as read every field but the builder's and the session's bookkeeping
+    (`_KEPT_FIELDS`): exactly the fields `JobInfo.clone` copies (a PodGroup's fields). A field added to JobInfo
+    is one or the other; left out of both, a job made again in place would keep a stale value, or lose its
+    bookkeeping."""
+    names = [f.name for f in dataclasses.fields(JobInfo)]
+    marked = JobInfo(**{**{name: object() for name in names}, "tasks": {}})  # type: ignore[arg-type]
+    copy_ = marked.clone()
+    copied = {name for name in names if getattr(copy_, name) is getattr(marked, name)}
+    assert copied == set(incremental._READ_FIELDS)
+    assert set(names) - copied == set(incremental._KEPT_FIELDS)
 
 
 def test_a_build_that_fails_half_way_is_followed_by_one_equal_to_a_cold_one(monkeypatch: pytest.MonkeyPatch) -> None:
