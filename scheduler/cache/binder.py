@@ -66,19 +66,16 @@ class Binder:
         # (the first cycle on a partial view decodes its full list after its binds); not bound again for GONE_TTL.
         self._gone: dict[tuple[str, str], float] = {}
         self._gone_lock = threading.Lock()  # its own: the bind threads' 404s never wait on the stores' lock
-        self._batches = 0  # cycles whose binds were submitted and not yet waited for
-        self._batches_lock = threading.Lock()
 
     def submit(self, result: CycleResult, now: float,
                uid_of: Callable[[str], str | None] = lambda _: None) -> Pending:
-        """Start every bind of every committed gang; events wait until `wait` has seen them all. A gang's claims
+        """Start every bind of every committed gang; the events queued from now on wait until `wait` has seen
+        them return (cache/events.py: never for binds submitted after an event was queued). A gang's claims
         are bound by a task submitted before its pods' binds, which wait for it: the pool runs tasks in the order
         they were submitted, so a bind that waits never holds the worker its claims' task needs. `uid_of(pod key)`:
         the UID of the pod the cycle saw (its snapshot's)."""
-        if any(gang.binds for gang in result.binds):
-            with self._batches_lock:  # events wait while any cycle's binds are out (two with --pipeline-apply)
-                self._batches += 1
-                self.events.binds_done.clear()
+        if any(gang.binds for gang in result.binds):  # the events queued from now on wait for these binds
+            self.events.binds_out()
         self.assume(((task, node) for gang in result.binds for task, node in gang.binds), now)
         pending: Pending = []
         for gang in result.binds:
@@ -120,12 +117,8 @@ class Binder:
                 if not future.result():
                     failed[gang.job] = failed.get(gang.job, 0) + 1
         finally:
-            with self._batches_lock:
-                if pending:
-                    self._batches -= 1
-                if self._batches <= 0:
-                    self._batches = 0
-                    self.events.binds_done.set()
+            if pending:
+                self.events.binds_back()
         return failed
 
     def bind(self, task_key: str, node: str, now: float, annotations: Mapping[str, str] | None = None,

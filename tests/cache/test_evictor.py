@@ -128,7 +128,7 @@ def setup(cached: dict[str, Any], served: dict[str, Any] | None, decided: dict[s
 
 
 def sent_events(events: EventRecorder) -> list[tuple[str, Any, str, str, str]]:
-    out = [events.queue.get_nowait() for _ in range(events.queue.qsize())]
+    out = [events.queue.get_nowait()[1] for _ in range(events.queue.qsize())]  # type: ignore[index]
     return [(e["involvedObject"]["kind"], e["involvedObject"].get("uid"), e["type"], e["reason"], e["message"])
             for e in out]
 
@@ -342,7 +342,7 @@ def test_the_cause_is_in_the_condition_message_and_annotated_on_the_events() -> 
     condition = kube.sent[0][2]["status"]["conditions"][0]
     assert condition["message"] == ("volcano-py: preempted by ns/high (gangpreempt for ns/high, whole bundle, "
                                     "gang broken)")
-    sent = [events.queue.get_nowait() for _ in range(events.queue.qsize())]
+    sent = [events.queue.get_nowait()[1] for _ in range(events.queue.qsize())]  # type: ignore[index]
     assert [(e["involvedObject"]["kind"], e["reason"]) for e in sent] == [
         ("Pod", "Evict"), ("PodGroup", "Evict"), ("PodGroup", "EvictedForJob")]
     assert sent[2]["involvedObject"]["uid"] == "hi-uid"

@@ -154,7 +154,7 @@ def test_the_cache_skips_unreadable_objects_and_schedules_the_rest(changes):
     result = run_cycle(snapshot, CONF)
     good_gang_bound_or_displaced(snapshot, result)
     # Every object skipped as unreadable is named: an event queued for a Pod/PodGroup.
-    queued = [cache.events.queue.get_nowait() for _ in range(cache.events.queue.qsize())]
+    queued = [cache.events.queue.get_nowait()[1] for _ in range(cache.events.queue.qsize())]  # type: ignore[index]
     named = {(e["involvedObject"]["kind"], e["involvedObject"]["namespace"], e["involvedObject"]["name"])
              for e in queued if e["reason"] == "FailedToRead"}
     for kind, key, _ in cache.parser.bad:
