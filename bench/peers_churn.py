@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from bench_live import create_namespace, raw_client
-from bench_peers import WARMUP_S, cleanup, make_nodes, open_queues, run_one
+from bench_peers import WARMUP_S, cleanup, make_nodes, open_queues, request_counts, requests_since, run_one
 from controlplane import ControlPlane
 from peers_procs import GANG_SCHEDULERS, REPO, SCHEDULER_NAME, SCHEDULERS, _run_script, argv_for, start
 
@@ -146,6 +146,7 @@ def churn_one(ctx: argparse.Namespace, contender: str, rate: float, plan: dict, 
                  f"--pipeline-apply={str(ctx.churn_pipeline_apply).lower()}"]
         if ctx.churn_bind_workers:
             argv.append(f"--bind-workers={ctx.churn_bind_workers}")
+    requests0 = request_counts(kube)
     c = start(contender, argv, ctx.workdir / f"{ns}.log")
     pids = {"scheduler": c.pid, **{n: cp.procs[n].popen.pid for n in ("kube-apiserver", "etcd")}}
     gen = [ctx.churngen, f"-kubeconfig={cp.kubeconfig}", f"-namespace={ns}", f"-scheduler={SCHEDULER_NAME[contender]}",
@@ -163,6 +164,10 @@ def churn_one(ctx: argparse.Namespace, contender: str, rate: float, plan: dict, 
         raise SystemExit(f"churngen for {contender} failed ({out.returncode}): {out.stderr.strip()[-500:]}; "
                          f"scheduler log tail: {c.tail(8)}")
     res: dict = {"contender": contender, "namespace": ns, "exit": rc, **json.loads(lines[-1])}
+    # what the run sent the apiserver, churngen's creations and deletions and the bench's metrics reads included:
+    # the same for every contender at one rate but for what the scheduler itself sends (its binds, status writes,
+    # events, lists and watches)
+    res["requests"] = requests_since(requests0, request_counts(kube))
     binds = max(res["bound_in_run"], 1)
     cpu = res.pop("cpu_s")
     res["sched_cpu_s"] = cpu["scheduler"]
