@@ -69,12 +69,12 @@ class Binder:
 
     def submit(self, result: CycleResult, now: float,
                uid_of: Callable[[str], str | None] = lambda _: None) -> Pending:
-        """Start every bind of every committed gang; the events queued from now on wait until `wait` has seen
-        them return (cache/events.py: never for binds submitted after an event was queued). A gang's claims
+        """Start every bind of every committed gang; events wait until `wait` has seen them return (for
+        cache/events.py's DEFER at most, from when each was queued). A gang's claims
         are bound by a task submitted before its pods' binds, which wait for it: the pool runs tasks in the order
         they were submitted, so a bind that waits never holds the worker its claims' task needs. `uid_of(pod key)`:
         the UID of the pod the cycle saw (its snapshot's)."""
-        if any(gang.binds for gang in result.binds):  # the events queued from now on wait for these binds
+        if any(gang.binds for gang in result.binds):  # events wait while these are out (two with the pipeline)
             self.events.binds_out()
         self.assume(((task, node) for gang in result.binds for task, node in gang.binds), now)
         pending: Pending = []

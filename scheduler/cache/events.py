@@ -1,16 +1,15 @@
 """Layer `cache`: Kubernetes events on Pods and PodGroups, sent off the bind path by their own threads.
 
 An event is queued where it happens (a bind, an eviction, an unreadable object, a cycle's result) and sent in
-the background once the binds that were out when it was queued have returned: binds go first, but an event never
-waits for binds submitted after it, so under a steady stream of cycles that bind (the churn of `make bench-peers`)
-events go out one batch of binds behind, never later (waiting for every bind in flight, as before, held them until
-the stream paused: at 120% of kube-scheduler's rate two thirds of the `Scheduled` events were still queued when
-the run ended). Two threads send them; while more than SURGE_BACKLOG wait (a stream of binds outrunning two
-threads on a loaded apiserver, or the events of a burst of binds just returned), `surge` more threads help, so the
-backlog stops growing: at 120% of kube-scheduler's rate two threads sent 570 events per 1,000 binds by the run's
-end, eight 1,144 (every one). Below the backlog the extra threads stay out of the way of the next cycle's binds
-and of the cycle itself (eight threads at all times cost 8% of binds/s in the throughput benchmark, 2026-12-05).
-The same event is sent once. An event the
+the background. Binds go first, for a while: an event waits while any binds are in flight, but never more than
+DEFER seconds after it was queued. A burst of binds (a restart, a large gang, the throughput sizes of `make
+bench-peers`) then sends its events once its binds are done, as before; a steady stream of cycles that bind, where
+some binds are always out, sends them DEFER seconds late instead of holding them until the stream pauses (waiting
+for every bind with no limit, at 120% of kube-scheduler's rate in the churn size two thirds of the `Scheduled`
+events were still queued when the run ended). Two threads send them; while more than SURGE_BACKLOG wait, `surge`
+more threads help, so a backlog stops growing: at 120% two threads sent 570 events per 1,000 binds by the run's
+end, with the surge every one. Below the backlog the extra threads stay out of the way of the cycle (eight threads
+at all times cost 8% of binds/s in the throughput size, 2026-12-05). The same event is sent once. An event the
 apiserver did not take for a passing reason (no answer, a 5xx; a 429 is waited out by `Kube`) is sent again, up to
 SEND_TRIES times, as client-go's recorder does (tools/record/event.go, maxTriesPerEvent), so a bound pod does not
 lose its `Scheduled` event to one dropped connection. The bodies go as protobuf (cache/protobuf.py).
@@ -39,7 +38,7 @@ SENT_LIMIT = 20_000
 SEND_TRIES = 4
 EVENT_NAME_BASE = 200  # characters of the object's name in an event's name (a name may have 253)
 RETRY_SECONDS = 1.0  # before the second try; doubled before each next one
-HOLD_LIMIT = 5.0  # the longest an event waits for the binds out when it was queued (a bind that hangs)
+DEFER = 10.0  # the longest an event waits, from when it was queued, for binds in flight to return
 SURGE_BACKLOG = 500  # events waiting above which the surge threads send too
 SURGE_POLL = 0.25  # how often an idle surge thread looks at the backlog (seconds)
 
@@ -55,13 +54,12 @@ class EventRecorder:
         self.clock = clock
         self.instance = instance
         self._stop = stop
-        # (ticket, body): the ticket is how many batches of binds had been submitted when it was queued
-        self.queue: queue.Queue[tuple[int, MutableObj] | None] = queue.Queue()
+        # (when it was queued, monotonic; the body)
+        self.queue: queue.Queue[tuple[float, MutableObj] | None] = queue.Queue()
         self._sent: set[tuple[str, str, str, str, str]] = set()
         self.sent_limit = SENT_LIMIT
         self._prune_at = 0  # 0: at sent_limit
-        # Batches of binds submitted (`binds_out`) and returned (`binds_back`): an event queued after the n-th
-        # was submitted waits until n have returned
+        # Batches of binds submitted (`binds_out`) and returned (`binds_back`): events wait while one is out
         self._binds = threading.Condition()
         self._out = 0
         self._back = 0
@@ -99,12 +97,12 @@ class EventRecorder:
             self._binds.notify_all()  # (a sender waiting for binds sees the stop)
 
     def binds_out(self) -> None:
-        """A batch of binds was submitted (cache/binder.py): the events queued from now on wait for it."""
+        """A batch of binds was submitted (cache/binder.py): events wait (DEFER at most) until it returns."""
         with self._binds:
             self._out += 1
 
     def binds_back(self) -> None:
-        """The oldest batch of binds out has returned (batches are waited for in the order submitted)."""
+        """A batch of binds out has returned."""
         with self._binds:
             self._back = min(self._out, self._back + 1)
             self._binds.notify_all()
@@ -114,11 +112,11 @@ class EventRecorder:
         with self._binds:
             return self._out - self._back
 
-    def _after_binds(self, ticket: int) -> None:
-        """Wait until the binds out when the event was queued have returned (at most HOLD_LIMIT, or a stop)."""
-        deadline = time.monotonic() + HOLD_LIMIT
+    def _after_binds(self, queued: float) -> None:
+        """Wait while binds are out, until DEFER seconds after the event was queued at most, or a stop."""
+        deadline = queued + DEFER
         with self._binds:
-            while self._back < ticket and not self._stop.is_set():
+            while self._back < self._out and not self._stop.is_set():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return
@@ -179,9 +177,7 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
-        with self._binds:
-            ticket = self._out
-        self.queue.put((ticket, body))
+        self.queue.put((time.monotonic(), body))
 
     def _send_events(self) -> None:
         while True:
@@ -189,8 +185,8 @@ class EventRecorder:
             try:
                 if item is None or self._stop.is_set():
                     return
-                ticket, body = item
-                self._after_binds(ticket)
+                queued, body = item
+                self._after_binds(queued)
                 if self._stop.is_set():
                     return
                 self._send(body)
@@ -211,8 +207,8 @@ class EventRecorder:
                 if item is None:  # a sending thread's end, taken in passing: given back, and this one ends too
                     self.queue.put(None)
                     return
-                ticket, body = item
-                self._after_binds(ticket)
+                queued, body = item
+                self._after_binds(queued)
                 if self._stop.is_set():
                     return
                 self._send(body)

@@ -336,9 +336,10 @@ def test_a_cycle_computed_while_the_last_apply_was_out_writes_nothing_over_that_
         cache.stop(timeout=1.0)
 
 
-def test_the_recorder_counts_each_cycles_binds_out_until_they_return_two_at_once_with_the_pipeline() -> None:
-    """With two cycles' binds out at once, the first cycle's binds returning leaves the second's counted out: an
-    event queued while they are out waits for them (cache/events.py)."""
+def test_events_wait_while_any_cycles_binds_are_out_not_only_the_last_ones() -> None:
+    """With two cycles' binds out at once, the first cycle's binds returning must not let the events compete with
+    the second's binds (in line, events are held while a cycle's binds are out, for cache/events.py's DEFER at
+    most)."""
     cache, api = cache_with(CPU)
     try:
         a, b = add_gang(cache, "a", 1), add_gang(cache, "b", 1)
