@@ -240,10 +240,12 @@ class ClusterCache:
         deadline = time.monotonic() + timeout
         return all(w.synced.wait(max(0.0, deadline - time.monotonic())) for w in self.stores.watched)
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 5.0, flush: float | None = None) -> None:
+        """`flush`: how long queued events may take to go out (default: `timeout`, 2 s at most); the scheduler's
+        shutdown, its Lease released, gives them events.py's DEFER (that long of them may be queued at a stop)."""
         self.applier.close()  # the apply in flight finishes (its binds were sent)
         if self.events.running():
-            self.flush_events(min(timeout, 2.0))
+            self.flush_events(min(timeout, 2.0) if flush is None else flush)
         self._stop.set()
         self.watcher.close_prefetched()
         self._kube.close_streams()

@@ -183,6 +183,7 @@ def cmd_scheduler(opts: SchedulerOptions) -> int:
 def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str, Any],
                    trace_log: logging.Logger, tls: ServingCert | None = None, ours: list[Any] | None = None) -> int:
     from scheduler.cache.cluster_cache import ClusterCache
+    from scheduler.cache.events import DEFER as EVENTS_DEFER
     from scheduler.cache.leader import LeaderElector, ensure_namespace
     from scheduler.cache.runner import ConfWatcher, SchedulerLoop
     from scheduler.cycle import load_conf
@@ -234,7 +235,7 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
         logging.getLogger("volcano_py.scheduler").info("volcano-py scheduler for %s starting", ", ".join(names))
         loop.run(sync_timeout=opts.resource_sync_timeout)
     finally:
-        cache.stop()
+        cache.stop(flush=EVENTS_DEFER)  # (the loop released the Lease: a standby is not kept waiting)
     return 0
 
 

@@ -354,3 +354,33 @@ def test_events_wait_while_any_cycles_binds_are_out_not_only_the_last_ones() -> 
     finally:
         api.release()
         cache.stop(timeout=1.0)
+
+
+class SlowEvents:
+    """An apiserver that takes 0.2 s for each Event it is sent (a loaded one), and records them."""
+
+    request_timeout = 5.0
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: list[str] = []
+
+    def request(self, method: str, path: str, *, body: object = None, **_: object) -> dict[str, object]:
+        threading.Event().wait(0.2)  # the server's own time, not a synchronisation
+        with self.lock:
+            self.events.append(path)
+        return {}
+
+
+def test_a_stop_given_time_to_flush_sends_the_queued_events_before_the_threads_end() -> None:
+    """The scheduler's shutdown gives queued events cache/events.py's DEFER to go out (its Lease is released by
+    then): ten events at 0.2 s each on two threads need ~1 s, more than the stop's own 0.5 s would give them."""
+    cache, _ = cache_with(CPU)
+    slow = SlowEvents()
+    cache.events.kube = slow  # type: ignore[assignment]
+    for i in range(10):
+        key = add_gang(cache, f"g{i}", 1)[0]
+        cache.events.record("Pod", key, "Normal", "Scheduled", f"Successfully assigned {key} to n1")
+    cache.events.start()
+    cache.stop(timeout=0.5, flush=10.0)
+    assert len(slow.events) == 10
