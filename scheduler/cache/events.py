@@ -183,13 +183,8 @@ class EventRecorder:
         while True:
             item = self.queue.get()
             try:
-                if item is None or self._stop.is_set():
+                if item is None or not self._after_binds_send(item):
                     return
-                queued, body = item
-                self._after_binds(queued)
-                if self._stop.is_set():
-                    return
-                self._send(body)
             finally:
                 self.queue.task_done()
 
@@ -207,13 +202,20 @@ class EventRecorder:
                 if item is None:  # a sending thread's end, taken in passing: given back, and this one ends too
                     self.queue.put(None)
                     return
-                queued, body = item
-                self._after_binds(queued)
-                if self._stop.is_set():
+                if not self._after_binds_send(item):
                     return
-                self._send(body)
             finally:
                 self.queue.task_done()
+
+    def _after_binds_send(self, item: tuple[float, MutableObj]) -> bool:
+        """Send a queued event once the binds let it (`_after_binds`); False if the recorder stopped instead."""
+        queued, body = item
+        if not self._stop.is_set():
+            self._after_binds(queued)
+        if self._stop.is_set():
+            return False
+        self._send(body)
+        return True
 
     def _send(self, body: MutableObj) -> None:
         namespace = body["metadata"]["namespace"]

@@ -233,6 +233,15 @@ def sending_recorder(kube: EventLog, stores: Stores, stop: threading.Event) -> E
     return events
 
 
+def end(events: EventRecorder, stop: threading.Event) -> bool:
+    """Stop the recorder as the cache's shutdown does; whether every sending thread ended."""
+    stop.set()
+    events.close()
+    for thread in events.threads:
+        thread.join(5.0)
+    return not any(thread.is_alive() for thread in events.threads)
+
+
 def test_an_event_waits_while_any_binds_are_out_so_a_burst_of_binds_goes_first(monkeypatch) -> None:
     """Binds go first: with two batches out (the pipelined apply), the first returning does not release an
     event (it waits out the defer); the second returning does, at once."""
@@ -264,10 +273,7 @@ def test_events_queued_during_binds_are_sent_once_they_return(monkeypatch) -> No
         events.binds_back()
         assert kube.wait_for(["First", "Second"])
     finally:
-        stop.set()
-        events.close()
-        for thread in events.threads:
-            thread.join(5.0)
+        end(events, stop)
 
 
 def test_under_a_stream_of_binds_that_never_pauses_events_wait_no_longer_than_the_defer(monkeypatch) -> None:
@@ -293,10 +299,7 @@ def test_under_a_stream_of_binds_that_never_pauses_events_wait_no_longer_than_th
         assert 0.2 <= waited < 2.0  # the defer, once (twenty in a row would be 4 s)
         assert events.binds_pending() == 1
     finally:
-        stop.set()
-        events.close()
-        for thread in events.threads:
-            thread.join(5.0)
+        end(events, stop)
 
 
 def test_a_stop_ends_an_events_wait_for_binds_and_it_is_not_sent(monkeypatch) -> None:
@@ -307,11 +310,7 @@ def test_a_stop_ends_an_events_wait_for_binds_and_it_is_not_sent(monkeypatch) ->
     events = sending_recorder(kube, stores, stop)
     events.binds_out()
     events.record("Pod", "ns/p", "Normal", "Held", "its binds never return")
-    stop.set()
-    events.close()
-    for thread in events.threads:
-        thread.join(5.0)
-    assert not any(thread.is_alive() for thread in events.threads)
+    assert end(events, stop)
     assert kube.reasons == []
 
 
@@ -337,8 +336,4 @@ def test_the_surge_threads_send_while_the_backlog_is_above_its_bound_and_leave_t
         assert kube.wait_for(["Scheduled"] * 4)  # above it again: one more
         assert events.queue.qsize() == 3
     finally:
-        stop.set()
-        events.close()
-        for thread in events.threads:
-            thread.join(5.0)
-    assert not any(thread.is_alive() for thread in events.threads)
+        assert end(events, stop)
