@@ -59,10 +59,9 @@ class EventRecorder:
         self._sent: set[tuple[str, str, str, str, str]] = set()
         self.sent_limit = SENT_LIMIT
         self._prune_at = 0  # 0: at sent_limit
-        # Batches of binds submitted (`binds_out`) and returned (`binds_back`): events wait while one is out
+        # Batches of binds submitted (`binds_out`) and not yet returned (`binds_back`): events wait while any is
         self._binds = threading.Condition()
-        self._out = 0
-        self._back = 0
+        self._pending = 0
         self._names_lock = threading.Lock()
         self._last_name = 0
         self._closing = False
@@ -99,24 +98,24 @@ class EventRecorder:
     def binds_out(self) -> None:
         """A batch of binds was submitted (cache/binder.py): events wait (DEFER at most) until it returns."""
         with self._binds:
-            self._out += 1
+            self._pending += 1
 
     def binds_back(self) -> None:
         """A batch of binds out has returned."""
         with self._binds:
-            self._back = min(self._out, self._back + 1)
+            self._pending = max(0, self._pending - 1)
             self._binds.notify_all()
 
     def binds_pending(self) -> int:
         """Batches of binds submitted and not returned (tests, logs)."""
         with self._binds:
-            return self._out - self._back
+            return self._pending
 
     def _after_binds(self, queued: float) -> None:
         """Wait while binds are out, until DEFER seconds after the event was queued at most, or a stop."""
         deadline = queued + DEFER
         with self._binds:
-            while self._back < self._out and not self._stop.is_set():
+            while self._pending and not self._stop.is_set():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return
@@ -210,8 +209,7 @@ class EventRecorder:
     def _after_binds_send(self, item: tuple[float, MutableObj]) -> bool:
         """Send a queued event once the binds let it (`_after_binds`); False if the recorder stopped instead."""
         queued, body = item
-        if not self._stop.is_set():
-            self._after_binds(queued)
+        self._after_binds(queued)
         if self._stop.is_set():
             return False
         self._send(body)
