@@ -212,7 +212,11 @@ class EventRecorder:
         self._after_binds(queued)
         if self._stop.is_set():
             return False
-        self._send(body)
+        try:
+            self._send(body)
+        except Exception as exc:  # a fault in one event (a body the client cannot encode, a bug) costs that event
+            log.warning("event %s not written: %s", (body.get("metadata") or {}).get("name"), exc)  # alone: the
+            log.debug("the event's traceback", exc_info=True)  # thread goes on with the others
         return True
 
     def _send(self, body: MutableObj) -> None:

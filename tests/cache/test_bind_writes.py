@@ -337,3 +337,27 @@ def test_the_surge_threads_send_while_the_backlog_is_above_its_bound_and_leave_t
         assert events.queue.qsize() == 3
     finally:
         assert end(events, stop)
+
+
+class Faulty(EventLog):
+    """Fails the first event it is sent with an error no transport raises (a body the client cannot encode)."""
+
+    def request(self, method: str, path: str, *, body: Any = None, **kw: Any) -> dict[str, Any]:
+        if path.endswith("/events") and body["reason"] == "Bad":
+            raise TypeError("Object of type set is not JSON serializable")
+        return super().request(method, path, body=body, **kw)
+
+
+def test_an_event_that_fails_for_an_unexpected_reason_costs_that_event_alone() -> None:
+    """One sending thread: were it to die on the bad event, no other event would ever be sent."""
+    stores, stop = Stores(), threading.Event()
+    pods(stores, ["bad", "good"])
+    kube = Faulty()
+    events = sending_recorder(kube, stores, stop)
+    try:
+        events.record("Pod", "ns/bad", "Normal", "Bad", "cannot be sent")
+        events.record("Pod", "ns/good", "Normal", "Good", "sent all the same")
+        assert kube.wait_for(["Good"])
+        assert all(thread.is_alive() for thread in events.threads)
+    finally:
+        assert end(events, stop)
