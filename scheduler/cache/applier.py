@@ -26,6 +26,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from scheduler.adapter.podgroup_status import rebase
+from scheduler.api.snapshot import PodGroupStatus
+
 log = logging.getLogger("volcano_py.cache")
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +84,15 @@ class Applier:
         except Exception as exc:  # noqa: BLE001 - the loop has stopped: nobody left to fail
             log.warning("the last apply failed at shutdown: %s: %s", type(exc).__name__, exc)
         self._thread.shutdown(wait=True)
+
+
+def behind(statuses: list[PodGroupStatus], before: Applied,
+           stored: Callable[[str], object]) -> list[PodGroupStatus]:
+    """A cycle's statuses, whose snapshot was taken while the apply `before` was in flight: a gang with a bind that
+    failed in it was seen bound, its status is left to the next cycle; a PodGroup it wrote was read as it was before
+    that write, its status is rebased onto what the PodGroup holds now (`stored(job)`: its status in the cache)."""
+    skipped = sorted({s.job for s in statuses if s.job in before.failed})
+    if skipped:
+        log.info("not writing the status of %s: the cycle saw binds of the last one that failed", ", ".join(skipped))
+    return [rebase(status, stored(status.job)) if status.job in before.written else status
+            for status in statuses if status.job not in before.failed]

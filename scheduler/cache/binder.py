@@ -74,17 +74,23 @@ class Binder:
         are bound by a task submitted before its pods' binds, which wait for it: the pool runs tasks in the order
         they were submitted, so a bind that waits never holds the worker its claims' task needs. `uid_of(pod key)`:
         the UID of the pod the cycle saw (its snapshot's)."""
-        if any(gang.binds for gang in result.binds):  # events wait while these are out (two with the pipeline)
+        out = any(gang.binds for gang in result.binds)
+        if out:  # events wait while these are out (two with the pipeline)
             self.events.binds_out()
-        self.assume(((task, node) for gang in result.binds for task, node in gang.binds), now)
         pending: Pending = []
-        for gang in result.binds:
-            claims = self.pool.submit(self._prepare, gang) if gang.volumes or gang.claims else None
-            pending.extend(
-                (gang, self.pool.submit(self.bind, task, node, now, result.annotations.get(task), claims,
-                                        uid_of(task)))
-                for task, node in gang.binds
-            )
+        try:
+            self.assume(((task, node) for gang in result.binds for task, node in gang.binds), now)
+            for gang in result.binds:
+                claims = self.pool.submit(self._prepare, gang) if gang.volumes or gang.claims else None
+                pending.extend(
+                    (gang, self.pool.submit(self.bind, task, node, now, result.annotations.get(task), claims,
+                                            uid_of(task)))
+                    for task, node in gang.binds
+                )
+        except BaseException:
+            if out:  # nobody will wait for these: the events must not wait for them either
+                self.events.binds_back()
+            raise
         return pending
 
     def assume(self, binds: Iterable[tuple[str, str]], now: float) -> None:

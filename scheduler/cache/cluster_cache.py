@@ -27,13 +27,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from scheduler.adapter.partial import bound_since, owned_by_controller
-from scheduler.adapter.podgroup_status import rebase
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
 from scheduler.api.node import NodeInfo
 from scheduler.api.phases import TaskStatus
 from scheduler.api.shard import revision
-from scheduler.api.snapshot import ClusterSnapshot, CycleResult, PodGroupStatus
-from scheduler.cache.applier import Applied, Applier
+from scheduler.api.snapshot import ClusterSnapshot, CycleResult
+from scheduler.cache.applier import Applied, Applier, behind
 from scheduler.cache.binder import Binder, Pending
 from scheduler.cache.dra import DraReader
 from scheduler.cache.events import EventRecorder
@@ -378,14 +377,19 @@ class ClusterCache:
             # apply left in flight.
             self.applier.drain()
             binds = self.binder.submit(result, now, self._snapshot_uid)
-            waits = [*self.gates.submit(result.ungate, self._snapshot_uid), *self.evictor.submit(result.evictions),
-                     *due]
-            if self.shards is not None or self.active is not None:  # leaving nodes no write names: let go now
-                keep = {node for gang in result.binds for _, node in gang.binds} | {e.node for e in result.evictions}
-                if self.shards is not None:
-                    self.shards.release(keep)
-                if self.active is not None:
-                    self.active.release(keep)
+            try:
+                waits = [*self.gates.submit(result.ungate, self._snapshot_uid),
+                         *self.evictor.submit(result.evictions), *due]
+                if self.shards is not None or self.active is not None:  # leaving nodes no write names: let go now
+                    keep = ({node for gang in result.binds for _, node in gang.binds}
+                            | {e.node for e in result.evictions})
+                    if self.shards is not None:
+                        self.shards.release(keep)
+                    if self.active is not None:
+                        self.active.release(keep)
+            except BaseException:
+                self.binder.wait(binds)  # counted back, or every later event would wait out its defer
+                raise
             self._finish_apply(result, now, binds, waits, unseen)
             return
         binds = self.binder.submit(result, now, self._snapshot_uid)
@@ -407,7 +411,7 @@ class ClusterCache:
         for job, count in failed.items():
             log.warning("gang %s: %d binds failed; retrying next cycle", job, count)
         if unseen is not None and unseen.exception() is None:  # done by now
-            result = replace(result, podgroups=self._behind(result.podgroups, unseen.result()))
+            result = replace(result, podgroups=behind(result.podgroups, unseen.result(), self._stored_status))
         if self.active is not None:  # the holder of shard 0 writes the Queues' status, for every shard
             result = replace(result, queues=self.active.queue_statuses(result.queues)
                              if self.active.writes_queues() else [])
@@ -418,25 +422,6 @@ class ClusterCache:
         if self.active is not None:  # likewise: the held shards' status, then the shards given up released
             self.active.after_apply()
         return Applied(failed, frozenset(s.job for s in result.podgroups))
-
-    def _behind(self, statuses: list[PodGroupStatus], before: Applied) -> list[PodGroupStatus]:
-        """A cycle's statuses, whose snapshot was taken while the apply `before` was in flight: a gang with a bind
-        that failed in it was seen bound, its status is left to the next cycle; a PodGroup it wrote was read as it
-        was before that write, its status is rebased onto what the PodGroup holds now."""
-        skipped = sorted({s.job for s in statuses if s.job in before.failed})
-        if skipped:
-            log.info("not writing the status of %s: the cycle saw binds of the last one that failed",
-                     ", ".join(skipped))
-        out = []
-        for status in statuses:
-            if status.job in before.failed:
-                continue
-            if status.job in before.written:
-                with self.stores.lock:
-                    stored = (self.stores.podgroups.objects.get(status.job) or {}).get("status")
-                status = rebase(status, stored)
-            out.append(status)
-        return out
 
     def apply_binds(self, result: CycleResult) -> int:
         """Only the binds of a cycle (and their `Scheduled` events): the first cycle on a partial view
@@ -449,6 +434,10 @@ class ClusterCache:
         if self.shards is not None:  # the session has ended and its binds have returned
             self.shards.between_sessions()
         return sum(len(g.binds) for g in result.binds) - sum(failed.values())
+
+    def _stored_status(self, job: str) -> object:
+        with self.stores.lock:
+            return (self.stores.podgroups.objects.get(job) or {}).get("status")
 
     def _snapshot_uid(self, pod_key: str) -> str | None:
         """The UID of the pod of that key in the last snapshot: the one the cycle decided for."""

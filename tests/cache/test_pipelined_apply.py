@@ -384,3 +384,37 @@ def test_a_stop_given_time_to_flush_sends_the_queued_events_before_the_threads_e
     cache.events.start()
     cache.stop(timeout=0.5, flush=10.0)
     assert len(slow.events) == 10
+
+
+def test_a_cycle_whose_evictions_fail_to_start_still_counts_its_binds_back() -> None:
+    """Binds sent, then the evictions' submit raising (a bug, a pool shut down): the cycle fails, but its binds are
+    waited for and counted back, so later events are not held for cache/events.py's DEFER every time."""
+    cache, api = cache_with(CPU)
+    try:
+        a = add_gang(cache, "a", 1)
+
+        def broken(_evictions: object) -> list[Future[None]]:
+            raise RuntimeError("cannot schedule new futures after shutdown")
+
+        cache.evictor.submit = broken  # type: ignore[method-assign]
+        result = CycleResult(binds=[GangBind("ns/a", ((a[0], "n1"),))],
+                             evictions=[Eviction("ns/x", "ns/x-0", "n2", "preempt")])
+        with pytest.raises(RuntimeError, match="after shutdown"):
+            cache.apply(result)
+        assert api.landed == [(a[0], "n1")]
+        assert cache.events.binds_pending() == 0
+    finally:
+        cache.stop(timeout=1.0)
+
+
+def test_binds_that_fail_to_be_sent_are_not_counted_out() -> None:
+    """The bind pool refusing work (shut down) while a cycle's binds are submitted: nothing is left counted out."""
+    cache, _api = cache_with(CPU)
+    try:
+        a = add_gang(cache, "a", 1)
+        cache.binder.pool.shutdown(wait=True)
+        with pytest.raises(RuntimeError):
+            cache.binder.submit(CycleResult(binds=[GangBind("ns/a", ((a[0], "n1"),))]), 0.0)
+        assert cache.events.binds_pending() == 0
+    finally:
+        cache.stop(timeout=1.0)
