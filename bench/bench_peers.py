@@ -399,6 +399,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="churn sizes: volcano-py's --bind-workers (0: its default; printed)")
     ap.add_argument("--churn-rate", type=float, default=0.0,
                     help="churn sizes: take this as kube-scheduler's sustained binds/s instead of measuring it")
+    ap.add_argument("--churn-podgroups-for-all", action="store_true",
+                    help="churn sizes: every contender's gangs come with a PodGroup, created and deleted with them "
+                         "(kube-scheduler ignores it; the apiserver pays for the objects as under Volcano's)")
+    ap.add_argument("--churn-load", dest="churn_loads", action="append", type=float, default=[],
+                    help="churn sizes: offer only this fraction of the sustained rate (repeat; default 0.5 and 1.2)")
     ap.add_argument("--results", default=str(REPO / "bench" / "results"))
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.gang < 1:
