@@ -41,6 +41,12 @@ RETRY_SECONDS = 1.0  # before the second try; doubled before each next one
 DEFER = 10.0  # the longest an event waits, from when it was queued, for binds in flight to return
 SURGE_BACKLOG = 500  # events waiting above which the surge threads send too
 SURGE_POLL = 0.25  # how often an idle surge thread looks at the backlog (seconds)
+# Events waiting above which a new one is dropped (~1.4 KB each queued: 70 MB at the bound). Only an apiserver that
+# has not taken events for minutes gets here: the largest burst, a cycle binding 10,000 pods, queues 10,000.
+# client-go's recorder keeps 1,000 and drops the rest the same way (tools/record/event.go maxQueuedEvents,
+# watch.DropIfChannelFull); memory that grows without end would cost every team its scheduler, not one event.
+QUEUE_LIMIT = 50_000
+DROP_LOG_SECONDS = 60.0  # at most one line this often about events dropped
 
 
 class EventRecorder:
@@ -58,6 +64,9 @@ class EventRecorder:
         self.queue: queue.Queue[tuple[float, MutableObj] | None] = queue.Queue()
         self._sent: set[tuple[str, str, str, str, str]] = set()
         self.sent_limit = SENT_LIMIT
+        self.queue_limit = QUEUE_LIMIT
+        self.dropped = 0  # events not queued: the queue was at its limit
+        self._dropped_said = (-DROP_LOG_SECONDS, 0)  # (when the last line about drops was logged, the count then)
         self._prune_at = 0  # 0: at sent_limit
         # Batches of binds submitted (`binds_out`) and not yet returned (`binds_back`): events wait while any is
         self._binds = threading.Condition()
@@ -176,7 +185,24 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
+        if self.queue.qsize() >= self.queue_limit:
+            self._drop(mark)
+            return
         self.queue.put((time.monotonic(), body))
+
+    def _drop(self, mark: tuple[str, str, str, str, str]) -> None:
+        """The queue is full: the event is not queued, and not remembered as sent (a cycle that records it again,
+        an `Unschedulable` each cycle, queues it once there is room). One line a minute says how many went."""
+        now = time.monotonic()
+        with self.stores.lock:
+            self._sent.discard(mark)
+            self.dropped += 1
+            said_at, said = self._dropped_said
+            if now - said_at < DROP_LOG_SECONDS:
+                return
+            self._dropped_said = (now, self.dropped)
+        log.warning("events dropped: %d since the last line (%d in all): %d wait to be sent, the apiserver is not "
+                    "taking them as fast as they come", self.dropped - said, self.dropped, self.queue_limit)
 
     def _send_events(self) -> None:
         while True:

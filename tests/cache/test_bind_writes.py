@@ -5,10 +5,13 @@ tests/e2e/test_bind_writes_on_cluster.py checks the same on a real apiserver."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import pytest
 
 from scheduler.api.phases import PodGroupPhase
 from scheduler.api.snapshot import CycleResult, GangBind
@@ -361,3 +364,25 @@ def test_an_event_that_fails_for_an_unexpected_reason_costs_that_event_alone() -
         assert all(thread.is_alive() for thread in events.threads)
     finally:
         assert end(events, stop)
+
+
+def test_events_beyond_the_queue_limit_are_dropped_with_one_line_and_recorded_again_once_there_is_room(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An apiserver that takes no events for long: the queue stops at its limit instead of growing with every
+    cycle; what was dropped is said once, and an event recorded again later (a pod still unschedulable) is queued
+    once the queue has room."""
+    stores = Stores()
+    pods(stores, [f"p{i}" for i in range(8)])
+    events = recorder(FakeKube(), stores)
+    events.queue_limit = 5
+    with caplog.at_level(logging.WARNING, logger="volcano_py.cache"):
+        for i in range(8):
+            events.record("Pod", f"ns/p{i}", "Warning", "Unschedulable", "no node fits")
+    assert events.queue.qsize() == 5
+    assert events.dropped == 3
+    said = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("events dropped: 1 since the last line (1 in all)")
+    assert [b["involvedObject"]["name"] for b in queued(events)] == [f"p{i}" for i in range(5)]
+    events.record("Pod", "ns/p7", "Warning", "Unschedulable", "no node fits")  # the next cycle says it again
+    events.record("Pod", "ns/p0", "Warning", "Unschedulable", "no node fits")  # sent already: once
+    assert [b["involvedObject"]["name"] for b in queued(events)] == ["p7"]
