@@ -136,7 +136,12 @@ def accepted(field: F.Field, value: Any) -> bool | None:
     if p.kind == "quantities":
         if not value:
             return None  # an empty or zero resource list reads as none
-        return False  # none of the hostile values is a map of quantities
+        if isinstance(value, dict) and all(type(k) is str and k and type(v) in (str, int, float)
+                                           for k, v in value.items()):
+            # names to scalars ({"0": 0} was drawn): whether each is a quantity within bounds is
+            # tests/fuzz/test_fuzz_quantities.py's to judge; here only that nothing else breaks
+            return None
+        return False  # not a map of names to scalars: never a resource list
     if p.kind == "strings":
         return isinstance(value, dict) and all(
             type(k) is str and type(v) is str and len(k) <= F.LABEL_KEY_MAX and len(v) <= p.max_len
@@ -224,6 +229,15 @@ def test_each_field_refuses_hostile_values_without_stopping_the_cycle(field: F.F
 def test_any_json_value_in_any_field_leaves_the_healthy_gang_placed(field: F.Field, value: Any) -> None:
     bad = put(prepared(field), field.path, value)
     check(field, bad, value)
+
+
+@pytest.mark.parametrize("value", [{"0": 0}, {"nvidia.com/gpu": "1e999"}, {"cpu": [1]}])
+def test_a_resource_list_of_odd_names_or_values_costs_its_node_alone(value: Any) -> None:
+    """Drawn by a random run of the test above ({"0": 0} in a Node's allocatable, 2026-12-07): a map of names to
+    scalars may be a resource list or not (the quantity fuzz judges which); either way the healthy gang binds, and
+    a value that is no scalar is refused with the field named."""
+    field = next(f for f in F.FIELDS if f.kind == "Node" and f.path == ("status", "allocatable"))
+    check(field, put(prepared(field), field.path, value), value)
 
 
 def test_a_job_in_a_queue_left_out_waits_with_the_queues_reason_not_queue_missing() -> None:
