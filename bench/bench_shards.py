@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import signal
 import socket
@@ -99,7 +100,8 @@ def start_server(args: argparse.Namespace, shape: dict[str, int], replicas: int,
            "--replicas", str(args.replicas if args.active else replicas), "--seed", str(args.seed),
            "--watch-delay", str(args.watch_delay), *(["--gangs-later"] if args.gangs_later else []),
            *(["--active"] if args.active else []), *(["--openb", args.openb] if args.openb else []),
-           *(["--monitor"] if args.move_nodes else []), *(["--bind-cap", str(args.bind_cap)] if args.bind_cap else [])]
+           *(["--monitor"] if args.move_nodes else []), *(["--bind-cap", str(args.bind_cap)] if args.bind_cap else []),
+           *(["--queues", args.queues] if args.queues else [])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
     with open(log, "wb") as err:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=REPO)
@@ -178,6 +180,9 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
         if args.move_nodes and replicas > 1 else None
     peak_mem_used = 0.0
     churner = Churner(base, args.churn, args.churn_period) if args.churn else None
+    turner = Turner(base, args.turnover, args.turnover_period, args.turnover_after) if args.turnover else None
+    # the binds that end a phase: with turnover none (the cluster stays full; the phase lasts --turnover-for)
+    all_pods, ends_at = (math.inf, arrived + args.turnover_for) if turner else (made["pending"], math.inf)
     all_bound_at: float | None = None
     while True:
         stats = json.loads(get(f"{base}/sim/stats"))
@@ -195,15 +200,14 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
         if mover is not None:
             mover.step(arrived, now)
         moved = mover is None or mover.done(now)  # asked every turn: it notes when the last handoff came
-        if stats["binds"] >= made["pending"] and moved:
+        if stats["binds"] >= all_pods and moved:
             all_bound_at = now if all_bound_at is None else all_bound_at
             if churner is None or now - all_bound_at >= args.churn_for:
                 break
-        idle = args.idle if last_binds > 0 else args.start_timeout  # the first lists take long at scale
-        if (now - last_change > idle and stats["binds"] < made["pending"]) or now - t0 > args.timeout:
-            stopped = "--timeout" if now - t0 > args.timeout else "no bind for --idle seconds"
-            if last_binds <= 0 and now - last_change > idle:
-                stopped = "no bind within --start-timeout seconds"
+        waited = "--turnover-for seconds of turnover" if now >= ends_at else waited_out(
+            args, now - t0, now - last_change, last_binds, stats["binds"] < made["pending"])
+        if waited is not None:
+            stopped = waited
             print(f"  stopped waiting ({stopped}): {stats['binds']:,}/{made['pending']:,} bound", flush=True)
             break
         if any(p.poll() is not None for i, (_, p, _) in enumerate(procs) if kill is None or i != kill.victim):
@@ -219,6 +223,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
         time.sleep(0.2 if (kill is not None and kill.killed_at is not None) or mover is not None else 1.0)
     wall = time.monotonic() - t0
     churned = churner.stop() if churner is not None else None
+    turned = turner.stop() if turner is not None else None
     per = []
     for name, p, mport in procs:
         try:
@@ -266,9 +271,22 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
              "mode": "active" if args.active else "volcano", **({"shards_at_end": shards} if shards else {}),
              **({"kill": kill.report(args)} if kill is not None else {}), **({"gpus": gpus} if gpus else {}),
              **({"moves": moves} if moves else {}), **({"churn": churned} if churned else {}),
+             **({"turnover": turned} if turned else {}),
              **({"bind_cap": capped(stats, args.bind_cap)} if args.bind_cap else {})}
     _print_phase(phase)
     return phase
+
+
+def waited_out(args: argparse.Namespace, since_start: float, since_bind: float, last_binds: int,
+               unbound: bool) -> str | None:
+    """Why a phase stops waiting, or None: no bind for --idle seconds while pods are unbound (--start-timeout
+    before the first bind: the first lists take long at scale), or --timeout."""
+    idle_out = since_bind > (args.idle if last_binds > 0 else args.start_timeout)
+    if not (idle_out and unbound) and since_start <= args.timeout:
+        return None
+    if last_binds <= 0 and idle_out:
+        return "no bind within --start-timeout seconds"
+    return "--timeout" if since_start > args.timeout else "no bind for --idle seconds"
 
 
 class Churner:
@@ -305,6 +323,36 @@ class Churner:
         return {"fraction": self.fraction, "period_s": self.period, "steps": self.steps, "replaced": self.replaced,
                 "seconds": round(seconds, 1), "replaced_per_s": round(self.replaced / seconds, 1) if seconds else 0,
                 "late_steps": self.late}
+
+
+class Turner:
+    """`--turnover`: a thread asking the simulated apiserver every period to end a share of the gangs bound whole
+    and put new ones in their place (shardsim/turnover.py), from the arrival until `stop`; each step's answer holds
+    each queue's allocation just before it, one window of the queue comparison."""
+
+    def __init__(self, base: str, fraction: float, period: float, after: float) -> None:
+        self.base, self.fraction, self.period, self.after = base, fraction, period, after
+        self.windows: list[dict[str, Any]] = []
+        self.ended = 0
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="turnover", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        if self._stop.wait(max(0.0, self.after - self.period)):  # the cluster filled first (not a sync: a pace)
+            return
+        while not self._stop.wait(self.period):  # the turnover's own pace, not a sync
+            answer = post(f"{self.base}/sim/turnover", {"fraction": self.fraction})
+            self.windows.append({"at_s": round(time.monotonic() - self.started, 1),
+                                 "allocation": answer.get("allocation") or {}})
+            self.ended += int(answer.get("ended") or 0)
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        self._thread.join(60)
+        return {"fraction": self.fraction, "period_s": self.period, "after_s": self.after, "ended": self.ended,
+                "windows": self.windows}
 
 
 def capped(stats: dict[str, Any], cap: float) -> dict[str, Any]:
@@ -370,6 +418,16 @@ def main(argv: list[str] | None = None) -> int:
                         "from their arrival")
     p.add_argument("--min-free-gib", type=float, default=3.0, help="stop a phase when the machine has less free")
     p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
+    p.add_argument("--queues", default="", metavar="W1,W2,...", help="queues q0, q1, ... of these weights, the "
+                   "pending gangs drawn among them; the report compares each queue's allocation with one replica's")
+    p.add_argument("--turnover", type=float, default=0.0, metavar="FRACTION", help="from the arrival, end this "
+                   "share of the gangs bound whole every --turnover-period and put new ones of the same queues in "
+                   "their place; the queue comparison is then made window by window (with --queues)")
+    p.add_argument("--turnover-period", type=float, default=10.0, help="with --turnover: seconds between steps")
+    p.add_argument("--turnover-for", type=float, default=60.0, help="with --turnover: seconds the phase lasts "
+                   "from the arrival")
+    p.add_argument("--turnover-after", type=float, default=0.0, help="with --turnover: the first window ends this "
+                   "many seconds after the arrival (time for the cluster to fill; default one period)")
     p.add_argument("--results", type=Path, default=REPO / "bench/results")
     p.add_argument("--active", action="store_true", help="volcano-py's N active replicas (--active-shards N, one "
                    "scheduler name, Leases) instead of Volcano's NodeShard contract; both phases on the cluster of "
@@ -403,6 +461,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--move-nodes: a share in (0, 0.5], without --active (there the holder of shard 0 writes the plan)")
     if not 0 <= a.churn <= 1 or a.churn_period <= 0 or a.churn_for < 0:
         p.error("--churn: a share in [0, 1]; --churn-period above 0; --churn-for 0 or more")
+    if not 0 <= a.turnover <= 1 or a.turnover_period <= 0 or a.turnover_for <= 0 or a.turnover_after < 0 or (
+            a.turnover and a.openb):
+        p.error("--turnover: a share in [0, 1], not with --openb; --turnover-period and --turnover-for above 0")
+    if a.queues and not all(w.isascii() and w.isdigit() and 0 < int(w) <= 1000 for w in a.queues.split(",")):
+        p.error("--queues: weights 1-1000, comma-separated (e.g. 1,2,3)")
     if a.kill_one is not None and not a.active:
         p.error("--kill-one needs --active (under Volcano's contract no replica takes another's shard over)")
     started = datetime.datetime.now(datetime.UTC)

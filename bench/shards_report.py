@@ -159,6 +159,7 @@ def markdown(run: dict[str, Any]) -> str:
                       f"{p['replicas']} replicas {p['gpus']['allocated']:,.1f} ({100 * p['gpus']['share']:.2f}%)"
                       + (f", {p['gpus']['allocated'] / one:.4f} of one replica's" if one and p["replicas"] > 1
                          else "") for p in openb)]
+    lines += queue_lines(run["phases"])
     lines += ["", "Longest watch lag per replica, pods (seconds from a write to its event leaving the server once the "
               "replica's socket drained; a lower bound on how far behind it read): " + "; ".join(
                   f"{p['replicas']} replicas: " + ", ".join(
@@ -168,3 +169,100 @@ def markdown(run: dict[str, Any]) -> str:
         f"{p['replicas']} replicas: cluster generated in {p['server']['load_s']:.1f} s, "
         f"peak RSS {p['server']['rss_peak_mib']:,.0f} MiB" for p in run["phases"])]
     return "\n".join(lines) + "\n"
+
+
+QUEUE_TOLERANCE = 0.02  # issue 40: each queue's allocation within 2% of the single-replica result
+
+
+def queue_shares(phase: dict[str, Any]) -> dict[str, float]:
+    """Each queue's share of the gang pods' CPUs bound at the end of a phase (`--queues`: q0, q1, ...)."""
+    by = {q: v for q, v in (phase["check"].get("bound_cpu_by_queue") or {}).items() if q.startswith("q")}
+    total = sum(by.values())
+    return {q: v / total for q, v in sorted(by.items())} if total else {}
+
+
+def queue_comparison(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per queue, its allocation (bound CPUs) with N replicas against one replica's in the same run: the share of
+    the bound total each holds, and the allocation's relative difference (`met`: within QUEUE_TOLERANCE)."""
+    one = next((p for p in phases if p["replicas"] == 1), None)
+    if one is None:
+        return []
+    base = one["check"].get("bound_cpu_by_queue") or {}
+    out = []
+    for p in phases:
+        if p["replicas"] == 1:
+            continue
+        got, shares, base_shares = p["check"].get("bound_cpu_by_queue") or {}, queue_shares(p), queue_shares(one)
+        for q in sorted(k for k in base if k.startswith("q")):
+            diff = (got.get(q, 0.0) - base[q]) / base[q] if base[q] else None
+            out.append({"replicas": p["replicas"], "queue": q, "one_cpus": base[q], "cpus": got.get(q, 0.0),
+                        "one_share": base_shares.get(q), "share": shares.get(q), "difference": diff,
+                        "met": diff is not None and abs(diff) <= QUEUE_TOLERANCE})
+    return out
+
+
+def window_comparison(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """With `--turnover`: per window (the allocation read before each turnover step, the k-th of one phase against
+    the k-th of the other) and per queue, N replicas' allocation against one replica's."""
+    one = next((p for p in phases if p["replicas"] == 1 and p.get("turnover")), None)
+    if one is None:
+        return []
+    out = []
+    for p in phases:
+        if p["replicas"] == 1 or not p.get("turnover"):
+            continue
+        for k, (a, b) in enumerate(zip(one["turnover"]["windows"], p["turnover"]["windows"], strict=False)):
+            for q in sorted(x for x in a["allocation"] if x.startswith("q")):
+                base, got = a["allocation"][q], b["allocation"].get(q, 0.0)
+                diff = (got - base) / base if base else None
+                out.append({"replicas": p["replicas"], "window": k + 1, "at_s": (a["at_s"], b["at_s"]), "queue": q,
+                            "one_cpus": base, "cpus": got, "difference": diff,
+                            "met": diff is not None and abs(diff) <= QUEUE_TOLERANCE})
+    return out
+
+
+def queue_lines(phases: list[dict[str, Any]]) -> list[str]:
+    rows = queue_comparison(phases)
+    if not rows:
+        return window_lines(phases)
+    lines = ["", "Queues (`--queues`): each queue's gang pods' CPUs bound at the end, N replicas against one "
+             f"(target: within {100 * QUEUE_TOLERANCE:g}% of one replica's):", "",
+             "| replicas | queue | one replica: CPUs (share) | N replicas: CPUs (share) | difference | within 2% |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        diff = "-" if r["difference"] is None else f"{100 * r['difference']:+.2f}%"
+        lines.append(f"| {r['replicas']} | {r['queue']} | {r['one_cpus']:,.0f} ({100 * (r['one_share'] or 0):.2f}%) "
+                     f"| {r['cpus']:,.0f} ({100 * (r['share'] or 0):.2f}%) | {diff} | "
+                     f"{'met' if r['met'] else '**NOT met**'} |")
+    return lines + window_lines(phases)
+
+
+def window_lines(phases: list[dict[str, Any]]) -> list[str]:
+    rows = window_comparison(phases)
+    if not rows:
+        return []
+    queues = sorted({r["queue"] for r in rows})
+    lines = ["", "Queues window by window (`--turnover`: each window ends as the next turnover step begins; CPUs "
+             "bound per queue, one replica / N replicas, and the difference; target: every window within "
+             f"{100 * QUEUE_TOLERANCE:g}%):", "",
+             "| replicas | window | at, s (one / N) | " + " | ".join(queues) + " | all within 2% |",
+             "|---|---|---|" + "---|" * len(queues) + "---|"]
+    keyed = {(r["replicas"], r["window"], r["queue"]): r for r in rows}
+    for replicas, window in sorted({(r["replicas"], r["window"]) for r in rows}):
+        cells, ok = [], True
+        for q in queues:
+            r = keyed.get((replicas, window, q))
+            if r is None:
+                cells.append("-")
+                continue
+            ok = ok and r["met"]
+            diff = "-" if r["difference"] is None else f"{100 * r['difference']:+.2f}%"
+            cells.append(f"{r['one_cpus']:,.0f} / {r['cpus']:,.0f} ({diff})")
+        at = next(r["at_s"] for r in rows if r["replicas"] == replicas and r["window"] == window)
+        lines.append(f"| {replicas} | {window} | {at[0]:g} / {at[1]:g} | " + " | ".join(cells)
+                     + f" | {'met' if ok else '**NOT met**'} |")
+    met = sum(1 for r in rows if r["met"])
+    lines += ["", f"Windows x queues within {100 * QUEUE_TOLERANCE:g}%: {met} of {len(rows)}; largest difference "
+              + ", ".join(f"{q} {100 * max(abs(r['difference'] or 0) for r in rows if r['queue'] == q):.2f}%"
+                          for q in queues) + "."]
+    return lines

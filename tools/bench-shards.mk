@@ -7,6 +7,9 @@
 #   make bench-shards BENCH_SHARDS_ARGS='--skip-one --nodes 50000 --running 500000 --pending 20000 --replicas 4'
 #   make bench-shards BENCH_SHARDS_ARGS='--active --nodes 8000 --running 80000 --replicas 4'   volcano-py's
 #                                                       --active-shards, both phases on one cluster (--kill-one S)
+#   make bench-shards BENCH_SHARDS_ARGS='--active --nodes 500 --running 0 --pending 48000 --queues 1,2,3
+#       --turnover 0.05 --turnover-after 60 --turnover-for 160'   queues of those weights, 5% of the gangs ended
+#                                                       and replaced every 10 s: each queue's allocation, 4 vs 1
 #   HEAVY_LOCK=/tmp/volcano-py-heavy.lock               held by the whole run ('' = none)
 .PHONY: bench-shards
 

@@ -38,6 +38,10 @@ class Shape:
     max_gang: int = 64
     seed: int = 1
     active: bool = False  # volcano-py's --active-shards `replicas` rather than Volcano's contract
+    # Queues `q0`, `q1`, ... of these weights, each pending gang drawn into one with odds in proportion to its weight
+    # (so with more pending than the cluster holds, every queue asks for more than its share; issue 40's queue row:
+    # each queue's allocation with N shards against one replica); empty: every gang in `default`
+    queues: tuple[int, ...] = ()
 
 
 def shard_name(i: int, active: bool = False) -> str:
@@ -97,21 +101,24 @@ class Gang:
     gpu: bool
     scheduler: str
     shard: int = 0
+    queue: str = "default"
 
 
-def base_objects(store: Store) -> None:
-    """What every generated cluster starts with: the bench and lease namespaces, the root and default Queues."""
+def base_objects(store: Store, weights: tuple[int, ...] = ()) -> None:
+    """What every generated cluster starts with: the bench and lease namespaces, the root and default Queues (and
+    `q<i>` of each of `weights`)."""
     k = store.kind
     store.create(k("v1", "namespaces"), "", {"metadata": {"name": NS}})
     store.create(k("v1", "namespaces"), "", {"metadata": {"name": LEASE_NS}})
-    for name in ("root", "default"):
-        store.create(k(PG_GV, "queues"), "", {"metadata": {"name": name}, "spec": {"weight": 1, "reclaimable": True},
+    for name, weight in [("root", 1), ("default", 1), *((f"q{i}", w) for i, w in enumerate(weights))]:
+        store.create(k(PG_GV, "queues"), "", {"metadata": {"name": name},
+                                             "spec": {"weight": weight, "reclaimable": True},
                                              "status": {"state": "Open"}})
 
 
 def _load(store: Store, shape: Shape, rnd: random.Random) -> tuple[dict[str, Any], list[Gang]]:
     k = store.kind
-    base_objects(store)
+    base_objects(store, shape.queues)
     nodes = k("v1", "nodes")
     gpu_nodes = []
     for i in range(shape.nodes):
@@ -140,7 +147,8 @@ def _load(store: Store, shape: Shape, rnd: random.Random) -> tuple[dict[str, Any
         r = gang_shard(name, shape.replicas) if shape.active else len(plan) % shape.replicas
         gpu = gpu_used[r] + size <= shard_gpus[r] // 2 and rnd.random() < 0.3
         gpu_used[r] += size if gpu else 0
-        plan.append(Gang(name, size, gpu, ACTIVE_SCHEDULER if shape.active else shard_name(r), r))
+        queue = f"q{rnd.choices(range(len(shape.queues)), weights=shape.queues)[0]}" if shape.queues else "default"
+        plan.append(Gang(name, size, gpu, ACTIVE_SCHEDULER if shape.active else shard_name(r), r, queue))
         made += size
     return {"nodes": shape.nodes, "gpu_nodes": len(gpu_nodes), "running": shape.running, "pending": made,
             "gangs": len(plan), "gpu_pods": sum(gpu_used), "replicas": shape.replicas,
@@ -154,7 +162,7 @@ def create_gangs(store: Store, plan: list[Gang]) -> int:
     for gang in plan:
         requests = {"cpu": "1", "memory": "4Gi", **({GPU: "1"} if gang.gpu else {})}
         store.create(groups, NS, {"metadata": {"name": gang.name}, "spec": {"minMember": gang.size,
-                                                                            "queue": "default"}})
+                                                                            "queue": gang.queue}})
         for m in range(gang.size):
             store.create(pods, NS, pod_doc(f"{gang.name}-{m}", gang.scheduler, requests, group=gang.name))
         made += gang.size
@@ -208,6 +216,7 @@ def check(store: Store) -> dict[str, Any]:
         alloc[name] = {r: quantity(v) for r, v in (doc.get("status") or {}).get("allocatable", {}).items()}
     used: dict[str, dict[str, float]] = {n: {} for n in alloc}
     bound_in: dict[str, int] = {}
+    bound_cpu: dict[str, float] = {}
     bound_pending = pending = 0
     for e in store.kind("v1", "pods").objects.values():
         doc = orjson.loads(e.data)
@@ -226,10 +235,16 @@ def check(store: Store) -> dict[str, Any]:
         for c in spec.get("containers") or ():
             for r, v in ((c.get("resources") or {}).get("requests") or {}).items():
                 u[r] = u.get(r, 0) + quantity(v)
+                if group and r == "cpu":
+                    key = f"{meta.get('namespace')}/{group}"
+                    bound_cpu[key] = bound_cpu.get(key, 0.0) + quantity(v)
     over = sorted(n for n, u in used.items() if any(v > alloc.get(n, {}).get(r, 0) + 1e-9 for r, v in u.items()))
     partial, not_running = [], []
+    by_queue: dict[str, float] = {}  # CPUs of the bound gang pods, per their PodGroup's queue
     for key, e in store.kind(PG_GV, "podgroups").objects.items():
         doc = orjson.loads(e.data)
+        queue = str((doc.get("spec") or {}).get("queue") or "default")
+        by_queue[queue] = by_queue.get(queue, 0.0) + bound_cpu.get(key, 0.0)
         minimum = int((doc.get("spec") or {}).get("minMember") or 1)
         if 0 < bound_in.get(key, 0) < minimum:
             partial.append(key)
@@ -240,4 +255,5 @@ def check(store: Store) -> dict[str, Any]:
             "partial_gangs": len(partial), "partial_examples": sorted(partial)[:5],
             "bound_gangs_not_running": len(not_running), "not_running_examples": sorted(not_running)[:5],
             "gang_pods": pending, "gang_pods_bound": bound_pending,
-            "gangs_bound": sum(1 for n in bound_in.values() if n > 0)}
+            "gangs_bound": sum(1 for n in bound_in.values() if n > 0),
+            "bound_cpu_by_queue": {q: round(v, 3) for q, v in sorted(by_queue.items())}}

@@ -23,6 +23,7 @@ from shardsim.monitor import Monitor
 from shardsim.moves import handoff_report, move_nodes
 from shardsim.server import Request, Server, serve
 from shardsim.store import Store
+from shardsim.turnover import Turnover
 
 CALIBRATION = Path(__file__).with_name("calibration.json")
 
@@ -96,8 +97,20 @@ def build(shape: Shape, calibration: dict[str, Any], cores: int, watch_delay: fl
         except (ValueError, TypeError, AttributeError) as exc:
             return {"error": f"cannot churn: {exc}"}
 
+    turnover = Turnover(store, plan, shape.replicas, shape.active, shape.seed) if openb is None else None
+
+    def turn_over(req: Request) -> dict[str, Any]:
+        """The harness's gang turnover step (`--turnover`, shardsim/turnover.py): a bad request gets its reason."""
+        if turnover is None:
+            return {"error": "no turnover on the openb trace"}
+        try:
+            return turnover.step(float(orjson.loads(req.body or b"{}").get("fraction", 0.05)))
+        except (ValueError, TypeError, AttributeError) as exc:
+            return {"error": f"cannot turn gangs over: {exc}"}
+
     extra = {"replicas": replicas, "stats": lambda req: acct.stats(), "check": lambda req: check(store),
-             "churn": replace_pods,
+             "churn": replace_pods, "turnover": turn_over,
+             "queues": lambda req: turnover.allocation() if turnover is not None else {},
              "made": lambda req: made, "arrive": arrive,
              "shards": lambda req: shards_view(store, plan, lease_namespace),
              "gpus": lambda req: openb_load.gpus_allocated(store), "move": move, "handoffs": handoffs}
@@ -115,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replicas", type=int, default=1)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--watch-delay", type=float, default=0.0, help="seconds from a write to its watch events")
+    p.add_argument("--queues", default="", metavar="W1,W2,...", help="queues q0, q1, ... of these weights, the "
+                   "pending gangs drawn among them (default: every gang in `default`)")
     p.add_argument("--gangs-later", action="store_true", help="create the pending gangs on POST /sim/arrive")
     p.add_argument("--active", action="store_true", help="the cluster of --active-shards REPLICAS: pending pods for "
                    "volcano-py, gangs routed by the hash of their PodGroup, NodeShards volcano-py-shard-i")
@@ -127,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     calibration = read_calibration(a.calibration)
     gc.disable()  # millions of long-lived objects: the cyclic collector would rescan them all
-    shape = Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed, active=a.active)
+    shape = Shape(a.nodes, a.running, a.pending, a.replicas, seed=a.seed, active=a.active,
+                  queues=tuple(int(w) for w in a.queues.split(",")) if a.queues else ())
     server, made, seconds = build(shape, calibration, a.cores, a.watch_delay, a.gangs_later, openb=a.openb,
                                   monitor=a.monitor, bind_cap=a.bind_cap)
     gc.freeze()
