@@ -32,7 +32,7 @@ from scheduler.api.reasons_topology import (
     TopologyNoFit as TopologyNoFit,
     TopologyNoNode as TopologyNoNode,
 )
-from scheduler.api.resources import PODS, Resource
+from scheduler.api.resources import CPU, MEMORY, Resource
 
 # ---- queues ---------------------------------------------------------------------------------------------
 
@@ -331,14 +331,27 @@ class NodeFilter(Reason):
 
 
 def resource_misfit(request: Resource, free: Resource) -> NodeFilter | None:
-    """kube-scheduler's NodeResourcesFit answer for the first dimension that does not fit (None when it fits)."""
-    short = request.shortfall(free)
-    if short.is_zero():
-        return None
-    for name, units in short.items():
-        if units:
-            return NodeFilter(TOO_MANY_PODS) if name == PODS else NodeFilter(INSUFFICIENT, name)
-    return None  # pragma: no cover
+    """kube-scheduler's NodeResourcesFit answer for the first dimension that does not fit (None when it fits): cpu,
+    memory, the pod count, then the scalars by name, the order of `Resource.items`. Compared dimension by
+    dimension, nothing built: allocate asks it of every node for every task that fits none (a full cluster with a
+    backlog: 500 nodes x 300 jobs a cycle), and building each node's shortfall was most of that cycle."""
+    if request.cpu > free.cpu:
+        return _MISFIT_CPU
+    if request.memory > free.memory:
+        return _MISFIT_MEMORY
+    if request.pods > free.pods:
+        return _MISFIT_PODS
+    if request.scalars:
+        theirs = dict(free.scalars)
+        short = [name for name, units in request.scalars if units > theirs.get(name, 0)]
+        if short:
+            return NodeFilter(INSUFFICIENT, min(short))
+    return None
+
+
+_MISFIT_CPU = NodeFilter(INSUFFICIENT, CPU)
+_MISFIT_MEMORY = NodeFilter(INSUFFICIENT, MEMORY)
+_MISFIT_PODS = NodeFilter(TOO_MANY_PODS)
 
 
 @dataclass(frozen=True, slots=True)

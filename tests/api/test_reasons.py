@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given, strategies as st
 
 from scheduler.api import reasons as R, reasons_dra as D
 from scheduler.api.decision import REASONS_ANNOTATION, Code, Status, publish, read_published
@@ -14,7 +15,7 @@ from scheduler.api.job import Condition
 from scheduler.api.messages import message, render
 from scheduler.api.phases import PodGroupPhase
 from scheduler.api.reasons import ReasonError
-from scheduler.api.resources import GPU, MEMORY, display_amount, to_units
+from scheduler.api.resources import GPU, MEMORY, Resource, display_amount, to_units
 from scheduler.api.snapshot import PodGroupStatus, reasons_annotation
 from scheduler.cli.ctl.explain import Facts, Gate, explain
 from scheduler.testing import cluster
@@ -187,3 +188,25 @@ def test_the_annotation_goes_when_the_gang_is_scheduled() -> None:
 def test_a_reserving_reason_published_before_drained_existed_reads_as_none_drained() -> None:
     old = {"kind": "Reserving", "waited_seconds": 301.5, "nodes": 2, "held": 3, "min_available": 4}
     assert R.from_json(old) == R.Reserving(301.5, 2, 3, 4, 0)
+
+
+def _misfit_by_shortfall(request: Resource, free: Resource) -> R.NodeFilter | None:
+    """The rule as the shortfall states it: the first dimension of `Resource.items` that `free` lacks."""
+    for name, units in request.shortfall(free).items():
+        if units:
+            return R.NodeFilter(R.TOO_MANY_PODS) if name == "pods" else R.NodeFilter(R.INSUFFICIENT, name)
+    return None
+
+
+_units = st.integers(min_value=-3, max_value=8)
+_scalars = st.dictionaries(st.sampled_from(["example.com/fpga", GPU, "hugepages-2Mi", "rdma/ib"]), _units,
+                           max_size=3)
+
+
+@given(st.tuples(_units, _units, _units, _scalars), st.tuples(_units, _units, _units, _scalars))
+def test_a_nodes_resource_misfit_is_the_first_dimension_its_free_room_lacks(
+        want: tuple[int, int, int, dict[str, int]], free: tuple[int, int, int, dict[str, int]]) -> None:
+    """Compared dimension by dimension (nothing built: allocate asks it of every node for every task that fits
+    none), it names what the shortfall's first dimension names, over negative (over-committed) room too."""
+    request, room = (Resource(c, m, p, tuple(sorted(s.items()))) for c, m, p, s in (want, free))
+    assert R.resource_misfit(request, room) == _misfit_by_shortfall(request, room)
