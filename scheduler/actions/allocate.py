@@ -51,7 +51,6 @@ from scheduler.api.reasons import (
     QueueShareExceeded,
     Reason,
     amounts,
-    resource_misfit,
 )
 from scheduler.framework import points as P
 from scheduler.framework.conf_args import whole_number_or
@@ -140,8 +139,7 @@ def find_node(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, bool]:
     if future:
         return ssn.fit.best_node(task, future), True
     reasons: Counter[NodeFilter] = Counter(ssn.fit.static_rejections(task))
-    for node in feasible:
-        reasons[resource_misfit(request, node.idle) or VETOED] += 1  # VETOED: it fits, but a scorer said no
+    reasons.update(ssn.fit.misfits(request, feasible, VETOED))  # VETOED: it fits, but a scorer said no
     for reason, count in reasons.items():
         ssn.fit.record_fit_error(task, reason, count)
     if ssn.trace:

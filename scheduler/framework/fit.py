@@ -22,8 +22,16 @@ from scheduler.api.job import JobInfo, TaskInfo
 from scheduler.api.messages import message
 from scheduler.api.node import NodeInfo
 from scheduler.api.pod import Constraints
-from scheduler.api.reasons import NODE_SHARD, FilterCount, NodeFilter, NodesUnavailable
-from scheduler.api.resources import Resource
+from scheduler.api.reasons import (
+    INSUFFICIENT,
+    NODE_SHARD,
+    TOO_MANY_PODS,
+    FilterCount,
+    NodeFilter,
+    NodesUnavailable,
+    resource_misfit,
+)
+from scheduler.api.resources import CPU, MEMORY, PODS, Resource
 from scheduler.api.shard import ShardView
 from scheduler.framework import points as P
 from scheduler.framework.arrays import IntArray, NodeArrays
@@ -161,6 +169,39 @@ class FeasibilityCache:
         """Whether the task's predicates allow the node (O(1) after the constraint set's first look)."""
         position = self._arrays.position.get(node.name)
         return position is not None and bool(self._feasible_for(task).slot[position] >= 0)
+
+    def misfits(self, request: Resource, nodes: Sequence[NodeInfo], fits: NodeFilter) -> Counter[NodeFilter]:
+        """How many of `nodes` each `resource_misfit` answer turns the request away for, `fits` counting those
+        whose idle holds it: the same counts as asking each node (its first dimension short, in cpu, memory, pods,
+        then the scalars by name), from the node arrays in one pass per dimension asked (allocate asks this for
+        every task that fits no node, and a Python call per node was that cycle's cost on a full cluster)."""
+        arrays = self._arrays
+        position = arrays.position
+        if not nodes:
+            return Counter()
+        try:
+            at = np.fromiter((position[n.name] for n in nodes), dtype=np.int64, count=len(nodes))
+        except KeyError:  # a node outside the arrays (none, as a rule): asked one by one
+            return Counter(resource_misfit(request, n.idle) or fits for n in nodes)
+        left = np.ones(len(nodes), dtype=bool)
+        out: Counter[NodeFilter] = Counter()
+        asked = [(CPU, request.cpu), (MEMORY, request.memory), (PODS, request.pods), *sorted(request.scalars)]
+        for name, units in asked:
+            row = arrays.row.get(name)
+            if row is None:  # no node offers it: every node lacks it, if asked for at all
+                short = np.full(len(nodes), units > 0)
+            else:
+                short = arrays.idle[row, at] < units
+            hit = int(np.count_nonzero(short & left))
+            if hit:
+                out[NodeFilter(TOO_MANY_PODS) if name == PODS else NodeFilter(INSUFFICIENT, name)] += hit
+                left &= ~short
+                if not left.any():
+                    return out
+        rest = int(np.count_nonzero(left))
+        if rest:
+            out[fits] += rest
+        return out
 
     def static_rejections(self, task: TaskInfo) -> Counter[NodeFilter]:
         """How many nodes each predicate turned away for this task."""
