@@ -94,7 +94,9 @@ class ActiveShards:
         self._owner: dict[str, int] = {}  # node -> the held shard whose NodeShard has it in use, this session
         self._pins: dict[str, tuple[str, int | None]] = {}  # PodGroup -> (resourceVersion, pin)
         self._said: set[str] = set()
-        self._checked: frozenset[int] = frozenset()  # held shards whose takeover `freshen` has made current
+        # held shard -> its Lease's term (`LeaderElector.terms`) whose takeover `freshen` made current; the shards of
+        # the session in progress -> their terms. A shard lost and taken again is a new term (seed 13010)
+        self._checked, self._active_terms = dict[int, int](), dict[int, int]()
         self.freshen: Callable[[], bool] | None = None  # set by the CLI: cache/freshen.py `freshen_pods`
         # job -> (the job as read, the shard its bound pods were bound under): unchanged jobs are the same objects
         self._bound: dict[str, tuple[JobInfo, int | None]] = {}
@@ -160,14 +162,15 @@ class ActiveShards:
         the shard joins that very session. A survivor whose watch is behind never schedules on them; if the
         apiserver cannot be read, the shard waits for the next cycle's try."""
         held = self.held()
-        self._checked &= held
-        taken = held - self._checked
+        terms = {i: self.electors[i].terms for i in held}
+        self._checked = {i: term for i, term in self._checked.items() if terms.get(i) == term}
+        taken = held - self._checked.keys()
         scope = self.scope
         if scope is not None:  # the held shards' nodes; with a shard just taken, the list of every pod below
             nodes = held_nodes(self.coordinators[i] for i in held) | self._outside  # (whose pods affinity counts)
             scope.step(nodes, None if taken else self.list_pods)
         if taken and (self.freshen is None or self._freshened()):
-            self._checked |= taken
+            self._checked.update((i, terms[i]) for i in taken)
             if scope is not None:
                 scope.step(scope.nodes, None, listed_all=True)
 
@@ -186,10 +189,12 @@ class ActiveShards:
         once `prepare` made the cache current for it before this snapshot was read; one taken since waits for the
         next session."""
         held = self.held()
-        active = held & self._checked if self.freshen is not None else held  # (None: no apiserver, e.g. tests)
-        for i in active - self._active:  # taken (again): its handoff starts from what the NodeShard says
-            self.coordinators[i].restart()
+        terms = {i: self.electors[i].terms for i in held}
+        active = held if self.freshen is None else frozenset(i for i in held if self._checked.get(i) == terms[i])
+        for i in (i for i in active if self._active_terms.get(i) != terms[i]):  # taken (again): its handoff
+            self.coordinators[i].restart()  # starts from what the NodeShard says
             log.info("active shards: scheduling shard %d (NodeShard %s)", i, self.coordinators[i].name)
+        self._active_terms = {i: terms[i] for i in active}
         with self.stores.lock:
             groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}
         pins = {key: self.pin(key, groups.get(key)) for key in snapshot.jobs}

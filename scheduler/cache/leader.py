@@ -108,6 +108,10 @@ class LeaderElector:
         self._thread: threading.Thread | None = None
         self.holder: str | None = None  # the holder as last observed
         self._duration = config.lease_duration  # the holder's leaseDurationSeconds, as last observed
+        # Terms of ours: one more each time we take the Lease over (not a renew). A Lease lost and taken again
+        # between two looks of a reader that only asks `is_leader` (a replica stopped past its Lease, its shard
+        # taken by another and given back) is a new term, whatever `is_leader` said at those looks.
+        self.terms = 0
 
     # ---- what the scheduling loop asks ---------------------------------------------------------------------
     def is_leader(self) -> bool:
@@ -274,6 +278,7 @@ class LeaderElector:
         self._observed, self._observed_at = _record(written.get("spec") or {}), now_mono
         self.holder = self.identity
         if taking_over:
+            self.terms += 1
             log.info("leader election: acquired Lease %s/%s (transitions %s)", self.config.namespace,
                      self.config.name, (written.get("spec") or {}).get("leaseTransitions"))
         return True

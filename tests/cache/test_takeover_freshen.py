@@ -176,7 +176,7 @@ def test_a_fault_making_the_pods_current_costs_the_shard_taken_one_cycle_and_not
     a.round()
     assert a.held() == {0, 1}
     a.prepare()
-    a._checked = frozenset({0})  # shard 1 as if just taken
+    a._checked = {0: a.electors[0].terms}  # shard 1 as if just taken
     faults = [RuntimeError("boom")]
 
     def freshen() -> bool:
@@ -186,9 +186,9 @@ def test_a_fault_making_the_pods_current_costs_the_shard_taken_one_cycle_and_not
 
     a.freshen = freshen
     a.prepare()  # must not raise
-    assert a._checked == {0}
+    assert a._checked.keys() == {0}
     a.prepare()
-    assert a._checked == {0, 1}
+    assert a._checked.keys() == {0, 1}
 
 
 @pytest.mark.parametrize("at", ["50", None, "not a number", ["7"]])
@@ -201,3 +201,39 @@ def test_a_pod_the_watch_showed_after_the_list_was_read_is_not_dropped_as_gone(a
     assert freshen_pods(Apiserver({}, at=at), cache.stores, cache.watcher._on_event,  # type: ignore[arg-type]
                         cache.clock)
     assert sorted(cache.pods.objects) == (["ns/new"] if at == "50" else ["ns/new", "ns/old"])
+
+
+def test_a_shard_lost_and_taken_again_while_the_loop_did_not_look_is_made_current_again() -> None:
+    """The chaos seed-13010 case: a replica stopped past its Lease (SIGSTOP), another took its shard, bound on its
+    nodes and gave it back; on waking, the replica's round took the shard again before its loop prepared a session,
+    so no look ever saw the shard lost, it did not count as just taken, and a session ran on the cache its stopped
+    watch had left behind (six nodes over-committed). A shard taken again is a new term: it is made current again
+    before any session schedules it, and its handoff starts afresh from the NodeShard."""
+    from test_active_shards_cache import holders
+
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a", shards=1)
+    a.plan.step = lambda *_: None  # type: ignore[method-assign]
+    answers = [True, False, True]
+    a.freshen = lambda: answers.pop(0)
+    jobs = {"ns/j": JobInfo("ns/j", "j", "ns", "default")}
+    a.round()
+    a.prepare()
+    assert set(a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs) == {"ns/j"}
+    restarts = []
+    a.coordinators[0].restart = lambda: restarts.append(clock.now)  # type: ignore[method-assign]
+    b = replica(server, clock, "b", shards=1)
+    b.round()  # b sees a's Lease; a is then stopped: its Lease lapses on b's clock, b takes the shard...
+    clock.now += 5.0
+    b.round()
+    assert holders(server, 1) == ["b"]
+    b.electors[0]._release()  # ... and gives it back, and is gone
+    server.objects.pop("/apis/coordination.k8s.io/v1/namespaces/ns/leases/sched-member-b")
+    clock.now += 5.0
+    a.round()  # a wakes: its round takes the shard again before its loop looks
+    assert holders(server, 1) == ["a"] and a.held() == {0}
+    a.prepare()  # the cache cannot be made current yet: the shard waits
+    assert a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs == {}
+    a.prepare()
+    assert set(a.restrict(ClusterSnapshot({}, dict(jobs), {})).jobs) == {"ns/j"}
+    assert answers == [] and len(restarts) == 1
