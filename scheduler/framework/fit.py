@@ -188,10 +188,8 @@ class FeasibilityCache:
         asked = [(CPU, request.cpu), (MEMORY, request.memory), (PODS, request.pods), *sorted(request.scalars)]
         for name, units in asked:
             row = arrays.row.get(name)
-            if row is None:  # no node offers it: every node lacks it, if asked for at all
-                short = np.full(len(nodes), units > 0)
-            else:
-                short = arrays.idle[row, at] < units
+            # (a resource no node offers: every node lacks it, if asked for at all)
+            short = np.full(len(nodes), units > 0) if row is None else arrays.idle[row, at] < units
             hit = int(np.count_nonzero(short & left))
             if hit:
                 out[NodeFilter(TOO_MANY_PODS) if name == PODS else NodeFilter(INSUFFICIENT, name)] += hit
