@@ -182,7 +182,9 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
     churner = Churner(base, args.churn, args.churn_period) if args.churn else None
     turner = Turner(base, args.turnover, args.turnover_period, args.turnover_after) if args.turnover else None
     # the binds that end a phase: with turnover none (the cluster stays full; the phase lasts --turnover-for)
-    all_pods, ends_at = (math.inf, arrived + args.turnover_for) if turner else (made["pending"], math.inf)
+    # and the binds below which a phase waits for more (none with turnover: the cluster is full by design)
+    all_pods, ends_at, waits_below = (math.inf, arrived + args.turnover_for, 0) if turner else (
+        made["pending"], math.inf, made["pending"])
     all_bound_at: float | None = None
     while True:
         stats = json.loads(get(f"{base}/sim/stats"))
@@ -205,7 +207,7 @@ def run_phase(args: argparse.Namespace, shape: dict[str, int], replicas: int, wo
             if churner is None or now - all_bound_at >= args.churn_for:
                 break
         waited = "--turnover-for seconds of turnover" if now >= ends_at else waited_out(
-            args, now - t0, now - last_change, last_binds, stats["binds"] < made["pending"])
+            args, now - t0, now - last_change, last_binds, stats["binds"] < waits_below)
         if waited is not None:
             stopped = waited
             print(f"  stopped waiting ({stopped}): {stats['binds']:,}/{made['pending']:,} bound", flush=True)

@@ -469,3 +469,17 @@ def test_the_report_shows_the_end_and_every_window_of_the_queue_comparison() -> 
     text = "\n".join(queue_lines([phase(1, [{"q0": 100.0}]), phase(4, [{"q0": 99.0}])]))
     assert "| 4 | q0 | 100 (100.00%) | 99 (100.00%) | -1.00% | met |" in text
     assert "| 4 | 1 | 10 / 10 | 100 / 99 (-1.00%) | met |" in text
+
+
+def test_a_phase_waits_out_idle_binds_only_while_pods_are_left_to_bind() -> None:
+    """With `--turnover` the cluster is full by design: no bind for --idle seconds must not end the phase before
+    its windows (the phase passes `unbound` False then: `waits_below` is 0)."""
+    import argparse
+
+    from bench_shards import waited_out
+
+    args = argparse.Namespace(idle=60.0, start_timeout=900.0, timeout=1800.0)
+    assert waited_out(args, 100.0, 61.0, 500, unbound=True) == "no bind for --idle seconds"
+    assert waited_out(args, 100.0, 61.0, 500, unbound=False) is None
+    assert waited_out(args, 1801.0, 61.0, 500, unbound=False) == "--timeout"
+    assert waited_out(args, 100.0, 901.0, 0, unbound=True) == "no bind within --start-timeout seconds"
