@@ -153,9 +153,16 @@ class EventRecorder:
             obj = store.objects.get(key)
             if obj is None and kind != "Pod":
                 return  # an implicit gang has no PodGroup to attach the event to
-            if len(self._sent) >= max(self.sent_limit, self._prune_at):
-                self._forget_vanished()
-            self._sent.add(mark)
+            full = self.queue.qsize() >= self.queue_limit
+            if full:  # not remembered as sent: one recorded again later (an `Unschedulable`) goes once there is room
+                self.dropped += 1
+            else:
+                if len(self._sent) >= max(self.sent_limit, self._prune_at):
+                    self._forget_vanished()
+                self._sent.add(mark)
+        if full:
+            self._said_dropped()
+            return
         namespace, name = key.split("/", 1)
         uid = ((obj or {}).get("metadata") or {}).get("uid")
         api_version = "v1" if kind == "Pod" else "scheduling.volcano.sh/v1beta1"
@@ -185,18 +192,12 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
-        if self.queue.qsize() >= self.queue_limit:
-            self._drop(mark)
-            return
         self.queue.put((time.monotonic(), body))
 
-    def _drop(self, mark: tuple[str, str, str, str, str]) -> None:
-        """The queue is full: the event is not queued, and not remembered as sent (a cycle that records it again,
-        an `Unschedulable` each cycle, queues it once there is room). One line a minute says how many went."""
+    def _said_dropped(self) -> None:
+        """An event was dropped (the queue at its limit): one line a minute says how many went."""
         now = time.monotonic()
-        with self.stores.lock:
-            self._sent.discard(mark)
-            self.dropped += 1
+        with self._names_lock:
             said_at, said = self._dropped_said
             if now - said_at < DROP_LOG_SECONDS:
                 return
