@@ -10,12 +10,10 @@ each fits none: the work a cycle spends on a backlog. Prints each cold cycle's t
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
 import random
 import statistics
 
-from bench_cycle import one_cycle
+from bench_cycle import one_cycle, profiled_cycle
 
 from scheduler.cycle import builtin_default_conf
 from scheduler.sim.cluster import InMemoryCluster
@@ -75,11 +73,7 @@ def main() -> None:
     for key in ("allocate", "total", "cpu"):
         print(f"{key}: median {statistics.median(r[key] for r in runs):.1f} ms")
     if args.profile:
-        prof = cProfile.Profile()
-        prof.enable()
-        one_cycle(sim, conf)
-        prof.disable()
-        pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+        print(profiled_cycle(sim, conf, 30))
 
 
 if __name__ == "__main__":

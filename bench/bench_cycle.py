@@ -108,6 +108,17 @@ def one_cycle(sim: InMemoryCluster, conf: Any, memo: CycleMemo | None = None,
     return times, bound
 
 
+def profiled_cycle(sim: InMemoryCluster, conf: Any, lines: int) -> str:
+    """One more cycle under cProfile: its `lines` costliest calls, cumulative."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    one_cycle(sim, conf)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(lines)
+    return out.getvalue()
+
+
 def p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
@@ -147,13 +158,7 @@ def main() -> None:
             values = [r[phase] for r in runs]
             print(f"  {phase:10s} median {statistics.median(values):8.1f} ms   p95 {p95(values):8.1f} ms")
         if args.profile:
-            profiler = cProfile.Profile()
-            profiler.enable()
-            one_cycle(sim, conf)
-            profiler.disable()
-            out = io.StringIO()
-            pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(18)
-            print(out.getvalue())
+            print(profiled_cycle(sim, conf, 18))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak RSS {peak:.0f} MiB")
 

@@ -472,8 +472,9 @@ def test_the_report_shows_the_end_and_every_window_of_the_queue_comparison() -> 
 
 
 def test_a_phase_waits_out_idle_binds_only_while_pods_are_left_to_bind() -> None:
-    """With `--turnover` the cluster is full by design: no bind for --idle seconds must not end the phase before
-    its windows (the phase passes `unbound` False then: `waits_below` is 0)."""
+    """The phase's stop rule: no bind for --idle seconds ends a phase only while pods are left to bind (a turnover
+    phase passes `unbound` False, its cluster full by design: `waits_below` is 0 there, a call site not tested
+    here), --timeout always, --start-timeout before the first bind."""
     import argparse
 
     from bench_shards import waited_out
