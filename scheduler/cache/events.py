@@ -40,7 +40,10 @@ EVENT_NAME_BASE = 200  # characters of the object's name in an event's name (a n
 RETRY_SECONDS = 1.0  # before the second try; doubled before each next one
 DEFER = 10.0  # the longest an event waits, from when it was queued, for binds in flight to return
 SURGE_BACKLOG = 500  # events waiting above which the surge threads send too
-SURGE_POLL = 0.25  # how often an idle surge thread looks at the backlog (seconds)
+# An idle surge thread sleeps until `record` signals a backlog above SURGE_BACKLOG (or `close`); this is only its
+# longest sleep, for a stop set without `close` (seconds). It used to look every 0.25 s: 24 wake-ups a second from
+# six idle threads, whatever the scheduler was doing.
+SURGE_IDLE = 5.0
 # Events waiting above which a new one is dropped (~1.4 KB each queued: 70 MB at the bound). Only an apiserver that
 # has not taken events for minutes gets here: the largest burst, a cycle binding 10,000 pods, queues 10,000.
 # client-go's recorder keeps 1,000 and drops the rest the same way (tools/record/event.go maxQueuedEvents,
@@ -74,6 +77,7 @@ class EventRecorder:
         self._names_lock = threading.Lock()
         self._last_name = 0
         self._closing = False
+        self._surge = threading.Event()  # set: more than SURGE_BACKLOG events wait, or closing (wakes the surge)
         self._threads = [
             threading.Thread(target=self._send_events, name=f"events-{i}", daemon=True) for i in range(workers)
         ] + [threading.Thread(target=self._surge_events, name=f"events-surge-{i}", daemon=True) for i in range(surge)]
@@ -98,7 +102,8 @@ class EventRecorder:
 
     def close(self) -> None:
         """Ask the sending threads to end (the caller joins them)."""
-        self._closing = True  # (the surge threads end at their next look)
+        self._closing = True  # (the surge threads end at their next look, which this wakes)
+        self._surge.set()
         for _ in self._threads:
             self.queue.put(None)
         with self._binds:
@@ -153,7 +158,8 @@ class EventRecorder:
             obj = store.objects.get(key)
             if obj is None and kind != "Pod":
                 return  # an implicit gang has no PodGroup to attach the event to
-            full = self.queue.qsize() >= self.queue_limit
+            waiting = self.queue.qsize()
+            full = waiting >= self.queue_limit
             if full:  # not remembered as sent: one recorded again later (an `Unschedulable`) goes once there is room
                 self.dropped += 1
             else:
@@ -193,6 +199,8 @@ class EventRecorder:
             "count": 1,
         }
         self.queue.put((time.monotonic(), body))
+        if waiting >= SURGE_BACKLOG:  # (more than SURGE_BACKLOG wait now: the surge threads send too)
+            self._surge.set()
 
     def _said_dropped(self) -> None:
         """An event was dropped (the queue at its limit): one line a minute says how many went."""
@@ -215,10 +223,14 @@ class EventRecorder:
                 self.queue.task_done()
 
     def _surge_events(self) -> None:
-        """Send events too while more than SURGE_BACKLOG wait; otherwise look again every SURGE_POLL seconds."""
+        """Send events too while more than SURGE_BACKLOG wait; otherwise sleep until `record` says more do."""
         while not (self._closing or self._stop.is_set()):
             if self.queue.qsize() <= SURGE_BACKLOG:
-                self._stop.wait(SURGE_POLL)
+                # cleared, then the backlog looked at again: an event queued in between has set it once more, so
+                # the wait cannot miss a backlog (nor a close: `_closing` is set before its wake-up)
+                self._surge.clear()
+                if self.queue.qsize() <= SURGE_BACKLOG and not self._closing:
+                    self._surge.wait(SURGE_IDLE)
                 continue
             try:
                 item = self.queue.get_nowait()

@@ -320,9 +320,10 @@ def test_a_stop_ends_an_events_wait_for_binds_and_it_is_not_sent(monkeypatch) ->
 def test_the_surge_threads_send_while_the_backlog_is_above_its_bound_and_leave_the_rest_to_the_two(
         monkeypatch) -> None:
     """Events outrunning the two sending threads (a stream of binds on a loaded apiserver) must not pile up
-    without end: above SURGE_BACKLOG waiting, more threads send; at or below it they leave the queue alone."""
+    without end: above SURGE_BACKLOG waiting, more threads send; at or below it they leave the queue alone. The
+    surge thread's longest sleep is an hour here: what wakes it is the backlog `record` signals, not a poll."""
     monkeypatch.setattr(events_module, "SURGE_BACKLOG", 3)
-    monkeypatch.setattr(events_module, "SURGE_POLL", 0.01)
+    monkeypatch.setattr(events_module, "SURGE_IDLE", 3600.0)
     stores, stop = Stores(), threading.Event()
     names = [f"p{i}" for i in range(7)]
     pods(stores, names)
@@ -340,6 +341,57 @@ def test_the_surge_threads_send_while_the_backlog_is_above_its_bound_and_leave_t
         assert events.queue.qsize() == 3
     finally:
         assert end(events, stop)
+
+
+class SleepsSeen(threading.Event):
+    """The surge signal, counting the threads asleep on it (and for how long each asked to sleep)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = threading.Condition()
+        self.asleep: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self.seen:
+            self.asleep.append(timeout)
+            self.seen.notify_all()
+        try:
+            return super().wait(timeout)
+        finally:
+            with self.seen:
+                self.asleep.remove(timeout)
+
+    def until_asleep(self, count: int) -> list[float | None]:
+        with self.seen:
+            assert self.seen.wait_for(lambda: len(self.asleep) == count, timeout=10.0)
+            return list(self.asleep)
+
+
+def test_idle_surge_threads_sleep_until_a_backlog_and_a_close_ends_them_at_once(monkeypatch) -> None:
+    """Six surge threads idle for most of the scheduler's life: each sleeps on the signal `record` gives when
+    the backlog passes its bound (once they looked every 0.25 s, 24 wake-ups a second in all); a close wakes and
+    ends them, though their longest sleep is an hour here."""
+    monkeypatch.setattr(events_module, "SURGE_BACKLOG", 2)
+    monkeypatch.setattr(events_module, "SURGE_IDLE", 3600.0)
+    stores, stop = Stores(), threading.Event()
+    pods(stores, ["a", "b", "c"])
+    kube = EventLog()
+    events = EventRecorder(kube, stores, lambda: 1_800_000_000.0, "i-1", stop,  # type: ignore[arg-type]
+                           workers=0, surge=6)
+    events._surge = signal = SleepsSeen()
+    events.start()
+    try:
+        assert signal.until_asleep(6) == [3600.0] * 6  # all six asleep on the signal, none polling
+        for name in "ab":
+            events.record("Pod", f"ns/{name}", "Normal", "Scheduled", f"Successfully assigned ns/{name} to n")
+        assert events.queue.qsize() == 2 and kube.reasons == []  # at the bound: left to the two sending threads
+        events.record("Pod", "ns/c", "Normal", "Scheduled", "Successfully assigned ns/c to n")  # above it
+        assert kube.wait_for(["Scheduled"])  # woken: one sent, down to the bound
+        assert signal.until_asleep(6) == [3600.0] * 6 and events.queue.qsize() == 2
+    finally:
+        started = time.monotonic()
+        assert end(events, stop)
+    assert time.monotonic() - started < 5.0
 
 
 class Faulty(EventLog):
