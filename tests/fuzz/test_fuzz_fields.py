@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 from strategies import FUZZ, json_values
 
 from scheduler.adapter.snapshot import AdapterRules, SnapshotInputs, build_snapshot
@@ -111,6 +111,10 @@ def accepted(field: F.Field, value: Any) -> bool | None:
     p = field.parser
     if value is None:
         return None
+    if field.path[-1] == "*":  # one entry of a map (`put` names it "*"): a PodGroup's minResources, name to amount
+        # a scalar is an amount ({"*": 1} was drawn): whether it is a quantity within bounds is
+        # tests/fuzz/test_fuzz_quantities.py's to judge; anything else is never an amount
+        return None if type(value) in (str, int, float, bool) else False
     if p.kind == "int":
         if p.text:
             return type(value) is str and len(value) < 20 and bool(_ASCII_INT.fullmatch(value)) \
@@ -226,6 +230,8 @@ def test_each_field_refuses_hostile_values_without_stopping_the_cycle(field: F.F
 
 @FUZZ
 @given(st.sampled_from(F.FIELDS), json_values)
+# drawn by a random run (2026-12-07): an amount under a resource named "*", read as one (the oracle said refused)
+@example(next(f for f in F.FIELDS if f.name == "spec.minResources.*"), 1)
 def test_any_json_value_in_any_field_leaves_the_healthy_gang_placed(field: F.Field, value: Any) -> None:
     bad = put(prepared(field), field.path, value)
     check(field, bad, value)
