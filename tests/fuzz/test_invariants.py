@@ -61,29 +61,41 @@ requests = st.one_of(
 )
 
 
+def task_manifest(name: str, replicas: int, requests: dict[str, str], least: int | None = None) -> dict[str, Any]:
+    """A Job's task of `replicas` one-container pods asking `requests`; `least`: its minAvailable, if set."""
+    task: dict[str, Any] = {
+        "name": name, "replicas": replicas,
+        "template": {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": requests}}]}},
+    }
+    if least is not None:
+        task["minAvailable"] = least
+    return task
+
+
+def job_manifest(name: str, queue: str, least: int, job_tasks: list[dict[str, Any]],
+                 priority: str | None = None) -> dict[str, Any]:
+    """A Volcano Job of `job_tasks` in `queue`, minAvailable `least`."""
+    spec: dict[str, Any] = {"minAvailable": least, "schedulerName": "volcano", "queue": queue, "tasks": job_tasks}
+    if priority:
+        spec["priorityClassName"] = priority
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
+
+
 @st.composite
 def tasks(draw: st.DrawFn, index: int) -> dict[str, Any]:
     replicas = draw(st.integers(1, 4))
-    task: dict[str, Any] = {
-        "name": f"t{index}", "replicas": replicas,
-        "template": {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": draw(requests)}}]}},
-    }
-    if draw(st.booleans()):
-        task["minAvailable"] = draw(st.integers(0, replicas))
-    return task
+    asked = draw(requests)
+    return task_manifest(f"t{index}", replicas, asked,
+                         draw(st.integers(0, replicas)) if draw(st.booleans()) else None)
 
 
 @st.composite
 def vcjobs(draw: st.DrawFn, name: str, queues: list[str]) -> dict[str, Any]:
     job_tasks = [draw(tasks(i)) for i in range(draw(st.integers(1, 3)))]
-    total = sum(t["replicas"] for t in job_tasks)
-    spec: dict[str, Any] = {"minAvailable": draw(st.integers(1, total)), "schedulerName": "volcano",
-                            "queue": draw(st.sampled_from(queues)), "tasks": job_tasks}
-    priority = draw(st.sampled_from([None, "low", "high"]))
-    if priority:
-        spec["priorityClassName"] = priority
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
+    least = draw(st.integers(1, sum(t["replicas"] for t in job_tasks)))
+    queue = draw(st.sampled_from(queues))
+    return job_manifest(name, queue, least, job_tasks, draw(st.sampled_from([None, "low", "high"])))
 
 
 nodes = st.lists(st.fixed_dictionaries({"cpu": st.integers(1, 6), "gpu": st.integers(0, 2),
@@ -150,23 +162,11 @@ def check_no_partial_gang(c, job, group: str, per_task: bool = True) -> None:
             assert ready_per_task[role] >= least, (group, role, ready_per_task[role], least)
 
 
-def _job(name: str, queue: str, least: int, tasks: list[dict]) -> dict:
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {"minAvailable": least, "schedulerName": "volcano", "queue": queue, "tasks": tasks}}
-
-
-def _task(name: str, replicas: int, requests: dict, least: int | None = None) -> dict:
-    task = {"name": name, "replicas": replicas, "template": {"spec": {"containers": [
-        {"name": "c", "image": "x", "resources": {"requests": requests}}]}}}
-    return task if least is None else {**task, "minAvailable": least}
-
-
 # Drawn by a random run (2026-12-07): q1's job reclaims the node room of q0's running j1 (minAvailable 2) by its one
 # `t0` (task minimum 1), leaving its two `t1`; Volcano's gang rule keeps minMember, not each task's minimum.
 RECLAIMED_TASK = ([{"cpu": 1, "gpu": 1, "pods": 2}, {"cpu": 1, "gpu": 0, "pods": 2}], [("q0", 1), ("q1", 1)], [
-    _job("j0", "q1", 1, [_task("t0", 1, {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"})]),
-    _job("j1", "q0", 2, [_task("t0", 1, {"cpu": "500m"}), _task("t1", 2, {"cpu": "500m"}, 0)])])
+    job_manifest("j0", "q1", 1, [task_manifest("t0", 1, {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"})]),
+    job_manifest("j1", "q0", 2, [task_manifest("t0", 1, {"cpu": "500m"}), task_manifest("t1", 2, {"cpu": "500m"}, 0)])])
 
 
 @FUZZ
