@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
@@ -283,3 +284,106 @@ def allocated_by_queue(jobs: Iterable[JobInfo]) -> dict[str, Resource]:
         if not allocated.is_zero():
             held.setdefault(job.queue, []).append(allocated)
     return {queue: Resource.total(parts) for queue, parts in held.items()}
+
+
+# ---- what each shard's holder publishes on the shard's Lease (cache/active.py `summary`) -------------------------
+SUMMARY_ANNOTATION: Final = "scheduling.volcano-py.io/shard-summary"
+SUMMARY_MAX: Final = 200_000  # characters: a Lease's annotations may hold 256 KiB in all
+_LOANS_MAX: Final = 256
+_UNITS_MAX: Final = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSummary:
+    """What the holder of a shard publishes with each renewal of the shard's Lease, for the holder of shard 0: what
+    the shard's jobs hold per queue (the Queues' `status.allocated` is the sum over shards), the shard's gangs
+    larger than its share of nodes (`loans`: when each was first seen waiting, wall-clock seconds; its key; its
+    need), and on shard 0's Lease the plan's node weights per shard without loans (`base`), which every holder
+    needs to tell which of its gangs are larger than their shard."""
+
+    allocated: Mapping[str, Resource]
+    loans: tuple[tuple[float, str, Need], ...] = ()
+    base: tuple[tuple[tuple[int, int], ...], ...] | None = None
+
+
+def encode_summary(summary: ShardSummary) -> str:
+    """Compact JSON: a resource as [cpu, memory, pods, {scalar: units}] in the scheduler's units."""
+    allocated = {queue: [r.cpu, r.memory, r.pods, dict(r.scalars)] for queue, r in sorted(summary.allocated.items())}
+    loans = [[round(since, 3), key, need.weight, need.pod] for since, key, need in summary.loans]
+    body: dict[str, Any] = {"v": 1, "allocated": allocated, "loans": loans}
+    if summary.base is not None:
+        body["base"] = [[list(pair) for pair in shard] for shard in summary.base]
+    return json.dumps(body, separators=(",", ":"), sort_keys=True)
+
+
+def parse_summary(text: object) -> ShardSummary | str:
+    """A shard's summary as published, or why it cannot be read (a Lease is writable by whoever may write Leases
+    in the namespace: every number is bounded, every name a string of a name's length)."""
+    if not isinstance(text, str):
+        return "is not a string"
+    if len(text) > SUMMARY_MAX:
+        return f"is longer than {SUMMARY_MAX} characters"
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # (nested past the parser's depth: refused, as malformed)
+        return f"is not JSON: {exc}"
+    if not isinstance(body, dict) or body.get("v") != 1:
+        return "is not a version 1 summary"
+    try:
+        allocated = {_name(queue): _resource(value) for queue, value in _items(body.get("allocated"))}
+        loans = body.get("loans", [])
+        if not isinstance(loans, list) or len(loans) > _LOANS_MAX:
+            raise ValueError(f"loans: expected a list of at most {_LOANS_MAX}")
+        parsed = []
+        for entry in loans:
+            if not isinstance(entry, list) or len(entry) != 4:
+                raise ValueError("loans: an entry is not [since, job, weight, pod]")
+            since = entry[0]
+            if isinstance(since, bool) or not isinstance(since, int | float) or not math.isfinite(since):
+                raise ValueError("loans: since is not a number of seconds")
+            parsed.append((float(since), _name(entry[1]), Need(_units(entry[2]), _units(entry[3]))))
+        base = body.get("base")
+        if base is not None:
+            if not isinstance(base, list) or len(base) > MAX_SHARDS:
+                raise ValueError(f"base: expected a list of at most {MAX_SHARDS} shards")
+            shards = []
+            for shard in base:
+                if not isinstance(shard, list) or len(shard) > 4096:
+                    raise ValueError("base: a shard is not a list of at most 4096 [weight, count]")
+                pairs = []
+                for pair in shard:
+                    if not isinstance(pair, list) or len(pair) != 2:
+                        raise ValueError("base: an entry is not [weight, count]")
+                    pairs.append((_units(pair[0]), _units(pair[1])))
+                shards.append(tuple(pairs))
+            base = tuple(shards)
+    except ValueError as exc:
+        return str(exc)
+    return ShardSummary(allocated, tuple(parsed), base)
+
+
+def _items(value: object) -> Iterable[tuple[object, object]]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ValueError("allocated: expected a map of queue to resources")
+    return value.items()
+
+
+def _name(value: object) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= NAME_MAX:
+        raise ValueError(f"{value!r:.80} is not a name")
+    return value
+
+
+def _units(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _UNITS_MAX:
+        raise ValueError(f"{value!r:.80} is not an amount")
+    return value
+
+
+def _resource(value: object) -> Resource:
+    if not isinstance(value, list) or len(value) != 4 or not isinstance(value[3], dict):
+        raise ValueError("allocated: a queue's resources are not [cpu, memory, pods, {scalar: units}]")
+    scalars = {_name(name): _units(units) for name, units in value[3].items()}
+    return Resource.of(_units(value[0]), _units(value[1]), _units(value[2]), {k: v for k, v in scalars.items() if v})

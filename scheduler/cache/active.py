@@ -14,7 +14,12 @@ session of this replica may see. The rules are `api.active_shards`'s.
   run on, never placed on), and the jobs routed to them (`route`: a PodGroup's shard annotation, else a hash of
   its name). A replica never schedules a job of a shard it does not hold. Queue shares are worked out on the
   session's own nodes, so each shard gives a queue its share of that shard's capacity. The holder of shard 0
-  writes the Queues' `status.allocated`, summed over every shard's jobs (`queue_statuses`).
+  writes the Queues' `status.allocated`, summed over every shard's jobs (`queue_statuses`): its own sessions'
+  figures and what the other shards' holders publish.
+- **Summaries.** A replica passes over its pods of other replicas' jobs (cache/scope.py), so no cache holds every
+  shard's jobs. Each holder publishes on its shard's Lease, with each renewal, what the shard's jobs hold per
+  queue and its gangs larger than their shard; the holder of shard 0 adds the plan's node weights, by which the
+  others tell which of their gangs are (`_summarize`, api/active_shards.py `ShardSummary`).
 - **Binds.** Each carries the Lease of the shard owning its node (`fence_for`), so the apiserver's bind fence
   (manifests/07-bind-fence.yaml, which reads every Lease in the namespace) refuses a bind once another replica
   took that shard over.
@@ -29,14 +34,26 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from scheduler.api.active_shards import allocated_by_queue, lease_moves, member_lease_name, parse_pin, route, shard_name
+from scheduler.api.active_shards import (
+    SUMMARY_ANNOTATION,
+    SUMMARY_MAX,
+    ShardSummary,
+    allocated_by_queue,
+    encode_summary,
+    lease_moves,
+    member_lease_name,
+    parse_pin,
+    parse_summary,
+    route,
+    shard_name,
+)
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.objects import MutableObj
 from scheduler.api.resources import Resource
 from scheduler.api.shard import HARD, ShardView
 from scheduler.api.snapshot import ClusterSnapshot, Lineage, QueueStatus
-from scheduler.cache.active_plan import PlanWriter
+from scheduler.cache.active_plan import Loans, PlanWriter, offers_of, weight_unit
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
 from scheduler.cache.leader import (
     BOUND_BY_ANNOTATION,
@@ -60,13 +77,20 @@ LAPSE_MARGIN = 0.05  # seconds after a Lease lapses (as observed here) the round
 class ActiveShards:
     def __init__(self, kube: Kube, stores: Stores, config: LeaderConfig, identity: str, scheduler_name: str,
                  shards: int, *, topology_label: str = "", plan_period: float = 30.0,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
         self.kube, self.stores, self.config, self.identity = kube, stores, config, identity
-        self.shards, self.monotonic = shards, monotonic
+        self.shards, self.monotonic, self.wall = shards, monotonic, wall
+        # Each held shard's summary as this replica last worked it out (`_summarize`), published with the shard's
+        # Lease renewals; and each shard's as last read there, the last one readable (a Lease written without one,
+        # by a new holder before its first session, keeps the last known)
+        self._summaries: dict[int, str] = {}
+        self._summarized_at: float | None = None
+        self._seen: dict[int, ShardSummary] = {}
+        self._seen_text: dict[int, str] = {}
+        self._loans = Loans()  # this replica's gangs larger than their shard, when it does not hold shard 0
         self.scheduler_name = scheduler_name
         self.watched = stores.node_shards = node_shards_watched()
-        self.electors = [LeaderElector(kube, identity, replace(config, name=shard_name(config.name, i)),
-                                       monotonic=monotonic) for i in range(shards)]
+        self.electors = [self._elector(i) for i in range(shards)]
         self.coordinators = [ShardCoordinator(kube, self.watched, stores.lock, HARD,
                                               shard_name(scheduler_name, i), self.electors[i].is_leader)
                              for i in range(shards)]
@@ -112,6 +136,10 @@ class ActiveShards:
         # Set by the CLI: which other schedulers' pods are kept (cache/scope.py), and how nodes joining it are listed
         self.scope: PodScope | None = None
         self.list_pods: Callable[[Sequence[str]], bool] | None = None
+        # set by the CLI: one namespace's pods listed and put in (cache/freshen.py `freshen_pods`), for the jobs with
+        # pods passed over (cache/scope.py) that `restrict` held back (`_wanting`)
+        self.list_jobs: Callable[[str], bool] | None = None
+        self._wanting: frozenset[str] = frozenset()
         self._outside: frozenset[str] = frozenset()  # the last session's nodes outside its shards (its jobs run there)
 
     # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
@@ -148,8 +176,8 @@ class ActiveShards:
 
     def queue_statuses(self, statuses: list[QueueStatus]) -> list[QueueStatus]:
         """The Queues' status as the holder of shard 0 writes it: what each queue's jobs hold across the cluster,
-        its own sessions' jobs as the session left them plus the other shards' jobs as the snapshot read them
-        (every replica watches every pod and PodGroup). Deserved share and usage stay the session's own."""
+        its own sessions' jobs as the session left them plus the other shards' as their holders last published
+        (`_read_summaries`). Deserved share and usage stay the session's own."""
         others = self._others_allocated
         if not others:
             return statuses
@@ -169,10 +197,27 @@ class ActiveShards:
         if scope is not None:  # the held shards' nodes; with a shard just taken, the list of every pod below
             nodes = held_nodes(self.coordinators[i] for i in held) | self._outside  # (whose pods affinity counts)
             scope.step(nodes, None if taken else self.list_pods)
+        token = scope.listing() if scope is not None and taken else None
         if taken and (self.freshen is None or self._freshened()):
             self._checked.update((i, terms[i]) for i in taken)
             if scope is not None:
                 scope.step(scope.nodes, None, listed_all=True)
+                if token is not None:  # every pod of ours put in: no job waits for a list taken before
+                    scope.listed(token)
+        if scope is not None and self._wanting and self.list_jobs is not None:
+            wanting, token = self._wanting, scope.listing()
+            if self._listed_jobs(sorted({key.partition("/")[0] for key in wanting})):
+                scope.listed(token, wanting)
+            self._wanting = frozenset()
+
+    def _listed_jobs(self, namespaces: Sequence[str]) -> bool:
+        """`list_jobs` for each namespace; a fault is "not yet" (the jobs wait another cycle)."""
+        assert self.list_jobs is not None
+        try:
+            return all([self.list_jobs(namespace) for namespace in namespaces])
+        except Exception:
+            log.exception("active shards: listing the pods of jobs passed over failed; trying next cycle")
+            return False
 
     def _freshened(self) -> bool:
         """`freshen`'s answer; a fault in it is "not yet": the shard just taken waits, the shards held already are
@@ -199,8 +244,13 @@ class ActiveShards:
             groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}
         pins = {key: self.pin(key, groups.get(key)) for key in snapshot.jobs}
         self._pin_bound(snapshot.jobs, pins)
-        if 0 in active:  # every shard's nodes, with loans for gangs larger than their shard
-            self.plan.step(snapshot, lambda key: route(key, self.shards, pins[key]))
+        routes = {key: route(key, self.shards, pins[key]) for key in snapshot.jobs}
+        own = {key: job for key, job in snapshot.jobs.items() if routes[key] in active}
+        self._read_summaries(active)
+        if 0 in active:  # every shard's nodes, with loans for gangs larger than their shard (others' published)
+            others = [(since, i, need) for i, summary in sorted(self._seen.items()) if i not in active
+                      for since, _, need in summary.loans]
+            self.plan.step(replace(snapshot, jobs=own), routes.__getitem__, others)
         owner: dict[str, int] = {}
         scope = self.scope  # (a node whose other schedulers' pods are not all in the stores yet is not placed on)
         for i in sorted(active):
@@ -208,11 +258,25 @@ class ActiveShards:
                 if scope is None or (node in scope.nodes and node not in scope.unlisted):
                     owner.setdefault(node, i)
         self._active, self._owner = active, owner
-        routes = {key: route(key, self.shards, pins[key]) for key in snapshot.jobs}
-        jobs = {key: job for key, job in snapshot.jobs.items() if routes[key] in active and self._whole(key, job)}
+        jobs = {key: job for key, job in own.items() if self._whole(key, job)}
+        if scope is not None:  # a job with pods passed over waits for a list of them (`prepare`)
+            scope.prune(_Live(snapshot.jobs, self.stores.podgroups.objects))
+            passed = scope.passed
+            self._wanting = frozenset(key for key in jobs if key in passed)
+            for key in self._wanting:
+                del jobs[key]
+            if self._wanting:
+                log.info("active shards: %d jobs had pods passed over while another replica scheduled them; "
+                         "listed before they join a session", len(self._wanting))
         self._routes = routes
-        self._others_allocated = allocated_by_queue(job for key, job in snapshot.jobs.items() if key not in jobs) \
-            if 0 in active else {}
+        self._summarize(snapshot, own, routes, active)
+        self._others_allocated = {}
+        if 0 in active:  # the other shards' holders' figures, as last published
+            for i, summary in self._seen.items():
+                if i not in active:
+                    for queue, holds in summary.allocated.items():
+                        was = self._others_allocated.get(queue)
+                        self._others_allocated[queue] = holds if was is None else was + holds
         keep = set(owner)
         for job in jobs.values():
             keep.update(t.node_name for t in job.tasks.values() if t.node_name)
@@ -220,6 +284,56 @@ class ActiveShards:
         self._scope, self._outside = frozenset(keep), frozenset(keep.difference(owner))
         return replace(snapshot, jobs=jobs, nodes=nodes, lineage=self._lineage(snapshot.lineage, jobs),
                        shard=ShardView(HARD, shard_name(self.scheduler_name, 0), frozenset(owner)))
+
+    def _summarize(self, snapshot: ClusterSnapshot, own: Mapping[str, JobInfo], routes: Mapping[str, int],
+                   active: frozenset[int]) -> None:
+        """Each active shard's summary (api/active_shards.py `ShardSummary`), published with its Lease's next
+        renewal: worked out again at most twice a retry period (a renewal carries the latest). What its jobs hold
+        per queue, its gangs larger than their shard (the holder of shard 0's own, else this replica's `Loans`
+        against the plan shard 0's holder published), and on shard 0 the plan's weights."""
+        now = self.monotonic()
+        if self._summarized_at is not None and now - self._summarized_at < self.config.retry_period / 2 \
+                and active <= self._summaries.keys():
+            return
+        self._summarized_at = now
+        held: dict[int, list[JobInfo]] = {i: [] for i in active}
+        for key, job in own.items():
+            held[routes[key]].append(job)
+        base: tuple[tuple[tuple[int, int], ...], ...] | None = None
+        if 0 in active:
+            base, loans = tuple(self.plan.base), self.plan.loans
+        else:
+            shard0 = self._seen.get(0)
+            base, loans = (shard0.base if shard0 is not None else None), self._loans
+            if base:
+                loans.needs(replace(snapshot, jobs=dict(own)), routes.__getitem__, offers_of(base), self.shards,
+                            weight_unit(snapshot), self.wall())
+        summaries = {}
+        for i in sorted(active):
+            summary = ShardSummary(allocated_by_queue(held[i]), tuple(loans.entries({i})),
+                                   base if i == 0 else None)
+            text = encode_summary(summary)
+            if len(text) > SUMMARY_MAX:
+                self._say(f"summary:{i}", f"active shards: shard {i}'s summary is {len(text)} characters, more "
+                          f"than a Lease may carry ({SUMMARY_MAX}); published without its loans")
+                text = encode_summary(replace(summary, loans=()))
+            summaries[i] = text
+        self._summaries = summaries
+
+    def _read_summaries(self, active: frozenset[int]) -> None:
+        """The other shards' summaries as their Leases last showed them (an unreadable one is said once per value
+        and the last readable kept)."""
+        for i, elector in enumerate(self.electors):
+            text = elector.published
+            if i in active or text is None or text == self._seen_text.get(i):
+                continue
+            self._seen_text[i] = text
+            summary = parse_summary(text)
+            if isinstance(summary, str):
+                self._say(f"summary:{i}:{hash(text)}", f"active shards: the summary on shard {i}'s Lease {summary}; "
+                          "its last readable one is kept")
+                continue
+            self._seen[i] = summary
 
     def _kept_nodes(self, nodes: Mapping[str, NodeInfo], keep: set[str]) -> dict[str, NodeInfo]:
         """The nodes among `keep`, in the snapshot's order; which they are is worked out again (a walk of every
@@ -355,9 +469,14 @@ class ActiveShards:
         self._active = self._active & self.held()
 
     def _fresh(self, i: int) -> LeaderElector:
+        elector = self._elector(i)
+        self.coordinators[i].may_write = elector.is_leader
+        return elector
+
+    def _elector(self, i: int) -> LeaderElector:
         elector = LeaderElector(self.kube, self.identity, replace(self.config, name=shard_name(self.config.name, i)),
                                 monotonic=self.monotonic)
-        self.coordinators[i].may_write = elector.is_leader
+        elector.publish = (SUMMARY_ANNOTATION, lambda: self._summaries.get(i) if i in self._active else None)
         return elector
 
     # ---- the Leases -------------------------------------------------------------------------------------------
@@ -401,6 +520,8 @@ class ActiveShards:
             shard = self._shard_of.get(name)
             if shard is not None:
                 self.electors[shard].observe(spec, now)
+                if kind != "DELETED":
+                    self.electors[shard].read_published(obj)
             elif name.startswith(self._member_prefix) and name != self.member.config.name:
                 record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseDurationSeconds"))
                 last = self._members.get(name)
@@ -498,3 +619,14 @@ class ActiveShards:
         if mark not in self._said:
             self._said.add(mark)
             log.warning("%s", message)
+
+
+class _Live:
+    """The jobs that exist, for `PodScope.prune`: in the snapshot, or with a PodGroup in the stores (a job whose
+    pods were all passed over lives on in its PodGroup, and must stay noted until its pods are listed)."""
+
+    def __init__(self, jobs: Mapping[str, object], podgroups: Mapping[str, object]) -> None:
+        self.jobs, self.podgroups = jobs, podgroups
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.jobs or key in self.podgroups

@@ -12,15 +12,17 @@ GPUs its CPU millicores. The plan is worked out again only when a node's (name, 
 A gang larger than its shard (the least it needs at once, in the plan's weight, above what its shard's nodes in
 the plan offer pods of its size) borrows whole domains from the other shards (`plan_nodes`' needs) for as long as
 it lives: from the cycle it is first seen waiting until it is gone or all its pods have ended; the plan is then
-written back.
+written back. The holder of shard 0 weighs the gangs of the shards it holds; the other shards' holders weigh theirs
+against the plan's weights it publishes (`offers_of`) and publish their needs (cache/active.py `_summarize`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from scheduler.api.active_shards import Need, NodeFacts, plan_nodes
@@ -84,15 +86,18 @@ class Loans:
 
     def __init__(self) -> None:
         self.gangs: dict[str, tuple[int, Need]] = {}  # job key -> (its shard, its need)
+        self.since: dict[str, float] = {}  # job key -> when it was first seen waiting (wall-clock seconds)
         # job key -> (the job as weighed, the unit, its weight): a snapshot hands unchanged jobs over as the same
         # objects, so a waiting job is weighed once per change, not every cycle (held here: `is` cannot be fooled)
         self._weighed: dict[str, tuple[JobInfo, str, Need]] = {}
 
     def needs(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int], offers: Callable[[int, Need], int],
-              shards: int, unit: str) -> list[tuple[int, Need]]:
-        """`offers(shard, need)`: what the shard's nodes in the plan without loans offer the need's pods."""
+              shards: int, unit: str, now: float = 0.0) -> list[tuple[int, Need]]:
+        """`offers(shard, need)`: what the shard's nodes in the plan without loans offer the need's pods; `now`:
+        the wall clock, kept as a gang's `since` when it is first seen."""
         for key in [k for k in self.gangs if k not in snapshot.jobs or _ended(snapshot.jobs[k])]:
             del self.gangs[key]
+            self.since.pop(key, None)
         weighed = self._weighed
         if len(weighed) > 2 * len(snapshot.jobs) + 64:
             self._weighed = weighed = {k: v for k, v in weighed.items() if k in snapshot.jobs}
@@ -108,9 +113,34 @@ class Loans:
             shard = shard_of(key)
             if 0 <= shard < shards and need.weight > offers(shard, need):
                 self.gangs[key] = (shard, need)
+                self.since[key] = now
         # the longest waiting first, each a need some plan can hold (what the whole cluster offers its pods)
         return [(shard, need) for shard, need in self.gangs.values()
                 if need.weight <= sum(offers(s, need) for s in range(shards))]
+
+
+    def entries(self, shards: Collection[int] | None = None) -> list[tuple[float, str, Need]]:
+        """(since, job, need) of the gangs of `shards` (every shard when None), the longest waiting first: what a
+        shard's holder publishes (cache/active.py)."""
+        return [(self.since.get(key, 0.0), key, need) for key, (shard, need) in self.gangs.items()
+                if shards is None or shard in shards]
+
+
+def offers_of(base: Sequence[tuple[tuple[int, int], ...]]) -> Callable[[int, Need], int]:
+    """`Loans.needs`' `offers` from the plan's node weights per shard without loans (`PlanWriter.base`, or as the
+    holder of shard 0 publishes it)."""
+    cache: dict[tuple[int, Need], int] = {}
+
+    def offer(shard: int, need: Need) -> int:
+        key = (shard, need)
+        offered = cache.get(key)
+        if offered is None:
+            if len(cache) > 4096:
+                cache.clear()
+            offered = cache[key] = sum(need.usable(w) * count for w, count in base[shard]) \
+                if 0 <= shard < len(base) else 0
+        return offered
+    return offer
 
 
 def _ended(job: JobInfo) -> bool:
@@ -122,6 +152,7 @@ class PlanWriter:
                  period: float, monotonic: Callable[[], float]) -> None:
         self.kube, self.watched, self.lock, self.names = kube, watched, lock, list(names)
         self.label, self.period, self.monotonic = label, period, monotonic
+        self.wall: Callable[[], float] = time.time
         self._facts: tuple[NodeFacts, ...] | None = None
         self._at = 0.0
         self._seen: tuple[frozenset[str], tuple[int, ...], tuple[tuple[int, Need], ...]] | None = None
@@ -136,11 +167,13 @@ class PlanWriter:
         # the next plan keeps nodes where they are, so a node added or gone moves few others
         self._placed: dict[str, int] | None = None
 
-    def step(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int] | None = None) -> None:
-        """Between sessions, on the holder of shard 0, with every shard's jobs in `snapshot` and `shard_of` the
-        shard of each (None: no loans). Never raises (the next step tries again)."""
+    def step(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int] | None = None,
+             others: Sequence[tuple[float, int, Need]] = ()) -> None:
+        """Between sessions, on the holder of shard 0, with the jobs of the shards it holds in `snapshot`,
+        `shard_of` the shard of each (None: no loans), and `others` the loans other shards' holders published
+        (since, shard, need). Never raises (the next step tries again)."""
         try:
-            self._step(snapshot, shard_of)
+            self._step(snapshot, shard_of, others)
         except TRANSPORT_ERRORS as exc:
             log.warning("active shards: cannot write the NodeShards' plan: %s", exc)
             self._facts = None  # look again next time
@@ -148,12 +181,20 @@ class PlanWriter:
             log.exception("active shards: planning the NodeShards failed; the plan stays as it is")
             self._facts = None
 
-    def _step(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int] | None) -> None:
+    def _step(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int] | None,
+              others: Sequence[tuple[float, int, Need]]) -> None:
         if not self.watched.synced.is_set():
             return
         now = self.monotonic()
-        needs = self.loans.needs(snapshot, shard_of, self._offer, len(self.base), weight_unit(snapshot)) \
-            if shard_of is not None and self.base else []
+        needs: list[tuple[int, Need]] = []
+        if shard_of is not None and self.base:
+            shards = len(self.base)
+            self.loans.needs(snapshot, shard_of, self._offer, shards, weight_unit(snapshot), self.wall())
+            own = [(since, shard, need) for since, key, need in self.loans.entries()
+                   for shard in (self.loans.gangs[key][0],)]
+            # the longest waiting first, each a need some plan can hold (what the whole cluster offers its pods)
+            needs = [(shard, need) for _, shard, need in sorted([*own, *others], key=lambda entry: entry[0])
+                     if 0 <= shard < shards and need.weight <= sum(self._offer(s, need) for s in range(shards))]
         # The facts (a HyperNode tree over every node) are worked out again only when the node names, the
         # HyperNode objects or the loans changed, or the period passed: not every cycle.
         seen = (frozenset(snapshot.nodes), tuple(id(h) for h in snapshot.hypernodes), tuple(needs))

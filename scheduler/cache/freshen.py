@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
+from urllib.parse import quote
 
 from scheduler.api.objects import MutableObj
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
@@ -34,16 +35,20 @@ LIST_ERRORS: tuple[type[Exception], ...] = (*TRANSPORT_ERRORS, TypeError, Attrib
 
 
 def freshen_pods(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, MutableObj], None],
-                 clock: Callable[[], float], page_size: int = 500) -> bool:
+                 clock: Callable[[], float], page_size: int = 500, namespace: str | None = None) -> bool:
     """True when the cache's pods are as current as a list taken now; False if the apiserver could not be read (the
-    caller tries again next cycle). Every pod counts, ours or another scheduler's: any of them fills a node."""
+    caller tries again next cycle). Every pod counts, ours or another scheduler's: any of them fills a node.
+    `namespace`: that namespace's pods only (a job whose pods were passed over, cache/scope.py)."""
+    path = stores.pods.path if namespace is None else f"/api/v1/namespaces/{quote(namespace, safe='')}/pods"
     try:
-        listed, candidates, at = _listed(kube, stores, page_size)
+        listed, candidates, at = _listed(kube, stores, page_size, path)
     except LIST_ERRORS as exc:
-        log.warning("active shards: cannot list the pods before scheduling a shard taken over: %s", exc)
+        log.warning("active shards: cannot list the pods%s before scheduling: %s",
+                    "" if namespace is None else f" of namespace {namespace}", exc)
         return False
     with stores.lock:
-        cached = dict(stores.pods.objects)
+        cached = {key: obj for key, obj in stores.pods.objects.items()
+                  if namespace is None or key.startswith(f"{namespace}/")}
     behind = [obj for key, obj in candidates.items()
               if (was := cached.get(key)) is None or resource_version(was) < resource_version(obj)]
     # Gone: not listed, and the list was taken after the cache's copy (a list whose resourceVersion cannot be read
@@ -52,10 +57,12 @@ def freshen_pods(kube: Kube, stores: Stores, on_event: Callable[[Watched, str, M
     _put_in(stores, on_event, clock, behind)
     for obj in gone:
         on_event(stores.pods, "DELETED", obj)
-    stores.pods_listed_at = max(stores.pods_listed_at, at)
+    if namespace is None:
+        stores.pods_listed_at = max(stores.pods_listed_at, at)
     if behind or gone:
         log.info("active shards: %d pods the cache held older or not at all, %d it held that are gone: made "
-                 "current before scheduling a shard taken over", len(behind), len(gone))
+                 "current before scheduling %s", len(behind), len(gone),
+                 "a shard taken over" if namespace is None else f"jobs of namespace {namespace}")
     return True
 
 
@@ -119,7 +126,7 @@ def freshener(kube: Callable[[], Kube], stores: Stores, on_event: Callable[[Watc
     return freshen
 
 
-def _listed(kube: Kube, stores: Stores, page_size: int) -> tuple[set[str], dict[str, MutableObj], int]:
+def _listed(kube: Kube, stores: Stores, page_size: int, path: str) -> tuple[set[str], dict[str, MutableObj], int]:
     """The keys of every pod, in one consistent list, page by page (each page's continue token holds the first
     page's resourceVersion); the listed pods the cache held older or not at all as each page came (checked again
     against the cache once the list is done); and the resourceVersion the list was read at (0 if unreadable). Only
@@ -130,7 +137,7 @@ def _listed(kube: Kube, stores: Stores, page_size: int) -> tuple[set[str], dict[
     scope = stores.pod_scope  # (another scheduler's pod outside it is not kept: not a candidate, cache/scope.py)
     while True:
         query = {"limit": page_size, **({"continue": token} if token else {})}
-        page = kube.request("GET", stores.pods.path, query=query)
+        page = kube.request("GET", path, query=query)
         items = [(_key(obj), obj) for obj in page.get("items") or ()
                  if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict)
                  and (scope is None or scope.keeps(obj))]

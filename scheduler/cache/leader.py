@@ -112,6 +112,10 @@ class LeaderElector:
         # between two looks of a reader that only asks `is_leader` (a replica stopped past its Lease, its shard
         # taken by another and given back) is a new term, whatever `is_leader` said at those looks.
         self.terms = 0
+        # What this replica publishes on the Lease with each acquire and renew (an annotation's value, or None for
+        # none), and the value last read of it on the Lease, whoever wrote it (cache/active.py's shard summaries)
+        self.publish: tuple[str, Callable[[], str | None]] | None = None
+        self.published: str | None = None
 
     # ---- what the scheduling loop asks ---------------------------------------------------------------------
     def is_leader(self) -> bool:
@@ -217,6 +221,7 @@ class LeaderElector:
             log.warning("leader election: cannot read the Lease: %s", exc)
             return False
         spec = lease.get("spec") or {}
+        self.read_published(lease)
         record = _record(spec)
         if record != self._observed:
             self._observed, self._observed_at = record, now_mono
@@ -240,16 +245,36 @@ class LeaderElector:
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {**_identity_meta(lease), "resourceVersion": (lease.get("metadata") or {}).get(
-                "resourceVersion")},
+                "resourceVersion"), **self._annotations()},
             "spec": new_spec,
         }
         return self._write("PUT", self.path, body, now_mono, taking_over=not mine)
+
+    def _annotations(self) -> MutableObj:
+        """The metadata's annotations a write of ours carries: what `publish` gives now (none when it gives None or
+        fails: a fault there must not cost the renewal)."""
+        if self.publish is None:
+            return {}
+        key, value = self.publish
+        try:
+            text = value()
+        except Exception:  # noqa: BLE001 - the Lease is renewed whatever the summary does
+            log.exception("leader election: working out what to publish on the Lease failed; renewing without it")
+            return {}
+        return {"annotations": {key: text}} if text is not None else {}
+
+    def read_published(self, lease: MutableObj) -> None:
+        if self.publish is not None:
+            meta = lease.get("metadata")
+            annotations = meta.get("annotations") if isinstance(meta, dict) else None
+            value = annotations.get(self.publish[0]) if isinstance(annotations, dict) else None
+            self.published = value if isinstance(value, str) else None
 
     def _create(self, now_mono: float, now: float) -> bool:
         body = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": self.config.name, "namespace": self.config.namespace},
+            "metadata": {"name": self.config.name, "namespace": self.config.namespace, **self._annotations()},
             "spec": {
                 "holderIdentity": self.identity,
                 "leaseDurationSeconds": int(round(self.config.lease_duration)),
@@ -276,6 +301,7 @@ class LeaderElector:
         # The clock starts when the write was *sent*: a slow response must not stretch our term.
         self._renewed_at = now_mono
         self._observed, self._observed_at = _record(written.get("spec") or {}), now_mono
+        self.read_published(written)
         self.holder = self.identity
         if taking_over:
             self.terms += 1

@@ -5,8 +5,8 @@ scheduler's pod bound to any other node is never read by a session of it: most p
 pods (at 8 replicas, seven in eight), and keeping them all (~1.9 KB each, stored, parsed and in the snapshot's
 records) is what made a replica's memory the cluster's. The scope is the nodes every held shard's NodeShard desires
 or uses; another scheduler's pod bound outside it is not kept (its event is read as far as its node, and a copy
-the store held is dropped as if the pod were deleted). Our own pods, every replica's, are always kept: gangs,
-routes and the queues' totals read them. Another scheduler's pending pod is not kept either: it holds no room on
+the store held is dropped as if the pod were deleted). Our own pods, every replica's, are kept when read: gangs
+and routes read them. Another scheduler's pending pod is not kept either: it holds no room on
 any node (nothing a session reads), and the event that binds it in the scope is read then. Were it kept, the event
 binding it outside the scope, passed over undecoded (`skips`), would leave it stored pending until its delete.
 
@@ -15,13 +15,23 @@ dropped) until a list taken after it joined has put them in (cache/freshen.py, n
 when there are many or a shard was just taken); from joining on, the watch keeps its pods. An unlisted node is in
 no session's nodes to place on (`ActiveShards.restrict`), so no session counts its room free with a pod missing.
 
+Our own pods whose job another replica schedules are passed over the same way (`others`, set by cache/active.py
+to `reads_light`): an added or modified pod of ours that is not bound in the scope, whose key the store does not
+hold and whose job (its namespace and `scheduling.k8s.io/group-name`, read from the line) another replica schedules
+is not decoded, and its job is noted in `passed` with the generation of lists it was passed over in. A job in
+`passed` never enters a session until a list of its pods taken after its last pass has put them in (`listing` /
+`listed`; cache/active.py `restrict` holds it back and `prepare` lists): that is how a job whose route moves into
+a held shard other than by a takeover (its PodGroup's shard annotation changed) is read whole before it is
+scheduled. What other replicas' jobs hold, which the holder of shard 0 once summed from every pod, each holder now
+publishes for its own shards on the shard's Lease (cache/active.py `summary`).
+
 One active replica (no `--active-shards`) keeps every pod, as before: `Stores.pod_scope` is None.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from scheduler.api.objects import MutableObj
@@ -50,6 +60,14 @@ class PodScope:
         self.unlisted: frozenset[str] = frozenset()
         self.dropped = 0  # pods not kept or dropped (logs, tests)
         self.skipped = 0  # watch events of pods not kept, not decoded (`skips`)
+        # job -> another replica schedules it (cache/active.py `reads_light`); None: every pod of ours is decoded
+        self.others: Callable[[str], bool] | None = None
+        # job -> the list generation its last pod event passed over happened in; written on the watch thread, read
+        # and pruned by the loop (a dict's single operations are atomic under the GIL)
+        self.passed: dict[str, int] = {}
+        self.generation = 0
+        self.passed_ours = 0  # watch events of our pods passed over (logs, tests)
+        self._pruned_at = 1024
 
     def keeps(self, obj: MutableObj) -> bool:
         """Whether the stores keep the pod: ours, bound in the scope, or not readable as a pod at all (kept: the
@@ -72,8 +90,9 @@ class PodScope:
         An added or modified pod is skipped when the line holds exactly one member each named nodeName and
         schedulerName, without an escape, the node outside the scope and the scheduler not ours: one `keeps`
         refuses. In compact JSON a quote inside a string is escaped, so `"nodeName":"` is a member named nodeName;
-        a label, annotation or nodeSelector key of that name makes two and the pod is decoded. Our pods are always
-        decoded (the apiserver sets spec.schedulerName on every pod). A deleted pod is skipped when the store does
+        a label, annotation or nodeSelector key of that name makes two and the pod is decoded. Our pods are decoded
+        (the apiserver sets spec.schedulerName on every pod) unless another replica schedules their job (`_passes`).
+        A deleted pod is skipped when the store does
         not hold it, its key read the same way (one `"namespace":"`, and one `"metadata":{"name":"`: the apiserver
         writes a pod's name first in its metadata); one the store holds is decoded and goes."""
         if line.startswith(b'{"type":"DELETED",'):
@@ -89,12 +108,58 @@ class PodScope:
             return False
         try:  # (each check ends the read as soon as it fails: a pod in the scope costs one look)
             node = _only(line, b'"nodeName":"')
-            if not node or node.decode() in self.nodes:
+            if node and node.decode() in self.nodes:
                 return False
             scheduler = _only(line, b'"schedulerName":"')
-            return scheduler is not None and scheduler.decode() not in self.names
+            if scheduler is None:
+                return False
+            if scheduler.decode() not in self.names:
+                return bool(node)  # another scheduler's pod bound outside the scope (a pending one is decoded)
+            return self._passes(line, held)
         except UnicodeDecodeError:
             return False
+
+    def _passes(self, line: bytes, held: Container[str]) -> bool:
+        """A pod of ours not bound in the scope: passed over when the store does not hold it and another replica
+        schedules its job (`others`); its job noted in `passed`. A pod of no group (no annotation), or whose key or
+        group cannot be read exactly once, is decoded."""
+        others = self.others
+        if others is None:
+            return False
+        namespace = _only(line, b'"namespace":"')
+        name = _only(line, b'"metadata":{"name":"') if namespace else None
+        group = _only(line, b'"scheduling.k8s.io/group-name":"') if name else None
+        if not group or not namespace or not name or len(group) > 253 or len(namespace) > 63:
+            return False  # (a name past its bounds: decoded, and the parser names the field)
+        space = namespace.decode()
+        if f"{space}/{name.decode()}" in held:
+            return False
+        job = f"{space}/{group.decode()}"
+        if not others(job):
+            return False
+        self.passed[job] = self.generation
+        self.passed_ours += 1
+        return True
+
+    def listing(self) -> int:
+        """Before a list of pods of ours that puts in every pod the store does not hold (cache/freshen.py): a new
+        generation, so a pass over a job during the list is told apart from one before it. Returns the list's."""
+        self.generation += 1
+        return self.generation - 1
+
+    def listed(self, token: int, jobs: Collection[str] | None = None) -> None:
+        """A list started at `listing`'s `token` put its pods in: the jobs (every one when None) passed over no
+        later than it are whole again."""
+        for job, generation in list(self.passed.items()):
+            if generation <= token and (jobs is None or job in jobs) and self.passed.get(job) == generation:
+                self.passed.pop(job, None)
+
+    def prune(self, live: Container[str]) -> None:
+        """Forget jobs gone (not in `live`) once `passed` has grown past what it held when last pruned."""
+        if len(self.passed) > self._pruned_at:
+            for job in [job for job in list(self.passed) if job not in live]:
+                self.passed.pop(job, None)
+            self._pruned_at = 2 * len(self.passed) + 1024
 
     def step(self, nodes: frozenset[str], list_pods: Callable[[Sequence[str]], bool] | None,
              listed_all: bool = False) -> None:

@@ -5,6 +5,7 @@ fair count, also after replicas die or join."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -13,17 +14,22 @@ from hypothesis import given, settings, strategies as st
 
 from scheduler.api.active_shards import (
     SHARD_ANNOTATION,
+    SUMMARY_MAX,
     Need,
     NodeFacts,
     PinUnreadable,
+    ShardSummary,
+    encode_summary,
     fair_count,
     lease_moves,
     member_lease_name,
     parse_pin,
+    parse_summary,
     plan_nodes,
     route,
     shard_name,
 )
+from scheduler.api.resources import Resource
 
 DOMAINS = st.sampled_from(["", "rack-a", "rack-b", "rack-c", "rack-d", "zone-x"])
 FACTS = st.lists(st.builds(NodeFacts, st.from_regex(r"n[0-9]{1,3}", fullmatch=True), DOMAINS,
@@ -236,3 +242,42 @@ def test_a_replica_above_its_fair_count_gives_up_its_least_preferred_shard_only_
     assert lease_moves("a", 2, 1, {0, 1}, set()).release == ()
     assert lease_moves("a", 3, 2, {0, 1}, {2}).release == ()  # a shard is free: someone below takes that first
     assert lease_moves("a", 3, 3, {0}, {1}, orphaned={1}).acquire == (1,)  # an orphan, whatever the count
+
+
+# ---- the shard summary each holder publishes on its Lease -----------------------------------------------------
+_names = st.text(st.sampled_from("abcz-./0"), min_size=1, max_size=12)
+_units = st.integers(0, 1 << 62)
+_resources = st.builds(lambda c, m, p, s: Resource.of(c, m, p, s), _units, _units, _units,
+                       st.dictionaries(_names.map(lambda n: f"x.io/{n}"), st.integers(1, 1 << 62), max_size=2))
+_summaries = st.builds(
+    ShardSummary,
+    st.dictionaries(_names, _resources, max_size=5),
+    st.lists(st.tuples(st.floats(0, 2e9).map(lambda f: round(f, 3)), _names,
+                       st.builds(Need, _units, _units)), max_size=4).map(tuple),
+    st.none() | st.lists(st.lists(st.tuples(_units, _units), max_size=3).map(tuple), max_size=4).map(tuple))
+
+
+@given(_summaries)
+def test_a_summary_reads_back_as_published(summary):
+    assert parse_summary(encode_summary(summary)) == summary
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-(1 << 70), 1 << 70) | st.floats() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                  max_size=4), max_leaves=20)
+
+
+@given(st.one_of(_json.map(lambda v: json.dumps(v)), _summaries.map(encode_summary).flatmap(
+    lambda text: st.integers(0, len(text)).map(lambda cut: text[:cut] + "7" + text[cut + 1:]))), _json)
+def test_a_summary_from_anyone_who_may_write_leases_is_read_or_refused_with_a_reason(text, other):
+    """A Lease is writable by whoever may write Leases in its namespace: any text is a summary or a reason, never
+    an exception, and every amount read is bounded."""
+    for candidate in (text, other):
+        got = parse_summary(candidate)
+        assert isinstance(got, str | ShardSummary)
+        if isinstance(got, ShardSummary):
+            for held in got.allocated.values():
+                assert all(0 <= units <= 1 << 62 for _, units in held.items())
+            assert all(0 <= n.weight <= 1 << 62 and 0 <= n.pod <= 1 << 62 for _, _, n in got.loans)
+    assert isinstance(parse_summary("x" * (SUMMARY_MAX + 1)), str)
+    assert isinstance(parse_summary("[" * (SUMMARY_MAX // 2)), str)  # nested past the parser's depth

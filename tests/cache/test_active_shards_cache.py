@@ -256,7 +256,11 @@ def test_a_gang_keeps_to_the_shard_its_pods_were_bound_under_with_no_write() -> 
     assert set(view.jobs) == {"ns/both", "ns/annotated", "ns/single", "ns/foreign", "ns/waiting"}
 
 
-def test_the_queues_allocated_counts_every_shards_jobs_and_only_shard_0s_holder_writes_it() -> None:
+def test_the_queues_allocated_sums_what_each_shards_holder_publishes_and_only_shard_0s_holder_writes_it() -> None:
+    """Each holder publishes on its shard's Lease what the shard's jobs hold per queue (its pods of other replicas'
+    jobs are passed over, cache/scope.py, so no replica's cache holds them all); the holder of shard 0 writes the
+    Queues' `status.allocated` as its own session's figures plus the other shards' published ones, whatever its own
+    cache holds of their jobs (here a stale view of them)."""
     from scheduler.api.job import TaskInfo
     from scheduler.api.phases import TaskStatus
     from scheduler.api.snapshot import QueueStatus
@@ -265,31 +269,86 @@ def test_the_queues_allocated_counts_every_shards_jobs_and_only_shard_0s_holder_
     a = replica(server, clock, "a")
     a.round()
     a.electors[1].stop(release=True)  # a holds shard 0 alone
-    a.watched.synced.set()
-    a.plan.step = lambda *_: None  # type: ignore[method-assign]
+    b = replica(server, clock, "b")
+    b.round()
+    for r in (a, b):
+        r.watched.synced.set()
+        r.plan.step = lambda *_: None  # type: ignore[method-assign]
+    assert a.held() == {0} and b.held() == {1}
     held = {"ns/zero": ("0", "q", 2000), "ns/one": ("1", "q", 3000), "ns/other": ("1", "r", 5000),
             "ns/waits": ("1", "r", 0)}
-    jobs = {}
-    for key, (shard, queue, cpu) in held.items():
-        a.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1",
-                                                        "annotations": {"scheduling.volcano-py.io/shard": shard}}}
-        job = jobs[key] = JobInfo(key, key.split("/")[1], "ns", queue)
-        status = TaskStatus.RUNNING if cpu else TaskStatus.PENDING
-        job.add_task(TaskInfo(f"{key}-0", "p", "ns", key, Resource.of(cpu=cpu or 1000), status=status,
-                              node_name="n0" if cpu else ""))
-    view = a.restrict(ClusterSnapshot({}, jobs, {}))
+
+    def jobs_of(r: ActiveShards, scale: int) -> dict[str, JobInfo]:
+        jobs = {}
+        for key, (shard, queue, cpu) in held.items():
+            r.stores.podgroups.objects[key] = {"metadata": {"name": key, "resourceVersion": "1", "annotations": {
+                "scheduling.volcano-py.io/shard": shard}}}
+            job = jobs[key] = JobInfo(key, key.split("/")[1], "ns", queue)
+            status = TaskStatus.RUNNING if cpu else TaskStatus.PENDING
+            job.add_task(TaskInfo(f"{key}-0", "p", "ns", key, Resource.of(cpu=cpu // scale or 1000), status=status,
+                                  node_name="n0" if cpu else ""))
+        return jobs
+
+    assert set(b.restrict(ClusterSnapshot({}, jobs_of(b, 1), {})).jobs) == {"ns/one", "ns/other", "ns/waits"}
+    clock.now += 0.5
+    b.round()  # the renewal publishes shard 1's summary
+    a.round()  # and a's round reads it
+    view = a.restrict(ClusterSnapshot({}, jobs_of(a, 10), {}))  # a's cache: a tenth of what shard 1's jobs hold
     assert set(view.jobs) == {"ns/zero"}
     # the session's own figures (its jobs as it left them: one more cpu placed in q this cycle)
     session = [QueueStatus("q", Resource.of(cpu=3000)), QueueStatus("r", Resource.of(cpu=0))]
-    assert a.writes_queues()
+    assert a.writes_queues() and not b.writes_queues()
     written = {q.queue: q.allocated.cpu for q in a.queue_statuses(session)}
     assert written == {"q": 3000 + 3000, "r": 5000}
+
+
+def test_a_gang_larger_than_a_shard_another_replica_holds_borrows_racks_through_the_published_summaries() -> None:
+    """The holder of shard 0 plans the nodes but no longer reads other shards' waiting pods (they are passed over,
+    cache/scope.py): it publishes the plan's weights on shard 0's Lease, the holder of shard 1 finds its gang
+    larger than its shard against them and publishes the gang's need on shard 1's Lease, and the plan lends it
+    whole racks; once the gang has ended the racks go back."""
+    from scheduler.api.job import TaskInfo
+    from scheduler.api.phases import TaskStatus
+
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a")
+    a.round()
+    a.electors[1].stop(release=True)
     b = replica(server, clock, "b")
     b.round()
-    b.watched.synced.set()
-    b.plan.step = lambda *_: None  # type: ignore[method-assign]
-    b.restrict(ClusterSnapshot({}, {}, {}))
-    assert b.held() == {1} and not b.writes_queues()
+    assert a.held() == {0} and b.held() == {1}
+    racks = {f"{r}{i}": r for r in "abcd" for i in range(2)}  # 4 racks of 2 nodes of 8 GPUs: 16 GPUs a rack
+    gpu = Resource.of(cpu=64000, scalars={"nvidia.com/gpu": 8})
+    nodes = {n: NodeInfo(n, gpu, labels={"rack": r}) for n, r in racks.items()}
+    a.plan.label = "rack"
+    gang = JobInfo("ns/big", "big", "ns", "default", min_available=6)
+    for i in range(6):  # 6 x 8 GPUs: more than shard 1's 32
+        gang.add_task(TaskInfo(f"ns/big-{i}", f"big-{i}", "ns", "ns/big", Resource.of(scalars={"nvidia.com/gpu": 8})))
+    for r in (a, b):
+        r.stores.podgroups.objects["ns/big"] = {"metadata": {"name": "big", "resourceVersion": "1", "annotations": {
+            "scheduling.volcano-py.io/shard": "1"}}}
+
+    def cycle() -> list[set[str]]:
+        """A cycle of each replica, then a round of Lease renewals (which publish and read the summaries)."""
+        for r in (a, b):
+            r.watched.synced.set()
+            for path, obj in server.objects.items():
+                if path.startswith(NODE_SHARDS):
+                    r.watched.objects[path.rsplit("/", 1)[1]] = obj
+            r.restrict(ClusterSnapshot(nodes, {"ns/big": gang}, {}))
+        clock.now += 0.5
+        a.round()
+        b.round()
+        return [set(server.objects.get(f"{NODE_SHARDS}/volcano-py-shard-{i}", {}).get("spec", {}).get(
+            "nodesDesired", ())) for i in range(2)]
+
+    planned = [cycle() for _ in range(4)][-1]
+    assert a.plan.loans.gangs == {}  # shard 0's holder weighed none of it itself
+    assert len(planned[1]) >= 6 and not planned[0] & planned[1]  # 48 GPUs: three racks
+    assert {racks[n] for n in planned[0]}.isdisjoint({racks[n] for n in planned[1]})
+    for task in list(gang.tasks.values()):  # it ended: the racks go back
+        gang.set_status(task, TaskStatus.SUCCEEDED)
+    assert [len(s) for s in [cycle() for _ in range(3)][-1]] == [4, 4]
 
 
 def test_a_gang_larger_than_its_shard_borrows_racks_for_as_long_as_it_lives() -> None:

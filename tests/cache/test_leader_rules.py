@@ -97,6 +97,30 @@ def test_renewing_keeps_the_lease_and_the_standby_out():
     assert kube.lease["spec"]["leaseTransitions"] == 0
 
 
+def test_what_a_holder_publishes_rides_its_renewals_and_a_fault_in_it_costs_no_renewal():
+    """Each acquire and renew carries the publisher's current value as the Lease's annotation (the shard summaries
+    of cache/active.py), every reader sees the value last written, and a fault while working it out renews the
+    Lease without it rather than not at all."""
+    kube, clock, a, b = electors()
+    values = iter(["one", "two"])
+    a.publish = ("x.io/summary", lambda: next(values))
+    b.publish = ("x.io/summary", lambda: "never written")
+    assert a.try_acquire_or_renew()
+    assert kube.lease["metadata"]["annotations"] == {"x.io/summary": "one"} and a.published == "one"
+    clock.t += 2
+    assert a.try_acquire_or_renew() and not b.try_acquire_or_renew()
+    assert b.published == "two"  # b read it; b holds nothing, so writes nothing
+
+    def broken() -> str:
+        raise RuntimeError("a summary that cannot be worked out")
+
+    a.publish = ("x.io/summary", broken)
+    clock.t += 2
+    renewed = kube.lease["spec"]["renewTime"]
+    assert a.try_acquire_or_renew() and kube.lease["spec"]["renewTime"] != renewed
+    assert "annotations" not in kube.lease["metadata"]
+
+
 def test_a_leader_that_cannot_renew_stops_at_the_renew_deadline():
     kube, clock, a, _ = electors()
     a.try_acquire_or_renew()
