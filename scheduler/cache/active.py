@@ -285,7 +285,7 @@ class ActiveShards:
         return replace(snapshot, jobs=jobs, nodes=nodes, lineage=self._lineage(snapshot.lineage, jobs),
                        shard=ShardView(HARD, shard_name(self.scheduler_name, 0), frozenset(owner)))
 
-    def _summarize(self, snapshot: ClusterSnapshot, own: Mapping[str, JobInfo], routes: Mapping[str, int],
+    def _summarize(self, snapshot: ClusterSnapshot, own: dict[str, JobInfo], routes: Mapping[str, int],
                    active: frozenset[int]) -> None:
         """Each active shard's summary (api/active_shards.py `ShardSummary`), published with its Lease's next
         renewal: worked out again at most twice a retry period (a renewal carries the latest). What its jobs hold
@@ -306,7 +306,7 @@ class ActiveShards:
             shard0 = self._seen.get(0)
             base, loans = (shard0.base if shard0 is not None else None), self._loans
             if base:
-                loans.needs(replace(snapshot, jobs=dict(own)), routes.__getitem__, offers_of(base), self.shards,
+                loans.needs(replace(snapshot, jobs=own), routes.__getitem__, offers_of(base), self.shards,
                             weight_unit(snapshot), self.wall())
         summaries = {}
         for i in sorted(active):
@@ -314,10 +314,13 @@ class ActiveShards:
                                    base if i == 0 else None)
             text = encode_summary(summary)
             if len(text) > SUMMARY_MAX:
-                self._say(f"summary:{i}", f"active shards: shard {i}'s summary is {len(text)} characters, more "
+                self._say(f"summary-size:{i}", f"active shards: shard {i}'s summary is {len(text)} characters, more "
                           f"than a Lease may carry ({SUMMARY_MAX}); published without its loans")
-                text = encode_summary(replace(summary, loans=()))
+                summary = replace(summary, loans=())
+                text = encode_summary(summary)
             summaries[i] = text
+            # this replica's own, the last known of the shard should it give the shard up (until the next holder's)
+            self._seen[i], self._seen_text[i] = summary, text
         self._summaries = summaries
 
     def _read_summaries(self, active: frozenset[int]) -> None:
@@ -329,10 +332,11 @@ class ActiveShards:
                 continue
             self._seen_text[i] = text
             summary = parse_summary(text)
-            if isinstance(summary, str):
-                self._say(f"summary:{i}:{hash(text)}", f"active shards: the summary on shard {i}'s Lease {summary}; "
-                          "its last readable one is kept")
+            if isinstance(summary, str):  # said once until a readable one comes
+                self._say(f"summary:{i}", f"active shards: the summary on shard {i}'s Lease {summary}; its last "
+                          "readable one is kept")
                 continue
+            self._said.discard(f"summary:{i}")
             self._seen[i] = summary
 
     def _kept_nodes(self, nodes: Mapping[str, NodeInfo], keep: set[str]) -> dict[str, NodeInfo]:

@@ -300,6 +300,15 @@ def test_the_queues_allocated_sums_what_each_shards_holder_publishes_and_only_sh
     assert a.writes_queues() and not b.writes_queues()
     written = {q.queue: q.allocated.cpu for q in a.queue_statuses(session)}
     assert written == {"q": 3000 + 3000, "r": 5000}
+    # whoever may write Leases writes nonsense there, between b's renewals: the last readable one kept
+    lease = server.objects[f"{LEASES}/sched-shard-1"]
+    for nonsense in ('{"v":1,"allocated":{"q":[-1,0,0,{}]}}', "[" * 5000, "x"):
+        lease["metadata"]["annotations"] = {"scheduling.volcano-py.io/shard-summary": nonsense}
+        clock.now += 0.5
+        a.round()
+        a.restrict(ClusterSnapshot({}, jobs_of(a, 10), {}))
+        assert a.held() == {0} and a.electors[1].published == nonsense
+        assert {q.queue: q.allocated.cpu for q in a.queue_statuses(session)} == written
 
 
 def test_a_gang_larger_than_a_shard_another_replica_holds_borrows_racks_through_the_published_summaries() -> None:
