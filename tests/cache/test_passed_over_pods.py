@@ -12,14 +12,12 @@ import random
 from typing import Any
 
 import orjson
-from test_active_shards_cache import CONFIG, Clock, Server
+import test_light_pods as light
 
 from scheduler.api.active_shards import SHARD_ANNOTATION
-from scheduler.cache.active import ActiveShards
-from scheduler.cache.cluster_cache import ClusterCache
 from scheduler.cache.freshen import freshen_pods
 from scheduler.cache.scope import PodScope
-from scheduler.sim.objects import node_object, pod_object
+from scheduler.sim.objects import pod_object
 
 
 class Lists:
@@ -38,18 +36,13 @@ class Lists:
         return {"metadata": {"resourceVersion": str(self.rv)}, "items": items}
 
 
-class Replica:
-    """One of two active replicas' caches, holding the shards `held` says (its Leases stand in); pod events go
-    through the watch's line path."""
+class Replica(light.Replica):
+    """One of two active replicas' caches, holding the shards `held` says (its Leases stand in), its pods of other
+    replicas' jobs passed over; pod events go through the watch's line path, lists are answered by `api`."""
 
     def __init__(self) -> None:
-        self.cache = ClusterCache(None)
+        super().__init__()
         self.api = Lists()
-        self.active = ActiveShards(Server(), self.cache.stores, CONFIG, "a", "volcano-py", 2,  # type: ignore[arg-type]
-                                   monotonic=Clock())
-        self.held = {0}
-        self.active.held = lambda: frozenset(self.held)  # type: ignore[method-assign]
-        self.active.plan.step = lambda *_: None  # type: ignore[method-assign]  # the NodeShards as written here
         stores, on_event = self.cache.stores, self.cache.watcher._on_event
         self.scope = self.active.scope = stores.pod_scope = PodScope({"volcano-py"})
         self.scope.others = self.active.reads_light
@@ -57,16 +50,6 @@ class Replica:
         self.active.list_jobs = lambda namespace: freshen_pods(self.api, stores, on_event,  # type: ignore[arg-type]
                                                                self.cache.clock, namespace=namespace)
         self.active.list_pods = lambda names: True
-        self.cache.active = self.active
-        for i in range(2):
-            name = f"volcano-py-shard-{i}"
-            self.active.watched.objects[name] = {
-                "metadata": {"name": name, "resourceVersion": str(i + 1)},
-                "spec": {"nodesDesired": [f"n{i}"]}, "status": {"nodesInUse": [f"n{i}"]}}
-            node = node_object(f"n{i}", cpu="64", memory="256Gi")
-            node["metadata"].update(uid=f"node-{i}", resourceVersion=str(i + 1))
-            self.cache.nodes.objects[f"n{i}"] = node
-        self.active.watched.synced.set()
 
     def podgroup(self, name: str, shard: int, namespace: str = "ns") -> None:
         self.api.rv += 1
@@ -80,7 +63,7 @@ class Replica:
         """The event as the watch reads it; whether it was passed over."""
         return self.cache.watcher._on_line(self.cache.pods, orjson.dumps({"type": kind, "object": pod}))
 
-    def pod(self, name: str, group: str, namespace: str = "ns") -> bool:
+    def pod(self, name: str, group: str, namespace: str = "ns") -> bool:  # type: ignore[override]
         self.api.rv += 1
         pod = pod_object(name, namespace=namespace, group=group, cpu="100m", memory="128Mi")
         pod["metadata"].update(uid=f"uid-{name}", resourceVersion=str(self.api.rv),
