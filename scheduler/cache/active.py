@@ -72,6 +72,7 @@ log = logging.getLogger("volcano_py.active")
 GONE_DURATIONS = 10.0  # a member Lease unchanged this many lease durations is deleted
 ORPHAN_DURATIONS = 2.0  # a shard free this many lease durations is taken by any replica, whatever its count
 LAPSE_MARGIN = 0.05  # seconds after a Lease lapses (as observed here) the round that may take it runs
+PASSED_SAID_EVERY = 60.0  # seconds between two log lines counting the pod events passed over
 
 
 class ActiveShards:
@@ -140,6 +141,7 @@ class ActiveShards:
         # pods passed over (cache/scope.py) that `restrict` held back (`_wanting`)
         self.list_jobs: Callable[[str], bool] | None = None
         self._wanting: frozenset[str] = frozenset()
+        self._passed_said = (0, float("-inf"))  # (`PodScope.passed_ours`, when) as last logged
         self._outside: frozenset[str] = frozenset()  # the last session's nodes outside its shards (its jobs run there)
 
     # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
@@ -268,6 +270,11 @@ class ActiveShards:
             if self._wanting:
                 log.info("active shards: %d jobs had pods passed over while another replica scheduled them; "
                          "listed before they join a session", len(self._wanting))
+            now = self.monotonic()
+            if scope.passed_ours != self._passed_said[0] and now - self._passed_said[1] >= PASSED_SAID_EVERY:
+                log.info("active shards: %d pod events of other replicas' jobs passed over undecoded (%d in all)",
+                         scope.passed_ours - self._passed_said[0], scope.passed_ours)
+                self._passed_said = (scope.passed_ours, now)
         self._routes = routes
         self._summarize(snapshot, own, routes, active)
         self._others_allocated = {}
