@@ -19,7 +19,7 @@ session of this replica may see. The rules are `api.active_shards`'s.
 - **Summaries.** A replica passes over its pods of other replicas' jobs (cache/scope.py), so no cache holds every
   shard's jobs. Each holder publishes on its shard's Lease, with each renewal, what the shard's jobs hold per
   queue and its gangs larger than their shard; the holder of shard 0 adds the plan's node weights, by which the
-  others tell which of their gangs are (`_summarize`, api/active_shards.py `ShardSummary`).
+  others tell which of their gangs are (cache/active_summary.py).
 - **Binds.** Each carries the Lease of the shard owning its node (`fence_for`), so the apiserver's bind fence
   (manifests/07-bind-fence.yaml, which reads every Lease in the namespace) refuses a bind once another replica
   took that shard over.
@@ -36,14 +36,8 @@ from typing import Any
 
 from scheduler.api.active_shards import (
     SUMMARY_ANNOTATION,
-    SUMMARY_MAX,
-    ShardSummary,
-    allocated_by_queue,
-    encode_summary,
     lease_moves,
     member_lease_name,
-    parse_pin,
-    parse_summary,
     route,
     shard_name,
 )
@@ -53,11 +47,12 @@ from scheduler.api.objects import MutableObj
 from scheduler.api.resources import Resource
 from scheduler.api.shard import HARD, ShardView
 from scheduler.api.snapshot import ClusterSnapshot, Lineage, QueueStatus
-from scheduler.cache.active_plan import Loans, PlanWriter, offers_of, weight_unit
+from scheduler.cache.active_pins import Pins
+from scheduler.cache.active_plan import PlanWriter
+from scheduler.cache.active_summary import Summaries
 from scheduler.cache.kube import TRANSPORT_ERRORS, Kube
 from scheduler.cache.leader import (
     BOUND_BY_ANNOTATION,
-    LEASE_ANNOTATION,
     LEASE_API,
     LeaderConfig,
     LeaderElector,
@@ -72,7 +67,6 @@ log = logging.getLogger("volcano_py.active")
 GONE_DURATIONS = 10.0  # a member Lease unchanged this many lease durations is deleted
 ORPHAN_DURATIONS = 2.0  # a shard free this many lease durations is taken by any replica, whatever its count
 LAPSE_MARGIN = 0.05  # seconds after a Lease lapses (as observed here) the round that may take it runs
-PASSED_SAID_EVERY = 60.0  # seconds between two log lines counting the pod events passed over
 
 
 class ActiveShards:
@@ -81,14 +75,7 @@ class ActiveShards:
                  monotonic: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
         self.kube, self.stores, self.config, self.identity = kube, stores, config, identity
         self.shards, self.monotonic, self.wall = shards, monotonic, wall
-        # Each held shard's summary as this replica last worked it out (`_summarize`), published with the shard's
-        # Lease renewals; and each shard's as last read there, the last one readable (a Lease written without one,
-        # by a new holder before its first session, keeps the last known)
-        self._summaries: dict[int, str] = {}
-        self._summarized_at: float | None = None
-        self._seen: dict[int, ShardSummary] = {}
-        self._seen_text: dict[int, str] = {}
-        self._loans = Loans()  # this replica's gangs larger than their shard, when it does not hold shard 0
+        self._said: set[str] = set()  # marks of the warnings said once (`_say`)
         self.scheduler_name = scheduler_name
         self.watched = stores.node_shards = node_shards_watched()
         self.electors = [self._elector(i) for i in range(shards)]
@@ -107,6 +94,8 @@ class ActiveShards:
         self._wakeup = threading.Event()  # a Lease seen to change, or a stop: the round thread looks again
         self.plan = PlanWriter(kube, self.watched, stores.lock, [c.name for c in self.coordinators], topology_label,
                                plan_period, monotonic)
+        self.summaries = Summaries(shards, config.retry_period, self.plan, monotonic, wall, self._say,
+                                   self._said.discard)
         self.replicas = 1  # live replicas as last counted, this one included
         self._members: dict[str, tuple[Any, float]] = {}  # member Lease -> (record, when it last changed here)
         self._free_since: dict[int, float] = {}
@@ -117,15 +106,12 @@ class ActiveShards:
         self.on_taken: Callable[[], None] | None = None  # set by the loop: a shard taken starts a cycle now
         self._active: frozenset[int] = frozenset()  # the shards of the session in progress
         self._owner: dict[str, int] = {}  # node -> the held shard whose NodeShard has it in use, this session
-        self._pins: dict[str, tuple[str, int | None]] = {}  # PodGroup -> (resourceVersion, pin)
-        self._said: set[str] = set()
+        self.pins = Pins(shards, f"{config.namespace}/{config.name}-shard-", lambda: len(stores.podgroups.objects),
+                         self._say)
         # held shard -> its Lease's term (`LeaderElector.terms`) whose takeover `freshen` made current; the shards of
         # the session in progress -> their terms. A shard lost and taken again is a new term (seed 13010)
         self._checked, self._active_terms = dict[int, int](), dict[int, int]()
         self.freshen: Callable[[], bool] | None = None  # set by the CLI: cache/freshen.py `freshen_pods`
-        # job -> (the job as read, the shard its bound pods were bound under): unchanged jobs are the same objects
-        self._bound: dict[str, tuple[JobInfo, int | None]] = {}
-        self._lease_prefix = f"{config.namespace}/{config.name}-shard-"  # a shard's bind fence, as on its pods
         self._others_allocated: dict[str, Resource] = {}  # queue -> what other shards' jobs hold (shard 0 held)
         self._session_jobs: frozenset[str] | None = None  # the jobs of the last session's view
         self._scope: frozenset[str] | None = None  # the nodes of the last session's view (`defers`)
@@ -137,11 +123,6 @@ class ActiveShards:
         # Set by the CLI: which other schedulers' pods are kept (cache/scope.py), and how nodes joining it are listed
         self.scope: PodScope | None = None
         self.list_pods: Callable[[Sequence[str]], bool] | None = None
-        # set by the CLI: one namespace's pods listed and put in (cache/freshen.py `freshen_pods`), for the jobs with
-        # pods passed over (cache/scope.py) that `restrict` held back (`_wanting`)
-        self.list_jobs: Callable[[str], bool] | None = None
-        self._wanting: frozenset[str] = frozenset()
-        self._passed_said = (0, float("-inf"))  # (`PodScope.passed_ours`, when) as last logged
         self._outside: frozenset[str] = frozenset()  # the last session's nodes outside its shards (its jobs run there)
 
     # ---- what the loop, the cache and the binder ask -----------------------------------------------------------
@@ -179,7 +160,7 @@ class ActiveShards:
     def queue_statuses(self, statuses: list[QueueStatus]) -> list[QueueStatus]:
         """The Queues' status as the holder of shard 0 writes it: what each queue's jobs hold across the cluster,
         its own sessions' jobs as the session left them plus the other shards' as their holders last published
-        (`_read_summaries`). Deserved share and usage stay the session's own."""
+        (cache/active_summary.py). Deserved share and usage stay the session's own."""
         others = self._others_allocated
         if not others:
             return statuses
@@ -206,20 +187,8 @@ class ActiveShards:
                 scope.step(scope.nodes, None, listed_all=True)
                 if token is not None:  # every pod of ours put in: no job waits for a list taken before
                     scope.listed(token)
-        if scope is not None and self._wanting and self.list_jobs is not None:
-            wanting, token = self._wanting, scope.listing()
-            if self._listed_jobs(sorted({key.partition("/")[0] for key in wanting})):
-                scope.listed(token, wanting)
-            self._wanting = frozenset()
-
-    def _listed_jobs(self, namespaces: Sequence[str]) -> bool:
-        """`list_jobs` for each namespace; a fault is "not yet" (the jobs wait another cycle)."""
-        assert self.list_jobs is not None
-        try:
-            return all([self.list_jobs(namespace) for namespace in namespaces])
-        except Exception:
-            log.exception("active shards: listing the pods of jobs passed over failed; trying next cycle")
-            return False
+        if scope is not None:  # the jobs `restrict` held back, their pods passed over (cache/scope.py)
+            scope.list_wanting()
 
     def _freshened(self) -> bool:
         """`freshen`'s answer; a fault in it is "not yet": the shard just taken waits, the shards held already are
@@ -245,14 +214,12 @@ class ActiveShards:
         with self.stores.lock:
             groups = {key: self.stores.podgroups.objects.get(key) for key in snapshot.jobs}
         pins = {key: self.pin(key, groups.get(key)) for key in snapshot.jobs}
-        self._pin_bound(snapshot.jobs, pins)
+        self.pins.pin_bound(snapshot.jobs, pins)
         routes = {key: route(key, self.shards, pins[key]) for key in snapshot.jobs}
         own = {key: job for key, job in snapshot.jobs.items() if routes[key] in active}
-        self._read_summaries(active)
+        self.summaries.read([e.published for e in self.electors], active)
         if 0 in active:  # every shard's nodes, with loans for gangs larger than their shard (others' published)
-            others = [(since, i, need) for i, summary in sorted(self._seen.items()) if i not in active
-                      for since, _, need in summary.loans]
-            self.plan.step(replace(snapshot, jobs=own), routes.__getitem__, others)
+            self.plan.step(replace(snapshot, jobs=own), routes.__getitem__, self.summaries.loans_elsewhere(active))
         owner: dict[str, int] = {}
         scope = self.scope  # (a node whose other schedulers' pods are not all in the stores yet is not placed on)
         for i in sorted(active):
@@ -262,28 +229,11 @@ class ActiveShards:
         self._active, self._owner = active, owner
         jobs = {key: job for key, job in own.items() if self._whole(key, job)}
         if scope is not None:  # a job with pods passed over waits for a list of them (`prepare`)
-            scope.prune(_Live(snapshot.jobs, self.stores.podgroups.objects))
-            passed = scope.passed
-            self._wanting = frozenset(key for key in jobs if key in passed)
-            for key in self._wanting:
-                del jobs[key]
-            if self._wanting:
-                log.info("active shards: %d jobs had pods passed over while another replica scheduled them; "
-                         "listed before they join a session", len(self._wanting))
-            now = self.monotonic()
-            if scope.passed_ours != self._passed_said[0] and now - self._passed_said[1] >= PASSED_SAID_EVERY:
-                log.info("active shards: %d pod events of other replicas' jobs passed over undecoded (%d in all)",
-                         scope.passed_ours - self._passed_said[0], scope.passed_ours)
-                self._passed_said = (scope.passed_ours, now)
+            scope.prune(snapshot.jobs, self.stores.podgroups.objects)
+            scope.hold_back(jobs, self.monotonic())
         self._routes = routes
-        self._summarize(snapshot, own, routes, active)
-        self._others_allocated = {}
-        if 0 in active:  # the other shards' holders' figures, as last published
-            for i, summary in self._seen.items():
-                if i not in active:
-                    for queue, holds in summary.allocated.items():
-                        was = self._others_allocated.get(queue)
-                        self._others_allocated[queue] = holds if was is None else was + holds
+        self.summaries.work_out(snapshot, own, routes, active)
+        self._others_allocated = self.summaries.allocated_elsewhere(active) if 0 in active else {}
         keep = set(owner)
         for job in jobs.values():
             keep.update(t.node_name for t in job.tasks.values() if t.node_name)
@@ -291,60 +241,6 @@ class ActiveShards:
         self._scope, self._outside = frozenset(keep), frozenset(keep.difference(owner))
         return replace(snapshot, jobs=jobs, nodes=nodes, lineage=self._lineage(snapshot.lineage, jobs),
                        shard=ShardView(HARD, shard_name(self.scheduler_name, 0), frozenset(owner)))
-
-    def _summarize(self, snapshot: ClusterSnapshot, own: dict[str, JobInfo], routes: Mapping[str, int],
-                   active: frozenset[int]) -> None:
-        """Each active shard's summary (api/active_shards.py `ShardSummary`), published with its Lease's next
-        renewal: worked out again at most twice a retry period (a renewal carries the latest). What its jobs hold
-        per queue, its gangs larger than their shard (the holder of shard 0's own, else this replica's `Loans`
-        against the plan shard 0's holder published), and on shard 0 the plan's weights."""
-        now = self.monotonic()
-        if self._summarized_at is not None and now - self._summarized_at < self.config.retry_period / 2 \
-                and active <= self._summaries.keys():
-            return
-        self._summarized_at = now
-        held: dict[int, list[JobInfo]] = {i: [] for i in active}
-        for key, job in own.items():
-            held[routes[key]].append(job)
-        base: tuple[tuple[tuple[int, int], ...], ...] | None = None
-        if 0 in active:
-            base, loans = tuple(self.plan.base), self.plan.loans
-        else:
-            shard0 = self._seen.get(0)
-            base, loans = (shard0.base if shard0 is not None else None), self._loans
-            if base:
-                loans.needs(replace(snapshot, jobs=own), routes.__getitem__, offers_of(base), self.shards,
-                            weight_unit(snapshot), self.wall())
-        summaries = {}
-        for i in sorted(active):
-            summary = ShardSummary(allocated_by_queue(held[i]), tuple(loans.entries({i})),
-                                   base if i == 0 else None)
-            text = encode_summary(summary)
-            if len(text) > SUMMARY_MAX:
-                self._say(f"summary-size:{i}", f"active shards: shard {i}'s summary is {len(text)} characters, more "
-                          f"than a Lease may carry ({SUMMARY_MAX}); published without its loans")
-                summary = replace(summary, loans=())
-                text = encode_summary(summary)
-            summaries[i] = text
-            # this replica's own, the last known of the shard should it give the shard up (until the next holder's)
-            self._seen[i], self._seen_text[i] = summary, text
-        self._summaries = summaries
-
-    def _read_summaries(self, active: frozenset[int]) -> None:
-        """The other shards' summaries as their Leases last showed them (an unreadable one is said once per value
-        and the last readable kept)."""
-        for i, elector in enumerate(self.electors):
-            text = elector.published
-            if i in active or text is None or text == self._seen_text.get(i):
-                continue
-            self._seen_text[i] = text
-            summary = parse_summary(text)
-            if isinstance(summary, str):  # said once until a readable one comes
-                self._say(f"summary:{i}", f"active shards: the summary on shard {i}'s Lease {summary}; its last "
-                          "readable one is kept")
-                continue
-            self._said.discard(f"summary:{i}")
-            self._seen[i] = summary
 
     def _kept_nodes(self, nodes: Mapping[str, NodeInfo], keep: set[str]) -> dict[str, NodeInfo]:
         """The nodes among `keep`, in the snapshot's order; which they are is worked out again (a walk of every
@@ -412,51 +308,11 @@ class ActiveShards:
             return Lineage(None, lineage.token, lineage.jobs)
         return Lineage(lineage.since, lineage.token, lineage.jobs | (keys ^ last))
 
-    def _pin_bound(self, jobs: Mapping[str, JobInfo], pins: dict[str, int | None]) -> None:
-        """A gang (minMember above 1) its PodGroup does not pin keeps to the shard its pods were bound under:
-        each bind carries the Lease of its node's shard (`fence_for`), copied onto the pod, and every replica
-        reads the same pods, so no write is needed and a change of the shard count never moves a gang that has
-        started. Pods bound under several shards (a survivor binding on its own shard's nodes too): the lowest."""
-        bound = self._bound
-        if len(bound) > 2 * len(jobs) + 1024:
-            self._bound = bound = {k: v for k, v in bound.items() if k in jobs}
-        prefix, shards = self._lease_prefix, self.shards
-        for key, job in jobs.items():
-            if pins[key] is not None or job.min_available <= 1:
-                continue
-            known = bound.get(key)
-            if known is None or known[0] is not job:
-                lowest: int | None = None
-                for task in job.tasks.values():
-                    fence = task.annotations.get(LEASE_ANNOTATION) if task.node_name else None
-                    if type(fence) is str and fence.startswith(prefix):
-                        tail = fence[len(prefix):]
-                        if tail.isascii() and tail.isdigit() and len(tail) <= 3 and int(tail) < shards:
-                            lowest = int(tail) if lowest is None else min(lowest, int(tail))
-                known = bound[key] = (job, lowest)
-            pins[key] = known[1]
-
     def route(self, key: str, podgroup: Mapping[str, Any] | None) -> int:
         return route(key, self.shards, self.pin(key, podgroup))
 
     def pin(self, key: str, podgroup: Mapping[str, Any] | None) -> int | None:
-        """The shard the PodGroup's annotation pins the job to (None: not pinned, or no PodGroup), read once per
-        resourceVersion; an unreadable pin is said once and ignored."""
-        meta = podgroup.get("metadata") if isinstance(podgroup, Mapping) else None
-        meta = meta if isinstance(meta, Mapping) else {}
-        version = str(meta.get("resourceVersion") or "")
-        if not version:  # an implicit gang of one (no PodGroup): nothing to read, nothing to keep
-            return None
-        cached = self._pins.get(key)
-        if cached is None or cached[0] != version:
-            if len(self._pins) > 4 * max(1024, len(self.stores.podgroups.objects)):
-                self._pins.clear()  # bounded: PodGroups come and go
-            pin = parse_pin(meta.get("annotations"), self.shards)
-            if not isinstance(pin, int) and pin is not None:
-                self._say(f"pin:{key}:{version}", pin.describe(key))
-                pin = None
-            cached = self._pins[key] = (version, pin)
-        return cached[1]
+        return self.pins.pin(key, podgroup)
 
     def release(self, keep: Collection[str]) -> None:
         """The apply's binds are sent: each held shard lets go of its leaving nodes that none of them names."""
@@ -487,7 +343,7 @@ class ActiveShards:
     def _elector(self, i: int) -> LeaderElector:
         elector = LeaderElector(self.kube, self.identity, replace(self.config, name=shard_name(self.config.name, i)),
                                 monotonic=self.monotonic)
-        elector.publish = (SUMMARY_ANNOTATION, lambda: self._summaries.get(i) if i in self._active else None)
+        elector.publish = (SUMMARY_ANNOTATION, lambda: self.summaries.published(i, self._active))
         return elector
 
     # ---- the Leases -------------------------------------------------------------------------------------------
@@ -631,13 +487,3 @@ class ActiveShards:
             self._said.add(mark)
             log.warning("%s", message)
 
-
-class _Live:
-    """The jobs that exist, for `PodScope.prune`: in the snapshot, or with a PodGroup in the stores (a job whose
-    pods were all passed over lives on in its PodGroup, and must stay noted until its pods are listed)."""
-
-    def __init__(self, jobs: Mapping[str, object], podgroups: Mapping[str, object]) -> None:
-        self.jobs, self.podgroups = jobs, podgroups
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.jobs or key in self.podgroups

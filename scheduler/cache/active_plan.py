@@ -13,7 +13,7 @@ A gang larger than its shard (the least it needs at once, in the plan's weight, 
 the plan offer pods of its size) borrows whole domains from the other shards (`plan_nodes`' needs) for as long as
 it lives: from the cycle it is first seen waiting until it is gone or all its pods have ended; the plan is then
 written back. The holder of shard 0 weighs the gangs of the shards it holds; the other shards' holders weigh theirs
-against the plan's weights it publishes (`offers_of`) and publish their needs (cache/active.py `_summarize`).
+against the plan's weights it publishes (`offers_of`) and publish their needs (cache/active_summary.py).
 """
 
 from __future__ import annotations

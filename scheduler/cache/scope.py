@@ -20,10 +20,10 @@ to `reads_light`): an added or modified pod of ours that is not bound in the sco
 hold and whose job (its namespace and `scheduling.k8s.io/group-name`, read from the line) another replica schedules
 is not decoded, and its job is noted in `passed` with the generation of lists it was passed over in. A job in
 `passed` never enters a session until a list of its pods taken after its last pass has put them in (`listing` /
-`listed`; cache/active.py `restrict` holds it back and `prepare` lists): that is how a job whose route moves into
+`listed`; `hold_back` from cache/active.py `restrict`, `list_wanting` from its `prepare`): that is how a job whose route moves into
 a held shard other than by a takeover (its PodGroup's shard annotation changed) is read whole before it is
 scheduled. What other replicas' jobs hold, which the holder of shard 0 once summed from every pod, each holder now
-publishes for its own shards on the shard's Lease (cache/active.py `summary`).
+publishes for its own shards on the shard's Lease (cache/active_summary.py).
 
 One active replica (no `--active-shards`) keeps every pod, as before: `Stores.pod_scope` is None.
 """
@@ -31,13 +31,14 @@ One active replica (no `--active-shards`) keeps every pod, as before: `Stores.po
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, MutableMapping, Sequence
+from typing import Any, Protocol
 
 from scheduler.api.objects import MutableObj
 from scheduler.api.shard import NodeShardInfo, ShardView
 
 log = logging.getLogger("volcano_py.active")
+PASSED_SAID_EVERY = 60.0  # seconds between two log lines counting the pod events passed over
 
 
 class Shard(Protocol):
@@ -68,6 +69,11 @@ class PodScope:
         self.generation = 0
         self.passed_ours = 0  # watch events of our pods passed over (logs, tests)
         self._pruned_at = 1024
+        # Set by the CLI: one namespace's pods listed and put in (cache/freshen.py `freshen_pods`), for the jobs
+        # `hold_back` held back (`wanting`), at the next `list_wanting`
+        self.list_jobs: Callable[[str], bool] | None = None
+        self.wanting: frozenset[str] = frozenset()
+        self._said = (0, float("-inf"))  # (`passed_ours`, when) as last logged
 
     def keeps(self, obj: MutableObj) -> bool:
         """Whether the stores keep the pod: ours, bound in the scope, or not readable as a pod at all (kept: the
@@ -154,10 +160,42 @@ class PodScope:
             if generation <= token and (jobs is None or job in jobs) and self.passed.get(job) == generation:
                 self.passed.pop(job, None)
 
-    def prune(self, live: Container[str]) -> None:
-        """Forget jobs gone (not in `live`) once `passed` has grown past what it held when last pruned."""
+    def hold_back(self, jobs: MutableMapping[str, Any], now: float) -> None:
+        """From `restrict`: the jobs of the session with pods passed over since their last list leave `jobs` for
+        `wanting` (listed at the next `list_wanting`); the events passed over counted in a log line at most once a
+        minute."""
+        self.wanting = frozenset(key for key in jobs if key in self.passed)
+        for key in self.wanting:
+            del jobs[key]
+        if self.wanting:
+            log.info("active shards: %d jobs had pods passed over while another replica scheduled them; listed "
+                     "before they join a session", len(self.wanting))
+        if self.passed_ours != self._said[0] and now - self._said[1] >= PASSED_SAID_EVERY:
+            log.info("active shards: %d pod events of other replicas' jobs passed over undecoded (%d in all)",
+                     self.passed_ours - self._said[0], self.passed_ours)
+            self._said = (self.passed_ours, now)
+
+    def list_wanting(self) -> None:
+        """From `prepare`, before the snapshot: the namespaces of the jobs held back listed (`list_jobs`); those
+        jobs are whole again when every list succeeded (a fault is "not yet": they are held back again)."""
+        wanting, list_jobs = self.wanting, self.list_jobs
+        if not wanting or list_jobs is None:
+            return
+        token = self.listing()
+        try:
+            listed = all([list_jobs(namespace) for namespace in sorted({key.partition("/")[0] for key in wanting})])
+        except Exception:
+            log.exception("active shards: listing the pods of jobs passed over failed; trying next cycle")
+            listed = False
+        if listed:
+            self.listed(token, wanting)
+        self.wanting = frozenset()
+
+    def prune(self, *live: Container[str]) -> None:
+        """Forget jobs gone (in none of `live`: the snapshot's jobs, the stored PodGroups, as a job whose pods were
+        all passed over lives on in its PodGroup) once `passed` has grown past what it held when last pruned."""
         if len(self.passed) > self._pruned_at:
-            for job in [job for job in list(self.passed) if job not in live]:
+            for job in [job for job in list(self.passed) if not any(job in jobs for jobs in live)]:
                 self.passed.pop(job, None)
             self._pruned_at = 2 * len(self.passed) + 1024
 

@@ -213,8 +213,8 @@ def _run_scheduler(opts: SchedulerOptions, api: Any, kube: Any, early: dict[str,
             active.scope = cache.stores.pod_scope = PodScope(names, partial(drop_pods, cache.stores,
                                                                             cache.watcher._on_event))
             active.scope.others = active.reads_light  # our pods of other replicas' jobs passed over undecoded
-            active.list_jobs = lambda namespace: freshen_pods(cache.kube, cache.stores, cache.watcher._on_event,
-                                                              cache.clock, namespace=namespace)
+            active.scope.list_jobs = lambda namespace: freshen_pods(
+                cache.kube, cache.stores, cache.watcher._on_event, cache.clock, namespace=namespace)
             active.list_pods = freshener(lambda: cache.kube, cache.stores, cache.watcher._on_event, cache.clock,
                                          cache.pool)
             for coordinator in active.coordinators:

@@ -240,7 +240,7 @@ def test_a_gang_keeps_to_the_shard_its_pods_were_bound_under_with_no_write() -> 
                                   node_name="n0" if bound else "", annotations={fence: value} if bound else {}))
     server.log.clear()
     a.restrict(ClusterSnapshot({}, jobs, {}))
-    pins = {key: a._bound.get(key, (None, None))[1] for key in jobs}
+    pins = {key: a.pins.bound.get(key, (None, None))[1] for key in jobs}
     assert pins == {"ns/gang": 2, "ns/both": 1, "ns/annotated": None, "ns/single": None, "ns/foreign": None,
                     "ns/waiting": None}
     assert server.log == []  # nothing written

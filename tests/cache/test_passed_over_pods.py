@@ -47,7 +47,7 @@ class Replica(light.Replica):
         self.scope = self.active.scope = stores.pod_scope = PodScope({"volcano-py"})
         self.scope.others = self.active.reads_light
         self.active.freshen = lambda: freshen_pods(self.api, stores, on_event, self.cache.clock)  # type: ignore[arg-type]
-        self.active.list_jobs = lambda namespace: freshen_pods(self.api, stores, on_event,  # type: ignore[arg-type]
+        self.scope.list_jobs = lambda namespace: freshen_pods(self.api, stores, on_event,  # type: ignore[arg-type]
                                                                self.cache.clock, namespace=namespace)
         self.active.list_pods = lambda names: True
 
@@ -155,10 +155,10 @@ def test_a_list_that_fails_keeps_the_job_waiting_and_costs_no_other_job() -> Non
         def down(namespace: str) -> bool:
             raise OSError("connection refused")
 
-        r.active.list_jobs = down
+        r.scope.list_jobs = down
         for _ in range(3):
             assert whole(r) == {"ns/mine"}
-        r.active.list_jobs = lambda namespace: freshen_pods(r.api, r.cache.stores,  # type: ignore[arg-type]
+        r.scope.list_jobs = lambda namespace: freshen_pods(r.api, r.cache.stores,  # type: ignore[arg-type]
                                                             r.cache.watcher._on_event, r.cache.clock,
                                                             namespace=namespace)
         whole(r)
@@ -195,7 +195,7 @@ def test_random_histories_never_give_a_session_a_job_with_a_pod_missing() -> Non
                     passed += r.pod(f"{g}-{made[g]}", g)
                     made[g] += 1
                 whole(r)
-                held_back += len(r.active._wanting)
+                held_back += len(r.scope.wanting)
         finally:
             r.cache.stop(timeout=1.0)
     assert passed > 50 and held_back > 5, (passed, held_back)
