@@ -20,10 +20,10 @@ to `reads_light`): an added or modified pod of ours that is not bound in the sco
 hold and whose job (its namespace and `scheduling.k8s.io/group-name`, read from the line) another replica schedules
 is not decoded, and its job is noted in `passed` with the generation of lists it was passed over in. A job in
 `passed` never enters a session until a list of its pods taken after its last pass has put them in (`listing` /
-`listed`; `hold_back` from cache/active.py `restrict`, `list_wanting` from its `prepare`): that is how a job whose route moves into
-a held shard other than by a takeover (its PodGroup's shard annotation changed) is read whole before it is
-scheduled. What other replicas' jobs hold, which the holder of shard 0 once summed from every pod, each holder now
-publishes for its own shards on the shard's Lease (cache/active_summary.py).
+`listed`; `hold_back` from cache/active.py `restrict`, `list_wanting` from its `prepare`): that is how a job
+whose route moves into a held shard other than by a takeover (its PodGroup's shard annotation changed) is read
+whole before it is scheduled. What other replicas' jobs hold, which the holder of shard 0 once summed from every
+pod, each holder now publishes for its own shards on the shard's Lease (cache/active_summary.py).
 
 One active replica (no `--active-shards`) keeps every pod, as before: `Stores.pod_scope` is None.
 """
