@@ -113,6 +113,7 @@ class ActiveShards:
         self._checked, self._active_terms = dict[int, int](), dict[int, int]()
         self.freshen: Callable[[], bool] | None = None  # set by the CLI: cache/freshen.py `freshen_pods`
         self._others_allocated: dict[str, Resource] = {}  # queue -> what other shards' jobs hold (shard 0 held)
+        self._queues_since: float | None = None  # since when this replica's sessions have had shard 0
         self._session_jobs: frozenset[str] | None = None  # the jobs of the last session's view
         self._scope: frozenset[str] | None = None  # the nodes of the last session's view (`defers`)
         # (keep, the snapshot's node names, those of them kept, in order) as `_kept_nodes` last worked them out
@@ -154,8 +155,13 @@ class ActiveShards:
         return {BOUND_BY_ANNOTATION: self.identity}
 
     def writes_queues(self) -> bool:
-        """Queue status is written by the holder of shard 0 alone (`queue_statuses`)."""
-        return 0 in self._active
+        """Queue status is written by the holder of shard 0 alone (`queue_statuses`), once it has every other
+        shard's summary (a new holder would otherwise write a queue's `allocated` down to its own shards' share
+        until they come), or two lease durations after it took shard 0 (a holder that publishes none: an older
+        volcano-py during a rolling upgrade)."""
+        since = self._queues_since
+        return since is not None and (self.summaries.knows(self._active)
+                                      or self.monotonic() - since >= 2 * self.config.lease_duration)
 
     def queue_statuses(self, statuses: list[QueueStatus]) -> list[QueueStatus]:
         """The Queues' status as the holder of shard 0 writes it: what each queue's jobs hold across the cluster,
@@ -234,6 +240,8 @@ class ActiveShards:
         self._routes = routes
         self.summaries.work_out(snapshot, own, routes, active)
         self._others_allocated = self.summaries.allocated_elsewhere(active) if 0 in active else {}
+        if 0 not in active or self._queues_since is None:
+            self._queues_since = self.monotonic() if 0 in active else None
         keep = set(owner)
         for job in jobs.values():
             keep.update(t.node_name for t in job.tasks.values() if t.node_name)

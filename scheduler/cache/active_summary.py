@@ -70,6 +70,10 @@ class Summaries:
             self.unsay(f"summary:{i}")
             self.seen[i] = summary
 
+    def knows(self, active: frozenset[int]) -> bool:
+        """Whether a summary of every shard not in `active` has been read."""
+        return all(i in self.seen for i in range(self.shards) if i not in active)
+
     def loans_elsewhere(self, active: frozenset[int]) -> list[tuple[float, int, Need]]:
         """(since, shard, need) of the gangs the other shards' holders published."""
         return [(since, i, need) for i, summary in sorted(self.seen.items()) if i not in active

@@ -289,6 +289,8 @@ def test_the_queues_allocated_sums_what_each_shards_holder_publishes_and_only_sh
                                   node_name="n0" if cpu else ""))
         return jobs
 
+    a.restrict(ClusterSnapshot({}, jobs_of(a, 10), {}))
+    assert not a.writes_queues()  # no summary of shard 1 yet: a's own figures alone would undercount
     assert set(b.restrict(ClusterSnapshot({}, jobs_of(b, 1), {})).jobs) == {"ns/one", "ns/other", "ns/waits"}
     clock.now += 0.5
     b.round()  # the renewal publishes shard 1's summary
@@ -309,6 +311,30 @@ def test_the_queues_allocated_sums_what_each_shards_holder_publishes_and_only_sh
         a.restrict(ClusterSnapshot({}, jobs_of(a, 10), {}))
         assert a.held() == {0} and a.electors[1].published == nonsense
         assert {q.queue: q.allocated.cpu for q in a.queue_statuses(session)} == written
+
+
+def test_the_holder_of_shard_0_writes_the_queues_two_lease_durations_after_it_took_shard_0_if_none_is_published():
+    """A holder of shard 1 that publishes no summary (here: no session yet; an older volcano-py in a rolling
+    upgrade) keeps the Queues' status unwritten for two lease durations, not for ever."""
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a")
+    a.round()
+    a.electors[1].stop(release=True)
+    b = replica(server, clock, "b")
+    b.round()
+    a.watched.synced.set()
+    a.plan.step = lambda *_: None  # type: ignore[method-assign]
+    waited = 0.0
+    while True:
+        a.restrict(ClusterSnapshot({}, {}, {}))
+        if a.writes_queues():
+            break
+        assert a.held() == {0} and b.held() == {1} and waited < 2 * CONFIG.lease_duration
+        clock.now += 0.5
+        waited += 0.5
+        a.round()
+        b.round()
+    assert waited == 2 * CONFIG.lease_duration and not b.writes_queues()
 
 
 def test_a_gang_larger_than_a_shard_another_replica_holds_borrows_racks_through_the_published_summaries() -> None:
