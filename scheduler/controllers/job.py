@@ -324,6 +324,9 @@ class JobController:
         self, job: MutableObj, decision: Decision, gate: str | None, podgroup: MutableObj | None, pods: list[MutableObj]
     ) -> None:
         namespace = job["metadata"]["namespace"]
+        if podgroup is not None:  # the plugins' objects first, then the PodGroup and the pods, as Volcano's syncJob
+            self._sync_hosts(job)  # (initOnJobUpdate, pkg/controllers/job/job_controller_actions.go): a client
+            # that reads the hosts ConfigMap once the scaled job is ready finds it current
         for op in decision.ops:
             if op.kind is OpKind.ENSURE_PODGROUP and podgroup is None:
                 self.api.create(podgroup_for(job))
@@ -336,8 +339,6 @@ class JobController:
             elif op.kind is OpKind.DELETE_PODS:
                 for pod_name in op.names:
                     self.api.delete_pod(namespace, pod_name)
-        if podgroup is not None:
-            self._sync_hosts(job)
 
     # ---- elastic jobs: replicas and minAvailable may change while the job runs --------------------------------
     def _resize_podgroup(self, job: MutableObj, podgroup: MutableObj) -> None:

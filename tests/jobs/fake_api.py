@@ -127,7 +127,10 @@ class FakeApi:
         return job
 
     def patch_configmap_data(self, namespace: str, name: str, data: Mapping[str, Any]) -> MutableObj:
-        return self.objects[("ConfigMap", namespace, name)]
+        self.writes.append(("patch", "ConfigMap", namespace, name))
+        cm = self.objects[("ConfigMap", namespace, name)]
+        cm["data"] = {k: v for k, v in {**(cm.get("data") or {}), **data}.items() if v is not None}
+        return cm
 
     def event(self, involved: Mapping[str, Any], type_: str, reason: str, message: str, now: str) -> None:
         self.events.append({"kind": str(involved.get("kind")), "name": str(involved["metadata"]["name"]),
