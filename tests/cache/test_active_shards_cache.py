@@ -80,6 +80,17 @@ def replica(server: Server, clock: Clock, identity: str, shards: int = 2) -> Act
     return ActiveShards(server, stores, CONFIG, identity, "volcano-py", shards, monotonic=clock)  # type: ignore[arg-type]
 
 
+def split_between_two() -> tuple[Server, Clock, ActiveShards, ActiveShards]:
+    """Replica a holding shard 0 and replica b shard 1, on one Lease store."""
+    server, clock = Server(), Clock()
+    a = replica(server, clock, "a")
+    a.round()
+    a.electors[1].stop(release=True)  # a gives shard 1 up; b takes it
+    b = replica(server, clock, "b")
+    b.round()
+    return server, clock, a, b
+
+
 def holders(server: Server, shards: int = 2) -> list[str]:
     return [(server.objects.get(f"{LEASES}/sched-shard-{i}") or {}).get("spec", {}).get("holderIdentity", "")
             for i in range(shards)]
@@ -316,12 +327,7 @@ def test_the_queues_allocated_sums_what_each_shards_holder_publishes_and_only_sh
 def test_the_holder_of_shard_0_writes_the_queues_two_lease_durations_after_it_took_shard_0_if_none_is_published():
     """A holder of shard 1 that publishes no summary (here: no session yet; an older volcano-py in a rolling
     upgrade) keeps the Queues' status unwritten for two lease durations, not for ever."""
-    server, clock = Server(), Clock()
-    a = replica(server, clock, "a")
-    a.round()
-    a.electors[1].stop(release=True)
-    b = replica(server, clock, "b")
-    b.round()
+    server, clock, a, b = split_between_two()
     a.watched.synced.set()
     a.plan.step = lambda *_: None  # type: ignore[method-assign]
     waited = 0.0
@@ -345,12 +351,7 @@ def test_a_gang_larger_than_a_shard_another_replica_holds_borrows_racks_through_
     from scheduler.api.job import TaskInfo
     from scheduler.api.phases import TaskStatus
 
-    server, clock = Server(), Clock()
-    a = replica(server, clock, "a")
-    a.round()
-    a.electors[1].stop(release=True)
-    b = replica(server, clock, "b")
-    b.round()
+    server, clock, a, b = split_between_two()
     assert a.held() == {0} and b.held() == {1}
     racks = {f"{r}{i}": r for r in "abcd" for i in range(2)}  # 4 racks of 2 nodes of 8 GPUs: 16 GPUs a rack
     gpu = Resource.of(cpu=64000, scalars={"nvidia.com/gpu": 8})
