@@ -92,7 +92,7 @@ class Loans:
         self._weighed: dict[str, tuple[JobInfo, str, Need]] = {}
 
     def needs(self, snapshot: ClusterSnapshot, shard_of: Callable[[str], int], offers: Callable[[int, Need], int],
-              shards: int, unit: str, now: float = 0.0) -> list[tuple[int, Need]]:
+              shards: int, unit: str, now: float = 0.0) -> None:
         """`offers(shard, need)`: what the shard's nodes in the plan without loans offer the need's pods; `now`:
         the wall clock, kept as a gang's `since` when it is first seen."""
         for key in [k for k in self.gangs if k not in snapshot.jobs or _ended(snapshot.jobs[k])]:
@@ -114,10 +114,6 @@ class Loans:
             if 0 <= shard < shards and need.weight > offers(shard, need):
                 self.gangs[key] = (shard, need)
                 self.since[key] = now
-        # the longest waiting first, each a need some plan can hold (what the whole cluster offers its pods)
-        return [(shard, need) for shard, need in self.gangs.values()
-                if need.weight <= sum(offers(s, need) for s in range(shards))]
-
 
     def entries(self, shards: Collection[int] | None = None) -> list[tuple[float, str, Need]]:
         """(since, job, need) of the gangs of `shards` (every shard when None), the longest waiting first: what a
@@ -162,7 +158,7 @@ class PlanWriter:
         # and what they offer: a shard of 12,500 nodes has a few distinct weights, and every waiting gang of its
         # own need asks what they offer (summed over every node, that was a tenth of a replica's cycle)
         self.base: list[tuple[tuple[int, int], ...]] = []
-        self._offers: dict[tuple[int, Need], int] = {}
+        self._offer = offers_of(self.base)  # made again with each new base
         # node -> its shard in the last plan written without loans (None: none yet, read from the NodeShards):
         # the next plan keeps nodes where they are, so a node added or gone moves few others
         self._placed: dict[str, int] | None = None
@@ -190,8 +186,7 @@ class PlanWriter:
         if shard_of is not None and self.base:
             shards = len(self.base)
             self.loans.needs(snapshot, shard_of, self._offer, shards, weight_unit(snapshot), self.wall())
-            own = [(since, shard, need) for since, key, need in self.loans.entries()
-                   for shard in (self.loans.gangs[key][0],)]
+            own = [(self.loans.since.get(key, 0.0), shard, need) for key, (shard, need) in self.loans.gangs.items()]
             # the longest waiting first, each a need some plan can hold (what the whole cluster offers its pods)
             needs = [(shard, need) for _, shard, need in sorted([*own, *others], key=lambda entry: entry[0])
                      if 0 <= shard < shards and need.weight <= sum(self._offer(s, need) for s in range(shards))]
@@ -217,7 +212,7 @@ class PlanWriter:
         weight = {f.name: f.weight for f in facts}
         base = plan_nodes(facts, len(self.names), current=self._placed)
         self.base = [tuple(sorted(Counter(weight[n] for n in names).items())) for names in base]
-        self._offers = {}
+        self._offer = offers_of(self.base)
         wanted = dict(zip(self.names, plan_nodes(facts, len(self.names), needs, current=self._placed), strict=True))
         if needs:
             log.info("active shards: lending nodes for gangs larger than their shard (shard: weight needed) %s",
@@ -239,15 +234,6 @@ class PlanWriter:
         self._placed = {n: i for i, names in enumerate(base) for n in names}
         log.info("active shards: planned %d nodes in %d shards (%s)", len(facts), len(self.names),
                  ", ".join(str(len(wanted[n])) for n in self.names))
-
-    def _offer(self, shard: int, need: Need) -> int:
-        key = (shard, need)
-        offered = self._offers.get(key)
-        if offered is None:
-            if len(self._offers) > 4096:
-                self._offers.clear()
-            offered = self._offers[key] = sum(need.usable(w) * count for w, count in self.base[shard])
-        return offered
 
     def _list(self) -> dict[str, Any]:
         page = self.kube.request("GET", NODE_SHARDS_PATH)
