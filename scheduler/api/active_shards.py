@@ -289,7 +289,7 @@ def allocated_by_queue(jobs: Iterable[JobInfo]) -> dict[str, Resource]:
 # ---- what each shard's holder publishes on the shard's Lease (cache/active.py `summary`) -------------------------
 SUMMARY_ANNOTATION: Final = "scheduling.volcano-py.io/shard-summary"
 SUMMARY_MAX: Final = 200_000  # characters: a Lease's annotations may hold 256 KiB in all
-_LOANS_MAX: Final = 256
+LOANS_MAX: Final = 256  # loans in one summary at most (the reader refuses more)
 _UNITS_MAX: Final = 1 << 62
 
 
@@ -332,8 +332,8 @@ def parse_summary(text: object) -> ShardSummary | str:
     try:
         allocated = {_name(queue): _resource(value) for queue, value in _items(body.get("allocated"))}
         loans = body.get("loans", [])
-        if not isinstance(loans, list) or len(loans) > _LOANS_MAX:
-            raise ValueError(f"loans: expected a list of at most {_LOANS_MAX}")
+        if not isinstance(loans, list) or len(loans) > LOANS_MAX:
+            raise ValueError(f"loans: expected a list of at most {LOANS_MAX}")
         parsed = []
         for entry in loans:
             if not isinstance(entry, list) or len(entry) != 4:

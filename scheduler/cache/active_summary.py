@@ -22,10 +22,12 @@ it gives the shard up, until the next holder publishes.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from scheduler.api.active_shards import (
+    LOANS_MAX,
     SUMMARY_MAX,
     Need,
     ShardSummary,
@@ -38,6 +40,8 @@ from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.active_plan import Loans, PlanWriter, offers_of, weight_unit
 
+log = logging.getLogger("volcano_py.active")
+
 
 class Summaries:
     def __init__(self, shards: int, period: float, plan: PlanWriter, monotonic: Callable[[], float],
@@ -45,7 +49,8 @@ class Summaries:
                  unsay: Callable[[str], None]) -> None:
         self.shards, self.period, self.plan = shards, period, plan
         self.monotonic, self.wall, self.say, self.unsay = monotonic, wall, say, unsay
-        self.texts: dict[int, str] = {}  # held shard -> its summary as published (swapped whole: the round reads it)
+        # held shard -> its summary as published (None: too large to publish), swapped whole: the round reads it
+        self.texts: dict[int, str | None] = {}
         self._at: float | None = None
         self.seen: dict[int, ShardSummary] = {}  # shard -> its summary as last read (or worked out, held)
         self._seen_text: dict[int, str] = {}
@@ -91,11 +96,19 @@ class Summaries:
     def work_out(self, snapshot: ClusterSnapshot, own: dict[str, JobInfo], routes: Mapping[str, int],
                  active: frozenset[int]) -> None:
         """Each active shard's summary, from the jobs routed to it (`own`, `routes`): again at most twice a retry
-        period, or at once for a shard that has none yet."""
+        period, or at once for a shard that has none yet. Never raises: a fault costs the summaries (the last ones
+        stay published), never the cycle."""
         now = self.monotonic()
         if self._at is not None and now - self._at < self.period / 2 and active <= self.texts.keys():
             return
         self._at = now
+        try:
+            self._work_out(snapshot, own, routes, active)
+        except Exception:  # noqa: BLE001 - a job read oddly costs the summary, not every job its session
+            log.exception("active shards: working out the shards' summaries failed; the last ones stay published")
+
+    def _work_out(self, snapshot: ClusterSnapshot, own: dict[str, JobInfo], routes: Mapping[str, int],
+                  active: frozenset[int]) -> None:
         held: dict[int, list[JobInfo]] = {i: [] for i in active}
         for key, job in own.items():
             held[routes[key]].append(job)
@@ -108,15 +121,21 @@ class Summaries:
             if base:
                 loans.needs(replace(snapshot, jobs=own), routes.__getitem__, offers_of(base), self.shards,
                             weight_unit(snapshot), self.wall())
-        texts = {}
-        for i in sorted(active):
-            summary = ShardSummary(allocated_by_queue(held[i]), tuple(loans.entries({i})), base if i == 0 else None)
+        texts: dict[int, str | None] = {}
+        for i in sorted(active):  # (the longest waiting loans, as many as a reader takes)
+            summary = ShardSummary(allocated_by_queue(held[i]), tuple(loans.entries({i})[:LOANS_MAX]),
+                                   base if i == 0 else None)
             text = encode_summary(summary)
-            if len(text) > SUMMARY_MAX:
-                self.say(f"summary-size:{i}", f"active shards: shard {i}'s summary is {len(text)} characters, more "
-                         f"than a Lease may carry ({SUMMARY_MAX}); published without its loans")
+            if len(text) > SUMMARY_MAX:  # too large for a Lease: one too large would fail the renewal itself
                 summary = replace(summary, loans=())
                 text = encode_summary(summary)
+                fits = len(text) <= SUMMARY_MAX
+                self.say(f"summary-size:{i}", f"active shards: shard {i}'s summary is more than a Lease may carry "
+                         f"({SUMMARY_MAX} characters); published without "
+                         f"{'its loans' if fits else 'it whole (readers keep the last they read)'}")
+                if not fits:
+                    texts[i] = None
+                    continue
             texts[i] = text
             self.seen[i], self._seen_text[i] = summary, text  # the last known of it, should this replica give it up
         self.texts = texts

@@ -176,19 +176,25 @@ class PodScope:
             self._said = (self.passed_ours, now)
 
     def list_wanting(self) -> None:
-        """From `prepare`, before the snapshot: the namespaces of the jobs held back listed (`list_jobs`); those
-        jobs are whole again when every list succeeded (a fault is "not yet": they are held back again)."""
+        """From `prepare`, before the snapshot: each namespace of the jobs held back listed (`list_jobs`); its jobs
+        are whole again when its list succeeded (a fault is "not yet" for that namespace's jobs alone: they are
+        held back again, the other namespaces' join)."""
         wanting, list_jobs = self.wanting, self.list_jobs
         if not wanting or list_jobs is None:
             return
         token = self.listing()
-        try:
-            listed = all([list_jobs(namespace) for namespace in sorted({key.partition("/")[0] for key in wanting})])
-        except Exception:
-            log.exception("active shards: listing the pods of jobs passed over failed; trying next cycle")
-            listed = False
-        if listed:
-            self.listed(token, wanting)
+        by_namespace: dict[str, set[str]] = {}
+        for key in wanting:
+            by_namespace.setdefault(key.partition("/")[0], set()).add(key)
+        for namespace, jobs in sorted(by_namespace.items()):
+            try:
+                listed = list_jobs(namespace)
+            except Exception:
+                log.exception("active shards: listing the pods of namespace %s (jobs passed over) failed; trying "
+                              "next cycle", namespace)
+                listed = False
+            if listed:
+                self.listed(token, jobs)
         self.wanting = frozenset()
 
     def prune(self, *live: Container[str]) -> None:
