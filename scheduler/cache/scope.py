@@ -164,7 +164,8 @@ class PodScope:
         """From `restrict`: the jobs of the session with pods passed over since their last list leave `jobs` for
         `wanting` (listed at the next `list_wanting`); the events passed over counted in a log line at most once a
         minute."""
-        self.wanting = frozenset(key for key in jobs if key in self.passed)
+        passed = self.passed  # (none passed over, the usual case: the session's thousands of jobs not walked)
+        self.wanting = frozenset(key for key in jobs if key in passed) if passed else frozenset()
         for key in self.wanting:
             del jobs[key]
         if self.wanting:
